@@ -1,0 +1,78 @@
+"""ember: a define-by-run deep-learning framework with the PyTorch programming model.
+
+>>> import ember as torch
+>>> x = torch.ones(2, 2, requires_grad=True)
+>>> y = (x * 3).sum()
+>>> y.backward()
+>>> x.grad
+tensor([[3., 3.],
+        [3., 3.]])
+"""
+from . import plugins
+from .plugins import autoload_enabled as _autoload_enabled
+
+__version__ = "0.1.0"
+
+# dtypes and promotion
+from . import dtypes  # noqa: E402
+from .dtypes import (  # noqa: E402,F401
+    bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float, float16, float32,
+    float64, get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
+    set_default_dtype, short, uint8,
+)
+from .dtypes import can_cast  # noqa: E402,F401
+
+# devices, backends, tensors
+from . import backend, kernels  # noqa: E402,F401
+from .backend import device, get_default_device, set_default_device  # noqa: E402,F401
+from .tensor import Size, Tensor, is_tensor, is_storage  # noqa: E402,F401
+from .storage import TypedStorage, UntypedStorage  # noqa: E402,F401
+
+# autograd
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import (  # noqa: E402,F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+
+# operators
+from . import ops  # noqa: E402
+from .dispatch import result_type  # noqa: E402,F401
+from .ops.creation import LEGACY_TYPES as _LEGACY  # noqa: E402
+
+for _m in ops.MODULES:
+    globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
+from ._printing import get_printoptions, set_printoptions  # noqa: E402,F401
+from .random import (  # noqa: E402,F401
+    Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+)
+from . import cuda  # noqa: E402,F401
+
+globals().update(_LEGACY)
+
+# plugins: the built-in backends come through the same entry points as any other
+if _autoload_enabled():
+    plugins.load_entry_points()
+if "cpu" not in plugins.REGISTRY.backends:
+    # the CPU backend is the embedded default: present even without autoload or installed metadata
+    import ember_cpu_numpy as _cpu  # noqa: E402
+
+    if not plugins.pm.is_registered(_cpu):
+        plugins.register(_cpu, name="cpu")
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+def numel(t) -> int:
+    return t.numel()
+
+
+def detach(t):
+    return t.detach()
+
+
+def typename(t) -> str:
+    return t.type() if isinstance(t, Tensor) else type(t).__name__
+
+

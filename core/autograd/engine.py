@@ -1,0 +1,420 @@
+"""The backward engine: iterative, reverse topological order from the roots.
+
+Dependencies are counted once per call; a node runs when every gradient for
+its outputs has arrived.  Gradients are summed per (node, output) in a
+buffer; leaves receive theirs through AccumulateGrad.  Saved values are
+freed as nodes finish unless ``retain_graph``.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .function import AccumulateGrad, BackwardCFunction, grad_edge
+from .grad_mode import STATE
+
+_FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
+
+
+_T = []
+
+
+def _tensor_cls():
+    if not _T:
+        from ..tensor import Tensor
+
+        _T.append(Tensor)
+    return _T[0]
+
+
+def _ones_like(t):
+    from ..tensor import _wrap
+
+    return _wrap(t._dev.kernels["full"](t._data.shape, 1, t._data.dtype), t._dev)
+
+
+def _make_grads(outputs, grads, create_graph):
+    Tensor = _tensor_cls()
+    res = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if not out._rg:
+                continue
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out.dtype.category < 2:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = _ones_like(out)
+        elif not isinstance(g, Tensor):
+            from ..ops.creation import tensor as _t
+
+            g = _t(g, dtype=out.dtype, device=out.device)
+        elif g._data.shape != out._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has "
+                               f"a shape of {out.shape}.")
+        elif g._dev is not out._dev:
+            raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and output[{i}] on "
+                               f"{out.device}.")
+        res.append(g)
+    return res
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Compute the gradients of ``tensors`` and accumulate them into the graph's leaves.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> ember.autograd.backward((x * x).sum())
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    Tensor = _tensor_cls()
+    if isinstance(tensors, Tensor):
+        tensors = (tensors,)
+    tensors = tuple(tensors)
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"backward: got {len(grad_tensors)} gradients for {len(tensors)} tensors")
+    for i, t in enumerate(tensors):
+        if not t._rg:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(tensors, grad_tensors, create_graph)
+    roots = [grad_edge(t) for t in tensors]
+    targets = None
+    if inputs is not None:
+        if isinstance(inputs, Tensor):
+            inputs = (inputs,)
+        if len(inputs) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets = {}
+        for t in inputs:
+            if not t._rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets[grad_edge(t)] = t
+    run(roots, grads, retain_graph, create_graph, targets=targets, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated.
+
+    >>> import ember
+    >>> x = ember.tensor(3.0, requires_grad=True)
+    >>> (g,) = ember.autograd.grad(x ** 2, x, create_graph=True)
+    >>> g, ember.autograd.grad(g, x)[0]
+    (tensor(6., grad_fn=<MulBackward0>), tensor(2.))
+    """
+    Tensor = _tensor_cls()
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for i, t in enumerate(outputs):
+        if not t._rg:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    for t in inputs:
+        if not t._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(outputs, grad_outputs, create_graph)
+    targets = {}
+    edges = []
+    for t in inputs:
+        e = grad_edge(t)
+        edges.append(e)
+        targets[e] = t
+    captured = run([grad_edge(t) for t in outputs], grads, retain_graph, create_graph, targets=targets,
+                   accumulate=False)
+    result = []
+    for t, e in zip(inputs, edges):
+        g = captured.get(e)
+        if g is None:
+            if materialize_grads:
+                from ..ops.creation import zeros_like
+
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+def _count_deps(roots):
+    """Dependency counts of every node reachable from ``roots``."""
+    deps = {}
+    stack = [fn for fn, _ in roots if fn is not None]
+    seen = set(stack)
+    while stack:
+        fn = stack.pop()
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _discover(roots):
+    """Dependency counts of every node reachable from ``roots``, and a post-order."""
+    deps = {}
+    order = []
+    seen = set()
+    stack = []
+    for fn, _ in roots:
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            stack.append((fn, False))
+    while stack:
+        fn, done = stack.pop()
+        if done:
+            order.append(fn)
+            continue
+        stack.append((fn, True))
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, False))
+    return deps, order
+
+
+def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True):
+    """Run backward from root edges with root gradients.
+
+    ``targets``: ``{edge: tensor}``; when given, only nodes leading to them
+    run, and (without ``accumulate``) their gradients are returned instead
+    of stored.  Returns ``{edge: grad}`` for the targets.
+    """
+    needed = None
+    if targets is None:
+        deps = _count_deps(roots)
+    else:
+        deps, order = _discover(roots)
+        target_nodes = {e[0] for e in targets}
+        needed = set()
+        for fn in order:  # children before parents
+            if fn in target_nodes or any(n in needed for n, _ in fn.next_functions if n is not None):
+                needed.add(fn)
+    buffers = {}
+    for (fn, nr), g in zip(roots, grads):
+        if fn is not None:
+            _add(buffers, fn, nr, g)
+    captured = {}
+    shared = {id(g) for g in grads}  # gradients the caller or another edge also holds: copied before storing
+    prev = STATE.enabled
+    STATE.enabled = bool(create_graph)
+    try:
+        ready = list(dict.fromkeys(fn for fn, _ in roots if fn is not None and deps.get(fn, 0) == 0))
+        while ready:
+            fn = ready.pop()
+            grads_out = buffers.pop(fn, None)
+            if needed is not None and fn not in needed:
+                _release_edges(fn, deps, ready)
+                continue
+            if grads_out is None:
+                grads_out = [None] * fn.n_outputs
+            if fn._pre_hooks is not None or fn._retain is not None:
+                grads_out = _run_tensor_hooks(fn, grads_out, shared)
+            if targets is not None:
+                for nr in range(fn.n_outputs):
+                    if (fn, nr) in targets:
+                        captured[(fn, nr)] = grads_out[nr]
+            if type(fn) is AccumulateGrad:
+                if targets is None or (accumulate and (fn, 0) in targets):
+                    _accumulate(fn.variable, grads_out[0], create_graph, shared)
+                continue
+            if targets is not None and not accumulate and fn in target_nodes and not any(
+                    n in needed for n, _ in fn.next_functions if n is not None):
+                _release_edges(fn, deps, ready)
+                continue
+            if fn._node_pre_hooks:
+                for hook in fn._node_pre_hooks:
+                    r = hook(tuple(grads_out))
+                    if r is not None:
+                        grads_out = list(r)
+            grads_in = _call_backward(fn, grads_out)
+            if fn._hooks:
+                for hook in fn._hooks:
+                    r = hook(tuple(grads_in), tuple(grads_out))
+                    if r is not None:
+                        grads_in = list(r)
+            if not retain_graph:
+                fn.release()
+            for (nxt, nr), g in zip(fn.next_functions, grads_in):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    for x in grads_out:
+                        if g is x:  # passed through unchanged: someone else holds it too
+                            shared.add(id(g))
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.n_outputs
+                        buf[nr] = g
+                    elif buf[nr] is None:
+                        buf[nr] = g
+                    else:
+                        buf[nr] = buf[nr] + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    ready.append(nxt)
+    finally:
+        STATE.enabled = prev
+    return captured
+
+
+def _release_edges(fn, deps, ready):
+    for nxt, _ in fn.next_functions:
+        if nxt is None:
+            continue
+        d = deps[nxt] - 1
+        deps[nxt] = d
+        if d == 0:
+            ready.append(nxt)
+
+
+def _add(buffers, fn, nr, g):
+    buf = buffers.get(fn)
+    if buf is None:
+        buf = buffers[fn] = [None] * fn.n_outputs
+    prev = buf[nr]
+    buf[nr] = g if prev is None else prev + g
+
+
+def _run_tensor_hooks(fn, grads, shared):
+    grads = list(grads)
+    if fn._pre_hooks:
+        for nr, hooks in fn._pre_hooks.items():
+            for hook in hooks:
+                if grads[nr] is None:
+                    continue
+                r = hook(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    if fn._retain:
+        for nr, ref in fn._retain.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr]
+                if t._grad is None:
+                    t._grad = g if STATE.enabled else _owned(g, shared)
+                else:
+                    t._grad = t._grad + g
+    return grads
+
+
+def _owned(g, shared):
+    """``g`` detached, copied unless it is a fresh tensor nobody else holds."""
+    if g._base is not None or g._fn is not None or g._rg or id(g) in shared:
+        return g.detach().clone()
+    return g
+
+
+def _call_backward(fn, grads_out):
+    Tensor = _T[0] if _T else _tensor_cls()
+    custom = isinstance(fn, BackwardCFunction)
+    if (not custom or fn.materialize_grads) and any(g is None for g in grads_out):
+        grads_out = _materialize(fn, grads_out)
+    res = fn._fn_cls.backward(fn, *grads_out) if custom else fn.backward(fn, *grads_out)
+    if type(res) is not tuple:
+        res = (res,)
+    n_in = len(fn.next_functions)
+    if len(res) != n_in:
+        if custom and len(res) > n_in and all(r is None for r in res[n_in:]):
+            res = res[:n_in]
+        else:
+            raise RuntimeError(f"function {type(fn).__name__} returned an incorrect number of gradients "
+                               f"(expected {n_in}, got {len(res)})")
+    out = []
+    for i, (g, (nxt, _), meta) in enumerate(zip(res, fn.next_functions, fn._shapes)):
+        if g is None or nxt is None or meta is None:
+            out.append(None if nxt is None else g)
+            continue
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"function {type(fn).__name__} returned a gradient of type {type(g).__name__} at "
+                               f"index {i}; expected a Tensor or None")
+        shape, dt = meta
+        arr = g._data
+        if arr.shape != shape:
+            if _broadcastable(shape, arr.shape):
+                g = g.sum_to_size(shape)
+            else:
+                raise RuntimeError(f"Function {type(fn).__name__} returned an invalid gradient at index {i} - got "
+                                   f"{list(arr.shape)} but expected shape compatible with {list(shape)}")
+        if arr.dtype is not dt and arr.dtype != dt:
+            g = g.to(g._dev.backend.dtype_of(_empty_of(g, dt)))
+        if STATE.anomaly and STATE.anomaly_nan:
+            _check_nan(fn, g, i)
+        out.append(g)
+    return out
+
+
+def _empty_of(g, dt):
+    return g._dev.backend.xp.empty((0,), dtype=dt)
+
+
+def _materialize(fn, grads_out):
+    from ..ops.creation import zeros
+
+    grads_out = list(grads_out)
+    shapes = getattr(fn, "_out_meta", None)
+    for i, g in enumerate(grads_out):
+        if g is None and shapes is not None:
+            shape, dt, dev = shapes[i]
+            grads_out[i] = zeros(shape, dtype=dt, device=dev)
+    return grads_out
+
+
+def _check_nan(fn, g, i):
+    if g.dtype.category >= 2 and bool(g.isnan().any()):
+        if fn._trace:
+            warnings.warn("Error detected in " + type(fn).__name__ + ". Traceback of forward call that caused the "
+                          "error:\n" + fn._trace, RuntimeWarning, stacklevel=3)
+        raise RuntimeError(_FORMAT_NAN.format(type(fn).__name__, i))
+
+
+def _broadcastable(shape, gshape):
+    """Whether a gradient of ``gshape`` can be summed down to ``shape``."""
+    if len(gshape) < len(shape):
+        return False
+    return all(s == g or s == 1 for s, g in zip(reversed(shape), reversed(gshape)))
+
+
+def _accumulate(t, g, create_graph, shared):
+    if g is None:
+        return
+    if t._hooks:
+        for hook in t._hooks:
+            r = hook(g)
+            if r is not None:
+                g = r
+    if t._grad is None:
+        t._grad = g if create_graph else _owned(g, shared)
+    elif create_graph or t._grad._rg:
+        t._grad = t._grad + g
+    else:
+        t._grad = t._grad + (g if not g._rg else g.detach())
+    if t._post_acc_hooks:
+        for hook in t._post_acc_hooks:
+            hook(t)

@@ -1,0 +1,335 @@
+"""Graph nodes and Functions.
+
+Every differentiable operation is an :class:`Op`: a class whose ``forward``
+computes on backend arrays through the device's kernel table and whose
+``backward`` is written with ember operations (so ``create_graph=True`` and
+higher-order gradients need nothing more).  An Op instance is both the
+``ctx`` of one call and the ``grad_fn`` node it leaves in the graph.
+
+User-defined functions subclass :class:`Function` (PyTorch's ctx style):
+
+>>> import ember
+>>> class Cube(ember.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x ** 3
+...     @staticmethod
+...     def backward(ctx, g):
+...         (x,) = ctx.saved_tensors
+...         return 3 * x ** 2 * g
+>>> x = ember.tensor([2.0], requires_grad=True)
+>>> Cube.apply(x).backward()
+>>> x.grad
+tensor([12.])
+"""
+from __future__ import annotations
+
+import traceback
+import warnings
+import weakref
+
+from .grad_mode import STATE
+
+_new = object.__new__
+
+
+class Node:
+    """A node of the backward graph: a tensor's ``grad_fn``.
+
+    ``next_functions`` holds one ``(node, output_nr)`` edge per input
+    (``(None, 0)`` for inputs that need no gradient).
+    """
+
+    next_functions: tuple = ()
+    _shapes: tuple = ()
+    _saved = None
+    _vers = None
+    _out = None
+    _pre_hooks = None      # {output_nr: [hook, ...]} from Tensor.register_hook
+    _retain = None         # {output_nr: weakref to tensor} from retain_grad
+    _hooks = None          # node hooks: fn(grad_inputs, grad_outputs)
+    _node_pre_hooks = None  # node pre-hooks: fn(grad_outputs)
+    _released = False
+    _trace = None          # forward stack when anomaly detection is on
+    n_outputs = 1
+    metadata: dict
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return _Handle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node's backward; it may return new grad_outputs."""
+        if self._node_pre_hooks is None:
+            self._node_pre_hooks = []
+        self._node_pre_hooks.append(fn)
+        return _Handle(self._node_pre_hooks, fn)
+
+    def __getattr__(self, name):
+        if name == "metadata":
+            self.metadata = {}
+            return self.metadata
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    # -- saved values
+    def _check_released(self):
+        if self._released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after "
+                "they have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward.")
+
+    def _check_version(self, t, saved_version, index):
+        if t._version != saved_version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} {list(t.shape)}], which is output {t._nr} of "
+                f"{type(t._fn).__name__ if t._fn is not None else 'a leaf'} (saved as input {index} of "
+                f"{type(self).__name__}), is at version {t._version}; expected version {saved_version} instead. "
+                "Hint: the operation that produced it must not be followed by an in-place change before "
+                "backward, or clone() it first.")
+
+    @property
+    def inputs(self) -> tuple:
+        """The saved inputs (Tensors as given to forward, non-tensors as they were)."""
+        self._check_released()
+        saved = self._saved
+        if self._vers is not None:
+            for i, (t, v) in enumerate(zip(saved, self._vers)):
+                if v is not None:
+                    self._check_version(t, v, i)
+        return saved
+
+    @property
+    def output(self):
+        """The saved output, as a tensor whose grad_fn is this node (for double backward)."""
+        from ..tensor import _wrap
+
+        self._check_released()
+        arr, dev, ref, ver = self._out
+        t = ref()
+        if t is not None and t._version != ver:
+            self._check_version(t, ver, "output")
+        out = _wrap(arr, dev)
+        out._rg = True
+        out._fn = self
+        return out
+
+    def release(self):
+        self._saved = None
+        self._out = None
+        self._released = True
+
+
+class Op(Node):
+    """A built-in differentiable operation: ``forward`` on arrays, ``backward`` with ember ops.
+
+    Class options:
+      ``save_inputs``: keep the Tensor inputs for backward (``ctx.inputs``);
+      ``save_output``: keep the output (``ctx.output``);
+      ``nondiff_outputs``: indices of outputs that carry no gradient (indices of ``max``);
+      ``backward_name``: the grad_fn's name when not ``<Class>Backward0``.
+    """
+
+    save_inputs = False
+    save_output = False
+    nondiff_outputs = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("backward_name") or cls.__name__ + "Backward0"
+        cls.__name__ = cls.__qualname__ = name
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError
+
+
+class AccumulateGrad(Node):
+    """The node that adds incoming gradients into a leaf tensor's ``.grad``."""
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+class _Handle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, container, item, key=None):
+        self.container, self.item, self.key = container, item, key
+
+    def remove(self):
+        c = self.container
+        if isinstance(c, dict):
+            lst = c.get(self.key, [])
+            if self.item in lst:
+                lst.remove(self.item)
+        elif self.item in c:
+            c.remove(self.item)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+RemovableHandle = _Handle
+
+
+def grad_edge(t):
+    """The edge a gradient for tensor ``t`` travels along: ``(node, output_nr)``."""
+    fn = t._fn
+    if fn is not None:
+        return (fn, t._nr)
+    if not t._rg:
+        return (None, 0)
+    acc = t._acc
+    node = acc() if acc is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t._acc = weakref.ref(node)
+    return (node, 0)
+
+
+def anomaly_trace(ctx):
+    ctx._trace = "".join(traceback.format_stack()[:-3])
+
+
+# --------------------------------------------------------------------------- user Functions
+class FunctionCtx:
+    """The ``ctx`` handed to a user :class:`Function`'s forward and backward."""
+
+    def save_for_backward(self, *tensors):
+        self.to_save = tensors
+
+    def mark_dirty(self, *tensors):
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool):
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node of one call to a user Function (the ctx the user sees)."""
+
+    materialize_grads = True
+    to_save = ()
+    dirty_tensors = ()
+    non_differentiable = ()
+    needs_input_grad = ()
+    _fn_cls = None
+
+    @property
+    def saved_tensors(self):
+        self._check_released()
+        if self._saved is None:
+            return ()
+        out = []
+        for i, (t, v) in enumerate(zip(self._saved, self._vers)):
+            if v is not None:
+                self._check_version(t, v, i)
+            out.append(t)
+        return tuple(out)
+
+    saved_variables = saved_tensors
+
+    def name(self):
+        return type(self).__name__
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its own backward-node class (``<Name>Backward``)."""
+
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_fn_cls": cls})
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class for custom differentiable operations (PyTorch's ``autograd.Function``).
+
+    Write static ``forward(ctx, *args)`` with ember operations and
+    ``backward(ctx, *grad_outputs)`` returning one gradient (or ``None``)
+    per forward argument; call ``YourFunction.apply(*args)``.
+    The old style, an instance with ``forward(self, *tensors)`` called as
+    ``YourFunction()(x)``, still works and warns that it is deprecated.
+    """
+
+    def __call__(self, *args):
+        warnings.warn(
+            "Legacy autograd function with non-static forward method is deprecated; define forward and "
+            "backward as static methods taking ctx and call Function.apply",
+            DeprecationWarning, stacklevel=2)
+        from .legacy import apply_legacy
+
+        return apply_legacy(self, args)
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        return None
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .custom import apply_function
+
+        return apply_function(cls, args, kwargs)
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass
+
+
+def once_differentiable(fn):
+    """Mark a backward as not differentiable twice: it runs without recording a graph."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        from .grad_mode import no_grad
+
+        with no_grad():
+            return fn(ctx, *args)
+
+    return wrapper
+
+
+def is_recording() -> bool:
+    return STATE.enabled

@@ -1,0 +1,146 @@
+"""Finite-difference checks of gradients: ``gradcheck`` and ``gradgradcheck`` (float64, central differences)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+
+class GradcheckError(RuntimeError):
+    """Analytical and numerical gradients disagree."""
+
+
+def _tensor():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def _as_tuple(x):
+    Tensor = _tensor()
+    return x if isinstance(x, tuple) else (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _flat_outputs(fn, inputs):
+    Tensor = _tensor()
+    out = fn(*inputs)
+    return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
+
+
+def _numerical(fn, inputs, targets, eps):
+    """d(outputs)/d(targets) by central differences: a list (per output) of lists (per target) of Jacobians."""
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        outs = _flat_outputs(fn, inputs)
+        jac = [[np.zeros((o.numel(), t.numel())) for t in targets] for o in outs]
+        for ti, t in enumerate(targets):
+            host = t.detach()
+            flat = host.reshape(-1)
+            for j in range(t.numel()):
+                orig = flat[j].item()
+                flat[j] = orig + eps
+                plus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
+                        for o in _flat_outputs(fn, inputs)]
+                flat[j] = orig - eps
+                minus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
+                         for o in _flat_outputs(fn, inputs)]
+                flat[j] = orig
+                for oi in range(len(outs)):
+                    jac[oi][ti][:, j] = (plus[oi] - minus[oi]) / (2 * eps)
+    return outs, jac
+
+
+def _analytical(fn, inputs, targets, create_graph=False):
+    from ..autograd.engine import grad
+    from ..ops.creation import zeros_like
+
+    outs = _flat_outputs(fn, inputs)
+    jac = []
+    for o in outs:
+        rows = [np.zeros((o.numel(), t.numel())) for t in targets]
+        if not o._rg:
+            jac.append(rows)
+            continue
+        for i in range(o.numel()):
+            g = zeros_like(o)
+            g.reshape(-1)[i] = 1
+            gs = grad(o, targets, g, retain_graph=True, allow_unused=True)
+            for ti, gt in enumerate(gs):
+                if gt is not None:
+                    rows[ti][i, :] = gt.detach().to("cpu").numpy().astype(np.float64).reshape(-1)
+        jac.append(rows)
+    return jac
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              fast_mode=False, masked=None) -> bool:
+    """Compare the gradients of ``func`` at ``inputs`` with central finite differences.
+
+    Inputs that require grad should be float64.  Raises :class:`GradcheckError`
+    naming the worst element when they disagree (or returns False when
+    ``raise_exception=False``).
+
+    >>> import ember
+    >>> x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    >>> ember.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
+    True
+    """
+    Tensor = _tensor()
+    inputs = _as_tuple(inputs)
+    targets = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    if not targets:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
+                         "have requires_grad=True.")
+    for t in targets:
+        if t.dtype.name not in ("float64", "complex128"):
+            import warnings
+
+            warnings.warn(f"Input #{inputs.index(t)} requires gradient and is not a double precision floating "
+                          f"point. This check will likely fail if all the inputs are not of double precision "
+                          f"floating point.", UserWarning, stacklevel=2)
+    _, num = _numerical(func, inputs, targets, eps)
+    ana = _analytical(func, inputs, targets)
+    for oi, (nrows, arows) in enumerate(zip(num, ana)):
+        for ti, (n, a) in enumerate(zip(nrows, arows)):
+            bad = np.abs(a - n) > atol + rtol * np.abs(n)
+            if bad.any():
+                err = np.abs(a - n) - (atol + rtol * np.abs(n))
+                i, j = np.unravel_index(np.argmax(err), err.shape)
+                msg = (f"Jacobian mismatch for output {oi} with respect to input {ti},\n"
+                       f"numerical:{n}\nanalytical:{a}\n"
+                       f"worst element: output[{i}] w.r.t. input[{j}]: numerical {n[i, j]:.8g}, "
+                       f"analytical {a[i, j]:.8g} ({int(bad.sum())} of {bad.size} elements differ)")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,
+                  raise_exception=True, nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+                  check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True,
+                  fast_mode=False, masked=False) -> bool:
+    """Check second derivatives: gradcheck of the gradient of ``func`` (with random grad_outputs)."""
+    from ..autograd.engine import grad
+    from ..ops.creation import randn
+
+    Tensor = _tensor()
+    inputs = _as_tuple(inputs)
+    outs = _flat_outputs(func, inputs)
+    if grad_outputs is None:
+        grad_outputs = tuple(randn(o.shape, dtype=o.dtype, device=o.device, requires_grad=True) for o in outs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outs = _flat_outputs(func, ins)
+        tg = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
+        diff = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
+        gs = grad([o for o, _ in diff], tg, [g for _, g in diff], create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

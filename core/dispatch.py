@@ -1,0 +1,309 @@
+"""From an operator call to a kernel call, and the graph record around it.
+
+The hot path of every op: check devices, promote dtypes only when they
+differ, look the kernel up in the device's dict, wrap the result without
+argument parsing, and record a graph node only when grad mode is on and an
+input requires grad.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import dtypes
+from .autograd.function import anomaly_trace, grad_edge
+from .autograd.grad_mode import STATE
+from .tensor import Tensor, _wrap
+
+_new = object.__new__
+_SCALARS = (int, float, bool, complex, np.number, np.bool_)
+
+
+def _version(t):
+    b = t._base
+    return (t if b is None else b)._ver
+
+
+# --------------------------------------------------------------------------- errors
+def _op_name(Op):
+    n = type.__getattribute__(Op, "__name__")
+    return n[:-9].lower() if n.endswith("Backward0") else n
+
+
+def device_error(op, a, b):
+    return RuntimeError(f"{op}: expected all tensors to be on the same device, but found at least two devices, "
+                        f"{a._dev} and {b._dev}! (move one with .to(device); only copy_ and to() cross devices)")
+
+
+def _cpu_scalar(t):
+    return t._dev.type == "cpu" and t._data.ndim == 0
+
+
+def _scalar_to(t, dev):
+    """Move a 0-dim CPU tensor to ``dev`` (PyTorch lets those mix with any device)."""
+    return _wrap(dev.backend.from_numpy(t._dev.backend.to_numpy(t._data), dev.index), dev)
+
+
+def same_device(op, tensors):
+    """The common device of ``tensors``; 0-dim CPU tensors may join any device."""
+    main = next((t for t in tensors if not _cpu_scalar(t)), tensors[0])
+    for t in tensors:
+        if t._dev is not main._dev and not _cpu_scalar(t):
+            raise device_error(op, main, t)
+    return main._dev
+
+
+# --------------------------------------------------------------------------- promotion
+def result_type(*operands) -> dtypes.dtype:
+    """PyTorch's result dtype of an operation over tensors and scalars.
+
+    >>> import ember
+    >>> ember.result_type(ember.tensor([1, 2]), 1.0)
+    ember.float32
+    """
+    dims, zero, scalars = [], [], []
+    for o in operands:
+        if isinstance(o, Tensor):
+            (dims if o._data.ndim else zero).append(o.dtype)
+        elif isinstance(o, dtypes.dtype):
+            dims.append(o)
+        else:
+            scalars.append(o)
+    return dtypes.result_type_of(dims, zero, scalars)
+
+
+def cast(t: Tensor, d: dtypes.dtype) -> Tensor:
+    """``t`` converted to dtype ``d`` (differentiably), or ``t`` itself if it already is."""
+    if t.dtype is d:
+        return t
+    from .ops.pointwise import Cast
+
+    return apply(Cast, t, t._dev.backend.array_dtype(d))
+
+
+def promote(op, a, b):
+    """Bring two operands (tensors or scalars) to PyTorch's common dtype.
+
+    Returns ``(a, b)`` with tensors cast; scalars are left for the kernel when
+    their category does not exceed the result's.
+    """
+    rt = result_type(a, b)
+    if isinstance(a, Tensor):
+        a = cast(a, rt)
+    elif dtypes.scalar_category(a) > rt.category:
+        a = rt.np.type(a) if rt.np is not None else a
+    if isinstance(b, Tensor):
+        b = cast(b, rt)
+    return a, b
+
+
+# --------------------------------------------------------------------------- apply
+def unary(Op, a, *params):
+    """Apply a one-tensor Op: ``Op.forward(ctx, kernels, array, *params)``."""
+    dev = a._dev
+    ctx = _new(Op)
+    out = Op.forward(ctx, dev.kernels, a._data, *params)
+    if a._rg and STATE.enabled:
+        return record(ctx, out, dev, (a,))
+    if type(out) is tuple:
+        return tuple(_wrap(o, dev) for o in out)
+    return _wrap(out, dev)
+
+
+def binary(Op, a, b, *params):
+    """Apply a two-operand Op with broadcasting and type promotion (one operand may be a scalar)."""
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            x, y, dev = a._data, b._data, a._dev
+            if dev is not b._dev or x.dtype is not y.dtype:
+                if dev is not b._dev:
+                    dev = same_device(_op_name(Op), (a, b))
+                    if a._dev is not dev:
+                        a = _scalar_to(a, dev)
+                    if b._dev is not dev:
+                        b = _scalar_to(b, dev)
+                if a.dtype is not b.dtype:
+                    a, b = promote(_op_name(Op), a, b)
+                x, y = a._data, b._data
+            rg = a._rg or b._rg
+        elif isinstance(b, _SCALARS):
+            x, y, dev = a._data, b, a._dev
+            cat = dtypes.scalar_category(b)
+            if cat > _category(x, dev):
+                a = cast(a, dtypes.default_for_category(cat, a.dtype))
+                x = a._data
+            rg = a._rg
+        else:
+            return NotImplemented
+    elif isinstance(a, _SCALARS) and isinstance(b, Tensor):
+        x, y, dev = a, b._data, b._dev
+        cat = dtypes.scalar_category(a)
+        if cat > _category(y, dev):
+            b = cast(b, dtypes.default_for_category(cat, b.dtype))
+            y = b._data
+        rg = b._rg
+    else:
+        return NotImplemented
+    ctx = _new(Op)
+    out = Op.forward(ctx, dev.kernels, x, y, *params)
+    if rg and STATE.enabled:
+        return record(ctx, out, dev, (a, b))
+    return _wrap(out, dev)
+
+
+def _category(arr, dev):
+    try:
+        return dtypes.FROM_NP[arr.dtype].category
+    except (KeyError, TypeError):
+        return dev.backend.dtype_of(arr).category
+
+
+def apply(Op, *args):
+    """Apply an Op whose Tensor arguments are already on one device and of agreeing dtypes.
+
+    Tensors among ``args`` become arrays for ``Op.forward``; other arguments
+    pass through.  A list or tuple of tensors (``cat``) becomes a list of arrays.
+    """
+    dev = None
+    rg = False
+    tensors = []
+    arrays = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if dev is None:
+                dev = a._dev
+            elif a._dev is not dev:
+                raise device_error(_op_name(Op), tensors[0], a)
+            rg = rg or a._rg
+            tensors.append(a)
+            arrays.append(a._data)
+        elif type(a) in (list, tuple) and a and isinstance(a[0], Tensor):
+            for t in a:
+                if dev is None:
+                    dev = t._dev
+                elif t._dev is not dev:
+                    raise device_error(_op_name(Op), tensors[0] if tensors else a[0], t)
+                rg = rg or t._rg
+                tensors.append(t)
+            arrays.append([t._data for t in a])
+        else:
+            arrays.append(a)
+    if dev is None:
+        raise TypeError(f"{_op_name(Op)}: expected at least one Tensor argument")
+    ctx = _new(Op)
+    out = Op.forward(ctx, dev.kernels, *arrays)
+    if rg and STATE.enabled:
+        return record(ctx, out, dev, tensors)
+    if type(out) is tuple or type(out) is list:
+        return tuple(_wrap(o, dev) for o in out)
+    return _wrap(out, dev)
+
+
+def link(ctx, inputs):
+    """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps."""
+    Op = type(ctx)
+    ctx.next_functions = tuple(grad_edge(t) if isinstance(t, Tensor) else (None, 0) for t in inputs)
+    ctx._shapes = tuple((t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None for t in inputs)
+    if Op.save_inputs:
+        ctx._saved = tuple(inputs)
+        ctx._vers = tuple(_version(t) if isinstance(t, Tensor) else None for t in inputs)
+    if STATE.anomaly:
+        anomaly_trace(ctx)
+
+
+def record(ctx, out, dev, inputs):
+    """Wrap forward's result(s) as outputs of graph node ``ctx`` over ``inputs``."""
+    link(ctx, inputs)
+    Op = type(ctx)
+    if type(out) is tuple or type(out) is list:
+        ctx.n_outputs = len(out)
+        backend = dev.backend
+        ctx._out_meta = tuple((o.shape, backend.dtype_of(o), dev) for o in out)
+        res = []
+        for i, o in enumerate(out):
+            t = _wrap(o, dev)
+            if i not in Op.nondiff_outputs:
+                t._rg = True
+                t._fn = ctx
+                t._nr = i
+            res.append(t)
+        return tuple(res)
+    t = _wrap(out, dev)
+    t._rg = True
+    t._fn = ctx
+    if Op.save_output:
+        ctx._out = (out, dev, weakref.ref(t), 0)
+    return t
+
+
+# --------------------------------------------------------------------------- in-place
+def check_inplace(t: Tensor, op: str):
+    """Refuse an in-place change autograd cannot track."""
+    if STATE.enabled and t._rg and t._fn is None and (t._base is None or t._base._rg):
+        raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._base is not None and STATE.enabled and t._base._rg and t._base._fn is None and t._rg:
+        raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
+                           f"operation.")
+
+
+def inplace(Op, a: Tensor, *args):
+    """Apply ``Op`` and write its result into ``a``; ``a`` takes the Op's node as its history.
+
+    Tensor arguments in ``args`` must share ``a``'s device; they are cast to
+    ``a``'s dtype (PyTorch refuses casts that lose the category).
+    """
+    name = _op_name(Op) + "_"
+    check_inplace(a, name)
+    dt = a.dtype
+    conv = []
+    for x in args:
+        if isinstance(x, Tensor):
+            if x._dev is not a._dev and not (x._dev.type == "cpu" and x._data.ndim == 0):
+                raise device_error(name, a, x)
+            if x._dev is not a._dev:
+                x = _scalar_to(x, a._dev)
+            if x.dtype is not dt:
+                if x.dtype.category > dt.category:
+                    raise RuntimeError(f"{name}: result type {x.dtype} can't be cast to the desired output type {dt}")
+                x = cast(x, dt)
+        elif isinstance(x, _SCALARS) and not isinstance(x, (bool, np.bool_)) and dtypes.scalar_category(x) > dt.category:
+            raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
+                               f"can't be cast to the desired output type {dt}")
+        conv.append(x)
+    recording = STATE.enabled and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
+    old = a
+    if recording and Op.save_inputs:
+        # the backward needs a's value before the write: keep a snapshot at a's graph position
+        old = _wrap(a._dev.kernels["copy"](a._data), a._dev)
+        old._rg, old._fn, old._nr = a._rg, a._fn, a._nr
+    ctx = _new(Op)
+    out = Op.forward(ctx, a._dev.kernels, a._data, *[x._data if isinstance(x, Tensor) else x for x in conv])
+    if out.shape != a._data.shape:
+        raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
+                           f"{list(out.shape)}")
+    from .ops.inplace import write_inplace
+
+    return write_inplace(a, out, ctx if recording else None, (old, *conv))
+
+
+# --------------------------------------------------------------------------- views
+def view_op(Op, a, *params):
+    """Apply an Op whose output shares ``a``'s storage (and so its version counter)."""
+    out = unary(Op, a, *params)
+    b = a._base
+    out._base = a if b is None else b
+    out._view = (a._view, Op, params)
+    return out
+
+
+def replay_view(chain, base):
+    """Re-derive a view from ``base`` by the chain of view ops recorded when it was made."""
+    steps = []
+    while chain is not None:
+        steps.append(chain)
+        chain = chain[0]
+    t = base
+    for _, Op, params in reversed(steps):
+        t = view_op(Op, t, *params)
+    return t

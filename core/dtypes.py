@@ -1,0 +1,238 @@
+"""Data types and PyTorch's type-promotion rules.
+
+A :class:`dtype` names an element type independently of any array library;
+each backend maps it to its own array dtype.  Promotion follows PyTorch:
+categories bool < integer < floating < complex; tensors with dimensions
+outrank zero-dimensional tensors, which outrank Python scalars, and a
+lower-priority operand changes the result only when its category is higher.
+
+>>> import ember
+>>> ember.promote_types(ember.int64, ember.float16)
+ember.float16
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """An element type (``ember.float32``, ``ember.int64``, ...)."""
+
+    __slots__ = ("name", "np", "category", "itemsize", "is_signed", "legacy")
+
+    def __init__(self, name, np_dtype, category, legacy):
+        self.name = name
+        self.np = np.dtype(np_dtype) if np_dtype is not None else None
+        self.category = category
+        self.itemsize = self.np.itemsize if self.np is not None else 2
+        self.is_signed = category != BOOL and name != "uint8"
+        self.legacy = legacy  # legacy tensor type name, e.g. "FloatTensor"
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == FLOAT
+
+    @property
+    def is_complex(self) -> bool:
+        return self.category == COMPLEX
+
+    def to_real(self) -> "dtype":
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self) -> "dtype":
+        return {float64: complex128, complex128: complex128}.get(self, complex64)
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+def _by_name(name):
+    return _NAMES[name]
+
+
+float16 = half = dtype("float16", np.float16, FLOAT, "HalfTensor")
+float32 = float = dtype("float32", np.float32, FLOAT, "FloatTensor")
+float64 = double = dtype("float64", np.float64, FLOAT, "DoubleTensor")
+try:  # bfloat16 exists where ml_dtypes is installed; NumPy lacks it
+    import ml_dtypes as _mld
+
+    bfloat16 = dtype("bfloat16", _mld.bfloat16, FLOAT, "BFloat16Tensor")
+except ImportError:  # pragma: no cover - depends on the environment
+    bfloat16 = dtype("bfloat16", None, FLOAT, "BFloat16Tensor")
+uint8 = dtype("uint8", np.uint8, INT, "ByteTensor")
+int8 = dtype("int8", np.int8, INT, "CharTensor")
+int16 = short = dtype("int16", np.int16, INT, "ShortTensor")
+int32 = int = dtype("int32", np.int32, INT, "IntTensor")
+int64 = long = dtype("int64", np.int64, INT, "LongTensor")
+bool = dtype("bool", np.bool_, BOOL, "BoolTensor")  # noqa: A001 - PyTorch's name
+complex64 = cfloat = dtype("complex64", np.complex64, COMPLEX, "ComplexFloatTensor")
+complex128 = cdouble = dtype("complex128", np.complex128, COMPLEX, "ComplexDoubleTensor")
+
+ALL = (float16, float32, float64, bfloat16, uint8, int8, int16, int32, int64, bool, complex64, complex128)
+_NAMES = {d.name: d for d in ALL}
+_NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
+              cfloat=complex64, cdouble=complex128)
+FROM_NP = {d.np: d for d in ALL if d.np is not None}
+LEGACY = {d.legacy: d for d in ALL}
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating tensors created from Python floats (``float32`` unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating dtype (``float32`` or ``float64``, as PyTorch allows)."""
+    if d not in (float16, float32, float64, bfloat16):
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+def as_dtype(d) -> dtype:
+    """Turn a dtype, NumPy dtype, Python type or name into an ember dtype."""
+    if type(d) is dtype:
+        return d
+    if d is None:
+        return _default[0]
+    import builtins
+
+    if d is builtins.float:
+        return _default[0]
+    if d is builtins.int:
+        return int64
+    if d is builtins.bool:
+        return bool
+    if d is builtins.complex:
+        return _default[0].to_complex()
+    if isinstance(d, str):
+        name = d[6:] if d.startswith("torch.") or d.startswith("ember.") else d
+        if name in _NAMES:
+            return _NAMES[name]
+    else:
+        try:
+            return FROM_NP[np.dtype(d)]
+        except (TypeError, KeyError):
+            pass
+    raise TypeError(f"cannot interpret {d!r} as an ember dtype")
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to (PyTorch's table).
+
+    >>> import ember
+    >>> ember.promote_types(ember.uint8, ember.int8)
+    ember.int16
+    """
+    if a is b:
+        return a
+    if a.category != b.category:
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.category == COMPLEX and lo is float64:
+            return complex128
+        return hi
+    if bfloat16 in (a, b):
+        other = b if a is bfloat16 else a
+        return float32 if other is float16 else other
+    return FROM_NP[np.promote_types(a.np, b.np)]
+
+
+import builtins as _b  # noqa: E402
+
+_pybool, _pyint, _pyfloat, _pycomplex = _b.bool, _b.int, _b.float, _b.complex
+
+
+def scalar_category(x) -> "int":
+    if isinstance(x, (_pybool, np.bool_)):
+        return BOOL
+    if isinstance(x, (_pyint, np.integer)):
+        return INT
+    if isinstance(x, (_pyfloat, np.floating)):
+        return FLOAT
+    if isinstance(x, (_pycomplex, np.complexfloating)):
+        return COMPLEX
+    raise TypeError(f"unsupported scalar of type {type(x).__name__}")
+
+
+def default_for_category(cat: int, like: dtype | None = None) -> dtype:
+    if cat == BOOL:
+        return bool
+    if cat == INT:
+        return int64
+    if cat == FLOAT:
+        return _default[0]
+    if like is not None and like is float64:
+        return complex128
+    return _default[0].to_complex()
+
+
+def result_type_of(dims, zerodims, scalars) -> dtype:
+    """PyTorch's result type from three priority groups of operands.
+
+    ``dims``/``zerodims`` are dtypes of tensors with/without dimensions,
+    ``scalars`` are Python numbers.
+    """
+    result = None
+    for group in (dims, zerodims):
+        if not group:
+            continue
+        d = group[0]
+        for other in group[1:]:
+            d = promote_types(d, other)
+        if result is None or d.category > result.category:
+            result = d if result is None or d.category != COMPLEX or result is not float64 else promote_types(d, result)
+    if scalars:
+        cat = max(scalar_category(s) for s in scalars)
+        if result is None:
+            result = default_for_category(cat)
+        elif cat > result.category:
+            result = default_for_category(cat, result)
+    return result
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """Whether a same-kind cast is allowed (PyTorch: no float->int, no complex->real, no ->bool)."""
+    return from_.category <= to.category
+
+
+class finfo:
+    """Machine limits of a floating dtype (``bits``, ``eps``, ``max``, ``min``, ``tiny``, ``resolution``)."""
+
+    def __init__(self, type: dtype | None = None):  # noqa: A002 - PyTorch's name
+        t = as_dtype(type) if type is not None else _default[0]
+        if t.category not in (FLOAT, COMPLEX):
+            raise TypeError(f"finfo: expected a floating point or complex dtype, got {t}")
+        i = np.finfo(t.to_real().np)
+        self.dtype = t.to_real().name
+        self.bits = i.bits
+        self.eps = float(i.eps)
+        self.max = float(i.max)
+        self.min = float(i.min)
+        self.tiny = self.smallest_normal = float(i.tiny)
+        self.resolution = float(i.resolution)
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
+
+
+class iinfo:
+    """Limits of an integer dtype (``bits``, ``max``, ``min``)."""
+
+    def __init__(self, type: dtype):  # noqa: A002
+        t = as_dtype(type)
+        if t.category not in (INT, BOOL):
+            raise TypeError(f"iinfo: expected an integer dtype, got {t}")
+        i = np.iinfo(t.np) if t is not bool else None
+        self.dtype = t.name
+        self.bits = i.bits if i else 8
+        self.max = int(i.max) if i else 1
+        self.min = int(i.min) if i else 0
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,27 @@
+"""The shared kernel library: every kernel written once against ``xp``.
+
+``library(xp)`` returns ``{op name: function}`` for any NumPy-compatible array
+module.  A backend adopts the table and replaces only the entries it can do
+better.  Kernels take and return arrays of ``xp``; they never see Tensors.
+Non-view kernels return fresh arrays.
+
+The table is assembled from the modules in ``MODULES``, each with a
+``kernels(xp) -> dict`` function, grouped by concern.
+"""
+from __future__ import annotations
+
+import importlib
+
+MODULES = ["base"]
+
+
+def library(xp) -> dict:
+    """The kernel table for array module ``xp``."""
+    table = {}
+    for name in MODULES:
+        mod = importlib.import_module(f"{__name__}.{name}")
+        for op, fn in mod.kernels(xp).items():
+            if op in table:
+                raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
+            table[op] = fn
+    return table

@@ -1,0 +1,388 @@
+"""Creation ops: ``tensor``, ``zeros``, ``arange``, ``rand``, ... with ``dtype``, ``device``, ``requires_grad``, ``out``."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import resolve
+from ..random import native
+from ..tensor import Tensor, _wrap
+
+
+__all__ = ["arange", "as_tensor", "asarray", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
+           "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "range",
+           "tensor", "zeros", "zeros_like"]
+
+
+def _size(size, op):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(arr, dev, requires_grad, out=None, op="op"):
+    t = _wrap(arr, dev)
+    if out is not None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        out._data = t._data if out._data.shape != t._data.shape or out._dev is not dev else out._data
+        if out._data is not t._data:
+            dev.kernels["copy_"](out._data, t._data.astype(out._data.dtype, copy=False))
+        out._bump()
+        return out
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _dev_dtype(device, dtype, out=None):
+    if out is not None:
+        return out._dev, (dtypes.as_dtype(dtype) if dtype is not None else out.dtype)
+    return resolve(device), (dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
+
+
+def _np_dtype(dev, d):
+    return dev.backend.array_dtype(d)
+
+
+def _infer_dtype(data):
+    """PyTorch's dtype for nested Python data: bool, int64, default float or complex."""
+    if isinstance(data, Tensor):
+        return data.dtype
+    if isinstance(data, np.ndarray):
+        return dtypes.FROM_NP.get(data.dtype, None) or dtypes.float64
+    if isinstance(data, np.generic):
+        return dtypes.FROM_NP[np.dtype(type(data))]
+    cat = -1
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            cat = max(cat, x.dtype.category)
+        elif isinstance(x, np.ndarray):
+            stack.extend(x.tolist() if x.ndim else [x.item()])
+        else:
+            cat = max(cat, dtypes.scalar_category(x))
+    if cat == -1:
+        return dtypes.get_default_dtype()
+    return dtypes.default_for_category(cat)
+
+
+def _to_host(data):
+    if isinstance(data, Tensor):
+        return data._dev.backend.to_numpy(data.detach()._data)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        return [_to_host(x) for x in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    """
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
+                      "sourceTensor.clone().detach().requires_grad_(True), rather than ember.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+    d = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    dev = resolve(device if device is not None else (data.device if isinstance(data, Tensor) else None))
+    try:
+        host = np.array(_to_host(data), dtype=d.np)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
+            from None
+    arr = dev.backend.from_numpy(host, dev.index, copy=False)
+    t = _finish(arr, dev, requires_grad, op="tensor")
+    if pin_memory:
+        t = t.pin_memory()
+    return t
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, sharing memory when it already is one (or a NumPy array) of that dtype and device."""
+    if isinstance(data, Tensor):
+        t = data
+        if dtype is not None:
+            t = t.to(dtypes.as_dtype(dtype))
+        if device is not None:
+            t = t.to(device)
+        return t
+    if isinstance(data, np.ndarray) and (device is None or resolve(device).type == "cpu"):
+        t = from_numpy(data) if data.dtype in dtypes.FROM_NP else tensor(data)
+        return t if dtype is None else t.to(dtypes.as_dtype(dtype))
+    if hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
+        from .interop import from_dlpack
+
+        t = from_dlpack(data)
+        return as_tensor(t, dtype, device)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """Like :func:`as_tensor`; ``copy=True`` always copies."""
+    t = as_tensor(obj, dtype=dtype, device=device) if not copy else tensor(_to_host(obj), dtype=dtype, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``ndarray``: writes through either show in both.
+
+    >>> import numpy as np, ember
+    >>> a = np.array([1, 2, 3])
+    >>> t = ember.from_numpy(a)
+    >>> t[0] = -1
+    >>> a
+    array([-1,  2,  3])
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.dtype not in dtypes.FROM_NP:
+        raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
+                        f"float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+    dev = resolve("cpu")
+    return _wrap(ndarray, dev)
+
+
+def _filled(op, size, value, dtype, device, requires_grad, out=None):
+    size = _size(size, op)
+    dev, d = _dev_dtype(device, dtype, out)
+    arr = dev.kernels["full"](size, value, _np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, op)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A tensor of zeros: ``ember.zeros(2, 3)``."""
+    return _filled("zeros", size, 0, dtype, device, requires_grad, out)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A tensor of ones: ``ember.ones(2, 3)``."""
+    return _filled("ones", size, 1, dtype, device, requires_grad, out)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value``; dtype inferred from the value as PyTorch does."""
+    if dtype is None and out is None:
+        dtype = dtypes.default_for_category(dtypes.scalar_category(
+            fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _filled("full", (size,) if not isinstance(size, int) else (size,), fill_value, dtype, device,
+                   requires_grad, out)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None) -> Tensor:
+    """An uninitialised tensor."""
+    size = _size(size, "empty")
+    dev, d = _dev_dtype(device, dtype, out)
+    return _finish(dev.kernels["empty"](size, _np_dtype(dev, d)), dev, requires_grad, out, "empty")
+
+
+def _like(fn, t, dtype, device, requires_grad, *extra):
+    return fn(*extra, t.shape, dtype=dtype if dtype is not None else t.dtype,
+              device=device if device is not None else t.device, requires_grad=requires_grad) if not extra else \
+        fn(t.shape, *extra, dtype=dtype if dtype is not None else t.dtype,
+           device=device if device is not None else t.device, requires_grad=requires_grad)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    return _like(zeros, input, dtype, device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    return _like(ones, input, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    return _like(empty, input, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
+              memory_format=None):
+    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+                device=device if device is not None else input.device, requires_grad=requires_grad)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    dev, d = _dev_dtype(device, dtype, out)
+    return _finish(dev.kernels["eye"](n, m, _np_dtype(dev, d)), dev, requires_grad, out, "eye")
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False) -> Tensor:
+    """Values from ``start`` up to (not including) ``end`` by ``step``.
+
+    >>> import ember
+    >>> ember.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if vals[2] == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (vals[1] - vals[0]) * vals[2] < 0:
+        raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
+                           f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+    if dtype is None and out is None:
+        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else dtypes.get_default_dtype()
+    dev, d = _dev_dtype(device, dtype, out)
+    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    arr = dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64 if d.category >= 2 else dtypes.int64))
+    arr = (arr * vals[2] + vals[0]).astype(_np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, "arange")
+
+
+def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
+          requires_grad=False) -> Tensor:
+    """Deprecated: like :func:`arange` but includes ``end`` and defaults to the float dtype."""
+    warnings.warn("ember.range is deprecated and will be removed; use ember.arange, which produces values in "
+                  "[start, end)", DeprecationWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    dev, d = _dev_dtype(device, dtype, out)
+    n = int(math.floor((end - start) / step)) + 1
+    arr = (dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64)) * step + start).astype(_np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, "range")
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    dev, d = _dev_dtype(device, dtype, out)
+    start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
+    arr = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64)).astype(_np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, "linspace")
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
+    dev, d = _dev_dtype(device, dtype, out)
+    lin = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64))
+    arr = (dev.backend.xp.asarray(base, dtype=lin.dtype) ** lin).astype(_np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, "logspace")
+
+
+def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
+    size = _size(size, op)
+    dev, d = _dev_dtype(device, dtype, out)
+    arr = dev.kernels[kernel](native(generator, dev), size, _np_dtype(dev, d), *args)
+    return _finish(arr, dev, requires_grad, out, op)
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False) -> Tensor:
+    """Uniform samples on [0, 1)."""
+    return _random("rand", "uniform", size, generator, dtype, device, requires_grad, out)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
+    """Standard normal samples."""
+    return _random("randn", "normal", size, generator, dtype, device, requires_grad, out)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Integers uniform on [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    if size is None:
+        if isinstance(high, (tuple, list)):
+            low, high, size = 0, low, high
+        else:
+            raise TypeError("randint(): missing required argument 'size'")
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _random("randint", "randint", size, generator, dtype or dtypes.int64, device, requires_grad, out,
+                   low, high)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """A random permutation of ``0 .. n-1``."""
+    if n < 0:
+        raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
+    dev, d = _dev_dtype(device, dtype or dtypes.int64, out)
+    arr = dev.kernels["permutation"](native(generator, dev), n, _np_dtype(dev, d))
+    return _finish(arr, dev, requires_grad, out, "randperm")
+
+
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    return _like(rand, input, dtype, device, requires_grad)
+
+
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    return _like(randn, input, dtype, device, requires_grad)
+
+
+# --------------------------------------------------------------------------- legacy constructors
+def legacy_new(cls, dtype, args, kwargs):
+    """``Tensor(2, 3)``, ``FloatTensor([1, 2])``, ``LongTensor(size)``: the pre-0.4 constructors."""
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"{cls.__name__}(): unexpected keyword arguments {sorted(kwargs)}")
+    if not args:
+        t = empty(0, dtype=dtype, device=device)
+    elif len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0].detach().to(dtype)
+    elif all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        t = zeros(*args, dtype=dtype, device=device)
+    elif len(args) == 1 and isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0]) \
+            and type(args[0]).__name__ == "Size":
+        t = zeros(*args[0], dtype=dtype, device=device)
+    elif len(args) == 1:
+        t = tensor(args[0], dtype=dtype, device=device)
+    else:
+        raise TypeError(f"{cls.__name__}(): expected sizes (ints) or data, got {args}")
+    if cls is not Tensor:
+        return cls._from_tensor(t) if hasattr(cls, "_from_tensor") else t
+    return t
+
+
+class _LegacyTensorType(type):
+    """Metaclass making ``isinstance(t, ember.FloatTensor)`` check the dtype."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls._legacy_dtype and obj.device.type == cls._legacy_device
+
+    def __call__(cls, *args, **kwargs):
+        if cls._legacy_device != "cpu":
+            kwargs.setdefault("device", cls._legacy_device)
+        return legacy_new(Tensor, cls._legacy_dtype, args, kwargs)
+
+
+def legacy_type(d: dtypes.dtype, device_type: str = "cpu"):
+    """The legacy tensor type for a dtype, e.g. ``ember.FloatTensor``."""
+    return _LegacyTensorType(d.legacy, (), {"_legacy_dtype": d, "_legacy_device": device_type,
+                                           "__doc__": f"Legacy constructor of {d} tensors on {device_type}."})
+
+
+LEGACY_TYPES = {d.legacy: legacy_type(d) for d in dtypes.ALL if d.np is not None}

@@ -1,0 +1,212 @@
+"""In-place ops and the history they rewrite.
+
+An in-place op computes its result like the out-of-place op, writes it into
+the tensor's storage and bumps the shared version counter.  Under autograd
+the tensor takes the op's node as its new history; when it is a view, the
+base's history is rewritten with a :class:`CopySlices` node, as PyTorch does.
+"""
+from __future__ import annotations
+
+from .. import dtypes
+from ..autograd.function import Node, Op, grad_edge
+from ..autograd.grad_mode import STATE, enable_grad
+from ..dispatch import _SCALARS, device_error, inplace, link, replay_view
+from ..tensor import Tensor
+from . import pointwise as pw
+from .shape import _convert_index, _is_basic, getitem
+
+
+__all__ = []
+
+
+class CopySlices(Node):
+    """History of a base tensor after an in-place op on one of its views."""
+
+    def __init__(self, base, chain, fn):
+        self.next_functions = (grad_edge(base),) + fn.next_functions[1:]
+        self._shapes = ((base._data.shape, base._data.dtype),) + fn._shapes[1:]
+        self.chain, self.fn = chain, fn
+
+    @staticmethod
+    def backward(ctx, g):
+        result = g.clone()
+        region = replay_view(ctx.chain, result)
+        res = type(ctx.fn).backward(ctx.fn, region.clone())
+        res = res if isinstance(res, tuple) else (res,)
+        if res[0] is None:
+            region.zero_()
+        else:
+            region.copy_(res[0])
+        return (result, *res[1:])
+
+    def release(self):
+        self.fn.release()
+        super().release()
+
+
+def write_inplace(a: Tensor, out, ctx, inputs):
+    """Store array ``out`` into ``a``; with ``ctx``, make it ``a``'s history (see module doc)."""
+    a._dev.kernels["copy_"](a._data, out)
+    a._bump()
+    if ctx is None:
+        return a
+    link(ctx, inputs)
+    chain, base = a._view, a._base
+    if base is None or chain is None:
+        a._fn, a._nr, a._rg = ctx, 0, True
+        return a
+    cs = CopySlices(base, chain, ctx)
+    base._fn, base._nr, base._rg = cs, 0, True
+    with enable_grad():
+        fresh = replay_view(chain, base)
+    a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
+    return a
+
+
+def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
+    """Implement an ``out=`` argument: write ``r`` into ``out`` (resizing it when empty or of another shape)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if STATE.enabled and (r._rg or out._rg):
+        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
+                           "of the arguments requires grad.")
+    if r.dtype.category > out.dtype.category:
+        raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {out.dtype}")
+    if out._dev is not r._dev:
+        raise device_error("out=", r, out)
+    if out._data.shape != r._data.shape:
+        out._data = out._dev.kernels["astype"](r._data, out._data.dtype)
+    else:
+        out._dev.kernels["copy_"](out._data, r._data if r.dtype is out.dtype else
+                                  out._dev.kernels["astype"](r._data, out._data.dtype))
+    out._bump()
+    return out
+
+
+# --------------------------------------------------------------------------- ops used only in place
+class Copy(Op):
+    backward_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, k, x, src):
+        return k["expand"](src, x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g
+
+
+class Fill(Op):
+    @staticmethod
+    def forward(ctx, k, x, value):
+        return k["full"](x.shape, value, x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None,)
+
+
+class IndexPut(Op):
+    """``x[index] = v`` for advanced indices (as a new array; written back in place)."""
+
+    @staticmethod
+    def forward(ctx, k, x, v, index):
+        out = k["copy"](x)
+        k["setitem"](out, index, v)
+        keep = k["full"](x.shape, True, bool)
+        k["setitem"](keep, index, False)
+        ctx.index, ctx.keep, ctx.v_shape = index, keep, v.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import _wrap
+
+        keep = _wrap(ctx.keep, g._dev)
+        gv = getitem(g, ctx.index) if ctx.next_functions[1][0] is not None else None
+        if gv is not None and tuple(gv.shape) != tuple(ctx.v_shape):
+            gv = gv.sum_to_size(ctx.v_shape)
+        return g * keep, gv, None
+
+
+# --------------------------------------------------------------------------- methods
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, any dtype, any device) into ``self``."""
+    if not isinstance(src, Tensor):
+        from .creation import tensor
+
+        src = tensor(src, dtype=self.dtype, device=self.device)
+    if src._dev is not self._dev:
+        src = src.to(self.device, non_blocking=non_blocking)
+    if src.dtype is not self.dtype:
+        src = src.to(self.dtype)
+    if self._data.shape != src._data.shape:
+        from .shape import expand
+
+        expand(src, self.shape)  # clear error when src does not broadcast
+    if self._data is src._data:
+        return self
+    return inplace(Copy, self, src)
+
+
+def fill_(self, value):
+    """Fill with a scalar (or a one-element tensor)."""
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               f"dimensions.")
+        if value._rg:
+            return copy_(self, value)
+        value = value.item()
+    return inplace(Fill, self, value)
+
+
+def zero_(self):
+    """Fill with zeros."""
+    return inplace(Fill, self, 0)
+
+
+def _arith_(Cls, name):
+    def method(self, other, **kw):
+        alpha = kw.pop("alpha", 1)
+        if kw:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
+        if alpha != 1:
+            other = pw.mul(other, alpha)
+        if Cls is pw.Div and self.dtype.category < dtypes.FLOAT:
+            raise RuntimeError(f"result type Float can't be cast to the desired output type {self.dtype}")
+        if not isinstance(other, (Tensor,) + _SCALARS):
+            raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+        return inplace(Cls, self, other)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}``; returns self."
+    return method
+
+
+def setitem(self, index, value):
+    """``self[index] = value`` (differentiable with respect to ``value``)."""
+    idx = _convert_index(self, index, "index_put_")
+    if not isinstance(value, Tensor):
+        from .creation import tensor
+
+        if not isinstance(value, _SCALARS) and not isinstance(value, (list, tuple)):
+            raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+        value = tensor(value, dtype=self.dtype, device=self.device)
+    if _is_basic(idx):
+        copy_(getitem(self, index), value)
+        return
+    if value.dtype is not self.dtype:
+        value = value.to(self.dtype)
+    inplace(IndexPut, self, value, idx)
+
+
+add_ = _arith_(pw.Add, "add_")
+sub_ = _arith_(pw.Sub, "sub_")
+mul_ = _arith_(pw.Mul, "mul_")
+div_ = _arith_(pw.Div, "div_")
+
+METHODS = {
+    "copy_": copy_, "fill_": fill_, "zero_": zero_, "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__setitem__": setitem,
+}

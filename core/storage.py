@@ -1,0 +1,83 @@
+"""Storages: the flat memory a tensor views (``untyped_storage()``, legacy ``storage()``)."""
+from __future__ import annotations
+
+
+class UntypedStorage:
+    """The bytes under a tensor; views of one tensor share one storage."""
+
+    def __init__(self, root, device):
+        self._root = root
+        self.device = device
+
+    @classmethod
+    def _of(cls, t):
+        return cls(t._storage_root(), t.device)
+
+    def nbytes(self) -> int:
+        return int(self._root.nbytes)
+
+    def size(self) -> int:
+        return self.nbytes()
+
+    __len__ = size
+
+    def data_ptr(self) -> int:
+        from .tensor import _ptr
+
+        return _ptr(self._root)
+
+    def element_size(self) -> int:
+        return 1
+
+    def __eq__(self, other):
+        return isinstance(other, UntypedStorage) and self.data_ptr() == other.data_ptr()
+
+    def __hash__(self):
+        return hash(self.data_ptr())
+
+    def tolist(self):
+        import numpy as np
+
+        return np.asarray(self._root).reshape(-1).view(np.uint8).tolist()
+
+    def __repr__(self):
+        return f"ember.UntypedStorage(nbytes={self.nbytes()}, device={self.device})"
+
+
+class TypedStorage(UntypedStorage):
+    """A storage seen as elements of the tensor's dtype (legacy ``Tensor.storage()``)."""
+
+    def __init__(self, root, device, dtype):
+        super().__init__(root, device)
+        self.dtype = dtype
+
+    @classmethod
+    def _of(cls, t):
+        return cls(t._storage_root(), t.device, t.dtype)
+
+    def size(self) -> int:
+        return self.nbytes() // self.dtype.itemsize
+
+    __len__ = size
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def tolist(self):
+        import numpy as np
+
+        return np.asarray(self._root).reshape(-1).tolist()
+
+    def __getitem__(self, i):
+        import numpy as np
+
+        return np.asarray(self._root).reshape(-1)[i].item()
+
+    def __repr__(self):
+        body = "\n".join(f" {v}" for v in self.tolist())
+        return f"{body}\n[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}]"
+
+
+def is_shared(t) -> bool:
+    """Whether the storage is in shared memory (set by ember.multiprocessing)."""
+    return bool(getattr(t, "_shared", False))

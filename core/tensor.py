@@ -1,0 +1,546 @@
+"""The Tensor: a backend array plus autograd state.
+
+Operator methods (``+``, ``exp``, ``sum``, ...) are attached by the modules in
+:mod:`ember.ops`; this module holds the state, metadata, conversions and the
+autograd entry points.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+import weakref
+
+import numpy as np
+
+from . import dtypes
+from .autograd.grad_mode import STATE
+from .backend import resolve
+
+_new = object.__new__
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints.
+
+    >>> import ember
+    >>> ember.zeros(2, 3).shape
+    ember.Size([2, 3])
+    """
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd.
+
+    Hot fields are slots; rarely used state (hooks, version, grad, view base)
+    falls back to class-level defaults and lives in the instance dict only
+    once set, so creating a tensor stores four fields.
+    """
+
+    __slots__ = ("_data", "_dev", "_rg", "_fn", "__dict__", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
+
+    _grad = None
+    _base = None        # the tensor whose storage a view shares (its version counter too)
+    _view = None        # how a view was derived from _base: (parent chain, Op, params)
+    _ver = 0            # version counter, kept on the base
+    _nr = 0             # output number within grad_fn
+    _acc = None         # weakref to the leaf's AccumulateGrad node
+    _hooks = None       # hooks of a leaf tensor
+    _post_acc_hooks = None
+    _retains = False
+    _volatile = False
+    _inference = False
+    _is_param = False
+
+    def __new__(cls, *args, **kwargs):
+        """Legacy constructor: ``Tensor(2, 3)`` (uninitialised), ``Tensor([1, 2])``, ``Tensor(size)``."""
+        from .ops.creation import legacy_new
+
+        return legacy_new(cls, dtypes.get_default_dtype(), args, kwargs)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        try:
+            return _FROM_NP[self._data.dtype]
+        except (KeyError, TypeError):
+            return self._dev.backend.dtype_of(self._data)
+
+    @property
+    def device(self):
+        return self._dev
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return math.prod(self._data.shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def stride(self, dim=None):
+        st = getattr(self._data, "strides", None)
+        if st is None:
+            st = _contiguous_strides(self._data.shape, 1)
+        else:
+            st = tuple(s // self.element_size() for s in st)
+        return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        flags = getattr(self._data, "flags", None)
+        return True if flags is None else bool(flags.c_contiguous)
+
+    def storage_offset(self) -> int:
+        base = self._storage_root()
+        if base is self._data or not hasattr(self._data, "__array_interface__"):
+            return 0
+        return (self.data_ptr() - _ptr(base)) // self.element_size()
+
+    def data_ptr(self) -> int:
+        return _ptr(self._data)
+
+    def get_device(self) -> int:
+        return -1 if self._dev.index is None else self._dev.index
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._dev.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._dev.type == "cpu"
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.category == dtypes.FLOAT
+
+    def is_complex(self) -> bool:
+        return self.dtype.category == dtypes.COMPLEX
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    def is_inference(self) -> bool:
+        return self._inference
+
+    def _storage_root(self):
+        a = self._data
+        while getattr(a, "base", None) is not None and hasattr(a.base, "shape"):
+            a = a.base
+        return a
+
+    def untyped_storage(self):
+        """The storage (1-D bytes) this tensor is a view of."""
+        from .storage import UntypedStorage
+
+        return UntypedStorage._of(self)
+
+    def storage(self):
+        """The typed storage this tensor is a view of (legacy)."""
+        from .storage import TypedStorage
+
+        return TypedStorage._of(self)
+
+    def is_shared(self) -> bool:
+        from .storage import is_shared
+
+        return is_shared(self)
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self._fn is not None and not value:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+        if value and self.dtype.category < dtypes.FLOAT:
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, "
+                               f"got {self.dtype}")
+        if self._fn is None:
+            self._rg = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._fn is None
+
+    @property
+    def grad(self):
+        if self._fn is not None and not self._retains:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: got {list(value.shape)}, "
+                                   f"expected {list(self.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: got {value.dtype}, "
+                                   f"expected {self.dtype}")
+            if value._dev is not self._dev:
+                raise RuntimeError(f"assigned grad has data located on a different device: got {value.device}, "
+                                   f"expected {self.device}")
+        self._grad = value
+
+    @property
+    def _version(self) -> int:
+        b = self._base
+        return (self if b is None else b)._ver
+
+    def _bump(self):
+        b = self._base
+        if b is None:
+            self._ver += 1
+        else:
+            b._ver += 1
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's storage, outside autograd (in-place changes go unseen by it)."""
+        return _wrap(self._data, self._dev)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._dev = value._dev
+
+    @property
+    def output_nr(self) -> int:
+        return self._nr
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains
+
+    @property
+    def volatile(self) -> bool:
+        """Deprecated (Variable API): True for tensors made from a volatile Variable."""
+        warnings.warn("volatile was removed (Variable.volatile is always False outside legacy code); "
+                      "use `with ember.no_grad():` instead", DeprecationWarning, stacklevel=2)
+        return self._volatile
+
+    @property
+    def creator(self):
+        """Deprecated name of ``grad_fn``."""
+        warnings.warn("creator is deprecated; use grad_fn", DeprecationWarning, stacklevel=2)
+        return self._fn
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage and version counter, cut from the graph."""
+        t = _wrap(self._data, self._dev)
+        t._base = self if self._base is None else self._base
+        return t
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._fn = None
+        self._rg = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._fn is None or self._retains:
+            return
+        fn = self._fn
+        if fn._retain is None:
+            fn._retain = {}
+        fn._retain[self._nr] = weakref.ref(self)
+        self._retains = True
+
+    def register_hook(self, hook):
+        """Run ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it.
+
+        >>> import ember
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 2)
+        >>> (x * 3).sum().backward(); x.grad
+        tensor([6., 6.])
+        """
+        from .autograd.function import _Handle
+
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self._fn
+        if fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            self._hooks.append(hook)
+            return _Handle(self._hooks, hook)
+        if fn._pre_hooks is None:
+            fn._pre_hooks = {}
+        fn._pre_hooks.setdefault(self._nr, []).append(hook)
+        return _Handle(fn._pre_hooks, hook, self._nr)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Run ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated."""
+        from .autograd.function import _Handle
+
+        if self._fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        return _Handle(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        from .autograd.engine import backward
+
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array, sharing memory on the CPU."""
+        if force:
+            return self._dev.backend.to_numpy(self.detach()._data).copy() if self._dev.type == "cpu" \
+                else self._dev.backend.to_numpy(self._data)
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if not getattr(self._dev.backend, "host", False):
+            raise TypeError(f"can't convert {self._dev} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            f"tensor to host memory first.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._dev.backend.to_numpy(self._data)
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._dev.backend.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self):
+        """The data as (nested) Python lists of numbers."""
+        return self._dev.backend.to_numpy(self._data).tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self.dtype.category > dtypes.INT or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        from ._printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, proto):
+        from .serialization import _reduce_tensor
+
+        return _reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if self._fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
+        t = _wrap(self._dev.kernels["copy"](self._data), self._dev)
+        if type(self) is not Tensor:
+            t = type(self).__new__(type(self), t, self._rg) if self._is_param else t
+        t._rg = self._rg
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        t.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("_grad", "_acc", "_base", "_ver")})
+        memo[id(self)] = t
+        return t
+
+    def type(self, dtype=None, non_blocking=False):
+        """Without arguments, the legacy type name (``'ember.FloatTensor'``); else a cast."""
+        if dtype is None:
+            prefix = "ember." if self._dev.type == "cpu" else f"ember.{self._dev.type}."
+            return prefix + self.dtype.legacy
+        if isinstance(dtype, str):
+            name = dtype.rsplit(".", 1)[-1]
+            if name in dtypes.LEGACY:
+                dev = "cuda" if ".cuda." in dtype else None
+                t = self.to(dtypes.LEGACY[name])
+                return t.to(dev) if dev else t
+        if isinstance(dtype, type) and hasattr(dtype, "_legacy_dtype"):
+            return self.to(dtype._legacy_dtype)
+        return self.to(dtypes.as_dtype(dtype))
+
+
+_FROM_NP = dtypes.FROM_NP
+
+
+def _ptr(a):
+    ai = getattr(a, "__array_interface__", None)
+    if ai is not None:
+        return ai["data"][0]
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        return cai["data"][0]
+    return id(a)
+
+
+def _contiguous_strides(shape, item):
+    st, acc = [], item
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(st))
+
+
+def _wrap_dim(dim, ndim, op="op"):
+    n = max(ndim, 1)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        if hasattr(dim, "__index__"):
+            dim = dim.__index__()
+        else:
+            raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
+    if dim < -n or dim >= n:
+        raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _wrap(arr, dev) -> Tensor:
+    """A new leaf Tensor around backend array ``arr`` on device ``dev``: no argument parsing."""
+    t = _new(Tensor)
+    if type(arr) is not dev.atype:
+        arr = dev.backend.as_array(arr)
+    t._data = arr
+    t._dev = dev
+    t._rg = False
+    t._fn = None
+    if STATE.inference:
+        t._inference = True
+    return t
+
+
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_storage(obj) -> bool:
+    from .storage import TypedStorage, UntypedStorage
+
+    return isinstance(obj, (TypedStorage, UntypedStorage))
+
+
+def device_of(dev):
+    return resolve(dev)

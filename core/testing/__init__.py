@@ -1,0 +1,40 @@
+"""ember.testing: helpers for testing ember, its backends and plugins.
+
+The pytest plugin (:mod:`ember.testing.pytest_plugin`, entry point ``pytest11``)
+adds ``--ember-backend NAME`` (alias ``--backend``) and the ``device`` fixture
+that runs a test once per available backend.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def available_backends() -> list:
+    """Device types of the registered backends that can run here."""
+    from ..plugins import REGISTRY
+
+    return [name for name, b in REGISTRY.backends.items() if b.is_available()]
+
+
+def to_numpy(x) -> np.ndarray:
+    """Host copy of an ember tensor, a torch tensor, or array-like."""
+    if hasattr(x, "_dev") and hasattr(x, "_data"):
+        return np.asarray(x._dev.backend.to_numpy(x.detach()._data))
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, msg=""):
+    """Assert two tensors/arrays agree in shape, dtype name and values (PyTorch's default tolerances)."""
+    a, e = to_numpy(actual), to_numpy(expected)
+    if check_dtype:
+        assert str(a.dtype) == str(e.dtype).replace("torch.", ""), f"{msg} dtype {a.dtype} != {e.dtype}"
+    assert a.shape == e.shape, f"{msg} shape {a.shape} != {e.shape}"
+    if rtol is None:
+        rtol, atol = {"float16": (1e-3, 1e-5), "float32": (1.3e-6, 1e-5)}.get(str(a.dtype), (1e-7, 1e-7))
+        atol = atol if a.dtype.kind in "fc" else 0
+    if a.dtype.kind in "fc":
+        np.testing.assert_allclose(a, e.astype(a.dtype), rtol=rtol, atol=atol, err_msg=msg)
+    else:
+        np.testing.assert_array_equal(a, e, err_msg=msg)
