@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import anomaly_trace, grad_edge
+from .autograd.function import VOLATILE, anomaly_trace, grad_edge
 from .autograd.grad_mode import STATE
 from .tensor import Tensor, _wrap
 
@@ -216,6 +216,9 @@ def record(ctx, out, dev, inputs):
     """Wrap forward's result(s) as outputs of graph node ``ctx`` over ``inputs``."""
     link(ctx, inputs)
     Op = type(ctx)
+    for fn, _ in ctx.next_functions:
+        if fn is VOLATILE:
+            return _volatile(out, dev)
     if type(out) is tuple or type(out) is list:
         ctx.n_outputs = len(out)
         backend = dev.backend
@@ -235,6 +238,16 @@ def record(ctx, out, dev, inputs):
     if Op.save_output:
         ctx._out = (out, dev, weakref.ref(t), 0)
     return t
+
+
+def _volatile(out, dev):
+    outs = out if type(out) in (tuple, list) else (out,)
+    res = []
+    for o in outs:
+        t = _wrap(o, dev)
+        t._rg, t._fn, t._volatile = True, VOLATILE, True
+        res.append(t)
+    return res[0] if len(res) == 1 and type(out) not in (tuple, list) else tuple(res)
 
 
 # --------------------------------------------------------------------------- in-place

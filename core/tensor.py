@@ -216,7 +216,7 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
-        return self._rg
+        return self._rg and not self._volatile
 
     @requires_grad.setter
     def requires_grad(self, value):
@@ -237,11 +237,11 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        return self._fn
+        return None if self._volatile else self._fn
 
     @property
     def is_leaf(self) -> bool:
-        return self._fn is None
+        return self._fn is None or self._volatile
 
     @property
     def grad(self):
@@ -304,8 +304,8 @@ class Tensor:
     @property
     def volatile(self) -> bool:
         """Deprecated (Variable API): True for tensors made from a volatile Variable."""
-        warnings.warn("volatile was removed (Variable.volatile is always False outside legacy code); "
-                      "use `with ember.no_grad():` instead", DeprecationWarning, stacklevel=2)
+        warnings.warn("volatile is deprecated: use `with ember.no_grad():` instead", DeprecationWarning,
+                      stacklevel=2)
         return self._volatile
 
     @property

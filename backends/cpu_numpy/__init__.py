@@ -12,6 +12,8 @@ class NumpyBackend(ArrayBackend):
 
     def __init__(self):
         super().__init__(np)
+        # tensors follow IEEE arithmetic silently, as PyTorch's do (0/0 is nan, no warning)
+        np.seterr(all="ignore")
 
     def overrides(self):
         add_reduce = np.add.reduce

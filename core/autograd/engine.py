@@ -387,7 +387,7 @@ def _materialize(fn, grads_out):
 
 
 def _check_nan(fn, g, i):
-    if g.dtype.category >= 2 and bool(g.isnan().any()):
+    if g.dtype.category >= 2 and bool(g._dev.backend.xp.isnan(g._data).any()):
         if fn._trace:
             warnings.warn("Error detected in " + type(fn).__name__ + ". Traceback of forward call that caused the "
                           "error:\n" + fn._trace, RuntimeWarning, stacklevel=3)

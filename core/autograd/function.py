@@ -170,6 +170,16 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
+class _Volatile(Node):
+    """The history of every tensor computed from a volatile Variable (deprecated): nothing to backpropagate."""
+
+    def __repr__(self):
+        return "<volatile>"
+
+
+VOLATILE = _Volatile()
+
+
 class _Handle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 

@@ -35,7 +35,9 @@ class Variable(metaclass=_VariableMeta):
         t = data.detach()
         t._base = None
         if volatile:
-            t._volatile = True
+            from .function import VOLATILE
+
+            t._rg, t._fn, t._volatile = True, VOLATILE, True
         elif requires_grad:
             t.requires_grad_(True)
         return t
