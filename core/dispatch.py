@@ -54,6 +54,28 @@ def same_device(op, tensors):
     return main._dev
 
 
+def broadcast_error(shapes):
+    """PyTorch's message for shapes that do not broadcast, or None if they do."""
+    n = max(len(s) for s in shapes)
+    padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
+    for d in range(n):
+        sizes = {p[d] for p in padded if p[d] != 1}
+        if len(sizes) > 1:
+            a, b = [p[d] for p in padded if p[d] != 1][:2]
+            return (f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                    f"dimension {d}")
+    return None
+
+
+def kernel_error(Op, exc, operands):
+    """A clear error for a kernel that refused its operands: the op, the shapes and dtypes."""
+    shapes = [tuple(getattr(o, "shape", ())) for o in operands]
+    msg = broadcast_error([s for s in shapes]) if len(shapes) > 1 else None
+    desc = ", ".join(f"{list(getattr(o, 'shape', ()))} {getattr(o, 'dtype', type(o).__name__)}" for o in operands)
+    text = f"{_op_name(Op)}: {msg}" if msg else f"{_op_name(Op)}: cannot compute on operands ({desc}): {exc}"
+    return RuntimeError(text)
+
+
 # --------------------------------------------------------------------------- promotion
 def result_type(*operands) -> dtypes.dtype:
     """PyTorch's result dtype of an operation over tensors and scalars.
@@ -103,7 +125,10 @@ def unary(Op, a, *params):
     """Apply a one-tensor Op: ``Op.forward(ctx, kernels, array, *params)``."""
     dev = a._dev
     ctx = _new(Op)
-    out = Op.forward(ctx, dev.kernels, a._data, *params)
+    try:
+        out = Op.forward(ctx, dev.kernels, a._data, *params)
+    except (ValueError, TypeError) as exc:
+        raise kernel_error(Op, exc, (a._data,)) from None
     if a._rg and STATE.enabled:
         return record(ctx, out, dev, (a,))
     if type(out) is tuple:
@@ -146,7 +171,10 @@ def binary(Op, a, b, *params):
     else:
         return NotImplemented
     ctx = _new(Op)
-    out = Op.forward(ctx, dev.kernels, x, y, *params)
+    try:
+        out = Op.forward(ctx, dev.kernels, x, y, *params)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise kernel_error(Op, exc, (x, y)) from None
     if rg and STATE.enabled:
         return record(ctx, out, dev, (a, b))
     return _wrap(out, dev)
@@ -192,7 +220,10 @@ def apply(Op, *args):
     if dev is None:
         raise TypeError(f"{_op_name(Op)}: expected at least one Tensor argument")
     ctx = _new(Op)
-    out = Op.forward(ctx, dev.kernels, *arrays)
+    try:
+        out = Op.forward(ctx, dev.kernels, *arrays)
+    except (ValueError, TypeError) as exc:
+        raise kernel_error(Op, exc, arrays) from None
     if rg and STATE.enabled:
         return record(ctx, out, dev, tensors)
     if type(out) is tuple or type(out) is list:
@@ -200,14 +231,26 @@ def apply(Op, *args):
     return _wrap(out, dev)
 
 
+def _edge_meta(t):
+    if isinstance(t, Tensor):
+        return grad_edge(t), (t._data.shape, t._data.dtype)
+    return (None, 0), None
+
+
 def link(ctx, inputs):
     """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps."""
     Op = type(ctx)
-    ctx.next_functions = tuple(grad_edge(t) if isinstance(t, Tensor) else (None, 0) for t in inputs)
-    ctx._shapes = tuple((t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None for t in inputs)
+    if len(inputs) == 2:
+        (e0, m0), (e1, m1) = _edge_meta(inputs[0]), _edge_meta(inputs[1])
+        ctx.next_functions = (e0, e1)
+        ctx._shapes = (m0, m1)
+    else:
+        em = [_edge_meta(t) for t in inputs]
+        ctx.next_functions = tuple([e for e, _ in em])
+        ctx._shapes = tuple([m for _, m in em])
     if Op.save_inputs:
         ctx._saved = tuple(inputs)
-        ctx._vers = tuple(_version(t) if isinstance(t, Tensor) else None for t in inputs)
+        ctx._vers = tuple([_version(t) if isinstance(t, Tensor) else None for t in inputs])
     if STATE.anomaly:
         anomaly_trace(ctx)
 
@@ -216,8 +259,8 @@ def record(ctx, out, dev, inputs):
     """Wrap forward's result(s) as outputs of graph node ``ctx`` over ``inputs``."""
     link(ctx, inputs)
     Op = type(ctx)
-    for fn, _ in ctx.next_functions:
-        if fn is VOLATILE:
+    for e in ctx.next_functions:
+        if e[0] is VOLATILE:
             return _volatile(out, dev)
     if type(out) is tuple or type(out) is list:
         ctx.n_outputs = len(out)

@@ -211,11 +211,11 @@ class finfo:
         i = np.finfo(t.to_real().np)
         self.dtype = t.to_real().name
         self.bits = i.bits
-        self.eps = float(i.eps)
-        self.max = float(i.max)
-        self.min = float(i.min)
-        self.tiny = self.smallest_normal = float(i.tiny)
-        self.resolution = float(i.resolution)
+        self.eps = _pyfloat(i.eps)
+        self.max = _pyfloat(i.max)
+        self.min = _pyfloat(i.min)
+        self.tiny = self.smallest_normal = _pyfloat(i.tiny)
+        self.resolution = _pyfloat(i.resolution)
 
     def __repr__(self):
         return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
@@ -231,8 +231,8 @@ class iinfo:
         i = np.iinfo(t.np) if t is not bool else None
         self.dtype = t.name
         self.bits = i.bits if i else 8
-        self.max = int(i.max) if i else 1
-        self.min = int(i.min) if i else 0
+        self.max = _pyint(i.max) if i else 1
+        self.min = _pyint(i.min) if i else 0
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -334,6 +334,7 @@ class Tensor:
         if self._fn is None or self._retains:
             return
         fn = self._fn
+        fn._hooked = True
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._nr] = weakref.ref(self)
@@ -358,6 +359,7 @@ class Tensor:
                 self._hooks = []
             self._hooks.append(hook)
             return _Handle(self._hooks, hook)
+        fn._hooked = True
         if fn._pre_hooks is None:
             fn._pre_hooks = {}
         fn._pre_hooks.setdefault(self._nr, []).append(hook)
@@ -376,9 +378,8 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-        from .autograd.engine import backward
-
-        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
+        _engine_backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                         inputs=inputs)
 
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -485,6 +486,14 @@ class Tensor:
 
 
 _FROM_NP = dtypes.FROM_NP
+
+
+def _engine_backward(*args, **kwargs):
+    global _engine_backward
+    from .autograd.engine import backward
+
+    _engine_backward = backward
+    return backward(*args, **kwargs)
 
 
 def _ptr(a):

@@ -29,7 +29,9 @@ def _tensor_cls():
 def _ones_like(t):
     from ..tensor import _wrap
 
-    return _wrap(t._dev.kernels["full"](t._data.shape, 1, t._data.dtype), t._dev)
+    arr = t._data
+    xp = t._dev.backend.xp
+    return _wrap(xp.ones(arr.shape, dtype=arr.dtype), t._dev)
 
 
 def _make_grads(outputs, grads, create_graph):
@@ -223,47 +225,76 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     shared = {id(g) for g in grads}  # gradients the caller or another edge also holds: copied before storing
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
+    anomaly = STATE.anomaly and STATE.anomaly_nan
     try:
         ready = list(dict.fromkeys(fn for fn, _ in roots if fn is not None and deps.get(fn, 0) == 0))
+        filtered = targets is not None
         while ready:
             fn = ready.pop()
             grads_out = buffers.pop(fn, None)
-            if needed is not None and fn not in needed:
-                _release_edges(fn, deps, ready)
-                continue
             if grads_out is None:
+                if filtered and fn not in needed:
+                    _release_edges(fn, deps, ready)
+                    continue
                 grads_out = [None] * fn.n_outputs
-            if fn._pre_hooks is not None or fn._retain is not None:
+            hooked = fn._hooked
+            if hooked and (fn._pre_hooks is not None or fn._retain is not None):
                 grads_out = _run_tensor_hooks(fn, grads_out, shared)
-            if targets is not None:
+            if filtered:
+                if fn not in needed:
+                    _release_edges(fn, deps, ready)
+                    continue
                 for nr in range(fn.n_outputs):
                     if (fn, nr) in targets:
                         captured[(fn, nr)] = grads_out[nr]
+                if not accumulate and fn in target_nodes and not any(
+                        n in needed for n, _ in fn.next_functions if n is not None):
+                    _release_edges(fn, deps, ready)
+                    continue
             if type(fn) is AccumulateGrad:
-                if targets is None or (accumulate and (fn, 0) in targets):
+                if not filtered or (accumulate and (fn, 0) in targets):
                     _accumulate(fn.variable, grads_out[0], create_graph, shared)
                 continue
-            if targets is not None and not accumulate and fn in target_nodes and not any(
-                    n in needed for n, _ in fn.next_functions if n is not None):
-                _release_edges(fn, deps, ready)
-                continue
-            if fn._node_pre_hooks:
+            if hooked and fn._node_pre_hooks:
                 for hook in fn._node_pre_hooks:
                     r = hook(tuple(grads_out))
                     if r is not None:
                         grads_out = list(r)
-            grads_in = _call_backward(fn, grads_out)
-            if fn._hooks:
+            if fn._op:
+                for g in grads_out:
+                    if g is None:
+                        grads_out = _materialize(fn, grads_out)
+                        break
+                res = fn.backward(fn, *grads_out)
+                if type(res) is not tuple:
+                    res = (res,)
+                if len(res) != len(fn.next_functions):
+                    res = _call(fn, grads_out)  # reports the wrong count
+            else:
+                res = _call(fn, grads_out)
+            if hooked and fn._hooks:
+                res = _validated(fn, res)
                 for hook in fn._hooks:
-                    r = hook(tuple(grads_in), tuple(grads_out))
+                    r = hook(tuple(res), tuple(grads_out))
                     if r is not None:
-                        grads_in = list(r)
-            if not retain_graph:
+                        res = tuple(r)
+            if not retain_graph and (fn._saved is not None or fn._out is not None):
                 fn.release()
-            for (nxt, nr), g in zip(fn.next_functions, grads_in):
+            shapes = fn._shapes
+            for i, (nxt, nr) in enumerate(fn.next_functions):
                 if nxt is None:
                     continue
+                g = res[i]
                 if g is not None:
+                    try:
+                        arr = g._data
+                        meta = shapes[i]
+                        if arr.shape != meta[0] or arr.dtype is not meta[1]:
+                            g = _conform(fn, i, g, meta)
+                    except AttributeError:
+                        g = _conform(fn, i, g, shapes[i])
+                    if anomaly:
+                        _check_nan(fn, g, i)
                     for x in grads_out:
                         if g is x:  # passed through unchanged: someone else holds it too
                             shared.add(id(g))
@@ -331,43 +362,48 @@ def _owned(g, shared):
     return g
 
 
-def _call_backward(fn, grads_out):
-    Tensor = _T[0] if _T else _tensor_cls()
+def _call(fn, grads_out):
+    """Run ``fn``'s backward on its output gradients; one result per input edge."""
     custom = isinstance(fn, BackwardCFunction)
-    if (not custom or fn.materialize_grads) and any(g is None for g in grads_out):
-        grads_out = _materialize(fn, grads_out)
+    if not custom or fn.materialize_grads:
+        for g in grads_out:
+            if g is None:
+                grads_out = _materialize(fn, grads_out)
+                break
     res = fn._fn_cls.backward(fn, *grads_out) if custom else fn.backward(fn, *grads_out)
     if type(res) is not tuple:
         res = (res,)
     n_in = len(fn.next_functions)
     if len(res) != n_in:
         if custom and len(res) > n_in and all(r is None for r in res[n_in:]):
-            res = res[:n_in]
+            return res[:n_in]
+        raise RuntimeError(f"function {type(fn).__name__} returned an incorrect number of gradients "
+                           f"(expected {n_in}, got {len(res)})")
+    return res
+
+
+def _validated(fn, res):
+    return tuple(g if g is None or nxt is None or meta is None else _conform(fn, i, g, meta)
+                 for i, (g, (nxt, _), meta) in enumerate(zip(res, fn.next_functions, fn._shapes)))
+
+
+def _conform(fn, i, g, meta):
+    """``g`` checked against the input it is for: summed to its shape when broadcast, cast to its dtype."""
+    Tensor = _tensor_cls()
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"function {type(fn).__name__} returned a gradient of type {type(g).__name__} at "
+                           f"index {i}; expected a Tensor or None")
+    shape, dt = meta
+    arr = g._data
+    if arr.shape != shape:
+        if _broadcastable(shape, arr.shape):
+            g = g.sum_to_size(shape)
         else:
-            raise RuntimeError(f"function {type(fn).__name__} returned an incorrect number of gradients "
-                               f"(expected {n_in}, got {len(res)})")
-    out = []
-    for i, (g, (nxt, _), meta) in enumerate(zip(res, fn.next_functions, fn._shapes)):
-        if g is None or nxt is None or meta is None:
-            out.append(None if nxt is None else g)
-            continue
-        if not isinstance(g, Tensor):
-            raise RuntimeError(f"function {type(fn).__name__} returned a gradient of type {type(g).__name__} at "
-                               f"index {i}; expected a Tensor or None")
-        shape, dt = meta
-        arr = g._data
-        if arr.shape != shape:
-            if _broadcastable(shape, arr.shape):
-                g = g.sum_to_size(shape)
-            else:
-                raise RuntimeError(f"Function {type(fn).__name__} returned an invalid gradient at index {i} - got "
-                                   f"{list(arr.shape)} but expected shape compatible with {list(shape)}")
-        if arr.dtype is not dt and arr.dtype != dt:
-            g = g.to(g._dev.backend.dtype_of(_empty_of(g, dt)))
-        if STATE.anomaly and STATE.anomaly_nan:
-            _check_nan(fn, g, i)
-        out.append(g)
-    return out
+            raise RuntimeError(f"Function {type(fn).__name__} returned an invalid gradient at index {i} - got "
+                               f"{list(arr.shape)} but expected shape compatible with {list(shape)}")
+    if arr.dtype is not dt and arr.dtype != dt:
+        g = g.to(g._dev.backend.dtype_of(_empty_of(g, dt)))
+    return g
 
 
 def _empty_of(g, dt):

@@ -51,9 +51,10 @@ class Node:
     _hooks = None          # node hooks: fn(grad_inputs, grad_outputs)
     _node_pre_hooks = None  # node pre-hooks: fn(grad_outputs)
     _released = False
+    _hooked = False        # set once any hook or retain_grad is registered on this node
+    _op = False            # a built-in Op: backward(ctx, *grads) returns one gradient per input
     _trace = None          # forward stack when anomaly detection is on
     n_outputs = 1
-    metadata: dict
 
     def name(self) -> str:
         return type(self).__name__
@@ -65,6 +66,7 @@ class Node:
         """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
         if self._hooks is None:
             self._hooks = []
+        self._hooked = True
         self._hooks.append(fn)
         return _Handle(self._hooks, fn)
 
@@ -72,14 +74,17 @@ class Node:
         """``fn(grad_outputs)`` runs before this node's backward; it may return new grad_outputs."""
         if self._node_pre_hooks is None:
             self._node_pre_hooks = []
+        self._hooked = True
         self._node_pre_hooks.append(fn)
         return _Handle(self._node_pre_hooks, fn)
 
-    def __getattr__(self, name):
-        if name == "metadata":
-            self.metadata = {}
-            return self.metadata
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    @property
+    def metadata(self) -> dict:
+        """A dict for user data attached to this node."""
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
 
     # -- saved values
     def _check_released(self):
@@ -145,6 +150,7 @@ class Op(Node):
     save_inputs = False
     save_output = False
     nondiff_outputs = ()
+    _op = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

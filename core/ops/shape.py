@@ -237,7 +237,7 @@ def view(self, *shape):
     shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
     try:
         return view_op(View, self, shape)
-    except (AttributeError, ValueError):
+    except (AttributeError, ValueError, RuntimeError):
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
                            f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
                            f"(input shape {list(self.shape)}, requested {list(shape)})") from None
@@ -289,23 +289,25 @@ def t(self):
 
 def expand(self, *sizes):
     """A broadcast view (no copy); ``-1`` keeps a dimension."""
-    sizes = _shape_arg(sizes, "expand")
-    n = len(sizes)
-    if n < self.dim():
-        raise RuntimeError(f"expand(ember.{self.type().split('.')[-1]}{{{list(self.shape)}}}, size={list(sizes)}): "
-                           f"the number of sizes provided ({n}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({self.dim()})")
+    if len(sizes) == 1 and type(sizes[0]) in (tuple, list, Size):
+        sizes = tuple(sizes[0])
+    own = self._data.shape
+    n, k = len(sizes), len(own)
+    if n < k:
+        raise RuntimeError(f"expand({self.type()}{{{list(own)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({n}) must be greater or equal to the number of dimensions in the tensor ({k})")
     shape = list(sizes)
-    own = (1,) * (n - self.dim()) + tuple(self.shape)
-    for i, (s, o) in enumerate(zip(sizes, own)):
+    for i in range(n):
+        s = sizes[i]
+        o = own[i - n + k] if i >= n - k else 1
         if s == -1:
-            if i < n - self.dim():
+            if i < n - k:
                 raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
             shape[i] = o
         elif o != 1 and o != s:
             raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({o}) at "
                                f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
-                               f"{list(self.shape)}")
+                               f"{list(own)}")
     return view_op(Expand, self, tuple(shape))
 
 
