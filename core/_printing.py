@@ -203,7 +203,8 @@ def tensor_repr(t) -> str:
     if t._data.size == 0 and t._data.ndim != 1:
         suffixes.append(f"size={tuple(t.shape)}")
     if not (d is default or d is dtypes.int64 or d is dtypes.bool or
-            (d is dtypes.complex64 and default is dtypes.float32) or (d is dtypes.complex128 and default is dtypes.float64)):
+            (d is dtypes.complex64 and default is dtypes.float32) or
+            (d is dtypes.complex128 and default is dtypes.float64)):
         suffixes.append(f"dtype={d}")
     elif t._data.size == 0 and d is not default:
         suffixes.append(f"dtype={d}")

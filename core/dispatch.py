@@ -323,7 +323,8 @@ def inplace(Op, a: Tensor, *args):
                 if x.dtype.category > dt.category:
                     raise RuntimeError(f"{name}: result type {x.dtype} can't be cast to the desired output type {dt}")
                 x = cast(x, dt)
-        elif isinstance(x, _SCALARS) and not isinstance(x, (bool, np.bool_)) and dtypes.scalar_category(x) > dt.category:
+        elif isinstance(x, _SCALARS) and not isinstance(x, (bool, np.bool_)) \
+                and dtypes.scalar_category(x) > dt.category:
             raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
                                f"can't be cast to the desired output type {dt}")
         conv.append(x)

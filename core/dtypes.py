@@ -218,7 +218,8 @@ class finfo:
         self.resolution = _pyfloat(i.resolution)
 
     def __repr__(self):
-        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"tiny={self.tiny}, dtype={self.dtype})")
 
 
 class iinfo:
