@@ -231,24 +231,22 @@ def apply(Op, *args):
     return _wrap(out, dev)
 
 
-def _edge_meta(t):
-    if isinstance(t, Tensor):
-        return grad_edge(t), (t._data.shape, t._data.dtype)
-    return (None, 0), None
-
-
 def link(ctx, inputs):
     """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps."""
-    Op = type(ctx)
-    if len(inputs) == 2:
-        (e0, m0), (e1, m1) = _edge_meta(inputs[0]), _edge_meta(inputs[1])
-        ctx.next_functions = (e0, e1)
-        ctx._shapes = (m0, m1)
-    else:
-        em = [_edge_meta(t) for t in inputs]
-        ctx.next_functions = tuple([e for e, _ in em])
-        ctx._shapes = tuple([m for _, m in em])
-    if Op.save_inputs:
+    edges = []
+    metas = []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            fn = t._fn
+            edges.append((fn, t._nr) if fn is not None else grad_edge(t))
+            arr = t._data
+            metas.append((arr.shape, arr.dtype))
+        else:
+            edges.append((None, 0))
+            metas.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx._shapes = tuple(metas)
+    if type(ctx).save_inputs:
         ctx._saved = tuple(inputs)
         ctx._vers = tuple([_version(t) if isinstance(t, Tensor) else None for t in inputs])
     if STATE.anomaly:

@@ -108,12 +108,16 @@ class Node:
     @property
     def inputs(self) -> tuple:
         """The saved inputs (Tensors as given to forward, non-tensors as they were)."""
-        self._check_released()
+        if self._released:
+            self._check_released()
         saved = self._saved
-        if self._vers is not None:
-            for i, (t, v) in enumerate(zip(saved, self._vers)):
-                if v is not None:
+        i = 0
+        for t, v in zip(saved, self._vers):
+            if v is not None:
+                b = t._base
+                if (t if b is None else b)._ver != v:
                     self._check_version(t, v, i)
+            i += 1
         return saved
 
     @property
