@@ -76,3 +76,5 @@ def typename(t) -> str:
     return t.type() if isinstance(t, Tensor) else type(t).__name__
 
 
+
+from . import optim  # noqa: E402

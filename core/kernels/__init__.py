@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ["base"]
+MODULES = ["base", "optim", "shape", "indexing", "linalg"]
 
 
 def library(xp) -> dict:

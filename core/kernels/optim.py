@@ -1,0 +1,140 @@
+"""Optimizer update kernels: one in-place update rule per optimizer, on one parameter's arrays.
+
+Each kernel takes the parameter ``p``, its gradient ``g`` and its state arrays, updates ``p`` and the
+state in place and never writes ``g``.  The order of operations follows PyTorch's single-tensor
+updates, so float32 trajectories agree with it to rounding.  A backend may replace any entry with a
+fused kernel (one pass over memory) under the same name and signature.
+"""
+from __future__ import annotations
+
+
+def kernels(xp) -> dict:
+
+    def _grad(p, g, weight_decay, maximize):
+        # the effective gradient: never written in place (it is the user's .grad)
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        return g
+
+    def _lerp_(a, b, w):
+        # a.lerp_(b, w) with PyTorch's two-sided formula
+        if w < 0.5:
+            a += w * (b - a)
+        else:
+            a[...] = b - (b - a) * (1 - w)
+
+    def _moments_(m, v, g, beta1, beta2):
+        # Adam-family first and second moments
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+
+    def sgd_update(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize):
+        g = _grad(p, g, weight_decay, maximize)
+        if momentum != 0:
+            if buf is None:
+                buf = xp.array(g, copy=True)
+            else:
+                buf *= momentum
+                buf += (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p -= lr * g
+        return buf
+
+    def adam_update(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
+        if decoupled:
+            p *= 1 - lr * weight_decay
+            g = _grad(p, g, 0, maximize)
+        else:
+            g = _grad(p, g, weight_decay, maximize)
+        _moments_(m, v, g, beta1, beta2)
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size = lr / (1 - beta1 ** step)
+        if vmax is not None:
+            xp.maximum(vmax, v, out=vmax)
+            v = vmax
+        denom = xp.sqrt(v) / bc2_sqrt + eps
+        p -= step_size * (m / denom)
+
+    def adamax_update(p, g, m, u, step, lr, beta1, beta2, eps, weight_decay, maximize):
+        g = _grad(p, g, weight_decay, maximize)
+        _lerp_(m, g, 1 - beta1)
+        u *= beta2
+        xp.maximum(u, xp.abs(g) + eps, out=u)
+        p -= (lr / (1 - beta1 ** step)) * (m / u)
+
+    def nadam_update(p, g, m, v, step, mu, mu_product, mu_next, lr, beta1, beta2, eps, weight_decay,
+                     decoupled, maximize):
+        if decoupled:
+            p *= 1 - lr * weight_decay
+            g = _grad(p, g, 0, maximize)
+        else:
+            g = _grad(p, g, weight_decay, maximize)
+        _moments_(m, v, g, beta1, beta2)
+        denom = xp.sqrt(v / (1 - beta2 ** step)) + eps
+        p += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
+        p += (-lr * mu_next / (1.0 - mu_product * mu_next)) * (m / denom)
+
+    def radam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
+        if decoupled:
+            p *= 1 - lr * weight_decay
+            g = _grad(p, g, 0, maximize)
+        else:
+            g = _grad(p, g, weight_decay, maximize)
+        _moments_(m, v, g, beta1, beta2)
+        bc1 = 1 - beta1 ** step
+        bc2 = 1 - beta2 ** step
+        m_hat = m / bc1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bc2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive = (bc2 ** 0.5) / (xp.sqrt(v) + eps)
+            p -= m_hat * lr * adaptive * rect
+        else:
+            p -= m_hat * lr
+
+    def rmsprop_update(p, g, sq, gavg, buf, lr, alpha, eps, weight_decay, momentum, maximize):
+        g = _grad(p, g, weight_decay, maximize)
+        sq *= alpha
+        sq += (1 - alpha) * (g * g)
+        if gavg is not None:
+            _lerp_(gavg, g, 1 - alpha)
+            avg = xp.sqrt(sq - gavg * gavg)
+        else:
+            avg = xp.sqrt(sq)
+        avg += eps
+        if buf is not None:
+            buf *= momentum
+            buf += g / avg
+            p -= lr * buf
+        else:
+            p -= lr * (g / avg)
+
+    def adagrad_update(p, g, total, step, lr, lr_decay, eps, weight_decay, maximize):
+        g = _grad(p, g, weight_decay, maximize)
+        total += g * g
+        clr = lr / (1 + (step - 1) * lr_decay)
+        p -= clr * (g / (xp.sqrt(total) + eps))
+
+    def adadelta_update(p, g, sq, acc, lr, rho, eps, weight_decay, maximize):
+        g = _grad(p, g, weight_decay, maximize)
+        sq *= rho
+        sq += (1 - rho) * (g * g)
+        delta = xp.sqrt(acc + eps) / xp.sqrt(sq + eps) * g
+        acc *= rho
+        acc += (1 - rho) * (delta * delta)
+        p -= lr * delta
+
+    return {
+        "sgd_update": sgd_update,
+        "adam_update": adam_update,
+        "adamax_update": adamax_update,
+        "nadam_update": nadam_update,
+        "radam_update": radam_update,
+        "rmsprop_update": rmsprop_update,
+        "adagrad_update": adagrad_update,
+        "adadelta_update": adadelta_update,
+    }
