@@ -38,15 +38,23 @@ class Registry:
         self.pending = []         # kernels for backends not registered yet
         self.ops = {}             # namespace -> {name: OpEntry}
         self.plugins = {}         # plugin name -> distribution string
+        self.methods = {}         # Tensor method name -> plugin that added it
+        self.replaced = {}        # (device type, op) -> [(fn, plugin, priority) it replaced, ...]
         self.current = "<manual>"
 
     @contextlib.contextmanager
-    def registering(self, name):
+    def registering(self, name, dist="<manual>"):
         prev, self.current = self.current, name
+        self.plugins.setdefault(name, dist)
         try:
             yield
         finally:
             self.current = prev
+
+    def describe(self, plugin: str) -> str:
+        """``'name' (distribution D V)``: how errors name a plugin."""
+        dist = self.plugins.get(plugin)
+        return f"{plugin!r}" if dist in (None, "<manual>") else f"{plugin!r} (distribution {dist})"
 
     # -- backends
     def add_backend(self, backend) -> None:
@@ -54,14 +62,14 @@ class Registry:
         version = getattr(backend, "api_version", None)
         if version != API_VERSION:
             raise PluginError(
-                f"plugin {self.current!r}: backend {getattr(backend, 'name', backend)!r} was written for ember "
+                f"plugin {self.describe(self.current)}: backend {getattr(backend, 'name', backend)!r} was written for ember "
                 f"plugin API version {version}, but this ember provides version {API_VERSION}; "
                 f"upgrade the plugin or ember")
         name = backend.name
         if name in self.backends and self.backends[name] is not backend:
             raise PluginError(
-                f"plugin {self.current!r}: device type {name!r} is already provided by "
-                f"{self.backends[name].plugin!r}")
+                f"plugin {self.describe(self.current)}: device type {name!r} is already provided by plugin "
+                f"{self.describe(self.backends[name].plugin)}")
         backend.plugin = self.current
         self.backends[name] = backend
         for op in backend.kernels:
@@ -78,7 +86,8 @@ class Registry:
     def add_kernel(self, device_type: str, op: str, fn, priority: int = 0) -> None:
         """Give backend ``device_type`` a kernel for ``op`` (see the ``ember_kernels`` hook)."""
         if not callable(fn):
-            raise PluginError(f"plugin {self.current!r}: kernel {op!r} for {device_type!r} is not callable")
+            raise PluginError(f"plugin {self.describe(self.current)}: kernel {op!r} for {device_type!r} "
+                              f"is not callable")
         item = (device_type, op, fn, priority, self.current)
         if device_type in self.backends:
             self._install_kernel(*item)
@@ -91,20 +100,60 @@ class Registry:
             owner, prio = self.kernel_source.get((device_type, op), ("<built-in>", 0))
             if priority == prio and owner != plugin:
                 raise PluginError(
-                    f"kernel clash: plugin {plugin!r} and plugin {owner!r} both provide kernel {op!r} for "
-                    f"{device_type!r} at priority {priority}; give one a higher priority")
+                    f"kernel clash: plugin {self.describe(plugin)} and plugin {self.describe(owner)} both provide "
+                    f"kernel {op!r} for {device_type!r} at priority {priority}; a plugin overrides a kernel only "
+                    f"with a higher priority (registry.add_kernel(..., priority={priority + 1}))")
             if priority < prio:
                 return
+            self.replaced.setdefault((device_type, op), []).append((backend.kernels[op], owner, prio))
         backend.kernels[op] = fn
         self.kernel_source[(device_type, op)] = (plugin, priority)
         backend.kernels_changed()
 
     # -- ops (filled in by ember.ops)
-    def add_op(self, namespace: str, name: str, fn, **options) -> None:
-        """Expose ``fn`` as ``ember.ops.<namespace>.<name>`` (see the ``ember_ops`` hook)."""
+    def add_op(self, namespace: str, name: str, fn=None, **options) -> None:
+        """Expose an operator as ``ember.ops.<namespace>.<name>`` (see the ``ember_ops`` hook).
+
+        ``fn``: a function of tensors or an ``ember.autograd.Function`` subclass;
+        or ``forward=`` (a kernel on arrays) with ``backward=`` (``(ctx, *grads)``
+        written with ember ops; ``ctx.inputs``, ``ctx.output``).  Options:
+        ``kernels={device_type: kernel}``, ``method=True|"name"``,
+        ``module=ModuleClass``, ``differentiable=True``.
+        """
         from .ops.plugin_ops import add_op
 
         add_op(self, namespace, name, fn, **options)
+
+    def overridden(self) -> list:
+        """``[(device type, op, serving plugin, priority, replaced plugin)]`` for kernels a plugin replaced."""
+        return [(dev, op, *self.kernel_source[(dev, op)], stack[0][1])
+                for (dev, op), stack in sorted(self.replaced.items()) if stack]
+
+    def forget(self, plugin: str) -> None:
+        """Undo what ``plugin`` registered: its ops, methods, kernels and backends."""
+        from .ops.plugin_ops import remove_ops
+
+        remove_ops(self, plugin)
+        for (dev, op), (owner, _) in list(self.kernel_source.items()):
+            backend = self.backends.get(dev)
+            if owner != plugin or backend is None:
+                continue
+            stack = self.replaced.get((dev, op))
+            if stack:
+                fn, prev_owner, prev_prio = stack.pop()
+                backend.kernels[op] = fn
+                self.kernel_source[(dev, op)] = (prev_owner, prev_prio)
+            else:
+                backend.kernels.pop(op, None)
+                del self.kernel_source[(dev, op)]
+            backend.kernels_changed()
+        self.pending = [p for p in self.pending if p[4] != plugin]
+        for dev, backend in list(self.backends.items()):
+            if backend.plugin == plugin:
+                del self.backends[dev]
+                for key in [k for k in self.kernel_source if k[0] == dev]:
+                    del self.kernel_source[key]
+        self.plugins.pop(plugin, None)
 
 
 REGISTRY = Registry()
@@ -120,14 +169,41 @@ def register(plugin, name: str | None = None) -> None:
     Raises :class:`PluginError` if a hook refuses it; the plugin is then unregistered.
     """
     name = name or getattr(plugin, "__name__", None) or repr(plugin)
-    with REGISTRY.registering(name):
+    _register(plugin, name, "<manual>")
+
+
+def _register(plugin, name, dist):
+    if pm.has_plugin(name) or name in REGISTRY.plugins:
+        raise PluginError(f"a plugin named {name!r} is already registered (from {REGISTRY.plugins.get(name)})")
+    with REGISTRY.registering(name, dist):
         try:
             pm.register(plugin, name=name)
-        except PluginError:
+        except Exception:
             with contextlib.suppress(Exception):
-                pm.unregister(plugin)
+                pm.unregister(name=name)
+            REGISTRY.forget(name)
             raise
-    REGISTRY.plugins.setdefault(name, "<manual>")
+
+
+def unregister(name: str) -> None:
+    """Remove plugin ``name`` and everything it registered (its ops, methods, kernels, backends).
+
+    >>> import ember
+    >>> class Demo:
+    ...     @ember.plugins.hookimpl
+    ...     def ember_ops(self, registry):
+    ...         registry.add_op("demo2", "twice", lambda x: x * 2)
+    >>> ember.plugins.register(Demo(), name="demo2")
+    >>> ember.plugins.unregister("demo2")
+    >>> hasattr(ember.ops, "demo2")
+    False
+    """
+    if pm.has_plugin(name):
+        pm.unregister(name=name)
+    REGISTRY.forget(name)
+    from .backend import refresh_kernels
+
+    refresh_kernels()
 
 
 def _entry_points():
@@ -152,14 +228,8 @@ def load_entry_points() -> None:
             continue
         seen.add(ep.name)
         try:
-            plugin = ep.load()
-            with REGISTRY.registering(ep.name):
-                pm.register(plugin, name=ep.name)
-            REGISTRY.plugins[ep.name] = dist_name
+            _register(ep.load(), ep.name, dist_name)
         except Exception as exc:  # noqa: BLE001 - any plugin failure must not break import
-            with contextlib.suppress(Exception):
-                if pm.has_plugin(ep.name):
-                    pm.unregister(name=ep.name)
             warnings.warn(
                 f"ember plugin {ep.name!r} from distribution {dist_name} failed to load and was skipped: "
                 f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=2)

@@ -377,9 +377,14 @@ def _call(fn, grads_out):
     if len(res) != n_in:
         if custom and len(res) > n_in and all(r is None for r in res[n_in:]):
             return res[:n_in]
-        raise RuntimeError(f"function {type(fn).__name__} returned an incorrect number of gradients "
+        raise RuntimeError(f"function {_who(fn)} returned an incorrect number of gradients "
                            f"(expected {n_in}, got {len(res)})")
     return res
+
+
+def _who(fn):
+    """The node's name, and for a plugin op which op and plugin it comes from."""
+    return type(fn).__name__ + fn._origin
 
 
 def _validated(fn, res):
@@ -391,7 +396,7 @@ def _conform(fn, i, g, meta):
     """``g`` checked against the input it is for: summed to its shape when broadcast, cast to its dtype."""
     Tensor = _tensor_cls()
     if not isinstance(g, Tensor):
-        raise RuntimeError(f"function {type(fn).__name__} returned a gradient of type {type(g).__name__} at "
+        raise RuntimeError(f"function {_who(fn)} returned a gradient of type {type(g).__name__} at "
                            f"index {i}; expected a Tensor or None")
     shape, dt = meta
     arr = g._data
@@ -399,7 +404,7 @@ def _conform(fn, i, g, meta):
         if _broadcastable(shape, arr.shape):
             g = g.sum_to_size(shape)
         else:
-            raise RuntimeError(f"Function {type(fn).__name__} returned an invalid gradient at index {i} - got "
+            raise RuntimeError(f"Function {_who(fn)} returned an invalid gradient at index {i} - got "
                                f"{list(arr.shape)} but expected shape compatible with {list(shape)}")
     if arr.dtype is not dt and arr.dtype != dt:
         g = g.to(g._dev.backend.dtype_of(_empty_of(g, dt)))

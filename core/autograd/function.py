@@ -52,6 +52,7 @@ class Node:
     _node_pre_hooks = None  # node pre-hooks: fn(grad_outputs)
     _released = False
     _hooked = False        # set once any hook or retain_grad is registered on this node
+    _origin = ""           # plugin ops: " (op ember.ops.ns.name from plugin 'p')", for error messages
     _op = False            # a built-in Op: backward(ctx, *grads) returns one gradient per input
     _trace = None          # forward stack when anomaly detection is on
     n_outputs = 1

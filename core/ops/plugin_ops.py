@@ -1,7 +1,26 @@
-"""``ember.ops.<namespace>.<name>``: operators added by plugins through the ``ember_ops`` hook."""
+"""``ember.ops.<namespace>.<name>``: operators added by plugins through the ``ember_ops`` hook.
+
+A plugin op is one of:
+
+* a function of tensors written with ember ops (no backward needed);
+* an :class:`ember.autograd.Function` subclass (ctx style, hand-written backward);
+* a forward kernel on arrays plus a ``backward(ctx, *grads)`` written with
+  ember ops; ``kernels={device_type: fn}`` adds faster forward kernels for
+  some backends, every other backend uses ``forward``.
+
+>>> import ember
+>>> def double(x):
+...     return x * 2
+>>> ember.plugins.REGISTRY.add_op("demo", "double", double)
+>>> ember.ops.demo.double(ember.ones(2))
+tensor([2., 2.])
+"""
 from __future__ import annotations
 
+import sys
 import types
+
+from ..autograd.function import Function, Op
 
 
 class OpNamespace(types.SimpleNamespace):
@@ -18,24 +37,154 @@ class OpNamespace(types.SimpleNamespace):
 NAMESPACES: dict = {}
 
 
-def add_op(registry, namespace, name, fn, **options):
-    """Register ``fn`` as ``ember.ops.<namespace>.<name>``; a second owner of the same name is refused."""
+def _refuse(registry, qualname, what):
     from ..plugins import PluginError
 
-    ns_ops = registry.ops.setdefault(namespace, {})
-    if name in ns_ops and ns_ops[name]["plugin"] != registry.current:
-        raise PluginError(f"op clash: ember.ops.{namespace}.{name} is provided by plugin "
-                          f"{ns_ops[name]['plugin']!r} and plugin {registry.current!r}")
-    if not callable(fn):
-        raise PluginError(f"plugin {registry.current!r}: op ember.ops.{namespace}.{name} is not callable")
-    ns_ops[name] = {"fn": fn, "plugin": registry.current, **options}
+    return PluginError(f"plugin {registry.describe(registry.current)}: op {qualname} {what}")
+
+
+def kernel_op(qualname: str, forward, backward, origin: str):
+    """An Op class running the device's kernel for ``qualname`` (``forward`` where the backend has none).
+
+    ``backward(ctx, *grads)`` sees ``ctx.inputs`` (the Tensor inputs) and
+    ``ctx.output``, and returns one gradient per input.
+    """
+    key = qualname
+
+    def fwd(ctx, k, *arrays):
+        return k.get(key, forward)(*arrays)
+
+    attrs = {"forward": staticmethod(fwd), "save_inputs": True, "save_output": True, "_origin": origin,
+             "backward_name": qualname.rsplit(".", 1)[-1].title().replace("_", "") + "Backward0"}
+    if backward is not None:
+        attrs["backward"] = staticmethod(backward)
+    else:
+        attrs["backward"] = staticmethod(_not_differentiable(qualname, origin))
+    return type(attrs["backward_name"], (Op,), attrs)
+
+
+def _not_differentiable(qualname, origin):
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{qualname}{origin} is not differentiable: it was registered without a backward")
+
+    return backward
+
+
+def _op_caller(OpCls):
+    from ..dispatch import apply
+
+    def call(*tensors):
+        return apply(OpCls, *tensors)
+
+    return call
+
+
+def add_op(registry, namespace: str, name: str, fn=None, *, forward=None, backward=None, kernels=None,
+           method=None, module=None, differentiable: bool = True, **extra):
+    """Register ``ember.ops.<namespace>.<name>``; see :func:`ember.plugins.Registry.add_op`."""
+    qualname = f"ember.ops.{namespace}.{name}"
+    if extra:
+        raise _refuse(registry, qualname, f"got unknown options {sorted(extra)}")
+    if not (namespace.isidentifier() and name.isidentifier()):
+        raise _refuse(registry, qualname, "needs a namespace and name that are Python identifiers")
+    owner = registry.ops.get(namespace, {}).get(name)
+    if owner is not None and owner["plugin"] != registry.current:
+        from ..plugins import PluginError
+
+        raise PluginError(f"op clash: {qualname} is provided by plugin {registry.describe(owner['plugin'])} and "
+                          f"plugin {registry.describe(registry.current)}; uninstall or disable one of them")
+    origin = f" (op {qualname} from plugin {registry.describe(registry.current)})"
+    call = _callable(registry, qualname, fn, forward, backward, differentiable, origin)
+    if kernels:
+        for dev_type, k in kernels.items():
+            registry.add_kernel(dev_type, qualname, k)
+    if module is not None and not isinstance(module, type):
+        raise _refuse(registry, qualname, f"module= must be a Module class, got {type(module).__name__}")
+    registry.ops.setdefault(namespace, {})[name] = {
+        "fn": call, "plugin": registry.current, "method": method, "module": module,
+        "differentiable": differentiable, "kernels": sorted(kernels or ())}
     ns = NAMESPACES.setdefault(namespace, OpNamespace(namespace))
-    setattr(ns, name, fn)
-    method = options.get("method")
+    setattr(ns, name, call)
     if method:
         from ..tensor import Tensor
 
-        setattr(Tensor, method if isinstance(method, str) else name, fn)
+        mname = method if isinstance(method, str) else name
+        if hasattr(Tensor, mname) and registry.methods.get(mname) is None:
+            raise _refuse(registry, qualname, f"cannot become Tensor.{mname}: ember already defines it")
+        setattr(Tensor, mname, _as_method(call))
+        registry.methods[mname] = registry.current
+    if module is not None:
+        setattr(ns, module.__name__, module)
+        _expose_module(module)
+
+
+def _callable(registry, qualname, fn, forward, backward, differentiable, origin):
+    if (fn is None) == (forward is None):
+        raise _refuse(registry, qualname, "needs exactly one of fn= (tensors in, tensors out) or forward= (a kernel)")
+    if forward is not None:
+        if not callable(forward) or (backward is not None and not callable(backward)):
+            raise _refuse(registry, qualname, "has a forward or backward that is not callable")
+        if differentiable and backward is None:
+            raise _refuse(registry, qualname, "claims to be differentiable but has no backward "
+                                              "(give backward= or differentiable=False)")
+        return _op_caller(kernel_op(qualname, forward, backward, origin))
+    if isinstance(fn, type) and issubclass(fn, Function):
+        if differentiable and fn.backward is Function.backward and fn.vjp is Function.vjp:
+            raise _refuse(registry, qualname, f"claims to be differentiable but Function {fn.__name__} has no "
+                                              "backward (define backward or pass differentiable=False)")
+        fn._backward_cls._origin = origin
+        return fn.apply
+    if not callable(fn):
+        raise _refuse(registry, qualname, f"is not callable (got {type(fn).__name__})")
+    return fn
+
+
+def _as_method(call):
+    def method(self, *args, **kwargs):
+        return call(self, *args, **kwargs)
+
+    return method
+
+
+def _expose_module(module):
+    import importlib
+
+    try:
+        nn = importlib.import_module("ember.nn")
+    except ImportError:
+        return
+    setattr(nn, module.__name__, module)
+
+
+def remove_ops(registry, plugin: str) -> None:
+    """Take away every op, Tensor method and kernel that ``plugin`` registered."""
+    from ..tensor import Tensor
+
+    removed = []
+    for namespace, ops in list(registry.ops.items()):
+        for name, entry in list(ops.items()):
+            if entry["plugin"] != plugin:
+                continue
+            del ops[name]
+            removed.append(entry)
+            ns = NAMESPACES.get(namespace)
+            if ns is not None:
+                ns.__dict__.pop(name, None)
+                if entry["module"] is not None:
+                    ns.__dict__.pop(entry["module"].__name__, None)
+        if not ops:
+            del registry.ops[namespace]
+            NAMESPACES.pop(namespace, None)
+    nn = sys.modules.get("ember.nn")
+    for entry in removed:
+        mod = entry["module"]
+        if nn is not None and mod is not None and getattr(nn, mod.__name__, None) is mod:
+            delattr(nn, mod.__name__)
+    for mname, owner in list(registry.methods.items()):
+        if owner == plugin:
+            del registry.methods[mname]
+            if mname in Tensor.__dict__:
+                delattr(Tensor, mname)
 
 
 def namespace_getattr(name):
