@@ -46,6 +46,7 @@ from .random import (  # noqa: E402,F401
     Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
 )
 from . import cuda  # noqa: E402,F401
+from . import linalg  # noqa: E402,F401
 
 globals().update(_LEGACY)
 
@@ -77,4 +78,4 @@ def typename(t) -> str:
 
 
 
-from . import optim  # noqa: E402
+from . import optim, utils  # noqa: E402

@@ -1,0 +1,2 @@
+"""ember.utils: data loading (``ember.utils.data``) and interchange helpers."""
+from . import data
