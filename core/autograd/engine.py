@@ -181,21 +181,22 @@ def _discover(roots):
     seen = set()
     stack = []
     for fn, _ in roots:
-        if fn is not None and fn not in seen:
-            seen.add(fn)
+        if fn is not None:
             stack.append((fn, False))
     while stack:
         fn, done = stack.pop()
         if done:
             order.append(fn)
             continue
+        if fn in seen:  # reached again by another path: its children are already counted
+            continue
+        seen.add(fn)  # on expansion, so that a node's post-order slot follows all of its children
         stack.append((fn, True))
         for nxt, _ in fn.next_functions:
             if nxt is None:
                 continue
             deps[nxt] = deps.get(nxt, 0) + 1
             if nxt not in seen:
-                seen.add(nxt)
                 stack.append((nxt, False))
     return deps, order
 

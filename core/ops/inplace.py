@@ -13,7 +13,7 @@ from ..autograd.grad_mode import STATE, enable_grad
 from ..dispatch import _SCALARS, device_error, inplace, link, replay_view
 from ..tensor import Tensor
 from . import pointwise as pw
-from .shape import _convert_index, _is_basic, getitem
+from .indexing import _convert_index, _is_basic, getitem
 
 
 __all__ = []
@@ -50,6 +50,8 @@ def write_inplace(a: Tensor, out, ctx, inputs):
     a._bump()
     if ctx is None:
         return a
+    if getattr(ctx, "tensor_args", False):
+        inputs = tuple(x for x in inputs if isinstance(x, Tensor))
     link(ctx, inputs)
     chain, base = a._view, a._base
     if base is None or chain is None:

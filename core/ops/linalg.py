@@ -1,12 +1,16 @@
 """Linear algebra: ``matmul`` and friends."""
 from __future__ import annotations
 
+import math
+import string
+
 from ..autograd.function import Op
-from ..dispatch import binary
+from ..dispatch import apply, binary
 from ..tensor import Tensor
 
 
-__all__ = ["matmul", "mm"]
+__all__ = ["addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "cross", "dot", "einsum", "kron", "matmul", "mm", "mv",
+           "tensordot", "vdot"]
 
 
 class Matmul(Op):
@@ -82,4 +86,252 @@ def _rmatmul(self, other):
     return matmul(other, self)
 
 
-METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm}
+
+
+
+def _need(t, n, op, what="tensor"):
+    if t.dim() != n:
+        raise RuntimeError(f"{op}: Expected {n}-D {what}, got {t.dim()}-D tensor of shape {list(t.shape)}")
+
+
+def bmm(input, mat2, *, out=None) -> Tensor:  # noqa: A002
+    """Batched product of ``[b, n, m]`` and ``[b, m, p]`` (no broadcasting).
+
+    >>> import ember
+    >>> ember.bmm(ember.ones(2, 1, 3), ember.ones(2, 3, 4)).shape
+    ember.Size([2, 1, 4])
+    """
+    _need(input, 3, "bmm", "batch1")
+    _need(mat2, 3, "bmm", "batch2")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch1 and batch2 must have same number of batches, got {input.shape[0]} and "
+                           f"{mat2.shape[0]}")
+    return matmul(input, mat2, out=out)
+
+
+def mv(input, vec, *, out=None) -> Tensor:  # noqa: A002
+    """Matrix-vector product."""
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+    return matmul(input, vec, out=out)
+
+
+def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
+    """Inner product of two 1-D tensors."""
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got {input.shape[0]} "
+                           f"and {other.shape[0]} elements respectively")
+    return matmul(input, other, out=out)
+
+
+def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
+    """Inner product conjugating the first vector."""
+    return dot(input.conj() if input.is_complex() else input, other, out=out)
+
+
+def _scaled_sum(input, prod, beta, alpha, out):
+    r = prod if alpha == 1 else prod * alpha
+    # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
+    r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha, out)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    return _scaled_sum(input, vec1.outer(vec2), beta, alpha, out)
+
+
+# --------------------------------------------------------------------------- einsum and friends
+class Einsum(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, arrays, ins, rhs):
+        ctx.ins, ctx.rhs = ins, rhs
+        return k["einsum"](",".join(ins) + "->" + rhs, *arrays)
+
+    @staticmethod
+    def backward(ctx, g):
+        ops = ctx.inputs
+        grads = []
+        for i, (subs, t) in enumerate(zip(ctx.ins, ops)):
+            if ctx.next_functions[i][0] is None:
+                grads.append(None)
+                continue
+            if len(set(subs)) != len(subs):
+                raise RuntimeError(f"einsum: the gradient for an operand with a repeated subscript ('{subs}') is "
+                                   f"not implemented")
+            others = [s for j, s in enumerate(ctx.ins) if j != i]
+            seen = set(ctx.rhs).union(*others)
+            target = "".join(c for c in subs if c in seen)
+            r = einsum_explicit([ctx.rhs, *others], target, [g, *[o for j, o in enumerate(ops) if j != i]])
+            if target != subs:
+                shape = []
+                for p, c in enumerate(subs):
+                    if c not in seen:
+                        r = r.unsqueeze(p)
+                    shape.append(r.shape[p] if c in seen else t.shape[p])
+                r = r.expand(shape)
+            grads.append(r)
+        return tuple(grads)
+
+
+def einsum_explicit(ins, rhs, operands):
+    if len(operands) == 1 and ins[0] == rhs:
+        return operands[0]
+    return apply(Einsum, list(operands), tuple(ins), rhs)
+
+
+def _parse_einsum(equation, shapes):
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
+                         if len(shapes) > len(ins) else
+                         "einsum(): fewer operands were provided than specified in the equation")
+    letters = set(c for c in eq if c.isalpha())
+    free = iter(c for c in string.ascii_letters if c not in letters)
+    n_ell = max([len(sh) - (len(s) - 3) for s, sh in zip(ins, shapes) if "..." in s], default=0)
+    ell = "".join(next(free) for _ in range(n_ell))
+    out_ins = []
+    for s, sh in zip(ins, shapes):
+        if "..." in s:
+            k = len(sh) - (len(s) - 3)
+            s = s.replace("...", ell[n_ell - k:] if k else "")
+        if len(s) != len(sh):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
+                               f"number of dimensions ({len(sh)}) for operand {len(out_ins)}"
+                               f"{'' if '...' in equation else ' and no ellipsis was given'}")
+        out_ins.append(s)
+    if arrow:
+        rhs = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for c in lhs:
+            if c.isalpha():
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    sizes = {}
+    for s, sh in zip(out_ins, shapes):
+        for c, n in zip(s, sh):
+            if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped): "
+                                   f"subscript '{c}' has size {sizes[c]} and {n}")
+    return out_ins, rhs
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation, e.g. ``einsum('bij,bjk->bik', a, b)`` (``...`` broadcasts).
+
+    >>> import ember
+    >>> ember.einsum("ij,j->i", ember.ones(2, 3), ember.ones(3))
+    tensor([3., 3.])
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if len({t.dtype for t in operands}) > 1:
+        raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got "
+                           f"{[str(t.dtype) for t in operands]}")
+    ins, rhs = _parse_einsum(equation, [t.shape for t in operands])
+    return apply(Einsum, list(operands), tuple(ins), rhs)
+
+
+def tensordot(a, b, dims=2, out=None) -> Tensor:
+    """Sum over ``dims`` (a count of trailing/leading dims, or two lists of dims) of ``a`` and ``b``."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    da = [d % max(a.dim(), 1) for d in da]
+    db = [d % max(b.dim(), 1) for d in db]
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} "
+                               f"and second has size {b.shape[y]} in dim {y}")
+    ka = [d for d in range(a.dim()) if d not in da]
+    kb = [d for d in range(b.dim()) if d not in db]
+    m = math.prod(a.shape[d] for d in ka)
+    n = math.prod(b.shape[d] for d in kb)
+    k = math.prod(a.shape[d] for d in da)
+    r = a.permute(ka + da).reshape(m, k) @ b.permute(db + kb).reshape(k, n)
+    r = r.reshape([a.shape[d] for d in ka] + [b.shape[d] for d in kb])
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
+    """Kronecker product (block ``input[i, j] * other``)."""
+    n = max(input.dim(), other.dim())
+    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
+    ia = [x for d in range(n) for x in (a.shape[d], 1)]
+    ib = [x for d in range(n) for x in (1, b.shape[d])]
+    r = (a.reshape(ia) * b.reshape(ib)).reshape([a.shape[d] * b.shape[d] for d in range(n)])
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
+    """Cross product of 3-vectors along ``dim`` (the first dimension of size 3 when None)."""
+    if input.dim() != other.dim():
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. (got shapes "
+                           f"{list(input.shape)} and {list(other.shape)})")
+    if input.shape != other.shape:
+        from .shape import broadcast_tensors
+
+        input, other = broadcast_tensors(input, other)  # noqa: A001
+    if dim is None:
+        dim = next((d for d in range(input.dim()) if input.shape[d] == 3), -1)
+    d = dim % max(input.dim(), 1)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    r = input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+METHODS = {
+    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot,
+    "vdot": vdot, "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "addr": addr,
+    "kron": kron, "cross": cross,
+}

@@ -6,11 +6,16 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
-from ..dispatch import apply, unary, view_op
+from ..dispatch import apply, cast, result_type, unary, view_op
 from ..tensor import Size, Tensor, _wrap_dim
 
 
-__all__ = ["clone", "flatten", "permute", "reshape", "squeeze", "swapaxes", "swapdims", "t", "transpose", "unsqueeze"]
+__all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat",
+           "chunk", "clone", "column_stack", "concat", "concatenate", "diag", "diag_embed", "diagonal", "dstack",
+           "flatten", "flip", "fliplr", "flipud", "ger", "hstack", "meshgrid", "moveaxis", "movedim", "narrow",
+           "outer", "permute", "reshape", "roll", "row_stack", "select", "split", "squeeze", "stack", "swapaxes",
+           "swapdims", "t", "tile", "trace", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
+           "vstack"]
 
 
 def _shape_arg(shape, op):
@@ -110,121 +115,6 @@ class Contiguous(Clone):
     @staticmethod
     def forward(ctx, k, x):
         return k["contiguous"](x)
-
-
-class Getitem(Op):
-    """``x[index]``; ``index`` is already in array terms (ints, slices, None, Ellipsis, arrays)."""
-
-    backward_name = "IndexBackward0"
-
-    @staticmethod
-    def forward(ctx, k, x, index):
-        ctx.in_shape, ctx.index = x.shape, index
-        return k["getitem"](x, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
-
-
-class SliceView(Getitem):
-    backward_name = "SliceBackward0"
-
-
-class IndexPutZeros(Op):
-    """Zeros of ``shape`` with ``g`` added at ``index``: the gradient of ``x[index]``."""
-
-    backward_name = "IndexPutBackward0"
-
-    @staticmethod
-    def forward(ctx, k, g, shape, index):
-        ctx.index = index
-        out = k["full"](shape, 0, g.dtype)
-        k["index_put_acc"](out, index, g)
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        return apply(Getitem, gg, ctx.index)
-
-
-def _is_basic(index):
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index)
-
-
-def _convert_index(t, index, op="index"):
-    """Tensors, lists and bools in an index become backend arrays; returns a tuple."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    out = []
-    xp = t._dev.backend.xp
-    for i in index:
-        if isinstance(i, Tensor):
-            if i._dev is not t._dev and not (i._dev.type == "cpu"):
-                raise RuntimeError(f"{op}: indices should be either on cpu or on the same device as the indexed "
-                                   f"tensor ({t.device}), got {i.device}")
-            cat = i.dtype.category
-            if cat > 1:
-                raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, "
-                                 f"got {i.dtype}")
-            arr = i._data if i._dev is t._dev else xp.asarray(i._dev.backend.to_numpy(i._data))
-            if i.dtype.name == "uint8":
-                arr = arr.astype(bool)
-            out.append(arr)
-        elif isinstance(i, (list, np.ndarray)):
-            a = np.asarray(i)
-            if a.dtype.kind == "f":
-                raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors")
-            out.append(xp.asarray(a))
-        elif isinstance(i, bool):
-            out.append(xp.asarray(i))
-        elif isinstance(i, (int, np.integer)):
-            out.append(int(i))
-        elif i is None or i is Ellipsis or isinstance(i, slice):
-            if isinstance(i, slice):
-                for v in (i.start, i.stop, i.step):
-                    if v is not None and not isinstance(v, (int, np.integer)) and not hasattr(v, "__index__"):
-                        raise TypeError(f"{op}: slice indices must be integers or None, got {type(v).__name__}")
-                if i.step is not None and int(i.step) <= 0:
-                    raise ValueError(f"{op}: step must be greater than zero")
-                i = slice(*(None if v is None else int(v) for v in (i.start, i.stop, i.step)))
-            out.append(i)
-        elif isinstance(i, float):
-            raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                             f"Variables are valid indices (got float)")
-        else:
-            raise IndexError(f"{op}: unsupported index type {type(i).__name__}")
-    return tuple(out)
-
-
-def _check_bounds(t, index):
-    shape = t._data.shape
-    used = [i.ndim if getattr(i, "dtype", None) == bool else (0 if i is None or i is Ellipsis else 1)
-            for i in index]
-    total = sum(used)
-    if total > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    dim = 0
-    for i, n in zip(index, used):
-        if i is Ellipsis:
-            dim += len(shape) - total
-            continue
-        if isinstance(i, int) and not -shape[dim] <= i < shape[dim]:
-            raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
-        dim += n
-
-
-def getitem(t, index):
-    index = _convert_index(t, index)
-    _check_bounds(t, index)
-    if _is_basic(index):
-        if Ellipsis not in index:
-            index = index + (Ellipsis,)  # so that all-integer indexing still gives a (0-d) view
-        return view_op(SliceView, t, index)
-    try:
-        return apply(Getitem, t, index)
-    except IndexError as e:
-        raise IndexError(f"index: {e}") from None
 
 
 # --------------------------------------------------------------------------- public functions
@@ -387,10 +277,643 @@ def reshape_as(self, other):
     return reshape(self, other.shape)
 
 
+
+
+# --------------------------------------------------------------------------- joining and splitting
+class Cat(Op):
+    @staticmethod
+    def forward(ctx, k, arrays, axis):
+        # legacy: 1-D empty tensors take no part whatever the other shapes (their size is None here)
+        ctx.axis = axis
+        legacy = any(a.ndim != 1 for a in arrays)
+        ctx.sizes = [None if legacy and a.shape == (0,) else a.shape[axis] for a in arrays]
+        return k["cat"]([a for a, n in zip(arrays, ctx.sizes) if n is not None], axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        pieces = iter(split(g, [n for n in ctx.sizes if n is not None], ctx.axis))
+        return tuple(g.new_zeros(0) if n is None else next(pieces) for n in ctx.sizes)
+
+
+class Stack(Op):
+    @staticmethod
+    def forward(ctx, k, arrays, axis):
+        ctx.axis = axis
+        return k["stack"](arrays, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unbind(g, ctx.axis)
+
+
+class Split(Op):
+    """Pieces between cut points along ``axis`` (views of the input)."""
+
+    backward_name = "SplitWithSizesBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, bounds, axis):
+        ctx.axis = axis
+        return k["split"](x, bounds, axis)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.axis)
+
+
+class Unbind(Op):
+    @staticmethod
+    def forward(ctx, k, x, axis):
+        ctx.axis = axis
+        lead = (slice(None),) * axis
+        return tuple(x[lead + (i,)] for i in range(x.shape[axis]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.axis)
+
+
+def _tensors_arg(tensors, op):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    rt = result_type(*tensors) if len({t.dtype for t in tensors}) > 1 else tensors[0].dtype
+    return [cast(t, rt) for t in tensors]
+
+
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Concatenate tensors along an existing dimension ``dim``.
+
+    >>> import ember
+    >>> ember.cat([ember.zeros(1, 2), ember.ones(2, 2)]).shape
+    ember.Size([3, 2])
+    """
+    ts = _tensors_arg(tensors, "cat")
+    # legacy: 1-D empty tensors are skipped whatever the other shapes
+    full = [t for t in ts if not (t.dim() == 1 and t.shape[0] == 0)] or ts[:1]
+    ref = full[0]
+    d = _wrap_dim(dim, ref.dim(), "cat")
+    for i, t in enumerate(ts):
+        if t.dim() == 1 and t.shape[0] == 0:
+            continue
+        if t.dim() != ref.dim():
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and {t.dim()}")
+        for j in range(ref.dim()):
+            if j != d and t.shape[j] != ref.shape[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+    r = apply(Cat, ts, d) if len(ts) > 1 else unary(Clone, ts[0])
+    return _out(r, out)
+
+
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Join same-shaped tensors along a new dimension ``dim``.
+
+    >>> import ember
+    >>> ember.stack([ember.zeros(2), ember.ones(2)], 1).shape
+    ember.Size([2, 2])
+    """
+    ts = _tensors_arg(tensors, "stack")
+    for i, t in enumerate(ts):
+        if t.shape != ts[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at entry 0 "
+                               f"and {list(t.shape)} at entry {i}")
+    d = _wrap_dim(dim, ts[0].dim() + 1, "stack")
+    return _out(apply(Stack, ts, d), out)
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+def atleast_1d(*tensors):
+    """Tensors with at least one dimension (0-d ones become shape ``[1]``)."""
+    r = tuple(t.reshape(1) if t.dim() == 0 else t for t in _flat_args(tensors))
+    return r[0] if len(r) == 1 else r
+
+
+def atleast_2d(*tensors):
+    """Tensors with at least two dimensions (leading ones added)."""
+    r = tuple(t.reshape((1,) * (2 - t.dim()) + tuple(t.shape)) if t.dim() < 2 else t for t in _flat_args(tensors))
+    return r[0] if len(r) == 1 else r
+
+
+def atleast_3d(*tensors):
+    """Tensors with at least three dimensions (a 2-D ``[m, n]`` becomes ``[m, n, 1]``)."""
+    shapes = {0: lambda s: (1, 1, 1), 1: lambda s: (1, s[0], 1), 2: lambda s: (s[0], s[1], 1)}
+    r = tuple(t.reshape(shapes[t.dim()](t.shape)) if t.dim() < 3 else t for t in _flat_args(tensors))
+    return r[0] if len(r) == 1 else r
+
+
+def _flat_args(tensors):
+    return tuple(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+
+
+def _as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+def hstack(tensors, *, out=None) -> Tensor:
+    """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
+    ts = _as_tuple(atleast_1d(*_tensors_arg(tensors, "hstack")))
+    return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None) -> Tensor:
+    """Concatenate row-wise, 1-D tensors becoming rows."""
+    return cat(_as_tuple(atleast_2d(*_tensors_arg(tensors, "vstack"))), 0, out=out)
+
+
+def dstack(tensors, *, out=None) -> Tensor:
+    """Concatenate depth-wise (along dim 2, after :func:`atleast_3d`)."""
+    return cat(_as_tuple(atleast_3d(*_tensors_arg(tensors, "dstack"))), 2, out=out)
+
+
+def column_stack(tensors, *, out=None) -> Tensor:
+    """Stack 1-D tensors as columns (and concatenate 2-D ones) into a matrix."""
+    ts = _tensors_arg(tensors, "column_stack")
+    return cat([t.reshape(-1, 1) if t.dim() < 2 else t for t in ts], 1, out=out)
+
+
+def _split_views(a, outs, axis, bounds):
+    """Make the pieces of a split views of ``a``: each replays as a slice of the base."""
+    from .indexing import SliceView
+
+    base = a._base if a._base is not None else a
+    starts = [0, *bounds]
+    for o, s in zip(outs, starts):
+        o._base = base
+        o._view = (a._view, SliceView, ((slice(None),) * axis + (slice(s, s + o._data.shape[axis]), Ellipsis),))
+    return outs
+
+
+def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Split into pieces of a given size (the last may be smaller) or of the given sizes; views.
+
+    >>> import ember
+    >>> [p.shape[0] for p in ember.arange(5).split(2)]
+    [2, 2, 1]
+    """
+    d = _wrap_dim(dim, tensor.dim(), "split")
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple, Size)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
+                               f"at dimension {d}), but got split_sizes={sizes}")
+    else:
+        step = int(split_size_or_sections)
+        if step < 0 or (step == 0 and n != 0):
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
+    bounds = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
+    outs = unary(Split, tensor, bounds, d)
+    return _split_views(tensor, outs, d, bounds)
+
+
+def split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
+    return split(tensor, list(split_sizes), dim)
+
+
+def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
+    """Split into ``chunks`` nearly equal views (fewer when the size does not allow that many).
+
+    >>> import ember
+    >>> len(ember.arange(6).chunk(4))
+    3
+    """
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input.shape[_wrap_dim(dim, input.dim(), "chunk")]
+    return split(input, -(-n // chunks), dim)
+
+
+def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
+    """The slices along ``dim``, each a view without that dimension."""
+    from .indexing import SliceView
+
+    d = _wrap_dim(dim, input.dim(), "unbind")
+    outs = unary(Unbind, input, d)
+    base = input._base if input._base is not None else input
+    for i, o in enumerate(outs):
+        o._base, o._view = base, (input._view, SliceView, ((slice(None),) * d + (i, Ellipsis),))
+    return outs
+
+
+# --------------------------------------------------------------------------- movement
+class Repeat(Op):
+    @staticmethod
+    def forward(ctx, k, x, reps):
+        ctx.in_shape = x.shape
+        return k["tile"](x, reps)
+
+    @staticmethod
+    def backward(ctx, g):
+        # (r0*s0, r1*s1, ...) -> (r0, s0, r1, s1, ...) and sum the r axes
+        shape = (1,) * (g.dim() - len(ctx.in_shape)) + tuple(ctx.in_shape)
+        reps = [n // s if s else 0 for n, s in zip(g.shape, shape)]
+        inter = [v for pair in zip(reps, shape) for v in pair]
+        if 0 in inter:
+            return g.new_zeros(ctx.in_shape)
+        return g.reshape(inter).sum(tuple(range(0, 2 * len(shape), 2))).reshape(ctx.in_shape)
+
+
+def repeat(self, *sizes) -> Tensor:
+    """Tile the tensor ``sizes[i]`` times along each dimension (a copy).
+
+    >>> import ember
+    >>> ember.tensor([1, 2]).repeat(2)
+    tensor([1, 2, 1, 2])
+    """
+    reps = _shape_arg(sizes, "repeat")
+    if len(reps) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"repeat: repeats can not be negative, got {list(reps)}")
+    return unary(Repeat, self, reps)
+
+
+def tile(input, dims) -> Tensor:  # noqa: A002
+    """Like :meth:`repeat`, padding ``dims`` with leading ones when shorter than the tensor's rank."""
+    dims = _shape_arg((dims,) if isinstance(dims, int) else dims, "tile")
+    return repeat(input, (1,) * (input.dim() - len(dims)) + dims)
+
+
+class Flip(Op):
+    @staticmethod
+    def forward(ctx, k, x, axes):
+        ctx.axes = axes
+        return k["flip"](x, axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(Flip, g, ctx.axes)
+
+
+def _dims(dims, n, op):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    out = tuple(_wrap_dim(d, n, op) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{op}: dims has duplicates, original flip dims size={len(out)}, but unique flip dims "
+                           f"size={len(set(out))}")
+    return out
+
+
+def flip(input, dims) -> Tensor:  # noqa: A002
+    """Reverse the order of elements along ``dims`` (a copy)."""
+    return unary(Flip, input, _dims(dims, input.dim(), "flip"))
+
+
+def fliplr(input) -> Tensor:  # noqa: A002
+    """Flip left-right (dim 1)."""
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input) -> Tensor:  # noqa: A002
+    """Flip up-down (dim 0)."""
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class Roll(Op):
+    @staticmethod
+    def forward(ctx, k, x, shifts, axes):
+        ctx.shifts, ctx.axes = shifts, axes
+        return k["roll"](x, shifts, axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(Roll, g, tuple(-s for s in ctx.shifts), ctx.axes)
+
+
+def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
+    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
+        return unary(Roll, input.flatten(), shifts, (0,)).view(input.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    return unary(Roll, input, shifts, tuple(_wrap_dim(d, input.dim(), "roll") for d in dims))
+
+
+def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
+    """The view ``input[..., start:start+length, ...]`` along ``dim``."""
+    from .indexing import SliceView
+
+    d = _wrap_dim(dim, input.dim(), "narrow")
+    n = input.shape[d]
+    start = int(start)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    start = start + n if start < 0 else start
+    if length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return view_op(SliceView, input, (slice(None),) * d + (slice(start, start + length), Ellipsis))
+
+
+def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
+    """The view at ``index`` along ``dim``, without that dimension."""
+    from .indexing import SliceView
+
+    d = _wrap_dim(dim, input.dim(), "select")
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {d}")
+    return view_op(SliceView, input, (slice(None),) * d + (int(index), Ellipsis))
+
+
+def movedim(input, source, destination) -> Tensor:  # noqa: A002
+    """Move dimensions ``source`` to positions ``destination`` (a view)."""
+    n = input.dim()
+    src = _dims(source, n, "movedim")
+    dst = _dims(destination, n, "movedim")
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                           f"contain the same number of dims as destination ({list(dst)} dims)")
+    order = [d for d in range(n) if d not in src]
+    for s, t in sorted(zip(dst, src)):
+        order.insert(s, t)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
+    """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
+    d = _wrap_dim(dim, input.dim(), "unflatten")
+    sizes = infer_shape(tuple(sizes), input.shape[d], "unflatten")
+    return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
+
+
+def t_(self) -> Tensor:
+    """In-place :func:`t`: this tensor becomes its transpose."""
+    r = t(self)
+    self._data, self._fn, self._nr = r._data, r._fn, r._nr
+    return self
+
+
+# --------------------------------------------------------------------------- triangles and diagonals
+class Tril(Op):
+    @staticmethod
+    def forward(ctx, k, x, diagonal):
+        ctx.k = diagonal
+        return k["tril"](x, diagonal)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(Tril, g, ctx.k)
+
+
+class Triu(Op):
+    @staticmethod
+    def forward(ctx, k, x, diagonal):
+        ctx.k = diagonal
+        return k["triu"](x, diagonal)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(Triu, g, ctx.k)
+
+
+def _need_2d(t, op):
+    if t.dim() < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {list(t.shape)}")
+
+
+def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
+    """Lower triangle of the last two dimensions (the rest zeroed)."""
+    _need_2d(input, "tril")
+    return _out(unary(Tril, input, int(diagonal)), out)
+
+
+def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
+    """Upper triangle of the last two dimensions (the rest zeroed)."""
+    _need_2d(input, "triu")
+    return _out(unary(Triu, input, int(diagonal)), out)
+
+
+class Diagonal(Op):
+    @staticmethod
+    def forward(ctx, k, x, offset, d1, d2):
+        ctx.in_shape, ctx.args = x.shape, (offset, d1, d2)
+        return k["diagonal"](x, offset, d1, d2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(DiagonalScatter, g, ctx.in_shape, *ctx.args)
+
+
+class DiagonalScatter(Op):
+    """Zeros of ``shape`` with ``g`` on a diagonal: the gradient of :func:`diagonal`."""
+
+    backward_name = "DiagonalBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, k, g, shape, offset, d1, d2):
+        ctx.args = (offset, d1, d2)
+        out = k["full"](shape, 0, g.dtype)
+        k["copy_"](k["diagonal"](out, offset, d1, d2), g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return unary(Diagonal, gg, *ctx.args)
+
+
+class DiagEmbed(Op):
+    @staticmethod
+    def forward(ctx, k, x, offset, d1, d2):
+        ctx.args = (offset, d1, d2)
+        return k["diag_embed"](x, offset, d1, d2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return unary(Diagonal, g, *ctx.args)
+
+
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """The diagonal of dims ``dim1`` and ``dim2`` as a view, its dimension last."""
+    n = input.dim()
+    d1, d2 = _wrap_dim(dim1, n, "diagonal"), _wrap_dim(dim2, n, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return view_op(Diagonal, input, int(offset), d1, d2)
+
+
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
+    """Matrices (in dims ``dim1``, ``dim2``) whose diagonal is the last dimension of ``input``."""
+    n = input.dim() + 1
+    d1, d2 = _wrap_dim(dim1, n, "diag_embed"), _wrap_dim(dim2, n, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return unary(DiagEmbed, input, int(offset), d1, d2)
+
+
+def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
+    """A 1-D tensor as a diagonal matrix, or a matrix's diagonal as a 1-D tensor (a copy).
+
+    >>> import ember
+    >>> ember.diag(ember.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    if input.dim() == 1:
+        return _out(diag_embed(input, diagonal, 0, 1), out)
+    if input.dim() != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    return _out(globals()["diagonal"](input, diagonal).clone(), out)
+
+
+def trace(input) -> Tensor:  # noqa: A002
+    """Sum of the main diagonal of a matrix."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return diagonal(input).sum()
+
+
+def outer(input, vec2, *, out=None) -> Tensor:  # noqa: A002
+    """Outer product of two vectors."""
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"outer: expected 1-D vectors, got {input.dim()}-D and {vec2.dim()}-D")
+    return _out(input.unsqueeze(1) * vec2, out)
+
+
+ger = outer
+
+
+# --------------------------------------------------------------------------- broadcasting
+def broadcast_shapes(*shapes) -> Size:
+    """The shape that all ``shapes`` broadcast to.
+
+    >>> import ember
+    >>> ember.broadcast_shapes((2, 1), (3,))
+    ember.Size([2, 3])
+    """
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for s in shapes:
+        for i, v in enumerate(s):
+            j = n - len(s) + i
+            if v != 1 and out[j] not in (1, v):
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                                   f"at dim {j}: {out[j]} vs {v} (shapes {[list(x) for x in shapes]})")
+            if v != 1:
+                out[j] = v
+            elif out[j] == 1:
+                out[j] = v
+    return Size(out)
+
+
+def broadcast_to(input, size) -> Tensor:  # noqa: A002
+    """``input`` broadcast to ``size`` (a view)."""
+    return expand(input, tuple(size))
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """Views of ``tensors`` broadcast to their common shape."""
+    tensors = _flat_args(tensors)
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids from 1-D tensors (``indexing`` 'ij' or 'xy'); views.
+
+    >>> import ember
+    >>> [g.shape for g in ember.meshgrid(ember.arange(2), ember.arange(3), indexing="ij")]
+    [ember.Size([2, 3]), ember.Size([2, 3])]
+    """
+    tensors = _flat_args(tensors)
+    if indexing is None:
+        import warnings
+
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.shape[0] for t in ts)
+    n = len(ts)
+    grids = [ts[i].reshape((1,) * i + (-1,) + (1,) * (n - i - 1)).expand(shape) for i in range(n)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+# --------------------------------------------------------------------------- strided windows
+class Unfold(Op):
+    @staticmethod
+    def forward(ctx, k, x, axis, size, step):
+        ctx.in_shape, ctx.args = x.shape, (axis, size, step)
+        return k["windows"](x, axis, size, step)
+
+    @staticmethod
+    def backward(ctx, g):
+        from .creation import arange
+
+        axis, size, step = ctx.args
+        n = g.shape[axis]
+        idx = (arange(n, device=g.device).unsqueeze(1) * step + arange(size, device=g.device)).reshape(-1)
+        flat = g.movedim(-1, axis + 1).flatten(axis, axis + 1)
+        return g.new_zeros(ctx.in_shape).index_add(axis, idx, flat)
+
+
+def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+    """Windows of ``size`` elements every ``step`` along ``dimension``, as a new last dimension (a view).
+
+    >>> import ember
+    >>> ember.arange(5).unfold(0, 2, 2)
+    tensor([[0, 1],
+            [2, 3]])
+    """
+    n = max(self.dim(), 1)
+    d = _wrap_dim(dimension, n, "unfold")
+    length = self.shape[d] if self.dim() else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    src = self if self.dim() else self.reshape(1)
+    return view_op(Unfold, src, d, int(size), int(step))
+
+
+concat = concatenate = cat
+row_stack = vstack
+
 METHODS = {
     "view": view, "reshape": reshape, "permute": permute, "transpose": transpose, "swapaxes": transpose,
     "swapdims": transpose, "t": t, "expand": expand, "expand_as": expand_as, "contiguous": contiguous,
     "clone": clone, "sum_to_size": sum_to_size, "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
-    "view_as": view_as, "reshape_as": reshape_as, "__getitem__": getitem,
+    "view_as": view_as, "reshape_as": reshape_as,
+    "split": split, "chunk": chunk, "unbind": unbind, "repeat": repeat, "tile": tile, "flip": flip,
+    "fliplr": fliplr, "flipud": flipud, "roll": roll, "narrow": narrow, "select": select, "movedim": movedim,
+    "moveaxis": movedim, "unflatten": unflatten, "t_": t_, "tril": tril, "triu": triu, "diagonal": diagonal,
+    "diag_embed": diag_embed, "diag": diag, "trace": trace, "outer": outer, "ger": outer,
+    "broadcast_to": broadcast_to, "unfold": unfold, "split_with_sizes": split_with_sizes,
     "T": property(_T), "mT": property(_mT), "H": property(lambda self: _T(self).conj() if self.is_complex() else _T(self)),
 }

@@ -1,0 +1,687 @@
+"""Indexing: ``x[...]`` and the index ops (gather/scatter, index_*, masks, take, nonzero).
+
+Index tensors are non-differentiable parameters: the Ops receive them as
+backend arrays (checked in range first), so in-place forms can reuse them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..dispatch import apply, view_op
+from ..tensor import Tensor, _wrap, _wrap_dim
+from .pointwise import where
+
+class Getitem(Op):
+    """``x[index]``; ``index`` is already in array terms (ints, slices, None, Ellipsis, arrays)."""
+
+    backward_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return k["getitem"](x, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
+
+
+class SliceView(Getitem):
+    backward_name = "SliceBackward0"
+
+
+class IndexPutZeros(Op):
+    """Zeros of ``shape`` with ``g`` added at ``index``: the gradient of ``x[index]``."""
+
+    backward_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, k, g, shape, index):
+        ctx.index = index
+        out = k["full"](shape, 0, g.dtype)
+        k["index_put_acc"](out, index, g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return apply(Getitem, gg, ctx.index)
+
+
+def _is_basic(index):
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index)
+
+
+def _convert_index(t, index, op="index"):
+    """Tensors, lists and bools in an index become backend arrays; returns a tuple."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    xp = t._dev.backend.xp
+    for i in index:
+        if isinstance(i, Tensor):
+            if i._dev is not t._dev and not (i._dev.type == "cpu"):
+                raise RuntimeError(f"{op}: indices should be either on cpu or on the same device as the indexed "
+                                   f"tensor ({t.device}), got {i.device}")
+            cat = i.dtype.category
+            if cat > 1:
+                raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, "
+                                 f"got {i.dtype}")
+            arr = i._data if i._dev is t._dev else xp.asarray(i._dev.backend.to_numpy(i._data))
+            if i.dtype.name == "uint8":
+                arr = arr.astype(bool)
+            out.append(arr)
+        elif isinstance(i, (list, np.ndarray)):
+            a = np.asarray(i)
+            if a.dtype.kind == "f":
+                raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors")
+            out.append(xp.asarray(a))
+        elif isinstance(i, bool):
+            out.append(xp.asarray(i))
+        elif isinstance(i, (int, np.integer)):
+            out.append(int(i))
+        elif i is None or i is Ellipsis or isinstance(i, slice):
+            if isinstance(i, slice):
+                for v in (i.start, i.stop, i.step):
+                    if v is not None and not isinstance(v, (int, np.integer)) and not hasattr(v, "__index__"):
+                        raise TypeError(f"{op}: slice indices must be integers or None, got {type(v).__name__}")
+                if i.step is not None and int(i.step) <= 0:
+                    raise ValueError(f"{op}: step must be greater than zero")
+                i = slice(*(None if v is None else int(v) for v in (i.start, i.stop, i.step)))
+            out.append(i)
+        elif isinstance(i, float):
+            raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             f"Variables are valid indices (got float)")
+        else:
+            raise IndexError(f"{op}: unsupported index type {type(i).__name__}")
+    return tuple(out)
+
+
+def _check_bounds(t, index):
+    """PyTorch's IndexErrors for too many indices, out-of-range integers and mis-shaped masks."""
+    shape = t._data.shape
+    used = [i.ndim if getattr(i, "dtype", None) == bool else (0 if i is None or i is Ellipsis else 1)
+            for i in index]
+    total = sum(used)
+    if total > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    dim = 0
+    for i, n in zip(index, used):
+        if i is Ellipsis:
+            dim += len(shape) - total
+            continue
+        if isinstance(i, int):
+            if not -shape[dim] <= i < shape[dim]:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
+        elif getattr(i, "dtype", None) == bool:
+            for j in range(i.ndim):
+                if i.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(i.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(shape)} at index {dim + j}")
+        elif hasattr(i, "dtype") and i.size:
+            bad = _first_out_of_range(i, shape[dim])
+            if bad is not None:
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {shape[dim]}")
+        dim += n
+
+
+def _first_out_of_range(arr, size, negative_ok=True):
+    """The first value of integer array ``arr`` outside ``[-size, size)`` (``[0, size)``), or None."""
+    lo, hi = int(arr.min()), int(arr.max())
+    if hi >= size:
+        return hi
+    if lo < (-size if negative_ok else 0):
+        return lo
+    return None
+
+
+def getitem(t, index):
+    index = _convert_index(t, index)
+    _check_bounds(t, index)
+    if _is_basic(index):
+        if Ellipsis not in index:
+            index = index + (Ellipsis,)  # so that all-integer indexing still gives a (0-d) view
+        return view_op(SliceView, t, index)
+    try:
+        return apply(Getitem, t, index)
+    except IndexError as e:
+        raise IndexError(f"index: {e}") from None
+
+
+# --------------------------------------------------------------------------- argument checks
+def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_ok=False, ndim_match=False):
+    """Validate an index tensor for ``op`` on ``t`` along ``dim``; returns its array on ``t``'s device."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype.name not in dtypes_ok:
+        want = " or ".join(dtypes_ok)
+        raise RuntimeError(f"{op}(): Expected dtype {want} for index, but got {index.dtype}")
+    if index._dev is not t._dev:
+        from ..dispatch import device_error
+
+        raise device_error(op, t, index)
+    if vector and index.dim() > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {list(index.shape)}")
+    if ndim_match and index.dim() != max(t.dim(), 1) and index.numel():
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(got index {list(index.shape)} and input {list(t.shape)})")
+    arr = index._data
+    size = t.shape[dim] if t.dim() else 1
+    if arr.size:
+        bad = _first_out_of_range(arr, size, negative_ok)
+        if bad is not None:
+            if vector:
+                raise IndexError(f"{op}(): index out of range in self (index {bad} for dimension {dim} with "
+                                 f"size {size})")
+            raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with size {size}")
+    return arr
+
+
+def _same_dtype(x, src, op):
+    if isinstance(src, Tensor) and src.dtype is not x.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got {x.dtype} and {src.dtype})")
+
+
+def _no_larger(x, index, dim, op, src=None):
+    for d in range(index.dim()):
+        if d != dim and index.shape[d] > x.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
+                               f"smaller than self {list(x.shape)} apart from dimension {dim}")
+        if src is not None and index.shape[d] > src.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
+                               f"smaller than src {list(src.shape)}")
+
+
+def _dim_index(x, dim, index, op, **kw):
+    d = _wrap_dim(dim, max(x.dim(), 1), op)
+    return d, _index_arg(x, index, d, op, **kw)
+
+
+def _to_array_scalar(value, op):
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"{op}(): only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        return value.item()
+    return value
+
+
+def _idx(ctx, g):
+    return _wrap(ctx.idx, g._dev)
+
+
+# --------------------------------------------------------------------------- gather / scatter
+class TensorArgsOp(Op):
+    """An Op whose backward returns gradients for its Tensor arguments only, also when run in place."""
+
+    tensor_args = True
+
+
+class Gather(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx):
+        ctx.in_shape, ctx.axis, ctx.idx = x.shape, axis, idx
+        return k["gather"](x, axis, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(ScatterAdd, g.new_zeros(ctx.in_shape), ctx.axis, ctx.idx, g)
+
+
+class ScatterAdd(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, src):
+        ctx.axis, ctx.idx, ctx.src_shape = axis, idx, src.shape
+        return k["scatter_reduce"](x, axis, idx, src, "sum", True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, _pad_to(apply(Gather, g, ctx.axis, ctx.idx), ctx.src_shape)
+
+
+class Scatter(TensorArgsOp):
+    """``scatter`` with a tensor source (or a scalar ``value``)."""
+
+    backward_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, src):
+        ctx.axis, ctx.idx, ctx.src_shape = axis, idx, getattr(src, "shape", None)
+        return k["scatter"](x, axis, idx, src)
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = apply(Scatter, g, ctx.axis, ctx.idx, 0)
+        if ctx.src_shape is None:
+            return gx
+        return gx, _pad_to(apply(Gather, g, ctx.axis, ctx.idx), ctx.src_shape)
+
+
+class ScatterValue(Scatter):
+    backward_name = "ScatterBackward1"
+
+
+def _pad_to(g, shape):
+    """``g`` in the leading corner of zeros of ``shape`` (a source larger than its index gets no gradient)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return apply(IndexPutZeros, g, tuple(shape), tuple(slice(0, n) for n in g.shape))
+
+
+class ScatterReduce(TensorArgsOp):
+    save_inputs = True
+    save_output = True
+    backward_name = "ScatterReduceBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, src, reduce, include_self):
+        ctx.axis, ctx.idx, ctx.reduce, ctx.include_self = axis, idx, reduce, include_self
+        return k["scatter_reduce"](x, axis, idx, src, reduce, include_self)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, src = ctx.inputs
+        out = ctx.output
+        axis, idx = ctx.axis, _idx(ctx, g)
+        red = ctx.reduce
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            hit = x.new_zeros(x.shape, dtype=bool).scatter(axis, idx, True)
+            keep = (1 - hit.to(g.dtype)) if not ctx.include_self else 1
+        if red == "sum":
+            return g * keep, _pad_to(gather(g, axis, idx), src.shape)
+        if red == "mean":
+            with no_grad():
+                count = (g.new_zeros(g.shape) + keep).scatter_add(axis, idx, g.new_ones(idx.shape))
+                count = count + (count == 0).to(g.dtype)
+            gm = g / count
+            return gm * keep, _pad_to(gather(gm, axis, idx), src.shape)
+        if red == "prod":
+            # where x is 0, out / x is undefined: use the product of the others instead
+            others = x.where(x != 0, 1).scatter_reduce(axis, idx, src[_corner(idx)], "prod").detach()
+            gx = where(x == 0, g * others, g * out / x)
+            return gx * keep, _pad_to(gather(g * out, axis, idx) / src[_corner(idx)], src.shape)
+        # amax / amin: the gradient is shared evenly among the elements equal to the result
+        with no_grad():
+            # ties with the original value count even when it is not included (as PyTorch does)
+            mx = (x == out).to(g.dtype)
+            ms = (src[_corner(idx)] == gather(out, axis, idx)).to(g.dtype)
+            count = mx.scatter_add(axis, idx, ms)
+        gc = g / count
+        return gc * mx * keep, _pad_to(gather(gc, axis, idx) * ms, src.shape)
+
+
+def _corner(idx):
+    return tuple(slice(0, n) for n in idx.shape)
+
+
+def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Tensor:  # noqa: A002
+    """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (for ``dim=0``).
+
+    >>> import ember
+    >>> ember.gather(ember.tensor([[1, 2], [3, 4]]), 1, ember.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    d, idx = _dim_index(input, dim, index, "gather", ndim_match=True)
+    _no_larger(input, index, d, "gather")
+    return _out(apply(Gather, input, d, idx), out)
+
+
+def _scatter_args(x, dim, index, src, op):
+    d, idx = _dim_index(x, dim, index, op, ndim_match=True)
+    _same_dtype(x, src, op)
+    _no_larger(x, index, d, op, src if isinstance(src, Tensor) else None)
+    return d, idx
+
+
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` (or ``value``) written at ``index`` along ``dim``.
+
+    >>> import ember
+    >>> ember.zeros(3).scatter(0, ember.tensor([2]), ember.tensor([5.]))
+    tensor([0., 0., 5.])
+    """
+    return _scatter_impl(_apply_fresh, input, dim, index, src, value, reduce)
+
+
+def _scatter_impl(run, x, dim, index, src, value, reduce):
+    src = value if src is None else src
+    if src is None:
+        raise TypeError("scatter(): expected a 'src' tensor or a 'value'")
+    d, idx = _scatter_args(x, dim, index, src, "scatter")
+    if reduce is not None:
+        names = {"add": "sum", "multiply": "prod"}
+        if reduce not in names:
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+        if not isinstance(src, Tensor):
+            src = x.new_full(index.shape, src)
+        return run(ScatterReduce, x, d, idx, src, names[reduce], True)
+    if isinstance(src, Tensor):
+        return run(Scatter, x, d, idx, src)
+    return run(ScatterValue, x, d, idx, _to_array_scalar(src, "scatter"))
+
+
+def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
+    d, idx = _scatter_args(input, dim, index, src, "scatter_add")
+    return apply(ScatterAdd, input, d, idx, src)
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True) -> Tensor:  # noqa: A002
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin')."""
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d, idx = _scatter_args(input, dim, index, src, "scatter_reduce")
+    return apply(ScatterReduce, input, d, idx, src, reduce, bool(include_self))
+
+
+def _apply_fresh(Op, *args):
+    return apply(Op, *args)
+
+
+def _apply_inplace(Op, x, *args):
+    from ..dispatch import inplace
+
+    return inplace(Op, x, *args)
+
+
+# --------------------------------------------------------------------------- index_* along one dimension
+class IndexSelect(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx):
+        ctx.in_shape, ctx.axis, ctx.idx = x.shape, axis, idx
+        return k["index_select"](x, axis, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(IndexAdd, g.new_zeros(ctx.in_shape), ctx.axis, ctx.idx, g)
+
+
+class IndexAdd(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, src):
+        ctx.axis, ctx.idx = axis, idx
+        return k["index_add"](x, axis, idx, src)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, apply(IndexSelect, g, ctx.axis, ctx.idx)
+
+
+class IndexCopy(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, src):
+        ctx.axis, ctx.idx = axis, idx
+        return k["index_copy"](x, axis, idx, src)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(IndexFill, g, ctx.axis, ctx.idx, 0), apply(IndexSelect, g, ctx.axis, ctx.idx)
+
+
+class IndexFill(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, value):
+        ctx.axis, ctx.idx = axis, idx
+        return k["index_fill"](x, axis, idx, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(IndexFill, g, ctx.axis, ctx.idx, 0)
+
+
+_INDEX_DTYPES = ("int64", "int32")
+
+
+def _index_src_check(x, d, index, src, op):
+    _same_dtype(x, src, op)
+    want = list(x.shape) if x.dim() else [1]
+    if x.dim():
+        want[d] = index.numel()
+    got = list(src.shape) if src.dim() else [1]
+    if got != want and not (src.dim() == 0 and index.numel() == 1):
+        raise RuntimeError(f"{op}(): Source/destination tensor must have same slice shapes. Destination slice "
+                           f"shape: {want} at dimension {d} and source slice shape: {got} at dimension 0.")
+
+
+def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
+    """The entries at ``index`` (a vector) along ``dim``.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).index_select(0, ember.tensor([1, 1]))
+    tensor([[3, 4],
+            [3, 4]])
+    """
+    d, idx = _dim_index(input, dim, index, "index_select", dtypes_ok=_INDEX_DTYPES, vector=True)
+    return _out(apply(IndexSelect, input, d, idx.reshape(-1) if input.dim() else idx), out)
+
+
+def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
+    d, idx = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, vector=True)
+    if Cls is IndexFill:
+        return run(Cls, x, d, idx.reshape(-1), _to_array_scalar(src, op))
+    _index_src_check(x, d, index, src, op)
+    if alpha != 1:
+        src = src * alpha
+    if x.dim() == 0:
+        return run(Cls, x.reshape(1), 0, idx.reshape(-1), src.reshape(1)).reshape(())
+    return run(Cls, x, d, idx.reshape(-1), src)
+
+
+def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``."""
+    return _index_op(_apply_fresh, IndexAdd, input, dim, index, source, "index_add", alpha)
+
+
+def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``."""
+    return _index_op(_apply_fresh, IndexCopy, input, dim, index, source, "index_copy")
+
+
+def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    return _index_op(_apply_fresh, IndexFill, input, dim, index, value, "index_fill")
+
+
+# --------------------------------------------------------------------------- masks, take, nonzero
+def _mask_arg(mask, op):
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"{op}: expected BoolTensor for mask, got {got}")
+    return mask
+
+
+def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
+    """The elements where ``mask`` (broadcast with ``input``) is True, as a 1-D tensor."""
+    from .shape import broadcast_tensors
+
+    a, m = broadcast_tensors(input, _mask_arg(mask, "masked_select"))
+    return _out(apply(Getitem, a, (m._data,)), out)
+
+
+class MaskedScatter(TensorArgsOp):
+    @staticmethod
+    def forward(ctx, k, x, mask, src):
+        ctx.mask, ctx.src_shape = mask, src.shape
+        return k["masked_scatter"](x, mask, src)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..ops.creation import zeros
+        from .shape import cat
+
+        mask = _wrap(ctx.mask, g._dev)
+        picked = apply(Getitem, g, (ctx.mask,))
+        n = 1
+        for s in ctx.src_shape:
+            n *= s
+        rest = zeros(n - picked.shape[0], dtype=g.dtype, device=g.device)
+        return where(mask, 0, g), cat([picked, rest]).reshape(ctx.src_shape)
+
+
+def _masked_scatter_args(x, mask, source, op):
+    from .shape import expand
+
+    _mask_arg(mask, op)
+    _same_dtype(x, source, op)
+    m = expand(mask, x.shape)
+    if int(m._data.sum()) > source.numel():
+        raise RuntimeError(f"{op}: Number of elements of source < number of ones in mask "
+                           f"({source.numel()} < {int(m._data.sum())})")
+    return m._data
+
+
+def masked_scatter(input, mask, source) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is True."""
+    return apply(MaskedScatter, input, _masked_scatter_args(input, mask, source, "masked_scatter"), source)
+
+
+def take(input, index) -> Tensor:  # noqa: A002
+    """``input`` read as 1-D at ``index`` (the result has ``index``'s shape)."""
+    flat = input.reshape(-1)
+    if not isinstance(index, Tensor) or index.dtype.name != "int64":
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{getattr(index, 'dtype', type(index).__name__)}")
+    n = flat.shape[0]
+    if index.numel():
+        bad = _first_out_of_range(index._data, n)
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return apply(Getitem, flat, (index._data,))
+
+
+def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A002
+    """Gather ``input`` at ``indices`` along ``dim`` after broadcasting the other dimensions (flat if None)."""
+    if dim is None:
+        return _out(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
+    from .shape import broadcast_shapes
+
+    d = _wrap_dim(dim, input.dim(), "take_along_dim")
+    if input.dim() != indices.dim():
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but input.dim() = {input.dim()} and indices.dim() = {indices.dim()}")
+    si, sx = list(indices.shape), list(input.shape)
+    si[d] = sx[d] = 1
+    shape = list(broadcast_shapes(si, sx))
+    sx, si = list(shape), list(shape)
+    sx[d], si[d] = input.shape[d], indices.shape[d]
+    return _out(gather(input.expand(sx), d, indices.expand(si)), out)
+
+
+def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
+    """Indices of the nonzero elements: an ``[n, ndim]`` long tensor, or one tensor per dimension."""
+    r = _wrap(input._dev.kernels["nonzero"](input._data), input._dev)
+    if as_tuple:
+        return tuple(r[:, i].contiguous() for i in range(r.shape[1])) if input.dim() else (r.reshape(-1),)
+    return _out(r, out)
+
+
+def argwhere(input) -> Tensor:  # noqa: A002
+    """Indices of the nonzero elements as an ``[n, ndim]`` long tensor."""
+    return nonzero(input)
+
+
+class IndexPutAcc(Op):
+    """``x.index_put(indices, v, accumulate=True)``: repeated indices add up."""
+
+    backward_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, v, index):
+        ctx.index, ctx.v_shape = index, v.shape
+        out = k["copy"](x)
+        k["index_put_acc"](out, index, v)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        gv = apply(Getitem, g, ctx.index)
+        return g, gv.sum_to_size(ctx.v_shape) if tuple(gv.shape) != tuple(ctx.v_shape) else gv, None
+
+
+def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``values`` put at the advanced index ``indices`` (a tuple of tensors)."""
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
+    """In place: ``self[indices] = values`` (or ``+=`` with repeats accumulating when ``accumulate``)."""
+    from .inplace import setitem
+
+    idx = tuple(indices)
+    if not accumulate:
+        setitem(self, idx, values)
+        return self
+    from ..dispatch import inplace
+
+    conv = _convert_index(self, idx, "index_put_")
+    _check_bounds(self, conv)
+    return inplace(IndexPutAcc, self, values, conv)
+
+
+# --------------------------------------------------------------------------- in-place forms
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """In-place :func:`scatter`."""
+    return _scatter_impl(_apply_inplace, self, dim, index, src, value, reduce)
+
+
+def scatter_add_(self, dim, index, src):
+    """In-place :func:`scatter_add`."""
+    d, idx = _scatter_args(self, dim, index, src, "scatter_add_")
+    return _apply_inplace(ScatterAdd, self, d, idx, src)
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place :func:`scatter_reduce`."""
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d, idx = _scatter_args(self, dim, index, src, "scatter_reduce_")
+    return _apply_inplace(ScatterReduce, self, d, idx, src, reduce, bool(include_self))
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place :func:`index_add`."""
+    return _index_op(_apply_inplace, IndexAdd, self, dim, index, source, "index_add_", alpha)
+
+
+def index_copy_(self, dim, index, source):
+    """In-place :func:`index_copy`."""
+    return _index_op(_apply_inplace, IndexCopy, self, dim, index, source, "index_copy_")
+
+
+def index_fill_(self, dim, index, value):
+    """In-place :func:`index_fill`."""
+    return _index_op(_apply_inplace, IndexFill, self, dim, index, value, "index_fill_")
+
+
+def masked_scatter_(self, mask, source):
+    """In-place :func:`masked_scatter`."""
+    return _apply_inplace(MaskedScatter, self, _masked_scatter_args(self, mask, source, "masked_scatter_"), source)
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, r)
+
+
+__all__ = ["argwhere", "gather", "index_add", "index_copy", "index_fill", "index_put", "index_select",
+           "masked_scatter", "masked_select", "nonzero", "scatter", "scatter_add", "scatter_reduce", "take",
+           "take_along_dim"]
+
+METHODS = {
+    "__getitem__": getitem, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+    "scatter_reduce": scatter_reduce, "index_select": index_select, "index_add": index_add,
+    "index_copy": index_copy, "index_fill": index_fill, "index_put": index_put, "masked_select": masked_select,
+    "masked_scatter": masked_scatter, "take": take, "take_along_dim": take_along_dim, "nonzero": nonzero,
+    "argwhere": argwhere, "scatter_": scatter_, "scatter_add_": scatter_add_, "scatter_reduce_": scatter_reduce_,
+    "index_add_": index_add_, "index_copy_": index_copy_, "index_fill_": index_fill_, "index_put_": index_put_,
+    "masked_scatter_": masked_scatter_,
+}
