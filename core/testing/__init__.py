@@ -2,7 +2,9 @@
 
 The pytest plugin (:mod:`ember.testing.pytest_plugin`, entry point ``pytest11``)
 adds ``--ember-backend NAME`` (alias ``--backend``) and the ``device`` fixture
-that runs a test once per available backend.
+that runs a test once per available backend; with ``--ember-backend`` it also
+runs the conformance kit (:mod:`ember.testing.kit`) on that backend.
+:func:`check_op` checks one plugin op (like PyTorch's ``opcheck``).
 """
 from __future__ import annotations
 
@@ -38,3 +40,6 @@ def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, msg="
         np.testing.assert_allclose(a, e.astype(a.dtype), rtol=rtol, atol=atol, err_msg=msg)
     else:
         np.testing.assert_array_equal(a, e, err_msg=msg)
+
+
+from .opcheck import OpCheckError, check_op  # noqa: E402

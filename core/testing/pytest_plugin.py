@@ -3,6 +3,11 @@
 ``pytest --ember-backend cpu`` (or ``--backend cpu``, or ``EMBER_TEST_BACKENDS=cpu,cuda``) limits the
 backends; a named backend that cannot run here makes its tests skip with the reason.  A test takes the
 ``device`` fixture (a device-type string) to run on each.
+
+With ``--ember-backend`` the run also includes the conformance kit
+(:mod:`ember.testing.conformance`: ember's op tables and in-place checks) on
+the named backends; ``--no-ember-kit`` leaves it out.  A suite that already
+imports the kit's tests (ember's own ``tests/test_kit.py``) runs them once.
 """
 from __future__ import annotations
 
@@ -15,6 +20,38 @@ def pytest_addoption(parser):
     group = parser.getgroup("ember")
     group.addoption("--ember-backend", "--backend", dest="ember_backend", action="append", default=None,
                     help="run tensor tests on this ember backend only (repeatable; default: every available one)")
+    group.addoption("--no-ember-kit", dest="ember_kit", action="store_false", default=True,
+                    help="with --ember-backend, do not add ember's conformance kit to the run")
+
+
+def _kit_path():
+    from . import conformance
+
+    return conformance.__file__
+
+
+def pytest_configure(config):
+    if config.getoption("ember_backend", default=None) and config.getoption("ember_kit", default=True):
+        path = _kit_path()
+        if path not in config.args:
+            config.args.append(path)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not (config.getoption("ember_backend", default=None) and config.getoption("ember_kit", default=True)):
+        return
+    import os.path
+
+    from . import conformance
+
+    kit_file = os.path.normcase(os.path.abspath(_kit_path()))
+    kit_fns = {conformance.test_op_table, conformance.test_inplace_semantics}
+
+    def in_kit(item):
+        return os.path.normcase(os.path.abspath(str(item.path))) == kit_file
+
+    if any(getattr(i, "function", None) in kit_fns and not in_kit(i) for i in items):
+        items[:] = [i for i in items if not in_kit(i)]
 
 
 def _selected(config):
