@@ -299,6 +299,11 @@ def check_inplace(t: Tensor, op: str):
     if t._base is not None and STATE.enabled and t._base._rg and t._base._fn is None and t._rg:
         raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
                            f"operation.")
+    if STATE.enabled and t._base is not None and getattr(t._fn, "multi_view", False):
+        raise RuntimeError(f"{op}: Output {t._nr} of {type(t._fn).__name__[:-9]} is a view and is being modified "
+                           f"inplace. This view is the output of a function that returns multiple views. Such "
+                           f"functions do not allow the output views to be modified inplace. You should replace "
+                           f"the inplace operation by an out-of-place one.")
 
 
 def inplace(Op, a: Tensor, *args):

@@ -310,6 +310,7 @@ class Split(Op):
     """Pieces between cut points along ``axis`` (views of the input)."""
 
     backward_name = "SplitWithSizesBackward0"
+    multi_view = True  # in-place changes of the outputs are refused under autograd, as in PyTorch
 
     @staticmethod
     def forward(ctx, k, x, bounds, axis):
@@ -322,6 +323,7 @@ class Split(Op):
 
 
 class Unbind(Op):
+    multi_view = True
     @staticmethod
     def forward(ctx, k, x, axis):
         ctx.axis = axis

@@ -1,0 +1,15 @@
+"""Indexing ops against PyTorch: the INDEX_ROWS of ember.testing.op_table_shape.
+
+Each row runs on every backend in float32 and float64 (and int64 where marked): forward values and dtypes
+against torch, gradients against torch, ``gradcheck`` and ``gradgradcheck`` in float64.
+"""
+import pytest
+
+from ember.testing.op_table_shape import INDEX_ROWS, cases, run_row
+
+pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("row,k", cases(INDEX_ROWS))
+def test_row(row, k, device):
+    run_row(row, k, device)
