@@ -1,15 +1,76 @@
-"""Pickling support for tensors (the full ``save``/``load`` lives here too once written)."""
+"""Checkpoints: ``ember.save`` / ``ember.load``, safe by default.
+
+The file is a zip archive (entries stored uncompressed, each with a CRC-32):
+
+* ``ember/header.json``: ``{"format": "ember", "version": 1}``;
+* ``ember/data.json``: the object tree as JSON; containers (dict, OrderedDict, list, tuple), numbers,
+  strings, bytes, ``Size``, dtypes and devices are data, a tensor is a reference to a storage with its
+  dtype, shape, strides and offset;
+* ``ember/storages/<n>``: the raw little-endian bytes of each storage, written once even when several
+  saved tensors are views of it;
+* ``ember/data.pkl`` instead of ``data.json`` when the object is not plain data (a whole model): a pickle
+  whose tensors still live in the storages.  Loading it runs code from the file, so ``load`` refuses it
+  unless ``weights_only=False``: never do that with a file from an untrusted source.
+
+Writes go to a temporary file in the target directory, flushed and fsynced, then renamed over the
+target, so an interrupted save leaves the previous checkpoint intact.  PyTorch's ``.pt``/``.pth``
+files load through a restricted reader (:mod:`ember.utils.pt_reader`) without torch and without
+running code.
+
+>>> import ember, io
+>>> buf = io.BytesIO()
+>>> ember.save({"w": ember.ones(2), "step": 3}, buf)
+>>> _ = buf.seek(0)
+>>> ember.load(buf)
+{'w': tensor([1., 1.]), 'step': 3}
+"""
 from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+import pickle
+import sys
+import tempfile
+import zipfile
+import zlib
+from collections import OrderedDict
 
 import numpy as np
 
+from . import dtypes
+from .backend import device as _device
+from .backend import resolve
+from .tensor import Size, Tensor, _ptr, _wrap
 
+FORMAT = "ember"
+VERSION = 1
+PREFIX = "ember/"
+DTYPES = {d.name: d for d in dtypes.ALL}
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be read: corrupted, truncated, unknown, or unsafe to load."""
+
+
+# ---------------------------------------------------------------------------- pickling of single tensors
 def _rebuild_tensor(array, device, requires_grad, is_param=False):
     from .ops.creation import from_numpy
 
     t = from_numpy(np.array(array, copy=True))
     if device != "cpu":
         t = t.to(device)
+    return _finish_tensor(t, requires_grad, is_param)
+
+
+def _reduce_tensor(t):
+    arr = t._dev.backend.to_numpy(t._data)
+    return (_rebuild_tensor, (np.ascontiguousarray(arr), str(t._dev), t._rg, t._is_param))
+
+
+def _finish_tensor(t: Tensor, requires_grad: bool, is_param: bool) -> Tensor:
     if is_param:
         from .nn.parameter import Parameter
 
@@ -19,6 +80,328 @@ def _rebuild_tensor(array, device, requires_grad, is_param=False):
     return t
 
 
-def _reduce_tensor(t):
-    arr = t._dev.backend.to_numpy(t._data)
-    return (_rebuild_tensor, (np.ascontiguousarray(arr), str(t._dev), t._rg, t._is_param))
+# ---------------------------------------------------------------------------- saving
+class _StorageTable:
+    """Storages of the saved tensors, each root array written once; tensors refer to them."""
+
+    def __init__(self):
+        self.records: list = []    # (numpy flat array of the storage, device string)
+        self.meta: list = []
+        self._by_root: dict = {}
+
+    def add(self, t: Tensor) -> dict:
+        arr = t._data
+        root = t._storage_root()
+        dev = t._dev
+        shares = (root is not arr and getattr(root, "dtype", None) == arr.dtype
+                  and (root.flags.c_contiguous or root.flags.f_contiguous))
+        if not shares:
+            root = arr if (arr.flags.c_contiguous or arr.flags.f_contiguous) else dev.kernels["contiguous"](arr)
+        key = id(root)
+        if key not in self._by_root:
+            flat = dev.backend.to_numpy(root).ravel(order="K")
+            self._by_root[key] = (len(self.records), root)
+            self.records.append(flat)
+            self.meta.append({"dtype": t.dtype.name, "numel": int(flat.size), "device": str(dev)})
+        sid, root = self._by_root[key]
+        item = arr.dtype.itemsize
+        if root is arr or not shares:
+            offset, strides = 0, [s // item for s in root.strides]
+        else:
+            offset, strides = (_ptr(arr) - _ptr(root)) // item, [s // item for s in arr.strides]
+        return {"storage": sid, "dtype": t.dtype.name, "shape": list(arr.shape), "stride": strides,
+                "offset": offset, "requires_grad": bool(t._rg), "param": bool(t._is_param)}
+
+
+class _NotData(TypeError):
+    pass
+
+
+def _encode(obj, table: _StorageTable):
+    """The JSON form of ``obj``; raises _NotData for anything that is not plain data."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return obj if type(obj) in (int, bool) else {"__int__": int(obj)}
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+    if isinstance(obj, Tensor):
+        if obj._fn is not None and not obj._volatile:
+            obj = obj.detach()
+        return {"__tensor__": table.add(obj)}
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return _encode(obj.item(), table)
+    if isinstance(obj, complex):
+        return {"__complex__": [obj.real, obj.imag]}
+    if isinstance(obj, bytes):
+        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, Size):
+        return {"__size__": list(obj)}
+    if isinstance(obj, dtypes.dtype):
+        return {"__dtype__": obj.name}
+    if isinstance(obj, _device):
+        return {"__device__": str(obj)}
+    if type(obj) is OrderedDict:
+        return {"__odict__": [[_encode(k, table), _encode(v, table)] for k, v in obj.items()]}
+    if type(obj) is dict:
+        if all(type(k) is str and not k.startswith("__") for k in obj):
+            return {k: _encode(v, table) for k, v in obj.items()}
+        return {"__dict__": [[_encode(k, table), _encode(v, table)] for k, v in obj.items()]}
+    if type(obj) is list:
+        return [_encode(v, table) for v in obj]
+    if type(obj) is tuple:
+        return {"__tuple__": [_encode(v, table) for v in obj]}
+    if type(obj) in (set, frozenset):
+        return {"__set__": [_encode(v, table) for v in obj], "frozen": type(obj) is frozenset}
+    raise _NotData(type(obj).__name__)
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles whole objects (``weights_only=False`` files); tensors go to the storage table."""
+
+    def __init__(self, f, table: _StorageTable, protocol):
+        super().__init__(f, protocol=protocol)
+        self.table = table
+
+    def persistent_id(self, obj):
+        if isinstance(obj, Tensor):
+            return ("tensor", json.dumps(self.table.add(obj)))
+        return None
+
+
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
+    """Write ``obj`` (tensors, state dicts, nested containers, or a whole model) to a path or file.
+
+    Paths are written atomically: a crash mid-save leaves the previous file as it was.
+
+    >>> import ember, io
+    >>> buf = io.BytesIO(); ember.save([ember.zeros(1), (1, "a")], buf); _ = buf.seek(0)
+    >>> ember.load(buf)
+    [tensor([0.]), (1, 'a')]
+    """
+    table = _StorageTable()
+    try:
+        body, name = json.dumps(_encode(obj, table), allow_nan=False).encode(), "data.json"
+    except _NotData:
+        table = _StorageTable()
+        buf = io.BytesIO()
+        _Pickler(buf, table, max(pickle_protocol, 2)).dump(obj)
+        body, name = buf.getvalue(), "data.pkl"
+    if isinstance(f, (str, os.PathLike)):
+        _atomic_write(os.fspath(f), lambda fh: _write_zip(fh, body, name, table))
+    else:
+        _write_zip(f, body, name, table)
+
+
+def _write_zip(fh, body: bytes, name: str, table: _StorageTable) -> None:
+    header = {"format": FORMAT, "version": VERSION, "byteorder": sys.byteorder, "storages": table.meta}
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        zf.writestr(PREFIX + "header.json", json.dumps(header))
+        zf.writestr(PREFIX + name, body)
+        for i, flat in enumerate(table.records):
+            with zf.open(f"{PREFIX}storages/{i}", "w", force_zip64=True) as out:
+                out.write(memoryview(np.ascontiguousarray(flat).view(np.uint8)))
+
+
+def _atomic_write(path: str, write) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+# ---------------------------------------------------------------------------- loading
+def _target(map_location, saved: str):
+    """The device a storage saved on ``saved`` loads onto."""
+    if map_location is None:
+        where = saved
+    elif isinstance(map_location, dict):
+        where = map_location.get(saved, saved)
+    elif callable(map_location):
+        return map_location
+    else:
+        where = map_location
+    dev = resolve(where)
+    if not dev.backend.is_available():
+        raise CheckpointError(f"Attempting to deserialize object on a {dev.type.upper()} device but "
+                              f"{dev.type} is not available ({dev.backend.unavailable_reason()}). Pass "
+                              f"map_location='cpu' to ember.load to map the storages to the CPU.")
+    return dev
+
+
+class _Storages:
+    """Reads storages lazily from the archive and builds tensors viewing them."""
+
+    def __init__(self, zf: zipfile.ZipFile, meta: list, map_location):
+        self.zf, self.meta, self.map_location = zf, meta, map_location
+        self.roots: dict = {}
+
+    def root(self, sid: int):
+        if sid not in self.roots:
+            if not isinstance(sid, int) or not 0 <= sid < len(self.meta):
+                raise CheckpointError(f"checkpoint refers to storage {sid!r}, which it does not contain")
+            m = self.meta[sid]
+            d = DTYPES.get(m["dtype"])
+            if d is None or d.np is None:
+                raise CheckpointError(f"checkpoint storage {sid} has dtype {m['dtype']!r}, unknown to this ember")
+            arr = np.empty(int(m["numel"]), d.np)
+            _read_into(self.zf, f"{PREFIX}storages/{sid}", memoryview(arr.view(np.uint8)))
+            self.roots[sid] = (arr, m["device"])
+        return self.roots[sid]
+
+    def tensor(self, spec: dict) -> Tensor:
+        arr, saved_dev = self.root(spec["storage"])
+        d = DTYPES[spec["dtype"]]
+        item = arr.dtype.itemsize
+        shape, strides, offset = tuple(spec["shape"]), tuple(spec["stride"]), int(spec["offset"])
+        numel = math.prod(shape)
+        if numel and (offset < 0 or offset + sum((n - 1) * s for n, s in zip(shape, strides)) >= arr.size
+                      or min(strides, default=0) < 0 or arr.dtype != d.np):
+            raise CheckpointError(f"checkpoint tensor of shape {list(shape)} does not fit its storage")
+        view = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item,
+                          strides=tuple(s * item for s in strides)) if numel else np.empty(shape, arr.dtype)
+        t = _wrap(view, resolve("cpu"))
+        target = _target(self.map_location, saved_dev)
+        if callable(target):
+            t = target(t, saved_dev)
+        elif target.type != "cpu":
+            t = t.to(target)
+        return _finish_tensor(t, spec["requires_grad"], spec["param"])
+
+
+def _read_into(zf: zipfile.ZipFile, name: str, out: memoryview) -> None:
+    with zf.open(name) as fh:
+        got = 0
+        while got < len(out):
+            n = fh.readinto(out[got:])
+            if not n:
+                break
+            got += n
+        if got != len(out) or fh.read(1):
+            raise CheckpointError(f"checkpoint entry {name} has {got}+ bytes, expected {len(out)}")
+
+
+def _decode(obj, st: _Storages):
+    if isinstance(obj, list):
+        return [_decode(v, st) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if len(obj) == 1 or (len(obj) == 2 and "frozen" in obj):
+        (tag, v), = list(obj.items())[:1]
+        decoder = _DECODERS.get(tag)
+        if decoder is not None:
+            return decoder(v, st, obj)
+    return {k: _decode(v, st) for k, v in obj.items()}
+
+
+_DECODERS = {
+    "__tensor__": lambda v, st, o: st.tensor(v),
+    "__int__": lambda v, st, o: int(v),
+    "__float__": lambda v, st, o: float(v),
+    "__complex__": lambda v, st, o: complex(*v),
+    "__bytes__": lambda v, st, o: base64.b64decode(v),
+    "__size__": lambda v, st, o: Size(v),
+    "__dtype__": lambda v, st, o: DTYPES[v],
+    "__device__": lambda v, st, o: _device(v),
+    "__odict__": lambda v, st, o: OrderedDict((_decode(k, st), _decode(x, st)) for k, x in v),
+    "__dict__": lambda v, st, o: {_decode(k, st): _decode(x, st) for k, x in v},
+    "__tuple__": lambda v, st, o: tuple(_decode(x, st) for x in v),
+    "__set__": lambda v, st, o: (frozenset if o.get("frozen") else set)(_decode(x, st) for x in v),
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, st: _Storages):
+        super().__init__(f)
+        self.st = st
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "tensor"):
+            raise CheckpointError(f"unknown persistent id in checkpoint: {pid!r}")
+        return self.st.tensor(json.loads(pid[1]))
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args):
+    """Read what :func:`save` wrote (or a PyTorch ``.pt``/``.pth`` checkpoint) without running code.
+
+    ``map_location``: a device (``"cpu"``), a dict ``{saved: target}``, or ``fn(tensor, saved_location)``.
+    ``weights_only=False`` also loads pickled objects (whole models): this runs code from the file,
+    so use it only for files you trust.
+
+    >>> import ember, io
+    >>> buf = io.BytesIO(); ember.save({"a": ember.arange(3)}, buf); _ = buf.seek(0)
+    >>> ember.load(buf, map_location="cpu")["a"]
+    tensor([0, 1, 2])
+    """
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return _load(fh, os.fspath(f), map_location, weights_only)
+    return _load(f, getattr(f, "name", "<file object>"), map_location, weights_only)
+
+
+def _load(fh, name: str, map_location, weights_only: bool):
+    start = fh.tell() if fh.seekable() else 0
+    try:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        fh.seek(start)
+        if not weights_only and _looks_like_pickle(fh):
+            fh.seek(start)
+            return pickle.load(fh)
+        raise CheckpointError(f"ember.load: {name} is not an ember or PyTorch checkpoint, or it is truncated or "
+                              f"corrupted ({e}). Legacy pickle files load only with weights_only=False, which runs "
+                              "code from the file.") from None
+    try:
+        with zf:
+            names = set(zf.namelist())
+            if PREFIX + "header.json" in names:
+                return _load_ember(zf, names, name, map_location, weights_only)
+            from .utils.pt_reader import is_torch_archive, load_torch_archive
+
+            if is_torch_archive(names):
+                return load_torch_archive(zf, names, map_location, weights_only)
+            raise CheckpointError(f"ember.load: {name} is a zip file but not an ember or PyTorch checkpoint")
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"ember.load: {name} is truncated or corrupted ({type(e).__name__}: {e})") from None
+
+
+def _looks_like_pickle(fh) -> bool:
+    head = fh.read(2)
+    return len(head) == 2 and head[0] == 0x80
+
+
+def _load_ember(zf, names, name, map_location, weights_only):
+    header = json.loads(zf.read(PREFIX + "header.json"))
+    if header.get("format") != FORMAT:
+        raise CheckpointError(f"ember.load: {name} has unknown format {header.get('format')!r}")
+    version = header.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise CheckpointError(f"ember.load: {name} was written in checkpoint format version {version!r}, newer than "
+                              f"this ember reads (up to {VERSION}); upgrade ember to load it")
+    if header.get("byteorder", "little") != sys.byteorder:
+        raise CheckpointError(f"ember.load: {name} was written on a {header['byteorder']}-endian machine")
+    st = _Storages(zf, header.get("storages", []), map_location)
+    if PREFIX + "data.json" in names:
+        return _decode(json.loads(zf.read(PREFIX + "data.json")), st)
+    if weights_only:
+        raise pickle.UnpicklingError(
+            f"Weights only load failed: {name} contains pickled Python objects (for example a whole model). "
+            "Loading it runs code from the file: pass weights_only=False only if you trust its source, or save "
+            "a state_dict instead.")
+    return _Unpickler(io.BytesIO(zf.read(PREFIX + "data.pkl")), st).load()
