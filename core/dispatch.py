@@ -181,10 +181,10 @@ def binary(Op, a, b, *params):
 
 
 def _category(arr, dev):
-    try:
-        return dtypes.FROM_NP[arr.dtype].category
-    except (KeyError, TypeError):
-        return dev.backend.dtype_of(arr).category
+    d = arr.dtype
+    if isinstance(d, np.dtype):  # other libraries' dtypes must not be compared with NumPy's
+        return dtypes.FROM_NP[d].category
+    return dev.backend.dtype_of(arr).category
 
 
 def apply(Op, *args):

@@ -96,10 +96,10 @@ class Tensor:
 
     @property
     def dtype(self) -> dtypes.dtype:
-        try:
-            return _FROM_NP[self._data.dtype]
-        except (KeyError, TypeError):
-            return self._dev.backend.dtype_of(self._data)
+        d = self._data.dtype
+        if isinstance(d, np.dtype):  # other libraries' dtypes must not be compared with NumPy's
+            return _FROM_NP[d]
+        return self._dev.backend.dtype_of(self._data)
 
     @property
     def device(self):
