@@ -79,5 +79,7 @@ class TypedStorage(UntypedStorage):
 
 
 def is_shared(t) -> bool:
-    """Whether the storage is in shared memory (set by ember.multiprocessing)."""
-    return bool(getattr(t, "_shared", False))
+    """Whether the storage is in shared memory (see ember.multiprocessing)."""
+    from .multiprocessing.shared import is_shared as shared
+
+    return shared(t)

@@ -213,6 +213,12 @@ class Tensor:
 
         return is_shared(self)
 
+    def share_memory_(self) -> "Tensor":
+        """Move the storage into shared memory (no-op if already shared or on a device); returns self."""
+        from .multiprocessing.shared import share_memory_
+
+        return share_memory_(self)
+
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:

@@ -1,0 +1,110 @@
+"""``spawn``: start ``nprocs`` processes running ``fn(i, *args)`` and fail loudly if one fails."""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import traceback
+
+
+class ProcessException(Exception):
+    def __init__(self, msg: str, error_index: int, pid: int):
+        super().__init__(msg)
+        self.error_index, self.pid = error_index, pid
+
+    def __reduce__(self):
+        return type(self), (str(self), self.error_index, self.pid)
+
+
+class ProcessRaisedException(ProcessException):
+    """A spawned process raised an exception (its traceback is in the message)."""
+
+
+class ProcessExitedException(ProcessException):
+    """A spawned process exited with a non-zero code or was killed by a signal."""
+
+    def __init__(self, msg: str, error_index: int, error_pid: int, exit_code: int, signal_name=None):
+        super().__init__(msg, error_index, error_pid)
+        self.exit_code, self.signal_name = exit_code, signal_name
+
+    def __reduce__(self):
+        return type(self), (str(self), self.error_index, self.pid, self.exit_code, self.signal_name)
+
+
+def _wrap(fn, i, args, error_queue):
+    try:
+        fn(i, *args)
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        error_queue.put(traceback.format_exc())
+        raise SystemExit(1) from None
+
+
+class ProcessContext:
+    """The processes started by :func:`start_processes`; ``join()`` them."""
+
+    def __init__(self, processes, error_queues):
+        self.processes, self.error_queues = processes, error_queues
+        self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
+
+    def pids(self):
+        return [p.pid for p in self.processes]
+
+    def join(self, timeout=None) -> bool:
+        """Wait for one process to end; True when all ended well, raise when one failed (the others are ended)."""
+        if not self.sentinels:
+            return True
+        ready = multiprocessing.connection.wait(list(self.sentinels), timeout=timeout)
+        failed = None
+        for s in ready:
+            i = self.sentinels.pop(s)
+            self.processes[i].join()
+            if self.processes[i].exitcode != 0:
+                failed = i
+                break
+        if failed is None:
+            return not self.sentinels
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+        p = self.processes[failed]
+        if not self.error_queues[failed].empty():
+            raise ProcessRaisedException(f"\n\n-- Process {failed} terminated with the following error:\n"
+                                         + self.error_queues[failed].get(), failed, p.pid)
+        code = p.exitcode
+        if code < 0:
+            import signal
+
+            name = signal.Signals(-code).name
+            raise ProcessExitedException(f"process {failed} terminated with signal {name}", failed, p.pid, code, name)
+        raise ProcessExitedException(f"process {failed} terminated with exit code {code}", failed, p.pid, code)
+
+
+def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
+                    start_method: str = "spawn"):
+    """Start ``nprocs`` processes with ``start_method`` running ``fn(i, *args)``."""
+    ctx = multiprocessing.get_context(start_method)
+    processes, queues = [], []
+    for i in range(nprocs):
+        q = ctx.SimpleQueue()
+        p = ctx.Process(target=_wrap, args=(fn, i, args, q), daemon=daemon)
+        p.start()
+        processes.append(p)
+        queues.append(q)
+    context = ProcessContext(processes, queues)
+    if not join:
+        return context
+    while not context.join():
+        pass
+    return None
+
+
+def spawn(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False, start_method: str = "spawn"):
+    """Run ``fn(i, *args)`` for ``i`` in ``range(nprocs)``, each in a new process; raise if any fails.
+
+    >>> import ember.multiprocessing as mp
+    >>> mp.spawn(print, args=("hello",), nprocs=1)  # doctest: +SKIP
+    0 hello
+    """
+    return start_processes(fn, args, nprocs, join, daemon, start_method)
