@@ -90,27 +90,34 @@ class _StorageTable:
         self._by_root: dict = {}
 
     def add(self, t: Tensor) -> dict:
-        arr = t._data
+        arr, dev = t._data, t._dev
         root = t._storage_root()
-        dev = t._dev
-        shares = (root is not arr and getattr(root, "dtype", None) == arr.dtype
-                  and (root.flags.c_contiguous or root.flags.f_contiguous))
+        shares = (root is not arr and _dense(root) and hasattr(arr, "strides")
+                  and getattr(root, "dtype", None) == arr.dtype)
         if not shares:
-            root = arr if (arr.flags.c_contiguous or arr.flags.f_contiguous) else dev.kernels["contiguous"](arr)
+            root = arr
         key = id(root)
         if key not in self._by_root:
-            flat = dev.backend.to_numpy(root).ravel(order="K")
-            self._by_root[key] = (len(self.records), root)
-            self.records.append(flat)
-            self.meta.append({"dtype": t.dtype.name, "numel": int(flat.size), "device": str(dev)})
-        sid, root = self._by_root[key]
-        item = arr.dtype.itemsize
-        if root is arr or not shares:
-            offset, strides = 0, [s // item for s in root.strides]
+            host = dev.backend.to_numpy(root)
+            if not _dense(host):
+                host = np.ascontiguousarray(host)
+            self._by_root[key] = (len(self.records), root, host)
+            self.records.append(host.ravel(order="K"))
+            self.meta.append({"dtype": t.dtype.name, "numel": int(host.size), "device": str(dev)})
+        sid, root, host = self._by_root[key]
+        item = host.dtype.itemsize
+        if root is arr:
+            offset, strides = 0, [s // item for s in host.strides]
         else:
             offset, strides = (_ptr(arr) - _ptr(root)) // item, [s // item for s in arr.strides]
         return {"storage": sid, "dtype": t.dtype.name, "shape": list(arr.shape), "stride": strides,
                 "offset": offset, "requires_grad": bool(t._rg), "param": bool(t._is_param)}
+
+
+def _dense(a) -> bool:
+    """Whether ``a`` covers one contiguous block of memory (C or Fortran order)."""
+    flags = getattr(a, "flags", None)
+    return flags is not None and bool(flags.c_contiguous or flags.f_contiguous)
 
 
 class _NotData(TypeError):

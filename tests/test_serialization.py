@@ -30,7 +30,10 @@ def _roundtrip(obj, **kw):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_dtype_round_trips_through_a_file(device, tmp_path, dtype):
     d = getattr(ember, dtype)
-    t = ember.tensor((np.arange(12) % 3).reshape(3, 4), device=device).to(d)
+    try:
+        t = ember.tensor((np.arange(12) % 3).reshape(3, 4), device=device).to(d)
+    except TypeError as e:
+        pytest.skip(f"{device} has no {dtype}: {e}")
     path = tmp_path / "t.pt"
     ember.save({"t": t}, path)
     back = ember.load(path)["t"]

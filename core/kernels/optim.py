@@ -3,7 +3,8 @@
 Each kernel takes the parameter ``p``, its gradient ``g`` and its state arrays, updates ``p`` and the
 state in place and never writes ``g``.  The order of operations follows PyTorch's single-tensor
 updates, so float32 trajectories agree with it to rounding.  A backend may replace any entry with a
-fused kernel (one pass over memory) under the same name and signature.
+fused kernel (one pass over memory) under the same name and signature.  Only array-API operations
+and in-place arithmetic are used, so any array-API library serves.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def kernels(xp) -> dict:
         g = _grad(p, g, weight_decay, maximize)
         if momentum != 0:
             if buf is None:
-                buf = xp.array(g, copy=True)
+                buf = xp.zeros_like(g)
+                buf[...] = g
             else:
                 buf *= momentum
                 buf += (1 - dampening) * g
@@ -53,7 +55,7 @@ def kernels(xp) -> dict:
         bc2_sqrt = (1 - beta2 ** step) ** 0.5
         step_size = lr / (1 - beta1 ** step)
         if vmax is not None:
-            xp.maximum(vmax, v, out=vmax)
+            vmax[...] = xp.maximum(vmax, v)
             v = vmax
         denom = xp.sqrt(v) / bc2_sqrt + eps
         p -= step_size * (m / denom)
@@ -62,7 +64,7 @@ def kernels(xp) -> dict:
         g = _grad(p, g, weight_decay, maximize)
         _lerp_(m, g, 1 - beta1)
         u *= beta2
-        xp.maximum(u, xp.abs(g) + eps, out=u)
+        u[...] = xp.maximum(u, xp.abs(g) + eps)
         p -= (lr / (1 - beta1 ** step)) * (m / u)
 
     def nadam_update(p, g, m, v, step, mu, mu_product, mu_next, lr, beta1, beta2, eps, weight_decay,
