@@ -26,6 +26,11 @@ CASES = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.9, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, eps=0.1)),
+    ("Adam", dict(lr=0.01, eps=0.1)),
+    ("Adamax", dict(lr=0.01, eps=0.1, betas=(0.5, 0.9))),
+    ("NAdam", dict(lr=0.01, eps=0.1)),
+    ("RAdam", dict(lr=0.01, eps=0.1, betas=(0.5, 0.9))),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1, weight_decay=0.1)),
     ("Adadelta", dict(lr=1.0, rho=0.8, weight_decay=0.1, maximize=True)),
 ]
