@@ -83,6 +83,27 @@ class Div(Op):
         return g / b, gb
 
 
+class DivRounding(Op):
+    """Division rounded toward zero ('trunc') or down ('floor'); zero gradient almost everywhere."""
+
+    backward_name = "DivBackward1"
+
+    @staticmethod
+    def forward(ctx, k, x, y, mode):
+        if getattr(x, "dtype", None) is not None and x.dtype.kind in "iub" and \
+                (not hasattr(y, "dtype") or y.dtype.kind in "iub") and not isinstance(y, float):
+            q = k["floor_divide"](x, y)
+            if mode == "trunc":  # floor differs from trunc where the signs differ and there is a remainder
+                q = q + ((k["remainder"](x, y) != 0) & ((x < 0) != (y < 0)))
+            return q
+        q = k["div"](x, y)
+        return k["floor"](q) if mode == "floor" else k["trunc"](q)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0, g * 0
+
+
 class Neg(Op):
     @staticmethod
     def forward(ctx, k, x):
@@ -282,9 +303,10 @@ def mul(input, other, *, out=None):  # noqa: A002
 def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
     """True division (integers divide to the default float dtype); ``rounding_mode`` 'trunc' or 'floor'."""
     if rounding_mode is not None:
-        from . import _more_div
-
-        return _out(_more_div.div_rounding(input, other, rounding_mode), out)
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                             f"'{rounding_mode}'")
+        return _out(_result(binary(DivRounding, input, other, rounding_mode), input, other, "div"), out)
     a_int = not isinstance(input, Tensor) or input.dtype.category < dtypes.FLOAT
     b_int = not isinstance(other, Tensor) or other.dtype.category < dtypes.FLOAT
     if a_int and b_int:
@@ -468,3 +490,516 @@ METHODS = {
     "greater": gt, "less": lt, "greater_equal": ge, "less_equal": le, "not_equal": ne,
     "where": lambda self, condition, other: where(condition, self, other),
 }
+
+
+# --------------------------------------------------------------------------- unary math: one row per op
+# Each row: the kernel name, what backward needs ("input" or "output"), and the vector-Jacobian product
+# written with ember ops (so it differentiates again).
+def _d_tanh(g, x, y):
+    return g * (1 - y * y)
+
+
+def _d_sigmoid(g, x, y):
+    return g * y * (1 - y)
+
+
+def _d_sin(g, x, y):
+    return g * x.cos()
+
+
+def _d_cos(g, x, y):
+    return -g * x.sin()
+
+
+def _d_tan(g, x, y):
+    return g * (1 + y * y)
+
+
+def _d_asin(g, x, y):
+    return g * (1 - x * x).rsqrt()
+
+
+def _d_acos(g, x, y):
+    return -g * (1 - x * x).rsqrt()
+
+
+def _d_atan(g, x, y):
+    return g / (1 + x * x)
+
+
+def _d_sinh(g, x, y):
+    return g * x.cosh()
+
+
+def _d_cosh(g, x, y):
+    return g * x.sinh()
+
+
+def _d_asinh(g, x, y):
+    return g * (x * x + 1).rsqrt()
+
+
+def _d_acosh(g, x, y):
+    return g * (x * x - 1).rsqrt()
+
+
+def _d_atanh(g, x, y):
+    return g / (1 - x * x)
+
+
+def _d_expm1(g, x, y):
+    return g * (y + 1)
+
+
+def _d_log1p(g, x, y):
+    return g / (x + 1)
+
+
+def _d_log2(g, x, y):
+    return g / (x * 0.6931471805599453)
+
+
+def _d_log10(g, x, y):
+    return g / (x * 2.302585092994046)
+
+
+def _d_rsqrt(g, x, y):
+    return -0.5 * g * y * y * y
+
+
+def _d_erf(g, x, y):
+    return g * 1.1283791670955126 * (-(x * x)).exp()
+
+
+def _d_reciprocal(g, x, y):
+    return -g * y * y
+
+
+def _d_square(g, x, y):
+    return 2 * g * x
+
+
+def _d_zero(g, x, y):
+    return g * 0
+
+
+def _d_identity(g, x, y):
+    return g
+
+
+UNARY = {
+    # name: (saves, vjp)
+    "tanh": ("output", _d_tanh), "sigmoid": ("output", _d_sigmoid), "sin": ("input", _d_sin),
+    "cos": ("input", _d_cos), "tan": ("output", _d_tan), "asin": ("input", _d_asin), "acos": ("input", _d_acos),
+    "atan": ("input", _d_atan), "sinh": ("input", _d_sinh), "cosh": ("input", _d_cosh),
+    "asinh": ("input", _d_asinh), "acosh": ("input", _d_acosh), "atanh": ("input", _d_atanh),
+    "expm1": ("output", _d_expm1), "log1p": ("input", _d_log1p), "log2": ("input", _d_log2),
+    "log10": ("input", _d_log10), "rsqrt": ("output", _d_rsqrt), "erf": ("input", _d_erf),
+    "reciprocal": ("output", _d_reciprocal), "square": ("input", _d_square),
+    "floor": ("none", _d_zero), "ceil": ("none", _d_zero), "round": ("none", _d_zero),
+    "trunc": ("none", _d_zero), "frac": ("none", _d_identity),
+}
+ROUNDING = {"floor", "ceil", "round", "trunc", "frac"}
+
+
+def _make_unary(name, saves, vjp):
+    class Unary(Op):
+        save_inputs = saves == "input"
+        save_output = saves == "output"
+        backward_name = name.capitalize() + "Backward0"
+
+        @staticmethod
+        def forward(ctx, k, x):
+            return k[name](x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x = ctx.inputs[0] if saves == "input" else None
+            y = ctx.output if saves == "output" else None
+            return vjp(g, x, y)
+
+    def fn(input, *, out=None):  # noqa: A002
+        _check(input, name)
+        if input.dtype.category < dtypes.FLOAT and name not in ROUNDING:
+            input = cast(input, dtypes.get_default_dtype())
+        elif input.dtype.category < dtypes.FLOAT:
+            return _out(input.clone() if name != "frac" else input * 0, out)
+        return _out(unary(Unary, input), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
+    return Unary, fn
+
+
+for _name, (_saves, _vjp) in UNARY.items():
+    globals()[_name.capitalize()], globals()[_name] = _make_unary(_name, _saves, _vjp)
+    METHODS[_name] = globals()[_name]
+    __all__.append(_name)
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh  # noqa: F821
+fix = trunc  # noqa: F821
+__all__ += ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix"]
+
+
+# --------------------------------------------------------------------------- binary math
+class Minimum(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["minimum"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        pick = (a < b) + (a == b) * 0.5
+        return g * pick, g * (1 - pick)
+
+
+class Maximum(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["maximum"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        pick = (a > b) + (a == b) * 0.5
+        return g * pick, g * (1 - pick)
+
+
+class Atan2(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["atan2"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        d = a * a + b * b
+        return g * b / d, -g * a / d
+
+
+class Clamp(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, lo, hi):
+        return k["clamp"](x, lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, lo, hi = ctx.inputs
+        below, above = x < lo, x > hi
+        return g * (below.logical_or(above)).logical_not(), g * below, g * above
+
+
+class Lerp(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, w):
+        return k["lerp"](a, b, w)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, w = ctx.inputs
+        gw = g * (b - a) if isinstance(w, Tensor) else None
+        return g * (1 - w), g * w, gw
+
+
+class Fmod(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["fmod"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        gb = -g * (a / b).trunc() if isinstance(b, Tensor) else None
+        return g, gb
+
+
+class Remainder(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["remainder"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        gb = -g * (a / b).floor() if isinstance(b, Tensor) else None
+        return g, gb
+
+
+class MaskedFill(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, mask, value):
+        return k["masked_fill"](x, mask, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        saved = ctx.inputs
+        mask = saved[1]
+        if len(saved) == 3:  # the fill value is a tensor that needs a gradient too
+            return g.masked_fill(mask, 0), None, (g * mask).sum()
+        return g.masked_fill(mask, 0), None
+
+
+class NanToNum(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, nan, posinf, neginf):
+        return k["nan_to_num"](x, nan, posinf, neginf)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        return g * x.isfinite()
+
+
+def _float_binary(Cls, name):
+    def fn(input, other, *, out=None):  # noqa: A002
+        return _out(_result(binary(Cls, input, other), input, other, name), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and type promotion."
+    return fn
+
+
+minimum = _float_binary(Minimum, "minimum")
+maximum = _float_binary(Maximum, "maximum")
+fmin, fmax = minimum, maximum
+
+
+def atan2(input, other, *, out=None):  # noqa: A002
+    """Elementwise ``atan(input / other)`` in the right quadrant."""
+    if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    return _out(binary(Atan2, input, other), out)
+
+
+arctan2 = atan2
+
+
+def fmod(input, other, *, out=None):  # noqa: A002
+    """C-style remainder (sign of the dividend)."""
+    return _out(_result(binary(Fmod, input, other), input, other, "fmod"), out)
+
+
+def remainder(input, other, *, out=None):  # noqa: A002
+    """Python-style remainder (sign of the divisor)."""
+    return _out(_result(binary(Remainder, input, other), input, other, "remainder"), out)
+
+
+def floor_divide(input, other, *, out=None):  # noqa: A002
+    """``floor(input / other)``, integer for integer inputs."""
+    return div(input, other, rounding_mode="floor", out=out)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
+    """Limit values to ``[min, max]`` (either may be None; tensors broadcast)."""
+    _check(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    args = [input, min, max]
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if len(tensors) > 1 and any(t.dtype is not input.dtype for t in tensors):
+        from ..dispatch import result_type
+
+        rt = result_type(*tensors)
+        args = [cast(a, rt) if isinstance(a, Tensor) else a for a in args]
+    elif any(a is not None and not isinstance(a, Tensor) and dtypes.scalar_category(a) > input.dtype.category
+             for a in (min, max)):
+        args[0] = cast(input, dtypes.get_default_dtype())
+    x = args[0]
+    for i, extreme in ((1, -float("inf")), (2, float("inf"))):
+        b = args[i]
+        if isinstance(b, Tensor):
+            if b._dev is not x._dev:
+                from ..dispatch import device_error
+
+                raise device_error("clamp", x, b)
+        else:
+            if b is None:
+                b = extreme if x.dtype.category >= dtypes.FLOAT else \
+                    (dtypes.iinfo(x.dtype).min if i == 1 else dtypes.iinfo(x.dtype).max)
+            from .creation import full
+
+            args[i] = full((), b, dtype=x.dtype, device=x.device)
+    return _out(apply(Clamp, *args), out)
+
+
+clip = clamp
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+def lerp(input, end, weight, *, out=None):  # noqa: A002
+    """``input + weight * (end - input)``."""
+    if not isinstance(weight, Tensor):
+        return _out(input + weight * (end - input), out)
+    return _out(apply(Lerp, input, end, weight), out)
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    """``value`` where ``mask`` is True, else ``input`` (the mask broadcasts)."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        if not value._rg:
+            value = value.item()
+    if mask._dev is not input._dev:
+        from ..dispatch import device_error
+
+        raise device_error("masked_fill", input, mask)
+    from ..dispatch import broadcast_error
+
+    err = broadcast_error([tuple(input.shape), tuple(mask.shape)])
+    if err or mask.dim() > input.dim():
+        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast to the input's shape "
+                           f"{list(input.shape)}")
+    return apply(MaskedFill, input, mask, value)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: A002
+    """Replace NaN and infinities with finite numbers (the dtype's extremes by default)."""
+    if input.dtype.category < dtypes.FLOAT:
+        return _out(input.clone(), out)
+    return _out(unary(NanToNum, input, nan, posinf, neginf), out)
+
+
+def _predicate(kernel):
+    def fn(input):  # noqa: A002
+        from ..autograd.grad_mode import no_grad
+        from ..tensor import _wrap
+
+        _check(input, kernel)
+        with no_grad():
+            return _wrap(input._dev.kernels[kernel](input._data), input._dev)
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = f"Elementwise ``{kernel}``: a bool tensor."
+    return fn
+
+
+isnan = _predicate("isnan")
+isinf = _predicate("isinf")
+isfinite = _predicate("isfinite")
+
+
+def _logical(kernel, n):
+    def fn(input, other=None, *, out=None):  # noqa: A002
+        from ..tensor import _wrap
+
+        _check(input, kernel)
+        a = input._data
+        if n == 1:
+            r = input._dev.kernels[kernel](a.astype(bool) if a.dtype != bool else a)
+        else:
+            b = other._data if isinstance(other, Tensor) else other
+            r = input._dev.kernels[kernel](a.astype(bool) if a.dtype != bool else a,
+                                           b.astype(bool) if hasattr(b, "astype") else bool(b))
+        return _out(_wrap(r, input._dev), out)
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = f"Elementwise ``{kernel}`` (truth values of any dtype); a bool tensor."
+    return fn
+
+
+logical_and = _logical("logical_and", 2)
+logical_or = _logical("logical_or", 2)
+logical_xor = _logical("logical_xor", 2)
+logical_not = _logical("logical_not", 1)
+
+
+def _bitwise(kernel, name):
+    class Bitwise(Op):
+        backward_name = name
+
+        @staticmethod
+        def forward(ctx, k, x, y):
+            return k[kernel](x, y)
+
+    def fn(input, other, *, out=None):  # noqa: A002
+        for v in (input, other):
+            if isinstance(v, Tensor) and v.dtype.category > dtypes.INT:
+                raise RuntimeError(f"\"{kernel}_cpu\" not implemented for '{v.dtype.name.capitalize()}'")
+            if isinstance(v, float):
+                raise RuntimeError(f"{kernel}: expected integer or bool operands, got a float")
+        return _out(_result(binary(Bitwise, input, other), input, other, kernel), out)
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = f"Elementwise ``{kernel}`` of integer or bool tensors."
+    return fn
+
+
+bitwise_and = _bitwise("bitwise_and", "BitwiseAndBackward0")
+bitwise_or = _bitwise("bitwise_or", "BitwiseOrBackward0")
+bitwise_xor = _bitwise("bitwise_xor", "BitwiseXorBackward0")
+bitwise_left_shift = _bitwise("bitwise_left_shift", "LshiftBackward0")
+bitwise_right_shift = _bitwise("bitwise_right_shift", "RshiftBackward0")
+
+
+def bitwise_not(input, *, out=None):  # noqa: A002
+    """Bitwise NOT (logical NOT for bool tensors)."""
+    from ..tensor import _wrap
+
+    if input.dtype.category > dtypes.INT:
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype.name.capitalize()}'")
+    return _out(_wrap(input._dev.kernels["bitwise_not"](input._data), input._dev), out)
+
+
+def _swap(fn):
+    def method(self, other):
+        return fn(other, self)
+
+    return method
+
+
+def _invert(self):
+    return bitwise_not(self) if self.dtype.category <= dtypes.INT else _not_supported(self)
+
+
+def _not_supported(self):
+    raise TypeError(f"bitwise_not: not supported for {self.dtype} tensors")
+
+
+__all__ += ["minimum", "maximum", "fmin", "fmax", "atan2", "arctan2", "fmod", "remainder", "floor_divide",
+            "clamp", "clip", "clamp_min", "clamp_max", "lerp", "masked_fill", "nan_to_num", "isnan", "isinf",
+            "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+            "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
+METHODS.update({
+    "minimum": minimum, "maximum": maximum, "fmin": minimum, "fmax": maximum, "atan2": atan2, "arctan2": atan2,
+    "fmod": fmod, "remainder": remainder, "floor_divide": floor_divide, "clamp": clamp, "clip": clamp,
+    "clamp_min": clamp_min, "clamp_max": clamp_max, "lerp": lerp, "masked_fill": masked_fill,
+    "nan_to_num": nan_to_num, "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "logical_and": logical_and,
+    "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not, "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+    "__and__": _binop(bitwise_and), "__rand__": _binop(_swap(bitwise_and)), "__or__": _binop(bitwise_or),
+    "__ror__": _binop(_swap(bitwise_or)), "__xor__": _binop(bitwise_xor), "__rxor__": _binop(_swap(bitwise_xor)),
+    "__invert__": _invert, "__lshift__": _binop(bitwise_left_shift), "__rshift__": _binop(bitwise_right_shift),
+    "__floordiv__": _binop(floor_divide), "__rfloordiv__": _binop(_swap(floor_divide)),
+    "__mod__": _binop(remainder), "__rmod__": _binop(_swap(remainder)),
+})

@@ -123,3 +123,416 @@ def _out(r, out):
 
 
 METHODS = {"sum": sum, "mean": mean}
+
+
+# --------------------------------------------------------------------------- more reductions
+from collections import namedtuple  # noqa: E402
+
+from ..dispatch import apply  # noqa: E402
+
+
+def _rt(name, fields=("values", "indices")):
+    return namedtuple(name, fields)
+
+
+class return_types:  # noqa: N801 - PyTorch's name
+    """Named tuples returned by reductions that give values and indices."""
+
+    max = _rt("max")
+    min = _rt("min")
+    sort = _rt("sort")
+    topk = _rt("topk")
+    median = _rt("median")
+    mode = _rt("mode")
+    kthvalue = _rt("kthvalue")
+    cummax = _rt("cummax")
+    cummin = _rt("cummin")
+    aminmax = _rt("aminmax", ("min", "max"))
+
+
+class Amax(Op):
+    save_inputs = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, axes, keepdim, kernel):
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return k[kernel](x, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        y = ctx.output.detach()
+        if ctx.axes is not None and not ctx.keepdim:
+            y, g = _unsqueeze_axes(y, ctx.axes), _unsqueeze_axes(g, ctx.axes)
+        mask = (x == y)
+        count = mask.sum(ctx.axes, keepdim=True) if ctx.axes is not None else mask.sum()
+        return g * mask / count
+
+
+def _unsqueeze_axes(t, axes):
+    for a in sorted(axes):
+        t = t.unsqueeze(a)
+    return t
+
+
+class Amin(Amax):
+    backward_name = "AminBackward0"
+
+
+def amax(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
+    """Maximum over ``dim`` (all dims when empty); the gradient is shared evenly between ties."""
+    return _out(_minmax_reduce(Amax, "amax", input, dim, keepdim), out)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
+    """Minimum over ``dim`` (all dims when empty)."""
+    return _out(_minmax_reduce(Amin, "amin", input, dim, keepdim), out)
+
+
+def _minmax_reduce(Cls, kernel, input, dim, keepdim):
+    axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
+    if input.numel() == 0 and (axes is None or any(input.shape[a] == 0 for a in axes)):
+        raise IndexError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                         f"the reduction dim with the 'dim' argument.")
+    return unary(Cls, input, axes, keepdim, kernel)
+
+
+class MaxDim(Op):
+    """Values and indices along one dimension; the gradient flows to the chosen index."""
+
+    nondiff_outputs = (1,)
+    backward_name = "MaxBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, dim, keepdim, kernel):
+        idx = k["arg" + kernel](x, dim, True)
+        vals = k["take_along"](x, idx, dim)
+        ctx.shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
+        if not keepdim:
+            return vals.reshape(vals.shape[:dim] + vals.shape[dim + 1:]), idx.reshape(idx.shape[:dim] +
+                                                                                      idx.shape[dim + 1:])
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        from ..tensor import _wrap
+
+        if not ctx.keepdim:
+            g = g.unsqueeze(ctx.dim)
+        idx = _wrap(ctx.idx, g._dev)
+        return g.new_zeros(ctx.shape).scatter_add(ctx.dim, idx, g)
+
+
+class MinDim(MaxDim):
+    backward_name = "MinBackward0"
+
+
+def _max_min(kernel, Red, DimOp, rt):
+    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+        if isinstance(dim, Tensor):  # the elementwise two-tensor form
+            from . import pointwise
+
+            return getattr(pointwise, {"max": "maximum", "min": "minimum"}[kernel])(input, dim, out=out)
+        if dim is None:
+            return _out(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
+        d = _wrap_dim(dim, input.dim(), kernel)
+        if input.dim() == 0:
+            return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+        if input.shape[d] == 0:
+            raise IndexError(f"{kernel}(): Expected reduction dim {d} to have non-zero size.")
+        return rt(*apply(DimOp, input, d, keepdim, kernel))
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = (f"``{kernel}(input)``: the {kernel}imum element; ``{kernel}(input, dim, keepdim)``: a named tuple "
+                  f"(values, indices); ``{kernel}(input, other)``: elementwise.")
+    return fn
+
+
+max = _max_min("max", Amax, MaxDim, return_types.max)  # noqa: A001
+min = _max_min("min", Amin, MinDim, return_types.min)  # noqa: A001
+
+
+def _arg(kernel):
+    def fn(input, dim=None, keepdim=False):  # noqa: A002
+        from ..tensor import _wrap
+
+        if dim is None:
+            if input.numel() == 0:
+                raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
+            r = input._dev.kernels[kernel](input._data.reshape(-1), 0, False)
+            if keepdim:
+                r = r.reshape((1,) * input.dim())
+            return _wrap(r, input._dev)
+        d = _wrap_dim(dim, input.dim(), kernel)
+        return _wrap(input._dev.kernels[kernel](input._data, d, keepdim), input._dev)
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = f"Indices of the {kernel[3:]}imum values (flattened when ``dim`` is None); not differentiable."
+    return fn
+
+
+argmax = _arg("argmax")
+argmin = _arg("argmin")
+
+
+class Prod(Op):
+    save_inputs = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, axis, keepdim):
+        ctx.axis, ctx.keepdim = axis, keepdim
+        return k["prod"](x, axis, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        y = ctx.output
+        if ctx.axis is not None and not ctx.keepdim:
+            y, g = y.unsqueeze(ctx.axis), g.unsqueeze(ctx.axis)
+        zero = x == 0
+        if not bool(zero.any()):
+            return g * y / x
+        # with zeros: the product of the other elements, computed by exclusive cumulative products
+        dim = ctx.axis if ctx.axis is not None else 0
+        flat = x if ctx.axis is not None else x.reshape(-1)
+        n = flat.shape[dim]
+        ones = flat.narrow(dim, 0, 1) * 0 + 1
+        left = cat([ones, flat.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+        right = cat([flat.narrow(dim, 1, n - 1), ones], dim).flip(dim).cumprod(dim).flip(dim)
+        others = left * right
+        if ctx.axis is None:
+            others = others.reshape(x.shape)
+        return g * others
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """Product of all elements, or along ``dim``."""
+    d = _sum_dtype(input, dtype)
+    if d is not None:
+        input = cast(input, d)
+    axis = None if dim is None else _wrap_dim(dim, input.dim(), "prod")
+    return unary(Prod, input, axis, keepdim)
+
+
+class Var(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, axes, correction, keepdim):
+        ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
+        n = 1
+        for a in (range(x.ndim) if axes is None else axes):
+            n *= x.shape[a]
+        ctx.n = n
+        return k["var"](x, axes, correction, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        if ctx.axes is not None and not ctx.keepdim:
+            g = _unsqueeze_axes(g, ctx.axes)
+        mu = x.mean(ctx.axes, keepdim=True) if ctx.axes is not None else x.mean()
+        return g * 2 * (x - mu) / builtins_max(ctx.n - ctx.correction, 0)
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_max = _builtins.max
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):  # noqa: A002
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    if isinstance(dim, bool) and unbiased is None:
+        dim, unbiased = None, dim
+    if input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    axes = dims_arg(dim, input.dim(), "var")
+    return _out(unary(Var, input, axes, _correction(unbiased, correction), keepdim), out)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):  # noqa: A002
+    """Standard deviation: ``var(...).sqrt()``."""
+    return _out(var(input, dim, unbiased, keepdim, correction=correction).sqrt(), out)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+class LogSumExp(Op):
+    save_inputs = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, axes, keepdim):
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return k["logsumexp"](x, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        y = ctx.output
+        if not ctx.keepdim:
+            y, g = _unsqueeze_axes(y, ctx.axes), _unsqueeze_axes(g, ctx.axes)
+        return g * (x - y).exp()
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
+    """``log(sum(exp(input), dim))``, computed stably."""
+    if input.dtype.category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    axes = dims_arg(dim, input.dim(), "logsumexp")
+    if axes is None:
+        axes = tuple(range(input.dim()))
+    return _out(unary(LogSumExp, input, axes, keepdim), out)
+
+
+class Cumsum(Op):
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k["cumsum"](x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
+    """Cumulative sum along ``dim``."""
+    d = _sum_dtype(input, dtype)
+    if d is not None:
+        input = cast(input, d)
+    if input.dim() == 0:
+        return _out(input.clone(), out)
+    return _out(unary(Cumsum, input, _wrap_dim(dim, input.dim(), "cumsum")), out)
+
+
+def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
+    """Cumulative product along ``dim`` (differentiable as a product of prefixes)."""
+    d = _sum_dtype(input, dtype)
+    if d is not None:
+        input = cast(input, d)
+    if input.dim() == 0:
+        return _out(input.clone(), out)
+    dim = _wrap_dim(dim, input.dim(), "cumprod")
+    if input._rg:
+        # exp-log is unstable with zeros; build the prefix products from cumulative sums of logs only when positive
+        n = input.shape[dim]
+        parts = [input.narrow(dim, 0, 1)]
+        for i in range(1, n):
+            parts.append(parts[-1] * input.narrow(dim, i, 1))
+        return _out(cat(parts, dim), out)
+    from ..tensor import _wrap
+
+    return _out(_wrap(input._dev.kernels["cumprod"](input._data, dim), input._dev), out)
+
+
+def _bool_reduce(kernel):
+    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+        from ..tensor import _wrap
+
+        axes = dims_arg(dim, input.dim(), kernel)
+        r = _wrap(input._dev.kernels[kernel](input._data, axes, keepdim), input._dev)
+        if input.dtype is dtypes.uint8:
+            r = r.to(dtypes.uint8)
+        return _out(r, out)
+
+    fn.__name__ = fn.__qualname__ = kernel
+    fn.__doc__ = f"Whether {'all' if kernel == 'all' else 'any'} elements (over ``dim``) are true."
+    return fn
+
+
+all = _bool_reduce("all")  # noqa: A001
+any = _bool_reduce("any")  # noqa: A001
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    """Number of non-zero elements (over ``dim``)."""
+    from ..tensor import _wrap
+
+    axes = dims_arg(dim, input.dim(), "count_nonzero")
+    return _wrap(input._dev.backend.xp.asarray(input._dev.kernels["count_nonzero"](input._data, axes),
+                                               dtype="int64"), input._dev)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """Vector p-norm (or Frobenius/nuclear matrix norm) composed of ember ops."""
+    if dtype is not None:
+        input = cast(input, dtypes.as_dtype(dtype))
+    if input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{input.dtype.name.capitalize()} instead.")
+    if p == "nuc":
+        from .. import linalg
+
+        return linalg.matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
+    if p == "fro" or p is None:
+        p = 2
+    return vector_norm(input, p, dim, keepdim)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The vector ``ord``-norm over ``dim`` (all elements when None)."""
+    import math
+
+    if dtype is not None:
+        x = cast(x, dtypes.as_dtype(dtype))
+    a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
+    if ord == math.inf:
+        return a.amax(dim if dim is not None else (), keepdim)
+    if ord == -math.inf:
+        return a.amin(dim if dim is not None else (), keepdim)
+    if ord == 0:
+        return (a != 0).to(a.dtype).sum(dim, keepdim)
+    if ord == 2:
+        s = (a * a).sum(dim, keepdim)
+        return _safe_sqrt(s)
+    if ord == 1:
+        return a.sum(dim, keepdim)
+    return (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
+
+
+class SafeSqrt(Op):
+    """``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)."""
+
+    save_output = True
+    backward_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k["sqrt"](x)
+
+    @staticmethod
+    def backward(ctx, g):
+        y = ctx.output
+        return (g / (2 * y)).masked_fill(y == 0, 0)
+
+
+def _safe_sqrt(s):
+    return unary(SafeSqrt, s)
+
+
+def cat(tensors, dim=0):
+    from .shape import cat as _cat
+
+    return _cat(tensors, dim)
+
+
+__all__ += ["amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
+            "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero", "norm", "return_types"]
+METHODS.update({"amax": amax, "amin": amin, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+                "prod": prod, "var": var, "std": std, "logsumexp": logsumexp, "cumsum": cumsum,
+                "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm})
