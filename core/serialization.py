@@ -3,9 +3,9 @@
 The file is a zip archive (entries stored uncompressed, each with a CRC-32):
 
 * ``ember/header.json``: ``{"format": "ember", "version": 1}``;
-* ``ember/data.json``: the object tree as JSON; containers (dict, OrderedDict, list, tuple), numbers,
-  strings, bytes, ``Size``, dtypes and devices are data, a tensor is a reference to a storage with its
-  dtype, shape, strides and offset;
+* ``ember/data.json``: the object tree as JSON; containers (dict, OrderedDict, list, tuple, set), numbers,
+  strings, bytes, NumPy arrays, ``Size``, dtypes and devices are data, a tensor is a reference to a
+  storage with its dtype, shape, strides and offset;
 * ``ember/storages/<n>``: the raw little-endian bytes of each storage, written once even when several
   saved tensors are views of it;
 * ``ember/data.pkl`` instead of ``data.json`` when the object is not plain data (a whole model): a pickle
@@ -138,6 +138,9 @@ def _encode(obj, table: _StorageTable):
         return {"__tensor__": table.add(obj)}
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
         return _encode(obj.item(), table)
+    if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
+        data = base64.b64encode(np.ascontiguousarray(obj).tobytes()).decode("ascii")
+        return {"__ndarray__": {"dtype": obj.dtype.str, "shape": list(obj.shape), "data": data}}
     if isinstance(obj, complex):
         return {"__complex__": [obj.real, obj.imag]}
     if isinstance(obj, bytes):
@@ -319,6 +322,7 @@ def _decode(obj, st: _Storages):
 
 _DECODERS = {
     "__tensor__": lambda v, st, o: st.tensor(v),
+    "__ndarray__": lambda v, st, o: _decode_ndarray(v),
     "__int__": lambda v, st, o: int(v),
     "__float__": lambda v, st, o: float(v),
     "__complex__": lambda v, st, o: complex(*v),
@@ -331,6 +335,13 @@ _DECODERS = {
     "__tuple__": lambda v, st, o: tuple(_decode(x, st) for x in v),
     "__set__": lambda v, st, o: (frozenset if o.get("frozen") else set)(_decode(x, st) for x in v),
 }
+
+
+def _decode_ndarray(v: dict) -> np.ndarray:
+    dt = np.dtype(v["dtype"])
+    if dt.kind not in "biufc":
+        raise CheckpointError(f"checkpoint holds a NumPy array of dtype {v['dtype']!r}, which is not plain data")
+    return np.frombuffer(base64.b64decode(v["data"]), dt).reshape(v["shape"]).copy()
 
 
 class _Unpickler(pickle.Unpickler):
@@ -363,7 +374,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
 
 
 def _load(fh, name: str, map_location, weights_only: bool):
-    start = fh.tell() if fh.seekable() else 0
+    if not fh.seekable():
+        fh = io.BytesIO(fh.read())
+    start = fh.tell()
     try:
         zf = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:

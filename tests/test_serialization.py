@@ -57,13 +57,13 @@ def test_views_share_one_storage(device):
 def test_nested_containers(device):
     obj = {"sd": OrderedDict(w=ember.ones(2, device=device)), 3: [1, 2.5, (True, None)], "__x": b"\x00\xff",
            "f": float("inf"), "set": {1, 2}, "size": ember.Size([2, 3]), "dtype": ember.float64,
-           "dev": ember.device("cpu"), "c": 1 + 2j, "np": np.int64(7)}
+           "dev": ember.device("cpu"), "c": 1 + 2j, "np": np.int64(7), "rng": np.random.get_state()}
     out = _roundtrip(obj)
     assert type(out["sd"]) is OrderedDict and out["sd"]["w"].tolist() == [1.0, 1.0]
     assert out[3] == [1, 2.5, (True, None)] and out["__x"] == b"\x00\xff" and out["f"] == float("inf")
     assert out["set"] == {1, 2} and out["size"] == ember.Size([2, 3]) and isinstance(out["size"], ember.Size)
     assert out["dtype"] is ember.float64 and out["dev"] == ember.device("cpu") and out["c"] == 1 + 2j
-    assert out["np"] == 7
+    assert out["np"] == 7 and out["rng"][0] == "MT19937" and np.array_equal(out["rng"][1], np.random.get_state()[1])
 
 
 def test_requires_grad_and_parameters(device):
