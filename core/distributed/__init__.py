@@ -1,0 +1,20 @@
+"""ember.distributed: collectives between processes on MPI (mpi4py), NCCL for CUDA tensors.
+
+Start the processes with ``python -m ember.distributed.run --nproc N script.py``
+(or ``mpiexec -n N python script.py``); each calls :func:`init_process_group`.
+
+>>> import ember, ember.distributed as dist
+>>> dist.init_process_group("mpi")                 # doctest: +SKIP
+>>> t = ember.tensor([float(dist.get_rank())])     # doctest: +SKIP
+>>> dist.all_reduce(t, op=dist.ReduceOp.SUM)       # doctest: +SKIP
+"""
+from .collectives import (
+    ReduceOp, Work, all_gather, all_gather_into_tensor, all_reduce, barrier, broadcast, destroy_process_group,
+    get_backend, get_rank, get_world_size, init_process_group, irecv, is_available, is_initialized,
+    is_mpi_available, is_nccl_available, isend, recv, reduce, reduce_scatter, reduce_scatter_tensor, send,
+)
+
+__all__ = ["ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_reduce", "barrier", "broadcast",
+           "destroy_process_group", "get_backend", "get_rank", "get_world_size", "init_process_group", "irecv",
+           "is_available", "is_initialized", "is_mpi_available", "is_nccl_available", "isend", "recv", "reduce",
+           "reduce_scatter", "reduce_scatter_tensor", "send"]

@@ -1,0 +1,368 @@
+"""The process group and its collectives, on MPI (mpi4py).
+
+Host tensors are reduced in place in their own memory (zero-copy when
+contiguous).  CUDA tensors go through NCCL (:mod:`ember.distributed.nccl`)
+when CuPy has it; tensors of any other device are staged through host memory.
+"""
+from __future__ import annotations
+
+import enum
+import sys
+
+import numpy as np
+
+from ..tensor import Tensor
+
+_STATE = {"comm": None, "backend": None, "excepthook": None}
+
+
+class ReduceOp(enum.Enum):
+    """How ``all_reduce`` / ``reduce_scatter`` combine values."""
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def _mpi_op(op: ReduceOp):
+    MPI = _mpi()
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
+            ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
+
+
+def is_available() -> bool:
+    """Whether ember.distributed can run here (mpi4py importable)."""
+    try:
+        _mpi()
+    except ImportError:
+        return False
+    return True
+
+
+def is_initialized() -> bool:
+    """Whether :func:`init_process_group` has been called (and not destroyed)."""
+    return _STATE["comm"] is not None
+
+
+def is_mpi_available() -> bool:
+    return is_available()
+
+
+def is_nccl_available() -> bool:
+    from . import nccl
+
+    return nccl.available()
+
+
+def init_process_group(backend: str | None = None, init_method=None, timeout=None, world_size: int = -1,
+                       rank: int = -1, store=None, group_name: str = "", pg_options=None, device_id=None) -> None:
+    """Join the job's process group: every process started by ``mpiexec`` (or the launcher).
+
+    ``backend`` may be ``"mpi"``, ``"gloo"`` or ``"nccl"`` (all run on MPI; CUDA tensors use NCCL when
+    present).  An exception that escapes any rank aborts the whole job, so no rank waits forever.
+
+    >>> import ember.distributed as dist
+    >>> dist.init_process_group("mpi"); dist.get_world_size()  # doctest: +SKIP
+    2
+    """
+    if is_initialized():
+        raise RuntimeError("trying to initialize the default process group twice!")
+    if backend is not None and str(backend).lower() not in ("mpi", "gloo", "nccl", "cpu:gloo,cuda:nccl"):
+        raise ValueError(f"init_process_group(): unknown backend {backend!r}, expected 'mpi', 'gloo' or 'nccl'")
+    try:
+        MPI = _mpi()
+    except ImportError as e:
+        raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]'") from e
+    comm = MPI.COMM_WORLD.Dup()
+    for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
+        if want not in (-1, None) and want != got:
+            comm.Free()
+            raise ValueError(f"init_process_group(): {name}={want} but MPI started this process with {name}={got}")
+    _STATE.update(comm=comm, backend="mpi" if backend is None else str(backend).lower(), excepthook=sys.excepthook)
+    sys.excepthook = _abort_on_error
+
+
+def _abort_on_error(kind, value, tb):
+    """An uncaught exception on one rank ends every rank (instead of leaving them in a collective)."""
+    _STATE["excepthook"](kind, value, tb)
+    sys.stderr.flush()
+    _mpi().COMM_WORLD.Abort(1)
+
+
+def destroy_process_group(group=None) -> None:
+    """Leave the process group; collectives raise until :func:`init_process_group` is called again."""
+    comm = _comm("destroy_process_group")
+    comm.Free()
+    sys.excepthook = _STATE["excepthook"]
+    _STATE.update(comm=None, backend=None, excepthook=None)
+    from . import nccl
+
+    nccl.reset()
+
+
+def _comm(op: str):
+    comm = _STATE["comm"]
+    if comm is None:
+        raise RuntimeError(f"{op}(): Default process group has not been initialized, please make sure to call "
+                           f"init_process_group.")
+    return comm
+
+
+def get_rank(group=None) -> int:
+    """This process's rank in the group (0 .. world_size-1)."""
+    return _comm("get_rank").Get_rank()
+
+
+def get_world_size(group=None) -> int:
+    """The number of processes in the group."""
+    return _comm("get_world_size").Get_size()
+
+
+def get_backend(group=None) -> str:
+    _comm("get_backend")
+    return _STATE["backend"]
+
+
+class Work:
+    """A collective in flight (``async_op=True``): ``wait()`` completes it and writes the result."""
+
+    __slots__ = ("_req", "_done")
+
+    def __init__(self, req, done=None):
+        self._req, self._done = req, done
+
+    def is_completed(self) -> bool:
+        return self._req is None or bool(self._req.Test())
+
+    def wait(self, timeout=None) -> bool:
+        if self._req is not None:
+            self._req.Wait()
+            self._req = None
+            if self._done is not None:
+                self._done()
+        return True
+
+
+def _finish(async_op: bool):
+    """What a collective that completed synchronously returns."""
+    return Work(None) if async_op else None
+
+
+def _host(t: Tensor):
+    """A contiguous host array holding ``t``'s values, and how to write it back into ``t`` (None: it is t's)."""
+    a = t._data
+    if t._dev.backend.host:
+        if a.flags.c_contiguous:
+            return a, None
+        buf = np.ascontiguousarray(a)
+        return buf, lambda: np.copyto(a, buf)
+    buf = np.array(t._dev.backend.to_numpy(a), copy=True, order="C")
+    return buf, lambda: t._dev.kernels["copy_"](t._data, t._dev.backend.from_numpy(buf, t._dev.index))
+
+
+def _check_tensor(op: str, t, name="tensor"):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): {name} must be a Tensor, got {type(t).__name__}")
+
+
+def _check_same(op: str, ref: Tensor, others, what: str):
+    for o in others:
+        _check_tensor(op, o, what)
+        if o.shape != ref.shape or o.dtype is not ref.dtype or o._dev is not ref._dev:
+            raise ValueError(f"{op}(): every {what} must match the input (shape {list(ref.shape)}, dtype {ref.dtype}, "
+                             f"device {ref.device}); got shape {list(o.shape)}, dtype {o.dtype}, device {o.device}")
+
+
+def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool = False):
+    """Combine ``tensor`` across all ranks with ``op``, in place on every rank.
+
+    >>> import ember, ember.distributed as dist
+    >>> t = ember.ones(2) * (dist.get_rank() + 1)   # doctest: +SKIP
+    >>> dist.all_reduce(t); t                        # on 2 ranks  # doctest: +SKIP
+    tensor([3., 3.])
+    """
+    comm = _comm("all_reduce")
+    _check_tensor("all_reduce", tensor)
+    if op is ReduceOp.AVG and not (tensor.is_floating_point() or tensor.is_complex()):
+        raise RuntimeError(f"all_reduce(): ReduceOp.AVG needs a floating point tensor, got {tensor.dtype}")
+    from . import nccl
+
+    if nccl.handles(tensor):
+        return nccl.all_reduce(comm, tensor, op, async_op)
+    buf, back = _host(tensor)
+    mpi_op, size = _mpi_op(op), comm.Get_size()
+
+    def done():
+        if op is ReduceOp.AVG:
+            buf[...] /= size
+        if back is not None:
+            back()
+
+    if async_op:
+        return Work(comm.Iallreduce(_mpi().IN_PLACE, buf, mpi_op), done)
+    comm.Allreduce(_mpi().IN_PLACE, buf, mpi_op)
+    done()
+    return None
+
+
+def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool = False):
+    """Combine ``tensor`` across ranks into rank ``dst``'s tensor (others keep theirs)."""
+    comm = _comm("reduce")
+    _check_tensor("reduce", tensor)
+    buf, back = _host(tensor)
+    MPI = _mpi()
+    mine = comm.Get_rank() == dst
+    comm.Reduce(MPI.IN_PLACE if mine else buf, buf if mine else None, _mpi_op(op), root=dst)
+    if mine:
+        if op is ReduceOp.AVG:
+            buf[...] /= comm.Get_size()
+        if back is not None:
+            back()
+    return _finish(async_op)
+
+
+def broadcast(tensor: Tensor, src: int, group=None, async_op: bool = False):
+    """Overwrite ``tensor`` on every rank with rank ``src``'s."""
+    comm = _comm("broadcast")
+    _check_tensor("broadcast", tensor)
+    _check_rank("broadcast", src, comm)
+    from . import nccl
+
+    if nccl.handles(tensor):
+        return nccl.broadcast(comm, tensor, src, async_op)
+    buf, back = _host(tensor)
+    if async_op:
+        return Work(comm.Ibcast(buf, root=src), back)
+    comm.Bcast(buf, root=src)
+    if back is not None:
+        back()
+    return None
+
+
+def _check_rank(op, r, comm):
+    if not 0 <= r < comm.Get_size():
+        raise ValueError(f"{op}(): rank {r} is out of range for a group of {comm.Get_size()} processes")
+
+
+def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
+    """Fill ``tensor_list[i]`` on every rank with rank ``i``'s ``tensor``."""
+    comm = _comm("all_gather")
+    _check_tensor("all_gather", tensor)
+    if len(tensor_list) != comm.Get_size():
+        raise ValueError(f"all_gather(): tensor_list must have one tensor per rank ({comm.Get_size()}), "
+                         f"got {len(tensor_list)}")
+    _check_same("all_gather", tensor, tensor_list, "output tensor")
+    src, _ = _host(tensor)
+    out = np.empty((comm.Get_size(), *src.shape), src.dtype)
+    comm.Allgather(src, out)
+    for t, part in zip(tensor_list, out):
+        buf, back = _host(t)
+        buf[...] = part
+        if back is not None:
+            back()
+    return _finish(async_op)
+
+
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=None, async_op: bool = False):
+    """Concatenate every rank's ``input_tensor`` along dim 0 into ``output_tensor``."""
+    comm = _comm("all_gather_into_tensor")
+    n = comm.Get_size()
+    if output_tensor.numel() != n * input_tensor.numel() or output_tensor.dtype is not input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor(): output of shape {list(output_tensor.shape)} and dtype "
+                         f"{output_tensor.dtype} cannot hold {n} inputs of shape {list(input_tensor.shape)} and "
+                         f"dtype {input_tensor.dtype}")
+    src, _ = _host(input_tensor)
+    out, back = _host(output_tensor)
+    comm.Allgather(src, out)
+    if back is not None:
+        back()
+    return _finish(async_op)
+
+
+def reduce_scatter(output: Tensor, input_list: list, op: ReduceOp = ReduceOp.SUM, group=None,
+                   async_op: bool = False):
+    """Reduce ``input_list[i]`` across ranks with ``op`` and put the result in rank ``i``'s ``output``."""
+    comm = _comm("reduce_scatter")
+    _check_tensor("reduce_scatter", output, "output")
+    if len(input_list) != comm.Get_size():
+        raise ValueError(f"reduce_scatter(): input_list must have one tensor per rank ({comm.Get_size()}), "
+                         f"got {len(input_list)}")
+    _check_same("reduce_scatter", output, input_list, "input tensor")
+    send = np.stack([_host(t)[0] for t in input_list])
+    _reduce_scatter(comm, send, output, op)
+    return _finish(async_op)
+
+
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM, group=None,
+                          async_op: bool = False):
+    """Reduce ``input`` (world_size chunks along dim 0) across ranks; rank ``i`` gets chunk ``i``."""
+    comm = _comm("reduce_scatter_tensor")
+    if input.numel() != comm.Get_size() * output.numel() or input.dtype is not output.dtype:
+        raise ValueError(f"reduce_scatter_tensor(): input of shape {list(input.shape)} and dtype {input.dtype} "
+                         f"is not {comm.Get_size()} chunks of output shape {list(output.shape)}, dtype {output.dtype}")
+    _reduce_scatter(comm, _host(input)[0], output, op)
+    return _finish(async_op)
+
+
+def _reduce_scatter(comm, send: np.ndarray, output: Tensor, op: ReduceOp):
+    recv, back = _host(output)
+    comm.Reduce_scatter_block(send, recv, _mpi_op(op))
+    if op is ReduceOp.AVG:
+        recv[...] /= comm.Get_size()
+    if back is not None:
+        back()
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None):
+    """Wait until every rank reaches this call."""
+    comm = _comm("barrier")
+    if async_op:
+        return Work(comm.Ibarrier())
+    comm.Barrier()
+    return None
+
+
+def send(tensor: Tensor, dst: int, group=None, tag: int = 0) -> None:
+    """Send ``tensor`` to rank ``dst`` (blocks until it may be reused)."""
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's rank."""
+    comm = _comm("recv")
+    _check_tensor("recv", tensor)
+    MPI = _mpi()
+    buf, back = _host(tensor)
+    status = MPI.Status()
+    comm.Recv(buf, MPI.ANY_SOURCE if src is None else src, tag, status)
+    if back is not None:
+        back()
+    return status.Get_source()
+
+
+def isend(tensor: Tensor, dst: int, group=None, tag: int = 0) -> Work:
+    """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result before changing it."""
+    comm = _comm("isend")
+    _check_tensor("isend", tensor)
+    _check_rank("isend", dst, comm)
+    buf, _ = _host(tensor)
+    return Work(comm.Isend(buf, dst, tag), None)
+
+
+def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
+    """Start receiving into ``tensor`` from rank ``src``."""
+    comm = _comm("irecv")
+    _check_tensor("irecv", tensor)
+    buf, back = _host(tensor)
+    return Work(comm.Irecv(buf, _mpi().ANY_SOURCE if src is None else src, tag), back)

@@ -1,0 +1,4 @@
+"""ember.nn.parallel: data parallelism across processes (``DistributedDataParallel``)."""
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
