@@ -1,48 +1,81 @@
-"""``ember.cuda``: CUDA device queries (the backend itself is the ``ember_cuda_cupy`` plugin)."""
+"""``ember.cuda``: CUDA devices, streams, events, memory and legacy tensor types.
+
+The backend itself is the ``ember_cuda_cupy`` plugin; everything here goes
+through it, with the device-neutral logic of :class:`ember.accelerator.DeviceAPI`.
+
+>>> import ember
+>>> ember.cuda.device_count() == (ember.cuda.device_count() if ember.cuda.is_available() else 0)
+True
+"""
 from __future__ import annotations
 
-from .plugins import REGISTRY
+from . import dtypes
+from .accelerator import DeviceAPI
+from .accelerator import Event as _Event
+from .accelerator import Stream as _Stream
+
+_api = DeviceAPI("cuda")
+
+is_available = _api.is_available
+device_count = _api.device_count
+current_device = _api.current_device
+set_device = _api.set_device
+device = _api.device
+synchronize = _api.synchronize
+get_device_name = _api.get_device_name
+get_device_properties = _api.get_device_properties
+get_device_capability = _api.get_device_capability
+current_stream = _api.current_stream
+default_stream = _api.default_stream
+stream = _api.stream
+set_stream = _api.set_stream
+memory_stats = _api.memory_stats
+memory_allocated = _api.memory_allocated
+max_memory_allocated = _api.max_memory_allocated
+memory_reserved = _api.memory_reserved
+max_memory_reserved = _api.max_memory_reserved
+empty_cache = _api.empty_cache
+reset_peak_memory_stats = _api.reset_peak_memory_stats
 
 
-def _backend():
-    return REGISTRY.backends.get("cuda")
+class Event(_Event):
+    """A CUDA event (``ember.cuda.Event(enable_timing=True)``)."""
+
+    api = _api
 
 
-def is_available() -> bool:
-    """Whether a CUDA backend is registered and sees at least one GPU."""
-    b = _backend()
-    return b is not None and b.is_available()
+class Stream(_Stream):
+    """A CUDA stream (``s = ember.cuda.Stream(); with ember.cuda.stream(s): ...``)."""
+
+    api = _api
+
+    @classmethod
+    def _event_type(cls):
+        return Event
 
 
-def device_count() -> int:
-    b = _backend()
-    return b.device_count() if b is not None and b.is_available() else 0
+def device_of(obj):
+    """``with ember.cuda.device_of(t):`` makes ``t``'s CUDA device current (no change for CPU tensors)."""
+    return device(obj.get_device() if obj.device.type == "cuda" else None)
 
 
-def _require():
-    b = _backend()
-    if b is None or not b.is_available():
-        reason = b.unavailable_reason() if b is not None else "no CUDA backend is registered"
-        raise RuntimeError(f"CUDA is not available: {reason}")
-    return b
+def is_initialized() -> bool:
+    return is_available()
 
 
-def current_device() -> int:
-    return _require().current_device()
+def init() -> None:
+    """Initialise CUDA (raises with the reason where it is unavailable)."""
+    _api._backend()
 
 
-def set_device(device) -> None:
-    from .backend import device as _d
+def _defaults():
+    from .random import default_generator
 
-    idx = device if isinstance(device, int) else _d(device).index or 0
-    _require().set_device(idx)
-
-
-def synchronize(device=None) -> None:
-    _require().synchronize(device)
+    return [default_generator(f"cuda:{i}") for i in range(device_count())]
 
 
 def manual_seed(seed: int) -> None:
+    """Seed the current CUDA device's default generator (silently ignored without CUDA, as PyTorch)."""
     from .random import default_generator
 
     if is_available():
@@ -50,11 +83,58 @@ def manual_seed(seed: int) -> None:
 
 
 def manual_seed_all(seed: int) -> None:
+    """Seed every CUDA device's default generator."""
+    for g in _defaults():
+        g.manual_seed(seed)
+
+
+def seed() -> None:
+    if is_available():
+        from .random import default_generator
+
+        default_generator(f"cuda:{current_device()}").seed()
+
+
+def seed_all() -> None:
+    gens = _defaults()
+    if gens:
+        s = gens[0].seed()
+        for g in gens[1:]:
+            g.manual_seed(s)
+
+
+def initial_seed() -> int:
     from .random import default_generator
 
-    for i in range(device_count()):
-        default_generator(f"cuda:{i}").manual_seed(seed)
+    return default_generator(f"cuda:{current_device()}").initial_seed()
 
 
-def is_initialized() -> bool:
-    return is_available()
+def get_rng_state(device="cuda"):
+    """The state of a CUDA device's default generator (a uint8 tensor)."""
+    from .random import default_generator
+
+    return default_generator(device).get_state()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    from .random import default_generator
+
+    default_generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    return [g.get_state() for g in _defaults()]
+
+
+def set_rng_state_all(new_states) -> None:
+    for g, s in zip(_defaults(), new_states):
+        g.set_state(s)
+
+
+def _legacy_types() -> dict:
+    from .ops.creation import legacy_type
+
+    return {d.legacy: legacy_type(d, "cuda") for d in dtypes.ALL if d.np is not None}
+
+
+globals().update(_legacy_types())

@@ -1,0 +1,353 @@
+"""``ember.accelerator``: the current accelerator, whatever its device type.
+
+User code asks ``ember.accelerator.current_accelerator()`` instead of hard-coding ``"cuda"``::
+
+    >>> import ember
+    >>> acc = ember.accelerator.current_accelerator()
+    >>> dev = acc if acc is not None else ember.device("cpu")
+    >>> ember.ones(2, device=dev).device.type == dev.type
+    True
+
+An accelerator is an available backend with numbered devices (``cuda:0``,
+``cuda:1``, ...).  :class:`DeviceAPI` holds the device-neutral logic behind
+both this module and ``ember.cuda`` (``DeviceAPI("cuda")``): device counts,
+the current device and its context manager, streams, events, synchronisation
+and memory statistics, each delegated to the backend.
+"""
+from __future__ import annotations
+
+from . import backend as _backend
+from .plugins import REGISTRY
+
+__all__ = ["DeviceAPI", "Event", "Stream", "current_accelerator", "current_device_index", "current_stream",
+           "device_count", "device_index", "empty_cache", "is_available", "max_memory_allocated",
+           "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats",
+           "reset_peak_memory_stats", "set_device_index", "set_stream", "synchronize"]
+
+
+def _accelerator_names() -> list:
+    return [n for n, b in REGISTRY.backends.items() if n != "cpu" and b.has_index() and b.is_available()]
+
+
+def current_accelerator(check_available: bool = False):
+    """The device type of the accelerator in use (``device(type='cuda')``), or None with none present."""
+    names = _accelerator_names()
+    if not names:
+        return None
+    default = _backend.get_default_device()
+    return _backend.device(default.type if default.type in names else names[0])
+
+
+class DeviceAPI:
+    """Device queries, contexts, streams and memory statistics of one device type.
+
+    ``kind`` is a device type (``"cuda"``), or None for the current accelerator.
+
+    >>> import ember
+    >>> ember.accelerator.DeviceAPI("cuda").device_count() >= 0
+    True
+    """
+
+    def __init__(self, kind: str | None = None):
+        self.kind = kind
+
+    # ---------------------------------------------------------------- backend and device lookup
+    def _name(self) -> str | None:
+        if self.kind is not None:
+            return self.kind
+        acc = current_accelerator()
+        return acc.type if acc is not None else None
+
+    def _backend(self):
+        name = self._name()
+        b = REGISTRY.backends.get(name) if name is not None else None
+        if b is None or not b.is_available():
+            what = name or "accelerator"
+            reason = b.unavailable_reason() if b is not None else f"no {what} backend is registered"
+            raise RuntimeError(f"{what} is not available: {reason or 'backend unavailable'}")
+        return b
+
+    def index(self, device=None) -> int:
+        """The device number ``device`` (an int, ``"cuda:1"``, a device, or None: the current one) stands for."""
+        b = self._backend()
+        if device is None:
+            return b.current_device()
+        if isinstance(device, int) and not isinstance(device, bool):
+            idx = device
+        else:
+            dev = _backend.device(device)
+            if dev.type != b.name:
+                raise ValueError(f"Expected a {b.name} device, but got: {dev}")
+            idx = b.current_device() if dev.index is None else dev.index
+        if not 0 <= idx < b.device_count():
+            raise RuntimeError(f"Invalid device id: {b.name}:{idx} ({b.device_count()} {b.name} device(s) present)")
+        return idx
+
+    # ---------------------------------------------------------------- devices
+    def is_available(self) -> bool:
+        """Whether the backend is registered and sees at least one device."""
+        name = self._name()
+        b = REGISTRY.backends.get(name) if name is not None else None
+        return b is not None and b.is_available() and b.device_count() > 0
+
+    def device_count(self) -> int:
+        """How many devices of this type are visible (0 when the backend is unavailable)."""
+        return self._backend().device_count() if self.is_available() else 0
+
+    def current_device(self) -> int:
+        """The number of the current device, where new tensors for ``"<type>"`` go."""
+        return self._backend().current_device()
+
+    def set_device(self, device) -> None:
+        """Make ``device`` current (``set_device(1)``, ``set_device("cuda:1")``)."""
+        idx = self.index(device)
+        b = self._backend()
+        b.set_device(idx)
+        _follow_default(b.name, idx)
+
+    def device(self, device) -> "_DeviceContext":
+        """A context manager that makes ``device`` current inside it (None or -1: no change)."""
+        return _DeviceContext(self, device)
+
+    def synchronize(self, device=None) -> None:
+        """Wait until every queued kernel and copy on ``device`` (default: the current one) has finished."""
+        self._backend().synchronize(self.index(device))
+
+    def get_device_name(self, device=None) -> str:
+        return self.get_device_properties(device).name
+
+    def get_device_properties(self, device=None):
+        """The device's properties: ``name``, ``total_memory``, ``major``, ``minor``, ``multi_processor_count``."""
+        return _Properties(self._backend().device_properties(self.index(device)))
+
+    def get_device_capability(self, device=None) -> tuple:
+        p = self.get_device_properties(device)
+        return (p.major, p.minor)
+
+    # ---------------------------------------------------------------- streams
+    def current_stream(self, device=None) -> "Stream":
+        """The stream kernels are queued on for ``device``."""
+        idx = self.index(device)
+        return Stream._of(self, idx, self._backend().current_stream(idx))
+
+    def default_stream(self, device=None) -> "Stream":
+        idx = self.index(device)
+        return Stream._of(self, idx, self._backend().default_stream(idx))
+
+    def stream(self, stream: "Stream | None"):
+        """A context manager queuing work on ``stream`` inside it (None: no change)."""
+        return _StreamContext(self, stream)
+
+    def set_stream(self, stream: "Stream") -> None:
+        self._backend().set_stream(stream.native)
+
+    # ---------------------------------------------------------------- memory
+    def memory_stats(self, device=None) -> dict:
+        """PyTorch-style counters, e.g. ``"allocated_bytes.all.current"`` and ``"allocated_bytes.all.peak"``."""
+        return dict(self._backend().memory_stats(self.index(device)))
+
+    def _stat(self, key, device):
+        return int(self.memory_stats(device).get(key, 0))
+
+    def memory_allocated(self, device=None) -> int:
+        """Bytes held by live tensors on ``device``."""
+        return self._stat("allocated_bytes.all.current", device)
+
+    def max_memory_allocated(self, device=None) -> int:
+        """The peak of :meth:`memory_allocated` since start or the last :meth:`reset_peak_memory_stats`."""
+        return self._stat("allocated_bytes.all.peak", device)
+
+    def memory_reserved(self, device=None) -> int:
+        """Bytes the caching allocator holds (live tensors plus cached blocks)."""
+        return self._stat("reserved_bytes.all.current", device)
+
+    def max_memory_reserved(self, device=None) -> int:
+        return self._stat("reserved_bytes.all.peak", device)
+
+    def empty_cache(self) -> None:
+        """Give cached, unused blocks back to the device."""
+        if self.is_available():
+            self._backend().empty_cache()
+
+    def reset_peak_memory_stats(self, device=None) -> None:
+        self._backend().reset_peak_memory_stats(self.index(device))
+
+
+class _Properties:
+    """Device properties with PyTorch's attribute names."""
+
+    def __init__(self, props: dict):
+        self.__dict__.update(props)
+
+    def __repr__(self):
+        body = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"_DeviceProperties({body})"
+
+
+def _follow_default(kind, idx):
+    """Keep an indexed default device of ``kind`` on the current device (as PyTorch's ``"cuda"`` default does)."""
+    default = _backend._default_device[0]
+    if default is not None and default.type == kind and default.index != idx:
+        _backend._default_device[0] = _backend.resolve(_backend.device(kind, idx))
+
+
+class _DeviceContext:
+    """``with ember.cuda.device(1):`` new ``"cuda"`` tensors (and a ``cuda`` default device) go to cuda:1."""
+
+    def __init__(self, api, device):
+        self.api = api
+        self.idx = None if device is None or device == -1 else api.index(device)
+        self.prev = None
+
+    def __enter__(self):
+        if self.idx is not None:
+            b = self.api._backend()
+            self.prev = (b.current_device(), _backend._default_device[0])
+            b.set_device(self.idx)
+            _follow_default(b.name, self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx is not None:
+            self.api._backend().set_device(self.prev[0])
+            _backend._default_device[0] = self.prev[1]
+        return False
+
+
+class Stream:
+    """A queue of kernels on one device; work on different streams may overlap.
+
+    ``ember.cuda.Stream()`` makes a new stream on the current device; ``with ember.cuda.stream(s):``
+    queues work on it.
+    """
+
+    api = DeviceAPI(None)
+
+    def __init__(self, device=None, priority: int = 0):
+        idx = self.api.index(device)
+        self.device_index = idx
+        self.native = self.api._backend().new_stream(idx, priority)
+
+    @classmethod
+    def _of(cls, api, idx, native):
+        s = object.__new__(cls)
+        s.api, s.device_index, s.native = api, idx, native
+        return s
+
+    @property
+    def device(self):
+        return _backend.device(self.api._backend().name, self.device_index)
+
+    def synchronize(self) -> None:
+        """Wait for everything queued on this stream."""
+        self.api._backend().stream_synchronize(self.native)
+
+    def query(self) -> bool:
+        """Whether everything queued on this stream has finished."""
+        return bool(self.api._backend().stream_query(self.native))
+
+    def wait_event(self, event: "Event") -> None:
+        """Make later work on this stream wait for ``event``."""
+        self.api._backend().stream_wait_event(self.native, event.native)
+
+    def wait_stream(self, stream: "Stream") -> None:
+        """Make later work on this stream wait for what is queued on ``stream`` now."""
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event: "Event | None" = None) -> "Event":
+        event = event if event is not None else type(self)._event_type()()
+        event.record(self)
+        return event
+
+    @classmethod
+    def _event_type(cls):
+        return Event
+
+    def __enter__(self):
+        self._ctx = self.api.stream(self)
+        return self._ctx.__enter__()
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and self.native == other.native
+
+    def __hash__(self):
+        return hash((self.device_index, id(self.native)))
+
+    def __repr__(self):
+        return f"<ember.{self.api._backend().name}.Stream device={self.device}>"
+
+
+class Event:
+    """A marker in a stream: record it, wait for it, time between two of them.
+
+    >>> import ember
+    >>> ember.accelerator.Event  # doctest: +ELLIPSIS
+    <class 'ember.accelerator.Event'>
+    """
+
+    api = DeviceAPI(None)
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+        self.native = self.api._backend().new_event(enable_timing, blocking)
+
+    def record(self, stream: "Stream | None" = None) -> None:
+        stream = stream if stream is not None else self.api.current_stream()
+        self.api._backend().event_record(self.native, stream.native)
+
+    def wait(self, stream: "Stream | None" = None) -> None:
+        (stream if stream is not None else self.api.current_stream()).wait_event(self)
+
+    def query(self) -> bool:
+        return bool(self.api._backend().event_query(self.native))
+
+    def synchronize(self) -> None:
+        self.api._backend().event_synchronize(self.native)
+
+    def elapsed_time(self, end_event: "Event") -> float:
+        """Milliseconds between this event and ``end_event`` (both recorded, with ``enable_timing=True``)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
+        return float(self.api._backend().event_elapsed_ms(self.native, end_event.native))
+
+
+class _StreamContext:
+    def __init__(self, api, stream):
+        self.api, self.stream, self.prev = api, stream, None
+
+    def __enter__(self):
+        if self.stream is None:
+            return None
+        b = self.api._backend()
+        self.prev = (b.current_device(), b.current_stream(self.stream.device_index))
+        b.set_device(self.stream.device_index)
+        b.set_stream(self.stream.native)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            b = self.api._backend()
+            b.set_stream(self.prev[1])
+            b.set_device(self.prev[0])
+        return False
+
+
+_api = DeviceAPI(None)
+is_available = _api.is_available
+device_count = _api.device_count
+current_device_index = _api.current_device
+set_device_index = _api.set_device
+device_index = _api.device
+synchronize = _api.synchronize
+current_stream = _api.current_stream
+set_stream = _api.set_stream
+memory_stats = _api.memory_stats
+memory_allocated = _api.memory_allocated
+max_memory_allocated = _api.max_memory_allocated
+memory_reserved = _api.memory_reserved
+max_memory_reserved = _api.max_memory_reserved
+empty_cache = _api.empty_cache
+reset_peak_memory_stats = _api.reset_peak_memory_stats
