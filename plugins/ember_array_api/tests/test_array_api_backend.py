@@ -1,0 +1,38 @@
+"""ember-array-api through ember's public API and the conformance kit."""
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import assert_close, kit
+
+pytest.importorskip("array_api_strict")
+
+
+def test_registered_as_array_api_device():
+    from ember.plugins import REGISTRY
+
+    backend = REGISTRY.backends["array_api"]
+    assert backend.is_available(), backend.unavailable_reason()
+    x = ember.ones(2, 3, device="array_api")
+    assert x.device.type == "array_api"
+    assert type(x._data).__module__.startswith(backend.library)
+
+
+def test_values_and_gradients_match_cpu():
+    a = np.random.RandomState(0).rand(3, 4)
+    x = ember.tensor(a, device="array_api", requires_grad=True)
+    c = ember.tensor(a, requires_grad=True)
+    for t in (x, c):
+        ((t * 2 + 1).exp() / (t + 1)).mean().backward()
+    assert_close(x.grad.cpu(), c.grad)
+
+
+def test_kit_rows_pass():
+    rows = [r for r in kit.tables() if r.name in ("permute", "reshape", "expand", "matmul", "cat")]
+    assert rows
+    assert kit.run(rows, "array_api") == []
+
+
+def test_cross_device_refused():
+    with pytest.raises(RuntimeError, match="array_api"):
+        ember.ones(2, device="array_api") + ember.ones(2)

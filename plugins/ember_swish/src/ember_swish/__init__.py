@@ -1,0 +1,80 @@
+"""Swish and Mish activations as an ember op plugin.
+
+Installing the distribution registers, through the ``ember`` entry point:
+
+* ``ember.ops.swish.swish(x)`` = ``x * sigmoid(x)``: a custom ``autograd.Function``
+  with a hand-written backward, also ``Tensor.swish()`` and the Module ``Swish``
+  (``ember.nn.Swish``);
+* ``ember.ops.swish.mish(x)`` = ``x * tanh(softplus(x))``: a forward kernel on
+  arrays (any array-API library, with a NumPy-specific kernel for ``cpu``) and a
+  backward written with ember ops, also ``Tensor.mish()``.
+
+>>> import ember
+>>> ember.ops.swish.swish(ember.tensor([0.0, 2.0]))
+tensor([0.0000, 1.7616])
+"""
+import ember
+from ember.plugins import hookimpl
+
+try:
+    from ember.nn import Module
+except ImportError:  # an ember without nn: the op and method still work
+    Module = object
+
+
+class SwishFunction(ember.autograd.Function):
+    """``x * sigmoid(x)``; backward ``g * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        s = 1 / (1 + (-x).exp())
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, s = ctx.saved_tensors
+        return grad * s * (1 + x * (1 - s))
+
+
+def swish(x):
+    """Swish (SiLU) of ``x``."""
+    return SwishFunction.apply(x)
+
+
+class Swish(Module):
+    """``Swish()(x) == ember.ops.swish.swish(x)``."""
+
+    def forward(self, x):
+        return SwishFunction.apply(x)
+
+
+def _mish_kernel(x):
+    # tanh(softplus(x)) = (n - 1) / (n + 1) with n = (1 + e^x)^2
+    xp = x.__array_namespace__()
+    n = (1 + xp.exp(x)) ** 2
+    return x * (n - 1) / (n + 1)
+
+
+def _mish_kernel_numpy(x):
+    import numpy as np
+
+    e = np.exp(x)
+    e += 1
+    e *= e
+    return x * (e - 1) / (e + 1)
+
+
+def _mish_backward(ctx, grad):
+    (x,) = ctx.inputs
+    e = x.exp()
+    n = (1 + e) ** 2
+    return grad * ((n - 1) / (n + 1) + x * 4 * (1 + e) * e / (n + 1) ** 2)
+
+
+@hookimpl
+def ember_ops(registry):
+    registry.add_op("swish", "swish", SwishFunction, method="swish",
+                    module=Swish if Module is not object else None)
+    registry.add_op("swish", "mish", forward=_mish_kernel, backward=_mish_backward, method="mish",
+                    kernels={"cpu": _mish_kernel_numpy})
