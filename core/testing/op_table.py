@@ -1,0 +1,115 @@
+"""Op table rows for pointwise ops and reductions (same row format as :mod:`ember.testing.op_table_shape`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .op_table_shape import B, F, I, Row, r  # noqa: F401 - I re-exported for table authors
+
+
+def pos(*shape, nc=False):
+    """Strictly positive data (domains of log, sqrt, ...)."""
+    return r(*shape, nc=nc, positive=True)
+
+
+def unit(*shape):
+    """Data inside (-0.9, 0.9) (domains of asin, atanh, ...)."""
+    return F(np.random.RandomState(7).uniform(-0.9, 0.9, shape))
+
+
+def big(*shape):
+    return F(np.random.RandomState(8).uniform(1.2, 3.0, shape))
+
+
+def distinct(*shape):
+    """Values without ties (max/min/sort gradients are unique)."""
+    n = int(np.prod(shape)) if shape else 1
+    return F((np.random.RandomState(9).permutation(n).reshape(shape) - n / 2.0) / 3.0)
+
+
+UNARY = ["tanh", "sigmoid", "sin", "cos", "atan", "sinh", "cosh", "asinh", "expm1", "erf", "exp", "neg", "abs",
+         "square"]
+UNARY_POS = ["log", "log1p", "log2", "log10", "sqrt", "rsqrt", "reciprocal"]
+UNARY_UNIT = ["asin", "acos", "atanh", "tan"]
+
+POINTWISE_ROWS = (
+    [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)], [r(2, 3, nc=True)], [r()], [r(0, 2)]])
+     for n in UNARY]
+    + [Row(n, (lambda name: lambda m, x: getattr(x, name)())(n), [[pos(2, 3)], [pos(3, nc=False)]]) for n in UNARY_POS]
+    + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[unit(2, 3)]]) for n in UNARY_UNIT]
+    + [Row("acosh", lambda m, x: m.acosh(x), [[big(2, 3)]])]
+    + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)]], grad=False, ints=True)
+       for n in ("floor", "ceil", "round", "trunc")]
+    + [
+        Row("add", lambda m, x, y: x + y, [[r(2, 3), r(3)], [r(2, 1), r(1, 4)], [r(2, 3, nc=True), r(2, 3)]],
+            ints=True),
+        Row("add_alpha", lambda m, x, y: m.add(x, y, alpha=2.5), [[r(2, 3), r(2, 3)]]),
+        Row("sub", lambda m, x, y: x - y, [[r(2, 3), r(3)]], ints=True),
+        Row("rsub_scalar", lambda m, x: 2.0 - x, [[r(2, 3)]]),
+        Row("mul", lambda m, x, y: x * y, [[r(2, 3), r(2, 1)], [r(), r(2)]], ints=True),
+        Row("div", lambda m, x, y: x / y, [[r(2, 3), pos(3)]]),
+        Row("div_scalar", lambda m, x: 1.5 / x, [[pos(2, 3)]]),
+        Row("div_floor", lambda m, x, y: m.div(x, y, rounding_mode="floor"), [[r(2, 3), pos(3)]], grad=False),
+        Row("div_trunc", lambda m, x, y: m.div(x, y, rounding_mode="trunc"), [[r(2, 3), pos(3)]], grad=False),
+        Row("pow", lambda m, x, y: x ** y, [[pos(2, 3), r(2, 3)]]),
+        Row("pow_scalar", lambda m, x: x ** 3, [[r(2, 3)]]),
+        Row("rpow", lambda m, x: 2 ** x, [[r(2, 3)]]),
+        Row("atan2", lambda m, x, y: m.atan2(x, y), [[r(2, 3), pos(2, 3)]]),
+        Row("maximum", lambda m, x, y: m.maximum(x, y), [[distinct(2, 3), r(2, 3)]]),
+        Row("minimum", lambda m, x, y: m.minimum(x, y), [[distinct(2, 3), r(3)]]),
+        Row("clamp", lambda m, x: m.clamp(x, -0.2, 0.3), [[distinct(2, 3)]]),
+        Row("clamp_min", lambda m, x: x.clamp(min=0.1), [[distinct(2, 3)]]),
+        Row("clamp_tensor", lambda m, x, lo, hi: x.clamp(lo, hi),
+            [[distinct(2, 3), F(np.full(3, -0.1)), F(np.full((2, 1), 0.4))]]),
+        Row("lerp", lambda m, x, y: m.lerp(x, y, 0.3), [[r(2, 3), r(2, 3)]]),
+        Row("lerp_tensor", lambda m, x, y, w: m.lerp(x, y, w), [[r(2, 3), r(2, 3), r(2, 3)]]),
+        Row("fmod", lambda m, x: m.fmod(x, 0.3), [[distinct(2, 3)]]),
+        Row("remainder", lambda m, x: m.remainder(x, 0.3), [[distinct(2, 3)]]),
+        Row("where", lambda m, c, x, y: m.where(c, x, y), [[B(np.array([[1, 0, 1]], bool)), r(2, 3), r(2, 1)]]),
+        Row("masked_fill", lambda m, x, mk: x.masked_fill(mk, -1.0), [[r(2, 3), B(np.array([1, 0, 1], bool))]]),
+        Row("relu", lambda m, x: m.relu(x), [[distinct(2, 3)]]),
+        Row("sign", lambda m, x: m.sign(x), [[distinct(2, 3)]], grad=False),
+        Row("nan_to_num", lambda m, x: m.nan_to_num(x / (x * 0)), [[distinct(2, 3)]], grad=False),
+        Row("eq", lambda m, x, y: x == y, [[r(2, 3), r(2, 3)]], grad=False, ints=True),
+        Row("lt", lambda m, x, y: m.lt(x, y), [[r(2, 3), r(3)]], grad=False),
+        Row("ge_scalar", lambda m, x: x >= 0.1, [[r(2, 3)]], grad=False, ints=True),
+        Row("isfinite", lambda m, x: m.isfinite(x / x), [[r(2, 3)]], grad=False),
+        Row("logical_and", lambda m, x, y: m.logical_and(x > 0, y > 0), [[r(2, 3), r(2, 3)]], grad=False),
+        Row("logical_not", lambda m, x: m.logical_not(x > 0), [[r(2, 3)]], grad=False),
+    ]
+)
+
+REDUCTION_ROWS = [
+    Row("sum", lambda m, x: x.sum(), [[r(2, 3)], [r()], [r(0, 3)], [r(2, 3, nc=True)]], ints=True),
+    Row("sum_dim", lambda m, x: x.sum(1), [[r(2, 3)]], ints=True),
+    Row("sum_dims_keep", lambda m, x: x.sum((0, 2), keepdim=True), [[r(2, 3, 4)]]),
+    Row("mean", lambda m, x: x.mean(), [[r(2, 3)]]),
+    Row("mean_dim", lambda m, x: x.mean(-1, keepdim=True), [[r(2, 3)]]),
+    Row("prod", lambda m, x: x.prod(), [[r(2, 3)]]),
+    Row("prod_dim", lambda m, x: x.prod(1), [[r(2, 3)], [F(np.array([[1.0, 0.0, 2.0], [0.5, 0.25, 3.0]]))]]),
+    Row("amax", lambda m, x: x.amax(1), [[distinct(2, 3)]]),
+    Row("amin", lambda m, x: m.amin(x, (0, 1)), [[distinct(2, 3)]]),
+    Row("max_all", lambda m, x: x.max(), [[distinct(2, 3)]]),
+    Row("max_dim", lambda m, x: x.max(1).values, [[distinct(2, 3)]]),
+    Row("max_dim_keep", lambda m, x: m.max(x, 0, keepdim=True)[0], [[distinct(2, 3)]]),
+    Row("min_dim", lambda m, x: x.min(-1)[0], [[distinct(2, 3)]]),
+    Row("max_indices", lambda m, x: x.max(1).indices, [[distinct(2, 3)]], grad=False),
+    Row("argmax", lambda m, x: x.argmax(), [[distinct(2, 3)]], grad=False),
+    Row("argmin_dim", lambda m, x: x.argmin(0, keepdim=True), [[distinct(2, 3)]], grad=False),
+    Row("var", lambda m, x: x.var(), [[r(2, 3)]]),
+    Row("var_dim", lambda m, x: x.var(1, keepdim=True), [[r(2, 3)]]),
+    Row("var_biased", lambda m, x: m.var(x, 0, unbiased=False), [[r(2, 3)]]),
+    Row("var_correction", lambda m, x: x.var(1, correction=0), [[r(2, 3)]]),
+    Row("std", lambda m, x: x.std(0), [[r(3, 2)]]),
+    Row("logsumexp", lambda m, x: m.logsumexp(x, 1), [[r(2, 3)]]),
+    Row("logsumexp_keep", lambda m, x: x.logsumexp((0, 1), keepdim=True), [[r(2, 3)]]),
+    Row("cumsum", lambda m, x: x.cumsum(1), [[r(2, 3)]], ints=True),
+    Row("cumprod", lambda m, x: x.cumprod(0), [[r(3, 2)]]),
+    Row("norm", lambda m, x: x.norm(), [[r(2, 3)]]),
+    Row("norm_dim", lambda m, x: x.norm(dim=1), [[r(2, 3)]]),
+    Row("norm_p1", lambda m, x: x.norm(p=1, dim=0), [[r(2, 3)]]),
+    Row("all", lambda m, x: (x > 0).all(1), [[r(2, 3)]], grad=False),
+    Row("any", lambda m, x: m.any(x > 0.3), [[r(2, 3)]], grad=False),
+    Row("count_nonzero", lambda m, x: m.count_nonzero(x > 0, 1), [[r(2, 3)]], grad=False),
+]
+
+ROWS = POINTWISE_ROWS + REDUCTION_ROWS
