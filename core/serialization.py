@@ -277,22 +277,31 @@ class _Storages:
 
     def tensor(self, spec: dict) -> Tensor:
         arr, saved_dev = self.root(spec["storage"])
-        d = DTYPES[spec["dtype"]]
+        if arr.dtype != DTYPES[spec["dtype"]].np:
+            raise CheckpointError(f"checkpoint tensor of dtype {spec['dtype']} views a storage of {arr.dtype}")
+        return storage_view(arr, int(spec["offset"]), tuple(spec["shape"]), tuple(spec["stride"]), saved_dev,
+                            self.map_location, spec["requires_grad"], spec["param"])
+
+
+def storage_view(arr: np.ndarray, offset: int, shape: tuple, strides: tuple, saved_location: str, map_location,
+                 requires_grad: bool, is_param: bool) -> Tensor:
+    """A tensor viewing host storage ``arr`` (offset and strides in elements), moved per ``map_location``."""
+    if math.prod(shape) == 0:
+        view = np.empty(shape, arr.dtype)
+    else:
+        last = offset + sum((n - 1) * s for n, s in zip(shape, strides))
+        if offset < 0 or min(strides, default=0) < 0 or last >= arr.size:
+            raise CheckpointError(f"checkpoint tensor of shape {list(shape)} and strides {list(strides)} at offset "
+                                  f"{offset} does not fit its storage of {arr.size} elements")
         item = arr.dtype.itemsize
-        shape, strides, offset = tuple(spec["shape"]), tuple(spec["stride"]), int(spec["offset"])
-        numel = math.prod(shape)
-        if numel and (offset < 0 or offset + sum((n - 1) * s for n, s in zip(shape, strides)) >= arr.size
-                      or min(strides, default=0) < 0 or arr.dtype != d.np):
-            raise CheckpointError(f"checkpoint tensor of shape {list(shape)} does not fit its storage")
-        view = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item,
-                          strides=tuple(s * item for s in strides)) if numel else np.empty(shape, arr.dtype)
-        t = _wrap(view, resolve("cpu"))
-        target = _target(self.map_location, saved_dev)
-        if callable(target):
-            t = target(t, saved_dev)
-        elif target.type != "cpu":
-            t = t.to(target)
-        return _finish_tensor(t, spec["requires_grad"], spec["param"])
+        view = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item, strides=tuple(s * item for s in strides))
+    t = _wrap(view, resolve("cpu"))
+    target = _target(map_location, saved_location)
+    if callable(target):
+        t = target(t, saved_location)
+    elif target.type != "cpu":
+        t = t.to(target)
+    return _finish_tensor(t, requires_grad, is_param)
 
 
 def _read_into(zf: zipfile.ZipFile, name: str, out: memoryview) -> None:

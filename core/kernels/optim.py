@@ -19,6 +19,13 @@ def kernels(xp) -> dict:
             g = g + weight_decay * p
         return g
 
+    def _decay(p, g, lr, weight_decay, decoupled, maximize):
+        # AdamW-style decay shrinks the parameter; L2 decay adds to the gradient
+        if decoupled:
+            p *= 1 - lr * weight_decay
+            return _grad(p, g, 0, maximize)
+        return _grad(p, g, weight_decay, maximize)
+
     def _lerp_(a, b, w):
         # a.lerp_(b, w) with PyTorch's two-sided formula
         if w < 0.5:
@@ -46,11 +53,7 @@ def kernels(xp) -> dict:
         return buf
 
     def adam_update(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
-        if decoupled:
-            p *= 1 - lr * weight_decay
-            g = _grad(p, g, 0, maximize)
-        else:
-            g = _grad(p, g, weight_decay, maximize)
+        g = _decay(p, g, lr, weight_decay, decoupled, maximize)
         _moments_(m, v, g, beta1, beta2)
         bc2_sqrt = (1 - beta2 ** step) ** 0.5
         step_size = lr / (1 - beta1 ** step)
@@ -69,22 +72,14 @@ def kernels(xp) -> dict:
 
     def nadam_update(p, g, m, v, step, mu, mu_product, mu_next, lr, beta1, beta2, eps, weight_decay,
                      decoupled, maximize):
-        if decoupled:
-            p *= 1 - lr * weight_decay
-            g = _grad(p, g, 0, maximize)
-        else:
-            g = _grad(p, g, weight_decay, maximize)
+        g = _decay(p, g, lr, weight_decay, decoupled, maximize)
         _moments_(m, v, g, beta1, beta2)
         denom = xp.sqrt(v / (1 - beta2 ** step)) + eps
         p += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
         p += (-lr * mu_next / (1.0 - mu_product * mu_next)) * (m / denom)
 
     def radam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
-        if decoupled:
-            p *= 1 - lr * weight_decay
-            g = _grad(p, g, 0, maximize)
-        else:
-            g = _grad(p, g, weight_decay, maximize)
+        g = _decay(p, g, lr, weight_decay, decoupled, maximize)
         _moments_(m, v, g, beta1, beta2)
         bc1 = 1 - beta1 ** step
         bc2 = 1 - beta2 ** step

@@ -1,7 +1,45 @@
 """The Adam family: Adam (amsgrad), AdamW, Adamax, NAdam, RAdam."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, bump_step, check_range, step_tensor, zeros_state
+from .optimizer import Optimizer, bump_step, check_range, foreach_update, step_tensor, zeros_state
+
+
+def adam(params: list, grads: list, states: list, group: dict) -> None:
+    """One Adam/AdamW step over a group's parameters."""
+    beta1, beta2 = group["betas"]
+    foreach_update("adam_update", params, grads, states, ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+                   (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                    group.get("decoupled_weight_decay", False), group["maximize"]))
+
+
+def adamax(params: list, grads: list, states: list, group: dict) -> None:
+    """One Adamax step over a group's parameters."""
+    beta1, beta2 = group["betas"]
+    foreach_update("adamax_update", params, grads, states, ("exp_avg", "exp_inf"),
+                   (group["lr"], beta1, beta2, group["eps"], group["weight_decay"], group["maximize"]))
+
+
+def radam(params: list, grads: list, states: list, group: dict) -> None:
+    """One RAdam step over a group's parameters."""
+    beta1, beta2 = group["betas"]
+    foreach_update("radam_update", params, grads, states, ("exp_avg", "exp_avg_sq"),
+                   (group["lr"], beta1, beta2, group["eps"], group["weight_decay"], group["decoupled_weight_decay"],
+                    group["maximize"]))
+
+
+def nadam(params: list, grads: list, states: list, group: dict) -> None:
+    """One NAdam step over a group's parameters (``mu_product`` kept in float32 as PyTorch does)."""
+    beta1, beta2 = group["betas"]
+    decay = group["momentum_decay"]
+    for p, g, s in zip(params, grads, states):
+        step = bump_step(s)
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
+        prod = s["mu_product"]._data
+        prod *= mu
+        p._dev.kernels["nadam_update"](p._data, g._data, s["exp_avg"]._data, s["exp_avg_sq"]._data, step, mu,
+                                       float(prod), mu_next, group["lr"], beta1, beta2, group["eps"],
+                                       group["weight_decay"], group["decoupled_weight_decay"], group["maximize"])
 
 
 class _AdamBase(Optimizer):
@@ -36,6 +74,8 @@ class Adam(_AdamBase):
     tensor([0.9000], requires_grad=True)
     """
 
+    _update = staticmethod(adam)
+
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach=None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False, fused=None,
@@ -44,10 +84,6 @@ class Adam(_AdamBase):
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-
-    @staticmethod
-    def _update(params, grads, states, group):
-        adam(params, grads, states, group)
 
 
 class AdamW(Adam):
@@ -61,22 +97,11 @@ class AdamW(Adam):
                          decoupled_weight_decay=True)
 
 
-def adam(params: list, grads: list, states: list, group: dict) -> None:
-    """One Adam/AdamW step over a group's parameters."""
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    decoupled, maximize = group.get("decoupled_weight_decay", False), group["maximize"]
-    for p, g, s in zip(params, grads, states):
-        step = bump_step(s)
-        vmax = s.get("max_exp_avg_sq") if group["amsgrad"] else None
-        p._dev.kernels["adam_update"](p._data, g._data, s["exp_avg"]._data, s["exp_avg_sq"]._data,
-                                      None if vmax is None else vmax._data, step, lr, beta1, beta2, eps, wd,
-                                      decoupled, maximize)
-
-
 class Adamax(_AdamBase):
     """Adamax (Adam with the infinity norm), exactly as ``torch.optim.Adamax``."""
 
     _state_keys = ("exp_avg", "exp_inf")
+    _update = staticmethod(adamax)
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach=None, *, maximize: bool = False, differentiable: bool = False,
@@ -85,22 +110,11 @@ class Adamax(_AdamBase):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    @staticmethod
-    def _update(params, grads, states, group):
-        adamax(params, grads, states, group)
-
-
-def adamax(params: list, grads: list, states: list, group: dict) -> None:
-    """One Adamax step over a group's parameters."""
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    for p, g, s in zip(params, grads, states):
-        step = bump_step(s)
-        p._dev.kernels["adamax_update"](p._data, g._data, s["exp_avg"]._data, s["exp_inf"]._data, step, lr, beta1,
-                                        beta2, eps, wd, group["maximize"])
-
 
 class NAdam(_AdamBase):
     """Adam with Nesterov momentum and momentum decay, exactly as ``torch.optim.NAdam``."""
+
+    _update = staticmethod(nadam)
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
@@ -120,28 +134,11 @@ class NAdam(_AdamBase):
         s["mu_product"]._data += 1
         return s
 
-    @staticmethod
-    def _update(params, grads, states, group):
-        nadam(params, grads, states, group)
-
-
-def nadam(params: list, grads: list, states: list, group: dict) -> None:
-    """One NAdam step over a group's parameters (``mu_product`` kept in float32 as PyTorch does)."""
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    decay = group["momentum_decay"]
-    for p, g, s in zip(params, grads, states):
-        step = bump_step(s)
-        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
-        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
-        prod = s["mu_product"]._data
-        prod *= mu
-        p._dev.kernels["nadam_update"](p._data, g._data, s["exp_avg"]._data, s["exp_avg_sq"]._data, step, mu,
-                                       float(prod), mu_next, lr, beta1, beta2, eps, wd,
-                                       group["decoupled_weight_decay"], group["maximize"])
-
 
 class RAdam(_AdamBase):
     """Rectified Adam, exactly as ``torch.optim.RAdam``."""
+
+    _update = staticmethod(radam)
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach=None,
@@ -150,19 +147,3 @@ class RAdam(_AdamBase):
                         capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    @staticmethod
-    def _update(params, grads, states, group):
-        radam(params, grads, states, group)
-
-
-def radam(params: list, grads: list, states: list, group: dict) -> None:
-    """One RAdam step over a group's parameters."""
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    for p, g, s in zip(params, grads, states):
-        step = bump_step(s)
-        p._dev.kernels["radam_update"](p._data, g._data, s["exp_avg"]._data, s["exp_avg_sq"]._data, step, lr, beta1,
-                                       beta2, eps, wd, group["decoupled_weight_decay"], group["maximize"])
-
-
-__all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]

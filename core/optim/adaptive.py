@@ -1,12 +1,27 @@
 """Per-coordinate adaptive optimizers: RMSprop (centered, momentum), Adagrad, Adadelta."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, bump_step, check_range, step_tensor, zeros_state
+from .optimizer import Optimizer, check_range, foreach_update, step_tensor, zeros_state
 
 
-def _arr(state: dict, key: str):
-    t = state.get(key)
-    return None if t is None else t._data
+def rmsprop(params: list, grads: list, states: list, group: dict) -> None:
+    """One RMSprop step over a group's parameters."""
+    foreach_update("rmsprop_update", params, grads, states, ("square_avg", "grad_avg", "momentum_buffer"),
+                   (group["lr"], group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
+                    group["maximize"]), pass_step=False)
+
+
+def adagrad(params: list, grads: list, states: list, group: dict) -> None:
+    """One Adagrad step over a group's parameters."""
+    foreach_update("adagrad_update", params, grads, states, ("sum",),
+                   (group["lr"], group["lr_decay"], group["eps"], group["weight_decay"], group["maximize"]))
+
+
+def adadelta(params: list, grads: list, states: list, group: dict) -> None:
+    """One Adadelta step over a group's parameters."""
+    foreach_update("adadelta_update", params, grads, states, ("square_avg", "acc_delta"),
+                   (group["lr"], group["rho"], group["eps"], group["weight_decay"], group["maximize"]),
+                   pass_step=False)
 
 
 class RMSprop(Optimizer):
@@ -18,6 +33,8 @@ class RMSprop(Optimizer):
     >>> w.sum().backward(); opt.step(); round(w.item(), 4)
     0.9
     """
+
+    _update = staticmethod(rmsprop)
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0,
                  momentum: float = 0, centered: bool = False, capturable: bool = False, foreach=None,
@@ -41,24 +58,13 @@ class RMSprop(Optimizer):
             s["grad_avg"] = zeros_state(p)
         return s
 
-    @staticmethod
-    def _update(params, grads, states, group):
-        rmsprop(params, grads, states, group)
 
-
-def rmsprop(params: list, grads: list, states: list, group: dict) -> None:
-    """One RMSprop step over a group's parameters."""
-    for p, g, s in zip(params, grads, states):
-        bump_step(s)
-        p._dev.kernels["rmsprop_update"](p._data, g._data, s["square_avg"]._data,
-                                         _arr(s, "grad_avg") if group["centered"] else None,
-                                         _arr(s, "momentum_buffer") if group["momentum"] > 0 else None,
-                                         group["lr"], group["alpha"], group["eps"], group["weight_decay"],
-                                         group["momentum"], group["maximize"])
 
 
 class Adagrad(Optimizer):
     """Adagrad, exactly as ``torch.optim.Adagrad`` (state created eagerly, as there)."""
+
+    _update = staticmethod(adagrad)
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *, maximize: bool = False,
@@ -83,21 +89,13 @@ class Adagrad(Optimizer):
         total._data += group["initial_accumulator_value"]
         return {"step": step_tensor(), "sum": total}
 
-    @staticmethod
-    def _update(params, grads, states, group):
-        adagrad(params, grads, states, group)
 
-
-def adagrad(params: list, grads: list, states: list, group: dict) -> None:
-    """One Adagrad step over a group's parameters."""
-    for p, g, s in zip(params, grads, states):
-        step = bump_step(s)
-        p._dev.kernels["adagrad_update"](p._data, g._data, s["sum"]._data, step, group["lr"], group["lr_decay"],
-                                         group["eps"], group["weight_decay"], group["maximize"])
 
 
 class Adadelta(Optimizer):
     """Adadelta, exactly as ``torch.optim.Adadelta``."""
+
+    _update = staticmethod(adadelta)
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0,
                  foreach=None, *, capturable: bool = False, maximize: bool = False, differentiable: bool = False):
@@ -114,15 +112,4 @@ class Adadelta(Optimizer):
     def _init_state(self, p, group):
         return {"step": step_tensor(), "square_avg": zeros_state(p), "acc_delta": zeros_state(p)}
 
-    @staticmethod
-    def _update(params, grads, states, group):
-        adadelta(params, grads, states, group)
 
-
-def adadelta(params: list, grads: list, states: list, group: dict) -> None:
-    """One Adadelta step over a group's parameters."""
-    for p, g, s in zip(params, grads, states):
-        bump_step(s)
-        p._dev.kernels["adadelta_update"](p._data, g._data, s["square_avg"]._data, s["acc_delta"]._data,
-                                          group["lr"], group["rho"], group["eps"], group["weight_decay"],
-                                          group["maximize"])

@@ -102,33 +102,41 @@ class LRScheduler:
             group["lr"] = lr
         self._last_lr = _lrs(self.optimizer)
 
+    _parts = None  # the name of a list attribute saved part by part (lambdas, child schedulers)
+
     def state_dict(self) -> dict:
-        """Every attribute except the optimizer (functions are left out, as in PyTorch)."""
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+        """Every attribute except the optimizer; functions are left out, as in PyTorch."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", self._parts)}
+        if self._parts:
+            sd[self._parts] = [self._save_part(x) for x in getattr(self, self._parts)]
+        return sd
 
     def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        parts = state_dict.pop(self._parts, None) if self._parts else None
         self.__dict__.update(state_dict)
+        if parts is not None:
+            for x, saved in zip(getattr(self, self._parts), parts):
+                self._load_part(x, saved)
+
+    @staticmethod
+    def _save_part(part):
+        # a lambda's state: the attributes of a callable object (a plain function has none to keep)
+        return None if isinstance(part, types.FunctionType) else part.__dict__.copy()
+
+    @staticmethod
+    def _load_part(part, saved) -> None:
+        if saved is not None:
+            part.__dict__.update(saved)
 
 
 _LRScheduler = LRScheduler
 
 
-class _LambdaStateMixin:
-    """state_dict without the lambdas (only callable objects' attributes are kept)."""
+class _LambdaMixin:
+    """Schedulers driven by one lambda per group."""
 
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                            for fn in self.lr_lambdas]
-        return sd
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for fn, saved in zip(self.lr_lambdas, lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
+    _parts = "lr_lambdas"
 
     def _set_lambdas(self, optimizer, lr_lambda) -> None:
         if isinstance(lr_lambda, (list, tuple)):
@@ -142,7 +150,7 @@ class _LambdaStateMixin:
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
 
 
-class LambdaLR(_LambdaStateMixin, LRScheduler):
+class LambdaLR(_LambdaMixin, LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``."""
 
     def __init__(self, optimizer, lr_lambda: Callable | list, last_epoch: int = -1):
@@ -153,7 +161,7 @@ class LambdaLR(_LambdaStateMixin, LRScheduler):
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
+class MultiplicativeLR(_LambdaMixin, LRScheduler):
     """``lr *= lr_lambda(epoch)`` each step after the first."""
 
     def __init__(self, optimizer, lr_lambda: Callable | list, last_epoch: int = -1):
@@ -588,21 +596,21 @@ def _check_children(kind: str, optimizer, schedulers) -> None:
                              f"{type(s).__name__} at index {i} with a different optimizer.")
 
 
-class _ComposedStateMixin:
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
+class _ComposedMixin:
+    """Schedulers made of child schedulers, saved with their children's state dicts."""
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        children = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, children):
-            s.load_state_dict(sd)
+    _parts = "_schedulers"
+
+    @staticmethod
+    def _save_part(part):
+        return part.state_dict()
+
+    @staticmethod
+    def _load_part(part, saved) -> None:
+        part.load_state_dict(saved)
 
 
-class SequentialLR(_ComposedStateMixin, LRScheduler):
+class SequentialLR(_ComposedMixin, LRScheduler):
     """Run ``schedulers[i]`` between consecutive ``milestones``."""
 
     def __init__(self, optimizer, schedulers: list, milestones: list, last_epoch: int = -1):
@@ -640,7 +648,7 @@ class SequentialLR(_ComposedStateMixin, LRScheduler):
         self._last_lr = s.get_last_lr()
 
 
-class ChainedScheduler(_ComposedStateMixin, LRScheduler):
+class ChainedScheduler(_ComposedMixin, LRScheduler):
     """Step every scheduler in turn on each ``step``."""
 
     def __init__(self, schedulers: Sequence, optimizer: Optimizer | None = None):

@@ -301,6 +301,20 @@ def step_tensor() -> Tensor:
     return tensor(0.0)
 
 
+def foreach_update(kernel: str, params: list, grads: list, states: list, state_keys: tuple, settings: tuple,
+                   pass_step: bool = True) -> None:
+    """Advance each parameter's step and run ``kernel(p, g, *state arrays, [step,] *settings)`` on it.
+
+    A state key missing from a parameter's state passes None (an option that is off).
+    """
+    for p, g, s in zip(params, grads, states):
+        step = bump_step(s)
+        arrays = [None if s.get(k) is None else s[k]._data for k in state_keys]
+        if pass_step:
+            arrays.append(step)
+        p._dev.kernels[kernel](p._data, g._data, *arrays, *settings)
+
+
 def bump_step(state: dict) -> float:
     """Increment ``state['step']`` in place and return the new value as a float."""
     s = state["step"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
-from ..tensor import Size, _wrap
+from ..tensor import Size
 
 STORAGE_DTYPES = {
     "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
@@ -123,24 +123,9 @@ class _Reader:
         return self.storages[key], location, self
 
     def tensor(self, arr, location, offset, shape, stride, requires_grad):
-        from ..serialization import CheckpointError, _finish_tensor, _target
+        from ..serialization import storage_view
 
-        n = int(np.prod(shape)) if shape else 1
-        if n and (offset < 0 or min(stride, default=0) < 0
-                  or offset + sum((s - 1) * st for s, st in zip(shape, stride)) >= arr.size):
-            raise CheckpointError(f"torch checkpoint tensor of shape {list(shape)} does not fit its storage")
-        item = arr.dtype.itemsize
-        view = (np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item, strides=[s * item for s in stride])
-                if n else np.empty(shape, arr.dtype))
-        from ..backend import resolve
-
-        t = _wrap(view, resolve("cpu"))
-        target = _target(self.map_location, location)
-        if callable(target):
-            t = target(t, location)
-        elif target.type != "cpu":
-            t = t.to(target)
-        return _finish_tensor(t, requires_grad, False)
+        return storage_view(arr, offset, shape, stride, location, self.map_location, requires_grad, False)
 
 
 def is_torch_archive(names) -> bool:
