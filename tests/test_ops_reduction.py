@@ -29,3 +29,35 @@ def test_reduction_errors(device):
         ember.ones(2, dtype=ember.int64, device=device).mean()
     with pytest.raises(IndexError, match="numel\\(\\) == 0"):
         ember.ones(0, device=device).amax()
+
+
+def test_unique_mode_and_closeness(device, torch):
+    x = ember.tensor([3, 1, 3, 2, 1, 3], device=device)
+    u, inv, cnt = ember.unique(x, return_inverse=True, return_counts=True)
+    tu, tinv, tcnt = torch.unique(torch.tensor([3, 1, 3, 2, 1, 3]), return_inverse=True, return_counts=True)
+    assert (u.tolist(), inv.tolist(), cnt.tolist()) == (tu.tolist(), tinv.tolist(), tcnt.tolist())
+    m = ember.tensor([[1, 2, 2], [3, 3, 1]], device=device).mode(1)
+    assert m.values.tolist() == [2, 3]
+    a = ember.tensor([1.0, 2.0], device=device)
+    assert ember.allclose(a, a + 1e-9) and not ember.allclose(a, a + 1e-3)
+    assert ember.equal(a, a.clone()) and not ember.equal(a, a[:1])
+    assert ember.isclose(a, ember.tensor([1.0, 2.1], device=device)).tolist() == [True, False]
+
+
+def test_inplace_variants_match_out_of_place(device):
+    x = ember.tensor([0.5, -1.5, 2.0], device=device)
+    for name in ("exp", "tanh", "sigmoid", "abs", "neg", "floor"):
+        y = x.clone()
+        r = getattr(y, name + "_")()
+        assert r is y and y._version == 1
+        assert ember.allclose(y, getattr(x, name)())
+    z = x.clone()
+    z.clamp_(min=0.0)
+    assert z.tolist() == [0.5, 0.0, 2.0]
+    w = ember.ones(2, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.exp_()
+    v = w * 1
+    v.tanh_()
+    v.sum().backward()
+    assert ember.allclose(w.grad, 1 - ember.tanh(ember.ones(2, device=device)) ** 2)

@@ -5,11 +5,13 @@
 (see :mod:`ember.ops.plugin_ops`).
 """
 from ..tensor import Tensor
-from . import conversion, creation, indexing, inplace, interop, linalg, pointwise, random_ops, reduction, shape
+from . import (conversion, creation, indexing, inplace, interop, linalg, pointwise, random_ops, reduction, shape,
+               sorting)
 from .plugin_ops import namespace_getattr
 
 # every module here has METHODS (Tensor methods) and __all__ (functions exported as ember.<name>)
-MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops]
+MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops,
+           sorting]
 
 
 def attach(methods: dict) -> None:

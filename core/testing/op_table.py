@@ -109,6 +109,14 @@ REDUCTION_ROWS = [
     Row("norm_p1", lambda m, x: x.norm(p=1, dim=0), [[r(2, 3)]]),
     Row("all", lambda m, x: (x > 0).all(1), [[r(2, 3)]], grad=False),
     Row("any", lambda m, x: m.any(x > 0.3), [[r(2, 3)]], grad=False),
+    Row("sort", lambda m, x: x.sort(1).values, [[distinct(2, 4)]]),
+    Row("sort_desc_idx", lambda m, x: x.sort(0, descending=True).indices, [[distinct(3, 2)]], grad=False),
+    Row("argsort", lambda m, x: m.argsort(x), [[distinct(2, 4)]], grad=False),
+    Row("topk", lambda m, x: x.topk(2, 1).values, [[distinct(2, 4)]]),
+    Row("topk_smallest", lambda m, x: m.topk(x, 2, 0, largest=False)[1], [[distinct(3, 2)]], grad=False),
+    Row("kthvalue", lambda m, x: x.kthvalue(2, 1).values, [[distinct(2, 4)]]),
+    Row("median", lambda m, x: x.median(), [[distinct(2, 3)]]),
+    Row("median_dim", lambda m, x: x.median(1).values, [[distinct(2, 4)]]),
     Row("count_nonzero", lambda m, x: m.count_nonzero(x > 0, 1), [[r(2, 3)]], grad=False),
 ]
 
