@@ -4,7 +4,6 @@ import os
 
 import pytest
 
-import ember
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 

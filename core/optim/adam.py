@@ -49,11 +49,9 @@ class _AdamBase(Optimizer):
 
     def _check_group(self, group):
         super()._check_group(group)
-        check_range("epsilon value", group["eps"])
         beta1, beta2 = group["betas"]
         check_range("beta parameter at index 0", beta1, 0.0, 1.0)
         check_range("beta parameter at index 1", beta2, 0.0, 1.0)
-        check_range("weight_decay value", group["weight_decay"])
 
     def _init_state(self, p, group):
         s = {"step": step_tensor()}
@@ -123,10 +121,6 @@ class NAdam(_AdamBase):
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def _check_group(self, group):
-        super()._check_group(group)
-        check_range("momentum_decay value", group["momentum_decay"])
 
     def _init_state(self, p, group):
         s = super()._init_state(p, group)

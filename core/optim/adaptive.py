@@ -43,13 +43,6 @@ class RMSprop(Optimizer):
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        check_range("epsilon value", group["eps"])
-        check_range("momentum value", group["momentum"])
-        check_range("weight_decay value", group["weight_decay"])
-        check_range("alpha value", group["alpha"])
-
     def _init_state(self, p, group):
         s = {"step": step_tensor(), "square_avg": zeros_state(p)}
         if group["momentum"] > 0:
@@ -77,13 +70,6 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self._state_of(p, group)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        check_range("lr_decay value", group["lr_decay"])
-        check_range("weight_decay value", group["weight_decay"])
-        check_range("initial_accumulator_value value", group["initial_accumulator_value"])
-        check_range("epsilon value", group["eps"])
-
     def _init_state(self, p, group):
         total = zeros_state(p)
         total._data += group["initial_accumulator_value"]
@@ -106,8 +92,6 @@ class Adadelta(Optimizer):
     def _check_group(self, group):
         super()._check_group(group)
         check_range("rho value", group["rho"], 0.0, 1.0, strict_high=False)
-        check_range("epsilon value", group["eps"])
-        check_range("weight_decay value", group["weight_decay"])
 
     def _init_state(self, p, group):
         return {"step": step_tensor(), "square_avg": zeros_state(p), "acc_delta": zeros_state(p)}

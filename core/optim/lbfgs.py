@@ -5,6 +5,7 @@ re-evaluates the model.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -228,8 +229,8 @@ class LBFGS(Optimizer):
             if group["line_search_fn"] is not None:
                 x_init = [xp.array(p._data, copy=True) for p in self._params]
                 loss, flat_grad, t, ls_evals = _strong_wolfe(
-                    xp, lambda t_, d_: self._directional_evaluate(closure, x_init, t_, d_), t, d, loss, flat_grad,
-                    gtd, max_ls=max_eval - current_evals)
+                    xp, functools.partial(self._directional_evaluate, closure, x_init), t, d, loss, flat_grad, gtd,
+                    max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
                 opt_cond = float(xp.abs(flat_grad).max()) <= tolerance_grad
             else:

@@ -44,6 +44,13 @@ def register_optimizer_step_post_hook(hook: Callable) -> _Handle:
     return _Handle(_global_post_hooks, hook)
 
 
+# settings that must be >= 0, with PyTorch's names for them in error messages
+NON_NEGATIVE = {"lr": "learning rate", "eps": "epsilon value", "momentum": "momentum value",
+                "weight_decay": "weight_decay value", "alpha": "alpha value", "lr_decay": "lr_decay value",
+                "initial_accumulator_value": "initial_accumulator_value value",
+                "momentum_decay": "momentum_decay value", "rho": "rho value"}
+
+
 def check_range(name: str, value, low=0.0, high=None, strict_high=True) -> None:
     """Raise PyTorch's ``ValueError`` when a setting is out of range (``lr``, ``eps``, betas, ...)."""
     if isinstance(value, Tensor):
@@ -111,9 +118,10 @@ class Optimizer:
         self.param_groups.append(group)
 
     def _check_group(self, group: dict) -> None:
-        """Validate one group's settings (subclasses check their own ranges)."""
-        if "lr" in group and group["lr"] is not required:
-            check_range("learning rate", group["lr"])
+        """Validate one group's settings: every known non-negative setting, then the subclass's own checks."""
+        for key, name in NON_NEGATIVE.items():
+            if key in group and group[key] is not required:
+                check_range(name, group[key])
 
     # ------------------------------------------------------------------ stepping
     def zero_grad(self, set_to_none: bool = True) -> None:

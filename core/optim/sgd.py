@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..tensor import _wrap
-from .optimizer import Optimizer, check_range
+from .optimizer import Optimizer
 
 
 def sgd(params: list, grads: list, states: list, group: dict) -> None:
@@ -39,7 +39,5 @@ class SGD(Optimizer):
 
     def _check_group(self, group):
         super()._check_group(group)
-        check_range("momentum value", group["momentum"])
-        check_range("weight_decay value", group["weight_decay"])
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")

@@ -60,8 +60,8 @@ class StackDataset(Dataset):
 
     def __init__(self, *args, **kwargs):
         if args and kwargs:
-            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/output,"
-                             " but both types are given.")
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
         parts = list(args) or list(kwargs.values())
         n = len(parts[0])
         if any(len(p) != n for p in parts):
