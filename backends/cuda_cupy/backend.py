@@ -1,0 +1,191 @@
+"""The CUDA backend class: devices, host<->device copies, pinned memory, streams, events, memory
+statistics and random generators on CuPy.  Kernels are the shared library adopted with ``cupy`` plus
+the overrides of :mod:`ember_cuda_cupy.fused` and :mod:`ember_cuda_cupy.cudnn`."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.backend import ArrayBackend
+
+from . import cudnn, fused
+from .generator import CupyGenerator
+from .memory import PeakTracker
+
+# cudaPointerAttributes.type for page-locked host memory
+_MEMORY_TYPE_HOST = 1
+
+
+class CupyBackend(ArrayBackend):
+    """ember on CuPy: one backend for every visible GPU (``cuda:0``, ``cuda:1``, ...)."""
+
+    name = "cuda"
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.runtime = cp.cuda.runtime
+        super().__init__(cp)
+        self._tables = {}
+        self.pool = cp.get_default_memory_pool()
+        self.tracker = PeakTracker(cp, self.pool)
+        cp.cuda.set_allocator(self.tracker.malloc)
+
+    def overrides(self):
+        table = fused.kernels(self.cp)
+        table.update(cudnn.kernels(self.cp, self.kernels))
+        return table
+
+    def version(self):
+        return f"cupy {self.cp.__version__}, CUDA runtime {self.runtime.runtimeGetVersion()}"
+
+    # ---------------------------------------------------------------- devices
+    def has_index(self):
+        return True
+
+    def device_count(self):
+        return self.runtime.getDeviceCount()
+
+    def current_device(self):
+        return self.runtime.getDevice()
+
+    def set_device(self, index):
+        self.runtime.setDevice(index)
+
+    def device_context(self, index):
+        return self.cp.cuda.Device(index)
+
+    def device_properties(self, index):
+        p = self.runtime.getDeviceProperties(index)
+        name = p["name"]
+        return {"name": name.decode() if isinstance(name, bytes) else str(name),
+                "total_memory": int(p["totalGlobalMem"]), "major": int(p["major"]), "minor": int(p["minor"]),
+                "multi_processor_count": int(p["multiProcessorCount"])}
+
+    def kernels_for(self, index):
+        # with several GPUs, a kernel runs with its tensors' device current (CuPy launches on the current one)
+        if self.device_count() == 1:
+            return self.kernels
+        table = self._tables.get(index)
+        if table is None:
+            table = self._tables[index] = {n: _on_device(self.cp, self.runtime, fn, index)
+                                           for n, fn in self.kernels.items()}
+        return table
+
+    def kernels_changed(self):
+        self._tables.clear()
+
+    def synchronize(self, index=None):
+        if index is None:
+            self.runtime.deviceSynchronize()
+        else:
+            with self.cp.cuda.Device(index):
+                self.runtime.deviceSynchronize()
+
+    # ---------------------------------------------------------------- data
+    def from_numpy(self, array, index, copy=False, non_blocking=False):
+        cp = self.cp
+        array = np.ascontiguousarray(array)
+        with cp.cuda.Device(self.current_device() if index is None else index):
+            out = cp.empty(array.shape, array.dtype)
+            if array.size:
+                # with a stream the copy is asynchronous (it overlaps compute when the source is pinned)
+                out.set(array, stream=cp.cuda.get_current_stream() if non_blocking else None)
+        return out
+
+    def to_numpy(self, array):
+        return self.cp.asnumpy(array)
+
+    def as_array(self, value):
+        return self.cp.asarray(value)
+
+    def pin_host(self, array):
+        """A copy of host ``array`` in page-locked memory (fast, asynchronous host-to-device copies)."""
+        import cupyx
+
+        out = cupyx.empty_pinned(array.shape, array.dtype)
+        out[...] = array
+        return out
+
+    def is_pinned(self, array):
+        if not isinstance(array, np.ndarray) or array.size == 0:
+            return False
+        try:
+            attrs = self.runtime.pointerGetAttributes(array.ctypes.data)
+        except self.runtime.CUDARuntimeError:
+            return False
+        return attrs.type == _MEMORY_TYPE_HOST
+
+    # ---------------------------------------------------------------- streams and events
+    def new_stream(self, index, priority=0):
+        with self.cp.cuda.Device(index):
+            return self.cp.cuda.Stream(non_blocking=False, priority=priority)
+
+    def default_stream(self, index):
+        return self.cp.cuda.Stream.null
+
+    def current_stream(self, index):
+        with self.cp.cuda.Device(index):
+            return self.cp.cuda.get_current_stream()
+
+    def set_stream(self, native):
+        native.use()
+
+    def stream_synchronize(self, native):
+        native.synchronize()
+
+    def stream_query(self, native):
+        return native.done
+
+    def stream_wait_event(self, native, event):
+        native.wait_event(event)
+
+    def new_event(self, enable_timing, blocking):
+        return self.cp.cuda.Event(block=blocking, disable_timing=not enable_timing)
+
+    def event_record(self, event, stream):
+        event.record(stream)
+
+    def event_query(self, event):
+        return event.done
+
+    def event_synchronize(self, event):
+        event.synchronize()
+
+    def event_elapsed_ms(self, start, end):
+        return self.cp.cuda.get_elapsed_time(start, end)
+
+    # ---------------------------------------------------------------- memory
+    def memory_stats(self, index=None):
+        with self.cp.cuda.Device(self.current_device() if index is None else index) as dev:
+            return self.tracker.stats(dev.id)
+
+    def empty_cache(self):
+        self.pool.free_all_blocks()
+        self.cp.get_default_pinned_memory_pool().free_all_blocks()
+
+    def reset_peak_memory_stats(self, index=None):
+        with self.cp.cuda.Device(self.current_device() if index is None else index) as dev:
+            self.tracker.reset_peak(dev.id)
+
+    # ---------------------------------------------------------------- random
+    def new_generator(self, index, seed):
+        return CupyGenerator(self.cp, index or 0, seed)
+
+    def generator_state(self, gen):
+        return gen.get_state()
+
+    def set_generator_state(self, gen, state):
+        gen.set_state(state)
+
+
+def _on_device(cp, runtime, fn, index):
+    """``fn`` run with device ``index`` current: no context switch when it already is."""
+    get = runtime.getDevice
+    device = cp.cuda.Device(index)
+
+    def kernel(*args, **kwargs):
+        if get() == index:
+            return fn(*args, **kwargs)
+        with device:
+            return fn(*args, **kwargs)
+
+    return kernel

@@ -1,0 +1,107 @@
+"""Fused CUDA kernels for the hot pointwise chains: one pass over memory instead of one per NumPy
+operation.  Each entry replaces the shared kernel of the same name and signature; cases a fused
+kernel does not cover fall back to the shared one.
+
+* ``relu_backward``: ``g * (out > 0)`` in one kernel.
+* ``sgd_update``, ``adam_update`` (Adam, AdamW, AMSGrad): the whole update of one parameter,
+  in place, in one kernel; the arithmetic follows PyTorch's single-tensor update.
+* ``softmax``, ``log_softmax``: cuDNN's softmax where CuPy has cuDNN, else exp and normalise fused.
+"""
+from __future__ import annotations
+
+# Adam: the effective gradient, the moments (two-sided lerp as PyTorch's), then the step.
+_ADAM_BODY = """
+T grad = maximize ? -g : g;
+if (decoupled) { p = p * (1 - lr * wd); } else if (wd != 0) { grad = grad + wd * p; }
+T w = 1 - beta1;
+m = w < 0.5 ? m + w * (grad - m) : grad - (grad - m) * (1 - w);
+v = v * beta2 + (1 - beta2) * (grad * grad);
+"""
+
+_SGD_GRAD = """
+T grad = maximize ? -g : g;
+if (wd != 0) { grad = grad + wd * p; }
+"""
+_SGD_MOMENTUM = """
+buf = buf * momentum + (1 - dampening) * grad;
+grad = nesterov ? grad + momentum * buf : buf;
+"""
+
+# cudnnSoftmaxAlgorithm_t
+_SOFTMAX_ACCURATE, _SOFTMAX_LOG = 1, 2
+
+
+def kernels(cp) -> dict:
+    """The fused overrides for CuPy module ``cp``."""
+    from ember.kernels import optim as shared_optim
+
+    shared = shared_optim.kernels(cp)
+    adam_params = "T g, T lr, T wd, T beta1, T beta2, T eps, T step_size, T bc2_sqrt, bool decoupled, bool maximize"
+    adam = cp.ElementwiseKernel(
+        adam_params, "T p, T m, T v",
+        _ADAM_BODY + "p = p - step_size * (m / (sqrt(v) / bc2_sqrt + eps));", "ember_adam")
+    amsgrad = cp.ElementwiseKernel(
+        adam_params, "T p, T m, T v, T vmax",
+        _ADAM_BODY + "vmax = max(vmax, v); p = p - step_size * (m / (sqrt(vmax) / bc2_sqrt + eps));",
+        "ember_amsgrad")
+    sgd_params = "T g, T lr, T wd, T momentum, T dampening, bool nesterov, bool maximize"
+    sgd_plain = cp.ElementwiseKernel(sgd_params, "T p", _SGD_GRAD + "p = p - lr * grad;", "ember_sgd")
+    sgd_momentum = cp.ElementwiseKernel(sgd_params, "T p, T buf", _SGD_GRAD + _SGD_MOMENTUM + "p = p - lr * grad;",
+                                        "ember_sgd_momentum")
+    relu_bw = cp.ElementwiseKernel("T g, U out", "T y", "y = out > 0 ? g : (T)0", "ember_relu_backward")
+    exp_shift = cp.ElementwiseKernel("T x, T mx", "T y", "y = exp(x - mx)", "ember_exp_shift")
+    log_norm = cp.ElementwiseKernel("T x, T mx, T s", "T y", "y = x - mx - log(s)", "ember_log_norm")
+
+    def adam_update(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
+        if p.dtype != g.dtype:
+            return shared["adam_update"](p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled,
+                                         maximize)
+        step_size = lr / (1 - beta1 ** step)
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        args = (g, lr, weight_decay, beta1, beta2, eps, step_size, bc2_sqrt, bool(decoupled), bool(maximize))
+        if vmax is None:
+            adam(*args, p, m, v)
+        else:
+            amsgrad(*args, p, m, v, vmax)
+
+    def sgd_update(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize):
+        if momentum != 0 and buf is None or p.dtype != g.dtype:
+            # the first momentum step starts the buffer from the gradient itself
+            return shared["sgd_update"](p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize)
+        args = (g, lr, weight_decay, momentum, dampening, bool(nesterov), bool(maximize))
+        if momentum == 0:
+            sgd_plain(*args, p)
+        else:
+            sgd_momentum(*args, p, buf)
+        return buf
+
+    def relu_backward(g, out):
+        return relu_bw(g, out)
+
+    cudnn = _cudnn(cp)
+
+    def softmax(x, axis):
+        if cudnn is not None and x.dtype.kind == "f" and x.size:
+            return cudnn.softmax_forward(cp.ascontiguousarray(x), axis % x.ndim, _SOFTMAX_ACCURATE)
+        e = exp_shift(x, x.max(axis=axis, keepdims=True))
+        e /= e.sum(axis=axis, keepdims=True)
+        return e
+
+    def log_softmax(x, axis):
+        if cudnn is not None and x.dtype.kind == "f" and x.size:
+            return cudnn.softmax_forward(cp.ascontiguousarray(x), axis % x.ndim, _SOFTMAX_LOG)
+        mx = x.max(axis=axis, keepdims=True)
+        return log_norm(x, mx, exp_shift(x, mx).sum(axis=axis, keepdims=True))
+
+    return {"adam_update": adam_update, "sgd_update": sgd_update, "relu_backward": relu_backward,
+            "softmax": softmax, "log_softmax": log_softmax}
+
+
+def _cudnn(cp):
+    """CuPy's cuDNN wrappers, or None where CuPy was built or installed without cuDNN."""
+    try:
+        from cupyx import cudnn
+
+        return cudnn if cp.cuda.cudnn_enabled else None
+    except (ImportError, AttributeError):
+        return None
