@@ -17,7 +17,7 @@ from .dispatch import unary
 from .ops.linalg import cross, matmul
 from .tensor import Tensor
 
-__all__ = ["cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "norm",
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "norm",
            "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
 
 SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
@@ -40,6 +40,25 @@ def _square(a, op):
 def _floating(a, op):
     if not a.is_floating_point():
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. Got {a.dtype}")
+
+
+class LinAlgError(RuntimeError):
+    """A matrix the operation cannot handle: singular, not positive-definite, not converging."""
+
+
+# why LAPACK refused, in PyTorch's words
+_FAILURES = {
+    "inv": "The diagonal element is zero, the inversion could not be completed because the input matrix is singular.",
+    "det": "The input matrix is singular.",
+    "slogdet": "The input matrix is singular.",
+    "solve": "The solver failed because the input matrix is singular.",
+    "cholesky": "The factorization could not be completed because the input is not positive-definite.",
+    "qr": "The QR decomposition failed to converge.",
+    "svd": "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+           "repeated singular values.",
+    "eigh": "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+            "repeated eigenvalues.",
+}
 
 
 def _sym(x):
@@ -116,8 +135,8 @@ def inv(A: Tensor, *, out=None) -> Tensor:
 def _run(Cls, op, a, *params):
     try:
         return unary(Cls, a, *params)
-    except RuntimeError as e:
-        raise RuntimeError(f"linalg.{op}: {e} (input of shape {list(a.shape)})") from None
+    except RuntimeError:
+        raise LinAlgError(f"linalg.{op}: {_FAILURES[op]} (input of shape {list(a.shape)}, {a.dtype})") from None
 
 
 def det(A: Tensor, *, out=None) -> Tensor:
@@ -151,8 +170,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     b = b.expand(*batch, *b.shape[-2:])
     try:
         x = apply(Solve, a, b)
-    except RuntimeError as e:
-        raise RuntimeError(f"linalg.solve: {e} (A of shape {list(A.shape)})") from None
+    except RuntimeError:
+        raise LinAlgError(f"linalg.solve: {_FAILURES['solve']} (A of shape {list(A.shape)})") from None
     return _out(x.squeeze(-1) if vec else x, out)
 
 

@@ -11,6 +11,8 @@ REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maxim
 
 def kernels(xp) -> dict:
 
+    INTS = {xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8}
+
     def along(index, axis):
         # the full advanced index that addresses x[..., index[...], ...] element by element (scatter/gather)
         nd = index.ndim
@@ -25,7 +27,7 @@ def kernels(xp) -> dict:
         return x[along(index, axis)]
 
     def scatter(x, axis, index, src):
-        out = x.copy()
+        out = xp.array(x, copy=True)
         out[along(index, axis)] = src if xp.ndim(src) == 0 else src[tuple(slice(0, n) for n in index.shape)]
         return out
 
@@ -33,7 +35,7 @@ def kernels(xp) -> dict:
         # reduce in "sum", "prod", "mean", "amax", "amin"
         idx = along(index, axis)
         src = src[tuple(slice(0, n) for n in index.shape)]
-        out = x.copy()
+        out = xp.array(x, copy=True)
         if not include_self:
             # written positions start from the identity (max/min: any of their own sources)
             out[idx] = SEEDS[reduce] if reduce in SEEDS else src
@@ -42,21 +44,21 @@ def kernels(xp) -> dict:
             count = xp.full(x.shape, 1 if include_self else 0, dtype=out.dtype)
             xp.add.at(count, idx, 1)
             count = xp.maximum(count, 1)
-            out = out / count if out.dtype.kind in "fc" else xp.floor_divide(out, count)
-        return out.astype(x.dtype, copy=False)
+            out = xp.floor_divide(out, count) if out.dtype in INTS else out / count
+        return xp.asarray(out, dtype=x.dtype)
 
     def index_add(x, axis, index, src):
-        out = x.copy()
+        out = xp.array(x, copy=True)
         xp.add.at(out, (slice(None),) * axis + (index,), src)
         return out
 
     def index_copy(x, axis, index, src):
-        out = x.copy()
+        out = xp.array(x, copy=True)
         out[(slice(None),) * axis + (index,)] = src
         return out
 
     def index_fill(x, axis, index, value):
-        out = x.copy()
+        out = xp.array(x, copy=True)
         out[(slice(None),) * axis + (index,)] = value
         return out
 
@@ -64,8 +66,8 @@ def kernels(xp) -> dict:
         return xp.take(x, index, axis=axis)
 
     def masked_scatter(x, mask, src):
-        out = x.copy()
-        n = int(mask.sum())
+        out = xp.array(x, copy=True)
+        n = int(xp.sum(mask))
         out[mask] = src.reshape(-1)[:n]
         return out
 

@@ -19,18 +19,23 @@ def kernels(xp) -> dict:
         return tuple(la.svd(a, full_matrices=full_matrices))
 
     def eigh(a, uplo):
-        w, v = la.eigh(a, UPLO=uplo)
+        # the lower triangle of a's transpose is a's upper one
+        w, v = la.eigh(a if uplo == "L" else xp.swapaxes(a, -1, -2))
         return w, v
 
     def cholesky(a, upper):
         lo = la.cholesky(a)
-        return xp.swapaxes(lo, -1, -2).copy() if upper else lo
+        return xp.array(xp.swapaxes(lo, -1, -2), copy=True) if upper else lo
 
     def solve(a, b):
         return la.solve(a, b)
 
     def pinv(a, rtol, hermitian):
-        return la.pinv(a, rcond=rtol, hermitian=hermitian)
+        # by SVD, dropping singular values below rtol * the largest
+        u, s, vh = la.svd(a, full_matrices=False)
+        cut = rtol * xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+        s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
+        return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
 
     return {
         "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,

@@ -16,7 +16,7 @@ def kernels(xp) -> dict:
         return tuple(xp.split(x, bounds, axis=axis))
 
     def flip(x, axes):
-        return xp.flip(x, axis=axes).copy()
+        return xp.array(xp.flip(x, axis=axes), copy=True)
 
     def roll(x, shifts, axes):
         return xp.roll(x, shifts, axis=axes)
@@ -25,12 +25,20 @@ def kernels(xp) -> dict:
         return xp.tile(x, reps)
 
     def tril(x, k):
-        return xp.tril(x, k)
+        return xp.tril(x, k=k)
 
     def triu(x, k):
-        return xp.triu(x, k)
+        return xp.triu(x, k=k)
 
-    def diagonal(x, offset, axis1, axis2):
+    def diag_index(shape, offset, axis1, axis2):
+        # the advanced index of a diagonal, and where NumPy puts its dimension in the result
+        n = max(min(shape[axis1] - max(-offset, 0), shape[axis2] - max(offset, 0)), 0)
+        idx = [slice(None)] * len(shape)
+        idx[axis1] = xp.arange(n) + max(-offset, 0)
+        idx[axis2] = xp.arange(n) + max(offset, 0)
+        return tuple(idx), min(axis1, axis2) if abs(axis1 - axis2) == 1 else 0
+
+    def diagonal_strided(x, offset, axis1, axis2):
         # a writable view (xp.diagonal's view is read-only)
         nd = x.ndim
         order = [d for d in range(nd) if d not in (axis1, axis2)] + [axis1, axis2]
@@ -39,31 +47,50 @@ def kernels(xp) -> dict:
         n = max(min(x.shape[-2], x.shape[-1]), 0)
         return strided(x, x.shape[:-2] + (n,), x.strides[:-2] + (x.strides[-2] + x.strides[-1],))
 
+    def diagonal_copy(x, offset, axis1, axis2):
+        idx, pos = diag_index(x.shape, offset, axis1, axis2)
+        return xp.moveaxis(x[idx], pos, -1)
+
+    def diagonal_scatter(out, src, offset, axis1, axis2):
+        # out's diagonal (in dims axis1, axis2) := src, whose last dimension runs along it
+        idx, pos = diag_index(out.shape, offset, axis1, axis2)
+        out[idx] = xp.moveaxis(src, -1, pos)
+        return out
+
     def diag_embed(x, offset, axis1, axis2):
         n = x.shape[-1] + abs(offset)
-        out = xp.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
-        diagonal(out, offset, x.ndim - 1, x.ndim)[...] = x
-        nd = out.ndim
-        rest = iter(range(nd - 2))
-        order = [0] * nd
-        for d in range(nd):
-            order[d] = nd - 2 if d == axis1 else nd - 1 if d == axis2 else next(rest)
-        return xp.transpose(out, order)
+        shape = list(x.shape[:-1])
+        for d in sorted((axis1, axis2)):
+            shape.insert(d, n)
+        return diagonal_scatter(xp.zeros(tuple(shape), dtype=x.dtype), x, offset, axis1, axis2)
 
-    def windows(x, axis, size, step):
+    def windows_strided(x, axis, size, step):
         # Tensor.unfold: windows of `size` every `step` along axis, as a new last dimension (a view)
         n = (x.shape[axis] - size) // step + 1
         shape = x.shape[:axis] + (n,) + x.shape[axis + 1:] + (size,)
         st = x.strides
-        strides = st[:axis] + (st[axis] * step,) + st[axis + 1:] + (st[axis],)
-        return strided(x, shape, strides)
+        return strided(x, shape, st[:axis] + (st[axis] * step,) + st[axis + 1:] + (st[axis],))
+
+    def windows_copy(x, axis, size, step):
+        n = (x.shape[axis] - size) // step + 1
+        idx = xp.reshape(xp.arange(n)[:, None] * step + xp.arange(size)[None, :], (-1,))
+        w = xp.take(x, idx, axis=axis)
+        w = xp.reshape(w, x.shape[:axis] + (n, size) + x.shape[axis + 1:])
+        return xp.moveaxis(w, axis + 1, -1)
+
+    # views by strides where the arrays have them, copies elsewhere
+    has_strides = hasattr(xp.zeros(1), "strides")
+    diagonal = diagonal_strided if has_strides else diagonal_copy
+    windows = windows_strided if has_strides else windows_copy
 
     def nonzero(x):
-        return xp.stack(xp.nonzero(x), axis=-1).astype(xp.int64) if x.ndim else \
-            xp.zeros((int(bool(x)), 0), dtype=xp.int64)
+        if x.ndim == 0:
+            return xp.zeros((int(bool(x)), 0), dtype=xp.int64)
+        return xp.asarray(xp.stack(xp.nonzero(x), axis=-1), dtype=xp.int64)
 
     return {
         "cat": cat, "stack": stack, "split": split, "flip": flip, "roll": roll, "tile": tile,
-        "tril": tril, "triu": triu, "diagonal": diagonal, "diag_embed": diag_embed, "windows": windows,
+        "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed,
+        "windows": windows,
         "nonzero": nonzero,
     }

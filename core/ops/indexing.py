@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, view_op
 from ..tensor import Tensor, _wrap, _wrap_dim
@@ -69,7 +70,7 @@ def _convert_index(t, index, op="index"):
                                  f"got {i.dtype}")
             arr = i._data if i._dev is t._dev else xp.asarray(i._dev.backend.to_numpy(i._data))
             if i.dtype.name == "uint8":
-                arr = arr.astype(bool)
+                arr = arr != 0
             out.append(arr)
         elif isinstance(i, (list, np.ndarray)):
             a = np.asarray(i)
@@ -100,34 +101,34 @@ def _convert_index(t, index, op="index"):
 def _check_bounds(t, index):
     """PyTorch's IndexErrors for too many indices, out-of-range integers and mis-shaped masks."""
     shape = t._data.shape
-    used = [i.ndim if getattr(i, "dtype", None) == bool else (0 if i is None or i is Ellipsis else 1)
-            for i in index]
+    masks = [hasattr(i, "dtype") and t._dev.backend.dtype_of(i) is dtypes.bool for i in index]
+    used = [i.ndim if m else (0 if i is None or i is Ellipsis else 1) for i, m in zip(index, masks)]
     total = sum(used)
     if total > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     dim = 0
-    for i, n in zip(index, used):
+    for i, n, is_mask in zip(index, used, masks):
         if i is Ellipsis:
             dim += len(shape) - total
             continue
         if isinstance(i, int):
             if not -shape[dim] <= i < shape[dim]:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
-        elif getattr(i, "dtype", None) == bool:
+        elif is_mask:
             for j in range(i.ndim):
                 if i.shape[j] != shape[dim + j]:
                     raise IndexError(f"The shape of the mask {list(i.shape)} at index {j} does not match the shape "
                                      f"of the indexed tensor {list(shape)} at index {dim + j}")
         elif hasattr(i, "dtype") and i.size:
-            bad = _first_out_of_range(i, shape[dim])
+            bad = _first_out_of_range(t._dev.backend.xp, i, shape[dim])
             if bad is not None:
                 raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {shape[dim]}")
         dim += n
 
 
-def _first_out_of_range(arr, size, negative_ok=True):
-    """The first value of integer array ``arr`` outside ``[-size, size)`` (``[0, size)``), or None."""
-    lo, hi = int(arr.min()), int(arr.max())
+def _first_out_of_range(xp, arr, size, negative_ok=True):
+    """A value of integer array ``arr`` outside ``[-size, size)`` (``[0, size)``), or None."""
+    lo, hi = int(xp.min(arr)), int(xp.max(arr))
     if hi >= size:
         return hi
     if lo < (-size if negative_ok else 0):
@@ -165,10 +166,11 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
     if ndim_match and index.dim() != max(t.dim(), 1) and index.numel():
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
                            f"(got index {list(index.shape)} and input {list(t.shape)})")
-    arr = index._data
+    xp = t._dev.backend.xp
+    arr = xp.reshape(index._data, (-1,)) if vector and t.dim() else index._data
     size = t.shape[dim] if t.dim() else 1
     if arr.size:
-        bad = _first_out_of_range(arr, size, negative_ok)
+        bad = _first_out_of_range(xp, arr, size, negative_ok)
         if bad is not None:
             if vector:
                 raise IndexError(f"{op}(): index out of range in self (index {bad} for dimension {dim} with "
@@ -287,7 +289,7 @@ class ScatterReduce(TensorArgsOp):
         from ..autograd.grad_mode import no_grad
 
         with no_grad():
-            hit = x.new_zeros(x.shape, dtype=bool).scatter(axis, idx, True)
+            hit = x.new_zeros(x.shape, dtype=dtypes.bool).scatter(axis, idx, True)
             keep = (1 - hit.to(g.dtype)) if not ctx.include_self else 1
         if red == "sum":
             return g * keep, _pad_to(gather(g, axis, idx), src.shape)
@@ -316,6 +318,9 @@ def _corner(idx):
     return tuple(slice(0, n) for n in idx.shape)
 
 
+_INDEX_DTYPES = ("int64", "int32")
+
+
 def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Tensor:  # noqa: A002
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (for ``dim=0``).
 
@@ -324,13 +329,13 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     tensor([[1, 1],
             [4, 3]])
     """
-    d, idx = _dim_index(input, dim, index, "gather", ndim_match=True)
+    d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
     return _out(apply(Gather, input, d, idx), out)
 
 
 def _scatter_args(x, dim, index, src, op):
-    d, idx = _dim_index(x, dim, index, op, ndim_match=True)
+    d, idx = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _same_dtype(x, src, op)
     _no_larger(x, index, d, op, src if isinstance(src, Tensor) else None)
     return d, idx
@@ -435,11 +440,11 @@ class IndexFill(TensorArgsOp):
         return apply(IndexFill, g, ctx.axis, ctx.idx, 0)
 
 
-_INDEX_DTYPES = ("int64", "int32")
-
-
 def _index_src_check(x, d, index, src, op):
     _same_dtype(x, src, op)
+    if src.dim() and x.dim() and src.shape[d] != index.numel():
+        raise RuntimeError(f"{op}(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
+                           f"({src.shape[d]}), for dim: {d}")
     want = list(x.shape) if x.dim() else [1]
     if x.dim():
         want[d] = index.numel()
@@ -458,19 +463,19 @@ def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
             [3, 4]])
     """
     d, idx = _dim_index(input, dim, index, "index_select", dtypes_ok=_INDEX_DTYPES, vector=True)
-    return _out(apply(IndexSelect, input, d, idx.reshape(-1) if input.dim() else idx), out)
+    return _out(apply(IndexSelect, input, d, idx), out)
 
 
 def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
     d, idx = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, vector=True)
     if Cls is IndexFill:
-        return run(Cls, x, d, idx.reshape(-1), _to_array_scalar(src, op))
+        return run(Cls, x, d, idx, _to_array_scalar(src, op))
     _index_src_check(x, d, index, src, op)
     if alpha != 1:
         src = src * alpha
     if x.dim() == 0:
-        return run(Cls, x.reshape(1), 0, idx.reshape(-1), src.reshape(1)).reshape(())
-    return run(Cls, x, d, idx.reshape(-1), src)
+        return run(Cls, x.reshape(1), 0, idx, src.reshape(1)).reshape(())
+    return run(Cls, x, d, idx, src)
 
 
 def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A002
@@ -530,9 +535,10 @@ def _masked_scatter_args(x, mask, source, op):
     _mask_arg(mask, op)
     _same_dtype(x, source, op)
     m = expand(mask, x.shape)
-    if int(m._data.sum()) > source.numel():
+    count = int(x._dev.backend.xp.count_nonzero(m._data))
+    if count > source.numel():
         raise RuntimeError(f"{op}: Number of elements of source < number of ones in mask "
-                           f"({source.numel()} < {int(m._data.sum())})")
+                           f"({source.numel()} < {count})")
     return m._data
 
 
@@ -549,7 +555,7 @@ def take(input, index) -> Tensor:  # noqa: A002
                            f"{getattr(index, 'dtype', type(index).__name__)}")
     n = flat.shape[0]
     if index.numel():
-        bad = _first_out_of_range(index._data, n)
+        bad = _first_out_of_range(input._dev.backend.xp, index._data, n)
         if bad is not None:
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
     return apply(Getitem, flat, (index._data,))

@@ -13,7 +13,7 @@ from ..autograd.grad_mode import STATE, enable_grad
 from ..dispatch import _SCALARS, device_error, inplace, link, replay_view
 from ..tensor import Tensor
 from . import pointwise as pw
-from .indexing import _convert_index, _is_basic, getitem
+from .indexing import _check_bounds, _convert_index, _is_basic, getitem
 
 
 __all__ = []
@@ -189,6 +189,7 @@ def _arith_(Cls, name):
 def setitem(self, index, value):
     """``self[index] = value`` (differentiable with respect to ``value``)."""
     idx = _convert_index(self, index, "index_put_")
+    _check_bounds(self, idx)
     if not isinstance(value, Tensor):
         from .creation import tensor
 

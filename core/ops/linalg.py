@@ -214,9 +214,9 @@ def _parse_einsum(equation, shapes):
     lhs, arrow, rhs = eq.partition("->")
     ins = lhs.split(",")
     if len(ins) != len(shapes):
-        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
-                         if len(shapes) > len(ins) else
-                         "einsum(): fewer operands were provided than specified in the equation")
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(shapes) > len(ins) else
+                           "einsum(): fewer operands were provided than specified in the equation")
     letters = set(c for c in eq if c.isalpha())
     free = iter(c for c in string.ascii_letters if c not in letters)
     n_ell = max([len(sh) - (len(s) - 3) for s, sh in zip(ins, shapes) if "..." in s], default=0)

@@ -328,7 +328,7 @@ class Unbind(Op):
     def forward(ctx, k, x, axis):
         ctx.axis = axis
         lead = (slice(None),) * axis
-        return tuple(x[lead + (i,)] for i in range(x.shape[axis]))
+        return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[axis]))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -339,7 +339,7 @@ def _tensors_arg(tensors, op):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        raise ValueError(f"torch.{op}(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
@@ -561,12 +561,14 @@ class Flip(Op):
         return unary(Flip, g, ctx.axes)
 
 
-def _dims(dims, n, op):
+def _dims(dims, n, op, what=""):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     out = tuple(_wrap_dim(d, n, op) for d in dims)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"{op}: dims has duplicates, original flip dims size={len(out)}, but unique flip dims "
-                           f"size={len(set(out))}")
+        if what:
+            raise RuntimeError(f"{op}: repeated dim in `{what}` ({list(dims)})")
+        d = next(d for d in out if out.count(d) > 1)
+        raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
     return out
 
 
@@ -643,8 +645,8 @@ def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
 def movedim(input, source, destination) -> Tensor:  # noqa: A002
     """Move dimensions ``source`` to positions ``destination`` (a view)."""
     n = input.dim()
-    src = _dims(source, n, "movedim")
-    dst = _dims(destination, n, "movedim")
+    src = _dims(source, n, "movedim", "source")
+    dst = _dims(destination, n, "movedim", "destination")
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                            f"contain the same number of dims as destination ({list(dst)} dims)")
@@ -730,9 +732,7 @@ class DiagonalScatter(Op):
     @staticmethod
     def forward(ctx, k, g, shape, offset, d1, d2):
         ctx.args = (offset, d1, d2)
-        out = k["full"](shape, 0, g.dtype)
-        k["copy_"](k["diagonal"](out, offset, d1, d2), g)
-        return out
+        return k["diagonal_scatter"](k["full"](shape, 0, g.dtype), g, offset, d1, d2)
 
     @staticmethod
     def backward(ctx, gg):
