@@ -78,6 +78,7 @@ def typename(t) -> str:
 
 
 
+from . import nn  # noqa: E402
 from . import optim, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ["base", "optim", "shape", "indexing", "linalg", "rnn", "pointwise", "reduction", "random"]
+MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random"]
 
 
 def library(xp) -> dict:

@@ -1,0 +1,256 @@
+"""Loss functions (``reduction='mean'|'sum'|'none'``)."""
+from __future__ import annotations
+
+import math
+
+from ...autograd.grad_mode import no_grad
+from ...ops.pointwise import where
+from ...tensor import Tensor
+from .activation import log_softmax, softplus
+from .distance import pairwise_distance
+
+
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+
+
+def _same_shape(op, x, y):
+    if x.shape != y.shape:
+        raise ValueError(f"{op}: Using a target size ({list(y.shape)}) that is different to the input size "
+                         f"({list(x.shape)}) is not supported; please ensure they have the same size.")
+
+
+def _legacy(reduction, size_average, reduce):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
+             weight=None) -> Tensor:
+    """Mean squared error.
+
+    >>> import ember
+    >>> ember.nn.functional.mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.])).item()
+    2.0
+    """
+    _same_shape("mse_loss", input, target)
+    d = input - target
+    return _reduce(d * d, _legacy(reduction, size_average, reduce), "mse_loss")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:  # noqa: A002
+    _same_shape("l1_loss", input, target)
+    return _reduce((input - target).abs(), _legacy(reduction, size_average, reduce), "l1_loss")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
+    _same_shape("smooth_l1_loss", input, target)
+    d = (input - target).abs()
+    loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:  # noqa: A002
+    _same_shape("huber_loss", input, target)
+    d = (input - target).abs()
+    return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
+
+
+def _class_target(op, input, target):
+    if input.ndim == 1:
+        return input.unsqueeze(0), target.unsqueeze(0)
+    if target.shape != input.shape[:1] + input.shape[2:]:
+        raise ValueError(f"{op}: Expected target size {list(input.shape[:1] + input.shape[2:])}, got "
+                         f"{list(target.shape)} for input of size {list(input.shape)}")
+    return input, target
+
+
+def _picked(logp, target, weight, ignore_index):
+    """Per-element ``-w[t] * logp[t]`` and ``w[t]`` (zero where ignored)."""
+    keep = target != ignore_index
+    safe = where(keep, target, target.new_zeros(()))
+    c = logp.shape[1]
+    tmin, tmax = (int(safe.cpu().numpy().min()), int(safe.cpu().numpy().max())) if safe.numel() else (0, 0)
+    if tmin < 0 or tmax >= c:
+        raise IndexError(f"nll_loss: Target {tmax if tmax >= c else tmin} is out of bounds for {c} classes")
+    nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1)
+    w = keep.to(logp.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe.reshape(-1)).reshape(safe.shape)
+    return nll * w, w
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` ``(N, C, ...)`` at class indices ``target``."""
+    reduction = _legacy(reduction, size_average, reduce)
+    unbatched = input.ndim == 1
+    x, t = _class_target("nll_loss", input, target)
+    if weight is not None and weight.numel() != x.shape[1]:
+        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {x.shape[1]} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    loss, w = _picked(x, t, weight, ignore_index)
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    if reduction == "none" and unbatched:
+        return _reduce(loss.squeeze(0), reduction, "nll_loss")
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """``nll_loss(log_softmax(input, 1), target)``; ``target`` holds class indices or class probabilities.
+
+    >>> import ember
+    >>> round(ember.nn.functional.cross_entropy(ember.zeros(1, 4), ember.tensor([1])).item(), 4)
+    1.3863
+    """
+    reduction = _legacy(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, dim)
+    c = input.shape[dim]
+    wshape = (c,) + (1,) * (input.ndim - dim - 1)
+    if target.is_floating_point():
+        if target.shape != input.shape:
+            raise RuntimeError(f"cross_entropy: Expected floating point target of the same shape as input "
+                               f"{list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        loss = -prod.sum(dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // c)
+        return _reduce(loss, reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0:
+        return nll
+    x, t = _class_target("cross_entropy", logp, target)
+    keep = (t != ignore_index).to(logp.dtype)
+    lp = x * weight.reshape(wshape) if weight is not None else x
+    smooth = -lp.sum(1) * keep
+    if input.ndim == 1 and reduction == "none":
+        smooth = smooth.squeeze(0)
+    if reduction == "mean":
+        _, w = _picked(x, t, weight, ignore_index)
+        smooth = smooth.sum() / w.sum()
+    else:
+        smooth = _reduce(smooth, reduction, "cross_entropy")
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def _log_clamped(x):
+    lx = x.log()
+    return where(lx > -100, lx, lx.new_full((), -100.0))
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100, as PyTorch does."""
+    _same_shape("binary_cross_entropy", input, target)
+    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                     size_average=None, reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """``BCE(sigmoid(x), t)`` computed stably from logits: ``(1 - t) x + (1 + (pw - 1) t) softplus(-x)``."""
+    _same_shape("binary_cross_entropy_with_logits", input, target)
+    sp = softplus(-input, 1.0, float("inf"))
+    lw = 1 + (pos_weight - 1) * target if pos_weight is not None else None
+    loss = (1 - target) * input + (sp * lw if lw is not None else sp)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "binary_cross_entropy_with_logits")
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
+           log_target: bool = False) -> Tensor:
+    """``target * (log(target) - input)`` (``input`` holds log-probabilities); ``'batchmean'`` divides by N."""
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = target > 0
+        safe = where(pos, target, target.new_ones(()))
+        loss = where(pos, target * (safe.log() - input), target.new_zeros(()) * input)
+    reduction = _legacy(reduction, size_average, reduce)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction, "kl_div")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean") -> Tensor:
+    loss = (-target * (input1 - input2) + margin).relu()
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean") -> Tensor:
+    zero = input.new_zeros(())
+    loss = where(target != 1, (margin - input).relu(), zero) + where(target != -1, input, zero)
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "hinge_embedding_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean") -> Tensor:
+    eps = 1e-12
+    dim = input1.ndim - 1
+    prod = (input1 * input2).sum(dim)
+    m1 = (input1 * input1).sum(dim) + eps
+    m2 = (input2 * input2).sum(dim) + eps
+    cos = prod / (m1 * m2).sqrt()
+    zero = cos.new_zeros(())
+    loss = where(target == 1, 1 - cos, zero) + where(target == -1, (cos - margin).relu(), zero)
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean") -> Tensor:
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_pn = pairwise_distance(positive, negative, p, eps)
+        d_an = where(d_pn < d_an, d_pn, d_an)
+    loss = (d_ap - d_an + margin).relu()
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "triplet_margin_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,  # noqa: A002
+                     reduce=None, reduction="mean") -> Tensor:
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        safe = where(big, target, target.new_ones(()))
+        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
+        loss = loss + where(big, stirling, target.new_zeros(()))
+    return _reduce(loss, _legacy(reduction, size_average, reduce), "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean") -> Tensor:  # noqa: A002
+    if var.ndim == input.ndim - 1 and var.shape == input.shape[:-1]:
+        var = var.unsqueeze(-1)
+    with no_grad():
+        small = var < eps
+    var = where(small, var.detach() * 0 + eps, var)
+    d = input - target
+    loss = ((var.log()) + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")

@@ -1,0 +1,98 @@
+"""Resampling: ``interpolate`` (nearest, linear/bilinear/trilinear), pixel shuffle."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...tensor import Tensor
+
+
+def _src_nearest(o, s, scale):
+    r = s / o if scale is None else 1.0 / scale
+    return np.minimum(np.floor(np.arange(o) * r).astype(np.int64), s - 1)
+
+
+def _linear_matrix(o, s, scale, align_corners):
+    """``(o, s)`` matrix of PyTorch's linear interpolation weights along one dimension."""
+    m = np.zeros((o, s))
+    if align_corners:
+        src = np.arange(o) * ((s - 1) / (o - 1) if o > 1 else 0.0)
+    else:
+        r = s / o if scale is None else 1.0 / scale
+        src = np.maximum((np.arange(o) + 0.5) * r - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), s - 1)
+    i1 = np.minimum(i0 + 1, s - 1)
+    lam = src - i0
+    np.add.at(m, (np.arange(o), i0), 1 - lam)
+    np.add.at(m, (np.arange(o), i1), lam)
+    return m
+
+
+_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
+                align_corners: bool | None = None, recompute_scale_factor=None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dimensions of ``(N, C, *spatial)``.
+
+    >>> import ember
+    >>> ember.nn.functional.interpolate(ember.ones(1, 1, 2, 2), scale_factor=2).shape
+    ember.Size([1, 1, 4, 4])
+    """
+    from ...ops.creation import tensor
+
+    d = input.ndim - 2
+    if d < 1:
+        raise ValueError(f"interpolate: expected a batched input with spatial dimensions, got size "
+                         f"{list(input.shape)}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: only one of size or scale_factor should be defined")
+    sp = input.shape[2:]
+    if size is not None:
+        osz = tuple(size) if isinstance(size, (tuple, list)) else (size,) * d
+        scales = (None,) * d
+    else:
+        sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * d
+        osz = tuple(int(math.floor(s * f)) for s, f in zip(sp, sf))
+        scales = (None,) * d if recompute_scale_factor else sf
+    if len(osz) != d:
+        raise ValueError(f"interpolate: size {list(osz)} does not match the {d} spatial dimensions of input "
+                         f"{list(input.shape)}")
+    out = input
+    if mode in ("nearest",):
+        for i in range(d):
+            idx = _src_nearest(osz[i], sp[i], scales[i])
+            out = out.index_select(2 + i, tensor(idx, device=input.device))
+        return out
+    if _LINEAR.get(mode) != d:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
+    for i in range(d):
+        m = tensor(_linear_matrix(osz[i], sp[i], scales[i], bool(align_corners)), dtype=input.dtype,
+                   device=input.device)
+        axis = 2 + i
+        out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    """``(*, C r^2, H, W)`` to ``(*, C, H r, W r)``."""
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = input.reshape(-1, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    """``(*, C, H r, W r)`` to ``(*, C r^2, H, W)``."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(-1, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))

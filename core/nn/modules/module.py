@@ -1,0 +1,587 @@
+"""``nn.Module``: the base class of every layer and model.
+
+Parameters, buffers and submodules register themselves through ``__setattr__``
+into three ordered dicts; one traversal (:meth:`Module._named_members`) serves
+``parameters``, ``buffers``, ``named_modules`` and ``state_dict``.
+
+>>> import ember
+>>> class Net(ember.nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.fc = ember.nn.Linear(2, 3)
+...         self.register_buffer("steps", ember.zeros(()))
+...     def forward(self, x):
+...         return self.fc(x)
+>>> list(Net().state_dict().keys())
+['steps', 'fc.weight', 'fc.bias']
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Callable, Iterator
+
+from ...tensor import Tensor
+from ..parameter import Parameter
+from .hooks import call_with_backward_hooks
+
+_set = object.__setattr__
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class Module:
+    """Base class for neural-network modules: subclass it, assign layers in ``__init__``, write ``forward``."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        _set(self, "training", True)
+        _set(self, "_parameters", OrderedDict())
+        _set(self, "_buffers", OrderedDict())
+        _set(self, "_non_persistent_buffers_set", set())
+        _set(self, "_modules", OrderedDict())
+        _set(self, "_forward_pre_hooks", OrderedDict())
+        _set(self, "_forward_hooks", OrderedDict())
+        _set(self, "_backward_hooks", OrderedDict())
+        _set(self, "_backward_pre_hooks", OrderedDict())
+        _set(self, "_state_dict_hooks", OrderedDict())
+        _set(self, "_state_dict_pre_hooks", OrderedDict())
+        _set(self, "_load_state_dict_pre_hooks", OrderedDict())
+        _set(self, "_load_state_dict_post_hooks", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            r = hook(self, args)
+            if r is not None:
+                args = r if isinstance(r, tuple) else (r,)
+        if self._backward_hooks or self._backward_pre_hooks:
+            out = call_with_backward_hooks(self, args, kwargs)
+        else:
+            out = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            r = hook(self, args, out)
+            if r is not None:
+                out = r
+        return out
+
+    # ------------------------------------------------------------------ registration
+    def __setattr__(self, name: str, value) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                "(torch.nn.Module or None expected)")
+            self._modules[name] = None
+        elif params is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(torch.Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            _set(self, name, value)
+
+    def _forget(self, name):
+        self.__dict__.pop(name, None)
+        for d in (self._parameters, self._buffers, self._modules):
+            d.pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            s = d.get(store)
+            if s is not None and name in s:
+                return s[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for d in (self._parameters, self._buffers, self._modules):
+            if name in d:
+                del d[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def _check_name(self, name, kind):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or ``None``, a declared but absent one) under ``name``."""
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             "created explicitly. To express '{name}' as a function of another Tensor, compute "
+                             "the value in the forward() method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state saved in ``state_dict`` (when ``persistent``) but not trained.
+
+        >>> import ember
+        >>> m = ember.nn.Module()
+        >>> m.register_buffer("running_mean", ember.zeros(3))
+        >>> list(m.state_dict())
+        ['running_mean']
+        """
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module under ``name`` (``Sequential().add_module("0", layer)``)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``""`` is self)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def _get_leaf(self, target, store, kind):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in getattr(mod, store):
+            raise AttributeError(f"`{name}` is not {kind}")
+        return getattr(mod, name)
+
+    def get_parameter(self, target: str) -> Parameter:
+        return self._get_leaf(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        return self._get_leaf(target, "_buffers", "a buffer")
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """``(dotted name, module)`` for this module and every descendant, each once."""
+        if memo is None:
+            memo = set()
+        if self in memo and remove_duplicate:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def _named_members(self, store: str, prefix="", recurse=True, remove_duplicate=True, persistent_only=False):
+        """The one traversal: ``(dotted name, value)`` of ``store`` entries over the module tree."""
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mprefix, m in mods:
+            skip = m._non_persistent_buffers_set if persistent_only else ()
+            for k, v in getattr(m, store).items():
+                if v is None or k in skip:
+                    continue
+                if remove_duplicate:
+                    if id(v) in seen:
+                        continue
+                    seen.add(id(v))
+                yield mprefix + ("." if mprefix else "") + k, v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """``(name, Parameter)`` pairs, shared parameters once."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The learnable parameters (for an optimizer).
+
+        >>> import ember
+        >>> [p.shape for p in ember.nn.Linear(2, 3).parameters()]
+        [ember.Size([3, 2]), ember.Size([3])]
+        """
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every submodule (children first) and on self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ modes and grads
+    def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            _set(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                g = p.grad
+                if g.grad_fn is not None:
+                    g.detach_()
+                else:
+                    g.requires_grad_(False)
+                g.zero_()
+
+    # ------------------------------------------------------------------ conversion
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is None:
+                    continue
+                new = fn(p)
+                if new is not p:
+                    p.data = new.detach()
+                if p.grad is not None:
+                    g = fn(p.grad)
+                    if g is not p.grad:
+                        p.grad = g
+            for k, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[k] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """Move and/or cast parameters and buffers (floating ones only for a dtype), in place."""
+        from ...ops.conversion import _parse_to
+
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        dev, dt = _parse_to(args, kwargs)
+
+        def convert(t):
+            if dt is not None and (t.is_floating_point() or t.is_complex()):
+                t = t.to(dt)
+            return t.to(dev) if dev is not None else t
+
+        return self._apply(convert)
+
+    def cpu(self) -> Module:
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device=None) -> Module:
+        return self._apply(lambda t: t.cuda(device))
+
+    def type(self, dst_type) -> Module:
+        return self._apply(lambda t: t.type(dst_type))
+
+    def _cast_float(self, dt):
+        return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
+
+    def float(self) -> Module:
+        from ... import dtypes
+
+        return self._cast_float(dtypes.float32)
+
+    def double(self) -> Module:
+        from ... import dtypes
+
+        return self._cast_float(dtypes.float64)
+
+    def half(self) -> Module:
+        from ... import dtypes
+
+        return self._cast_float(dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        from ... import dtypes
+
+        return self._cast_float(dtypes.bfloat16)
+
+    def share_memory(self) -> Module:
+        return self._apply(lambda t: t.share_memory_() if hasattr(t, "share_memory_") else t)
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name, in PyTorch's order (own entries, then children).
+
+        Values are detached (``keep_vars=False``) and share storage with the module.
+        """
+        if args:
+            destination = args[0] if len(args) > 0 else destination
+            prefix = args[1] if len(args) > 1 else prefix
+            keep_vars = args[2] if len(args) > 2 else keep_vars
+        if destination is None:
+            destination = OrderedDict()
+        for mprefix, m in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
+            p = mprefix + "." if mprefix else ""
+            for hook in m._state_dict_pre_hooks.values():
+                hook(m, p, keep_vars)
+            m._save_to_state_dict(destination, p, keep_vars)
+            for hook in m._state_dict_hooks.values():
+                r = hook(m, destination, p, {})
+                if r is not None:
+                    destination = r
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for k, v in self._parameters.items():
+            if v is not None:
+                destination[prefix + k] = v if keep_vars else v.detach()
+        for k, v in self._buffers.items():
+            if v is not None and k not in self._non_persistent_buffers_set:
+                destination[prefix + k] = v if keep_vars else v.detach()
+        extra = getattr(type(self), "get_extra_state", None)
+        if extra is not None:
+            destination[prefix + "_extra_state"] = self.get_extra_state()
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy parameters and buffers from ``state_dict``; returns ``(missing_keys, unexpected_keys)``.
+
+        Every key and shape is checked first: on any error nothing is copied.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        state_dict = OrderedDict(state_dict)
+        for mprefix, m in self.named_modules(remove_duplicate=False):
+            p = mprefix + "." if mprefix else ""
+            for hook in m._load_state_dict_pre_hooks.values():
+                hook(state_dict, p, {}, strict, [], [], [])
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        for k, dst in own.items():
+            if k not in state_dict:
+                continue
+            src = state_dict[k]
+            if not isinstance(src, Tensor):
+                errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or Tensor-like '
+                              f"object from checkpoint but received {type(src)}")
+            elif tuple(src.shape) != tuple(dst.shape):
+                errors.append(f"size mismatch for {k}: copying a param with shape {_size(src)} from checkpoint, "
+                              f"the shape in current model is {_size(dst)}.")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in
+                                                                                          unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(),
+                                                                                     "\n\t".join(errors)))
+        from ...autograd.grad_mode import no_grad
+
+        with no_grad():
+            for k, dst in own.items():
+                if k in state_dict:
+                    self._assign(k, dst, state_dict[k], assign)
+        result = _IncompatibleKeys(missing, unexpected)
+        for m in self.modules():
+            for hook in m._load_state_dict_post_hooks.values():
+                hook(m, result)
+        return result
+
+    def _assign(self, key, dst, src, assign):
+        if not assign:
+            dst.copy_(src)
+            return
+        mod_path, _, name = key.rpartition(".")
+        owner = self.get_submodule(mod_path)
+        if name in owner._parameters:
+            owner._parameters[name] = src if isinstance(src, Parameter) else Parameter(src, dst.requires_grad)
+        else:
+            owner._buffers[name] = src
+
+    # ------------------------------------------------------------------ hooks
+    def _hook(self, store, hook, prepend=False):
+        key = object()
+        store[key] = hook
+        if prepend:
+            store.move_to_end(key, last=False)
+        return _DictHandle(store, key)
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> "_DictHandle":
+        """``hook(module, args)`` runs before forward; it may return new args."""
+        return self._hook(self._forward_pre_hooks, hook, prepend)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False) -> "_DictHandle":
+        """``hook(module, args, output)`` runs after forward; it may return a new output."""
+        return self._hook(self._forward_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> "_DictHandle":
+        """``hook(module, grad_input, grad_output)`` runs when the module's input gradients are computed."""
+        return self._hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> "_DictHandle":
+        """``hook(module, grad_output)`` runs before the module's backward; it may return new grad_output."""
+        return self._hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_state_dict_pre_hook(self, hook) -> "_DictHandle":
+        return self._hook(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook) -> "_DictHandle":
+        return self._hook(self._state_dict_hooks, lambda m, d, p, lm: hook(m, d, p, lm))
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
+    def register_load_state_dict_pre_hook(self, hook) -> "_DictHandle":
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, error_msgs)``."""
+        return self._hook(self._load_state_dict_pre_hooks, lambda sd, p, *rest: hook(self, sd, p, *rest))
+
+    def register_load_state_dict_post_hook(self, hook) -> "_DictHandle":
+        """``hook(module, incompatible_keys)`` runs after ``load_state_dict``."""
+        return self._hook(self._load_state_dict_post_hooks, hook)
+
+    # ------------------------------------------------------------------ repr
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for key, m in self._modules.items():
+            lines.append("(" + key + "): " + _addindent(repr(m), 2))
+        main = self._get_name() + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+
+class _DictHandle:
+    """Removes a hook from its module's ordered dict (``handle.remove()``)."""
+
+    def __init__(self, store, key):
+        self.store, self.key = store, key
+
+    def remove(self):
+        self.store.pop(self.key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _typename(v):
+    return v.type() if isinstance(v, Tensor) else type(v).__name__
+
+
+def _size(t):
+    return "torch.Size(" + str(list(t.shape)) + ")"

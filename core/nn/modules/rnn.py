@@ -1,0 +1,471 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their cells.
+
+Per layer and direction the input projection of all time steps is one GEMM
+(an ordinary differentiable ``matmul``); the time loop runs in one fused op
+(:class:`LSTMLayer` and friends) whose kernels live in ``ember.kernels.rnn``:
+one recurrent GEMM plus the gate arithmetic per step, and a backward through
+time that leaves the weight gradients to one GEMM each.  Parameter names,
+shapes and initialisation are PyTorch's, so state dicts load across.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...autograd.function import Op
+from ...autograd.grad_mode import STATE
+from ...dispatch import apply
+from ...tensor import _wrap
+from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _packed_layout
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+
+def _no_double_backward(name):
+    if STATE.enabled:
+        raise RuntimeError(f"{name}: double backward through a fused recurrent layer is not supported; use the "
+                           f"cells (RNNCell, LSTMCell, GRUCell) in a loop for higher-order gradients")
+
+
+def _wrap_all(dev, *arrays):
+    return tuple(None if a is None else _wrap(a, dev) for a in arrays)
+
+
+class LSTMLayer(Op):
+    """One LSTM layer in one direction over a whole sequence."""
+
+    save_inputs = True
+    backward_name = "LstmBackward0"
+
+    @staticmethod
+    def forward(ctx, k, xproj, h0, c0, w_hh, w_hr, mask, reverse):
+        out, h, c, ctx.cache = k["lstm_forward"](xproj, h0, c0, w_hh, w_hr, mask, reverse)
+        ctx.mask, ctx.reverse = mask, reverse
+        return out, h, c
+
+    @staticmethod
+    def backward(ctx, dout, dh, dc):
+        _no_double_backward("LSTM")
+        saved = ctx.inputs  # xproj, h0, c0, w_hh and, with projections, w_hr
+        w_hh, w_hr = saved[3], (saved[4] if len(saved) == 5 else None)
+        r = dout._dev.kernels["lstm_backward"](dout._data, dh._data, dc._data, ctx.cache, w_hh._data,
+                                               None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse)
+        return _wrap_all(dout._dev, *r)[:len(saved)]
+
+
+class GRULayer(Op):
+    """One GRU layer in one direction over a whole sequence."""
+
+    save_inputs = True
+    backward_name = "GruBackward0"
+
+    @staticmethod
+    def forward(ctx, k, xproj, h0, w_hh, b_hn, mask, reverse):
+        out, h, ctx.cache = k["gru_forward"](xproj, h0, w_hh, b_hn, mask, reverse)
+        ctx.mask, ctx.reverse = mask, reverse
+        return out, h
+
+    @staticmethod
+    def backward(ctx, dout, dh):
+        _no_double_backward("GRU")
+        w_hh = ctx.inputs[2]
+        dx, dh0, dw_hh, db_hn = dout._dev.kernels["gru_backward"](dout._data, dh._data, ctx.cache, w_hh._data,
+                                                                  ctx.mask, ctx.reverse)
+        return _wrap_all(dout._dev, dx, dh0, dw_hh, db_hn)
+
+
+class RNNLayer(Op):
+    """One Elman RNN layer (tanh or relu) in one direction over a whole sequence."""
+
+    save_inputs = True
+    backward_name = "RnnBackward0"
+
+    @staticmethod
+    def forward(ctx, k, xproj, h0, w_hh, relu, mask, reverse):
+        out, h, ctx.cache = k["rnn_forward"](xproj, h0, w_hh, relu, mask, reverse)
+        ctx.relu, ctx.mask, ctx.reverse = relu, mask, reverse
+        return out, h
+
+    @staticmethod
+    def backward(ctx, dout, dh):
+        _no_double_backward("RNN")
+        w_hh = ctx.inputs[2]
+        r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, w_hh._data, ctx.relu, ctx.mask,
+                                              ctx.reverse)
+        return _wrap_all(dout._dev, *r)
+
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+class RNNBase(Module):
+    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError(f"hidden_size must be a positive integer, got {hidden_size}")
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError(f"num_layers must be a positive integer, got {num_layers}")
+        if not 0 <= float(dropout) <= 1:
+            raise ValueError(f"dropout should be a number in range [0, 1] representing the probability of an "
+                             f"element being zeroed, got {dropout}")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if dropout > 0 and num_layers == 1:
+            import warnings
+
+            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          UserWarning, stacklevel=3)
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        gates = _GATES[mode] * hidden_size
+        real_h = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        from ...ops.creation import empty
+
+        for layer in range(num_layers):
+            for d in range(2 if bidirectional else 1):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                in_size = input_size if layer == 0 else real_h * (2 if bidirectional else 1)
+                params = [("weight_ih" + sfx, (gates, in_size)), ("weight_hh" + sfx, (gates, real_h))]
+                if bias:
+                    params += [("bias_ih" + sfx, (gates,)), ("bias_hh" + sfx, (gates,))]
+                if proj_size > 0:
+                    params.append(("weight_hr" + sfx, (proj_size, hidden_size)))
+                for name, shape in params:
+                    setattr(self, name, Parameter(empty(shape, device=device, dtype=dtype)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's initialisation: every weight and bias uniform on +-1/sqrt(hidden_size)."""
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        from ...autograd.grad_mode import no_grad
+
+        with no_grad():
+            for name in self._flat_weights_names:
+                getattr(self, name).uniform_(-stdv, stdv)
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in self._flat_weights_names if n.endswith(f"_l{layer}" + s)]
+                for layer in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity='relu'"
+        return s
+
+    # ------------------------------------------------------------------ forward
+    def _check_input(self, x):
+        name = type(self).__name__
+        if x.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {x.dim()}D instead")
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {x.shape[-1]}")
+        if not x.is_floating_point():
+            raise TypeError(f"{name}: expected a floating point input, got {x.dtype}")
+
+    def _check_hidden(self, h, expected, what="hidden"):
+        if tuple(h.shape) != tuple(expected):
+            raise RuntimeError(f"{type(self).__name__}: Expected {what} size {tuple(expected)}, got {list(h.shape)}")
+
+    def forward(self, input, hx=None):  # noqa: A002
+        from ...ops.creation import zeros
+
+        packed = isinstance(input, PackedSequence)
+        mask = None
+        if packed:
+            x, B, mask_np, unsort = self._unpack(input)
+            batched = True
+        else:
+            self._check_input(input)
+            batched = input.dim() == 3
+            x = input if batched else input.unsqueeze(1)
+            if batched and self.batch_first:
+                x = x.transpose(0, 1)
+            B = x.shape[1]
+        D = 2 if self.bidirectional else 1
+        real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = (self.num_layers * D, B, real_h)
+        c_shape = (self.num_layers * D, B, self.hidden_size)
+        if hx is None:
+            h0 = zeros(h_shape, dtype=x.dtype, device=x.device)
+            c0 = zeros(c_shape, dtype=x.dtype, device=x.device) if self.mode == "LSTM" else None
+        else:
+            if self.mode == "LSTM":
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+                h0, c0 = hx
+            else:
+                h0, c0 = hx, None
+            if not batched:
+                if h0.dim() != 2:
+                    raise RuntimeError(f"{type(self).__name__}: For unbatched 2-D input, hx should also be 2-D but "
+                                       f"got {h0.dim()}-D tensor")
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            if packed and input.sorted_indices is not None:
+                h0 = h0.index_select(1, input.sorted_indices)
+                c0 = c0.index_select(1, input.sorted_indices) if c0 is not None else None
+            self._check_hidden(h0, h_shape)
+            if c0 is not None:
+                self._check_hidden(c0, c_shape, "cell")
+        if packed:
+            mask = x._dev.backend.from_numpy(mask_np.astype(x.dtype.np), x._dev.index)
+        hs, cs = [], []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(D):
+                idx = layer * D + d
+                out, h, c = self._run_direction(layer_in, layer, d, h0[idx], None if c0 is None else c0[idx], mask)
+                outs.append(out)
+                hs.append(h)
+                cs.append(c)
+            layer_in = outs[0] if D == 1 else _cat_last(outs)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                from ..functional import dropout
+
+                layer_in = dropout(layer_in, self.dropout, True)
+        from ...ops.shape import stack
+
+        h_n = stack(hs, 0)
+        c_n = stack(cs, 0) if self.mode == "LSTM" else None
+        output = layer_in
+        if packed:
+            output = self._repack(output, input)
+            if unsort is not None:
+                h_n = h_n.index_select(1, unsort)
+                c_n = c_n.index_select(1, unsort) if c_n is not None else None
+        else:
+            if not batched:
+                output = output.squeeze(1)
+                h_n = h_n.squeeze(1)
+                c_n = c_n.squeeze(1) if c_n is not None else None
+            elif self.batch_first:
+                output = output.transpose(0, 1)
+        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _run_direction(self, x, layer, d, h0, c0, mask):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        w_ih, w_hh = getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx)
+        xproj = x @ w_ih.t()
+        reverse = bool(d)
+        H = self.hidden_size
+        if self.bias:
+            b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
+            if self.mode == "GRU":
+                from ...ops.shape import cat
+
+                xproj = xproj + b_ih + cat([b_hh[:2 * H], b_hh[2 * H:] * 0])
+                b_hn = b_hh[2 * H:]
+            else:
+                xproj = xproj + (b_ih + b_hh)
+        elif self.mode == "GRU":
+            from ...ops.creation import zeros
+
+            b_hn = zeros(H, dtype=x.dtype, device=x.device)
+        if self.mode == "LSTM":
+            w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size > 0 else None
+            return apply(LSTMLayer, xproj, h0, c0, w_hh, w_hr, mask, reverse)
+        if self.mode == "GRU":
+            out, h = apply(GRULayer, xproj, h0, w_hh, b_hn, mask, reverse)
+        else:
+            out, h = apply(RNNLayer, xproj, h0, w_hh, self.mode == "RNN_RELU", mask, reverse)
+        return out, h, None
+
+    @staticmethod
+    def _unpack(packed):
+        """Padded time-major input, batch size, step mask (T, B, 1) and the unsort permutation."""
+        from ...ops.creation import from_numpy, zeros
+
+        T, B, t_idx, b_idx, _, lengths_sorted = _packed_layout(packed)
+        data = packed.data
+        x = zeros((T, B) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
+        x[from_numpy(t_idx).to(data.device), from_numpy(b_idx).to(data.device)] = data
+        mask = (np.arange(T)[:, None] < lengths_sorted[None, :]).astype(np.float64)[:, :, None]
+        return x, B, mask, packed.unsorted_indices
+
+    @staticmethod
+    def _repack(out, like):
+        from ...ops.creation import from_numpy
+
+        _, _, t_idx, b_idx, _, _ = _packed_layout(like)
+        data = out[from_numpy(t_idx).to(out.device), from_numpy(b_idx).to(out.device)]
+        return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
+
+
+def _cat_last(outs):
+    from ...ops.shape import cat
+
+    return cat(outs, -1)
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu)."""
+
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if "nonlinearity" in kwargs:
+            nonlinearity = kwargs.pop("nonlinearity")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (gates i, f, g, o as in PyTorch), with optional projections (``proj_size``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (gates r, z, n as in PyTorch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
+
+
+# --------------------------------------------------------------------------- cells (composed of ops: any order of
+# gradient works)
+class RNNCellBase(Module):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        from ...ops.creation import empty
+
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        self.weight_ih = Parameter(empty(num_chunks * hidden_size, input_size, device=device, dtype=dtype))
+        self.weight_hh = Parameter(empty(num_chunks * hidden_size, hidden_size, device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        from ...autograd.grad_mode import no_grad
+
+        with no_grad():
+            for p in self.parameters():
+                p.uniform_(-stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def _prep(self, x, hx, n_states):
+        name = type(self).__name__
+        if x.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {x.dim()}D instead")
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"{name}: input has inconsistent input_size: got {x.shape[-1]} expected "
+                               f"{self.input_size}")
+        batched = x.dim() == 2
+        if not batched:
+            x = x.unsqueeze(0)
+        from ...ops.creation import zeros
+
+        if hx is None:
+            hx = tuple(zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) for _ in range(n_states))
+        else:
+            hx = hx if isinstance(hx, (tuple, list)) else (hx,)
+            hx = tuple(h if batched else h.unsqueeze(0) for h in hx)
+            for h in hx:
+                if tuple(h.shape) != (x.shape[0], self.hidden_size):
+                    raise RuntimeError(f"{name}: Expected hidden size {(x.shape[0], self.hidden_size)}, got "
+                                       f"{list(h.shape)}")
+        return x, hx, batched
+
+    def _lin(self, x, h):
+        gi = x @ self.weight_ih.t()
+        gh = h @ self.weight_hh.t()
+        if self.bias:
+            gi, gh = gi + self.bias_ih, gh + self.bias_hh
+        return gi, gh
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step."""
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h,), batched = self._prep(input, hx, 1)
+        gi, gh = self._lin(x, h)
+        pre = gi + gh
+        out = pre.relu() if self.nonlinearity == "relu" else pre.tanh()
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; returns ``(h', c')``."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h, c), batched = self._prep(input, hx, 2)
+        gi, gh = self._lin(x, h)
+        i, f, g, o = (gi + gh).chunk(4, 1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h2 = o.sigmoid() * c2.tanh()
+        return (h2, c2) if batched else (h2.squeeze(0), c2.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        x, (h,), batched = self._prep(input, hx, 1)
+        gi, gh = self._lin(x, h)
+        ir, iz, in_ = gi.chunk(3, 1)
+        hr, hz, hn = gh.chunk(3, 1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        n = (in_ + r * hn).tanh()
+        out = (1 - z) * n + z * h
+        return out if batched else out.squeeze(0)
+
