@@ -56,7 +56,7 @@ def kernels(xp) -> dict:
         T, B, H4 = acts.shape
         H = H4 // 4
         dgates = xp.empty_like(acts)
-        dhpre_all = xp.empty_like(hpre) if hpre is not None else None
+        dhpre_all = xp.empty_like(hs_prev) if hpre is not None else None  # gradients of the projected h
         dh, dc = dhT, dcT
         for t in steps(T, not reverse):
             m = None if mask is None else mask[t]
