@@ -37,14 +37,17 @@ def main() -> None:
             _abort(f"rank {os.environ['RANK']} exited with {e.code}")
         raise
     except BaseException:
-        traceback.print_exc()
-        _abort(f"rank {os.environ['RANK']} raised; ending every rank")
+        _abort(f"{traceback.format_exc()}rank {os.environ['RANK']} raised; ending every rank")
 
 
 def _abort(message: str) -> None:
-    print(f"ember.distributed.run: {message}", file=sys.stderr, flush=True)
+    import time
+
     from mpi4py import MPI
 
+    sys.stderr.write(f"ember.distributed.run: {message}\n")
+    sys.stderr.flush()
+    time.sleep(0.2)  # let mpiexec forward this rank's output before it tears the job down
     MPI.COMM_WORLD.Abort(1)
 
 

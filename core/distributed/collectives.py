@@ -12,8 +12,10 @@ import sys
 import numpy as np
 
 from ..tensor import Tensor
+from . import nccl
 
 _STATE = {"comm": None, "backend": None, "excepthook": None}
+_OPS: dict = {}  # ReduceOp -> MPI.Op, filled when MPI is first imported
 
 
 class ReduceOp(enum.Enum):
@@ -32,13 +34,18 @@ class ReduceOp(enum.Enum):
 def _mpi():
     from mpi4py import MPI
 
+    if not _OPS:
+        _OPS.update({ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
+                     ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR})
+        _STATE["in_place"] = MPI.IN_PLACE
     return MPI
 
 
 def _mpi_op(op: ReduceOp):
-    MPI = _mpi()
-    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
-            ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
+    try:
+        return _OPS[op]
+    except KeyError:
+        raise ValueError(f"unknown reduce op {op!r}, expected a member of ReduceOp") from None
 
 
 def is_available() -> bool:
@@ -60,8 +67,6 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    from . import nccl
-
     return nccl.available()
 
 
@@ -84,7 +89,7 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
         MPI = _mpi()
     except ImportError as e:
         raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]'") from e
-    comm = MPI.COMM_WORLD.Dup()
+    comm = MPI.COMM_WORLD.Dup()  # a communicator of our own: user MPI calls never match ours
     for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
         if want not in (-1, None) and want != got:
             comm.Free()
@@ -95,8 +100,11 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
 
 def _abort_on_error(kind, value, tb):
     """An uncaught exception on one rank ends every rank (instead of leaving them in a collective)."""
+    import time
+
     _STATE["excepthook"](kind, value, tb)
     sys.stderr.flush()
+    time.sleep(0.2)  # let mpiexec forward this rank's output before it tears the job down
     _mpi().COMM_WORLD.Abort(1)
 
 
@@ -106,8 +114,6 @@ def destroy_process_group(group=None) -> None:
     comm.Free()
     sys.excepthook = _STATE["excepthook"]
     _STATE.update(comm=None, backend=None, excepthook=None)
-    from . import nccl
-
     nccl.reset()
 
 
@@ -196,24 +202,24 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op
     _check_tensor("all_reduce", tensor)
     if op is ReduceOp.AVG and not (tensor.is_floating_point() or tensor.is_complex()):
         raise RuntimeError(f"all_reduce(): ReduceOp.AVG needs a floating point tensor, got {tensor.dtype}")
-    from . import nccl
-
-    if nccl.handles(tensor):
+    mpi_op = _mpi_op(op)
+    if tensor.is_cuda and nccl.available():
         return nccl.all_reduce(comm, tensor, op, async_op)
     buf, back = _host(tensor)
-    mpi_op, size = _mpi_op(op), comm.Get_size()
-
-    def done():
-        if op is ReduceOp.AVG:
-            buf[...] /= size
-        if back is not None:
-            back()
-
     if async_op:
-        return Work(comm.Iallreduce(_mpi().IN_PLACE, buf, mpi_op), done)
-    comm.Allreduce(_mpi().IN_PLACE, buf, mpi_op)
-    done()
+        return Work(comm.Iallreduce(_STATE["in_place"], buf, mpi_op), lambda: _after(buf, back, op, comm))
+    comm.Allreduce(_STATE["in_place"], buf, mpi_op)
+    if op is ReduceOp.AVG or back is not None:
+        _after(buf, back, op, comm)
     return None
+
+
+def _after(buf, back, op, comm):
+    """Finish a reduction: divide for AVG, write back into a tensor that was not reduced in place."""
+    if op is ReduceOp.AVG:
+        buf[...] /= comm.Get_size()
+    if back is not None:
+        back()
 
 
 def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool = False):
@@ -237,9 +243,7 @@ def broadcast(tensor: Tensor, src: int, group=None, async_op: bool = False):
     comm = _comm("broadcast")
     _check_tensor("broadcast", tensor)
     _check_rank("broadcast", src, comm)
-    from . import nccl
-
-    if nccl.handles(tensor):
+    if tensor.is_cuda and nccl.available():
         return nccl.broadcast(comm, tensor, src, async_op)
     buf, back = _host(tensor)
     if async_op:

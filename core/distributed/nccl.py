@@ -9,20 +9,19 @@ _STATE = {"comm": None}
 
 
 def available() -> bool:
-    """Whether CuPy with NCCL is importable here."""
-    try:
-        from cupy.cuda import nccl
-    except ImportError:
-        return False
-    return nccl.available if isinstance(getattr(nccl, "available", True), bool) else True
+    """Whether CuPy with NCCL is importable here (checked once)."""
+    if "available" not in _STATE:
+        try:
+            from cupy.cuda import nccl
 
-
-def handles(tensor) -> bool:
-    """Whether ``tensor`` goes through NCCL (a CUDA tensor, with NCCL present)."""
-    return tensor.is_cuda and available()
+            _STATE["available"] = bool(getattr(nccl, "available", True))
+        except ImportError:
+            _STATE["available"] = False
+    return _STATE["available"]
 
 
 def reset() -> None:
+    """Forget the communicator (after ``destroy_process_group``)."""
     _STATE["comm"] = None
 
 
