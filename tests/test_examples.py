@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+import ember
+
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
@@ -20,3 +22,55 @@ def test_custom_function():
     assert out["gradcheck"] is True
     assert out["output"] == pytest.approx(out["reference"], rel=1e-12)
     assert out["bias_grad"] == [5.0, 5.0, 5.0, 5.0]
+
+
+def _state(model):
+    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def test_train_digits_reaches_accuracy_and_resumes_bitwise(tmp_path):
+    import numpy as np
+
+    train = _example("train_digits")
+    common = ["--quiet", "--epochs", "2", "--batch-size", "32", "--checkpoint", str(tmp_path / "full.pt")]
+    full = train.main(common)
+    assert full["val_acc"] >= 0.85
+    assert len(full["history"]["val_acc"]) == 2 and full["history"]["loss"][-1] < full["history"]["loss"][0]
+    saved = ember.load(tmp_path / "full.pt")
+    assert saved["epoch"] == 2 and set(saved) >= {"model", "optimizer", "scheduler", "shuffle_rng", "rng"}
+
+    part = ["--quiet", "--epochs", "2", "--batch-size", "32", "--checkpoint", str(tmp_path / "part.pt")]
+    train.main(part + ["--stop-after", "1"])
+    resumed = train.main(part + ["--resume"])
+    assert resumed["history"] == full["history"]
+    a, b = _state(full["model"]), _state(resumed["model"])
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_read_idx_and_checksum(tmp_path):
+    import gzip
+    import struct
+
+    import numpy as np
+
+    train = _example("train_digits")
+    images = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    raw = struct.pack(">HBB3I", 0, 0x08, 3, 2, 3, 4) + images.tobytes()
+    plain = tmp_path / "x-idx3-ubyte"
+    plain.write_bytes(raw)
+    assert np.array_equal(train.read_idx(str(plain)), images)
+    packed = tmp_path / "x-idx3-ubyte.gz"
+    packed.write_bytes(gzip.compress(raw))
+    assert np.array_equal(train.read_idx(str(packed)), images)
+    with pytest.raises(ValueError, match="MD5 checksum mismatch"):
+        train.read_idx(str(packed), md5="0" * 32)
+    plain.write_bytes(raw[:-3])
+    with pytest.raises(ValueError, match="expected 24 values"):
+        train.read_idx(str(plain))
+
+
+def test_finetune_freezes_features_and_uses_group_learning_rates():
+    out = _example("finetune").main(epochs=2)
+    assert out["frozen_unchanged"] is True
+    assert out["group_lrs"] == [0.01, 0.05]
+    assert out["head_acc"] > 0.4 and out["final_acc"] > 0.8
