@@ -16,6 +16,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import ember
 from ember.backend import ArrayBackend
@@ -251,3 +252,18 @@ def registered(count=3):
             if dev.type == "fakegpu":  # forget the resolved devices of this backend instance
                 dev.backend = dev.kernels = None
         backend.close()
+
+
+KINDS = ["fakegpu", "cuda"]
+
+
+def multi_device(request):
+    """Fixture body (``params=KINDS``): a multi-device type to test on, the three-device test backend,
+    and cuda where there are two or more GPUs."""
+    if request.param == "cuda":
+        if ember.cuda.device_count() < 2:
+            pytest.skip("multi-device tests on cuda need two or more GPUs")
+        yield "cuda"
+        return
+    with registered(3):
+        yield "fakegpu"

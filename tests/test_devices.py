@@ -2,22 +2,13 @@
 devices (``fakegpu``, see ``fakegpu.py``) and, where a machine has two or more GPUs, on ``cuda``."""
 import numpy as np
 import pytest
-from fakegpu import registered
+from fakegpu import KINDS, multi_device, registered
 
 import ember
 from ember.accelerator import DeviceAPI, Event, Stream
 from ember.ops.creation import legacy_type
 
-
-@pytest.fixture(params=["fakegpu", "cuda"])
-def kind(request):
-    if request.param == "cuda":
-        if ember.cuda.device_count() < 2:
-            pytest.skip("multi-device tests on cuda need two or more GPUs")
-        yield "cuda"
-        return
-    with registered(3):
-        yield "fakegpu"
+kind = pytest.fixture(params=KINDS)(multi_device)
 
 
 @pytest.fixture
