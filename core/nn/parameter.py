@@ -36,9 +36,6 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad=True):
         pass
 
-    def __repr__(self):
-        return "Parameter containing:\n" + super().__repr__()
-
 
 def is_lazy(obj) -> bool:
     return False

@@ -156,6 +156,9 @@ class Hardshrink(_Activation):
         super().__init__()
         self.lambd = lambd
 
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
 
 class Softshrink(Hardshrink):
     _fn = staticmethod(F.softshrink)

@@ -66,6 +66,10 @@ class Unfold(Module):
     def forward(self, input):  # noqa: A002
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
 
 class Fold(Unfold):
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -74,6 +78,9 @@ class Fold(Unfold):
 
     def forward(self, input):  # noqa: A002
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, " + super().extra_repr()
 
 
 class _PadNd(Module):
@@ -104,6 +111,9 @@ class ConstantPad2d(_PadNd):
 class ZeroPad2d(_PadNd):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
 
 
 class ReflectionPad1d(_PadNd):

@@ -13,13 +13,15 @@ class _NormBase(Module):
     _expected = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(empty(num_features, device=device, dtype=dtype)) if bias else None
+            if not bias:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -43,7 +45,8 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, x):
         if x.ndim not in self._expected:
@@ -56,7 +59,7 @@ class _NormBase(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -96,8 +99,8 @@ class BatchNorm3d(_BatchNorm):
 
 class _InstanceNorm(_NormBase):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):  # noqa: A002
         d = self._expected[-1]
@@ -143,20 +146,23 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
     """Normalise over groups of channels per sample."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         if affine:
             self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype)) if bias else None
+            if not bias:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -165,7 +171,8 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class LocalResponseNorm(Module):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import functional as F
+from ..functional.conv import ntuple
 from .module import Module
 
 
@@ -118,12 +119,14 @@ class AdaptiveMaxPool2d(_AdaptiveNd):
 
 class _MaxUnpoolNd(Module):
     _fn = None
+    _dims = 2
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
+        d = self._dims
+        self.kernel_size = ntuple(kernel_size, d)
+        self.stride = ntuple(stride if stride is not None else kernel_size, d)
+        self.padding = ntuple(padding, d)
 
     def forward(self, input, indices, output_size=None):  # noqa: A002
         return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
@@ -134,6 +137,7 @@ class _MaxUnpoolNd(Module):
 
 class MaxUnpool1d(_MaxUnpoolNd):
     _fn = staticmethod(F.max_unpool1d)
+    _dims = 1
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
