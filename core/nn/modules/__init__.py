@@ -28,3 +28,7 @@ from .pooling import (  # noqa: F401
 )
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from .transformer import (  # noqa: F401
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)

@@ -1,0 +1,378 @@
+"""Attention and Transformer layers: ``MultiheadAttention``, ``Transformer`` and its encoder and decoder.
+
+Composed of ember ops only (linear projections, batched matmuls, softmax), so every gradient, of
+any order, comes from the ops' own backward formulas.  Parameter names, shapes, initialisation and
+mask conventions are PyTorch's: in ``MultiheadAttention`` a True in a bool ``attn_mask`` or
+``key_padding_mask`` marks a position that may NOT be attended; float masks are added to the scores.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from ...ops.creation import empty, full, zeros
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .containers import ModuleList
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module
+from .normalization import LayerNorm
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]
+
+
+def _float_mask(mask, dtype, name, like_shape=None):
+    """A float mask to add to scores: bool True (not allowed) becomes -inf."""
+    if mask is None:
+        return None
+    if mask.dtype.name == "bool":
+        return zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported, got {mask.dtype}")
+    return mask.to(dtype)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (PyTorch's ``nn.MultiheadAttention``)."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads, self.dropout, self.batch_first = num_heads, dropout, batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = {"device": device, "dtype": dtype}
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty(embed_dim, embed_dim, **kw))
+            self.k_proj_weight = Parameter(empty(embed_dim, self.kdim, **kw))
+            self.v_proj_weight = Parameter(empty(embed_dim, self.vdim, **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty(1, 1, embed_dim, **kw))
+            self.bias_v = Parameter(empty(1, 1, embed_dim, **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def _projections(self, query, key, value):
+        E = self.embed_dim
+        b = self.in_proj_bias
+        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        name = "MultiheadAttention"
+        batched = query.dim() == 3
+        if query.dim() not in (2, 3):
+            raise AssertionError(f"{name}: query should be unbatched 2D or batched 3D tensor but received "
+                                 f"{query.dim()}-D query tensor")
+        if key.dim() != query.dim() or value.dim() != query.dim():
+            raise AssertionError(f"{name}: query, key and value must have the same number of dimensions, got "
+                                 f"{query.dim()}, {key.dim()} and {value.dim()}")
+        if self.batch_first and batched:
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        if not batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        L, N, E = query.shape
+        S = key.shape[0]
+        if E != self.embed_dim:
+            raise AssertionError(f"{name}: was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
+            raise AssertionError(f"{name}: key/value feature sizes {key.shape[-1]}/{value.shape[-1]} do not match "
+                                 f"kdim={self.kdim}/vdim={self.vdim}")
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"{name}: key shape {list(key.shape)} does not match value shape "
+                                 f"{list(value.shape)}")
+        H, hd = self.num_heads, self.head_dim
+        if attn_mask is None and is_causal:
+            attn_mask = Transformer.generate_square_subsequent_mask(L, device=query.device, dtype=query.dtype)
+        mask = _float_mask(attn_mask, query.dtype, "attn_mask")
+        if mask is not None:
+            if mask.dim() == 2:
+                if tuple(mask.shape) != (L, S):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "
+                                       f"{[L, S]}.")
+                mask = mask.unsqueeze(0)
+            elif mask.dim() == 3:
+                if tuple(mask.shape) != (N * H, L, S):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
+                                       f"{[N * H, L, S]}.")
+            else:
+                raise RuntimeError(f"attn_mask's dimension {mask.dim()} is not supported")
+        kpm = _float_mask(key_padding_mask, query.dtype, "key_padding_mask")
+        if kpm is not None and tuple(kpm.shape) != (N, S):
+            raise AssertionError(f"{name}: expecting key_padding_mask shape of {(N, S)}, but got "
+                                 f"{tuple(kpm.shape)}")
+        q, k, v = self._projections(query, key, value)
+        if self.bias_k is not None:
+            from ...ops.shape import cat
+
+            k = cat([k, self.bias_k.repeat(1, N, 1)])
+            v = cat([v, self.bias_v.repeat(1, N, 1)])
+            mask = None if mask is None else F.pad(mask, (0, 1))
+            kpm = None if kpm is None else F.pad(kpm, (0, 1))
+        q = q.reshape(L, N * H, hd).transpose(0, 1)
+        k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1)
+        v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1)
+        if self.add_zero_attn:
+            from ...ops.shape import cat
+
+            k = cat([k, zeros((N * H, 1, hd), dtype=k.dtype, device=k.device)], 1)
+            v = cat([v, zeros((N * H, 1, hd), dtype=v.dtype, device=v.device)], 1)
+            mask = None if mask is None else F.pad(mask, (0, 1))
+            kpm = None if kpm is None else F.pad(kpm, (0, 1))
+        S2 = k.shape[1]
+        if kpm is not None:
+            kpm = kpm.reshape(N, 1, 1, S2).expand(N, H, 1, S2).reshape(N * H, 1, S2)
+            mask = kpm if mask is None else mask + kpm
+        scores = (q * (1.0 / math.sqrt(hd))) @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores + mask
+        attn = F.softmax(scores, -1)
+        if self.dropout > 0.0 and self.training:
+            attn = F.dropout(attn, self.dropout, True)
+        out = (attn @ v).transpose(0, 1).reshape(L * N, E)
+        out = self.out_proj(out).reshape(L, N, E)
+        weights = None
+        if need_weights:
+            weights = attn.reshape(N, H, L, S2)
+            if average_attn_weights:
+                weights = weights.mean(1)
+            if not batched:
+                weights = weights.squeeze(0)
+        if not batched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
+
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return activation
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with a residual connection and LayerNorm."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal and attn_mask is None)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's memory, and a feed-forward block."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                                 **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal and attn_mask is None)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=False, is_causal=is_causal and attn_mask is None)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+def _clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerEncoder(Module):
+    """A stack of ``num_layers`` copies of an encoder layer, with an optional final norm."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = _clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x
+
+
+class TransformerDecoder(Module):
+    """A stack of ``num_layers`` copies of a decoder layer, with an optional final norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need" (PyTorch's ``nn.Transformer``)."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.dim() == 3
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        if batched and src.shape[0 if self.batch_first else 1] != tgt.shape[0 if self.batch_first else 1]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None) -> Tensor:
+        """A float mask with -inf above the diagonal: position i attends to positions <= i."""
+        from ...ops.shape import triu
+
+        return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
