@@ -245,3 +245,30 @@ def test_safetensors_round_trip(device, tmp_path):
     with pytest.raises(TypeError, match="expected a Tensor"):
         ember.save_safetensors({"x": 1}, path)
     assert ember.load_safetensors(path)["w"].shape == (2, 3)
+
+
+def test_whole_module_and_state_dict(device, tmp_path):
+    nn = pytest.importorskip("ember.nn")
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU()).to(device)
+    x = ember.ones(1, 3, device=device)
+    path = tmp_path / "m.pt"
+    ember.save(model, path)
+    with pytest.raises(pickle.UnpicklingError, match="weights_only=False"):
+        ember.load(path)
+    again = ember.load(path, weights_only=False)
+    assert bool((again(x) == model(x)).all())
+    ember.save(model.state_dict(), path)
+    fresh = nn.Sequential(nn.Linear(3, 2), nn.ReLU()).to(device)
+    fresh.load_state_dict(ember.load(path))
+    assert bool((fresh(x) == model(x)).all())
+
+
+def test_torch_state_dict_into_ember_module(torch, tmp_path):
+    nn = pytest.importorskip("ember.nn")
+    tm = torch.nn.Linear(3, 2)
+    path = tmp_path / "linear.pth"
+    torch.save(tm.state_dict(), path)
+    em = nn.Linear(3, 2)
+    em.load_state_dict(ember.load(path))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(em(ember.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy())
