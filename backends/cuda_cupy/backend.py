@@ -7,7 +7,7 @@ import numpy as np
 
 from ember.backend import ArrayBackend
 
-from . import cudnn, fused
+from . import compat, cudnn, fused
 from .generator import CupyGenerator
 from .memory import PeakTracker
 
@@ -30,7 +30,8 @@ class CupyBackend(ArrayBackend):
         cp.cuda.set_allocator(self.tracker.malloc)
 
     def overrides(self):
-        table = fused.kernels(self.cp)
+        table = compat.kernels(self.cp)
+        table.update(fused.kernels(self.cp))
         table.update(cudnn.kernels(self.cp, self.kernels))
         return table
 
