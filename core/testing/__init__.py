@@ -11,11 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 
-def available_backends() -> list:
-    """Device types of the registered backends that can run here."""
+def available_backends(explicit: bool = False) -> list:
+    """Device types of the registered backends that can run here.
+
+    Backends with ``test_by_default = False`` (a second CPU backend kept for strict
+    conformance runs, say) are left out unless ``explicit``; name them with
+    ``--ember-backend``.
+    """
     from ..plugins import REGISTRY
 
-    return [name for name, b in REGISTRY.backends.items() if b.is_available()]
+    return [name for name, b in REGISTRY.backends.items()
+            if b.is_available() and (explicit or getattr(b, "test_by_default", True))]
 
 
 def to_numpy(x) -> np.ndarray:

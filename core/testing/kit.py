@@ -226,6 +226,7 @@ INPLACE = [
     ("div_", lambda x, y: x.div_(y), lambda x, y: x / y, [(2, 3), (2, 1)]),
     ("iadd", lambda x, y: x.__iadd__(y), lambda x, y: x + y, [(2, 3), (2, 3)]),
     ("copy_", lambda x, y: x.copy_(y), lambda x, y: y.expand(x.shape), [(2, 3), (3,)]),
+    ("fill_", lambda x, y: x.fill_(2.5), lambda x, y: x * 0 + 2.5, [(2, 3), (1,)]),
 ]
 
 

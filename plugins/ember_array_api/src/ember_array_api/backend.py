@@ -28,6 +28,7 @@ class ArrayAPIBackend(ArrayBackend):
 
     name = "array_api"
     host = False
+    test_by_default = False  # the device fixture uses it only when asked: pytest --backend array_api
 
     def __init__(self, library: str | None = None):
         self.library = library or os.environ.get(LIBRARY_ENV, "array_api_strict")

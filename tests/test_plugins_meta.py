@@ -1,0 +1,88 @@
+"""Meta-tests: every hook is tested and documented; every differentiable op has a gradient row."""
+import inspect
+import pathlib
+
+import pytest
+
+import ember
+from ember import hookspecs
+from ember.autograd.function import Op
+from ember.testing import kit
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HOOKS = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+               if hasattr(fn, "ember_spec"))
+
+
+def test_hookspecs_found():
+    assert {"ember_backends", "ember_kernels", "ember_ops"} <= set(HOOKS)
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_has_a_test(hook):
+    tests = [p for p in (ROOT / "tests").glob("test_*.py") if p.name != pathlib.Path(__file__).name]
+    assert any(f"def {hook}(" in p.read_text() for p in tests), f"no test implements the hook {hook}"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_is_in_the_guide(hook):
+    guide = (ROOT / "docs" / "plugins.md").read_text()
+    assert f"`{hook}(registry)`" in guide, f"docs/plugins.md does not document the hook {hook}"
+    assert inspect.getdoc(getattr(hookspecs, hook)), f"hookspec {hook} has no docstring"
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _differentiable_ops():
+    return {c for c in _subclasses(Op) if c.__module__.startswith("ember.ops.")
+            and c.__module__ != "ember.ops.plugin_ops" and c.backward is not Op.backward}
+
+
+def _nodes_of(outputs):
+    seen, stack = set(), [o.grad_fn for o in outputs if isinstance(o, ember.Tensor) and o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if type(node) in seen:
+            continue
+        seen.add(type(node))
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return seen
+
+
+def _first_grads(outs, args):
+    outs = [o for o in outs if o.requires_grad]
+    leaves = [a for a in args if isinstance(a, ember.Tensor) and a.requires_grad]
+    if not outs or not leaves:
+        return []
+    grads = ember.autograd.grad(outs, leaves, [ember.ones_like(o) for o in outs], create_graph=True,
+                                allow_unused=True)
+    return [g for g in grads if g is not None]
+
+
+def _covered():
+    covered = set()
+    for row in kit.tables():
+        if not row.grad:
+            continue
+        for sample in row.samples:
+            try:
+                args = kit.build(ember, sample, "float64", "cpu")
+                outs = [o for o in kit._outputs(row.op(ember, *args)) if isinstance(o, ember.Tensor)]
+            except Exception:  # noqa: BLE001 - error-case samples make no graph
+                continue
+            covered |= _nodes_of(outs)
+            if row.gradgrad:  # the ops that only backward formulas use appear in the double-backward graph
+                covered |= _nodes_of(_first_grads(outs, args))
+    for _, inplace, _, shapes in kit.INPLACE:
+        x, y = (ember.rand(*s, dtype=ember.float64, requires_grad=True) for s in shapes)
+        covered |= _nodes_of([inplace(x.clone(), y)])
+    return covered
+
+
+def test_every_differentiable_op_has_a_gradient_row():
+    missing = sorted(f"{c.__module__}.{c.__name__}" for c in _differentiable_ops() - _covered())
+    assert not missing, f"differentiable ops with no gradient row in the op tables: {missing}"
