@@ -115,8 +115,8 @@ class IndexPut(Op):
     def forward(ctx, k, x, v, index):
         out = k["copy"](x)
         k["setitem"](out, index, v)
-        keep = k["full"](x.shape, True, bool)
-        k["setitem"](keep, index, False)
+        keep = k["full"](x.shape, 1, x.dtype)  # 1 where x survives, 0 where it is overwritten
+        k["setitem"](keep, index, 0)
         ctx.index, ctx.keep, ctx.v_shape = index, keep, v.shape
         return out
 

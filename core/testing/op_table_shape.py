@@ -213,7 +213,7 @@ LINALG_ROWS = [
     Row("det", lambda m, x: m.linalg.det(x), [[well(3)], [well(2, (2,))]]),
     Row("slogdet", lambda m, x: m.linalg.slogdet(x)[1], [[well(3)]]),
     Row("solve", lambda m, a, b: m.linalg.solve(a, b), [[well(3), r(3, 2)], [well(3), r(3)], [well(3, (2,)), r(3, 1)]]),
-    Row("cholesky", lambda m, a: m.linalg.cholesky(a @ a.mT + m.eye(3, dtype=a.dtype)), [[r(3, 3)]]),
+    Row("cholesky", lambda m, a: m.linalg.cholesky(a @ a.mT + m.eye(3, dtype=a.dtype, device=a.device)), [[r(3, 3)]]),
     Row("qr", lambda m, a: m.linalg.qr(a), [[r(4, 3)], [r(3, 3)]], gradgrad=False),
     Row("svd_vals", lambda m, a: m.linalg.svdvals(a), [[r(4, 3)]], gradgrad=False),
     Row("svd_abs", lambda m, a: tuple(t.abs() for t in m.linalg.svd(a, full_matrices=False)), [[r(4, 3)], [r(3, 4)]],
