@@ -188,11 +188,11 @@ def _fail(i, n):
         raise ValueError(f"rank {i} broke")
 
 
-def test_spawn_reports_the_failing_process():
+def test_spawn_runs_every_process_and_reports_the_failing_one():
+    assert mp.spawn(_fail, args=(5,), nprocs=1) is None
     with pytest.raises(mp.ProcessRaisedException, match="rank 1 broke") as e:
         mp.spawn(_fail, args=(1,), nprocs=2)
     assert e.value.error_index == 1
-    assert mp.spawn(_fail, args=(5,), nprocs=2) is None
 
 
 def test_drop_in_exports_multiprocessing():
@@ -201,3 +201,43 @@ def test_drop_in_exports_multiprocessing():
     for name in multiprocessing.__all__:
         assert getattr(mp, name) is getattr(multiprocessing, name)
     assert np.asarray(mp.cpu_count()) > 0
+
+
+def test_views_made_before_sharing_follow_their_base(dev):
+    base = ember.arange(8.0, device=dev) * 1
+    even, odd = base[0::2], base[1::2]
+    a, b = mp.Pipe()
+    a.send(even)  # moves base (and even) to shared memory
+    a.send(odd)   # odd was a view of the old memory: it follows base
+    got_even, got_odd = b.recv(), b.recv()
+    got_even.fill_(-1.0)
+    got_odd.fill_(-2.0)
+    assert base.tolist() == [-1.0, -2.0] * 4
+    assert even.tolist() == [-1.0] * 4 and odd.tolist() == [-2.0] * 4
+
+
+def test_module_share_memory_shares_parameters_and_grads(dev):
+    model = ember.nn.Linear(3, 2).to(dev)
+    model(ember.ones(1, 3, device=dev)).sum().backward()
+    model.share_memory()
+    assert all(p.is_shared() and p.grad.is_shared() for p in model.parameters())
+    q = mp.SimpleQueue()
+    q.put(model.weight)
+    w = q.get()
+    assert type(w) is ember.nn.Parameter and w.requires_grad
+    w.grad.add_(1.0)
+    with ember.no_grad():
+        w.mul_(0.0)
+    assert model.weight.abs().sum().item() == 0.0
+    assert model.weight.grad.tolist() == [[2.0, 2.0, 2.0]] * 2
+
+
+def test_hogwild_example_reaches_single_process_accuracy():
+    pytest.importorskip("sklearn")
+    script = os.path.join(os.path.dirname(__file__), "..", "examples", "hogwild.py")
+    r = subprocess.run([sys.executable, script, "--procs", "2", "--epochs", "4", "--compare"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    acc = [float(line.split("test accuracy ")[1].split()[0]) for line in r.stdout.splitlines()]
+    assert len(acc) == 2 and min(acc) > 0.9, r.stdout
+    assert abs(acc[0] - acc[1]) < 0.04, r.stdout

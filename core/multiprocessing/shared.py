@@ -206,8 +206,8 @@ def is_shared(t) -> bool:
 def share_memory_(t):
     """Move ``t``'s storage into shared memory (a no-op when already there or on a device); returns ``t``.
 
-    ``t`` and the tensor it is a view of (``t._base``) are re-pointed to the shared copy; other views
-    made earlier keep the old private memory.
+    ``t`` and the tensor it is a view of (``t._base``) are re-pointed to the shared copy; a view made
+    earlier follows when it is shared itself; other views keep the old private memory.
 
     >>> import ember
     >>> x = ember.arange(4.).share_memory_(); x.is_shared()
@@ -215,18 +215,25 @@ def share_memory_(t):
     """
     if is_shared(t):
         return t
-    root = t._storage_root()
+    root, base = t._storage_root(), t._base
+    if base is not None and is_shared(base) and base._storage_root().nbytes == root.nbytes:
+        _repoint(t, root, base._storage_root())  # the base moved earlier: follow it
+        return t
     flat = np.ravel(root, order="A") if root.flags.c_contiguous or root.flags.f_contiguous else None
     if flat is None or not np.shares_memory(flat, root):  # a storage we cannot copy byte for byte
         t._data = np.ascontiguousarray(t._data)
         t._base = None
         return share_memory_(t)
-    seg = STRATEGIES[_strategy[0]].create(root.nbytes)
-    new_root = seg.array()
+    new_root = STRATEGIES[_strategy[0]].create(root.nbytes).array()
     new_root[:] = flat.view(np.uint8)
-    start = root.__array_interface__["data"][0]
-    for x in {id(x): x for x in (t, t._base) if x is not None}.values():
-        a = x._data
-        off = a.__array_interface__["data"][0] - start
-        x._data = np.ndarray(a.shape, a.dtype, new_root, off, a.strides)
+    _repoint(t, root, new_root)
+    if base is not None and base._storage_root() is root:
+        _repoint(base, root, new_root)
     return t
+
+
+def _repoint(x, old_root: np.ndarray, new_root: np.ndarray) -> None:
+    """Make ``x`` view ``new_root`` where it viewed ``old_root`` (same byte layout)."""
+    a = x._data
+    off = a.__array_interface__["data"][0] - old_root.__array_interface__["data"][0]
+    x._data = np.ndarray(a.shape, a.dtype, new_root, off, a.strides)
