@@ -4,6 +4,20 @@ from __future__ import annotations
 import math
 
 
+def _native_erf(xp):
+    """The array library's own erf (or SciPy's where it accepts this library's arrays), else None."""
+    f = getattr(xp, "erf", None)
+    if f is not None:
+        return f
+    try:
+        from scipy.special import erf as f
+
+        probe = xp.zeros(1)
+        return f if type(f(probe)) is type(probe) else None
+    except Exception:  # noqa: BLE001 - SciPy missing, or it rejects this library's arrays
+        return None
+
+
 def kernels(xp) -> dict:
     def sigmoid(x):
         return 1 / (1 + xp.exp(-x))
@@ -11,19 +25,20 @@ def kernels(xp) -> dict:
     def rsqrt(x):
         return 1 / xp.sqrt(x)
 
-    def erf(x):
-        # Abramowitz-Stegun 7.1.26 is too coarse for float64; use the series/continued-fraction free form
-        # through the complementary error function of the array library when present
-        f = getattr(xp, "erf", None)
-        if f is None:
-            try:
-                from scipy.special import erf as f  # noqa: F811 - optional faster path on NumPy
-            except ImportError:
-                f = _erf_vec
-        return f(x)
-
-    def _erf_vec(x):
-        return xp.asarray(xp.vectorize(math.erf)(x), dtype=x.dtype) if hasattr(xp, "vectorize") else x
+    def erf_series(x):
+        """erf from its Taylor series (|x| <= 2.5) and the continued fraction of erfc (beyond); ~1e-14."""
+        a = xp.abs(x)
+        s = xp.minimum(a, 2.5)
+        s2, term, total = s * s, s, s
+        for n in range(1, 45):
+            term = -term * s2 / n
+            total = total + term / (2 * n + 1)
+        b = xp.maximum(a, 2.5)
+        t = b
+        for n in range(60, 0, -1):
+            t = b + (n / 2) / t
+        tail = 1 - xp.exp(-b * b) / (math.sqrt(math.pi) * t)
+        return xp.sign(x) * xp.where(a <= 2.5, total * (2 / math.sqrt(math.pi)), tail)
 
     def frac(x):
         return x - xp.trunc(x)
@@ -44,6 +59,15 @@ def kernels(xp) -> dict:
     def remainder(a, b):
         return a - xp.floor_divide(a, b) * b if a.dtype.kind == "f" else xp.remainder(a, b)
 
+    def int_div_floor(a, b):
+        return xp.floor_divide(a, b)
+
+    def int_div_trunc(a, b):
+        q = xp.floor_divide(a, b)
+        # floor differs from trunc where the signs differ and there is a remainder
+        fix = xp.logical_and(xp.remainder(a, b) != 0, (a < 0) != (b < 0))
+        return xp.where(fix, q + 1, q)
+
     def nan_to_num(x, nan, posinf, neginf):
         return xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
@@ -54,9 +78,10 @@ def kernels(xp) -> dict:
         "tanh": xp.tanh, "sigmoid": sigmoid, "sin": xp.sin, "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin,
         "acos": xp.arccos, "atan": xp.arctan, "sinh": xp.sinh, "cosh": xp.cosh, "asinh": xp.arcsinh,
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,
-        "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
+        "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": _native_erf(xp) or erf_series, "floor": xp.floor, "ceil": xp.ceil,
         "round": xp.round, "trunc": xp.trunc, "frac": frac, "reciprocal": xp.reciprocal, "square": xp.square,
         "clamp": clamp, "lerp": lerp, "fmod": fmod, "remainder": remainder, "floor_divide": xp.floor_divide,
+        "int_div_floor": int_div_floor, "int_div_trunc": int_div_trunc,
         "minimum": xp.minimum, "maximum": xp.maximum, "nan_to_num": nan_to_num, "masked_fill": masked_fill,
         "isnan": xp.isnan, "isinf": xp.isinf, "isfinite": xp.isfinite, "logical_and": xp.logical_and,
         "logical_or": xp.logical_or, "logical_xor": xp.logical_xor, "logical_not": xp.logical_not,

@@ -89,13 +89,9 @@ class DivRounding(Op):
     backward_name = "DivBackward1"
 
     @staticmethod
-    def forward(ctx, k, x, y, mode):
-        if getattr(x, "dtype", None) is not None and x.dtype.kind in "iub" and \
-                (not hasattr(y, "dtype") or y.dtype.kind in "iub") and not isinstance(y, float):
-            q = k["floor_divide"](x, y)
-            if mode == "trunc":  # floor differs from trunc where the signs differ and there is a remainder
-                q = q + ((k["remainder"](x, y) != 0) & ((x < 0) != (y < 0)))
-            return q
+    def forward(ctx, k, x, y, mode, integral):
+        if integral:
+            return k["int_div_" + mode](x, y)
         q = k["div"](x, y)
         return k["floor"](q) if mode == "floor" else k["trunc"](q)
 
@@ -306,7 +302,13 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
         if rounding_mode not in ("trunc", "floor"):
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                              f"'{rounding_mode}'")
-        return _out(_result(binary(DivRounding, input, other, rounding_mode), input, other, "div"), out)
+        integral = all(v.dtype.category <= dtypes.INT if isinstance(v, Tensor) else not isinstance(v, float)
+                       for v in (input, other))
+        if integral and any(isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)) \
+                and not any(isinstance(v, Tensor) and v.dtype.category == dtypes.INT for v in (input, other)) \
+                and all(isinstance(v, Tensor) for v in (input, other)):
+            raise RuntimeError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+        return _out(_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"), out)
     a_int = not isinstance(input, Tensor) or input.dtype.category < dtypes.FLOAT
     b_int = not isinstance(other, Tensor) or other.dtype.category < dtypes.FLOAT
     if a_int and b_int:
@@ -395,7 +397,7 @@ def where(condition, input=None, other=None):  # noqa: A002
         from ..dispatch import promote
 
         input, other = promote("where", input, other)
-    if condition._dev is not input._dev and condition._data.ndim == 0:
+    if condition._dev is not input._dev and condition.dim() == 0:
         condition = condition.to(input.device)
     return apply(Where, condition, input, other)
 
@@ -912,15 +914,23 @@ def _logical(kernel, n):
     def fn(input, other=None, *, out=None):  # noqa: A002
         from ..tensor import _wrap
 
+        from ..autograd.grad_mode import no_grad
+
         _check(input, kernel)
-        a = input._data
-        if n == 1:
-            r = input._dev.kernels[kernel](a.astype(bool) if a.dtype != bool else a)
-        else:
-            b = other._data if isinstance(other, Tensor) else other
-            r = input._dev.kernels[kernel](a.astype(bool) if a.dtype != bool else a,
-                                           b.astype(bool) if hasattr(b, "astype") else bool(b))
-        return _out(_wrap(r, input._dev), out)
+        with no_grad():
+            args = [cast(input, dtypes.bool)]
+            if n == 2:
+                if not isinstance(other, Tensor):
+                    from .creation import full
+
+                    other = full((), bool(other), dtype=dtypes.bool, device=input.device)
+                elif other._dev is not input._dev and other.dim() != 0:
+                    from ..dispatch import device_error
+
+                    raise device_error(kernel, input, other)
+                args.append(cast(other.to(input.device), dtypes.bool)._data)
+        args[0] = args[0]._data
+        return _out(_wrap(input._dev.kernels[kernel](*args), input._dev), out)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = f"Elementwise ``{kernel}`` (truth values of any dtype); a bool tensor."

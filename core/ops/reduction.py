@@ -91,7 +91,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     tensor([4., 6.])
     """
     if dim is None and dtype is None and out is None and isinstance(input, Tensor) \
-            and input._data.dtype.kind in "fc":
+            and input.dtype.category >= dtypes.FLOAT:
         return unary(Sum, input, None, False, None)
     if not isinstance(input, Tensor):
         raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -210,8 +210,8 @@ class MaxDim(Op):
         vals = k["take_along"](x, idx, dim)
         ctx.shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
         if not keepdim:
-            return vals.reshape(vals.shape[:dim] + vals.shape[dim + 1:]), idx.reshape(idx.shape[:dim] +
-                                                                                      idx.shape[dim + 1:])
+            shape = vals.shape[:dim] + vals.shape[dim + 1:]
+            return k["reshape"](vals, shape), k["reshape"](idx, shape)
         return vals, idx
 
     @staticmethod
@@ -260,9 +260,10 @@ def _arg(kernel):
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
-            r = input._dev.kernels[kernel](input._data.reshape(-1), 0, False)
+            k = input._dev.kernels
+            r = k[kernel](k["reshape"](input._data, (-1,)), 0, False)
             if keepdim:
-                r = r.reshape((1,) * input.dim())
+                r = k["reshape"](r, (1,) * input.dim())
             return _wrap(r, input._dev)
         d = _wrap_dim(dim, input.dim(), kernel)
         return _wrap(input._dev.kernels[kernel](input._data, d, keepdim), input._dev)
@@ -420,24 +421,47 @@ def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
     return _out(unary(Cumsum, input, _wrap_dim(dim, input.dim(), "cumsum")), out)
 
 
+class Cumprod(Op):
+    """Prefix products; the gradient handles zeros exactly (the product of the other factors)."""
+
+    save_inputs = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k["cumprod"](x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,), y, d = ctx.inputs, ctx.output, ctx.dim
+        if not bool((x == 0).any()):
+            return (g * y).flip(d).cumsum(d).flip(d) / x
+        # d y_j / d x_i = prod_{k <= j, k != i} x_k: row i of an (n, n) table of prefix products with x_i
+        # replaced by 1, summed against g_j for j >= i
+        xl, gl = x.movedim(d, -1), g.movedim(d, -1)
+        n = xl.shape[-1]
+        from .creation import eye, ones
+
+        diag = eye(n, dtype=dtypes.bool, device=x.device)
+        rows = xl.unsqueeze(-2).expand(xl.shape[:-1] + (n, n)).masked_fill(diag, 1).cumprod(-1)
+        later = ones(n, n, dtype=dtypes.bool, device=x.device).triu()
+        return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
+
+
 def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
-    """Cumulative product along ``dim`` (differentiable as a product of prefixes)."""
+    """Cumulative product along ``dim``.
+
+    >>> import ember
+    >>> ember.tensor([1., 2., 3.]).cumprod(0)
+    tensor([1., 2., 6.])
+    """
     d = _sum_dtype(input, dtype)
     if d is not None:
         input = cast(input, d)
     if input.dim() == 0:
         return _out(input.clone(), out)
-    dim = _wrap_dim(dim, input.dim(), "cumprod")
-    if input._rg:
-        # exp-log is unstable with zeros; build the prefix products from cumulative sums of logs only when positive
-        n = input.shape[dim]
-        parts = [input.narrow(dim, 0, 1)]
-        for i in range(1, n):
-            parts.append(parts[-1] * input.narrow(dim, i, 1))
-        return _out(cat(parts, dim), out)
-    from ..tensor import _wrap
-
-    return _out(_wrap(input._dev.kernels["cumprod"](input._data, dim), input._dev), out)
+    return _out(unary(Cumprod, input, _wrap_dim(dim, input.dim(), "cumprod")), out)
 
 
 def _bool_reduce(kernel):
@@ -464,8 +488,7 @@ def count_nonzero(input, dim=None):  # noqa: A002
     from ..tensor import _wrap
 
     axes = dims_arg(dim, input.dim(), "count_nonzero")
-    return _wrap(input._dev.backend.xp.asarray(input._dev.kernels["count_nonzero"](input._data, axes),
-                                               dtype="int64"), input._dev)
+    return cast(_wrap(input._dev.kernels["count_nonzero"](input._data, axes), input._dev), dtypes.int64)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002

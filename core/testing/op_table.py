@@ -103,7 +103,7 @@ REDUCTION_ROWS = [
     Row("logsumexp", lambda m, x: m.logsumexp(x, 1), [[r(2, 3)]]),
     Row("logsumexp_keep", lambda m, x: x.logsumexp((0, 1), keepdim=True), [[r(2, 3)]]),
     Row("cumsum", lambda m, x: x.cumsum(1), [[r(2, 3)]], ints=True),
-    Row("cumprod", lambda m, x: x.cumprod(0), [[r(3, 2)]]),
+    Row("cumprod", lambda m, x: x.cumprod(0), [[r(3, 2)], [F(np.array([[1.5, 0.0, 2.0], [0.0, 0.5, 0.0]]).T)]]),
     Row("norm", lambda m, x: x.norm(), [[r(2, 3)]]),
     Row("norm_dim", lambda m, x: x.norm(dim=1), [[r(2, 3)]]),
     Row("norm_p1", lambda m, x: x.norm(p=1, dim=0), [[r(2, 3)]]),
