@@ -90,11 +90,18 @@ class FakeGPU(ArrayBackend):
     def kernels_for(self, index):
         table = self.tables.get(index)
         if table is None:
-            table = self.tables[index] = {n: self._guard(n, fn, index) for n, fn in self.kernels.items()}
+            table = self.tables[index] = {}
+            self._fill(table, index)
         return table
 
+    def _fill(self, table, index):
+        table.clear()
+        table.update({n: self._guard(n, fn, index) for n, fn in self.kernels.items()})
+
     def kernels_changed(self):
-        self.tables.clear()
+        # resolved devices hold these dicts: refill them in place
+        for index, table in self.tables.items():
+            self._fill(table, index)
 
     def _guard(self, name, fn, idx):
         def kernel(*args, **kwargs):

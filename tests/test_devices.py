@@ -267,3 +267,22 @@ def test_module_state_moves_between_devices(kind):
     assert out.get_device() == 1 and out.shape == (4, 2)
     with pytest.raises(RuntimeError, match=f"{kind}:1"):
         m(ember.ones(4, 3, device=f"{kind}:0"))
+
+
+def test_a_plugin_kernel_reaches_every_resolved_device(fake):
+    t = ember.ones(3, device="fakegpu:1")
+    assert float((t + t).sum()) == 6.0
+
+    class Doubler:
+        @ember.plugins.hookimpl
+        def ember_kernels(self, registry):
+            registry.add_kernel("fakegpu", "add", lambda x, y: (x + y) * 2, priority=1)
+
+    ember.plugins.register(Doubler(), name="doubler")
+    try:
+        assert float((t + t).sum()) == 12.0
+        with pytest.raises(RuntimeError, match="was given an array of fakegpu:0"):
+            t._dev.kernels["add"](t._data, ember.ones(3, device="fakegpu:0")._data)  # guarded too
+    finally:
+        ember.plugins.unregister("doubler")
+    assert float((t + t).sum()) == 6.0

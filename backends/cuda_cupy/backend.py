@@ -67,12 +67,17 @@ class CupyBackend(ArrayBackend):
             return self.kernels
         table = self._tables.get(index)
         if table is None:
-            table = self._tables[index] = {n: _on_device(self.cp, self.runtime, fn, index)
-                                           for n, fn in self.kernels.items()}
+            table = self._tables[index] = self._device_table(index)
         return table
 
+    def _device_table(self, index):
+        return {n: _on_device(self.cp, self.runtime, fn, index) for n, fn in self.kernels.items()}
+
     def kernels_changed(self):
-        self._tables.clear()
+        # devices already resolved hold these dicts: refill them in place
+        for index, table in self._tables.items():
+            table.clear()
+            table.update(self._device_table(index))
 
     def synchronize(self, index=None):
         if index is None:
