@@ -28,98 +28,97 @@ def kernels(xp) -> dict:
         return as_strided(x, x.shape[:2] + out + tuple(k), strides, writeable=False)
 
     def im2col(x, k, stride, padding, dilation, groups):
-        """``(G, N*L, C/G*K)`` rows of unrolled windows, one copy of the strided view."""
+        """``(N, G, C/G*K, L)`` columns of unrolled windows: one copy of the strided view, output positions last."""
         v = windows(pad(x, padding), k, stride, dilation)
         n, c = x.shape[:2]
         d = len(k)
         osp = v.shape[2:2 + d]
         v = v.reshape((n, groups, c // groups) + osp + tuple(k))
-        perm = (1, 0) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d))
+        perm = (0, 1, 2) + tuple(range(3 + d, 3 + 2 * d)) + tuple(range(3, 3 + d))
         cols = xp.ascontiguousarray(v.transpose(perm))
-        return cols.reshape(groups, n * math.prod(osp), -1), osp
-
-    def gemm(a, b):
-        # one GEMM when there is one group, batched over groups otherwise
-        if a.shape[0] == 1:
-            return (a[0] @ b[0])[None]
-        return a @ b
-
-    def rows_to_nc(y, n, osp):
-        """``(G, N*L, Og)`` GEMM rows back to ``(N, G*Og, *osp)``."""
-        g, _, og = y.shape
-        y = y.reshape((g, n) + osp + (og,))
-        d = len(osp)
-        perm = (1, 0, 2 + d) + tuple(range(2, 2 + d))
-        return xp.ascontiguousarray(y.transpose(perm)).reshape((n, g * og) + osp)
-
-    def nc_to_rows(g_, groups):
-        """``(N, O, *osp)`` to GEMM rows ``(G, N*L, O/G)``."""
-        n, o = g_.shape[:2]
-        osp = g_.shape[2:]
-        d = len(osp)
-        y = g_.reshape((n, groups, o // groups) + osp)
-        perm = (1, 0) + tuple(range(3, 3 + d)) + (2,)
-        return xp.ascontiguousarray(y.transpose(perm)).reshape(groups, n * math.prod(osp), o // groups)
+        return cols.reshape(n, groups, -1, math.prod(osp)), osp
 
     def conv_forward(x, w, b, stride, padding, dilation, groups):
+        # out[n, g] = W[g] @ cols[n, g]: a batched GEMM whose result is already (N, O, L)
         k = w.shape[2:]
         cols, osp = im2col(x, k, stride, padding, dilation, groups)
         wm = w.reshape(groups, w.shape[0] // groups, -1)
-        out = rows_to_nc(gemm(cols, wm.transpose(0, 2, 1)), x.shape[0], osp)
+        out = (wm @ cols).reshape((x.shape[0], w.shape[0]) + osp)
         if b is not None:
             out += b.reshape((1, -1) + (1,) * len(osp))
         return out, cols
 
     def col2im(cols, x_shape, k, stride, padding, dilation, osp):
-        """Sum window rows ``(G, N*L, Cg*K)`` back into an input-shaped array, one slice-add per kernel offset."""
-        g = cols.shape[0]
-        n, c = x_shape[:2]
-        d = len(k)
-        cols = cols.reshape((g, n) + tuple(osp) + (c // g,) + tuple(k))
-        perm = tuple(range(3 + d, 3 + 2 * d)) + (1, 0, 2 + d) + tuple(range(2, 2 + d))
-        cols = xp.ascontiguousarray(cols.transpose(perm))
+        """Sum window columns ``(N, G, Cg*K, L)`` back into an input-shaped array, one slice-add per kernel offset."""
+        n, g = cols.shape[:2]
+        c = x_shape[1]
+        cols = cols.reshape((n, g, c // g) + tuple(k) + tuple(osp))
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
         gx = xp.zeros((n, g, c // g) + padded, dtype=cols.dtype)
         for off in itertools.product(*[range(kk) for kk in k]):
             sl = tuple(slice(o * dd, o * dd + s * (m - 1) + 1, s) for o, dd, s, m in zip(off, dilation, stride, osp))
-            gx[(Ellipsis,) + sl] += cols[off]
+            gx[(Ellipsis,) + sl] += cols[(slice(None),) * 3 + off]
         gx = gx.reshape((n, c) + padded)
         crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
         return gx[(Ellipsis,) + crop]
 
     def conv_input_grad(g, w, x_shape, stride, padding, dilation, groups):
         k = w.shape[2:]
-        wm = w.reshape(groups, w.shape[0] // groups, -1)
-        cols = gemm(nc_to_rows(g, groups), wm)
+        n, o = g.shape[:2]
+        wm = w.reshape(groups, o // groups, -1)
+        cols = wm.transpose(0, 2, 1) @ g.reshape(n, groups, o // groups, -1)
         return xp.ascontiguousarray(col2im(cols, x_shape, k, stride, padding, dilation, g.shape[2:]))
 
     def conv_weight_grad(x, g, w_shape, stride, padding, dilation, groups, cols=None):
         if cols is None:
             cols, _ = im2col(x, w_shape[2:], stride, padding, dilation, groups)
-        gm = nc_to_rows(g, groups)
-        return gemm(gm.transpose(0, 2, 1), cols).reshape(w_shape)
+        n, o = g.shape[:2]
+        gm = g.reshape(n, groups, o // groups, -1)
+        return (gm @ cols.transpose(0, 1, 3, 2)).sum(0).reshape(w_shape)
 
     # ---------------------------------------------------------------- pooling
+    def offsets(k):
+        return list(itertools.product(*[range(kk) for kk in k]))
+
     def max_pool(x, k, stride, padding, dilation):
-        """Max over windows; indices are flat positions in each (unpadded) input plane, as PyTorch returns."""
+        """Max over windows, one elementwise pass per kernel offset (the first maximum wins, NaN propagates).
+
+        Returns the maxima, PyTorch's flat indices into each (unpadded) input plane, and the winning offset.
+        """
         lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
         v = windows(pad(x, padding, lowest), k, stride, dilation)
         d = len(k)
         osp = v.shape[2:2 + d]
-        flat = v.reshape(v.shape[:2 + d] + (-1,))
-        am = flat.argmax(-1)
-        out = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
-        idx = xp.zeros(am.shape, dtype=xp.int64)
-        rest = am
+        best = arg = None
+        for j, off in enumerate(offsets(k)):
+            cur = v[(Ellipsis,) + off]
+            if best is None:
+                best, arg = xp.array(cur, copy=True), xp.zeros(cur.shape, dtype=xp.int64)
+                continue
+            m = (cur > best) | (cur != cur)
+            best = xp.where(m, cur, best)
+            arg = xp.where(m, j, arg)
+        idx = xp.zeros(arg.shape, dtype=xp.int64)
         sp = x.shape[2:]
-        for i in reversed(range(d)):
-            ki = rest % k[i]
-            rest = rest // k[i]
+        for i in range(d):
+            ki = (arg // math.prod(k[i + 1:])) % k[i]
             shape = [1] * (2 + d)
             shape[2 + i] = osp[i]
             pos = xp.arange(osp[i]).reshape(shape) * stride[i] - padding[i][0] + ki * dilation[i]
             idx += pos * math.prod(sp[i + 1:])
-        return out, idx
+        return best, idx, arg
+
+    def max_pool_backward(g, arg, x_shape, k, stride, padding, dilation):
+        """Route each output gradient to its window's winning offset: one slice-add per kernel offset."""
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
+        gx = xp.zeros(tuple(x_shape[:2]) + padded, dtype=g.dtype)
+        zero = xp.zeros((), dtype=g.dtype)
+        osp = g.shape[2:]
+        for j, off in enumerate(offsets(k)):
+            sl = tuple(slice(o * dd, o * dd + s * (m - 1) + 1, s) for o, dd, s, m in zip(off, dilation, stride, osp))
+            gx[(Ellipsis,) + sl] += xp.where(arg == j, g, zero)
+        crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
+        return xp.ascontiguousarray(gx[(Ellipsis,) + crop])
 
     def flat_gather(x, idx):
         """``x[n, c].flat[idx[n, c]]`` for every plane."""
@@ -191,7 +190,7 @@ def kernels(xp) -> dict:
 
     return {
         "conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad,
-        "max_pool": max_pool, "adaptive_max_pool": adaptive_max_pool,
+        "max_pool": max_pool, "max_pool_backward": max_pool_backward, "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax,
         "nn_sigmoid": sigmoid, "nn_tanh": xp.tanh, "nn_softplus": softplus, "nn_clip": clip,

@@ -50,23 +50,43 @@ class MaxPool(Op):
 
     @staticmethod
     def forward(ctx, k, x, params):
-        out, idx = k["max_pool"](x, *params)
-        ctx.idx, ctx.shape = idx, x.shape
+        out, idx, arg = k["max_pool"](x, *params)
+        ctx.idx, ctx.arg, ctx.shape, ctx.params = idx, arg, x.shape, params
         return out, idx
 
     @staticmethod
     def backward(ctx, g, _gi):
-        return apply(FlatScatter, g, _wrap(ctx.idx, g._dev), tuple(ctx.shape))
+        return apply(MaxPoolBackward, g, _wrap(ctx.idx, g._dev), ctx.arg, tuple(ctx.shape), ctx.params)
 
 
-class AdaptiveMaxPool(MaxPool):
+class MaxPoolBackward(Op):
+    """The gradient of max pooling, routed by the winning kernel offset; its own gradient gathers."""
+
+    backward_name = "MaxPoolWithIndicesBackwardBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, g, idx, arg, shape, params):
+        return k["max_pool_backward"](g, arg, shape, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return apply(FlatGather, gg, ctx.inputs[1]), None
+
+
+class AdaptiveMaxPool(Op):
     backward_name = "AdaptiveMaxPool2DBackward0"
+    nondiff_outputs = (1,)
 
     @staticmethod
     def forward(ctx, k, x, osize):
         out, idx = k["adaptive_max_pool"](x, osize)
         ctx.idx, ctx.shape = idx, x.shape
         return out, idx
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        return apply(FlatScatter, g, _wrap(ctx.idx, g._dev), tuple(ctx.shape))
 
 
 # --------------------------------------------------------------------------- helpers
