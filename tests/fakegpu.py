@@ -95,15 +95,19 @@ class FakeGPU(ArrayBackend):
         return table
 
     def _fill(self, table, index):
-        table.clear()
-        table.update({n: self._guard(n, fn, index) for n, fn in self.kernels.items()})
+        for n in set(table) - set(self.kernels):
+            del table[n]
+        for n in set(self.kernels) - set(table):
+            table[n] = self._guard(n, index)
 
     def kernels_changed(self):
-        # resolved devices hold these dicts: refill them in place
+        # resolved devices hold these dicts: keep their names in step (the guards look kernels up by name)
         for index, table in self.tables.items():
             self._fill(table, index)
 
-    def _guard(self, name, fn, idx):
+    def _guard(self, name, idx):
+        kernels = self.kernels
+
         def kernel(*args, **kwargs):
             for a in args:
                 if type(a) is list:
@@ -113,7 +117,7 @@ class FakeGPU(ArrayBackend):
                     _check(name, idx, a)
             if self.pending[idx]:
                 self.wait(idx)
-            return self.tag(fn(*args, **kwargs), idx)
+            return self.tag(kernels[name](*args, **kwargs), idx)
 
         return kernel
 
