@@ -40,6 +40,7 @@ class Registry:
         self.plugins = {}         # plugin name -> distribution string
         self.methods = {}         # Tensor method name -> plugin that added it
         self.replaced = {}        # (device type, op) -> [(fn, plugin, priority) it replaced, ...]
+        self.modules = {}         # name -> plugin that installed ember.<name>
         self.current = "<manual>"
 
     @contextlib.contextmanager
@@ -124,6 +125,20 @@ class Registry:
 
         add_op(self, namespace, name, fn, **options)
 
+    # -- submodules
+    def add_module(self, name: str, module) -> None:
+        """Expose a plugin's package as ``ember.<name>`` (attribute and ``sys.modules`` entry).
+
+        ``registry.add_module("vision", ember_vision)`` makes ``ember.vision`` and
+        ``from ember.vision import transforms`` work; a name ember already has is refused.
+        """
+        ember = sys.modules[__package__]
+        if self.modules.get(name, self.current) != self.current or (name not in self.modules and hasattr(ember, name)):
+            raise PluginError(f"plugin {self.describe(self.current)}: ember.{name} already exists")
+        self.modules[name] = self.current
+        setattr(ember, name, module)
+        sys.modules[f"{__package__}.{name}"] = module
+
     def overridden(self) -> list:
         """``[(device type, op, serving plugin, priority, replaced plugin)]`` for kernels a plugin replaced."""
         return [(dev, op, *self.kernel_source[(dev, op)], stack[0][1])
@@ -148,6 +163,10 @@ class Registry:
                 del self.kernel_source[(dev, op)]
             backend.kernels_changed()
         self.pending = [p for p in self.pending if p[4] != plugin]
+        for name in [n for n, owner in self.modules.items() if owner == plugin]:
+            del self.modules[name]
+            delattr(sys.modules[__package__], name)
+            sys.modules.pop(f"{__package__}.{name}", None)
         for dev, backend in list(self.backends.items()):
             if backend.plugin == plugin:
                 del self.backends[dev]

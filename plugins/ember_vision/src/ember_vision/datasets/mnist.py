@@ -1,0 +1,123 @@
+"""MNIST and FashionMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
+
+>>> read_idx.__name__
+'read_idx'
+"""
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+from PIL import Image
+
+import ember
+
+from .utils import check_integrity, download_url
+from .vision import VisionDataset
+
+# IDX type byte -> big-endian dtype
+_IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str) -> np.ndarray:
+    """Parse an IDX file (``.gz`` or plain) into a native-endian array; malformed files raise naming the file."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES:
+        raise RuntimeError(f"{path}: not an IDX file (bad magic number {data[:4].hex()})")
+    ndim = data[3]
+    dims = tuple(int(d) for d in np.frombuffer(data, ">i4", ndim, 4))
+    dtype = np.dtype(_IDX_TYPES[data[2]])
+    start = 4 + 4 * ndim
+    expected = int(np.prod(dims)) * dtype.itemsize
+    if len(data) - start != expected:
+        raise RuntimeError(f"{path}: IDX header says shape {dims} ({expected} bytes of data) "
+                           f"but the file holds {len(data) - start} bytes")
+    return np.frombuffer(data, dtype, offset=start).reshape(dims).astype(dtype.newbyteorder("="))
+
+
+class MNIST(VisionDataset):
+    """Handwritten digits: ``data`` uint8 ``(N, 28, 28)``, ``targets`` int64; items are (PIL 'L' image, int)."""
+
+    mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+        ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
+    ]
+    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
+               "8 - eight", "9 - nine"]
+
+    def __init__(self, root, train: bool = True, transform=None, target_transform=None, download: bool = False):
+        super().__init__(root, transform, target_transform)
+        self.train = train
+        if download:
+            self.download()
+        prefix = "train" if train else "t10k"
+        self.data = ember.from_numpy(read_idx(self._file(f"{prefix}-images-idx3-ubyte")))
+        self.targets = ember.from_numpy(read_idx(self._file(f"{prefix}-labels-idx1-ubyte")).astype(np.int64))
+        if self.data.shape[0] != self.targets.shape[0]:
+            raise RuntimeError(f"{type(self).__name__}: {self.data.shape[0]} images but {self.targets.shape[0]} "
+                               f"labels in {self.raw_folder}")
+
+    @property
+    def raw_folder(self) -> str:
+        return os.path.join(self.root, type(self).__name__, "raw")
+
+    @property
+    def class_to_idx(self) -> dict:
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def _file(self, stem: str) -> str:
+        """The extracted file, else the checked ``.gz``; a missing or corrupt file raises naming it."""
+        plain = os.path.join(self.raw_folder, stem)
+        if os.path.isfile(plain):
+            return plain
+        md5 = dict(self.resources).get(stem + ".gz")
+        gz = plain + ".gz"
+        if not os.path.isfile(gz):
+            raise RuntimeError(f"{type(self).__name__}: dataset not found: neither {plain} nor {gz} exists. "
+                               f"You can use download=True to download it")
+        if not check_integrity(gz, md5):
+            raise RuntimeError(f"{type(self).__name__}: {gz} is corrupted: its md5 is not {md5}; "
+                               f"delete it and download again")
+        return gz
+
+    def download(self) -> None:
+        """Fetch each missing file, trying the mirrors in order; checked by MD5."""
+        for name, md5 in self.resources:
+            if check_integrity(os.path.join(self.raw_folder, name), md5):
+                continue
+            errors = []
+            for mirror in self.mirrors:
+                try:
+                    download_url(mirror + name, self.raw_folder, name, md5)
+                    break
+                except RuntimeError as e:
+                    errors.append(str(e))
+            else:
+                raise RuntimeError(f"{type(self).__name__}: could not download {name}:\n" + "\n".join(errors))
+
+    def __getitem__(self, index: int):
+        img = Image.fromarray(self.data[index].numpy())
+        return self._apply(img, int(self.targets[index]))
+
+    def __len__(self) -> int:
+        return int(self.data.shape[0])
+
+
+class FashionMNIST(MNIST):
+    """Zalando's article images, in MNIST's format."""
+
+    mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+        ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+        ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
+    ]
+    classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+               "Ankle boot"]

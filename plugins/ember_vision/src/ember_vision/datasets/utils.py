@@ -1,0 +1,105 @@
+"""Checksums, resumable downloads and archive extraction for datasets and weights.
+
+``download_url`` writes into ``<file>.part`` and resumes it with an HTTP ``Range`` request on
+the next call; the file takes its final name only once its MD5 checks out.
+
+>>> calculate_md5.__name__
+'calculate_md5'
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+from urllib.parse import urlparse
+
+USER_AGENT = "ember-vision"
+CHUNK = 1 << 20
+
+
+def calculate_md5(fpath: str, chunk_size: int = CHUNK) -> str:
+    """The MD5 hex digest of a file."""
+    md5 = hashlib.md5(usedforsecurity=False)
+    with open(fpath, "rb") as f:
+        for chunk in iter(lambda: f.read(chunk_size), b""):
+            md5.update(chunk)
+    return md5.hexdigest()
+
+
+def check_integrity(fpath: str, md5: str | None = None) -> bool:
+    """True when ``fpath`` exists and (if ``md5`` is given) has that MD5."""
+    if not os.path.isfile(fpath):
+        return False
+    return md5 is None or calculate_md5(fpath) == md5
+
+
+def _open(url: str, offset: int, timeout: float):
+    headers = {"User-Agent": USER_AGENT}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+
+
+def download_url(url: str, root: str, filename: str | None = None, md5: str | None = None,
+                 timeout: float = 30.0) -> str:
+    """Download ``url`` into ``root/filename`` (resuming a previous partial download); returns the path.
+
+    Raises ``RuntimeError`` naming the URL when the host cannot be reached (offline) or answers with
+    an error, and when the downloaded file's MD5 is not ``md5`` (the partial file is then removed).
+    """
+    root = os.path.expanduser(root)
+    os.makedirs(root, exist_ok=True)
+    fpath = os.path.join(root, filename or os.path.basename(urlparse(url).path))
+    if check_integrity(fpath, md5):
+        return fpath
+    part = fpath + ".part"
+    offset = os.path.getsize(part) if os.path.isfile(part) else 0
+    try:
+        resp = _open(url, offset, timeout)
+    except urllib.error.HTTPError as e:
+        if e.code != 416 or not offset:  # 416: the partial file is already complete
+            raise RuntimeError(f"download of {url} failed: HTTP {e.code} {e.reason}") from e
+        resp = None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise RuntimeError(f"could not download {url} ({reason}): the host cannot be reached (offline?). "
+                           f"Put the file at {fpath} (md5 {md5}) and try again") from e
+    if resp is not None:
+        with resp:
+            resumed = offset and resp.status == 206
+            with open(part, "ab" if resumed else "wb") as out:
+                shutil.copyfileobj(resp, out, CHUNK)
+    if md5 is not None:
+        got = calculate_md5(part)
+        if got != md5:
+            os.remove(part)
+            raise RuntimeError(f"checksum mismatch for {url}: expected md5 {md5}, got {got}; "
+                               f"the download was removed, try again")
+    os.replace(part, fpath)
+    return fpath
+
+
+def extract_archive(from_path: str, to_path: str | None = None) -> str:
+    """Extract a ``.tar``/``.tar.gz``/``.tgz`` (safely: no paths outside ``to_path``) or a ``.gz`` file."""
+    to_path = to_path or os.path.dirname(from_path)
+    if from_path.endswith((".tar", ".tar.gz", ".tgz")):
+        with tarfile.open(from_path) as tar:
+            tar.extractall(to_path, filter="data")
+        return to_path
+    if from_path.endswith(".gz"):
+        out = os.path.join(to_path, os.path.basename(from_path)[:-3])
+        with gzip.open(from_path, "rb") as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst, CHUNK)
+        return out
+    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .gz)")
+
+
+def download_and_extract_archive(url: str, download_root: str, extract_root: str | None = None,
+                                 filename: str | None = None, md5: str | None = None) -> str:
+    """``download_url`` then ``extract_archive`` into ``extract_root`` (default ``download_root``)."""
+    path = download_url(url, download_root, filename, md5)
+    return extract_archive(path, extract_root or download_root)

@@ -1,0 +1,244 @@
+"""Image operations on ember tensors of shape ``(..., C, H, W)``, written with ember ops only.
+
+Geometry (resize weights, rotation source coordinates, padding indices) is computed on the host
+with NumPy as small index/weight tables; the pixel work is vectorised ember ops (two matmuls for a
+resize, one gather for a rotation), so it runs on any backend.  Integer images are computed in
+float and rounded back, like PIL does.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import ember
+from ember.nn import functional as F
+
+# PIL's resampling filters: (filter on distance in input pixels, support radius)
+_A = -0.5  # PIL's bicubic parameter
+
+
+def _triangle(x):
+    return np.clip(1.0 - np.abs(x), 0.0, None)
+
+
+def _cubic(x):
+    x = np.abs(x)
+    near = ((_A + 2) * x - (_A + 3)) * x * x + 1
+    far = (((x - 5) * x + 8) * x - 4) * _A
+    return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+
+
+FILTERS = {"bilinear": (_triangle, 1.0), "bicubic": (_cubic, 2.0)}
+
+
+def bound(img) -> float:
+    return 1.0 if img.is_floating_point() else float(ember.iinfo(img.dtype).max)
+
+
+def size(img):
+    return [int(img.shape[-1]), int(img.shape[-2])]
+
+
+def channels(img) -> int:
+    return 1 if img.ndim == 2 else int(img.shape[-3])
+
+
+def _as_float(img):
+    return img if img.is_floating_point() else img.to(ember.float32)
+
+
+def _back(out, img):
+    """Cast a float result back to ``img``'s dtype (rounded and clamped for integer images)."""
+    if img.is_floating_point():
+        return out.to(img.dtype)
+    return out.round().clamp(0, bound(img)).to(img.dtype)
+
+
+def _resize_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
+    """``(n_out, n_in)`` weights of PIL's antialiased resampling (the filter widens when shrinking)."""
+    scale = n_in / n_out
+    if mode == "nearest":
+        src = np.minimum(((np.arange(n_out) + 0.5) * scale).astype(np.int64), n_in - 1)
+        w = np.zeros((n_out, n_in))
+        w[np.arange(n_out), src] = 1.0
+        return w
+    filt, _ = FILTERS[mode]
+    fs = max(scale, 1.0)
+    center = (np.arange(n_out) + 0.5) * scale
+    w = filt((np.arange(n_in)[None, :] + 0.5 - center[:, None]) / fs)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _table(a: np.ndarray, like):
+    """A host-computed weight table as a tensor on ``like``'s device, in its float dtype."""
+    dtype = like.dtype if like.is_floating_point() else ember.float32
+    return ember.as_tensor(a, device=like.device).to(dtype)
+
+
+def resize(img, hw, mode: str):
+    """Width pass then height pass, as PIL; integer images are rounded between the passes like PIL's."""
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    x = img
+    if hw[1] != w:
+        x = _back(ember.matmul(_as_float(x), _table(_resize_matrix(w, hw[1], mode).T, x)), img)
+    if hw[0] != h:
+        x = _back(ember.matmul(_table(_resize_matrix(h, hw[0], mode), x), _as_float(x)), img)
+    return x
+
+
+def crop(img, top: int, left: int, height: int, width: int):
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    if top < 0 or left < 0 or top + height > h or left + width > w:
+        # as torchvision: the part outside the image is zero padding
+        pads = [max(-left, 0), max(left + width - w, 0), max(-top, 0), max(top + height - h, 0)]
+        img = pad(img, pads, 0, "constant")
+        top, left = top + pads[2], left + pads[0]
+    return img[..., top:top + height, left:left + width]
+
+
+_NP_MODES = {"edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}
+
+
+def pad(img, padding, fill, mode: str):
+    """``padding = [left, right, top, bottom]``."""
+    left, right, top, bottom = padding
+    if mode == "constant":
+        return F.pad(img, (left, right, top, bottom), value=float(fill))
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    rows = np.pad(np.arange(h), (top, bottom), mode=_NP_MODES[mode])
+    cols = np.pad(np.arange(w), (left, right), mode=_NP_MODES[mode])
+    dev = img.device
+    return img.index_select(-2, ember.as_tensor(rows, device=dev)).index_select(-1, ember.as_tensor(cols, device=dev))
+
+
+def hflip(img):
+    return img.flip(-1)
+
+
+def vflip(img):
+    return img.flip(-2)
+
+
+def rgb_to_grayscale(img, num_output_channels: int):
+    r, g, b = img[..., 0, :, :], img[..., 1, :, :], img[..., 2, :, :]
+    gray = (0.299 * _as_float(r) + 0.587 * _as_float(g) + 0.114 * _as_float(b)).unsqueeze(-3)
+    gray = _back(gray, img)
+    return gray.expand(*gray.shape[:-3], num_output_channels, *gray.shape[-2:]).contiguous()
+
+
+def _blend(a, b, ratio: float, img):
+    return _back((ratio * _as_float(a) + (1.0 - ratio) * _as_float(b)).clamp(0, bound(img)), img)
+
+
+def adjust_brightness(img, factor: float):
+    return _blend(img, ember.zeros_like(_as_float(img)), factor, img)
+
+
+def adjust_contrast(img, factor: float):
+    gray = rgb_to_grayscale(img, 1) if channels(img) == 3 else img
+    mean = _as_float(gray).mean(dim=(-3, -2, -1), keepdim=True)
+    return _blend(img, mean, factor, img)
+
+
+def adjust_saturation(img, factor: float):
+    if channels(img) == 1:
+        return img
+    return _blend(img, rgb_to_grayscale(img, 1), factor, img)
+
+
+def _rgb_to_hsv(x):
+    r, g, b = x.unbind(-3)
+    maxc, minc = x.amax(dim=-3), x.amin(dim=-3)
+    cr = maxc - minc
+    s = cr / ember.where(maxc == 0, ember.ones_like(maxc), maxc)
+    crd = ember.where(cr == 0, ember.ones_like(cr), cr)
+    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
+    h = ember.where(maxc == r, bc - gc, ember.where(maxc == g, 2.0 + rc - bc, 4.0 + gc - rc))
+    h = ember.remainder(h / 6.0 + 1.0, 1.0)
+    return h, s, maxc
+
+
+def _hsv_to_rgb(h, s, v):
+    i = (h * 6.0).floor()
+    f = h * 6.0 - i
+    i = ember.remainder(i, 6).unsqueeze(-3)
+    p = (v * (1.0 - s)).clamp(0.0, 1.0)
+    q = (v * (1.0 - s * f)).clamp(0.0, 1.0)
+    t = (v * (1.0 - s * (1.0 - f))).clamp(0.0, 1.0)
+    # the channel values for each of the six hue sectors
+    table = {0: (v, t, p), 1: (q, v, p), 2: (p, v, t), 3: (p, q, v), 4: (t, p, v), 5: (v, p, q)}
+    out = ember.zeros_like(ember.stack((v, v, v), dim=-3))
+    for sector, rgb in table.items():
+        out = ember.where(i == sector, ember.stack(rgb, dim=-3), out)
+    return out
+
+
+def adjust_hue(img, factor: float):
+    if channels(img) == 1:
+        return img
+    x = _as_float(img) / bound(img)
+    h, s, v = _rgb_to_hsv(x)
+    h = ember.remainder(h + factor, 1.0)
+    return _back(_hsv_to_rgb(h, s, v) * bound(img), img)
+
+
+def rotation_matrix(w: int, h: int, angle: float, center, expand: bool):
+    """PIL's ``Image.rotate`` inverse affine matrix (output -> input pixel) and output size."""
+    cx, cy = (w / 2.0, h / 2.0) if center is None else center
+    a = -math.radians(angle % 360.0)
+    m = [round(math.cos(a), 15), round(math.sin(a), 15), 0.0, round(-math.sin(a), 15), round(math.cos(a), 15), 0.0]
+    m[2] = m[0] * -cx + m[1] * -cy + cx
+    m[5] = m[3] * -cx + m[4] * -cy + cy
+    if not expand:
+        return m, w, h
+    xs, ys = [], []
+    for x, y in ((0, 0), (w, 0), (w, h), (0, h)):
+        xs.append(m[0] * x + m[1] * y + m[2])
+        ys.append(m[3] * x + m[4] * y + m[5])
+    nw = int(math.ceil(max(xs)) - math.floor(min(xs)))
+    nh = int(math.ceil(max(ys)) - math.floor(min(ys)))
+    m[2] = m[0] * -(nw - w) / 2.0 + m[1] * -(nh - h) / 2.0 + m[2]
+    m[5] = m[3] * -(nw - w) / 2.0 + m[4] * -(nh - h) / 2.0 + m[5]
+    return m, nw, nh
+
+
+def rotate(img, angle: float, mode: str, expand: bool, center, fill):
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    m, nw, nh = rotation_matrix(w, h, angle, center, expand)
+    ys, xs = np.meshgrid(np.arange(nh) + 0.5, np.arange(nw) + 0.5, indexing="ij")
+    sx = m[0] * xs + m[1] * ys + m[2]
+    sy = m[3] * xs + m[4] * ys + m[5]
+    flat = _as_float(img).reshape(*img.shape[:-2], h * w)
+    # as PIL: a pixel whose source lies outside the image gets ``fill``; bilinear taps clamp to the edge
+    inside = ((sx >= 0) & (sx < w) & (sy >= 0) & (sy < h)).astype(np.float64)
+    if mode == "nearest":
+        taps = [(np.floor(sx), np.floor(sy), inside)]
+    else:
+        fx, fy = sx - 0.5, sy - 0.5
+        x0, y0 = np.floor(fx), np.floor(fy)
+        ax, ay = fx - x0, fy - y0
+        taps = [(x0, y0, (1 - ax) * (1 - ay) * inside), (x0 + 1, y0, ax * (1 - ay) * inside),
+                (x0, y0 + 1, (1 - ax) * ay * inside), (x0 + 1, y0 + 1, ax * ay * inside)]
+    out = 0.0
+    for tx, ty, wt in taps:
+        idx = (np.clip(ty, 0, h - 1) * w + np.clip(tx, 0, w - 1)).astype(np.int64).reshape(-1)
+        out = out + flat.index_select(-1, ember.as_tensor(idx, device=img.device)) * _table(wt.reshape(-1), flat)
+    fill_t = ember.as_tensor(np.asarray(fill, dtype=np.float32).reshape(-1, 1), device=img.device)
+    out = out + fill_t * _table(1.0 - inside.reshape(-1), flat)
+    return _back(out.reshape(*img.shape[:-2], nh, nw), img)
+
+
+def erase(img, i: int, j: int, h: int, w: int, v):
+    out = img.clone()
+    out[..., i:i + h, j:j + w] = v
+    return out
+
+
+def normalize(img, mean, std):
+    dev, dt = img.device, img.dtype
+    m = ember.as_tensor(mean, dtype=dt, device=dev).reshape(-1, 1, 1)
+    s = ember.as_tensor(std, dtype=dt, device=dev).reshape(-1, 1, 1)
+    if bool((s == 0).any()):
+        raise ValueError(f"normalize: std evaluated to zero after conversion to {dt}, leading to division by zero")
+    return (img - m) / s

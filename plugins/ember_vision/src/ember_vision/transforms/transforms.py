@@ -1,0 +1,334 @@
+"""Transform classes (``torchvision.transforms`` API) on PIL images and ember tensors.
+
+Random transforms draw from ember's default generator, so ``ember.manual_seed(s)`` makes a
+pipeline reproducible.
+
+>>> import ember
+>>> from ember_vision import transforms as T
+>>> t = T.Compose([T.CenterCrop(2), T.RandomHorizontalFlip(p=1.0)])
+>>> t(ember.arange(9).reshape(1, 3, 3)).tolist()
+[[[1, 0], [4, 3]]]
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import ember
+
+from . import functional as F
+from .functional import InterpolationMode
+
+
+def _uniform(a: float, b: float) -> float:
+    return float(a + (b - a) * ember.rand(1).item())
+
+
+def _randint(low: int, high: int) -> int:
+    """An int in ``[low, high)``."""
+    return int(ember.randint(low, high, (1,)).item())
+
+
+def _coin(p: float) -> bool:
+    return bool(ember.rand(1).item() < p)
+
+
+def _pair(size, name: str):
+    if isinstance(size, numbers.Number):
+        return int(size), int(size)
+    if isinstance(size, Sequence) and len(size) in (1, 2):
+        return (int(size[0]), int(size[0])) if len(size) == 1 else (int(size[0]), int(size[1]))
+    raise ValueError(f"{name}: size should be an int or a sequence of 1 or 2 ints, got {size!r}")
+
+
+class _Repr:
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+
+class Compose(_Repr):
+    """Apply ``transforms`` in order."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+
+    def __call__(self, img):
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+
+class Lambda(_Repr):
+    """Apply a user function."""
+
+    def __init__(self, lambd):
+        if not callable(lambd):
+            raise TypeError(f"Lambda: argument should be callable, got {type(lambd).__name__}")
+        self.lambd = lambd
+
+    def __call__(self, img):
+        return self.lambd(img)
+
+
+class ToTensor(_Repr):
+    """PIL image / ndarray -> float32 ``(C, H, W)`` in ``[0, 1]``."""
+
+    def __call__(self, pic):
+        return F.to_tensor(pic)
+
+
+class PILToTensor(_Repr):
+    """PIL image -> ``(C, H, W)`` tensor without scaling."""
+
+    def __call__(self, pic):
+        return F.pil_to_tensor(pic)
+
+
+class ToPILImage(_Repr):
+    def __init__(self, mode=None):
+        self.mode = mode
+
+    def __call__(self, pic):
+        return F.to_pil_image(pic, self.mode)
+
+
+class Normalize(_Repr):
+    """``(x - mean) / std`` per channel."""
+
+    def __init__(self, mean, std, inplace: bool = False):
+        self.mean, self.std, self.inplace = list(mean), list(std), inplace
+
+    def __call__(self, tensor):
+        return F.normalize(tensor, self.mean, self.std, self.inplace)
+
+
+class Resize(_Repr):
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+        self.size, self.interpolation, self.max_size = size, interpolation, max_size
+
+    def __call__(self, img):
+        return F.resize(img, self.size, self.interpolation, self.max_size)
+
+
+class CenterCrop(_Repr):
+    def __init__(self, size):
+        self.size = _pair(size, "CenterCrop")
+
+    def __call__(self, img):
+        return F.center_crop(img, self.size)
+
+
+class Pad(_Repr):
+    def __init__(self, padding, fill=0, padding_mode: str = "constant"):
+        self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
+
+    def __call__(self, img):
+        return F.pad(img, self.padding, self.fill, self.padding_mode)
+
+
+class RandomCrop(_Repr):
+    """A random ``size`` crop, after optional ``padding`` (and padding up to ``size`` if ``pad_if_needed``)."""
+
+    def __init__(self, size, padding=None, pad_if_needed: bool = False, fill=0, padding_mode: str = "constant"):
+        self.size = _pair(size, "RandomCrop")
+        self.padding, self.pad_if_needed, self.fill, self.padding_mode = padding, pad_if_needed, fill, padding_mode
+
+    @staticmethod
+    def get_params(img, output_size):
+        w, h = F.get_image_size(img)
+        th, tw = output_size
+        if h < th or w < tw:
+            raise ValueError(f"RandomCrop: required crop size {(th, tw)} is larger than input image size {(h, w)}")
+        return _randint(0, h - th + 1), _randint(0, w - tw + 1), th, tw
+
+    def __call__(self, img):
+        if self.padding is not None:
+            img = F.pad(img, self.padding, self.fill, self.padding_mode)
+        w, h = F.get_image_size(img)
+        if self.pad_if_needed and (w < self.size[1] or h < self.size[0]):
+            img = F.pad(img, [max(self.size[1] - w, 0), max(self.size[0] - h, 0)], self.fill, self.padding_mode)
+        return F.crop(img, *self.get_params(img, self.size))
+
+
+class RandomResizedCrop(_Repr):
+    """A random crop of random area (``scale``) and aspect ``ratio``, resized to ``size``."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError(f"RandomResizedCrop: scale and ratio should be of kind (min, max), got {scale}, {ratio}")
+        self.size = _pair(size, "RandomResizedCrop")
+        self.scale, self.ratio, self.interpolation = tuple(scale), tuple(ratio), interpolation
+
+    @staticmethod
+    def get_params(img, scale, ratio):
+        width, height = F.get_image_size(img)
+        area = height * width
+        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        for _ in range(10):
+            target = area * _uniform(*scale)
+            aspect = math.exp(_uniform(*log_ratio))
+            w = int(round(math.sqrt(target * aspect)))
+            h = int(round(math.sqrt(target / aspect)))
+            if 0 < w <= width and 0 < h <= height:
+                return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
+        # fallback: the central crop with the ratio clamped into range
+        in_ratio = width / height
+        w, h = (width, int(round(width / ratio[0]))) if in_ratio < ratio[0] else (
+            (int(round(height * ratio[1])), height) if in_ratio > ratio[1] else (width, height))
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def __call__(self, img):
+        i, j, h, w = self.get_params(img, self.scale, self.ratio)
+        return F.resized_crop(img, i, j, h, w, self.size, self.interpolation)
+
+
+class RandomHorizontalFlip(_Repr):
+    def __init__(self, p: float = 0.5):
+        self.p = p
+
+    def __call__(self, img):
+        return F.hflip(img) if _coin(self.p) else img
+
+
+class RandomVerticalFlip(_Repr):
+    def __init__(self, p: float = 0.5):
+        self.p = p
+
+    def __call__(self, img):
+        return F.vflip(img) if _coin(self.p) else img
+
+
+class RandomRotation(_Repr):
+    """Rotate by an angle drawn from ``degrees`` (``d`` means ``(-d, d)``)."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None, fill=0):
+        if isinstance(degrees, numbers.Number):
+            if degrees < 0:
+                raise ValueError(f"RandomRotation: If degrees is a single number, it must be positive, got {degrees}")
+            degrees = (-degrees, degrees)
+        self.degrees = (float(degrees[0]), float(degrees[1]))
+        self.interpolation, self.expand, self.center, self.fill = interpolation, expand, center, fill
+
+    @staticmethod
+    def get_params(degrees) -> float:
+        return _uniform(*degrees)
+
+    def __call__(self, img):
+        return F.rotate(img, self.get_params(self.degrees), self.interpolation, self.expand, self.center, self.fill)
+
+
+def _jitter_range(value, name: str, center: float = 1.0, bound=(0, float("inf"))):
+    if value is None:
+        return None
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"ColorJitter: If {name} is a single number, it must be non negative, got {value}")
+        value = (center - value, center + value)
+        value = (max(value[0], bound[0]), value[1]) if center == 1.0 else value
+    lo, hi = float(value[0]), float(value[1])
+    if not bound[0] <= lo <= hi <= bound[1]:
+        raise ValueError(f"ColorJitter: {name} values should be between {bound}, got {(lo, hi)}")
+    return None if lo == hi == center else (lo, hi)
+
+
+class ColorJitter(_Repr):
+    """Random brightness, contrast, saturation and hue changes, applied in a random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        self.brightness = _jitter_range(brightness, "brightness")
+        self.contrast = _jitter_range(contrast, "contrast")
+        self.saturation = _jitter_range(saturation, "saturation")
+        self.hue = _jitter_range(hue, "hue", center=0.0, bound=(-0.5, 0.5))
+
+    @staticmethod
+    def get_params(brightness, contrast, saturation, hue):
+        order = ember.randperm(4).tolist()
+        factors = [None if r is None else _uniform(*r) for r in (brightness, contrast, saturation, hue)]
+        return (order, *factors)
+
+    def __call__(self, img):
+        order, *factors = self.get_params(self.brightness, self.contrast, self.saturation, self.hue)
+        adjust = (F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue)
+        for k in order:
+            if factors[k] is not None:
+                img = adjust[k](img, factors[k])
+        return img
+
+
+class Grayscale(_Repr):
+    def __init__(self, num_output_channels: int = 1):
+        self.num_output_channels = num_output_channels
+
+    def __call__(self, img):
+        return F.rgb_to_grayscale(img, self.num_output_channels)
+
+
+class RandomGrayscale(_Repr):
+    """Grayscale (keeping the channel count) with probability ``p``."""
+
+    def __init__(self, p: float = 0.1):
+        self.p = p
+
+    def __call__(self, img):
+        c = F.get_image_num_channels(img)
+        return F.rgb_to_grayscale(img, c) if _coin(self.p) else img
+
+
+class RandomApply(_Repr):
+    """Apply the list of ``transforms`` with probability ``p``."""
+
+    def __init__(self, transforms, p: float = 0.5):
+        self.transforms, self.p = list(transforms), p
+
+    def __call__(self, img):
+        if not _coin(self.p):
+            return img
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+
+class RandomErasing(_Repr):
+    """Erase a random rectangle of a tensor image with ``value`` (a number, per-channel list or ``'random'``)."""
+
+    def __init__(self, p: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace: bool = False):
+        if not 0 <= p <= 1:
+            raise ValueError(f"RandomErasing: Random erasing probability should be between 0 and 1, got {p}")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError(f"RandomErasing: scale and ratio should be of kind (min, max), got {scale}, {ratio}")
+        if not isinstance(value, (numbers.Number, str, tuple, list)) or (isinstance(value, str) and value != "random"):
+            raise ValueError(f"RandomErasing: value should be a number, a sequence or 'random', got {value!r}")
+        self.p, self.scale, self.ratio, self.value, self.inplace = p, tuple(scale), tuple(ratio), value, inplace
+
+    @staticmethod
+    def get_params(img, scale, ratio, value=None):
+        c, h, w = int(img.shape[-3]), int(img.shape[-2]), int(img.shape[-1])
+        area = h * w
+        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        for _ in range(10):
+            erase_area = area * _uniform(*scale)
+            aspect = math.exp(_uniform(*log_ratio))
+            eh = int(round(math.sqrt(erase_area * aspect)))
+            ew = int(round(math.sqrt(erase_area / aspect)))
+            if not (eh < h and ew < w):
+                continue
+            v = ember.randn(c, eh, ew, dtype=img.dtype, device=img.device) if value is None else \
+                ember.as_tensor(value, dtype=img.dtype, device=img.device).reshape(-1, 1, 1)
+            return _randint(0, h - eh + 1), _randint(0, w - ew + 1), eh, ew, v
+        return 0, 0, h, w, img
+
+    def __call__(self, img):
+        if not isinstance(img, ember.Tensor):
+            raise TypeError(f"RandomErasing: img should be Tensor Image. Got {type(img).__name__}")
+        if not _coin(self.p):
+            return img
+        value = None if self.value == "random" else self.value
+        n = 1 if isinstance(value, numbers.Number) or value is None else len(value)
+        if n not in (1, int(img.shape[-3])):
+            raise ValueError(f"RandomErasing: value has {n} values but the image has {int(img.shape[-3])} channels "
+                             f"(shape {tuple(img.shape)})")
+        i, j, h, w, v = self.get_params(img, self.scale, self.ratio, value)
+        return F.erase(img, i, j, h, w, v, self.inplace)
