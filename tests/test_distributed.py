@@ -404,3 +404,14 @@ def test_sampler_rejects_bad_rank():
 
 if __name__ == "__main__":
     {"run": run_rank, "raise": raise_on_rank}[sys.argv[1]](*sys.argv[2:])
+
+
+def test_ddp_example_matches_single_process_training():
+    pytest.importorskip("sklearn")
+    script = os.path.join(os.path.dirname(HERE), "..", "examples", "ddp_train.py")
+    r = subprocess.run([*LAUNCHES["launcher"](2), script, "--epochs", "2", "--check"], capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    acc = float(r.stdout.split("test accuracy ")[-1].split()[0])
+    diff = float(r.stdout.split("concatenated batches: ")[1].split()[0])
+    assert acc > 0.8 and diff < 1e-12, r.stdout
