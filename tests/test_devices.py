@@ -286,3 +286,18 @@ def test_a_plugin_kernel_reaches_every_resolved_device(fake):
     finally:
         ember.plugins.unregister("doubler")
     assert float((t + t).sum()) == 6.0
+
+
+def test_each_device_has_its_own_generator(kind):
+    ember.manual_seed(0)
+    a1, a2 = ember.rand(4, device=f"{kind}:1"), ember.rand(4, device=f"{kind}:1")
+    ember.manual_seed(0)
+    b = ember.rand(4, device=f"{kind}:2")  # drawing on device 1 did not advance device 2's stream
+    assert tag(b) == 2
+    np.testing.assert_array_equal(b.cpu().numpy(), a1.cpu().numpy())
+    assert not np.array_equal(a1.cpu().numpy(), a2.cpu().numpy())
+    g = ember.default_generator(f"{kind}:1")
+    state = g.get_state()
+    c = ember.randn(3, device=f"{kind}:1")
+    g.set_state(state)
+    np.testing.assert_array_equal(ember.randn(3, device=f"{kind}:1").cpu().numpy(), c.cpu().numpy())
