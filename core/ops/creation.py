@@ -40,7 +40,7 @@ def _finish(arr, dev, requires_grad, out=None, op="op"):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
         out._data = t._data if out._data.shape != t._data.shape or out._dev is not dev else out._data
         if out._data is not t._data:
-            dev.kernels["copy_"](out._data, t._data.astype(out._data.dtype, copy=False))
+            dev.kernels["copy_"](out._data, dev.kernels["astype"](t._data, out._data.dtype))
         out._bump()
         return out
     if requires_grad:
@@ -255,7 +255,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     dev, d = _dev_dtype(device, dtype, out)
     n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
     arr = dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64 if d.category >= 2 else dtypes.int64))
-    arr = (arr * vals[2] + vals[0]).astype(_np_dtype(dev, d))
+    arr = dev.kernels["astype"](arr * vals[2] + vals[0], _np_dtype(dev, d))
     return _finish(arr, dev, requires_grad, out, "arange")
 
 
@@ -268,7 +268,8 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         start, end = 0, start
     dev, d = _dev_dtype(device, dtype, out)
     n = int(math.floor((end - start) / step)) + 1
-    arr = (dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64)) * step + start).astype(_np_dtype(dev, d))
+    arr = dev.kernels["astype"](dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64)) * step + start,
+                               _np_dtype(dev, d))
     return _finish(arr, dev, requires_grad, out, "range")
 
 
@@ -278,7 +279,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dev, d = _dev_dtype(device, dtype, out)
     start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
-    arr = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64)).astype(_np_dtype(dev, d))
+    arr = dev.kernels["astype"](dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64)), _np_dtype(dev, d))
     return _finish(arr, dev, requires_grad, out, "linspace")
 
 
@@ -287,7 +288,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
     dev, d = _dev_dtype(device, dtype, out)
     lin = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64))
-    arr = (dev.backend.xp.asarray(base, dtype=lin.dtype) ** lin).astype(_np_dtype(dev, d))
+    arr = dev.kernels["astype"](dev.backend.xp.asarray(base, dtype=lin.dtype) ** lin, _np_dtype(dev, d))
     return _finish(arr, dev, requires_grad, out, "logspace")
 
 
