@@ -68,30 +68,42 @@ def _pair(shape, seed=0, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
+# fused optimizer kernels: (kernel, number of state arrays, which are left None, settings after the step;
+# rmsprop takes no step)
+UPDATES = [
+    ("adam_update", 3, (2,), (1e-2, 0.9, 0.999, 1e-8, 0.0, False, False)),
+    ("adam_update", 3, (), (1e-2, 0.9, 0.999, 1e-8, 0.1, False, False)),  # AMSGrad, L2 weight decay
+    ("adam_update", 3, (2,), (1e-2, 0.9, 0.999, 1e-8, 0.01, True, True)),  # AdamW, maximize
+    ("adagrad_update", 1, (), (0.1, 0.01, 1e-10, 0.01, False)),
+    ("rmsprop_update", 3, (1, 2), (0.01, 0.99, 1e-8, 0.0, 0.0, False)),
+    ("rmsprop_update", 3, (1,), (0.01, 0.99, 1e-8, 0.01, 0.9, True)),  # momentum
+    ("rmsprop_update", 3, (2,), (0.01, 0.99, 1e-8, 0.0, 0.0, False)),  # centered: shared fallback
+]
+SGD = [(0.0, False, 0.0), (0.9, False, 0.01), (0.9, True, 0.0)]
+
+
 @gpu
-@pytest.mark.parametrize("amsgrad,decoupled,maximize,wd", [(False, False, False, 0.0), (True, False, False, 0.1),
-                                                            (False, True, True, 0.01)])
-def test_fused_adam_matches_the_shared_kernel(amsgrad, decoupled, maximize, wd):
+@pytest.mark.parametrize("kernel,n_state,off,settings", UPDATES, ids=[f"{u[0]}-{i}" for i, u in enumerate(UPDATES)])
+def test_fused_update_matches_the_shared_kernel(kernel, n_state, off, settings):
     import cupy as cp
 
     from ember.kernels import optim
 
-    fused, shared = BACKEND.kernels["adam_update"], optim.kernels(cp)["adam_update"]
-    state = [cp.asarray(_pair(1000, i)) for i in range(3)]
-    p1, m1, v1 = (a.copy() for a in state)
-    p2, m2, v2 = (a.copy() for a in state)
-    v1, v2 = abs(v1), abs(v2)
-    vmax1, vmax2 = (v1.copy(), v2.copy()) if amsgrad else (None, None)
+    fused, shared = BACKEND.kernels[kernel], optim.kernels(cp)[kernel]
+    p = cp.asarray(_pair(1000))
+    state = [None if i in off else cp.zeros(1000, dtype=cp.float32) for i in range(n_state)]  # fresh state
+    runs = [(p.copy(), [None if a is None else a.copy() for a in state]) for _ in range(2)]
     for step in range(1, 4):
         g = cp.asarray(_pair(1000, 10 + step))
-        fused(p1, g, m1, v1, vmax1, step, 1e-2, 0.9, 0.999, 1e-8, wd, decoupled, maximize)
-        shared(p2, g, m2, v2, vmax2, step, 1e-2, 0.9, 0.999, 1e-8, wd, decoupled, maximize)
-    for a, b in ((p1, p2), (m1, m2), (v1, v2)):
-        np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=1e-5, atol=1e-6)
+        for fn, (q, st) in zip((fused, shared), runs):
+            fn(q, g, *st, *(() if kernel == "rmsprop_update" else (float(step),)), *settings)
+    for a, b in zip([runs[0][0], *runs[0][1]], [runs[1][0], *runs[1][1]]):
+        if a is not None:
+            np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=1e-5, atol=1e-6)
 
 
 @gpu
-@pytest.mark.parametrize("momentum,nesterov,wd", [(0.0, False, 0.0), (0.9, False, 0.01), (0.9, True, 0.0)])
+@pytest.mark.parametrize("momentum,nesterov,wd", SGD)
 def test_fused_sgd_matches_the_shared_kernel(momentum, nesterov, wd):
     import cupy as cp
 

@@ -3,8 +3,9 @@ operation.  Each entry replaces the shared kernel of the same name and signature
 kernel does not cover fall back to the shared one.
 
 * ``relu_backward``: ``g * (out > 0)`` in one kernel.
-* ``sgd_update``, ``adam_update`` (Adam, AdamW, AMSGrad): the whole update of one parameter,
-  in place, in one kernel; the arithmetic follows PyTorch's single-tensor update.
+* ``sgd_update``, ``adam_update`` (Adam, AdamW, AMSGrad), ``adagrad_update``, ``rmsprop_update``
+  (not centered): the whole update of one parameter, in place, in one kernel; the arithmetic
+  follows PyTorch's single-tensor update.
 * ``softmax``, ``log_softmax``: cuDNN's softmax where CuPy has cuDNN, else exp and normalise fused.
 """
 from __future__ import annotations
@@ -25,6 +26,20 @@ if (wd != 0) { grad = grad + wd * p; }
 _SGD_MOMENTUM = """
 buf = buf * momentum + (1 - dampening) * grad;
 grad = nesterov ? grad + momentum * buf : buf;
+"""
+
+_ADAGRAD_BODY = """
+T grad = maximize ? -g : g;
+if (wd != 0) { grad = grad + wd * p; }
+total = total + grad * grad;
+p = p - clr * (grad / (sqrt(total) + eps));
+"""
+
+_RMSPROP_BODY = """
+T grad = maximize ? -g : g;
+if (wd != 0) { grad = grad + wd * p; }
+sq = sq * alpha + (1 - alpha) * (grad * grad);
+T avg = sqrt(sq) + eps;
 """
 
 # cudnnSoftmaxAlgorithm_t
@@ -48,6 +63,14 @@ def kernels(cp) -> dict:
     sgd_plain = cp.ElementwiseKernel(sgd_params, "T p", _SGD_GRAD + "p = p - lr * grad;", "ember_sgd")
     sgd_momentum = cp.ElementwiseKernel(sgd_params, "T p, T buf", _SGD_GRAD + _SGD_MOMENTUM + "p = p - lr * grad;",
                                         "ember_sgd_momentum")
+    adagrad = cp.ElementwiseKernel("T g, T clr, T wd, T eps, bool maximize", "T p, T total", _ADAGRAD_BODY,
+                                   "ember_adagrad")
+    rms_params = "T g, T lr, T alpha, T eps, T wd, T momentum, bool maximize"
+    rmsprop = cp.ElementwiseKernel(rms_params, "T p, T sq", _RMSPROP_BODY + "p = p - lr * (grad / avg);",
+                                   "ember_rmsprop")
+    rmsprop_momentum = cp.ElementwiseKernel(
+        rms_params, "T p, T sq, T buf", _RMSPROP_BODY + "buf = buf * momentum + grad / avg; p = p - lr * buf;",
+        "ember_rmsprop_momentum")
     relu_bw = cp.ElementwiseKernel("T g, U out", "T y", "y = out > 0 ? g : (T)0", "ember_relu_backward")
     exp_shift = cp.ElementwiseKernel("T x, T mx", "T y", "y = exp(x - mx)", "ember_exp_shift")
     log_norm = cp.ElementwiseKernel("T x, T mx, T s", "T y", "y = x - mx - log(s)", "ember_log_norm")
@@ -75,6 +98,20 @@ def kernels(cp) -> dict:
             sgd_momentum(*args, p, buf)
         return buf
 
+    def adagrad_update(p, g, total, step, lr, lr_decay, eps, weight_decay, maximize):
+        if p.dtype != g.dtype:
+            return shared["adagrad_update"](p, g, total, step, lr, lr_decay, eps, weight_decay, maximize)
+        adagrad(g, lr / (1 + (step - 1) * lr_decay), weight_decay, eps, bool(maximize), p, total)
+
+    def rmsprop_update(p, g, sq, gavg, buf, lr, alpha, eps, weight_decay, momentum, maximize):
+        if gavg is not None or p.dtype != g.dtype:  # centered: the shared kernel
+            return shared["rmsprop_update"](p, g, sq, gavg, buf, lr, alpha, eps, weight_decay, momentum, maximize)
+        args = (g, lr, alpha, eps, weight_decay, momentum, bool(maximize))
+        if buf is None:
+            rmsprop(*args, p, sq)
+        else:
+            rmsprop_momentum(*args, p, sq, buf)
+
     def relu_backward(g, out):
         return relu_bw(g, out)
 
@@ -93,7 +130,8 @@ def kernels(cp) -> dict:
         mx = x.max(axis=axis, keepdims=True)
         return log_norm(x, mx, exp_shift(x, mx).sum(axis=axis, keepdims=True))
 
-    return {"adam_update": adam_update, "sgd_update": sgd_update, "relu_backward": relu_backward,
+    return {"adam_update": adam_update, "sgd_update": sgd_update, "adagrad_update": adagrad_update,
+            "rmsprop_update": rmsprop_update, "relu_backward": relu_backward,
             "softmax": softmax, "log_softmax": log_softmax}
 
 
