@@ -19,11 +19,6 @@ from __future__ import annotations
 from . import backend as _backend
 from .plugins import REGISTRY
 
-__all__ = ["DeviceAPI", "Event", "Stream", "current_accelerator", "current_device_index", "current_stream",
-           "device_count", "device_index", "empty_cache", "is_available", "max_memory_allocated",
-           "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats",
-           "reset_peak_memory_stats", "set_device_index", "set_stream", "synchronize"]
-
 
 def _accelerator_names() -> list:
     return [n for n, b in REGISTRY.backends.items() if n != "cpu" and b.has_index() and b.is_available()]
@@ -38,6 +33,13 @@ def current_accelerator(check_available: bool = False):
     return _backend.device(default.type if default.type in names else names[0])
 
 
+MEMORY_FUNCTIONS = ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
+                    "max_memory_reserved", "empty_cache", "reset_peak_memory_stats")
+__all__ = ["DeviceAPI", "Event", "Stream", "current_accelerator", "current_device_index", "current_stream",
+           "device_count", "device_index", "is_available", "set_device_index", "set_stream", "synchronize",
+           *MEMORY_FUNCTIONS]
+
+
 class DeviceAPI:
     """Device queries, contexts, streams and memory statistics of one device type.
 
@@ -50,6 +52,10 @@ class DeviceAPI:
 
     def __init__(self, kind: str | None = None):
         self.kind = kind
+
+    def functions(self, names) -> dict:
+        """``{name: bound method}`` for a module to export (``globals().update(api.functions(...))``)."""
+        return {n: getattr(self, n) for n in names}
 
     # ---------------------------------------------------------------- backend and device lookup
     def _name(self) -> str | None:
@@ -344,10 +350,4 @@ device_index = _api.device
 synchronize = _api.synchronize
 current_stream = _api.current_stream
 set_stream = _api.set_stream
-memory_stats = _api.memory_stats
-memory_allocated = _api.memory_allocated
-max_memory_allocated = _api.max_memory_allocated
-memory_reserved = _api.memory_reserved
-max_memory_reserved = _api.max_memory_reserved
-empty_cache = _api.empty_cache
-reset_peak_memory_stats = _api.reset_peak_memory_stats
+globals().update(_api.functions(MEMORY_FUNCTIONS))

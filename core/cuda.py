@@ -10,7 +10,7 @@ True
 from __future__ import annotations
 
 from . import dtypes
-from .accelerator import DeviceAPI
+from .accelerator import MEMORY_FUNCTIONS, DeviceAPI
 from .accelerator import Event as _Event
 from .accelerator import Stream as _Stream
 
@@ -29,13 +29,7 @@ current_stream = _api.current_stream
 default_stream = _api.default_stream
 stream = _api.stream
 set_stream = _api.set_stream
-memory_stats = _api.memory_stats
-memory_allocated = _api.memory_allocated
-max_memory_allocated = _api.max_memory_allocated
-memory_reserved = _api.memory_reserved
-max_memory_reserved = _api.max_memory_reserved
-empty_cache = _api.empty_cache
-reset_peak_memory_stats = _api.reset_peak_memory_stats
+globals().update(_api.functions(MEMORY_FUNCTIONS))
 
 
 class Event(_Event):
