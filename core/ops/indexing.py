@@ -136,7 +136,45 @@ def _first_out_of_range(xp, arr, size, negative_ok=True):
     return None
 
 
+_PLAIN = (int, type(None))
+
+
+def _basic_fast(t, index):
+    """``index`` as a tuple when it is plain ints (in range), plain slices, None and ``...``; else None."""
+    tup = index if type(index) is tuple else (index,)
+    total = 0
+    for i in tup:
+        ti = type(i)
+        if ti is int:
+            total += 1
+        elif ti is slice:
+            step = i.step
+            if type(i.start) not in _PLAIN or type(i.stop) not in _PLAIN or type(step) not in _PLAIN or \
+                    (step is not None and step <= 0):
+                return None
+            total += 1
+        elif i is not None and i is not Ellipsis:
+            return None
+    shape = t._data.shape
+    nd = len(shape)
+    if total > nd:
+        return None
+    dim = 0
+    for i in tup:
+        if i is Ellipsis:
+            dim += nd - total
+        elif i is not None:
+            if type(i) is int and not -shape[dim] <= i < shape[dim]:
+                return None
+            dim += 1
+    return tup
+
+
 def getitem(t, index):
+    """``t[index]``: a view for basic indices (ints, slices, None, ``...``), else a copy (advanced indexing)."""
+    fast = _basic_fast(t, index)
+    if fast is not None:
+        return view_op(SliceView, t, fast if Ellipsis in fast else fast + (Ellipsis,))
     index = _convert_index(t, index)
     _check_bounds(t, index)
     if _is_basic(index):

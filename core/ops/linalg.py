@@ -185,13 +185,15 @@ class Einsum(Op):
             if ctx.next_functions[i][0] is None:
                 grads.append(None)
                 continue
-            if len(set(subs)) != len(subs):
-                raise RuntimeError(f"einsum: the gradient for an operand with a repeated subscript ('{subs}') is "
-                                   f"not implemented")
             others = [s for j, s in enumerate(ctx.ins) if j != i]
+            values = [o for j, o in enumerate(ops) if j != i]
+            subs, eyes = _unrepeat(subs, t, ctx.ins, ctx.rhs)
+            for pair, eye in eyes:
+                others.append(pair)
+                values.append(eye)
             seen = set(ctx.rhs).union(*others)
             target = "".join(c for c in subs if c in seen)
-            r = einsum_explicit([ctx.rhs, *others], target, [g, *[o for j, o in enumerate(ops) if j != i]])
+            r = einsum_explicit([ctx.rhs, *others], target, [g, *values])
             if target != subs:
                 shape = []
                 for p, c in enumerate(subs):
@@ -201,6 +203,30 @@ class Einsum(Op):
                 r = r.expand(shape)
             grads.append(r)
         return tuple(grads)
+
+
+def _unrepeat(subs, t, ins, rhs):
+    """Rename repeated subscripts of one operand (``ii`` -> ``ij``) and give the identities that tie them.
+
+    The gradient of a diagonal read (``einsum('ii->i', a)``) is the diagonal embedding, which is
+    an einsum with an identity matrix over the renamed pair.
+    """
+    if len(set(subs)) == len(subs):
+        return subs, []
+    from .creation import eye
+
+    used = set("".join(ins) + rhs)
+    fresh = iter(c for c in string.ascii_letters if c not in used)
+    out, eyes, first = [], [], set()
+    for p, c in enumerate(subs):
+        if c in first:
+            f = next(fresh)
+            out.append(f)
+            eyes.append((c + f, eye(t.shape[p], dtype=t.dtype, device=t.device)))
+        else:
+            first.add(c)
+            out.append(c)
+    return "".join(out), eyes
 
 
 def einsum_explicit(ins, rhs, operands):

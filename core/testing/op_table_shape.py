@@ -204,6 +204,8 @@ LINALG_ROWS = [
     Row("einsum_ellipsis", lambda m, x, y: m.einsum("...ij,...jk", x, y), [[r(2, 2, 3), r(3, 4)]]),
     Row("einsum_sum", lambda m, x: m.einsum("ij->j", x), [[r(2, 3)]]),
     Row("einsum_outer", lambda m, x, y: m.einsum("i,j->ij", x, y), [[r(2), r(3)]]),
+    Row("einsum_trace", lambda m, x: m.einsum("ii", x), [[r(3, 3)]]),
+    Row("einsum_diag", lambda m, x, y: m.einsum("bii,bi->bi", x, y), [[r(2, 3, 3), r(2, 3)]]),
     Row("einsum_three", lambda m, x, y, z: m.einsum("ij,jk,kl->il", x, y, z), [[r(2, 3), r(3, 4), r(4, 2)]]),
     Row("tensordot", lambda m, x, y: m.tensordot(x, y, dims=([1, 0], [0, 2])), [[r(3, 2, 4), r(2, 4, 3)]]),
     Row("tensordot_int", lambda m, x, y: m.tensordot(x, y, 1), [[r(2, 3), r(3, 2)]]),
