@@ -336,12 +336,19 @@ def test_under_mpiexec(device, nproc, name):
 
 @pytest.mark.parametrize("nproc,failing,how", [(2, 1, "mpiexec"), (4, 0, "launcher")])
 def test_a_rank_that_raises_ends_every_rank(nproc, failing, how):
+    from ember.distributed import run
+
+    before = run.mpi_segments()
     start = time.monotonic()
     r = _launch(nproc, "raise", str(failing), timeout=90, how=how)
     assert time.monotonic() - start < 60
     assert r.returncode != 0
     assert "this rank fails on purpose" in r.stderr
     assert "FINISHED" not in r.stdout
+    left = run.mpi_segments() - before  # MPICH's shared memory of the killed ranks
+    if how == "launcher":
+        assert not left, "the launcher left MPICH segments behind"
+    run.remove_orphan_segments(left)
 
 
 def test_collectives_need_a_process_group(device):

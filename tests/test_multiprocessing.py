@@ -19,9 +19,16 @@ def _shm_entries():
 
 
 def _mapped_segments():
-    """Shared segments mapped into this process (unlinked ones show as '(deleted)')."""
+    """Shared segments this process maps or holds a descriptor of (unlinked ones show as '(deleted)')."""
     with open("/proc/self/maps") as f:
-        return sum("/ember_" in line for line in f)
+        maps = sum("/ember_" in line for line in f)
+    fds = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds += "/ember_" in os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile
+            pass
+    return maps + fds
 
 
 @pytest.fixture

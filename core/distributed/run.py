@@ -48,12 +48,42 @@ def command(args: argparse.Namespace) -> list:
     return cmd + [sys.executable, "-m", "ember.distributed._bootstrap", *target, *args.script_args]
 
 
+SHM = "/dev/shm"
+
+
+def mpi_segments() -> set:
+    """MPICH's node-local shared-memory segments now in /dev/shm."""
+    return {n for n in os.listdir(SHM) if n.startswith("mpich_shm_")} if os.path.isdir(SHM) else set()
+
+
+def remove_orphan_segments(names) -> list:
+    """Unlink those of ``names`` that no running process maps (left behind by ranks that were killed)."""
+    mapped = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                mapped.update(line.rsplit("/", 1)[-1].split()[0] for line in f if "/mpich_shm_" in line)
+        except OSError:  # the process ended, or is not ours to read
+            continue
+    removed = [n for n in names if n not in mapped]
+    for n in removed:
+        try:
+            os.unlink(os.path.join(SHM, n))
+        except FileNotFoundError:
+            pass
+    return removed
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     env = dict(os.environ)
     if args.timeout:
         env["MPIEXEC_TIMEOUT"] = str(args.timeout)
-    return subprocess.call(command(args), env=env)
+    before = mpi_segments()
+    rc = subprocess.call(command(args), env=env)
+    if rc != 0:  # a rank that was killed (MPI_Abort, a signal) cannot unlink MPICH's shared memory
+        remove_orphan_segments(mpi_segments() - before)
+    return rc
 
 
 if __name__ == "__main__":
