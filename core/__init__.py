@@ -83,3 +83,12 @@ from . import optim, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
+
+
+def __getattr__(name):
+    """``ember.distributed`` and ``ember.multiprocessing`` load on first use (as attributes, like PyTorch's)."""
+    if name in ("distributed", "multiprocessing"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
