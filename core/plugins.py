@@ -63,8 +63,8 @@ class Registry:
         version = getattr(backend, "api_version", None)
         if version != API_VERSION:
             raise PluginError(
-                f"plugin {self.describe(self.current)}: backend {getattr(backend, 'name', backend)!r} was written for ember "
-                f"plugin API version {version}, but this ember provides version {API_VERSION}; "
+                f"plugin {self.describe(self.current)}: backend {getattr(backend, 'name', backend)!r} was written "
+                f"for ember plugin API version {version}, but this ember provides version {API_VERSION}; "
                 f"upgrade the plugin or ember")
         name = backend.name
         if name in self.backends and self.backends[name] is not backend:

@@ -151,12 +151,15 @@ def test_method_cannot_replace_a_builtin(plugins):
 
 
 def test_module_exposed(plugins):
-    class Twice:
-        def __call__(self, x):
+    class Twice(ember.nn.Module):
+        def forward(self, x):
             return x * 2
 
     plugins("mod-plugin", ops=lambda r: r.add_op("modns", "twice", lambda x: x * 2, module=Twice))
-    assert ember.ops.modns.Twice is Twice
+    assert ember.ops.modns.Twice is Twice and ember.nn.Twice is Twice
+    assert Twice()(ember.ones(2)).tolist() == [2.0, 2.0]
+    unregister("mod-plugin")
+    assert not hasattr(ember.nn, "Twice")
 
 
 # --------------------------------------------------------------------------- malformed ops
@@ -233,3 +236,12 @@ def test_kernel_for_a_backend_registered_later(plugins):
     plugins("early-kernel", kernels=lambda r: r.add_kernel("throwaway", "mystery", np.negative))
     plugins("throwaway-plugin", backends=lambda r: r.add_backend(Throwaway()))
     assert REGISTRY.backends["throwaway"].kernels["mystery"] is np.negative
+
+
+def test_module_cannot_replace_an_nn_builtin(plugins):
+    class Linear(ember.nn.Module):
+        pass
+
+    with pytest.raises(PluginError, match=r"'nn-clash'.*cannot expose module ember.nn.Linear: ember.nn already has it"):
+        plugins("nn-clash", ops=lambda r: r.add_op("nnclash", "lin", lambda x: x, module=Linear))
+    assert ember.nn.Linear is not Linear and not hasattr(ember.ops, "nnclash")

@@ -120,7 +120,7 @@ def test_info_shows_plugins_ops_and_overrides(tmp_path):
         assert text in out, out
 
 
-@pytest.mark.parametrize("module", ["ember_swish", "ember_array_api"])
+@pytest.mark.parametrize("module", ["ember_swish", "ember_se", "ember_array_api"])
 def test_example_plugins_are_separate_distributions(module):
     import importlib.metadata as md
 

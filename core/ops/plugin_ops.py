@@ -114,8 +114,13 @@ def add_op(registry, namespace: str, name: str, fn=None, *, forward=None, backwa
         setattr(Tensor, mname, _as_method(call))
         registry.methods[mname] = registry.current
     if module is not None:
+        nn = _nn()
+        if nn is not None and getattr(nn, module.__name__, module) is not module:
+            raise _refuse(registry, qualname, f"cannot expose module ember.nn.{module.__name__}: ember.nn already "
+                                              "has it")
         setattr(ns, module.__name__, module)
-        _expose_module(module)
+        if nn is not None:
+            setattr(nn, module.__name__, module)
 
 
 def _callable(registry, qualname, fn, forward, backward, differentiable, origin):
@@ -146,14 +151,13 @@ def _as_method(call):
     return method
 
 
-def _expose_module(module):
+def _nn():
     import importlib
 
     try:
-        nn = importlib.import_module("ember.nn")
+        return importlib.import_module("ember.nn")
     except ImportError:
-        return
-    setattr(nn, module.__name__, module)
+        return None
 
 
 def remove_ops(registry, plugin: str) -> None:

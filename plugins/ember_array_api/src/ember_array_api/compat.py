@@ -131,8 +131,8 @@ def namespace(xp) -> types.SimpleNamespace:
     ns.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
         sliding_window_view=bridge(xp, atype, np.lib.stride_tricks.sliding_window_view, "sliding_window_view"),
         as_strided=bridge(xp, atype, np.lib.stride_tricks.as_strided, "as_strided")))
-    ns.linalg = Namespace(_fallback=np.linalg, **{n: getattr(xp.linalg, n)
-                                                  for n in dir(getattr(xp, "linalg", object())) if not n.startswith("_")})
+    linalg = getattr(xp, "linalg", object())
+    ns.linalg = Namespace(_fallback=np.linalg, **{n: getattr(linalg, n) for n in dir(linalg) if not n.startswith("_")})
     return ns
 
 

@@ -14,12 +14,8 @@ Installing the distribution registers, through the ``ember`` entry point:
 tensor([0.0000, 1.7616])
 """
 import ember
+from ember.nn import Module
 from ember.plugins import hookimpl
-
-try:
-    from ember.nn import Module
-except ImportError:  # an ember without nn: the op and method still work
-    Module = object
 
 
 class SwishFunction(ember.autograd.Function):
@@ -74,7 +70,6 @@ def _mish_backward(ctx, grad):
 
 @hookimpl
 def ember_ops(registry):
-    registry.add_op("swish", "swish", SwishFunction, method="swish",
-                    module=Swish if Module is not object else None)
+    registry.add_op("swish", "swish", SwishFunction, method="swish", module=Swish)
     registry.add_op("swish", "mish", forward=_mish_kernel, backward=_mish_backward, method="mish",
                     kernels={"cpu": _mish_kernel_numpy})
