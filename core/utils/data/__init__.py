@@ -13,8 +13,10 @@ from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Sta
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
+from .distributed import DistributedSampler
 
-__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+           "IterableDataset",
            "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler",
            "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
            "get_worker_info", "random_split"]
