@@ -14,6 +14,7 @@ gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason=f"CUDA unavailabl
 no_gpu = pytest.mark.skipif(ember.cuda.is_available(), reason="a GPU is present")
 
 
+@pytest.mark.skipif(not ember.plugins.autoload_enabled(), reason="plugin autoload is disabled")
 def test_cuda_backend_is_registered_through_its_entry_point():
     assert BACKEND is not None and BACKEND.name == "cuda"
     assert BACKEND.plugin == "cuda"
@@ -21,6 +22,7 @@ def test_cuda_backend_is_registered_through_its_entry_point():
 
 
 @no_gpu
+@pytest.mark.skipif(BACKEND is None, reason="no cuda backend is registered (plugin autoload disabled)")
 def test_unavailable_cuda_says_why():
     assert not ember.cuda.is_available() and ember.cuda.device_count() == 0
     assert REASON
