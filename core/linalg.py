@@ -15,7 +15,7 @@ from collections import namedtuple
 from .autograd.function import Op
 from .dispatch import unary
 from .ops.linalg import cross, matmul
-from .tensor import Tensor
+from .tensor import Tensor, _wrap
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "norm",
            "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
@@ -243,7 +243,7 @@ class QR(Op):
 
     @staticmethod
     def backward(ctx, gq, gr):
-        q, r = ctx._outs
+        q, r = _outputs(ctx, gq._dev)
         if r.shape[-2] > r.shape[-1] or q.shape[-1] != r.shape[-2] or q.shape[-2] < q.shape[-1]:
             raise RuntimeError("linalg.qr: the derivative is implemented for reduced QR of tall or square "
                                "matrices (m >= n) only")
@@ -269,12 +269,23 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None):
     return QRResult(*_multi(QR, "qr", A, mode))
 
 
+def _outputs(ctx, dev):
+    """The outputs a decomposition node saved, as tensors whose history is that node (for double backward)."""
+    ctx._check_released()
+    outs = []
+    for i, arr in enumerate(ctx._out_arrays):
+        t = _wrap(arr, dev)
+        t._rg, t._fn, t._nr = True, ctx, i
+        outs.append(t)
+    return outs
+
+
 def _multi(Cls, op, a, *params):
     """Run a several-output decomposition, keeping its outputs (detached) on the node for backward."""
     outs = _run(Cls, op, a, *params)
     fn = outs[0].grad_fn
     if fn is not None and isinstance(fn, Cls):
-        fn._outs = tuple(o.detach() for o in outs)
+        fn._out_arrays = tuple(o._data for o in outs)
     return outs
 
 
@@ -288,7 +299,7 @@ class SVD(Op):
 
     @staticmethod
     def backward(ctx, gu, gs, gvh):
-        u, s, vh = ctx._outs
+        u, s, vh = _outputs(ctx, gs._dev)
         if ctx.full and u.shape[-1] != vh.shape[-2]:
             raise RuntimeError("linalg.svd: the derivative of full_matrices=True is not implemented for "
                                "non-square input; use full_matrices=False")
@@ -338,7 +349,7 @@ class Eigh(Op):
 
     @staticmethod
     def backward(ctx, gl, gv):
-        w, v = ctx._outs
+        w, v = _outputs(ctx, gl._dev)
         e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
         eye = _eye_like(e)
         f = 1 / (e + eye) * (1 - eye)
@@ -408,7 +419,8 @@ def _reduction(name):
 
 vector_norm = _reduction("vector_norm")
 matrix_norm = _reduction("matrix_norm")
-norm = _reduction("norm")
+norm = _reduction("linalg_norm")
+norm.__name__ = "norm"
 
 
 def _out(r, out):

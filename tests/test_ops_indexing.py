@@ -96,3 +96,12 @@ def test_failed_inplace_leaves_input_untouched(name, call, device):
         call(x, device)
     assert np.array_equal(x.detach().numpy(force=True), before.numpy(force=True))
     assert x._version == version and x.grad_fn is fn
+
+
+def test_seeds_gather_example(device):
+    import ember as torch
+
+    t = torch.tensor([[1.0, 2], [3, 4]], device=device)
+    idx = torch.tensor([[0, 0], [1, 0]], device=device)
+    assert torch.gather(t, 1, idx).tolist() == [[1, 1], [4, 3]]
+    assert torch.gather(t, 0, idx).tolist() == [[1, 2], [3, 2]]
