@@ -123,7 +123,9 @@ class CupyBackend(ArrayBackend):
     # ---------------------------------------------------------------- streams and events
     def new_stream(self, index, priority=0):
         with self.cp.cuda.Device(index):
-            return self.cp.cuda.Stream(non_blocking=False, priority=priority)
+            if priority:
+                return self.cp.cuda.Stream(non_blocking=False, priority=priority)
+            return self.cp.cuda.Stream(non_blocking=False)
 
     def default_stream(self, index):
         return self.cp.cuda.Stream.null
