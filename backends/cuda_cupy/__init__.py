@@ -54,7 +54,10 @@ def make_backend() -> Backend:
         return UnavailableCuda(reason)
     from .backend import CupyBackend
 
-    return CupyBackend(cp)
+    try:
+        return CupyBackend(cp)
+    except Exception as exc:  # noqa: BLE001 - a broken CUDA set-up must not break ``import ember``
+        return UnavailableCuda(f"the CUDA backend failed to start ({type(exc).__name__}: {exc})")
 
 
 @ember.plugins.hookimpl
