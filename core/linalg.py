@@ -127,7 +127,13 @@ class Solve(Op):
 
 
 def inv(A: Tensor, *, out=None) -> Tensor:
-    """Inverse of a square matrix (batch); singular input raises."""
+    """Inverse of a square matrix (batch); singular input raises.
+
+    >>> import ember
+    >>> ember.linalg.inv(ember.tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
     _square(A, "inv")
     return _out(_run(Inv, "inv", A), out)
 
@@ -140,19 +146,34 @@ def _run(Cls, op, a, *params):
 
 
 def det(A: Tensor, *, out=None) -> Tensor:
-    """Determinant of a square matrix (batch)."""
+    """Determinant of a square matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.det(ember.tensor([[1., 2.], [3., 4.]]))
+    tensor(-2.)
+    """
     _square(A, "det")
     return _out(_run(Det, "det", A), out)
 
 
 def slogdet(A: Tensor, *, out=None):
-    """``(sign, log|det|)`` of a square matrix (batch)."""
+    """``(sign, log|det|)`` of a square matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.slogdet(ember.tensor([[2., 0.], [0., 3.]])).logabsdet
+    tensor(1.7918)
+    """
     _square(A, "slogdet")
     return SlogdetResult(*_run(Slogdet, "slogdet", A))
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
-    """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left=False``); ``B`` may be a vector (batch)."""
+    """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left=False``); ``B`` may be a vector (batch).
+
+    >>> import ember
+    >>> ember.linalg.solve(ember.tensor([[2., 0.], [0., 4.]]), ember.tensor([2., 2.]))
+    tensor([1.0000, 0.5000])
+    """
     from .dispatch import apply, result_type
 
     _square(A, "solve")
@@ -182,7 +203,13 @@ def _bshape(s1, s2):
 
 
 def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
-    """``A`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity)."""
+    """``A`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity).
+
+    >>> import ember
+    >>> ember.linalg.matrix_power(ember.tensor([[1., 1.], [0., 1.]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
     _square_any(A, "matrix_power")
     if n == 0:
         from .ops.creation import eye
@@ -228,7 +255,13 @@ class Cholesky(Op):
 
 
 def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
-    """Cholesky factor ``L`` (lower; ``upper=True``: ``L^T``) of a symmetric positive-definite matrix (batch)."""
+    """Cholesky factor ``L`` (lower; ``upper=True``: ``L^T``) of a symmetric positive-definite matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.cholesky(ember.tensor([[4., 2.], [2., 2.]]))
+    tensor([[2., 0.],
+            [1., 1.]])
+    """
     _square(A, "cholesky")
     return _out(_run(Cholesky, "cholesky", A, bool(upper)), out)
 
@@ -256,7 +289,12 @@ class QR(Op):
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out=None):
-    """QR decomposition ``A = Q R`` (mode 'reduced', 'complete' or 'r')."""
+    """QR decomposition ``A = Q R`` (mode 'reduced', 'complete' or 'r').
+
+    >>> import ember
+    >>> [t.shape for t in ember.linalg.qr(ember.ones(3, 2))]
+    [ember.Size([3, 2]), ember.Size([2, 2])]
+    """
     if A.dim() < 2:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
     _floating(A, "qr")
@@ -328,7 +366,12 @@ def _eye_like(x):
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
-    """Singular value decomposition ``A = U diag(S) Vh``."""
+    """Singular value decomposition ``A = U diag(S) Vh``.
+
+    >>> import ember
+    >>> ember.linalg.svd(ember.tensor([[3., 0.], [0., 4.]])).S
+    tensor([4., 3.])
+    """
     if A.dim() < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     _floating(A, "svd")
@@ -336,7 +379,12 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
 
 
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
-    """The singular values of ``A``, descending."""
+    """The singular values of ``A``, descending.
+
+    >>> import ember
+    >>> ember.linalg.svdvals(ember.tensor([[3., 0.], [0., 4.]]))
+    tensor([4., 3.])
+    """
     return _out(svd(A, full_matrices=False).S, out)
 
 
@@ -358,7 +406,12 @@ class Eigh(Op):
 
 
 def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, from its ``UPLO`` triangle."""
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, from its ``UPLO`` triangle.
+
+    >>> import ember
+    >>> ember.linalg.eigh(ember.tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([1., 2.])
+    """
     _square(A, "eigh")
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -366,7 +419,12 @@ def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:  # noqa: N803
-    """Eigenvalues (ascending) of a symmetric matrix."""
+    """Eigenvalues (ascending) of a symmetric matrix.
+
+    >>> import ember
+    >>> ember.linalg.eigvalsh(ember.tensor([[2., 1.], [1., 2.]]))
+    tensor([1., 3.])
+    """
     return _out(eigh(A, UPLO).eigenvalues, out)
 
 
@@ -392,7 +450,13 @@ class Pinv(Op):
 
 
 def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
-    """Moore-Penrose pseudo-inverse (by SVD)."""
+    """Moore-Penrose pseudo-inverse (by SVD).
+
+    >>> import ember
+    >>> ember.linalg.pinv(ember.tensor([[2., 0.], [0., 0.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
     if A.dim() < 2:
         raise RuntimeError("linalg.pinv: The input tensor A must have at least 2 dimensions.")
     _floating(A, "pinv")

@@ -3,13 +3,13 @@ gradcheck and gradgradcheck in float64) on every backend."""
 import pytest
 
 import ember
-from ember.testing.op_table import POINTWISE_ROWS
+from ember.testing.op_table import INT_ROWS, POINTWISE_ROWS
 from ember.testing.op_table_shape import cases, run_row
 
 pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("row,k", cases(POINTWISE_ROWS))
+@pytest.mark.parametrize("row,k", cases(POINTWISE_ROWS + INT_ROWS))
 def test_row(row, k, device):
     run_row(row, k, device)
 

@@ -56,9 +56,6 @@ def kernels(xp) -> dict:
     def fmod(a, b):
         return xp.fmod(a, b)
 
-    def remainder(a, b):
-        return a - xp.floor_divide(a, b) * b if a.dtype.kind == "f" else xp.remainder(a, b)
-
     def int_div_floor(a, b):
         return xp.floor_divide(a, b)
 
@@ -80,7 +77,7 @@ def kernels(xp) -> dict:
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,
         "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": _native_erf(xp) or erf_series, "floor": xp.floor, "ceil": xp.ceil,
         "round": xp.round, "trunc": xp.trunc, "frac": frac, "reciprocal": xp.reciprocal, "square": xp.square,
-        "clamp": clamp, "lerp": lerp, "fmod": fmod, "remainder": remainder, "floor_divide": xp.floor_divide,
+        "clamp": clamp, "lerp": lerp, "fmod": fmod, "remainder": xp.remainder, "floor_divide": xp.floor_divide,
         "int_div_floor": int_div_floor, "int_div_trunc": int_div_trunc,
         "minimum": xp.minimum, "maximum": xp.maximum, "nan_to_num": nan_to_num, "masked_fill": masked_fill,
         "isnan": xp.isnan, "isinf": xp.isinf, "isfinite": xp.isfinite, "logical_and": xp.logical_and,

@@ -248,7 +248,7 @@ class Cast(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g, None
+        return g
 
 
 # --------------------------------------------------------------------------- public functions
@@ -800,7 +800,12 @@ def fmod(input, other, *, out=None):  # noqa: A002
 
 
 def remainder(input, other, *, out=None):  # noqa: A002
-    """Python-style remainder (sign of the divisor)."""
+    """Python-style remainder (sign of the divisor).
+
+    >>> import ember
+    >>> ember.remainder(ember.tensor([-3, 3]), 2)
+    tensor([1, 1])
+    """
     return _out(_result(binary(Remainder, input, other), input, other, "remainder"), out)
 
 

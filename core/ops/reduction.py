@@ -55,6 +55,8 @@ class Mean(Op):
         for a in (range(x.ndim) if axes is None else axes):
             n *= x.shape[a]
         ctx.n = n
+        if n == 0:  # the mean of nothing is NaN (without the array library's warning)
+            return k["div"](k["sum"](x, axes, keepdim, dtype), float("nan"))
         return k["mean"](x, axes, keepdim, dtype)
 
     @staticmethod
@@ -192,7 +194,11 @@ def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
 
 def _minmax_reduce(Cls, kernel, input, dim, keepdim):
     axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
-    if input.numel() == 0 and (axes is None or any(input.shape[a] == 0 for a in axes)):
+    if input.numel() == 0 and axes is not None:
+        for a in axes:
+            if input.shape[a] == 0:
+                raise IndexError(f"{kernel}(): Expected reduction dim {a} to have non-zero size.")
+    elif input.numel() == 0:
         raise IndexError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                          f"the reduction dim with the 'dim' argument.")
     return unary(Cls, input, axes, keepdim, kernel)
@@ -528,6 +534,61 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
 
 
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
+    """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf (PyTorch's meanings).
+
+    >>> import ember
+    >>> ember.linalg.matrix_norm(ember.tensor([[1., -2.], [3., 4.]]), 1)
+    tensor(6.)
+    """
+    import math
+
+    if dtype is not None:
+        A = cast(A, dtypes.as_dtype(dtype))
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (_wrap_dim(d, A.dim(), "linalg.matrix_norm") for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
+        r = A.abs().sum(inner, keepdim=True)
+        r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)
+        return r if keepdim else r.squeeze((d0, d1))
+    if ord in ("nuc", 2, -2):
+        from .. import linalg
+
+        sv = linalg.svdvals(A.movedim((d0, d1), (-2, -1)))
+        r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
+        if keepdim:
+            r = r.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), sorted((d0, d1)))
+        return r
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two.
+
+    >>> import ember
+    >>> ember.linalg.norm(ember.tensor([3., 4.]))
+    tensor(5.)
+    """
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.dim() not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.dim()}D.")
+        dim = tuple(range(A.dim()))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
 class SafeSqrt(Op):
     """``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)."""
 
@@ -556,6 +617,7 @@ def cat(tensors, dim=0):
 
 __all__ += ["amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
             "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero", "norm", "return_types"]
+# vector_norm, matrix_norm and linalg_norm are public as ember.linalg.*
 METHODS.update({"amax": amax, "amin": amin, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
                 "prod": prod, "var": var, "std": std, "logsumexp": logsumexp, "cumsum": cumsum,
                 "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm})

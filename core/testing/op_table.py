@@ -78,6 +78,57 @@ POINTWISE_ROWS = (
     ]
 )
 
+# integer and bool operands: PyTorch's promotion and sign rules, compared exactly
+IA = I(np.array([[7, -7, 5], [-5, 0, 9]]))
+IB = I(np.array([2, -3, -2]))
+BA = B(np.array([[True, False, True], [False, False, True]]))
+BB = B(np.array([True, True, False]))
+INT_ROWS = [
+    Row(name, op, samples, grad=False) for name, op, samples in [
+        ("int_floor_divide", lambda m, x, y: x // y, [[IA, IB]]),
+        ("int_div_trunc", lambda m, x, y: m.div(x, y, rounding_mode="trunc"), [[IA, IB]]),
+        ("int_div_floor_scalar", lambda m, x: m.div(x, -2, rounding_mode="floor"), [[IA]]),
+        ("int_remainder", lambda m, x, y: x % y, [[IA, IB]]),
+        ("int_rmod", lambda m, x: 10 % x, [[IB]]),
+        ("int_fmod", lambda m, x, y: m.fmod(x, y), [[IA, IB]]),
+        ("int_true_div", lambda m, x, y: x / y, [[IA, IB]]),
+        ("int_div_int_scalar", lambda m, x: x / 2, [[IA]]),
+        ("int_add_float_scalar", lambda m, x: x + 1.5, [[IA]]),
+        ("int_mul_bool", lambda m, x, b: x * b, [[IA, BB]]),
+        ("int_pow", lambda m, x: x ** 2, [[IA]]),
+        ("int_abs_neg_sign", lambda m, x: (x.abs(), -x, x.sign()), [[IA]]),
+        ("int_clamp", lambda m, x: x.clamp(-1, 3), [[IA]]),
+        ("int_clamp_float", lambda m, x: x.clamp(max=2.5), [[IA]]),
+        ("int_max_min", lambda m, x, y: (m.maximum(x, y), m.minimum(x, y)), [[IA, IB]]),
+        ("int_where_scalar", lambda m, c, x: m.where(c, x, 0.5), [[BA, IA]]),
+        ("int_exp_float", lambda m, x: (x.exp(), x.sqrt().isnan(), m.sigmoid(x)), [[IA]]),
+        ("int_float_compare", lambda m, x: (x < 0.5, x == 7), [[IA]]),
+        ("bool_add", lambda m, a, b: (a + b, a * b, a + 1, a * 2.5), [[BA, BB]]),
+        ("bitwise", lambda m, x, y: (x & y, x | y, x ^ y, ~x, 3 & x, x << 1, x >> 1), [[IA, IB]]),
+        ("bool_bitwise", lambda m, a, b: (a & b, a | b, a ^ b, ~a), [[BA, BB]]),
+        ("logical_ints", lambda m, x, y: (m.logical_and(x, y), m.logical_or(x, y * 0), m.logical_xor(x, y),
+                                          m.logical_not(x)), [[IA, IB]]),
+        ("int_predicates", lambda m, x: (m.isnan(x), m.isfinite(x), m.isinf(x)), [[IA]]),
+        ("int_rounding", lambda m, x: (m.floor(x), x.ceil(), x.round(), x.trunc()), [[IA]]),
+        ("int_sum_prod", lambda m, x: (x.sum(), x.sum(0), x.prod(1), x.cumsum(1), x.cumprod(0)), [[IA]]),
+        ("bool_sum", lambda m, b: (b.sum(), b.sum(1, keepdim=True), b.cumsum(0), b.count_nonzero()), [[BA]]),
+        ("int_max_dim", lambda m, x: (x.max(), x.max(1).values, x.max(1).indices, x.amin(0), x.argmax(),
+                                      x.argmin(1)), [[IA]]),
+        ("int_all_any", lambda m, x: (x.all(), x.any(1), x.all(0)), [[IA]]),
+        ("int_mean_dtype", lambda m, x: x.mean(1, dtype=m.float64), [[IA]]),
+        ("int_sum_dtype", lambda m, x: x.sum(dtype=m.float32), [[IA]]),
+        ("int_sort_topk", lambda m, x: (x.sort(1).values, x.sort(1).indices, x.topk(2, 1).values), [[I(
+            np.array([[3, 1, 2], [9, 7, 8]]))]]),
+        ("unique_dim", lambda m, x: m.unique(x, dim=0, return_inverse=True, return_counts=True),
+         [[I(np.array([[1, 2], [0, 5], [1, 2]]))]]),
+        ("unique_unsorted_counts", lambda m, x: m.unique(x, return_counts=True), [[I(np.array([4, 1, 4, 4, 0]))]]),
+        ("nan_to_num_args", lambda m: m.nan_to_num(m.tensor([float("nan"), float("inf"), -float("inf"), 1.0]),
+                                                   1.0, 2.0, -3.0), [[]]),
+        ("isclose_nan", lambda m: m.isclose(m.tensor([1.0, float("nan")]), m.tensor([1.0, float("nan")]),
+                                            equal_nan=True), [[]]),
+    ]
+]
+
 REDUCTION_ROWS = [
     Row("sum", lambda m, x: x.sum(), [[r(2, 3)], [r()], [r(0, 3)], [r(2, 3, nc=True)]], ints=True),
     Row("sum_dim", lambda m, x: x.sum(1), [[r(2, 3)]], ints=True),
@@ -118,6 +169,33 @@ REDUCTION_ROWS = [
     Row("median", lambda m, x: x.median(), [[distinct(2, 3)]]),
     Row("median_dim", lambda m, x: x.median(1).values, [[distinct(2, 4)]]),
     Row("count_nonzero", lambda m, x: m.count_nonzero(x > 0, 1), [[r(2, 3)]], grad=False),
+    Row("count_nonzero_dims", lambda m, x: m.count_nonzero(x > 0, (0, 1)), [[r(2, 3)]], grad=False),
+    Row("std_mean", lambda m, x: m.std_mean(x, 1), [[r(2, 3)]]),
+    Row("var_mean_keep", lambda m, x: m.var_mean(x, (0, 1), keepdim=True, correction=0), [[r(2, 3)]]),
+    Row("sum_to_size", lambda m, x: x.sum_to_size(1, 3), [[r(2, 3)]]),
+    Row("sum_empty_dim", lambda m, x: x.sum(0), [[r(0, 3)]]),
+    Row("mean_nc", lambda m, x: x.mean(0), [[r(3, 2, nc=True)]]),
+    Row("prod_all_zero", lambda m, x: x.prod(), [[F(np.array([[1.5, 0.0], [2.0, -0.5]]))]]),
+    Row("vector_norm", lambda m, x: m.linalg.vector_norm(x, 3, dim=1), [[r(2, 3)]]),
+    Row("vector_norm_inf", lambda m, x: m.linalg.vector_norm(x, float("inf")), [[distinct(2, 3)]]),
+    Row("vector_norm_0", lambda m, x: m.linalg.vector_norm(x, 0, dim=0, keepdim=True), [[distinct(2, 3)]],
+        grad=False),
+    Row("matrix_norm_fro", lambda m, x: m.linalg.matrix_norm(x), [[r(2, 3, 3)]]),
+    Row("matrix_norm_1", lambda m, x: m.linalg.matrix_norm(x, 1, keepdim=True), [[distinct(2, 3)]]),
+    Row("matrix_norm_inf", lambda m, x: m.linalg.matrix_norm(x, -float("inf"), dim=(1, 0)), [[distinct(2, 3)]]),
+    Row("matrix_norm_nuc", lambda m, x: m.linalg.matrix_norm(x, "nuc"), [[r(3, 3)]], rtol=1e-4, atol=1e-5),
+    Row("matrix_norm_2", lambda m, x: m.linalg.matrix_norm(x, 2), [[r(2, 3, 3)]], rtol=1e-4, atol=1e-5),
+    Row("linalg_norm", lambda m, x: (m.linalg.norm(x), m.linalg.norm(x, 1), m.linalg.norm(x, dim=0)),
+        [[distinct(2, 3)]]),
+    Row("norm_p3_keep", lambda m, x: x.norm(3, 1, True), [[r(2, 3)]]),
+    Row("logsumexp_int", lambda m, x: m.logsumexp(x, 0), [[I(np.array([[1, 2], [3, 4]]))]], grad=False),
+    Row("logsumexp_inf", lambda m, x: m.logsumexp(x, 1), [[F(np.array([[-np.inf, -np.inf], [1.0, -np.inf]]),
+                                                               grad=False)]], grad=False),
+    Row("cumsum_dtype", lambda m, x: x.cumsum(0, dtype=m.float64), [[r(3, 2)]]),
+    Row("mode_dim", lambda m, x: m.mode(x, 0), [[I(np.array([[1, 2, 2], [3, 2, 1], [1, 5, 1]]))]], grad=False),
+    Row("median_even", lambda m, x: x.median(0), [[distinct(4, 3)]]),
+    Row("empty_reductions", lambda m, x: (x.sum(1), x.prod(1), x.mean(0), x.amax(1), x.all(1)), [[r(0, 3)]],
+        grad=False),
 ]
 
-ROWS = POINTWISE_ROWS + REDUCTION_ROWS
+ROWS = POINTWISE_ROWS + INT_ROWS + REDUCTION_ROWS
