@@ -175,6 +175,8 @@ def check_ddp_equals_single_process(dist, dev, r, n, steps=4):
     model = _model(dev)
     ddp = DistributedDataParallel(model, bucket_cap_mb=0.0005)  # several buckets
     assert len(ddp._buckets) > 1
+    ready_at_launch, launch = [], ddp._launch
+    ddp._launch = lambda b: (ready_at_launch.append(len(ddp._ready)), launch(b))
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     ember.manual_seed(0)
     ref = _model(dev)
@@ -191,6 +193,9 @@ def check_ddp_equals_single_process(dist, dev, r, n, steps=4):
         np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-10, atol=1e-12,
                                    err_msg=name)
     np.testing.assert_array_equal(model.scale.cpu().numpy(), ref.scale.cpu().numpy())
+    n_params = len(list(model.parameters()))
+    assert ready_at_launch[0] < n_params  # the first bucket is reduced while backward still runs
+    assert len(ready_at_launch) == steps * len(ddp._buckets)
 
 
 def check_ddp_no_sync_accumulates(dist, dev, r, n):
