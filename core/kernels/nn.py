@@ -176,22 +176,14 @@ def kernels(xp) -> dict:
         return s
 
     # ---------------------------------------------------------------- activations
-    def sigmoid(x):
-        # exp of a non-positive argument only: no overflow either side
-        e = xp.exp(-xp.abs(x))
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
     def softplus(x, beta, threshold):
         bx = x * beta
         return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
-
-    def clip(x, lo, hi):
-        return xp.clip(x, lo, hi)
 
     return {
         "conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad,
         "max_pool": max_pool, "max_pool_backward": max_pool_backward, "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax,
-        "nn_sigmoid": sigmoid, "nn_tanh": xp.tanh, "nn_softplus": softplus, "nn_clip": clip,
+        "nn_softplus": softplus,
     }

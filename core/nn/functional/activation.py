@@ -1,6 +1,6 @@
 """Activations and the softmax family.
 
-Fused ops (softmax, log_softmax, sigmoid, tanh, softplus, hardtanh) compute on
+Fused ops (softmax, log_softmax, softplus, hardtanh) compute on
 the device kernels; their backward is written with ember ops.  The rest are
 composed of those and of ember pointwise ops, so they need no backward.
 """
@@ -11,6 +11,8 @@ import math
 from ...autograd.function import Op
 from ...dispatch import unary
 from ...ops.pointwise import relu as _relu
+from ...ops.pointwise import sigmoid as _sigmoid
+from ...ops.pointwise import tanh as _tanh
 from ...ops.pointwise import where
 from ...tensor import Tensor, _wrap_dim
 
@@ -42,32 +44,6 @@ class LogSoftmax(Op):
         return g - ctx.output.exp() * g.sum(ctx.dim, keepdim=True)
 
 
-class Sigmoid(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["nn_sigmoid"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        y = ctx.output
-        return g * y * (1 - y)
-
-
-class Tanh(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["nn_tanh"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        y = ctx.output
-        return g * (1 - y * y)
-
-
 class Softplus(Op):
     save_inputs = True
 
@@ -80,7 +56,7 @@ class Softplus(Op):
     def backward(ctx, g):
         x = ctx.inputs[0]
         bx = x * ctx.beta
-        return where(bx > ctx.threshold, g, g * unary(Sigmoid, bx))
+        return where(bx > ctx.threshold, g, g * _sigmoid(bx))
 
 
 class Hardtanh(Op):
@@ -89,7 +65,7 @@ class Hardtanh(Op):
     @staticmethod
     def forward(ctx, k, x, lo, hi):
         ctx.lo, ctx.hi = lo, hi
-        return k["nn_clip"](x, lo, hi)
+        return k["clamp"](x, lo, hi)
 
     @staticmethod
     def backward(ctx, g):
@@ -142,12 +118,13 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 
 
 def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
-    """``1 / (1 + exp(-x))``, stable for large ``|x|``."""
-    return unary(Sigmoid, _t(input, "sigmoid"))
+    """``1 / (1 + exp(-x))`` (``ember.sigmoid``)."""
+    return _sigmoid(_t(input, "sigmoid"))
 
 
 def tanh(input: Tensor) -> Tensor:  # noqa: A002
-    return unary(Tanh, _t(input, "tanh"))
+    """``ember.tanh``."""
+    return _tanh(_t(input, "tanh"))
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
