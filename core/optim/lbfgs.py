@@ -30,7 +30,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 
 def _strong_wolfe(xp, obj_func, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
     """Line search along ``d`` from step ``t``: returns ``(f_new, g_new, t, evaluations)``."""
-    d_norm = float(xp.abs(d).max())
+    d_norm = float(xp.max(xp.abs(d)))
     f_new, g_new = obj_func(t, d)
     evals = 1
     gtd_new = float(g_new @ d)
@@ -131,15 +131,15 @@ class LBFGS(Optimizer):
         return self._params[0]._dev.backend.xp
 
     def _gather_flat_grad(self):
-        xp = self._xp
-        return xp.concatenate([xp.zeros(p._data.size, p._data.dtype) if p._grad is None
-                               else xp.reshape(p._grad._data, -1) for p in self._params])
+        xp, k = self._xp, self._params[0]._dev.kernels
+        return k["cat"]([xp.zeros((p.numel(),), dtype=p._data.dtype) if p._grad is None
+                         else xp.reshape(p._grad._data, (-1,)) for p in self._params], 0)
 
     def _add_grad(self, step_size, update) -> None:
-        offset = 0
+        offset, xp = 0, self._xp
         for p in self._params:
-            n = p._data.size
-            p._data += step_size * update[offset:offset + n].reshape(p._data.shape)
+            n = p.numel()
+            p._data += step_size * xp.reshape(update[offset:offset + n], p._data.shape)
             p._bump()
             offset += n
 
@@ -182,7 +182,7 @@ class LBFGS(Optimizer):
         current_evals = 1
         state["func_evals"] += 1
         flat_grad = self._gather_flat_grad()
-        if float(xp.abs(flat_grad).max()) <= tolerance_grad:
+        if float(xp.max(xp.abs(flat_grad))) <= tolerance_grad:
             return orig_loss
 
         arr = lambda key: None if state.get(key) is None else state[key]._data  # noqa: E731
@@ -220,19 +220,19 @@ class LBFGS(Optimizer):
                 for i in range(len(old_dirs)):
                     be_i = float(old_dirs[i] @ r) * ro[i]
                     r += (al[i] - be_i) * old_stps[i]
-            prev_flat_grad = xp.array(flat_grad, copy=True)
+            prev_flat_grad = dev.kernels["copy"](flat_grad)
             prev_loss = loss
-            t = min(1.0, 1.0 / float(xp.abs(flat_grad).sum())) * lr if state["n_iter"] == 1 else lr
+            t = min(1.0, 1.0 / float(xp.sum(xp.abs(flat_grad)))) * lr if state["n_iter"] == 1 else lr
             gtd = float(flat_grad @ d)
             if gtd > -tolerance_change:
                 break
             if group["line_search_fn"] is not None:
-                x_init = [xp.array(p._data, copy=True) for p in self._params]
+                x_init = [dev.kernels["copy"](p._data) for p in self._params]
                 loss, flat_grad, t, ls_evals = _strong_wolfe(
                     xp, functools.partial(self._directional_evaluate, closure, x_init), t, d, loss, flat_grad, gtd,
                     max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
-                opt_cond = float(xp.abs(flat_grad).max()) <= tolerance_grad
+                opt_cond = float(xp.max(xp.abs(flat_grad))) <= tolerance_grad
             else:
                 self._add_grad(t, d)
                 ls_evals = 0
@@ -241,13 +241,13 @@ class LBFGS(Optimizer):
                     with enable_grad():
                         loss = float(closure())
                     flat_grad = self._gather_flat_grad()
-                    opt_cond = float(xp.abs(flat_grad).max()) <= tolerance_grad
+                    opt_cond = float(xp.max(xp.abs(flat_grad))) <= tolerance_grad
                     ls_evals = 1
             current_evals += ls_evals
             state["func_evals"] += ls_evals
             if n_iter == max_iter or current_evals >= max_eval or opt_cond:
                 break
-            if float(xp.abs(d * t).max()) <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
+            if float(xp.max(xp.abs(d * t))) <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
                 break
 
         wrap = lambda a: _wrap(a, dev)  # noqa: E731
