@@ -9,13 +9,14 @@
 from ._worker import WorkerInfo, get_worker_info
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
+from .distributed import DistributedSampler
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
 from .distributed import DistributedSampler
 
-__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "DistributedSampler",
            "IterableDataset",
            "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler",
            "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
