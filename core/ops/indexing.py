@@ -407,7 +407,12 @@ def _scatter_impl(run, x, dim, index, src, value, reduce):
 
 
 def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate).
+
+    >>> import ember
+    >>> ember.zeros(3).scatter_add(0, ember.tensor([0, 0, 1]), ember.ones(3))
+    tensor([2., 1., 0.])
+    """
     d, idx = _scatter_args(input, dim, index, src, "scatter_add")
     return apply(ScatterAdd, input, d, idx, src)
 
@@ -416,7 +421,12 @@ _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
 def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True) -> Tensor:  # noqa: A002
-    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin')."""
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin').
+
+    >>> import ember
+    >>> ember.zeros(2).scatter_reduce(0, ember.tensor([0, 0, 1]), ember.tensor([3., 5., 1.]), 'amax', include_self=False)
+    tensor([5., 1.])
+    """
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d, idx = _scatter_args(input, dim, index, src, "scatter_reduce")
@@ -517,17 +527,33 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
 
 
 def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``."""
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``.
+
+    >>> import ember
+    >>> ember.zeros(3).index_add(0, ember.tensor([0, 0, 2]), ember.tensor([1., 2., 3.]))
+    tensor([3., 0., 3.])
+    """
     return _index_op(_apply_fresh, IndexAdd, input, dim, index, source, "index_add", alpha)
 
 
 def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``."""
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
+
+    >>> import ember
+    >>> ember.zeros(3).index_copy(0, ember.tensor([2]), ember.tensor([5.]))
+    tensor([0., 0., 5.])
+    """
     return _index_op(_apply_fresh, IndexCopy, input, dim, index, source, "index_copy")
 
 
 def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    >>> import ember
+    >>> ember.zeros(2, 2).index_fill(1, ember.tensor([0]), -1.)
+    tensor([[-1.,  0.],
+            [-1.,  0.]])
+    """
     return _index_op(_apply_fresh, IndexFill, input, dim, index, value, "index_fill")
 
 
@@ -540,7 +566,12 @@ def _mask_arg(mask, op):
 
 
 def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
-    """The elements where ``mask`` (broadcast with ``input``) is True, as a 1-D tensor."""
+    """The elements where ``mask`` (broadcast with ``input``) is True, as a 1-D tensor.
+
+    >>> import ember
+    >>> ember.tensor([1, 5, 2]).masked_select(ember.tensor([False, True, True]))
+    tensor([5, 2])
+    """
     from .shape import broadcast_tensors
 
     a, m = broadcast_tensors(input, _mask_arg(mask, "masked_select"))
@@ -581,12 +612,22 @@ def _masked_scatter_args(x, mask, source, op):
 
 
 def masked_scatter(input, mask, source) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is True."""
+    """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is True.
+
+    >>> import ember
+    >>> ember.zeros(4).masked_scatter(ember.tensor([True, False, True, False]), ember.tensor([1., 2.]))
+    tensor([1., 0., 2., 0.])
+    """
     return apply(MaskedScatter, input, _masked_scatter_args(input, mask, source, "masked_scatter"), source)
 
 
 def take(input, index) -> Tensor:  # noqa: A002
-    """``input`` read as 1-D at ``index`` (the result has ``index``'s shape)."""
+    """``input`` read as 1-D at ``index`` (the result has ``index``'s shape).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).take(ember.tensor([0, 3]))
+    tensor([1, 4])
+    """
     flat = input.reshape(-1)
     if not isinstance(index, Tensor) or index.dtype.name != "int64":
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
@@ -600,7 +641,12 @@ def take(input, index) -> Tensor:  # noqa: A002
 
 
 def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A002
-    """Gather ``input`` at ``indices`` along ``dim`` after broadcasting the other dimensions (flat if None)."""
+    """Gather ``input`` at ``indices`` along ``dim`` after broadcasting the other dimensions (flat if None).
+
+    >>> import ember
+    >>> ember.take_along_dim(ember.tensor([[10, 30, 20]]), ember.tensor([[1]]), 1)
+    tensor([[30]])
+    """
     if dim is None:
         return _out(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
     from .shape import broadcast_shapes
@@ -618,7 +664,13 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A0
 
 
 def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
-    """Indices of the nonzero elements: an ``[n, ndim]`` long tensor, or one tensor per dimension."""
+    """Indices of the nonzero elements: an ``[n, ndim]`` long tensor, or one tensor per dimension.
+
+    >>> import ember
+    >>> ember.nonzero(ember.tensor([0, 3, 0, 4]))
+    tensor([[1],
+            [3]])
+    """
     r = _wrap(input._dev.kernels["nonzero"](input._data), input._dev)
     if as_tuple:
         return tuple(r[:, i].contiguous() for i in range(r.shape[1])) if input.dim() else (r.reshape(-1),)
@@ -626,7 +678,13 @@ def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
 
 
 def argwhere(input) -> Tensor:  # noqa: A002
-    """Indices of the nonzero elements as an ``[n, ndim]`` long tensor."""
+    """Indices of the nonzero elements as an ``[n, ndim]`` long tensor.
+
+    >>> import ember
+    >>> ember.argwhere(ember.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
     return nonzero(input)
 
 
@@ -649,7 +707,12 @@ class IndexPutAcc(Op):
 
 
 def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``values`` put at the advanced index ``indices`` (a tuple of tensors)."""
+    """A copy of ``input`` with ``values`` put at the advanced index ``indices`` (a tuple of tensors).
+
+    >>> import ember
+    >>> ember.zeros(3).index_put((ember.tensor([0, 0]),), ember.tensor([1., 2.]), accumulate=True)
+    tensor([3., 0., 0.])
+    """
     return index_put_(input.clone(), indices, values, accumulate)
 
 

@@ -76,7 +76,13 @@ def matmul(input, other, *, out=None):  # noqa: A002
 
 
 def mm(input, mat2, *, out=None):  # noqa: A002
-    """Product of two matrices (2-D only)."""
+    """Product of two matrices (2-D only).
+
+    >>> import ember
+    >>> ember.mm(ember.ones(2, 3), ember.ones(3, 1))
+    tensor([[3.],
+            [3.]])
+    """
     if input.dim() != 2 or mat2.dim() != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.dim()}D and {mat2.dim()}D")
     return matmul(input, mat2, out=out)
@@ -110,14 +116,24 @@ def bmm(input, mat2, *, out=None) -> Tensor:  # noqa: A002
 
 
 def mv(input, vec, *, out=None) -> Tensor:  # noqa: A002
-    """Matrix-vector product."""
+    """Matrix-vector product.
+
+    >>> import ember
+    >>> ember.mv(ember.eye(2), ember.tensor([1., 2.]))
+    tensor([1., 2.])
+    """
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     return matmul(input, vec, out=out)
 
 
 def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
-    """Inner product of two 1-D tensors."""
+    """Inner product of two 1-D tensors.
+
+    >>> import ember
+    >>> ember.dot(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
+    tensor(11.)
+    """
     if input.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
@@ -128,7 +144,12 @@ def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
 
 
 def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
-    """Inner product conjugating the first vector."""
+    """Inner product conjugating the first vector.
+
+    >>> import ember
+    >>> ember.vdot(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
+    tensor(11.)
+    """
     return dot(input.conj() if input.is_complex() else input, other, out=out)
 
 
@@ -144,27 +165,55 @@ def _scaled_sum(input, prod, beta, alpha, out):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
-    """``beta * input + alpha * (mat1 @ mat2)``."""
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    >>> import ember
+    >>> ember.addmm(ember.ones(2, 2), ember.eye(2), ember.eye(2), beta=2)
+    tensor([[3., 2.],
+            [2., 3.]])
+    """
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
-    """``beta * input + alpha * (mat @ vec)``."""
+    """``beta * input + alpha * (mat @ vec)``.
+
+    >>> import ember
+    >>> ember.addmv(ember.ones(2), ember.eye(2), ember.tensor([1., 2.]))
+    tensor([2., 3.])
+    """
     return _scaled_sum(input, mv(mat, vec), beta, alpha, out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
-    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    """``beta * input + alpha * bmm(batch1, batch2)``.
+
+    >>> import ember
+    >>> ember.baddbmm(ember.zeros(3, 2, 2), ember.ones(3, 2, 4), ember.ones(3, 4, 2)).shape
+    ember.Size([3, 2, 2])
+    """
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
-    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``.
+
+    >>> import ember
+    >>> ember.addbmm(ember.zeros(2, 2), ember.ones(3, 2, 4), ember.ones(3, 4, 2))
+    tensor([[12., 12.],
+            [12., 12.]])
+    """
     return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
-    """``beta * input + alpha * outer(vec1, vec2)``."""
+    """``beta * input + alpha * outer(vec1, vec2)``.
+
+    >>> import ember
+    >>> ember.addr(ember.zeros(2, 2), ember.tensor([1., 2.]), ember.tensor([1., 1.]))
+    tensor([[1., 1.],
+            [2., 2.]])
+    """
     return _scaled_sum(input, vec1.outer(vec2), beta, alpha, out)
 
 
@@ -291,7 +340,12 @@ def einsum(equation: str, *operands) -> Tensor:
 
 
 def tensordot(a, b, dims=2, out=None) -> Tensor:
-    """Sum over ``dims`` (a count of trailing/leading dims, or two lists of dims) of ``a`` and ``b``."""
+    """Sum over ``dims`` (a count of trailing/leading dims, or two lists of dims) of ``a`` and ``b``.
+
+    >>> import ember
+    >>> ember.tensordot(ember.ones(2, 3), ember.ones(3, 4), dims=1).shape
+    ember.Size([2, 4])
+    """
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -319,7 +373,13 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
 
 
 def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
-    """Kronecker product (block ``input[i, j] * other``)."""
+    """Kronecker product (block ``input[i, j] * other``).
+
+    >>> import ember
+    >>> ember.kron(ember.eye(2), ember.ones(1, 2))
+    tensor([[1., 1., 0., 0.],
+            [0., 0., 1., 1.]])
+    """
     n = max(input.dim(), other.dim())
     a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
     b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
@@ -334,7 +394,12 @@ def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
 
 
 def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
-    """Cross product of 3-vectors along ``dim`` (the first dimension of size 3 when None)."""
+    """Cross product of 3-vectors along ``dim`` (the first dimension of size 3 when None).
+
+    >>> import ember
+    >>> ember.cross(ember.tensor([1., 0., 0.]), ember.tensor([0., 1., 0.]))
+    tensor([0., 0., 1.])
+    """
     if input.dim() != other.dim():
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. (got shapes "
                            f"{list(input.shape)} and {list(other.shape)})")

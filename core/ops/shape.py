@@ -119,7 +119,12 @@ class Contiguous(Clone):
 
 # --------------------------------------------------------------------------- public functions
 def view(self, *shape):
-    """A view with a new shape (no copy; fails when the strides do not allow it)."""
+    """A view with a new shape (no copy; fails when the strides do not allow it).
+
+    >>> import ember
+    >>> ember.arange(6).view(3, 2).shape
+    ember.Size([3, 2])
+    """
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
         from .. import dtypes
 
@@ -134,7 +139,13 @@ def view(self, *shape):
 
 
 def reshape(self, *shape):
-    """The same data in a new shape; a view when possible, else a copy."""
+    """The same data in a new shape; a view when possible, else a copy.
+
+    >>> import ember
+    >>> ember.arange(6).reshape(2, -1)
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     shape = infer_shape(_shape_arg(shape, "reshape"), self.numel(), "reshape")
     if self.is_contiguous():
         return view_op(Reshape, self, shape)
@@ -142,7 +153,12 @@ def reshape(self, *shape):
 
 
 def permute(self, *dims):
-    """A view with dimensions reordered."""
+    """A view with dimensions reordered.
+
+    >>> import ember
+    >>> ember.zeros(2, 3, 4).permute(2, 0, 1).shape
+    ember.Size([4, 2, 3])
+    """
     dims = _shape_arg(dims, "permute")
     n = self.dim()
     if len(dims) != n:
@@ -156,7 +172,12 @@ def permute(self, *dims):
 
 
 def transpose(self, dim0, dim1):
-    """A view with two dimensions swapped."""
+    """A view with two dimensions swapped.
+
+    >>> import ember
+    >>> ember.zeros(2, 3, 4).transpose(0, 2).shape
+    ember.Size([4, 3, 2])
+    """
     n = self.dim()
     if n == 0:
         return view_op(Transpose, self, ())
@@ -170,7 +191,12 @@ swapaxes = swapdims = transpose
 
 
 def t(self):
-    """Transpose of a tensor of at most 2 dimensions."""
+    """Transpose of a tensor of at most 2 dimensions.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2, 3]]).t().shape
+    ember.Size([3, 1])
+    """
     n = self.dim()
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
@@ -178,7 +204,13 @@ def t(self):
 
 
 def expand(self, *sizes):
-    """A broadcast view (no copy); ``-1`` keeps a dimension."""
+    """A broadcast view (no copy); ``-1`` keeps a dimension.
+
+    >>> import ember
+    >>> ember.tensor([[1], [2]]).expand(2, 3)
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    """
     if len(sizes) == 1 and type(sizes[0]) in (tuple, list, Size):
         sizes = tuple(sizes[0])
     own = self._data.shape
@@ -206,7 +238,12 @@ def expand_as(self, other):
 
 
 def contiguous(self, memory_format=None):
-    """A contiguous tensor with the same data: ``self`` if it already is one."""
+    """A contiguous tensor with the same data: ``self`` if it already is one.
+
+    >>> import ember
+    >>> ember.zeros(2, 3).t().contiguous().is_contiguous()
+    True
+    """
     if self.is_contiguous():
         return self
     return unary(Contiguous, self)
@@ -228,7 +265,12 @@ def sum_to_size(self, *size):
 
 
 def flatten(self, start_dim=0, end_dim=-1):
-    """Merge dimensions ``start_dim..end_dim`` into one."""
+    """Merge dimensions ``start_dim..end_dim`` into one.
+
+    >>> import ember
+    >>> ember.zeros(2, 3, 4).flatten(1).shape
+    ember.Size([2, 12])
+    """
     n = self.dim()
     if n == 0:
         return reshape(self, 1)
@@ -240,7 +282,12 @@ def flatten(self, start_dim=0, end_dim=-1):
 
 
 def squeeze(self, dim=None):
-    """Drop dimensions of size one (all, or those in ``dim``)."""
+    """Drop dimensions of size one (all, or those in ``dim``).
+
+    >>> import ember
+    >>> ember.zeros(1, 3, 1).squeeze().shape
+    ember.Size([3])
+    """
     n = self.dim()
     if dim is None:
         shape = tuple(s for s in self.shape if s != 1)
@@ -251,7 +298,12 @@ def squeeze(self, dim=None):
 
 
 def unsqueeze(self, dim):
-    """Insert a dimension of size one at ``dim``."""
+    """Insert a dimension of size one at ``dim``.
+
+    >>> import ember
+    >>> ember.tensor([1, 2]).unsqueeze(1).shape
+    ember.Size([2, 1])
+    """
     n = self.dim() + 1
     d = _wrap_dim(dim, n, "unsqueeze")
     shape = list(self.shape)
@@ -403,7 +455,12 @@ def atleast_1d(*tensors):
 
 
 def atleast_2d(*tensors):
-    """Tensors with at least two dimensions (leading ones added)."""
+    """Tensors with at least two dimensions (leading ones added).
+
+    >>> import ember
+    >>> ember.atleast_2d(ember.tensor([1, 2])).shape
+    ember.Size([1, 2])
+    """
     r = tuple(t.reshape((1,) * (2 - t.dim()) + tuple(t.shape)) if t.dim() < 2 else t for t in _flat_args(tensors))
     return r[0] if len(r) == 1 else r
 
@@ -424,23 +481,45 @@ def _as_tuple(r):
 
 
 def hstack(tensors, *, out=None) -> Tensor:
-    """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
+    """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1).
+
+    >>> import ember
+    >>> ember.hstack([ember.tensor([1, 2]), ember.tensor([3])])
+    tensor([1, 2, 3])
+    """
     ts = _as_tuple(atleast_1d(*_tensors_arg(tensors, "hstack")))
     return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None) -> Tensor:
-    """Concatenate row-wise, 1-D tensors becoming rows."""
+    """Concatenate row-wise, 1-D tensors becoming rows.
+
+    >>> import ember
+    >>> ember.vstack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+    tensor([[1, 2],
+            [3, 4]])
+    """
     return cat(_as_tuple(atleast_2d(*_tensors_arg(tensors, "vstack"))), 0, out=out)
 
 
 def dstack(tensors, *, out=None) -> Tensor:
-    """Concatenate depth-wise (along dim 2, after :func:`atleast_3d`)."""
+    """Concatenate depth-wise (along dim 2, after :func:`atleast_3d`).
+
+    >>> import ember
+    >>> ember.dstack([ember.zeros(2, 3), ember.ones(2, 3)]).shape
+    ember.Size([2, 3, 2])
+    """
     return cat(_as_tuple(atleast_3d(*_tensors_arg(tensors, "dstack"))), 2, out=out)
 
 
 def column_stack(tensors, *, out=None) -> Tensor:
-    """Stack 1-D tensors as columns (and concatenate 2-D ones) into a matrix."""
+    """Stack 1-D tensors as columns (and concatenate 2-D ones) into a matrix.
+
+    >>> import ember
+    >>> ember.column_stack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
     ts = _tensors_arg(tensors, "column_stack")
     return cat([t.reshape(-1, 1) if t.dim() < 2 else t for t in ts], 1, out=out)
 
@@ -499,7 +578,12 @@ def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
 
 
 def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
-    """The slices along ``dim``, each a view without that dimension."""
+    """The slices along ``dim``, each a view without that dimension.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).unbind(1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
     from .indexing import SliceView
 
     d = _wrap_dim(dim, input.dim(), "unbind")
@@ -545,7 +629,12 @@ def repeat(self, *sizes) -> Tensor:
 
 
 def tile(input, dims) -> Tensor:  # noqa: A002
-    """Like :meth:`repeat`, padding ``dims`` with leading ones when shorter than the tensor's rank."""
+    """Like :meth:`repeat`, padding ``dims`` with leading ones when shorter than the tensor's rank.
+
+    >>> import ember
+    >>> ember.tile(ember.tensor([1, 2]), (2,))
+    tensor([1, 2, 1, 2])
+    """
     dims = _shape_arg((dims,) if isinstance(dims, int) else dims, "tile")
     return repeat(input, (1,) * (input.dim() - len(dims)) + dims)
 
@@ -573,7 +662,13 @@ def _dims(dims, n, op, what=""):
 
 
 def flip(input, dims) -> Tensor:  # noqa: A002
-    """Reverse the order of elements along ``dims`` (a copy)."""
+    """Reverse the order of elements along ``dims`` (a copy).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).flip(1)
+    tensor([[2, 1],
+            [4, 3]])
+    """
     return unary(Flip, input, _dims(dims, input.dim(), "flip"))
 
 
@@ -603,7 +698,12 @@ class Roll(Op):
 
 
 def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
-    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
+
+    >>> import ember
+    >>> ember.tensor([1, 2, 3, 4]).roll(1)
+    tensor([4, 1, 2, 3])
+    """
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     if dims is None:
         if len(shifts) != 1:
@@ -616,7 +716,12 @@ def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
 
 
 def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
-    """The view ``input[..., start:start+length, ...]`` along ``dim``."""
+    """The view ``input[..., start:start+length, ...]`` along ``dim``.
+
+    >>> import ember
+    >>> ember.arange(5).narrow(0, 1, 3)
+    tensor([1, 2, 3])
+    """
     from .indexing import SliceView
 
     d = _wrap_dim(dim, input.dim(), "narrow")
@@ -631,7 +736,12 @@ def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
 
 
 def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
-    """The view at ``index`` along ``dim``, without that dimension."""
+    """The view at ``index`` along ``dim``, without that dimension.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).select(1, 0)
+    tensor([1, 3])
+    """
     from .indexing import SliceView
 
     d = _wrap_dim(dim, input.dim(), "select")
@@ -643,7 +753,12 @@ def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
 
 
 def movedim(input, source, destination) -> Tensor:  # noqa: A002
-    """Move dimensions ``source`` to positions ``destination`` (a view)."""
+    """Move dimensions ``source`` to positions ``destination`` (a view).
+
+    >>> import ember
+    >>> ember.zeros(2, 3, 4).movedim(0, -1).shape
+    ember.Size([3, 4, 2])
+    """
     n = input.dim()
     src = _dims(source, n, "movedim", "source")
     dst = _dims(destination, n, "movedim", "destination")
@@ -660,14 +775,25 @@ moveaxis = movedim
 
 
 def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
-    """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
+    """Split dimension ``dim`` into ``sizes`` (one may be -1).
+
+    >>> import ember
+    >>> ember.zeros(2, 12).unflatten(1, (3, -1)).shape
+    ember.Size([2, 3, 4])
+    """
     d = _wrap_dim(dim, input.dim(), "unflatten")
     sizes = infer_shape(tuple(sizes), input.shape[d], "unflatten")
     return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
 def t_(self) -> Tensor:
-    """In-place :func:`t`: this tensor becomes its transpose."""
+    """In-place :func:`t`: this tensor becomes its transpose.
+
+    >>> import ember
+    >>> x = ember.zeros(2, 3)
+    >>> x.t_().shape
+    ember.Size([3, 2])
+    """
     r = t(self)
     self._data, self._fn, self._nr = r._data, r._fn, r._nr
     return self
@@ -702,13 +828,26 @@ def _need_2d(t, op):
 
 
 def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
-    """Lower triangle of the last two dimensions (the rest zeroed)."""
+    """Lower triangle of the last two dimensions (the rest zeroed).
+
+    >>> import ember
+    >>> ember.ones(3, 3).tril()
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
     _need_2d(input, "tril")
     return _out(unary(Tril, input, int(diagonal)), out)
 
 
 def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
-    """Upper triangle of the last two dimensions (the rest zeroed)."""
+    """Upper triangle of the last two dimensions (the rest zeroed).
+
+    >>> import ember
+    >>> ember.ones(2, 3).triu(1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.]])
+    """
     _need_2d(input, "triu")
     return _out(unary(Triu, input, int(diagonal)), out)
 
@@ -751,7 +890,12 @@ class DiagEmbed(Op):
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
-    """The diagonal of dims ``dim1`` and ``dim2`` as a view, its dimension last."""
+    """The diagonal of dims ``dim1`` and ``dim2`` as a view, its dimension last.
+
+    >>> import ember
+    >>> ember.arange(9).view(3, 3).diagonal(1)
+    tensor([1, 5])
+    """
     n = input.dim()
     d1, d2 = _wrap_dim(dim1, n, "diagonal"), _wrap_dim(dim2, n, "diagonal")
     if d1 == d2:
@@ -760,7 +904,13 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  #
 
 
 def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
-    """Matrices (in dims ``dim1``, ``dim2``) whose diagonal is the last dimension of ``input``."""
+    """Matrices (in dims ``dim1``, ``dim2``) whose diagonal is the last dimension of ``input``.
+
+    >>> import ember
+    >>> ember.diag_embed(ember.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
     n = input.dim() + 1
     d1, d2 = _wrap_dim(dim1, n, "diag_embed"), _wrap_dim(dim2, n, "diag_embed")
     if d1 == d2:
@@ -784,14 +934,25 @@ def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
 
 
 def trace(input) -> Tensor:  # noqa: A002
-    """Sum of the main diagonal of a matrix."""
+    """Sum of the main diagonal of a matrix.
+
+    >>> import ember
+    >>> ember.tensor([[1., 2.], [3., 4.]]).trace()
+    tensor(5.)
+    """
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return diagonal(input).sum()
 
 
 def outer(input, vec2, *, out=None) -> Tensor:  # noqa: A002
-    """Outer product of two vectors."""
+    """Outer product of two vectors.
+
+    >>> import ember
+    >>> ember.outer(ember.tensor([1, 2]), ember.tensor([1, 10]))
+    tensor([[ 1, 10],
+            [ 2, 20]])
+    """
     if input.dim() != 1 or vec2.dim() != 1:
         raise RuntimeError(f"outer: expected 1-D vectors, got {input.dim()}-D and {vec2.dim()}-D")
     return _out(input.unsqueeze(1) * vec2, out)
@@ -825,12 +986,23 @@ def broadcast_shapes(*shapes) -> Size:
 
 
 def broadcast_to(input, size) -> Tensor:  # noqa: A002
-    """``input`` broadcast to ``size`` (a view)."""
+    """``input`` broadcast to ``size`` (a view).
+
+    >>> import ember
+    >>> ember.broadcast_to(ember.tensor([1, 2]), (2, 2))
+    tensor([[1, 2],
+            [1, 2]])
+    """
     return expand(input, tuple(size))
 
 
 def broadcast_tensors(*tensors) -> tuple:
-    """Views of ``tensors`` broadcast to their common shape."""
+    """Views of ``tensors`` broadcast to their common shape.
+
+    >>> import ember
+    >>> [t.shape for t in ember.broadcast_tensors(ember.zeros(2, 1), ember.zeros(3))]
+    [ember.Size([2, 3]), ember.Size([2, 3])]
+    """
     tensors = _flat_args(tensors)
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(expand(t, shape) for t in tensors)
