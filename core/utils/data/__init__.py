@@ -14,7 +14,6 @@ from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Sta
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
-from .distributed import DistributedSampler
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "DistributedSampler",
            "IterableDataset",
