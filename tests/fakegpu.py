@@ -278,3 +278,11 @@ def multi_device(request):
         return
     with registered(3):
         yield "fakegpu"
+
+
+def cpu_default():
+    """Fixture body (autouse): new tensors default to the CPU, as these tests assume, even where a GPU
+    makes ``cuda`` the automatic default."""
+    ember.set_default_device("cpu")
+    yield
+    ember.set_default_device(None)

@@ -173,8 +173,8 @@ def test_memory_pool_statistics():
 
 @gpu
 def test_pinned_non_blocking_copy_overlaps_and_is_correct():
-    host = ember.arange(1 << 16, dtype=ember.float32).pin_memory()
-    assert host.is_pinned() and not ember.arange(4.0).is_pinned()
+    host = ember.arange(1 << 16, dtype=ember.float32, device="cpu").pin_memory()
+    assert host.is_pinned() and not ember.arange(4.0, device="cpu").is_pinned()
     s = ember.cuda.Stream()
     with ember.cuda.stream(s):
         dev = host.to("cuda", non_blocking=True)

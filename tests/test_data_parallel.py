@@ -5,13 +5,14 @@ import copy
 
 import numpy as np
 import pytest
-from fakegpu import KINDS, multi_device, registered
+from fakegpu import KINDS, cpu_default, multi_device, registered
 
 import ember
 import ember.nn as nn
 from ember.nn.parallel import DataParallel, gather, scatter
 
 kind = pytest.fixture(params=KINDS)(multi_device)
+cpu_by_default = pytest.fixture(autouse=True)(cpu_default)
 
 
 def host(t):

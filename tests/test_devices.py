@@ -2,13 +2,14 @@
 devices (``fakegpu``, see ``fakegpu.py``) and, where a machine has two or more GPUs, on ``cuda``."""
 import numpy as np
 import pytest
-from fakegpu import KINDS, multi_device, registered
+from fakegpu import KINDS, cpu_default, multi_device, registered
 
 import ember
 from ember.accelerator import DeviceAPI, Event, Stream
 from ember.ops.creation import legacy_type
 
 kind = pytest.fixture(params=KINDS)(multi_device)
+cpu_by_default = pytest.fixture(autouse=True)(cpu_default)
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def test_default_device_follows_the_current_device(kind):
             assert ember.zeros(2).get_device() == 2
         assert ember.zeros(2).get_device() == 0
     finally:
-        ember.set_default_device(None)
+        ember.set_default_device("cpu")
     assert ember.zeros(1).device.type == "cpu"
 
 
@@ -90,13 +91,16 @@ def test_device_queries(kind):
 
 
 def test_current_accelerator_is_device_neutral(fake):
+    ember.set_default_device("fakegpu")  # the accelerator of the default device (a GPU may be present too)
     acc = ember.accelerator.current_accelerator()
     assert acc == ember.device("fakegpu")
     assert ember.accelerator.device_count() == 3 and ember.accelerator.is_available()
     with ember.accelerator.device_index(2):
         assert ember.accelerator.current_device_index() == 2
         assert ember.ones(1, device=acc).get_device() == 2
+        assert ember.ones(1).get_device() == 2
     assert ember.accelerator.current_device_index() == 0
+    assert ember.ones(1).get_device() == 0
 
 
 def test_no_accelerator_without_one():
@@ -301,3 +305,12 @@ def test_each_device_has_its_own_generator(kind):
     c = ember.randn(3, device=f"{kind}:1")
     g.set_state(state)
     np.testing.assert_array_equal(ember.randn(3, device=f"{kind}:1").cpu().numpy(), c.cpu().numpy())
+
+
+def test_legacy_cpu_types_stay_on_the_cpu(kind):
+    ember.set_default_device(kind)
+    try:
+        assert ember.FloatTensor(2).device.type == "cpu"
+        assert ember.zeros(2).device.type == kind
+    finally:
+        ember.set_default_device("cpu")

@@ -375,8 +375,7 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls._legacy_dtype and obj.device.type == cls._legacy_device
 
     def __call__(cls, *args, **kwargs):
-        if cls._legacy_device != "cpu":
-            kwargs.setdefault("device", cls._legacy_device)
+        kwargs.setdefault("device", cls._legacy_device)  # ember.FloatTensor is a CPU type whatever the default
         return legacy_new(Tensor, cls._legacy_dtype, args, kwargs)
 
 
