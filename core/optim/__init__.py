@@ -3,7 +3,7 @@
 >>> import ember
 >>> w = ember.zeros(2, requires_grad=True)
 >>> opt = ember.optim.Adam([w], lr=0.1)
->>> opt.zero_grad(); (w - 1).sum().backward(); opt.step()
+>>> opt.zero_grad(); ((w - 1) ** 2).sum().backward(); opt.step()
 >>> w.detach()
 tensor([0.1000, 0.1000])
 """
