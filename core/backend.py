@@ -225,7 +225,7 @@ class device:
 
 def _accelerator_type():
     for name, b in REGISTRY.backends.items():
-        if name != "cpu" and b.is_available():
+        if name != "cpu" and b.has_index() and b.is_available():  # an accelerator: numbered devices
             return name
     return "cuda"
 

@@ -314,3 +314,8 @@ def test_legacy_cpu_types_stay_on_the_cpu(kind):
         assert ember.zeros(2).device.type == kind
     finally:
         ember.set_default_device("cpu")
+
+
+def test_a_bare_index_names_an_accelerator_device(fake):
+    expected = "cuda" if ember.cuda.is_available() else "fakegpu"
+    assert ember.device(1) == ember.device(expected, 1)
