@@ -74,3 +74,24 @@ def test_finetune_freezes_features_and_uses_group_learning_rates():
     assert out["frozen_unchanged"] is True
     assert out["group_lrs"] == [0.01, 0.05]
     assert out["head_acc"] > 0.4 and out["final_acc"] > 0.8
+
+
+def test_train_digits_reads_mnist_idx_files(tmp_path):
+    import struct
+
+    import numpy as np
+
+    train = _example("train_digits")
+    rng = np.random.default_rng(0)
+
+    def write(name, array, code):
+        header = struct.pack(f">HBB{array.ndim}I", 0, code, array.ndim, *array.shape)
+        (tmp_path / name).write_bytes(header + array.tobytes())
+
+    for prefix, n in (("train", 16), ("t10k", 8)):
+        write(f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), 0x08)
+        write(f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, n, dtype=np.uint8), 0x08)
+    out = train.main(["--quiet", "--epochs", "1", "--batch-size", "8", "--mnist-dir", str(tmp_path),
+                      "--checkpoint", str(tmp_path / "m.pt")])
+    assert out["model"].fc.in_features == 32 * 7 * 7
+    assert len(out["history"]["val_acc"]) == 1 and 0.0 <= out["val_acc"] <= 1.0
