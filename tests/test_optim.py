@@ -212,3 +212,25 @@ def test_load_state_dict_mismatch_changes_nothing(device):
         opt.load_state_dict(one.state_dict())
     assert opt.param_groups[0]["lr"] == 0.1
     assert opt.state[params[0]]["step"].item() == before_step
+
+
+def test_global_and_state_dict_hooks(device):
+    p = ember.ones(2, device=device, requires_grad=True)
+    opt = optim.SGD([p], lr=0.5, momentum=0.5)
+    seen = []
+    h = optim.register_optimizer_step_pre_hook(lambda o, a, k: seen.append(type(o).__name__))
+    try:
+        p.grad = ember.ones(2, device=device)
+        opt.step()
+    finally:
+        h.remove()
+    opt.step()
+    assert seen == ["SGD"]
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+    opt.register_load_state_dict_pre_hook(lambda o, sd: {k: v for k, v in sd.items() if k != "extra"})
+    loaded = []
+    opt.register_load_state_dict_post_hook(lambda o: loaded.append(True))
+    sd = opt.state_dict()
+    assert sd["extra"] == 1 and sd["state"][0]["momentum_buffer"].tolist() == [1.5, 1.5]
+    opt.load_state_dict(sd)
+    assert loaded == [True]
