@@ -73,7 +73,8 @@ def random_(self, from_=0, to=None, *, generator=None):
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples with probability ``p`` (a number or a tensor)."""
     dev = self._dev
-    probs = p._data if isinstance(p, Tensor) else dev.kernels["full"](self._data.shape, p, "float64")
+    probs = p._data if isinstance(p, Tensor) else \
+        dev.kernels["full"](self._data.shape, p, dev.backend.array_dtype(dtypes.float64))
     if probs.shape != self._data.shape:
         probs = dev.kernels["expand"](probs, self._data.shape)
     return _fill_from(self, dev.kernels["bernoulli"](native(generator, dev), probs, self._data.dtype), "bernoulli_")
@@ -83,10 +84,10 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
     """0/1 samples with the probabilities in ``input`` (or a fixed ``p``)."""
     if p is not None:
         return bernoulli_(input.new_empty(input.shape), p, generator=generator)
-    pa = input._data
     if input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
         raise RuntimeError("bernoulli: all elements of input should be between 0 and 1")
-    return _wrap(input._dev.kernels["bernoulli"](native(generator, input._dev), pa, pa.dtype), input._dev)
+    return _wrap(input._dev.kernels["bernoulli"](native(generator, input._dev), input._data, input._data.dtype),
+                 input._dev)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):  # noqa: A002
@@ -97,9 +98,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if input.numel() and float(input.min()) < 0:
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    host = input.detach().to(dtypes.float64)._data
-    return _wrap(input._dev.kernels["multinomial"](native(generator, input._dev), host, num_samples, replacement),
-                 input._dev)
+    dev = input._dev
+    rows = input.detach().to(dtypes.float64).reshape(-1, input.shape[-1])
+    idx = dev.kernels["multinomial"](native(generator, dev), rows._data, num_samples, replacement)
+    out = _wrap(dev.kernels["astype"](idx, dev.backend.array_dtype(dtypes.int64)), dev)
+    return out.reshape(tuple(input.shape[:-1]) + (num_samples,))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
@@ -121,8 +124,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
 
 def poisson(input, generator=None):  # noqa: A002
     """Poisson samples with rates ``input``."""
-    return _wrap(input._dev.kernels["poisson"](native(generator, input._dev), input._data, input._data.dtype),
-                 input._dev)
+    return _wrap(input._dev.kernels["poisson"](native(generator, input._dev), input._data), input._dev)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,  # noqa: A002

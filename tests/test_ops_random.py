@@ -1,0 +1,108 @@
+"""Random sampling ops: reproducible under manual_seed and generator=, the right distributions, shapes and
+dtypes as PyTorch's, clear errors before anything is written."""
+import math
+
+import pytest
+
+import ember
+
+N = 20000
+
+# name, call on an empty float tensor (in place), expected mean, expected std
+FILLERS = [
+    ("uniform_", lambda t, g: t.uniform_(-1.0, 3.0, generator=g), 1.0, 4 / math.sqrt(12)),
+    ("normal_", lambda t, g: t.normal_(2.0, 0.5, generator=g), 2.0, 0.5),
+    ("exponential_", lambda t, g: t.exponential_(4.0, generator=g), 0.25, 0.25),
+    ("geometric_", lambda t, g: t.geometric_(0.5, generator=g), 2.0, math.sqrt(2.0)),
+    ("log_normal_", lambda t, g: t.log_normal_(0.0, 0.25, generator=g), math.exp(0.25 ** 2 / 2),
+     math.sqrt((math.exp(0.25 ** 2) - 1) * math.exp(0.25 ** 2))),
+    ("bernoulli_", lambda t, g: t.bernoulli_(0.3, generator=g), 0.3, math.sqrt(0.21)),
+    ("random_", lambda t, g: t.random_(0, 10, generator=g), 4.5, math.sqrt(99 / 12)),
+]
+
+
+@pytest.mark.parametrize("name,fill,mean,std", FILLERS, ids=[f[0] for f in FILLERS])
+def test_inplace_fillers(name, fill, mean, std, device):
+    t = ember.empty(N, device=device)
+    r = fill(t, None)
+    assert r is t and t._version == 1
+    assert abs(float(t.mean()) - mean) < 5 * std / math.sqrt(N)
+    assert abs(float(t.std()) - std) < 0.05 * std
+    ember.manual_seed(5)
+    a = fill(ember.empty(50, device=device), None)
+    ember.manual_seed(5)
+    b = fill(ember.empty(50, device=device), None)
+    assert ember.equal(a, b)
+    g1, g2 = ember.Generator(device).manual_seed(3), ember.Generator(device).manual_seed(3)
+    assert ember.equal(fill(ember.empty(50, device=device), g1), fill(ember.empty(50, device=device), g2))
+    assert not ember.equal(fill(ember.empty(50, device=device), g1), a) or name == "bernoulli_"
+
+
+def test_cauchy_median(device):
+    t = ember.empty(N, device=device).cauchy_(1.0, 2.0)
+    assert abs(float(t.median()) - 1.0) < 0.1
+
+
+def test_rng_state_round_trip(device):
+    state = ember.get_rng_state()
+    a = ember.randn(5, device="cpu")
+    ember.set_rng_state(state)
+    assert ember.equal(ember.randn(5, device="cpu"), a)
+    g = ember.Generator(device).manual_seed(11)
+    s = g.get_state()
+    x = ember.empty(4, device=device).normal_(generator=g)
+    g.set_state(s)
+    assert ember.equal(ember.empty(4, device=device).normal_(generator=g), x)
+    assert g.initial_seed() == 11
+    assert isinstance(ember.seed(), int)
+
+
+def test_sampling_ops(device, torch):
+    p = ember.full((3, N // 10), 0.25, device=device)
+    b = ember.bernoulli(p)
+    assert b.dtype is ember.float32 and b.shape == p.shape
+    assert abs(float(b.mean()) - 0.25) < 0.02
+    assert set(ember.bernoulli(p, 0.9).unique().tolist()) <= {0.0, 1.0}
+    lam = ember.full((N,), 4.0, device=device)
+    assert abs(float(ember.poisson(lam).mean()) - 4.0) < 0.1 and ember.poisson(lam).dtype is ember.float32
+    w = ember.tensor([[0.0, 1.0, 3.0], [5.0, 0.0, 0.0]], device=device)
+    m = ember.multinomial(w, 2000, replacement=True)
+    assert m.dtype is ember.int64 and tuple(m.shape) == (2, 2000)
+    assert (m[0] != 0).all() and (m[1] == 0).all()
+    assert abs(float((m[0] == 2).float().mean()) - 0.75) < 0.05
+    nr = ember.multinomial(ember.ones(2, 5, device=device), 5)
+    assert nr.sort(1).values.tolist() == [[0, 1, 2, 3, 4]] * 2
+    ri = ember.randint_like(ember.zeros(2, 3, dtype=ember.int32, device=device), 3, 7)
+    assert ri.dtype is ember.int32 and tuple(ri.shape) == (2, 3) and 3 <= int(ri.min()) and int(ri.max()) < 7
+
+
+def test_normal_overloads(device, torch):
+    mean, std = ember.zeros(2, 1, device=device), ember.full((3,), 2.0, device=device)
+    tm, ts = torch.zeros(2, 1), torch.full((3,), 2.0)
+    for e, t in [(ember.normal(mean, std), torch.normal(tm, ts)), (ember.normal(mean, 1.0), torch.normal(tm, 1.0)),
+                 (ember.normal(0.0, std), torch.normal(0.0, ts)),
+                 (ember.normal(1.0, 2.0, (4, 2), device=device), torch.normal(1.0, 2.0, (4, 2)))]:
+        assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+    big = ember.normal(ember.full((N,), 3.0, device=device), ember.full((N,), 0.5, device=device))
+    assert abs(float(big.mean()) - 3.0) < 0.02 and abs(float(big.std()) - 0.5) < 0.02
+    g = ember.Generator(device).manual_seed(2)
+    a = ember.normal(mean, std, generator=g)
+    g.manual_seed(2)
+    assert ember.equal(a, ember.normal(mean, std, generator=g))
+
+
+def test_bad_inputs_leave_tensor_untouched(device):
+    t = ember.zeros(4, device=device)
+    for call, match in [(lambda: t.uniform_(2.0, 1.0), "uniform_ expects"), (lambda: t.normal_(0.0, -1.0), "std >= 0"),
+                        (lambda: t.exponential_(0.0), "lambda > 0"), (lambda: t.geometric_(1.5), "p to be in"),
+                        (lambda: ember.bernoulli(ember.full((2,), 1.5, device=device)), "between 0 and 1"),
+                        (lambda: ember.multinomial(ember.ones(3, device=device), 4), "n_sample > prob_dist"),
+                        (lambda: ember.multinomial(ember.ones(1, 1, 3, device=device), 1), "1 or 2 dim"),
+                        (lambda: ember.multinomial(-ember.ones(3, device=device), 1), "element < 0")]:
+        with pytest.raises(RuntimeError, match=match):
+            call()
+    assert t.tolist() == [0.0] * 4 and t._version == 0
+    leaf = ember.zeros(3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf.normal_()
+    assert leaf.tolist() == [0.0] * 3
