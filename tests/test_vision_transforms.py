@@ -149,7 +149,7 @@ BAD_INPUT = [
     (lambda: F.to_pil_image(ember.ones(5, 2, 2)), ValueError, "should not have > 4 channels. Got 5"),
     (lambda: F.to_tensor("img.png"), TypeError, "pic should be PIL Image or ndarray. Got str"),
     (lambda: F.adjust_hue(ember.ones(3, 2, 2), 0.7), ValueError, "hue_factor (0.7) is not in [-0.5, 0.5]"),
-    (lambda: T.RandomCrop(9)(ember.ones(3, 4, 4)), ValueError, "crop size (9, 9) is larger than input image size (4, 4)"),
+    (lambda: T.RandomCrop(9)(ember.ones(3, 4, 4)), ValueError, "crop size (9, 9) is larger than input image size"),
     (lambda: F.pad(ember.ones(1, 2, 2), 1, padding_mode="wrap"), ValueError, "padding_mode should be one of"),
     (lambda: T.RandomErasing(p=1.0)(Image.fromarray(PIXELS)), TypeError, "img should be Tensor Image"),
     (lambda: F.hflip(ember.ones(3)), TypeError, "expected at least 2 dimensions"),

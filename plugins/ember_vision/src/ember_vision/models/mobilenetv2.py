@@ -1,0 +1,95 @@
+"""MobileNetV2 (Sandler et al. 2018): inverted residual blocks, torchvision's names."""
+from __future__ import annotations
+
+import ember
+from ember import nn
+
+from ._api import _weights_enum, build
+
+MobileNet_V2_Weights = _weights_enum("MobileNet_V2_Weights",
+                                     "https://download.pytorch.org/models/mobilenet_v2-b0353104.pth")
+
+
+def _make_divisible(v: float, divisor: int, min_value: int | None = None) -> int:
+    """Round ``v`` to a multiple of ``divisor``, never going down by more than 10%."""
+    min_value = min_value or divisor
+    new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+    return new_v + divisor if new_v < 0.9 * v else new_v
+
+
+class Conv2dNormActivation(nn.Sequential):
+    """Conv2d (same padding, no bias), BatchNorm2d, ReLU6."""
+
+    def __init__(self, in_planes: int, out_planes: int, kernel_size: int = 3, stride: int = 1, groups: int = 1,
+                 norm_layer=None, activation_layer=None):
+        norm_layer = norm_layer or nn.BatchNorm2d
+        activation_layer = activation_layer or nn.ReLU6
+        super().__init__(
+            nn.Conv2d(in_planes, out_planes, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
+            norm_layer(out_planes), activation_layer(inplace=True))
+        self.out_channels = out_planes
+
+
+class InvertedResidual(nn.Module):
+    """1x1 expand (when ``expand_ratio > 1``), 3x3 depthwise, 1x1 linear projection; residual when shapes allow."""
+
+    def __init__(self, inp: int, oup: int, stride: int, expand_ratio: int, norm_layer=None):
+        super().__init__()
+        if stride not in (1, 2):
+            raise ValueError(f"InvertedResidual: stride should be 1 or 2 instead of {stride}")
+        norm_layer = norm_layer or nn.BatchNorm2d
+        hidden = int(round(inp * expand_ratio))
+        self.use_res_connect = stride == 1 and inp == oup
+        layers = []
+        if expand_ratio != 1:
+            layers.append(Conv2dNormActivation(inp, hidden, kernel_size=1, norm_layer=norm_layer))
+        layers += [Conv2dNormActivation(hidden, hidden, stride=stride, groups=hidden, norm_layer=norm_layer),
+                   nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), norm_layer(oup)]
+        self.conv = nn.Sequential(*layers)
+        self.out_channels = oup
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res_connect else self.conv(x)
+
+
+# expansion t, output channels c, repeats n, first stride s
+SETTINGS = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2],
+            [6, 320, 1, 1]]
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, num_classes: int = 1000, width_mult: float = 1.0, round_nearest: int = 8,
+                 dropout: float = 0.2, norm_layer=None):
+        super().__init__()
+        norm_layer = norm_layer or nn.BatchNorm2d
+        input_channel = _make_divisible(32 * width_mult, round_nearest)
+        self.last_channel = _make_divisible(1280 * max(1.0, width_mult), round_nearest)
+        features = [Conv2dNormActivation(3, input_channel, stride=2, norm_layer=norm_layer)]
+        for t, c, n, s in SETTINGS:
+            output_channel = _make_divisible(c * width_mult, round_nearest)
+            for i in range(n):
+                features.append(InvertedResidual(input_channel, output_channel, s if i == 0 else 1, t, norm_layer))
+                input_channel = output_channel
+        features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1, norm_layer=norm_layer))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(ember.flatten(x, 1))
+
+
+def mobilenet_v2(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> MobileNetV2:
+    """MobileNetV2; ``pretrained=True`` loads ImageNet weights."""
+    return build((MobileNetV2, ()), MobileNet_V2_Weights, weights, pretrained, kwargs, progress)
