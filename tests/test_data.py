@@ -261,3 +261,8 @@ def test_unequal_samples_in_loader():
 
     with pytest.raises(RuntimeError, match=r"\['image'\].*\(3, 3\), \(3, 4\)"):
         list(DataLoader(Ragged(), batch_size=2))
+
+
+def test_out_of_order_delivery_gives_every_batch_once():
+    batches = [b["x"].tolist() for b in DataLoader(_Squares(), batch_size=3, num_workers=2, in_order=False)]
+    assert sorted(v for b in batches for v in b) == [float(i * i) for i in range(23)] and len(batches) == 8

@@ -47,7 +47,8 @@ def _pin(data):
 class DataLoader:
     """Iterate over ``dataset`` in batches (PyTorch's options and semantics).
 
-    ``num_workers > 0`` fetches batches in that many worker processes and returns them in order;
+    ``num_workers > 0`` fetches batches in that many worker processes and returns them in order
+    (``in_order=False``: as they arrive);
     an error in a worker is re-raised here with the worker's traceback and the sample index, and a
     worker that dies ends the iteration with a clear error instead of a hang.
     """
@@ -248,9 +249,12 @@ class _MultiProcessIter:
         while True:
             # tasks handed to a worker whose stream has ended produce nothing: skip them
             while self._rcvd_idx < self._send_idx:
-                entry = self._tasks[self._rcvd_idx]
-                if len(entry) == 2 or self._active[entry[0]]:
+                entry = self._tasks.get(self._rcvd_idx)
+                if entry is not None and (len(entry) == 2 or self._active[entry[0]]):
                     break
+                if entry is None:  # delivered early (in_order=False)
+                    self._rcvd_idx += 1
+                    continue
                 del self._tasks[self._rcvd_idx]
                 self._rcvd_idx += 1
             else:
@@ -267,13 +271,17 @@ class _MultiProcessIter:
                 self._active[data.worker_id] = False
                 continue
             if task != self._rcvd_idx:
+                if not self._loader.in_order:
+                    return self._deliver(data, task)
                 self._tasks[task].append(data)
                 continue
             return self._deliver(data)
 
-    def _deliver(self, data):
-        del self._tasks[self._rcvd_idx]
-        self._rcvd_idx += 1
+    def _deliver(self, data, task=None):
+        if task is None or task == self._rcvd_idx:
+            task = self._rcvd_idx
+            self._rcvd_idx += 1
+        del self._tasks[task]
         if isinstance(data, _worker.ExceptionWrapper):
             self._shutdown()
             data.reraise()
