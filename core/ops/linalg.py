@@ -39,6 +39,9 @@ class Matmul(Op):
                 gb = a.unsqueeze(-1) * g.unsqueeze(-2)
             elif b.dim() == 1:
                 gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
+            elif b.dim() == 2 and a.dim() > 2:
+                # a stack times one matrix: the weight gradient is one GEMM over the flattened stack
+                gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
             else:
                 gb = a.mT @ g
         return ga, gb
