@@ -156,6 +156,7 @@ class Optimizer:
             if out is not None:
                 args, kwargs = out
         loss = self._step(*args, **kwargs)
+        self._opt_called = True  # schedulers warn when stepped before their optimizer
         for hook in chain(self._step_post_hooks, _global_post_hooks):
             hook(self, args, kwargs)
         return loss
