@@ -24,6 +24,7 @@ def _check(t):
 def reduce_tensor(t: Tensor):
     """``(rebuild, args)`` for ``t``: a shared-memory handle, the view geometry, requires_grad and grad."""
     _check(t)
+    shared.check_shareable(t, "reduce_tensor")
     if not t._dev.backend.host:
         from .cuda_ipc import reduce_device
 

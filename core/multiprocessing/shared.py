@@ -196,11 +196,21 @@ def get_all_sharing_strategies() -> set:
     return set(STRATEGIES)
 
 
+IPC_DEVICES = {"cuda"}  # device types whose memory other processes open through IPC handles
+
+
 def is_shared(t) -> bool:
-    """Whether tensor ``t``'s storage is in shared memory (device memory counts as shareable, as in PyTorch)."""
+    """Whether tensor ``t``'s storage is in shared memory (CUDA memory always is, as in PyTorch)."""
     if not t._dev.backend.host:
-        return True
+        return t._dev.type in IPC_DEVICES
     return isinstance(t._storage_root().base, Segment)
+
+
+def check_shareable(t, op: str) -> None:
+    """Raise unless ``t``'s memory can be shared with other processes."""
+    if not (t._dev.backend.host or t._dev.type in IPC_DEVICES):
+        raise RuntimeError(f"{op}(): tensors on {t.device} cannot be shared between processes (only host memory "
+                           f"and {', '.join(sorted(IPC_DEVICES))} memory can); copy it to the CPU first")
 
 
 def share_memory_(t):
@@ -213,6 +223,7 @@ def share_memory_(t):
     >>> x = ember.arange(4.).share_memory_(); x.is_shared()
     True
     """
+    check_shareable(t, "share_memory_")
     if is_shared(t):
         return t
     root, base = t._storage_root(), t._base
