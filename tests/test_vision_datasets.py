@@ -1,10 +1,11 @@
 """ember-vision datasets and downloads: image folders, IDX/CIFAR readers, a local HTTP server."""
 import gzip
 import hashlib
-import http.server
+import io
 import os
 import pickle
-import threading
+import sys
+import tarfile
 
 import numpy as np
 import pytest
@@ -16,6 +17,12 @@ Image = pytest.importorskip("PIL.Image")
 
 from ember_vision import datasets, transforms  # noqa: E402
 from ember_vision.datasets import utils as dutils  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "plugins", "ember_vision", "tests"))
+import local_server  # noqa: E402
+
+sys.path.pop(0)
+BLOB = bytes(range(256)) * 40
 
 
 def _png_tree(root, counts=(("cat", 2), ("dog", 3))):
@@ -137,20 +144,25 @@ def _batch(n, seed):
             "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "filenames": [f"{i}.png" for i in range(n)]}
 
 
-def test_cifar10_restricted_unpickler(tmp_path, monkeypatch):
-    folder = tmp_path / "cifar-10-batches-py"
-    os.makedirs(folder)
+def _cifar_files(monkeypatch):
+    """Batch files in the official layout; the dataset's checksums are pointed at them."""
     batches = {"data_batch_1": _batch(2, 0), "test_batch": _batch(3, 1),
                "batches.meta": {"label_names": [f"c{i}" for i in range(10)], "num_vis": 3072}}
-    md5 = {}
-    for name, obj in batches.items():
-        data = pickle.dumps(obj, protocol=2)
-        (folder / name).write_bytes(data)
-        md5[name] = _md5(data)
+    files = {name: pickle.dumps(obj, protocol=2) for name, obj in batches.items()}
+    md5 = {name: _md5(data) for name, data in files.items()}
     monkeypatch.setattr(datasets.CIFAR10, "train_list", [["data_batch_1", md5["data_batch_1"]]])
     monkeypatch.setattr(datasets.CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
     monkeypatch.setattr(datasets.CIFAR10, "meta", {"filename": "batches.meta", "key": "label_names",
                                                    "md5": md5["batches.meta"]})
+    return batches, files
+
+
+def test_cifar10_restricted_unpickler(tmp_path, monkeypatch):
+    folder = tmp_path / "cifar-10-batches-py"
+    os.makedirs(folder)
+    batches, files = _cifar_files(monkeypatch)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
     ds = datasets.CIFAR10(str(tmp_path), train=False)
     assert len(ds) == 3 and ds.classes[3] == "c3" and ds.targets == [0, 1, 2]
     img, label = ds[1]
@@ -170,53 +182,24 @@ def test_cifar10_restricted_unpickler(tmp_path, monkeypatch):
         datasets.CIFAR10(str(tmp_path), train=False)
 
 
-class _RangeHandler(http.server.BaseHTTPRequestHandler):
-    """Serves ``files`` with HTTP Range support and records each request's Range header."""
-
-    files: dict = {}
-    ranges: list = []
-
-    def do_GET(self):  # noqa: N802
-        name = self.path.lstrip("/")
-        data = self.files.get(name)
-        if data is None:
-            self.send_error(404)
-            return
-        rng = self.headers.get("Range")
-        self.ranges.append(rng)
-        start = int(rng.split("=")[1].rstrip("-")) if rng else 0
-        self.send_response(206 if rng else 200)
-        self.send_header("Content-Length", str(len(data) - start))
-        self.end_headers()
-        self.wfile.write(data[start:])
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def server(mnist_files):
-    _RangeHandler.files = dict(mnist_files, **{"blob.bin": bytes(range(256)) * 40})
-    _RangeHandler.ranges = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    files = dict(mnist_files, **{"blob.bin": BLOB})
+    with local_server.serve(files) as (url, httpd):
+        yield url, httpd
 
 
 def test_download_resumes_and_checks(server, tmp_path):
-    blob = _RangeHandler.files["blob.bin"]
+    server, httpd = server
+    blob = BLOB
     (tmp_path / "blob.bin.part").write_bytes(blob[:1000])
     path = dutils.download_url(server + "blob.bin", str(tmp_path), md5=_md5(blob))
     with open(path, "rb") as f:
         assert f.read() == blob
-    assert _RangeHandler.ranges == ["bytes=1000-"]
+    assert httpd.ranges == ["bytes=1000-"]
     assert not os.path.exists(path + ".part")
     dutils.download_url(server + "blob.bin", str(tmp_path), md5=_md5(blob))  # cached: no request
-    assert len(_RangeHandler.ranges) == 1
+    assert len(httpd.ranges) == 1
     with pytest.raises(RuntimeError, match="checksum mismatch for .*blob.bin: expected md5 0+"):
         dutils.download_url(server + "blob.bin", str(tmp_path / "other"), md5="0" * 32)
     assert os.listdir(tmp_path / "other") == []
@@ -230,8 +213,26 @@ def test_download_offline_error(tmp_path):
 
 
 def test_mnist_download(server, tmp_path, mnist_files, monkeypatch):
+    server, _ = server
     monkeypatch.setattr(datasets.MNIST, "resources", _resources(mnist_files))
     monkeypatch.setattr(datasets.MNIST, "mirrors", ["http://127.0.0.1:9/", server])
     ds = datasets.MNIST(str(tmp_path), train=True, download=True)
     assert len(ds) == 3 and ds[1][1] == 1
     assert sorted(os.listdir(tmp_path / "MNIST" / "raw")) == sorted(mnist_files)
+
+
+def test_cifar10_download_and_extract(tmp_path, monkeypatch):
+    _, files = _cifar_files(monkeypatch)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    tgz = buf.getvalue()
+    with local_server.serve({"cifar.tgz": tgz}) as (url, httpd):
+        monkeypatch.setattr(datasets.CIFAR10, "url", url + "cifar.tgz")
+        monkeypatch.setattr(datasets.CIFAR10, "tgz_md5", _md5(tgz))
+        ds = datasets.CIFAR10(str(tmp_path), train=True, download=True)
+        datasets.CIFAR10(str(tmp_path), train=True, download=True)  # already there: no second request
+    assert len(ds) == 2 and ds.targets == [0, 1] and len(httpd.ranges) == 1

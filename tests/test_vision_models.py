@@ -164,6 +164,28 @@ def test_pretrained_weights_errors(tmp_path, monkeypatch, torch, ref):
         models.lenet5(pretrained=True)
 
 
+def test_weights_download_checks_the_hash(tmp_path, torch, ref):
+    sys.path.insert(0, TESTS)
+    try:
+        import local_server
+    finally:
+        sys.path.remove(TESTS)
+    saved = ref.BUILDERS["lenet5"]()
+    path = _checkpoint(torch, saved, str(tmp_path), "lenet")
+    with open(path, "rb") as f:
+        data = f.read()
+    name = os.path.basename(path)
+    cache = str(tmp_path / "cache")
+    with local_server.serve({name: data, "lenet-00000000.pth": data}) as (url, _):
+        state = models.load_state_dict_from_url(url + name, model_dir=cache)
+        with pytest.raises(RuntimeError, match="lenet-00000000.pth has the wrong checksum"):
+            models.load_state_dict_from_url(url + "lenet-00000000.pth", model_dir=cache)
+    assert sorted(os.listdir(cache)) == [name]  # the bad download was removed
+    model = models.lenet5()
+    model.load_state_dict(state)
+    np.testing.assert_array_equal(model.conv2.weight.detach().numpy(), saved.conv2.weight.detach().numpy())
+
+
 def test_pretrained_download_when_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_HOME", str(tmp_path))
     monkeypatch.setattr(models._api, "download_url", _offline)

@@ -176,8 +176,9 @@ def crop(img, top: int, left: int, height: int, width: int):
 
 def center_crop(img, output_size):
     """The centred ``output_size`` ``(h, w)`` (or square int) region."""
-    th, tw = (output_size, output_size) if isinstance(output_size, numbers.Number) else tuple(output_size) * (
-        2 // len(output_size))
+    if isinstance(output_size, numbers.Number):
+        output_size = (output_size, output_size)
+    th, tw = (int(output_size[0]), int(output_size[-1]))
     w, h = get_image_size(img)
     return crop(img, int(round((h - th) / 2.0)), int(round((w - tw) / 2.0)), th, tw)
 
