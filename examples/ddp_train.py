@@ -22,7 +22,7 @@ import ember.distributed as dist
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn.parallel import DistributedDataParallel
-from ember.utils.data.distributed import DistributedSampler
+from ember.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 
 def load_data(synthetic: bool, seed: int = 0):
@@ -48,10 +48,10 @@ def make_model(seed: int) -> nn.Module:
     return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).double()
 
 
-def batches(sampler, epoch: int, batch_size: int):
-    sampler.set_epoch(epoch)
-    idx = list(sampler)
-    return [ember.tensor(idx[i:i + batch_size]) for i in range(0, len(idx) - batch_size + 1, batch_size)]
+def loader(x, y, batch_size: int, rank: int, world: int):
+    """Rank ``rank``'s DataLoader: its share of every epoch, in batches."""
+    sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, seed=1)
+    return DataLoader(TensorDataset(x, y), batch_size=batch_size, sampler=sampler, drop_last=True)
 
 
 def main(argv=None) -> None:
@@ -68,24 +68,25 @@ def main(argv=None) -> None:
     x, y, xt, yt = load_data(args.synthetic)
     model = DistributedDataParallel(make_model(seed=rank))  # replicas start from rank 0's weights
     opt = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    sampler = DistributedSampler(range(len(y)), num_replicas=world, rank=rank, seed=1)
-    if args.check and rank == 0:
+    mine = loader(x, y, args.batch_size, rank, world)
+    if args.check and rank == 0:  # every rank's loader, to rebuild the concatenated batches
         ref = make_model(seed=0)
         ref_opt = ember.optim.SGD(ref.parameters(), lr=args.lr, momentum=0.9)
-        samplers = [DistributedSampler(range(len(y)), num_replicas=world, rank=r, seed=1) for r in range(world)]
+        everyone = [loader(x, y, args.batch_size, r, world) for r in range(world)]
     start = time.perf_counter()
     for epoch in range(args.epochs):
-        for step, idx in enumerate(batches(sampler, epoch, args.batch_size)):
+        mine.sampler.set_epoch(epoch)
+        for xb, yb in mine:
             opt.zero_grad()
-            F.cross_entropy(model(x[idx]), y[idx]).backward()
+            F.cross_entropy(model(xb), yb).backward()
             opt.step()
-            if args.check and rank == 0:
-                if step == 0:
-                    every = [batches(s, epoch, args.batch_size) for s in samplers]
-                whole = ember.cat([b[step] for b in every])
+        if args.check and rank == 0:
+            for batches in zip(*everyone):
                 ref_opt.zero_grad()
-                F.cross_entropy(ref(x[whole]), y[whole]).backward()
+                F.cross_entropy(ref(ember.cat([b[0] for b in batches])), ember.cat([b[1] for b in batches])).backward()
                 ref_opt.step()
+            for ld in everyone:
+                ld.sampler.set_epoch(epoch + 1)
         with ember.no_grad():
             acc = (model(xt).argmax(1) == yt).double().mean().item()
         if rank == 0:
