@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 
+SESSION_BACKENDS: list = []  # the backends ``--ember-backend`` selected in this pytest session
+
+
 def available_backends(explicit: bool = False) -> list:
     """Device types of the registered backends that can run here.
 

@@ -5,7 +5,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import assert_close, available_backends, to_numpy
+from . import SESSION_BACKENDS, assert_close, available_backends, to_numpy
 
 
 class OpCheckError(AssertionError):
@@ -90,6 +90,7 @@ def check_op(fn: Callable, sample_inputs: Sequence, reference: Callable | None =
     inputs that require grad.  Raises :class:`OpCheckError` naming the op, the sample and the check.
 
     ``sample_inputs``: a list of argument tuples (tensors are moved to each device).
+    ``devices``: default the backends ``pytest --ember-backend`` selected, else every available one.
 
     >>> import ember
     >>> from ember.testing import check_op
@@ -100,7 +101,7 @@ def check_op(fn: Callable, sample_inputs: Sequence, reference: Callable | None =
     samples = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in sample_inputs]
     if not samples:
         raise OpCheckError(f"{name}: check_op needs at least one sample input")
-    for device in devices or available_backends():
+    for device in devices or SESSION_BACKENDS or available_backends():
         for i, sample in enumerate(samples):
             _check_forward(fn, sample, reference, device, name, i)
             _check_grads(fn, sample, device, name, i, gradgrad)

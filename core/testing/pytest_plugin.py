@@ -31,6 +31,9 @@ def _kit_path():
 
 
 def pytest_configure(config):
+    from . import SESSION_BACKENDS
+
+    SESSION_BACKENDS[:] = _selected(config) or []
     if config.getoption("ember_backend", default=None) and config.getoption("ember_kit", default=True):
         path = _kit_path()
         if path not in config.args:
