@@ -306,7 +306,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     elif buf[nr] is None:
                         buf[nr] = g
                     else:
-                        buf[nr] = buf[nr] + g
+                        buf[nr] = _sum_grads(buf[nr], g, create_graph)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -314,6 +314,15 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     finally:
         STATE.enabled = prev
     return captured
+
+
+def _sum_grads(a, b, create_graph):
+    """Two gradients for one edge, added (straight on the arrays when no graph is being built)."""
+    if create_graph or a._data.shape != b._data.shape or a._data.dtype != b._data.dtype:
+        return a + b
+    from ..tensor import _wrap
+
+    return _wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
 
 
 def _release_edges(fn, deps, ready):
@@ -451,12 +460,16 @@ def _accumulate(t, g, create_graph, shared):
             r = hook(g)
             if r is not None:
                 g = r
-    if t._grad is None:
+    old = t._grad
+    if old is None:
         t._grad = g if create_graph else _owned(g, shared)
-    elif create_graph or t._grad._rg:
-        t._grad = t._grad + g
+    elif create_graph or old._rg:
+        t._grad = old + g
+    elif old._data.shape == g._data.shape and old._data.dtype == g._data.dtype and old._dev is g._dev:
+        old._data += g._data  # accumulate in place into the grad buffer, as PyTorch does
+        old._bump()
     else:
-        t._grad = t._grad + (g if not g._rg else g.detach())
+        t._grad = old + (g if not g._rg else g.detach())
     if t._post_acc_hooks:
         for hook in t._post_acc_hooks:
             hook(t)
