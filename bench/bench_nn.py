@@ -6,7 +6,7 @@
   LeNet-style CNN on 1x28x28 (conv5-relu-pool-conv5-relu-pool-fc120-fc84-fc10), batch 64:
       ember vs PyTorch CPU (target <= 1.5x)
 
-    python bench/bench_nn.py [--repeat 7] [--min-time 0.3] [--threads 1] [--json out.json]
+    python bench/bench_nn.py [--repeat 7] [--min-time 0.3] [--threads 1] [--timer wall|process] [--json out.json]
 
 Medians of --repeat timed runs, each calibrated to last --min-time seconds (timeit, gc on).
 --threads 1 (default) pins OpenBLAS and torch to one thread so the ratios compare frameworks.
@@ -16,6 +16,7 @@ import json
 import os
 import statistics
 import sys
+import time
 import timeit
 
 _threads = "1"
@@ -33,8 +34,11 @@ import ember  # noqa: E402
 LR, MOMENTUM = 0.01, 0.9
 
 
+TIMER = timeit.default_timer
+
+
 def bench(fn, repeat, min_time):
-    t = timeit.Timer(fn, setup="import gc; gc.enable()")
+    t = timeit.Timer(fn, setup="import gc; gc.enable()", timer=TIMER)
     number = 1
     while t.timeit(number) < min_time:
         number *= 2
@@ -116,8 +120,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--min-time", type=float, default=0.3)
     ap.add_argument("--threads", default="1", help="BLAS/torch threads (0: library defaults)")
+    ap.add_argument("--timer", choices=["wall", "process"], default="wall",
+                    help="process: CPU time of this process (steadier on a loaded machine with one thread)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    global TIMER
+    TIMER = time.process_time if args.timer == "process" else timeit.default_timer
     try:
         import torch
         if args.threads != "0":
@@ -145,7 +153,7 @@ def main():
         print(f"{k:<34} {v:6.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"seconds": res, "ratios": ratios, "threads": args.threads}, f, indent=1)
+            json.dump({"seconds": res, "ratios": ratios, "threads": args.threads, "timer": args.timer}, f, indent=1)
 
 
 if __name__ == "__main__":

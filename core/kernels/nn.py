@@ -27,97 +27,121 @@ def kernels(xp) -> dict:
             tuple(st[2 + i] * dilation[i] for i in range(len(k)))
         return as_strided(x, x.shape[:2] + out + tuple(k), strides, writeable=False)
 
-    def im2col(x, k, stride, padding, dilation, groups):
-        """``(N, G, C/G*K, L)`` columns of unrolled windows: one copy of the strided view, output positions last."""
-        v = windows(pad(x, padding), k, stride, dilation)
+    def offsets(k):
+        return list(itertools.product(*[range(kk) for kk in k]))
+
+    # Convolution works in a batch-last layout: columns are (G, Cg*K, L*N), so forward, weight gradient
+    # and input gradient are each ONE GEMM per group, and col2im adds long contiguous runs (L*N).
+    def to_batch_last(x, groups):
+        """``(N, C, *S)`` -> ``(G, C/G, *S, N)`` (a copy)."""
         n, c = x.shape[:2]
+        d = x.ndim - 2
+        y = x.reshape((n, groups, c // groups) + x.shape[2:])
+        return xp.ascontiguousarray(y.transpose((1, 2) + tuple(range(3, 3 + d)) + (0,)))
+
+    def from_batch_last(y):
+        """``(G, Cg, *S, N)`` -> ``(N, G*Cg, *S)`` (a copy)."""
+        d = y.ndim - 3
+        out = xp.ascontiguousarray(y.transpose((2 + d, 0, 1) + tuple(range(2, 2 + d))))
+        return out.reshape((out.shape[0], -1) + out.shape[3:])
+
+    def im2col(x, k, stride, padding, dilation, groups):
+        """Columns ``(G, Cg*K, L*N)``: the batch-last input's windows, one copy of a strided view."""
+        xt = pad(to_batch_last(x, groups), tuple(padding) + ((0, 0),))
         d = len(k)
-        osp = v.shape[2:2 + d]
-        v = v.reshape((n, groups, c // groups) + osp + tuple(k))
-        perm = (0, 1, 2) + tuple(range(3 + d, 3 + 2 * d)) + tuple(range(3, 3 + d))
-        cols = xp.ascontiguousarray(v.transpose(perm))
-        return cols.reshape(n, groups, -1, math.prod(osp)), osp
+        st = xt.strides
+        sp = xt.shape[2:2 + d]
+        osp = tuple((s - dd * (kk - 1) - 1) // s_ + 1 for s, kk, s_, dd in zip(sp, k, stride, dilation))
+        shape = xt.shape[:2] + tuple(k) + osp + xt.shape[-1:]
+        strides = st[:2] + tuple(st[2 + i] * dilation[i] for i in range(d)) + \
+            tuple(st[2 + i] * stride[i] for i in range(d)) + st[-1:]
+        cols = xp.ascontiguousarray(as_strided(xt, shape, strides, writeable=False))
+        return cols.reshape(groups, -1, math.prod(osp) * x.shape[0]), osp
+
+    def rows_batch_last(g, groups):
+        """``(N, O, *osp)`` gradient -> ``(G, O/G, L*N)``."""
+        gt = to_batch_last(g, groups)
+        return gt.reshape(groups, gt.shape[1], -1)
 
     def conv_forward(x, w, b, stride, padding, dilation, groups):
-        # out[n, g] = W[g] @ cols[n, g]: a batched GEMM whose result is already (N, O, L)
         k = w.shape[2:]
         cols, osp = im2col(x, k, stride, padding, dilation, groups)
         wm = w.reshape(groups, w.shape[0] // groups, -1)
-        out = (wm @ cols).reshape((x.shape[0], w.shape[0]) + osp)
+        y = (wm @ cols).reshape((groups, w.shape[0] // groups) + osp + (x.shape[0],))
         if b is not None:
-            out += b.reshape((1, -1) + (1,) * len(osp))
-        return out, cols
-
-    def col2im(cols, x_shape, k, stride, padding, dilation, osp):
-        """Sum window columns ``(N, G, Cg*K, L)`` back into an input-shaped array, one slice-add per kernel offset."""
-        n, g = cols.shape[:2]
-        c = x_shape[1]
-        cols = cols.reshape((n, g, c // g) + tuple(k) + tuple(osp))
-        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
-        gx = xp.zeros((n, g, c // g) + padded, dtype=cols.dtype)
-        for off in itertools.product(*[range(kk) for kk in k]):
-            sl = tuple(slice(o * dd, o * dd + s * (m - 1) + 1, s) for o, dd, s, m in zip(off, dilation, stride, osp))
-            gx[(Ellipsis,) + sl] += cols[(slice(None),) * 3 + off]
-        gx = gx.reshape((n, c) + padded)
-        crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
-        return gx[(Ellipsis,) + crop]
+            y += b.reshape((groups, -1) + (1,) * (len(osp) + 1))
+        return from_batch_last(y), cols
 
     def conv_input_grad(g, w, x_shape, stride, padding, dilation, groups):
+        """Transposed convolution: one GEMM to columns, then col2im by one contiguous slice-add per offset."""
         k = w.shape[2:]
-        n, o = g.shape[:2]
+        o = g.shape[1]
+        osp = g.shape[2:]
         wm = w.reshape(groups, o // groups, -1)
-        cols = wm.transpose(0, 2, 1) @ g.reshape(n, groups, o // groups, -1)
-        return xp.ascontiguousarray(col2im(cols, x_shape, k, stride, padding, dilation, g.shape[2:]))
+        cols = (wm.transpose(0, 2, 1) @ rows_batch_last(g, groups))
+        cg = x_shape[1] // groups
+        cols = cols.reshape((groups, cg) + tuple(k) + tuple(osp) + (x_shape[0],))
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
+        gx = xp.zeros((groups, cg) + padded + (x_shape[0],), dtype=cols.dtype)
+        for off in offsets(k):
+            sl = tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s) for o_, dd, s, m in zip(off, dilation, stride, osp))
+            gx[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + off]
+        crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
+        return from_batch_last(gx[(slice(None), slice(None)) + crop])
 
     def conv_weight_grad(x, g, w_shape, stride, padding, dilation, groups, cols=None):
         if cols is None:
             cols, _ = im2col(x, w_shape[2:], stride, padding, dilation, groups)
-        n, o = g.shape[:2]
-        gm = g.reshape(n, groups, o // groups, -1)
-        return (gm @ cols.transpose(0, 1, 3, 2)).sum(0).reshape(w_shape)
+        return (rows_batch_last(g, groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
 
     # ---------------------------------------------------------------- pooling
-    def offsets(k):
-        return list(itertools.product(*[range(kk) for kk in k]))
+    def pool_windows(x, k, stride, padding, dilation):
+        lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        return windows(pad(x, padding, lowest), k, stride, dilation)
 
     def max_pool(x, k, stride, padding, dilation):
-        """Max over windows, one elementwise pass per kernel offset (the first maximum wins, NaN propagates).
+        """Max over windows: one in-place ``maximum`` pass per kernel offset (NaN propagates)."""
+        v = pool_windows(x, k, stride, padding, dilation)
+        offs = offsets(k)
+        best = xp.array(v[(Ellipsis,) + offs[0]], copy=True)
+        for off in offs[1:]:
+            xp.maximum(best, v[(Ellipsis,) + off], out=best)
+        return best
 
-        Returns the maxima, PyTorch's flat indices into each (unpadded) input plane, and the winning offset.
-        """
-        lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-        v = windows(pad(x, padding, lowest), k, stride, dilation)
+    def first_max_masks(x, best, k, stride, padding, dilation):
+        """``(offset, mask)`` per kernel offset: where that offset holds its window's first maximum."""
+        v = pool_windows(x, k, stride, padding, dilation)
+        free = xp.ones(best.shape, dtype=bool)
+        for off in offsets(k):
+            m = (v[(Ellipsis,) + off] == best) & free
+            free &= ~m
+            yield off, m
+
+    def max_pool_indices(x, best, k, stride, padding, dilation):
+        """PyTorch's indices: the flat position of each window's first maximum in its (unpadded) input plane."""
         d = len(k)
-        osp = v.shape[2:2 + d]
-        best = arg = None
-        for j, off in enumerate(offsets(k)):
-            cur = v[(Ellipsis,) + off]
-            if best is None:
-                best, arg = xp.array(cur, copy=True), xp.zeros(cur.shape, dtype=xp.int64)
-                continue
-            m = (cur > best) | (cur != cur)
-            best = xp.where(m, cur, best)
-            arg = xp.where(m, j, arg)
-        idx = xp.zeros(arg.shape, dtype=xp.int64)
+        osp = best.shape[2:]
         sp = x.shape[2:]
+        idx = xp.zeros(best.shape, dtype=xp.int64)
+        grid = 0
         for i in range(d):
-            ki = (arg // math.prod(k[i + 1:])) % k[i]
             shape = [1] * (2 + d)
             shape[2 + i] = osp[i]
-            pos = xp.arange(osp[i]).reshape(shape) * stride[i] - padding[i][0] + ki * dilation[i]
-            idx += pos * math.prod(sp[i + 1:])
-        return best, idx, arg
+            grid = grid + (xp.arange(osp[i]).reshape(shape) * stride[i] - padding[i][0]) * math.prod(sp[i + 1:])
+        for off, m in first_max_masks(x, best, k, stride, padding, dilation):
+            shift = sum(o * dd * math.prod(sp[i + 1:]) for i, (o, dd) in enumerate(zip(off, dilation)))
+            idx += m * shift
+        return idx + grid
 
-    def max_pool_backward(g, arg, x_shape, k, stride, padding, dilation):
-        """Route each output gradient to its window's winning offset: one slice-add per kernel offset."""
-        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
-        gx = xp.zeros(tuple(x_shape[:2]) + padded, dtype=g.dtype)
-        zero = xp.zeros((), dtype=g.dtype)
+    def max_pool_backward(g, x, best, k, stride, padding, dilation):
+        """Each output gradient goes to its window's first maximum: one masked slice-add per kernel offset."""
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
+        gx = xp.zeros(tuple(x.shape[:2]) + padded, dtype=g.dtype)
         osp = g.shape[2:]
-        for j, off in enumerate(offsets(k)):
-            sl = tuple(slice(o * dd, o * dd + s * (m - 1) + 1, s) for o, dd, s, m in zip(off, dilation, stride, osp))
-            gx[(Ellipsis,) + sl] += xp.where(arg == j, g, zero)
-        crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
+        for off, m in first_max_masks(x, best, k, stride, padding, dilation):
+            sl = tuple(slice(o * dd, o * dd + s * (n - 1) + 1, s) for o, dd, s, n in zip(off, dilation, stride, osp))
+            gx[(Ellipsis,) + sl] += g * m
+        crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], padding))
         return xp.ascontiguousarray(gx[(Ellipsis,) + crop])
 
     def flat_gather(x, idx):
@@ -182,7 +206,8 @@ def kernels(xp) -> dict:
 
     return {
         "conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad,
-        "max_pool": max_pool, "max_pool_backward": max_pool_backward, "adaptive_max_pool": adaptive_max_pool,
+        "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
+        "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax,
         "nn_softplus": softplus,

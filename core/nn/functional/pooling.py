@@ -45,33 +45,36 @@ class FlatScatter(Op):
 
 
 class MaxPool(Op):
+    """Max pooling; with ``indices`` a second, non-differentiable output holds PyTorch's flat argmax."""
+
     backward_name = "MaxPoolWithIndicesBackward0"
     nondiff_outputs = (1,)
 
     @staticmethod
-    def forward(ctx, k, x, params):
-        out, idx, arg = k["max_pool"](x, *params)
-        ctx.idx, ctx.arg, ctx.shape, ctx.params = idx, arg, x.shape, params
-        return out, idx
+    def forward(ctx, k, x, params, indices):
+        best = k["max_pool"](x, *params)
+        ctx.x, ctx.best, ctx.params = x, best, params
+        return (best, k["max_pool_indices"](x, best, *params)) if indices else best
 
     @staticmethod
-    def backward(ctx, g, _gi):
-        return apply(MaxPoolBackward, g, _wrap(ctx.idx, g._dev), ctx.arg, tuple(ctx.shape), ctx.params)
+    def backward(ctx, g, _gi=None):
+        return apply(MaxPoolBackward, g, ctx.x, ctx.best, ctx.params)
 
 
 class MaxPoolBackward(Op):
-    """The gradient of max pooling, routed by the winning kernel offset; its own gradient gathers."""
+    """The gradient of max pooling (to each window's first maximum); its own gradient gathers at the argmax."""
 
     backward_name = "MaxPoolWithIndicesBackwardBackward0"
-    save_inputs = True
 
     @staticmethod
-    def forward(ctx, k, g, idx, arg, shape, params):
-        return k["max_pool_backward"](g, arg, shape, *params)
+    def forward(ctx, k, g, x, best, params):
+        ctx.x, ctx.best, ctx.params = x, best, params
+        return k["max_pool_backward"](g, x, best, *params)
 
     @staticmethod
     def backward(ctx, gg):
-        return apply(FlatGather, gg, ctx.inputs[1]), None
+        idx = gg._dev.kernels["max_pool_indices"](ctx.x, ctx.best, *ctx.params)
+        return apply(FlatGather, gg, _wrap(idx, gg._dev))
 
 
 class AdaptiveMaxPool(Op):
@@ -128,10 +131,11 @@ def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, retur
     x, unb = _batched(op, x, d)
     k, st, pads, dl = _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d)
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
-    out, idx = apply(MaxPool, x, (k, st, pads, dl))
-    if unb:
-        out, idx = out.squeeze(0), idx.squeeze(0)
-    return (out, idx) if return_indices else out
+    if not return_indices:
+        out = apply(MaxPool, x, (k, st, pads, dl), False)
+        return out.squeeze(0) if unb else out
+    out, idx = apply(MaxPool, x, (k, st, pads, dl), True)
+    return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
