@@ -153,6 +153,8 @@ BAD_INPUT = [
     (lambda: F.pad(ember.ones(1, 2, 2), 1, padding_mode="wrap"), ValueError, "padding_mode should be one of"),
     (lambda: T.RandomErasing(p=1.0)(Image.fromarray(PIXELS)), TypeError, "img should be Tensor Image"),
     (lambda: F.hflip(ember.ones(3)), TypeError, "expected at least 2 dimensions"),
+    (lambda: T.ColorJitter(hue=0.7), ValueError, "hue values should be between (-0.5, 0.5)"),
+    (lambda: T.ColorJitter(brightness=-1), ValueError, "brightness is a single number, it must be non negative"),
 ]
 
 

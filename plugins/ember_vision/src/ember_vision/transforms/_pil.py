@@ -74,7 +74,7 @@ def adjust_hue(img, factor: float):
     if img.mode in ("L", "1", "I", "F"):
         return img
     h, s, v = img.convert("HSV").split()
-    shifted = (np.asarray(h, dtype=np.int64) + int(round(factor * 255))) % 256
+    shifted = (np.asarray(h, dtype=np.int64) + int(factor * 255)) % 256
     h = Image.fromarray(shifted.astype(np.uint8), "L")
     return Image.merge("HSV", (h, s, v)).convert(img.mode)
 

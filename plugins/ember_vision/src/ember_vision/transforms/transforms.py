@@ -176,8 +176,11 @@ class RandomResizedCrop(_Repr):
                 return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
         # fallback: the central crop with the ratio clamped into range
         in_ratio = width / height
-        w, h = (width, int(round(width / ratio[0]))) if in_ratio < ratio[0] else (
-            (int(round(height * ratio[1])), height) if in_ratio > ratio[1] else (width, height))
+        w, h = width, height
+        if in_ratio < ratio[0]:
+            h = int(round(width / ratio[0]))
+        elif in_ratio > ratio[1]:
+            w = int(round(height * ratio[1]))
         return (height - h) // 2, (width - w) // 2, h, w
 
     def __call__(self, img):
@@ -220,14 +223,14 @@ class RandomRotation(_Repr):
         return F.rotate(img, self.get_params(self.degrees), self.interpolation, self.expand, self.center, self.fill)
 
 
-def _jitter_range(value, name: str, center: float = 1.0, bound=(0, float("inf"))):
+def _jitter_range(value, name: str, center: float = 1.0, bound=(0.0, float("inf"))):
+    """``(lo, hi)`` to draw a factor from (a number ``v`` means ``center -/+ v``), or None for "no change"."""
     if value is None:
         return None
     if isinstance(value, numbers.Number):
         if value < 0:
             raise ValueError(f"ColorJitter: If {name} is a single number, it must be non negative, got {value}")
-        value = (center - value, center + value)
-        value = (max(value[0], bound[0]), value[1]) if center == 1.0 else value
+        value = (max(center - value, bound[0]), center + value)
     lo, hi = float(value[0]), float(value[1])
     if not bound[0] <= lo <= hi <= bound[1]:
         raise ValueError(f"ColorJitter: {name} values should be between {bound}, got {(lo, hi)}")
