@@ -307,7 +307,7 @@ def step_tensor() -> Tensor:
     """A parameter's step counter: a float32 scalar on the CPU, as PyTorch keeps it."""
     from ..ops.creation import tensor
 
-    return tensor(0.0)
+    return tensor(0.0, device="cpu")
 
 
 def foreach_update(kernel: str, params: list, grads: list, states: list, state_keys: tuple, settings: tuple,
