@@ -6,7 +6,8 @@
    ``dist.all_reduce(tensor)`` against mpi4py's ``comm.Allreduce(IN_PLACE, ndarray)``
    on the same buffer size (target: ember at most 1.1x).
 2. DistributedDataParallel: time of one training step (forward, backward with
-   bucketed all-reduce, SGD step) of an MLP, per-rank batch fixed, on 1 and 2 ranks.
+   bucketed all-reduce, SGD step) of an MLP, per-rank batch fixed, on 1 and 2 ranks
+   (one BLAS thread per rank).
 """
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def bench_ddp(steps=20, batch=64):
     rank, world = dist.get_rank(), dist.get_world_size()
     ember.manual_seed(0)
     model = DistributedDataParallel(nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                                                  nn.Linear(1024, 10)))
+                                                  nn.Linear(1024, 10)), bucket_cap_mb=2)
     opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = ember.randn(batch, 784), ember.randint(0, 10, (batch,))
 
@@ -105,8 +106,10 @@ def bench_ddp(steps=20, batch=64):
 
 def _launch(n, what):
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    # one BLAS thread per rank: 1 rank uses one core, 2 ranks two, so the scaling is the data parallelism's
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     subprocess.run([mpiexec if os.access(mpiexec, os.X_OK) else "mpiexec", "-n", str(n), sys.executable, HERE,
-                    what], check=True)
+                    what], check=True, env=env)
 
 
 if __name__ == "__main__":
