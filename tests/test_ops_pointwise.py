@@ -43,3 +43,27 @@ def test_bad_inputs(device):
         ember.ones(2, device=device).clamp()
     with pytest.raises(ValueError, match="rounding_mode"):
         ember.div(ember.ones(2, device=device), 2, rounding_mode="up")
+
+
+def test_temporaries_reused_only_when_unshared(device):
+    import numpy as np
+
+    n = 1 << 16
+    a, b = ember.randn(n, device=device), ember.randn(n, device=device)
+    expect = ember.add(ember.mul(a, b), 1.0)
+    assert ember.equal(a * b + 1.0, expect)
+    x = a * b
+    y = x + 1.0  # x is named: it must not change
+    assert ember.equal(y, expect) and ember.equal(x, ember.mul(a, b))
+    host = np.ones(n, dtype=np.float32)
+    if device == "cpu":
+        ember.from_numpy(host) * 2.0  # shares memory with host: never written
+        assert (host == 1.0).all()
+    base = ember.ones(2, n, device=device)
+    base[0] * 1.0  # a view of base, left alone
+    assert bool((base == 1).all())
+    ints = ember.ones(n, dtype=ember.int64, device=device)
+    assert (ints * 3 / 2).dtype is ember.float32 and (ints * 3 + 2.5).dtype is ember.float32
+    w = ember.randn(n, device=device, requires_grad=True)
+    ((w * 2.0) * 3.0 - 1.0).sum().backward()
+    assert bool((w.grad == 6.0).all())

@@ -77,6 +77,8 @@ def kernels(xp) -> dict:
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,
         "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": _native_erf(xp) or erf_series, "floor": xp.floor, "ceil": xp.ceil,
         "round": xp.round, "trunc": xp.trunc, "frac": frac, "reciprocal": xp.reciprocal, "square": xp.square,
+        "add_into": lambda x, y: xp.add(x, y, out=x), "sub_into": lambda x, y: xp.subtract(x, y, out=x),
+        "mul_into": lambda x, y: xp.multiply(x, y, out=x), "div_into": lambda x, y: xp.divide(x, y, out=x),
         "clamp": clamp, "lerp": lerp, "fmod": fmod, "remainder": xp.remainder, "floor_divide": xp.floor_divide,
         "int_div_floor": int_div_floor, "int_div_trunc": int_div_trunc,
         "minimum": xp.minimum, "maximum": xp.maximum, "nan_to_num": nan_to_num, "masked_fill": masked_fill,

@@ -6,10 +6,12 @@ here undoes broadcasting by hand.
 """
 from __future__ import annotations
 
+from sys import getrefcount as _refcount
+
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, binary, cast, unary
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 
 # --------------------------------------------------------------------------- arithmetic
 
@@ -473,6 +475,32 @@ def _binop(fn):
     return method
 
 
+# A temporary that nothing else holds, e.g. ``a * b`` in ``a * b + c``, can take the next result in place
+# (NumPy does the same): saves allocating and faulting in a large buffer.  The references a temporary has
+# inside the method are the interpreter's stack slot, ``self`` and getrefcount's argument; its array's are the
+# tensor's slot, ``arr`` and getrefcount's argument.
+_ELIDE_MIN = 1 << 16
+
+
+def _elidable(t, other, min_category):
+    if t._rg or t._base is not None or t._fn is not None:
+        return False
+    arr = t._data
+    if _refcount(arr) != 3 or getattr(arr, "base", None) is not None or arr.size < _ELIDE_MIN:
+        return False
+    cat = t.dtype.category
+    if cat < min_category:
+        return False
+    if isinstance(other, Tensor):
+        o = other._data
+        if other._rg or other._dev is not t._dev or o.dtype != arr.dtype:
+            return False
+        if o.shape == arr.shape:
+            return True
+        return o.ndim <= arr.ndim and all(a == b or a == 1 for a, b in zip(o.shape[::-1], arr.shape[::-1]))
+    return type(other) is int and cat >= dtypes.INT or type(other) is float and cat >= dtypes.FLOAT
+
+
 def _fast(Cls):
     def method(self, other):
         return binary(Cls, self, other)
@@ -480,9 +508,22 @@ def _fast(Cls):
     return method
 
 
+def _eliding(fallback, into, min_category=dtypes.INT):
+    """``fallback(self, other)``, computed into ``self``'s array when ``self`` is an unshared temporary."""
+    def method(self, other):
+        if _refcount(self) == 3 and _elidable(self, other, min_category):
+            y = other._data if isinstance(other, Tensor) else other
+            return _wrap(self._dev.kernels[into](self._data, y), self._dev)
+        return fallback(self, other)
+
+    return method
+
+
 METHODS = {
-    "__add__": _fast(Add), "__radd__": _fast(Add), "__mul__": _fast(Mul), "__rmul__": _fast(Mul),
-    "__sub__": _binop(sub), "__rsub__": _binop(_rsub), "__truediv__": _binop(div), "__rtruediv__": _binop(_rdiv),
+    "__add__": _eliding(_fast(Add), "add_into"), "__radd__": _fast(Add),
+    "__mul__": _eliding(_fast(Mul), "mul_into"), "__rmul__": _fast(Mul),
+    "__sub__": _eliding(_binop(sub), "sub_into"), "__rsub__": _binop(_rsub),
+    "__truediv__": _eliding(_binop(div), "div_into", dtypes.FLOAT), "__rtruediv__": _binop(_rdiv),
     "__div__": _binop(div), "__pow__": _binop(pow), "__rpow__": _binop(_rpow), "__neg__": neg,
     "__abs__": abs, "__eq__": _binop(eq), "__ne__": _binop(ne), "__lt__": _binop(lt), "__le__": _binop(le),
     "__gt__": _binop(gt), "__ge__": _binop(ge),

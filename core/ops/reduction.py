@@ -514,11 +514,21 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    """The vector ``ord``-norm over ``dim`` (all elements when None)."""
+    """The vector ``ord``-norm over ``dim`` (all elements when None).
+
+    >>> import ember
+    >>> ember.linalg.vector_norm(ember.tensor([3., -4.]), 1)
+    tensor(7.)
+    """
     import math
 
     if dtype is not None:
         x = cast(x, dtypes.as_dtype(dtype))
+    if x.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{x.dtype.name.capitalize()}")
+    if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
+        return _safe_sqrt((x * x).sum(dim, keepdim))
     a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
     if ord == math.inf:
         return a.amax(dim if dim is not None else (), keepdim)

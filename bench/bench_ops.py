@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Elementwise chains, reductions and batched matmul on 1e6-element float32 tensors: ember vs raw NumPy
+doing the same arithmetic, in one process.
+
+    python bench/bench_ops.py [--repeat 5] [--min-time 0.2] [--device cpu] [--json out.json]
+
+Prints milliseconds per call (median of --repeat timed runs, each calibrated to last --min-time seconds)
+and the ratio ember/numpy; rows above the 1.15 target are marked.  One BLAS/OpenMP thread for both.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import timeit
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+
+TARGET = 1.15
+
+
+def bench(fn, repeat, min_time):
+    t = timeit.Timer(fn)
+    number = 1
+    while t.timeit(number) < min_time:
+        number *= 2
+    return statistics.median(t.repeat(repeat, number)) / number * 1e3
+
+
+def cases(device):
+    rng = np.random.default_rng(0)
+    na, nb, nc = (rng.standard_normal((1000, 1000)).astype(np.float32) for _ in range(3))
+    ni = rng.integers(-50, 50, (1000, 1000)).astype(np.int64)
+    a, b, c = (ember.tensor(x, device=device) for x in (na, nb, nc))
+    i = ember.tensor(ni, device=device)
+    na3, nb3 = (rng.standard_normal((64, 128, 128)).astype(np.float32) for _ in range(2))
+    a3, b3 = ember.tensor(na3, device=device), ember.tensor(nb3, device=device)
+    sync = ember.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    def timed(fn):
+        def run():
+            fn()
+            sync()
+        return run
+
+    def n_lse():
+        m = na.max(1, keepdims=True)
+        return np.log(np.exp(na - m).sum(1)) + m[:, 0]
+
+    rows = {
+        # elementwise chains
+        "a*b+c": (lambda: a * b + c, lambda: na * nb + nc),
+        "(a-b)/(c*c+1)": (lambda: (a - b) / (c * c + 1), lambda: (na - nb) / (nc * nc + 1)),
+        "exp(a)*tanh(b)": (lambda: a.exp() * b.tanh(), lambda: np.exp(na) * np.tanh(nb)),
+        "sigmoid(a)": (lambda: a.sigmoid(), lambda: 1 / (1 + np.exp(-na))),
+        "sqrt(abs(a))+log1p(b*b)": (lambda: a.abs().sqrt() + (b * b).log1p(),
+                                    lambda: np.sqrt(np.abs(na)) + np.log1p(nb * nb)),
+        "clamp(a,-0.5,0.5)": (lambda: a.clamp(-0.5, 0.5), lambda: np.minimum(np.maximum(na, -0.5), 0.5)),
+        "where(a>0,b,c)": (lambda: ember.where(a > 0, b, c), lambda: np.where(na > 0, nb, nc)),
+        "maximum(a,b)": (lambda: ember.maximum(a, b), lambda: np.maximum(na, nb)),
+        "int i//7, i%7": (lambda: (i // 7, i % 7), lambda: (ni // 7, ni % 7)),
+        # reductions
+        "sum": (lambda: a.sum(), lambda: na.sum()),
+        "sum(dim=1)": (lambda: a.sum(1), lambda: na.sum(1)),
+        "mean(dim=0)": (lambda: a.mean(0), lambda: na.mean(0)),
+        "amax(dim=1)": (lambda: a.amax(1), lambda: na.max(1)),
+        "max(dim=1) values+indices": (lambda: a.max(1), lambda: (na.max(1), na.argmax(1))),
+        "argmax": (lambda: a.argmax(), lambda: na.argmax()),
+        "var(dim=1)": (lambda: a.var(1), lambda: na.var(1, ddof=1)),
+        "logsumexp(dim=1)": (lambda: a.logsumexp(1), n_lse),
+        "cumsum(dim=1)": (lambda: a.cumsum(1), lambda: na.cumsum(1)),
+        "norm": (lambda: a.norm(), lambda: np.sqrt((na * na).sum())),
+        # batched matmul
+        "bmm 64x128x128": (lambda: a3 @ b3, lambda: na3 @ nb3),
+    }
+    return [(name, timed(e), n) for name, (e, n) in rows.items()]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.2)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    print(f"{'case':30s} {'ember ms':>10s} {'numpy ms':>10s} {'ratio':>7s}")
+    results = {}
+    for name, e, n in cases(args.device):
+        te, tn = bench(e, args.repeat, args.min_time), bench(n, args.repeat, args.min_time)
+        ratio = te / tn
+        results[name] = {"ember_ms": te, "numpy_ms": tn, "ratio": ratio}
+        print(f"{name:30s} {te:10.3f} {tn:10.3f} {ratio:7.2f}{'  > target' if ratio > TARGET else ''}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
