@@ -34,6 +34,21 @@ def _coin(p: float) -> bool:
     return bool(ember.rand(1).item() < p)
 
 
+def _check_ranges(name: str, scale, ratio) -> None:
+    if scale[0] > scale[1] or ratio[0] > ratio[1]:
+        raise ValueError(f"{name}: scale and ratio should be of kind (min, max), got {scale}, {ratio}")
+
+
+def _random_sides(area: float, scale, ratio):
+    """Ten draws of a rectangle of ``area * U(scale)`` with log-uniform aspect in ``ratio``: ``(a, b)`` with
+    ``a / b`` the aspect."""
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target = area * _uniform(*scale)
+        aspect = math.exp(_uniform(*log_ratio))
+        yield int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
+
+
 def _pair(size, name: str):
     if isinstance(size, numbers.Number):
         return int(size), int(size)
@@ -157,21 +172,14 @@ class RandomResizedCrop(_Repr):
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=True):
-        if scale[0] > scale[1] or ratio[0] > ratio[1]:
-            raise ValueError(f"RandomResizedCrop: scale and ratio should be of kind (min, max), got {scale}, {ratio}")
+        _check_ranges("RandomResizedCrop", scale, ratio)
         self.size = _pair(size, "RandomResizedCrop")
         self.scale, self.ratio, self.interpolation = tuple(scale), tuple(ratio), interpolation
 
     @staticmethod
     def get_params(img, scale, ratio):
         width, height = F.get_image_size(img)
-        area = height * width
-        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-        for _ in range(10):
-            target = area * _uniform(*scale)
-            aspect = math.exp(_uniform(*log_ratio))
-            w = int(round(math.sqrt(target * aspect)))
-            h = int(round(math.sqrt(target / aspect)))
+        for w, h in _random_sides(height * width, scale, ratio):
             if 0 < w <= width and 0 < h <= height:
                 return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
         # fallback: the central crop with the ratio clamped into range
@@ -300,8 +308,7 @@ class RandomErasing(_Repr):
     def __init__(self, p: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace: bool = False):
         if not 0 <= p <= 1:
             raise ValueError(f"RandomErasing: Random erasing probability should be between 0 and 1, got {p}")
-        if scale[0] > scale[1] or ratio[0] > ratio[1]:
-            raise ValueError(f"RandomErasing: scale and ratio should be of kind (min, max), got {scale}, {ratio}")
+        _check_ranges("RandomErasing", scale, ratio)
         if not isinstance(value, (numbers.Number, str, tuple, list)) or (isinstance(value, str) and value != "random"):
             raise ValueError(f"RandomErasing: value should be a number, a sequence or 'random', got {value!r}")
         self.p, self.scale, self.ratio, self.value, self.inplace = p, tuple(scale), tuple(ratio), value, inplace
@@ -309,13 +316,7 @@ class RandomErasing(_Repr):
     @staticmethod
     def get_params(img, scale, ratio, value=None):
         c, h, w = int(img.shape[-3]), int(img.shape[-2]), int(img.shape[-1])
-        area = h * w
-        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-        for _ in range(10):
-            erase_area = area * _uniform(*scale)
-            aspect = math.exp(_uniform(*log_ratio))
-            eh = int(round(math.sqrt(erase_area * aspect)))
-            ew = int(round(math.sqrt(erase_area / aspect)))
+        for eh, ew in _random_sides(h * w, scale, ratio):
             if not (eh < h and ew < w):
                 continue
             v = ember.randn(c, eh, ew, dtype=img.dtype, device=img.device) if value is None else \
