@@ -11,6 +11,11 @@ from ember.testing import assert_close
 
 torch = pytest.importorskip("torch")
 
+def _need_strides(x):
+    if not hasattr(x._data, "strides"):
+        pytest.skip("this backend's arrays have no strides: diagonal, unfold and transposes are copies")
+
+
 DATA = np.arange(12.0).reshape(3, 4) / 7 - 0.5
 
 
@@ -103,9 +108,14 @@ PROGRAMS = [p_view_mul, p_setitem_grad_value, p_setitem_slice, p_setitem_mask, p
             p_masked_scatter_]
 
 
+STRIDED_VIEWS = {p_diagonal_view, p_transpose_view}
+
+
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__[2:])
 def test_program_matches_torch(program, device):
     xe, xt = _leaf(ember, device), _leaf(torch, device)
+    if program in STRIDED_VIEWS:
+        _need_strides(xe)
     with ember.device(device):  # index tensors made by the program live with the data
         re = program(ember, xe)
     rt = program(torch, xt)
@@ -145,6 +155,7 @@ def test_version_counter_shared_by_views(device):
 ])
 def test_views_share_memory(make, device):
     x = ember.zeros(3, 4, device=device)
+    _need_strides(x)
     v = make(x)
     assert v._base is x
     v.fill_(1.0)
@@ -156,8 +167,11 @@ def test_views_share_memory(make, device):
     lambda x: x[ember.tensor([0, 1])], lambda x: x.diag(), lambda x: x.tril(), lambda x: ember.cat([x, x]),
 ])
 def test_copies_do_not_share_memory(make, device):
-    x = ember.zeros(3, 3, device=device)
-    make(x).fill_(1.0) if make(x)._base is None else pytest.fail("expected a copy")
+    with ember.device(device):
+        x = ember.zeros(3, 3)
+        y = make(x)
+    assert y._base is None
+    y.fill_(1.0)
     assert x.sum().item() == 0
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from .. import dtypes
 from ..autograd.function import Node, Op, grad_edge
 from ..autograd.grad_mode import STATE, enable_grad
-from ..dispatch import _SCALARS, device_error, inplace, link, replay_view
+from ..dispatch import _SCALARS, apply, device_error, inplace, link, replay_view
 from ..tensor import Tensor
 from . import pointwise as pw
-from .indexing import _check_bounds, _convert_index, _is_basic, getitem
+from .indexing import Getitem, _check_bounds, _convert_index, _is_basic, getitem
 
 
 __all__ = []
@@ -125,7 +125,7 @@ class IndexPut(Op):
         from ..tensor import _wrap
 
         keep = _wrap(ctx.keep, g._dev)
-        gv = getitem(g, ctx.index) if ctx.next_functions[1][0] is not None else None
+        gv = apply(Getitem, g, ctx.index) if ctx.next_functions[1][0] is not None else None
         if gv is not None and tuple(gv.shape) != tuple(ctx.v_shape):
             gv = gv.sum_to_size(ctx.v_shape)
         return g * keep, gv, None
