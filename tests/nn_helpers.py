@@ -2,7 +2,7 @@
 import numpy as np
 
 import ember
-from ember.testing import assert_close, to_numpy
+from ember.testing import assert_close
 
 TOL = {"float32": dict(rtol=2e-4, atol=2e-5), "float64": dict(rtol=1e-7, atol=1e-9)}
 

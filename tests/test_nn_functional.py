@@ -184,14 +184,15 @@ def test_class_losses_match_torch(torch, device, dtype, spatial, name, fn):
 def test_cross_entropy_probabilities(torch, device, dtype):
     x, p, w = _arr((5, 4)), _arr((5, 4)), _arr((4,), lo=0.1)
     for kw in ({}, {"label_smoothing": 0.25}, {"reduction": "sum"}):
-        _run(torch, lambda f, a, b, c: f.cross_entropy(a, f.softmax(b, 1), c, **kw), [x, p, w], device, dtype, {2})
+        _run(torch, lambda f, a, b, c, kw=kw: f.cross_entropy(a, f.softmax(b, 1), c, **kw), [x, p, w], device, dtype,
+             {2})
 
 
 def test_loss_gradcheck(device):
     for name, fn, shapes in LOSSES:
         const = CONSTANT.get(name, ())
         inputs = tuple(ember.tensor(_arr(s), device=device, requires_grad=i not in const) for i, s in enumerate(shapes))
-        assert gradcheck(lambda *xs: fn(F, *xs), inputs)
+        assert gradcheck(lambda *xs, fn=fn: fn(F, *xs), inputs)
     t = ember.tensor([0, 3, 1, 1], device=device)
     x = ember.tensor(_arr((4, 5)), device=device, requires_grad=True)
     w = ember.tensor(_arr((5,), lo=0.1), device=device)

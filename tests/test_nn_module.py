@@ -15,7 +15,7 @@ def _defs(n, Fn):
 
     class Net(n.Module):
         def __init__(self):
-            super(Net, self).__init__()
+            super(Net, self).__init__()  # noqa: UP008  (as written in the seeds)
             self.conv1 = n.Conv2d(1, 6, 5)
             self.conv2 = n.Conv2d(6, 16, 5)
             self.fc1 = n.Linear(16 * 5 * 5, 120)
@@ -307,7 +307,8 @@ def test_repr_matches_torch(torch):
             ("ln", n.LayerNorm(4)), ("ct", n.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1)),
             ("avg", n.AdaptiveAvgPool2d((1, 1))), ("up", n.Upsample(scale_factor=2, mode="bilinear")),
             ("gn", n.GroupNorm(1, 3)), ("in", n.InstanceNorm2d(3)), ("thr", n.Threshold(0.1, 2)),
-            ("shr", n.Softshrink()), ("unpool", n.MaxUnpool2d(2)), ("fold", n.Fold(2, 2)), ("bag", n.EmbeddingBag(3, 2)),
+            ("shr", n.Softshrink()), ("unpool", n.MaxUnpool2d(2)), ("fold", n.Fold(2, 2)),
+            ("bag", n.EmbeddingBag(3, 2)),
             ("bil", n.Bilinear(1, 2, 3)), ("pad", n.ZeroPad2d(1)), ("ps", n.PixelShuffle(2)), ("prelu", n.PReLU()),
             ("ce", n.CrossEntropyLoss()), ("unfl", n.Unflatten(1, (2, 3))), ("d2", n.Dropout2d()),
         ]))
