@@ -7,7 +7,7 @@ epoch (``DistributedSampler``); ``backward`` averages the gradients over the
 ranks, so N ranks with batch B take the same steps as one process with batch
 N*B.  ``--check`` proves it: rank 0 also trains a model alone on the
 concatenated batches and prints the largest parameter difference.  Data: the
-scikit-learn 8x8 digits, or ``--synthetic`` blobs.  Across machines, add
+scikit-learn 8x8 digits, or ``--synthetic`` blobs (loaded as in ``hogwild.py``).  Across machines, add
 ``--hostfile hosts`` to the launcher (see the README).
 """
 from __future__ import annotations
@@ -23,24 +23,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn.parallel import DistributedDataParallel
 from ember.utils.data import DataLoader, DistributedSampler, TensorDataset
-
-
-def load_data(synthetic: bool, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    if synthetic:
-        centers = rng.standard_normal((10, 64)) * 2
-        y = rng.integers(0, 10, 2000)
-        x = centers[y] + rng.standard_normal((2000, 64))
-    else:
-        from sklearn.datasets import load_digits
-
-        digits = load_digits()
-        x, y = digits.data / 16.0, digits.target
-    order = rng.permutation(len(y))
-    x, y = x[order].astype(np.float64), y[order].astype(np.int64)
-    cut = int(0.8 * len(y))
-    return (ember.from_numpy(x[:cut]), ember.from_numpy(y[:cut]),
-            ember.from_numpy(x[cut:]), ember.from_numpy(y[cut:]))
+from hogwild import load_data  # the same digits and split as the Hogwild example
 
 
 def make_model(seed: int) -> nn.Module:
@@ -65,7 +48,7 @@ def main(argv=None) -> None:
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    x, y, xt, yt = load_data(args.synthetic)
+    x, y, xt, yt = load_data(args.synthetic, dtype=np.float64)  # float64: the --check is exact
     model = DistributedDataParallel(make_model(seed=rank))  # replicas start from rank 0's weights
     opt = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     mine = loader(x, y, args.batch_size, rank, world)

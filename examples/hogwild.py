@@ -25,8 +25,8 @@ import ember.nn as nn
 import ember.nn.functional as F
 
 
-def load_data(synthetic: bool, seed: int = 0):
-    """``(x_train, y_train, x_test, y_test)``: float32 features and int64 labels."""
+def load_data(synthetic: bool, seed: int = 0, dtype=np.float32):
+    """``(x_train, y_train, x_test, y_test)``: features of ``dtype`` and int64 labels (80/20 split)."""
     rng = np.random.default_rng(seed)
     if synthetic:
         centers = rng.standard_normal((10, 64)) * 2
@@ -38,7 +38,7 @@ def load_data(synthetic: bool, seed: int = 0):
         digits = load_digits()
         x, y = digits.data / 16.0, digits.target
     order = rng.permutation(len(y))
-    x, y = x[order].astype(np.float32), y[order].astype(np.int64)
+    x, y = x[order].astype(dtype), y[order].astype(np.int64)
     cut = int(0.8 * len(y))
     return (ember.from_numpy(x[:cut]), ember.from_numpy(y[:cut]),
             ember.from_numpy(x[cut:]), ember.from_numpy(y[cut:]))
