@@ -115,6 +115,34 @@ def check_barrier_and_rank(dist, dev, r, n):
     assert os.environ["RANK"] == str(r) and os.environ["WORLD_SIZE"] == str(n)
 
 
+def _raises(exc, match, fn):
+    try:
+        fn()
+    except exc as e:
+        assert match in str(e), str(e)
+    else:
+        raise AssertionError(f"no {exc.__name__} ({match})")
+
+
+def check_bad_input_is_refused_before_any_change(dist, dev, r, n):
+    t = _t(_inputs(r), dev)
+    outs = [ember.zeros(3, 4, dtype=ember.float64, device=dev) for _ in range(n + 1)]
+    _raises(ValueError, f"all_gather(): tensor_list must have one tensor per rank ({n}), got {n + 1}",
+            lambda: dist.all_gather(outs, t))
+    wrong = [ember.zeros(3, 4, dtype=ember.float32, device=dev) for _ in range(n)]
+    _raises(ValueError, "all_gather(): every output tensor must match the input (shape [3, 4], dtype ember.float64",
+            lambda: dist.all_gather(wrong, t))
+    ints = _t(np.arange(4), dev)
+    _raises(RuntimeError, "all_reduce(): ReduceOp.AVG needs a floating point tensor, got ember.int64",
+            lambda: dist.all_reduce(ints, op=dist.ReduceOp.AVG))
+    _raises(ValueError, f"broadcast(): rank {n} is out of range for a group of {n} processes",
+            lambda: dist.broadcast(t, src=n))
+    _raises(TypeError, "all_reduce(): tensor must be a Tensor, got ndarray", lambda: dist.all_reduce(_inputs(r)))
+    assert all(o.abs().sum().item() == 0 for o in outs + wrong)
+    np.testing.assert_array_equal(t.cpu().numpy(), _inputs(r))
+    assert ints.tolist() == [0, 1, 2, 3]
+
+
 COLLECTIVES = {
     "all_reduce_sum_f64": _all_reduce_case("SUM", lambda a: a.sum(0), np.float64),
     "all_reduce_avg_f32": _all_reduce_case("AVG", lambda a: a.mean(0), np.float32),
@@ -131,6 +159,7 @@ COLLECTIVES = {
     "reduce_sum": check_reduce,
     "send_recv_ring": check_send_recv,
     "barrier_rank_env": check_barrier_and_rank,
+    "bad_input_refused": check_bad_input_is_refused_before_any_change,
 }
 
 

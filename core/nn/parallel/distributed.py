@@ -33,9 +33,11 @@ class _Bucket:
 class DistributedDataParallel(Module):
     """Wrap ``module`` so that ``backward`` averages gradients over every process of the group.
 
-    Initial parameters and buffers are copied from rank 0.  Use ``no_sync()`` to accumulate gradients
-    locally for some steps; ``find_unused_parameters=True`` when some parameters may get no gradient
-    in an iteration.
+    Initial parameters and buffers are copied from rank 0 (buffers again at each forward with
+    ``broadcast_buffers``).  Use ``no_sync()`` to accumulate gradients locally for some steps;
+    ``find_unused_parameters=True`` when some parameters may get no gradient in an iteration.  The
+    process group is the default one; ``device_ids``, ``output_device``, ``dim``, ``check_reduction``,
+    ``gradient_as_bucket_view`` and ``static_graph`` are accepted for compatibility and change nothing.
 
     >>> import ember, ember.distributed as dist
     >>> dist.init_process_group("mpi")                                # doctest: +SKIP
