@@ -177,6 +177,10 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     from .dispatch import apply, result_type
 
     _square(A, "solve")
+    if A._dev is not B._dev:
+        from .dispatch import device_error
+
+        raise device_error("linalg.solve", A, B)
     if not left:
         return solve(A.mT, B.mT).mT
     vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))

@@ -105,3 +105,38 @@ def test_seeds_gather_example(device):
     idx = torch.tensor([[0, 0], [1, 0]], device=device)
     assert torch.gather(t, 1, idx).tolist() == [[1, 1], [4, 3]]
     assert torch.gather(t, 0, idx).tolist() == [[1, 2], [3, 2]]
+
+
+CROSS_DEVICE = [
+    ("cat", lambda a, b, i: __import__("ember").cat([a, b])),
+    ("stack", lambda a, b, i: __import__("ember").stack([a, b])),
+    ("gather", lambda a, b, i: a.gather(0, i)),
+    ("index_select", lambda a, b, i: a.index_select(0, i)),
+    ("index_add_", lambda a, b, i: a.index_add_(0, i.new_zeros(1, dtype=i.dtype).to(a.device), b[:1])),
+    ("scatter_", lambda a, b, i: a.scatter_(0, i, b)),
+    ("masked_scatter_", lambda a, b, i: a.masked_scatter_(b > 0, a.clone())),
+    ("matmul", lambda a, b, i: a @ b),
+    ("einsum", lambda a, b, i: __import__("ember").einsum("i,i", a, b)),
+    ("solve", lambda a, b, i: __import__("ember").linalg.solve(a.diag() + 1, b)),
+    ("setitem", lambda a, b, i: a.__setitem__(slice(0, 1), b[:1])),
+]
+
+
+@pytest.mark.parametrize("name,call", CROSS_DEVICE, ids=[c[0] for c in CROSS_DEVICE])
+def test_cross_device_refused(name, call, device):
+    import ember
+    from ember.plugins import REGISTRY
+
+    other = next((n for n, b in REGISTRY.backends.items() if n != device and b.is_available()), None)
+    if other is None:
+        pytest.skip("needs a second available backend")
+    a = ember.zeros(3, device=device)
+    b = ember.ones(3, device=other)
+    i = ember.zeros(1, dtype=ember.int64, device=other)
+    if name == "setitem":  # copy_ crosses devices, as in PyTorch
+        call(a, b, i)
+        assert a[0].item() == 1.0
+        return
+    with pytest.raises(RuntimeError, match="device"):
+        call(a, b, i)
+    assert a.sum().item() == 0

@@ -603,6 +603,11 @@ def _masked_scatter_args(x, mask, source, op):
 
     _mask_arg(mask, op)
     _same_dtype(x, source, op)
+    for t in (mask, source):
+        if t._dev is not x._dev:
+            from ..dispatch import device_error
+
+            raise device_error(op, x, t)
     m = expand(mask, x.shape)
     count = int(x._dev.backend.xp.count_nonzero(m._data))
     if count > source.numel():
