@@ -236,3 +236,15 @@ def test_cifar10_download_and_extract(tmp_path, monkeypatch):
         ds = datasets.CIFAR10(str(tmp_path), train=True, download=True)
         datasets.CIFAR10(str(tmp_path), train=True, download=True)  # already there: no second request
     assert len(ds) == 2 and ds.targets == [0, 1] and len(httpd.ranges) == 1
+
+
+def test_extract_refuses_paths_outside_the_target(tmp_path):
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("../escaped.txt")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    os.makedirs(tmp_path / "out")
+    with pytest.raises((tarfile.TarError, RuntimeError), match="escaped.txt"):
+        dutils.extract_archive(str(archive), str(tmp_path / "out"))
+    assert not (tmp_path / "escaped.txt").exists()

@@ -88,7 +88,15 @@ def extract_archive(from_path: str, to_path: str | None = None) -> str:
     to_path = to_path or os.path.dirname(from_path)
     if from_path.endswith((".tar", ".tar.gz", ".tgz")):
         with tarfile.open(from_path) as tar:
-            tar.extractall(to_path, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(to_path, filter="data")
+            else:  # Pythons without extraction filters: refuse members that would land outside to_path
+                root = os.path.realpath(to_path)
+                for m in tar.getmembers():
+                    dest = os.path.realpath(os.path.join(root, m.name))
+                    if os.path.commonpath([root, dest]) != root or m.issym() or m.islnk() or m.isdev():
+                        raise RuntimeError(f"extract_archive: {from_path} holds an unsafe member {m.name!r}")
+                tar.extractall(to_path)
         return to_path
     if from_path.endswith(".gz"):
         out = os.path.join(to_path, os.path.basename(from_path)[:-3])

@@ -161,7 +161,11 @@ def _output_size(img, size, max_size):
 
 
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
-    """Resize to ``size`` ``(h, w)``, or the smaller edge to ``size`` (an int) keeping the aspect ratio."""
+    """Resize to ``size`` ``(h, w)``, or the smaller edge to ``size`` (an int) keeping the aspect ratio.
+
+    Bilinear and bicubic are antialiased when shrinking on both paths, as PIL does (``antialias`` is
+    accepted for compatibility); tensors give PIL's pixels up to rounding.
+    """
     impl = _impl(img, "resize")
     hw = _output_size(img, size, max_size)
     if min(hw) <= 0:
