@@ -89,6 +89,28 @@ def check_reduce_scatter_tensor(dist, dev, r, n):
     np.testing.assert_array_equal(out.cpu().numpy(), want)
 
 
+def check_gather(dist, dev, r, n):
+    outs = [ember.zeros(3, 4, dtype=ember.float64, device=dev) for _ in range(n)] if r == n - 1 else None
+    dist.gather(_t(_inputs(r), dev), outs, dst=n - 1)
+    if outs is not None:
+        np.testing.assert_array_equal(np.stack([o.cpu().numpy() for o in outs]), _all(n))
+
+
+def check_scatter(dist, dev, r, n):
+    out = ember.zeros(3, 4, dtype=ember.float64, device=dev)
+    dist.scatter(out, [_t(_inputs(10 + q), dev) for q in range(n)] if r == 0 else None, src=0)
+    np.testing.assert_array_equal(out.cpu().numpy(), _inputs(10 + r))
+
+
+def check_objects(dist, dev, r, n):
+    got = [None] * n
+    dist.all_gather_object(got, {"rank": r, "loss": r / 2})
+    assert got == [{"rank": q, "loss": q / 2} for q in range(n)]
+    objs = [r, "x"] if r == 1 else [None, None]
+    dist.broadcast_object_list(objs, src=1)
+    assert objs == [1, "x"]
+
+
 def check_reduce(dist, dev, r, n):
     t = _t(_inputs(r), dev)
     dist.reduce(t, dst=0, op=dist.ReduceOp.SUM)
@@ -157,6 +179,9 @@ COLLECTIVES = {
     "reduce_scatter_avg": check_reduce_scatter,
     "reduce_scatter_tensor_max": check_reduce_scatter_tensor,
     "reduce_sum": check_reduce,
+    "gather": check_gather,
+    "scatter": check_scatter,
+    "objects": check_objects,
     "send_recv_ring": check_send_recv,
     "barrier_rank_env": check_barrier_and_rank,
     "bad_input_refused": check_bad_input_is_refused_before_any_change,

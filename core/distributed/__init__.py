@@ -9,12 +9,14 @@ Start the processes with ``python -m ember.distributed.run --nproc N script.py``
 >>> dist.all_reduce(t, op=dist.ReduceOp.SUM)       # doctest: +SKIP
 """
 from .collectives import (
-    ReduceOp, Work, all_gather, all_gather_into_tensor, all_reduce, barrier, broadcast, destroy_process_group,
-    get_backend, get_rank, get_world_size, init_process_group, irecv, is_available, is_initialized,
-    is_mpi_available, is_nccl_available, isend, recv, reduce, reduce_scatter, reduce_scatter_tensor, send,
+    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, barrier, broadcast,
+    broadcast_object_list, destroy_process_group, gather, get_backend, get_rank, get_world_size, init_process_group,
+    irecv, is_available, is_initialized, is_mpi_available, is_nccl_available, isend, recv, reduce, reduce_scatter,
+    reduce_scatter_tensor, scatter, send,
 )
 
-__all__ = ["ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_reduce", "barrier", "broadcast",
-           "destroy_process_group", "get_backend", "get_rank", "get_world_size", "init_process_group", "irecv",
-           "is_available", "is_initialized", "is_mpi_available", "is_nccl_available", "isend", "recv", "reduce",
-           "reduce_scatter", "reduce_scatter_tensor", "send"]
+__all__ = ["ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier",
+           "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "get_backend", "get_rank",
+           "get_world_size", "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available",
+           "is_nccl_available", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+           "send"]

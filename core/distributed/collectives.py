@@ -270,11 +270,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     src, _ = _host(tensor)
     out = np.empty((comm.Get_size(), *src.shape), src.dtype)
     comm.Allgather(src, out)
-    for t, part in zip(tensor_list, out):
-        buf, back = _host(t)
-        buf[...] = part
-        if back is not None:
-            back()
+    _write_parts(tensor_list, out)
     return _finish(async_op)
 
 
@@ -326,6 +322,69 @@ def _reduce_scatter(comm, send: np.ndarray, output: Tensor, op: ReduceOp):
         recv[...] /= comm.Get_size()
     if back is not None:
         back()
+
+
+def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=None, async_op: bool = False):
+    """Rank ``dst`` receives every rank's ``tensor`` into ``gather_list`` (None on the other ranks)."""
+    comm = _comm("gather")
+    _check_tensor("gather", tensor)
+    _check_rank("gather", dst, comm)
+    mine = comm.Get_rank() == dst
+    if mine:
+        if gather_list is None or len(gather_list) != comm.Get_size():
+            raise ValueError(f"gather(): gather_list on the destination rank must have one tensor per rank "
+                             f"({comm.Get_size()})")
+        _check_same("gather", tensor, gather_list, "output tensor")
+    src, _ = _host(tensor)
+    out = np.empty((comm.Get_size(), *src.shape), src.dtype) if mine else None
+    comm.Gather(src, out, root=dst)
+    if mine:
+        _write_parts(gather_list, out)
+    return _finish(async_op)
+
+
+def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None, async_op: bool = False):
+    """Rank ``i`` receives ``scatter_list[i]`` of rank ``src`` into ``tensor``."""
+    comm = _comm("scatter")
+    _check_tensor("scatter", tensor)
+    _check_rank("scatter", src, comm)
+    mine = comm.Get_rank() == src
+    if mine:
+        if scatter_list is None or len(scatter_list) != comm.Get_size():
+            raise ValueError(f"scatter(): scatter_list on the source rank must have one tensor per rank "
+                             f"({comm.Get_size()})")
+        _check_same("scatter", tensor, scatter_list, "input tensor")
+    send = np.stack([_host(t)[0] for t in scatter_list]) if mine else None
+    recv, back = _host(tensor)
+    comm.Scatter(send, recv, root=src)
+    if back is not None:
+        back()
+    return _finish(async_op)
+
+
+def all_gather_object(object_list: list, obj, group=None) -> None:
+    """Fill ``object_list[i]`` with rank ``i``'s picklable ``obj``."""
+    comm = _comm("all_gather_object")
+    if len(object_list) != comm.Get_size():
+        raise ValueError(f"all_gather_object(): object_list must have one slot per rank ({comm.Get_size()}), "
+                         f"got {len(object_list)}")
+    object_list[:] = comm.allgather(obj)
+
+
+def broadcast_object_list(object_list: list, src: int = 0, group=None, device=None) -> None:
+    """Replace the items of ``object_list`` on every rank with rank ``src``'s (picklable objects)."""
+    comm = _comm("broadcast_object_list")
+    _check_rank("broadcast_object_list", src, comm)
+    object_list[:] = comm.bcast(list(object_list) if comm.Get_rank() == src else None, root=src)
+
+
+def _write_parts(tensors: list, parts: np.ndarray) -> None:
+    """Copy ``parts[i]`` into ``tensors[i]``."""
+    for t, part in zip(tensors, parts):
+        buf, back = _host(t)
+        buf[...] = part
+        if back is not None:
+            back()
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
