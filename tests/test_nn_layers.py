@@ -147,12 +147,16 @@ def test_embedding_from_pretrained_max_norm_and_bag(torch, device):
     np.testing.assert_allclose(to_numpy(e(ember.tensor(idx, device=device))), to_numpy(t(torch.tensor(idx))), rtol=1e-5)
     np.testing.assert_allclose(to_numpy(e.weight), to_numpy(t.weight.detach()), rtol=1e-5)
     assert not e.weight.requires_grad
-    for mode in ("sum", "mean"):
-        eb = nn.EmbeddingBag.from_pretrained(ember.tensor(w, device=device), mode=mode)
-        tb = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), mode=mode)
-        inp, offs = np.array([0, 1, 4, 2, 3]), np.array([0, 2])
+    for mode in ("sum", "mean", "max"):
+        eb = nn.EmbeddingBag.from_pretrained(ember.tensor(w, device=device), freeze=False, mode=mode, padding_idx=2)
+        tb = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), freeze=False, mode=mode, padding_idx=2)
+        inp, offs = np.array([0, 1, 4, 2, 3, 2]), np.array([0, 2, 5, 5])
         got = eb(ember.tensor(inp, device=device), ember.tensor(offs, device=device))
-        np.testing.assert_allclose(to_numpy(got), to_numpy(tb(torch.tensor(inp), torch.tensor(offs))), rtol=1e-6)
+        want = tb(torch.tensor(inp), torch.tensor(offs))
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=1e-6)
+        (got * ember.arange(12.0, device=device).reshape(4, 3)).sum().backward()
+        (want * torch.arange(12.0).reshape(4, 3)).sum().backward()
+        np.testing.assert_allclose(to_numpy(eb.weight.grad), to_numpy(tb.weight.grad), rtol=1e-6, err_msg=mode)
 
 
 def test_dropout_modes(device):

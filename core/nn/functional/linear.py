@@ -143,21 +143,26 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
             raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                       "supported for mode='sum'")
         emb = emb * per_sample_weights.unsqueeze(-1)
-    n = input.shape[0]
-    ids = input.tolist()
-    bounds = offs + [n]
-    if mode == "max":
-        rows = [emb[a:b].amax(0) if b > a else weight.new_zeros(weight.shape[1]) for a, b in zip(bounds, bounds[1:])]
-        from ...ops.shape import stack
-
-        return stack(rows)
     import numpy as np
 
+    n = input.shape[0]
+    bounds = np.array(offs + [n])
+    lengths = np.diff(bounds)
+    seg = np.repeat(np.arange(len(offs)), lengths)
+    keep = np.ones(n, dtype=bool)
+    if padding_idx is not None:
+        keep = input.cpu().numpy() != padding_idx
+    counts = np.bincount(seg[keep], minlength=len(offs))
+    if mode == "max":
+        segment = tensor(seg, device=weight.device)
+        init = emb.new_full((len(offs), emb.shape[1]), float("-inf"))
+        kept = where(tensor(keep, device=weight.device).unsqueeze(1), emb, init[:1])
+        out = init.scatter_reduce(0, segment.unsqueeze(1).expand(n, emb.shape[1]), kept, "amax", include_self=False)
+        empty = tensor(counts == 0, device=weight.device).unsqueeze(1)
+        return where(empty, out.new_zeros(()), out)
     m = np.zeros((len(offs), n))
-    for j, (a, b) in enumerate(zip(bounds, bounds[1:])):
-        members = [i for i in range(a, b) if padding_idx is None or ids[i] != padding_idx]
-        if members:
-            m[j, members] = 1.0 / len(members) if mode == "mean" else 1.0
+    scale = 1.0 / np.maximum(counts, 1) if mode == "mean" else np.ones(len(offs))
+    m[seg[keep], np.arange(n)[keep]] = scale[seg[keep]]
     return tensor(m, dtype=weight.dtype, device=weight.device).matmul(emb)
 
 
