@@ -226,10 +226,10 @@ def _adaptive_matrix(s, o, like):
     """``(o, s)`` averaging matrix over PyTorch's adaptive windows ``[floor(i*s/o), ceil((i+1)*s/o))``."""
     from ...ops.creation import tensor
 
-    m = np.zeros((o, s))
-    for i in range(o):
-        a, b = (i * s) // o, -(-((i + 1) * s) // o)
-        m[i, a:b] = 1.0 / (b - a)
+    i = np.arange(o)[:, None]
+    a, b = (i * s) // o, -(-((i + 1) * s) // o)
+    j = np.arange(s)[None, :]
+    m = ((j >= a) & (j < b)) / (b - a)
     return tensor(m, dtype=like.dtype, device=like.device)
 
 
