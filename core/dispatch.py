@@ -99,6 +99,8 @@ def cast(t: Tensor, d: dtypes.dtype) -> Tensor:
     """``t`` converted to dtype ``d`` (differentiably), or ``t`` itself if it already is."""
     if t.dtype is d:
         return t
+    if t._rg and d.category < dtypes.FLOAT:  # integer and bool results carry no gradient
+        t = t.detach()
     from .ops.pointwise import Cast
 
     return apply(Cast, t, t._dev.backend.array_dtype(d))

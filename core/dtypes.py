@@ -208,14 +208,20 @@ class finfo:
         t = as_dtype(type) if type is not None else _default[0]
         if t.category not in (FLOAT, COMPLEX):
             raise TypeError(f"finfo: expected a floating point or complex dtype, got {t}")
-        i = np.finfo(t.to_real().np)
-        self.dtype = t.to_real().name
+        real = t.to_real()
+        self.dtype = real.name
+        if real.np is None:  # bfloat16 without ml_dtypes: 8 exponent bits, 7 mantissa bits
+            self.bits, self.eps, self.max, self.tiny, self.resolution = 16, 2.0 ** -7, 3.3895313892515355e+38, \
+                2.0 ** -126, 0.01
+            self.min, self.smallest_normal = -self.max, self.tiny
+            return
+        i = np.finfo(real.np)
         self.bits = i.bits
         self.eps = _pyfloat(i.eps)
         self.max = _pyfloat(i.max)
         self.min = _pyfloat(i.min)
         self.tiny = self.smallest_normal = _pyfloat(i.tiny)
-        self.resolution = _pyfloat(i.resolution)
+        self.resolution = 10.0 ** -i.precision
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
@@ -227,13 +233,13 @@ class iinfo:
 
     def __init__(self, type: dtype):  # noqa: A002
         t = as_dtype(type)
-        if t.category not in (INT, BOOL):
-            raise TypeError(f"iinfo: expected an integer dtype, got {t}")
-        i = np.iinfo(t.np) if t is not bool else None
+        if t.category != INT:
+            raise TypeError(f"{t} is not supported by ember.iinfo")
+        i = np.iinfo(t.np)
         self.dtype = t.name
-        self.bits = i.bits if i else 8
-        self.max = _pyint(i.max) if i else 1
-        self.min = _pyint(i.min) if i else 0
+        self.bits = i.bits
+        self.max = _pyint(i.max)
+        self.min = _pyint(i.min)
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -6,6 +6,7 @@ here undoes broadcasting by hand.
 """
 from __future__ import annotations
 
+from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
@@ -867,9 +868,11 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
 
         rt = result_type(*tensors)
         args = [cast(a, rt) if isinstance(a, Tensor) else a for a in args]
-    elif any(a is not None and not isinstance(a, Tensor) and dtypes.scalar_category(a) > input.dtype.category
-             for a in (min, max)):
-        args[0] = cast(input, dtypes.get_default_dtype())
+    else:
+        cat = _builtin_max([dtypes.scalar_category(a) for a in (min, max) if a is not None and
+                            not isinstance(a, Tensor)] + [input.dtype.category])
+        if cat > input.dtype.category:
+            args[0] = cast(input, dtypes.default_for_category(cat))
     x = args[0]
     for i, extreme in ((1, -float("inf")), (2, float("inf"))):
         b = args[i]
@@ -880,8 +883,12 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
                 raise device_error("clamp", x, b)
         else:
             if b is None:
-                b = extreme if x.dtype.category >= dtypes.FLOAT else \
-                    (dtypes.iinfo(x.dtype).min if i == 1 else dtypes.iinfo(x.dtype).max)
+                if x.dtype.category >= dtypes.FLOAT:
+                    b = extreme
+                elif x.dtype is dtypes.bool:
+                    b = i == 2
+                else:
+                    b = dtypes.iinfo(x.dtype).min if i == 1 else dtypes.iinfo(x.dtype).max
             from .creation import full
 
             args[i] = full((), b, dtype=x.dtype, device=x.device)

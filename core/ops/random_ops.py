@@ -4,24 +4,57 @@
 from __future__ import annotations
 
 from .. import dtypes
+from ..autograd.function import Op
+from ..dispatch import apply, check_inplace, inplace
 from ..random import native
 from ..tensor import Tensor, _wrap
-from .inplace import Fill, copy_  # noqa: F401 - Fill documents the in-place contract used here
 
 __all__ = ["bernoulli", "multinomial", "normal", "poisson", "randint_like"]
 
 
+class Sampled(Op):
+    """Write a drawn array in place: the new values carry no gradient to the old ones."""
+
+    @staticmethod
+    def forward(ctx, k, x, arr):
+        return arr
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.new_zeros(g.shape), None
+
+
+class Drawn(Op):
+    """A sample whose distribution parameters require grad: zero gradient to each, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        ctx.n = len(args) - 1
+        return args[-1]
+
+    @staticmethod
+    def backward(ctx, g):
+        z = g.new_zeros(g.shape)
+        return (z,) * ctx.n
+
+
+def _drawn(arr, dev, params):
+    """Wrap a sample drawn from tensor ``params`` (recorded when one of them requires grad)."""
+    ts = [p for p in params if isinstance(p, Tensor)]
+    if any(t._rg for t in ts):
+        return apply(Drawn, *ts, arr)
+    return _wrap(arr, dev)
+
+
+def _need_float(t, op):
+    if not t.dtype.is_floating_point:
+        raise NotImplementedError(f'"{op}" not implemented for \'{t.dtype}\' (a floating point tensor is expected)')
+
+
 def _fill_from(self, arr, op):
     """Write sampled values into ``self`` (a leaf requiring grad is refused, as for every in-place op)."""
-    from ..dispatch import check_inplace
-
     check_inplace(self, op)
-    from ..autograd.grad_mode import no_grad
-
-    with no_grad():
-        self._dev.kernels["copy_"](self._data, arr)
-    self._bump()
-    return self
+    return inplace(Sampled, self, arr)
 
 
 def _draw(self, kernel, generator, *args):
@@ -30,7 +63,12 @@ def _draw(self, kernel, generator, *args):
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
-    """Fill with samples uniform on ``[from_, to)``."""
+    """Fill with samples uniform on ``[from_, to)``.
+
+    >>> ember.empty(2).uniform_(0, 1).shape
+    ember.Size([2])
+    """
+    _need_float(self, "uniform_")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     return _fill_from(self, _draw(self, "uniform", generator, from_, to), "uniform_")
@@ -38,40 +76,66 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
+    _need_float(self, "normal_")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill_from(self, _draw(self, "normal", generator, mean, std), "normal_")
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with exponential samples of rate ``lambd``."""
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"exponential_: Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {self.dtype}")
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _fill_from(self, _draw(self, "exponential", generator, lambd), "exponential_")
 
 
 def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(``p``) trials up to the first success."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill_from(self, _draw(self, "geometric", generator, p), "geometric_")
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with Cauchy samples."""
+    _need_float(self, "cauchy_")
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     return _fill_from(self, _draw(self, "cauchy", generator, median, sigma), "cauchy_")
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with samples whose logarithm is normal(``mean``, ``std``)."""
+    _need_float(self, "log_normal_")
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _fill_from(self, _draw(self, "log_normal", generator, mean, std), "log_normal_")
 
 
 def random_(self, from_=0, to=None, *, generator=None):
     """Fill with integers uniform on ``[from_, to)`` (``[0, from_)`` with one argument)."""
     if to is None:
-        from_, to = 0, from_ if from_ else (2 ** 24 if self.is_floating_point() else dtypes.iinfo(self.dtype).max)
+        from_, to = 0, from_ or (2 ** 24 if self.is_floating_point() else
+                                 2 if self.dtype is dtypes.bool else dtypes.iinfo(self.dtype).max)
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
     return _fill_from(self, _draw(self, "randint", generator, from_, to), "random_")
 
 
+def _check_p(p, op):
+    if isinstance(p, Tensor):
+        if p.numel() and not bool(((p >= 0) & (p <= 1)).all()):
+            raise RuntimeError(f"{op}: all elements of p should be between 0 and 1, got p with shape {list(p.shape)}")
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={p}")
+
+
 def bernoulli_(self, p=0.5, *, generator=None):
-    """Fill with 0/1 samples with probability ``p`` (a number or a tensor)."""
+    """Fill with 0/1 samples with probability ``p`` (a number or a tensor broadcastable to ``self``)."""
+    _check_p(p, "bernoulli_")
     dev = self._dev
     probs = p._data if isinstance(p, Tensor) else \
         dev.kernels["full"](self._data.shape, p, dev.backend.array_dtype(dtypes.float64))
@@ -81,25 +145,41 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
-    """0/1 samples with the probabilities in ``input`` (or a fixed ``p``)."""
+    """0/1 samples with the probabilities in ``input`` (or a fixed ``p``).
+
+    >>> ember.bernoulli(ember.ones(3)).tolist()
+    [1.0, 1.0, 1.0]
+    """
     if p is not None:
         return bernoulli_(input.new_empty(input.shape), p, generator=generator)
-    if input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
-        raise RuntimeError("bernoulli: all elements of input should be between 0 and 1")
-    return _wrap(input._dev.kernels["bernoulli"](native(generator, input._dev), input._data, input._data.dtype),
-                 input._dev)
+    _need_float(input, "bernoulli")
+    _check_p(input, "bernoulli")
+    return _drawn(input._dev.kernels["bernoulli"](native(generator, input._dev), input._data, input._data.dtype),
+                  input._dev, (input,))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):  # noqa: A002
-    """Indices sampled from the rows of ``input`` (non-negative weights)."""
+    """Indices sampled from the rows of ``input`` (non-negative weights).
+
+    >>> ember.multinomial(ember.tensor([0.0, 1.0]), 2, replacement=True).tolist()
+    [1, 1]
+    """
     if input.dim() not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.dim()}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (got {num_samples})")
     if not replacement and num_samples > input.shape[-1]:
-        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if input.numel() and float(input.min()) < 0:
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    dev = input._dev
+        raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                           f"({num_samples} > {input.shape[-1]})")
     rows = input.detach().to(dtypes.float64).reshape(-1, input.shape[-1])
+    if rows.numel():
+        if not bool((rows.isfinite() & (rows >= 0)).all()):
+            raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        if not bool((rows.sum(1) > 0).all()):
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    dev = input._dev
     idx = dev.kernels["multinomial"](native(generator, dev), rows._data, num_samples, replacement)
     out = _wrap(dev.kernels["astype"](idx, dev.backend.array_dtype(dtypes.int64)), dev)
     return out.reshape(tuple(input.shape[:-1]) + (num_samples,))
@@ -107,14 +187,25 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
            requires_grad=False):
-    """Normal samples: tensor or scalar ``mean``/``std`` (broadcast), or scalars with ``size``."""
+    """Normal samples: tensor or scalar ``mean``/``std`` (broadcast), or scalars with ``size``.
+
+    >>> ember.normal(ember.zeros(2), 1.0).shape
+    ember.Size([2])
+    """
     from .creation import empty
 
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if isinstance(std, Tensor):
+            if std.numel() and not bool((std >= 0).all()):
+                raise RuntimeError("normal expects all elements of std >= 0.0")
+        elif std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         ref = mean if isinstance(mean, Tensor) else std
         shape = (mean * 0 + std * 0).shape if isinstance(mean, Tensor) and isinstance(std, Tensor) else ref.shape
         z = normal_(empty(shape, dtype=ref.dtype, device=ref.device), 0.0, 1.0, generator=generator)
-        return z * std + mean
+        m = mean.detach() if isinstance(mean, Tensor) else mean
+        s = std.detach() if isinstance(std, Tensor) else std
+        return _drawn((z * s + m)._data, ref._dev, (mean, std))
     if size is None:
         raise TypeError("normal(): with scalar mean and std, the size argument is required")
     t = normal_(empty(*size if isinstance(size, (tuple, list)) else (size,), dtype=dtype, device=device),
@@ -123,8 +214,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
 
 
 def poisson(input, generator=None):  # noqa: A002
-    """Poisson samples with rates ``input``."""
-    return _wrap(input._dev.kernels["poisson"](native(generator, input._dev), input._data), input._dev)
+    """Poisson samples with rates ``input``.
+
+    >>> ember.poisson(ember.zeros(2)).tolist()
+    [0.0, 0.0]
+    """
+    _need_float(input, "poisson")
+    if input.numel() and not bool((input >= 0).all()):
+        raise RuntimeError("poisson: invalid Poisson rate, expected rate to be non-negative")
+    return _drawn(input._dev.kernels["poisson"](native(generator, input._dev), input._data), input._dev, (input,))
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,  # noqa: A002
