@@ -98,7 +98,24 @@ def test_bad_inputs_leave_tensor_untouched(device):
                         (lambda: ember.bernoulli(ember.full((2,), 1.5, device=device)), "between 0 and 1"),
                         (lambda: ember.multinomial(ember.ones(3, device=device), 4), "n_sample > prob_dist"),
                         (lambda: ember.multinomial(ember.ones(1, 1, 3, device=device), 1), "1 or 2 dim"),
-                        (lambda: ember.multinomial(-ember.ones(3, device=device), 1), "element < 0")]:
+                        (lambda: ember.multinomial(-ember.ones(3, device=device), 1), "element < 0"),
+                        (lambda: t.bernoulli_(1.5), r"p to be in \[0, 1\]"),
+                        (lambda: t.bernoulli_(ember.full((4,), -0.5, device=device)), "between 0 and 1"),
+                        (lambda: ember.bernoulli(t, -0.1), r"p to be in \[0, 1\]"),
+                        (lambda: ember.normal(t, -1.0), "std >= 0"),
+                        (lambda: ember.normal(t, ember.full((4,), -1.0, device=device)), "all elements of std >= 0"),
+                        (lambda: ember.normal(0.0, -1.0, (2,), device=device), "std >= 0"),
+                        (lambda: ember.poisson(ember.full((2,), -1.0, device=device)), "non-negative"),
+                        (lambda: ember.multinomial(ember.zeros(2, 3, device=device), 1), "sum of probabilities"),
+                        (lambda: ember.multinomial(ember.tensor([1.0, float("nan")], device=device), 1), "nan"),
+                        (lambda: ember.multinomial(ember.ones(3, device=device), 0), "n_sample <= 0"),
+                        (lambda: ember.multinomial(ember.ones(3, dtype=ember.int64, device=device), 1),
+                         "floating-point"),
+                        (lambda: t.random_(5, 3), "'from' to be less than 'to'"),
+                        (lambda: t.cauchy_(0.0, -1.0), "sigma > 0"), (lambda: t.log_normal_(0.0, 0.0), "std > 0"),
+                        (lambda: ember.zeros(3, dtype=ember.int64, device=device).normal_(), "not implemented"),
+                        (lambda: ember.zeros(3, dtype=ember.int64, device=device).exponential_(), "floating point"),
+                        (lambda: ember.poisson(ember.ones(2, dtype=ember.int64, device=device)), "not implemented")]:
         with pytest.raises(RuntimeError, match=match):
             call()
     assert t.tolist() == [0.0] * 4 and t._version == 0
@@ -106,3 +123,112 @@ def test_bad_inputs_leave_tensor_untouched(device):
     with pytest.raises(RuntimeError, match="leaf Variable"):
         leaf.normal_()
     assert leaf.tolist() == [0.0] * 3
+
+
+FACTORIES = [
+    # name, call(lib, device, generator) -> tensor
+    ("rand", lambda lib, d, g: lib.rand(3, 4, device=d, generator=g)),
+    ("rand64", lambda lib, d, g: lib.rand((2, 3), dtype=lib.float64, device=d, generator=g)),
+    ("randn", lambda lib, d, g: lib.randn(5, device=d, generator=g)),
+    ("randint", lambda lib, d, g: lib.randint(3, 9, (4, 2), device=d, generator=g)),
+    ("randint_high", lambda lib, d, g: lib.randint(9, (6,), device=d, generator=g)),
+    ("randperm", lambda lib, d, g: lib.randperm(7, device=d, generator=g)),
+    ("randperm32", lambda lib, d, g: lib.randperm(7, dtype=lib.int32, device=d, generator=g)),
+]
+
+
+@pytest.mark.parametrize("name,make", FACTORIES, ids=[f[0] for f in FACTORIES])
+def test_factories_match_torch_and_reproduce(name, make, device, torch):
+    e = make(ember, device, None)
+    t = make(torch, "cpu", None)
+    assert tuple(e.shape) == tuple(t.shape) and str(e.dtype) == str(t.dtype).replace("torch", "ember")
+    ember.manual_seed(7)
+    a = make(ember, device, None)
+    ember.manual_seed(7)
+    assert ember.equal(a, make(ember, device, None))
+    g = ember.Generator(device)
+    b = make(ember, device, g.manual_seed(4))
+    assert ember.equal(b, make(ember, device, g.manual_seed(4)))
+    if name.startswith("randperm"):
+        assert sorted(b.tolist()) == list(range(7))
+    if name.startswith("randint"):
+        lo = 3 if name == "randint" else 0
+        assert lo <= int(b.min()) and int(b.max()) < 9
+
+
+def test_factory_distributions(device):
+    u, z = ember.rand(N, device=device), ember.randn(N, device=device)
+    assert 0.0 <= float(u.min()) and float(u.max()) < 1.0
+    assert abs(float(u.mean()) - 0.5) < 5 * math.sqrt(1 / 12 / N)
+    assert abs(float(z.mean())) < 5 / math.sqrt(N) and abs(float(z.var()) - 1.0) < 5 * math.sqrt(2 / N)
+    r = ember.randint(0, 4, (N,), device=device)
+    counts = [int((r == k).sum()) for k in range(4)]
+    assert all(abs(c - N / 4) < 5 * math.sqrt(N * 0.25 * 0.75) for c in counts)
+    x = ember.rand_like(ember.zeros(2, 3, dtype=ember.float64, device=device))
+    assert x.dtype is ember.float64 and x.device == ember.zeros(1, device=device).device
+    assert ember.randn_like(x).dtype is ember.float64
+
+
+def test_bernoulli_tensor_p_broadcasts(device):
+    p = ember.tensor([0.0, 1.0, 0.5], device=device)
+    t = ember.empty(N // 3, 3, device=device).bernoulli_(p)
+    assert (t[:, 0] == 0).all() and (t[:, 1] == 1).all()
+    sd = math.sqrt(0.25 / (N // 3))
+    assert abs(float(t[:, 2].mean()) - 0.5) < 5 * sd
+    assert set(t.unique().tolist()) == {0.0, 1.0}
+
+
+def test_multinomial_first_draw_follows_weights(device):
+    w = ember.tensor([1.0, 2.0, 7.0], device=device).expand(N // 4, 3).contiguous()
+    first = ember.multinomial(w, 2)[:, 0]
+    n = N // 4
+    for k, p in enumerate([0.1, 0.2, 0.7]):
+        assert abs(float((first == k).float().mean()) - p) < 5 * math.sqrt(p * (1 - p) / n)
+    rows = ember.multinomial(w[:50], 3)
+    assert rows.sort(1).values.tolist() == [[0, 1, 2]] * 50  # without replacement: all distinct
+    one = ember.multinomial(ember.tensor([0.0, 0.0, 1.0, 0.0], device=device), 5, replacement=True)
+    assert one.tolist() == [2] * 5
+
+
+def test_sampler_writes_only_the_view(device):
+    x = ember.zeros(4, 4, device=device)
+    x[:, 1].normal_()
+    assert int((x != 0).sum()) == 4 and (x[:, 1] != 0).all()
+    assert x._version == 1
+
+
+def test_sample_gradients_are_zero_as_in_torch(device):
+    m = ember.zeros(3, device=device, requires_grad=True)
+    s = ember.ones(3, device=device, requires_grad=True)
+    y = ember.normal(m, s)
+    assert y.requires_grad
+    y.sum().backward()
+    assert m.grad.tolist() == [0.0] * 3 and s.grad.tolist() == [0.0] * 3
+    p = ember.full((3,), 0.5, device=device, requires_grad=True)
+    ember.bernoulli(p).sum().backward()
+    assert p.grad.tolist() == [0.0] * 3
+    assert not ember.bernoulli(p.detach()).requires_grad
+    # in place on a non-leaf: the drawn values replace the history (zero gradient to what they overwrite)
+    x = ember.ones(4, 4, device=device, requires_grad=True)
+    h = x * 2
+    h[:, 1].uniform_()
+    h.sum().backward()
+    assert x.grad.tolist() == [[2.0, 0.0, 2.0, 2.0]] * 4
+
+
+def test_generators_per_device(device):
+    g = ember.Generator(device)
+    assert g.device == ember.zeros(1, device=device).device
+    ember.manual_seed(3)
+    a = ember.rand(6, device=device)
+    ember.manual_seed(3)
+    ember.rand(6, device=device, generator=ember.Generator(device).manual_seed(99))  # private stream
+    assert ember.equal(ember.rand(6, device=device), a)  # default stream untouched by the private one
+    st = g.manual_seed(1).get_state()
+    assert st.dtype is ember.uint8
+    first = ember.rand(3, device=device, generator=g)
+    g.set_state(st)
+    assert ember.equal(ember.rand(3, device=device, generator=g), first)
+    if ember.zeros(1, device=device).device.type != "cpu":
+        with pytest.raises(RuntimeError, match="device type for generator"):
+            ember.rand(2, device=device, generator=ember.Generator("cpu"))
