@@ -3,6 +3,7 @@ pretrained-weight files from the cache (PyTorch's checkpoint format), the seeds'
 import hashlib
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -125,6 +126,17 @@ def test_weights_from_cache_and_seed_finetuning_recipe(tmp_path, monkeypatch, to
         want = want_model(x)
     np.testing.assert_allclose(model.eval()(ember.from_numpy(x.numpy())).detach().numpy(), want.numpy(),
                                rtol=2e-4, atol=2e-4)
+
+    # the same file loads where torch cannot be imported at all
+    script = ("import sys; sys.modules['torch'] = None\n"
+              "from ember_vision import models\n"
+              f"state = models.load_state_dict_from_url('x/{os.path.basename(path)}')\n"
+              "m = models.resnet18(); m.load_state_dict(state)\n"
+              "print(float(m.fc.bias.sum()))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, EMBER_HOME=str(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) == pytest.approx(float(want_model.fc.bias.detach().sum()), rel=1e-5)
 
     # the seeds' recipe: freeze all, replace fc, optimise only the new layer
     for param in model.parameters():
