@@ -154,6 +154,7 @@ BAD_INPUT = [
     (lambda: T.RandomErasing(p=1.0)(Image.fromarray(PIXELS)), TypeError, "img should be Tensor Image"),
     (lambda: F.hflip(ember.ones(3)), TypeError, "expected at least 2 dimensions"),
     (lambda: T.ColorJitter(hue=0.7), ValueError, "hue values should be between (-0.5, 0.5)"),
+    (lambda: F.pad(ember.ones(3, 2, 2), 1, fill=(1, 2, 3)), TypeError, "a tensor image takes a number as fill"),
     (lambda: T.ColorJitter(brightness=-1), ValueError, "brightness is a single number, it must be non negative"),
 ]
 

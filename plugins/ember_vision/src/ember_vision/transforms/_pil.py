@@ -23,9 +23,6 @@ def crop(img, top: int, left: int, height: int, width: int):
     return img.crop((left, top, left + width, top + height))
 
 
-_NP_MODES = {"edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}
-
-
 def _fill(img, fill):
     """A number means that value in every band (as torchvision); a sequence gives one per band."""
     if isinstance(fill, (int, float)):
@@ -39,7 +36,7 @@ def pad(img, padding, fill, mode: str):
         return ImageOps.expand(img, border=(left, top, right, bottom), fill=_fill(img, fill))
     arr = np.asarray(img)
     widths = [(top, bottom), (left, right)] + [(0, 0)] * (arr.ndim - 2)
-    out = Image.fromarray(np.pad(arr, widths, mode=_NP_MODES[mode]))
+    out = Image.fromarray(np.pad(arr, widths, mode=mode))
     if img.mode == "P":
         out.putpalette(img.getpalette())
     return out

@@ -57,17 +57,17 @@ def _back(out, img):
 
 def _resize_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
     """``(n_out, n_in)`` weights of PIL's antialiased resampling (the filter widens when shrinking)."""
-    scale = n_in / n_out
-    if mode == "nearest":
-        src = np.minimum(((np.arange(n_out) + 0.5) * scale).astype(np.int64), n_in - 1)
-        w = np.zeros((n_out, n_in))
-        w[np.arange(n_out), src] = 1.0
-        return w
     filt, _ = FILTERS[mode]
-    fs = max(scale, 1.0)
+    scale = n_in / n_out
     center = (np.arange(n_out) + 0.5) * scale
-    w = filt((np.arange(n_in)[None, :] + 0.5 - center[:, None]) / fs)
+    w = filt((np.arange(n_in)[None, :] + 0.5 - center[:, None]) / max(scale, 1.0))
     return w / w.sum(axis=1, keepdims=True)
+
+
+def _nearest_index(n_in: int, n_out: int, like):
+    """The input pixel under each output pixel's centre, as PIL's nearest resampling."""
+    src = np.minimum(((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
+    return ember.as_tensor(src, device=like.device)
 
 
 def _table(a: np.ndarray, like):
@@ -79,6 +79,8 @@ def _table(a: np.ndarray, like):
 def resize(img, hw, mode: str):
     """Width pass then height pass, as PIL; integer images are rounded between the passes like PIL's."""
     h, w = int(img.shape[-2]), int(img.shape[-1])
+    if mode == "nearest":
+        return img.index_select(-2, _nearest_index(h, hw[0], img)).index_select(-1, _nearest_index(w, hw[1], img))
     x = img
     if hw[1] != w:
         x = _back(ember.matmul(_as_float(x), _table(_resize_matrix(w, hw[1], mode).T, x)), img)
@@ -97,17 +99,17 @@ def crop(img, top: int, left: int, height: int, width: int):
     return img[..., top:top + height, left:left + width]
 
 
-_NP_MODES = {"edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}
-
-
 def pad(img, padding, fill, mode: str):
-    """``padding = [left, right, top, bottom]``."""
+    """``padding = [left, right, top, bottom]``; the non-constant modes gather rows and columns
+    by indices that ``np.pad`` computes with the same mode names (edge, reflect, symmetric)."""
     left, right, top, bottom = padding
     if mode == "constant":
+        if not isinstance(fill, (int, float)):
+            raise TypeError(f"pad: a tensor image takes a number as fill, got {type(fill).__name__}")
         return F.pad(img, (left, right, top, bottom), value=float(fill))
     h, w = int(img.shape[-2]), int(img.shape[-1])
-    rows = np.pad(np.arange(h), (top, bottom), mode=_NP_MODES[mode])
-    cols = np.pad(np.arange(w), (left, right), mode=_NP_MODES[mode])
+    rows = np.pad(np.arange(h), (top, bottom), mode=mode)
+    cols = np.pad(np.arange(w), (left, right), mode=mode)
     dev = img.device
     return img.index_select(-2, ember.as_tensor(rows, device=dev)).index_select(-1, ember.as_tensor(cols, device=dev))
 
