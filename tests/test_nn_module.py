@@ -295,6 +295,20 @@ def test_parameter_and_containers():
     assert isinstance(seq[-1], nn.Linear) and len(seq[:2]) == 2 and list(seq[1:]._modules) == ["1", "2"]
     del seq[0]
     assert list(seq._modules) == ["0", "1"]
+    seq.insert(0, nn.Identity())
+    assert isinstance(seq[0], nn.Identity) and list(seq._modules) == ["0", "1", "2"]
+    ml += [nn.Tanh()]
+    ml.insert(1, nn.Sigmoid())
+    del ml[0]
+    assert [type(m).__name__ for m in ml] == ["Sigmoid", "ReLU", "Tanh"] and list(ml._modules) == ["0", "1", "2"]
+    md.update([("lin", nn.Linear(1, 1))])
+    assert list(md.keys()) == ["act", "lin"] and md.pop("act") is not None and len(md) == 1
+
+
+def test_parameter_container_repr_matches_torch(torch):
+    for build in (lambda n, t: n.ParameterList([n.Parameter(t.ones(2)), t.ones(3, 4)]),
+                  lambda n, t: n.ParameterDict({"a": n.Parameter(t.ones(2))})):
+        assert repr(build(nn, ember)) == repr(build(torch.nn, torch)).replace("torch", "ember")
 
 
 def test_repr_matches_torch(torch):

@@ -47,10 +47,7 @@ class Sequential(Module):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
             del self._modules[key]
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self._modules, list(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -73,9 +70,7 @@ class Sequential(Module):
     def insert(self, index: int, module: Module) -> "Sequential":
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _renumber(self._modules, mods)
         return self
 
     def forward(self, input):  # noqa: A002
@@ -84,7 +79,100 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+def _renumber(items: dict, values) -> None:
+    """Refill a registry with ``values`` under keys "0", "1", ... (after an insertion or a deletion)."""
+    items.clear()
+    for i, v in enumerate(values):
+        items[str(i)] = v
+
+
+class _Store:
+    """Dict-like access to one of a Module's registries (``_store``), shared by the list and dict containers."""
+
+    _store = "_modules"
+
+    def _items(self):
+        return getattr(self, self._store)
+
+    def _put(self, key, value):
+        self.add_module(key, value)
+
+    def __len__(self):
+        return len(self._items())
+
+
+
+class _ListMixin(_Store):
+    def __getitem__(self, idx):
+        values = list(self._items().values())
+        return type(self)(values[idx]) if isinstance(idx, slice) else values[idx]
+
+    def __setitem__(self, idx, value):
+        self._put(list(self._items())[idx], value)
+
+    def __delitem__(self, idx):
+        values = list(self._items().values())
+        del values[idx]
+        _renumber(self._items(), values)
+
+    def __iter__(self):
+        return iter(self._items().values())
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        self._put(str(len(self)), value)
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def insert(self, index: int, value) -> None:
+        values = list(self._items().values())
+        values.insert(index, value)
+        _renumber(self._items(), values)
+
+
+class _DictMixin(_Store):
+    def __getitem__(self, key):
+        return self._items()[key]
+
+    def __setitem__(self, key, value):
+        self._put(key, value)
+
+    def __delitem__(self, key):
+        del self._items()[key]
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __contains__(self, key):
+        return key in self._items()
+
+    def keys(self):
+        return self._items().keys()
+
+    def items(self):
+        return self._items().items()
+
+    def values(self):
+        return self._items().values()
+
+    def pop(self, key):
+        return self._items().pop(key)
+
+    def clear(self):
+        self._items().clear()
+
+    def update(self, values):
+        for k, v in (values.items() if hasattr(values, "items") else values):
+            self[k] = v
+
+
+class ModuleList(_ListMixin, Module):
     """A list of modules registered as children (``"0"``, ``"1"``, ...)."""
 
     def __init__(self, modules=None):
@@ -92,48 +180,8 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return type(self)(list(self._modules.values())[idx])
-        return list(self._modules.values())[idx]
 
-    def __setitem__(self, idx, module):
-        setattr(self, list(self._modules)[idx], module)
-
-    def __delitem__(self, idx):
-        mods = list(self._modules.values())
-        del mods[idx]
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __iadd__(self, modules):
-        return self.extend(modules)
-
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules) -> "ModuleList":
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index: int, module: Module) -> None:
-        mods = list(self._modules.values())
-        mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
-
-
-class ModuleDict(Module):
+class ModuleDict(_DictMixin, Module):
     """An ordered dict of modules registered as children."""
 
     def __init__(self, modules=None):
@@ -141,128 +189,35 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
 
-    def __setitem__(self, key, module):
-        self.add_module(key, module)
+class _ParamStore:
+    _store = "_parameters"
 
-    def __delitem__(self, key):
-        del self._modules[key]
+    def _put(self, key, value):
+        self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
 
-    def __len__(self):
-        return len(self._modules)
+    _describe = staticmethod(lambda p: p.type())
 
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def pop(self, key):
-        return self._modules.pop(key)
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({k}): Parameter containing: [{self._describe(p)} of size "
+                         f"{'x'.join(map(str, p.shape))}]" for k, p in self._items().items())
 
 
-class ParameterList(Module):
+class ParameterList(_ParamStore, _ListMixin, Module):
     """A list of Parameters registered under ``"0"``, ``"1"``, ... (tensors are wrapped as Parameters)."""
+
+    _describe = staticmethod(lambda p: p.dtype)
 
     def __init__(self, values=None):
         super().__init__()
         if values is not None:
             self.extend(values)
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ParameterList(list(self._parameters.values())[idx])
-        return list(self._parameters.values())[idx]
 
-    def __setitem__(self, idx, param):
-        key = list(self._parameters)[idx]
-        self.register_parameter(key, param if isinstance(param, Parameter) else Parameter(param))
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters.values())
-
-    def __iadd__(self, params):
-        return self.extend(params)
-
-    def append(self, value) -> "ParameterList":
-        self.register_parameter(str(len(self)), value if isinstance(value, Parameter) else Parameter(value))
-        return self
-
-    def extend(self, values) -> "ParameterList":
-        for v in values:
-            self.append(v)
-        return self
-
-    def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{p.type()} of size {'x'.join(map(str, p.shape))}]"
-                         for i, p in enumerate(self))
-
-
-class ParameterDict(Module):
+class ParameterDict(_ParamStore, _DictMixin, Module):
     """An ordered dict of Parameters."""
 
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
-
-    def __getitem__(self, key):
-        return self._parameters[key]
-
-    def __setitem__(self, key, value):
-        self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
-    def pop(self, key):
-        return self._parameters.pop(key)
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
-
-    def extra_repr(self) -> str:
-        return "\n".join(f"({k}): Parameter containing: [{p.type()} of size {'x'.join(map(str, p.shape))}]"
-                         for k, p in self.items())
