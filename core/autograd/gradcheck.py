@@ -34,17 +34,17 @@ def _numerical(fn, inputs, targets, eps):
         outs = _flat_outputs(fn, inputs)
         jac = [[np.zeros((o.numel(), t.numel())) for t in targets] for o in outs]
         for ti, t in enumerate(targets):
-            host = t.detach()
-            flat = host.reshape(-1)
+            host = t.detach()  # shares t's storage, so writes through it (by position: t may be a strided view)
             for j in range(t.numel()):
-                orig = flat[j].item()
-                flat[j] = orig + eps
+                pos = tuple(int(i) for i in np.unravel_index(j, tuple(t.shape)))
+                orig = host[pos].item()
+                host[pos] = orig + eps
                 plus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
                         for o in _flat_outputs(fn, inputs)]
-                flat[j] = orig - eps
+                host[pos] = orig - eps
                 minus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
                          for o in _flat_outputs(fn, inputs)]
-                flat[j] = orig
+                host[pos] = orig
                 for oi in range(len(outs)):
                     jac[oi][ti][:, j] = (plus[oi] - minus[oi]) / (2 * eps)
     return outs, jac
@@ -123,6 +123,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   fast_mode=False, masked=False) -> bool:
     """Check second derivatives: gradcheck of the gradient of ``func`` (with random grad_outputs)."""
     from ..autograd.engine import grad
+    from ..autograd.grad_mode import enable_grad
     from ..ops.creation import randn
 
     Tensor = _tensor()
@@ -136,6 +137,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first(*args):
         ins, gos = args[:n_in], args[n_in:]
+        with enable_grad():  # gradcheck's finite differences run under no_grad: the first gradients need a graph
+            return _first_grads(ins, gos)
+
+    def _first_grads(ins, gos):
         outs = _flat_outputs(func, ins)
         tg = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
         diff = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]

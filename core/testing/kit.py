@@ -184,7 +184,8 @@ def _gradcheck(row, i, check, device):
         full = list(args)
         for k, t in zip(pos, leaves):
             full[k] = t
-        return tuple(o for o in _outputs(row.op(ember, *full)) if isinstance(o, ember.Tensor) and o.requires_grad)
+        # by dtype, not requires_grad: the finite differences run under no_grad
+        return tuple(o for o in _outputs(row.op(ember, *full)) if isinstance(o, ember.Tensor) and o.is_floating_point())
 
     leaves = tuple(args[k] for k in pos)
     checker = gradcheck if check == "grad" else gradgradcheck
