@@ -1,13 +1,11 @@
 """Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d, initialised as PyTorch's."""
 from __future__ import annotations
 
-import math
 
 from ...ops.creation import empty
 from .. import functional as F
-from .. import init
 from ..functional.conv import ntuple
-from ..parameter import Parameter
+from ._params import register_weight_bias, reset_fan_in_uniform
 from .module import Module
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -43,20 +41,12 @@ class _ConvNd(Module):
         self.groups, self.padding_mode = groups, padding_mode
         shape = ((in_channels, out_channels // groups) if self.transposed else
                  (out_channels, in_channels // groups)) + self.kernel_size
-        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_bias(self, empty(shape, device=device, dtype=dtype),
+                             empty(out_channels, device=device, dtype=dtype) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_fan_in_uniform(self.weight, self.bias)
 
     def _check(self, x):
         d = self._dims

@@ -6,12 +6,8 @@ import math
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ._params import register_weight_bias, reset_fan_in_uniform
 from .module import Module
-
-
-def _factory(device, dtype):
-    return {"device": device, "dtype": dtype}
 
 
 class Identity(Module):
@@ -35,19 +31,12 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(empty((out_features, in_features), **_factory(device, dtype)))
-        if bias:
-            self.bias = Parameter(empty(out_features, **_factory(device, dtype)))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_bias(self, empty((out_features, in_features), device=device, dtype=dtype),
+                             empty(out_features, device=device, dtype=dtype) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1]
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_fan_in_uniform(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         if input.ndim == 0 or input.shape[-1] != self.in_features:
@@ -66,11 +55,8 @@ class Bilinear(Module):
                  dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), **_factory(device, dtype)))
-        if bias:
-            self.bias = Parameter(empty(out_features, **_factory(device, dtype)))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_bias(self, empty((out_features, in1_features, in2_features), device=device, dtype=dtype),
+                             empty(out_features, device=device, dtype=dtype) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

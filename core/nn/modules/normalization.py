@@ -5,7 +5,7 @@ from ... import dtypes
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ._params import register_weight_bias
 from .module import Module
 
 
@@ -17,14 +17,8 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_features, device=device, dtype=dtype)) if bias else None
-            if not bias:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_weight_bias(self, empty(num_features, device=device, dtype=dtype) if affine else None,
+                             empty(num_features, device=device, dtype=dtype) if affine and bias else None)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -133,14 +127,8 @@ class LayerNorm(Module):
         super().__init__()
         ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ones(ns, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(ns, device=device, dtype=dtype)) if bias else None
-            if not bias:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_weight_bias(self, ones(ns, device=device, dtype=dtype) if elementwise_affine else None,
+                             zeros(ns, device=device, dtype=dtype) if elementwise_affine and bias else None)
 
     def forward(self, input):  # noqa: A002
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -158,14 +146,8 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype)) if bias else None
-            if not bias:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_weight_bias(self, ones(num_channels, device=device, dtype=dtype) if affine else None,
+                             zeros(num_channels, device=device, dtype=dtype) if affine and bias else None)
 
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
