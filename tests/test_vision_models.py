@@ -1,6 +1,7 @@
 """ember-vision models: torchvision's state-dict names and shapes, forward outputs equal to PyTorch's,
 pretrained-weight files from the cache (PyTorch's checkpoint format), the seeds' finetuning recipe."""
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -176,7 +177,7 @@ def test_pretrained_weights_errors(tmp_path, monkeypatch, torch, ref):
         models.lenet5(pretrained=True)
 
 
-def test_weights_download_checks_the_hash(tmp_path, torch, ref):
+def test_weights_download_checks_the_hash(tmp_path, torch, ref, capsys):
     sys.path.insert(0, TESTS)
     try:
         import local_server
@@ -189,7 +190,9 @@ def test_weights_download_checks_the_hash(tmp_path, torch, ref):
     name = os.path.basename(path)
     cache = str(tmp_path / "cache")
     with local_server.serve({name: data, "lenet-00000000.pth": data}) as (url, _):
-        state = models.load_state_dict_from_url(url + name, model_dir=cache)
+        state = models.load_state_dict_from_url(url + name, model_dir=cache, progress=True)
+        if importlib.util.find_spec("tqdm") is not None:
+            assert name in capsys.readouterr().err  # the download's progress bar
         with pytest.raises(RuntimeError, match="lenet-00000000.pth has the wrong checksum"):
             models.load_state_dict_from_url(url + "lenet-00000000.pth", model_dir=cache)
     assert sorted(os.listdir(cache)) == [name]  # the bad download was removed
@@ -206,5 +209,5 @@ def test_pretrained_download_when_offline(tmp_path, monkeypatch):
     assert not os.path.exists(os.path.join(models.get_dir(), "checkpoints", "alexnet-owt-7be5be79.pth"))
 
 
-def _offline(url, root, filename=None, md5=None):
+def _offline(url, root, filename=None, md5=None, progress=False):
     raise RuntimeError(f"could not download {url} (offline)")

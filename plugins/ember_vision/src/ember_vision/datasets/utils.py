@@ -44,8 +44,27 @@ def _open(url: str, offset: int, timeout: float):
     return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
 
 
+def _copy(resp, out, progress: bool, name: str) -> None:
+    """Copy the response body into ``out``; with ``progress``, show a tqdm bar when tqdm is installed."""
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            total = resp.headers.get("Content-Length")
+            bar = tqdm(total=int(total) if total else None, unit="B", unit_scale=True, desc=name)
+    for chunk in iter(lambda: resp.read(CHUNK), b""):
+        out.write(chunk)
+        if bar is not None:
+            bar.update(len(chunk))
+    if bar is not None:
+        bar.close()
+
+
 def download_url(url: str, root: str, filename: str | None = None, md5: str | None = None,
-                 timeout: float = 30.0) -> str:
+                 timeout: float = 30.0, progress: bool = False) -> str:
     """Download ``url`` into ``root/filename`` (resuming a previous partial download); returns the path.
 
     Raises ``RuntimeError`` naming the URL when the host cannot be reached (offline) or answers with
@@ -72,7 +91,7 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
         with resp:
             resumed = offset and resp.status == 206
             with open(part, "ab" if resumed else "wb") as out:
-                shutil.copyfileobj(resp, out, CHUNK)
+                _copy(resp, out, progress, os.path.basename(fpath))
     if md5 is not None:
         got = calculate_md5(part)
         if got != md5:

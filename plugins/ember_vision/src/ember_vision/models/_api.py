@@ -52,7 +52,7 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     name = file_name or os.path.basename(urlparse(url).path)
     path = os.path.join(model_dir, name)
     if not os.path.isfile(path):
-        download_url(url, model_dir, name)
+        download_url(url, model_dir, name, progress=progress)
         if check_hash:
             try:
                 _check_hash(path, name)
