@@ -165,12 +165,16 @@ def _finish(async_op: bool):
     return Work(None) if async_op else None
 
 
+def _in_place():
+    """The write-back of a buffer that is the tensor's own memory: nothing to do."""
+
+
 def _host(t: Tensor):
-    """A contiguous host array holding ``t``'s values, and how to write it back into ``t`` (None: it is t's)."""
+    """A contiguous host array holding ``t``'s values, and how to write it back into ``t``."""
     a = t._data
     if t._dev.backend.host:
         if a.flags.c_contiguous:
-            return a, None
+            return a, _in_place
         buf = np.ascontiguousarray(a)
         return buf, lambda: np.copyto(a, buf)
     buf = np.array(t._dev.backend.to_numpy(a), copy=True, order="C")
@@ -180,6 +184,14 @@ def _host(t: Tensor):
 def _check_tensor(op: str, t, name="tensor"):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): {name} must be a Tensor, got {type(t).__name__}")
+
+
+def _check_per_rank(op: str, ref: Tensor, tensors, comm, name: str, what: str):
+    """``tensors`` must hold one tensor per rank, each of ``ref``'s shape, dtype and device."""
+    if tensors is None or len(tensors) != comm.Get_size():
+        got = None if tensors is None else len(tensors)
+        raise ValueError(f"{op}(): {name} must have one tensor per rank ({comm.Get_size()}), got {got}")
+    _check_same(op, ref, tensors, what)
 
 
 def _check_same(op: str, ref: Tensor, others, what: str):
@@ -209,7 +221,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op
     if async_op:
         return Work(comm.Iallreduce(_STATE["in_place"], buf, mpi_op), lambda: _after(buf, back, op, comm))
     comm.Allreduce(_STATE["in_place"], buf, mpi_op)
-    if op is ReduceOp.AVG or back is not None:
+    if op is ReduceOp.AVG or back is not _in_place:
         _after(buf, back, op, comm)
     return None
 
@@ -218,8 +230,7 @@ def _after(buf, back, op, comm):
     """Finish a reduction: divide for AVG, write back into a tensor that was not reduced in place."""
     if op is ReduceOp.AVG:
         buf[...] /= comm.Get_size()
-    if back is not None:
-        back()
+    back()
 
 
 def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool = False):
@@ -233,8 +244,7 @@ def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group=None, as
     if mine:
         if op is ReduceOp.AVG:
             buf[...] /= comm.Get_size()
-        if back is not None:
-            back()
+        back()
     return _finish(async_op)
 
 
@@ -249,8 +259,7 @@ def broadcast(tensor: Tensor, src: int, group=None, async_op: bool = False):
     if async_op:
         return Work(comm.Ibcast(buf, root=src), back)
     comm.Bcast(buf, root=src)
-    if back is not None:
-        back()
+    back()
     return None
 
 
@@ -263,10 +272,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     """Fill ``tensor_list[i]`` on every rank with rank ``i``'s ``tensor``."""
     comm = _comm("all_gather")
     _check_tensor("all_gather", tensor)
-    if len(tensor_list) != comm.Get_size():
-        raise ValueError(f"all_gather(): tensor_list must have one tensor per rank ({comm.Get_size()}), "
-                         f"got {len(tensor_list)}")
-    _check_same("all_gather", tensor, tensor_list, "output tensor")
+    _check_per_rank("all_gather", tensor, tensor_list, comm, "tensor_list", "output tensor")
     src, _ = _host(tensor)
     out = np.empty((comm.Get_size(), *src.shape), src.dtype)
     comm.Allgather(src, out)
@@ -285,8 +291,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     src, _ = _host(input_tensor)
     out, back = _host(output_tensor)
     comm.Allgather(src, out)
-    if back is not None:
-        back()
+    back()
     return _finish(async_op)
 
 
@@ -295,10 +300,7 @@ def reduce_scatter(output: Tensor, input_list: list, op: ReduceOp = ReduceOp.SUM
     """Reduce ``input_list[i]`` across ranks with ``op`` and put the result in rank ``i``'s ``output``."""
     comm = _comm("reduce_scatter")
     _check_tensor("reduce_scatter", output, "output")
-    if len(input_list) != comm.Get_size():
-        raise ValueError(f"reduce_scatter(): input_list must have one tensor per rank ({comm.Get_size()}), "
-                         f"got {len(input_list)}")
-    _check_same("reduce_scatter", output, input_list, "input tensor")
+    _check_per_rank("reduce_scatter", output, input_list, comm, "input_list", "input tensor")
     send = np.stack([_host(t)[0] for t in input_list])
     _reduce_scatter(comm, send, output, op)
     return _finish(async_op)
@@ -320,21 +322,23 @@ def _reduce_scatter(comm, send: np.ndarray, output: Tensor, op: ReduceOp):
     comm.Reduce_scatter_block(send, recv, _mpi_op(op))
     if op is ReduceOp.AVG:
         recv[...] /= comm.Get_size()
-    if back is not None:
-        back()
+    back()
+
+
+def _rooted(op: str, tensor: Tensor, root: int, tensors, name: str, what: str):
+    """Check a rooted collective's arguments (the list only on the root); the communicator and whether we are root."""
+    comm = _comm(op)
+    _check_tensor(op, tensor)
+    _check_rank(op, root, comm)
+    mine = comm.Get_rank() == root
+    if mine:
+        _check_per_rank(op, tensor, tensors, comm, name, what)
+    return comm, mine
 
 
 def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=None, async_op: bool = False):
     """Rank ``dst`` receives every rank's ``tensor`` into ``gather_list`` (None on the other ranks)."""
-    comm = _comm("gather")
-    _check_tensor("gather", tensor)
-    _check_rank("gather", dst, comm)
-    mine = comm.Get_rank() == dst
-    if mine:
-        if gather_list is None or len(gather_list) != comm.Get_size():
-            raise ValueError(f"gather(): gather_list on the destination rank must have one tensor per rank "
-                             f"({comm.Get_size()})")
-        _check_same("gather", tensor, gather_list, "output tensor")
+    comm, mine = _rooted("gather", tensor, dst, gather_list, "gather_list", "output tensor")
     src, _ = _host(tensor)
     out = np.empty((comm.Get_size(), *src.shape), src.dtype) if mine else None
     comm.Gather(src, out, root=dst)
@@ -345,20 +349,11 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
 
 def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None, async_op: bool = False):
     """Rank ``i`` receives ``scatter_list[i]`` of rank ``src`` into ``tensor``."""
-    comm = _comm("scatter")
-    _check_tensor("scatter", tensor)
-    _check_rank("scatter", src, comm)
-    mine = comm.Get_rank() == src
-    if mine:
-        if scatter_list is None or len(scatter_list) != comm.Get_size():
-            raise ValueError(f"scatter(): scatter_list on the source rank must have one tensor per rank "
-                             f"({comm.Get_size()})")
-        _check_same("scatter", tensor, scatter_list, "input tensor")
+    comm, mine = _rooted("scatter", tensor, src, scatter_list, "scatter_list", "input tensor")
     send = np.stack([_host(t)[0] for t in scatter_list]) if mine else None
     recv, back = _host(tensor)
     comm.Scatter(send, recv, root=src)
-    if back is not None:
-        back()
+    back()
     return _finish(async_op)
 
 
@@ -383,8 +378,7 @@ def _write_parts(tensors: list, parts: np.ndarray) -> None:
     for t, part in zip(tensors, parts):
         buf, back = _host(t)
         buf[...] = part
-        if back is not None:
-            back()
+        back()
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
@@ -409,8 +403,7 @@ def recv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0) -> in
     buf, back = _host(tensor)
     status = MPI.Status()
     comm.Recv(buf, MPI.ANY_SOURCE if src is None else src, tag, status)
-    if back is not None:
-        back()
+    back()
     return status.Get_source()
 
 
