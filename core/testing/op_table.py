@@ -21,9 +21,9 @@ def big(*shape):
 
 
 def distinct(*shape):
-    """Values without ties (max/min/sort gradients are unique)."""
+    """Values without ties and away from 0 (max/min/sort gradients are unique; abs/relu kinks avoided)."""
     n = int(np.prod(shape)) if shape else 1
-    return F((np.random.RandomState(9).permutation(n).reshape(shape) - n / 2.0) / 3.0)
+    return F((np.random.RandomState(9).permutation(n).reshape(shape) - n / 2.0 + 0.25) / 3.0)
 
 
 UNARY = ["tanh", "sigmoid", "sin", "cos", "atan", "sinh", "cosh", "asinh", "expm1", "erf", "exp", "neg", "abs",
@@ -37,8 +37,9 @@ POINTWISE_ROWS = (
     + [Row(n, (lambda name: lambda m, x: getattr(x, name)())(n), [[pos(2, 3)], [pos(3, nc=False)]]) for n in UNARY_POS]
     + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[unit(2, 3)]]) for n in UNARY_UNIT]
     + [Row("acosh", lambda m, x: m.acosh(x), [[big(2, 3)]])]
-    + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)]], grad=False, ints=True)
+    + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)]], ints=True, gradgrad=False)
        for n in ("floor", "ceil", "round", "trunc")]
+    + [Row("frac", lambda m, x: m.frac(x), [[r(2, 3)]], gradgrad=False)]
     + [
         Row("add", lambda m, x, y: x + y, [[r(2, 3), r(3)], [r(2, 1), r(1, 4)], [r(2, 3, nc=True), r(2, 3)]],
             ints=True),
@@ -48,8 +49,8 @@ POINTWISE_ROWS = (
         Row("mul", lambda m, x, y: x * y, [[r(2, 3), r(2, 1)], [r(), r(2)]], ints=True),
         Row("div", lambda m, x, y: x / y, [[r(2, 3), pos(3)]]),
         Row("div_scalar", lambda m, x: 1.5 / x, [[pos(2, 3)]]),
-        Row("div_floor", lambda m, x, y: m.div(x, y, rounding_mode="floor"), [[r(2, 3), pos(3)]], grad=False),
-        Row("div_trunc", lambda m, x, y: m.div(x, y, rounding_mode="trunc"), [[r(2, 3), pos(3)]], grad=False),
+        Row("div_floor", lambda m, x, y: m.div(x, y, rounding_mode="floor"), [[r(2, 3), pos(3)]], gradgrad=False),
+        Row("div_trunc", lambda m, x, y: m.div(x, y, rounding_mode="trunc"), [[r(2, 3), pos(3)]], gradgrad=False),
         Row("pow", lambda m, x, y: x ** y, [[pos(2, 3), r(2, 3)]]),
         Row("pow_scalar", lambda m, x: x ** 3, [[r(2, 3)]]),
         Row("rpow", lambda m, x: 2 ** x, [[r(2, 3)]]),
@@ -67,8 +68,11 @@ POINTWISE_ROWS = (
         Row("where", lambda m, c, x, y: m.where(c, x, y), [[B(np.array([[1, 0, 1]], bool)), r(2, 3), r(2, 1)]]),
         Row("masked_fill", lambda m, x, mk: x.masked_fill(mk, -1.0), [[r(2, 3), B(np.array([1, 0, 1], bool))]]),
         Row("relu", lambda m, x: m.relu(x), [[distinct(2, 3)]]),
+        Row("relu_grad", lambda m, x, g: m.autograd.grad(m.relu(x), x, g, create_graph=True)[0],
+            [[distinct(2, 3), r(2, 3)]]),
         Row("sign", lambda m, x: m.sign(x), [[distinct(2, 3)]], grad=False),
         Row("nan_to_num", lambda m, x: m.nan_to_num(x / (x * 0)), [[distinct(2, 3)]], grad=False),
+        Row("nan_to_num_finite", lambda m, x: m.nan_to_num(x), [[r(2, 3)]]),
         Row("eq", lambda m, x, y: x == y, [[r(2, 3), r(2, 3)]], grad=False, ints=True),
         Row("lt", lambda m, x, y: m.lt(x, y), [[r(2, 3), r(3)]], grad=False),
         Row("ge_scalar", lambda m, x: x >= 0.1, [[r(2, 3)]], grad=False, ints=True),
