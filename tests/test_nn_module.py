@@ -221,6 +221,32 @@ def test_hooks(device):
     assert not np.any(to_numpy(x.grad)) and not np.any(to_numpy(seen[0][0]))
 
 
+def test_extra_state_deepcopy_and_pickle():
+    import copy
+    import pickle
+
+    class WithExtra(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = 1
+            self.fc = nn.Linear(2, 2)
+
+        def get_extra_state(self):
+            return {"v": self.v}
+
+        def set_extra_state(self, state):
+            self.v = state["v"]
+
+    a, b = WithExtra(), WithExtra()
+    a.v = 7
+    assert list(a.state_dict()) == ["_extra_state", "fc.weight", "fc.bias"]
+    b.load_state_dict(a.state_dict())
+    assert b.v == 7
+    for c in (copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert isinstance(c.fc.weight, nn.Parameter) and c.fc.weight is not a.fc.weight and c.v == 7
+        np.testing.assert_array_equal(to_numpy(c.fc.weight), to_numpy(a.fc.weight))
+
+
 def test_state_dict_and_load_hooks():
     m = nn.Linear(2, 2)
     log = []

@@ -453,7 +453,7 @@ class Module:
         unexpected = [k for k in state_dict if k not in own]
         errors = []
         for k, dst in own.items():
-            if k not in state_dict:
+            if k not in state_dict or not isinstance(dst, Tensor):
                 continue
             src = state_dict[k]
             if not isinstance(src, Tensor):
@@ -484,11 +484,14 @@ class Module:
         return result
 
     def _assign(self, key, dst, src, assign):
+        mod_path, _, name = key.rpartition(".")
+        owner = self.get_submodule(mod_path)
+        if name == "_extra_state":
+            owner.set_extra_state(src)
+            return
         if not assign:
             dst.copy_(src)
             return
-        mod_path, _, name = key.rpartition(".")
-        owner = self.get_submodule(mod_path)
         if name in owner._parameters:
             owner._parameters[name] = src if isinstance(src, Parameter) else Parameter(src, dst.requires_grad)
         else:
