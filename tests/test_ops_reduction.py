@@ -61,3 +61,43 @@ def test_inplace_variants_match_out_of_place(device):
     v.tanh_()
     v.sum().backward()
     assert ember.allclose(w.grad, 1 - ember.tanh(ember.ones(2, device=device)) ** 2)
+
+
+# Bad input: each call must fail in ember as in PyTorch (same exception class), naming the op.
+BAD = [
+    ("sum", lambda m, d: m.ones(2, 3, device=d).sum(3)),
+    ("sum", lambda m, d: m.ones(2, 3, device=d).sum((0, 0))),
+    ("mean", lambda m, d: m.ones(2, dtype=m.int64, device=d).mean()),
+    ("amax", lambda m, d: m.ones(0, 3, device=d).amax(0)),
+    ("max", lambda m, d: m.ones(2, 0, device=d).max(1)),
+    ("argmax", lambda m, d: m.ones(2, device=d).argmax(2)),
+    ("var", lambda m, d: m.ones(3, dtype=m.int64, device=d).var()),
+    ("std", lambda m, d: m.ones(2, 3, device=d).std(-3)),
+    ("logsumexp", lambda m, d: m.ones(2, device=d).logsumexp(1)),
+    ("cumsum", lambda m, d: m.ones(2, device=d).cumsum(1)),
+    ("topk", lambda m, d: m.ones(3, device=d).topk(4)),
+    ("norm", lambda m, d: m.ones(3, dtype=m.int64, device=d).norm()),
+    ("vector_norm", lambda m, d: m.linalg.vector_norm(m.ones(3, dtype=m.int64, device=d))),
+    ("matrix_norm", lambda m, d: m.linalg.matrix_norm(m.ones(3, device=d))),
+    ("matrix_norm", lambda m, d: m.linalg.matrix_norm(m.ones(3, 3, device=d), "bad")),
+    ("median", lambda m, d: m.ones(2, device=d).median(2)),
+]
+
+
+@pytest.mark.parametrize("op,call", BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
+def test_bad_input_like_torch(op, call, device, torch):
+    with pytest.raises(Exception) as te:
+        call(torch, "cpu")
+    with pytest.raises(Exception) as ee:
+        call(ember, device)
+    assert isinstance(ee.value, type(te.value)) or issubclass(type(te.value), type(ee.value)), \
+        (type(ee.value), type(te.value))
+    assert op in str(ee.value) or "Dimension out of range" in str(ee.value), str(ee.value)
+
+
+def test_no_gradient_through_indices_and_predicates(device):
+    x = ember.randn(2, 3, device=device, requires_grad=True)
+    for r in (x.argmax(1), x.max(1).indices, x.sort(1).indices, x > 0, x.isnan(), ember.unique(x.detach())):
+        assert not r.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        x.argmax().float().sum().backward()
