@@ -221,21 +221,22 @@ def test_hooks(device):
     assert not np.any(to_numpy(x.grad)) and not np.any(to_numpy(seen[0][0]))
 
 
+class WithExtra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.v = 1
+        self.fc = nn.Linear(2, 2)
+
+    def get_extra_state(self):
+        return {"v": self.v}
+
+    def set_extra_state(self, state):
+        self.v = state["v"]
+
+
 def test_extra_state_deepcopy_and_pickle():
     import copy
     import pickle
-
-    class WithExtra(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.v = 1
-            self.fc = nn.Linear(2, 2)
-
-        def get_extra_state(self):
-            return {"v": self.v}
-
-        def set_extra_state(self, state):
-            self.v = state["v"]
 
     a, b = WithExtra(), WithExtra()
     a.v = 7
