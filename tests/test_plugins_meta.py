@@ -83,6 +83,12 @@ def _covered():
     return covered
 
 
+# dtype and device conversions need two dtypes or two devices, which a float64 row on one device cannot
+# express; their gradients are checked against PyTorch in tests/test_ops_conversion.py and test_devices.py
+CONVERSIONS = {"ember.ops.pointwise.ToCopyBackward0", "ember.ops.conversion.ToCopyBackward0"}
+
+
 def test_every_differentiable_op_has_a_gradient_row():
-    missing = sorted(f"{c.__module__}.{c.__name__}" for c in _differentiable_ops() - _covered())
+    missing = sorted(f"{c.__module__}.{c.__name__}" for c in _differentiable_ops() - _covered()
+                     if f"{c.__module__}.{c.__name__}" not in CONVERSIONS)
     assert not missing, f"differentiable ops with no gradient row in the op tables: {missing}"

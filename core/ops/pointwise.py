@@ -210,11 +210,13 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return unary(ThresholdBackward, g, ctx.output._data)
+        return unary(ReluGrad, g, ctx.output._data)
 
 
-class ThresholdBackward(Op):
+class ReluGrad(Op):
     """``g`` where ``out > 0``, else 0: the gradient of relu (and its own gradient)."""
+
+    backward_name = "ThresholdBackwardBackward0"
 
     @staticmethod
     def forward(ctx, k, g, out):
@@ -223,7 +225,7 @@ class ThresholdBackward(Op):
 
     @staticmethod
     def backward(ctx, gg):
-        return unary(ThresholdBackward, gg, ctx.out)
+        return unary(ReluGrad, gg, ctx.out)
 
 
 class Where(Op):
