@@ -72,6 +72,7 @@ ROWS = [
     ("interpolate_linear", lambda f, x: f.interpolate(x, size=7, mode="linear"), [(1, 2, 4)], False),
     ("interpolate_bilinear", lambda f, x: f.interpolate(x, scale_factor=(2, 1.5), mode="bilinear",
                                                         align_corners=True), [(1, 2, 3, 4)], False),
+    ("interpolate_area", lambda f, x: f.interpolate(x, size=(3, 2), mode="area"), [(1, 2, 5, 4)], False),
     ("pixel_shuffle", lambda f, x: f.pixel_shuffle(x, 3), [(1, 9, 2, 2)], False),
     ("batch_norm_train", lambda f, x, w, b: f.batch_norm(x, None, None, w, b, True), [(4, 3, 2), (3,), (3,)], True),
     ("layer_norm", lambda f, x, w, b: f.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)], True),

@@ -65,6 +65,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             idx = _src_nearest(osz[i], sp[i], scales[i])
             out = out.index_select(2 + i, tensor(idx, device=input.device))
         return out
+    if mode == "area":
+        from .pooling import _adaptive_avg
+
+        return _adaptive_avg("interpolate", d, input, osz)
     if _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
     for i in range(d):
