@@ -17,7 +17,8 @@ from .dispatch import unary
 from .ops.linalg import cross, matmul
 from .tensor import Tensor, _wrap
 
-__all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "norm",
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+           "matrix_power", "norm",
            "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
 
 SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])

@@ -163,8 +163,9 @@ def test_views_share_memory(make, device):
 
 
 @pytest.mark.parametrize("make", [
-    lambda x: x.flip(0), lambda x: x.roll(1, 0), lambda x: x.repeat(1, 1), lambda x: x.index_select(0, ember.tensor([0])),
-    lambda x: x[ember.tensor([0, 1])], lambda x: x.diag(), lambda x: x.tril(), lambda x: ember.cat([x, x]),
+    lambda x: x.flip(0), lambda x: x.roll(1, 0), lambda x: x.repeat(1, 1),
+    lambda x: x.index_select(0, ember.tensor([0])), lambda x: x[ember.tensor([0, 1])], lambda x: x.diag(),
+    lambda x: x.tril(), lambda x: ember.cat([x, x]),
 ])
 def test_copies_do_not_share_memory(make, device):
     with ember.device(device):

@@ -1,19 +1,12 @@
-"""Indexing ops against PyTorch: the INDEX_ROWS of ember.testing.op_table_shape.
-
-Each row runs on every backend in float32 and float64 (and int64 where marked): forward values and dtypes
-against torch, gradients against torch, ``gradcheck`` and ``gradgradcheck`` in float64.
+"""Indexing ops: the INDEX_ROWS of ember.testing.op_table_shape against PyTorch (forward, gradients,
+gradcheck/gradgradcheck in float64, on every backend), then bad input.
 """
 import numpy as np
 import pytest
 
-from ember.testing.op_table_shape import INDEX_ROWS, cases, run_row
+from ember.testing.op_table_shape import INDEX_ROWS, row_test
 
-pytest.importorskip("torch")
-
-
-@pytest.mark.parametrize("row,k", cases(INDEX_ROWS))
-def test_row(row, k, device):
-    run_row(row, k, device)
+test_row = row_test(INDEX_ROWS)
 
 
 def _z(m, d, *shape):

@@ -1,18 +1,11 @@
-"""Linear-algebra ops against PyTorch: the LINALG_ROWS of ember.testing.op_table_shape.
-
-Each row runs on every backend in float32 and float64 (and int64 where marked): forward values and dtypes
-against torch, gradients against torch, ``gradcheck`` and ``gradgradcheck`` in float64.
+"""Linear-algebra ops: the LINALG_ROWS of ember.testing.op_table_shape against PyTorch (forward, gradients,
+gradcheck/gradgradcheck in float64, on every backend), then bad input.
 """
 import pytest
 
-from ember.testing.op_table_shape import LINALG_ROWS, cases, run_row
+from ember.testing.op_table_shape import LINALG_ROWS, row_test
 
-pytest.importorskip("torch")
-
-
-@pytest.mark.parametrize("row,k", cases(LINALG_ROWS))
-def test_row(row, k, device):
-    run_row(row, k, device)
+test_row = row_test(LINALG_ROWS)
 
 
 def _t(m, d, data):

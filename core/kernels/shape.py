@@ -90,7 +90,8 @@ def kernels(xp) -> dict:
 
     return {
         "cat": cat, "stack": stack, "split": split, "flip": flip, "roll": roll, "tile": tile,
-        "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed,
+        "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
+        "diag_embed": diag_embed,
         "windows": windows,
         "nonzero": nonzero,
     }

@@ -257,15 +257,24 @@ class TensorArgsOp(Op):
     tensor_args = True
 
 
-class Gather(TensorArgsOp):
+class Pick(TensorArgsOp):
+    """Read ``x`` at ``idx`` along ``axis``; the gradient adds ``g`` back there (the ``put`` Op)."""
+
+    kernel = ""
+    put = None
+
     @staticmethod
     def forward(ctx, k, x, axis, idx):
         ctx.in_shape, ctx.axis, ctx.idx = x.shape, axis, idx
-        return k["gather"](x, axis, idx)
+        return k[type(ctx).kernel](x, axis, idx)
 
     @staticmethod
     def backward(ctx, g):
-        return apply(ScatterAdd, g.new_zeros(ctx.in_shape), ctx.axis, ctx.idx, g)
+        return apply(type(ctx).put, g.new_zeros(ctx.in_shape), ctx.axis, ctx.idx, g)
+
+
+class Gather(Pick):
+    kernel = "gather"
 
 
 class ScatterAdd(TensorArgsOp):
@@ -356,6 +365,7 @@ def _corner(idx):
     return tuple(slice(0, n) for n in idx.shape)
 
 
+Gather.put = ScatterAdd
 _INDEX_DTYPES = ("int64", "int32")
 
 
@@ -424,7 +434,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin').
 
     >>> import ember
-    >>> ember.zeros(2).scatter_reduce(0, ember.tensor([0, 0, 1]), ember.tensor([3., 5., 1.]), 'amax', include_self=False)
+    >>> src = ember.tensor([3., 5., 1.])
+    >>> ember.zeros(2).scatter_reduce(0, ember.tensor([0, 0, 1]), src, 'amax', include_self=False)
     tensor([5., 1.])
     """
     if reduce not in _REDUCES:
@@ -444,15 +455,8 @@ def _apply_inplace(Op, x, *args):
 
 
 # --------------------------------------------------------------------------- index_* along one dimension
-class IndexSelect(TensorArgsOp):
-    @staticmethod
-    def forward(ctx, k, x, axis, idx):
-        ctx.in_shape, ctx.axis, ctx.idx = x.shape, axis, idx
-        return k["index_select"](x, axis, idx)
-
-    @staticmethod
-    def backward(ctx, g):
-        return apply(IndexAdd, g.new_zeros(ctx.in_shape), ctx.axis, ctx.idx, g)
+class IndexSelect(Pick):
+    kernel = "index_select"
 
 
 class IndexAdd(TensorArgsOp):
@@ -486,6 +490,9 @@ class IndexFill(TensorArgsOp):
     @staticmethod
     def backward(ctx, g):
         return apply(IndexFill, g, ctx.axis, ctx.idx, 0)
+
+
+IndexSelect.put = IndexAdd
 
 
 def _index_src_check(x, d, index, src, op):

@@ -1,9 +1,7 @@
-"""Shape and movement ops (views where PyTorch makes views), and indexing."""
+"""Shape and movement ops: views where PyTorch makes views, joining, splitting, triangles, diagonals."""
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from ..autograd.function import Op
 from ..dispatch import apply, cast, result_type, unary, view_op
@@ -319,6 +317,10 @@ def _mT(self):
     if self.dim() < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
     return transpose(self, -2, -1)
+
+
+def _H(self):
+    return _T(self).conj() if self.is_complex() else _T(self)
 
 
 def view_as(self, other):
@@ -639,15 +641,23 @@ def tile(input, dims) -> Tensor:  # noqa: A002
     return repeat(input, (1,) * (input.dim() - len(dims)) + dims)
 
 
-class Flip(Op):
+class SelfAdjoint(Op):
+    """A linear op that is its own adjoint (flip, tril, triu): the gradient is the same op on ``g``."""
+
+    kernel = ""
+
     @staticmethod
-    def forward(ctx, k, x, axes):
-        ctx.axes = axes
-        return k["flip"](x, axes)
+    def forward(ctx, k, x, *params):
+        ctx.params = params
+        return k[type(ctx).kernel](x, *params)
 
     @staticmethod
     def backward(ctx, g):
-        return unary(Flip, g, ctx.axes)
+        return unary(type(ctx), g, *ctx.params)
+
+
+class Flip(SelfAdjoint):
+    kernel = "flip"
 
 
 def _dims(dims, n, op, what=""):
@@ -800,26 +810,12 @@ def t_(self) -> Tensor:
 
 
 # --------------------------------------------------------------------------- triangles and diagonals
-class Tril(Op):
-    @staticmethod
-    def forward(ctx, k, x, diagonal):
-        ctx.k = diagonal
-        return k["tril"](x, diagonal)
-
-    @staticmethod
-    def backward(ctx, g):
-        return unary(Tril, g, ctx.k)
+class Tril(SelfAdjoint):
+    kernel = "tril"
 
 
-class Triu(Op):
-    @staticmethod
-    def forward(ctx, k, x, diagonal):
-        ctx.k = diagonal
-        return k["triu"](x, diagonal)
-
-    @staticmethod
-    def backward(ctx, g):
-        return unary(Triu, g, ctx.k)
+class Triu(SelfAdjoint):
+    kernel = "triu"
 
 
 def _need_2d(t, op):
@@ -1089,5 +1085,5 @@ METHODS = {
     "moveaxis": movedim, "unflatten": unflatten, "t_": t_, "tril": tril, "triu": triu, "diagonal": diagonal,
     "diag_embed": diag_embed, "diag": diag, "trace": trace, "outer": outer, "ger": outer,
     "broadcast_to": broadcast_to, "unfold": unfold, "split_with_sizes": split_with_sizes,
-    "T": property(_T), "mT": property(_mT), "H": property(lambda self: _T(self).conj() if self.is_complex() else _T(self)),
+    "T": property(_T), "mT": property(_mT), "H": property(_H),
 }
