@@ -82,6 +82,8 @@ class Backend:
 
     def array_dtype(self, d: dtypes.dtype):
         """The array library's dtype for ember dtype ``d``."""
+        if d.np is None:
+            raise TypeError(f"{d} tensors need the ml_dtypes package, which is not installed")
         return d.np
 
     def dtype_of(self, array) -> dtypes.dtype:

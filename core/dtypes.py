@@ -132,7 +132,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """
     if a is b:
         return a
-    if a.category != b.category:
+    try:
+        ca, cb = a.category, b.category
+    except AttributeError:
+        raise TypeError(f"promote_types(): arguments must be ember.dtype, not {type(a).__name__} and "
+                        f"{type(b).__name__}") from None
+    if ca != cb:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == COMPLEX and lo is float64:
             return complex128
@@ -172,32 +177,52 @@ def default_for_category(cat: int, like: dtype | None = None) -> dtype:
     return _default[0].to_complex()
 
 
+def _combine(higher, lower):
+    """The dtype of a higher-priority operand group joined by a lower-priority one (c10's combine_categories):
+    the lower group only matters through a higher category, and a floating dtype keeps its precision."""
+    if higher is None:
+        return lower
+    if lower is None or higher.category == COMPLEX:
+        return higher
+    if lower.category == COMPLEX:
+        return higher.to_complex() if higher.category == FLOAT else lower
+    if higher.category == FLOAT:
+        return higher
+    if higher is bool or lower.category == FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def _group(ds):
+    d = None
+    for x in ds:
+        d = x if d is None else promote_types(d, x)
+    return d
+
+
 def result_type_of(dims, zerodims, scalars) -> dtype:
     """PyTorch's result type from three priority groups of operands.
 
     ``dims``/``zerodims`` are dtypes of tensors with/without dimensions,
-    ``scalars`` are Python numbers.
+    ``scalars`` are Python numbers (each counts as its category's default dtype).
     """
-    result = None
-    for group in (dims, zerodims):
-        if not group:
-            continue
-        d = group[0]
-        for other in group[1:]:
-            d = promote_types(d, other)
-        if result is None or d.category > result.category:
-            result = d if result is None or d.category != COMPLEX or result is not float64 else promote_types(d, result)
-    if scalars:
-        cat = max(scalar_category(s) for s in scalars)
-        if result is None:
-            result = default_for_category(cat)
-        elif cat > result.category:
-            result = default_for_category(cat, result)
-    return result
+    wrapped = _group(default_for_category(scalar_category(s)) for s in scalars) if scalars else None
+    r = _combine(_group(dims), _combine(_group(zerodims), wrapped))
+    if r is None:
+        raise TypeError("result_type() expected tensors or numbers, got no operands")
+    return r
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
-    """Whether a same-kind cast is allowed (PyTorch: no float->int, no complex->real, no ->bool)."""
+    """Whether a same-kind cast is allowed (PyTorch: no float->int, no complex->real, no ->bool).
+
+    >>> import ember
+    >>> ember.can_cast(ember.float32, ember.int32)
+    False
+    """
+    if type(from_) is not dtype or type(to) is not dtype:
+        raise TypeError(f"can_cast(): arguments must be ember.dtype, not {type(from_).__name__} and "
+                        f"{type(to).__name__}")
     return from_.category <= to.category
 
 
@@ -224,8 +249,8 @@ class finfo:
         self.resolution = 10.0 ** -i.precision
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
-                f"tiny={self.tiny}, dtype={self.dtype})")
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
 class iinfo:

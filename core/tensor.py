@@ -488,7 +488,12 @@ class Tensor:
                 return t.to(dev) if dev else t
         if isinstance(dtype, type) and hasattr(dtype, "_legacy_dtype"):
             return self.to(dtype._legacy_dtype)
-        return self.to(dtypes.as_dtype(dtype))
+        if not isinstance(dtype, (str, dtypes.dtype, type)):
+            raise TypeError(f"type(): dtype must be a type, str, or dtype object, got {type(dtype).__name__}")
+        try:
+            return self.to(dtypes.as_dtype(dtype))
+        except TypeError:
+            raise ValueError(f"type(): invalid type: {dtype!r}") from None
 
 
 _FROM_NP = dtypes.FROM_NP
