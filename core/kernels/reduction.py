@@ -48,9 +48,20 @@ def kernels(xp) -> dict:
             idx = xp.flip(xp.argsort(x, axis=axis, kind="stable"), axis=axis)
         return xp.take_along_axis(x, idx, axis=axis), idx
 
+    def cumextreme(x, axis, largest):
+        """Running max (or min) along ``axis`` and the index where it was last reached (NaN propagates)."""
+        ufunc = xp.maximum if largest else xp.minimum
+        vals = ufunc.accumulate(x, axis=axis)
+        shape = [1] * x.ndim
+        shape[axis] = x.shape[axis]
+        at = xp.reshape(xp.arange(x.shape[axis]), tuple(shape))
+        hit = (x == vals) | (x != x)
+        return vals, xp.maximum.accumulate(xp.where(hit, at, 0), axis=axis)
+
     def count_nonzero(x, axis=None):
         return xp.count_nonzero(x, axis=axis)
 
     return {"prod": prod, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin, "var": var,
             "cumsum": cumsum, "cumprod": cumprod, "all": all_, "any": any_, "logsumexp": logsumexp,
-            "take_along": take_along, "sort": sort, "count_nonzero": count_nonzero}
+            "take_along": take_along, "sort": sort, "count_nonzero": count_nonzero,
+            "cumextreme": cumextreme}

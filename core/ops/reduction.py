@@ -470,6 +470,56 @@ def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     return _out(unary(Cumprod, input, _wrap_dim(dim, input.dim(), "cumprod")), out)
 
 
+class CumExtreme(Op):
+    """Running max/min with indices; the gradient goes to the element each running value came from."""
+
+    nondiff_outputs = (1,)
+    backward_name = "CummaxBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, dim, largest):
+        vals, idx = k["cumextreme"](x, dim, largest)
+        ctx.dim, ctx.shape, ctx.idx = dim, x.shape, idx
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        from ..tensor import _wrap
+
+        return g.new_zeros(ctx.shape).scatter_add(ctx.dim, _wrap(ctx.idx, g._dev).long(), g)
+
+
+def _cum_extreme(name, largest, rt):
+    def fn(input, dim):  # noqa: A002
+        if input.dim() == 0:
+            return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+        d = _wrap_dim(dim, input.dim(), name)
+        vals, idx = apply(CumExtreme, input, d, largest)
+        return rt(vals, cast(idx, dtypes.int64))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Running {name[3:]}imum along ``dim``: a named tuple (values, indices), each index where its "
+                  f"value was last reached.\n\n    >>> import ember\n"
+                  f"    >>> ember.{name}(ember.tensor([2, 3, 1]), 0).values\n"
+                  f"    tensor([{'2, 3, 3' if largest else '2, 2, 1'}])\n")
+    return fn
+
+
+cummax = _cum_extreme("cummax", True, return_types.cummax)
+cummin = _cum_extreme("cummin", False, return_types.cummin)
+
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    """``(amin, amax)`` over ``dim`` (everything when None) as a named tuple (min, max).
+
+    >>> import ember
+    >>> ember.aminmax(ember.tensor([3., -1., 2.]))
+    aminmax(min=tensor(-1.), max=tensor(3.))
+    """
+    d = () if dim is None else dim
+    return return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
 def _bool_reduce(kernel):
     def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         from ..tensor import _wrap
@@ -626,8 +676,10 @@ def cat(tensors, dim=0):
 
 
 __all__ += ["amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
-            "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero", "norm", "return_types"]
+            "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero", "norm", "return_types", "cummax", "cummin",
+            "aminmax"]
 # vector_norm, matrix_norm and linalg_norm are public as ember.linalg.*
 METHODS.update({"amax": amax, "amin": amin, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
                 "prod": prod, "var": var, "std": std, "logsumexp": logsumexp, "cumsum": cumsum,
-                "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm})
+                "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm,
+                "cummax": cummax, "cummin": cummin, "aminmax": aminmax})
