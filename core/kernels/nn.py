@@ -134,13 +134,20 @@ def kernels(xp) -> dict:
         return idx + grid
 
     def max_pool_backward(g, x, best, k, stride, padding, dilation):
-        """Each output gradient goes to its window's first maximum: one masked slice-add per kernel offset."""
+        """Each output gradient goes to its window's first maximum: one masked slice-add per kernel offset.
+
+        ``left`` holds the gradient not yet placed, so a tie further on in the window receives nothing.
+        """
+        v = pool_windows(x, k, stride, padding, dilation)
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
         gx = xp.zeros(tuple(x.shape[:2]) + padded, dtype=g.dtype)
         osp = g.shape[2:]
-        for off, m in first_max_masks(x, best, k, stride, padding, dilation):
+        left = xp.array(g, copy=True)
+        for off in offsets(k):
+            sel = left * (v[(Ellipsis,) + off] == best)
             sl = tuple(slice(o * dd, o * dd + s * (n - 1) + 1, s) for o, dd, s, n in zip(off, dilation, stride, osp))
-            gx[(Ellipsis,) + sl] += g * m
+            gx[(Ellipsis,) + sl] += sel
+            left -= sel
         crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], padding))
         return xp.ascontiguousarray(gx[(Ellipsis,) + crop])
 
