@@ -27,26 +27,27 @@ def _flat_outputs(fn, inputs):
 
 
 def _numerical(fn, inputs, targets, eps):
-    """d(outputs)/d(targets) by central differences: a list (per output) of lists (per target) of Jacobians."""
-    from ..autograd.grad_mode import no_grad
+    """d(outputs)/d(targets) by central differences: a list (per output) of lists (per target) of Jacobians.
 
-    with no_grad():
-        outs = _flat_outputs(fn, inputs)
-        jac = [[np.zeros((o.numel(), t.numel())) for t in targets] for o in outs]
-        for ti, t in enumerate(targets):
-            host = t.detach()  # shares t's storage, so writes through it (by position: t may be a strided view)
-            for j in range(t.numel()):
-                pos = tuple(int(i) for i in np.unravel_index(j, tuple(t.shape)))
-                orig = host[pos].item()
-                host[pos] = orig + eps
-                plus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
-                        for o in _flat_outputs(fn, inputs)]
-                host[pos] = orig - eps
-                minus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
-                         for o in _flat_outputs(fn, inputs)]
-                host[pos] = orig
-                for oi in range(len(outs)):
-                    jac[oi][ti][:, j] = (plus[oi] - minus[oi]) / (2 * eps)
+    ``fn`` runs in the caller's grad mode, so a function that keeps only the outputs that require
+    grad sees the same outputs here as in the analytical pass.
+    """
+    outs = _flat_outputs(fn, inputs)
+    jac = [[np.zeros((o.numel(), t.numel())) for t in targets] for o in outs]
+    for ti, t in enumerate(targets):
+        host = t.detach()  # shares t's storage, so writes through it (by position: t may be a strided view)
+        for j in range(t.numel()):
+            pos = tuple(int(i) for i in np.unravel_index(j, tuple(t.shape)))
+            orig = host[pos].item()
+            host[pos] = orig + eps
+            plus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
+                    for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig - eps
+            minus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
+                     for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig
+            for oi in range(len(outs)):
+                jac[oi][ti][:, j] = (plus[oi] - minus[oi]) / (2 * eps)
     return outs, jac
 
 
@@ -101,6 +102,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                           f"floating point.", UserWarning, stacklevel=2)
     _, num = _numerical(func, inputs, targets, eps)
     ana = _analytical(func, inputs, targets)
+    if len(num) != len(ana):  # a check over no outputs would pass vacuously
+        raise GradcheckError(f"gradcheck: the function returned {len(num)} tensor output(s) under no_grad but "
+                             f"{len(ana)} with grad enabled; its outputs must not depend on the grad mode")
     for oi, (nrows, arows) in enumerate(zip(num, ana)):
         for ti, (n, a) in enumerate(zip(nrows, arows)):
             bad = np.abs(a - n) > atol + rtol * np.abs(n)

@@ -18,18 +18,26 @@ from ember.nn import Module
 from ember.plugins import hookimpl
 
 
+def _sigmoid(x):
+    return 1 / (1 + (-x).exp())
+
+
 class SwishFunction(ember.autograd.Function):
-    """``x * sigmoid(x)``; backward ``g * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
+    """``x * sigmoid(x)``; backward ``g * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``.
+
+    The backward recomputes ``s`` from the saved input with ember ops, so it is itself differentiable
+    (a value computed inside ``forward`` carries no graph).
+    """
 
     @staticmethod
     def forward(ctx, x):
-        s = 1 / (1 + (-x).exp())
-        ctx.save_for_backward(x, s)
-        return x * s
+        ctx.save_for_backward(x)
+        return x * _sigmoid(x)
 
     @staticmethod
     def backward(ctx, grad):
-        x, s = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
+        s = _sigmoid(x)
         return grad * s * (1 + x * (1 - s))
 
 
