@@ -151,7 +151,7 @@ def test_version_counter_shared_by_views(device):
     lambda x: x.split(2, 1)[0], lambda x: x.chunk(2, 0)[1], lambda x: x.unbind(1)[0], lambda x: x.narrow(1, 1, 2),
     lambda x: x.select(0, 1), lambda x: x.diagonal(), lambda x: x.unfold(1, 2, 1), lambda x: x.movedim(0, 1),
     lambda x: x.unflatten(1, (2, 2)), lambda x: x[::2, 1::2], lambda x: x.t(), lambda x: x.squeeze(),
-    lambda x: x.unsqueeze(0), lambda x: x.view(12),
+    lambda x: x.unsqueeze(0), lambda x: x.view(12), lambda x: x.as_strided((2, 2), (1, 4), 1),
 ])
 def test_views_share_memory(make, device):
     x = ember.zeros(3, 4, device=device)

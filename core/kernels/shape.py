@@ -78,10 +78,29 @@ def kernels(xp) -> dict:
         w = xp.reshape(w, x.shape[:axis] + (n, size) + x.shape[axis + 1:])
         return xp.moveaxis(w, axis + 1, -1)
 
+    def element_positions(size, stride, offset):
+        # flat storage positions of every element of an as_strided view
+        pos = xp.full(tuple(size), offset, dtype=xp.int64)
+        for d, (n, st) in enumerate(zip(size, stride)):
+            shape = [1] * len(size)
+            shape[d] = n
+            pos = pos + xp.reshape(xp.arange(n, dtype=xp.int64) * st, tuple(shape))
+        return pos
+
+    def as_strided_view(x, size, stride, offset):
+        # x is contiguous and owns its storage; strides and offset count elements
+        flat = xp.reshape(x, (-1,))[offset:]
+        return strided(flat, tuple(size), tuple(s * x.itemsize for s in stride))
+
+    def as_strided_copy(x, size, stride, offset):
+        pos = xp.reshape(element_positions(size, stride, offset), (-1,))
+        return xp.reshape(xp.take(xp.reshape(x, (-1,)), pos, axis=0), tuple(size))
+
     # views by strides where the arrays have them, copies elsewhere
     has_strides = hasattr(xp.zeros(1), "strides")
     diagonal = diagonal_strided if has_strides else diagonal_copy
     windows = windows_strided if has_strides else windows_copy
+    as_strided = as_strided_view if has_strides else as_strided_copy
 
     def nonzero(x):
         if x.ndim == 0:
@@ -92,6 +111,6 @@ def kernels(xp) -> dict:
         "cat": cat, "stack": stack, "split": split, "flip": flip, "roll": roll, "tile": tile,
         "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
         "diag_embed": diag_embed,
-        "windows": windows,
+        "windows": windows, "as_strided": as_strided, "element_positions": element_positions,
         "nonzero": nonzero,
     }

@@ -5,10 +5,10 @@ import math
 
 from ..autograd.function import Op
 from ..dispatch import apply, cast, result_type, unary, view_op
-from ..tensor import Size, Tensor, _wrap_dim
+from ..tensor import Size, Tensor, _wrap, _wrap_dim
 
 
-__all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat",
+__all__ = ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat",
            "chunk", "clone", "column_stack", "concat", "concatenate", "diag", "diag_embed", "diagonal", "dstack",
            "flatten", "flip", "fliplr", "flipud", "ger", "hstack", "meshgrid", "moveaxis", "movedim", "narrow",
            "outer", "permute", "reshape", "roll", "row_stack", "select", "split", "squeeze", "stack", "swapaxes",
@@ -1072,6 +1072,49 @@ def unfold(self, dimension: int, size: int, step: int) -> Tensor:
     return view_op(Unfold, src, d, int(size), int(step))
 
 
+
+
+class AsStrided(Op):
+    @staticmethod
+    def forward(ctx, k, x, size, stride, offset):
+        ctx.in_shape, ctx.args = x.shape, (size, stride, offset)
+        return k["as_strided"](x, size, stride, offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        # every element of the view adds its gradient at its storage position
+        pos = _wrap(g._dev.kernels["element_positions"](*ctx.args), g._dev)
+        n = math.prod(ctx.in_shape)
+        return g.new_zeros(n).index_add(0, pos.reshape(-1), g.reshape(-1)).view(ctx.in_shape)
+
+
+def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
+    """A view of ``input``'s storage with the given sizes, strides and offset (counted in elements).
+
+    Supported on contiguous tensors that own their storage.
+
+    >>> import ember
+    >>> ember.arange(6).as_strided((2, 2), (1, 2))
+    tensor([[0, 2],
+            [1, 3]])
+    """
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    offset = int(storage_offset or 0)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
+    if input._base is not None or not input.is_contiguous():
+        raise RuntimeError("as_strided: supported on contiguous tensors that own their storage (use .clone() first); "
+                           f"got shape {list(input.shape)} with strides {list(input.stride())}")
+    if any(s < 0 for s in size + stride) or offset < 0:
+        raise RuntimeError(f"as_strided: negative sizes, strides or offset are not allowed (size {list(size)}, "
+                           f"stride {list(stride)}, offset {offset})")
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else offset - 1
+    if last >= input.numel():
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} require "
+                           f"a storage of at least {last + 1} elements, but the tensor has {input.numel()}")
+    return view_op(AsStrided, input, size, stride, offset)
+
+
 concat = concatenate = cat
 row_stack = vstack
 
@@ -1084,6 +1127,6 @@ METHODS = {
     "fliplr": fliplr, "flipud": flipud, "roll": roll, "narrow": narrow, "select": select, "movedim": movedim,
     "moveaxis": movedim, "unflatten": unflatten, "t_": t_, "tril": tril, "triu": triu, "diagonal": diagonal,
     "diag_embed": diag_embed, "diag": diag, "trace": trace, "outer": outer, "ger": outer,
-    "broadcast_to": broadcast_to, "unfold": unfold, "split_with_sizes": split_with_sizes,
+    "broadcast_to": broadcast_to, "unfold": unfold, "split_with_sizes": split_with_sizes, "as_strided": as_strided,
     "T": property(_T), "mT": property(_mT), "H": property(_H),
 }

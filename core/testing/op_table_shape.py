@@ -146,6 +146,8 @@ SHAPE_ROWS = [
     Row("unbind_0d_rows", lambda m, x: x.unbind(0), [[r(3)]]),
     Row("select", lambda m, x: x.select(1, -1), [[r(2, 3)]]),
     Row("unfold", lambda m, x: x.unfold(1, 2, 1), [[r(2, 5)], [r(2, 5, nc=True)]]),
+    Row("as_strided", lambda m, x: x.as_strided((2, 2), (1, 2), 1), [[r(2, 3)]]),
+    Row("as_strided_overlap", lambda m, x: m.as_strided(x, (3, 2), (1, 1)), [[r(4)]]),
     Row("unfold_step", lambda m, x: x.unfold(0, 2, 3), [[r(7)]]),
 ]
 
