@@ -8,7 +8,8 @@ from ..dispatch import apply, cast, result_type, unary, view_op
 from ..tensor import Size, Tensor, _wrap, _wrap_dim
 
 
-__all__ = ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat",
+__all__ = ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
+           "broadcast_to", "cat",
            "chunk", "clone", "column_stack", "concat", "concatenate", "diag", "diag_embed", "diagonal", "dstack",
            "flatten", "flip", "fliplr", "flipud", "ger", "hstack", "meshgrid", "moveaxis", "movedim", "narrow",
            "outer", "permute", "reshape", "roll", "row_stack", "select", "split", "squeeze", "stack", "swapaxes",
