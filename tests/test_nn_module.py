@@ -248,6 +248,20 @@ def test_extra_state_deepcopy_and_pickle():
         np.testing.assert_array_equal(to_numpy(c.fc.weight), to_numpy(a.fc.weight))
 
 
+def test_forward_hooks_with_kwargs(device):
+    class Scale(nn.Module):
+        def forward(self, x, factor=1.0):
+            return x * factor
+
+    m = Scale()
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, {**kwargs, "factor": 3.0}), with_kwargs=True)
+    seen = []
+    m.register_forward_hook(lambda mod, args, kwargs, out: seen.append(kwargs) or out + 1, with_kwargs=True)
+    out = m(ember.ones(2, device=device), factor=2.0)
+    np.testing.assert_array_equal(to_numpy(out), [4.0, 4.0])
+    assert seen == [{"factor": 3.0}]
+
+
 def test_state_dict_and_load_hooks():
     m = nn.Linear(2, 2)
     log = []

@@ -77,7 +77,12 @@ class Module:
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
+        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+            if with_kwargs:
+                r = hook(self, args, kwargs)
+                if r is not None:
+                    args, kwargs = r
+                continue
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
@@ -85,8 +90,8 @@ class Module:
             out = call_with_backward_hooks(self, args, kwargs)
         else:
             out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            r = hook(self, args, out)
+        for hook, with_kwargs in list(self._forward_hooks.values()):
+            r = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if r is not None:
                 out = r
         return out
@@ -505,13 +510,16 @@ class Module:
             store.move_to_end(key, last=False)
         return _DictHandle(store, key)
 
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> "_DictHandle":
-        """``hook(module, args)`` runs before forward; it may return new args."""
-        return self._hook(self._forward_pre_hooks, hook, prepend)
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> "_DictHandle":
+        """``hook(module, args)`` runs before forward and may return new args; with ``with_kwargs``,
+        ``hook(module, args, kwargs)`` may return new ``(args, kwargs)``."""
+        return self._hook(self._forward_pre_hooks, (hook, with_kwargs), prepend)
 
-    def register_forward_hook(self, hook, *, prepend: bool = False) -> "_DictHandle":
-        """``hook(module, args, output)`` runs after forward; it may return a new output."""
-        return self._hook(self._forward_hooks, hook, prepend)
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> "_DictHandle":
+        """``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with ``with_kwargs``) runs after
+        forward; it may return a new output."""
+        return self._hook(self._forward_hooks, (hook, with_kwargs), prepend)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> "_DictHandle":
         """``hook(module, grad_input, grad_output)`` runs when the module's input gradients are computed."""
