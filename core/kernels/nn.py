@@ -25,7 +25,7 @@ def kernels(xp) -> dict:
         out = tuple((s - d * (kk - 1) - 1) // s_ + 1 for s, kk, s_, d in zip(sp, k, stride, dilation))
         strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(len(k))) + \
             tuple(st[2 + i] * dilation[i] for i in range(len(k)))
-        return as_strided(x, x.shape[:2] + out + tuple(k), strides, writeable=False)
+        return as_strided(x, x.shape[:2] + out + tuple(k), strides)
 
     def offsets(k):
         return list(itertools.product(*[range(kk) for kk in k]))
@@ -55,7 +55,7 @@ def kernels(xp) -> dict:
         shape = xt.shape[:2] + tuple(k) + osp + xt.shape[-1:]
         strides = st[:2] + tuple(st[2 + i] * dilation[i] for i in range(d)) + \
             tuple(st[2 + i] * stride[i] for i in range(d)) + st[-1:]
-        cols = xp.ascontiguousarray(as_strided(xt, shape, strides, writeable=False))
+        cols = xp.ascontiguousarray(as_strided(xt, shape, strides))
         return cols.reshape(groups, -1, math.prod(osp) * x.shape[0]), osp
 
     def rows_batch_last(g, groups):
