@@ -134,3 +134,38 @@ def test_pytest_option_adds_the_kit(tmp_path):
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     want = len([c for c in kit.cases() if "exp-0-forward" in kit.case_id(c)]) + 1
     assert f"{want} passed" in res.stdout, res.stdout + res.stderr
+
+
+class _DetachedSave(ember.autograd.Function):
+    """Right first derivative, wrong second: it saves a value computed in forward (no graph)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        d = 1 + x.abs()
+        ctx.save_for_backward(d)
+        return x / d
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        return g / (d * d)
+
+
+def test_check_op_catches_a_wrong_second_derivative(device):
+    x = ember.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    check_op(_DetachedSave.apply, [(x,)], devices=[device], gradgrad=False)
+    with pytest.raises(OpCheckError, match="gradgradcheck failed"):
+        check_op(_DetachedSave.apply, [(x,)], devices=[device])
+
+
+def test_gradcheck_sees_strided_inputs_and_filtered_outputs(device):
+    # finite differences must reach a transposed view, and a function that keeps only the outputs
+    # requiring grad must be checked, not pass with no outputs
+    x = ember.tensor(np.arange(6.0).reshape(3, 2) / 7, dtype=ember.float64, device=device).t().requires_grad_(True)
+
+    def keep_differentiable(t):
+        return tuple(o for o in (_BadGrad.apply(t),) if o.requires_grad)
+
+    assert ember.autograd.gradcheck(lambda t: tuple(o for o in (t * t,) if o.requires_grad), (x,))
+    with pytest.raises(ember.autograd.GradcheckError, match="Jacobian mismatch"):
+        ember.autograd.gradcheck(keep_differentiable, (x,))

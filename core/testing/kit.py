@@ -4,7 +4,8 @@ A table is a list of rows (see :mod:`ember.testing.op_table_shape`): ``name``,
 ``op(m, *args)`` (one call that works for ``m = ember`` and ``m = torch``),
 ``samples`` (lists of marked arguments: ``F`` float, ``I`` int64 index, ``B``
 bool mask, anything else passed as is) and the flags ``grad``, ``gradgrad``,
-``ints``, ``rtol``, ``atol``.  :func:`cases` turns the tables into
+``ints``, ``rtol``, ``atol``, ``tags`` (``"contiguous_only"``: skip the
+non-contiguous check).  :func:`cases` turns the tables into
 ``(row, sample, check)`` cases and :func:`run_case` runs one on a device:
 
 * ``forward``: values, shapes and dtypes against PyTorch (or ember's ``cpu``
@@ -54,7 +55,8 @@ def _wants(row, sample, check) -> bool:
     floats = [a for a in sample if type(a).__name__ == "F"]
     return {
         "forward": True,
-        "noncontiguous": any(np.ndim(a.data) >= 2 and not a.nc for a in floats),
+        "noncontiguous": "contiguous_only" not in getattr(row, "tags", ())
+                         and any(np.ndim(a.data) >= 2 and not a.nc for a in floats),
         "grad": row.grad and any(a.grad for a in floats),
         "gradgrad": row.grad and row.gradgrad and any(a.grad for a in floats),
     }[check]
