@@ -44,11 +44,7 @@ def kernels(xp) -> dict:
         return x - xp.trunc(x)
 
     def clamp(x, lo, hi):
-        if lo is not None:
-            x = xp.maximum(x, lo)
-        if hi is not None:
-            x = xp.minimum(x, hi)
-        return x
+        return xp.clip(x, lo, hi)  # one pass (half the time of maximum then minimum); NaN propagates
 
     def lerp(a, b, w):
         return a + w * (b - a)
