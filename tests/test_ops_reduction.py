@@ -38,6 +38,9 @@ def test_unique_mode_and_closeness(device, torch):
     assert (u.tolist(), inv.tolist(), cnt.tolist()) == (tu.tolist(), tinv.tolist(), tcnt.tolist())
     m = ember.tensor([[1, 2, 2], [3, 3, 1]], device=device).mode(1)
     assert m.values.tolist() == [2, 3]
+    w = ember.tensor([1.0, 2.0, 2.0, 3.0], device=device, requires_grad=True)
+    w.mode().values.backward()
+    assert w.grad.tolist() == [0.0, 0.0, 1.0, 0.0]  # to the last index of the mode, as in PyTorch
     a = ember.tensor([1.0, 2.0], device=device)
     assert ember.allclose(a, a + 1e-9) and not ember.allclose(a, a + 1e-3)
     assert ember.equal(a, a.clone()) and not ember.equal(a, a[:1])

@@ -79,24 +79,38 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
-    """The most frequent value along ``dim`` (the smallest among ties) and an index where it occurs."""
-    d = _wrap_dim(dim, input.dim(), "mode")
-    host = np.moveaxis(input.detach().cpu().numpy(), d, -1)
-    flat = host.reshape(-1, host.shape[-1])
-    vals = np.empty(flat.shape[0], dtype=flat.dtype)
-    idxs = np.empty(flat.shape[0], dtype=np.int64)
-    for i, row in enumerate(flat):  # one vectorised unique per row
-        u, c = np.unique(row, return_counts=True)
-        v = u[np.argmax(c)]
-        vals[i], idxs[i] = v, np.nonzero(row == v)[0][-1]
-    shape = host.shape[:-1]
-    from .creation import tensor
+    """The most frequent value along ``dim`` (the smallest among ties) and the last index where it occurs.
 
-    v = tensor(vals.reshape(shape), device=input.device)
-    i = tensor(idxs.reshape(shape), device=input.device)
-    if keepdim:
-        v, i = v.unsqueeze(d), i.unsqueeze(d)
-    return return_types.mode(v, i)
+    Runs of equal values in the sorted rows give every count at once; the values are gathered from
+    ``input``, so they carry its gradient.
+
+    >>> import ember
+    >>> ember.tensor([1, 2, 2, 3, 2]).mode()
+    mode(values=tensor(2), indices=tensor(4))
+    """
+    from .creation import arange
+    from .shape import cat
+
+    if input.dim() == 0:
+        return return_types.mode(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+    d = _wrap_dim(dim, input.dim(), "mode")
+    n = input.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    x = input.detach().movedim(d, -1)
+    s = x.sort(-1).values
+    pos = arange(n, device=input.device)
+    differs = s[..., 1:] != s[..., :-1]
+    edge = (s[..., :1] == s[..., :1])  # all True, shaped (..., 1)
+    where = pointwise.where
+    start = where(cat([edge, differs], -1), pos, 0).cummax(-1).values
+    end = where(cat([differs, edge], -1), pos, n).flip(-1).cummin(-1).values.flip(-1)
+    best = (end - start).argmax(-1, keepdim=True)  # the first longest run: the smallest value among ties
+    idx = where(x == s.gather(-1, best), pos, -1).amax(-1, keepdim=True).movedim(-1, d)
+    vals = input.gather(d, idx)
+    if not keepdim:
+        vals, idx = vals.squeeze(d), idx.squeeze(d)
+    return return_types.mode(vals, idx)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

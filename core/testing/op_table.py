@@ -197,6 +197,8 @@ REDUCTION_ROWS = [
                                                                grad=False)]], grad=False),
     Row("cumsum_dtype", lambda m, x: x.cumsum(0, dtype=m.float64), [[r(3, 2)]]),
     Row("mode_dim", lambda m, x: m.mode(x, 0), [[I(np.array([[1, 2, 2], [3, 2, 1], [1, 5, 1]]))]], grad=False),
+    Row("mode_keep_ties", lambda m, x: x.mode(-1, keepdim=True), [[F(np.array([[3.0, 1, 3, 1], [2, 2, 5, 5]]))],
+                                                                     [F(np.array([[[4.0]]]))]], grad=False),
     Row("cummax", lambda m, x: m.cummax(x, 1), [[distinct(2, 4)]]),
     Row("cummax_0d", lambda m, x: m.cummax(x, 0), [[r()]]),
     Row("cummin_ties", lambda m, x: x.cummin(0), [[F(np.array([[2.0, 1.0], [1.0, 3.0], [1.0, 0.5]]))]],
