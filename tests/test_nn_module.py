@@ -296,9 +296,9 @@ def test_modes_grads_and_conversion(device):
     assert w.dtype == ember.float32
     m.to(ember.float64)
     assert w.dtype == ember.float64
+    assert m.cpu() is m and w.device.type == "cpu"
     m.half()
     assert w.dtype == ember.float16
-    assert m.cpu() is m and w.device.type == "cpu"
 
 
 def test_apply_init_weights_seed_example():
