@@ -1,5 +1,6 @@
-"""Linear-algebra ops: the LINALG_ROWS of ember.testing.op_table_shape against PyTorch (forward, gradients,
-gradcheck/gradgradcheck in float64, on every backend), then bad input.
+"""Linear-algebra ops: the LINALG_ROWS of ember.testing.op_table_shape against PyTorch (float64 forward and
+gradients in float32/float64; tests/test_kit.py runs the same rows' float32/int64/non-contiguous forward,
+gradcheck and gradgradcheck on every backend), then bad input.
 """
 import pytest
 
