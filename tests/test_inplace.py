@@ -208,3 +208,17 @@ def test_t_in_place(device):
     x = ember.arange(6.0, device=device).reshape(2, 3)
     assert x.t_() is x and x.shape == (3, 2)
     assert x[2, 1].item() == 5.0
+
+
+def test_setitem_value_requiring_grad_into_plain_tensor(device):
+    grads = []
+    for m in (ember, torch):
+        dev = device if m is ember else "cpu"
+        x = m.zeros(3, 2, device=dev)
+        y = m.tensor([1.0, 2.0], device=dev, requires_grad=True)
+        x[m.tensor([0, 2], device=dev), 1] = y * 3
+        x[1] = y
+        assert x.requires_grad and type(x.grad_fn).__name__ == "CopySlices"
+        (x * m.arange(6.0, device=dev).view(3, 2)).sum().backward()
+        grads.append(y.grad)
+    assert_close(grads[0], grads[1])
