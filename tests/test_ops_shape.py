@@ -2,9 +2,8 @@
 gradients in float32/float64; tests/test_kit.py runs the same rows' float32/int64/non-contiguous forward,
 gradcheck and gradgradcheck on every backend), then bad input.
 """
-import pytest
 
-from ember.testing.op_table_shape import SHAPE_ROWS, row_test
+from ember.testing.op_table_shape import SHAPE_ROWS, bad_input_test, row_test
 
 test_row = row_test(SHAPE_ROWS)
 
@@ -39,13 +38,4 @@ BAD = [
     ("broadcast_shapes", lambda m, d: m.broadcast_shapes((2,), (3,)), RuntimeError, "[Ss]hape mismatch"),
 ]
 
-
-@pytest.mark.parametrize("name,call,exc,pattern", BAD, ids=[b[0] for b in BAD])
-def test_bad_input(name, call, exc, pattern, device):
-    import ember
-    import torch
-
-    with pytest.raises(exc, match=pattern):
-        call(ember, device)
-    with pytest.raises(exc):
-        call(torch, device)
+test_bad_input = bad_input_test(BAD)

@@ -319,3 +319,23 @@ def row_test(rows):
         run_row(row, k, device)
 
     return test_row
+
+
+def bad_input_test(table):
+    """A pytest test over ``[(name, call(m, device), exception, pattern)]``: ember raises ``exception`` with a
+    message matching ``pattern``, and torch raises the same exception type (assign it to ``test_bad_input``)."""
+    import pytest
+
+    pytest.importorskip("torch")
+
+    @pytest.mark.parametrize("name,call,exc,pattern", table, ids=[b[0] for b in table])
+    def test_bad_input(name, call, exc, pattern, device):
+        import ember
+        import torch
+
+        with pytest.raises(exc, match=pattern):
+            call(ember, device)
+        with pytest.raises(exc):
+            call(torch, device)
+
+    return test_bad_input
