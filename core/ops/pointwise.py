@@ -7,6 +7,7 @@ here undoes broadcasting by hand.
 from __future__ import annotations
 
 from builtins import max as _builtin_max
+import sys
 from sys import getrefcount as _refcount
 
 from .. import dtypes
@@ -482,7 +483,9 @@ def _binop(fn):
 # (NumPy does the same): saves allocating and faulting in a large buffer.  The references a temporary has
 # inside the method are the interpreter's stack slot, ``self`` and getrefcount's argument; its array's are the
 # tensor's slot, ``arr`` and getrefcount's argument.
-_ELIDE_MIN = 1 << 16
+# The counts hold for CPython up to 3.13; from 3.14 the interpreter may borrow references on its stack, so a
+# named tensor could look like a temporary there: elision stays off.
+_ELIDE_MIN = 1 << 16 if (sys.implementation.name == "cpython" and sys.version_info < (3, 14)) else float("inf")
 
 
 def _elidable(t, other, min_category):
@@ -743,6 +746,23 @@ class Clamp(Op):
         return g * (below.logical_or(above)).logical_not(), g * below, g * above
 
 
+class ClampScalar(Op):
+    """Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast)."""
+
+    backward_name = "ClampBackward1"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        return k["clamp"](x, lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        return where((x >= ctx.lo).logical_and(x <= ctx.hi), g, g.new_zeros(()))
+
+
 class Lerp(Op):
     save_inputs = True
 
@@ -876,6 +896,10 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
         if cat > input.dtype.category:
             args[0] = cast(input, dtypes.default_for_category(cat))
     x = args[0]
+    if x.dtype.category == dtypes.FLOAT and not isinstance(args[1], Tensor) and not isinstance(args[2], Tensor):
+        lo, hi = args[1], args[2]
+        return _out(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
+                    out)
     for i, extreme in ((1, -float("inf")), (2, float("inf"))):
         b = args[i]
         if isinstance(b, Tensor):
