@@ -316,7 +316,7 @@ def test_cuda_unavailable_is_clear():
     if ember.cuda.is_available():
         pytest.skip("a GPU is present")
     assert ember.cuda.device_count() == 0
-    with pytest.raises(RuntimeError, match="not available"):
+    with pytest.raises(RuntimeError, match="not available|no ember backend provides device type 'cuda'"):
         ember.ones(1, device="cuda")
 
 
