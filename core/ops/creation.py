@@ -1,4 +1,7 @@
-"""Creation ops: ``tensor``, ``zeros``, ``arange``, ``rand``, ... with ``dtype``, ``device``, ``requires_grad``, ``out``."""
+"""Creation ops: ``tensor``, ``zeros``, ``arange``, ``rand``, ...
+
+All take ``dtype``, ``device``, ``requires_grad`` and ``out`` as PyTorch's do.
+"""
 from __future__ import annotations
 
 import math
@@ -12,7 +15,8 @@ from ..random import native
 from ..tensor import Tensor, _wrap
 
 
-__all__ = ["arange", "as_tensor", "asarray", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
+__all__ = ["arange", "as_tensor", "asarray", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
+           "linspace",
            "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "range",
            "tensor", "zeros", "zeros_like"]
 
@@ -159,7 +163,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     if ndarray.dtype not in dtypes.FROM_NP:
         raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
-                        f"float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+                        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+                        "and bool.")
     dev = resolve("cpu")
     return _wrap(ndarray, dev)
 
@@ -279,7 +284,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dev, d = _dev_dtype(device, dtype, out)
     start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
-    arr = dev.kernels["astype"](dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64)), _np_dtype(dev, d))
+    lin = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64))
+    arr = dev.kernels["astype"](lin, _np_dtype(dev, d))
     return _finish(arr, dev, requires_grad, out, "linspace")
 
 
