@@ -39,8 +39,11 @@ def ember_ops(registry):
     """Add operators under ``ember.ops.<namespace>.<name>``.
 
     Call ``registry.add_op(namespace, name, fn)`` with a function of tensors
-    (written with ember ops, or an ``ember.autograd.Function``'s ``apply``).
-    Optional ``kernels={device_type: fn}`` give per-backend forward kernels,
-    ``method=`` exposes the op as a Tensor method, ``module=`` registers an
-    ``ember.nn`` Module class under its name.
+    (written with ember ops) or an ``ember.autograd.Function`` subclass; or
+    ``registry.add_op(namespace, name, forward=kernel, backward=fn)`` with a
+    forward kernel on arrays and a backward written with ember ops.  Optional
+    ``kernels={device_type: fn}`` give per-backend forward kernels (the others
+    use ``forward``), ``method=`` exposes the op as a Tensor method, ``module=``
+    registers an ``ember.nn`` Module class under its name.  A name owned by
+    another plugin, or a differentiable op without a backward, is refused.
     """
