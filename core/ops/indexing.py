@@ -72,6 +72,8 @@ def _convert_index(t, index, op="index"):
             if i.dtype.name == "uint8":
                 arr = arr != 0
             out.append(arr)
+        elif isinstance(i, t._dev.atype) and not isinstance(i, np.ndarray):
+            out.append(i)  # an index already converted to the backend's arrays (backward formulas pass these)
         elif isinstance(i, (list, np.ndarray)):
             a = np.asarray(i)
             if a.dtype.kind == "f":
