@@ -159,18 +159,18 @@ def _count_deps(roots):
     deps = {}
     stack = [fn for fn, _ in roots if fn is not None]
     seen = set(stack)
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        fn = stack.pop()
-        for nxt, _ in fn.next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is None:
                 continue
             if nxt in deps:
                 deps[nxt] += 1
             else:
                 deps[nxt] = 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+                if nxt not in seen:
+                    add(nxt)
+                    push(nxt)
     return deps
 
 
@@ -281,19 +281,18 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                         res = tuple(r)
             if not retain_graph and (fn._saved is not None or fn._out is not None):
                 fn.release()
-            shapes = fn._shapes
-            for i, (nxt, nr) in enumerate(fn.next_functions):
+            i = -1
+            for (nxt, nr), g, meta in zip(fn.next_functions, res, fn._shapes):
+                i += 1
                 if nxt is None:
                     continue
-                g = res[i]
                 if g is not None:
                     try:
                         arr = g._data
-                        meta = shapes[i]
                         if arr.shape != meta[0] or arr.dtype is not meta[1]:
                             g = _conform(fn, i, g, meta)
-                    except AttributeError:
-                        g = _conform(fn, i, g, shapes[i])
+                    except (AttributeError, TypeError):
+                        g = _conform(fn, i, g, meta)
                     if anomaly:
                         _check_nan(fn, g, i)
                     for x in grads_out:
