@@ -185,3 +185,18 @@ def test_bad_input(device):
         with pytest.raises(exc, match=match):
             call()
     assert x.dtype is ember.float32 and x.tolist() == [1.0, 1.0] and x._version == 0
+
+
+BOOL_SUB = [("two bool tensors", lambda m, d: m.tensor([True], device=d) - m.tensor([False], device=d), "two bool"),
+            ("bool tensor and True", lambda m, d: m.tensor([True], device=d) - True, "two bool"),
+            ("number minus bool", lambda m, d: 1 - m.tensor([True], device=d), "with a bool tensor"),
+            ("float minus bool", lambda m, d: m.tensor([1.0], device=d).sub(m.tensor([True], device=d)),
+             "with a bool tensor")]
+
+
+@pytest.mark.parametrize("why,call,match", BOOL_SUB, ids=[b[0] for b in BOOL_SUB])
+def test_bool_subtraction_refused_like_torch(why, call, match, device, torch):
+    with pytest.raises(RuntimeError, match=match):
+        call(ember, device)
+    with pytest.raises(RuntimeError, match=match):
+        call(torch, "cpu")

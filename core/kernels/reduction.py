@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def kernels(xp) -> dict:
     def prod(x, axis=None, keepdims=False):
-        return xp.prod(x, axis=axis, keepdims=keepdims)
+        return xp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # small ints stay small
 
     def amax(x, axis=None, keepdims=False):
         return xp.max(x, axis=axis, keepdims=keepdims)
@@ -22,10 +22,10 @@ def kernels(xp) -> dict:
         return xp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
 
     def cumsum(x, axis):
-        return xp.cumsum(x, axis=axis)
+        return xp.cumsum(x, axis=axis, dtype=x.dtype)
 
     def cumprod(x, axis):
-        return xp.cumprod(x, axis=axis)
+        return xp.cumprod(x, axis=axis, dtype=x.dtype)
 
     def all_(x, axis=None, keepdims=False):
         return xp.all(x, axis=axis, keepdims=keepdims)

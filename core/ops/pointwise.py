@@ -288,13 +288,21 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
 
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other``."""
-    if isinstance(input, Tensor) and input.dtype is dtypes.bool and isinstance(other, Tensor) \
-            and other.dtype is dtypes.bool:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                           "`logical_xor()` operator instead.")
+    a_bool = isinstance(input, Tensor) and input.dtype is dtypes.bool
+    if a_bool or isinstance(other, Tensor) and other.dtype is dtypes.bool:
+        _bool_sub_error(input, other)
     if alpha != 1:
         other = mul(other, alpha)
     return _out(_result(binary(Sub, input, other), input, other, "sub"), out)
+
+
+def _bool_sub_error(a, b):
+    """PyTorch refuses subtraction with a bool tensor operand."""
+    if all(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (a, b)):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                       "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def mul(input, other, *, out=None):  # noqa: A002
@@ -378,8 +386,10 @@ absolute = abs
 
 
 def sign(input, *, out=None):  # noqa: A002
-    """Elementwise sign (-1, 0 or 1)."""
-    return _out(unary(Sign, _check(input, "sign")), out)
+    """Elementwise sign (-1, 0 or 1; a bool tensor is its own sign)."""
+    if _check(input, "sign").dtype is dtypes.bool:
+        return _out(input.clone(), out)
+    return _out(unary(Sign, input), out)
 
 
 def relu(input):  # noqa: A002
@@ -394,6 +404,12 @@ def where(condition, input=None, other=None):  # noqa: A002
     if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool:
         raise RuntimeError(f"where(): expected condition to be a bool tensor, got "
                            f"{condition.dtype if isinstance(condition, Tensor) else type(condition).__name__}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two numbers: their result type
+        from ..dispatch import result_type
+        from .creation import tensor
+
+        d = result_type(input, other)
+        input, other = (tensor(v, dtype=d, device=condition.device) for v in (input, other))
     ref = input if isinstance(input, Tensor) else other
     if not isinstance(input, Tensor):
         input = _scalar_like(input, ref, other)
@@ -649,6 +665,7 @@ UNARY = {
     "trunc": ("none", _d_zero), "frac": ("none", _d_identity),
 }
 ROUNDING = {"floor", "ceil", "round", "trunc", "frac"}
+INTEGRAL = {"square": lambda x: pow(x, 2)}  # ops that stay integer on integer input: their integer form
 
 
 def _make_unary(name, saves, vjp):
@@ -669,6 +686,8 @@ def _make_unary(name, saves, vjp):
 
     def fn(input, *, out=None):  # noqa: A002
         _check(input, name)
+        if input.dtype.category < dtypes.FLOAT and name in INTEGRAL:
+            return _out(INTEGRAL[name](input), out)
         if input.dtype.category < dtypes.FLOAT and name not in ROUNDING:
             input = cast(input, dtypes.get_default_dtype())
         elif input.dtype.category < dtypes.FLOAT:
@@ -686,6 +705,27 @@ for _name, (_saves, _vjp) in UNARY.items():
     __all__.append(_name)
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh  # noqa: F821
 fix = trunc  # noqa: F821
+_round_even = round  # noqa: F821
+
+
+def round(input, *, decimals=0, out=None):  # noqa: A001,A002
+    """Round half to even; with ``decimals``, to that many decimal places (negative: tens, hundreds, ...).
+
+    >>> import ember
+    >>> ember.round(ember.tensor([1.2345, 1250.0]), decimals=2).tolist()[1]
+    1250.0
+    """
+    if decimals == 0:
+        return _round_even(input, out=out)
+    _check(input, "round")
+    if input.dtype.category < dtypes.FLOAT:
+        raise NotImplementedError(f'round: "round" with decimals not implemented for {input.dtype}')
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)
+    r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
+    return _out(r, out)
+
+
+METHODS["round"] = round
 __all__ += ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix"]
 
 

@@ -101,7 +101,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     d = _sum_dtype(input, dtype)
     if d is not None:
         input = cast(input, d)
-    r = unary(Sum, input, axes, keepdim, None)
+    r = unary(Sum, input, axes, keepdim, None if d is None else input._data.dtype)  # int32 sums stay int32
     return _out(r, out)
 
 

@@ -66,10 +66,20 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         flat = input.reshape(-1)
         if flat.numel() == 0:
             return flat.new_full((), float("nan"))
-        return sort(flat).values[(flat.numel() - 1) // 2]
+        s = sort(flat).values  # NaN sorts last; PyTorch's median is NaN when there is one
+        return pointwise.where(s[-1].isnan(), s[-1], s[(flat.numel() - 1) // 2])
     d = _wrap_dim(dim, input.dim(), "median")
-    r = kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
-    return return_types.median(r.values, r.indices)
+    if input.dim() == 0:
+        return return_types.median(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+    r = kthvalue(input, (input.shape[d] + 1) // 2, d, True)
+    idx = r.indices
+    if input.dtype.is_floating_point and input.shape[d]:  # a row with NaN: its first NaN, as PyTorch
+        nan = input.isnan()
+        idx = pointwise.where(nan.any(d, keepdim=True), nan.to(dtypes.uint8).argmax(d, keepdim=True), idx)
+    values = input.gather(d, idx)
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return return_types.median(values, idx)
 
 
 def nanmedian(input, dim=None, keepdim=False):  # noqa: A002

@@ -40,6 +40,8 @@ POINTWISE_ROWS = (
     + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)]], ints=True, gradgrad=False)
        for n in ("floor", "ceil", "round", "trunc")]
     + [Row("frac", lambda m, x: m.frac(x), [[r(2, 3)]], gradgrad=False)]
+    + [Row("round_decimals", lambda m, x: (m.round(x * 50, decimals=2), (x * 500).round(decimals=-1)), [[r(2, 3)]],
+           gradgrad=False)]
     + [
         Row("add", lambda m, x, y: x + y, [[r(2, 3), r(3)], [r(2, 1), r(1, 4)], [r(2, 3, nc=True), r(2, 3)]],
             ints=True),
@@ -121,6 +123,12 @@ INT_ROWS = [
         ("int_all_any", lambda m, x: (x.all(), x.any(1), x.all(0)), [[IA]]),
         ("int_mean_dtype", lambda m, x: x.mean(1, dtype=m.float64), [[IA]]),
         ("int_sum_dtype", lambda m, x: x.sum(dtype=m.float32), [[IA]]),
+        ("small_int_dtype_kept", lambda m, x: (x.sum(dtype=m.int32), x.sum(1, dtype=m.int16), x.prod(1, dtype=m.int16),
+                                               x.cumsum(0, dtype=m.int16), x.cumprod(1, dtype=m.int32),
+                                               x.float().sum(dtype=m.int32)), [[IA]]),
+        ("int_square", lambda m, x: (x.square(), m.square(x > 0)), [[IA]]),
+        ("bool_sign", lambda m, b: b.sign(), [[BA]]),
+        ("where_two_numbers", lambda m, c: (m.where(c, 1.0, 0), m.where(c, 1, True)), [[BA]]),
         ("int_sort_topk", lambda m, x: (x.sort(1).values, x.sort(1).indices, x.topk(2, 1).values), [[I(
             np.array([[3, 1, 2], [9, 7, 8]]))]]),
         ("unique_dim", lambda m, x: m.unique(x, dim=0, return_inverse=True, return_counts=True),
@@ -206,6 +214,8 @@ REDUCTION_ROWS = [
     Row("cummax_int", lambda m, x: x.cummax(1), [[I(np.array([[1, 3, 3, 2], [5, 0, 5, 7]]))]], grad=False),
     Row("aminmax", lambda m, x: (*m.aminmax(x), *m.aminmax(x, dim=1, keepdim=True)), [[distinct(2, 3)]]),
     Row("median_even", lambda m, x: x.median(0), [[distinct(4, 3)]]),
+    Row("median_nan", lambda m, x: (x.median(), *x.median(1), *x.median(0, keepdim=True)),
+        [[F(np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 2.0, 3.0, 1.0]]), grad=False)]], grad=False),
     Row("empty_reductions", lambda m, x: (x.sum(1), x.prod(1), x.mean(0), x.amax(1), x.all(1)), [[r(0, 3)]],
         grad=False),
 ]
