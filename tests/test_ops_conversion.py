@@ -191,11 +191,18 @@ BOOL_SUB = [("two bool tensors", lambda m, d: m.tensor([True], device=d) - m.ten
             ("bool tensor and True", lambda m, d: m.tensor([True], device=d) - True, "two bool"),
             ("number minus bool", lambda m, d: 1 - m.tensor([True], device=d), "with a bool tensor"),
             ("float minus bool", lambda m, d: m.tensor([1.0], device=d).sub(m.tensor([True], device=d)),
-             "with a bool tensor")]
+             "with a bool tensor"),
+            # integer division by zero raises (floating division gives inf/nan)
+            ("int floor division by 0", lambda m, d: m.tensor([5], device=d) // 0, "ZeroDivisionError"),
+            ("int remainder by a 0 tensor", lambda m, d: m.tensor([5, 6], device=d) % m.tensor([1, 0], device=d),
+             "ZeroDivisionError"),
+            ("int fmod by 0", lambda m, d: m.fmod(m.tensor([5], device=d), 0), "ZeroDivisionError"),
+            ("int trunc division by 0", lambda m, d: m.div(m.tensor([5], device=d), 0, rounding_mode="trunc"),
+             "ZeroDivisionError")]
 
 
 @pytest.mark.parametrize("why,call,match", BOOL_SUB, ids=[b[0] for b in BOOL_SUB])
-def test_bool_subtraction_refused_like_torch(why, call, match, device, torch):
+def test_integer_and_bool_arithmetic_refused_like_torch(why, call, match, device, torch):
     with pytest.raises(RuntimeError, match=match):
         call(ember, device)
     with pytest.raises(RuntimeError, match=match):

@@ -43,9 +43,11 @@ def kernels(xp) -> dict:
         return xp.take_along_axis(x, idx, axis=axis)
 
     def sort(x, axis, descending, stable):
-        idx = xp.argsort(-x if descending and x.dtype.kind != "b" else x, axis=axis, kind="stable")
-        if descending and x.dtype.kind == "b":
-            idx = xp.flip(xp.argsort(x, axis=axis, kind="stable"), axis=axis)
+        if descending:  # the ascending sort of the reversed axis, read backwards: stable, NaN first (largest)
+            n = x.shape[axis]
+            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis=axis), axis=axis, kind="stable"), axis=axis)
+        else:
+            idx = xp.argsort(x, axis=axis, kind="stable")
         return xp.take_along_axis(x, idx, axis=axis), idx
 
     def cumextreme(x, axis, largest):

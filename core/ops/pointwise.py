@@ -322,6 +322,8 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
                 and not any(isinstance(v, Tensor) and v.dtype.category == dtypes.INT for v in (input, other)) \
                 and all(isinstance(v, Tensor) for v in (input, other)):
             raise RuntimeError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+        if integral:
+            _int_zero_check("div", other)
         return _out(_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"), out)
     a_int = not isinstance(input, Tensor) or input.dtype.category < dtypes.FLOAT
     b_int = not isinstance(other, Tensor) or other.dtype.category < dtypes.FLOAT
@@ -898,8 +900,20 @@ def atan2(input, other, *, out=None):  # noqa: A002
 arctan2 = atan2
 
 
+def _integral(v):
+    return v.dtype.category <= dtypes.INT if isinstance(v, Tensor) else not isinstance(v, (float, complex))
+
+
+def _int_zero_check(op, divisor):
+    """PyTorch raises on integer division by zero, where the array library would give 0 with a warning."""
+    if (divisor == 0) if not isinstance(divisor, Tensor) else bool((divisor == 0).any()):
+        raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
+
+
 def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
+    if _integral(input) and _integral(other):
+        _int_zero_check("fmod", other)
     return _out(_result(binary(Fmod, input, other), input, other, "fmod"), out)
 
 
@@ -910,6 +924,8 @@ def remainder(input, other, *, out=None):  # noqa: A002
     >>> ember.remainder(ember.tensor([-3, 3]), 2)
     tensor([1, 1])
     """
+    if _integral(input) and _integral(other):
+        _int_zero_check("remainder", other)
     return _out(_result(binary(Remainder, input, other), input, other, "remainder"), out)
 
 

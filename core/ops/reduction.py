@@ -94,7 +94,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     """
     if dim is None and dtype is None and out is None and isinstance(input, Tensor) \
             and input.dtype.category >= dtypes.FLOAT:
-        return unary(Sum, input, None, False, None)
+        return unary(Sum, input, None, keepdim, None)
     if not isinstance(input, Tensor):
         raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
     axes = dims_arg(dim, input.dim(), "sum")
