@@ -104,16 +104,26 @@ def test_check_op_passes_and_fails(device):
         check_op(lambda t: t * t, [(x,)], reference=lambda t: t.pow(3), devices=[device])
 
 
-class _BadGrad(ember.autograd.Function):
+class _DetachedSave(ember.autograd.Function):
+    """Right first derivative, wrong second: it saves a value computed in forward (no graph)."""
+
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
+        d = 1 + x.abs()
+        ctx.save_for_backward(d)
+        return x / d
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x  # should be 2 * g * x
+        (d,) = ctx.saved_tensors
+        return g / (d * d)
+
+
+class _BadGrad(_DetachedSave):
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        return g / d  # should be g / d**2
 
 
 def test_check_op_catches_a_wrong_gradient(device):
@@ -134,21 +144,6 @@ def test_pytest_option_adds_the_kit(tmp_path):
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     want = len([c for c in kit.cases() if "exp-0-forward" in kit.case_id(c)]) + 1
     assert f"{want} passed" in res.stdout, res.stdout + res.stderr
-
-
-class _DetachedSave(ember.autograd.Function):
-    """Right first derivative, wrong second: it saves a value computed in forward (no graph)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        d = 1 + x.abs()
-        ctx.save_for_backward(d)
-        return x / d
-
-    @staticmethod
-    def backward(ctx, g):
-        (d,) = ctx.saved_tensors
-        return g / (d * d)
 
 
 def test_check_op_catches_a_wrong_second_derivative(device):
