@@ -437,7 +437,8 @@ def _materialize(fn, grads_out):
 
 
 def _check_nan(fn, g, i):
-    if g.dtype.category >= 2 and bool(g._dev.backend.xp.isnan(g._data).any()):
+    xp = g._dev.backend.xp
+    if g.dtype.category >= 2 and bool(xp.any(xp.isnan(g._data))):
         if fn._trace:
             warnings.warn("Error detected in " + type(fn).__name__ + ". Traceback of forward call that caused the "
                           "error:\n" + fn._trace, RuntimeWarning, stacklevel=3)
