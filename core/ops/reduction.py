@@ -145,6 +145,7 @@ class return_types:  # noqa: N801 - PyTorch's name
     sort = _rt("sort")
     topk = _rt("topk")
     median = _rt("median")
+    nanmedian = _rt("nanmedian")
     mode = _rt("mode")
     kthvalue = _rt("kthvalue")
     cummax = _rt("cummax")

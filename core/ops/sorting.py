@@ -83,9 +83,28 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
-    if not bool(input.isnan().any()):
-        return median(input, dim, keepdim)
-    raise NotImplementedError("nanmedian with NaN values present is not supported yet")
+    """The lower median of the non-NaN values (NaN only where all are NaN).
+
+    >>> import ember
+    >>> ember.tensor([1.0, float("nan"), 3.0, 2.0]).nanmedian()
+    tensor(2.)
+    """
+    if not input.dtype.is_floating_point or input.dim() == 0:
+        r = median(input, dim, keepdim)
+        return r if dim is None else return_types.nanmedian(*r)
+    flat = dim is None
+    x = input.reshape(-1) if flat else input
+    if flat and x.numel() == 0:
+        return x.new_full((), float("nan"))
+    d = 0 if flat else _wrap_dim(dim, input.dim(), "nanmedian")
+    s = sort(x, d)  # NaN sorts last: the lower median of the first `count` entries
+    at = (x.isnan().logical_not().sum(d, keepdim=True) - 1).clamp(min=0) // 2
+    values, idx = s.values.gather(d, at), s.indices.gather(d, at)
+    if flat:
+        return values.reshape(())
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return return_types.nanmedian(values, idx)
 
 
 def mode(input, dim=-1, keepdim=False):  # noqa: A002

@@ -218,6 +218,8 @@ REDUCTION_ROWS = [
         [[F(np.array([[1.0, np.nan, np.inf, 1.0, -np.inf, np.nan, 2.0]]), grad=False)]], grad=False),
     Row("sort_desc_bool_stable", lambda m, x: x.sort(dim=0, descending=True, stable=True).indices, [[BA]], grad=False),
     Row("sum_mean_all_keepdim", lambda m, x: (x.sum(None, keepdim=True), x.mean(None, keepdim=True)), [[r(2, 3)]]),
+    Row("nanmedian", lambda m, x: (x.nanmedian(), *x.nanmedian(1), *x.nanmedian(0, keepdim=True)),
+        [[F(np.array([[1.0, np.nan, 3.0, np.nan], [np.nan, 2.0, 6.0, 1.0], [4.0, 2.5, 3.5, 0.5]]))]]),
     Row("median_nan", lambda m, x: (x.median(), *x.median(1), *x.median(0, keepdim=True)),
         [[F(np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 2.0, 3.0, 1.0]]), grad=False)]], grad=False),
     Row("empty_reductions", lambda m, x: (x.sum(1), x.prod(1), x.mean(0), x.amax(1), x.all(1)), [[r(0, 3)]],
