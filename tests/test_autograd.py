@@ -569,3 +569,20 @@ def test_data_and_detach(device):
     assert x.grad.tolist() == [2.0, 2.0]
     x.data = ember.zeros(2, device=device)
     assert x.tolist() == [0.0, 0.0] and x.requires_grad
+
+
+def test_fill_and_zero_on_non_leaf_cut_the_gradient(device, torch):
+    x = ember.ones(3, device=device, requires_grad=True)
+    y = x * 2
+    y[1:].fill_(5.0)
+    y.sum().backward()
+    tx = torch.ones(3, requires_grad=True)
+    ty = tx * 2
+    ty[1:].fill_(5.0)
+    ty.sum().backward()
+    assert x.grad.tolist() == tx.grad.tolist() == [2.0, 0.0, 0.0]
+    z = x * 3
+    z.zero_()
+    x.grad = None
+    (z + x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]

@@ -105,7 +105,7 @@ class Fill(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return (None,)
+        return None, None  # the old values and the scalar fill value get no gradient
 
 
 class IndexPut(Op):
