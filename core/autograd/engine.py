@@ -262,10 +262,14 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     if r is not None:
                         grads_out = list(r)
             if fn._op:
-                for g in grads_out:
-                    if g is None:
-                        grads_out = _materialize(fn, grads_out)
-                        break
+                missing = [g is None for g in grads_out]
+                if any(missing):
+                    if all(missing):  # no gradient reached this node: nothing flows on from it
+                        if not retain_graph:
+                            fn.release()
+                        _release_edges(fn, deps, ready)
+                        continue
+                    grads_out = _materialize(fn, grads_out)
                 res = fn.backward(fn, *grads_out)
                 if type(res) is not tuple:
                     res = (res,)
