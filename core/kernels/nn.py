@@ -30,8 +30,16 @@ def kernels(xp) -> dict:
     def offsets(k):
         return list(itertools.product(*[range(kk) for kk in k]))
 
-    # Convolution works in a batch-last layout: columns are (G, Cg*K, L*N), so forward, weight gradient
-    # and input gradient are each ONE GEMM per group, and col2im adds long contiguous runs (L*N).
+    # Convolution columns come in one of two layouts, chosen by the output's row length:
+    #   batch-major (N, G, Cg*K, L) when rows are long: no transposes of x or y, one small GEMM per sample;
+    #   batch-last  (G, Cg*K, L*N) when rows are short: one long GEMM per group, and im2col/col2im copy
+    #   contiguous runs of N instead of short rows.
+    def batch_major(osp):
+        return osp[-1] >= 16
+
+    def out_spatial(sp, k, stride, dilation):
+        return tuple((s - dd * (kk - 1) - 1) // s_ + 1 for s, kk, s_, dd in zip(sp, k, stride, dilation))
+
     def to_batch_last(x, groups):
         """``(N, C, *S)`` -> ``(G, C/G, *S, N)`` (a copy)."""
         n, c = x.shape[:2]
@@ -45,18 +53,25 @@ def kernels(xp) -> dict:
         out = xp.ascontiguousarray(y.transpose((2 + d, 0, 1) + tuple(range(2, 2 + d))))
         return out.reshape((out.shape[0], -1) + out.shape[3:])
 
-    def im2col(x, k, stride, padding, dilation, groups):
-        """Columns ``(G, Cg*K, L*N)``: the batch-last input's windows, one copy of a strided view."""
-        xt = pad(to_batch_last(x, groups), tuple(padding) + ((0, 0),))
+    def kernel_windows(x, k, stride, dilation):
+        """A view ``(A, B, *k, *out, *rest)`` of ``x`` ``(A, B, *S, *rest)``: kernel offsets before positions."""
         d = len(k)
-        st = xt.strides
-        sp = xt.shape[2:2 + d]
-        osp = tuple((s - dd * (kk - 1) - 1) // s_ + 1 for s, kk, s_, dd in zip(sp, k, stride, dilation))
-        shape = xt.shape[:2] + tuple(k) + osp + xt.shape[-1:]
+        st = x.strides
+        osp = out_spatial(x.shape[2:2 + d], k, stride, dilation)
+        shape = x.shape[:2] + tuple(k) + osp + x.shape[2 + d:]
         strides = st[:2] + tuple(st[2 + i] * dilation[i] for i in range(d)) + \
-            tuple(st[2 + i] * stride[i] for i in range(d)) + st[-1:]
-        cols = xp.ascontiguousarray(as_strided(xt, shape, strides))
-        return cols.reshape(groups, -1, math.prod(osp) * x.shape[0]), osp
+            tuple(st[2 + i] * stride[i] for i in range(d)) + st[2 + d:]
+        return as_strided(x, shape, strides), osp
+
+    def im2col(x, k, stride, padding, dilation, groups):
+        """Columns in the layout ``batch_major`` picks for this geometry: one copy of a strided view."""
+        n = x.shape[0]
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
+        if batch_major(out_spatial(padded, k, stride, dilation)):
+            v, osp = kernel_windows(pad(x, padding), k, stride, dilation)
+            return xp.ascontiguousarray(v).reshape(n, groups, -1, math.prod(osp)), osp
+        v, osp = kernel_windows(pad(to_batch_last(x, groups), tuple(padding) + ((0, 0),)), k, stride, dilation)
+        return xp.ascontiguousarray(v).reshape(groups, -1, math.prod(osp) * n), osp
 
     def rows_batch_last(g, groups):
         """``(N, O, *osp)`` gradient -> ``(G, O/G, L*N)``."""
@@ -67,9 +82,15 @@ def kernels(xp) -> dict:
         k = w.shape[2:]
         cols, osp = im2col(x, k, stride, padding, dilation, groups)
         wm = w.reshape(groups, w.shape[0] // groups, -1)
+        bshape = (-1,) + (1,) * len(osp)
+        if cols.ndim == 4:
+            y = (wm @ cols).reshape((x.shape[0], w.shape[0]) + osp)
+            if b is not None:
+                y += b.reshape(bshape)
+            return y, cols
         y = (wm @ cols).reshape((groups, w.shape[0] // groups) + osp + (x.shape[0],))
         if b is not None:
-            y += b.reshape((groups, -1) + (1,) * (len(osp) + 1))
+            y += b.reshape((groups,) + bshape + (1,))
         return from_batch_last(y), cols
 
     def conv_input_grad(g, w, x_shape, stride, padding, dilation, groups):
@@ -92,6 +113,9 @@ def kernels(xp) -> dict:
     def conv_weight_grad(x, g, w_shape, stride, padding, dilation, groups, cols=None):
         if cols is None:
             cols, _ = im2col(x, w_shape[2:], stride, padding, dilation, groups)
+        if cols.ndim == 4:
+            gm = g.reshape(g.shape[0], groups, g.shape[1] // groups, -1)
+            return (gm @ cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
         return (rows_batch_last(g, groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
 
     # ---------------------------------------------------------------- pooling
