@@ -43,7 +43,11 @@ def kernels(xp) -> dict:
     def index_put_acc(out, index, values):
         # out[index] += values, with repeated indices accumulating
         if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
-            out[index] += values
+            basic = tuple(i for i in index if i is not None)
+            if len(basic) != len(index):
+                # the array API assigns through no None (newaxis): drop it and the size-1 axes it adds
+                values = xp.reshape(xp.broadcast_to(values, out[index].shape), out[basic].shape)
+            out[basic] = out[basic] + values
         else:
             xp.add.at(out, index, values)
 
