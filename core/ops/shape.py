@@ -1092,7 +1092,8 @@ class AsStrided(Op):
 def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
     """A view of ``input``'s storage with the given sizes, strides and offset (counted in elements).
 
-    Supported on contiguous tensors that own their storage.
+    Supported on contiguous tensors that own their storage (on backends whose arrays have no strides, on any
+    tensor, read in logical order as if cloned).
 
     >>> import ember
     >>> ember.arange(6).as_strided((2, 2), (1, 2))
@@ -1103,7 +1104,8 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
     offset = int(storage_offset or 0)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
-    if input._base is not None or not input.is_contiguous():
+    # arrays without strides (array-API backends) are read in logical order: any input is as good as its clone
+    if (input._base is not None and hasattr(input._data, "strides")) or not input.is_contiguous():
         raise RuntimeError("as_strided: supported on contiguous tensors that own their storage (use .clone() first); "
                            f"got shape {list(input.shape)} with strides {list(input.stride())}")
     if any(s < 0 for s in size + stride) or offset < 0:
