@@ -8,10 +8,36 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
+import threading
+
+
+_SCRATCH_SLOTS = 8
 
 
 def kernels(xp) -> dict:
     as_strided = xp.lib.stride_tricks.as_strided
+    local = threading.local()
+
+    def scratch(shape, dtype):
+        """An uninitialised array for im2col columns, reusing the last one of this shape and dtype once
+        nothing refers to it any more (every view holds its base), so a training loop does not fault
+        fresh pages in for each step's columns.  One small pool per thread."""
+        bufs = local.__dict__.setdefault("bufs", {})
+        key = (shape, dtype)
+        buf = bufs.get(key)
+        if buf is None or sys.getrefcount(buf) > 3:  # held by: the pool, ``buf``, getrefcount's argument
+            buf = xp.empty(shape, dtype=dtype)
+            if key not in bufs and len(bufs) >= _SCRATCH_SLOTS:
+                del bufs[next(iter(bufs))]
+            bufs[key] = buf
+        return buf
+
+    def copy(v):
+        """A C-contiguous copy of the view ``v`` in a scratch array."""
+        out = scratch(v.shape, v.dtype)
+        out[...] = v
+        return out
 
     def pad(x, padding, value=0):
         if not any(lo or hi for lo, hi in padding):
@@ -69,9 +95,9 @@ def kernels(xp) -> dict:
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
         if batch_major(out_spatial(padded, k, stride, dilation)):
             v, osp = kernel_windows(pad(x, padding), k, stride, dilation)
-            return xp.ascontiguousarray(v).reshape(n, groups, -1, math.prod(osp)), osp
+            return copy(v).reshape(n, groups, -1, math.prod(osp)), osp
         v, osp = kernel_windows(pad(to_batch_last(x, groups), tuple(padding) + ((0, 0),)), k, stride, dilation)
-        return xp.ascontiguousarray(v).reshape(groups, -1, math.prod(osp) * n), osp
+        return copy(v).reshape(groups, -1, math.prod(osp) * n), osp
 
     def rows_batch_last(g, groups):
         """``(N, O, *osp)`` gradient -> ``(G, O/G, L*N)``."""
