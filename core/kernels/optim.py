@@ -47,7 +47,7 @@ def kernels(xp) -> dict:
                 buf[...] = g
             else:
                 buf *= momentum
-                buf += (1 - dampening) * g
+                buf += g if dampening == 0 else (1 - dampening) * g  # no temporary in the common case
             g = g + momentum * buf if nesterov else buf
         p -= lr * g
         return buf
