@@ -384,7 +384,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-        _engine_backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+        _engine_backward(self, None if gradient is None else (gradient,), retain_graph, create_graph,
                          inputs=inputs)
 
     # ------------------------------------------------------------------ conversion

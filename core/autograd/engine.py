@@ -26,12 +26,20 @@ def _tensor_cls():
     return _T[0]
 
 
+_ONES = {}  # (device, array dtype) -> a 0-d one: the implicit gradient of scalar outputs, never written to
+
+
 def _ones_like(t):
     from ..tensor import _wrap
 
     arr = t._data
-    xp = t._dev.backend.xp
-    return _wrap(xp.ones(arr.shape, dtype=arr.dtype), t._dev)
+    if arr.ndim == 0:
+        key = (id(t._dev), arr.dtype)  # devices are interned; their Python-level __eq__ is slow
+        one = _ONES.get(key)
+        if one is None:
+            one = _ONES[key] = t._dev.backend.xp.ones((), dtype=arr.dtype)
+        return _wrap(one, t._dev)
+    return _wrap(t._dev.backend.xp.ones(arr.shape, dtype=arr.dtype), t._dev)
 
 
 def _make_grads(outputs, grads, create_graph):
@@ -71,6 +79,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     Tensor = _tensor_cls()
     if isinstance(tensors, Tensor):
+        if grad_tensors is None and inputs is None and grad_variables is None and tensors._fn is not None \
+                and tensors._data.ndim == 0 and not tensors._volatile:
+            # the common call, loss.backward(): one scalar root with an implicit gradient
+            if tensors.dtype.category < 2:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{tensors.dtype}")
+            run([(tensors._fn, tensors._nr)], [_ones_like(tensors)],
+                create_graph if retain_graph is None else retain_graph, create_graph)
+            return
         tensors = (tensors,)
     tensors = tuple(tensors)
     if grad_variables is not None:
