@@ -256,6 +256,21 @@ def kernels(xp) -> dict:
         s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
         return s
 
+    def cross_entropy_index(x, t, ignore_index, mean):
+        """Fused log-softmax + NLL of ``x`` ``(N, C)`` at class indices ``t`` ``(N,)``, summed or averaged over
+        the rows not ignored.  Returns the loss, the per-row weights ``(N, 1)`` (0 where ignored, ``1/count``
+        for the mean), the one-hot targets ``(N, C)`` and the smallest and largest target kept (bounds check)."""
+        keep = t != ignore_index
+        safe = xp.where(keep, t, 0)
+        logp = log_softmax(x, 1)
+        picked = xp.take_along_axis(logp, xp.clip(safe, 0, x.shape[1] - 1)[:, None], 1)[:, 0]  # checked after
+        count = int(keep.sum())
+        scale = (1.0 / count if count else math.nan) if mean else 1.0
+        coef = keep.astype(x.dtype) * x.dtype.type(scale)
+        onehot = (xp.arange(x.shape[1]) == safe[:, None]).astype(x.dtype)
+        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
+        return -xp.sum(picked * coef), coef[:, None], onehot, bounds
+
     # ---------------------------------------------------------------- activations
     def softplus(x, beta, threshold):
         bx = x * beta
@@ -266,6 +281,6 @@ def kernels(xp) -> dict:
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
-        "softmax": softmax, "log_softmax": log_softmax,
+        "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "nn_softplus": softplus,
     }

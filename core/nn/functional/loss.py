@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import math
 
+from ...autograd.function import Op
 from ...autograd.grad_mode import no_grad
+from ...dispatch import apply
 from ...ops.pointwise import where
-from ...tensor import Tensor
-from .activation import log_softmax, softplus
+from ...tensor import Tensor, _wrap
+from .activation import log_softmax, softmax, softplus
 from .distance import pairwise_distance
 
 
@@ -74,14 +76,18 @@ def _class_target(op, input, target):
     return input, target
 
 
+def _check_bounds(tmin, tmax, c):
+    if tmin < 0 or tmax >= c:
+        raise IndexError(f"nll_loss: Target {tmax if tmax >= c else tmin} is out of bounds for {c} classes")
+
+
 def _picked(logp, target, weight, ignore_index):
     """Per-element ``-w[t] * logp[t]`` and ``w[t]`` (zero where ignored)."""
     keep = target != ignore_index
     safe = where(keep, target, target.new_zeros(()))
     c = logp.shape[1]
     tmin, tmax = (int(safe.cpu().numpy().min()), int(safe.cpu().numpy().max())) if safe.numel() else (0, 0)
-    if tmin < 0 or tmax >= c:
-        raise IndexError(f"nll_loss: Target {tmax if tmax >= c else tmin} is out of bounds for {c} classes")
+    _check_bounds(tmin, tmax, c)
     nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1)
     w = keep.to(logp.dtype)
     if weight is not None:
@@ -106,6 +112,27 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return _reduce(loss, reduction, "nll_loss")
 
 
+class CrossEntropyIndex(Op):
+    """Cross-entropy of logits ``(N, C)`` at class indices ``(N,)``, mean or sum, in one kernel; the gradient
+    ``(softmax(x) - onehot(t)) * weight`` is written with ember ops, so every order is available."""
+
+    backward_name = "NllLossBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, t, ignore_index, mean):
+        loss, coef, onehot, bounds = k["cross_entropy_index"](x, t, ignore_index, mean)
+        _check_bounds(*bounds, x.shape[1])
+        ctx.coef, ctx.onehot = coef, onehot
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        dev = g._dev
+        return (softmax(x, 1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -118,6 +145,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     reduction = _legacy(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if (weight is None and label_smoothing == 0 and reduction != "none" and input.ndim == 2 and target.ndim == 1
+            and input.is_floating_point() and not target.is_floating_point() and target.shape[0] == input.shape[0]):
+        return apply(CrossEntropyIndex, input, target, ignore_index, reduction == "mean")
     dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, dim)
     c = input.shape[dim]
