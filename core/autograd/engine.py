@@ -279,14 +279,18 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     if r is not None:
                         grads_out = list(r)
             if fn._op:
-                missing = [g is None for g in grads_out]
-                if any(missing):
-                    if all(missing):  # no gradient reached this node: nothing flows on from it
-                        if not retain_graph:
-                            fn.release()
-                        _release_edges(fn, deps, ready)
-                        continue
-                    grads_out = _materialize(fn, grads_out)
+                unreached = False
+                for g in grads_out:
+                    if g is None:  # some output got no gradient
+                        unreached = all(x is None for x in grads_out)
+                        if not unreached:
+                            grads_out = _materialize(fn, grads_out)
+                        break
+                if unreached:  # no gradient reached this node: nothing flows on from it
+                    if not retain_graph:
+                        fn.release()
+                    _release_edges(fn, deps, ready)
+                    continue
                 res = fn.backward(fn, *grads_out)
                 if type(res) is not tuple:
                     res = (res,)
