@@ -183,11 +183,33 @@ def kernels(xp) -> dict:
             idx += m * shift
         return idx + grid
 
+    def tiles(x, k, stride, padding, dilation):
+        """``x`` as ``(N, C, o1, k1, o2, k2, ...)`` when the windows tile it exactly (stride == kernel, no
+        padding or dilation, sizes divisible), else None."""
+        if tuple(stride) != tuple(k) or any(dd != 1 for dd in dilation) or any(lo or hi for lo, hi in padding) \
+                or any(s % kk for s, kk in zip(x.shape[2:], k)):
+            return None
+        return x.reshape(tuple(x.shape[:2]) + sum(((s // kk, kk) for s, kk in zip(x.shape[2:], k)), ()))
+
+    def tiled_max_pool_backward(g, xt, best, k):
+        """``max_pool_backward`` on tiling windows: each offset's share is assigned, not added, and no padding."""
+        gx = xp.empty(xt.shape, dtype=g.dtype)
+        left = xp.array(g, copy=True)
+        for off in offsets(k):
+            idx = (slice(None), slice(None)) + sum(((slice(None), o) for o in off), ())
+            sel = left * (xt[idx] == best)
+            gx[idx] = sel
+            left -= sel
+        return gx
+
     def max_pool_backward(g, x, best, k, stride, padding, dilation):
         """Each output gradient goes to its window's first maximum: one masked slice-add per kernel offset.
 
         ``left`` holds the gradient not yet placed, so a tie further on in the window receives nothing.
         """
+        xt = tiles(x, k, stride, padding, dilation)
+        if xt is not None:
+            return tiled_max_pool_backward(g, xt, best, k).reshape(x.shape)
         v = pool_windows(x, k, stride, padding, dilation)
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
         gx = xp.zeros(tuple(x.shape[:2]) + padded, dtype=g.dtype)
