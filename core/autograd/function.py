@@ -121,6 +121,16 @@ class Node:
             i += 1
         return saved
 
+    def output_data(self):
+        """The saved output's array (version-checked), for backward formulas that need only its values."""
+        if self._released:
+            self._check_released()
+        arr, dev, ref, ver = self._out
+        t = ref()
+        if t is not None and t._version != ver:
+            self._check_version(t, ver, "output")
+        return arr
+
     @property
     def output(self):
         """The saved output, as a tensor whose grad_fn is this node (for double backward)."""

@@ -211,7 +211,7 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return unary(ReluGrad, g, ctx.output._data)
+        return unary(ReluGrad, g, ctx.output_data())
 
 
 class ReluGrad(Op):
