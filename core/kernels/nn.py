@@ -13,6 +13,7 @@ import threading
 
 
 _SCRATCH_SLOTS = 8
+_REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 
 def kernels(xp) -> dict:
@@ -26,7 +27,9 @@ def kernels(xp) -> dict:
         bufs = local.__dict__.setdefault("bufs", {})
         key = (shape, dtype)
         buf = bufs.get(key)
-        if buf is None or sys.getrefcount(buf) > 3:  # held by: the pool, ``buf``, getrefcount's argument
+        # held by: the pool, ``buf``, getrefcount's argument.  From CPython 3.14 the interpreter may borrow
+        # references, so the count could miss a holder: there, every call gets a fresh array
+        if buf is None or not _REUSE or sys.getrefcount(buf) > 3:
             buf = xp.empty(shape, dtype=dtype)
             if key not in bufs and len(bufs) >= _SCRATCH_SLOTS:
                 del bufs[next(iter(bufs))]
