@@ -15,6 +15,13 @@ import numpy as np
 
 BRIDGED: set = set()
 
+# NumPy's spelling -> the standard's name of the same elementwise function
+RENAMED = {
+    "arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan",
+    "arctan2": "atan2", "arctanh": "atanh", "invert": "bitwise_invert", "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+}
+
 
 def to_numpy(xp, x):
     """A NumPy array with the data of library array ``x`` (no copy where DLPack allows)."""
@@ -112,6 +119,7 @@ def namespace(xp) -> types.SimpleNamespace:
         "reshape": reshape, "mean": mean, "ndim": lambda x: x.ndim, "int": int, "inf": float("inf"),
         "bool_": xp.bool, "iinfo": xp.iinfo, "finfo": xp.finfo,
     }
+    aliases.update({numpy_name: getattr(xp, name) for numpy_name, name in RENAMED.items() if hasattr(xp, name)})
     ufuncs = {n: _Ufunc(xp, atype, n, getattr(xp, n)) for n in ("add", "multiply", "maximum", "minimum")}
 
     class Namespace(types.SimpleNamespace):
