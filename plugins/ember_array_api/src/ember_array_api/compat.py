@@ -113,12 +113,26 @@ def namespace(xp) -> types.SimpleNamespace:
     def mean(x, axis=None, keepdims=False, dtype=None):
         return xp.mean(x if dtype is None else xp.astype(x, dtype), axis=axis, keepdims=keepdims)
 
+    def cumulative(fn):
+        def cum(x, axis=None, dtype=None):
+            if axis is None:  # NumPy's default: over the flattened array
+                x, axis = xp.reshape(x, (-1,)), 0
+            return fn(x, axis=axis, dtype=dtype)
+
+        return cum
+
+    def var(x, axis=None, dtype=None, ddof=0, keepdims=False):
+        return xp.var(x if dtype is None else xp.astype(x, dtype), axis=axis, correction=ddof, keepdims=keepdims)
+
     aliases = {
         "array": array, "asarray": xp.asarray, "ascontiguousarray": lambda x: xp.asarray(x, copy=True),
         "power": xp.pow, "transpose": transpose, "swapaxes": swapaxes, "concatenate": concatenate,
         "reshape": reshape, "mean": mean, "ndim": lambda x: x.ndim, "int": int, "inf": float("inf"),
-        "bool_": xp.bool, "iinfo": xp.iinfo, "finfo": xp.finfo,
+        "bool_": xp.bool, "iinfo": xp.iinfo, "finfo": xp.finfo, "var": var,
     }
+    for numpy_name, name in (("cumsum", "cumulative_sum"), ("cumprod", "cumulative_prod")):
+        if hasattr(xp, name):
+            aliases[numpy_name] = cumulative(getattr(xp, name))
     aliases.update({numpy_name: getattr(xp, name) for numpy_name, name in RENAMED.items() if hasattr(xp, name)})
     ufuncs = {n: _Ufunc(xp, atype, n, getattr(xp, n)) for n in ("add", "multiply", "maximum", "minimum")}
 
