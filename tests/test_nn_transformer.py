@@ -151,3 +151,9 @@ def test_bad_masks_are_clear(device):
         em(x, x, x, attn_mask=ember.zeros(4, 4, dtype=ember.int64, device=device))
     with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
         nn.MultiheadAttention(7, 2)
+
+
+def test_reprs_match_torch(torch):
+    for name in ("TransformerEncoderLayer", "TransformerDecoderLayer"):
+        assert repr(getattr(nn, name)(8, 2, 16)) == repr(getattr(torch.nn, name)(8, 2, 16))
+    assert repr(nn.Transformer(8, 2, 1, 1, 16)) == repr(torch.nn.Transformer(8, 2, 1, 1, 16))

@@ -36,6 +36,10 @@ def _float_mask(mask, dtype, name, like_shape=None):
     return mask.to(dtype)
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """The output projection of MultiheadAttention (PyTorch's class name, so reprs match)."""
+
+
 class MultiheadAttention(Module):
     """Multi-head attention (PyTorch's ``nn.MultiheadAttention``)."""
 
@@ -68,7 +72,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(empty(1, 1, embed_dim, **kw))
             self.bias_v = Parameter(empty(1, 1, embed_dim, **kw))
@@ -203,23 +207,43 @@ def _activation(activation):
     return activation
 
 
+def _build_layer(layer, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                 norm_first, bias, kw, cross_attention):
+    """The parts encoder and decoder layers share, under PyTorch's attribute names."""
+    layer.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+    if cross_attention:
+        layer.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                  batch_first=batch_first, **kw)
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+    layer.norm_first = norm_first
+    n = 3 if cross_attention else 2
+    for i in range(1, n + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+    for i in range(1, n + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = _activation(activation)
+
+
+def _attend(attn, drop, x, mem, attn_mask, key_padding_mask, is_causal):
+    x = attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+             is_causal=is_causal and attn_mask is None)[0]
+    return drop(x)
+
+
+def _feed_forward(layer, x, drop):
+    return drop(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual connection and LayerNorm."""
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                     norm_first, bias, {"device": device, "dtype": dtype}, cross_attention=False)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -232,12 +256,10 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal and attn_mask is None)[0]
-        return self.dropout1(x)
+        return _attend(self.self_attn, self.dropout1, x, x, attn_mask, key_padding_mask, is_causal)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _feed_forward(self, x, self.dropout2)
 
 
 class TransformerDecoderLayer(Module):
@@ -246,21 +268,8 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                                 **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                     norm_first, bias, {"device": device, "dtype": dtype}, cross_attention=True)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -276,17 +285,13 @@ class TransformerDecoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal and attn_mask is None)[0]
-        return self.dropout1(x)
+        return _attend(self.self_attn, self.dropout1, x, x, attn_mask, key_padding_mask, is_causal)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
-        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                need_weights=False, is_causal=is_causal and attn_mask is None)[0]
-        return self.dropout2(x)
+        return _attend(self.multihead_attn, self.dropout2, x, mem, attn_mask, key_padding_mask, is_causal)
 
     def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _feed_forward(self, x, self.dropout3)
 
 
 def _clones(module, n):
