@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 import shutil
 import subprocess
 import sys
@@ -82,8 +83,21 @@ def main(argv=None) -> int:
     before = mpi_segments()
     rc = subprocess.call(command(args), env=env)
     if rc != 0:  # a rank that was killed (MPI_Abort, a signal) cannot unlink MPICH's shared memory
-        remove_orphan_segments(mpi_segments() - before)
+        _clean_after_failure(before)
     return rc
+
+
+def _clean_after_failure(before, patience: float = 5.0) -> None:
+    """Unlink the segments the failed job left, waiting for its last ranks to unmap them (they may still be
+    exiting when mpiexec returns)."""
+    deadline = time.monotonic() + patience
+    left = mpi_segments() - before
+    while left:
+        remove_orphan_segments(left)
+        left = mpi_segments() - before
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":
