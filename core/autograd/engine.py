@@ -295,7 +295,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 if type(res) is not tuple:
                     res = (res,)
                 if len(res) != len(fn.next_functions):
-                    res = _call(fn, grads_out)  # reports the wrong count
+                    raise _count_error(fn, len(res))
             else:
                 res = _call(fn, grads_out)
             if hooked and fn._hooks:
@@ -411,9 +411,13 @@ def _call(fn, grads_out):
     if len(res) != n_in:
         if custom and len(res) > n_in and all(r is None for r in res[n_in:]):
             return res[:n_in]
-        raise RuntimeError(f"function {_who(fn)} returned an incorrect number of gradients "
-                           f"(expected {n_in}, got {len(res)})")
+        raise _count_error(fn, len(res))
     return res
+
+
+def _count_error(fn, n):
+    return RuntimeError(f"function {_who(fn)} returned an incorrect number of gradients "
+                        f"(expected {len(fn.next_functions)}, got {n})")
 
 
 def _who(fn):
