@@ -234,13 +234,23 @@ def apply(Op, *args):
 
 
 def link(ctx, inputs):
-    """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps."""
+    """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps.
+
+    Returns whether an input is volatile (a deprecated ``Variable``).
+    """
     edges = []
     metas = []
+    volatile = False
     for t in inputs:
         if isinstance(t, Tensor):
             fn = t._fn
-            edges.append((fn, t._nr) if fn is not None else grad_edge(t))
+            if fn is not None:
+                edges.append((fn, t._nr))
+                volatile = volatile or fn is VOLATILE
+            elif t._rg and t._acc is not None:  # a leaf that has been in a graph before
+                edges.append((t._acc, 0))
+            else:
+                edges.append(grad_edge(t))
             arr = t._data
             metas.append((arr.shape, arr.dtype))
         else:
@@ -250,20 +260,27 @@ def link(ctx, inputs):
     ctx._shapes = tuple(metas)
     if type(ctx).save_inputs:
         ctx._saved = tuple(inputs)
-        ctx._vers = tuple([_version(t) if isinstance(t, Tensor) else None for t in inputs])
+        vers = []
+        for t in inputs:
+            if isinstance(t, Tensor):
+                b = t._base
+                vers.append(t._ver if b is None else b._ver)
+            else:
+                vers.append(None)
+        ctx._vers = tuple(vers)
     if STATE.anomaly:
         anomaly_trace(ctx)
+    return volatile
 
 
 def record(ctx, out, dev, inputs):
     """Wrap forward's result(s) as outputs of graph node ``ctx`` over ``inputs``."""
-    link(ctx, inputs)
+    if link(ctx, inputs):
+        return _volatile(out, dev)
     Op = type(ctx)
-    for e in ctx.next_functions:
-        if e[0] is VOLATILE:
-            return _volatile(out, dev)
     if type(out) is tuple or type(out) is list:
         ctx.n_outputs = len(out)
+        ctx._plain = False
         backend = dev.backend
         ctx._out_meta = tuple((o.shape, backend.dtype_of(o), dev) for o in out)
         res = []
@@ -275,11 +292,15 @@ def record(ctx, out, dev, inputs):
                 t._nr = i
             res.append(t)
         return tuple(res)
-    t = _wrap(out, dev)
+    t = _new(Tensor)  # _wrap's work, inline on the hottest path
+    t._data = out if type(out) is dev.atype else dev.backend.as_array(out)
+    t._dev = dev
     t._rg = True
     t._fn = ctx
+    if STATE.inference:
+        t._inference = True
     if Op.save_output:
-        ctx._out = (out, dev, weakref.ref(t), 0)
+        ctx._out = (t._data, dev, weakref.ref(t), 0)
     return t
 
 

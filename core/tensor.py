@@ -66,7 +66,7 @@ class Tensor:
     _view = None        # how a view was derived from _base: (parent chain, Op, params)
     _ver = 0            # version counter, kept on the base
     _nr = 0             # output number within grad_fn
-    _acc = None         # weakref to the leaf's AccumulateGrad node
+    _acc = None         # the leaf's AccumulateGrad node (which refers back to it weakly)
     _hooks = None       # hooks of a leaf tensor
     _post_acc_hooks = None
     _retains = False
@@ -341,6 +341,7 @@ class Tensor:
             return
         fn = self._fn
         fn._hooked = True
+        fn._plain = False
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._nr] = weakref.ref(self)
@@ -366,6 +367,7 @@ class Tensor:
             self._hooks.append(hook)
             return _Handle(self._hooks, hook)
         fn._hooked = True
+        fn._plain = False
         if fn._pre_hooks is None:
             fn._pre_hooks = {}
         fn._pre_hooks.setdefault(self._nr, []).append(hook)

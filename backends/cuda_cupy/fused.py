@@ -2,7 +2,7 @@
 operation.  Each entry replaces the shared kernel of the same name and signature; cases a fused
 kernel does not cover fall back to the shared one.
 
-* ``relu_backward``: ``g * (out > 0)`` in one kernel.
+* ``relu_backward``: ``g`` where ``out > 0`` (or nan), else 0, in one kernel.
 * ``sgd_update``, ``adam_update`` (Adam, AdamW, AMSGrad), ``adagrad_update``, ``rmsprop_update``
   (not centered): the whole update of one parameter, in place, in one kernel; the arithmetic
   follows PyTorch's single-tensor update.
@@ -71,7 +71,7 @@ def kernels(cp) -> dict:
     rmsprop_momentum = cp.ElementwiseKernel(
         rms_params, "T p, T sq, T buf", _RMSPROP_BODY + "buf = buf * momentum + grad / avg; p = p - lr * buf;",
         "ember_rmsprop_momentum")
-    relu_bw = cp.ElementwiseKernel("T g, U out", "T y", "y = out > 0 ? g : (T)0", "ember_relu_backward")
+    relu_bw = cp.ElementwiseKernel("T g, U out", "T y", "y = out <= 0 ? (T)0 : g", "ember_relu_backward")
     exp_shift = cp.ElementwiseKernel("T x, T mx", "T y", "y = exp(x - mx)", "ember_exp_shift")
     log_norm = cp.ElementwiseKernel("T x, T mx, T s", "T y", "y = x - mx - log(s)", "ember_log_norm")
 

@@ -9,37 +9,33 @@ from __future__ import annotations
 
 import warnings
 
+from .. import tensor as _tensor
 from .function import AccumulateGrad, BackwardCFunction, grad_edge
 from .grad_mode import STATE
 
 _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 
 
-_T = []
+_ONES = {}
 
 
 def _tensor_cls():
-    if not _T:
-        from ..tensor import Tensor
-
-        _T.append(Tensor)
-    return _T[0]
-
-
-_ONES = {}  # (device, array dtype) -> a 0-d one: the implicit gradient of scalar outputs, never written to
+    return _tensor.Tensor
 
 
 def _ones_like(t):
-    from ..tensor import _wrap
-
-    arr = t._data
-    if arr.ndim == 0:
-        key = (id(t._dev), arr.dtype)  # devices are interned; their Python-level __eq__ is slow
+    """The implicit gradient of a scalar output: a 0-d one per (device, dtype), cached, never written to."""
+    dt = t._data.dtype
+    if t._data.ndim == 0:
+        key = (id(t._dev), dt)  # devices are interned; their Python-level __eq__ is slow
         one = _ONES.get(key)
         if one is None:
-            one = _ONES[key] = t._dev.backend.xp.ones((), dtype=arr.dtype)
-        return _wrap(one, t._dev)
-    return _wrap(t._dev.backend.xp.ones(arr.shape, dtype=arr.dtype), t._dev)
+            if t.dtype.category < 2:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{t.dtype}")
+            one = _ONES[key] = t._dev.backend.xp.ones((), dtype=dt)
+        return _tensor._wrap(one, t._dev)
+    return _tensor._wrap(t._dev.backend.xp.ones(t._data.shape, dtype=dt), t._dev)
 
 
 def _make_grads(outputs, grads, create_graph):
@@ -82,9 +78,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if grad_tensors is None and inputs is None and grad_variables is None and tensors._fn is not None \
                 and tensors._data.ndim == 0 and not tensors._volatile:
             # the common call, loss.backward(): one scalar root with an implicit gradient
-            if tensors.dtype.category < 2:
-                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
-                                   f"{tensors.dtype}")
             run([(tensors._fn, tensors._nr)], [_ones_like(tensors)],
                 create_graph if retain_graph is None else retain_graph, create_graph)
             return
@@ -172,14 +165,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _count_deps(roots):
-    """Dependency counts of every node reachable from ``roots``."""
+    """Dependency counts of every node reachable from ``roots``, leaves (AccumulateGrad) left out."""
     deps = {}
     stack = [fn for fn, _ in roots if fn is not None]
     seen = set(stack)
     pop, push, add = stack.pop, stack.append, seen.add
     while stack:
         for nxt, _ in pop().next_functions:
-            if nxt is None:
+            if nxt is None or type(nxt) is AccumulateGrad:
                 continue
             if nxt in deps:
                 deps[nxt] += 1
@@ -224,90 +217,74 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     ``targets``: ``{edge: tensor}``; when given, only nodes leading to them
     run, and (without ``accumulate``) their gradients are returned instead
     of stored.  Returns ``{edge: grad}`` for the targets.
+
+    A node's pending gradient waits in ``buffers``: the tensor itself for a
+    single-output node, a list by output number otherwise.  Built-in
+    single-output Ops without hooks (``_plain``) take the short path.
+    Without targets, leaves are not counted as dependencies: their summed
+    gradients wait in ``buffers`` and are accumulated once the graph is done.
     """
-    needed = None
-    if targets is None:
-        deps = _count_deps(roots)
-    else:
+    filter_state = None
+    filtered = targets is not None
+    if filtered:
         deps, order = _discover(roots)
         target_nodes = {e[0] for e in targets}
         needed = set()
         for fn in order:  # children before parents
             if fn in target_nodes or any(n in needed for n, _ in fn.next_functions if n is not None):
                 needed.add(fn)
+    else:
+        deps = _count_deps(roots)
+    captured = {}
+    if filtered:
+        filter_state = (needed, targets, target_nodes, captured, accumulate)
     buffers = {}
     for (fn, nr), g in zip(roots, grads):
         if fn is not None:
-            _add(buffers, fn, nr, g)
-    captured = {}
-    shared = {id(g) for g in grads}  # gradients the caller or another edge also holds: copied before storing
+            _add(buffers, fn, nr, g, create_graph)
+    shared = set(map(id, grads))  # gradients the caller or another edge also holds: copied before storing
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly = STATE.anomaly and STATE.anomaly_nan
+    fast = not filtered
     try:
-        ready = list(dict.fromkeys(fn for fn, _ in roots if fn is not None and deps.get(fn, 0) == 0))
-        filtered = targets is not None
+        # without targets a leaf given as a root joins the other gradients for it at the end
+        if len(roots) == 1:  # a DAG: a single root depends on nothing
+            fn = roots[0][0]
+            ready = [fn] if fn is not None and (filtered or type(fn) is not AccumulateGrad) else []
+        else:
+            ready = list(dict.fromkeys(fn for fn, _ in roots if fn is not None and deps.get(fn, 0) == 0
+                                       and (filtered or type(fn) is not AccumulateGrad)))
+        pop, push = ready.pop, ready.append
         while ready:
-            fn = ready.pop()
-            grads_out = buffers.pop(fn, None)
-            if grads_out is None:
-                if filtered and fn not in needed:
-                    _release_edges(fn, deps, ready)
-                    continue
-                grads_out = [None] * fn.n_outputs
-            hooked = fn._hooked
-            if hooked and (fn._pre_hooks is not None or fn._retain is not None):
-                grads_out = _run_tensor_hooks(fn, grads_out, shared)
-            if filtered:
-                if fn not in needed:
-                    _release_edges(fn, deps, ready)
-                    continue
-                for nr in range(fn.n_outputs):
-                    if (fn, nr) in targets:
-                        captured[(fn, nr)] = grads_out[nr]
-                if not accumulate and fn in target_nodes and not any(
-                        n in needed for n, _ in fn.next_functions if n is not None):
-                    _release_edges(fn, deps, ready)
-                    continue
-            if type(fn) is AccumulateGrad:
-                if not filtered or (accumulate and (fn, 0) in targets):
-                    _accumulate(fn.variable, grads_out[0], create_graph, shared)
-                continue
-            if hooked and fn._node_pre_hooks:
-                for hook in fn._node_pre_hooks:
-                    r = hook(tuple(grads_out))
-                    if r is not None:
-                        grads_out = list(r)
-            if fn._op:
-                unreached = False
-                for g in grads_out:
-                    if g is None:  # some output got no gradient
-                        unreached = all(x is None for x in grads_out)
-                        if not unreached:
-                            grads_out = _materialize(fn, grads_out)
-                        break
-                if unreached:  # no gradient reached this node: nothing flows on from it
+            fn = pop()
+            if fn._plain and fast:
+                g = buffers.pop(fn, None)
+                if g is None:  # no gradient reached this node: nothing flows on from it
                     if not retain_graph:
                         fn.release()
                     _release_edges(fn, deps, ready)
                     continue
-                res = fn.backward(fn, *grads_out)
+                grads_out = (g,)
+                res = fn.backward(fn, g)
                 if type(res) is not tuple:
                     res = (res,)
-                if len(res) != len(fn.next_functions):
+                nf = fn.next_functions
+                if len(res) != len(nf):
                     raise _count_error(fn, len(res))
+                if not retain_graph:
+                    fn._saved = fn._out = None
+                    fn._released = True
             else:
-                res = _call(fn, grads_out)
-            if hooked and fn._hooks:
-                res = _validated(fn, res)
-                for hook in fn._hooks:
-                    r = hook(tuple(res), tuple(grads_out))
-                    if r is not None:
-                        res = tuple(r)
-            if not retain_graph and (fn._saved is not None or fn._out is not None):
-                fn.release()
+                grads_out = buffers.pop(fn, None)
+                if grads_out is not None and fn.n_outputs == 1:
+                    grads_out = [grads_out]
+                res = _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter_state)
+                if res is None:
+                    continue
+                nf = fn.next_functions
             i = -1
-            for (nxt, nr), g, meta in zip(fn.next_functions, res, fn._shapes):
+            for (nxt, nr), g, meta in zip(nf, res, fn._shapes):
                 i += 1
                 if nxt is None:
                     continue
@@ -323,48 +300,124 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     for x in grads_out:
                         if g is x:  # passed through unchanged: someone else holds it too
                             shared.add(id(g))
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt.n_outputs
-                        buf[nr] = g
-                    elif buf[nr] is None:
-                        buf[nr] = g
+                    if nxt.n_outputs == 1:
+                        buf = buffers.get(nxt)
+                        buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph)
                     else:
-                        buf[nr] = _sum_grads(buf[nr], g, create_graph)
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    ready.append(nxt)
+                        _add(buffers, nxt, nr, g, create_graph)
+                d = deps.get(nxt)
+                if d is not None:  # None: a leaf
+                    d -= 1
+                    deps[nxt] = d
+                    if d == 0:
+                        push(nxt)
+        for fn, g in buffers.items():  # what is left are the leaves' gradients
+            if fn._hooked:
+                _step(fn, [g], deps, ready, retain_graph, create_graph, shared, None)
+            else:
+                _accumulate(fn.variable, g, create_graph, shared)
     finally:
         STATE.enabled = prev
     return captured
+
+
+def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter_state):
+    """One node's backward in full generality: hooks, custom Functions, leaves, filtered runs.
+
+    ``filter_state``: None, or ``(needed, targets, target_nodes, captured, accumulate)`` for a run
+    restricted to some targets.  Returns the node's input gradients, or None when nothing flows on.
+    """
+    filtered = filter_state is not None
+    if filtered:
+        needed, targets, target_nodes, captured, accumulate = filter_state
+    if grads_out is None:
+        if filtered and fn not in needed:
+            _release_edges(fn, deps, ready)
+            return None
+        grads_out = [None] * fn.n_outputs
+    hooked = fn._hooked
+    if hooked and (fn._pre_hooks is not None or fn._retain is not None):
+        grads_out = _run_tensor_hooks(fn, grads_out, shared)
+    if filtered:
+        if fn not in needed:
+            _release_edges(fn, deps, ready)
+            return None
+        for nr in range(fn.n_outputs):
+            if (fn, nr) in targets:
+                captured[(fn, nr)] = grads_out[nr]
+        if not accumulate and fn in target_nodes and not any(
+                n in needed for n, _ in fn.next_functions if n is not None):
+            _release_edges(fn, deps, ready)
+            return None
+    if type(fn) is AccumulateGrad:
+        if not filtered or (accumulate and (fn, 0) in targets):
+            _accumulate(fn.variable, grads_out[0], create_graph, shared)
+        return None
+    if hooked and fn._node_pre_hooks:
+        for hook in fn._node_pre_hooks:
+            r = hook(tuple(grads_out))
+            if r is not None:
+                grads_out = list(r)
+    if fn._op:
+        unreached = False
+        for g in grads_out:
+            if g is None:  # some output got no gradient
+                unreached = all(x is None for x in grads_out)
+                if not unreached:
+                    grads_out = _materialize(fn, grads_out)
+                break
+        if unreached:  # no gradient reached this node: nothing flows on from it
+            if not retain_graph:
+                fn.release()
+            _release_edges(fn, deps, ready)
+            return None
+        res = fn.backward(fn, *grads_out)
+        if type(res) is not tuple:
+            res = (res,)
+        if len(res) != len(fn.next_functions):
+            raise _count_error(fn, len(res))
+    else:
+        res = _call(fn, grads_out)
+    if hooked and fn._hooks:
+        res = _validated(fn, res)
+        for hook in fn._hooks:
+            r = hook(tuple(res), tuple(grads_out))
+            if r is not None:
+                res = tuple(r)
+    if not retain_graph and (fn._saved is not None or fn._out is not None):
+        fn.release()
+    return res
 
 
 def _sum_grads(a, b, create_graph):
     """Two gradients for one edge, added (straight on the arrays when no graph is being built)."""
     if create_graph or a._data.shape != b._data.shape or a._data.dtype != b._data.dtype:
         return a + b
-    from ..tensor import _wrap
-
-    return _wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
+    return _tensor._wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
 
 
 def _release_edges(fn, deps, ready):
     for nxt, _ in fn.next_functions:
-        if nxt is None:
+        d = deps.get(nxt)
+        if d is None:  # no node, or a leaf
             continue
-        d = deps[nxt] - 1
+        d -= 1
         deps[nxt] = d
         if d == 0:
             ready.append(nxt)
 
 
-def _add(buffers, fn, nr, g):
+def _add(buffers, fn, nr, g, create_graph):
+    """Add ``g`` to the pending gradient of output ``nr`` of ``fn``."""
+    if fn.n_outputs == 1:
+        prev = buffers.get(fn)
+        buffers[fn] = g if prev is None else _sum_grads(prev, g, create_graph)
+        return
     buf = buffers.get(fn)
     if buf is None:
         buf = buffers[fn] = [None] * fn.n_outputs
     prev = buf[nr]
-    buf[nr] = g if prev is None else prev + g
+    buf[nr] = g if prev is None else _sum_grads(prev, g, create_graph)
 
 
 def _run_tensor_hooks(fn, grads, shared):
@@ -482,7 +535,7 @@ def _broadcastable(shape, gshape):
 
 
 def _accumulate(t, g, create_graph, shared):
-    if g is None:
+    if g is None or t is None:  # t is None: the leaf has been freed, nobody can see its gradient
         return
     if t._hooks:
         for hook in t._hooks:
@@ -496,7 +549,8 @@ def _accumulate(t, g, create_graph, shared):
         t._grad = old + g
     elif old._data.shape == g._data.shape and old._data.dtype == g._data.dtype and old._dev is g._dev:
         old._data += g._data  # accumulate in place into the grad buffer, as PyTorch does
-        old._bump()
+        b = old._base
+        (old if b is None else b)._ver += 1
     else:
         t._grad = old + (g if not g._rg else g.detach())
     if t._post_acc_hooks:

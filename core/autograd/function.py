@@ -52,6 +52,7 @@ class Node:
     _node_pre_hooks = None  # node pre-hooks: fn(grad_outputs)
     _released = False
     _hooked = False        # set once any hook or retain_grad is registered on this node
+    _plain = False         # the engine's short path: a built-in single-output Op without hooks
     _origin = ""           # plugin ops: " (op ember.ops.ns.name from plugin 'p')", for error messages
     _op = False            # a built-in Op: backward(ctx, *grads) returns one gradient per input
     _trace = None          # forward stack when anomaly detection is on
@@ -68,6 +69,7 @@ class Node:
         if self._hooks is None:
             self._hooks = []
         self._hooked = True
+        self._plain = False
         self._hooks.append(fn)
         return _Handle(self._hooks, fn)
 
@@ -76,6 +78,7 @@ class Node:
         if self._node_pre_hooks is None:
             self._node_pre_hooks = []
         self._hooked = True
+        self._plain = False
         self._node_pre_hooks.append(fn)
         return _Handle(self._node_pre_hooks, fn)
 
@@ -166,6 +169,7 @@ class Op(Node):
     save_output = False
     nondiff_outputs = ()
     _op = True
+    _plain = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -182,10 +186,20 @@ class Op(Node):
 
 
 class AccumulateGrad(Node):
-    """The node that adds incoming gradients into a leaf tensor's ``.grad``."""
+    """The node that adds incoming gradients into a leaf tensor's ``.grad``.
+
+    The leaf keeps its node (``Tensor._acc``) and the node refers to the leaf
+    weakly: no reference cycle, and one node per leaf for its whole life
+    rather than a new one for every graph.
+    """
 
     def __init__(self, variable):
-        self.variable = variable
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor, or None once it has been freed."""
+        return self._variable()
 
     def __repr__(self):
         return f"<AccumulateGrad object at {hex(id(self))}>"
@@ -233,11 +247,9 @@ def grad_edge(t):
         return (fn, t._nr)
     if not t._rg:
         return (None, 0)
-    acc = t._acc
-    node = acc() if acc is not None else None
+    node = t._acc
     if node is None:
-        node = AccumulateGrad(t)
-        t._acc = weakref.ref(node)
+        node = t._acc = AccumulateGrad(t)
     return (node, 0)
 
 

@@ -16,7 +16,9 @@ def kernels(xp) -> dict:
         return xp.matmul(a, b)
 
     def relu_backward(g, out):
-        return xp.where(out > 0, g, xp.zeros((), dtype=g.dtype))
+        # zero where the output is <= 0; a nan output passes its gradient on, as in PyTorch
+        zero = xp.zeros((), dtype=g.dtype)
+        return xp.where(out <= zero, zero, g)
 
     def sum_(x, axis=None, keepdims=False, dtype=None):
         return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)

@@ -396,7 +396,9 @@ def sign(input, *, out=None):  # noqa: A002
 
 def relu(input):  # noqa: A002
     """``max(input, 0)`` elementwise."""
-    return unary(Relu, _check(input, "relu"))
+    if type(input) is not Tensor:
+        _check(input, "relu")
+    return unary(Relu, input)
 
 
 def where(condition, input=None, other=None):  # noqa: A002
@@ -533,19 +535,31 @@ def _fast(Cls):
 
 
 def _eliding(fallback, into, min_category=dtypes.INT):
-    """``fallback(self, other)``, computed into ``self``'s array when ``self`` is an unshared temporary."""
-    def method(self, other):
-        if _refcount(self) == 3 and _elidable(self, other, min_category):
-            y = other._data if isinstance(other, Tensor) else other
-            return _wrap(self._dev.kernels[into](self._data, y), self._dev)
-        return fallback(self, other)
+    """``fallback(self, other)``, computed into ``self``'s array when ``self`` is an unshared temporary.
+
+    ``fallback`` is a function, or an Op class applied through ``binary`` (one call frame less).
+    """
+    if isinstance(fallback, type):
+        Cls = fallback
+
+        def method(self, other):
+            if _refcount(self) == 3 and _elidable(self, other, min_category):
+                y = other._data if isinstance(other, Tensor) else other
+                return _wrap(self._dev.kernels[into](self._data, y), self._dev)
+            return binary(Cls, self, other)
+    else:
+        def method(self, other):
+            if _refcount(self) == 3 and _elidable(self, other, min_category):
+                y = other._data if isinstance(other, Tensor) else other
+                return _wrap(self._dev.kernels[into](self._data, y), self._dev)
+            return fallback(self, other)
 
     return method
 
 
 METHODS = {
-    "__add__": _eliding(_fast(Add), "add_into"), "__radd__": _fast(Add),
-    "__mul__": _eliding(_fast(Mul), "mul_into"), "__rmul__": _fast(Mul),
+    "__add__": _eliding(Add, "add_into"), "__radd__": _fast(Add),
+    "__mul__": _eliding(Mul, "mul_into"), "__rmul__": _fast(Mul),
     "__sub__": _eliding(_binop(sub), "sub_into"), "__rsub__": _binop(_rsub),
     "__truediv__": _eliding(_binop(div), "div_into", dtypes.FLOAT), "__rtruediv__": _binop(_rdiv),
     "__div__": _binop(div), "__pow__": _binop(pow), "__rpow__": _binop(_rpow), "__neg__": neg,

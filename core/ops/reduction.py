@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import cast, unary
+from ..dispatch import cast, unary, view_op
 from ..tensor import Tensor, _wrap_dim
+from .shape import Expand
 
 
 __all__ = ["mean", "sum"]
@@ -27,7 +28,7 @@ def dims_arg(dim, ndim, op):
 def _restore(g, in_shape, axes, keepdim):
     """Broadcast a reduced gradient back to ``in_shape``."""
     if axes is None:
-        return g.expand(in_shape) if in_shape else g
+        return view_op(Expand, g, in_shape) if in_shape else g
     if not keepdim:
         shape = list(in_shape)
         for a in axes:
@@ -44,6 +45,8 @@ class Sum(Op):
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.axes is None and ctx.in_shape:  # the common full sum, without the extra call
+            return view_op(Expand, g, ctx.in_shape)
         return _restore(g, ctx.in_shape, ctx.axes, ctx.keepdim)
 
 
@@ -93,7 +96,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     tensor([4., 6.])
     """
     if dim is None and dtype is None and out is None and isinstance(input, Tensor) \
-            and input.dtype.category >= dtypes.FLOAT:
+            and (input._rg or input.dtype.category >= dtypes.FLOAT):  # only float and complex tensors need grad
         return unary(Sum, input, None, keepdim, None)
     if not isinstance(input, Tensor):
         raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
