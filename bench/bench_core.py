@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Per-op overhead on 4x4 float32: ember vs PyTorch (CPU) vs raw NumPy, in one process.
 
-    python bench/bench_core.py [--repeat 7] [--min-time 0.2] [--json out.json]
+    python bench/bench_core.py [--repeat 9] [--min-time 0.2] [--timer wall|thread] [--json out.json]
 
 Prints microseconds per call (median of --repeat timed runs, each calibrated to last
---min-time seconds) and the ratios ember/torch and ember/numpy.  Single BLAS/OpenMP thread
-for all three so that the comparison is of framework overhead, not threading.
+--min-time seconds) and the ratios ember/torch and ember/numpy.  The three contenders' runs
+are interleaved (ember, torch, numpy, ember, ...) so that a change in the machine's load
+falls on all of them alike; ``--timer thread`` counts this thread's CPU time only, which
+steadies the figures on a shared machine.  Single BLAS/OpenMP thread for all three so that
+the comparison is of framework overhead, not threading.
 """
 import argparse
 import json
 import os
 import statistics
 import sys
+import time
 import timeit
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -22,12 +26,21 @@ import numpy as np  # noqa: E402
 import ember  # noqa: E402
 
 
-def bench(fn, repeat, min_time):
-    t = timeit.Timer(fn)
-    number = 1
-    while t.timeit(number) < min_time:
-        number *= 2
-    return statistics.median(t.repeat(repeat, number)) / number * 1e6
+def bench(fns, repeat, min_time, timer):
+    """Median microseconds per call of each of ``fns``, their timed runs interleaved."""
+    timers, numbers = [], []
+    for fn in fns:
+        t = timeit.Timer(fn, timer=timer)
+        number = 1
+        while t.timeit(number) < min_time / repeat:
+            number *= 2
+        timers.append(t)
+        numbers.append(number)
+    runs = [[] for _ in fns]
+    for _ in range(repeat):
+        for t, number, r in zip(timers, numbers, runs):
+            r.append(t.timeit(number) / number * 1e6)
+    return [statistics.median(r) for r in runs]
 
 
 def cases(np_mod, torch):
@@ -73,8 +86,9 @@ def cases(np_mod, torch):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--min-time", type=float, default=0.2)
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per contender and case, over all repeats")
+    ap.add_argument("--timer", choices=["wall", "thread"], default="wall")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args(argv)
     try:
@@ -86,10 +100,12 @@ def main(argv=None):
         print("(torch not installed: PyTorch columns empty)", file=sys.stderr)
     out = {}
     print(f"{'us per call':34s} {'ember':>9s} {'torch':>9s} {'numpy':>9s} {'e/torch':>8s} {'e/numpy':>8s}")
+    timer = time.thread_time if args.timer == "thread" else timeit.default_timer
     for name, e, t, n in cases(np, torch):
-        te = bench(e, args.repeat, args.min_time)
-        tt = bench(t, args.repeat, args.min_time) if t else float("nan")
-        tn = bench(n, args.repeat, args.min_time)
+        if t:
+            te, tt, tn = bench([e, t, n], args.repeat, args.min_time, timer)
+        else:
+            (te, tn), tt = bench([e, n], args.repeat, args.min_time, timer), float("nan")
         out[name] = {"ember": te, "torch": tt, "numpy": tn}
         print(f"{name:34s} {te:9.2f} {tt:9.2f} {tn:9.2f} {te / tt:7.2f}x {te / tn:7.2f}x")
     if args.json:

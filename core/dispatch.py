@@ -135,7 +135,12 @@ def unary(Op, a, *params):
         return record(ctx, out, dev, (a,))
     if type(out) is tuple:
         return tuple(_wrap(o, dev) for o in out)
-    return _wrap(out, dev)
+    t = _new(Tensor)  # _wrap(out, dev), inline: the result of every op not recorded
+    t._data = out if type(out) is dev.atype else dev.backend.as_array(out)
+    t._dev, t._rg, t._fn = dev, False, None
+    if STATE.inference:
+        t._inference = True
+    return t
 
 
 def binary(Op, a, b, *params):
@@ -179,7 +184,12 @@ def binary(Op, a, b, *params):
         raise kernel_error(Op, exc, (x, y)) from None
     if rg and STATE.enabled:
         return record(ctx, out, dev, (a, b))
-    return _wrap(out, dev)
+    t = _new(Tensor)  # as in unary
+    t._data = out if type(out) is dev.atype else dev.backend.as_array(out)
+    t._dev, t._rg, t._fn = dev, False, None
+    if STATE.inference:
+        t._inference = True
+    return t
 
 
 def _category(arr, dev):

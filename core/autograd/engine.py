@@ -168,18 +168,17 @@ def _count_deps(roots):
     """Dependency counts of every node reachable from ``roots``, leaves (AccumulateGrad) left out."""
     deps = {}
     stack = [fn for fn, _ in roots if fn is not None]
-    seen = set(stack)
-    pop, push, add = stack.pop, stack.append, seen.add
+    several = set(stack) if len(stack) > 1 else ()  # roots: already on the stack (one alone is reached by none)
+    pop, push, leaf = stack.pop, stack.append, AccumulateGrad
     while stack:
         for nxt, _ in pop().next_functions:
-            if nxt is None or type(nxt) is AccumulateGrad:
+            if nxt is None or type(nxt) is leaf:
                 continue
             if nxt in deps:
                 deps[nxt] += 1
             else:
                 deps[nxt] = 1
-                if nxt not in seen:
-                    add(nxt)
+                if nxt not in several:
                     push(nxt)
     return deps
 
@@ -259,20 +258,19 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         while ready:
             fn = pop()
             if fn._plain and fast:
-                g = buffers.pop(fn, None)
-                if g is None:  # no gradient reached this node: nothing flows on from it
+                gin = buffers.pop(fn, None)
+                if gin is None:  # no gradient reached this node: nothing flows on from it
                     if not retain_graph:
                         fn.release()
                     _release_edges(fn, deps, ready)
                     continue
-                grads_out = (g,)
-                res = fn.backward(fn, g)
+                res = fn.backward(fn, gin)
                 if type(res) is not tuple:
                     res = (res,)
                 nf = fn.next_functions
                 if len(res) != len(nf):
                     raise _count_error(fn, len(res))
-                if not retain_graph:
+                if not retain_graph and (fn._saved is not None or fn._out is not None):
                     fn._saved = fn._out = None
                     fn._released = True
             else:
@@ -282,24 +280,22 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 res = _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter_state)
                 if res is None:
                     continue
+                gin = None  # _step has marked the gradients it passed through
                 nf = fn.next_functions
-            i = -1
             for (nxt, nr), g, meta in zip(nf, res, fn._shapes):
-                i += 1
                 if nxt is None:
                     continue
                 if g is not None:
                     try:
                         arr = g._data
                         if arr.shape != meta[0] or arr.dtype is not meta[1]:
-                            g = _conform(fn, i, g, meta)
+                            g = _conform(fn, nf.index((nxt, nr)), g, meta)
                     except (AttributeError, TypeError):
-                        g = _conform(fn, i, g, meta)
+                        g = _conform(fn, nf.index((nxt, nr)), g, meta)
                     if anomaly:
-                        _check_nan(fn, g, i)
-                    for x in grads_out:
-                        if g is x:  # passed through unchanged: someone else holds it too
-                            shared.add(id(g))
+                        _check_nan(fn, g, nf.index((nxt, nr)))
+                    if g is gin:  # passed through unchanged: someone else holds it too
+                        shared.add(id(g))
                     if nxt.n_outputs == 1:
                         buf = buffers.get(nxt)
                         buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph)
@@ -386,6 +382,9 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
                 res = tuple(r)
     if not retain_graph and (fn._saved is not None or fn._out is not None):
         fn.release()
+    for g in res:
+        if g is not None and any(g is x for x in grads_out):  # passed through: someone else holds it too
+            shared.add(id(g))
     return res
 
 

@@ -57,18 +57,18 @@ def matmul(input, other, *, out=None):  # noqa: A002
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): arguments must be Tensors, got {type(input).__name__} and "
                         f"{type(other).__name__}")
-    if input.dim() == 0 or other.dim() == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {input.dim()}D and "
-                           f"{other.dim()}D")
-    ka = input.shape[-1]
-    kb = other.shape[-2] if other.dim() > 1 else other.shape[0]
+    sa, sb = input._data.shape, other._data.shape  # checked on the arrays: this is a hot path
+    if not sa or not sb:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {len(sa)}D and "
+                           f"{len(sb)}D")
+    ka = sa[-1]
+    kb = sb[-2] if len(sb) > 1 else sb[0]
     if ka != kb:
-        if input.dim() == 2 and other.dim() == 2:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{ka} and "
-                               f"{other.shape[0]}x{other.shape[1]})")
-        raise RuntimeError(f"matmul: size mismatch, got input {list(input.shape)} and other {list(other.shape)} "
+        if len(sa) == 2 and len(sb) == 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{ka} and {sb[0]}x{sb[1]})")
+        raise RuntimeError(f"matmul: size mismatch, got input {list(sa)} and other {list(sb)} "
                            f"(inner dimensions {ka} and {kb} differ)")
-    if input.dtype is not other.dtype:
+    if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
     if out is not None:
