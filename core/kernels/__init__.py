@@ -6,13 +6,20 @@ better.  Kernels take and return arrays of ``xp``; they never see Tensors.
 Non-view kernels return fresh arrays.
 
 The table is assembled from the modules in ``MODULES``, each with a
-``kernels(xp) -> dict`` function, grouped by concern.
+``kernels(xp) -> dict`` function, grouped by concern.  A module lists in
+``MUTATING`` its kernels that write into array arguments (``copy_``, the
+optimizer updates, ...): a backend that retries a failed kernel another way
+must not let a first attempt's partial writes count twice.
 """
 from __future__ import annotations
 
 import importlib
 
 MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random"]
+
+
+def _mutating() -> frozenset:
+    return frozenset().union(*(getattr(importlib.import_module(f"{__name__}.{m}"), "MUTATING", ()) for m in MODULES))
 
 
 def library(xp) -> dict:
@@ -25,3 +32,6 @@ def library(xp) -> dict:
                 raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
             table[op] = fn
     return table
+
+
+MUTATING = _mutating()

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 
+MUTATING = {"copy_", "fill_", "setitem", "index_put_acc"}  # they write into their first argument
+
+
 def kernels(xp) -> dict:
 
     def relu(x):

@@ -9,6 +9,10 @@ and in-place arithmetic are used, so any array-API library serves.
 from __future__ import annotations
 
 
+MUTATING = {"sgd_update", "adam_update", "adamax_update", "nadam_update", "radam_update", "rmsprop_update",
+            "adagrad_update", "adadelta_update"}
+
+
 def kernels(xp) -> dict:
 
     def _grad(p, g, weight_decay, maximize):

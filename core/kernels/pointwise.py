@@ -18,6 +18,9 @@ def _native_erf(xp):
         return None
 
 
+MUTATING = {"add_into", "sub_into", "mul_into", "div_into"}  # ``x op= y``: the result goes into x
+
+
 def kernels(xp) -> dict:
     def sigmoid(x):
         return 1 / (1 + xp.exp(-x))

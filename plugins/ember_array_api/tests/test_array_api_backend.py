@@ -62,3 +62,34 @@ def test_reductions_run_on_the_library(op, numpy_name):
     got = getattr(ember.tensor(a, device="array_api"), op)(1)
     assert numpy_name not in compat.BRIDGED  # the standard's function ran, not NumPy's through DLPack
     assert_close(got.cpu(), getattr(ember.tensor(a), op)(1))
+
+
+@pytest.mark.parametrize("mutating, expected", [(True, [2.0, 3.0]), (False, [3.0, 4.0])])
+def test_fallback_of_a_mutating_kernel_writes_once(mutating, expected):
+    # a kernel that writes, then needs something the standard lacks: the fallback must not add twice
+    import array_api_strict as xp
+
+    from ember_array_api import compat
+
+    def on_library(dst, src):
+        dst += src
+        raise TypeError("needs a NumPy-only function")
+
+    def on_numpy(dst, src):
+        dst += src
+
+    k = compat.with_fallback(xp, type(xp.asarray(0)), on_library, on_numpy, "acc_", mutating=mutating)
+    a = xp.asarray([1.0, 2.0])
+    k(a, xp.asarray([1.0, 1.0]))
+    assert np.asarray(a).tolist() == expected
+
+
+def test_mutating_kernels_are_declared():
+    from ember_array_api.backend import ArrayAPIBackend
+
+    names = ember.kernels.MUTATING
+    assert {"copy_", "setitem", "adam_update", "add_into"} <= names
+    assert names <= set(ember.kernels.library(np))  # no stale names
+    b = ArrayAPIBackend()
+    own = b.overrides()
+    assert all(b.kernels[n].__code__.co_name == "mutating_kernel" for n in names if n not in own)

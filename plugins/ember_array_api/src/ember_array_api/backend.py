@@ -48,7 +48,8 @@ class ArrayAPIBackend(ArrayBackend):
             own = self.overrides()
             for op, fn in list(self.kernels.items()):
                 if op in reference and op not in own:
-                    self.kernels[op] = compat.with_fallback(self.raw, self.array_type, fn, reference[op], op)
+                    self.kernels[op] = compat.with_fallback(self.raw, self.array_type, fn, reference[op], op,
+                                                            mutating=op in ember.kernels.MUTATING)
 
     # -- devices
     def is_available(self) -> bool:

@@ -158,8 +158,13 @@ def namespace(xp) -> types.SimpleNamespace:
     return ns
 
 
-def with_fallback(xp, atype, fn, numpy_fn, name):
-    """Kernel ``fn`` on the library; if it needs something the standard lacks, ``numpy_fn`` through DLPack."""
+def with_fallback(xp, atype, fn, numpy_fn, name, mutating=False):
+    """Kernel ``fn`` on the library; if it needs something the standard lacks, ``numpy_fn`` through DLPack.
+
+    A ``mutating`` kernel (one that writes into its array arguments) first runs on copies of them,
+    which are written back only when it succeeds: a failed attempt's partial writes are dropped
+    before the fallback runs on the originals.
+    """
     bridged = bridge(xp, atype, numpy_fn, name)
 
     def kernel(*args, **kwargs):
@@ -168,5 +173,20 @@ def with_fallback(xp, atype, fn, numpy_fn, name):
         except (AttributeError, TypeError, IndexError):
             return bridged(*args, **kwargs)
 
-    kernel.__name__ = name
-    return kernel
+    def mutating_kernel(*args, **kwargs):
+        trial = [xp.asarray(a, copy=True) if isinstance(a, atype) else a for a in args]
+        try:
+            r = fn(*trial, **kwargs)
+        except (AttributeError, TypeError, IndexError):
+            return bridged(*args, **kwargs)
+        for a, t in zip(args, trial):
+            if t is not a:
+                a[...] = t
+        for a, t in zip(args, trial):
+            if r is t and t is not a:  # the kernel returned the array it wrote into
+                return a
+        return r
+
+    chosen = mutating_kernel if mutating else kernel
+    chosen.__name__ = name
+    return chosen
