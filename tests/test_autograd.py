@@ -586,3 +586,72 @@ def test_fill_and_zero_on_non_leaf_cut_the_gradient(device, torch):
     x.grad = None
     (z + x).sum().backward()
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+# --------------------------------------------------------------------------- leaves and the engine's short path
+def test_leaf_used_twice_gets_one_summed_gradient_and_one_hook_call(device, torch):
+    calls = []
+    x = ember.tensor([1.0, -2.0, 3.0], device=device, requires_grad=True)
+    x.register_hook(lambda g: calls.append(g.clone()))
+    ((x * x) + x).relu().sum().backward()
+    tx = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    tcalls = []
+    tx.register_hook(lambda g: tcalls.append(g.clone()))
+    ((tx * tx) + tx).relu().sum().backward()
+    assert len(calls) == len(tcalls) == 1
+    assert_close(calls[0], tcalls[0])
+    assert_close(x.grad, tx.grad)
+
+
+def test_leaf_as_root_and_inside_the_graph(device, torch):
+    # the root's gradient for a leaf joins the one flowing through the graph: one hook call, summed
+    calls = []
+    a = ember.ones(2, device=device, requires_grad=True)
+    a.register_hook(lambda g: calls.append(g.clone()))
+    ember.autograd.backward([(a * 3).sum(), a], [None, ember.full((2,), 10.0, device=device)])
+    ta = torch.ones(2, requires_grad=True)
+    torch.autograd.backward([(ta * 3).sum(), ta], [None, torch.full((2,), 10.0)])
+    assert len(calls) == 1
+    assert_close(calls[0], ta.grad)
+    assert_close(a.grad, ta.grad)
+
+
+def test_a_leaf_keeps_one_accumulator_and_no_reference_cycle(device):
+    x = ember.ones(3, device=device, requires_grad=True)
+    n1 = (x * 2).grad_fn.next_functions[0][0]
+    n2 = (x * 3).grad_fn.next_functions[0][0]
+    assert type(n1).__name__ == "AccumulateGrad" and n1 is n2 and n1.variable is x
+    (x * 2).sum().backward()
+    ref = weakref.ref(x)
+    gc.disable()
+    try:
+        del x, n1, n2
+        assert ref() is None  # freed by reference counting alone: the node refers to its leaf weakly
+    finally:
+        gc.enable()
+
+
+def test_backward_after_the_leaf_is_gone(device):
+    y = ember.ones(3, device=device, requires_grad=True) + 1  # nothing saved: only the graph knew the leaf
+    y.sum().backward()  # nobody can see the gradient; nothing fails
+    assert y.grad_fn is not None
+
+
+def test_node_without_saved_values_runs_twice_like_pytorch(device, torch):
+    x = ember.ones(3, device=device, requires_grad=True)
+    y = x + 1
+    y.backward(ember.ones(3, device=device))
+    y.backward(ember.ones(3, device=device))  # AddBackward0 saved nothing: PyTorch allows it too
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    z = x * x
+    z.backward(ember.ones(3, device=device))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward(ember.ones(3, device=device))
+
+
+def test_relu_gradient_passes_through_nan_like_pytorch(device, torch):
+    x = ember.tensor([float("nan"), -1.0, 0.0, 2.0], device=device, requires_grad=True)
+    x.relu().sum().backward()
+    tx = torch.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
+    tx.relu().sum().backward()
+    assert_close(x.grad, tx.grad)
