@@ -31,7 +31,7 @@ class CupyBackend(ArrayBackend):
 
     def overrides(self):
         table = compat.kernels(self.cp)
-        table.update(fused.kernels(self.cp))
+        table.update(fused.kernels(self.cp, self.kernels))
         table.update(cudnn.kernels(self.cp, self.kernels))
         return table
 
@@ -93,12 +93,20 @@ class CupyBackend(ArrayBackend):
         with cp.cuda.Device(self.current_device() if index is None else index):
             out = cp.empty(array.shape, array.dtype)
             if array.size:
-                # with a stream the copy is asynchronous (it overlaps compute when the source is pinned)
-                out.set(array, stream=cp.cuda.get_current_stream() if non_blocking else None)
+                # queued on the device's current stream: it overlaps compute when the source is pinned;
+                # a blocking copy waits for it (set() itself is asynchronous in recent CuPy), so the source may change
+                stream = cp.cuda.get_current_stream()
+                out.set(array, stream=stream)
+                if not non_blocking:
+                    stream.synchronize()
         return out
 
     def to_numpy(self, array):
-        return self.cp.asnumpy(array)
+        if not isinstance(array, self.array_type):
+            return np.asarray(array)
+        # asnumpy copies on the current stream of the current device: make that the array's own
+        with self.cp.cuda.Device(array.device.id):
+            return self.cp.asnumpy(array)
 
     def as_array(self, value):
         return self.cp.asarray(value)
@@ -124,7 +132,10 @@ class CupyBackend(ArrayBackend):
     def new_stream(self, index, priority=0):
         with self.cp.cuda.Device(index):
             if priority:
-                return self.cp.cuda.Stream(non_blocking=False, priority=priority)
+                try:
+                    return self.cp.cuda.Stream(non_blocking=False, priority=priority)
+                except TypeError:  # a CuPy whose Stream has no priority: priorities are only a scheduling hint
+                    pass
             return self.cp.cuda.Stream(non_blocking=False)
 
     def default_stream(self, index):
@@ -135,7 +146,12 @@ class CupyBackend(ArrayBackend):
             return self.cp.cuda.get_current_stream()
 
     def set_stream(self, native):
-        native.use()
+        # Stream.use() requires the stream's device to be current (-1: a singleton of every device)
+        if native.device_id < 0:
+            native.use()
+        else:
+            with self.cp.cuda.Device(native.device_id):
+                native.use()
 
     def stream_synchronize(self, native):
         native.synchronize()
@@ -167,7 +183,10 @@ class CupyBackend(ArrayBackend):
             return self.tracker.stats(dev.id)
 
     def empty_cache(self):
-        self.pool.free_all_blocks()
+        # MemoryPool.free_all_blocks releases the current device's blocks only
+        for index in range(self.device_count()):
+            with self.cp.cuda.Device(index):
+                self.pool.free_all_blocks()
         self.cp.get_default_pinned_memory_pool().free_all_blocks()
 
     def reset_peak_memory_stats(self, index=None):
@@ -188,12 +207,13 @@ class CupyBackend(ArrayBackend):
 def _on_device(cp, runtime, fn, index):
     """``fn`` run with device ``index`` current: no context switch when it already is."""
     get = runtime.getDevice
-    device = cp.cuda.Device(index)
+    device = cp.cuda.Device
 
     def kernel(*args, **kwargs):
         if get() == index:
             return fn(*args, **kwargs)
-        with device:
+        # a fresh Device each time: a Device keeps one stack of previous devices, not one per thread
+        with device(index):
             return fn(*args, **kwargs)
 
     return kernel

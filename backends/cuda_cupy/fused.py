@@ -7,6 +7,10 @@ kernel does not cover fall back to the shared one.
   (not centered): the whole update of one parameter, in place, in one kernel; the arithmetic
   follows PyTorch's single-tensor update.
 * ``softmax``, ``log_softmax``: cuDNN's softmax where CuPy has cuDNN, else exp and normalise fused.
+
+The fused kernels take float32 and float64 arrays of one dtype; other dtypes (float16, whose CUDA
+type mixes ambiguously with ``float`` in these expressions, complex, mixed state dtypes) use the
+shared kernels.
 """
 from __future__ import annotations
 
@@ -44,13 +48,19 @@ T avg = sqrt(sq) + eps;
 
 # cudnnSoftmaxAlgorithm_t
 _SOFTMAX_ACCURATE, _SOFTMAX_LOG = 1, 2
+# dtype characters of the fused kernels (float32, float64) and of cuDNN's softmax (float16 too)
+_FUSED, _CUDNN = "fd", "efd"
 
 
-def kernels(cp) -> dict:
-    """The fused overrides for CuPy module ``cp``."""
-    from ember.kernels import optim as shared_optim
+def _fusable(first, *others) -> bool:
+    """Whether the fused kernels take these arrays: all float32 or all float64 (None entries skipped)."""
+    t = first.dtype
+    return t.char in _FUSED and all(a is None or a.dtype == t for a in others)
 
-    shared = shared_optim.kernels(cp)
+
+def kernels(cp, shared: dict) -> dict:
+    """The fused overrides for CuPy module ``cp``; ``shared`` is the shared kernel table (the fallbacks)."""
+    shared = dict(shared)  # a snapshot: the backend's table will hold these overrides under the same names
     adam_params = "T g, T lr, T wd, T beta1, T beta2, T eps, T step_size, T bc2_sqrt, bool decoupled, bool maximize"
     adam = cp.ElementwiseKernel(
         adam_params, "T p, T m, T v",
@@ -76,7 +86,7 @@ def kernels(cp) -> dict:
     log_norm = cp.ElementwiseKernel("T x, T mx, T s", "T y", "y = x - mx - log(s)", "ember_log_norm")
 
     def adam_update(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
-        if p.dtype != g.dtype:
+        if not _fusable(p, g, m, v, vmax):
             return shared["adam_update"](p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled,
                                          maximize)
         step_size = lr / (1 - beta1 ** step)
@@ -88,7 +98,7 @@ def kernels(cp) -> dict:
             amsgrad(*args, p, m, v, vmax)
 
     def sgd_update(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize):
-        if momentum != 0 and buf is None or p.dtype != g.dtype:
+        if momentum != 0 and buf is None or not _fusable(p, g, buf):
             # the first momentum step starts the buffer from the gradient itself
             return shared["sgd_update"](p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize)
         args = (g, lr, weight_decay, momentum, dampening, bool(nesterov), bool(maximize))
@@ -99,12 +109,12 @@ def kernels(cp) -> dict:
         return buf
 
     def adagrad_update(p, g, total, step, lr, lr_decay, eps, weight_decay, maximize):
-        if p.dtype != g.dtype:
+        if not _fusable(p, g, total):
             return shared["adagrad_update"](p, g, total, step, lr, lr_decay, eps, weight_decay, maximize)
         adagrad(g, lr / (1 + (step - 1) * lr_decay), weight_decay, eps, bool(maximize), p, total)
 
     def rmsprop_update(p, g, sq, gavg, buf, lr, alpha, eps, weight_decay, momentum, maximize):
-        if gavg is not None or p.dtype != g.dtype:  # centered: the shared kernel
+        if gavg is not None or not _fusable(p, g, sq, buf):  # centered: the shared kernel
             return shared["rmsprop_update"](p, g, sq, gavg, buf, lr, alpha, eps, weight_decay, momentum, maximize)
         args = (g, lr, alpha, eps, weight_decay, momentum, bool(maximize))
         if buf is None:
@@ -113,20 +123,29 @@ def kernels(cp) -> dict:
             rmsprop_momentum(*args, p, sq, buf)
 
     def relu_backward(g, out):
+        if not _fusable(g, out):
+            return shared["relu_backward"](g, out)
         return relu_bw(g, out)
 
     cudnn = _cudnn(cp)
 
+    def by_cudnn(x):
+        return cudnn is not None and x.dtype.char in _CUDNN and x.size > 0 and x.ndim > 0
+
     def softmax(x, axis):
-        if cudnn is not None and x.dtype.kind == "f" and x.size:
+        if by_cudnn(x):
             return cudnn.softmax_forward(cp.ascontiguousarray(x), axis % x.ndim, _SOFTMAX_ACCURATE)
+        if not _fusable(x):
+            return shared["softmax"](x, axis)
         e = exp_shift(x, x.max(axis=axis, keepdims=True))
         e /= e.sum(axis=axis, keepdims=True)
         return e
 
     def log_softmax(x, axis):
-        if cudnn is not None and x.dtype.kind == "f" and x.size:
+        if by_cudnn(x):
             return cudnn.softmax_forward(cp.ascontiguousarray(x), axis % x.ndim, _SOFTMAX_LOG)
+        if not _fusable(x):
+            return shared["log_softmax"](x, axis)
         mx = x.max(axis=axis, keepdims=True)
         return log_norm(x, mx, exp_shift(x, mx).sum(axis=axis, keepdims=True))
 
@@ -136,10 +155,16 @@ def kernels(cp) -> dict:
 
 
 def _cudnn(cp):
-    """CuPy's cuDNN wrappers, or None where CuPy was built or installed without cuDNN."""
+    """CuPy's cuDNN wrappers (``cupyx.cudnn``), or None where CuPy has no usable cuDNN.
+
+    Importing ``cupy.cuda.cudnn`` fails where CuPy was built without cuDNN, and asking it for the
+    library version fails where libcudnn cannot be loaded (CuPy wheels load it at run time).
+    """
     try:
+        from cupy.cuda import cudnn as libcudnn
         from cupyx import cudnn
 
-        return cudnn if cp.cuda.cudnn_enabled else None
+        libcudnn.getVersion()
     except Exception:  # noqa: BLE001 - a missing or broken libcudnn only means "use the shared kernels"
         return None
+    return cudnn
