@@ -311,7 +311,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
             if fn._hooked:
                 _step(fn, [g], deps, ready, retain_graph, create_graph, shared, None)
             else:
-                _accumulate(fn.variable, g, create_graph, shared)
+                _accumulate(fn._variable(), g, create_graph, shared)
     finally:
         STATE.enabled = prev
     return captured
@@ -347,7 +347,7 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
             return None
     if type(fn) is AccumulateGrad:
         if not filtered or (accumulate and (fn, 0) in targets):
-            _accumulate(fn.variable, grads_out[0], create_graph, shared)
+            _accumulate(fn._variable(), grads_out[0], create_graph, shared)
         return None
     if hooked and fn._node_pre_hooks:
         for hook in fn._node_pre_hooks:
