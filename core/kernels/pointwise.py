@@ -4,32 +4,30 @@ from __future__ import annotations
 import math
 
 
-def _native_erf(xp):
-    """The array library's own erf (or SciPy's where it accepts this library's arrays), else None."""
-    f = getattr(xp, "erf", None)
+def _native(xp, name):
+    """The array library's own ``name`` (or SciPy's where it accepts this library's arrays), else None."""
+    f = getattr(xp, name, None)
     if f is not None:
         return f
     try:
-        from scipy.special import erf as f
+        import scipy.special
 
+        f = getattr(scipy.special, name)
         probe = xp.zeros(1)
         return f if type(f(probe)) is type(probe) else None
     except Exception:  # noqa: BLE001 - SciPy missing, or it rejects this library's arrays
         return None
 
 
-MUTATING = {"add_into", "sub_into", "mul_into", "div_into"}  # ``x op= y``: the result goes into x
+def fallbacks(xp) -> dict:
+    """``erf``, ``erfc`` and ``erfinv`` written with array-API functions only (used where the library has none).
 
+    erf: its Taylor series for |x| <= 2.5 and the continued fraction of erfc beyond (~1e-14).  erfinv: a
+    rational first guess (Giles, a few ulp in single precision), in float64 refined by Newton steps on erf,
+    or on log(erfc) near +-1 where erf has no digits left (~1e-15 relative, ~1e-9 within 1e-15 of +-1).
+    """
 
-def kernels(xp) -> dict:
-    def sigmoid(x):
-        return 1 / (1 + xp.exp(-x))
-
-    def rsqrt(x):
-        return 1 / xp.sqrt(x)
-
-    def erf_series(x):
-        """erf from its Taylor series (|x| <= 2.5) and the continued fraction of erfc (beyond); ~1e-14."""
+    def parts(x):
         a = xp.abs(x)
         s = xp.minimum(a, 2.5)
         s2, term, total = s * s, s, s
@@ -40,8 +38,71 @@ def kernels(xp) -> dict:
         t = b
         for n in range(60, 0, -1):
             t = b + (n / 2) / t
-        tail = 1 - xp.exp(-b * b) / (math.sqrt(math.pi) * t)
-        return xp.sign(x) * xp.where(a <= 2.5, total * (2 / math.sqrt(math.pi)), tail)
+        tail = xp.exp(-b * b) / (math.sqrt(math.pi) * t)  # erfc(b)
+        return a <= 2.5, total * (2 / math.sqrt(math.pi)), tail
+
+    def erf(x):
+        near, series, tail = parts(x)
+        return xp.sign(x) * xp.where(near, series, 1 - tail)
+
+    def erfc(x):
+        near, series, tail = parts(x)
+        return xp.where(near, 1 - xp.sign(x) * series, xp.where(x > 0, tail, 2 - tail))
+
+    def erfinv(y):
+        a = xp.abs(y)
+        w = -xp.log((1 - a) * (1 + a))
+        central, tail = w - 2.5, xp.sqrt(w) - 3
+        p, q = xp.zeros_like(a), xp.zeros_like(a)
+        for c in _GILES_CENTRAL:
+            p = p * central + c
+        for c in _GILES_TAIL:
+            q = q * tail + c
+        x = xp.where(w < 5, p, q) * a
+        # Newton steps in float64 (lower precisions keep the first guess, already within a few ulp); near
+        # +-1 on log(erfc), close to quadratic in x there
+        for _ in range(3 if y.dtype == xp.float64 else 0):
+            slope = (2 / math.sqrt(math.pi)) * xp.exp(-x * x)
+            c = erfc(x)
+            x = xp.where(a < 0.5, x - (erf(x) - a) / slope, x + (xp.log(c) - xp.log(1 - a)) * c / slope)
+        x = xp.where(a == 1, xp.asarray(math.inf, dtype=x.dtype), x)
+        return xp.sign(y) * x
+
+    return {"erf": erf, "erfc": erfc, "erfinv": erfinv}
+
+
+def _log_add(xp, exp, log):
+    """``log(exp(x) + exp(y))`` for an exp/log pair, without overflow (for libraries without logaddexp)."""
+
+    def kernel(x, y):
+        m = xp.maximum(x, y)
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))  # infinities on both sides: no inf - inf
+        return m + log(exp(x - m) + exp(y - m))
+
+    return kernel
+
+
+MUTATING = {"add_into", "sub_into", "mul_into", "div_into"}  # ``x op= y``: the result goes into x
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems), single precision, highest power first
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def kernels(xp) -> dict:
+    def sigmoid(x):
+        return 1 / (1 + xp.exp(-x))
+
+    def rsqrt(x):
+        return 1 / xp.sqrt(x)
+
+    special = {name: _native(xp, name) or fn for name, fn in fallbacks(xp).items()}
+
+    def xlogy(x, y):
+        r = x * xp.log(y)
+        return xp.where(xp.logical_and(x == 0, y == y), xp.zeros_like(r), r)  # 0 where x == 0, unless y is NaN
 
     def frac(x):
         return x - xp.trunc(x)
@@ -74,7 +135,10 @@ def kernels(xp) -> dict:
         "tanh": xp.tanh, "sigmoid": sigmoid, "sin": xp.sin, "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin,
         "acos": xp.arccos, "atan": xp.arctan, "sinh": xp.sinh, "cosh": xp.cosh, "asinh": xp.arcsinh,
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,
-        "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": _native_erf(xp) or erf_series,
+        "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": special["erf"], "erfc": special["erfc"],
+        "erfinv": special["erfinv"], "xlogy": xlogy, "hypot": xp.hypot,
+        "logaddexp": getattr(xp, "logaddexp", None) or _log_add(xp, xp.exp, xp.log),
+        "logaddexp2": getattr(xp, "logaddexp2", None) or _log_add(xp, lambda v: 2.0 ** v, xp.log2),
         "floor": xp.floor, "ceil": xp.ceil,
         "round": xp.round, "trunc": xp.trunc, "frac": frac, "reciprocal": xp.reciprocal, "square": xp.square,
         "add_into": lambda x, y: xp.add(x, y, out=x), "sub_into": lambda x, y: xp.subtract(x, y, out=x),

@@ -60,10 +60,40 @@ def kernels(xp) -> dict:
         hit = (x == vals) | (x != x)
         return vals, xp.maximum.accumulate(xp.where(hit, at, 0), axis=axis)
 
+    astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
+
+    def histc(x, bins, lo, hi):
+        """Counts of ``x`` in ``bins`` equal bins over ``[lo, hi]`` (the last closed), in ``x``'s dtype, as
+        PyTorch computes them: ``trunc((x - lo) * bins / (hi - lo))`` in that dtype."""
+        x = xp.reshape(x, (-1,))
+        lo, hi = xp.asarray(lo, dtype=x.dtype), xp.asarray(hi, dtype=x.dtype)
+        inside = xp.logical_and(x >= lo, x <= hi)  # NaN is outside
+        pos = astype(xp.where(inside, (x - lo) * bins / (hi - lo), xp.zeros_like(x)), xp.int64)
+        pos = xp.where(inside, xp.minimum(pos, bins - 1), bins)  # outside: one extra bin, dropped below
+        return astype(xp.bincount(pos, minlength=bins + 1)[:bins], x.dtype)
+
+    def bincount(x, weights, minlength):
+        return xp.bincount(x, weights=weights, minlength=minlength)
+
+    def searchsorted(seq, values, right):
+        """Insertion points of ``values`` in ``seq`` sorted along its last axis (rows matching ``values``'
+        leading axes when ``seq`` has more than one)."""
+        if seq.ndim == 1:
+            return xp.searchsorted(seq, values, side="right" if right else "left")
+        # per row: one stable sort of the row and its values together; a value's insertion point is the
+        # number of row entries sorted before it (values placed first go before equal entries: 'left')
+        n, m = seq.shape[-1], values.shape[-1]
+        both = xp.concatenate((seq, values) if right else (values, seq), axis=-1)
+        order = xp.argsort(both, axis=-1, kind="stable")
+        from_seq = (order < n) if right else (order >= m)
+        seen = xp.cumsum(astype(from_seq, xp.int64), axis=-1)
+        at = xp.take_along_axis(seen, xp.argsort(order, axis=-1, kind="stable"), axis=-1)
+        return at[..., n:] if right else at[..., :m]
+
     def count_nonzero(x, axis=None):
         return xp.count_nonzero(x, axis=axis)
 
     return {"prod": prod, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin, "var": var,
             "cumsum": cumsum, "cumprod": cumprod, "all": all_, "any": any_, "logsumexp": logsumexp,
             "take_along": take_along, "sort": sort, "count_nonzero": count_nonzero,
-            "cumextreme": cumextreme}
+            "cumextreme": cumextreme, "histc": histc, "bincount": bincount, "searchsorted": searchsorted}

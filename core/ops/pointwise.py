@@ -652,6 +652,14 @@ def _d_erf(g, x, y):
     return g * 1.1283791670955126 * (-(x * x)).exp()
 
 
+def _d_erfc(g, x, y):
+    return g * -1.1283791670955126 * (-(x * x)).exp()
+
+
+def _d_erfinv(g, x, y):
+    return g * 0.8862269254527580 * (y * y).exp()  # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
+
+
 def _d_reciprocal(g, x, y):
     return -g * y * y
 
@@ -676,6 +684,7 @@ UNARY = {
     "asinh": ("input", _d_asinh), "acosh": ("input", _d_acosh), "atanh": ("input", _d_atanh),
     "expm1": ("output", _d_expm1), "log1p": ("input", _d_log1p), "log2": ("input", _d_log2),
     "log10": ("input", _d_log10), "rsqrt": ("output", _d_rsqrt), "erf": ("input", _d_erf),
+    "erfc": ("input", _d_erfc), "erfinv": ("output", _d_erfinv),
     "reciprocal": ("output", _d_reciprocal), "square": ("input", _d_square),
     "floor": ("none", _d_zero), "ceil": ("none", _d_zero), "round": ("none", _d_zero),
     "trunc": ("none", _d_zero), "frac": ("none", _d_identity),
@@ -1161,4 +1170,226 @@ METHODS.update({
     "__invert__": _invert, "__lshift__": _binop(bitwise_left_shift), "__rshift__": _binop(bitwise_right_shift),
     "__floordiv__": _binop(floor_divide), "__rfloordiv__": _binop(_swap(floor_divide)),
     "__mod__": _binop(remainder), "__rmod__": _binop(_swap(remainder)),
+})
+
+
+# --------------------------------------------------------------------------- special binary functions
+class Xlogy(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["xlogy"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        ga = gb = None
+        if ctx.next_functions[0][0] is not None:
+            ga = xlogy(g, b).masked_fill((a == 0).logical_and(b <= 0), 0)  # as PyTorch: 0 at x == 0, y <= 0
+        if ctx.next_functions[1][0] is not None:
+            gb = g * a / b
+        return ga, gb
+
+
+class LogAddExp(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["logaddexp"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        return g / (1 + (b - a).exp()), g / (1 + (a - b).exp())
+
+
+class LogAddExp2(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["logaddexp2"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        return g / (1 + 2 ** (b - a)), g / (1 + 2 ** (a - b))
+
+
+class Hypot(Op):
+    save_inputs = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, y):
+        return k["hypot"](x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        return g * a / ctx.output, g * b / ctx.output
+
+
+def _type_name(d) -> str:
+    """PyTorch's name of a dtype in kernel messages ('Long', 'Float', 'Bool', ...)."""
+    return d.legacy[:-len("Tensor")]
+
+
+def xlogy(input, other, *, out=None):  # noqa: A002
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); integers compute in the
+    default float dtype.
+
+    >>> import ember
+    >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0]))
+    tensor([0., 0.])
+    """
+    from ..dispatch import result_type
+
+    if isinstance(input, Tensor) or isinstance(other, Tensor):
+        if result_type(input, other).category < dtypes.FLOAT:
+            d = dtypes.get_default_dtype()
+            input, other = (cast(v, d) if isinstance(v, Tensor) else float(v) for v in (input, other))
+        # a number operand as a 0-d tensor of the other's dtype: the kernel's log of it keeps that dtype
+        ref = input if isinstance(input, Tensor) else other
+        input, other = (_scalar_like(v, ref, ref) if isinstance(v, _NUMBERS) else v for v in (input, other))
+    return _out(_result(binary(Xlogy, input, other), input, other, "xlogy"), out)
+
+
+_NUMBERS = (int, float, bool)
+
+
+def _float_tensors(Cls, name):
+    """A binary op on two tensors of a floating result type (PyTorch has no integer kernel for it)."""
+
+    def fn(input, other, *, out=None):  # noqa: A002
+        from ..dispatch import result_type
+
+        for arg, v, pos in (("input", input, 1), ("other", other, 2)):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
+        rt = result_type(input, other)
+        if rt.category < dtypes.FLOAT:
+            raise NotImplementedError(f'"{name}_{input.device.type}" not implemented for \'{_type_name(rt)}\'')
+        return _out(binary(Cls, input, other), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+logaddexp = _float_tensors(LogAddExp, "logaddexp")
+logaddexp.__doc__ = """``log(exp(input) + exp(other))`` without overflow.
+
+    >>> import ember
+    >>> ember.logaddexp(ember.tensor([1000.0]), ember.tensor([1000.0]))
+    tensor([1000.6931])
+    """
+logaddexp2 = _float_tensors(LogAddExp2, "logaddexp2")
+logaddexp2.__doc__ = """``log2(2 ** input + 2 ** other)`` without overflow.
+
+    >>> import ember
+    >>> ember.logaddexp2(ember.tensor([3.0]), ember.tensor([3.0]))
+    tensor([4.])
+    """
+hypot = _float_tensors(Hypot, "hypot")
+hypot.__doc__ = """``sqrt(input ** 2 + other ** 2)`` without overflow.
+
+    >>> import ember
+    >>> ember.hypot(ember.tensor([3.0]), ember.tensor([4.0]))
+    tensor([5.])
+    """
+
+
+def logit(input, eps=None, *, out=None):  # noqa: A002
+    """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped to ``[eps, 1 - eps]`` (zero gradient outside).
+
+    >>> import ember
+    >>> ember.logit(ember.tensor([0.5, 0.0]), eps=0.25)
+    tensor([ 0.0000, -1.0986])
+    """
+    _check(input, "logit")
+    if input.dtype.category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    z = input if eps is None else clamp(input, eps, 1 - eps)
+    return _out(log(z / (1 - z)), out)
+
+
+def _addc(name, input, tensor1, tensor2, value):
+    """Check the operands of addcmul/addcdiv; the ``value`` to use (an integer for integer results)."""
+    from ..dispatch import result_type
+
+    for arg, v, pos in (("input", input, 1), ("tensor1", tensor1, 2), ("tensor2", tensor2, 3)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
+    rt = result_type(input, tensor1, tensor2)
+    if rt is dtypes.bool:
+        raise NotImplementedError(f'"{name}_{input.device.type}_out" not implemented for \'Bool\'')
+    if name == "addcdiv" and all(t.dtype.category <= dtypes.INT for t in (tensor1, tensor2)):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                           "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.")
+    return rt, int(value) if rt.category < dtypes.FLOAT else value  # PyTorch converts value to the result type
+
+
+def _addcmul_term(input, tensor1, tensor2, value):
+    rt, value = _addc("addcmul", input, tensor1, tensor2, value)
+    return rt, (tensor1 * tensor2 if value == 1 else tensor1 * value * tensor2)
+
+
+def _addcdiv_term(input, tensor1, tensor2, value):
+    rt, value = _addc("addcdiv", input, tensor1, tensor2, value)
+    return rt, (tensor1 / tensor2 if value == 1 else tensor1 * value / tensor2)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
+    """``input + value * tensor1 * tensor2`` (broadcasting).
+
+    >>> import ember
+    >>> ember.addcmul(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([3.0]), value=0.5)
+    tensor([4.])
+    """
+    _, term = _addcmul_term(input, tensor1, tensor2, value)
+    return _out(add(input, term), out)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
+    """``input + value * tensor1 / tensor2`` (broadcasting; not both of tensor1 and tensor2 integral).
+
+    >>> import ember
+    >>> ember.addcdiv(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([4.0]), value=2)
+    tensor([2.])
+    """
+    _, term = _addcdiv_term(input, tensor1, tensor2, value)
+    return _out(add(input, term), out)
+
+
+def _addc_(term_of, name):
+    def method(self, tensor1, tensor2, *, value=1):
+        from ..dispatch import check_inplace
+        from .inplace import add_
+
+        check_inplace(self, name)
+        rt, term = term_of(self, tensor1, tensor2, value)
+        if rt.category > self.dtype.category:
+            raise RuntimeError(f"{name}: result type {_type_name(rt)} can't be cast to the desired output type "
+                               f"{_type_name(self.dtype)}")
+        if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(term.shape)}")
+        return add_(self, term)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}`` (one in-place add of the scaled product); returns self."
+    return method
+
+
+__all__ += ["xlogy", "logaddexp", "logaddexp2", "hypot", "logit", "addcmul", "addcdiv"]
+METHODS.update({
+    "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "hypot": hypot, "logit": logit,
+    "addcmul": addcmul, "addcdiv": addcdiv, "addcmul_": _addc_(_addcmul_term, "addcmul_"),
+    "addcdiv_": _addc_(_addcdiv_term, "addcdiv_"),
 })

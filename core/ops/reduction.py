@@ -687,3 +687,150 @@ METHODS.update({"amax": amax, "amin": amin, "max": max, "min": min, "argmax": ar
                 "prod": prod, "var": var, "std": std, "logsumexp": logsumexp, "cumsum": cumsum,
                 "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm,
                 "cummax": cummax, "cummin": cummin, "aminmax": aminmax})
+
+
+# --------------------------------------------------------------------------- NaN-ignoring reductions, diff, counting
+from .pointwise import _type_name  # noqa: E402
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """``sum`` treating NaN as zero (its gradient is zero there).
+
+    >>> import ember
+    >>> ember.nansum(ember.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    if input.dtype.category >= dtypes.FLOAT:
+        input = unary(NanZeroed, input)
+    return sum(input, dim, keepdim, dtype=dtype, out=out)
+
+
+class NanZeroed(Op):
+    """NaN replaced by 0; the gradient is ``g * (x == x)`` as in PyTorch's nansum (NaN where ``g`` is infinite)."""
+
+    save_inputs = True
+    backward_name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k["nan_to_num"](x, 0.0, float("inf"), -float("inf"))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.inputs
+        return g * x.isnan().logical_not()
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """The mean of the non-NaN elements (NaN where there are none).
+
+    >>> import ember
+    >>> ember.nanmean(ember.tensor([[1.0, float("nan")], [2.0, 4.0]]), 1)
+    tensor([1., 3.])
+    """
+    if dtype is not None:
+        input = cast(input, dtypes.as_dtype(dtype))
+    if input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_type_name(input.dtype)}")
+    count = input.isnan().logical_not().sum(dim, keepdim)
+    return _out(nansum(input, dim, keepdim) / count, out)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A002
+    """The ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, logical xor for bool),
+    after joining ``prepend`` and ``append`` to ``input`` along ``dim``.
+
+    >>> import ember
+    >>> ember.diff(ember.tensor([1, 4, 9, 16]), n=2)
+    tensor([2, 2])
+    """
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _wrap_dim(dim, input.dim(), "diff")
+    parts = [input]
+    for arg, pos, t in (("prepend", 3, prepend), ("append", 4, append)):
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(f"diff(): argument '{arg}' (position {pos + 1}) must be Tensor, not {type(t).__name__}")
+        if t.dim() != input.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for i, (a, b) in enumerate(zip(input.shape, t.shape)):
+            if i != d and a != b:
+                raise RuntimeError(f"diff expects the shape of tensor to prepend or append to match that of input "
+                                   f"except along the differencing dimension; input.size({i}) = {a}, but got "
+                                   f"tensor.size({i}) = {b}")
+        parts.insert(0 if arg == "prepend" else len(parts), t)
+    x = cat(parts, d) if len(parts) > 1 else input.clone()
+    head, tail = (slice(None),) * d + (slice(1, None),), (slice(None),) * d + (slice(None, -1),)
+    for _ in range(n):
+        if x.shape[d] == 0:
+            break
+        x = x[head].logical_xor(x[tail]) if x.dtype is dtypes.bool else x[head] - x[tail]
+    return _out(x, out)
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A001,A002
+    """Counts of the elements in ``bins`` equal-width bins over ``[min, max]`` (the data's range when
+    ``min == max``); elements outside, and NaN, are not counted.  Not differentiable.
+
+    >>> import ember
+    >>> ember.histc(ember.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    import math
+
+    from ..tensor import _wrap
+
+    if input.dtype.category != dtypes.FLOAT:
+        raise NotImplementedError(f'"histc_{input.device.type}" not implemented for \'{_type_name(input.dtype)}\'')
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}")
+    lo, hi = float(min), float(max)
+    if lo == hi and input.numel() > 0:
+        lo, hi = (float(v) for v in aminmax(input.detach()))
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    if lo >= hi:
+        raise RuntimeError(f"torch.histc: max must be larger than min, got min {lo} and max {hi}")
+    return _out(_wrap(input._dev.kernels["histc"](input._data, int(bins), lo, hi), input._dev), out)
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    """How often each value 0, 1, ... occurs in a 1-d non-negative integer tensor (summing ``weights``
+    instead of ones when given); at least ``minlength`` bins.  Not differentiable.
+
+    >>> import ember
+    >>> ember.bincount(ember.tensor([1, 3, 1]))
+    tensor([0, 2, 0, 1])
+    """
+    from ..tensor import _wrap
+
+    if input.dtype.category != dtypes.INT:
+        raise NotImplementedError(f'"bincount_{input.device.type}" not implemented for '
+                                  f'\'{_type_name(input.dtype)}\'')
+    if input.dim() != 1 or (input.numel() and int(input.min()) < 0):
+        raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs (got shape {list(input.shape)})")
+    if minlength < 0:
+        raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
+    w = None
+    if weights is not None:
+        if weights.dim() != 1 or weights.shape[0] != input.shape[0]:
+            raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (got "
+                               f"{list(weights.shape)} for input {list(input.shape)})")
+        if weights._dev is not input._dev:
+            from ..dispatch import device_error
+
+            raise device_error("bincount", input, weights)
+        w = cast(weights.detach(), dtypes.float64)._data
+    r = _wrap(input._dev.kernels["bincount"](input._data, w, int(minlength)), input._dev)
+    if weights is None:
+        return cast(r, dtypes.int64)
+    return cast(r, weights.dtype if weights.dtype in (dtypes.float32, dtypes.float64) else dtypes.float64)
+
+
+__all__ += ["nansum", "nanmean", "diff", "histc", "bincount"]
+METHODS.update({"nansum": nansum, "nanmean": nanmean, "diff": diff, "histc": histc, "bincount": bincount})

@@ -202,14 +202,169 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # 
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
+# --------------------------------------------------------------------------- searching sorted data, quantiles
+def _search(seq, values, out_int32, right, side, sorter, op):
+    from ..dispatch import result_type
+    from .creation import tensor
+
+    if seq.dim() == 0:
+        raise RuntimeError(f"{op}(): boundaries tensor should have positive dimension, but got 0 dimension")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"{op}(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError(f"{op}(): side and right can't be set to opposites, got side of left while right "
+                               f"was True")
+        right = side == "right"
+    if not isinstance(values, Tensor):
+        if seq.dim() != 1:
+            raise RuntimeError(f"{op}(): input value can be a scalar only when boundaries tensor dimension is 1, "
+                               f"but we got boundaries tensor dim({seq.dim()}) and input value's dim(0) numel(1)")
+        values = tensor(values, dtype=result_type(seq, values), device=seq.device)
+    if seq.dim() > 1 and (values.dim() != seq.dim() or values.shape[:-1] != seq.shape[:-1]):
+        raise RuntimeError(f"{op}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                           f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(values.shape)}")
+    if values._dev is not seq._dev:
+        from ..dispatch import device_error
+
+        raise device_error(op, seq, values)
+    rt = result_type(seq, values)
+    if rt is dtypes.bool:
+        raise NotImplementedError(f'"{op}_{seq.device.type}" not implemented for \'Bool\'')
+    if sorter is not None:
+        if sorter.dtype is not dtypes.int64:
+            raise RuntimeError(f"{op}(): sorter must be a tensor of long dtype but got dtype "
+                               f"{pointwise._type_name(sorter.dtype)}")
+        if sorter.shape != seq.shape:
+            raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got boundary tensor "
+                               f"{list(seq.shape)} and got sorter tensor {list(sorter.shape)}")
+        seq = seq.gather(-1, sorter)
+    seq, values = (v.detach().to(rt) for v in (seq, values))
+    r = _wrap(seq._dev.kernels["searchsorted"](seq._data, values._data, right), seq._dev)
+    return r.to(dtypes.int32 if out_int32 else dtypes.int64)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None,  # noqa: A002
+                 out=None):
+    """Indices where ``input`` would be inserted into ``sorted_sequence`` (sorted along its last dim) to keep
+    it sorted: the first such index, or the last with ``right=True`` / ``side='right'``.  A 1-d sequence
+    serves every value; an n-d one holds one sorted row per row of ``input``.  ``sorter`` sorts an unsorted
+    sequence (indices into the sorted order are returned).
+
+    >>> import ember
+    >>> ember.searchsorted(ember.tensor([1, 3, 5, 7]), ember.tensor([3, 6]))
+    tensor([1, 3])
+    """
+    return reduction._out(_search(sorted_sequence, input, out_int32, right, side, sorter, "searchsorted"), out)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):  # noqa: A002
+    """The bucket of each element of ``input`` between the sorted 1-d ``boundaries``: ``i`` with
+    ``boundaries[i-1] < x <= boundaries[i]`` (``boundaries[i-1] <= x < boundaries[i]`` with ``right=True``).
+
+    >>> import ember
+    >>> ember.bucketize(ember.tensor([3, 6, 9]), ember.tensor([1, 3, 5, 7, 9]))
+    tensor([1, 3, 4])
+    """
+    if not isinstance(boundaries, Tensor) or boundaries.dim() != 1:
+        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
+                           f"{getattr(boundaries, 'ndim', 0)})")
+    return reduction._out(_search(boundaries, input, out_int32, right, None, None, "bucketize"), out)
+
+
+QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+_ROUNDING = {"lower": "floor", "higher": "ceil", "nearest": "round"}  # modes that pick one data point
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
+    """PyTorch's algorithm: sort, take ranks ``q * (n - 1)`` (n counting non-NaN values for nanquantile; a
+    row with NaN gives NaN for quantile), gather the values around them and interpolate."""
+    from .creation import full_like, tensor
+
+    if input.numel() == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q.dim() > 1:
+        raise RuntimeError(f"{op}() q must be a scalar or 1D tensor (got shape {list(q.shape)})")
+    if input.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype, got {input.dtype}")
+    if isinstance(q, Tensor):
+        if q.dtype is not input.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor ({q.dtype} and "
+                               f"{input.dtype})")
+        if q._dev is not input._dev:
+            raise RuntimeError(f"{op}() q tensor must be on the same device as the input tensor ({q.device} and "
+                               f"{input.device})")
+        if not bool(q.ge(0).logical_and(q.le(1)).all()):
+            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+    elif not 0 <= q <= 1:
+        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {q}")
+    if interpolation not in QUANTILE_MODES:
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+                           f"got {interpolation}")
+    if dim is None:
+        srt = sort(input.reshape(-1)).values
+        shape = [1] * input.dim() if keepdim else []
+    else:
+        d = _wrap_dim(dim, max(input.dim(), 1), op)
+        srt = sort(input.unsqueeze(-1).transpose(d, -1)).values if input.dim() else input.reshape(1)
+        shape = list(input.shape)
+        if shape:
+            shape[d:d + 1] = [1] if keepdim else []
+    qt = q if isinstance(q, Tensor) else tensor(q, dtype=input.dtype, device=input.device)
+    qv = qt.detach().reshape([1] * (srt.dim() - 1) + [-1])
+    if ignore_nan:
+        ranks = qv * (srt.isnan().logical_not().sum(-1, keepdim=True) - 1)
+        ranks = ranks.masked_fill(ranks < 0, 0)  # all NaN: rank 0, a NaN
+    else:
+        last = srt.shape[-1] - 1
+        ranks = pointwise.where(srt.isnan().any(-1, keepdim=True), last, qv * last)  # a NaN row: its last, a NaN
+    if interpolation in _ROUNDING:
+        ranks = getattr(ranks, _ROUNDING[interpolation])()
+    below = ranks.long()
+    values = srt.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        weight = full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        values = pointwise.lerp(values, srt.gather(-1, ranks.ceil().long()), weight)
+    values = values.squeeze(-1) if qt.dim() == 0 else values.movedim(-1, 0)
+    return values.reshape(([qt.numel()] if qt.dim() else []) + shape)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
+    """The ``q``-th quantiles (``q`` a number or a 1-d tensor in [0, 1]) of all elements or along ``dim``;
+    between two data points ``interpolation`` picks 'linear', 'lower', 'higher', 'midpoint' or 'nearest'.
+    A 1-d ``q`` adds a leading dim, one entry per quantile.  NaN in a reduced row gives NaN.
+
+    >>> import ember
+    >>> ember.quantile(ember.tensor([1.0, 2.0, 4.0, 8.0]), 0.5)
+    tensor(3.)
+    """
+    return reduction._out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
+    """:func:`quantile` of the non-NaN values (NaN only where a row has no other).
+
+    >>> import ember
+    >>> ember.nanquantile(ember.tensor([1.0, float("nan"), 4.0]), 0.5)
+    tensor(2.5000)
+    """
+    return reduction._out(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
+
+
+__all__ += ["searchsorted", "bucketize", "quantile", "nanquantile"]
+
+
 # --------------------------------------------------------------------------- in-place forms
 def _inplace_of(fn, name):
     """``name_``: compute ``fn`` out of place, then write it into self (history through the result)."""
 
     def method(self, *args, **kwargs):
+        from ..autograd.grad_mode import STATE
         from .inplace import copy_
 
-        r = fn(self, *args, **kwargs)
+        # under autograd, from a copy: the op may save its input for backward, and self is about to change
+        r = fn(self.clone() if self._rg and STATE.enabled else self, *args, **kwargs)
         if r.dtype.category > self.dtype.category:
             raise RuntimeError(f"{name}_: result type {r.dtype} can't be cast to the desired output type "
                                f"{self.dtype}")
@@ -223,12 +378,14 @@ def _inplace_of(fn, name):
 _INPLACE = ["exp", "log", "sqrt", "abs", "neg", "sign", "relu", "pow", "clamp", "clip", "clamp_min", "clamp_max",
             "lerp", "fmod", "remainder", "floor_divide", "masked_fill", "nan_to_num", "minimum", "maximum",
             "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-            "bitwise_not", "atan2", "true_divide", "multiply", "subtract", "divide", "where"] + \
+            "bitwise_not", "atan2", "true_divide", "multiply", "subtract", "divide", "where", "xlogy", "hypot",
+            "logit"] + \
     list(pointwise.UNARY) + ["cumsum"]
 
 METHODS = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
            "median": median, "nanmedian": nanmedian, "mode": mode, "unique": unique,
-           "unique_consecutive": unique_consecutive, "equal": equal, "allclose": allclose, "isclose": isclose}
+           "unique_consecutive": unique_consecutive, "equal": equal, "allclose": allclose, "isclose": isclose,
+           "quantile": quantile, "nanquantile": nanquantile}
 for _n in _INPLACE:
     _f = pointwise.METHODS.get(_n) or reduction.METHODS.get(_n)
     if _f is not None and _n + "_" not in METHODS:

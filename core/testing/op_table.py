@@ -26,10 +26,26 @@ def distinct(*shape):
     return F((np.random.RandomState(9).permutation(n).reshape(shape) - n / 2.0 + 0.25) / 3.0)
 
 
-UNARY = ["tanh", "sigmoid", "sin", "cos", "atan", "sinh", "cosh", "asinh", "expm1", "erf", "exp", "neg", "abs",
-         "square"]
+def prob(*shape):
+    """Data inside (0.05, 0.95) (the domain of logit)."""
+    return F(np.random.RandomState(10).uniform(0.05, 0.95, shape))
+
+
+def with_nan(*shape):
+    """Random data with about a third NaN (one row all NaN when there are three rows or more)."""
+    a = np.random.RandomState(11).rand(*shape) - 0.5
+    a[np.random.RandomState(12).rand(*shape) < 0.35] = np.nan
+    if a.ndim == 2 and a.shape[0] >= 3:
+        a[2] = np.nan
+    return F(a)
+
+
+QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+UNARY = ["tanh", "sigmoid", "sin", "cos", "atan", "sinh", "cosh", "asinh", "expm1", "erf", "erfc", "exp", "neg",
+         "abs", "square"]
 UNARY_POS = ["log", "log1p", "log2", "log10", "sqrt", "rsqrt", "reciprocal"]
-UNARY_UNIT = ["asin", "acos", "atanh", "tan"]
+UNARY_UNIT = ["asin", "acos", "atanh", "tan", "erfinv"]
 
 POINTWISE_ROWS = (
     [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)], [r(2, 3, nc=True)], [r()], [r(0, 2)]])
@@ -81,6 +97,23 @@ POINTWISE_ROWS = (
         Row("isfinite", lambda m, x: m.isfinite(x / x), [[r(2, 3)]], grad=False),
         Row("logical_and", lambda m, x, y: m.logical_and(x > 0, y > 0), [[r(2, 3), r(2, 3)]], grad=False),
         Row("logical_not", lambda m, x: m.logical_not(x > 0), [[r(2, 3)]], grad=False),
+        Row("xlogy", lambda m, x, y: m.xlogy(x, y), [[r(2, 3), pos(3)], [F(np.array([[0.0, 1.5, -0.5]])), pos(2, 3)]]),
+        Row("xlogy_scalar", lambda m, x: (m.xlogy(x, 2.5), m.xlogy(2, x), x.xlogy(x)), [[pos(2, 3)]]),
+        Row("logaddexp", lambda m, x, y: m.logaddexp(x, y), [[r(2, 3), r(3)], [r(2, 3, nc=True), r(2, 3)]]),
+        Row("logaddexp2", lambda m, x, y: x.logaddexp2(y * 30), [[r(2, 3), r(2, 1)]]),
+        Row("logaddexp_inf", lambda m, x, y: (m.logaddexp(x, y), m.logaddexp2(x, y)),
+            [[F(np.array([np.inf, -np.inf, np.inf, 1.0])), F(np.array([np.inf, -np.inf, -np.inf, np.nan]))]],
+            grad=False),
+        Row("hypot", lambda m, x, y: m.hypot(x, y), [[r(2, 3), r(2, 1)]]),
+        Row("logit", lambda m, x: m.logit(x), [[prob(2, 3)]]),
+        Row("logit_eps", lambda m, x: x.logit(eps=0.2), [[prob(3, 4)]]),
+        Row("addcmul", lambda m, x, a, b: m.addcmul(x, a, b, value=0.5), [[r(2, 3), r(3), r(2, 1)]]),
+        Row("addcdiv", lambda m, x, a, b: (x.addcdiv(a, b, value=-2), m.addcdiv(x, a, b)),
+            [[r(2, 3), r(2, 3), pos(3)]]),
+        Row("addc_inplace", lambda m, x, a, b: ((x * 1).addcmul_(a, b, value=2), (x * 1).addcdiv_(a, b, value=-0.5)),
+            [[r(2, 3), r(3), pos(2, 3)]]),
+        Row("special_inplace", lambda m, x, y: ((x * 1).hypot_(y), (x.sigmoid() * 1).logit_(0.1), (x * 1).xlogy_(y),
+                                                (x * 1).erfc_(), (x.tanh() * 0.5).erfinv_()), [[r(2, 3), pos(3)]]),
     ]
 )
 
@@ -136,6 +169,13 @@ INT_ROWS = [
         ("unique_unsorted_counts", lambda m, x: m.unique(x, return_counts=True), [[I(np.array([4, 1, 4, 4, 0]))]]),
         ("nan_to_num_args", lambda m: m.nan_to_num(m.tensor([float("nan"), float("inf"), -float("inf"), 1.0]),
                                                    1.0, 2.0, -3.0), [[]]),
+        ("int_special_float", lambda m, x, y: (m.erfc(x), m.erfinv(x * 0), m.erfinv(x), m.xlogy(x, y.abs()),
+                                               m.xlogy(x, 3), m.xlogy(2, y), m.logit(x), m.logit(x, 0.25)), [[IA, IB]]),
+        ("int_addc", lambda m, x, y: (m.addcmul(x, x, y, value=2), m.addcmul(x, x, y, value=0.5),
+                                      m.addcdiv(x, x.float(), y), m.addcdiv(x.double(), x, y.float(), value=3)),
+         [[IA, IB]]),
+        ("int_diff_nansum", lambda m, x, b: (m.diff(x), m.diff(x, dim=0, append=x * 2), m.diff(b, dim=0), m.nansum(x),
+                                             x.nansum(1), m.diff(x, prepend=b.to(m.int32))), [[IA, BA]]),
         ("isclose_nan", lambda m: m.isclose(m.tensor([1.0, float("nan")]), m.tensor([1.0, float("nan")]),
                                             equal_nan=True), [[]]),
     ]
@@ -224,6 +264,26 @@ REDUCTION_ROWS = [
         [[F(np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 2.0, 3.0, 1.0]]), grad=False)]], grad=False),
     Row("empty_reductions", lambda m, x: (x.sum(1), x.prod(1), x.mean(0), x.amax(1), x.all(1)), [[r(0, 3)]],
         grad=False),
+    Row("nansum", lambda m, x: (x.nansum(), m.nansum(x, 1, keepdim=True), m.nansum(x, (0, 1), dtype=m.float64)),
+        [[with_nan(3, 4)], [r(2, 3)]]),
+    Row("nanmean", lambda m, x: (x.nanmean(), m.nanmean(x, 0), x.nanmean(-1, keepdim=True)), [[with_nan(3, 4)]]),
+    Row("diff", lambda m, x: x.diff(), [[r(2, 4)], [r(3, 2, nc=True)], [r(3)]], ints=True),
+    Row("diff_n_dim", lambda m, x: (m.diff(x, n=2, dim=0), m.diff(x, 3, 0), x.diff(0)), [[r(4, 3)], [r(2, 3)]]),
+    Row("diff_prepend_append", lambda m, x, p, a: (m.diff(x, 1, 1, p, a), x.diff(2, 1, prepend=p), x.diff(append=a)),
+        [[r(2, 3), r(2, 1), r(2, 2)]]),
+    Row("quantile", lambda m, x: (m.quantile(x, 0.3), x.quantile(1.0), m.quantile(x, 0)), [[distinct(2, 4)]]),
+    Row("quantile_dim_q", lambda m, x, q: (x.quantile(q, dim=1, keepdim=True), m.quantile(x, q, 0), x.quantile(q)),
+        [[distinct(3, 5), F(np.array([0.1, 0.5, 0.85]), grad=False)]]),
+    Row("quantile_modes", lambda m, x, q: tuple(m.quantile(x, q, -1, interpolation=i) for i in QUANTILE_MODES)
+        + tuple(m.quantile(x, 0.4, 0, True, interpolation=i) for i in QUANTILE_MODES),
+        [[distinct(5, 6), F(np.array([0.0, 0.15, 0.5, 0.7, 1.0]), grad=False)]]),
+    Row("quantile_nan", lambda m, x: (m.quantile(x, 0.5, 1), m.quantile(x, 0.2)), [[with_nan(3, 4)]], grad=False),
+    Row("nanquantile", lambda m, x, q: (m.nanquantile(x, q, 1), x.nanquantile(0.6, 0, keepdim=True),
+                                        x.nanquantile(q, interpolation="nearest")),
+        [[with_nan(3, 5), F(np.array([0.25, 0.5]), grad=False)]]),
+    Row("nanquantile_modes", lambda m, x: tuple(m.nanquantile(x, 0.35, 1, interpolation=i) for i in QUANTILE_MODES),
+        [[F(np.array([[0.3, np.nan, 1.2, -0.4, 2.0], [np.nan, 0.7, np.nan, -1.1, 0.1]]))]]),
+    Row("quantile_0d", lambda m, x: (m.quantile(x, 0.5), m.quantile(x, 0.5, 0, keepdim=True)), [[r()]]),
 ]
 
 ROWS = POINTWISE_ROWS + INT_ROWS + REDUCTION_ROWS
