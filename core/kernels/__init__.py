@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random"]
+MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random", "ctc"]
 
 
 def _mutating() -> frozenset:

@@ -18,9 +18,9 @@ from .linear import (  # noqa: F401
     alpha_dropout, bilinear, dropout, dropout1d, dropout2d, dropout3d, embedding, embedding_bag, linear, one_hot,
 )
 from .loss import (  # noqa: F401
-    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, gaussian_nll_loss,
-    hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, nll_loss, poisson_nll_loss,
-    smooth_l1_loss, triplet_margin_loss,
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, ctc_loss,
+    gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, nll_loss,
+    poisson_nll_loss, smooth_l1_loss, triplet_margin_loss,
 )
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize  # noqa
 from .padding import pad  # noqa: F401

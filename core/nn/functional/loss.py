@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 
 from ...autograd.function import Op
-from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import STATE, no_grad
 from ...dispatch import apply
+from ...dtypes import float32, float64
 from ...ops.pointwise import where
 from ...tensor import Tensor, _wrap
 from .activation import log_softmax, softmax, softplus
@@ -284,3 +285,115 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+class CtcLoss(Op):
+    """Connectionist temporal classification loss per sample, ``-log p(target | log_probs)``, by the alpha
+    recursion in ``ember.kernels.ctc``; the backward runs the beta recursion and applies PyTorch's formula.
+    There is no double backward (PyTorch's CTC has none either)."""
+
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+        nll, ctx.saved, (lo, hi) = k["ctc_loss"](log_probs, targets, input_lengths, target_lengths, blank)
+        c = log_probs.shape[2]
+        if lo < 0 or hi >= c:
+            raise IndexError(f"ctc_loss: target label {lo if lo < 0 else hi} is out of bounds for log_probs of "
+                             f"shape {list(log_probs.shape)} ({c} classes)")
+        ctx.nll, ctx.lengths, ctx.zero_infinity = nll, (input_lengths, target_lengths), zero_infinity
+        return nll
+
+    @staticmethod
+    def backward(ctx, g):
+        if STATE.enabled:
+            raise RuntimeError("ctc_loss: double backward is not supported (the CTC gradient is computed by a "
+                               "fused kernel); call backward without create_graph=True")
+        log_probs = ctx.inputs[0]
+        dev = g._dev
+        grad = dev.kernels["ctc_loss_backward"](g._data, log_probs._data, ctx.nll, ctx.saved, *ctx.lengths,
+                                                ctx.zero_infinity)
+        return _wrap(grad, dev), None
+
+
+def _lengths(name, lengths, n):
+    """``lengths`` (a Tensor of integers, or a tuple/list of ints) as a tuple of ``n`` Python ints."""
+    if isinstance(lengths, Tensor):
+        if lengths.is_floating_point() or lengths.is_complex():
+            raise RuntimeError(f"ctc_loss: {name} must be integral, got a tensor of dtype {lengths.dtype}")
+        values = tuple(int(v) for v in lengths.reshape(-1).tolist())
+    elif isinstance(lengths, (list, tuple)):
+        values = tuple(int(v) for v in lengths)
+    else:
+        raise TypeError(f"ctc_loss: {name} must be a Tensor or a tuple/list of ints, got {type(lengths).__name__}")
+    if len(values) != n:
+        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({n}), got {len(values)} values")
+    return values
+
+
+def _check_ctc(log_probs, targets, il, tl, blank):
+    t, n, c = log_probs.shape
+    if not 0 <= blank < c:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {c}), got blank={blank} for log_probs of "
+                           f"shape {list(log_probs.shape)}")
+    for name, values, most in (("input_lengths", il, t), ("target_lengths", tl, None)):
+        if min(values) < 0:
+            raise RuntimeError(f"ctc_loss: Expected {name} to have value at least 0, but got value {min(values)}")
+        if most is not None and max(values) > most:
+            raise RuntimeError(f"ctc_loss: Expected {name} to have value at most {most}, but got value "
+                               f"{max(values)} (log_probs of shape {list(log_probs.shape)})")
+    if targets.ndim not in (1, 2):
+        raise RuntimeError(f"ctc_loss: Expected 1 to 2 dimensions, but got {targets.ndim}-dimensional tensor for "
+                           f"argument #2 'targets' (shape {list(targets.shape)})")
+    want = sum(tl) if targets.ndim == 1 else n
+    if targets.shape[0] != want:
+        raise RuntimeError(f"ctc_loss: Expected tensor to have size {want} at dimension 0, but got size "
+                           f"{targets.shape[0]} for argument #2 'targets' (shape {list(targets.shape)})")
+    if targets.ndim == 2 and targets.shape[1] < max(tl):
+        raise RuntimeError(f"ctc_loss: Expected tensor to have size at least {max(tl)} at dimension 1, but got "
+                           f"size {targets.shape[1]} for argument #2 'targets' (shape {list(targets.shape)})")
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist temporal classification loss of ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``),
+    normally ``log_softmax`` outputs, against ``targets``: padded ``(N, S)`` or all targets concatenated (1-D).
+    ``input_lengths`` and ``target_lengths`` are Tensors or tuples of ``N`` ints.  ``'mean'`` divides each
+    loss by its target length (at least 1) and then averages over the batch; ``zero_infinity`` replaces the
+    infinite losses of impossible alignments (and their gradients) by zero.  As in PyTorch, the gradient is
+    ``exp(log_probs) - occupancy``, which is the gradient of the logits through ``log_softmax``.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> log_probs = F.log_softmax(ember.zeros(3, 1, 2), 2)
+    >>> round(F.ctc_loss(log_probs, ember.tensor([[1]]), [3], [1], reduction="sum").item(), 4)
+    0.2877
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"ctc_loss: {reduction} is not a valid value for reduction")
+    if isinstance(input_lengths, Tensor) != isinstance(target_lengths, Tensor):
+        raise TypeError(f"ctc_loss: input_lengths and target_lengths must both be Tensors or both tuples/lists of "
+                        f"ints, got {type(input_lengths).__name__} and {type(target_lengths).__name__}")
+    unbatched = log_probs.ndim == 2
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: Expected 3-dimensional log_probs (T, N, C) or 2-dimensional unbatched "
+                           f"(T, C), but got {log_probs.ndim}-dimensional tensor of shape {list(log_probs.shape)}")
+    if log_probs.dtype not in (float32, float64):
+        raise RuntimeError(f"ctc_loss: expected log_probs of dtype float32 or float64, got {log_probs.dtype}")
+    if log_probs.numel() == 0:
+        raise RuntimeError(f"ctc_loss: log_probs tensor must not be empty (shape {list(log_probs.shape)})")
+    x = log_probs.unsqueeze(1) if unbatched else log_probs
+    n = x.shape[1]
+    il = _lengths("input_lengths", input_lengths, n)
+    tl = _lengths("target_lengths", target_lengths, n)
+    _check_ctc(x, targets, il, tl, blank)
+    if targets.device != x.device:
+        targets = targets.to(x.device)
+    loss = apply(CtcLoss, x, targets, il, tl, blank, zero_infinity)
+    if zero_infinity:
+        loss = where(loss.isinf(), loss.new_zeros(()), loss)
+    if reduction == "mean":
+        return (loss / loss.new_tensor([max(v, 1) for v in tl])).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss

@@ -9,8 +9,8 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Conv
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import (  # noqa: F401
-    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
-    KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss,
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss,
+    HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss,
 )
 from .misc import (  # noqa: F401
     CircularPad2d, ConstantPad1d, ConstantPad2d, CosineSimilarity, Fold, PairwiseDistance, PixelShuffle,

@@ -159,3 +159,21 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (see :func:`ember.nn.functional.ctc_loss`).
+
+    >>> import ember
+    >>> log_probs = ember.nn.functional.log_softmax(ember.zeros(3, 1, 2), 2)
+    >>> round(ember.nn.CTCLoss(reduction="sum")(log_probs, ember.tensor([[1]]), [3], [1]).item(), 4)
+    0.2877
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
