@@ -2,6 +2,7 @@
 import pytest
 
 import ember
+from ember.testing import assert_close
 from ember.testing.op_table import REDUCTION_ROWS
 from ember.testing.op_table_shape import cases, run_row
 
@@ -84,6 +85,44 @@ BAD = [
     ("matrix_norm", lambda m, d: m.linalg.matrix_norm(m.ones(3, device=d))),
     ("matrix_norm", lambda m, d: m.linalg.matrix_norm(m.ones(3, 3, device=d), "bad")),
     ("median", lambda m, d: m.ones(2, device=d).median(2)),
+    ("nanmean", lambda m, d: m.ones(2, dtype=m.int64, device=d).nanmean()),
+    ("diff", lambda m, d: m.ones((), device=d).diff()),
+    ("diff", lambda m, d: m.ones(3, device=d).diff(n=-1)),
+    ("diff", lambda m, d: m.ones(2, 3, device=d).diff(prepend=m.ones(3, device=d))),
+    ("diff", lambda m, d: m.ones(2, 3, device=d).diff(append=m.ones(3, 1, device=d))),
+    ("diff", lambda m, d: m.ones(2, 3, device=d).diff(dim=2)),
+    ("histc", lambda m, d: m.ones(3, dtype=m.int64, device=d).histc()),
+    ("histc", lambda m, d: m.ones(3, device=d).histc(bins=0)),
+    ("histc", lambda m, d: m.ones(3, device=d).histc(4, min=3, max=1)),
+    ("histc", lambda m, d: m.ones(3, device=d).histc(4, min=0, max=float("inf"))),
+    ("histc", lambda m, d: m.tensor([1.0, float("nan")], device=d).histc(4)),
+    ("bincount", lambda m, d: m.ones(3, device=d).bincount()),
+    ("bincount", lambda m, d: m.tensor([1, -1], device=d).bincount()),
+    ("bincount", lambda m, d: m.ones(2, 2, dtype=m.int64, device=d).bincount()),
+    ("bincount", lambda m, d: m.ones(2, dtype=m.int64, device=d).bincount(minlength=-1)),
+    ("bincount", lambda m, d: m.ones(2, dtype=m.int64, device=d).bincount(m.ones(3, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(2, 3, device=d), m.ones(3, 1, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(2, 3, device=d), m.ones(2, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(2, 3, device=d), 1.0)),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones((), device=d), m.ones(2, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(3, device=d), m.ones(2, device=d), side="left", right=True)),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(3, device=d), m.ones(2, device=d), side="middle")),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(3, device=d), m.ones(2, device=d),
+                                                 sorter=m.ones(3, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(3, device=d), m.ones(2, device=d),
+                                                 sorter=m.zeros(2, dtype=m.int64, device=d))),
+    ("searchsorted", lambda m, d: m.searchsorted(m.ones(3, dtype=m.bool, device=d), m.ones(2, dtype=m.bool,
+                                                                                               device=d))),
+    ("bucketize", lambda m, d: m.bucketize(m.ones(2, device=d), m.ones(2, 2, device=d))),
+    ("quantile", lambda m, d: m.ones(3, device=d).quantile(1.5)),
+    ("quantile", lambda m, d: m.ones(3, device=d).quantile(m.tensor([0.5, -0.5], device=d))),
+    ("quantile", lambda m, d: m.ones(3, device=d).quantile(m.ones(1, 1, device=d))),
+    ("quantile", lambda m, d: m.ones(3, dtype=m.int64, device=d).quantile(0.5)),
+    ("quantile", lambda m, d: m.ones(3, device=d).quantile(m.ones(1, dtype=m.float64, device=d))),
+    ("quantile", lambda m, d: m.ones(3, device=d).quantile(0.5, interpolation="cubic")),
+    ("quantile", lambda m, d: m.ones(0, device=d).quantile(0.5)),
+    ("quantile", lambda m, d: m.ones(2, 3, device=d).quantile(0.5, dim=2)),
+    ("nanquantile", lambda m, d: m.ones(3, device=d).nanquantile(-0.1)),
 ]
 
 
@@ -104,3 +143,24 @@ def test_no_gradient_through_indices_and_predicates(device):
         assert not r.requires_grad
     with pytest.raises(RuntimeError, match="does not require grad"):
         x.argmax().float().sum().backward()
+
+
+OUT = [  # (name, call(m, x, out=...)) on a 2x3 float tensor
+    ("nansum", lambda m, x, **o: m.nansum(x, 1, **o)),
+    ("nanmean", lambda m, x, **o: m.nanmean(x, **o)),
+    ("diff", lambda m, x, **o: m.diff(x, 1, 0, **o)),
+    ("histc", lambda m, x, **o: m.histc(x, 4, -1, 1, **o)),
+    ("searchsorted", lambda m, x, **o: m.searchsorted(x[0], x, right=True, **o)),
+    ("bucketize", lambda m, x, **o: m.bucketize(x, x[0], **o)),
+    ("quantile", lambda m, x, **o: m.quantile(x, 0.3, 1, **o)),
+    ("nanquantile", lambda m, x, **o: m.nanquantile(x, 0.7, **o)),
+]
+
+
+@pytest.mark.parametrize("name,call", OUT, ids=[o[0] for o in OUT])
+def test_out_argument(name, call, device, torch):
+    data = [[-0.5, 0.25, 0.75], [0.5, float("nan"), 2.5]]
+    want = call(torch, torch.tensor(data))
+    out = ember.empty(0, dtype=getattr(ember, str(want.dtype).split(".")[-1]), device=device)
+    assert call(ember, ember.tensor(data, device=device), out=out) is out
+    assert_close(out, want)

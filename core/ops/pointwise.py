@@ -1367,12 +1367,20 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
     return _out(add(input, term), out)
 
 
+def _storage(t):
+    return t if t._base is None else t._base
+
+
 def _addc_(term_of, name):
     def method(self, tensor1, tensor2, *, value=1):
+        from ..autograd.grad_mode import STATE
         from ..dispatch import check_inplace
         from .inplace import add_
 
         check_inplace(self, name)
+        if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
+            tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
+                                for t in (tensor1, tensor2))
         rt, term = term_of(self, tensor1, tensor2, value)
         if rt.category > self.dtype.category:
             raise RuntimeError(f"{name}: result type {_type_name(rt)} can't be cast to the desired output type "

@@ -746,7 +746,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
-        raise RuntimeError(f"order must be non-negative but got {n}")
+        raise RuntimeError(f"diff: order must be non-negative but got {n}")
     d = _wrap_dim(dim, input.dim(), "diff")
     parts = [input]
     for arg, pos, t in (("prepend", 3, prepend), ("append", 4, append)):
