@@ -1245,7 +1245,7 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0]))
     tensor([0., 0.])
     """
-    from ..dispatch import result_type
+    from ..dispatch import _SCALARS, result_type
 
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         if result_type(input, other).category < dtypes.FLOAT:
@@ -1253,11 +1253,8 @@ def xlogy(input, other, *, out=None):  # noqa: A002
             input, other = (cast(v, d) if isinstance(v, Tensor) else float(v) for v in (input, other))
         # a number operand as a 0-d tensor of the other's dtype: the kernel's log of it keeps that dtype
         ref = input if isinstance(input, Tensor) else other
-        input, other = (_scalar_like(v, ref, ref) if isinstance(v, _NUMBERS) else v for v in (input, other))
+        input, other = (_scalar_like(v, ref, ref) if isinstance(v, _SCALARS) else v for v in (input, other))
     return _out(_result(binary(Xlogy, input, other), input, other, "xlogy"), out)
-
-
-_NUMBERS = (int, float, bool)
 
 
 def _float_tensors(Cls, name):
@@ -1282,8 +1279,8 @@ logaddexp = _float_tensors(LogAddExp, "logaddexp")
 logaddexp.__doc__ = """``log(exp(input) + exp(other))`` without overflow.
 
     >>> import ember
-    >>> ember.logaddexp(ember.tensor([1000.0]), ember.tensor([1000.0]))
-    tensor([1000.6931])
+    >>> ember.logaddexp(ember.tensor([1000.0]), ember.tensor([0.0]))
+    tensor([1000.])
     """
 logaddexp2 = _float_tensors(LogAddExp2, "logaddexp2")
 logaddexp2.__doc__ = """``log2(2 ** input + 2 ** other)`` without overflow.
