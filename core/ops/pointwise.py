@@ -1193,29 +1193,33 @@ class Xlogy(Op):
 
 
 class LogAddExp(Op):
+    """``log(exp(x) + exp(y))``; the subclass below is the same in base 2."""
+
     save_inputs = True
+    kernel = "logaddexp"
+
+    @staticmethod
+    def power(t):
+        return t.exp()
 
     @staticmethod
     def forward(ctx, k, x, y):
-        return k["logaddexp"](x, y)
+        return k[type(ctx).kernel](x, y)
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.inputs
-        return g / (1 + (b - a).exp()), g / (1 + (a - b).exp())
+        power = type(ctx).power
+        return g / (1 + power(b - a)), g / (1 + power(a - b))
 
 
-class LogAddExp2(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["logaddexp2"](x, y)
+class LogAddExp2(LogAddExp):
+    backward_name = "LogAddExp2Backward0"
+    kernel = "logaddexp2"
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        return g / (1 + 2 ** (b - a)), g / (1 + 2 ** (a - b))
+    def power(t):
+        return 2 ** t
 
 
 class Hypot(Op):
@@ -1332,69 +1336,64 @@ def _addc(name, input, tensor1, tensor2, value):
     return rt, int(value) if rt.category < dtypes.FLOAT else value  # PyTorch converts value to the result type
 
 
-def _addcmul_term(input, tensor1, tensor2, value):
-    rt, value = _addc("addcmul", input, tensor1, tensor2, value)
-    return rt, (tensor1 * tensor2 if value == 1 else tensor1 * value * tensor2)
+def _addc_pair(name, combine):
+    """``name(input, tensor1, tensor2, *, value=1, out=None)``: ``input + combine(value * tensor1, tensor2)``,
+    and its in-place method (one in-place add of the combined term)."""
 
+    def term_of(input, tensor1, tensor2, value):  # noqa: A002
+        rt, value = _addc(name, input, tensor1, tensor2, value)
+        return rt, combine(tensor1 if value == 1 else tensor1 * value, tensor2)
 
-def _addcdiv_term(input, tensor1, tensor2, value):
-    rt, value = _addc("addcdiv", input, tensor1, tensor2, value)
-    return rt, (tensor1 / tensor2 if value == 1 else tensor1 * value / tensor2)
+    def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
+        _, term = term_of(input, tensor1, tensor2, value)
+        return _out(add(input, term), out)
 
+    def method(self, tensor1, tensor2, *, value=1):
+        from ..autograd.grad_mode import STATE
+        from ..dispatch import check_inplace
+        from .inplace import add_
 
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
-    """``input + value * tensor1 * tensor2`` (broadcasting).
+        check_inplace(self, name + "_")
+        if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
+            tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
+                                for t in (tensor1, tensor2))
+        rt, term = term_of(self, tensor1, tensor2, value)
+        if rt.category > self.dtype.category:
+            raise RuntimeError(f"{name}_: result type {_type_name(rt)} can't be cast to the desired output type "
+                               f"{_type_name(self.dtype)}")
+        if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
+            raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(term.shape)}")
+        return add_(self, term)
 
-    >>> import ember
-    >>> ember.addcmul(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([3.0]), value=0.5)
-    tensor([4.])
-    """
-    _, term = _addcmul_term(input, tensor1, tensor2, value)
-    return _out(add(input, term), out)
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
-    """``input + value * tensor1 / tensor2`` (broadcasting; not both of tensor1 and tensor2 integral).
-
-    >>> import ember
-    >>> ember.addcdiv(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([4.0]), value=2)
-    tensor([2.])
-    """
-    _, term = _addcdiv_term(input, tensor1, tensor2, value)
-    return _out(add(input, term), out)
+    fn.__name__ = fn.__qualname__ = name
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``; returns self."
+    return fn, method
 
 
 def _storage(t):
     return t if t._base is None else t._base
 
 
-def _addc_(term_of, name):
-    def method(self, tensor1, tensor2, *, value=1):
-        from ..autograd.grad_mode import STATE
-        from ..dispatch import check_inplace
-        from .inplace import add_
+addcmul, addcmul_ = _addc_pair("addcmul", mul)
+addcmul.__doc__ = """``input + value * tensor1 * tensor2`` (broadcasting).
 
-        check_inplace(self, name)
-        if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
-            tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
-                                for t in (tensor1, tensor2))
-        rt, term = term_of(self, tensor1, tensor2, value)
-        if rt.category > self.dtype.category:
-            raise RuntimeError(f"{name}: result type {_type_name(rt)} can't be cast to the desired output type "
-                               f"{_type_name(self.dtype)}")
-        if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
-            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(term.shape)}")
-        return add_(self, term)
+    >>> import ember
+    >>> ember.addcmul(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([3.0]), value=0.5)
+    tensor([4.])
+    """
+addcdiv, addcdiv_ = _addc_pair("addcdiv", div)
+addcdiv.__doc__ = """``input + value * tensor1 / tensor2`` (broadcasting; not both of tensor1 and tensor2 integral).
 
-    method.__name__ = name
-    method.__doc__ = f"In-place ``{name[:-1]}`` (one in-place add of the scaled product); returns self."
-    return method
+    >>> import ember
+    >>> ember.addcdiv(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([4.0]), value=2)
+    tensor([2.])
+    """
 
 
 __all__ += ["xlogy", "logaddexp", "logaddexp2", "hypot", "logit", "addcmul", "addcdiv"]
 METHODS.update({
     "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "hypot": hypot, "logit": logit,
-    "addcmul": addcmul, "addcdiv": addcdiv, "addcmul_": _addc_(_addcmul_term, "addcmul_"),
-    "addcdiv_": _addc_(_addcdiv_term, "addcdiv_"),
+    "addcmul": addcmul, "addcdiv": addcdiv, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
 })
