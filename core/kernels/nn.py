@@ -272,13 +272,13 @@ def kernels(xp) -> dict:
 
     # ---------------------------------------------------------------- softmax family
     def softmax(x, axis):
-        e = xp.exp(x - x.max(axis=axis, keepdims=True))
-        e /= e.sum(axis=axis, keepdims=True)
+        e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+        e /= xp.sum(e, axis=axis, keepdims=True)
         return e
 
     def log_softmax(x, axis):
-        s = x - x.max(axis=axis, keepdims=True)
-        s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
+        s = x - xp.max(x, axis=axis, keepdims=True)
+        s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
         return s
 
     def cross_entropy_index(x, t, ignore_index, mean):
