@@ -69,6 +69,7 @@ def cases(np_mod, torch):
         "relu": (lambda: ea.relu(), lambda: np.maximum(na, 0)),
         "sum": (lambda: ea.sum(), lambda: na.sum()),
         "fwd+bwd ((a*b)+a).relu().sum()": (e_fb, n_fb),
+        "add, requires_grad (graph recorded)": (lambda: ex + ey, lambda: na + nb),
     }
     if torch is not None:
         ta, tb = torch.from_numpy(na.copy()), torch.from_numpy(nb.copy())
@@ -78,7 +79,8 @@ def cases(np_mod, torch):
             ((tx * ty) + tx).relu().sum().backward()
 
         tf = {"add": lambda: ta + tb, "mul": lambda: ta * tb, "matmul": lambda: ta @ tb, "relu": lambda: ta.relu(),
-              "sum": lambda: ta.sum(), "fwd+bwd ((a*b)+a).relu().sum()": t_fb}
+              "sum": lambda: ta.sum(), "fwd+bwd ((a*b)+a).relu().sum()": t_fb,
+              "add, requires_grad (graph recorded)": lambda: tx + ty}
     else:
         tf = {}
     return [(name, e, tf.get(name), n) for name, (e, n) in rows.items()]
