@@ -51,11 +51,11 @@ def bench_allreduce():
         buf = np.ones(n, np.float32)
         t = ember.ones(n)
 
-        def raw():
+        def raw(buf=buf):
             comm.Barrier()
             comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)
 
-        def emb():
+        def emb(t=t):
             comm.Barrier()
             dist.all_reduce(t)
 

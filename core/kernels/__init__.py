@@ -6,10 +6,11 @@ better.  Kernels take and return arrays of ``xp``; they never see Tensors.
 Non-view kernels return fresh arrays.
 
 The table is assembled from the modules in ``MODULES``, each with a
-``kernels(xp) -> dict`` function, grouped by concern.  A module lists in
-``MUTATING`` its kernels that write into array arguments (``copy_``, the
-optimizer updates, ...): a backend that retries a failed kernel another way
-must not let a first attempt's partial writes count twice.
+``kernels(xp) -> dict`` function, grouped by concern.  A module's
+``MUTATING`` maps its kernels that write into array arguments (``copy_``, the
+optimizer updates, ...) to the positions of the arguments they write: a
+backend that retries a failed kernel another way must not let a first
+attempt's partial writes count twice.
 """
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ import importlib
 MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random", "ctc"]
 
 
-def _mutating() -> frozenset:
-    return frozenset().union(*(getattr(importlib.import_module(f"{__name__}.{m}"), "MUTATING", ()) for m in MODULES))
+def _mutating() -> dict:
+    table = {}
+    for m in MODULES:
+        table.update(getattr(importlib.import_module(f"{__name__}.{m}"), "MUTATING", {}))
+    return table
 
 
 def library(xp) -> dict:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-MUTATING = {"copy_", "fill_", "setitem", "index_put_acc"}  # they write into their first argument
+MUTATING = {"copy_": (0,), "fill_": (0,), "setitem": (0,), "index_put_acc": (0,)}  # they write into argument 0
 
 
 def kernels(xp) -> dict:

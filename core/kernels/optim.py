@@ -9,8 +9,10 @@ and in-place arithmetic are used, so any array-API library serves.
 from __future__ import annotations
 
 
-MUTATING = {"sgd_update", "adam_update", "adamax_update", "nadam_update", "radam_update", "rmsprop_update",
-            "adagrad_update", "adadelta_update"}
+# the positions of the arrays each update writes: the parameter and its state, never the gradient
+MUTATING = {"sgd_update": (0, 2), "adam_update": (0, 2, 3, 4), "adamax_update": (0, 2, 3), "nadam_update": (0, 2, 3),
+            "radam_update": (0, 2, 3), "rmsprop_update": (0, 2, 3, 4), "adagrad_update": (0, 2),
+            "adadelta_update": (0, 2, 3)}
 
 
 def kernels(xp) -> dict:

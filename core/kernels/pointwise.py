@@ -82,7 +82,7 @@ def _log_add(xp, exp, log):
     return kernel
 
 
-MUTATING = {"add_into", "sub_into", "mul_into", "div_into"}  # ``x op= y``: the result goes into x
+MUTATING = {"add_into": (0,), "sub_into": (0,), "mul_into": (0,), "div_into": (0,)}  # ``x op= y``: into x
 
 # Giles, "Approximating the erfinv function" (GPU Computing Gems), single precision, highest power first
 _GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 
+MUTATING = {"diagonal_scatter": (0,)}  # writes src along the diagonal of its first argument
+
+
 def kernels(xp) -> dict:
     strided = xp.lib.stride_tricks.as_strided
 

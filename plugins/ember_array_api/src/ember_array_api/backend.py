@@ -49,7 +49,7 @@ class ArrayAPIBackend(ArrayBackend):
             for op, fn in list(self.kernels.items()):
                 if op in reference and op not in own:
                     self.kernels[op] = compat.with_fallback(self.raw, self.array_type, fn, reference[op], op,
-                                                            mutating=op in ember.kernels.MUTATING)
+                                                            writes=ember.kernels.MUTATING.get(op, ()))
 
     # -- devices
     def is_available(self) -> bool:

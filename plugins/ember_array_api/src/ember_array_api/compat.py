@@ -158,10 +158,10 @@ def namespace(xp) -> types.SimpleNamespace:
     return ns
 
 
-def with_fallback(xp, atype, fn, numpy_fn, name, mutating=False):
+def with_fallback(xp, atype, fn, numpy_fn, name, writes=()):
     """Kernel ``fn`` on the library; if it needs something the standard lacks, ``numpy_fn`` through DLPack.
 
-    A ``mutating`` kernel (one that writes into its array arguments) first runs on copies of them,
+    A kernel that writes into its arguments at positions ``writes`` first runs on copies of those,
     which are written back only when it succeeds: a failed attempt's partial writes are dropped
     before the fallback runs on the originals.
     """
@@ -174,7 +174,7 @@ def with_fallback(xp, atype, fn, numpy_fn, name, mutating=False):
             return bridged(*args, **kwargs)
 
     def mutating_kernel(*args, **kwargs):
-        trial = [xp.asarray(a, copy=True) if isinstance(a, atype) else a for a in args]
+        trial = [xp.asarray(a, copy=True) if i in writes and isinstance(a, atype) else a for i, a in enumerate(args)]
         try:
             r = fn(*trial, **kwargs)
         except (AttributeError, TypeError, IndexError):
@@ -187,6 +187,6 @@ def with_fallback(xp, atype, fn, numpy_fn, name, mutating=False):
                 return a
         return r
 
-    chosen = mutating_kernel if mutating else kernel
+    chosen = mutating_kernel if writes else kernel
     chosen.__name__ = name
     return chosen
