@@ -257,8 +257,6 @@ def link(ctx, inputs):
             if fn is not None:
                 edges.append((fn, t._nr))
                 volatile = volatile or fn is VOLATILE
-            elif t._rg and t._acc is not None:  # a leaf that has been in a graph before
-                edges.append((t._acc, 0))
             else:
                 edges.append(grad_edge(t))
             arr = t._data

@@ -19,10 +19,6 @@ _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 _ONES = {}
 
 
-def _tensor_cls():
-    return _tensor.Tensor
-
-
 def _ones_like(t):
     """The implicit gradient of a scalar output: a 0-d one per (device, dtype), cached, never written to."""
     dt = t._data.dtype
@@ -39,7 +35,7 @@ def _ones_like(t):
 
 
 def _make_grads(outputs, grads, create_graph):
-    Tensor = _tensor_cls()
+    Tensor = _tensor.Tensor
     res = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -73,7 +69,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> x.grad
     tensor([2., 4.])
     """
-    Tensor = _tensor_cls()
+    Tensor = _tensor.Tensor
     if isinstance(tensors, Tensor):
         if grad_tensors is None and inputs is None and grad_variables is None and tensors._fn is not None \
                 and tensors._data.ndim == 0 and not tensors._volatile:
@@ -122,7 +118,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> g, ember.autograd.grad(g, x)[0]
     (tensor(6., grad_fn=<MulBackward0>), tensor(2.))
     """
-    Tensor = _tensor_cls()
+    Tensor = _tensor.Tensor
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
@@ -245,7 +241,6 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly = STATE.anomaly and STATE.anomaly_nan
-    fast = not filtered
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
         if len(roots) == 1:  # a DAG: a single root depends on nothing
@@ -257,7 +252,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         pop, push = ready.pop, ready.append
         while ready:
             fn = pop()
-            if fn._plain and fast:
+            if fn._plain and not filtered:
                 gin = buffers.pop(fn, None)
                 if gin is None:  # no gradient reached this node: nothing flows on from it
                     if not retain_graph:
@@ -271,8 +266,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 if len(res) != len(nf):
                     raise _count_error(fn, len(res))
                 if not retain_graph and (fn._saved is not None or fn._out is not None):
-                    fn._saved = fn._out = None
-                    fn._released = True
+                    fn.release()
             else:
                 grads_out = buffers.pop(fn, None)
                 if grads_out is not None and fn.n_outputs == 1:
@@ -484,7 +478,7 @@ def _validated(fn, res):
 
 def _conform(fn, i, g, meta):
     """``g`` checked against the input it is for: summed to its shape when broadcast, cast to its dtype."""
-    Tensor = _tensor_cls()
+    Tensor = _tensor.Tensor
     if not isinstance(g, Tensor):
         raise RuntimeError(f"function {_who(fn)} returned a gradient of type {type(g).__name__} at "
                            f"index {i}; expected a Tensor or None")
