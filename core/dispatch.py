@@ -1,9 +1,13 @@
-"""From an operator call to a kernel call, and the graph record around it.
+"""From an operator call to a kernel call, and the graph record around it; the policy every op shares.
 
 The hot path of every op: check devices, promote dtypes only when they
 differ, look the kernel up in the device's dict, wrap the result without
 argument parsing, and record a graph node only when grad mode is on and an
-input requires grad.
+input requires grad.  Around it, the policy that ops do not repeat: type
+promotion, ``out=``, in-place writes and the history they rewrite, and the
+one interception point (:func:`intercept`) where tracing, autocast and
+profiling see every op.  Nothing here imports from ``ember.ops``: an op that
+the policy itself needs (``Cast``) is looked up by name in ``OPS``.
 """
 from __future__ import annotations
 
@@ -12,12 +16,13 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import VOLATILE, anomaly_trace, grad_edge
-from .autograd.grad_mode import STATE
+from .autograd.function import OPS, VOLATILE, Node, anomaly_trace, grad_edge
+from .autograd.grad_mode import STATE, enable_grad
 from .tensor import Tensor, _wrap
 
 _new = object.__new__
 _SCALARS = (int, float, bool, complex, np.number, np.bool_)
+_HANDLERS: list = []  # interception handlers, innermost last (see intercept)
 
 
 def _version(t):
@@ -101,9 +106,7 @@ def cast(t: Tensor, d: dtypes.dtype) -> Tensor:
         return t
     if t._rg and d.category < dtypes.FLOAT:  # integer and bool results carry no gradient
         t = t.detach()
-    from .ops.pointwise import Cast
-
-    return apply(Cast, t, t._dev.backend.array_dtype(d))
+    return apply(OPS["Cast"], t, t._dev.backend.array_dtype(d))
 
 
 def promote(op, a, b):
@@ -125,6 +128,8 @@ def promote(op, a, b):
 # --------------------------------------------------------------------------- apply
 def unary(Op, a, *params):
     """Apply a one-tensor Op: ``Op.forward(ctx, kernels, array, *params)``."""
+    if _HANDLERS:
+        return _intercepted(unary, Op, (a, *params))
     dev = a._dev
     ctx = _new(Op)
     try:
@@ -145,6 +150,8 @@ def unary(Op, a, *params):
 
 def binary(Op, a, b, *params):
     """Apply a two-operand Op with broadcasting and type promotion (one operand may be a scalar)."""
+    if _HANDLERS:
+        return _intercepted(binary, Op, (a, b, *params))
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             x, y, dev = a._data, b._data, a._dev
@@ -205,6 +212,8 @@ def apply(Op, *args):
     Tensors among ``args`` become arrays for ``Op.forward``; other arguments
     pass through.  A list or tuple of tensors (``cat``) becomes a list of arrays.
     """
+    if _HANDLERS:
+        return _intercepted(apply, Op, args)
     dev = None
     rg = False
     tensors = []
@@ -343,6 +352,8 @@ def inplace(Op, a: Tensor, *args):
     Tensor arguments in ``args`` must share ``a``'s device; they are cast to
     ``a``'s dtype (PyTorch refuses casts that lose the category).
     """
+    if _HANDLERS:
+        return _intercepted(inplace, Op, (a, *args))
     name = _op_name(Op) + "_"
     check_inplace(a, name)
     dt = a.dtype
@@ -373,14 +384,90 @@ def inplace(Op, a: Tensor, *args):
     if out.shape != a._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")
-    from .ops.inplace import write_inplace
-
     return write_inplace(a, out, ctx if recording else None, (old, *conv))
+
+
+class CopySlices(Node):
+    """History of a base tensor after an in-place op on one of its views."""
+
+    def __init__(self, base, chain, fn):
+        self.next_functions = (grad_edge(base),) + fn.next_functions[1:]
+        self._shapes = ((base._data.shape, base._data.dtype),) + fn._shapes[1:]
+        self.chain, self.fn = chain, fn
+
+    @staticmethod
+    def backward(ctx, g):
+        result = g.clone()
+        region = replay_view(ctx.chain, result)
+        res = type(ctx.fn).backward(ctx.fn, region.clone())
+        res = res if isinstance(res, tuple) else (res,)
+        if res[0] is None:
+            region.zero_()
+        else:
+            region.copy_(res[0])
+        return (result, *res[1:])
+
+    def release(self):
+        self.fn.release()
+        super().release()
+
+
+def write_inplace(a: Tensor, out, ctx, inputs):
+    """Store array ``out`` into ``a``; with ``ctx``, make it ``a``'s history.
+
+    When ``a`` is a view, the base's history is rewritten with a
+    :class:`CopySlices` node, as PyTorch does.
+    """
+    a._dev.kernels["copy_"](a._data, out)
+    a._bump()
+    if ctx is None:
+        return a
+    if getattr(ctx, "tensor_args", False):
+        inputs = tuple(x for x in inputs if isinstance(x, Tensor))
+    link(ctx, inputs)
+    chain, base = a._view, a._base
+    if base is None or chain is None:
+        a._fn, a._nr, a._rg = ctx, 0, True
+        return a
+    cs = CopySlices(base, chain, ctx)
+    base._fn, base._nr, base._rg = cs, 0, True
+    with enable_grad():
+        fresh = replay_view(chain, base)
+    a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
+    return a
+
+
+# --------------------------------------------------------------------------- out=
+def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
+    """Implement an ``out=`` argument: write ``r`` into ``out`` (resizing it when empty or of another shape)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if STATE.enabled and (r._rg or out._rg):
+        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
+                           "of the arguments requires grad.")
+    if r.dtype.category > out.dtype.category:
+        raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {out.dtype}")
+    if out._dev is not r._dev:
+        raise device_error("out=", r, out)
+    if out._data.shape != r._data.shape:
+        out._data = out._dev.kernels["astype"](r._data, out._data.dtype)
+    else:
+        out._dev.kernels["copy_"](out._data, r._data if r.dtype is out.dtype else
+                                  out._dev.kernels["astype"](r._data, out._data.dtype))
+    out._bump()
+    return out
+
+
+def out_or(r, out):
+    """``r``, written into ``out`` when one is given."""
+    return r if out is None else copy_into_out(out, r)
 
 
 # --------------------------------------------------------------------------- views
 def view_op(Op, a, *params):
     """Apply an Op whose output shares ``a``'s storage (and so its version counter)."""
+    if _HANDLERS:
+        return _intercepted(view_op, Op, (a, *params))
     out = unary(Op, a, *params)
     b = a._base
     out._base = a if b is None else b
@@ -398,3 +485,44 @@ def replay_view(chain, base):
     for _, Op, params in reversed(steps):
         t = view_op(Op, t, *params)
     return t
+
+
+# --------------------------------------------------------------------------- interception
+class intercept:
+    """Route every op through ``handler(kind, Op, args, run)`` while the context is open.
+
+    ``kind`` is the dispatch function (``unary``, ``binary``, ``apply``,
+    ``view_op``, ``inplace``), ``args`` the op's arguments as given, and
+    ``run(*args)`` computes the op (the handler may pass changed arguments:
+    autocast casts them; a tracer records them; a profiler times ``run``).
+    Handlers nest; inside ``run`` the current handler is not called again.
+
+    >>> import ember
+    >>> from ember.dispatch import intercept
+    >>> seen = []
+    >>> with intercept(lambda kind, Op, args, run: seen.append(Op.__name__) or run(*args)):
+    ...     _ = ember.ones(2) * 3
+    >>> seen
+    ['MulBackward0']
+    """
+
+    def __init__(self, handler):
+        self.handler = handler
+
+    def __enter__(self):
+        _HANDLERS.append(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        _HANDLERS.remove(self.handler)
+
+
+def _intercepted(kind, Op, args):
+    handler = _HANDLERS.pop()  # the handler does not see the op it is running
+    try:
+        def run(*a):
+            return kind(Op, *a)
+
+        return handler(kind, Op, args, run)
+    finally:
+        _HANDLERS.append(handler)

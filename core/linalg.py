@@ -495,6 +495,6 @@ norm.__name__ = "norm"
 def _out(r, out):
     if out is None:
         return r
-    from .ops.inplace import copy_into_out
+    from .dispatch import copy_into_out
 
     return copy_into_out(out, r)

@@ -155,6 +155,9 @@ class Node:
         self._released = True
 
 
+OPS: dict = {}  # every Op class by name ("Mul", "Cast", a row's name, a plugin op's qualified name)
+
+
 class Op(Node):
     """A built-in differentiable operation: ``forward`` on arrays, ``backward`` with ember ops.
 
@@ -162,7 +165,8 @@ class Op(Node):
       ``save_inputs``: keep the Tensor inputs for backward (``ctx.inputs``);
       ``save_output``: keep the output (``ctx.output``);
       ``nondiff_outputs``: indices of outputs that carry no gradient (indices of ``max``);
-      ``backward_name``: the grad_fn's name when not ``<Class>Backward0``.
+      ``backward_name``: the grad_fn's name when not ``<Class>Backward0``;
+      ``op_name``: its key in :data:`OPS` when not the class's own name.
     """
 
     save_inputs = False
@@ -173,6 +177,7 @@ class Op(Node):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        OPS[cls.__dict__.get("op_name") or cls.__name__] = cls
         name = cls.__dict__.get("backward_name") or cls.__name__ + "Backward0"
         cls.__name__ = cls.__qualname__ = name
 

@@ -788,7 +788,7 @@ def masked_scatter_(self, mask, source):
 def _out(r, out):
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 

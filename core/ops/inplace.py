@@ -8,81 +8,14 @@ base's history is rewritten with a :class:`CopySlices` node, as PyTorch does.
 from __future__ import annotations
 
 from .. import dtypes
-from ..autograd.function import Node, Op, grad_edge
-from ..autograd.grad_mode import STATE, enable_grad
-from ..dispatch import _SCALARS, apply, device_error, inplace, link, replay_view
+from ..autograd.function import Op
+from ..dispatch import _SCALARS, CopySlices, apply, copy_into_out, inplace, write_inplace  # noqa: F401
 from ..tensor import Tensor
 from . import pointwise as pw
 from .indexing import Getitem, _check_bounds, _convert_index, _is_basic, getitem
 
 
 __all__ = []
-
-
-class CopySlices(Node):
-    """History of a base tensor after an in-place op on one of its views."""
-
-    def __init__(self, base, chain, fn):
-        self.next_functions = (grad_edge(base),) + fn.next_functions[1:]
-        self._shapes = ((base._data.shape, base._data.dtype),) + fn._shapes[1:]
-        self.chain, self.fn = chain, fn
-
-    @staticmethod
-    def backward(ctx, g):
-        result = g.clone()
-        region = replay_view(ctx.chain, result)
-        res = type(ctx.fn).backward(ctx.fn, region.clone())
-        res = res if isinstance(res, tuple) else (res,)
-        if res[0] is None:
-            region.zero_()
-        else:
-            region.copy_(res[0])
-        return (result, *res[1:])
-
-    def release(self):
-        self.fn.release()
-        super().release()
-
-
-def write_inplace(a: Tensor, out, ctx, inputs):
-    """Store array ``out`` into ``a``; with ``ctx``, make it ``a``'s history (see module doc)."""
-    a._dev.kernels["copy_"](a._data, out)
-    a._bump()
-    if ctx is None:
-        return a
-    if getattr(ctx, "tensor_args", False):
-        inputs = tuple(x for x in inputs if isinstance(x, Tensor))
-    link(ctx, inputs)
-    chain, base = a._view, a._base
-    if base is None or chain is None:
-        a._fn, a._nr, a._rg = ctx, 0, True
-        return a
-    cs = CopySlices(base, chain, ctx)
-    base._fn, base._nr, base._rg = cs, 0, True
-    with enable_grad():
-        fresh = replay_view(chain, base)
-    a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
-    return a
-
-
-def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
-    """Implement an ``out=`` argument: write ``r`` into ``out`` (resizing it when empty or of another shape)."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
-    if STATE.enabled and (r._rg or out._rg):
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
-                           "of the arguments requires grad.")
-    if r.dtype.category > out.dtype.category:
-        raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {out.dtype}")
-    if out._dev is not r._dev:
-        raise device_error("out=", r, out)
-    if out._data.shape != r._data.shape:
-        out._data = out._dev.kernels["astype"](r._data, out._data.dtype)
-    else:
-        out._dev.kernels["copy_"](out._data, r._data if r.dtype is out.dtype else
-                                  out._dev.kernels["astype"](r._data, out._data.dtype))
-    out._bump()
-    return out
 
 
 # --------------------------------------------------------------------------- ops used only in place

@@ -72,7 +72,7 @@ def matmul(input, other, *, out=None):  # noqa: A002
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
     if out is not None:
-        from .inplace import copy_into_out
+        from ..dispatch import copy_into_out
 
         return copy_into_out(out, r)
     return r
@@ -162,7 +162,7 @@ def _scaled_sum(input, prod, beta, alpha, out):
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 
@@ -370,7 +370,7 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     r = r.reshape([a.shape[d] for d in ka] + [b.shape[d] for d in kb])
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 
@@ -391,7 +391,7 @@ def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
     r = (a.reshape(ia) * b.reshape(ib)).reshape([a.shape[d] * b.shape[d] for d in range(n)])
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 
@@ -419,7 +419,7 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
     r = input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 

@@ -468,7 +468,7 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 def _out(r, out):
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 

@@ -120,7 +120,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
 def _out(r, out):
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 

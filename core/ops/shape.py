@@ -446,7 +446,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
 def _out(r, out):
     if out is None:
         return r
-    from .inplace import copy_into_out
+    from ..dispatch import copy_into_out
 
     return copy_into_out(out, r)
 

@@ -1,0 +1,181 @@
+"""The one registry of ops and the names they are exported under.
+
+Every public op, built-in or from a plugin, is entered here with
+:func:`export`: a function and the namespaces it belongs to (``torch`` for
+``ember.*``, ``Tensor`` for methods, ``linalg``, ``nn.functional``,
+``special``, ``fft``, or ``ops.<plugin namespace>``), its aliases and, where
+asked, its in-place form ``name_``, derived here and nowhere else.  A module
+that shows a namespace calls :func:`bind` once; later exports reach it too.
+
+Every Op class is entered by name in ``OPS`` when it is defined, so the
+policy layer can use an op it does not import (``dispatch.cast`` uses
+``OPS["Cast"]``) and a saved graph names its ops as data.  Rows (:func:`unary_op`, :func:`binary_op`) generate the
+Op class and the public function of an elementwise op from its kernel name,
+what it saves and its vector-Jacobian product.
+
+>>> import ember
+>>> "sin_" in NAMESPACES["Tensor"] and NAMESPACES["torch"]["arcsin"] is NAMESPACES["torch"]["asin"]
+True
+"""
+from __future__ import annotations
+
+from . import dtypes
+from .autograd.function import Op
+from .autograd.grad_mode import STATE
+from .dispatch import binary, cast, check_inplace, copy_into_out, unary
+from .tensor import Tensor
+
+NAMESPACE_NAMES = ("torch", "Tensor", "linalg", "nn.functional", "special", "fft")
+
+NAMESPACES: dict = {n: {} for n in NAMESPACE_NAMES}   # namespace -> {name: function}
+_BOUND: dict = {}                                     # namespace -> objects showing it (modules, Tensor)
+TORCH_TENSOR = ("torch", "Tensor")
+
+
+def export(fn, name: str | None = None, *, to=TORCH_TENSOR, aliases=(), inplace: bool = False):
+    """Show ``fn`` as ``name`` (and each alias) in every namespace of ``to``; returns ``fn``.
+
+    With ``inplace``, the Tensor method ``name_`` (and ``alias_``) is derived
+    from ``fn`` by :func:`inplace_form`.
+    """
+    name = name or fn.__name__
+    for ns in to:
+        for n in (name, *aliases):
+            _set(ns, n, fn)
+    if inplace:
+        method = inplace_form(fn, name)
+        for n in (name, *aliases):
+            _set("Tensor", n + "_", method)
+    return fn
+
+
+def _set(ns, name, fn):
+    NAMESPACES.setdefault(ns, {})[name] = fn
+    for target in _BOUND.get(ns, ()):
+        setattr(target, name, fn)
+
+
+def bind(ns: str, target) -> None:
+    """Show every name of namespace ``ns`` on ``target`` (a module or a class), now and as they are added."""
+    _BOUND.setdefault(ns, []).append(target)
+    for name, fn in NAMESPACES.setdefault(ns, {}).items():
+        setattr(target, name, fn)
+
+
+def unexport(ns: str, name: str) -> None:
+    """Take ``name`` out of namespace ``ns`` and the objects showing it."""
+    NAMESPACES.get(ns, {}).pop(name, None)
+    for target in _BOUND.get(ns, ()):
+        if name in getattr(target, "__dict__", {}):
+            delattr(target, name)
+
+
+def inplace_form(fn, name: str):
+    """``name_``: ``fn`` computed out of place, then written into ``self`` (history through the result).
+
+    Under autograd it computes from a copy of ``self``: ``fn`` may save its
+    input for backward, and ``self`` is about to change.
+    """
+    def method(self, *args, **kwargs):
+        check_inplace(self, name + "_")
+        r = fn(self.clone() if self._rg and STATE.enabled else self, *args, **kwargs)
+        if r.dtype.category > self.dtype.category:
+            raise RuntimeError(f"{name}_: result type {r.dtype} can't be cast to the desired output type "
+                               f"{self.dtype}")
+        return self.copy_(r)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place :func:`{name}`; returns self."
+    return method
+
+
+# --------------------------------------------------------------------------- rows
+def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
+             base=Op) -> type:
+    """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
+
+    ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
+    one gradient per input and reads ``ctx.inputs`` / ``ctx.output``.
+    Without ``vjp`` the op is not differentiable (its outputs carry none).
+    """
+    kernel = kernel or name
+
+    def forward(ctx, k, *args):
+        return k[kernel](*args)
+
+    attrs = {"op_name": name, "forward": staticmethod(forward), "save_inputs": saves in ("input", "both"),
+             "save_output": saves in ("output", "both"),
+             "backward_name": backward_name or name.title().replace("_", "") + "Backward0"}
+    if vjp is not None:
+        attrs["backward"] = staticmethod(vjp)
+    return type(attrs["backward_name"], (base,), attrs)
+
+
+def check_tensor(x, op: str):
+    """PyTorch's TypeError for a non-Tensor ``input``."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _to_float(x):
+    return cast(x, dtypes.get_default_dtype())
+
+
+def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=_to_float, aliases=(),
+             inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
+    """A one-tensor elementwise op from its row; returns ``(Op, function)``.
+
+    ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
+    output ``y``.  ``integer(x)`` says what an integer or bool input becomes:
+    by default it computes in the default float dtype; a row may instead give
+    the integer result itself (``lambda x: x.clone()`` for rounding).
+    """
+    backward = None
+    if vjp is not None:
+        def backward(ctx, g):
+            return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
+    Cls = op_class(name, kernel, saves=saves, vjp=backward)
+
+    def fn(input, *, out=None):  # noqa: A002
+        check_tensor(input, name)
+        if input.dtype.category < dtypes.FLOAT:
+            x = integer(input)
+            if x.dtype.category < dtypes.FLOAT:  # the integer form is the result
+                return x if out is None else copy_into_out(out, x)
+            input = x
+        r = unary(Cls, input)
+        return r if out is None else copy_into_out(out, r)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
+    export(fn, name, to=to, aliases=aliases, inplace=inplace)
+    return Cls, fn
+
+
+def binary_result(r, a, b, op):
+    """``r``, or PyTorch's TypeError when :func:`binary` found no tensor operand."""
+    if r is NotImplemented:
+        raise TypeError(f"{op}(): unsupported operand types {type(a).__name__} and {type(b).__name__}")
+    return r
+
+
+def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=None, aliases=(),
+              inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
+    """A two-operand elementwise op (broadcasting, PyTorch's promotion) from its row; returns ``(Op, function)``.
+
+    ``vjp(ctx, g)`` returns the two gradients; ``check(input, other)`` may
+    refuse operands before anything is computed.
+    """
+    Cls = op_class(name, kernel, saves=saves, vjp=vjp)
+
+    def fn(input, other, *, out=None):  # noqa: A002
+        if check is not None:
+            check(input, other)
+        r = binary_result(binary(Cls, input, other), input, other, name)
+        return r if out is None else copy_into_out(out, r)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion."
+    export(fn, name, to=to, aliases=aliases, inplace=inplace)
+    return Cls, fn
