@@ -38,9 +38,11 @@ from .autograd.grad_mode import (  # noqa: E402,F401
 from . import ops  # noqa: E402
 from .dispatch import result_type  # noqa: E402,F401
 from .ops.creation import LEGACY_TYPES as _LEGACY  # noqa: E402
+import sys as _sys  # noqa: E402
 
-for _m in ops.MODULES:
-    globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
+from . import registry as _registry  # noqa: E402
+
+_registry.bind("torch", _sys.modules[__name__])
 from ._printing import get_printoptions, set_printoptions  # noqa: E402,F401
 from .random import (  # noqa: E402,F401
     Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import dtypes
 from .autograd.function import Op
-from .autograd.grad_mode import STATE
+from .autograd.grad_mode import STATE, no_grad
 from .dispatch import binary, cast, check_inplace, copy_into_out, unary
 from .tensor import Tensor
 
@@ -32,12 +32,14 @@ _BOUND: dict = {}                                     # namespace -> objects sho
 TORCH_TENSOR = ("torch", "Tensor")
 
 
-def export(fn, name: str | None = None, *, to=TORCH_TENSOR, aliases=(), inplace: bool = False):
+def export(fn=None, name: str | None = None, *, to=TORCH_TENSOR, aliases=(), inplace: bool = False):
     """Show ``fn`` as ``name`` (and each alias) in every namespace of ``to``; returns ``fn``.
 
     With ``inplace``, the Tensor method ``name_`` (and ``alias_``) is derived
-    from ``fn`` by :func:`inplace_form`.
+    from ``fn`` by :func:`inplace_form`.  Without ``fn``, a decorator.
     """
+    if fn is None:
+        return lambda f: export(f, name, to=to, aliases=aliases, inplace=inplace)
     name = name or fn.__name__
     for ns in to:
         for n in (name, *aliases):
@@ -122,30 +124,41 @@ def _to_float(x):
     return cast(x, dtypes.get_default_dtype())
 
 
-def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=_to_float, aliases=(),
-             inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
+def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=_to_float, check=None, backward=None,
+             aliases=(), inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
     """A one-tensor elementwise op from its row; returns ``(Op, function)``.
 
     ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
     output ``y``.  ``integer(x)`` says what an integer or bool input becomes:
     by default it computes in the default float dtype; a row may instead give
-    the integer result itself (``lambda x: x.clone()`` for rounding).
+    the integer result itself (``lambda x: x.clone()`` for rounding), or
+    ``integer=None`` computes in the input's dtype whatever it is.
+    ``check(input)`` may refuse an input; ``backward(ctx, g)`` replaces ``vjp``
+    where the gradient needs more than the saved tensors.
     """
-    backward = None
     if vjp is not None:
         def backward(ctx, g):
             return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
     Cls = op_class(name, kernel, saves=saves, vjp=backward)
 
-    def fn(input, *, out=None):  # noqa: A002
-        check_tensor(input, name)
-        if input.dtype.category < dtypes.FLOAT:
-            x = integer(input)
-            if x.dtype.category < dtypes.FLOAT:  # the integer form is the result
-                return x if out is None else copy_into_out(out, x)
-            input = x
-        r = unary(Cls, input)
-        return r if out is None else copy_into_out(out, r)
+    if integer is None:
+        def fn(input, *, out=None):  # noqa: A002
+            if type(input) is not Tensor:
+                check_tensor(input, name)
+            if check is not None:
+                check(input)
+            r = unary(Cls, input)
+            return r if out is None else copy_into_out(out, r)
+    else:
+        def fn(input, *, out=None):  # noqa: A002
+            check_tensor(input, name)
+            if input.dtype.category < dtypes.FLOAT:
+                x = integer(input)
+                if x.dtype.category < dtypes.FLOAT:  # the integer form is the result
+                    return x if out is None else copy_into_out(out, x)
+                input = x
+            r = unary(Cls, input)
+            return r if out is None else copy_into_out(out, r)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
@@ -161,18 +174,24 @@ def binary_result(r, a, b, op):
 
 
 def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=None, aliases=(),
-              inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
+              inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None, backward_name=None):
     """A two-operand elementwise op (broadcasting, PyTorch's promotion) from its row; returns ``(Op, function)``.
 
-    ``vjp(ctx, g)`` returns the two gradients; ``check(input, other)`` may
+    ``vjp(ctx, g)`` returns the two gradients; without one the result carries
+    no gradient (comparisons, bitwise ops).  ``check(input, other)`` may
     refuse operands before anything is computed.
     """
-    Cls = op_class(name, kernel, saves=saves, vjp=vjp)
+    Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name)
 
     def fn(input, other, *, out=None):  # noqa: A002
         if check is not None:
             check(input, other)
-        r = binary_result(binary(Cls, input, other), input, other, name)
+        if vjp is None:
+            with no_grad():
+                r = binary(Cls, input, other)
+        else:
+            r = binary(Cls, input, other)
+        r = binary_result(r, input, other, name)
         return r if out is None else copy_into_out(out, r)
 
     fn.__name__ = fn.__qualname__ = name

@@ -1,27 +1,29 @@
-"""Operators.  Each module defines ops (forward and backward side by side) and a
-``METHODS`` table of Tensor methods; importing this package attaches them.
+"""Operators: the only place a differentiable op is defined, one module per family.
+
+Each op is a row or a short class beside its public function; everything is
+exported through :mod:`ember.registry` (``ember.*``, ``Tensor.*``,
+``linalg``, ``nn.functional``, ...).  Modules not yet written with
+``registry.export`` list their functions in ``__all__`` (for ``ember.*``)
+and ``METHODS`` (Tensor methods); importing this package enters those too.
 
 ``ember.ops.<namespace>.<name>`` holds operators added by plugins
 (see :mod:`ember.ops.plugin_ops`).
 """
+from .. import registry
 from ..tensor import Tensor
 from . import (conversion, creation, indexing, inplace, interop, linalg, pointwise, random_ops, reduction, shape,
                sorting)
 from .plugin_ops import namespace_getattr
 
-# every module here has METHODS (Tensor methods) and __all__ (functions exported as ember.<name>)
 MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops,
            sorting]
 
-
-def attach(methods: dict) -> None:
-    """Install ``{name: function}`` as Tensor methods."""
-    for name, fn in methods.items():
-        setattr(Tensor, name, fn)
-
-
 for _m in MODULES:
-    attach(getattr(_m, "METHODS", {}))
+    for _name in getattr(_m, "__all__", ()):
+        registry.export(getattr(_m, _name), _name, to=("torch",))
+    for _name, _fn in getattr(_m, "METHODS", {}).items():
+        registry.export(_fn, _name, to=("Tensor",))
+registry.bind("Tensor", Tensor)
 
 
 def __getattr__(name):

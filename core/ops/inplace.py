@@ -10,12 +10,12 @@ from __future__ import annotations
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import _SCALARS, CopySlices, apply, copy_into_out, inplace, write_inplace  # noqa: F401
+from ..registry import export
 from ..tensor import Tensor
 from . import pointwise as pw
 from .indexing import Getitem, _check_bounds, _convert_index, _is_basic, getitem
 
 
-__all__ = []
 
 
 # --------------------------------------------------------------------------- ops used only in place
@@ -142,7 +142,9 @@ sub_ = _arith_(pw.Sub, "sub_")
 mul_ = _arith_(pw.Mul, "mul_")
 div_ = _arith_(pw.Div, "div_")
 
-METHODS = {
+_methods = {
     "copy_": copy_, "fill_": fill_, "zero_": zero_, "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__setitem__": setitem,
 }
+for _name, _fn in _methods.items():
+    export(_fn, _name, to=("Tensor",))

@@ -6,21 +6,21 @@ here undoes broadcasting by hand.
 """
 from __future__ import annotations
 
-from builtins import max as _builtin_max
+import math
 import sys
+from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, binary, cast, unary
+from ..autograd.grad_mode import STATE, no_grad
+from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_inplace, device_error, out_or,
+                        promote, result_type, unary)
+from ..registry import NAMESPACES, binary_op, binary_result, check_tensor, export, inplace_form, op_class, unary_op
 from ..tensor import Tensor, _wrap
 
+
 # --------------------------------------------------------------------------- arithmetic
-
-
-__all__ = ["abs", "absolute", "add", "div", "divide", "eq", "exp", "ge", "greater", "greater_equal", "gt", "le", "less",
-           "less_equal", "log", "lt", "mul", "multiply", "ne", "neg", "negative", "not_equal", "pow", "relu", "sign",
-           "sqrt", "sub", "subtract", "true_divide", "where"]
 
 
 class Add(Op):
@@ -104,16 +104,6 @@ class DivRounding(Op):
         return g * 0, g * 0
 
 
-class Neg(Op):
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["neg"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return -g
-
-
 class Pow(Op):
     save_inputs = True
 
@@ -137,81 +127,7 @@ def _is_zero(b):
 
 
 def _log_scalar(a):
-    import math
-
     return math.log(a) if a > 0 else 0.0
-
-
-class Exp(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["exp"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.output
-
-
-class Log(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["log"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.inputs
-        return g / a
-
-
-class Sqrt(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["sqrt"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g / (2 * ctx.output)
-
-
-class Abs(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["abs"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.inputs
-        return g * a.sign()
-
-
-class Sign(Op):
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["sign"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 0
-
-
-class Relu(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["relu"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return unary(ReluGrad, g, ctx.output_data())
 
 
 class ReluGrad(Op):
@@ -258,18 +174,7 @@ class Cast(Op):
 
 
 # --------------------------------------------------------------------------- public functions
-def _check(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    return x
-
-
-def _result(r, a, b, op):
-    if r is NotImplemented:
-        raise TypeError(f"{op}(): unsupported operand types {type(a).__name__} and {type(b).__name__}")
-    return r
-
-
+@export(inplace=False)
 def add(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input + alpha * other`` with broadcasting and type promotion.
 
@@ -280,12 +185,13 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
     if alpha != 1:
         if not isinstance(input, Tensor) or not isinstance(other, Tensor):
             return add(input, mul(other, alpha), out=out)
-        r = _result(binary(AddScaled, input, other, alpha), input, other, "add")
+        r = binary_result(binary(AddScaled, input, other, alpha), input, other, "add")
     else:
-        r = _result(binary(Add, input, other), input, other, "add")
-    return _out(r, out)
+        r = binary_result(binary(Add, input, other), input, other, "add")
+    return out_or(r, out)
 
 
+@export(aliases=("subtract",))
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other``."""
     a_bool = isinstance(input, Tensor) and input.dtype is dtypes.bool
@@ -293,7 +199,7 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
         _bool_sub_error(input, other)
     if alpha != 1:
         other = mul(other, alpha)
-    return _out(_result(binary(Sub, input, other), input, other, "sub"), out)
+    return out_or(binary_result(binary(Sub, input, other), input, other, "sub"), out)
 
 
 def _bool_sub_error(a, b):
@@ -305,11 +211,13 @@ def _bool_sub_error(a, b):
                        "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+@export(aliases=("multiply",))
 def mul(input, other, *, out=None):  # noqa: A002
     """Elementwise product with broadcasting."""
-    return _out(_result(binary(Mul, input, other), input, other, "mul"), out)
+    return out_or(binary_result(binary(Mul, input, other), input, other, "mul"), out)
 
 
+@export(aliases=("divide", "true_divide"))
 def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
     """True division (integers divide to the default float dtype); ``rounding_mode`` 'trunc' or 'floor'."""
     if rounding_mode is not None:
@@ -324,83 +232,28 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
             raise RuntimeError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
         if integral:
             _int_zero_check("div", other)
-        return _out(_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"), out)
+        return out_or(binary_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"),
+                      out)
     a_int = not isinstance(input, Tensor) or input.dtype.category < dtypes.FLOAT
     b_int = not isinstance(other, Tensor) or other.dtype.category < dtypes.FLOAT
     if a_int and b_int:
         if isinstance(input, Tensor) and (not isinstance(other, Tensor) or isinstance(other, (int, bool))):
-            if isinstance(other, float):
-                pass
-            else:
+            if not isinstance(other, float):
                 input = cast(input, dtypes.get_default_dtype())
         elif isinstance(other, Tensor) and not isinstance(input, float):
             other = cast(other, dtypes.get_default_dtype())
         if isinstance(input, Tensor) and isinstance(other, Tensor):
             input = cast(input, dtypes.get_default_dtype())
-    return _out(_result(binary(Div, input, other), input, other, "div"), out)
+    return out_or(binary_result(binary(Div, input, other), input, other, "div"), out)
 
 
-true_divide = divide = div
-multiply = mul
-subtract = sub
-
-
-def neg(input, *, out=None):  # noqa: A002
-    """``-input``."""
-    _check(input, "neg")
-    if input.dtype is dtypes.bool:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                           "invert a mask, use the `~` or `logical_not()` operator instead.")
-    return _out(unary(Neg, input), out)
-
-
-negative = neg
-
-
+@export(inplace=True)
 def pow(input, exponent, *, out=None):  # noqa: A001,A002
     """``input ** exponent`` elementwise."""
-    return _out(_result(binary(Pow, input, exponent), input, exponent, "pow"), out)
+    return out_or(binary_result(binary(Pow, input, exponent), input, exponent, "pow"), out)
 
 
-def _float_unary(Cls, name):
-    def fn(input, *, out=None):  # noqa: A002
-        _check(input, name)
-        if input.dtype.category < dtypes.FLOAT:
-            input = cast(input, dtypes.get_default_dtype())
-        return _out(unary(Cls, input), out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}``; integer inputs compute in the default float dtype."
-    return fn
-
-
-exp = _float_unary(Exp, "exp")
-log = _float_unary(Log, "log")
-sqrt = _float_unary(Sqrt, "sqrt")
-
-
-def abs(input, *, out=None):  # noqa: A001,A002
-    """Elementwise absolute value."""
-    return _out(unary(Abs, _check(input, "abs")), out)
-
-
-absolute = abs
-
-
-def sign(input, *, out=None):  # noqa: A002
-    """Elementwise sign (-1, 0 or 1; a bool tensor is its own sign)."""
-    if _check(input, "sign").dtype is dtypes.bool:
-        return _out(input.clone(), out)
-    return _out(unary(Sign, input), out)
-
-
-def relu(input):  # noqa: A002
-    """``max(input, 0)`` elementwise."""
-    if type(input) is not Tensor:
-        _check(input, "relu")
-    return unary(Relu, input)
-
-
+@export(to=("torch",))
 def where(condition, input=None, other=None):  # noqa: A002
     """``input`` where ``condition`` holds, else ``other``; with one argument, ``nonzero(as_tuple=True)``."""
     if input is None and other is None:
@@ -409,71 +262,37 @@ def where(condition, input=None, other=None):  # noqa: A002
         raise RuntimeError(f"where(): expected condition to be a bool tensor, got "
                            f"{condition.dtype if isinstance(condition, Tensor) else type(condition).__name__}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two numbers: their result type
-        from ..dispatch import result_type
-        from .creation import tensor
-
         d = result_type(input, other)
-        input, other = (tensor(v, dtype=d, device=condition.device) for v in (input, other))
+        input, other = (_full(v, d, condition) for v in (input, other))
     ref = input if isinstance(input, Tensor) else other
     if not isinstance(input, Tensor):
         input = _scalar_like(input, ref, other)
     if not isinstance(other, Tensor):
         other = _scalar_like(other, ref, input)
     if input.dtype is not other.dtype:
-        from ..dispatch import promote
-
         input, other = promote("where", input, other)
     if condition._dev is not input._dev and condition.dim() == 0:
         condition = condition.to(input.device)
     return apply(Where, condition, input, other)
 
 
-def _scalar_like(v, ref, other):
-    from .creation import tensor
+@export(name="where", to=("Tensor",), inplace=True)
+def _where_method(self, condition, other):
+    return where(condition, self, other)
 
+
+def _full(v, d, like):
+    """A 0-d tensor holding number ``v`` in dtype ``d`` on ``like``'s device."""
+    return _wrap(like._dev.kernels["full"]((), v, like._dev.backend.array_dtype(d)), like._dev)
+
+
+def _scalar_like(v, ref, other):
     d = ref.dtype if dtypes.scalar_category(v) <= ref.dtype.category else \
         dtypes.default_for_category(dtypes.scalar_category(v))
-    return tensor(v, dtype=d, device=ref.device)
+    return _full(v, d, ref)
 
 
-def _cmp(Cls, name, kernel):
-    class Cmp(Op):
-        backward_name = name
-
-        @staticmethod
-        def forward(ctx, k, x, y):
-            return k[kernel](x, y)
-
-    def fn(input, other, *, out=None):  # noqa: A002
-        from ..autograd.grad_mode import no_grad
-
-        with no_grad():
-            r = binary(Cmp, input, other)
-        return _out(_result(r, input, other, kernel), out)
-
-    fn.__name__ = fn.__qualname__ = kernel
-    fn.__doc__ = f"Elementwise ``{kernel}`` comparison; a bool tensor, never differentiable."
-    return fn
-
-
-eq = _cmp(None, "EqBackward0", "eq")
-ne = _cmp(None, "NeBackward0", "ne")
-lt = _cmp(None, "LtBackward0", "lt")
-le = _cmp(None, "LeBackward0", "le")
-gt = _cmp(None, "GtBackward0", "gt")
-ge = _cmp(None, "GeBackward0", "ge")
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-
-
-def _out(r, out):
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
-
-
-# --------------------------------------------------------------------------- Tensor methods
+# --------------------------------------------------------------------------- Tensor operators
 def _rsub(self, other):
     return sub(other, self)
 
@@ -557,182 +376,82 @@ def _eliding(fallback, into, min_category=dtypes.INT):
     return method
 
 
-METHODS = {
-    "__add__": _eliding(Add, "add_into"), "__radd__": _fast(Add),
-    "__mul__": _eliding(Mul, "mul_into"), "__rmul__": _fast(Mul),
-    "__sub__": _eliding(_binop(sub), "sub_into"), "__rsub__": _binop(_rsub),
-    "__truediv__": _eliding(_binop(div), "div_into", dtypes.FLOAT), "__rtruediv__": _binop(_rdiv),
-    "__div__": _binop(div), "__pow__": _binop(pow), "__rpow__": _binop(_rpow), "__neg__": neg,
-    "__abs__": abs, "__eq__": _binop(eq), "__ne__": _binop(ne), "__lt__": _binop(lt), "__le__": _binop(le),
-    "__gt__": _binop(gt), "__ge__": _binop(ge),
-    "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "divide": div, "multiply": mul,
-    "subtract": sub, "neg": neg, "negative": neg, "pow": pow, "exp": exp, "log": log, "sqrt": sqrt, "abs": abs,
-    "absolute": abs, "sign": sign, "relu": relu, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "greater": gt, "less": lt, "greater_equal": ge, "less_equal": le, "not_equal": ne,
-    "where": lambda self, condition, other: where(condition, self, other),
-}
+def _swap(fn):
+    def method(self, other):
+        return fn(other, self)
+
+    return method
+
+
+def _methods(table):
+    for name, fn in table.items():
+        export(fn, name, to=("Tensor",))
 
 
 # --------------------------------------------------------------------------- unary math: one row per op
-# Each row: the kernel name, what backward needs ("input" or "output"), and the vector-Jacobian product
-# written with ember ops (so it differentiates again).
-def _d_tanh(g, x, y):
-    return g * (1 - y * y)
+# Each row: the kernel name, what backward needs (the input x or the output y), and the vector-Jacobian
+# product written with ember ops (so it differentiates again); integer inputs compute in the default float
+# dtype unless the row says otherwise.
+def _refuse_bool_neg(x):
+    if x.dtype is dtypes.bool:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def _d_sigmoid(g, x, y):
-    return g * y * (1 - y)
+def _sign_of_integer(x):
+    return x.clone() if x.dtype is dtypes.bool else unary(Sign, x)  # a bool tensor is its own sign
 
 
-def _d_sin(g, x, y):
-    return g * x.cos()
+def _relu_backward(ctx, g):
+    return unary(ReluGrad, g, ctx.output_data())
 
 
-def _d_cos(g, x, y):
-    return -g * x.sin()
+def _same(x):
+    return x.clone()
 
 
-def _d_tan(g, x, y):
-    return g * (1 + y * y)
+Exp, exp = unary_op("exp", lambda g, x, y: g * y, saves="output")
+Log, log = unary_op("log", lambda g, x, y: g / x)
+Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * y), saves="output")
+Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
+                    aliases=("negative",), doc="``-input``.")
+Abs, abs = unary_op("abs", lambda g, x, y: g * x.sign(), integer=None, aliases=("absolute",),  # noqa: A001
+                    doc="Elementwise absolute value.")
+Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
+                      doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
+Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, doc="``max(input, 0)``.")
+Tanh, tanh = unary_op("tanh", lambda g, x, y: g * (1 - y * y), saves="output")
+Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * y * (1 - y), saves="output")
+Sin, sin = unary_op("sin", lambda g, x, y: g * x.cos())
+Cos, cos = unary_op("cos", lambda g, x, y: -g * x.sin())
+Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output")
+Asin, asin = unary_op("asin", lambda g, x, y: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
+Acos, acos = unary_op("acos", lambda g, x, y: -g * (1 - x * x).rsqrt(), aliases=("arccos",))
+Atan, atan = unary_op("atan", lambda g, x, y: g / (1 + x * x), aliases=("arctan",))
+Sinh, sinh = unary_op("sinh", lambda g, x, y: g * x.cosh())
+Cosh, cosh = unary_op("cosh", lambda g, x, y: g * x.sinh())
+Asinh, asinh = unary_op("asinh", lambda g, x, y: g * (x * x + 1).rsqrt(), aliases=("arcsinh",))
+Acosh, acosh = unary_op("acosh", lambda g, x, y: g * (x * x - 1).rsqrt(), aliases=("arccosh",))
+Atanh, atanh = unary_op("atanh", lambda g, x, y: g / (1 - x * x), aliases=("arctanh",))
+Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output")
+Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1))
+Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453))
+Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046))
+Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * y * y * y, saves="output")
+Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp())
+Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp())
+# sqrt(pi) / 2 * exp(erfinv(x) ** 2)
+Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output")
+Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * y * y, saves="output")
+Square, square = unary_op("square", lambda g, x, y: 2 * g * x, integer=lambda x: pow(x, 2))
+Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", integer=_same)
+Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", integer=_same)
+Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none", integer=_same, to=(), inplace=False)
+Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", integer=_same, aliases=("fix",))
+Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", integer=lambda x: x * 0)
 
 
-def _d_asin(g, x, y):
-    return g * (1 - x * x).rsqrt()
-
-
-def _d_acos(g, x, y):
-    return -g * (1 - x * x).rsqrt()
-
-
-def _d_atan(g, x, y):
-    return g / (1 + x * x)
-
-
-def _d_sinh(g, x, y):
-    return g * x.cosh()
-
-
-def _d_cosh(g, x, y):
-    return g * x.sinh()
-
-
-def _d_asinh(g, x, y):
-    return g * (x * x + 1).rsqrt()
-
-
-def _d_acosh(g, x, y):
-    return g * (x * x - 1).rsqrt()
-
-
-def _d_atanh(g, x, y):
-    return g / (1 - x * x)
-
-
-def _d_expm1(g, x, y):
-    return g * (y + 1)
-
-
-def _d_log1p(g, x, y):
-    return g / (x + 1)
-
-
-def _d_log2(g, x, y):
-    return g / (x * 0.6931471805599453)
-
-
-def _d_log10(g, x, y):
-    return g / (x * 2.302585092994046)
-
-
-def _d_rsqrt(g, x, y):
-    return -0.5 * g * y * y * y
-
-
-def _d_erf(g, x, y):
-    return g * 1.1283791670955126 * (-(x * x)).exp()
-
-
-def _d_erfc(g, x, y):
-    return g * -1.1283791670955126 * (-(x * x)).exp()
-
-
-def _d_erfinv(g, x, y):
-    return g * 0.8862269254527580 * (y * y).exp()  # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
-
-
-def _d_reciprocal(g, x, y):
-    return -g * y * y
-
-
-def _d_square(g, x, y):
-    return 2 * g * x
-
-
-def _d_zero(g, x, y):
-    return g * 0
-
-
-def _d_identity(g, x, y):
-    return g
-
-
-UNARY = {
-    # name: (saves, vjp)
-    "tanh": ("output", _d_tanh), "sigmoid": ("output", _d_sigmoid), "sin": ("input", _d_sin),
-    "cos": ("input", _d_cos), "tan": ("output", _d_tan), "asin": ("input", _d_asin), "acos": ("input", _d_acos),
-    "atan": ("input", _d_atan), "sinh": ("input", _d_sinh), "cosh": ("input", _d_cosh),
-    "asinh": ("input", _d_asinh), "acosh": ("input", _d_acosh), "atanh": ("input", _d_atanh),
-    "expm1": ("output", _d_expm1), "log1p": ("input", _d_log1p), "log2": ("input", _d_log2),
-    "log10": ("input", _d_log10), "rsqrt": ("output", _d_rsqrt), "erf": ("input", _d_erf),
-    "erfc": ("input", _d_erfc), "erfinv": ("output", _d_erfinv),
-    "reciprocal": ("output", _d_reciprocal), "square": ("input", _d_square),
-    "floor": ("none", _d_zero), "ceil": ("none", _d_zero), "round": ("none", _d_zero),
-    "trunc": ("none", _d_zero), "frac": ("none", _d_identity),
-}
-ROUNDING = {"floor", "ceil", "round", "trunc", "frac"}
-INTEGRAL = {"square": lambda x: pow(x, 2)}  # ops that stay integer on integer input: their integer form
-
-
-def _make_unary(name, saves, vjp):
-    class Unary(Op):
-        save_inputs = saves == "input"
-        save_output = saves == "output"
-        backward_name = name.capitalize() + "Backward0"
-
-        @staticmethod
-        def forward(ctx, k, x):
-            return k[name](x)
-
-        @staticmethod
-        def backward(ctx, g):
-            x = ctx.inputs[0] if saves == "input" else None
-            y = ctx.output if saves == "output" else None
-            return vjp(g, x, y)
-
-    def fn(input, *, out=None):  # noqa: A002
-        _check(input, name)
-        if input.dtype.category < dtypes.FLOAT and name in INTEGRAL:
-            return _out(INTEGRAL[name](input), out)
-        if input.dtype.category < dtypes.FLOAT and name not in ROUNDING:
-            input = cast(input, dtypes.get_default_dtype())
-        elif input.dtype.category < dtypes.FLOAT:
-            return _out(input.clone() if name != "frac" else input * 0, out)
-        return _out(unary(Unary, input), out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
-    return Unary, fn
-
-
-for _name, (_saves, _vjp) in UNARY.items():
-    globals()[_name.capitalize()], globals()[_name] = _make_unary(_name, _saves, _vjp)
-    METHODS[_name] = globals()[_name]
-    __all__.append(_name)
-arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh  # noqa: F821
-fix = trunc  # noqa: F821
-_round_even = round  # noqa: F821
-
-
+@export(inplace=True)
 def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     """Round half to even; with ``decimals``, to that many decimal places (negative: tens, hundreds, ...).
 
@@ -742,16 +461,21 @@ def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     """
     if decimals == 0:
         return _round_even(input, out=out)
-    _check(input, "round")
+    check_tensor(input, "round")
     if input.dtype.category < dtypes.FLOAT:
         raise NotImplementedError(f'round: "round" with decimals not implemented for {input.dtype}')
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)
     r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
-    return _out(r, out)
+    return out_or(r, out)
 
 
-METHODS["round"] = round
-__all__ += ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix"]
+# --------------------------------------------------------------------------- comparisons: bool results, no gradient
+Eq, eq = binary_op("eq", inplace=False, doc="Elementwise ``==``; a bool tensor, never differentiable.")
+Ne, ne = binary_op("ne", inplace=False, aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
+Lt, lt = binary_op("lt", inplace=False, aliases=("less",), doc="Elementwise ``<``; a bool tensor.")
+Le, le = binary_op("le", inplace=False, aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.")
+Gt, gt = binary_op("gt", inplace=False, aliases=("greater",), doc="Elementwise ``>``; a bool tensor.")
+Ge, ge = binary_op("ge", inplace=False, aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.")
 
 
 # --------------------------------------------------------------------------- binary math
@@ -899,28 +623,24 @@ class NanToNum(Op):
         return g * x.isfinite()
 
 
-def _float_binary(Cls, name):
-    def fn(input, other, *, out=None):  # noqa: A002
-        return _out(_result(binary(Cls, input, other), input, other, name), out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and type promotion."
-    return fn
+@export(inplace=True)
+def minimum(input, other, *, out=None):  # noqa: A002
+    """Elementwise minimum with broadcasting and type promotion."""
+    return out_or(binary_result(binary(Minimum, input, other), input, other, "minimum"), out)
 
 
-minimum = _float_binary(Minimum, "minimum")
-maximum = _float_binary(Maximum, "maximum")
-fmin, fmax = minimum, maximum
+@export(inplace=True)
+def maximum(input, other, *, out=None):  # noqa: A002
+    """Elementwise maximum with broadcasting and type promotion."""
+    return out_or(binary_result(binary(Maximum, input, other), input, other, "maximum"), out)
 
 
+@export(aliases=("arctan2",), inplace=True)
 def atan2(input, other, *, out=None):  # noqa: A002
     """Elementwise ``atan(input / other)`` in the right quadrant."""
     if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
         input = cast(input, dtypes.get_default_dtype())
-    return _out(binary(Atan2, input, other), out)
-
-
-arctan2 = atan2
+    return out_or(binary(Atan2, input, other), out)
 
 
 def _integral(v):
@@ -933,13 +653,15 @@ def _int_zero_check(op, divisor):
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
 
 
+@export(inplace=True)
 def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
     if _integral(input) and _integral(other):
         _int_zero_check("fmod", other)
-    return _out(_result(binary(Fmod, input, other), input, other, "fmod"), out)
+    return out_or(binary_result(binary(Fmod, input, other), input, other, "fmod"), out)
 
 
+@export(inplace=True)
 def remainder(input, other, *, out=None):  # noqa: A002
     """Python-style remainder (sign of the divisor).
 
@@ -949,24 +671,24 @@ def remainder(input, other, *, out=None):  # noqa: A002
     """
     if _integral(input) and _integral(other):
         _int_zero_check("remainder", other)
-    return _out(_result(binary(Remainder, input, other), input, other, "remainder"), out)
+    return out_or(binary_result(binary(Remainder, input, other), input, other, "remainder"), out)
 
 
+@export(inplace=True)
 def floor_divide(input, other, *, out=None):  # noqa: A002
     """``floor(input / other)``, integer for integer inputs."""
     return div(input, other, rounding_mode="floor", out=out)
 
 
+@export(aliases=("clip",), inplace=True)
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     """Limit values to ``[min, max]`` (either may be None; tensors broadcast)."""
-    _check(input, "clamp")
+    check_tensor(input, "clamp")
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     args = [input, min, max]
     tensors = [a for a in args if isinstance(a, Tensor)]
     if len(tensors) > 1 and any(t.dtype is not input.dtype for t in tensors):
-        from ..dispatch import result_type
-
         rt = result_type(*tensors)
         args = [cast(a, rt) if isinstance(a, Tensor) else a for a in args]
     else:
@@ -977,14 +699,12 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     x = args[0]
     if x.dtype.category == dtypes.FLOAT and not isinstance(args[1], Tensor) and not isinstance(args[2], Tensor):
         lo, hi = args[1], args[2]
-        return _out(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
+        return out_or(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
                     out)
     for i, extreme in ((1, -float("inf")), (2, float("inf"))):
         b = args[i]
         if isinstance(b, Tensor):
             if b._dev is not x._dev:
-                from ..dispatch import device_error
-
                 raise device_error("clamp", x, b)
         else:
             if b is None:
@@ -994,30 +714,30 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
                     b = i == 2
                 else:
                     b = dtypes.iinfo(x.dtype).min if i == 1 else dtypes.iinfo(x.dtype).max
-            from .creation import full
-
-            args[i] = full((), b, dtype=x.dtype, device=x.device)
-    return _out(apply(Clamp, *args), out)
+            args[i] = _full(b, x.dtype, x)
+    return out_or(apply(Clamp, *args), out)
 
 
-clip = clamp
 
-
+@export(inplace=True)
 def clamp_min(input, min):  # noqa: A002
     return clamp(input, min=min)
 
 
+@export(inplace=True)
 def clamp_max(input, max):  # noqa: A002
     return clamp(input, max=max)
 
 
+@export(inplace=True)
 def lerp(input, end, weight, *, out=None):  # noqa: A002
     """``input + weight * (end - input)``."""
     if not isinstance(weight, Tensor):
-        return _out(input + weight * (end - input), out)
-    return _out(apply(Lerp, input, end, weight), out)
+        return out_or(input + weight * (end - input), out)
+    return out_or(apply(Lerp, input, end, weight), out)
 
 
+@export(inplace=True)
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` is True, else ``input`` (the mask broadcasts)."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
@@ -1030,11 +750,7 @@ def masked_fill(input, mask, value):  # noqa: A002
         if not value._rg:
             value = value.item()
     if mask._dev is not input._dev:
-        from ..dispatch import device_error
-
         raise device_error("masked_fill", input, mask)
-    from ..dispatch import broadcast_error
-
     err = broadcast_error([tuple(input.shape), tuple(mask.shape)])
     if err or mask.dim() > input.dim():
         raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast to the input's shape "
@@ -1042,25 +758,25 @@ def masked_fill(input, mask, value):  # noqa: A002
     return apply(MaskedFill, input, mask, value)
 
 
+@export(inplace=True)
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: A002
     """Replace NaN and infinities with finite numbers (the dtype's extremes by default)."""
     if input.dtype.category < dtypes.FLOAT:
-        return _out(input.clone(), out)
-    return _out(unary(NanToNum, input, nan, posinf, neginf), out)
+        return out_or(input.clone(), out)
+    return out_or(unary(NanToNum, input, nan, posinf, neginf), out)
 
 
 def _predicate(kernel):
-    def fn(input):  # noqa: A002
-        from ..autograd.grad_mode import no_grad
-        from ..tensor import _wrap
+    Cls = op_class(kernel)
 
-        _check(input, kernel)
+    def fn(input):  # noqa: A002
+        check_tensor(input, kernel)
         with no_grad():
-            return _wrap(input._dev.kernels[kernel](input._data), input._dev)
+            return unary(Cls, input)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = f"Elementwise ``{kernel}``: a bool tensor."
-    return fn
+    return export(fn)
 
 
 isnan = _predicate("isnan")
@@ -1069,30 +785,23 @@ isfinite = _predicate("isfinite")
 
 
 def _logical(kernel, n):
+    Cls = op_class(kernel)
+
     def fn(input, other=None, *, out=None):  # noqa: A002
-        from ..tensor import _wrap
-
-        from ..autograd.grad_mode import no_grad
-
-        _check(input, kernel)
+        check_tensor(input, kernel)
         with no_grad():
             args = [cast(input, dtypes.bool)]
             if n == 2:
                 if not isinstance(other, Tensor):
-                    from .creation import full
-
-                    other = full((), bool(other), dtype=dtypes.bool, device=input.device)
+                    other = _full(bool(other), dtypes.bool, input)
                 elif other._dev is not input._dev and other.dim() != 0:
-                    from ..dispatch import device_error
-
                     raise device_error(kernel, input, other)
-                args.append(cast(other.to(input.device), dtypes.bool)._data)
-        args[0] = args[0]._data
-        return _out(_wrap(input._dev.kernels[kernel](*args), input._dev), out)
+                args.append(cast(other.to(input.device), dtypes.bool))
+            return out_or(apply(Cls, *args), out)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = f"Elementwise ``{kernel}`` (truth values of any dtype); a bool tensor."
-    return fn
+    return export(fn, inplace=True)
 
 
 logical_and = _logical("logical_and", 2)
@@ -1101,70 +810,55 @@ logical_xor = _logical("logical_xor", 2)
 logical_not = _logical("logical_not", 1)
 
 
-def _bitwise(kernel, name):
-    class Bitwise(Op):
-        backward_name = name
-
-        @staticmethod
-        def forward(ctx, k, x, y):
-            return k[kernel](x, y)
-
-    def fn(input, other, *, out=None):  # noqa: A002
+def _integer_operands(name):
+    def check(input, other):
         for v in (input, other):
             if isinstance(v, Tensor) and v.dtype.category > dtypes.INT:
-                raise RuntimeError(f"\"{kernel}_cpu\" not implemented for '{v.dtype.name.capitalize()}'")
+                raise RuntimeError(f"\"{name}_cpu\" not implemented for '{v.dtype.name.capitalize()}'")
             if isinstance(v, float):
-                raise RuntimeError(f"{kernel}: expected integer or bool operands, got a float")
-        return _out(_result(binary(Bitwise, input, other), input, other, kernel), out)
+                raise RuntimeError(f"{name}: expected integer or bool operands, got a float")
 
-    fn.__name__ = fn.__qualname__ = kernel
-    fn.__doc__ = f"Elementwise ``{kernel}`` of integer or bool tensors."
-    return fn
+    return check
 
 
-bitwise_and = _bitwise("bitwise_and", "BitwiseAndBackward0")
-bitwise_or = _bitwise("bitwise_or", "BitwiseOrBackward0")
-bitwise_xor = _bitwise("bitwise_xor", "BitwiseXorBackward0")
-bitwise_left_shift = _bitwise("bitwise_left_shift", "LshiftBackward0")
-bitwise_right_shift = _bitwise("bitwise_right_shift", "RshiftBackward0")
+_, bitwise_and = binary_op("bitwise_and", check=_integer_operands("bitwise_and"),
+                           doc="Elementwise bitwise AND of integer or bool tensors.")
+_, bitwise_or = binary_op("bitwise_or", check=_integer_operands("bitwise_or"),
+                          doc="Elementwise bitwise OR of integer or bool tensors.")
+_, bitwise_xor = binary_op("bitwise_xor", check=_integer_operands("bitwise_xor"),
+                           doc="Elementwise bitwise XOR of integer or bool tensors.")
+_, bitwise_left_shift = binary_op("bitwise_left_shift", check=_integer_operands("bitwise_left_shift"),
+                                  backward_name="LshiftBackward0", inplace=False,
+                                  doc="Elementwise ``input << other`` of integer tensors.")
+_, bitwise_right_shift = binary_op("bitwise_right_shift", check=_integer_operands("bitwise_right_shift"),
+                                   backward_name="RshiftBackward0", inplace=False,
+                                   doc="Elementwise ``input >> other`` of integer tensors.")
+BitwiseNot = op_class("bitwise_not")
 
 
+@export(inplace=True)
 def bitwise_not(input, *, out=None):  # noqa: A002
     """Bitwise NOT (logical NOT for bool tensors)."""
-    from ..tensor import _wrap
-
     if input.dtype.category > dtypes.INT:
         raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype.name.capitalize()}'")
-    return _out(_wrap(input._dev.kernels["bitwise_not"](input._data), input._dev), out)
-
-
-def _swap(fn):
-    def method(self, other):
-        return fn(other, self)
-
-    return method
+    with no_grad():
+        return out_or(unary(BitwiseNot, input), out)
 
 
 def _invert(self):
-    return bitwise_not(self) if self.dtype.category <= dtypes.INT else _not_supported(self)
+    if self.dtype.category > dtypes.INT:
+        raise TypeError(f"bitwise_not: not supported for {self.dtype} tensors")
+    return bitwise_not(self)
 
 
-def _not_supported(self):
-    raise TypeError(f"bitwise_not: not supported for {self.dtype} tensors")
-
-
-__all__ += ["minimum", "maximum", "fmin", "fmax", "atan2", "arctan2", "fmod", "remainder", "floor_divide",
-            "clamp", "clip", "clamp_min", "clamp_max", "lerp", "masked_fill", "nan_to_num", "isnan", "isinf",
-            "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-            "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
-METHODS.update({
-    "minimum": minimum, "maximum": maximum, "fmin": minimum, "fmax": maximum, "atan2": atan2, "arctan2": atan2,
-    "fmod": fmod, "remainder": remainder, "floor_divide": floor_divide, "clamp": clamp, "clip": clamp,
-    "clamp_min": clamp_min, "clamp_max": clamp_max, "lerp": lerp, "masked_fill": masked_fill,
-    "nan_to_num": nan_to_num, "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "logical_and": logical_and,
-    "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not, "bitwise_and": bitwise_and,
-    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
-    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+_methods({
+    "__add__": _eliding(Add, "add_into"), "__radd__": _fast(Add),
+    "__mul__": _eliding(Mul, "mul_into"), "__rmul__": _fast(Mul),
+    "__sub__": _eliding(_binop(sub), "sub_into"), "__rsub__": _binop(_rsub),
+    "__truediv__": _eliding(_binop(div), "div_into", dtypes.FLOAT), "__rtruediv__": _binop(_rdiv),
+    "__div__": _binop(div), "__pow__": _binop(pow), "__rpow__": _binop(_rpow), "__neg__": neg,
+    "__abs__": abs, "__eq__": _binop(eq), "__ne__": _binop(ne), "__lt__": _binop(lt), "__le__": _binop(le),
+    "__gt__": _binop(gt), "__ge__": _binop(ge),
     "__and__": _binop(bitwise_and), "__rand__": _binop(_swap(bitwise_and)), "__or__": _binop(bitwise_or),
     "__ror__": _binop(_swap(bitwise_or)), "__xor__": _binop(bitwise_xor), "__rxor__": _binop(_swap(bitwise_xor)),
     "__invert__": _invert, "__lshift__": _binop(bitwise_left_shift), "__rshift__": _binop(bitwise_right_shift),
@@ -1241,6 +935,7 @@ def _type_name(d) -> str:
     return d.legacy[:-len("Tensor")]
 
 
+@export(inplace=True)
 def xlogy(input, other, *, out=None):  # noqa: A002
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); integers compute in the
     default float dtype.
@@ -1249,8 +944,6 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0]))
     tensor([0., 0.])
     """
-    from ..dispatch import _SCALARS, result_type
-
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         if result_type(input, other).category < dtypes.FLOAT:
             d = dtypes.get_default_dtype()
@@ -1258,25 +951,23 @@ def xlogy(input, other, *, out=None):  # noqa: A002
         # a number operand as a 0-d tensor of the other's dtype: the kernel's log of it keeps that dtype
         ref = input if isinstance(input, Tensor) else other
         input, other = (_scalar_like(v, ref, ref) if isinstance(v, _SCALARS) else v for v in (input, other))
-    return _out(_result(binary(Xlogy, input, other), input, other, "xlogy"), out)
+    return out_or(binary_result(binary(Xlogy, input, other), input, other, "xlogy"), out)
 
 
 def _float_tensors(Cls, name):
     """A binary op on two tensors of a floating result type (PyTorch has no integer kernel for it)."""
 
     def fn(input, other, *, out=None):  # noqa: A002
-        from ..dispatch import result_type
-
         for arg, v, pos in (("input", input, 1), ("other", other, 2)):
             if not isinstance(v, Tensor):
                 raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
         rt = result_type(input, other)
         if rt.category < dtypes.FLOAT:
             raise NotImplementedError(f'"{name}_{input.device.type}" not implemented for \'{_type_name(rt)}\'')
-        return _out(binary(Cls, input, other), out)
+        return out_or(binary(Cls, input, other), out)
 
     fn.__name__ = fn.__qualname__ = name
-    return fn
+    return export(fn, inplace=name == "hypot")
 
 
 logaddexp = _float_tensors(LogAddExp, "logaddexp")
@@ -1302,6 +993,7 @@ hypot.__doc__ = """``sqrt(input ** 2 + other ** 2)`` without overflow.
     """
 
 
+@export(inplace=True)
 def logit(input, eps=None, *, out=None):  # noqa: A002
     """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped to ``[eps, 1 - eps]`` (zero gradient outside).
 
@@ -1309,17 +1001,15 @@ def logit(input, eps=None, *, out=None):  # noqa: A002
     >>> ember.logit(ember.tensor([0.5, 0.0]), eps=0.25)
     tensor([ 0.0000, -1.0986])
     """
-    _check(input, "logit")
+    check_tensor(input, "logit")
     if input.dtype.category < dtypes.FLOAT:
         input = cast(input, dtypes.get_default_dtype())
     z = input if eps is None else clamp(input, eps, 1 - eps)
-    return _out(log(z / (1 - z)), out)
+    return out_or(log(z / (1 - z)), out)
 
 
 def _addc(name, input, tensor1, tensor2, value):
     """Check the operands of addcmul/addcdiv; the ``value`` to use (an integer for integer results)."""
-    from ..dispatch import result_type
-
     for arg, v, pos in (("input", input, 1), ("tensor1", tensor1, 2), ("tensor2", tensor2, 3)):
         if not isinstance(v, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
@@ -1346,13 +1036,9 @@ def _addc_pair(name, combine):
 
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
         _, term = term_of(input, tensor1, tensor2, value)
-        return _out(add(input, term), out)
+        return out_or(add(input, term), out)
 
     def method(self, tensor1, tensor2, *, value=1):
-        from ..autograd.grad_mode import STATE
-        from ..dispatch import check_inplace
-        from .inplace import add_
-
         check_inplace(self, name + "_")
         if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
             tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
@@ -1364,12 +1050,13 @@ def _addc_pair(name, combine):
         if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
             raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(term.shape)}")
-        return add_(self, term)
+        return self.add_(term)
 
     fn.__name__ = fn.__qualname__ = name
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place ``{name}``; returns self."
-    return fn, method
+    export(method, name + "_", to=("Tensor",))
+    return export(fn), method
 
 
 def _storage(t):
@@ -1392,8 +1079,12 @@ addcdiv.__doc__ = """``input + value * tensor1 / tensor2`` (broadcasting; not bo
     """
 
 
-__all__ += ["xlogy", "logaddexp", "logaddexp2", "hypot", "logit", "addcmul", "addcdiv"]
-METHODS.update({
-    "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "hypot": hypot, "logit": logit,
-    "addcmul": addcmul, "addcdiv": addcdiv, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
-})
+export(minimum, "fmin")
+export(maximum, "fmax")
+# in-place forms of the aliases whose base has a hand-written one (``div_``, ``mul_``, ``sub_`` in ops.inplace),
+# and the in-place operators
+for _name, _fn in (("divide", div), ("true_divide", div), ("multiply", mul), ("subtract", sub)):
+    export(inplace_form(_fn, _name), _name + "_", to=("Tensor",))
+_methods({"__i" + op[2:]: NAMESPACES["Tensor"][base + "_"] for op, base in (
+    ("__pow__", "pow"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"), ("__and__", "bitwise_and"),
+    ("__or__", "bitwise_or"), ("__xor__", "bitwise_xor"))})

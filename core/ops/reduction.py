@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import cast, unary, view_op
+from ..registry import export, inplace_form
 from ..tensor import Tensor, _wrap_dim
 from .shape import Expand
 
@@ -832,3 +833,4 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
 
 __all__ += ["nansum", "nanmean", "diff", "histc", "bincount"]
 METHODS.update({"nansum": nansum, "nanmean": nanmean, "diff": diff, "histc": histc, "bincount": bincount})
+export(inplace_form(cumsum, "cumsum"), "cumsum_", to=("Tensor",))

@@ -1,6 +1,5 @@
 """Sorting and selection (``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median``, ``mode``, ``unique``),
-comparisons of whole tensors (``equal``, ``allclose``, ``isclose``), and the in-place forms of the
-pointwise ops (``exp_``, ``clamp_``, ``pow_``, ...)."""
+and comparisons of whole tensors (``equal``, ``allclose``, ``isclose``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -355,44 +354,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 __all__ += ["searchsorted", "bucketize", "quantile", "nanquantile"]
 
 
-# --------------------------------------------------------------------------- in-place forms
-def _inplace_of(fn, name):
-    """``name_``: compute ``fn`` out of place, then write it into self (history through the result)."""
-
-    def method(self, *args, **kwargs):
-        from ..autograd.grad_mode import STATE
-        from .inplace import copy_
-
-        # under autograd, from a copy: the op may save its input for backward, and self is about to change
-        r = fn(self.clone() if self._rg and STATE.enabled else self, *args, **kwargs)
-        if r.dtype.category > self.dtype.category:
-            raise RuntimeError(f"{name}_: result type {r.dtype} can't be cast to the desired output type "
-                               f"{self.dtype}")
-        return copy_(self, r)
-
-    method.__name__ = name + "_"
-    method.__doc__ = f"In-place ``{name}``; returns self."
-    return method
-
-
-_INPLACE = ["exp", "log", "sqrt", "abs", "neg", "sign", "relu", "pow", "clamp", "clip", "clamp_min", "clamp_max",
-            "lerp", "fmod", "remainder", "floor_divide", "masked_fill", "nan_to_num", "minimum", "maximum",
-            "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-            "bitwise_not", "atan2", "true_divide", "multiply", "subtract", "divide", "where", "xlogy", "hypot",
-            "logit"] + \
-    list(pointwise.UNARY) + ["cumsum"]
-
 METHODS = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
            "median": median, "nanmedian": nanmedian, "mode": mode, "unique": unique,
            "unique_consecutive": unique_consecutive, "equal": equal, "allclose": allclose, "isclose": isclose,
            "quantile": quantile, "nanquantile": nanquantile}
-for _n in _INPLACE:
-    _f = pointwise.METHODS.get(_n) or reduction.METHODS.get(_n)
-    if _f is not None and _n + "_" not in METHODS:
-        METHODS[_n + "_"] = _inplace_of(_f, _n)
-METHODS["__ipow__"] = METHODS["pow_"]
-METHODS["__ifloordiv__"] = METHODS["floor_divide_"]
-METHODS["__imod__"] = METHODS["remainder_"]
-METHODS["__iand__"] = METHODS["bitwise_and_"]
-METHODS["__ior__"] = METHODS["bitwise_or_"]
-METHODS["__ixor__"] = METHODS["bitwise_xor_"]
