@@ -70,6 +70,9 @@ def _reduce_tensor(t):
     return (_rebuild_tensor, (np.ascontiguousarray(arr), str(t._dev), t._rg, t._is_param))
 
 
+Tensor.__reduce_ex__ = lambda self, proto: _reduce_tensor(self)  # pickling a tensor is serialization's business
+
+
 def _finish_tensor(t: Tensor, requires_grad: bool, is_param: bool) -> Tensor:
     if is_param:
         from .nn.parameter import Parameter

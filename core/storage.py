@@ -22,8 +22,6 @@ class UntypedStorage:
     __len__ = size
 
     def data_ptr(self) -> int:
-        from .tensor import _ptr
-
         return _ptr(self._root)
 
     def element_size(self) -> int:
@@ -80,6 +78,17 @@ class TypedStorage(UntypedStorage):
 
 def is_shared(t) -> bool:
     """Whether the storage is in shared memory (see ember.multiprocessing)."""
+    # cycle: storage -> multiprocessing.shared -> tensor -> storage
     from .multiprocessing.shared import is_shared as shared
 
     return shared(t)
+
+
+def _ptr(a):
+    ai = getattr(a, "__array_interface__", None)
+    if ai is not None:
+        return ai["data"][0]
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        return cai["data"][0]
+    return id(a)

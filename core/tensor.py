@@ -13,10 +13,38 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.grad_mode import STATE
+from ._printing import tensor_repr
+from .state import STATE
+from .storage import TypedStorage, UntypedStorage, _ptr
+from .storage import is_shared as _is_shared
 from .backend import resolve
 
 _new = object.__new__
+
+
+class _Handle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, container, item, key=None):
+        self.container, self.item, self.key = container, item, key
+
+    def remove(self):
+        c = self.container
+        if isinstance(c, dict):
+            lst = c.get(self.key, [])
+            if self.item in lst:
+                lst.remove(self.item)
+        elif self.item in c:
+            c.remove(self.item)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+RemovableHandle = _Handle
 
 
 class Size(tuple):
@@ -73,12 +101,6 @@ class Tensor:
     _volatile = False
     _inference = False
     _is_param = False
-
-    def __new__(cls, *args, **kwargs):
-        """Legacy constructor: ``Tensor(2, 3)`` (uninitialised), ``Tensor([1, 2])``, ``Tensor(size)``."""
-        from .ops.creation import legacy_new
-
-        return legacy_new(cls, dtypes.get_default_dtype(), args, kwargs)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -198,20 +220,14 @@ class Tensor:
 
     def untyped_storage(self):
         """The storage (1-D bytes) this tensor is a view of."""
-        from .storage import UntypedStorage
-
         return UntypedStorage._of(self)
 
     def storage(self):
         """The typed storage this tensor is a view of (legacy)."""
-        from .storage import TypedStorage
-
         return TypedStorage._of(self)
 
     def is_shared(self) -> bool:
-        from .storage import is_shared
-
-        return is_shared(self)
+        return _is_shared(self)
 
     def share_memory_(self) -> "Tensor":
         """Move the storage into shared memory (no-op if already shared or on a device); returns self."""
@@ -356,8 +372,6 @@ class Tensor:
         >>> (x * 3).sum().backward(); x.grad
         tensor([6., 6.])
         """
-        from .autograd.function import _Handle
-
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         fn = self._fn
@@ -375,19 +389,12 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated."""
-        from .autograd.function import _Handle
-
         if self._fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = []
         self._post_acc_hooks.append(hook)
         return _Handle(self._post_acc_hooks, hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-        _engine_backward(self, None if gradient is None else (gradient,), retain_graph, create_graph,
-                         inputs=inputs)
 
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -449,19 +456,12 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
-        from ._printing import tensor_repr
-
         return tensor_repr(self)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
             return format(self.item(), spec)
         return repr(self)
-
-    def __reduce_ex__(self, proto):
-        from .serialization import _reduce_tensor
-
-        return _reduce_tensor(self)
 
     def __deepcopy__(self, memo):
         if self._fn is not None:
@@ -499,24 +499,6 @@ class Tensor:
 
 
 _FROM_NP = dtypes.FROM_NP
-
-
-def _engine_backward(*args, **kwargs):
-    global _engine_backward
-    from .autograd.engine import backward
-
-    _engine_backward = backward
-    return backward(*args, **kwargs)
-
-
-def _ptr(a):
-    ai = getattr(a, "__array_interface__", None)
-    if ai is not None:
-        return ai["data"][0]
-    cai = getattr(a, "__cuda_array_interface__", None)
-    if cai is not None:
-        return cai["data"][0]
-    return id(a)
 
 
 def _contiguous_strides(shape, item):
@@ -559,8 +541,6 @@ def is_tensor(obj) -> bool:
 
 
 def is_storage(obj) -> bool:
-    from .storage import TypedStorage, UntypedStorage
-
     return isinstance(obj, (TypedStorage, UntypedStorage))
 
 

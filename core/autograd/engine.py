@@ -47,9 +47,7 @@ def _make_grads(outputs, grads, create_graph):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             g = _ones_like(out)
         elif not isinstance(g, Tensor):
-            from ..ops.creation import tensor as _t
-
-            g = _t(g, dtype=out.dtype, device=out.device)
+            g = out.new_tensor(g)
         elif g._data.shape != out._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has "
                                f"a shape of {out.shape}.")
@@ -150,9 +148,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured.get(e)
         if g is None:
             if materialize_grads:
-                from ..ops.creation import zeros_like
-
-                g = zeros_like(t)
+                g = t.new_zeros(t.shape)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
@@ -500,14 +496,12 @@ def _empty_of(g, dt):
 
 
 def _materialize(fn, grads_out):
-    from ..ops.creation import zeros
-
     grads_out = list(grads_out)
     shapes = getattr(fn, "_out_meta", None)
     for i, g in enumerate(grads_out):
         if g is None and shapes is not None:
             shape, dt, dev = shapes[i]
-            grads_out[i] = zeros(shape, dtype=dt, device=dev)
+            grads_out[i] = _tensor._wrap(dev.kernels["full"](shape, 0, dev.backend.array_dtype(dt)), dev)
     return grads_out
 
 
@@ -549,3 +543,18 @@ def _accumulate(t, g, create_graph, shared):
     if t._post_acc_hooks:
         for hook in t._post_acc_hooks:
             hook(t)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+    >>> import ember
+    >>> x = ember.ones(2, requires_grad=True)
+    >>> (x * 3).sum().backward(); x.grad
+    tensor([3., 3.])
+    """
+    backward(self, None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+_tensor.Tensor.backward = _tensor_backward  # the method lives with the engine it runs: the tensor is a floor below

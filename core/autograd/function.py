@@ -25,11 +25,13 @@ tensor([12.])
 """
 from __future__ import annotations
 
+import functools
 import traceback
 import warnings
 import weakref
 
-from .grad_mode import STATE
+from ..tensor import RemovableHandle, Tensor, _Handle, _wrap  # noqa: F401
+from .grad_mode import STATE, no_grad
 
 _new = object.__new__
 
@@ -137,8 +139,6 @@ class Node:
     @property
     def output(self):
         """The saved output, as a tensor whose grad_fn is this node (for double backward)."""
-        from ..tensor import _wrap
-
         self._check_released()
         arr, dev, ref, ver = self._out
         t = ref()
@@ -220,29 +220,6 @@ class _Volatile(Node):
 VOLATILE = _Volatile()
 
 
-class _Handle:
-    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
-
-    def __init__(self, container, item, key=None):
-        self.container, self.item, self.key = container, item, key
-
-    def remove(self):
-        c = self.container
-        if isinstance(c, dict):
-            lst = c.get(self.key, [])
-            if self.item in lst:
-                lst.remove(self.item)
-        elif self.item in c:
-            c.remove(self.item)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-RemovableHandle = _Handle
 
 
 def grad_edge(t):
@@ -330,8 +307,6 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             "Legacy autograd function with non-static forward method is deprecated; define forward and "
             "backward as static methods taking ctx and call Function.apply",
             DeprecationWarning, stacklevel=2)
-        from .legacy import apply_legacy
-
         return apply_legacy(self, args)
 
     @staticmethod
@@ -351,8 +326,6 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .custom import apply_function
-
         return apply_function(cls, args, kwargs)
 
 
@@ -367,12 +340,8 @@ class NestedIOFunction(Function):
 
 def once_differentiable(fn):
     """Mark a backward as not differentiable twice: it runs without recording a graph."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from .grad_mode import no_grad
-
         with no_grad():
             return fn(ctx, *args)
 
@@ -381,3 +350,100 @@ def once_differentiable(fn):
 
 def is_recording() -> bool:
     return STATE.enabled
+
+
+# --------------------------------------------------------------------------- running a user Function
+def apply_function(cls, args, kwargs):
+    ctx = cls._backward_cls.__new__(cls._backward_cls)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    recording = STATE.enabled and any(t._rg for t in tensors)
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+    has_setup = cls.setup_context is not Function.setup_context
+    with no_grad():
+        if has_setup:
+            out = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, out)
+        else:
+            out = cls.forward(ctx, *args, **kwargs)
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    dirty = set(map(id, ctx.dirty_tensors))
+    non_diff = set(map(id, ctx.non_differentiable))
+    if not recording:
+        return out
+    ctx.next_functions = tuple(grad_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+    ctx._shapes = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
+    ctx.n_outputs = len(outs)
+    ctx._out_meta = tuple((o._data.shape, o.dtype, o._dev) if isinstance(o, Tensor) else ((), None, None)
+                          for o in outs)
+    if STATE.anomaly:
+        anomaly_trace(ctx)
+    results = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            results.append(o)
+            continue
+        if id(o) in dirty:
+            o._bump()
+            t = o
+        elif any(o is a for a in tensors) or o._fn is not None or o._base is not None:
+            t = _alias(o)
+        else:
+            t = o
+        if id(o) not in non_diff and t.dtype.category >= 2:
+            t._rg, t._fn, t._nr = True, ctx, i
+        results.append(t)
+    saved = ctx.to_save
+    if saved:
+        ctx._saved = tuple(saved)
+        ctx._vers = tuple(t._version if isinstance(t, Tensor) else None for t in saved)
+    return results[0] if single else tuple(results)
+
+
+def _alias(o):
+    """A new tensor object sharing ``o``'s data (an output that is an input must be a new node's output)."""
+    t = _wrap(o._data, o._dev)
+    b = o._base
+    t._base = o if b is None else b
+    return t
+
+
+# --------------------------------------------------------------------------- instance-style (legacy) Functions
+class _LegacyNode(BackwardCFunction):
+    pass
+
+
+def apply_legacy(fn, args):
+    """Run an instance-style Function ``fn(*inputs)``: ``self.save_for_backward``, ``self.saved_tensors``."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    node = _LegacyNode()
+    node._fn_cls = _LegacyBridge(fn)
+    fn.saved_tensors = ()
+    fn.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+    node.needs_input_grad = fn.needs_input_grad
+    with no_grad():
+        out = type(fn).forward(fn, *args)
+    fn.saved_tensors = getattr(fn, "to_save", ())
+    if not (STATE.enabled and any(t._rg for t in tensors)):
+        return out
+    outs = (out,) if isinstance(out, Tensor) else tuple(out)
+    node.next_functions = tuple(grad_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+    node._shapes = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
+    node.n_outputs = len(outs)
+    node._out_meta = tuple((o._data.shape, o.dtype, o._dev) for o in outs)
+    res = []
+    for i, o in enumerate(outs):
+        if o._fn is not None or any(o is a for a in tensors):
+            o = o.detach()
+            o._base = None
+        o._rg, o._fn, o._nr = True, node, i
+        res.append(o)
+    return res[0] if isinstance(out, Tensor) else tuple(res)
+
+
+class _LegacyBridge:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def backward(self, node, *grads):
+        return type(self.fn).backward(self.fn, *grads)

@@ -13,17 +13,7 @@ from __future__ import annotations
 import functools
 
 
-class _State:
-    __slots__ = ("enabled", "inference", "anomaly", "anomaly_nan")
-
-    def __init__(self):
-        self.enabled = True
-        self.inference = False
-        self.anomaly = False
-        self.anomaly_nan = True
-
-
-STATE = _State()
+from ..state import STATE  # noqa: F401  (the switches themselves live below the tensor)
 
 
 def is_grad_enabled() -> bool:

@@ -3,25 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tensor import Tensor
+from .engine import grad
+from .grad_mode import enable_grad
 
 
 class GradcheckError(RuntimeError):
     """Analytical and numerical gradients disagree."""
 
 
-def _tensor():
-    from ..tensor import Tensor
-
-    return Tensor
-
-
 def _as_tuple(x):
-    Tensor = _tensor()
     return x if isinstance(x, tuple) else (x,) if isinstance(x, Tensor) else tuple(x)
 
 
 def _flat_outputs(fn, inputs):
-    Tensor = _tensor()
     out = fn(*inputs)
     return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
 
@@ -52,9 +47,6 @@ def _numerical(fn, inputs, targets, eps):
 
 
 def _analytical(fn, inputs, targets, create_graph=False):
-    from ..autograd.engine import grad
-    from ..ops.creation import zeros_like
-
     outs = _flat_outputs(fn, inputs)
     jac = []
     for o in outs:
@@ -63,7 +55,7 @@ def _analytical(fn, inputs, targets, create_graph=False):
             jac.append(rows)
             continue
         for i in range(o.numel()):
-            g = zeros_like(o)
+            g = _zeros_like(o)
             g.reshape(-1)[i] = 1
             gs = grad(o, targets, g, retain_graph=True, allow_unused=True)
             for ti, gt in enumerate(gs):
@@ -87,7 +79,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> ember.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
     True
     """
-    Tensor = _tensor()
     inputs = _as_tuple(inputs)
     targets = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     if not targets:
@@ -126,15 +117,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True,
                   fast_mode=False, masked=False) -> bool:
     """Check second derivatives: gradcheck of the gradient of ``func`` (with random grad_outputs)."""
-    from ..autograd.engine import grad
-    from ..autograd.grad_mode import enable_grad
-    from ..ops.creation import randn
-
-    Tensor = _tensor()
     inputs = _as_tuple(inputs)
     outs = _flat_outputs(func, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(randn(o.shape, dtype=o.dtype, device=o.device, requires_grad=True) for o in outs)
+        grad_outputs = tuple(o.detach().new_empty(o.shape).normal_().requires_grad_() for o in outs)
     else:
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
@@ -153,3 +139,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     return gradcheck(first, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+
+def _zeros_like(t):
+    return t.new_zeros(t.shape)

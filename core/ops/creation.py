@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..backend import resolve
 from ..random import native
+from ..registry import export
 from ..tensor import Tensor, _wrap
 
 
@@ -392,3 +393,11 @@ def legacy_type(d: dtypes.dtype, device_type: str = "cpu"):
 
 
 LEGACY_TYPES = {d.legacy: legacy_type(d) for d in dtypes.ALL if d.np is not None}
+
+
+def _tensor_new(cls, *args, **kwargs):
+    """Legacy constructor: ``Tensor(2, 3)`` (uninitialised), ``Tensor([1, 2])``, ``Tensor(size)``."""
+    return legacy_new(cls, dtypes.get_default_dtype(), args, kwargs)
+
+
+export(staticmethod(_tensor_new), "__new__", to=("Tensor",))
