@@ -88,8 +88,8 @@ class Backend:
 
     def _unsupported(self, feature: str, instead: str = "") -> NotImplementedError:
         """The error for an optional part this backend does not provide."""
-        return NotImplementedError(f"{feature} is not supported by the {self.name!r} backend (plugin "
-                                   f"{self.plugin!r}){'; ' + instead if instead else ''}")
+        return NotImplementedError(f"the {self.name!r} backend (plugin {self.plugin!r}) does not support {feature}"
+                                   f"{'; ' + instead if instead else ''}")
 
     # ---------------------------------------------------------------- availability
     def is_available(self) -> bool:
