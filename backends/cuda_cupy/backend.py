@@ -116,7 +116,7 @@ class CupyBackend(ArrayBackend):
 
     def pin_memory(self, array):
         """A copy of host ``array`` in page-locked memory (fast, asynchronous host-to-device copies)."""
-        import cupyx  # CuPy's companion module, imported on first use like the rest of CuPy here
+        import cupyx  # optional: ships with CuPy, needed only once memory is pinned
 
         out = cupyx.empty_pinned(array.shape, array.dtype)
         out[...] = array
