@@ -12,25 +12,19 @@ An accelerator is an available backend with numbered devices (``cuda:0``,
 ``cuda:1``, ...).  :class:`DeviceAPI` holds the device-neutral logic behind
 both this module and ``ember.cuda`` (``DeviceAPI("cuda")``): device counts,
 the current device and its context manager, streams, events, synchronisation
-and memory statistics, each delegated to the backend.
+and memory statistics, each delegated to a method the backend contract
+(:class:`ember.backend.Backend`) declares.
 """
 from __future__ import annotations
 
 from . import backend as _backend
-from .plugins import REGISTRY
-
-
-def _accelerator_names() -> list:
-    return [n for n, b in REGISTRY.backends.items() if n != "cpu" and b.has_index() and b.is_available()]
+from .backend import BACKENDS
 
 
 def current_accelerator(check_available: bool = False):
     """The device type of the accelerator in use (``device(type='cuda')``), or None with none present."""
-    names = _accelerator_names()
-    if not names:
-        return None
-    default = _backend.get_default_device()
-    return _backend.device(default.type if default.type in names else names[0])
+    b = _backend.accelerator_backend()
+    return None if b is None else _backend.device(b.name)
 
 
 MEMORY_FUNCTIONS = ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
@@ -66,7 +60,7 @@ class DeviceAPI:
 
     def _backend(self):
         name = self._name()
-        b = REGISTRY.backends.get(name) if name is not None else None
+        b = BACKENDS.get(name) if name is not None else None
         if b is None or not b.is_available():
             what = name or "accelerator"
             reason = b.unavailable_reason() if b is not None else f"no {what} backend is registered"
@@ -93,7 +87,7 @@ class DeviceAPI:
     def is_available(self) -> bool:
         """Whether the backend is registered and sees at least one device."""
         name = self._name()
-        b = REGISTRY.backends.get(name) if name is not None else None
+        b = BACKENDS.get(name) if name is not None else None
         return b is not None and b.is_available() and b.device_count() > 0
 
     def device_count(self) -> int:

@@ -16,8 +16,8 @@ import warnings
 import pluggy
 
 from . import hookspecs
+from .backend import API_VERSION, BACKENDS, refresh_kernels
 
-API_VERSION = 1
 hookimpl = pluggy.HookimplMarker("ember")
 
 
@@ -32,8 +32,8 @@ class PluginWarning(UserWarning):
 class Registry:
     """What hooks fill: backends by device type, kernel sources, ops by namespace."""
 
-    def __init__(self):
-        self.backends = {}        # device type -> Backend
+    def __init__(self, backends: dict | None = None):
+        self.backends = {} if backends is None else backends  # device type -> Backend
         self.kernel_source = {}   # (device type, op) -> (plugin name, priority)
         self.pending = []         # kernels for backends not registered yet
         self.ops = {}             # namespace -> {name: OpEntry}
@@ -175,7 +175,7 @@ class Registry:
         self.plugins.pop(plugin, None)
 
 
-REGISTRY = Registry()
+REGISTRY = Registry(BACKENDS)  # ember.backend.BACKENDS is the table the core reads
 pm = pluggy.PluginManager("ember")
 pm.add_hookspecs(hookspecs)
 for _hook in ("ember_backends", "ember_kernels", "ember_ops"):
@@ -220,8 +220,6 @@ def unregister(name: str) -> None:
     if pm.has_plugin(name):
         pm.unregister(name=name)
     REGISTRY.forget(name)
-    from .backend import refresh_kernels
-
     refresh_kernels()
 
 

@@ -404,7 +404,7 @@ class Tensor:
                 else self._dev.backend.to_numpy(self._data)
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if not getattr(self._dev.backend, "host", False):
+        if not self._dev.backend.host:
             raise TypeError(f"can't convert {self._dev} device type tensor to numpy. Use Tensor.cpu() to copy the "
                             f"tensor to host memory first.")
         return self._data

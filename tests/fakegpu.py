@@ -3,14 +3,18 @@
 It exercises the multi-device code paths (device contexts, cross-device errors, copies, streams,
 events, memory statistics, pinned memory, DataParallel) without a GPU.  Every array is tagged with
 its device and every kernel refuses arrays of another device, so any silent mixing of devices in
-the core shows up as an error.  ``non_blocking`` host-to-device copies run on a worker thread (the
-device's "stream") and complete on ``synchronize()``; kernels on that device wait for them, as
-kernels queued after a copy on one CUDA stream do.
+the core shows up as an error.  ``non_blocking`` host-to-device copies from pinned memory run on a
+worker thread (the device's "stream") and complete on ``synchronize()``; kernels on that device
+wait for them, as kernels queued after a copy on one CUDA stream do.
+
+It implements the optional parts of the backend contract it needs (several devices,
+``synchronize``, device properties, memory statistics, pinned memory) and keeps the defaults of
+:class:`ember.backend.Backend` for the others: the current device and its context, streams and
+events (on top of its ``synchronize``), ``empty_cache``, and no IPC handles or device collectives.
 """
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +46,6 @@ class FakeGPU(ArrayBackend):
     def __init__(self, count=3):
         super().__init__(np)
         self.count = count
-        self.local = threading.local()
         self.workers = [ThreadPoolExecutor(max_workers=1) for _ in range(count)]
         self.pending = [[] for _ in range(count)]
         self.allocated = [0] * count
@@ -57,21 +60,6 @@ class FakeGPU(ArrayBackend):
 
     def device_count(self):
         return self.count
-
-    def current_device(self):
-        return getattr(self.local, "idx", 0)
-
-    def set_device(self, index):
-        self.local.idx = index
-
-    @contextlib.contextmanager
-    def device_context(self, index):
-        prev = self.current_device()
-        self.set_device(index)
-        try:
-            yield
-        finally:
-            self.set_device(prev)
 
     def device_properties(self, index):
         return {"name": f"Fake GPU {index}", "total_memory": 1 << 30, "major": 1, "minor": index,
@@ -170,7 +158,7 @@ class FakeGPU(ArrayBackend):
         return np.asarray(value)
 
     # ---------------------------------------------------------------- pinned host memory
-    def pin_host(self, array):
+    def pin_memory(self, array):
         out = np.array(array, copy=True, order="C")
         ptr = out.__array_interface__["data"][0]
         self.pinned[ptr] = out.nbytes
@@ -181,54 +169,11 @@ class FakeGPU(ArrayBackend):
         ptr = array.__array_interface__["data"][0]
         return any(p <= ptr < p + n or (p == ptr and n == 0) for p, n in list(self.pinned.items()))
 
-    # ---------------------------------------------------------------- streams and events
-    def new_stream(self, index, priority=0):
-        return ("stream", index, object())
-
-    def default_stream(self, index):
-        return ("stream", index, None)
-
-    def current_stream(self, index):
-        return getattr(self.local, "streams", {}).get(index, self.default_stream(index))
-
-    def set_stream(self, native):
-        if not hasattr(self.local, "streams"):
-            self.local.streams = {}
-        self.local.streams[native[1]] = native
-
-    def stream_synchronize(self, native):
-        self.wait(native[1])
-
-    def stream_query(self, native):
-        return all(f.done() for f in self.pending[native[1]])
-
-    def stream_wait_event(self, native, event):
-        self.wait(native[1])
-
-    def new_event(self, enable_timing, blocking):
-        return {"time": None}
-
-    def event_record(self, event, stream):
-        self.wait(stream[1])
-        event["time"] = time.perf_counter()
-
-    def event_query(self, event):
-        return event["time"] is not None
-
-    def event_synchronize(self, event):
-        pass
-
-    def event_elapsed_ms(self, start, end):
-        return (end["time"] - start["time"]) * 1000.0
-
     # ---------------------------------------------------------------- memory
     def memory_stats(self, index=None):
         i = self.current_device() if index is None else index
         return {"allocated_bytes.all.current": self.allocated[i], "allocated_bytes.all.peak": self.peak[i],
                 "reserved_bytes.all.current": self.allocated[i], "reserved_bytes.all.peak": self.peak[i]}
-
-    def empty_cache(self):
-        pass
 
     def reset_peak_memory_stats(self, index=None):
         i = self.current_device() if index is None else index

@@ -4,7 +4,9 @@ GPU is missing it registers a stand-in that reports the backend unavailable, wit
 The backend itself is :class:`ember_cuda_cupy.backend.CupyBackend`: the shared kernel library
 adopted with ``cupy`` (its ``matmul`` is cuBLAS), fused elementwise kernels
 (:mod:`~ember_cuda_cupy.fused`), cuDNN convolutions (:mod:`~ember_cuda_cupy.cudnn`), CuPy's memory
-pool with peak statistics, streams, events, pinned host memory and per-device generators.
+pool with peak statistics, streams, events, pinned host memory, per-device generators, IPC handles
+(:mod:`~ember_cuda_cupy.ipc`, for ``ember.multiprocessing``) and NCCL collectives
+(:mod:`~ember_cuda_cupy.nccl`, for ``ember.distributed``).
 """
 from __future__ import annotations
 

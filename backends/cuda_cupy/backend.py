@@ -1,15 +1,17 @@
 """The CUDA backend class: devices, host<->device copies, pinned memory, streams, events, memory
-statistics and random generators on CuPy.  Kernels are the shared library adopted with ``cupy`` plus
-the overrides of :mod:`ember_cuda_cupy.fused` and :mod:`ember_cuda_cupy.cudnn`."""
+statistics, random generators, IPC handles and NCCL collectives on CuPy, each a part of the
+contract of :class:`ember.backend.Backend`.  Kernels are the shared library adopted with ``cupy``
+plus the overrides of :mod:`ember_cuda_cupy.fused` and :mod:`ember_cuda_cupy.cudnn`."""
 from __future__ import annotations
 
 import numpy as np
 
 from ember.backend import ArrayBackend
 
-from . import compat, cudnn, fused
+from . import compat, cudnn, fused, ipc
 from .generator import CupyGenerator
 from .memory import PeakTracker
+from .nccl import Nccl
 
 # cudaPointerAttributes.type for page-locked host memory
 _MEMORY_TYPE_HOST = 1
@@ -28,6 +30,7 @@ class CupyBackend(ArrayBackend):
         self.pool = cp.get_default_memory_pool()
         self.tracker = PeakTracker(cp, self.pool)
         cp.cuda.set_allocator(self.tracker.malloc)
+        self.nccl = Nccl(cp)
 
     def overrides(self):
         table = compat.kernels(self.cp)
@@ -111,9 +114,9 @@ class CupyBackend(ArrayBackend):
     def as_array(self, value):
         return self.cp.asarray(value)
 
-    def pin_host(self, array):
+    def pin_memory(self, array):
         """A copy of host ``array`` in page-locked memory (fast, asynchronous host-to-device copies)."""
-        import cupyx
+        import cupyx  # optional: ships with CuPy, needed only once memory is pinned
 
         out = cupyx.empty_pinned(array.shape, array.dtype)
         out[...] = array
@@ -192,6 +195,29 @@ class CupyBackend(ArrayBackend):
     def reset_peak_memory_stats(self, index=None):
         with self.cp.cuda.Device(self.current_device() if index is None else index) as dev:
             self.tracker.reset_peak(dev.id)
+
+    # ---------------------------------------------------------------- IPC (ember.multiprocessing)
+    def supports_ipc(self):
+        return True
+
+    def ipc_handle(self, array):
+        return ipc.export(self.cp, array)
+
+    def ipc_open(self, handle, index):
+        return ipc.open_handle(self.cp, handle, index)
+
+    # ---------------------------------------------------------------- collectives (ember.distributed)
+    def supports_collectives(self):
+        return self.nccl.available()
+
+    def collective_all_reduce(self, comm, array, op, async_op):
+        return self.nccl.all_reduce(comm, array, op, async_op)
+
+    def collective_broadcast(self, comm, array, src, async_op):
+        return self.nccl.broadcast(comm, array, src, async_op)
+
+    def release_collectives(self, comm):
+        self.nccl.release()
 
     # ---------------------------------------------------------------- random
     def new_generator(self, index, seed):

@@ -1,4 +1,4 @@
-"""ember.distributed: collectives between processes on MPI (mpi4py), NCCL for CUDA tensors.
+"""ember.distributed: collectives between processes on MPI (mpi4py), or the device's own (NCCL on CUDA).
 
 Start the processes with ``python -m ember.distributed.run --nproc N script.py``
 (or ``mpiexec -n N python script.py``); each calls :func:`init_process_group`.

@@ -1,8 +1,9 @@
 """The process group and its collectives, on MPI (mpi4py).
 
 Host tensors are reduced in place in their own memory (zero-copy when
-contiguous).  CUDA tensors go through NCCL (:mod:`ember.distributed.nccl`)
-when CuPy has it; tensors of any other device are staged through host memory.
+contiguous).  ``all_reduce`` and ``broadcast`` of a device tensor go through
+its backend's collectives where it has them (``Backend.supports_collectives``:
+NCCL on CUDA); everything else is staged through host memory.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import sys
 
 import numpy as np
 
+from ..backend import BACKENDS
 from ..tensor import Tensor
-from . import nccl
 
 _STATE = {"comm": None, "backend": None, "excepthook": None}
 _OPS: dict = {}  # ReduceOp -> MPI.Op, filled when MPI is first imported
@@ -67,15 +68,17 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    return nccl.available()
+    """Whether a registered backend runs collectives on device memory (NCCL on CUDA)."""
+    return any(b.is_available() and b.supports_collectives() for b in BACKENDS.values())
 
 
 def init_process_group(backend: str | None = None, init_method=None, timeout=None, world_size: int = -1,
                        rank: int = -1, store=None, group_name: str = "", pg_options=None, device_id=None) -> None:
     """Join the job's process group: every process started by ``mpiexec`` (or the launcher).
 
-    ``backend`` may be ``"mpi"``, ``"gloo"`` or ``"nccl"`` (all run on MPI; CUDA tensors use NCCL when
-    present).  An exception that escapes any rank aborts the whole job, so no rank waits forever.
+    ``backend`` may be ``"mpi"``, ``"gloo"`` or ``"nccl"`` (all run on MPI; device tensors use their
+    backend's collectives, NCCL on CUDA, when it has them).  An exception that escapes any rank aborts
+    the whole job, so no rank waits forever.
 
     >>> import ember.distributed as dist
     >>> dist.init_process_group("mpi"); dist.get_world_size()  # doctest: +SKIP
@@ -111,10 +114,11 @@ def _abort_on_error(kind, value, tb):
 def destroy_process_group(group=None) -> None:
     """Leave the process group; collectives raise until :func:`init_process_group` is called again."""
     comm = _comm("destroy_process_group")
+    for b in BACKENDS.values():
+        b.release_collectives(comm)
     comm.Free()
     sys.excepthook = _STATE["excepthook"]
     _STATE.update(comm=None, backend=None, excepthook=None)
-    nccl.reset()
 
 
 def _comm(op: str):
@@ -181,6 +185,12 @@ def _host(t: Tensor):
     return buf, lambda: t._dev.kernels["copy_"](t._data, t._dev.backend.from_numpy(buf, t._dev.index))
 
 
+def _on_device(t: Tensor):
+    """``t``'s backend where it runs collectives on device memory, else None (host copies and MPI)."""
+    b = t._dev.backend
+    return b if not b.host and b.supports_collectives() else None
+
+
 def _check_tensor(op: str, t, name="tensor"):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): {name} must be a Tensor, got {type(t).__name__}")
@@ -215,8 +225,9 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op
     if op is ReduceOp.AVG and not (tensor.is_floating_point() or tensor.is_complex()):
         raise RuntimeError(f"all_reduce(): ReduceOp.AVG needs a floating point tensor, got {tensor.dtype}")
     mpi_op = _mpi_op(op)
-    if tensor.is_cuda and nccl.available():
-        return nccl.all_reduce(comm, tensor, op, async_op)
+    device = _on_device(tensor)
+    if device is not None:
+        return device.collective_all_reduce(comm, tensor._data, op.value, async_op)
     buf, back = _host(tensor)
     if async_op:
         return Work(comm.Iallreduce(_STATE["in_place"], buf, mpi_op), lambda: _after(buf, back, op, comm))
@@ -253,8 +264,9 @@ def broadcast(tensor: Tensor, src: int, group=None, async_op: bool = False):
     comm = _comm("broadcast")
     _check_tensor("broadcast", tensor)
     _check_rank("broadcast", src, comm)
-    if tensor.is_cuda and nccl.available():
-        return nccl.broadcast(comm, tensor, src, async_op)
+    device = _on_device(tensor)
+    if device is not None:
+        return device.collective_broadcast(comm, tensor._data, src, async_op)
     buf, back = _host(tensor)
     if async_op:
         return Work(comm.Ibcast(buf, root=src), back)

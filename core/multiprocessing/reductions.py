@@ -2,8 +2,9 @@
 
 Registered with :class:`multiprocessing.reduction.ForkingPickler`, which queues,
 pipes and ``Process`` arguments (spawn / forkserver) use.  ``.grad`` travels
-the same way, so it is shared too.  Device tensors go through the device's
-IPC handles (:mod:`ember.multiprocessing.cuda_ipc`).
+the same way, so it is shared too.  Device tensors go through their backend's
+IPC handles (``Backend.ipc_handle`` / ``Backend.ipc_open``): the sender keeps
+the tensor alive while receivers use it, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -26,9 +27,7 @@ def reduce_tensor(t: Tensor):
     _check(t)
     shared.check_shareable(t, "reduce_tensor")
     if not t._dev.backend.host:
-        from .cuda_ipc import reduce_device
-
-        return reduce_device(t)
+        return (rebuild_device, (t._dev.backend.ipc_handle(t._data), str(t._dev), t._rg, t._grad, type(t)))
     shared.share_memory_(t)
     root, a = t._storage_root(), t._data
     off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
@@ -43,6 +42,12 @@ def rebuild_tensor(handle, offset, shape, strides, dtype, device, requires_grad,
     seg_cls, key, nbytes, extra = handle
     root = seg_cls.attach(key, nbytes, extra)
     return finish(_wrap(np.ndarray(shape, dtype, root, offset, strides), resolve(device)), requires_grad, grad, cls)
+
+
+def rebuild_device(handle, device, requires_grad, grad, cls):
+    """The receiving side of :func:`reduce_tensor` for a device tensor: its backend opens the IPC handle."""
+    dev = resolve(device)
+    return finish(_wrap(dev.backend.ipc_open(handle, dev.index), dev), requires_grad, grad, cls)
 
 
 def finish(t: Tensor, requires_grad: bool, grad, cls) -> Tensor:

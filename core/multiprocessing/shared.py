@@ -196,21 +196,20 @@ def get_all_sharing_strategies() -> set:
     return set(STRATEGIES)
 
 
-IPC_DEVICES = {"cuda"}  # device types whose memory other processes open through IPC handles
-
-
 def is_shared(t) -> bool:
-    """Whether tensor ``t``'s storage is in shared memory (CUDA memory always is, as in PyTorch)."""
+    """Whether tensor ``t``'s storage is in shared memory (device memory with IPC handles always is, as in PyTorch)."""
     if not t._dev.backend.host:
-        return t._dev.type in IPC_DEVICES
+        return t._dev.backend.supports_ipc()
     return isinstance(t._storage_root().base, Segment)
 
 
 def check_shareable(t, op: str) -> None:
-    """Raise unless ``t``'s memory can be shared with other processes."""
-    if not (t._dev.backend.host or t._dev.type in IPC_DEVICES):
-        raise RuntimeError(f"{op}(): tensors on {t.device} cannot be shared between processes (only host memory "
-                           f"and {', '.join(sorted(IPC_DEVICES))} memory can); copy it to the CPU first")
+    """Raise unless ``t``'s memory can be shared with other processes (host memory, or a backend with IPC)."""
+    b = t._dev.backend
+    if not (b.host or b.supports_ipc()):
+        raise RuntimeError(f"{op}(): tensors on {t.device} cannot be shared between processes (expected host memory "
+                           f"or a device whose backend supports IPC handles; the {b.name!r} backend does not); "
+                           f"copy it to the CPU first")
 
 
 def share_memory_(t):

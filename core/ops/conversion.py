@@ -1,6 +1,7 @@
 """Device and dtype conversion: ``to``, ``cpu``, ``cuda``, ``float``, ``new_*`` and friends."""
 from __future__ import annotations
 
+from .. import backend as _b
 from .. import dtypes
 from ..autograd.function import Op
 from ..backend import device as _device_cls
@@ -19,6 +20,8 @@ class ToDevice(Op):
     def forward(ctx, k, x, src, dst, non_blocking):
         ctx.src = src
         host = src.backend.to_numpy(x)
+        # as in PyTorch, only a copy from pinned memory is asynchronous
+        non_blocking = non_blocking and src.backend.host and dst.backend.is_pinned(host)
         return dst.backend.from_numpy(host, dst.index, copy=src.backend is dst.backend or src.backend.host and
                                       dst.backend.host, non_blocking=non_blocking)
 
@@ -147,23 +150,22 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 
 def pin_memory(self, device=None):
-    """A copy in page-locked host memory (on backends that have it; a no-op on the CPU backend)."""
+    """A copy in page-locked host memory of the accelerator in use (or of ``device``'s backend);
+    the tensor itself where that backend has no pinned memory, or where there is no accelerator."""
     if not self._dev.backend.host:
         raise RuntimeError(f"cannot pin '{self.type()}': only dense CPU tensors can be pinned")
-    from .. import backend as _b
-
-    for name, b in _b.REGISTRY.backends.items():
-        if name != "cpu" and b.is_available() and hasattr(b, "pin_host"):
-            t = _wrap(b.pin_host(self._data), self._dev)
-            t._rg = False
-            return t
-    return self
+    b = _b.accelerator_backend() if device is None else _b.get_backend(_device_cls(device).type)
+    pinned = self._data if b is None else b.pin_memory(self._data)
+    if pinned is self._data:
+        return self
+    t = _wrap(pinned, self._dev)
+    t._rg = False
+    return t
 
 
 def is_pinned(self, device=None):
-    from .. import backend as _b
-
-    return any(b.is_pinned(self._data) for b in _b.REGISTRY.backends.values() if b.is_available())
+    """Whether this host tensor lies in memory a registered backend pinned."""
+    return self._dev.backend.host and any(b.is_pinned(self._data) for b in _b.BACKENDS.values() if b.is_available())
 
 
 METHODS = {
