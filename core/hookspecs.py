@@ -13,6 +13,10 @@ import pluggy
 hookspec = pluggy.HookspecMarker("ember")
 
 
+class PluginError(RuntimeError):
+    """A plugin was refused (API-version mismatch, name clash, malformed op)."""
+
+
 @hookspec(historic=True)
 def ember_backends(registry):
     """Add device backends.

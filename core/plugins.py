@@ -17,12 +17,11 @@ import pluggy
 
 from . import hookspecs
 from .backend import API_VERSION, BACKENDS, refresh_kernels
+from .hookspecs import PluginError
+from .plugin_ops import add_op as _add_op
+from .plugin_ops import remove_ops as _remove_ops
 
 hookimpl = pluggy.HookimplMarker("ember")
-
-
-class PluginError(RuntimeError):
-    """A plugin was refused (API-version mismatch, name clash, malformed op)."""
 
 
 class PluginWarning(UserWarning):
@@ -121,9 +120,7 @@ class Registry:
         ``kernels={device_type: kernel}``, ``method=True|"name"``,
         ``module=ModuleClass``, ``differentiable=True``.
         """
-        from .ops.plugin_ops import add_op
-
-        add_op(self, namespace, name, fn, **options)
+        _add_op(self, namespace, name, fn, **options)
 
     # -- submodules
     def add_module(self, name: str, module) -> None:
@@ -146,9 +143,7 @@ class Registry:
 
     def forget(self, plugin: str) -> None:
         """Undo what ``plugin`` registered: its ops, methods, kernels and backends."""
-        from .ops.plugin_ops import remove_ops
-
-        remove_ops(self, plugin)
+        _remove_ops(self, plugin)
         for (dev, op), (owner, _) in list(self.kernel_source.items()):
             backend = self.backends.get(dev)
             if owner != plugin or backend is None:

@@ -9,7 +9,10 @@ True
 """
 from __future__ import annotations
 
-from .backend import resolve
+import secrets
+
+from .backend import BACKENDS, resolve
+from .tensor import _wrap
 
 DEFAULT_SEED = 67280421310721
 
@@ -33,8 +36,6 @@ class Generator:
 
     def seed(self) -> int:
         """Reseed from a non-deterministic source; returns the seed."""
-        import secrets
-
         s = secrets.randbits(63)
         self.manual_seed(s)
         return s
@@ -43,10 +44,9 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The state as a uint8 tensor (restore with :meth:`set_state`)."""
-        from .ops.creation import from_numpy
-
-        return from_numpy(self.device.backend.generator_state(self._native))
+        """The state as a uint8 tensor on the CPU (restore with :meth:`set_state`)."""
+        cpu = resolve("cpu")
+        return _wrap(cpu.backend.from_numpy(self.device.backend.generator_state(self._native), cpu.index), cpu)
 
     def set_state(self, state) -> "Generator":
         self.device.backend.set_generator_state(self._native, state.numpy() if hasattr(state, "numpy") else state)
@@ -85,9 +85,7 @@ def native(generator, dev):
 def manual_seed(seed: int) -> Generator:
     """Seed every device's default generator; returns the CPU default generator."""
     seed = int(seed)
-    from .plugins import REGISTRY
-
-    for name, backend in REGISTRY.backends.items():
+    for name, backend in BACKENDS.items():
         if backend.is_available():
             count = backend.device_count() if backend.has_index() else 1
             for i in range(count):

@@ -72,6 +72,12 @@ def unexport(ns: str, name: str) -> None:
             delattr(target, name)
 
 
+def drop(ns: str) -> None:
+    """Forget namespace ``ns`` and the objects showing it (a plugin namespace whose last op went away)."""
+    NAMESPACES.pop(ns, None)
+    _BOUND.pop(ns, None)
+
+
 def inplace_form(fn, name: str):
     """``name_``: ``fn`` computed out of place, then written into ``self`` (history through the result).
 

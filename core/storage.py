@@ -1,6 +1,8 @@
 """Storages: the flat memory a tensor views (``untyped_storage()``, legacy ``storage()``)."""
 from __future__ import annotations
 
+from .shared_memory import is_shared  # noqa: F401
+
 
 class UntypedStorage:
     """The bytes under a tensor; views of one tensor share one storage."""
@@ -76,12 +78,6 @@ class TypedStorage(UntypedStorage):
         return f"{body}\n[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}]"
 
 
-def is_shared(t) -> bool:
-    """Whether the storage is in shared memory (see ember.multiprocessing)."""
-    # cycle: storage -> multiprocessing.shared -> tensor -> storage
-    from .multiprocessing.shared import is_shared as shared
-
-    return shared(t)
 
 
 def _ptr(a):

@@ -16,7 +16,8 @@ from . import dtypes
 from ._printing import tensor_repr
 from .state import STATE
 from .storage import TypedStorage, UntypedStorage, _ptr
-from .storage import is_shared as _is_shared
+from .shared_memory import is_shared as _is_shared
+from .shared_memory import share_memory_ as _share_memory_
 from .backend import resolve
 
 _new = object.__new__
@@ -231,9 +232,7 @@ class Tensor:
 
     def share_memory_(self) -> "Tensor":
         """Move the storage into shared memory (no-op if already shared or on a device); returns self."""
-        from .multiprocessing.shared import share_memory_
-
-        return share_memory_(self)
+        return _share_memory_(self)
 
     # ------------------------------------------------------------------ autograd state
     @property

@@ -40,7 +40,7 @@ def _subclasses(cls):
 def _differentiable_ops():
     """Concrete differentiable ops: bases shared by several ops (``Pick``) are covered through those."""
     return {c for c in _subclasses(Op) if c.__module__.startswith("ember.ops.")
-            and c.__module__ != "ember.ops.plugin_ops" and c.backward is not Op.backward and not c.__subclasses__()}
+            and c.backward is not Op.backward and not c.__subclasses__()}
 
 
 def _nodes_of(outputs):

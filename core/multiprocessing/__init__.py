@@ -17,7 +17,7 @@ import multiprocessing
 from multiprocessing import *  # noqa: F403
 
 from .reductions import init_reductions
-from .shared import get_all_sharing_strategies, get_sharing_strategy, set_sharing_strategy
+from ..shared_memory import get_all_sharing_strategies, get_sharing_strategy, set_sharing_strategy
 from .spawn import ProcessContext, ProcessExitedException, ProcessRaisedException, spawn, start_processes
 
 __all__ = [*multiprocessing.__all__, "get_all_sharing_strategies", "get_sharing_strategy", "set_sharing_strategy",

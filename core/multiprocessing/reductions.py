@@ -12,7 +12,7 @@ from multiprocessing.reduction import ForkingPickler
 
 from ..backend import resolve
 from ..tensor import Tensor, _wrap
-from . import shared
+from .. import shared_memory as shared
 
 
 def _check(t):

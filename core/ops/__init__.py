@@ -7,13 +7,12 @@ exported through :mod:`ember.registry` (``ember.*``, ``Tensor.*``,
 and ``METHODS`` (Tensor methods); importing this package enters those too.
 
 ``ember.ops.<namespace>.<name>`` holds operators added by plugins
-(see :mod:`ember.ops.plugin_ops`).
+(see :mod:`ember.plugin_ops`): the registry's ``ops.<namespace>``.
 """
 from .. import registry
 from ..tensor import Tensor
 from . import (conversion, creation, indexing, inplace, interop, linalg, pointwise, random_ops, reduction, shape,
                sorting)
-from .plugin_ops import namespace_getattr
 
 MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops,
            sorting]
@@ -27,4 +26,7 @@ registry.bind("Tensor", Tensor)
 
 
 def __getattr__(name):
+    # cycle: plugin namespaces are filled by ember.plugin_ops, a floor above the ops
+    from ..plugin_ops import namespace_getattr
+
     return namespace_getattr(name)

@@ -20,7 +20,11 @@ from __future__ import annotations
 import sys
 import types
 
-from ..autograd.function import Function, Op
+from .autograd.function import Function, Op
+from .dispatch import apply
+from .hookspecs import PluginError
+from .registry import bind, drop, export, unexport
+from .tensor import Tensor
 
 
 class OpNamespace(types.SimpleNamespace):
@@ -38,8 +42,6 @@ NAMESPACES: dict = {}
 
 
 def _refuse(registry, qualname, what):
-    from ..plugins import PluginError
-
     return PluginError(f"plugin {registry.describe(registry.current)}: op {qualname} {what}")
 
 
@@ -71,8 +73,6 @@ def _not_differentiable(qualname, origin):
 
 
 def _op_caller(OpCls):
-    from ..dispatch import apply
-
     def call(*tensors):
         return apply(OpCls, *tensors)
 
@@ -89,8 +89,6 @@ def add_op(registry, namespace: str, name: str, fn=None, *, forward=None, backwa
         raise _refuse(registry, qualname, "needs a namespace and name that are Python identifiers")
     owner = registry.ops.get(namespace, {}).get(name)
     if owner is not None and owner["plugin"] != registry.current:
-        from ..plugins import PluginError
-
         raise PluginError(f"op clash: {qualname} is provided by plugin {registry.describe(owner['plugin'])} and "
                           f"plugin {registry.describe(registry.current)}; uninstall or disable one of them")
     origin = f" (op {qualname} from plugin {registry.describe(registry.current)})"
@@ -103,15 +101,16 @@ def add_op(registry, namespace: str, name: str, fn=None, *, forward=None, backwa
     registry.ops.setdefault(namespace, {})[name] = {
         "fn": call, "plugin": registry.current, "method": method, "module": module,
         "differentiable": differentiable, "kernels": sorted(kernels or ())}
-    ns = NAMESPACES.setdefault(namespace, OpNamespace(namespace))
-    setattr(ns, name, call)
+    ns = NAMESPACES.get(namespace)
+    if ns is None:
+        ns = NAMESPACES[namespace] = OpNamespace(namespace)
+        bind(f"ops.{namespace}", ns)
+    export(call, name, to=(f"ops.{namespace}",))
     if method:
-        from ..tensor import Tensor
-
         mname = method if isinstance(method, str) else name
         if hasattr(Tensor, mname) and registry.methods.get(mname) is None:
             raise _refuse(registry, qualname, f"cannot become Tensor.{mname}: ember already defines it")
-        setattr(Tensor, mname, _as_method(call))
+        export(_as_method(call), mname, to=("Tensor",))
         registry.methods[mname] = registry.current
     if module is not None:
         nn = _nn()
@@ -152,6 +151,7 @@ def _as_method(call):
 
 
 def _nn():
+    # ember.nn sits beside this module; plugins may load before it, so it is imported on first use
     import importlib
 
     try:
@@ -162,8 +162,6 @@ def _nn():
 
 def remove_ops(registry, plugin: str) -> None:
     """Take away every op, Tensor method and kernel that ``plugin`` registered."""
-    from ..tensor import Tensor
-
     removed = []
     for namespace, ops in list(registry.ops.items()):
         for name, entry in list(ops.items()):
@@ -171,14 +169,14 @@ def remove_ops(registry, plugin: str) -> None:
                 continue
             del ops[name]
             removed.append(entry)
+            unexport(f"ops.{namespace}", name)
             ns = NAMESPACES.get(namespace)
-            if ns is not None:
-                ns.__dict__.pop(name, None)
-                if entry["module"] is not None:
-                    ns.__dict__.pop(entry["module"].__name__, None)
+            if ns is not None and entry["module"] is not None:
+                ns.__dict__.pop(entry["module"].__name__, None)
         if not ops:
             del registry.ops[namespace]
             NAMESPACES.pop(namespace, None)
+            drop(f"ops.{namespace}")
     nn = sys.modules.get("ember.nn")
     for entry in removed:
         mod = entry["module"]
@@ -187,8 +185,7 @@ def remove_ops(registry, plugin: str) -> None:
     for mname, owner in list(registry.methods.items()):
         if owner == plugin:
             del registry.methods[mname]
-            if mname in Tensor.__dict__:
-                delattr(Tensor, mname)
+            unexport("Tensor", mname)
 
 
 def namespace_getattr(name):
