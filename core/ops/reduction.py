@@ -1,15 +1,21 @@
-"""Reductions: ``sum``, ``mean`` (the full set with dims, keepdim and dtype)."""
+"""Reductions: ``sum``, ``mean`` (the full set with dims, keepdim and dtype), extremes and their indices,
+products, variance, ``logsumexp``, cumulative ops, truth and counting reductions, norms, NaN-ignoring
+reductions, ``diff``, ``histc`` and ``bincount``."""
 from __future__ import annotations
+
+import math
+from builtins import max as _builtin_max
+from collections import namedtuple
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import cast, unary, view_op
-from ..registry import export, inplace_form
-from ..tensor import Tensor, _wrap_dim
-from .shape import Expand
-
-
-__all__ = ["mean", "sum"]
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply, cast, out_or, unary, view_op
+from ..registry import check_tensor, export, op_class
+from ..tensor import Tensor, _wrap, _wrap_dim
+from .creation import eye, ones
+from .pointwise import _type_name, maximum, minimum
+from .shape import Expand, cat
 
 
 def dims_arg(dim, ndim, op):
@@ -87,6 +93,7 @@ def _sum_dtype(t, dtype):
     return None
 
 
+@export
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,A002
     """Sum of all elements, or over ``dim`` (int or tuple).
 
@@ -97,16 +104,17 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     if dim is None and dtype is None and out is None and isinstance(input, Tensor) \
             and (input._rg or input.dtype.category >= dtypes.FLOAT):  # only float and complex tensors need grad
         return unary(Sum, input, None, keepdim, None)
-    if not isinstance(input, Tensor):
-        raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if type(input) is not Tensor:
+        check_tensor(input, "sum")
     axes = dims_arg(dim, input.dim(), "sum")
     d = _sum_dtype(input, dtype)
     if d is not None:
         input = cast(input, d)
     r = unary(Sum, input, axes, keepdim, None if d is None else input._data.dtype)  # int32 sums stay int32
-    return _out(r, out)
+    return out_or(r, out)
 
 
+@export
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     """Mean of all elements, or over ``dim``; needs a floating (or complex) dtype."""
     if dtype is not None:
@@ -115,24 +123,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {input.dtype.name.capitalize()}")
     axes = dims_arg(dim, input.dim(), "mean")
-    return _out(unary(Mean, input, axes, keepdim, None), out)
-
-
-def _out(r, out):
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
-
-
-METHODS = {"sum": sum, "mean": mean}
+    return out_or(unary(Mean, input, axes, keepdim, None), out)
 
 
 # --------------------------------------------------------------------------- more reductions
-from collections import namedtuple  # noqa: E402
-
-from ..dispatch import apply  # noqa: E402
 
 
 def _rt(name, fields=("values", "indices")):
@@ -153,6 +147,9 @@ class return_types:  # noqa: N801 - PyTorch's name
     cummax = _rt("cummax")
     cummin = _rt("cummin")
     aminmax = _rt("aminmax", ("min", "max"))
+
+
+export(return_types, "return_types", to=("torch",))
 
 
 class Amax(Op):
@@ -185,14 +182,16 @@ class Amin(Amax):
     backward_name = "AminBackward0"
 
 
+@export
 def amax(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     """Maximum over ``dim`` (all dims when empty); the gradient is shared evenly between ties."""
-    return _out(_minmax_reduce(Amax, "amax", input, dim, keepdim), out)
+    return out_or(_minmax_reduce(Amax, "amax", input, dim, keepdim), out)
 
 
+@export
 def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     """Minimum over ``dim`` (all dims when empty)."""
-    return _out(_minmax_reduce(Amin, "amin", input, dim, keepdim), out)
+    return out_or(_minmax_reduce(Amin, "amin", input, dim, keepdim), out)
 
 
 def _minmax_reduce(Cls, kernel, input, dim, keepdim):
@@ -225,8 +224,6 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, g, _gi):
-        from ..tensor import _wrap
-
         if not ctx.keepdim:
             g = g.unsqueeze(ctx.dim)
         idx = _wrap(ctx.idx, g._dev)
@@ -237,14 +234,12 @@ class MinDim(MaxDim):
     backward_name = "MinBackward0"
 
 
-def _max_min(kernel, Red, DimOp, rt):
+def _max_min(kernel, Red, DimOp, rt, elementwise):
     def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         if isinstance(dim, Tensor):  # the elementwise two-tensor form
-            from . import pointwise
-
-            return getattr(pointwise, {"max": "maximum", "min": "minimum"}[kernel])(input, dim, out=out)
+            return elementwise(input, dim, out=out)
         if dim is None:
-            return _out(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
+            return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
         d = _wrap_dim(dim, input.dim(), kernel)
         if input.dim() == 0:
             return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
@@ -255,35 +250,52 @@ def _max_min(kernel, Red, DimOp, rt):
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = (f"``{kernel}(input)``: the {kernel}imum element; ``{kernel}(input, dim, keepdim)``: a named tuple "
                   f"(values, indices); ``{kernel}(input, other)``: elementwise.")
-    return fn
+    return export(fn)
 
 
-max = _max_min("max", Amax, MaxDim, return_types.max)  # noqa: A001
-min = _max_min("min", Amin, MinDim, return_types.min)  # noqa: A001
+max = _max_min("max", Amax, MaxDim, return_types.max, maximum)  # noqa: A001
+min = _max_min("min", Amin, MinDim, return_types.min, minimum)  # noqa: A001
 
 
-def _arg(kernel):
+def _nondiff(Cls, input, *params):  # noqa: A002
+    """``unary(Cls, input, *params)`` for an op whose result carries no gradient (indices, counts, truth)."""
+    if input._rg:
+        with no_grad():
+            return unary(Cls, input, *params)
+    return unary(Cls, input, *params)
+
+
+class Argmax(Op):
+    """Indices of the largest values along ``dim`` (of the flattened input when None); not differentiable."""
+
+    @staticmethod
+    def forward(ctx, k, x, dim, keepdim, kernel):
+        if dim is not None:
+            return k[kernel](x, dim, keepdim)
+        r = k[kernel](k["reshape"](x, (-1,)), 0, False)
+        return k["reshape"](r, (1,) * x.ndim) if keepdim else r
+
+
+class Argmin(Argmax):
+    pass
+
+
+def _arg(kernel, Cls):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
-        from ..tensor import _wrap
-
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
-            k = input._dev.kernels
-            r = k[kernel](k["reshape"](input._data, (-1,)), 0, False)
-            if keepdim:
-                r = k["reshape"](r, (1,) * input.dim())
-            return _wrap(r, input._dev)
-        d = _wrap_dim(dim, input.dim(), kernel)
-        return _wrap(input._dev.kernels[kernel](input._data, d, keepdim), input._dev)
+        else:
+            dim = _wrap_dim(dim, input.dim(), kernel)
+        return _nondiff(Cls, input, dim, keepdim, kernel)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = f"Indices of the {kernel[3:]}imum values (flattened when ``dim`` is None); not differentiable."
-    return fn
+    return export(fn)
 
 
-argmax = _arg("argmax")
-argmin = _arg("argmin")
+argmax = _arg("argmax", Argmax)
+argmin = _arg("argmin", Argmin)
 
 
 class Prod(Op):
@@ -317,6 +329,7 @@ class Prod(Op):
         return g * others
 
 
+@export
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """Product of all elements, or along ``dim``."""
     d = _sum_dtype(input, dtype)
@@ -344,12 +357,7 @@ class Var(Op):
         if ctx.axes is not None and not ctx.keepdim:
             g = _unsqueeze_axes(g, ctx.axes)
         mu = x.mean(ctx.axes, keepdim=True) if ctx.axes is not None else x.mean()
-        return g * 2 * (x - mu) / builtins_max(ctx.n - ctx.correction, 0)
-
-
-import builtins as _builtins  # noqa: E402
-
-builtins_max = _builtins.max
+        return g * 2 * (x - mu) / _builtin_max(ctx.n - ctx.correction, 0)
 
 
 def _correction(unbiased, correction):
@@ -358,6 +366,7 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
+@export
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):  # noqa: A002
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
     if isinstance(dim, bool) and unbiased is None:
@@ -365,18 +374,21 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     if input.dtype.category < dtypes.FLOAT:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     axes = dims_arg(dim, input.dim(), "var")
-    return _out(unary(Var, input, axes, _correction(unbiased, correction), keepdim), out)
+    return out_or(unary(Var, input, axes, _correction(unbiased, correction), keepdim), out)
 
 
+@export
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):  # noqa: A002
     """Standard deviation: ``var(...).sqrt()``."""
-    return _out(var(input, dim, unbiased, keepdim, correction=correction).sqrt(), out)
+    return out_or(var(input, dim, unbiased, keepdim, correction=correction).sqrt(), out)
 
 
+@export(to=("torch",))
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
 
 
+@export(to=("torch",))
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
 
@@ -399,6 +411,7 @@ class LogSumExp(Op):
         return g * (x - y).exp()
 
 
+@export
 def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
     if input.dtype.category < dtypes.FLOAT:
@@ -406,7 +419,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     axes = dims_arg(dim, input.dim(), "logsumexp")
     if axes is None:
         axes = tuple(range(input.dim()))
-    return _out(unary(LogSumExp, input, axes, keepdim), out)
+    return out_or(unary(LogSumExp, input, axes, keepdim), out)
 
 
 class Cumsum(Op):
@@ -420,14 +433,15 @@ class Cumsum(Op):
         return g.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
 
 
+@export(inplace=True)
 def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Cumulative sum along ``dim``."""
     d = _sum_dtype(input, dtype)
     if d is not None:
         input = cast(input, d)
     if input.dim() == 0:
-        return _out(input.clone(), out)
-    return _out(unary(Cumsum, input, _wrap_dim(dim, input.dim(), "cumsum")), out)
+        return out_or(input.clone(), out)
+    return out_or(unary(Cumsum, input, _wrap_dim(dim, input.dim(), "cumsum")), out)
 
 
 class Cumprod(Op):
@@ -450,14 +464,13 @@ class Cumprod(Op):
         # replaced by 1, summed against g_j for j >= i
         xl, gl = x.movedim(d, -1), g.movedim(d, -1)
         n = xl.shape[-1]
-        from .creation import eye, ones
-
         diag = eye(n, dtype=dtypes.bool, device=x.device)
         rows = xl.unsqueeze(-2).expand(xl.shape[:-1] + (n, n)).masked_fill(diag, 1).cumprod(-1)
         later = ones(n, n, dtype=dtypes.bool, device=x.device).triu()
         return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
 
 
+@export
 def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Cumulative product along ``dim``.
 
@@ -469,8 +482,8 @@ def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     if d is not None:
         input = cast(input, d)
     if input.dim() == 0:
-        return _out(input.clone(), out)
-    return _out(unary(Cumprod, input, _wrap_dim(dim, input.dim(), "cumprod")), out)
+        return out_or(input.clone(), out)
+    return out_or(unary(Cumprod, input, _wrap_dim(dim, input.dim(), "cumprod")), out)
 
 
 class CumExtreme(Op):
@@ -487,8 +500,6 @@ class CumExtreme(Op):
 
     @staticmethod
     def backward(ctx, g, _gi):
-        from ..tensor import _wrap
-
         return g.new_zeros(ctx.shape).scatter_add(ctx.dim, _wrap(ctx.idx, g._dev).long(), g)
 
 
@@ -505,13 +516,14 @@ def _cum_extreme(name, largest, rt):
                   f"value was last reached.\n\n    >>> import ember\n"
                   f"    >>> ember.{name}(ember.tensor([2, 3, 1]), 0).values\n"
                   f"    tensor([{'2, 3, 3' if largest else '2, 2, 1'}])\n")
-    return fn
+    return export(fn)
 
 
 cummax = _cum_extreme("cummax", True, return_types.cummax)
 cummin = _cum_extreme("cummin", False, return_types.cummin)
 
 
+@export
 def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     """``(amin, amax)`` over ``dim`` (everything when None) as a named tuple (min, max).
 
@@ -524,32 +536,33 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
 
 
 def _bool_reduce(kernel):
-    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
-        from ..tensor import _wrap
+    Cls = op_class(kernel)
 
+    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         axes = dims_arg(dim, input.dim(), kernel)
-        r = _wrap(input._dev.kernels[kernel](input._data, axes, keepdim), input._dev)
+        r = _nondiff(Cls, input, axes, keepdim)
         if input.dtype is dtypes.uint8:
             r = r.to(dtypes.uint8)
-        return _out(r, out)
+        return out_or(r, out)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = f"Whether {'all' if kernel == 'all' else 'any'} elements (over ``dim``) are true."
-    return fn
+    return export(fn)
 
 
 all = _bool_reduce("all")  # noqa: A001
 any = _bool_reduce("any")  # noqa: A001
+CountNonzero = op_class("count_nonzero")
 
 
+@export
 def count_nonzero(input, dim=None):  # noqa: A002
     """Number of non-zero elements (over ``dim``)."""
-    from ..tensor import _wrap
-
     axes = dims_arg(dim, input.dim(), "count_nonzero")
-    return cast(_wrap(input._dev.kernels["count_nonzero"](input._data, axes), input._dev), dtypes.int64)
+    return cast(_nondiff(CountNonzero, input, axes), dtypes.int64)
 
 
+@export
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
     """Vector p-norm (or Frobenius/nuclear matrix norm) composed of ember ops."""
     if dtype is not None:
@@ -558,14 +571,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{input.dtype.name.capitalize()} instead.")
     if p == "nuc":
-        from .. import linalg
-
-        return linalg.matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
+        return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
     if p == "fro" or p is None:
         p = 2
     return vector_norm(input, p, dim, keepdim)
 
 
+@export(to=("linalg",))
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """The vector ``ord``-norm over ``dim`` (all elements when None).
 
@@ -573,8 +585,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     >>> ember.linalg.vector_norm(ember.tensor([3., -4.]), 1)
     tensor(7.)
     """
-    import math
-
     if dtype is not None:
         x = cast(x, dtypes.as_dtype(dtype))
     if x.dtype.category < dtypes.FLOAT:
@@ -597,6 +607,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
 
 
+@export(to=("linalg",))
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
     """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf (PyTorch's meanings).
 
@@ -604,8 +615,6 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     >>> ember.linalg.matrix_norm(ember.tensor([[1., -2.], [3., 4.]]), 1)
     tensor(6.)
     """
-    import math
-
     if dtype is not None:
         A = cast(A, dtypes.as_dtype(dtype))
     if A.dim() < 2:
@@ -623,9 +632,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
         r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)
         return r if keepdim else r.squeeze((d0, d1))
     if ord in ("nuc", 2, -2):
-        from .. import linalg
+        from ..linalg import svdvals  # cycle: ops.reduction <-> ember.linalg (svdvals is not in ops.linalg yet)
 
-        sv = linalg.svdvals(A.movedim((d0, d1), (-2, -1)))
+        sv = svdvals(A.movedim((d0, d1), (-2, -1)))
         r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
         if keepdim:
             r = r.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), sorted((d0, d1)))
@@ -633,6 +642,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
+@export(name="norm", to=("linalg",))
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two.
 
@@ -652,44 +662,26 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-class SafeSqrt(Op):
-    """``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)."""
+def _safe_sqrt_vjp(ctx, g):
+    y = ctx.output
+    return (g / (2 * y)).masked_fill(y == 0, 0)
 
-    save_output = True
-    backward_name = "NormBackward1"
 
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["sqrt"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        y = ctx.output
-        return (g / (2 * y)).masked_fill(y == 0, 0)
+# ``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)
+SafeSqrt = op_class("safe_sqrt", "sqrt", saves="output", vjp=_safe_sqrt_vjp, backward_name="NormBackward1")
 
 
 def _safe_sqrt(s):
     return unary(SafeSqrt, s)
 
 
-def cat(tensors, dim=0):
-    from .shape import cat as _cat
-
-    return _cat(tensors, dim)
-
-
-__all__ += ["amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
-            "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero", "norm", "return_types", "cummax", "cummin",
-            "aminmax"]
-# vector_norm, matrix_norm and linalg_norm are public as ember.linalg.*
-METHODS.update({"amax": amax, "amin": amin, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
-                "prod": prod, "var": var, "std": std, "logsumexp": logsumexp, "cumsum": cumsum,
-                "cumprod": cumprod, "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm,
-                "cummax": cummax, "cummin": cummin, "aminmax": aminmax})
-
-
 # --------------------------------------------------------------------------- NaN-ignoring reductions, diff, counting
-from .pointwise import _type_name  # noqa: E402
+# NaN replaced by 0; the gradient is ``g * (x == x)`` as in PyTorch's nansum (NaN where ``g`` is infinite)
+NanZeroed = op_class("nan_zeroed", "nan_to_num", saves="input", backward_name="NansumBackward0",
+                     vjp=lambda ctx, g: g * ctx.inputs[0].isnan().logical_not())
+
+
+@export
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     """``sum`` treating NaN as zero (its gradient is zero there).
 
@@ -698,26 +690,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A0
     tensor(3.)
     """
     if input.dtype.category >= dtypes.FLOAT:
-        input = unary(NanZeroed, input)
+        input = unary(NanZeroed, input, 0.0, math.inf, -math.inf)
     return sum(input, dim, keepdim, dtype=dtype, out=out)
 
 
-class NanZeroed(Op):
-    """NaN replaced by 0; the gradient is ``g * (x == x)`` as in PyTorch's nansum (NaN where ``g`` is infinite)."""
-
-    save_inputs = True
-    backward_name = "NansumBackward0"
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["nan_to_num"](x, 0.0, float("inf"), -float("inf"))
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.inputs
-        return g * x.isnan().logical_not()
-
-
+@export
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     """The mean of the non-NaN elements (NaN where there are none).
 
@@ -731,9 +708,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_type_name(input.dtype)}")
     count = input.isnan().logical_not().sum(dim, keepdim)
-    return _out(nansum(input, dim, keepdim) / count, out)
+    return out_or(nansum(input, dim, keepdim) / count, out)
 
 
+@export
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A002
     """The ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, logical xor for bool),
     after joining ``prepend`` and ``append`` to ``input`` along ``dim``.
@@ -767,9 +745,14 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A
         if x.shape[d] == 0:
             break
         x = x[head].logical_xor(x[tail]) if x.dtype is dtypes.bool else x[head] - x[tail]
-    return _out(x, out)
+    return out_or(x, out)
 
 
+Histc = op_class("histc")
+Bincount = op_class("bincount")
+
+
+@export
 def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A001,A002
     """Counts of the elements in ``bins`` equal-width bins over ``[min, max]`` (the data's range when
     ``min == max``); elements outside, and NaN, are not counted.  Not differentiable.
@@ -778,10 +761,6 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A001,A002
     >>> ember.histc(ember.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
     tensor([0., 2., 1., 0.])
     """
-    import math
-
-    from ..tensor import _wrap
-
     if input.dtype.category != dtypes.FLOAT:
         raise NotImplementedError(f'"histc_{input.device.type}" not implemented for \'{_type_name(input.dtype)}\'')
     if bins <= 0:
@@ -795,9 +774,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A001,A002
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
     if lo >= hi:
         raise RuntimeError(f"torch.histc: max must be larger than min, got min {lo} and max {hi}")
-    return _out(_wrap(input._dev.kernels["histc"](input._data, int(bins), lo, hi), input._dev), out)
+    return out_or(_nondiff(Histc, input, int(bins), lo, hi), out)
 
 
+@export
 def bincount(input, weights=None, minlength=0):  # noqa: A002
     """How often each value 0, 1, ... occurs in a 1-d non-negative integer tensor (summing ``weights``
     instead of ones when given); at least ``minlength`` bins.  Not differentiable.
@@ -806,8 +786,6 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     >>> ember.bincount(ember.tensor([1, 3, 1]))
     tensor([0, 2, 0, 1])
     """
-    from ..tensor import _wrap
-
     if input.dtype.category != dtypes.INT:
         raise NotImplementedError(f'"bincount_{input.device.type}" not implemented for '
                                   f'\'{_type_name(input.dtype)}\'')
@@ -820,17 +798,9 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
         if weights.dim() != 1 or weights.shape[0] != input.shape[0]:
             raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (got "
                                f"{list(weights.shape)} for input {list(input.shape)})")
-        if weights._dev is not input._dev:
-            from ..dispatch import device_error
-
-            raise device_error("bincount", input, weights)
-        w = cast(weights.detach(), dtypes.float64)._data
-    r = _wrap(input._dev.kernels["bincount"](input._data, w, int(minlength)), input._dev)
+        w = cast(weights.detach(), dtypes.float64)
+    r = apply(Bincount, input, w, int(minlength))  # a weights tensor on another device: the device error
     if weights is None:
         return cast(r, dtypes.int64)
     return cast(r, weights.dtype if weights.dtype in (dtypes.float32, dtypes.float64) else dtypes.float64)
 
-
-__all__ += ["nansum", "nanmean", "diff", "histc", "bincount"]
-METHODS.update({"nansum": nansum, "nanmean": nanmean, "diff": diff, "histc": histc, "bincount": bincount})
-export(inplace_form(cumsum, "cumsum"), "cumsum_", to=("Tensor",))

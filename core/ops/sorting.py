@@ -5,12 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..tensor import Tensor, _wrap, _wrap_dim
-from . import pointwise, reduction
-from .reduction import return_types
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply, device_error, out_or, result_type
+from ..registry import export, op_class
+from ..tensor import Tensor, _wrap_dim
+from . import pointwise
+from .creation import full_like, tensor
+from .reduction import _nondiff, return_types
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
-           "unique_consecutive", "equal", "allclose", "isclose"]
+
+class SortIndices(Op):
+    """The indices that sort ``x`` along ``dim`` (stably); not differentiable (values are gathered with them)."""
+
+    @staticmethod
+    def forward(ctx, k, x, dim, descending):
+        return k["sort"](x, dim, descending, True)[1]
 
 
 def _gather_values(x, idx, dim):
@@ -18,25 +28,28 @@ def _gather_values(x, idx, dim):
     return x.gather(dim, idx)
 
 
+@export
 def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     """Sorted values and their indices along ``dim`` (a named tuple)."""
     if input.dim() == 0:
         return return_types.sort(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     d = _wrap_dim(dim, input.dim(), "sort")
-    _, idx = input._dev.kernels["sort"](input._data, d, descending, True)
-    idx = _wrap(idx, input._dev)
+    idx = _nondiff(SortIndices, input, d, descending)
     return return_types.sort(_gather_values(input, idx, d), idx)
 
 
+@export
 def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     """Indices that sort ``input`` along ``dim``."""
     return sort(input, dim, descending, stable).indices
 
 
+@export
 def msort(input):  # noqa: A002
     return sort(input, 0).values
 
 
+@export
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     d = _wrap_dim(dim, max(input.dim(), 1), "topk")
@@ -47,6 +60,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return return_types.topk(s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k))
 
 
+@export
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     """The ``k``-th smallest value (1-based) along ``dim`` and its index."""
     d = _wrap_dim(dim, input.dim(), "kthvalue")
@@ -59,6 +73,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return return_types.kthvalue(v, i)
 
 
+@export
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median (of all elements, or along ``dim`` with its index), as PyTorch defines it."""
     if dim is None:
@@ -81,6 +96,7 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
     return return_types.median(values, idx)
 
 
+@export
 def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median of the non-NaN values (NaN only where all are NaN).
 
@@ -106,6 +122,7 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
     return return_types.nanmedian(values, idx)
 
 
+@export
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """The most frequent value along ``dim`` (the smallest among ties) and the last index where it occurs.
 
@@ -141,6 +158,7 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_types.mode(vals, idx)
 
 
+@export
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted), optionally with the inverse indices and counts."""
     host = input.detach().cpu().numpy()
@@ -161,6 +179,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@export
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     host = input.detach().cpu().numpy().reshape(-1) if dim is None else None
     if host is None:
@@ -178,15 +197,15 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@export
 def equal(input, other) -> bool:  # noqa: A002
     """True when both have the same shape and elements."""
     return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
 
 
+@export
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (a bool tensor)."""
-    from ..autograd.grad_mode import no_grad
-
     with no_grad():
         a, b = input.detach(), other.detach() if isinstance(other, Tensor) else other
         close = (a - b).abs() <= atol + rtol * (b.abs() if isinstance(b, Tensor) else abs(b))
@@ -196,16 +215,17 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A00
     return close
 
 
+@export
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # noqa: A002
     """Whether every element is close (see :func:`isclose`)."""
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
 # --------------------------------------------------------------------------- searching sorted data, quantiles
-def _search(seq, values, out_int32, right, side, sorter, op):
-    from ..dispatch import result_type
-    from .creation import tensor
+Searchsorted = op_class("searchsorted")
 
+
+def _search(seq, values, out_int32, right, side, sorter, op):
     if seq.dim() == 0:
         raise RuntimeError(f"{op}(): boundaries tensor should have positive dimension, but got 0 dimension")
     if side is not None:
@@ -225,8 +245,6 @@ def _search(seq, values, out_int32, right, side, sorter, op):
                            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(seq.shape)} and input value tensor {list(values.shape)}")
     if values._dev is not seq._dev:
-        from ..dispatch import device_error
-
         raise device_error(op, seq, values)
     rt = result_type(seq, values)
     if rt is dtypes.bool:
@@ -240,10 +258,11 @@ def _search(seq, values, out_int32, right, side, sorter, op):
                                f"{list(seq.shape)} and got sorter tensor {list(sorter.shape)}")
         seq = seq.gather(-1, sorter)
     seq, values = (v.detach().to(rt) for v in (seq, values))
-    r = _wrap(seq._dev.kernels["searchsorted"](seq._data, values._data, right), seq._dev)
+    r = apply(Searchsorted, seq, values, right)
     return r.to(dtypes.int32 if out_int32 else dtypes.int64)
 
 
+@export(to=("torch",))
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None,  # noqa: A002
                  out=None):
     """Indices where ``input`` would be inserted into ``sorted_sequence`` (sorted along its last dim) to keep
@@ -255,9 +274,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     >>> ember.searchsorted(ember.tensor([1, 3, 5, 7]), ember.tensor([3, 6]))
     tensor([1, 3])
     """
-    return reduction._out(_search(sorted_sequence, input, out_int32, right, side, sorter, "searchsorted"), out)
+    return out_or(_search(sorted_sequence, input, out_int32, right, side, sorter, "searchsorted"), out)
 
 
+@export(to=("torch",))
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):  # noqa: A002
     """The bucket of each element of ``input`` between the sorted 1-d ``boundaries``: ``i`` with
     ``boundaries[i-1] < x <= boundaries[i]`` (``boundaries[i-1] <= x < boundaries[i]`` with ``right=True``).
@@ -269,7 +289,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):  # 
     if not isinstance(boundaries, Tensor) or boundaries.dim() != 1:
         raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
                            f"{getattr(boundaries, 'ndim', 0)})")
-    return reduction._out(_search(boundaries, input, out_int32, right, None, None, "bucketize"), out)
+    return out_or(_search(boundaries, input, out_int32, right, None, None, "bucketize"), out)
 
 
 QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -279,8 +299,6 @@ _ROUNDING = {"lower": "floor", "higher": "ceil", "nearest": "round"}  # modes th
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     """PyTorch's algorithm: sort, take ranks ``q * (n - 1)`` (n counting non-NaN values for nanquantile; a
     row with NaN gives NaN for quantile), gather the values around them and interpolate."""
-    from .creation import full_like, tensor
-
     if input.numel() == 0:
         raise RuntimeError(f"{op}() input tensor must be non-empty")
     if isinstance(q, Tensor) and q.dim() > 1:
@@ -329,6 +347,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     return values.reshape(([qt.numel()] if qt.dim() else []) + shape)
 
 
+@export
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
     """The ``q``-th quantiles (``q`` a number or a 1-d tensor in [0, 1]) of all elements or along ``dim``;
     between two data points ``interpolation`` picks 'linear', 'lower', 'higher', 'midpoint' or 'nearest'.
@@ -338,9 +357,10 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     >>> ember.quantile(ember.tensor([1.0, 2.0, 4.0, 8.0]), 0.5)
     tensor(3.)
     """
-    return reduction._out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
+    return out_or(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
+@export
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
     """:func:`quantile` of the non-NaN values (NaN only where a row has no other).
 
@@ -348,13 +368,4 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     >>> ember.nanquantile(ember.tensor([1.0, float("nan"), 4.0]), 0.5)
     tensor(2.5000)
     """
-    return reduction._out(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
-
-
-__all__ += ["searchsorted", "bucketize", "quantile", "nanquantile"]
-
-
-METHODS = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
-           "median": median, "nanmedian": nanmedian, "mode": mode, "unique": unique,
-           "unique_consecutive": unique_consecutive, "equal": equal, "allclose": allclose, "isclose": isclose,
-           "quantile": quantile, "nanquantile": nanquantile}
+    return out_or(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
