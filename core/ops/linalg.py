@@ -253,9 +253,9 @@ class Einsum(Op):
             others = [s for j, s in enumerate(ctx.ins) if j != i]
             values = [o for j, o in enumerate(ops) if j != i]
             subs, eyes = _unrepeat(subs, t, ctx.ins, ctx.rhs)
-            for pair, eye in eyes:
+            for pair, identity in eyes:
                 others.append(pair)
-                values.append(eye)
+                values.append(identity)
             seen = set(ctx.rhs).union(*others)
             target = "".join(c for c in subs if c in seen)
             r = einsum_explicit([ctx.rhs, *others], target, [g, *values])
@@ -432,9 +432,9 @@ def linalg_cross(input, other, *, dim=-1, out=None) -> Tensor:  # noqa: A002
 
     >>> import ember
     >>> ember.linalg.cross(ember.eye(3), ember.eye(3).roll(1, 0))
-    tensor([[ 0.,  0., -1.],
-            [-1.,  0.,  0.],
-            [ 0., -1.,  0.]])
+    tensor([[ 0., -1.,  0.],
+            [ 0.,  0., -1.],
+            [-1.,  0.,  0.]])
     """
     return cross(input, other, dim, out=out)
 
@@ -511,6 +511,13 @@ def vecdot(x, y, *, dim=-1, out=None) -> Tensor:
     >>> ember.linalg.vecdot(ember.tensor([[1., 2.], [3., 4.]]), ember.tensor([1., 1.]))
     tensor([3., 7.])
     """
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type {x.dtype} "
+                           f"and y of type {y.dtype} instead")
+    for t in (x, y):
+        if t.dtype.category < dtypes.FLOAT:
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{t.dtype.name.capitalize()}")
     return out_or(((x.conj() if x.is_complex() else x) * y).sum(dim), out)
 
 
