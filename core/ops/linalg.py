@@ -1,16 +1,25 @@
-"""Linear algebra: ``matmul`` and friends."""
+"""Linear algebra: ``matmul`` and friends, ``einsum``, norms, and every ``ember.linalg`` name.
+
+Products and norms are here; inverses, determinants, solves and decompositions
+are in :mod:`ember.ops.linalg_decomp`.  Each function is exported to the
+namespaces PyTorch has it in: ``ember.*``, ``Tensor.*`` and ``ember.linalg.*``.
+"""
 from __future__ import annotations
 
 import math
 import string
 
+from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, binary
-from ..tensor import Tensor
+from ..dispatch import apply, binary, cast, copy_into_out, out_or, unary
+from ..registry import export
+from ..tensor import Tensor, _wrap_dim
+from .creation import eye
+from .linalg_decomp import svdvals
+from .shape import broadcast_tensors, cat
 
-
-__all__ = ["addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "cross", "dot", "einsum", "kron", "matmul", "mm", "mv",
-           "tensordot", "vdot"]
+LINALG = ("linalg",)
+EVERYWHERE = ("linalg", "torch", "Tensor")
 
 
 class Matmul(Op):
@@ -47,6 +56,7 @@ class Matmul(Op):
         return ga, gb
 
 
+@export(to=EVERYWHERE)
 def matmul(input, other, *, out=None):  # noqa: A002
     """Matrix product with NumPy/PyTorch batching and broadcasting rules.
 
@@ -71,13 +81,10 @@ def matmul(input, other, *, out=None):  # noqa: A002
     if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
-    if out is not None:
-        from ..dispatch import copy_into_out
-
-        return copy_into_out(out, r)
-    return r
+    return r if out is None else copy_into_out(out, r)
 
 
+@export
 def mm(input, mat2, *, out=None):  # noqa: A002
     """Product of two matrices (2-D only).
 
@@ -91,11 +98,12 @@ def mm(input, mat2, *, out=None):  # noqa: A002
     return matmul(input, mat2, out=out)
 
 
+export(matmul, "__matmul__", to=("Tensor",))
+
+
+@export(name="__rmatmul__", to=("Tensor",))
 def _rmatmul(self, other):
     return matmul(other, self)
-
-
-
 
 
 def _need(t, n, op, what="tensor"):
@@ -103,6 +111,7 @@ def _need(t, n, op, what="tensor"):
         raise RuntimeError(f"{op}: Expected {n}-D {what}, got {t.dim()}-D tensor of shape {list(t.shape)}")
 
 
+@export
 def bmm(input, mat2, *, out=None) -> Tensor:  # noqa: A002
     """Batched product of ``[b, n, m]`` and ``[b, m, p]`` (no broadcasting).
 
@@ -118,6 +127,7 @@ def bmm(input, mat2, *, out=None) -> Tensor:  # noqa: A002
     return matmul(input, mat2, out=out)
 
 
+@export
 def mv(input, vec, *, out=None) -> Tensor:  # noqa: A002
     """Matrix-vector product.
 
@@ -130,6 +140,7 @@ def mv(input, vec, *, out=None) -> Tensor:  # noqa: A002
     return matmul(input, vec, out=out)
 
 
+@export
 def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
     """Inner product of two 1-D tensors.
 
@@ -146,6 +157,7 @@ def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
     return matmul(input, other, out=out)
 
 
+@export
 def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     """Inner product conjugating the first vector.
 
@@ -160,13 +172,10 @@ def _scaled_sum(input, prod, beta, alpha, out):
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
+    return out_or(r, out)
 
 
+@export(inplace=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
     """``beta * input + alpha * (mat1 @ mat2)``.
 
@@ -178,6 +187,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out)
 
 
+@export(inplace=True)
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
     """``beta * input + alpha * (mat @ vec)``.
 
@@ -188,6 +198,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A00
     return _scaled_sum(input, mv(mat, vec), beta, alpha, out)
 
 
+@export(inplace=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
     """``beta * input + alpha * bmm(batch1, batch2)``.
 
@@ -198,6 +209,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # n
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out)
 
 
+@export(inplace=True)
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``.
 
@@ -209,6 +221,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # no
     return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out)
 
 
+@export(inplace=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
     """``beta * input + alpha * outer(vec1, vec2)``.
 
@@ -240,9 +253,9 @@ class Einsum(Op):
             others = [s for j, s in enumerate(ctx.ins) if j != i]
             values = [o for j, o in enumerate(ops) if j != i]
             subs, eyes = _unrepeat(subs, t, ctx.ins, ctx.rhs)
-            for pair, eye in eyes:
+            for pair, identity in eyes:
                 others.append(pair)
-                values.append(eye)
+                values.append(identity)
             seen = set(ctx.rhs).union(*others)
             target = "".join(c for c in subs if c in seen)
             r = einsum_explicit([ctx.rhs, *others], target, [g, *values])
@@ -265,8 +278,6 @@ def _unrepeat(subs, t, ins, rhs):
     """
     if len(set(subs)) == len(subs):
         return subs, []
-    from .creation import eye
-
     used = set("".join(ins) + rhs)
     fresh = iter(c for c in string.ascii_letters if c not in used)
     out, eyes, first = [], [], set()
@@ -326,6 +337,7 @@ def _parse_einsum(equation, shapes):
     return out_ins, rhs
 
 
+@export(to=("torch",))
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation, e.g. ``einsum('bij,bjk->bik', a, b)`` (``...`` broadcasts).
 
@@ -342,6 +354,7 @@ def einsum(equation: str, *operands) -> Tensor:
     return apply(Einsum, list(operands), tuple(ins), rhs)
 
 
+@export(to=("torch",))
 def tensordot(a, b, dims=2, out=None) -> Tensor:
     """Sum over ``dims`` (a count of trailing/leading dims, or two lists of dims) of ``a`` and ``b``.
 
@@ -368,13 +381,10 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     k = math.prod(a.shape[d] for d in da)
     r = a.permute(ka + da).reshape(m, k) @ b.permute(db + kb).reshape(k, n)
     r = r.reshape([a.shape[d] for d in ka] + [b.shape[d] for d in kb])
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
+    return out_or(r, out)
 
 
+@export
 def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
     """Kronecker product (block ``input[i, j] * other``).
 
@@ -389,13 +399,10 @@ def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
     ia = [x for d in range(n) for x in (a.shape[d], 1)]
     ib = [x for d in range(n) for x in (1, b.shape[d])]
     r = (a.reshape(ia) * b.reshape(ib)).reshape([a.shape[d] * b.shape[d] for d in range(n)])
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
+    return out_or(r, out)
 
 
+@export
 def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
     """Cross product of 3-vectors along ``dim`` (the first dimension of size 3 when None).
 
@@ -407,8 +414,6 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. (got shapes "
                            f"{list(input.shape)} and {list(other.shape)})")
     if input.shape != other.shape:
-        from .shape import broadcast_tensors
-
         input, other = broadcast_tensors(input, other)  # noqa: A001
     if dim is None:
         dim = next((d for d in range(input.dim()) if input.shape[d] == 3), -1)
@@ -417,15 +422,255 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")
     r = input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
+    return out_or(r, out)
 
 
-METHODS = {
-    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot,
-    "vdot": vdot, "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "addr": addr,
-    "kron": kron, "cross": cross,
-}
+
+@export(name="cross", to=LINALG)
+def linalg_cross(input, other, *, dim=-1, out=None) -> Tensor:  # noqa: A002
+    """``ember.linalg.cross``: :func:`cross` along ``dim`` (the last dimension by default), broadcasting.
+
+    >>> import ember
+    >>> ember.linalg.cross(ember.eye(3), ember.eye(3).roll(1, 0))
+    tensor([[ 0., -1.,  0.],
+            [ 0.,  0., -1.],
+            [-1.,  0.,  0.]])
+    """
+    return cross(input, other, dim, out=out)
+
+
+# --------------------------------------------------------------------------- more ember.linalg products
+@export(to=LINALG)
+def multi_dot(tensors, *, out=None) -> Tensor:
+    """The product of two or more matrices, multiplied in the order that costs the fewest operations.
+
+    The first tensor may be a vector (a row), the last one too (a column); every other one is 2-D.
+
+    >>> import ember
+    >>> ember.linalg.multi_dot([ember.tensor([1., 2.]), ember.eye(2), ember.tensor([2., 3.])])
+    tensor(8.)
+    """
+    tensors = list(tensors)
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    if first.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    if any(t.dtype != first.dtype for t in tensors):
+        raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is {first.dtype} "
+                           f"and tensor {next(i for i, t in enumerate(tensors) if t.dtype != first.dtype)} is "
+                           f"{next(t.dtype for t in tensors if t.dtype != first.dtype)}")
+    mats = [first.unsqueeze(0) if first.dim() == 1 else first, *tensors[1:-1],
+            last.unsqueeze(-1) if last.dim() == 1 else last]
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    r = _chain(mats, _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]]), 0, n - 1)
+    if first.dim() == 1:
+        r = r.squeeze(0)
+    if last.dim() == 1:
+        r = r.squeeze(-1)
+    return out_or(r, out)
+
+
+def _chain_order(p):
+    """The matrix-chain split table for matrices of shapes ``p[i] x p[i + 1]`` (the textbook dynamic program)."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return mm(_chain(mats, split, i, k), _chain(mats, split, k + 1, j))
+
+
+@export(to=LINALG)
+def vecdot(x, y, *, dim=-1, out=None) -> Tensor:
+    """``sum(conj(x) * y)`` along ``dim``, broadcasting the batch dimensions.
+
+    >>> import ember
+    >>> ember.linalg.vecdot(ember.tensor([[1., 2.], [3., 4.]]), ember.tensor([1., 1.]))
+    tensor([3., 7.])
+    """
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type {x.dtype} "
+                           f"and y of type {y.dtype} instead")
+    for t in (x, y):
+        if t.dtype.category < dtypes.FLOAT:
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{t.dtype.name.capitalize()}")
+    return out_or(((x.conj() if x.is_complex() else x) * y).sum(dim), out)
+
+
+@export(name="vander", to=LINALG)
+def linalg_vander(x, *, N=None) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of the vectors ``x`` (batch): columns ``x^0, x^1, ..., x^(N-1)``.
+
+    >>> import ember
+    >>> ember.linalg.vander(ember.tensor([1, 2, 3]))
+    tensor([[1, 1, 1],
+            [1, 2, 4],
+            [1, 3, 9]])
+    """
+    if x.dtype is dtypes.bool:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    n = x.shape[-1] if x.dim() and N is None else N
+    if n is None or n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = x.detach().new_ones((*x.shape, 1))
+    return cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)], -1)
+
+
+@export(to=("torch",))
+def vander(x, N=None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """``torch.vander``: the Vandermonde matrix of a vector, powers decreasing (``increasing``: increasing).
+
+    >>> import ember
+    >>> ember.vander(ember.tensor([1, 2, 3]), 2)
+    tensor([[1, 1],
+            [2, 1],
+            [3, 1]])
+    """
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if n <= 1:
+        r = x.detach().new_ones((x.shape[0], n))
+    else:
+        r = linalg_vander(x, N=n)
+    return r if increasing else r.flip(-1)
+
+
+@export(name="diagonal", to=LINALG)
+def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """``ember.linalg.diagonal``: :func:`ember.diagonal` over the last two dimensions by default (a view).
+
+    >>> import ember
+    >>> ember.linalg.diagonal(ember.arange(8).view(2, 2, 2))
+    tensor([[0, 3],
+            [4, 7]])
+    """
+    return A.diagonal(offset, dim1, dim2)
+
+
+# --------------------------------------------------------------------------- norms
+class NormSqrt(Op):
+    """``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)."""
+
+    save_output = True
+    backward_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k["sqrt"](x)
+
+    @staticmethod
+    def backward(ctx, g):
+        y = ctx.output
+        return (g / (2 * y)).masked_fill(y == 0, 0)
+
+
+@export(to=LINALG)
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """The vector ``ord``-norm over ``dim`` (all elements when None).
+
+    >>> import ember
+    >>> ember.linalg.vector_norm(ember.tensor([3., -4.]), 1)
+    tensor(7.)
+    """
+    if dtype is not None:
+        x = cast(x, dtypes.as_dtype(dtype))
+    if x.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{x.dtype.name.capitalize()}")
+    if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
+        r = unary(NormSqrt, (x * x).sum(dim, keepdim))
+        return r if out is None else copy_into_out(out, r)
+    a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
+    if ord == math.inf:
+        r = a.amax(dim if dim is not None else (), keepdim)
+    elif ord == -math.inf:
+        r = a.amin(dim if dim is not None else (), keepdim)
+    elif ord == 0:
+        r = (a != 0).to(a.dtype).sum(dim, keepdim)
+    elif ord == 2:
+        r = unary(NormSqrt, (a * a).sum(dim, keepdim))
+    elif ord == 1:
+        r = a.sum(dim, keepdim)
+    else:
+        r = (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
+    return out_or(r, out)
+
+
+@export(to=LINALG)
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf (PyTorch's meanings).
+
+    >>> import ember
+    >>> ember.linalg.matrix_norm(ember.tensor([[1., -2.], [3., 4.]]), 1)
+    tensor(6.)
+    """
+    if dtype is not None:
+        A = cast(A, dtypes.as_dtype(dtype))
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (_wrap_dim(d, A.dim(), "linalg.matrix_norm") for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim, out=out)
+    if ord in (1, -1, math.inf, -math.inf):
+        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
+        r = A.abs().sum(inner, keepdim=True)
+        r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)
+        return out_or(r if keepdim else r.squeeze((d0, d1)), out)
+    if ord in ("nuc", 2, -2):
+        sv = svdvals(A.movedim((d0, d1), (-2, -1)))
+        r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
+        if keepdim:
+            r = r.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), sorted((d0, d1)))
+        return out_or(r, out)
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+@export(name="norm", to=LINALG)
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two.
+
+    >>> import ember
+    >>> ember.linalg.norm(ember.tensor([3., 4.]))
+    tensor(5.)
+    """
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.dim() not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.dim()}D.")
+        dim = tuple(range(A.dim()))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)

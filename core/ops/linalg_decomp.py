@@ -1,0 +1,634 @@
+"""Inverses, determinants, solves and decompositions, all differentiable (``ember.linalg.*`` and the
+top-level forms PyTorch also has: ``ember.det``, ``ember.inverse``, ``ember.svd``, ``Tensor.qr``, ...).
+
+Forward runs the backend's batched LAPACK kernels; backward formulas are
+written with ember ops (so second derivatives work where the formula allows).
+
+>>> import ember
+>>> ember.linalg.inv(ember.eye(2) * 2)
+tensor([[0.5000, 0.0000],
+        [0.0000, 0.5000]])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .. import dtypes
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply, device_error, out_or, result_type, unary
+from ..registry import export
+from ..tensor import Tensor, _wrap
+from .creation import eye, tensor, zeros
+from .shape import broadcast_shapes, stack
+
+LINALG = ("linalg",)
+EVERYWHERE = ("linalg", "torch", "Tensor")
+
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+QRResult = namedtuple("qr", ["Q", "R"])
+SVDResult = namedtuple("svd", ["U", "S", "Vh"])
+SVDUSVResult = namedtuple("svd", ["U", "S", "V"])  # torch.svd's: V, not Vh
+EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+class LinAlgError(RuntimeError):
+    """A matrix the operation cannot handle: singular, not positive-definite, not converging."""
+
+
+export(LinAlgError, to=LINALG)
+
+
+def _square(a, op):
+    if not isinstance(a, Tensor):
+        raise TypeError(f"linalg.{op}: expected a Tensor, got {type(a).__name__}")
+    if a.dim() < 2:
+        raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are {a.shape[-2]} by "
+                           f"{a.shape[-1]} matrices")
+    _floating(a, op)
+
+
+def _floating(a, op):
+    if not a.is_floating_point():
+        raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. Got {a.dtype}")
+
+
+# why LAPACK refused, in PyTorch's words
+_FAILURES = {
+    "inv": "The diagonal element is zero, the inversion could not be completed because the input matrix is singular.",
+    "det": "The input matrix is singular.",
+    "slogdet": "The input matrix is singular.",
+    "solve": "The solver failed because the input matrix is singular.",
+    "cholesky": "The factorization could not be completed because the input is not positive-definite.",
+    "qr": "The QR decomposition failed to converge.",
+    "svd": "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+           "repeated singular values.",
+    "eigh": "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+            "repeated eigenvalues.",
+}
+
+
+def _run(Cls, op, a, *params):
+    try:
+        return unary(Cls, a, *params)
+    except RuntimeError:
+        raise LinAlgError(f"linalg.{op}: {_FAILURES[op]} (input of shape {list(a.shape)}, {a.dtype})") from None
+
+
+def _sym(x):
+    return (x + x.mT) * 0.5
+
+
+def _eye_like(x):
+    return eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+# --------------------------------------------------------------------------- inverse, determinant, solve
+class Inv(Op):
+    save_output = True
+    backward_name = "LinalgInvExBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return k["inv"](a)
+
+    @staticmethod
+    def backward(ctx, g):
+        ai = ctx.output
+        return -(ai.mT @ g @ ai.mT)
+
+
+class Det(Op):
+    save_inputs = True
+    save_output = True
+    backward_name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return k["det"](a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.inputs
+        return (g * ctx.output).unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+
+
+class Slogdet(Op):
+    save_inputs = True
+    nondiff_outputs = (0,)
+    backward_name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return k["slogdet"](a)
+
+    @staticmethod
+    def backward(ctx, gsign, glog):
+        (a,) = ctx.inputs
+        return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+
+
+class Solve(Op):
+    save_inputs = True
+    save_output = True
+    backward_name = "LinalgSolveExBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        return k["solve"](a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, _ = ctx.inputs
+        gb = solve(a.mT, g)
+        return -(gb @ ctx.output.mT), gb
+
+
+@export(to=LINALG)
+def inv(A: Tensor, *, out=None) -> Tensor:
+    """Inverse of a square matrix (batch); singular input raises.
+
+    >>> import ember
+    >>> ember.linalg.inv(ember.tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    _square(A, "inv")
+    return out_or(_run(Inv, "inv", A), out)
+
+
+@export
+def inverse(input, *, out=None) -> Tensor:  # noqa: A002
+    """``torch.inverse``: the same as :func:`ember.linalg.inv`.
+
+    >>> import ember
+    >>> (ember.eye(2) * 4).inverse()
+    tensor([[0.2500, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    return inv(input, out=out)
+
+
+@export(to=EVERYWHERE)
+def det(A: Tensor, *, out=None) -> Tensor:
+    """Determinant of a square matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.det(ember.tensor([[1., 2.], [3., 4.]]))
+    tensor(-2.)
+    """
+    _square(A, "det")
+    return out_or(_run(Det, "det", A), out)
+
+
+@export(to=EVERYWHERE)
+def slogdet(A: Tensor, *, out=None):
+    """``(sign, log|det|)`` of a square matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.slogdet(ember.tensor([[2., 0.], [0., 3.]])).logabsdet
+    tensor(1.7918)
+    """
+    _square(A, "slogdet")
+    return SlogdetResult(*_run(Slogdet, "slogdet", A))
+
+
+@export
+def logdet(input) -> Tensor:  # noqa: A002
+    """``log(det(input))``: ``-inf`` where the determinant is zero, NaN where it is negative.
+
+    >>> import ember
+    >>> ember.logdet(ember.tensor([[2., 0.], [0., 3.]]))
+    tensor(1.7918)
+    """
+    sign, logabs = slogdet(input)
+    return logabs.masked_fill(sign < 0, float("nan"))
+
+
+@export(to=LINALG)
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
+    """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left=False``); ``B`` may be a vector (batch).
+
+    >>> import ember
+    >>> ember.linalg.solve(ember.tensor([[2., 0.], [0., 4.]]), ember.tensor([2., 2.]))
+    tensor([1.0000, 0.5000])
+    """
+    _square(A, "solve")
+    if A._dev is not B._dev:
+        raise device_error("linalg.solve", A, B)
+    if not left:
+        return solve(A.mT, B.mT).mT
+    vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    b = B.unsqueeze(-1) if vec else B
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({A.shape[-2]}x"
+                           f"{A.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    rt = result_type(A, B)
+    a, b = A.to(rt), b.to(rt)
+    batch = tuple(broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    a = a.expand(*batch, *a.shape[-2:])
+    b = b.expand(*batch, *b.shape[-2:])
+    try:
+        x = apply(Solve, a, b)
+    except RuntimeError:
+        raise LinAlgError(f"linalg.solve: {_FAILURES['solve']} (A of shape {list(A.shape)})") from None
+    return out_or(x.squeeze(-1) if vec else x, out)
+
+
+@export(to=EVERYWHERE)
+def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity).
+
+    >>> import ember
+    >>> ember.linalg.matrix_power(ember.tensor([[1., 1.], [0., 1.]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
+    if n == 0:
+        return out_or(eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone(), out)
+    base = inv(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return out_or(result, out)
+
+
+# --------------------------------------------------------------------------- decompositions
+class Cholesky(Op):
+    save_output = True
+    backward_name = "LinalgCholeskyExBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, upper):
+        ctx.upper = upper
+        return k["cholesky"](a, upper)
+
+    @staticmethod
+    def backward(ctx, g):
+        lo = ctx.output
+        if ctx.upper:
+            lo, g = lo.mT, g.mT
+        # gA = L^-T Phi(L^T gL) L^-1, symmetrised; Phi keeps the lower triangle with a halved diagonal
+        p = (lo.mT @ g.tril()).tril()
+        p = p - p.diagonal(0, -2, -1).diag_embed() * 0.5
+        s = solve(lo.mT, solve(lo.mT, p.mT).mT)
+        return _sym(s)
+
+
+@export(to=LINALG)
+def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+    """Cholesky factor ``L`` (lower; ``upper=True``: ``L^T``) of a symmetric positive-definite matrix (batch).
+
+    >>> import ember
+    >>> ember.linalg.cholesky(ember.tensor([[4., 2.], [2., 2.]]))
+    tensor([[2., 0.],
+            [1., 1.]])
+    """
+    _square(A, "cholesky")
+    return out_or(_run(Cholesky, "cholesky", A, bool(upper)), out)
+
+
+@export(name="cholesky")
+def cholesky_upper_arg(input, upper: bool = False, *, out=None) -> Tensor:  # noqa: A002
+    """``torch.cholesky(A, upper=False)``: :func:`ember.linalg.cholesky` with ``upper`` positional.
+
+    >>> import ember
+    >>> ember.tensor([[4., 2.], [2., 2.]]).cholesky(True)
+    tensor([[2., 1.],
+            [0., 1.]])
+    """
+    return cholesky(input, upper=upper, out=out)
+
+
+@export(to=LINALG)
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out=None):
+    """``(L, info)``: the Cholesky factor and, per matrix, 0 or the order of the first leading minor that is not
+    positive-definite (where it is not, that matrix's ``L`` is NaN).
+
+    >>> import ember
+    >>> ember.linalg.cholesky_ex(ember.tensor([[1., 2.], [2., 1.]])).info
+    tensor(2, dtype=ember.int32)
+    """
+    _square(A, "cholesky_ex")
+    batch = tuple(A.shape[:-2])
+    try:
+        lo = cholesky(A, upper=upper)
+        info = zeros(batch, dtype=dtypes.int32, device=A.device)
+    except LinAlgError:
+        if check_errors:
+            raise
+        n = A.shape[-1]
+        flat = A.reshape(-1, n, n)
+        factors, codes = [], []
+        for a in flat.unbind(0):
+            try:
+                factors.append(cholesky(a, upper=upper))
+                codes.append(0)
+            except LinAlgError:
+                factors.append(a.detach().new_full((n, n), float("nan")))
+                codes.append(_failing_minor(a.detach()))
+        lo = stack(factors).reshape(A.shape)
+        info = tensor(codes, dtype=dtypes.int32, device=A.device).reshape(batch)
+    if out is not None:
+        out[0].copy_(lo)
+        out[1].copy_(info)
+        return CholeskyExResult(out[0], out[1])
+    return CholeskyExResult(lo, info)
+
+
+def _failing_minor(a):
+    """The order of the first leading minor of ``a`` that is not positive-definite."""
+    with no_grad():
+        for k in range(1, a.shape[-1] + 1):
+            try:
+                unary(Cholesky, a[:k, :k].contiguous(), False)
+            except RuntimeError:
+                return k
+    return 0
+
+
+class QR(Op):
+    save_output = True
+    backward_name = "LinalgQrBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, mode):
+        return k["qr"](a, mode)
+
+    @staticmethod
+    def backward(ctx, gq, gr):
+        q, r = _outputs(ctx, gq._dev)
+        if r.shape[-2] > r.shape[-1] or q.shape[-1] != r.shape[-2] or q.shape[-2] < q.shape[-1]:
+            raise RuntimeError("linalg.qr: the derivative is implemented for reduced QR of tall or square "
+                               "matrices (m >= n) only")
+        qdq = q.mT @ gq
+        rdr = r @ gr.mT
+        m = (qdq - qdq.mT + rdr - rdr.mT).tril()
+        ga = q @ (gr + solve(r, m.mT).mT)
+        gb = solve(r, (gq - q @ qdq).mT).mT
+        return ga + gb
+
+
+@export(to=LINALG)
+def qr(A: Tensor, mode: str = "reduced", *, out=None):
+    """QR decomposition ``A = Q R`` (mode 'reduced', 'complete' or 'r').
+
+    >>> import ember
+    >>> [t.shape for t in ember.linalg.qr(ember.ones(3, 2))]
+    [ember.Size([3, 2]), ember.Size([2, 2])]
+    """
+    if A.dim() < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    _floating(A, "qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           f"'r', or 'complete'")
+    if mode == "r":
+        q, r = _multi(QR, "qr", A, "reduced")
+        return QRResult(q.new_zeros(0), r)
+    return QRResult(*_multi(QR, "qr", A, mode))
+
+
+@export(name="qr")
+def qr_some(input, some: bool = True, *, out=None):  # noqa: A002
+    """``torch.qr(A, some=True)``: the reduced QR decomposition, the complete one when ``some=False``.
+
+    >>> import ember
+    >>> [t.shape for t in ember.ones(3, 2).qr(some=False)]
+    [ember.Size([3, 3]), ember.Size([3, 2])]
+    """
+    return qr(input, "reduced" if some else "complete")
+
+
+def _outputs(ctx, dev):
+    """The outputs a decomposition node saved, as tensors whose history is that node (for double backward)."""
+    ctx._check_released()
+    outs = []
+    for i, arr in enumerate(ctx._out_arrays):
+        t = _wrap(arr, dev)
+        t._rg, t._fn, t._nr = True, ctx, i
+        outs.append(t)
+    return outs
+
+
+def _multi(Cls, op, a, *params):
+    """Run a several-output decomposition, keeping its outputs (detached) on the node for backward."""
+    outs = _run(Cls, op, a, *params)
+    fn = outs[0].grad_fn
+    if fn is not None and isinstance(fn, Cls):
+        fn._out_arrays = tuple(o._data for o in outs)
+    return outs
+
+
+class SVD(Op):
+    backward_name = "LinalgSvdBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, full_matrices):
+        ctx.full = full_matrices
+        return k["svd"](a, full_matrices)
+
+    @staticmethod
+    def backward(ctx, gu, gs, gvh):
+        u, s, vh = _outputs(ctx, gs._dev)
+        if ctx.full and u.shape[-1] != vh.shape[-2]:
+            raise RuntimeError("linalg.svd: the derivative of full_matrices=True is not implemented for "
+                               "non-square input; use full_matrices=False")
+        v, gv = vh.mT, gvh.mT
+        s2 = s * s
+        e = s2.unsqueeze(-2) - s2.unsqueeze(-1)          # e[i, j] = s_j^2 - s_i^2
+        eye = _eye_like(e)
+        f = 1 / (e + eye) * (1 - eye)
+        su, sv = s.unsqueeze(-2), s.unsqueeze(-1)
+        ugu, vgv = u.mT @ gu, v.mT @ gv
+        inner = f * (ugu - ugu.mT) * su + sv * (f * (vgv - vgv.mT)) + gs.diag_embed()
+        ga = u @ inner @ vh
+        m, n = u.shape[-2], v.shape[-2]
+        sinv = (1 / s).unsqueeze(-2)
+        if m > s.shape[-1]:
+            ga = ga + (gu - u @ (u.mT @ gu)) * sinv @ vh
+        if n > s.shape[-1]:
+            ga = ga + u @ ((gv - v @ (v.mT @ gv)) * sinv).mT
+        return ga
+
+
+@export(to=LINALG)
+def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
+    """Singular value decomposition ``A = U diag(S) Vh``.
+
+    >>> import ember
+    >>> ember.linalg.svd(ember.tensor([[3., 0.], [0., 4.]])).S
+    tensor([4., 3.])
+    """
+    if A.dim() < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _floating(A, "svd")
+    return SVDResult(*_multi(SVD, "svd", A, bool(full_matrices)))
+
+
+@export(name="svd")
+def svd_usv(input, some: bool = True, compute_uv: bool = True, *, out=None):  # noqa: A002
+    """``torch.svd``: ``(U, S, V)`` with ``input = U diag(S) V^T`` (``V``, not ``Vh``); reduced when ``some``.
+
+    Without ``compute_uv``, ``U`` and ``V`` are zero matrices of shapes ``(m, m)`` and ``(n, n)``.
+
+    >>> import ember
+    >>> u, s, v = ember.svd(ember.tensor([[3., 0.], [0., 4.]]))
+    >>> s
+    tensor([4., 3.])
+    """
+    if not compute_uv:
+        s = svdvals(input)
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        return SVDUSVResult(input.detach().new_zeros(batch + (m, m)), s, input.detach().new_zeros(batch + (n, n)))
+    u, s, vh = svd(input, full_matrices=not some)
+    return SVDUSVResult(u, s, vh.mT)
+
+
+@export(to=LINALG)
+def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
+    """The singular values of ``A``, descending.
+
+    >>> import ember
+    >>> ember.linalg.svdvals(ember.tensor([[3., 0.], [0., 4.]]))
+    tensor([4., 3.])
+    """
+    return out_or(svd(A, full_matrices=False).S, out)
+
+
+class Eigh(Op):
+    backward_name = "LinalgEighBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, uplo):
+        return k["eigh"](a, uplo)
+
+    @staticmethod
+    def backward(ctx, gl, gv):
+        w, v = _outputs(ctx, gl._dev)
+        e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
+        eye = _eye_like(e)
+        f = 1 / (e + eye) * (1 - eye)
+        inner = f * (v.mT @ gv) + gl.diag_embed()
+        return v @ inner @ v.mT
+
+
+@export(to=LINALG)
+def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, from its ``UPLO`` triangle.
+
+    >>> import ember
+    >>> ember.linalg.eigh(ember.tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([1., 2.])
+    """
+    _square(A, "eigh")
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return EighResult(*_multi(Eigh, "eigh", A, UPLO))
+
+
+@export(to=LINALG)
+def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:  # noqa: N803
+    """Eigenvalues (ascending) of a symmetric matrix.
+
+    >>> import ember
+    >>> ember.linalg.eigvalsh(ember.tensor([[2., 1.], [1., 2.]]))
+    tensor([1., 3.])
+    """
+    return out_or(eigh(A, UPLO).eigenvalues, out)
+
+
+class Pinv(Op):
+    save_inputs = True
+    save_output = True
+    backward_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a, rtol, hermitian):
+        return k["pinv"](a, rtol, hermitian)
+
+    @staticmethod
+    def backward(ctx, g):
+        # valid where the rank is locally constant (Golub & Pereyra)
+        (a,) = ctx.inputs
+        p = ctx.output
+        gt = g.mT
+        ga = -(p.mT @ g @ p.mT)
+        ga = ga + (gt - a @ (p @ gt)) @ (p @ p.mT)
+        ga = ga + (p.mT @ p) @ (gt - (gt @ p) @ a)
+        return ga
+
+
+def _eps(a):
+    return {"float32": 1.1920929e-07, "float64": 2.220446049250313e-16}.get(a.dtype.name, 1e-3)
+
+
+@export(to=LINALG)
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """Moore-Penrose pseudo-inverse (by SVD).
+
+    >>> import ember
+    >>> ember.linalg.pinv(ember.tensor([[2., 0.], [0., 0.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    if A.dim() < 2:
+        raise RuntimeError("linalg.pinv: The input tensor A must have at least 2 dimensions.")
+    _floating(A, "pinv")
+    if rtol is None:
+        rtol = _eps(A) * max(A.shape[-2], A.shape[-1])
+    return out_or(unary(Pinv, A, float(rtol), bool(hermitian)), out)
+
+
+@export
+def pinverse(input, rcond: float = 1e-15) -> Tensor:  # noqa: A002
+    """``torch.pinverse``: :func:`ember.linalg.pinv` with ``rcond`` as its relative tolerance.
+
+    >>> import ember
+    >>> ember.tensor([[2., 0.], [0., 0.]]).pinverse()
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    return pinv(input, rtol=rcond)
+
+
+@export(to=LINALG)
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
+    """The number of singular values (``hermitian``: absolute eigenvalues) above ``max(atol, rtol * largest)``.
+
+    ``rtol`` defaults to ``eps * max(m, n)``, or 0 where ``atol`` is given and positive; ``tol`` (NumPy's)
+    is ``atol`` with ``rtol = 0``.
+
+    >>> import ember
+    >>> ember.linalg.matrix_rank(ember.tensor([[1., 2.], [2., 4.]]))
+    tensor(1)
+    """
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_rank: The input tensor A must have at least 2 dimensions.")
+    _floating(A, "matrix_rank")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    with no_grad():
+        s = eigvalsh(A).abs() if hermitian else svdvals(A)
+        if s.shape[-1] == 0:
+            return out_or(zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device), out)
+        smax = s.amax(-1, keepdim=True)
+        default = _eps(A) * max(A.shape[-2], A.shape[-1])
+        if rtol is None:
+            rtol = default if atol is None else (atol <= 0) * default
+        cut = smax * rtol
+        if atol is not None:
+            cut = cut.maximum(atol if isinstance(atol, Tensor) else cut.new_tensor(float(atol)))
+        r = (s > cut).sum(-1)
+    return out_or(r, out)
