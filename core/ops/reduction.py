@@ -15,6 +15,7 @@ from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones
 from .pointwise import _type_name, maximum, minimum
+from .linalg import matrix_norm, vector_norm
 from .shape import Expand, cat
 
 
@@ -575,104 +576,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
     if p == "fro" or p is None:
         p = 2
     return vector_norm(input, p, dim, keepdim)
-
-
-@export(to=("linalg",))
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    """The vector ``ord``-norm over ``dim`` (all elements when None).
-
-    >>> import ember
-    >>> ember.linalg.vector_norm(ember.tensor([3., -4.]), 1)
-    tensor(7.)
-    """
-    if dtype is not None:
-        x = cast(x, dtypes.as_dtype(dtype))
-    if x.dtype.category < dtypes.FLOAT:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{x.dtype.name.capitalize()}")
-    if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
-        return _safe_sqrt((x * x).sum(dim, keepdim))
-    a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
-    if ord == math.inf:
-        return a.amax(dim if dim is not None else (), keepdim)
-    if ord == -math.inf:
-        return a.amin(dim if dim is not None else (), keepdim)
-    if ord == 0:
-        return (a != 0).to(a.dtype).sum(dim, keepdim)
-    if ord == 2:
-        s = (a * a).sum(dim, keepdim)
-        return _safe_sqrt(s)
-    if ord == 1:
-        return a.sum(dim, keepdim)
-    return (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
-
-
-@export(to=("linalg",))
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
-    """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf (PyTorch's meanings).
-
-    >>> import ember
-    >>> ember.linalg.matrix_norm(ember.tensor([[1., -2.], [3., 4.]]), 1)
-    tensor(6.)
-    """
-    if dtype is not None:
-        A = cast(A, dtypes.as_dtype(dtype))
-    if A.dim() < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
-    d0, d1 = (_wrap_dim(d, A.dim(), "linalg.matrix_norm") for d in dim)
-    if d0 == d1:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
-    if ord == "fro":
-        return vector_norm(A, 2, (d0, d1), keepdim)
-    if ord in (1, -1, math.inf, -math.inf):
-        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
-        r = A.abs().sum(inner, keepdim=True)
-        r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)
-        return r if keepdim else r.squeeze((d0, d1))
-    if ord in ("nuc", 2, -2):
-        from ..linalg import svdvals  # cycle: ops.reduction <-> ember.linalg (svdvals is not in ops.linalg yet)
-
-        sv = svdvals(A.movedim((d0, d1), (-2, -1)))
-        r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
-        if keepdim:
-            r = r.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), sorted((d0, d1)))
-        return r
-    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-
-
-@export(name="norm", to=("linalg",))
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two.
-
-    >>> import ember
-    >>> ember.linalg.norm(ember.tensor([3., 4.]))
-    tensor(5.)
-    """
-    if isinstance(dim, int):
-        dim = (dim,)
-    if dim is None and ord is not None:
-        if A.dim() not in (1, 2):
-            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
-                               f"Got {A.dim()}D.")
-        dim = tuple(range(A.dim()))
-    if dim is not None and len(dim) == 2:
-        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
-
-
-def _safe_sqrt_vjp(ctx, g):
-    y = ctx.output
-    return (g / (2 * y)).masked_fill(y == 0, 0)
-
-
-# ``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)
-SafeSqrt = op_class("safe_sqrt", "sqrt", saves="output", vjp=_safe_sqrt_vjp, backward_name="NormBackward1")
-
-
-def _safe_sqrt(s):
-    return unary(SafeSqrt, s)
 
 
 # --------------------------------------------------------------------------- NaN-ignoring reductions, diff, counting

@@ -5,7 +5,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import SESSION_BACKENDS, assert_close, available_backends, to_numpy
+from .compare import SESSION_BACKENDS, assert_close, available_backends, to_numpy
 
 
 class OpCheckError(AssertionError):
