@@ -88,8 +88,8 @@ def inplace_form(fn, name: str):
         check_inplace(self, name + "_")
         r = fn(self.clone() if self._rg and STATE.enabled else self, *args, **kwargs)
         if r.dtype.category > self.dtype.category:
-            raise RuntimeError(f"{name}_: result type {r.dtype} can't be cast to the desired output type "
-                               f"{self.dtype}")
+            raise RuntimeError(f"{name}_: result type {_type_name(r.dtype)} can't be cast to the desired output "
+                               f"type {_type_name(self.dtype)}")
         return self.copy_(r)
 
     method.__name__ = method.__qualname__ = name + "_"
@@ -117,6 +117,11 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
     if vjp is not None:
         attrs["backward"] = staticmethod(vjp)
     return type(attrs["backward_name"], (base,), attrs)
+
+
+def _type_name(d) -> str:
+    """PyTorch's name of a dtype in its messages ('Long', 'Float', 'Bool', ...)."""
+    return d.legacy[:-len("Tensor")]
 
 
 def check_tensor(x, op: str):

@@ -16,7 +16,8 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_inplace, device_error, out_or,
                         promote, result_type, unary)
-from ..registry import NAMESPACES, binary_op, binary_result, check_tensor, export, inplace_form, op_class, unary_op
+from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
+                        unary_op)
 from ..tensor import Tensor, _wrap
 
 
@@ -928,11 +929,6 @@ class Hypot(Op):
     def backward(ctx, g):
         a, b = ctx.inputs
         return g * a / ctx.output, g * b / ctx.output
-
-
-def _type_name(d) -> str:
-    """PyTorch's name of a dtype in kernel messages ('Long', 'Float', 'Bool', ...)."""
-    return d.legacy[:-len("Tensor")]
 
 
 @export(inplace=True)
