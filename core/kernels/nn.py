@@ -291,9 +291,8 @@ def kernels(xp) -> dict:
         src = xp.floor(xp.arange(o, dtype=xp.float64) * ratio(o, s, scale))
         return xp.minimum(astype(src, xp.int64), xp.asarray(s - 1, dtype=xp.int64))
 
-    def resize_linear_weights(o, s, scale, align_corners, dtype):
-        """The ``(o, s)`` matrix of PyTorch's linear interpolation weights along one dimension (computed in
-        float64, returned in ``dtype``)."""
+    def resize_linear_weights(o, s, scale, align_corners):
+        """The ``(o, s)`` float64 matrix of PyTorch's linear interpolation weights along one dimension."""
         at = xp.arange(o, dtype=xp.float64)
         if align_corners:
             src = at * ((s - 1) / (o - 1) if o > 1 else 0.0)
@@ -302,13 +301,12 @@ def kernels(xp) -> dict:
         last = xp.asarray(s - 1, dtype=xp.int64)
         i0 = xp.minimum(astype(xp.floor(src), xp.int64), last)
         i1 = xp.minimum(i0 + 1, last)
-        lam = xp.reshape(src - astype(i0, xp.float64), (o, 1))
-        cols = xp.reshape(xp.arange(s, dtype=xp.int64), (1, s))
-        zero = xp.zeros((), dtype=xp.float64)
-        # where i0 == i1 (the last source) the two weights add up, as adding both at that column would
-        m = xp.where(cols == xp.reshape(i0, (o, 1)), 1 - lam, zero) + \
-            xp.where(cols == xp.reshape(i1, (o, 1)), lam, zero)
-        return astype(m, dtype)
+        lam = src - astype(i0, xp.float64)
+        rows = xp.arange(o)
+        m = xp.zeros((o, s), dtype=xp.float64)
+        m[rows, i1] = lam
+        m[rows, i0] = m[rows, i0] + (1 - lam)  # at the last source (i0 == i1) the two weights add up
+        return m
 
     # ---------------------------------------------------------------- softmax family
     def softmax(x, axis):

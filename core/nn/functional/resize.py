@@ -52,8 +52,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
     for i in range(d):
-        m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners),
-                   input._dev.backend.array_dtype(input.dtype))
+        m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners)).to(input.dtype)
         axis = 2 + i
         out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
     return out
