@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Elementwise chains, reductions and batched matmul on 1e6-element float32 tensors: ember vs raw NumPy
-doing the same arithmetic, in one process.
+"""Elementwise chains, reductions, batched matmul, sorting/selection and resampling on about 1e6-element
+tensors: ember vs raw NumPy doing the same arithmetic, in one process.
 
     python bench/bench_ops.py [--repeat 5] [--min-time 0.2] [--device cpu] [--json out.json]
 
@@ -46,6 +46,15 @@ def cases(device):
     i = ember.tensor(ni, device=device)
     na3, nb3 = (rng.standard_normal((64, 128, 128)).astype(np.float32) for _ in range(2))
     a3, b3 = ember.tensor(na3, device=device), ember.tensor(nb3, device=device)
+    nw = rng.standard_normal((10000, 64)).astype(np.float32)
+    nbag = rng.integers(0, 10000, 16000)
+    noffs = np.arange(0, 16000, 16)
+    w, bag, offs = (ember.tensor(x, device=device) for x in (nw, nbag, noffs))
+    nimg = rng.standard_normal((4, 16, 128, 128)).astype(np.float32)
+    img = ember.tensor(nimg, device=device)
+    nsorted = np.sort(ni.reshape(-1))
+    srt = ember.tensor(nsorted, device=device)
+    F = ember.nn.functional
     sync = ember.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
     def timed(fn):
@@ -57,6 +66,23 @@ def cases(device):
     def n_lse():
         m = na.max(1, keepdims=True)
         return np.log(np.exp(na - m).sum(1)) + m[:, 0]
+
+    def n_bilinear():
+        out = nimg
+        for axis in (2, 3):  # align_corners=False, 2x: source (o + 0.5) / 2 - 0.5, clamped at 0
+            s = out.shape[axis]
+            src = np.maximum((np.arange(2 * s) + 0.5) / 2 - 0.5, 0)
+            i0 = np.floor(src).astype(np.int64)
+            i1 = np.minimum(i0 + 1, s - 1)
+            lam = (src - i0).astype(np.float32).reshape((-1,) + (1,) * (3 - axis))
+            out = np.take(out, i0, axis) * (1 - lam) + np.take(out, i1, axis) * lam
+        return out
+
+    def n_unique_consecutive():
+        keep = np.ones(nsorted.shape[0], bool)
+        keep[1:] = nsorted[1:] != nsorted[:-1]
+        starts = np.nonzero(keep)[0]
+        return nsorted[keep], np.cumsum(keep) - 1, np.diff(np.append(starts, nsorted.shape[0]))
 
     rows = {
         # elementwise chains
@@ -85,6 +111,17 @@ def cases(device):
         "norm": (lambda: a.norm(), lambda: np.sqrt((na * na).sum())),
         # batched matmul
         "bmm 64x128x128": (lambda: a3 @ b3, lambda: na3 @ nb3),
+        # sorting and selection
+        "unique(inverse,counts) int": (lambda: ember.unique(i, return_inverse=True, return_counts=True),
+                                       lambda: np.unique(ni, return_inverse=True, return_counts=True)),
+        "unique_consecutive int": (lambda: ember.unique_consecutive(srt, return_inverse=True, return_counts=True),
+                                   n_unique_consecutive),
+        # embeddings and resampling
+        "embedding_bag mean 1000x16": (lambda: F.embedding_bag(bag, w, offs),
+                                       lambda: np.add.reduceat(nw[nbag], noffs) / 16),
+        "interpolate nearest 2x": (lambda: F.interpolate(img, scale_factor=2),
+                                   lambda: nimg.repeat(2, 2).repeat(2, 3)),
+        "interpolate bilinear 2x": (lambda: F.interpolate(img, scale_factor=2, mode="bilinear"), n_bilinear),
     }
     return [(name, timed(e), n) for name, (e, n) in rows.items()]
 

@@ -188,3 +188,30 @@ def test_wrong_input_shape_names_layer(device, build, shape, msg):
     with pytest.raises((RuntimeError, ValueError)) as info:
         m(ember.zeros(shape, device=device))
     assert msg in str(info.value)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_forms(torch, device, mode):
+    """2-D input, include_last_offset, empty bags, per-sample weights: values and weight gradients as PyTorch."""
+    w = np.random.default_rng(1).standard_normal((6, 4))
+    inp, offs = np.array([5, 0, 3, 3, 1, 4, 2]), np.array([0, 3, 3, 6, 7])
+    cases = [(inp.reshape(-1, 7)[:, :6].reshape(2, 3), None, {}),
+             (inp, offs, {"include_last_offset": True}),
+             (inp, offs[:-1], {"padding_idx": 3})]
+    if mode == "sum":
+        cases.append((inp, offs[:-1], {"per_sample_weights": np.linspace(0.5, 2.0, 7)}))
+    for i, o, kw in cases:
+        ew = ember.tensor(w, device=device, requires_grad=True)
+        tw = torch.tensor(w, requires_grad=True)
+        psw = kw.pop("per_sample_weights", None)
+        got = nn.functional.embedding_bag(
+            ember.tensor(i, device=device), ew, None if o is None else ember.tensor(o, device=device), mode=mode,
+            per_sample_weights=None if psw is None else ember.tensor(psw, device=device), **kw)
+        want = torch.nn.functional.embedding_bag(
+            torch.tensor(i), tw, None if o is None else torch.tensor(o), mode=mode,
+            per_sample_weights=None if psw is None else torch.tensor(psw), **kw)
+        np.testing.assert_allclose(to_numpy(got), want.detach().numpy(), rtol=1e-12, err_msg=f"{mode} {kw}")
+        g = np.arange(want.numel(), dtype=np.float64).reshape(tuple(want.shape))
+        got.backward(ember.tensor(g, device=device))
+        want.backward(torch.tensor(g))
+        np.testing.assert_allclose(to_numpy(ew.grad), tw.grad.numpy(), rtol=1e-12, err_msg=f"{mode} {kw}")

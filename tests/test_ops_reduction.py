@@ -48,6 +48,24 @@ def test_unique_mode_and_closeness(device, torch):
     assert ember.isclose(a, ember.tensor([1.0, 2.1], device=device)).tolist() == [True, False]
 
 
+@pytest.mark.parametrize("data,dim", [
+    ([[2, 1, 2], [0, 5, 0], [2, 1, 2], [0, 5, 0], [0, 5, 1]], None),
+    ([[2, 1, 2], [0, 5, 0], [2, 1, 2], [0, 5, 0], [0, 5, 1]], 0),
+    ([[2, 1, 2], [0, 5, 0], [2, 1, 2], [0, 5, 0], [0, 5, 1]], 1),
+    ([[3.5, float("nan"), 3.5], [float("nan"), -1.0, -1.0]], None),
+    ([1, 1, 2, 2, 3, 1, 1, 2], 0),
+    (7, None),
+    ([], None),
+])
+def test_unique_and_unique_consecutive_match_torch(device, torch, data, dim):
+    x, t = ember.tensor(data, device=device), torch.tensor(data)
+    for name in ("unique", "unique_consecutive"):
+        got = getattr(ember, name)(x, return_inverse=True, return_counts=True, dim=dim)
+        want = getattr(torch, name)(t, return_inverse=True, return_counts=True, dim=dim)
+        for g, w, part in zip(got, want, ("values", "inverse", "counts")):
+            assert_close(g, w, rtol=0, atol=0, msg=f"{name} {part}")
+
+
 def test_inplace_variants_match_out_of_place(device):
     x = ember.tensor([0.5, -1.5, 2.0], device=device)
     for name in ("exp", "tanh", "sigmoid", "abs", "neg", "floor"):

@@ -5,8 +5,11 @@ module.  A backend adopts the table and replaces only the entries it can do
 better.  Kernels take and return arrays of ``xp``; they never see Tensors.
 Non-view kernels return fresh arrays.
 
-The table is assembled from the modules in ``MODULES``, each with a
-``kernels(xp) -> dict`` function, grouped by concern.  A module's
+The table is assembled from the modules in ``MODULES``, one per op family of
+``ember.ops`` (pointwise, reduction, shape, indexing, linalg, nn, random,
+creation, sorting), with the recurrent time loops (``rnn``), the CTC
+recursions (``ctc``) and the optimizer updates (``optim``) in their own;
+each has a ``kernels(xp) -> dict`` function.  A module's
 ``MUTATING`` maps its kernels that write into array arguments (``copy_``, the
 optimizer updates, ...) to the positions of the arguments they write: a
 backend that retries a failed kernel another way must not let a first
@@ -16,7 +19,8 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ["base", "optim", "shape", "indexing", "linalg", "nn", "rnn", "pointwise", "reduction", "random", "ctc"]
+MODULES = ["pointwise", "reduction", "shape", "indexing", "linalg", "nn", "rnn", "ctc", "random", "creation",
+           "sorting", "optim"]
 
 
 def _mutating() -> dict:

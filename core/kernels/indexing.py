@@ -1,9 +1,12 @@
-"""Indexing kernels: gather/scatter along a dimension, index_* along a dimension, masks.
+"""Indexing kernels: subscripts (``x[index]`` read, written, accumulated), gather/scatter and index_* along a
+dimension, masks, ``nonzero``.
 
 Indices arrive already checked (in range, integer); these never validate.
 Accumulating writes use ``ufunc.at`` so repeated indices add up.
 """
 from __future__ import annotations
+
+MUTATING = {"setitem": (0,), "index_put_acc": (0,)}  # they write into argument 0
 
 SEEDS = {"sum": 0, "mean": 0, "prod": 1}
 REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
@@ -22,6 +25,26 @@ def kernels(xp) -> dict:
             shape[d] = n
             grids.append(index if d == axis else xp.arange(n).reshape(shape))
         return tuple(grids)
+
+    def getitem(x, index):
+        return x[index]
+
+    def setitem(x, index, value):
+        x[index] = value
+
+    def index_put_acc(out, index, values):
+        # out[index] += values, with repeated indices accumulating
+        if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
+            basic = tuple(i for i in index if i is not None)
+            if len(basic) != len(index):
+                # the array API assigns through no None (newaxis): drop it and the size-1 axes it adds
+                values = xp.reshape(xp.broadcast_to(values, out[index].shape), out[basic].shape)
+            out[basic] = out[basic] + values
+        else:
+            xp.add.at(out, index, values)
+
+    def take_along(x, idx, axis):
+        return xp.take_along_axis(x, idx, axis=axis)
 
     def gather(x, axis, index):
         return x[along(index, axis)]
@@ -71,8 +94,14 @@ def kernels(xp) -> dict:
         out[mask] = src.reshape(-1)[:n]
         return out
 
+    def nonzero(x):
+        if x.ndim == 0:
+            return xp.zeros((int(bool(x)), 0), dtype=xp.int64)
+        return xp.asarray(xp.stack(xp.nonzero(x), axis=-1), dtype=xp.int64)
+
     return {
+        "getitem": getitem, "setitem": setitem, "index_put_acc": index_put_acc, "take_along": take_along,
         "gather": gather, "scatter": scatter, "scatter_reduce": scatter_reduce, "index_add": index_add,
         "index_copy": index_copy, "index_fill": index_fill, "index_select": index_select,
-        "masked_scatter": masked_scatter,
+        "masked_scatter": masked_scatter, "nonzero": nonzero,
     }

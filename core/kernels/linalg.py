@@ -1,9 +1,18 @@
-"""Linear-algebra kernels (batched over leading dimensions, as ``xp.linalg`` is)."""
+"""Linear-algebra kernels: matrix products and decompositions (batched over leading dimensions, as
+``xp.linalg`` is)."""
 from __future__ import annotations
 
 
 def kernels(xp) -> dict:
     la = xp.linalg
+
+    def matmul(a, b):
+        # a stack of matrices times one matrix is one GEMM over the flattened stack: array libraries
+        # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
+        if a.ndim > 2 and b.ndim == 2:
+            lead = a.shape[:-1]
+            return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ b, lead + (b.shape[-1],))
+        return xp.matmul(a, b)
 
     def einsum(equation, *operands):
         return xp.einsum(equation, *operands, optimize=len(operands) > 2)
@@ -38,6 +47,6 @@ def kernels(xp) -> dict:
         return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
 
     return {
-        "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,
+        "matmul": matmul, "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,
         "cholesky": cholesky, "qr": qr, "svd": svd, "eigh": eigh, "pinv": pinv,
     }

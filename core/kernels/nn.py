@@ -18,6 +18,7 @@ _REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 def kernels(xp) -> dict:
     as_strided = xp.lib.stride_tricks.as_strided
+    astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
     local = threading.local()
 
     def scratch(shape, dtype):
@@ -270,6 +271,43 @@ def kernels(xp) -> dict:
             idx += grids[i][oi, li] * math.prod(sp[i + 1:])
         return out, idx
 
+    # ---------------------------------------------------------------- embeddings
+    def embedding_bag_segments(offsets, n, keep):
+        """Bags of ``n`` entries starting at ``offsets`` (ascending, the first 0): each entry's bag, and the
+        number of entries of each bag where ``keep`` (every entry where ``keep`` is None)."""
+        at = xp.arange(n, dtype=offsets.dtype)
+        bag = xp.searchsorted(offsets, at, side="right") - 1
+        kept = xp.cumsum(astype(keep, xp.int64)) if keep is not None else astype(at, xp.int64) + 1
+        kept = xp.concatenate((xp.zeros(1, dtype=xp.int64), kept))  # kept entries before each position
+        ends = xp.concatenate((offsets[1:], xp.full(1, n, dtype=offsets.dtype)))
+        return astype(bag, xp.int64), xp.take(kept, ends) - xp.take(kept, offsets)
+
+    # ---------------------------------------------------------------- resampling (interpolate)
+    def ratio(o, s, scale):
+        return s / o if scale is None else 1.0 / scale
+
+    def resize_nearest_index(o, s, scale):
+        """PyTorch's nearest-mode source of each of ``o`` output positions along a dimension of size ``s``."""
+        src = xp.floor(xp.arange(o, dtype=xp.float64) * ratio(o, s, scale))
+        return xp.minimum(astype(src, xp.int64), xp.asarray(s - 1, dtype=xp.int64))
+
+    def resize_linear_weights(o, s, scale, align_corners):
+        """The ``(o, s)`` float64 matrix of PyTorch's linear interpolation weights along one dimension."""
+        at = xp.arange(o, dtype=xp.float64)
+        if align_corners:
+            src = at * ((s - 1) / (o - 1) if o > 1 else 0.0)
+        else:
+            src = xp.maximum((at + 0.5) * ratio(o, s, scale) - 0.5, xp.zeros((), dtype=xp.float64))
+        last = xp.asarray(s - 1, dtype=xp.int64)
+        i0 = xp.minimum(astype(xp.floor(src), xp.int64), last)
+        i1 = xp.minimum(i0 + 1, last)
+        lam = src - astype(i0, xp.float64)
+        rows = xp.arange(o)
+        m = xp.zeros((o, s), dtype=xp.float64)
+        m[rows, i1] = lam
+        m[rows, i0] = m[rows, i0] + (1 - lam)  # at the last source (i0 == i1) the two weights add up
+        return m
+
     # ---------------------------------------------------------------- softmax family
     def softmax(x, axis):
         e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
@@ -307,5 +345,6 @@ def kernels(xp) -> dict:
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
-        "nn_softplus": softplus,
+        "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
+        "resize_nearest_index": resize_nearest_index, "resize_linear_weights": resize_linear_weights,
     }

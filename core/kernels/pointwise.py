@@ -1,4 +1,4 @@
-"""Elementwise math kernels."""
+"""Elementwise kernels: arithmetic, comparisons, math functions, casts, ``where``."""
 from __future__ import annotations
 
 import math
@@ -92,6 +92,20 @@ _GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0
 
 
 def kernels(xp) -> dict:
+    def relu(x):
+        return xp.maximum(x, 0)
+
+    def relu_backward(g, out):
+        # zero where the output is <= 0; a nan output passes its gradient on, as in PyTorch
+        zero = xp.zeros((), dtype=g.dtype)
+        return xp.where(out <= zero, zero, g)
+
+    def where(cond, x, y):
+        return xp.where(cond, x, y)
+
+    def astype(x, dtype):
+        return x.astype(dtype)
+
     def sigmoid(x):
         return 1 / (1 + xp.exp(-x))
 
@@ -132,6 +146,11 @@ def kernels(xp) -> dict:
         return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
 
     return {
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
+        "exp": xp.exp, "log": xp.log, "pow": xp.power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": xp.sign,
+        "relu": relu, "relu_backward": relu_backward,
+        "gt": xp.greater, "ge": xp.greater_equal, "lt": xp.less, "le": xp.less_equal, "eq": xp.equal,
+        "ne": xp.not_equal, "where": where, "astype": astype,
         "tanh": xp.tanh, "sigmoid": sigmoid, "sin": xp.sin, "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin,
         "acos": xp.arccos, "atan": xp.arctan, "sinh": xp.sinh, "cosh": xp.cosh, "asinh": xp.arcsinh,
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,

@@ -1,10 +1,22 @@
-"""Sampling kernels beyond uniform/normal/randint (which live in ``base``): all draw from a generator."""
+"""Sampling kernels: all draw from a generator (``gen``, the backend's per-device random generator)."""
 from __future__ import annotations
 
 
 def kernels(xp) -> dict:
     def as_(a, dtype):
         return xp.asarray(a, dtype=dtype)
+
+    def uniform(gen, shape, dtype, low=0.0, high=1.0):
+        return gen.uniform(low, high, size=shape).astype(dtype, copy=False)
+
+    def normal(gen, shape, dtype, mean=0.0, std=1.0):
+        return gen.normal(mean, std, size=shape).astype(dtype, copy=False)
+
+    def randint(gen, shape, dtype, low, high):
+        return gen.integers(low, high, size=shape).astype(dtype, copy=False)
+
+    def permutation(gen, n, dtype):
+        return gen.permutation(n).astype(dtype, copy=False)
 
     def exponential(gen, shape, dtype, lambd):
         return as_(gen.exponential(1.0 / lambd, size=shape), dtype)
@@ -42,5 +54,6 @@ def kernels(xp) -> dict:
         keys = xp.where(p > 0, xp.log(xp.where(p > 0, p, xp.ones_like(p))) + g, -xp.inf)
         return xp.argsort(-keys, axis=-1)[:, :n]
 
-    return {"exponential": exponential, "geometric": geometric, "cauchy": cauchy, "log_normal": log_normal,
+    return {"uniform": uniform, "normal": normal, "randint": randint, "permutation": permutation,
+            "exponential": exponential, "geometric": geometric, "cauchy": cauchy, "log_normal": log_normal,
             "bernoulli": bernoulli, "poisson": poisson, "multinomial": multinomial}

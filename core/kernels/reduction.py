@@ -1,8 +1,22 @@
-"""Reduction kernels (the basic ``sum``/``mean`` live in ``base``)."""
+"""Reduction kernels: sums, extremes, statistics, cumulative scans, counts and histograms."""
 from __future__ import annotations
 
 
 def kernels(xp) -> dict:
+    def sum_(x, axis=None, keepdims=False, dtype=None):
+        return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+    def mean(x, axis=None, keepdims=False, dtype=None):
+        return xp.mean(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+    def sum_to(x, shape):
+        # reduce x to `shape` by summing the dimensions broadcasting added
+        lead = x.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
+        if axes:
+            x = xp.sum(x, axis=axes, keepdims=True)
+        return xp.reshape(x, shape) if lead else x
+
     def prod(x, axis=None, keepdims=False):
         return xp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # small ints stay small
 
@@ -39,17 +53,6 @@ def kernels(xp) -> dict:
         out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
         return out if keepdims else xp.squeeze(out, axis=axis)
 
-    def take_along(x, idx, axis):
-        return xp.take_along_axis(x, idx, axis=axis)
-
-    def sort(x, axis, descending, stable):
-        if descending:  # the ascending sort of the reversed axis, read backwards: stable, NaN first (largest)
-            n = x.shape[axis]
-            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis=axis), axis=axis, kind="stable"), axis=axis)
-        else:
-            idx = xp.argsort(x, axis=axis, kind="stable")
-        return xp.take_along_axis(x, idx, axis=axis), idx
-
     def cumextreme(x, axis, largest):
         """Running max (or min) along ``axis`` and the index where it was last reached (NaN propagates)."""
         ufunc = xp.maximum if largest else xp.minimum
@@ -75,25 +78,10 @@ def kernels(xp) -> dict:
     def bincount(x, weights, minlength):
         return xp.bincount(x, weights=weights, minlength=minlength)
 
-    def searchsorted(seq, values, right):
-        """Insertion points of ``values`` in ``seq`` sorted along its last axis (rows matching ``values``'
-        leading axes when ``seq`` has more than one)."""
-        if seq.ndim == 1:
-            return xp.searchsorted(seq, values, side="right" if right else "left")
-        # per row: one stable sort of the row and its values together; a value's insertion point is the
-        # number of row entries sorted before it (values placed first go before equal entries: 'left')
-        n, m = seq.shape[-1], values.shape[-1]
-        both = xp.concatenate((seq, values) if right else (values, seq), axis=-1)
-        order = xp.argsort(both, axis=-1, kind="stable")
-        from_seq = (order < n) if right else (order >= m)
-        seen = xp.cumsum(astype(from_seq, xp.int64), axis=-1)
-        at = xp.take_along_axis(seen, xp.argsort(order, axis=-1, kind="stable"), axis=-1)
-        return at[..., n:] if right else at[..., :m]
-
     def count_nonzero(x, axis=None):
         return xp.count_nonzero(x, axis=axis)
 
-    return {"prod": prod, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin, "var": var,
-            "cumsum": cumsum, "cumprod": cumprod, "all": all_, "any": any_, "logsumexp": logsumexp,
-            "take_along": take_along, "sort": sort, "count_nonzero": count_nonzero,
-            "cumextreme": cumextreme, "histc": histc, "bincount": bincount, "searchsorted": searchsorted}
+    return {"sum": sum_, "mean": mean, "sum_to": sum_to, "prod": prod, "amax": amax, "amin": amin,
+            "argmax": argmax, "argmin": argmin, "var": var, "cumsum": cumsum, "cumprod": cumprod, "all": all_,
+            "any": any_, "logsumexp": logsumexp, "count_nonzero": count_nonzero, "cumextreme": cumextreme,
+            "histc": histc, "bincount": bincount}

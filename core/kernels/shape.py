@@ -1,12 +1,32 @@
-"""Movement kernels: joining, splitting, flipping, triangles, diagonals, strided windows."""
+"""Shape and movement kernels: reshapes and views, copies and layout, joining, splitting, flipping,
+triangles, diagonals, strided windows."""
 from __future__ import annotations
 
 
-MUTATING = {"diagonal_scatter": (0,)}  # writes src along the diagonal of its first argument
+MUTATING = {"copy_": (0,), "diagonal_scatter": (0,)}  # copy_ writes src into dst; diagonal_scatter along its diagonal
 
 
 def kernels(xp) -> dict:
     strided = xp.lib.stride_tricks.as_strided
+
+    def reshape(x, shape):
+        return xp.reshape(x, shape)
+
+    def view(x, shape):
+        # a reshape that must not copy; raises when the strides do not allow it
+        return xp.reshape(x, shape, copy=False)
+
+    def expand(x, shape):
+        return xp.broadcast_to(x, shape)
+
+    def copy(x):
+        return xp.array(x, copy=True)
+
+    def contiguous(x):
+        return xp.ascontiguousarray(x)
+
+    def copy_(dst, src):
+        dst[...] = src
 
     def cat(arrays, axis):
         return xp.concatenate(arrays, axis=axis)
@@ -105,15 +125,11 @@ def kernels(xp) -> dict:
     windows = windows_strided if has_strides else windows_copy
     as_strided = as_strided_view if has_strides else as_strided_copy
 
-    def nonzero(x):
-        if x.ndim == 0:
-            return xp.zeros((int(bool(x)), 0), dtype=xp.int64)
-        return xp.asarray(xp.stack(xp.nonzero(x), axis=-1), dtype=xp.int64)
-
     return {
+        "reshape": reshape, "view": view, "permute": xp.transpose, "expand": expand, "copy": copy,
+        "contiguous": contiguous, "copy_": copy_,
         "cat": cat, "stack": stack, "split": split, "flip": flip, "roll": roll, "tile": tile,
         "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
         "diag_embed": diag_embed,
         "windows": windows, "as_strided": as_strided, "element_positions": element_positions,
-        "nonzero": nonzero,
     }

@@ -2,8 +2,6 @@
 and comparisons of whole tensors (``equal``, ``allclose``, ``isclose``)."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
@@ -158,43 +156,43 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_types.mode(vals, idx)
 
 
+class Unique(Op):
+    @staticmethod
+    def forward(ctx, k, x, axis):
+        return k["unique"](x, axis)
+
+
+class UniqueConsecutive(Op):
+    @staticmethod
+    def forward(ctx, k, x, axis):
+        return k["unique_consecutive"](x, axis)
+
+
+def _unique_result(r, return_inverse, return_counts):
+    values, inverse, counts = r
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
 @export
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    """The distinct values (sorted), optionally with the inverse indices and counts."""
-    host = input.detach().cpu().numpy()
-    if dim is None:
-        u, inv, cnt = np.unique(host, return_inverse=True, return_counts=True)
-        inv = inv.reshape(host.shape)
-    else:
-        d = _wrap_dim(dim, input.dim(), "unique")
-        u, inv, cnt = np.unique(host, return_inverse=True, return_counts=True, axis=d)
-        inv = inv.reshape(-1)
-    from .creation import tensor
-
-    out = [tensor(u, device=input.device)]
-    if return_inverse:
-        out.append(tensor(inv.astype(np.int64), device=input.device))
-    if return_counts:
-        out.append(tensor(cnt.astype(np.int64), device=input.device))
-    return out[0] if len(out) == 1 else tuple(out)
+    """The distinct values (sorted), optionally with the inverse indices and counts; with ``dim``, the
+    distinct slices along ``dim``."""
+    d = None if dim is None else _wrap_dim(dim, input.dim(), "unique")
+    return _unique_result(apply(Unique, input.detach(), d), return_inverse, return_counts)
 
 
 @export
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    host = input.detach().cpu().numpy().reshape(-1) if dim is None else None
-    if host is None:
-        raise NotImplementedError("unique_consecutive with dim is not supported yet")
-    keep = np.ones(host.shape[0], bool)
-    keep[1:] = host[1:] != host[:-1]
-    from .creation import tensor
+    """The first of each run of equal consecutive values (or slices along ``dim``), optionally with the
+    inverse indices and the run lengths.
 
-    out = [tensor(host[keep], device=input.device)]
-    if return_inverse:
-        out.append(tensor((np.cumsum(keep) - 1).reshape(input.shape), device=input.device))
-    if return_counts:
-        starts = np.nonzero(keep)[0]
-        out.append(tensor(np.diff(np.append(starts, host.shape[0])), device=input.device))
-    return out[0] if len(out) == 1 else tuple(out)
+    >>> import ember
+    >>> ember.unique_consecutive(ember.tensor([1, 1, 2, 2, 3, 1]), return_counts=True)
+    (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 1]))
+    """
+    d = None if dim is None else _wrap_dim(dim, input.dim(), "unique_consecutive")
+    return _unique_result(apply(UniqueConsecutive, input.detach(), d), return_inverse, return_counts)
 
 
 @export

@@ -117,11 +117,17 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     return out.reshape(tuple(idx.shape) + (weight.shape[1],))
 
 
+class EmbeddingBagSegments(Op):
+    @staticmethod
+    def forward(ctx, k, offsets, n, keep):
+        return k["embedding_bag_segments"](offsets, n, keep)
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,  # noqa: A002
                   norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None) -> Tensor:
     """Sums or means of bags of embeddings: ``input`` 2-D (one bag per row) or 1-D with ``offsets``."""
-    from ...ops.creation import tensor
+    from ...ops.creation import arange
 
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
@@ -129,41 +135,29 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if offsets is not None:
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None")
         b, length = input.shape
-        offs = list(range(0, b * length, length))
+        offsets = arange(0, b * length, length, device=input.device)
         input = input.reshape(-1)
     else:
         if offsets is None:
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
-        offs = [int(o) for o in offsets.tolist()]
         if include_last_offset:
-            offs = offs[:-1]
+            offsets = offsets[:-1]
     emb = embedding(input, weight, padding_idx, max_norm, norm_type)
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                       "supported for mode='sum'")
         emb = emb * per_sample_weights.unsqueeze(-1)
-    import numpy as np
-
-    n = input.shape[0]
-    bounds = np.array(offs + [n])
-    lengths = np.diff(bounds)
-    seg = np.repeat(np.arange(len(offs)), lengths)
-    keep = np.ones(n, dtype=bool)
-    if padding_idx is not None:
-        keep = input.cpu().numpy() != padding_idx
-    counts = np.bincount(seg[keep], minlength=len(offs))
+    n, bags, width = input.shape[0], offsets.shape[0], weight.shape[1]
+    keep = None if padding_idx is None else (input != padding_idx).unsqueeze(1)
+    bag, counts = apply(EmbeddingBagSegments, offsets.detach(), n, None if keep is None else keep.reshape(-1))
     if mode == "max":
-        segment = tensor(seg, device=weight.device)
-        init = emb.new_full((len(offs), emb.shape[1]), float("-inf"))
-        kept = where(tensor(keep, device=weight.device).unsqueeze(1), emb, init[:1])
-        out = init.scatter_reduce(0, segment.unsqueeze(1).expand(n, emb.shape[1]), kept, "amax", include_self=False)
-        empty = tensor(counts == 0, device=weight.device).unsqueeze(1)
-        return where(empty, out.new_zeros(()), out)
-    m = np.zeros((len(offs), n))
-    scale = 1.0 / np.maximum(counts, 1) if mode == "mean" else np.ones(len(offs))
-    m[seg[keep], np.arange(n)[keep]] = scale[seg[keep]]
-    return tensor(m, dtype=weight.dtype, device=weight.device).matmul(emb)
+        init = emb.new_full((bags, width), float("-inf"))
+        kept = emb if keep is None else where(keep, emb, init[:1])
+        out = init.scatter_reduce(0, bag.unsqueeze(1).expand(n, width), kept, "amax", include_self=False)
+        return where((counts == 0).unsqueeze(1), out.new_zeros(()), out)
+    out = emb.new_zeros((bags, width)).index_add(0, bag, emb if keep is None else where(keep, emb, 0))
+    return out / counts.clamp(min=1).unsqueeze(1).to(out.dtype) if mode == "mean" else out
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -3,30 +3,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ...tensor import Tensor
+from ...tensor import Tensor, _wrap
 
 
-def _src_nearest(o, s, scale):
-    r = s / o if scale is None else 1.0 / scale
-    return np.minimum(np.floor(np.arange(o) * r).astype(np.int64), s - 1)
-
-
-def _linear_matrix(o, s, scale, align_corners):
-    """``(o, s)`` matrix of PyTorch's linear interpolation weights along one dimension."""
-    m = np.zeros((o, s))
-    if align_corners:
-        src = np.arange(o) * ((s - 1) / (o - 1) if o > 1 else 0.0)
-    else:
-        r = s / o if scale is None else 1.0 / scale
-        src = np.maximum((np.arange(o) + 0.5) * r - 0.5, 0.0)
-    i0 = np.minimum(np.floor(src).astype(np.int64), s - 1)
-    i1 = np.minimum(i0 + 1, s - 1)
-    lam = src - i0
-    np.add.at(m, (np.arange(o), i0), 1 - lam)
-    np.add.at(m, (np.arange(o), i1), lam)
-    return m
+def _table(input, kernel, *args):  # noqa: A002
+    """An index or weight table built by ``kernel`` on ``input``'s device."""
+    dev = input._dev
+    return _wrap(dev.kernels[kernel](*args), dev)
 
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -40,8 +23,6 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     >>> ember.nn.functional.interpolate(ember.ones(1, 1, 2, 2), scale_factor=2).shape
     ember.Size([1, 1, 4, 4])
     """
-    from ...ops.creation import tensor
-
     d = input.ndim - 2
     if d < 1:
         raise ValueError(f"interpolate: expected a batched input with spatial dimensions, got size "
@@ -62,8 +43,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     out = input
     if mode in ("nearest",):
         for i in range(d):
-            idx = _src_nearest(osz[i], sp[i], scales[i])
-            out = out.index_select(2 + i, tensor(idx, device=input.device))
+            out = out.index_select(2 + i, _table(input, "resize_nearest_index", osz[i], sp[i], scales[i]))
         return out
     if mode == "area":
         from .pooling import _adaptive_avg
@@ -72,8 +52,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
     for i in range(d):
-        m = tensor(_linear_matrix(osz[i], sp[i], scales[i], bool(align_corners)), dtype=input.dtype,
-                   device=input.device)
+        m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners)).to(input.dtype)
         axis = 2 + i
         out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
     return out
