@@ -156,6 +156,7 @@ def kernels(xp) -> dict:
         "acosh": xp.arccosh, "atanh": xp.arctanh, "atan2": xp.arctan2, "expm1": xp.expm1, "log1p": xp.log1p,
         "log2": xp.log2, "log10": xp.log10, "rsqrt": rsqrt, "erf": special["erf"], "erfc": special["erfc"],
         "erfinv": special["erfinv"], "xlogy": xlogy, "hypot": xp.hypot,
+        "exp2": getattr(xp, "exp2", None) or (lambda v: 2.0 ** v),
         "logaddexp": getattr(xp, "logaddexp", None) or _log_add(xp, xp.exp, xp.log),
         "logaddexp2": getattr(xp, "logaddexp2", None) or _log_add(xp, lambda v: 2.0 ** v, xp.log2),
         "floor": xp.floor, "ceil": xp.ceil,

@@ -412,6 +412,7 @@ def _same(x):
 
 
 Exp, exp = unary_op("exp", lambda g, x, y: g * y, saves="output")
+Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output")  # d/dx 2**x = 2**x ln 2
 Log, log = unary_op("log", lambda g, x, y: g / x)
 Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * y), saves="output")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,

@@ -53,6 +53,7 @@ POINTWISE_ROWS = (
     + [Row(n, (lambda name: lambda m, x: getattr(x, name)())(n), [[pos(2, 3)], [pos(3, nc=False)]]) for n in UNARY_POS]
     + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[unit(2, 3)]]) for n in UNARY_UNIT]
     + [Row("acosh", lambda m, x: m.acosh(x), [[big(2, 3)]])]
+    + [Row("exp2", lambda m, x: (m.exp2(x), x.exp2(), (x * 1).exp2_()), [[r(2, 3)], [r()], [r(0, 2)]])]
     + [Row(n, (lambda name: lambda m, x: getattr(m, name)(x))(n), [[r(2, 3)]], ints=True, gradgrad=False)
        for n in ("floor", "ceil", "round", "trunc")]
     + [Row("frac", lambda m, x: m.frac(x), [[r(2, 3)]], gradgrad=False)]
