@@ -408,17 +408,19 @@ def torch_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_
                         mode: int = 0, sparse: bool = False, per_sample_weights: Tensor | None = None,
                         include_last_offset: bool = False, padding_idx: int | None = None):
     """``torch.embedding_bag``: weight first, ``mode`` 0 (sum), 1 (mean) or 2 (max); returns ``(output,
-    offset2bag, bag_size, max_indices)`` as PyTorch's CPU kernel does (the last three are bookkeeping)."""
+    offset2bag, bag_size, max_indices)`` as PyTorch's CPU kernel does (the last three are bookkeeping; its
+    float32 'sum' fast path leaves ``offset2bag`` empty)."""
     name = _BAG_MODES[mode]
     flat, offs = _bags(indices, offsets, include_last_offset)
     out, seg, counts = _embedding_bag(flat, weight, offs, None, 2, name, per_sample_weights, padding_idx)
     dev = weight.device
+    offset2bag = tensor(seg.astype(np.int64), device=dev)
     if name == "sum":
         zeros = tensor(np.zeros(len(offs), dtype=np.int64), device=dev)
-        return out, tensor(np.zeros(0, dtype=np.int64), device=dev), zeros, zeros.clone()
+        return out, offset2bag, zeros, zeros.clone()
     bag_size = tensor(counts.astype(np.int64), device=dev)
     if name == "mean":
-        return out, tensor(seg.astype(np.int64), device=dev), bag_size, bag_size.clone()
+        return out, offset2bag, bag_size, bag_size.clone()
     idx = flat.cpu().numpy()
     rows = weight.detach().cpu().numpy()[idx]
     best = np.zeros(tuple(out.shape), dtype=np.int64)
@@ -426,7 +428,7 @@ def torch_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_
         kept = [j for j in range(lo, hi) if padding_idx is None or idx[j] != padding_idx]
         if kept:
             best[b] = idx[np.array(kept)[rows[kept].argmax(0)]]
-    return out, tensor(seg.astype(np.int64), device=dev), bag_size, tensor(best, device=dev)
+    return out, offset2bag, bag_size, tensor(best, device=dev)
 
 
 # --------------------------------------------------------------------------- dropout
