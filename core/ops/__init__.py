@@ -11,7 +11,7 @@ and ``METHODS`` (Tensor methods); importing this package enters those too.
 """
 from .. import registry
 from ..tensor import Tensor
-from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,  # noqa: F401
+from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,
                pointwise, random_ops, reduction, shape, sorting)
 from .plugin_ops import namespace_getattr
 
