@@ -11,8 +11,8 @@ and ``METHODS`` (Tensor methods); importing this package enters those too.
 """
 from .. import registry
 from ..tensor import Tensor
-from . import (conversion, creation, indexing, inplace, interop, linalg, pointwise, random_ops, reduction, shape,
-               sorting)
+from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,
+               pointwise, random_ops, reduction, shape, sorting)
 
 MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops,
            sorting]

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import assert_close, to_numpy
 
-TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape"]
+TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn"]
 CHECKS = ("forward", "noncontiguous", "grad", "gradgrad")
 
 

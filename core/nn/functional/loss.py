@@ -1,42 +1,23 @@
-"""Loss functions (``reduction='mean'|'sum'|'none'``)."""
+"""Losses composed of ember ops (``reduction='mean'|'sum'|'none'``): squared, absolute, smooth-L1 and Huber
+errors, binary cross-entropy and the Gaussian negative log-likelihood.  The losses that are ops or that PyTorch
+also shows as ``torch.*`` (cross-entropy, NLL, CTC, KL divergence, the margin and embedding losses...) are in
+:mod:`ember.ops.nn_loss`.
+"""
 from __future__ import annotations
 
 import math
 
-from ...autograd.function import Op
-from ...autograd.grad_mode import STATE, no_grad
-from ...dispatch import apply
-from ...dtypes import float32, float64
+from ...autograd.grad_mode import no_grad
+from ...ops.nn_loss import (  # noqa: F401  (re-exported)
+    binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, ctc_loss, hinge_embedding_loss, kl_div,
+    legacy_reduction, margin_ranking_loss, nll_loss, poisson_nll_loss, reduce_loss, same_shape, triplet_margin_loss,
+)
 from ...ops.pointwise import where
-from ...tensor import Tensor, _wrap
-from .activation import log_softmax, softmax, softplus
-from .distance import pairwise_distance
+from ...registry import export
+from ...tensor import Tensor
 
 
-def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
-
-
-def _same_shape(op, x, y):
-    if x.shape != y.shape:
-        raise ValueError(f"{op}: Using a target size ({list(y.shape)}) that is different to the input size "
-                         f"({list(x.shape)}) is not supported; please ensure they have the same size.")
-
-
-def _legacy(reduction, size_average, reduce):
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
-
-
+@export(to=("nn.functional",))
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
              weight=None) -> Tensor:
     """Mean squared error.
@@ -45,142 +26,30 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     >>> ember.nn.functional.mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.])).item()
     2.0
     """
-    _same_shape("mse_loss", input, target)
+    same_shape("mse_loss", input, target)
     d = input - target
-    return _reduce(d * d, _legacy(reduction, size_average, reduce), "mse_loss")
+    return reduce_loss(d * d, legacy_reduction(reduction, size_average, reduce), "mse_loss")
 
 
+@export(to=("nn.functional",))
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:  # noqa: A002
-    _same_shape("l1_loss", input, target)
-    return _reduce((input - target).abs(), _legacy(reduction, size_average, reduce), "l1_loss")
+    same_shape("l1_loss", input, target)
+    return reduce_loss((input - target).abs(), legacy_reduction(reduction, size_average, reduce), "l1_loss")
 
 
+@export(to=("nn.functional",))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
-    _same_shape("smooth_l1_loss", input, target)
+    same_shape("smooth_l1_loss", input, target)
     d = (input - target).abs()
     loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "smooth_l1_loss")
+    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss")
 
 
+@export(to=("nn.functional",))
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:  # noqa: A002
-    _same_shape("huber_loss", input, target)
+    same_shape("huber_loss", input, target)
     d = (input - target).abs()
-    return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
-
-
-def _class_target(op, input, target):
-    if input.ndim == 1:
-        return input.unsqueeze(0), target.unsqueeze(0)
-    if target.shape != input.shape[:1] + input.shape[2:]:
-        raise ValueError(f"{op}: Expected target size {list(input.shape[:1] + input.shape[2:])}, got "
-                         f"{list(target.shape)} for input of size {list(input.shape)}")
-    return input, target
-
-
-def _check_bounds(tmin, tmax, c):
-    if tmin < 0 or tmax >= c:
-        raise IndexError(f"nll_loss: Target {tmax if tmax >= c else tmin} is out of bounds for {c} classes")
-
-
-def _picked(logp, target, weight, ignore_index):
-    """Per-element ``-w[t] * logp[t]`` and ``w[t]`` (zero where ignored)."""
-    keep = target != ignore_index
-    safe = where(keep, target, target.new_zeros(()))
-    c = logp.shape[1]
-    tmin, tmax = (int(safe.cpu().numpy().min()), int(safe.cpu().numpy().max())) if safe.numel() else (0, 0)
-    _check_bounds(tmin, tmax, c)
-    nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1)
-    w = keep.to(logp.dtype)
-    if weight is not None:
-        w = w * weight.index_select(0, safe.reshape(-1)).reshape(safe.shape)
-    return nll * w, w
-
-
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
-             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood of log-probabilities ``input`` ``(N, C, ...)`` at class indices ``target``."""
-    reduction = _legacy(reduction, size_average, reduce)
-    unbatched = input.ndim == 1
-    x, t = _class_target("nll_loss", input, target)
-    if weight is not None and weight.numel() != x.shape[1]:
-        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {x.shape[1]} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
-    loss, w = _picked(x, t, weight, ignore_index)
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    if reduction == "none" and unbatched:
-        return _reduce(loss.squeeze(0), reduction, "nll_loss")
-    return _reduce(loss, reduction, "nll_loss")
-
-
-class CrossEntropyIndex(Op):
-    """Cross-entropy of logits ``(N, C)`` at class indices ``(N,)``, mean or sum, in one kernel; the gradient
-    ``(softmax(x) - onehot(t)) * weight`` is written with ember ops, so every order is available."""
-
-    backward_name = "NllLossBackward0"
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, t, ignore_index, mean):
-        loss, coef, onehot, bounds = k["cross_entropy_index"](x, t, ignore_index, mean)
-        _check_bounds(*bounds, x.shape[1])
-        ctx.coef, ctx.onehot = coef, onehot
-        return loss
-
-    @staticmethod
-    def backward(ctx, g):
-        x = ctx.inputs[0]
-        dev = g._dev
-        return (softmax(x, 1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
-
-
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
-                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
-    """``nll_loss(log_softmax(input, 1), target)``; ``target`` holds class indices or class probabilities.
-
-    >>> import ember
-    >>> round(ember.nn.functional.cross_entropy(ember.zeros(1, 4), ember.tensor([1])).item(), 4)
-    1.3863
-    """
-    reduction = _legacy(reduction, size_average, reduce)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if (weight is None and label_smoothing == 0 and reduction != "none" and input.ndim == 2 and target.ndim == 1
-            and input.is_floating_point() and not target.is_floating_point() and target.shape[0] == input.shape[0]):
-        return apply(CrossEntropyIndex, input, target, ignore_index, reduction == "mean")
-    dim = 0 if input.ndim == 1 else 1
-    logp = log_softmax(input, dim)
-    c = input.shape[dim]
-    wshape = (c,) + (1,) * (input.ndim - dim - 1)
-    if target.is_floating_point():
-        if target.shape != input.shape:
-            raise RuntimeError(f"cross_entropy: Expected floating point target of the same shape as input "
-                               f"{list(input.shape)}, got {list(target.shape)}")
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / c
-        prod = logp * target
-        if weight is not None:
-            prod = prod * weight.reshape(wshape)
-        loss = -prod.sum(dim)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // c)
-        return _reduce(loss, reduction, "cross_entropy")
-    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
-    if label_smoothing == 0:
-        return nll
-    x, t = _class_target("cross_entropy", logp, target)
-    keep = (t != ignore_index).to(logp.dtype)
-    lp = x * weight.reshape(wshape) if weight is not None else x
-    smooth = -lp.sum(1) * keep
-    if input.ndim == 1 and reduction == "none":
-        smooth = smooth.squeeze(0)
-    if reduction == "mean":
-        _, w = _picked(x, t, weight, ignore_index)
-        smooth = smooth.sum() / w.sum()
-    else:
-        smooth = _reduce(smooth, reduction, "cross_entropy")
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    return reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
 
 
 def _log_clamped(x):
@@ -188,92 +57,18 @@ def _log_clamped(x):
     return where(lx > -100, lx, lx.new_full((), -100.0))
 
 
+@export(to=("nn.functional",))
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
                          reduce=None, reduction: str = "mean") -> Tensor:
     """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100, as PyTorch does."""
-    _same_shape("binary_cross_entropy", input, target)
+    same_shape("binary_cross_entropy", input, target)
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "binary_cross_entropy")
+    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
-                                     size_average=None, reduce=None, reduction: str = "mean",
-                                     pos_weight: Tensor | None = None) -> Tensor:
-    """``BCE(sigmoid(x), t)`` computed stably from logits: ``(1 - t) x + (1 + (pw - 1) t) softplus(-x)``."""
-    _same_shape("binary_cross_entropy_with_logits", input, target)
-    sp = softplus(-input, 1.0, float("inf"))
-    lw = 1 + (pos_weight - 1) * target if pos_weight is not None else None
-    loss = (1 - target) * input + (sp * lw if lw is not None else sp)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "binary_cross_entropy_with_logits")
-
-
-def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
-           log_target: bool = False) -> Tensor:
-    """``target * (log(target) - input)`` (``input`` holds log-probabilities); ``'batchmean'`` divides by N."""
-    if log_target:
-        loss = target.exp() * (target - input)
-    else:
-        pos = target > 0
-        safe = where(pos, target, target.new_ones(()))
-        loss = where(pos, target * (safe.log() - input), target.new_zeros(()) * input)
-    reduction = _legacy(reduction, size_average, reduce)
-    if reduction == "batchmean":
-        return loss.sum() / (input.shape[0] if input.ndim else 1)
-    return _reduce(loss, reduction, "kl_div")
-
-
-def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                        reduction="mean") -> Tensor:
-    loss = (-target * (input1 - input2) + margin).relu()
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "margin_ranking_loss")
-
-
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
-                         reduction="mean") -> Tensor:
-    zero = input.new_zeros(())
-    loss = where(target != 1, (margin - input).relu(), zero) + where(target != -1, input, zero)
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "hinge_embedding_loss")
-
-
-def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                          reduction="mean") -> Tensor:
-    eps = 1e-12
-    dim = input1.ndim - 1
-    prod = (input1 * input2).sum(dim)
-    m1 = (input1 * input1).sum(dim) + eps
-    m2 = (input2 * input2).sum(dim) + eps
-    cos = prod / (m1 * m2).sqrt()
-    zero = cos.new_zeros(())
-    loss = where(target == 1, 1 - cos, zero) + where(target == -1, (cos - margin).relu(), zero)
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "cosine_embedding_loss")
-
-
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
-                        reduce=None, reduction="mean") -> Tensor:
-    d_ap = pairwise_distance(anchor, positive, p, eps)
-    d_an = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_pn = pairwise_distance(positive, negative, p, eps)
-        d_an = where(d_pn < d_an, d_pn, d_an)
-    loss = (d_ap - d_an + margin).relu()
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "triplet_margin_loss")
-
-
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,  # noqa: A002
-                     reduce=None, reduction="mean") -> Tensor:
-    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
-    if full:
-        big = target > 1
-        safe = where(big, target, target.new_ones(()))
-        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
-        loss = loss + where(big, stirling, target.new_zeros(()))
-    return _reduce(loss, _legacy(reduction, size_average, reduce), "poisson_nll_loss")
-
-
+@export(to=("nn.functional",))
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean") -> Tensor:  # noqa: A002
     if var.ndim == input.ndim - 1 and var.shape == input.shape[:-1]:
         var = var.unsqueeze(-1)
@@ -284,116 +79,4 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = ((var.log()) + d * d / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, reduction, "gaussian_nll_loss")
-
-
-class CtcLoss(Op):
-    """Connectionist temporal classification loss per sample, ``-log p(target | log_probs)``, by the alpha
-    recursion in ``ember.kernels.ctc``; the backward runs the beta recursion and applies PyTorch's formula.
-    There is no double backward (PyTorch's CTC has none either)."""
-
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
-        nll, ctx.saved, (lo, hi) = k["ctc_loss"](log_probs, targets, input_lengths, target_lengths, blank)
-        c = log_probs.shape[2]
-        if lo < 0 or hi >= c:
-            raise IndexError(f"ctc_loss: target label {lo if lo < 0 else hi} is out of bounds for log_probs of "
-                             f"shape {list(log_probs.shape)} ({c} classes)")
-        ctx.nll, ctx.lengths, ctx.zero_infinity = nll, (input_lengths, target_lengths), zero_infinity
-        return nll
-
-    @staticmethod
-    def backward(ctx, g):
-        if STATE.enabled:
-            raise RuntimeError("ctc_loss: double backward is not supported (the CTC gradient is computed by a "
-                               "fused kernel); call backward without create_graph=True")
-        log_probs = ctx.inputs[0]
-        dev = g._dev
-        grad = dev.kernels["ctc_loss_backward"](g._data, log_probs._data, ctx.nll, ctx.saved, *ctx.lengths,
-                                                ctx.zero_infinity)
-        return _wrap(grad, dev), None
-
-
-def _lengths(name, lengths, n):
-    """``lengths`` (a Tensor of integers, or a tuple/list of ints) as a tuple of ``n`` Python ints."""
-    if isinstance(lengths, Tensor):
-        if lengths.is_floating_point() or lengths.is_complex():
-            raise RuntimeError(f"ctc_loss: {name} must be integral, got a tensor of dtype {lengths.dtype}")
-        values = tuple(int(v) for v in lengths.reshape(-1).tolist())
-    elif isinstance(lengths, (list, tuple)):
-        values = tuple(int(v) for v in lengths)
-    else:
-        raise TypeError(f"ctc_loss: {name} must be a Tensor or a tuple/list of ints, got {type(lengths).__name__}")
-    if len(values) != n:
-        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({n}), got {len(values)} values")
-    return values
-
-
-def _check_ctc(log_probs, targets, il, tl, blank):
-    t, n, c = log_probs.shape
-    if not 0 <= blank < c:
-        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {c}), got blank={blank} for log_probs of "
-                           f"shape {list(log_probs.shape)}")
-    for name, values, most in (("input_lengths", il, t), ("target_lengths", tl, None)):
-        if min(values) < 0:
-            raise RuntimeError(f"ctc_loss: Expected {name} to have value at least 0, but got value {min(values)}")
-        if most is not None and max(values) > most:
-            raise RuntimeError(f"ctc_loss: Expected {name} to have value at most {most}, but got value "
-                               f"{max(values)} (log_probs of shape {list(log_probs.shape)})")
-    if targets.ndim not in (1, 2):
-        raise RuntimeError(f"ctc_loss: Expected 1 to 2 dimensions, but got {targets.ndim}-dimensional tensor for "
-                           f"argument #2 'targets' (shape {list(targets.shape)})")
-    want = sum(tl) if targets.ndim == 1 else n
-    if targets.shape[0] != want:
-        raise RuntimeError(f"ctc_loss: Expected tensor to have size {want} at dimension 0, but got size "
-                           f"{targets.shape[0]} for argument #2 'targets' (shape {list(targets.shape)})")
-    if targets.ndim == 2 and targets.shape[1] < max(tl):
-        raise RuntimeError(f"ctc_loss: Expected tensor to have size at least {max(tl)} at dimension 1, but got "
-                           f"size {targets.shape[1]} for argument #2 'targets' (shape {list(targets.shape)})")
-
-
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
-             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
-    """Connectionist temporal classification loss of ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``),
-    normally ``log_softmax`` outputs, against ``targets``: padded ``(N, S)`` or all targets concatenated (1-D).
-    ``input_lengths`` and ``target_lengths`` are Tensors or tuples of ``N`` ints.  ``'mean'`` divides each
-    loss by its target length (at least 1) and then averages over the batch; ``zero_infinity`` replaces the
-    infinite losses of impossible alignments (and their gradients) by zero.  As in PyTorch, the gradient is
-    ``exp(log_probs) - occupancy``, which is the gradient of the logits through ``log_softmax``.
-
-    >>> import ember
-    >>> import ember.nn.functional as F
-    >>> log_probs = F.log_softmax(ember.zeros(3, 1, 2), 2)
-    >>> round(F.ctc_loss(log_probs, ember.tensor([[1]]), [3], [1], reduction="sum").item(), 4)
-    0.2877
-    """
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"ctc_loss: {reduction} is not a valid value for reduction")
-    if isinstance(input_lengths, Tensor) != isinstance(target_lengths, Tensor):
-        raise TypeError(f"ctc_loss: input_lengths and target_lengths must both be Tensors or both tuples/lists of "
-                        f"ints, got {type(input_lengths).__name__} and {type(target_lengths).__name__}")
-    unbatched = log_probs.ndim == 2
-    if log_probs.ndim not in (2, 3):
-        raise RuntimeError(f"ctc_loss: Expected 3-dimensional log_probs (T, N, C) or 2-dimensional unbatched "
-                           f"(T, C), but got {log_probs.ndim}-dimensional tensor of shape {list(log_probs.shape)}")
-    if log_probs.dtype not in (float32, float64):
-        raise RuntimeError(f"ctc_loss: expected log_probs of dtype float32 or float64, got {log_probs.dtype}")
-    if log_probs.numel() == 0:
-        raise RuntimeError(f"ctc_loss: log_probs tensor must not be empty (shape {list(log_probs.shape)})")
-    x = log_probs.unsqueeze(1) if unbatched else log_probs
-    n = x.shape[1]
-    il = _lengths("input_lengths", input_lengths, n)
-    tl = _lengths("target_lengths", target_lengths, n)
-    _check_ctc(x, targets, il, tl, blank)
-    if targets.device != x.device:
-        targets = targets.to(x.device)
-    loss = apply(CtcLoss, x, targets, il, tl, blank, zero_infinity)
-    if zero_infinity:
-        loss = where(loss.isinf(), loss.new_zeros(()), loss)
-    if reduction == "mean":
-        return (loss / loss.new_tensor([max(v, 1) for v in tl])).mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss.squeeze(0) if unbatched else loss
+    return reduce_loss(loss, reduction, "gaussian_nll_loss")

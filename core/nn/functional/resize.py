@@ -1,8 +1,12 @@
-"""Resampling: ``interpolate`` (nearest, linear/bilinear/trilinear), pixel shuffle."""
+"""Resampling: ``interpolate`` (nearest, linear/bilinear/trilinear, area), composed of ember ops; pixel
+shuffle is in :mod:`ember.ops.nn`."""
 from __future__ import annotations
 
 import math
 
+from ...ops.nn import pixel_shuffle, pixel_unshuffle  # noqa: F401  (re-exported)
+from ...ops.nn_conv import adaptive_avg
+from ...registry import export
 from ...tensor import Tensor, _wrap
 
 
@@ -15,6 +19,7 @@ def _table(input, kernel, *args):  # noqa: A002
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
 
+@export(to=("nn.functional",))
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
                 align_corners: bool | None = None, recompute_scale_factor=None, antialias: bool = False) -> Tensor:
     """Resize the spatial dimensions of ``(N, C, *spatial)``.
@@ -46,9 +51,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             out = out.index_select(2 + i, _table(input, "resize_nearest_index", osz[i], sp[i], scales[i]))
         return out
     if mode == "area":
-        from .pooling import _adaptive_avg
-
-        return _adaptive_avg("interpolate", d, input, osz)
+        return adaptive_avg("interpolate", d, input, osz)
     if _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
     for i in range(d):
@@ -58,24 +61,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     return out
 
 
+@export(to=("nn.functional",))
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
     return interpolate(input, size, scale_factor, mode, align_corners)
 
-
-def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
-    """``(*, C r^2, H, W)`` to ``(*, C, H r, W r)``."""
-    r = upscale_factor
-    *lead, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
-                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    x = input.reshape(-1, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
-    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
-
-
-def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
-    """``(*, C, H r, W r)`` to ``(*, C r^2, H, W)``."""
-    r = downscale_factor
-    *lead, c, h, w = input.shape
-    x = input.reshape(-1, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
-    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))

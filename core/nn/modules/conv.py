@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...ops.creation import empty
 from .. import functional as F
-from ..functional.conv import ntuple
+from ...ops.nn_conv import ntuple
 from ._params import register_weight_bias, reset_fan_in_uniform
 from .module import Module
 

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from .. import functional as F
-from ..functional.loss import _legacy
+from ...ops.nn_loss import legacy_reduction
 from .module import Module
 
 
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = _legacy(reduction, size_average, reduce)
+        self.reduction = legacy_reduction(reduction, size_average, reduce)
 
 
 class _WeightedLoss(_Loss):

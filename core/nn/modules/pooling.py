@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import functional as F
-from ..functional.conv import ntuple
+from ...ops.nn_conv import ntuple
 from .module import Module
 
 

@@ -2,7 +2,7 @@
 
 Per layer and direction the input projection of all time steps is one GEMM
 (an ordinary differentiable ``matmul``); the time loop runs in one fused op
-(:class:`LSTMLayer` and friends) whose kernels live in ``ember.kernels.rnn``:
+(:class:`ember.ops.nn_recurrent.LSTMLayer` and friends) whose kernels live in ``ember.kernels.rnn``:
 one recurrent GEMM plus the gate arithmetic per step, and a backward through
 time that leaves the weight gradients to one GEMM each.  Parameter names,
 shapes and initialisation are PyTorch's, so state dicts load across.
@@ -10,92 +10,21 @@ shapes and initialisation are PyTorch's, so state dicts load across.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from ...autograd.function import Op
-from ...autograd.grad_mode import STATE
+from ...autograd.grad_mode import no_grad
 from ...dispatch import apply
-from ...tensor import _wrap
+from ...ops.creation import empty, from_numpy, zeros
+from ...ops.nn import dropout
+from ...ops.nn_recurrent import GRULayer, LSTMLayer, RNNLayer
+from ...ops.shape import cat, stack
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _packed_layout
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-
-def _no_double_backward(name):
-    if STATE.enabled:
-        raise RuntimeError(f"{name}: double backward through a fused recurrent layer is not supported; use the "
-                           f"cells (RNNCell, LSTMCell, GRUCell) in a loop for higher-order gradients")
-
-
-def _wrap_all(dev, *arrays):
-    return tuple(None if a is None else _wrap(a, dev) for a in arrays)
-
-
-class LSTMLayer(Op):
-    """One LSTM layer in one direction over a whole sequence."""
-
-    save_inputs = True
-    backward_name = "LstmBackward0"
-
-    @staticmethod
-    def forward(ctx, k, xproj, h0, c0, w_hh, w_hr, mask, reverse):
-        out, h, c, ctx.cache = k["lstm_forward"](xproj, h0, c0, w_hh, w_hr, mask, reverse)
-        ctx.mask, ctx.reverse = mask, reverse
-        return out, h, c
-
-    @staticmethod
-    def backward(ctx, dout, dh, dc):
-        _no_double_backward("LSTM")
-        saved = ctx.inputs  # xproj, h0, c0, w_hh and, with projections, w_hr
-        w_hh, w_hr = saved[3], (saved[4] if len(saved) == 5 else None)
-        r = dout._dev.kernels["lstm_backward"](dout._data, dh._data, dc._data, ctx.cache, w_hh._data,
-                                               None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse)
-        return _wrap_all(dout._dev, *r)[:len(saved)]
-
-
-class GRULayer(Op):
-    """One GRU layer in one direction over a whole sequence."""
-
-    save_inputs = True
-    backward_name = "GruBackward0"
-
-    @staticmethod
-    def forward(ctx, k, xproj, h0, w_hh, b_hn, mask, reverse):
-        out, h, ctx.cache = k["gru_forward"](xproj, h0, w_hh, b_hn, mask, reverse)
-        ctx.mask, ctx.reverse = mask, reverse
-        return out, h
-
-    @staticmethod
-    def backward(ctx, dout, dh):
-        _no_double_backward("GRU")
-        w_hh = ctx.inputs[2]
-        dx, dh0, dw_hh, db_hn = dout._dev.kernels["gru_backward"](dout._data, dh._data, ctx.cache, w_hh._data,
-                                                                  ctx.mask, ctx.reverse)
-        return _wrap_all(dout._dev, dx, dh0, dw_hh, db_hn)
-
-
-class RNNLayer(Op):
-    """One Elman RNN layer (tanh or relu) in one direction over a whole sequence."""
-
-    save_inputs = True
-    backward_name = "RnnBackward0"
-
-    @staticmethod
-    def forward(ctx, k, xproj, h0, w_hh, relu, mask, reverse):
-        out, h, ctx.cache = k["rnn_forward"](xproj, h0, w_hh, relu, mask, reverse)
-        ctx.relu, ctx.mask, ctx.reverse = relu, mask, reverse
-        return out, h
-
-    @staticmethod
-    def backward(ctx, dout, dh):
-        _no_double_backward("RNN")
-        w_hh = ctx.inputs[2]
-        r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, w_hh._data, ctx.relu, ctx.mask,
-                                              ctx.reverse)
-        return _wrap_all(dout._dev, *r)
 
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -121,8 +50,6 @@ class RNNBase(Module):
         if proj_size and mode != "LSTM":
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if dropout > 0 and num_layers == 1:
-            import warnings
-
             warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
                           UserWarning, stacklevel=3)
@@ -132,8 +59,6 @@ class RNNBase(Module):
         gates = _GATES[mode] * hidden_size
         real_h = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
-        from ...ops.creation import empty
-
         for layer in range(num_layers):
             for d in range(2 if bidirectional else 1):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
@@ -151,8 +76,6 @@ class RNNBase(Module):
     def reset_parameters(self) -> None:
         """PyTorch's initialisation: every weight and bias uniform on +-1/sqrt(hidden_size)."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        from ...autograd.grad_mode import no_grad
-
         with no_grad():
             for name in self._flat_weights_names:
                 getattr(self, name).uniform_(-stdv, stdv)
@@ -196,8 +119,6 @@ class RNNBase(Module):
             raise RuntimeError(f"{type(self).__name__}: Expected {what} size {tuple(expected)}, got {list(h.shape)}")
 
     def forward(self, input, hx=None):  # noqa: A002
-        from ...ops.creation import zeros
-
         packed = isinstance(input, PackedSequence)
         mask = None
         if packed:
@@ -250,11 +171,7 @@ class RNNBase(Module):
                 cs.append(c)
             layer_in = outs[0] if D == 1 else _cat_last(outs)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                from ..functional import dropout
-
                 layer_in = dropout(layer_in, self.dropout, True)
-        from ...ops.shape import stack
-
         h_n = stack(hs, 0)
         c_n = stack(cs, 0) if self.mode == "LSTM" else None
         output = layer_in
@@ -281,15 +198,11 @@ class RNNBase(Module):
         if self.bias:
             b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
             if self.mode == "GRU":
-                from ...ops.shape import cat
-
                 xproj = xproj + b_ih + cat([b_hh[:2 * H], b_hh[2 * H:] * 0])
                 b_hn = b_hh[2 * H:]
             else:
                 xproj = xproj + (b_ih + b_hh)
         elif self.mode == "GRU":
-            from ...ops.creation import zeros
-
             b_hn = zeros(H, dtype=x.dtype, device=x.device)
         if self.mode == "LSTM":
             w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size > 0 else None
@@ -303,7 +216,6 @@ class RNNBase(Module):
     @staticmethod
     def _unpack(packed):
         """Padded time-major input, batch size, step mask (T, B, 1) and the unsort permutation."""
-        from ...ops.creation import from_numpy, zeros
 
         T, B, t_idx, b_idx, _, lengths_sorted = _packed_layout(packed)
         data = packed.data
@@ -314,16 +226,12 @@ class RNNBase(Module):
 
     @staticmethod
     def _repack(out, like):
-        from ...ops.creation import from_numpy
-
         _, _, t_idx, b_idx, _, _ = _packed_layout(like)
         data = out[from_numpy(t_idx).to(out.device), from_numpy(b_idx).to(out.device)]
         return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
 
 def _cat_last(outs):
-    from ...ops.shape import cat
-
     return cat(outs, -1)
 
 
@@ -361,8 +269,6 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
-        from ...ops.creation import empty
-
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         self.weight_ih = Parameter(empty(num_chunks * hidden_size, input_size, device=device, dtype=dtype))
         self.weight_hh = Parameter(empty(num_chunks * hidden_size, hidden_size, device=device, dtype=dtype))
@@ -376,8 +282,6 @@ class RNNCellBase(Module):
 
     def reset_parameters(self) -> None:
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        from ...autograd.grad_mode import no_grad
-
         with no_grad():
             for p in self.parameters():
                 p.uniform_(-stdv, stdv)
@@ -400,7 +304,6 @@ class RNNCellBase(Module):
         batched = x.dim() == 2
         if not batched:
             x = x.unsqueeze(0)
-        from ...ops.creation import zeros
 
         if hx is None:
             hx = tuple(zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) for _ in range(n_states))

@@ -47,7 +47,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient elementwise to ``[-clip_value, clip_value]`` in place."""
     from ...dispatch import unary
-    from ..functional.activation import Hardtanh
+    from ...ops.nn import Hardtanh
 
     c = float(clip_value)
     with no_grad():

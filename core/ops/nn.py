@@ -1,0 +1,762 @@
+"""Neural-network ops: softmax, the fused activations, linear maps, embeddings, dropout, normalisation,
+distances, pixel shuffle and constant padding.
+
+Each op is exported to ``nn.functional`` and, where PyTorch has it there,
+to ``torch`` (``ember.*``) and ``Tensor``.  Where ``torch.<name>`` has
+another signature than ``torch.nn.functional.<name>`` (``softmax``'s
+``dtype`` in third place, ``dropout``'s ``train``, ``batch_norm``'s
+argument order, ``embedding``'s weight first...), the torch form is its own
+function beside the functional one.  Convolution and pooling are in
+:mod:`ember.ops.nn_conv`, losses in :mod:`ember.ops.nn_loss`, the fused
+recurrent layers in :mod:`ember.ops.nn_recurrent`.
+
+>>> import ember
+>>> ember.softmax(ember.tensor([0., 1000.]), 0).tolist()
+[0.0, 1.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply, out_or, unary
+from ..registry import NAMESPACES, check_tensor, export, inplace_form
+from ..tensor import Tensor, _wrap_dim
+from .creation import arange, rand, tensor
+from .pointwise import sigmoid, where
+
+
+def torch_form(name: str):
+    """Name the decorated function ``name``: the ``torch.<name>`` form of a functional op of the same name."""
+    def deco(fn):
+        fn.__name__ = fn.__qualname__ = name
+        return fn
+    return deco
+
+
+def inplace_torch(fn, name: str, to=("torch",)):
+    """Export ``name_``, ``fn`` computed out of place and written into its input, to ``to`` (default ``torch``)."""
+    return export(inplace_form(fn, name), name + "_", to=to)
+
+
+# --------------------------------------------------------------------------- softmax and fused activations
+class Softmax(Op):
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k["softmax"](x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        y = ctx.output
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+
+
+class LogSoftmax(Op):
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k["log_softmax"](x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g - ctx.output.exp() * g.sum(ctx.dim, keepdim=True)
+
+
+class Softplus(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, beta, threshold):
+        ctx.beta, ctx.threshold = beta, threshold
+        return k["nn_softplus"](x, beta, threshold)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        bx = x * ctx.beta
+        return where(bx > ctx.threshold, g, g * sigmoid(bx))
+
+
+class Hardtanh(Op):
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        return k["clamp"](x, lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        zero = g.new_zeros(())
+        return where(x > ctx.lo, where(x < ctx.hi, g, zero), zero)
+
+
+def _softmax_dim(x, dim, op):
+    if dim is None:
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return _wrap_dim(dim, max(x.ndim, 1), op)
+
+
+def _float(x, dtype):
+    return x.to(dtype) if dtype is not None else x
+
+
+@export(to=("nn.functional",))
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:  # noqa: A002
+    """``exp(x) / exp(x).sum(dim)``, computed stably (the max is subtracted first).
+
+    >>> import ember
+    >>> ember.nn.functional.softmax(ember.tensor([0., 1000.]), dim=0).tolist()
+    [0.0, 1.0]
+    """
+    x = _float(check_tensor(input, "softmax"), dtype)
+    return unary(Softmax, x, _softmax_dim(x, dim, "softmax"))
+
+
+@export(to=("nn.functional",))
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:  # noqa: A002
+    """``log(softmax(x))`` computed stably.
+
+    >>> import ember
+    >>> ember.nn.functional.log_softmax(ember.tensor([0., 0.]), dim=0).tolist()
+    [-0.6931471824645996, -0.6931471824645996]
+    """
+    x = _float(check_tensor(input, "log_softmax"), dtype)
+    return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax"))
+
+
+@export(to=("torch", "Tensor"))
+@torch_form("softmax")
+def torch_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  # noqa: A002
+    """``torch.softmax`` / ``Tensor.softmax``: :func:`softmax` along ``dim`` (required), ``dtype`` third."""
+    x = _float(check_tensor(input, "softmax"), dtype)
+    return out_or(unary(Softmax, x, _wrap_dim(dim, max(x.ndim, 1), "softmax")), out)
+
+
+@export(to=("torch", "Tensor"))
+@torch_form("log_softmax")
+def torch_log_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  # noqa: A002
+    """``torch.log_softmax`` / ``Tensor.log_softmax``."""
+    x = _float(check_tensor(input, "log_softmax"), dtype)
+    return out_or(unary(LogSoftmax, x, _wrap_dim(dim, max(x.ndim, 1), "log_softmax")), out)
+
+
+def _inplace(x, out, inplace):
+    return x.copy_(out) if inplace else out
+
+
+@export(to=("nn.functional",))
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
+    return unary(Softplus, check_tensor(input, "softplus"), beta, threshold)
+
+
+@export(to=("nn.functional",))
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``clamp(x, min_val, max_val)``."""
+    if min_val > max_val:
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
+    return _inplace(input, unary(Hardtanh, check_tensor(input, "hardtanh"), min_val, max_val), inplace)
+
+
+@export(to=("nn.functional", "torch", "Tensor"))
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """``x`` where positive, ``weight * x`` elsewhere (``weight`` per channel, dim 1)."""
+    x = check_tensor(input, "prelu")
+    if weight.numel() != 1:
+        c = x.shape[1] if x.ndim >= 2 else x.shape[0]
+        if weight.numel() != c:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                               f"numbers = {weight.numel()} and channel size = {c}.")
+        if x.ndim >= 2:
+            weight = weight.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return where(x > 0, x, weight * x)
+
+
+def _neg_part(x):
+    # min(x, 0) without a max op; keeps exp() of the unused branch finite
+    return where(x > 0, x.new_zeros(()), x)
+
+
+@export(to=("nn.functional",))
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    x = check_tensor(input, "elu")
+    return _inplace(input, where(x > 0, x, (_neg_part(x).exp() - 1) * alpha), inplace)
+
+
+@export(to=("nn.functional", "torch"))
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    x = check_tensor(input, "celu")
+    return _inplace(input, where(x > 0, x, ((_neg_part(x) / alpha).exp() - 1) * alpha), inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@export(to=("nn.functional", "torch"))
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return _inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+@export(to=("nn.functional", "torch"))
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x`` where ``x > threshold``, else ``value``."""
+    x = check_tensor(input, "threshold")
+    return _inplace(input, where(x > threshold, x, x.new_full((), value)), inplace)
+
+
+@export(to=("nn.functional", "torch", "Tensor"))
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    x = check_tensor(input, "hardshrink")
+    return where(x.abs() > lambd, x, x.new_zeros(()))
+
+
+inplace_torch(celu, "celu")
+inplace_torch(selu, "selu")
+inplace_torch(threshold, "threshold")
+export(NAMESPACES["Tensor"]["relu_"], "relu_", to=("torch",))  # the in-place form ops.pointwise derives for relu
+
+
+# --------------------------------------------------------------------------- linear maps
+class Linear(Op):
+    """``x @ w.T + b`` in one GEMM; the gradient flattens leading dimensions into one GEMM each."""
+
+    backward_name = "AddmmBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, w, b):
+        y = k["matmul"](x, w.T)
+        if b is not None:
+            y += b
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        ins = ctx.inputs
+        x, w = ins[0], ins[1]
+        nf = ctx.next_functions
+        gx = g.matmul(w) if nf[0][0] is not None else None
+        g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
+        gw = g2.t().matmul(x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x) if nf[1][0] is not None else None
+        if len(ins) == 2:
+            return gx, gw
+        return gx, gw, g2.sum(0) if nf[2][0] is not None else None
+
+
+@export(to=("nn.functional",))
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """``input @ weight.T + bias``.
+
+    >>> import ember
+    >>> ember.nn.functional.linear(ember.ones(2, 3), ember.ones(4, 3)).shape
+    ember.Size([2, 4])
+    """
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"linear(): expected Tensor input and weight, got {type(input).__name__} and "
+                        f"{type(weight).__name__}")
+    if input.ndim == 0 or weight.ndim not in (1, 2) or input.shape[-1] != weight.shape[-1]:
+        a = f"{max(input.numel() // max(input.shape[-1], 1), 1)}x{input.shape[-1] if input.ndim else 1}" \
+            if input.ndim else "scalar"
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({a} and "
+                           f"{'x'.join(str(s) for s in reversed(weight.shape))}): input of size {list(input.shape)} "
+                           f"expects its last dimension to be in_features={weight.shape[-1]}")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
+                           f"{weight.dtype}")
+    if weight.ndim == 1:
+        out = input.matmul(weight)
+        return out + bias if bias is not None else out
+    return apply(Linear, input, weight, bias)
+
+
+@export(to=("nn.functional", "torch"))
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1 @ W_k @ x2 + b_k`` for weight ``(out, in1, in2)``."""
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear: input1 of size {list(input1.shape)} and input2 of size {list(input2.shape)} "
+                           f"do not match weight of size {list(weight.shape)} (expected last dimensions "
+                           f"{weight.shape[1]} and {weight.shape[2]})")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    t = x1.matmul(weight.permute(1, 0, 2).reshape(weight.shape[1], -1))
+    out = (t.reshape(x1.shape[0], weight.shape[0], weight.shape[2]) * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(tuple(lead) + (weight.shape[0],))
+
+
+# --------------------------------------------------------------------------- embeddings
+def index_tensor(idx, op):
+    """``idx`` when it is an integer Tensor; PyTorch's error otherwise."""
+    if not isinstance(idx, Tensor) or idx.dtype.category > 1 or idx.dtype.name == "bool":
+        raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the following scalar "
+                           f"types: Long, Int; but got {getattr(idx, 'dtype', type(idx).__name__)} instead")
+    return idx
+
+
+def _renorm_rows(weight, idx, max_norm, norm_type):
+    with no_grad():
+        rows = weight.index_select(0, idx)
+        norms = (rows.abs() ** norm_type).sum(-1, keepdim=True) ** (1.0 / norm_type)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), norms.new_ones(()))
+        weight.data.index_copy_(0, idx, rows * scale)
+
+
+@export(to=("nn.functional",))
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,  # noqa: A002
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by integer ``input``; the ``padding_idx`` row gets no gradient.
+
+    >>> import ember
+    >>> ember.nn.functional.embedding(ember.tensor([2, 0]), ember.eye(3)).tolist()
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    idx = index_tensor(input, "embedding")
+    n = weight.shape[0]
+    flat = idx.reshape(-1)
+    if flat.numel():
+        lo, hi = int(flat.cpu().numpy().min()), int(flat.cpu().numpy().max())
+        if lo < -n or hi >= n:
+            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
+                             f"{n} rows)")
+    if max_norm is not None:
+        _renorm_rows(weight, flat, max_norm, norm_type)
+    out = weight.index_select(0, flat)
+    if padding_idx is not None:
+        pad = padding_idx + n if padding_idx < 0 else padding_idx
+        keep = (flat != pad).unsqueeze(-1)
+        out = where(keep, out, out.detach())
+    return out.reshape(tuple(idx.shape) + (weight.shape[1],))
+
+
+@export(to=("torch",))
+@torch_form("embedding")
+def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+                    sparse: bool = False) -> Tensor:
+    """``torch.embedding``: weight first; a negative ``padding_idx`` means none."""
+    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None)
+
+
+class EmbeddingBagSegments(Op):
+    """Each index's bag, and each bag's number of kept indices (not differentiable)."""
+
+    @staticmethod
+    def forward(ctx, k, offsets, n, keep):
+        return k["embedding_bag_segments"](offsets, n, keep)
+
+
+def _bags(input, offsets, include_last_offset):
+    """Flat indices and the start offset of each bag (``input`` 2-D: one bag per row)."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None")
+        b, length = input.shape
+        return input.reshape(-1), arange(0, b * length, length, device=input.device)
+    if offsets is None:
+        raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
+    return input, offsets[:-1] if include_last_offset else offsets
+
+
+def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample_weights, padding_idx):
+    """The bags' reductions, the bag of each index, the number of kept indices of each bag, and (mode 'max')
+    the kept values."""
+    emb = embedding(input, weight, padding_idx, max_norm, norm_type)
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      "supported for mode='sum'")
+        emb = emb * per_sample_weights.unsqueeze(-1)
+    n, bags, width = input.shape[0], offsets.shape[0], weight.shape[1]
+    keep = None if padding_idx is None else (input != padding_idx).unsqueeze(1)
+    bag, counts = apply(EmbeddingBagSegments, offsets.detach(), n, None if keep is None else keep.reshape(-1))
+    if mode == "max":
+        init = emb.new_full((bags, width), float("-inf"))
+        kept = emb if keep is None else where(keep, emb, init[:1])
+        out = init.scatter_reduce(0, bag.unsqueeze(1).expand(n, width), kept, "amax", include_self=False)
+        return where((counts == 0).unsqueeze(1), out.new_zeros(()), out), bag, counts, kept
+    out = emb.new_zeros((bags, width)).index_add(0, bag, emb if keep is None else where(keep, emb, 0))
+    if mode == "mean":
+        out = out / counts.clamp(min=1).unsqueeze(1).to(out.dtype)
+    return out, bag, counts, None
+
+
+@export(to=("nn.functional",))
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,  # noqa: A002
+                  norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None) -> Tensor:
+    """Sums or means of bags of embeddings: ``input`` 2-D (one bag per row) or 1-D with ``offsets``."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    flat, offs = _bags(input, offsets, include_last_offset)
+    return _embedding_bag(flat, weight, offs, max_norm, norm_type, mode, per_sample_weights, padding_idx)[0]
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+@export(to=("torch",))
+@torch_form("embedding_bag")
+def torch_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False,
+                        mode: int = 0, sparse: bool = False, per_sample_weights: Tensor | None = None,
+                        include_last_offset: bool = False, padding_idx: int | None = None):
+    """``torch.embedding_bag``: weight first, ``mode`` 0 (sum), 1 (mean) or 2 (max); returns ``(output,
+    offset2bag, bag_size, max_indices)`` as PyTorch's CPU kernel does (the last three are bookkeeping; its
+    float32 'sum' fast path leaves ``offset2bag`` empty)."""
+    name = _BAG_MODES[mode]
+    flat, offs = _bags(indices, offsets, include_last_offset)
+    out, bag, counts, kept = _embedding_bag(flat, weight, offs, None, 2, name, per_sample_weights, padding_idx)
+    if name == "sum":
+        zeros = counts.new_zeros(counts.shape)
+        return out, bag, zeros, zeros.clone()
+    if name == "mean":
+        return out, bag, counts, counts.clone()
+    with no_grad():  # the first position holding each bag's maximum, as the index of its weight row
+        n = flat.shape[0]
+        at = arange(n, device=flat.device).unsqueeze(1).expand(kept.shape)
+        first = where(kept == out.index_select(0, bag), at, n)
+        first = first.new_full(out.shape, n).scatter_reduce(0, bag.unsqueeze(1).expand(kept.shape), first, "amin")
+        best = flat.index_select(0, first.clamp(max=max(n - 1, 0)).reshape(-1)).reshape(out.shape) if n else first
+        return out, bag, counts, where(first < n, best, 0)
+
+
+# --------------------------------------------------------------------------- dropout
+def _check_p(p, op):
+    if p < 0 or p > 1:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(x, shape, p):
+    return (rand(shape, dtype=x.dtype, device=x.device) >= p).to(x.dtype)
+
+
+@export(to=("nn.functional",))
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``, only when ``training``.
+
+    >>> import ember
+    >>> ember.nn.functional.dropout(ember.ones(3), 0.5, training=False).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    _check_p(p, "dropout")
+    if not training or p == 0:
+        return input
+    out = input * 0.0 if p == 1 else input * (_keep_mask(input, input.shape, p) * (1.0 / (1 - p)))
+    return input.copy_(out) if inplace else out
+
+
+def _feature_dropout(op, x, p, training, inplace, min_dim):
+    _check_p(p, op)
+    if not training or p == 0:
+        return x
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if x.ndim >= min_dim else (x.shape[0],) + (1,) * (x.ndim - 1)
+    out = x * 0.0 if p == 1 else x * (_keep_mask(x, shape, p) * (1.0 / (1 - p)))
+    return x.copy_(out) if inplace else out
+
+
+@export(to=("nn.functional",))
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout("dropout1d", input, p, training, inplace, 3)
+
+
+@export(to=("nn.functional",))
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels (``(N, C, H, W)``) with probability ``p``."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, 4)
+
+
+@export(to=("nn.functional",))
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout("dropout3d", input, p, training, inplace, 5)
+
+
+@export(to=("nn.functional",))
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:  # noqa: A002
+    """Dropout that keeps SELU's self-normalising mean and variance."""
+    _check_p(p, "alpha_dropout")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    alpha = -1.7580993408473766
+    keep = _keep_mask(input, input.shape, p)
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    out = (input * keep + (1 - keep) * alpha) * a + b
+    return input.copy_(out) if inplace else out
+
+
+@export(to=("torch",))
+@torch_form("dropout")
+def torch_dropout(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.dropout``: :func:`dropout` with ``train`` required."""
+    return dropout(input, p, train)
+
+
+@export(to=("torch",))
+@torch_form("alpha_dropout")
+def torch_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.alpha_dropout``."""
+    return alpha_dropout(input, p, train)
+
+
+@export(to=("torch",))
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """Zero whole features (dim 1 of an input of at least 2 dimensions) with probability ``p``."""
+    if check_tensor(input, "feature_dropout").ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _feature_dropout("feature_dropout", input, p, train, False, 2)
+
+
+inplace_torch(torch_dropout, "dropout")
+inplace_torch(torch_alpha_dropout, "alpha_dropout")
+inplace_torch(feature_dropout, "feature_dropout")
+
+
+# --------------------------------------------------------------------------- normalisation
+def _moments(x, dims):
+    mean = x.mean(dims, keepdim=True)
+    d = x - mean
+    return mean, d, (d * d).mean(dims, keepdim=True)
+
+
+def _affine(y, weight, bias, shape):
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def _update(running, value, momentum):
+    with no_grad():
+        running.mul_(1 - momentum).add_(value * momentum)
+
+
+@export(to=("nn.functional",))
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise over the batch (and spatial) dimensions per channel (dim 1); update running stats in training.
+
+    >>> import ember
+    >>> y = ember.nn.functional.batch_norm(ember.tensor([[1.], [3.]]), None, None, training=True)
+    >>> [round(v, 3) for v in y.flatten().tolist()]
+    [-1.0, 1.0]
+    """
+    x = input
+    c = x.shape[1] if x.ndim > 1 else x.shape[0]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
+    dims = [0] + list(range(2, x.ndim))
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    if training or running_mean is None:
+        n = x.numel() // c
+        if training and n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(x.shape)}")
+        mean, d, var = _moments(x, dims)
+        if training and running_mean is not None:
+            _update(running_mean, mean.detach().reshape(c), momentum)
+            _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+        d = x - mean
+    return _affine(d / (var + eps).sqrt(), weight, bias, shape)
+
+
+@export(to=("nn.functional",))
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,  # noqa: A002
+               eps: float = 1e-5) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dimensions."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    dims = list(range(input.ndim - len(ns), input.ndim))
+    _, d, var = _moments(input, dims)
+    return _affine(d / (var + eps).sqrt(), weight, bias, ns)
+
+
+@export(to=("nn.functional",))
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,  # noqa: A002
+               eps: float = 1e-5) -> Tensor:
+    """Normalise over groups of channels (and all spatial positions) per sample."""
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
+                           f"got input of shape {list(input.shape)} and num_groups={num_groups}")
+    g = input.reshape(n, num_groups, -1)
+    _, d, var = _moments(g, [2])
+    y = (d / (var + eps).sqrt()).reshape(input.shape)
+    return _affine(y, weight, bias, (1, c) + (1,) * (input.ndim - 2))
+
+
+@export(to=("nn.functional",))
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,  # noqa: A002
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its spatial positions."""
+    n, c = input.shape[:2]
+    dims = list(range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        m = input[0, 0].numel()
+        mean, d, var = _moments(input, dims)
+        if running_mean is not None:
+            _update(running_mean, mean.detach().reshape(n, c).mean(0), momentum)
+            _update(running_var, var.detach().reshape(n, c).mean(0) * (m / max(m - 1, 1)), momentum)
+    else:
+        var = running_var.reshape(shape)
+        d = input - running_mean.reshape(shape)
+    return _affine(d / (var + eps).sqrt(), weight, bias, shape)
+
+
+@export(to=("torch",))
+@torch_form("batch_norm")
+def torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,  # noqa: A002
+                     cudnn_enabled) -> Tensor:
+    """``torch.batch_norm``: weight and bias before the running statistics, every argument required."""
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+@export(to=("torch",))
+@torch_form("instance_norm")
+def torch_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,  # noqa: A002
+                        cudnn_enabled) -> Tensor:
+    """``torch.instance_norm``: weight and bias before the running statistics, every argument required."""
+    return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+@export(to=("torch",))
+@torch_form("layer_norm")
+def torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True) -> Tensor:  # noqa: A002
+    """``torch.layer_norm``."""
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@export(to=("torch",))
+@torch_form("group_norm")
+def torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True) -> Tensor:  # noqa: A002
+    """``torch.group_norm``."""
+    return group_norm(input, num_groups, weight, bias, eps)
+
+
+# --------------------------------------------------------------------------- distances
+def pnorm(x, p, dim, keepdim=True):
+    """The ``p``-norm of ``x`` along ``dim``."""
+    if p == 2:
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if p == 1:
+        return x.abs().sum(dim, keepdim=keepdim)
+    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+@export(to=("nn.functional", "torch"))
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` along ``dim``.
+
+    >>> import ember
+    >>> ember.nn.functional.cosine_similarity(ember.tensor([[1., 0.]]), ember.tensor([[1., 1.]])).tolist()
+    [0.7071067690849304]
+    """
+    w12 = (x1 * x2).sum(dim)
+    w = (x1 * x1).sum(dim) * (x2 * x2).sum(dim)
+    return w12 / where(w > eps * eps, w, w.new_full((), eps * eps)).sqrt()
+
+
+@export(to=("nn.functional", "torch"))
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` over the last dimension."""
+    return pnorm(x1 - x2 + eps, p, -1, keepdim)
+
+
+# --------------------------------------------------------------------------- pixel shuffle
+@export(to=("nn.functional", "torch"))
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    """``(*, C r^2, H, W)`` to ``(*, C, H r, W r)``."""
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = input.reshape(-1, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+@export(to=("nn.functional", "torch"))
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    """``(*, C, H r, W r)`` to ``(*, C r^2, H, W)``."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(-1, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+# --------------------------------------------------------------------------- padding
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+class ConstantPad(Op):
+    backward_name = "ConstantPadNdBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, pairs, value):
+        ctx.crop = (Ellipsis,) + tuple(slice(lo, lo + s) for (lo, _), s in zip(pairs, x.shape[x.ndim - len(pairs):]))
+        return k["constant_pad"](x, pairs, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[ctx.crop]
+
+
+@export(to=("nn.functional",))
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    """Pad the last ``len(pad) // 2`` dimensions: ``pad = (left_last, right_last, left_prev, right_prev, ...)``.
+
+    Constant padding is one op (its gradient crops); the other modes select indices.
+
+    >>> import ember
+    >>> ember.nn.functional.pad(ember.ones(1, 2), (1, 1)).tolist()
+    [[0.0, 1.0, 1.0, 0.0]]
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pad(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"pad: Padding length must be divisible by 2 and at most twice the number of dimensions "
+                           f"of the input ({input.ndim}), got {len(pad)}")
+    n = len(pad) // 2
+    pairs = tuple((int(pad[2 * i]), int(pad[2 * i + 1])) for i in reversed(range(n)))
+    if mode == "constant":
+        if any(lo < 0 or hi < 0 for lo, hi in pairs):
+            crop = tuple(slice(max(-lo, 0), s - max(-hi, 0)) for (lo, hi), s in zip(pairs, input.shape[-n:]))
+            input = input[(Ellipsis,) + crop]
+            pairs = tuple((max(lo, 0), max(hi, 0)) for lo, hi in pairs)
+        return apply(ConstantPad, input, pairs, 0.0 if value is None else value)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"pad: unsupported padding mode {mode!r}; expected one of constant, reflect, "
+                                  f"replicate, circular")
+    out = input
+    for i, (lo, hi) in enumerate(pairs):
+        dim = input.ndim - n + i
+        size = input.shape[dim]
+        if mode == "reflect" and (lo >= size or hi >= size):
+            raise RuntimeError(f"pad: Padding size should be less than the corresponding input dimension, but got: "
+                               f"padding ({lo}, {hi}) at dimension {dim} of input {list(input.shape)}")
+        if mode == "circular" and (lo > size or hi > size):
+            raise RuntimeError(f"pad: Padding value causes wrapping around more than once: ({lo}, {hi}) at "
+                               f"dimension {dim} of input {list(input.shape)}")
+        idx = np.pad(np.arange(size), (lo, hi), mode=_PAD_MODES[mode])
+        out = out.index_select(dim, tensor(idx, device=input.device))
+    return out

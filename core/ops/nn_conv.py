@@ -1,0 +1,593 @@
+"""Convolution and pooling: N-d convolutions (groups, dilation, 'same' padding), transposed convolutions,
+unfold and fold; max pooling (with PyTorch's flat indices), average pooling (a depthwise convolution by
+ones), adaptive pooling and unpooling.
+
+Three ops form a closed family, each the others' gradient, so every order of
+derivative is available: ``Conv`` (x, w -> y), ``ConvInputGrad`` (the
+transposed convolution: gy, w -> x-shaped) and ``ConvWeightGrad`` (x, gy -> w-shaped).
+Max pooling's gradient scatters into the input by the argmax indices; the
+scatter and the gather are each other's gradient (``FlatScatter``/``FlatGather``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply
+from ..registry import export
+from ..tensor import Tensor, _wrap
+from .creation import eye, tensor
+from .nn import pad, torch_form
+
+
+def _needs(ctx, i):
+    """Whether the op's ``i``-th tensor input needs a gradient."""
+    return ctx.next_functions[i][0] is not None
+
+
+class Conv(Op):
+    backward_name = "ConvolutionBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, w, b, params):
+        out, cols = k["conv_forward"](x, w, b, *params)
+        ctx.params, ctx.cols = params, cols
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        ins = ctx.inputs
+        x, w = ins[:2]
+        p = ctx.params
+        gx = apply(ConvInputGrad, g, w, tuple(x.shape), p) if _needs(ctx, 0) else None
+        gw = apply(ConvWeightGrad, x, g, tuple(w.shape), p, ctx.cols) if _needs(ctx, 1) else None
+        ctx.cols = None
+        if len(ins) == 2:
+            return gx, gw
+        return gx, gw, g.sum([0] + list(range(2, g.ndim))) if _needs(ctx, 2) else None
+
+
+class ConvInputGrad(Op):
+    backward_name = "ConvolutionBackwardBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, g, w, x_shape, params):
+        ctx.params = params
+        return k["conv_input_grad"](g, w, x_shape, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, w = ctx.inputs
+        p = ctx.params
+        dg = apply(Conv, gg, w, None, p) if _needs(ctx, 0) else None
+        dw = apply(ConvWeightGrad, gg, g, tuple(w.shape), p, None) if _needs(ctx, 1) else None
+        return dg, dw
+
+
+class ConvWeightGrad(Op):
+    backward_name = "ConvolutionBackwardBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, g, w_shape, params, cols):
+        ctx.params = params
+        return k["conv_weight_grad"](x, g, w_shape, *params, cols)
+
+    @staticmethod
+    def backward(ctx, gw):
+        x, g = ctx.inputs
+        p = ctx.params
+        dx = apply(ConvInputGrad, g, gw, tuple(x.shape), p) if _needs(ctx, 0) else None
+        dg = apply(Conv, x, gw, None, p) if _needs(ctx, 1) else None
+        return dx, dg
+
+
+# --------------------------------------------------------------------------- argument handling
+def ntuple(v, n: int, name: str = "argument") -> tuple:
+    """``v`` as an n-tuple of ints (an int repeats)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1 and n > 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise ValueError(f"{name} must have {n} elements, got {list(v)}")
+        return tuple(int(i) for i in v)
+    return (int(v),) * n
+
+
+def _check_input(op, x, w, d, groups):
+    if not isinstance(x, Tensor) or not isinstance(w, Tensor):
+        raise TypeError(f"{op}(): expected Tensor input and weight, got {type(x).__name__} and {type(w).__name__}")
+    if x.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"Expected {d + 1}D (unbatched) or {d + 2}D (batched) input to {op}, but got input of "
+                           f"size: {list(x.shape)}")
+    if w.ndim != d + 2:
+        raise RuntimeError(f"{op}: expected weight to be {d + 2}-dimensional, but got weight of size {list(w.shape)}")
+    if x.dtype is not w.dtype:
+        raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({w.dtype}) should be the same")
+    if x.device != w.device:
+        raise RuntimeError(f"{op}: Input ({x.device}) and weight ({w.device}) should be on the same device")
+
+
+def _same_or_valid(padding, op, w, dilation, stride):
+    if padding == "valid":
+        return ((0, 0),) * len(dilation)
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
+        pads = []
+        for kk, dd in zip(w.shape[2:], dilation):
+            total = dd * (kk - 1)
+            pads.append((total // 2, total - total // 2))
+        return tuple(pads)
+    raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of 'valid', 'same'")
+
+
+def _conv(op, d, x, w, b, stride, padding, dilation, groups):
+    _check_input(op, x, w, d, groups)
+    unbatched = x.ndim == d + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    stride, dilation = ntuple(stride, d, "stride"), ntuple(dilation, d, "dilation")
+    if isinstance(padding, str):
+        pads = _same_or_valid(padding, op, w, dilation, stride)
+    else:
+        pads = tuple((p, p) for p in ntuple(padding, d, "padding"))
+    c = x.shape[1]
+    if c != w.shape[1] * groups or w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
+                           f"have {w.shape[1] * groups} channels, but got {c} channels instead")
+    for s, kk, dd, (lo, hi) in zip(x.shape[2:], w.shape[2:], dilation, pads):
+        if s + lo + hi < dd * (kk - 1) + 1:
+            raise RuntimeError(f"{op}: Calculated padded input size per channel: ({s + lo + hi}). Kernel size: "
+                               f"({dd * (kk - 1) + 1}). Kernel size can't be greater than actual input size")
+    if b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0]):
+        raise RuntimeError(f"{op}: expected bias of shape [{w.shape[0]}], got {list(b.shape)}")
+    out = apply(Conv, x, w, b, (stride, pads, dilation, groups))
+    return out.squeeze(0) if unbatched else out
+
+
+@export(to=("nn.functional", "torch"))
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups: int = 1) -> Tensor:
+    """1-D convolution over ``(N, C, L)``.
+
+    >>> import ember
+    >>> ember.nn.functional.conv1d(ember.ones(1, 1, 5), ember.ones(1, 1, 3)).tolist()
+    [[[3.0, 3.0, 3.0]]]
+    """
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@export(to=("nn.functional", "torch"))
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups: int = 1) -> Tensor:
+    """2-D convolution over ``(N, C, H, W)``: im2col through a strided view and one GEMM.
+
+    >>> import ember
+    >>> ember.nn.functional.conv2d(ember.ones(1, 1, 3, 3), ember.ones(1, 1, 2, 2)).shape
+    ember.Size([1, 1, 2, 2])
+    """
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@export(to=("nn.functional", "torch"))
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups: int = 1) -> Tensor:
+    """3-D convolution over ``(N, C, D, H, W)``."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op, d, x, w, b, stride, padding, output_padding, groups, dilation):
+    _check_input(op, x, w, d, groups)
+    unbatched = x.ndim == d + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    stride, dilation = ntuple(stride, d, "stride"), ntuple(dilation, d, "dilation")
+    pad, opad = ntuple(padding, d, "padding"), ntuple(output_padding, d, "output_padding")
+    if x.shape[1] != w.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
+                           f"have {w.shape[0]} channels, but got {x.shape[1]} channels instead")
+    for o, s, dd in zip(opad, stride, dilation):
+        if o >= max(s, dd):
+            raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={list(opad)}")
+    sp = tuple((i - 1) * s - 2 * p + dd * (kk - 1) + o + 1
+               for i, s, p, dd, kk, o in zip(x.shape[2:], stride, pad, dilation, w.shape[2:], opad))
+    out_shape = (x.shape[0], w.shape[1] * groups) + sp
+    out = apply(ConvInputGrad, x, w, out_shape, (stride, tuple((p, p) for p in pad), dilation, groups))
+    if b is not None:
+        out = out + b.reshape((1, -1) + (1,) * d)
+    return out.squeeze(0) if unbatched else out
+
+
+@export(to=("nn.functional", "torch"))
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1) -> Tensor:
+    """Transposed 1-D convolution (the gradient of conv1d with respect to its input)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+@export(to=("nn.functional", "torch"))
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1) -> Tensor:
+    """Transposed 2-D convolution.
+
+    >>> import ember
+    >>> ember.nn.functional.conv_transpose2d(ember.ones(1, 1, 2, 2), ember.ones(1, 1, 2, 2)).shape
+    ember.Size([1, 1, 3, 3])
+    """
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+@export(to=("nn.functional", "torch"))
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1) -> Tensor:
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+# --------------------------------------------------------------------------- unfold / fold
+def _identity_kernel(c, k, like):
+    """Weight ``(c*K, c, *k)`` that copies each window element to its own output channel."""
+    kk = 1
+    for i in k:
+        kk *= i
+    return eye(c * kk, dtype=like.dtype, device=like.device).reshape((c * kk, c) + tuple(k))
+
+
+@export(to=("nn.functional",))
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """Sliding local blocks ``(N, C*K, L)`` of a batched image (im2col).
+
+    >>> import ember
+    >>> ember.nn.functional.unfold(ember.ones(1, 2, 3, 3), 2).shape
+    ember.Size([1, 8, 4])
+    """
+    if input.ndim != 4:
+        raise RuntimeError(f"unfold: Input Error: Only 4D input Tensors are supported (got {input.ndim}D)")
+    k = ntuple(kernel_size, 2, "kernel_size")
+    w = _identity_kernel(input.shape[1], k, input)
+    out = conv2d(input, w, None, stride, padding, dilation)
+    return out.reshape(out.shape[0], out.shape[1], -1)
+
+
+@export(to=("nn.functional",))
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """Sum sliding blocks ``(N, C*K, L)`` back into ``(N, C, *output_size)`` (col2im)."""
+    if input.ndim != 3:
+        raise RuntimeError(f"fold: Input Error: Only 3D input Tensors are supported (got {input.ndim}D)")
+    k = ntuple(kernel_size, 2, "kernel_size")
+    osz = ntuple(output_size, 2, "output_size")
+    st, pd, dl = ntuple(stride, 2), ntuple(padding, 2), ntuple(dilation, 2)
+    kk = k[0] * k[1]
+    if input.shape[1] % kk:
+        raise RuntimeError(f"fold: Expected size of input's dimension 1 to be divisible by the product of "
+                           f"kernel_size, but got input.size(1)={input.shape[1]} and kernel_size={k}")
+    c = input.shape[1] // kk
+    blocks = [(o + 2 * p - d * (kx - 1) - 1) // s + 1 for o, p, d, kx, s in zip(osz, pd, dl, k, st)]
+    if blocks[0] * blocks[1] != input.shape[2]:
+        raise RuntimeError(f"fold: Given output_size={osz}, kernel_size={k}, dilation={dl}, padding={pd}, "
+                           f"stride={st}, expected size of input's dimension 2 to match the calculated number of "
+                           f"sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={input.shape[2]}.")
+    w = _identity_kernel(c, k, input)
+    x = input.reshape(input.shape[0], input.shape[1], *blocks)
+    shape = (input.shape[0], c) + osz
+    return apply(ConvInputGrad, x, w, shape, (st, tuple((p, p) for p in pd), dl, 1))
+
+
+# --------------------------------------------------------------------------- pooling
+class FlatGather(Op):
+    """``x[n, c].flat[idx[n, c]]`` per plane."""
+
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, idx):
+        return k["flat_gather"](x, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, idx = ctx.inputs
+        return apply(FlatScatter, g, idx, tuple(x.shape)), None
+
+
+class FlatScatter(Op):
+    """Zeros of ``shape`` with ``v`` added at flat plane positions ``idx``."""
+
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, v, idx, shape):
+        return k["flat_scatter_add"](v, idx, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(FlatGather, g, ctx.inputs[1]), None
+
+
+class MaxPool(Op):
+    """Max pooling; with ``indices`` a second, non-differentiable output holds PyTorch's flat argmax."""
+
+    backward_name = "MaxPoolWithIndicesBackward0"
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x, params, indices):
+        best = k["max_pool"](x, *params)
+        ctx.x, ctx.best, ctx.params = x, best, params
+        return (best, k["max_pool_indices"](x, best, *params)) if indices else best
+
+    @staticmethod
+    def backward(ctx, g, _gi=None):
+        return apply(MaxPoolBackward, g, ctx.x, ctx.best, ctx.params)
+
+
+class MaxPoolBackward(Op):
+    """The gradient of max pooling (to each window's first maximum); its own gradient gathers at the argmax."""
+
+    backward_name = "MaxPoolWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, k, g, x, best, params):
+        ctx.x, ctx.best, ctx.params = x, best, params
+        return k["max_pool_backward"](g, x, best, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx = gg._dev.kernels["max_pool_indices"](ctx.x, ctx.best, *ctx.params)
+        return apply(FlatGather, gg, _wrap(idx, gg._dev))
+
+
+class AdaptiveMaxPool(Op):
+    backward_name = "AdaptiveMaxPool2DBackward0"
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x, osize):
+        out, idx = k["adaptive_max_pool"](x, osize)
+        ctx.idx, ctx.shape = idx, x.shape
+        return out, idx
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        return apply(FlatScatter, g, _wrap(ctx.idx, g._dev), tuple(ctx.shape))
+
+
+# --------------------------------------------------------------------------- helpers
+def _batched(op, x, d):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if x.ndim not in (d + 1, d + 2) or 0 in x.shape[1:]:
+        raise RuntimeError(f"{op}: non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input, but got "
+                           f"input of size {list(x.shape)}")
+    return (x.unsqueeze(0), True) if x.ndim == d + 1 else (x, False)
+
+
+def _out_size(s, k, st, p, d, ceil):
+    span = s + 2 * p - d * (k - 1) - 1
+    o = (-(-span // st) if ceil else span // st) + 1
+    if ceil and (o - 1) * st >= s + p:
+        o -= 1
+    return o
+
+
+def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d):
+    k = ntuple(kernel_size, d, "kernel_size")
+    st = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else ntuple(stride, d)
+    p, dl = ntuple(padding, d, "padding"), ntuple(dilation, d, "dilation")
+    for kk, pp, dd in zip(k, p, dl):
+        if pp > (dd * (kk - 1) + 1) // 2:
+            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation={dd}")
+    outs = [_out_size(s, kk, ss, pp, dd, ceil_mode) for s, kk, ss, pp, dd in zip(x.shape[2:], k, st, p, dl)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated output size: "
+                           f"{(x.shape[1], *outs)}. Output size is too small")
+    pads = tuple((pp, (o - 1) * ss + dd * (kk - 1) + 1 - s - pp)
+                 for s, kk, ss, pp, dd, o in zip(x.shape[2:], k, st, p, dl, outs))
+    return k, st, pads, dl
+
+
+def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    x, unb = _batched(op, x, d)
+    k, st, pads, dl = _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d)
+    pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
+    if not return_indices:
+        out = apply(MaxPool, x, (k, st, pads, dl), False)
+        return out.squeeze(0) if unb else out
+    out, idx = apply(MaxPool, x, (k, st, pads, dl), True)
+    return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
+
+
+@export(to=("nn.functional", "torch"))
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@export(to=("nn.functional", "torch"))
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """Max over ``kernel_size`` windows; with ``return_indices`` also the flat argmax in each input plane.
+
+    >>> import ember
+    >>> ember.nn.functional.max_pool2d(ember.arange(16.).reshape(1, 1, 4, 4), 2).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@export(to=("nn.functional", "torch"))
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+_CONVS = {1: conv1d, 2: conv2d, 3: conv3d}
+
+
+def _avg_pool(op, d, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    x, unb = _batched(op, x, d)
+    k, st, pads, _ = _pool_geometry(op, x, kernel_size, stride, padding, 1, ceil_mode, d)
+    n, c = x.shape[:2]
+    conv = _CONVS[d]
+    ones = x.new_ones((1, 1) + k)
+    flat = x.reshape((n * c, 1) + tuple(x.shape[2:]))
+    padded = pad(flat, _torch_pad([(lo, max(hi, 0)) for lo, hi in pads]))
+    total = conv(padded, ones, None, st)
+    total = total.reshape((n, c) + tuple(total.shape[2:]))
+    if divisor_override:
+        out = total / divisor_override
+    else:
+        with no_grad():
+            mask = x.new_ones((1, 1) + tuple(x.shape[2:]))
+            lo_pads = [(lo, lo) for lo, _ in pads]
+            mask = pad(mask, _torch_pad(lo_pads), value=1.0 if count_include_pad else 0.0)
+            extra = [(0, max(hi - lo, 0)) for lo, hi in pads]
+            counts = conv(pad(mask, _torch_pad(extra)), ones, None, st)
+            counts = counts[(0, 0) + tuple(slice(0, o) for o in total.shape[2:])]
+        out = total / counts
+    return out.squeeze(0) if unb else out
+
+
+def _torch_pad(pairs):
+    """Per-dimension ``(lo, hi)`` pairs (first spatial dim first) in F.pad's last-dim-first order."""
+    flat = []
+    for lo, hi in reversed(pairs):
+        flat += [lo, hi]
+    return tuple(flat)
+
+
+@export(to=("nn.functional", "torch"))
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+@export(to=("nn.functional",))
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    """Mean over ``kernel_size`` windows.
+
+    >>> import ember
+    >>> ember.nn.functional.avg_pool2d(ember.arange(16.).reshape(1, 1, 4, 4), 2).tolist()
+    [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+@export(to=("nn.functional",))
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+# --------------------------------------------------------------------------- adaptive
+def _osize(output_size, x, d):
+    osz = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * d
+    return tuple(s if o is None else int(o) for o, s in zip(osz, x.shape[-d:]))
+
+
+def _adaptive_matrix(s, o, like):
+    """``(o, s)`` averaging matrix over PyTorch's adaptive windows ``[floor(i*s/o), ceil((i+1)*s/o))``."""
+    i = np.arange(o)[:, None]
+    a, b = (i * s) // o, -(-((i + 1) * s) // o)
+    j = np.arange(s)[None, :]
+    m = ((j >= a) & (j < b)) / (b - a)
+    return tensor(m, dtype=like.dtype, device=like.device)
+
+
+def adaptive_avg(op, d, x, output_size):
+    """Adaptive average pooling of the last ``d`` dimensions (``op`` names it in errors)."""
+    x, unb = _batched(op, x, d)
+    osz = _osize(output_size, x, d)
+    out = x
+    for i in range(d):
+        axis = 2 + i
+        m = _adaptive_matrix(x.shape[axis], osz[i], x)
+        out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
+    return out.squeeze(0) if unb else out
+
+
+@export(to=("nn.functional", "torch"))
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    return adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
+
+
+@export(to=("nn.functional",))
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """Mean pooling to a fixed output size.
+
+    >>> import ember
+    >>> ember.nn.functional.adaptive_avg_pool2d(ember.ones(1, 2, 5, 7), (2, 3)).shape
+    ember.Size([1, 2, 2, 3])
+    """
+    return adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+@export(to=("nn.functional",))
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    return adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def _adaptive_max(op, d, x, output_size, return_indices):
+    x, unb = _batched(op, x, d)
+    out, idx = apply(AdaptiveMaxPool, x, _osize(output_size, x, d))
+    if unb:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
+
+
+@export(to=("nn.functional",))
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+@export(to=("torch",))
+@torch_form("adaptive_max_pool1d")
+def torch_adaptive_max_pool1d(input, output_size):  # noqa: A002
+    """``torch.adaptive_max_pool1d``: always ``(output, indices)``."""
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, True)
+
+
+@export(to=("nn.functional",))
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling to a fixed output size."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+# --------------------------------------------------------------------------- unpooling
+def _max_unpool(op, d, x, indices, kernel_size, stride, padding, output_size):
+    x, unb = _batched(op, x, d)
+    if unb:
+        indices = indices.unsqueeze(0)
+    if indices.shape != x.shape:
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input tensor "
+                           f"({list(x.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    k = ntuple(kernel_size, d, "kernel_size")
+    st = k if stride is None else ntuple(stride, d)
+    p = ntuple(padding, d, "padding")
+    if output_size is None:
+        sp = tuple((i - 1) * s - 2 * pp + kk for i, s, pp, kk in zip(x.shape[2:], st, p, k))
+    else:
+        sp = tuple(output_size)[-d:]
+    out = apply(FlatScatter, x, indices, tuple(x.shape[:2]) + tuple(sp))
+    return out.squeeze(0) if unb else out
+
+
+@export(to=("nn.functional",))
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+@export(to=("nn.functional",))
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """Place pooled values back at their argmax positions (zeros elsewhere)."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
