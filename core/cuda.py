@@ -13,6 +13,8 @@ from . import dtypes
 from .accelerator import MEMORY_FUNCTIONS, DeviceAPI
 from .accelerator import Event as _Event
 from .accelerator import Stream as _Stream
+from .ops.creation import legacy_type
+from .random import default_generator
 
 _api = DeviceAPI("cuda")
 
@@ -63,15 +65,11 @@ def init() -> None:
 
 
 def _defaults():
-    from .random import default_generator
-
     return [default_generator(f"cuda:{i}") for i in range(device_count())]
 
 
 def manual_seed(seed: int) -> None:
     """Seed the current CUDA device's default generator (silently ignored without CUDA, as PyTorch)."""
-    from .random import default_generator
-
     if is_available():
         default_generator(f"cuda:{current_device()}").manual_seed(seed)
 
@@ -84,8 +82,6 @@ def manual_seed_all(seed: int) -> None:
 
 def seed() -> None:
     if is_available():
-        from .random import default_generator
-
         default_generator(f"cuda:{current_device()}").seed()
 
 
@@ -98,21 +94,15 @@ def seed_all() -> None:
 
 
 def initial_seed() -> int:
-    from .random import default_generator
-
     return default_generator(f"cuda:{current_device()}").initial_seed()
 
 
 def get_rng_state(device="cuda"):
     """The state of a CUDA device's default generator (a uint8 tensor)."""
-    from .random import default_generator
-
     return default_generator(device).get_state()
 
 
 def set_rng_state(new_state, device="cuda") -> None:
-    from .random import default_generator
-
     default_generator(device).set_state(new_state)
 
 
@@ -126,8 +116,6 @@ def set_rng_state_all(new_states) -> None:
 
 
 def _legacy_types() -> dict:
-    from .ops.creation import legacy_type
-
     return {d.legacy: legacy_type(d, "cuda") for d in dtypes.ALL if d.np is not None}
 
 

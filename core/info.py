@@ -14,13 +14,15 @@ from __future__ import annotations
 import platform
 import sys
 
+import numpy
+import pluggy
+
+import ember
+
+from .plugins import REGISTRY
+
 
 def _versions() -> list:
-    import numpy
-    import pluggy
-
-    import ember
-
     return [f"ember {ember.__version__}", f"python {platform.python_version()}", f"numpy {numpy.__version__}",
             f"pluggy {pluggy.__version__}", f"plugin API version {ember.plugins.API_VERSION}"]
 
@@ -62,8 +64,6 @@ def _overrides(registry) -> list:
 
 def report() -> str:
     """The whole report as text."""
-    from .plugins import REGISTRY
-
     sections = [("versions", ["  " + v for v in _versions()]), ("backends", _backends(REGISTRY)),
                 ("plugins", _plugins(REGISTRY)), ("plugin ops", _ops(REGISTRY)),
                 ("overridden kernels", _overrides(REGISTRY))]
@@ -71,8 +71,6 @@ def report() -> str:
 
 
 def main() -> int:
-    import ember  # noqa: F401 - loads the plugins
-
     print(report())
     return 0
 

@@ -43,6 +43,8 @@ import numpy as np
 from . import dtypes
 from .backend import device as _device
 from .backend import resolve
+from .nn.parameter import Parameter
+from .ops.creation import from_numpy
 from .tensor import Size, Tensor, _ptr, _wrap
 
 FORMAT = "ember"
@@ -57,8 +59,6 @@ class CheckpointError(RuntimeError):
 
 # ---------------------------------------------------------------------------- pickling of single tensors
 def _rebuild_tensor(array, device, requires_grad, is_param=False):
-    from .ops.creation import from_numpy
-
     t = from_numpy(np.array(array, copy=True))
     if device != "cpu":
         t = t.to(device)
@@ -75,8 +75,6 @@ Tensor.__reduce_ex__ = lambda self, proto: _reduce_tensor(self)  # pickling a te
 
 def _finish_tensor(t: Tensor, requires_grad: bool, is_param: bool) -> Tensor:
     if is_param:
-        from .nn.parameter import Parameter
-
         return Parameter(t, requires_grad)
     if requires_grad:
         t.requires_grad_(True)
@@ -404,6 +402,7 @@ def _load(fh, name: str, map_location, weights_only: bool):
             names = set(zf.namelist())
             if PREFIX + "header.json" in names:
                 return _load_ember(zf, names, name, map_location, weights_only)
+            # cycle: serialization <-> utils.pt_reader (the PyTorch reader builds on serialization's helpers)
             from .utils.pt_reader import is_torch_archive, load_torch_archive
 
             if is_torch_archive(names):

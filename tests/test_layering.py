@@ -105,6 +105,21 @@ def test_upward_imports_in_functions_say_which_cycle_they_break():
     assert not bare, "upward imports inside functions without a '# cycle:' comment:\n" + "\n".join(bare)
 
 
+def _commented(lines, line):
+    return any("# cycle:" in lines[i] for i in (line - 1, line - 2) if 0 <= i < len(lines))
+
+
+# the op families, nn.functional and the recurrent layers are being converted; their function-level imports
+# are the ones left without a comment
+@pytest.mark.xfail(strict=False, reason="core/ops/*, core/nn/functional/* and core/nn/modules/rnn.py still have "
+                                        "function-level imports without a '# cycle:' comment")
+def test_every_import_in_a_function_says_which_cycle_it_breaks():
+    """Any floor: an ember import inside a function either breaks a cycle (and says which) or sits at the top."""
+    bare = [f"{mod}:{line} imports {target}" for mod, target, line, at_top, lines, _ in edges()
+            if not at_top and not _commented(lines, line)]
+    assert not bare, "imports inside functions without a '# cycle:' comment:\n" + "\n".join(bare)
+
+
 def test_module_level_imports_have_no_cycle():
     graph: dict = {}
     for mod, target, _, at_top, _, _ in edges():
@@ -162,3 +177,24 @@ def test_a_planted_upward_import_is_caught(tmp_path, monkeypatch, planted):
     monkeypatch.setattr(__import__(__name__), "CORE", copy)
     with pytest.raises(AssertionError, match="go up a floor"):
         test_no_module_level_import_goes_up()
+
+
+def test_a_planted_function_level_import_is_caught(tmp_path, monkeypatch):
+    """An uncommented import inside a function is reported, even one going down a floor; a commented one is not."""
+    import shutil
+
+    copy = tmp_path / "core"
+    shutil.copytree(CORE, copy)
+    target = copy / "nn" / "init.py"
+    src = target.read_text()
+    planted = ("\n\ndef _planted():\n    from ..tensor import Tensor\n    return Tensor\n"
+               "\n\ndef _explained():\n    # cycle: planted for the test\n"
+               "    from ..tensor import Tensor\n    return Tensor\n")
+    target.write_text(src + planted)
+    line = len(src.splitlines()) + 4
+    monkeypatch.setattr(__import__(__name__), "CORE", copy)
+    explained = line + 6
+    assert target.read_text().splitlines()[explained - 1] == "    from ..tensor import Tensor"
+    with pytest.raises(AssertionError, match=f"ember.nn.init:{line} imports ember.tensor(\n|$)") as e:
+        test_every_import_in_a_function_says_which_cycle_it_breaks()
+    assert f"ember.nn.init:{explained} " not in str(e.value)

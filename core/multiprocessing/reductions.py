@@ -11,6 +11,7 @@ from __future__ import annotations
 from multiprocessing.reduction import ForkingPickler
 
 from ..backend import resolve
+from ..nn.parameter import Parameter
 from ..tensor import Tensor, _wrap
 from .. import shared_memory as shared
 
@@ -62,8 +63,4 @@ def finish(t: Tensor, requires_grad: bool, grad, cls) -> Tensor:
 def init_reductions() -> None:
     """Register the tensor reducer for Tensor and Parameter with the multiprocessing pickler."""
     ForkingPickler.register(Tensor, reduce_tensor)
-    try:
-        from ..nn.parameter import Parameter
-    except ImportError:  # ember.nn not available: plain tensors only
-        return
     ForkingPickler.register(Parameter, reduce_tensor)

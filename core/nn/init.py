@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
+from ..ops.creation import _random
+from ..ops.creation import tensor as _make_tensor
 from ..tensor import Tensor
 
 
@@ -47,8 +49,6 @@ def _fill(tensor: Tensor, values) -> Tensor:
 
 
 def _rand(tensor, kind, a, b, generator):
-    from ..ops.creation import _random
-
     kernel = "uniform" if kind == "uniform" else "normal"
     return _random(kind, kernel, tuple(tensor.shape), generator, tensor.dtype, tensor.device, False, None, a, b)
 
@@ -90,9 +90,7 @@ def zeros_(tensor: Tensor) -> Tensor:
 
 
 def _host(tensor, arr):
-    from ..ops.creation import tensor as make
-
-    return make(arr, dtype=tensor.dtype, device=tensor.device)
+    return _make_tensor(arr, dtype=tensor.dtype, device=tensor.device)
 
 
 def eye_(tensor: Tensor) -> Tensor:

@@ -1,6 +1,7 @@
 """``nn.Parameter``: a Tensor that a Module registers as learnable state."""
 from __future__ import annotations
 
+from ..ops.creation import empty
 from ..tensor import Tensor
 
 _new = object.__new__
@@ -19,8 +20,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from ..ops.creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor as data, got {type(data).__name__}")

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..autograd.function import _Handle
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.creation import tensor
 from ..tensor import Tensor, _wrap
 
 
@@ -305,8 +306,6 @@ def zeros_state(p: Tensor) -> Tensor:
 
 def step_tensor() -> Tensor:
     """A parameter's step counter: a float32 scalar on the CPU, as PyTorch keeps it."""
-    from ..ops.creation import tensor
-
     return tensor(0.0, device="cpu")
 
 

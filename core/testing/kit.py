@@ -27,6 +27,9 @@ import importlib
 
 import numpy as np
 
+import ember
+from ember.autograd import gradcheck, gradgradcheck
+
 from . import assert_close, to_numpy
 
 TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn"]
@@ -109,12 +112,10 @@ def _outputs(r):
 def _reference():
     """PyTorch where installed, else ember (evaluated on the ``cpu`` backend)."""
     try:
-        import torch
+        import torch  # optional: PyTorch is the reference where installed
 
         return torch, "cpu"
     except ImportError:
-        import ember
-
         return ember, "cpu"
 
 
@@ -134,8 +135,6 @@ def _refuses(row, sample, dtype) -> bool:
 
 
 def _forward(row, i, check, device, dtype, nc):
-    import ember
-
     lib, ref_dev = _reference()
     sample = row.samples[i]
     refused = None
@@ -176,9 +175,6 @@ def _forward(row, i, check, device, dtype, nc):
 
 
 def _gradcheck(row, i, check, device):
-    import ember
-    from ember.autograd import gradcheck, gradgradcheck
-
     args = build(ember, row.samples[i], "float64", device)
     pos = [k for k, a in enumerate(args) if isinstance(a, ember.Tensor) and a.requires_grad]
 
@@ -236,8 +232,6 @@ INPLACE = [
 
 def run_inplace(entry, device: str) -> None:
     """An in-place op returns its input, matches the out-of-place op, bumps the version and shows through views."""
-    import ember
-
     name, inplace, outplace, shapes = entry
     rng = np.random.RandomState(0)
     x, y = (ember.tensor(rng.rand(*s).astype(np.float32) + 0.5, device=device) for s in shapes)

@@ -14,7 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+import ember
+
 from . import assert_close
+from .kit import build
 
 _RNG = np.random.RandomState(1234)
 
@@ -262,17 +265,14 @@ def leaves(args):
 
 def cases(rows):
     """pytest parameters, one per (row, sample)."""
-    import pytest
+    import pytest  # optional: only the test builders need pytest
 
     return [pytest.param(row, k, id=f"{row.name}-{k}") for row in rows for k in range(len(row.samples))]
 
 
 def check_forward(row, k, device, dtype):
     """Forward of sample ``k`` of ``row`` in ember (on ``device``) and torch: values and dtypes agree."""
-    import ember
-    import torch
-
-    from .kit import build
+    import torch  # optional: the reference, needed only to check rows against PyTorch
 
     ea, ta = build(ember, row.samples[k], dtype, device), build(torch, row.samples[k], dtype, "cpu")
     re, rt = outputs(row.op(ember, *ea)), outputs(row.op(torch, *ta))
@@ -285,8 +285,7 @@ def check_forward(row, k, device, dtype):
 
 def check_backward(row, k, device, dtype):
     """Gradients of sample ``k`` of ``row`` (random output weights) agree with torch's."""
-    import ember
-    import torch
+    import torch  # optional: the reference, needed only to check rows against PyTorch
 
     ea, ta, re, rt = check_forward(row, k, device, dtype)
     rng = np.random.RandomState(k)
@@ -312,7 +311,7 @@ def run_row(row, k, device):
 
 def row_test(rows):
     """A pytest test running every row of ``rows`` on the ``device`` fixture (assign it to ``test_row``)."""
-    import pytest
+    import pytest  # optional: only the test builders need pytest
 
     pytest.importorskip("torch")
 
@@ -326,14 +325,13 @@ def row_test(rows):
 def bad_input_test(table):
     """A pytest test over ``[(name, call(m, device), exception, pattern)]``: ember raises ``exception`` with a
     message matching ``pattern``, and torch raises the same exception type (assign it to ``test_bad_input``)."""
-    import pytest
+    import pytest  # optional: only the test builders need pytest
 
     pytest.importorskip("torch")
 
     @pytest.mark.parametrize("name,call,exc,pattern", table, ids=[b[0] for b in table])
     def test_bad_input(name, call, exc, pattern, device):
-        import ember
-        import torch
+        import torch  # optional: the reference, needed only to check rows against PyTorch
 
         with pytest.raises(exc, match=pattern):
             call(ember, device)

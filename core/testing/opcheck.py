@@ -5,6 +5,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+import ember
+from ember.autograd import gradcheck, gradgradcheck
+
 from .compare import SESSION_BACKENDS, assert_close, available_backends, to_numpy
 
 
@@ -21,8 +24,6 @@ def _outs(r) -> tuple:
 
 
 def _moved(sample, device, dtype=None):
-    import ember
-
     out = []
     for a in sample:
         if isinstance(a, ember.Tensor):
@@ -36,8 +37,6 @@ def _moved(sample, device, dtype=None):
 
 
 def _check_forward(fn, sample, reference, device, name, i):
-    import ember
-
     args = _moved(sample, device)
     before = [to_numpy(a).copy() if isinstance(a, ember.Tensor) else None for a in args]
     got = _outs(fn(*args))
@@ -60,9 +59,6 @@ def _check_forward(fn, sample, reference, device, name, i):
 
 
 def _check_grads(fn, sample, device, name, i, gradgrad):
-    import ember
-    from ember.autograd import gradcheck, gradgradcheck
-
     args = _moved(sample, device, ember.float64)
     pos = [k for k, a in enumerate(args) if isinstance(a, ember.Tensor) and a.requires_grad]
     if not pos:

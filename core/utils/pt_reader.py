@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
+from ..serialization import CheckpointError, _finish_tensor, _read_into, storage_view
 from ..tensor import Size
 
 STORAGE_DTYPES = {
@@ -42,8 +43,6 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *rest):
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
-    from ..serialization import _finish_tensor
-
     return _finish_tensor(data.detach(), bool(requires_grad), True)
 
 
@@ -105,8 +104,6 @@ class _Reader:
         self.storages: dict = {}
 
     def storage(self, key: str, dtype_name: str, location: str, numel: int):
-        from ..serialization import CheckpointError, _read_into
-
         if key not in self.storages:
             d = getattr(dtypes, dtype_name)
             if d.np is None:
@@ -123,8 +120,6 @@ class _Reader:
         return self.storages[key], location, self
 
     def tensor(self, arr, location, offset, shape, stride, requires_grad):
-        from ..serialization import storage_view
-
         return storage_view(arr, offset, shape, stride, location, self.map_location, requires_grad, False)
 
 
@@ -135,8 +130,6 @@ def is_torch_archive(names) -> bool:
 
 def load_torch_archive(zf, names, map_location=None, weights_only: bool = True):
     """The object in a PyTorch zip checkpoint, tensors as ember tensors (``weights_only`` is always enforced)."""
-    from ..serialization import CheckpointError
-
     pkl = next(n for n in names if n.endswith("/data.pkl") and n.count("/") == 1)
     prefix = pkl[: -len("data.pkl")]
     if prefix + "byteorder" in names and zf.read(prefix + "byteorder").decode().strip() != "little":

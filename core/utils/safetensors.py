@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from ..ops.creation import from_numpy
+from ..serialization import _atomic_write
 from ..tensor import Tensor
 
 
@@ -24,9 +28,6 @@ def _numpy_api():
 
 def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     """Write a flat ``{name: tensor}`` dict (atomically) in the safetensors format."""
-    import numpy as np
-
-    from ..serialization import _atomic_write
 
     st = _numpy_api()
     arrays = {}
@@ -40,8 +41,6 @@ def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
 
 def load_file(filename, device="cpu") -> dict:
     """Read a safetensors file into ``{name: tensor}`` on ``device``."""
-    from ..ops.creation import from_numpy
-
     st = _numpy_api()
     out = {}
     for name, arr in st.load_file(os.fspath(filename)).items():

@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from typing import Callable, Iterator
 
+from ... import dtypes
+from ...autograd.grad_mode import no_grad
+from ...ops.conversion import _parse_to
 from ...tensor import Tensor
 from ..parameter import Parameter
 from .hooks import call_with_backward_hooks
@@ -359,8 +362,6 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """Move and/or cast parameters and buffers (floating ones only for a dtype), in place."""
-        from ...ops.conversion import _parse_to
-
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         dev, dt = _parse_to(args, kwargs)
@@ -385,23 +386,15 @@ class Module:
         return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
 
     def float(self) -> Module:
-        from ... import dtypes
-
         return self._cast_float(dtypes.float32)
 
     def double(self) -> Module:
-        from ... import dtypes
-
         return self._cast_float(dtypes.float64)
 
     def half(self) -> Module:
-        from ... import dtypes
-
         return self._cast_float(dtypes.float16)
 
     def bfloat16(self) -> Module:
-        from ... import dtypes
-
         return self._cast_float(dtypes.bfloat16)
 
     def share_memory(self) -> Module:
@@ -476,8 +469,6 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(),
                                                                                      "\n\t".join(errors)))
-        from ...autograd.grad_mode import no_grad
-
         with no_grad():
             for k, dst in own.items():
                 if k in state_dict:

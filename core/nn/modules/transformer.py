@@ -11,6 +11,7 @@ import copy
 import math
 
 from ...ops.creation import empty, full, zeros
+from ...ops.shape import cat, triu
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -155,8 +156,6 @@ class MultiheadAttention(Module):
                                  f"{tuple(kpm.shape)}")
         q, k, v = self._projections(query, key, value)
         if self.bias_k is not None:
-            from ...ops.shape import cat
-
             k = cat([k, self.bias_k.repeat(1, N, 1)])
             v = cat([v, self.bias_v.repeat(1, N, 1)])
             mask = None if mask is None else F.pad(mask, (0, 1))
@@ -165,8 +164,6 @@ class MultiheadAttention(Module):
         k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1)
         v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1)
         if self.add_zero_attn:
-            from ...ops.shape import cat
-
             k = cat([k, zeros((N * H, 1, hd), dtype=k.dtype, device=k.device)], 1)
             v = cat([v, zeros((N * H, 1, hd), dtype=v.dtype, device=v.device)], 1)
             mask = None if mask is None else F.pad(mask, (0, 1))
@@ -378,6 +375,4 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None) -> Tensor:
         """A float mask with -inf above the diagonal: position i attends to positions <= i."""
-        from ...ops.shape import triu
-
         return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)

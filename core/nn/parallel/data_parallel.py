@@ -14,8 +14,11 @@ import threading
 import warnings
 from collections import OrderedDict
 
+from ...accelerator import current_accelerator
 from ...autograd.grad_mode import STATE
 from ...backend import device as _device
+from ...backend import resolve
+from ...ops.shape import cat
 from ...plugins import REGISTRY
 from ...tensor import Tensor
 from ..modules.module import Module
@@ -32,8 +35,6 @@ def _device_type(module) -> str | None:
     p = next(iter(module.parameters()), None)
     if p is not None and _accelerator(p.device.type):
         return p.device.type
-    from ...accelerator import current_accelerator
-
     acc = current_accelerator()
     return acc.type if acc is not None else None
 
@@ -78,8 +79,6 @@ def gather(outputs: list, target_device, dim: int = 0):
     """Concatenate the replicas' outputs (tensors, nested in tuples, lists, dicts) on ``target_device``."""
     first = outputs[0]
     if isinstance(first, Tensor):
-        from ...ops.shape import cat
-
         if all(o.dim() == 0 for o in outputs):
             warnings.warn("Was asked to gather along dimension 0, but all input tensors were scalars; will instead "
                           "unsqueeze and return a vector.", UserWarning, stacklevel=2)
@@ -202,8 +201,6 @@ class DataParallel(Module):
     def forward(self, *inputs, **kwargs):
         if not self.device_ids:
             return self.module(*inputs, **kwargs)
-        from ...backend import resolve
-
         src = self.src_device_obj
         for t in _tensors(self.module):
             if t.device != src:

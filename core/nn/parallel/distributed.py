@@ -15,7 +15,11 @@ from __future__ import annotations
 import contextlib
 
 from ... import distributed as dist
+from ... import dtypes
 from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...ops.creation import tensor, zeros
+from ...ops.shape import cat
+from ...tensor import Tensor
 from ..modules.module import Module
 
 
@@ -134,8 +138,6 @@ class DistributedDataParallel(Module):
             self._finish()
 
     def _launch(self, bucket: _Bucket):
-        from ...ops.shape import cat
-
         with no_grad():
             bucket.flat = cat([_flat_grad(p, self._used) for p in bucket.params])
             bucket.work = dist.all_reduce(bucket.flat, async_op=True)
@@ -166,10 +168,8 @@ class DistributedDataParallel(Module):
         """Which parameters some rank used (only tracked with ``find_unused_parameters``)."""
         if self._used is None:
             return None
-        from ...ops.creation import tensor
-
         params = [p for b in self._buckets for p in b.params]
-        flags = tensor([id(p) in self._used for p in params], dtype=_int32())
+        flags = tensor([id(p) in self._used for p in params], dtype=dtypes.int32)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
         return {id(p): bool(f) for p, f in zip(params, flags.tolist())}
 
@@ -215,15 +215,11 @@ def _make_buckets(params, cap_bytes: int):
 def _flat_grad(p, used):
     g = p._grad
     if g is None or (used is not None and id(p) not in used):
-        from ...ops.creation import zeros
-
         return zeros(p.numel(), dtype=p.dtype, device=p.device)
     return g.reshape(-1)
 
 
 def _tensors(out):
-    from ...tensor import Tensor
-
     if isinstance(out, Tensor):
         return [out]
     if isinstance(out, dict):
@@ -231,9 +227,3 @@ def _tensors(out):
     if isinstance(out, (list, tuple)):
         return [t for o in out for t in _tensors(o)]
     return []
-
-
-def _int32():
-    from ... import dtypes
-
-    return dtypes.int32

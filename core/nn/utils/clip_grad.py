@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ...autograd.grad_mode import no_grad
+from ...ops.creation import tensor
 from ...tensor import Tensor
 
 
@@ -22,8 +23,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     >>> ember.nn.utils.clip_grad_norm_([p], 1.0).item()
     6.0
     """
-    from ...ops.creation import tensor
-
     grads = _grads(parameters)
     if not grads:
         return tensor(0.0)
@@ -46,13 +45,10 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient elementwise to ``[-clip_value, clip_value]`` in place."""
-    from ...dispatch import unary
-    from ...ops.nn import Hardtanh
-
     c = float(clip_value)
     with no_grad():
         for g in _grads(parameters):
-            g.copy_(unary(Hardtanh, g, -c, c))
+            g.clamp_(-c, c)
 
 
 clip_grad_norm = clip_grad_norm_

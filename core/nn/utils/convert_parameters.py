@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
+from ...ops.shape import cat
 from ...tensor import Tensor
 
 
@@ -12,8 +13,6 @@ def parameters_to_vector(parameters) -> Tensor:
     >>> ember.nn.utils.parameters_to_vector(ember.nn.Linear(2, 3).parameters()).shape
     ember.Size([9])
     """
-    from ...ops.shape import cat
-
     params = list(parameters)
     dev = params[0].device if params else None
     for p in params:

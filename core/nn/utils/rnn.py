@@ -20,6 +20,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from ... import dtypes
+from ...ops.creation import from_numpy, full
 from ...tensor import Tensor
 
 
@@ -46,13 +48,9 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return self.to("cuda")
 
     def float(self):
-        from ... import dtypes
-
         return self.to(dtypes.float32)
 
     def double(self):
-        from ... import dtypes
-
         return self.to(dtypes.float64)
 
     @property
@@ -64,8 +62,6 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
 
 
 def _invert(perm):
-    from ...ops.creation import from_numpy
-
     arr = np.empty(len(perm), dtype=np.int64)
     arr[perm.cpu().numpy()] = np.arange(len(perm))
     return from_numpy(arr).to(perm.device)
@@ -94,8 +90,6 @@ def _layout(lengths):
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):  # noqa: A002
     """Pack a padded batch (``T x B x *``, or ``B x T x *`` with ``batch_first``) given each sequence's length."""
-    import ember
-
     if batch_first:
         input = input.transpose(0, 1)
     T, B = input.shape[0], input.shape[1]
@@ -115,12 +109,12 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = np.arange(B)
     else:
         order = np.argsort(-arr, kind="stable")
-        sorted_idx = ember.from_numpy(order.astype(np.int64)).to(input.device)
+        sorted_idx = from_numpy(order.astype(np.int64)).to(input.device)
     _, batch_sizes, t_idx, b_idx = _layout(arr[order])
-    tt = ember.from_numpy(t_idx).to(input.device)
-    bb = ember.from_numpy(order[b_idx]).to(input.device)
+    tt = from_numpy(t_idx).to(input.device)
+    bb = from_numpy(order[b_idx]).to(input.device)
     data = input[tt, bb]
-    return PackedSequence(data, ember.from_numpy(batch_sizes), sorted_idx,
+    return PackedSequence(data, from_numpy(batch_sizes), sorted_idx,
                           None if sorted_idx is None else _invert(sorted_idx))
 
 
@@ -135,8 +129,6 @@ def _packed_layout(sequence):
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """Undo :func:`pack_padded_sequence`: the padded batch and each sequence's length (in the original order)."""
-    import ember
-
     T, B, t_idx, b_idx, order, lengths_sorted = _packed_layout(sequence)
     if total_length is not None:
         if total_length < T:
@@ -144,21 +136,19 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
                              f"but got total_length={total_length} and max sequence length being {T}")
         T = total_length
     data = sequence.data
-    out = ember.full((T, B) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
-    tt = ember.from_numpy(t_idx).to(data.device)
-    bb = ember.from_numpy(order[b_idx]).to(data.device)
+    out = full((T, B) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+    tt = from_numpy(t_idx).to(data.device)
+    bb = from_numpy(order[b_idx]).to(data.device)
     out[tt, bb] = data
     lengths = np.empty(B, dtype=np.int64)
     lengths[order] = lengths_sorted
     if batch_first:
         out = out.transpose(0, 1)
-    return out, ember.from_numpy(lengths)
+    return out, from_numpy(lengths)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stack sequences of different lengths into one padded tensor (``T x B x *`` or ``B x T x *``)."""
-    import ember
-
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
     if padding_side not in ("left", "right"):
@@ -169,7 +159,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         if tuple(s.shape[1:]) != trailing:
             raise RuntimeError(f"pad_sequence: all sequences must have the same trailing shape {list(trailing)}, "
                                f"got {list(s.shape[1:])}")
-    out = ember.full((len(sequences), T) + trailing, padding_value, dtype=sequences[0].dtype,
+    out = full((len(sequences), T) + trailing, padding_value, dtype=sequences[0].dtype,
                      device=sequences[0].device)
     for i, s in enumerate(sequences):
         n = s.shape[0]

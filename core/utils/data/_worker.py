@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...random import manual_seed
+
 STATUS_INTERVAL = 1.0  # seconds between liveness checks of the other side
 
 
@@ -120,11 +122,9 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
                 init_fn, worker_id, num_workers, iterable, parent_pid):
     """The body of a worker process (PyTorch's ``_worker_loop`` protocol)."""
     global _info
-    import ember
-
     seed = worker_seed(base_seed, worker_id)
     random.seed(seed)
-    ember.manual_seed(seed)
+    manual_seed(seed)
     np.random.seed(seed % (2 ** 32))
     _info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
     try:

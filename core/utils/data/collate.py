@@ -13,6 +13,9 @@ import numbers
 
 import numpy as np
 
+from ... import dtypes
+from ...ops.creation import from_numpy, tensor
+from ...ops.shape import stack
 from ...tensor import Tensor
 
 _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -23,8 +26,6 @@ def _where(path: str) -> str:
 
 
 def _stack(batch: list, path: str) -> Tensor:
-    from ...ops.shape import stack
-
     shapes = {tuple(t.shape) for t in batch}
     if len(shapes) > 1:
         listed = ", ".join(str(tuple(t.shape)) for t in batch)
@@ -34,8 +35,6 @@ def _stack(batch: list, path: str) -> Tensor:
 
 
 def _from_numpy(a: np.ndarray) -> Tensor:
-    from ...ops.creation import from_numpy
-
     return from_numpy(np.ascontiguousarray(a))
 
 
@@ -79,9 +78,6 @@ def _collate(batch: list, path: str):
 
 
 def _tensor(values: list, dtype_name: str) -> Tensor:
-    from ... import dtypes
-    from ...ops.creation import tensor
-
     return tensor(values, dtype=getattr(dtypes, dtype_name), device="cpu")
 
 

@@ -16,6 +16,7 @@ import queue
 import time
 from typing import Callable
 
+from ...ops.creation import randint
 from ...tensor import Tensor
 from . import _worker
 from .collate import default_collate, default_convert
@@ -137,8 +138,6 @@ class DataLoader:
         return len(self._index_sampler)
 
     def _base_seed(self) -> int:
-        from ...ops.creation import randint
-
         return int(randint(0, 2 ** 62, (1,), generator=self.generator, device="cpu").item())
 
     def __iter__(self):

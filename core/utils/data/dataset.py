@@ -15,6 +15,9 @@ import math
 import warnings
 from typing import Sequence
 
+from ...ops.creation import randperm
+from ...random import default_generator
+
 
 class Dataset:
     """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
@@ -167,9 +170,6 @@ def _split_lengths(n: int, lengths: Sequence) -> list:
 
 def random_split(dataset: Dataset, lengths: Sequence, generator=None) -> list:
     """Split ``dataset`` into random non-overlapping subsets of the given lengths (or fractions)."""
-    from ...ops.creation import randperm
-    from ...random import default_generator
-
     counts = _split_lengths(len(dataset), lengths)
     order = randperm(sum(counts), generator=generator or default_generator("cpu"), device="cpu").tolist()
     out, offset = [], 0

@@ -4,6 +4,9 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
+from ... import distributed as dist
+from ...ops.creation import randperm
+from ...random import Generator
 from .sampler import Sampler
 
 
@@ -21,8 +24,6 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
             if not dist.is_available() or not dist.is_initialized():
                 raise RuntimeError("Requires distributed package to be available (and the process group "
                                    "initialized) when num_replicas or rank is not given")
@@ -42,9 +43,6 @@ class DistributedSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
-            from ...ops.creation import randperm
-            from ...random import Generator
-
             g = Generator().manual_seed(self.seed + self.epoch)
             indices = randperm(n, generator=g).tolist()
         else:

@@ -11,6 +11,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ... import dtypes
+from ...ops.creation import rand, randint, randperm
+from ...random import Generator
+
 
 class Sampler:
     """Base class: an iterable of indices (or of index lists, for batch samplers)."""
@@ -24,9 +28,6 @@ class Sampler:
 
 def _fresh_generator(generator):
     """The generator to draw from: the given one, else a new one seeded from ember's default stream."""
-    from ...ops.creation import randint
-    from ...random import Generator
-
     if generator is not None:
         return generator
     seed = int(randint(0, 2 ** 62, (1,), device="cpu").item())
@@ -64,8 +65,6 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        from ...ops.creation import randint, randperm
-
         n = len(self.data_source)
         g = _fresh_generator(self.generator)
         if self.replacement:
@@ -89,8 +88,6 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        from ...ops.creation import randperm
-
         for i in randperm(len(self.indices), generator=self.generator, device="cpu").tolist():
             yield self.indices[i]
 
@@ -121,9 +118,7 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        from ...ops.creation import rand
-
-        u = rand(self.num_samples if self.replacement else len(self.weights), dtype=_float64(),
+        u = rand(self.num_samples if self.replacement else len(self.weights), dtype=dtypes.float64,
                  generator=self.generator, device="cpu").numpy()
         if self.replacement:
             cdf = np.cumsum(self.weights)
@@ -136,12 +131,6 @@ class WeightedRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return self.num_samples
-
-
-def _float64():
-    from ... import dtypes
-
-    return dtypes.float64
 
 
 class BatchSampler(Sampler):
