@@ -7,6 +7,7 @@ Each step: forward over the sequence, MSE loss against a fixed target, backward,
 Prints the median milliseconds per step and the ratio ember/PyTorch.
 """
 import argparse
+import json
 import os
 import statistics
 import time
@@ -27,6 +28,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
@@ -55,6 +57,7 @@ def main(argv=None):
         import torch
     except ImportError:
         print("torch not installed: no reference")
+        _write(args.json, {"ember_ms": te})
         return
     torch.set_num_threads(args.threads)
     tm = torch.nn.LSTM(H, H, L)
@@ -71,6 +74,13 @@ def main(argv=None):
     tt = timed(t_step, args.repeat)
     print(f"torch  LSTM step: {tt:8.1f} ms")
     print(f"ember / torch   : {te / tt:8.2f}x")
+    _write(args.json, {"ember_ms": te, "torch_ms": tt, "ratio": te / tt})
+
+
+def _write(path, figures):
+    if path:
+        with open(path, "w") as f:
+            json.dump(figures, f, indent=1)
 
 
 if __name__ == "__main__":
