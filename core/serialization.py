@@ -53,6 +53,11 @@ PREFIX = "ember/"
 DTYPES = {d.name: d for d in dtypes.ALL}
 
 
+# other checkpoint formats: ``(recognises(zip member names), read(zf, names, map_location, weights_only))``,
+# entered by their readers (ember.utils.pt_reader enters PyTorch's)
+ARCHIVE_READERS: list = []
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read: corrupted, truncated, unknown, or unsafe to load."""
 
@@ -402,11 +407,9 @@ def _load(fh, name: str, map_location, weights_only: bool):
             names = set(zf.namelist())
             if PREFIX + "header.json" in names:
                 return _load_ember(zf, names, name, map_location, weights_only)
-            # cycle: serialization <-> utils.pt_reader (the PyTorch reader builds on serialization's helpers)
-            from .utils.pt_reader import is_torch_archive, load_torch_archive
-
-            if is_torch_archive(names):
-                return load_torch_archive(zf, names, map_location, weights_only)
+            for recognises, read in ARCHIVE_READERS:
+                if recognises(names):
+                    return read(zf, names, map_location, weights_only)
             raise CheckpointError(f"ember.load: {name} is a zip file but not an ember or PyTorch checkpoint")
     except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"ember.load: {name} is truncated or corrupted ({type(e).__name__}: {e})") from None

@@ -1,2 +1,2 @@
 """ember.utils: data loading (``ember.utils.data``) and interchange helpers."""
-from . import data
+from . import data, pt_reader  # noqa: F401  (pt_reader enters PyTorch's format among the checkpoint readers)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
-from ..serialization import CheckpointError, _finish_tensor, _read_into, storage_view
+from ..serialization import ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, storage_view
 from ..tensor import Size
 
 STORAGE_DTYPES = {
@@ -136,3 +136,6 @@ def load_torch_archive(zf, names, map_location=None, weights_only: bool = True):
         raise CheckpointError("torch checkpoint was written on a big-endian machine; ember reads little-endian ones")
     reader = _Reader(zf, prefix, map_location)
     return _RestrictedUnpickler(io.BytesIO(zf.read(pkl)), reader).load()
+
+
+ARCHIVE_READERS.append((is_torch_archive, load_torch_archive))
