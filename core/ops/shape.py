@@ -493,14 +493,18 @@ _ATLEAST = {1: {0: lambda s: (1,)},
 
 
 def _atleast(n, tensors):
-    r = tuple(t.reshape(_ATLEAST[n][t.dim()](t.shape)) if t.dim() < n else t for t in _flat_args(tensors))
+    """``tensors`` (or the one list of them) given at least ``n`` dimensions, as a tuple."""
+    return tuple(t.reshape(_ATLEAST[n][t.dim()](t.shape)) if t.dim() < n else t for t in _flat_args(tensors))
+
+
+def _one_or_all(r):
     return r[0] if len(r) == 1 else r
 
 
 @export(to=TORCH)
 def atleast_1d(*tensors):
     """Tensors with at least one dimension (0-d ones become shape ``[1]``)."""
-    return _atleast(1, tensors)
+    return _one_or_all(_atleast(1, tensors))
 
 
 @export(to=TORCH)
@@ -511,21 +515,17 @@ def atleast_2d(*tensors):
     >>> ember.atleast_2d(ember.tensor([1, 2])).shape
     ember.Size([1, 2])
     """
-    return _atleast(2, tensors)
+    return _one_or_all(_atleast(2, tensors))
 
 
 @export(to=TORCH)
 def atleast_3d(*tensors):
     """Tensors with at least three dimensions (a 2-D ``[m, n]`` becomes ``[m, n, 1]``)."""
-    return _atleast(3, tensors)
+    return _one_or_all(_atleast(3, tensors))
 
 
 def _flat_args(tensors):
     return tuple(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-
-
-def _as_tuple(r):
-    return r if isinstance(r, tuple) else (r,)
 
 
 @export(to=TORCH)
@@ -536,7 +536,7 @@ def hstack(tensors, *, out=None) -> Tensor:
     >>> ember.hstack([ember.tensor([1, 2]), ember.tensor([3])])
     tensor([1, 2, 3])
     """
-    ts = _as_tuple(atleast_1d(*_tensors_arg(tensors, "hstack")))
+    ts = _atleast(1, _tensors_arg(tensors, "hstack"))
     return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
 
 
@@ -549,7 +549,7 @@ def vstack(tensors, *, out=None) -> Tensor:
     tensor([[1, 2],
             [3, 4]])
     """
-    return cat(_as_tuple(atleast_2d(*_tensors_arg(tensors, "vstack"))), 0, out=out)
+    return cat(_atleast(2, _tensors_arg(tensors, "vstack")), 0, out=out)
 
 
 @export(to=TORCH)
@@ -560,7 +560,7 @@ def dstack(tensors, *, out=None) -> Tensor:
     >>> ember.dstack([ember.zeros(2, 3), ember.ones(2, 3)]).shape
     ember.Size([2, 3, 2])
     """
-    return cat(_as_tuple(atleast_3d(*_tensors_arg(tensors, "dstack"))), 2, out=out)
+    return cat(_atleast(3, _tensors_arg(tensors, "dstack")), 2, out=out)
 
 
 @export(to=TORCH)
