@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
+from ..autograd.grad_mode import STATE
 from ..backend import resolve
 from ..random import native
 from ..registry import export
@@ -17,11 +18,17 @@ from ..tensor import Tensor, _wrap
 from .interop import from_dlpack
 
 TORCH = ("torch",)
+_new = object.__new__
 
 
 def _size(size, op):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:
+        if type(s) is not int or s < 0:
+            break
+    else:  # plain non-negative ints: the usual case
+        return size if type(size) is tuple else tuple(size)
     out = []
     for s in size:
         if isinstance(s, Tensor):
@@ -43,15 +50,22 @@ def _create(op, dev, requires_grad, out, kernel, *args):
     grad when asked.
     """
     k = dev.kernels
-    t = _wrap(k[kernel](*args) if type(kernel) is str else kernel(k, *args), dev)
+    arr = k[kernel](*args) if type(kernel) is str else kernel(k, *args)
     if out is not None:
         if not isinstance(out, Tensor):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        out._data = t._data if out._data.shape != t._data.shape or out._dev is not dev else out._data
-        if out._data is not t._data:
-            k["copy_"](out._data, k["astype"](t._data, out._data.dtype))
+        if type(arr) is not dev.atype:
+            arr = dev.backend.as_array(arr)
+        out._data = arr if out._data.shape != arr.shape or out._dev is not dev else out._data
+        if out._data is not arr:
+            k["copy_"](out._data, k["astype"](arr, out._data.dtype))
         out._bump()
         return out
+    t = _new(Tensor)  # _wrap(arr, dev), inline: every factory passes here
+    t._data = arr if type(arr) is dev.atype else dev.backend.as_array(arr)
+    t._dev, t._rg, t._fn = dev, False, None
+    if STATE.inference:
+        t._inference = True
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -77,13 +91,12 @@ def _powers(k, xp, base, start, end, steps, wide, nd):
 
 
 def _dev_dtype(device, dtype, out=None):
+    """The device, dtype and array dtype of a new tensor (``out``'s unless given)."""
     if out is not None:
-        return out._dev, (dtypes.as_dtype(dtype) if dtype is not None else out.dtype)
-    return resolve(device), (dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
-
-
-def _np_dtype(dev, d):
-    return dev.backend.array_dtype(d)
+        dev, d = out._dev, (dtypes.as_dtype(dtype) if dtype is not None else out.dtype)
+    else:
+        dev, d = resolve(device), (dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
+    return dev, d, dev.backend.array_dtype(d)
 
 
 def _infer_dtype(data):
@@ -195,8 +208,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 def _filled(op, size, value, dtype, device, requires_grad, out=None):
     size = _size(size, op)
-    dev, d = _dev_dtype(device, dtype, out)
-    return _create(op, dev, requires_grad, out, "full", size, value, _np_dtype(dev, d))
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create(op, dev, requires_grad, out, "full", size, value, nd)
 
 
 @export(to=TORCH)
@@ -228,8 +241,8 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
           memory_format=None) -> Tensor:
     """An uninitialised tensor."""
     size = _size(size, "empty")
-    dev, d = _dev_dtype(device, dtype, out)
-    return _create("empty", dev, requires_grad, out, "empty", size, _np_dtype(dev, d))
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create("empty", dev, requires_grad, out, "empty", size, nd)
 
 
 def _like(fn, t, dtype, device, requires_grad, *extra):
@@ -267,8 +280,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
-    dev, d = _dev_dtype(device, dtype, out)
-    return _create("eye", dev, requires_grad, out, "eye", n, m, _np_dtype(dev, d))
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create("eye", dev, requires_grad, out, "eye", n, m, nd)
 
 
 @export(to=TORCH)
@@ -290,10 +303,10 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                            f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
     if dtype is None and out is None:
         dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else dtypes.get_default_dtype()
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, d, nd = _dev_dtype(device, dtype, out)
     n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    wide = _np_dtype(dev, dtypes.float64 if d.category >= 2 else dtypes.int64)
-    return _create("arange", dev, requires_grad, out, _steps, n, vals[2], vals[0], wide, _np_dtype(dev, d))
+    wide = dev.backend.array_dtype(dtypes.float64 if d.category >= 2 else dtypes.int64)
+    return _create("arange", dev, requires_grad, out, _steps, n, vals[2], vals[0], wide, nd)
 
 
 @export(to=TORCH)
@@ -304,10 +317,10 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
                   "[start, end)", DeprecationWarning, stacklevel=2)
     if end is None:
         start, end = 0, start
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, _, nd = _dev_dtype(device, dtype, out)
     n = int(math.floor((end - start) / step)) + 1
-    return _create("range", dev, requires_grad, out, _steps, n, step, start, _np_dtype(dev, dtypes.float64),
-                   _np_dtype(dev, d))
+    return _create("range", dev, requires_grad, out, _steps, n, step, start, dev.backend.array_dtype(dtypes.float64),
+                   nd)
 
 
 @export(to=TORCH)
@@ -315,25 +328,25 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, _, nd = _dev_dtype(device, dtype, out)
     start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
-    return _create("linspace", dev, requires_grad, out, _linear, start, end, steps, _np_dtype(dev, dtypes.float64),
-                   _np_dtype(dev, d))
+    return _create("linspace", dev, requires_grad, out, _linear, start, end, steps,
+                   dev.backend.array_dtype(dtypes.float64), nd)
 
 
 @export(to=TORCH)
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, _, nd = _dev_dtype(device, dtype, out)
     return _create("logspace", dev, requires_grad, out, _powers, dev.backend.xp, base, start, end, steps,
-                   _np_dtype(dev, dtypes.float64), _np_dtype(dev, d))
+                   dev.backend.array_dtype(dtypes.float64), nd)
 
 
 def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
     size = _size(size, op)
-    dev, d = _dev_dtype(device, dtype, out)
-    return _create(op, dev, requires_grad, out, kernel, native(generator, dev), size, _np_dtype(dev, d), *args)
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)
 
 
 @export(to=TORCH)
@@ -372,8 +385,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     """A random permutation of ``0 .. n-1``."""
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
-    dev, d = _dev_dtype(device, dtype or dtypes.int64, out)
-    return _create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, _np_dtype(dev, d))
+    dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
+    return _create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
 
 
 @export(to=TORCH)
