@@ -576,13 +576,12 @@ def column_stack(tensors, *, out=None) -> Tensor:
     return cat([t.reshape(-1, 1) if t.dim() < 2 else t for t in ts], 1, out=out)
 
 
-def _split_views(a, outs, axis, bounds):
-    """Make the pieces of a split views of ``a``: each replays as a slice of the base."""
+def _slice_views(a, outs, axis, picks):
+    """Make the outputs of a multi-view op views of ``a``: each replays as ``a[..., pick, ...]`` along ``axis``."""
     base = a._base if a._base is not None else a
-    starts = [0, *bounds]
-    for o, s in zip(outs, starts):
-        o._base = base
-        o._view = (a._view, SliceView, ((slice(None),) * axis + (slice(s, s + o._data.shape[axis]), Ellipsis),))
+    lead = (slice(None),) * axis
+    for o, pick in zip(outs, picks):
+        o._base, o._view = base, (a._view, SliceView, (lead + (pick, Ellipsis),))
     return outs
 
 
@@ -608,7 +607,7 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     bounds = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
     outs = unary(Split, tensor, bounds, d)
-    return _split_views(tensor, outs, d, bounds)
+    return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
 
 
 @export(to=TENSOR)
@@ -639,11 +638,7 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     (tensor([1, 3]), tensor([2, 4]))
     """
     d = _wrap_dim(dim, input.dim(), "unbind")
-    outs = unary(Unbind, input, d)
-    base = input._base if input._base is not None else input
-    for i, o in enumerate(outs):
-        o._base, o._view = base, (input._view, SliceView, ((slice(None),) * d + (i, Ellipsis),))
-    return outs
+    return _slice_views(input, unary(Unbind, input, d), d, range(input.shape[d]))
 
 
 # --------------------------------------------------------------------------- movement
