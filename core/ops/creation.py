@@ -14,10 +14,11 @@ from ..autograd.grad_mode import STATE
 from ..backend import resolve
 from ..random import native
 from ..registry import export
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
 from .interop import from_dlpack
 
 TORCH = ("torch",)
+_INTS = (int, np.integer)
 _new = object.__new__
 
 
@@ -45,12 +46,16 @@ def _size(size, op):
 def _create(op, dev, requires_grad, out, kernel, *args):
     """A fresh tensor on ``dev`` from ``kernel(*args)``: the one point where every factory makes its array.
 
-    ``kernel`` is a kernel name, or a composite ``fn(kernels, *args)`` of this module.  The result is written
-    into ``out`` when one is given (its device and dtype were chosen by the caller), else returned, requiring
-    grad when asked.
+    ``kernel`` is a kernel name, a composite ``fn(kernels, *args)`` of this module, or None for an array
+    already on ``dev`` (``args[0]``: host data copied there, or shared memory).  The result is written into
+    ``out`` when one is given (its device and dtype were chosen by the caller), else returned, requiring grad
+    when asked.
     """
     k = dev.kernels
-    arr = k[kernel](*args) if type(kernel) is str else kernel(k, *args)
+    if type(kernel) is str:
+        arr = k[kernel](*args)
+    else:
+        arr = args[0] if kernel is None else kernel(k, *args)
     if out is not None:
         if not isinstance(out, Tensor):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -72,10 +77,6 @@ def _create(op, dev, requires_grad, out, kernel, *args):
 
 
 # composites: recipes of several kernels that _create runs like one kernel
-def _from_host(k, dev, host):
-    return dev.backend.from_numpy(host, dev.index, copy=False)
-
-
 def _steps(k, n, step, start, wide, nd):
     """``start + step * i`` for ``i < n``, computed in array dtype ``wide`` and converted to ``nd``."""
     return k["astype"](k["arange"](0, n, 1, wide) * step + start, nd)
@@ -152,7 +153,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
             from None
-    t = _create("tensor", dev, requires_grad, None, _from_host, dev, host)
+    t = _create("tensor", dev, requires_grad, None, None, dev.backend.from_numpy(host, dev.index, copy=False))
     if pin_memory:
         t = t.pin_memory()
     return t
@@ -202,8 +203,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
                         "and bool.")
-    dev = resolve("cpu")
-    return _wrap(ndarray, dev)
+    return _create("from_numpy", resolve("cpu"), False, None, None, ndarray)
 
 
 def _filled(op, size, value, dtype, device, requires_grad, out=None):
@@ -295,18 +295,19 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     """
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
+    lo, hi, by = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if by == 0:
         raise RuntimeError("arange(): step must be nonzero")
-    if (vals[1] - vals[0]) * vals[2] < 0:
+    if (hi - lo) * by < 0:
         raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
-                           f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+                           f"(start={lo}, end={hi}, step={by})")
     if dtype is None and out is None:
-        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else dtypes.get_default_dtype()
+        ints = isinstance(lo, _INTS) and isinstance(hi, _INTS) and isinstance(by, _INTS)
+        dtype = dtypes.int64 if ints else dtypes.get_default_dtype()
     dev, d, nd = _dev_dtype(device, dtype, out)
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    n = max(0, math.ceil((hi - lo) / by))
     wide = dev.backend.array_dtype(dtypes.float64 if d.category >= 2 else dtypes.int64)
-    return _create("arange", dev, requires_grad, out, _steps, n, vals[2], vals[0], wide, nd)
+    return _create("arange", dev, requires_grad, out, _steps, n, by, lo, wide, nd)
 
 
 @export(to=TORCH)
