@@ -4,13 +4,16 @@ from __future__ import annotations
 from .. import backend as _b
 from .. import dtypes
 from ..autograd.function import Op
+from ..autograd.grad_mode import STATE
 from ..backend import device as _device_cls
 from ..backend import resolve
-from ..dispatch import cast
+from ..dispatch import cast, record
+from ..registry import export
 from ..tensor import Tensor, _wrap
+from . import creation
+from .creation import full, tensor
 
-
-__all__ = []
+TENSOR = ("Tensor",)
 
 
 class ToDevice(Op):
@@ -35,13 +38,8 @@ def _to_device(t, dev, non_blocking=False, copy=False):
         return t.clone() if copy else t
     ctx = ToDevice.__new__(ToDevice)
     out = ToDevice.forward(ctx, None, t._data, t._dev, dev, non_blocking)
-    if t._rg:
-        from ..autograd.grad_mode import STATE
-
-        if STATE.enabled:
-            from ..dispatch import record
-
-            return record(ctx, out, dev, (t,))
+    if t._rg and STATE.enabled:
+        return record(ctx, out, dev, (t,))
     return _wrap(out, dev)
 
 
@@ -68,6 +66,7 @@ def _parse_to(args, kwargs):
     return dev, dt
 
 
+@export(to=TENSOR)
 def to(self, *args, **kwargs):
     """A tensor on another device and/or of another dtype (``self`` when nothing changes).
 
@@ -95,11 +94,13 @@ def to(self, *args, **kwargs):
     return t
 
 
+@export(to=TENSOR)
 def cpu(self, memory_format=None):
     """This tensor on the CPU (``self`` if it is there)."""
     return to(self, "cpu")
 
 
+@export(to=TENSOR)
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """This tensor on a CUDA device (the current one, or ``device``)."""
     if device is None:
@@ -111,44 +112,42 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
     return to(self, dev, non_blocking=non_blocking)
 
 
-def _caster(d):
+def _caster(name, d):
     def method(self, memory_format=None):
         return cast(self, d)
 
-    method.__name__ = d.name
+    method.__name__ = name
     method.__doc__ = f"This tensor as {d}."
-    return method
+    return export(method, to=TENSOR)
 
 
+@export(to=TENSOR)
 def type_as(self, other):
     return to(self, other.dtype)
 
 
+@export(to=TENSOR)
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    from .creation import tensor
-
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
 def _new_filled(name):
-    from . import creation
-
     fn = getattr(creation, name)
 
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
         return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     method.__name__ = "new_" + name
-    return method
+    return export(method, to=TENSOR)
 
 
+@export(to=TENSOR)
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    from .creation import full
-
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
 
 
+@export(to=TENSOR)
 def pin_memory(self, device=None):
     """A copy in page-locked host memory of the accelerator in use (or of ``device``'s backend);
     the tensor itself where that backend has no pinned memory, or where there is no accelerator."""
@@ -163,17 +162,16 @@ def pin_memory(self, device=None):
     return t
 
 
+@export(to=TENSOR)
 def is_pinned(self, device=None):
     """Whether this host tensor lies in memory a registered backend pinned."""
     return self._dev.backend.host and any(b.is_pinned(self._data) for b in _b.BACKENDS.values() if b.is_available())
 
 
-METHODS = {
-    "to": to, "cpu": cpu, "cuda": cuda, "type_as": type_as, "new_tensor": new_tensor,
-    "new_zeros": _new_filled("zeros"), "new_ones": _new_filled("ones"), "new_empty": _new_filled("empty"),
-    "new_full": new_full, "pin_memory": pin_memory, "is_pinned": is_pinned,
-    "float": _caster(dtypes.float32), "double": _caster(dtypes.float64), "half": _caster(dtypes.float16),
-    "bfloat16": _caster(dtypes.bfloat16), "long": _caster(dtypes.int64), "int": _caster(dtypes.int32),
-    "short": _caster(dtypes.int16), "char": _caster(dtypes.int8), "byte": _caster(dtypes.uint8),
-    "bool": _caster(dtypes.bool), "cfloat": _caster(dtypes.complex64), "cdouble": _caster(dtypes.complex128),
-}
+for _name in ("zeros", "ones", "empty"):
+    _new_filled(_name)
+for _name, _d in (("float", dtypes.float32), ("double", dtypes.float64), ("half", dtypes.float16),
+                  ("bfloat16", dtypes.bfloat16), ("long", dtypes.int64), ("int", dtypes.int32),
+                  ("short", dtypes.int16), ("char", dtypes.int8), ("byte", dtypes.uint8), ("bool", dtypes.bool),
+                  ("cfloat", dtypes.complex64), ("cdouble", dtypes.complex128)):
+    _caster(_name, _d)

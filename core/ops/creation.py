@@ -10,21 +10,26 @@ import warnings
 import numpy as np
 
 from .. import dtypes
+from ..autograd.grad_mode import STATE
 from ..backend import resolve
 from ..random import native
 from ..registry import export
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
+from .interop import from_dlpack
 
-
-__all__ = ["arange", "as_tensor", "asarray", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
-           "linspace",
-           "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "range",
-           "tensor", "zeros", "zeros_like"]
+TORCH = ("torch",)
+_INTS = (int, np.integer)
+_new = object.__new__
 
 
 def _size(size, op):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:
+        if type(s) is not int or s < 0:
+            break
+    else:  # plain non-negative ints: the usual case
+        return size if type(size) is tuple else tuple(size)
     out = []
     for s in size:
         if isinstance(s, Tensor):
@@ -38,29 +43,61 @@ def _size(size, op):
     return tuple(out)
 
 
-def _finish(arr, dev, requires_grad, out=None, op="op"):
-    t = _wrap(arr, dev)
+def _create(op, dev, requires_grad, out, kernel, *args):
+    """A fresh tensor on ``dev`` from ``kernel(*args)``: the one point where every factory makes its array.
+
+    ``kernel`` is a kernel name, a composite ``fn(kernels, *args)`` of this module, or None for an array
+    already on ``dev`` (``args[0]``: host data copied there, or shared memory).  The result is written into
+    ``out`` when one is given (its device and dtype were chosen by the caller), else returned, requiring grad
+    when asked.
+    """
+    k = dev.kernels
+    if type(kernel) is str:
+        arr = k[kernel](*args)
+    else:
+        arr = args[0] if kernel is None else kernel(k, *args)
     if out is not None:
         if not isinstance(out, Tensor):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        out._data = t._data if out._data.shape != t._data.shape or out._dev is not dev else out._data
-        if out._data is not t._data:
-            dev.kernels["copy_"](out._data, dev.kernels["astype"](t._data, out._data.dtype))
+        if type(arr) is not dev.atype:
+            arr = dev.backend.as_array(arr)
+        out._data = arr if out._data.shape != arr.shape or out._dev is not dev else out._data
+        if out._data is not arr:
+            k["copy_"](out._data, k["astype"](arr, out._data.dtype))
         out._bump()
         return out
+    t = _new(Tensor)  # _wrap(arr, dev), inline: every factory passes here
+    t._data = arr if type(arr) is dev.atype else dev.backend.as_array(arr)
+    t._dev, t._rg, t._fn = dev, False, None
+    if STATE.inference:
+        t._inference = True
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
+# composites: recipes of several kernels that _create runs like one kernel
+def _steps(k, n, step, start, wide, nd):
+    """``start + step * i`` for ``i < n``, computed in array dtype ``wide`` and converted to ``nd``."""
+    return k["astype"](k["arange"](0, n, 1, wide) * step + start, nd)
+
+
+def _linear(k, start, end, steps, wide, nd):
+    return k["astype"](k["linspace"](start, end, steps, wide), nd)
+
+
+def _powers(k, xp, base, start, end, steps, wide, nd):
+    lin = k["linspace"](start, end, steps, wide)
+    return k["astype"](xp.asarray(base, dtype=lin.dtype) ** lin, nd)
+
+
 def _dev_dtype(device, dtype, out=None):
+    """The device, dtype and array dtype of a new tensor (``out``'s unless given)."""
     if out is not None:
-        return out._dev, (dtypes.as_dtype(dtype) if dtype is not None else out.dtype)
-    return resolve(device), (dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
-
-
-def _np_dtype(dev, d):
-    return dev.backend.array_dtype(d)
+        dev, d = out._dev, (dtypes.as_dtype(dtype) if dtype is not None else out.dtype)
+    else:
+        dev, d = resolve(device), (dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
+    return dev, d, dev.backend.array_dtype(d)
 
 
 def _infer_dtype(data):
@@ -96,6 +133,7 @@ def _to_host(data):
     return data
 
 
+@export(to=TORCH)
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors).
 
@@ -115,13 +153,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
             from None
-    arr = dev.backend.from_numpy(host, dev.index, copy=False)
-    t = _finish(arr, dev, requires_grad, op="tensor")
+    t = _create("tensor", dev, requires_grad, None, None, dev.backend.from_numpy(host, dev.index, copy=False))
     if pin_memory:
         t = t.pin_memory()
     return t
 
 
+@export(to=TORCH)
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, sharing memory when it already is one (or a NumPy array) of that dtype and device."""
     if isinstance(data, Tensor):
@@ -135,13 +173,11 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         t = from_numpy(data) if data.dtype in dtypes.FROM_NP else tensor(data)
         return t if dtype is None else t.to(dtypes.as_dtype(dtype))
     if hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
-        from .interop import from_dlpack
-
-        t = from_dlpack(data)
-        return as_tensor(t, dtype, device)
+        return as_tensor(from_dlpack(data), dtype, device)
     return tensor(data, dtype=dtype, device=device)
 
 
+@export(to=TORCH)
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
     """Like :func:`as_tensor`; ``copy=True`` always copies."""
     t = as_tensor(obj, dtype=dtype, device=device) if not copy else tensor(_to_host(obj), dtype=dtype, device=device)
@@ -150,6 +186,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
     return t
 
 
+@export(to=TORCH)
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with ``ndarray``: writes through either show in both.
 
@@ -166,27 +203,28 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
                         "and bool.")
-    dev = resolve("cpu")
-    return _wrap(ndarray, dev)
+    return _create("from_numpy", resolve("cpu"), False, None, None, ndarray)
 
 
 def _filled(op, size, value, dtype, device, requires_grad, out=None):
     size = _size(size, op)
-    dev, d = _dev_dtype(device, dtype, out)
-    arr = dev.kernels["full"](size, value, _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, op)
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create(op, dev, requires_grad, out, "full", size, value, nd)
 
 
+@export(to=TORCH)
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A tensor of zeros: ``ember.zeros(2, 3)``."""
     return _filled("zeros", size, 0, dtype, device, requires_grad, out)
 
 
+@export(to=TORCH)
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A tensor of ones: ``ember.ones(2, 3)``."""
     return _filled("ones", size, 1, dtype, device, requires_grad, out)
 
 
+@export(to=TORCH)
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with ``fill_value``; dtype inferred from the value as PyTorch does."""
     if dtype is None and out is None:
@@ -198,12 +236,13 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
                    requires_grad, out)
 
 
+@export(to=TORCH)
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None) -> Tensor:
     """An uninitialised tensor."""
     size = _size(size, "empty")
-    dev, d = _dev_dtype(device, dtype, out)
-    return _finish(dev.kernels["empty"](size, _np_dtype(dev, d)), dev, requires_grad, out, "empty")
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create("empty", dev, requires_grad, out, "empty", size, nd)
 
 
 def _like(fn, t, dtype, device, requires_grad, *extra):
@@ -213,33 +252,39 @@ def _like(fn, t, dtype, device, requires_grad, *extra):
            device=device if device is not None else t.device, requires_grad=requires_grad)
 
 
+@export(to=TORCH)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     return _like(zeros, input, dtype, device, requires_grad)
 
 
+@export(to=TORCH)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     return _like(ones, input, dtype, device, requires_grad)
 
 
+@export(to=TORCH)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     return _like(empty, input, dtype, device, requires_grad)
 
 
+@export(to=TORCH)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None):
     return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                 device=device if device is not None else input.device, requires_grad=requires_grad)
 
 
+@export(to=TORCH)
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (``n`` x ``m``)."""
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
-    dev, d = _dev_dtype(device, dtype, out)
-    return _finish(dev.kernels["eye"](n, m, _np_dtype(dev, d)), dev, requires_grad, out, "eye")
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create("eye", dev, requires_grad, out, "eye", n, m, nd)
 
 
+@export(to=TORCH)
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``.
@@ -250,21 +295,22 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     """
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
+    lo, hi, by = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if by == 0:
         raise RuntimeError("arange(): step must be nonzero")
-    if (vals[1] - vals[0]) * vals[2] < 0:
+    if (hi - lo) * by < 0:
         raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
-                           f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+                           f"(start={lo}, end={hi}, step={by})")
     if dtype is None and out is None:
-        dtype = dtypes.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else dtypes.get_default_dtype()
-    dev, d = _dev_dtype(device, dtype, out)
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    arr = dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64 if d.category >= 2 else dtypes.int64))
-    arr = dev.kernels["astype"](arr * vals[2] + vals[0], _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, "arange")
+        ints = isinstance(lo, _INTS) and isinstance(hi, _INTS) and isinstance(by, _INTS)
+        dtype = dtypes.int64 if ints else dtypes.get_default_dtype()
+    dev, d, nd = _dev_dtype(device, dtype, out)
+    n = max(0, math.ceil((hi - lo) / by))
+    wide = dev.backend.array_dtype(dtypes.float64 if d.category >= 2 else dtypes.int64)
+    return _create("arange", dev, requires_grad, out, _steps, n, by, lo, wide, nd)
 
 
+@export(to=TORCH)
 def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
           requires_grad=False) -> Tensor:
     """Deprecated: like :func:`arange` but includes ``end`` and defaults to the float dtype."""
@@ -272,52 +318,53 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
                   "[start, end)", DeprecationWarning, stacklevel=2)
     if end is None:
         start, end = 0, start
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, _, nd = _dev_dtype(device, dtype, out)
     n = int(math.floor((end - start) / step)) + 1
-    arr = dev.kernels["astype"](dev.kernels["arange"](0, n, 1, _np_dtype(dev, dtypes.float64)) * step + start,
-                               _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, "range")
+    return _create("range", dev, requires_grad, out, _steps, n, step, start, dev.backend.array_dtype(dtypes.float64),
+                   nd)
 
 
+@export(to=TORCH)
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    dev, d = _dev_dtype(device, dtype, out)
+    dev, _, nd = _dev_dtype(device, dtype, out)
     start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
-    lin = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64))
-    arr = dev.kernels["astype"](lin, _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, "linspace")
+    return _create("linspace", dev, requires_grad, out, _linear, start, end, steps,
+                   dev.backend.array_dtype(dtypes.float64), nd)
 
 
+@export(to=TORCH)
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
-    dev, d = _dev_dtype(device, dtype, out)
-    lin = dev.kernels["linspace"](start, end, steps, _np_dtype(dev, dtypes.float64))
-    arr = dev.kernels["astype"](dev.backend.xp.asarray(base, dtype=lin.dtype) ** lin, _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, "logspace")
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create("logspace", dev, requires_grad, out, _powers, dev.backend.xp, base, start, end, steps,
+                   dev.backend.array_dtype(dtypes.float64), nd)
 
 
 def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
     size = _size(size, op)
-    dev, d = _dev_dtype(device, dtype, out)
-    arr = dev.kernels[kernel](native(generator, dev), size, _np_dtype(dev, d), *args)
-    return _finish(arr, dev, requires_grad, out, op)
+    dev, _, nd = _dev_dtype(device, dtype, out)
+    return _create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)
 
 
+@export(to=TORCH)
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False) -> Tensor:
     """Uniform samples on [0, 1)."""
     return _random("rand", "uniform", size, generator, dtype, device, requires_grad, out)
 
 
+@export(to=TORCH)
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
     """Standard normal samples."""
     return _random("randn", "normal", size, generator, dtype, device, requires_grad, out)
 
 
+@export(to=TORCH)
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False) -> Tensor:
     """Integers uniform on [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
@@ -334,19 +381,21 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
                    low, high)
 
 
+@export(to=TORCH)
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
-    dev, d = _dev_dtype(device, dtype or dtypes.int64, out)
-    arr = dev.kernels["permutation"](native(generator, dev), n, _np_dtype(dev, d))
-    return _finish(arr, dev, requires_grad, out, "randperm")
+    dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
+    return _create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
 
 
+@export(to=TORCH)
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     return _like(rand, input, dtype, device, requires_grad)
 
 
+@export(to=TORCH)
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     return _like(randn, input, dtype, device, requires_grad)
 

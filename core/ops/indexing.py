@@ -2,6 +2,8 @@
 
 Index tensors are non-differentiable parameters: the Ops receive them as
 backend arrays (checked in range first), so in-place forms can reuse them.
+The Ops of ``x[index]`` itself (:class:`Getitem`, :class:`SliceView`) live in
+:mod:`ember.ops.shape`, whose views are made of them.
 """
 from __future__ import annotations
 
@@ -9,44 +11,15 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, view_op
+from ..autograd.grad_mode import no_grad
+from ..dispatch import apply, device_error, inplace, out_or, unary, view_op
+from ..registry import export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
+from .creation import zeros
 from .pointwise import where
+from .shape import Getitem, IndexPutZeros, SliceView, broadcast_shapes, broadcast_tensors, cat, expand
 
-class Getitem(Op):
-    """``x[index]``; ``index`` is already in array terms (ints, slices, None, Ellipsis, arrays)."""
-
-    backward_name = "IndexBackward0"
-
-    @staticmethod
-    def forward(ctx, k, x, index):
-        ctx.in_shape, ctx.index = x.shape, index
-        return k["getitem"](x, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
-
-
-class SliceView(Getitem):
-    backward_name = "SliceBackward0"
-
-
-class IndexPutZeros(Op):
-    """Zeros of ``shape`` with ``g`` added at ``index``: the gradient of ``x[index]``."""
-
-    backward_name = "IndexPutBackward0"
-
-    @staticmethod
-    def forward(ctx, k, g, shape, index):
-        ctx.index = index
-        out = k["full"](shape, 0, g.dtype)
-        k["index_put_acc"](out, index, g)
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        return apply(Getitem, gg, ctx.index)
+TENSOR = ("Tensor",)
 
 
 def _is_basic(index):
@@ -172,6 +145,7 @@ def _basic_fast(t, index):
     return tup
 
 
+@export(name="__getitem__", to=TENSOR)
 def getitem(t, index):
     """``t[index]``: a view for basic indices (ints, slices, None, ``...``), else a copy (advanced indexing)."""
     fast = _basic_fast(t, index)
@@ -198,8 +172,6 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
         want = " or ".join(dtypes_ok)
         raise RuntimeError(f"{op}(): Expected dtype {want} for index, but got {index.dtype}")
     if index._dev is not t._dev:
-        from ..dispatch import device_error
-
         raise device_error(op, t, index)
     if vector and index.dim() > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {list(index.shape)}")
@@ -335,8 +307,6 @@ class ScatterReduce(TensorArgsOp):
         out = ctx.output
         axis, idx = ctx.axis, _idx(ctx, g)
         red = ctx.reduce
-        from ..autograd.grad_mode import no_grad
-
         with no_grad():
             hit = x.new_zeros(x.shape, dtype=dtypes.bool).scatter(axis, idx, True)
             keep = (1 - hit.to(g.dtype)) if not ctx.include_self else 1
@@ -371,6 +341,7 @@ Gather.put = ScatterAdd
 _INDEX_DTYPES = ("int64", "int32")
 
 
+@export
 def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Tensor:  # noqa: A002
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (for ``dim=0``).
 
@@ -381,7 +352,7 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     """
     d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
-    return _out(apply(Gather, input, d, idx), out)
+    return out_or(apply(Gather, input, d, idx), out)
 
 
 def _scatter_args(x, dim, index, src, op):
@@ -391,6 +362,7 @@ def _scatter_args(x, dim, index, src, op):
     return d, idx
 
 
+@export
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``src`` (or ``value``) written at ``index`` along ``dim``.
 
@@ -398,7 +370,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None) -> Ten
     >>> ember.zeros(3).scatter(0, ember.tensor([2]), ember.tensor([5.]))
     tensor([0., 0., 5.])
     """
-    return _scatter_impl(_apply_fresh, input, dim, index, src, value, reduce)
+    return _scatter_impl(apply, input, dim, index, src, value, reduce)
 
 
 def _scatter_impl(run, x, dim, index, src, value, reduce):
@@ -418,6 +390,7 @@ def _scatter_impl(run, x, dim, index, src, value, reduce):
     return run(ScatterValue, x, d, idx, _to_array_scalar(src, "scatter"))
 
 
+@export
 def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate).
 
@@ -432,6 +405,7 @@ def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
+@export
 def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True) -> Tensor:  # noqa: A002
     """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin').
 
@@ -444,16 +418,6 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d, idx = _scatter_args(input, dim, index, src, "scatter_reduce")
     return apply(ScatterReduce, input, d, idx, src, reduce, bool(include_self))
-
-
-def _apply_fresh(Op, *args):
-    return apply(Op, *args)
-
-
-def _apply_inplace(Op, x, *args):
-    from ..dispatch import inplace
-
-    return inplace(Op, x, *args)
 
 
 # --------------------------------------------------------------------------- index_* along one dimension
@@ -511,6 +475,7 @@ def _index_src_check(x, d, index, src, op):
                            f"shape: {want} at dimension {d} and source slice shape: {got} at dimension 0.")
 
 
+@export
 def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
     """The entries at ``index`` (a vector) along ``dim``.
 
@@ -520,7 +485,7 @@ def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
             [3, 4]])
     """
     d, idx = _dim_index(input, dim, index, "index_select", dtypes_ok=_INDEX_DTYPES, vector=True)
-    return _out(apply(IndexSelect, input, d, idx), out)
+    return out_or(apply(IndexSelect, input, d, idx), out)
 
 
 def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
@@ -535,6 +500,7 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
     return run(Cls, x, d, idx, src)
 
 
+@export
 def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``.
 
@@ -542,9 +508,10 @@ def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A0
     >>> ember.zeros(3).index_add(0, ember.tensor([0, 0, 2]), ember.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
-    return _index_op(_apply_fresh, IndexAdd, input, dim, index, source, "index_add", alpha)
+    return _index_op(apply, IndexAdd, input, dim, index, source, "index_add", alpha)
 
 
+@export
 def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
 
@@ -552,9 +519,10 @@ def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002
     >>> ember.zeros(3).index_copy(0, ember.tensor([2]), ember.tensor([5.]))
     tensor([0., 0., 5.])
     """
-    return _index_op(_apply_fresh, IndexCopy, input, dim, index, source, "index_copy")
+    return _index_op(apply, IndexCopy, input, dim, index, source, "index_copy")
 
 
+@export
 def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
 
@@ -563,7 +531,7 @@ def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
     tensor([[-1.,  0.],
             [-1.,  0.]])
     """
-    return _index_op(_apply_fresh, IndexFill, input, dim, index, value, "index_fill")
+    return _index_op(apply, IndexFill, input, dim, index, value, "index_fill")
 
 
 # --------------------------------------------------------------------------- masks, take, nonzero
@@ -574,6 +542,7 @@ def _mask_arg(mask, op):
     return mask
 
 
+@export
 def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
     """The elements where ``mask`` (broadcast with ``input``) is True, as a 1-D tensor.
 
@@ -581,10 +550,8 @@ def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
     >>> ember.tensor([1, 5, 2]).masked_select(ember.tensor([False, True, True]))
     tensor([5, 2])
     """
-    from .shape import broadcast_tensors
-
     a, m = broadcast_tensors(input, _mask_arg(mask, "masked_select"))
-    return _out(apply(Getitem, a, (m._data,)), out)
+    return out_or(apply(Getitem, a, (m._data,)), out)
 
 
 class MaskedScatter(TensorArgsOp):
@@ -595,9 +562,6 @@ class MaskedScatter(TensorArgsOp):
 
     @staticmethod
     def backward(ctx, g):
-        from ..ops.creation import zeros
-        from .shape import cat
-
         mask = _wrap(ctx.mask, g._dev)
         picked = apply(Getitem, g, (ctx.mask,))
         n = 1
@@ -608,14 +572,10 @@ class MaskedScatter(TensorArgsOp):
 
 
 def _masked_scatter_args(x, mask, source, op):
-    from .shape import expand
-
     _mask_arg(mask, op)
     _same_dtype(x, source, op)
     for t in (mask, source):
         if t._dev is not x._dev:
-            from ..dispatch import device_error
-
             raise device_error(op, x, t)
     m = expand(mask, x.shape)
     count = int(x._dev.backend.xp.count_nonzero(m._data))
@@ -625,6 +585,7 @@ def _masked_scatter_args(x, mask, source, op):
     return m._data
 
 
+@export
 def masked_scatter(input, mask, source) -> Tensor:  # noqa: A002
     """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is True.
 
@@ -635,6 +596,7 @@ def masked_scatter(input, mask, source) -> Tensor:  # noqa: A002
     return apply(MaskedScatter, input, _masked_scatter_args(input, mask, source, "masked_scatter"), source)
 
 
+@export
 def take(input, index) -> Tensor:  # noqa: A002
     """``input`` read as 1-D at ``index`` (the result has ``index``'s shape).
 
@@ -654,6 +616,7 @@ def take(input, index) -> Tensor:  # noqa: A002
     return apply(Getitem, flat, (index._data,))
 
 
+@export
 def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A002
     """Gather ``input`` at ``indices`` along ``dim`` after broadcasting the other dimensions (flat if None).
 
@@ -662,9 +625,7 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A0
     tensor([[30]])
     """
     if dim is None:
-        return _out(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
-    from .shape import broadcast_shapes
-
+        return out_or(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
     d = _wrap_dim(dim, input.dim(), "take_along_dim")
     if input.dim() != indices.dim():
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
@@ -674,9 +635,13 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A0
     shape = list(broadcast_shapes(si, sx))
     sx, si = list(shape), list(shape)
     sx[d], si[d] = input.shape[d], indices.shape[d]
-    return _out(gather(input.expand(sx), d, indices.expand(si)), out)
+    return out_or(gather(input.expand(sx), d, indices.expand(si)), out)
 
 
+Nonzero = op_class("nonzero")
+
+
+@export
 def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
     """Indices of the nonzero elements: an ``[n, ndim]`` long tensor, or one tensor per dimension.
 
@@ -685,12 +650,14 @@ def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
     tensor([[1],
             [3]])
     """
-    r = _wrap(input._dev.kernels["nonzero"](input._data), input._dev)
+    with no_grad():
+        r = unary(Nonzero, input)
     if as_tuple:
         return tuple(r[:, i].contiguous() for i in range(r.shape[1])) if input.dim() else (r.reshape(-1),)
-    return _out(r, out)
+    return out_or(r, out)
 
 
+@export
 def argwhere(input) -> Tensor:  # noqa: A002
     """Indices of the nonzero elements as an ``[n, ndim]`` long tensor.
 
@@ -720,6 +687,7 @@ class IndexPutAcc(Op):
         return g, gv.sum_to_size(ctx.v_shape) if tuple(gv.shape) != tuple(ctx.v_shape) else gv, None
 
 
+@export
 def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``values`` put at the advanced index ``indices`` (a tuple of tensors).
 
@@ -730,79 +698,60 @@ def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # no
     return index_put_(input.clone(), indices, values, accumulate)
 
 
+@export(to=TENSOR)
 def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
     """In place: ``self[indices] = values`` (or ``+=`` with repeats accumulating when ``accumulate``)."""
-    from .inplace import setitem
-
     idx = tuple(indices)
     if not accumulate:
-        setitem(self, idx, values)
+        self[idx] = values  # Tensor.__setitem__ (ops.inplace, which builds on this module)
         return self
-    from ..dispatch import inplace
-
     conv = _convert_index(self, idx, "index_put_")
     _check_bounds(self, conv)
     return inplace(IndexPutAcc, self, values, conv)
 
 
 # --------------------------------------------------------------------------- in-place forms
+@export(to=TENSOR)
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place :func:`scatter`."""
-    return _scatter_impl(_apply_inplace, self, dim, index, src, value, reduce)
+    return _scatter_impl(inplace, self, dim, index, src, value, reduce)
 
 
+@export(to=TENSOR)
 def scatter_add_(self, dim, index, src):
     """In-place :func:`scatter_add`."""
     d, idx = _scatter_args(self, dim, index, src, "scatter_add_")
-    return _apply_inplace(ScatterAdd, self, d, idx, src)
+    return inplace(ScatterAdd, self, d, idx, src)
 
 
+@export(to=TENSOR)
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place :func:`scatter_reduce`."""
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d, idx = _scatter_args(self, dim, index, src, "scatter_reduce_")
-    return _apply_inplace(ScatterReduce, self, d, idx, src, reduce, bool(include_self))
+    return inplace(ScatterReduce, self, d, idx, src, reduce, bool(include_self))
 
 
+@export(to=TENSOR)
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place :func:`index_add`."""
-    return _index_op(_apply_inplace, IndexAdd, self, dim, index, source, "index_add_", alpha)
+    return _index_op(inplace, IndexAdd, self, dim, index, source, "index_add_", alpha)
 
 
+@export(to=TENSOR)
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
-    return _index_op(_apply_inplace, IndexCopy, self, dim, index, source, "index_copy_")
+    return _index_op(inplace, IndexCopy, self, dim, index, source, "index_copy_")
 
 
+@export(to=TENSOR)
 def index_fill_(self, dim, index, value):
     """In-place :func:`index_fill`."""
-    return _index_op(_apply_inplace, IndexFill, self, dim, index, value, "index_fill_")
+    return _index_op(inplace, IndexFill, self, dim, index, value, "index_fill_")
 
 
+@export(to=TENSOR)
 def masked_scatter_(self, mask, source):
     """In-place :func:`masked_scatter`."""
-    return _apply_inplace(MaskedScatter, self, _masked_scatter_args(self, mask, source, "masked_scatter_"), source)
-
-
-def _out(r, out):
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
-
-
-__all__ = ["argwhere", "gather", "index_add", "index_copy", "index_fill", "index_put", "index_select",
-           "masked_scatter", "masked_select", "nonzero", "scatter", "scatter_add", "scatter_reduce", "take",
-           "take_along_dim"]
-
-METHODS = {
-    "__getitem__": getitem, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
-    "scatter_reduce": scatter_reduce, "index_select": index_select, "index_add": index_add,
-    "index_copy": index_copy, "index_fill": index_fill, "index_put": index_put, "masked_select": masked_select,
-    "masked_scatter": masked_scatter, "take": take, "take_along_dim": take_along_dim, "nonzero": nonzero,
-    "argwhere": argwhere, "scatter_": scatter_, "scatter_add_": scatter_add_, "scatter_reduce_": scatter_reduce_,
-    "index_add_": index_add_, "index_copy_": index_copy_, "index_fill_": index_fill_, "index_put_": index_put_,
-    "masked_scatter_": masked_scatter_,
-}
+    return inplace(MaskedScatter, self, _masked_scatter_args(self, mask, source, "masked_scatter_"), source)

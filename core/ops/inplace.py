@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import _SCALARS, CopySlices, apply, copy_into_out, inplace, write_inplace  # noqa: F401
+from ..dispatch import _SCALARS, apply, inplace
 from ..registry import export
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 from . import pointwise as pw
-from .indexing import Getitem, _check_bounds, _convert_index, _is_basic, getitem
+from .creation import tensor
+from .indexing import _check_bounds, _convert_index, _is_basic, getitem
+from .shape import Getitem, expand
 
-
-
+TENSOR = ("Tensor",)
 
 # --------------------------------------------------------------------------- ops used only in place
 class Copy(Op):
@@ -55,8 +56,6 @@ class IndexPut(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import _wrap
-
         keep = _wrap(ctx.keep, g._dev)
         gv = apply(Getitem, g, ctx.index) if ctx.next_functions[1][0] is not None else None
         if gv is not None and tuple(gv.shape) != tuple(ctx.v_shape):
@@ -65,25 +64,23 @@ class IndexPut(Op):
 
 
 # --------------------------------------------------------------------------- methods
+@export(to=TENSOR)
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, any dtype, any device) into ``self``."""
     if not isinstance(src, Tensor):
-        from .creation import tensor
-
         src = tensor(src, dtype=self.dtype, device=self.device)
     if src._dev is not self._dev:
         src = src.to(self.device, non_blocking=non_blocking)
     if src.dtype is not self.dtype:
         src = src.to(self.dtype)
     if self._data.shape != src._data.shape:
-        from .shape import expand
-
         expand(src, self.shape)  # clear error when src does not broadcast
     if self._data is src._data:
         return self
     return inplace(Copy, self, src)
 
 
+@export(to=TENSOR)
 def fill_(self, value):
     """Fill with a scalar (or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -96,6 +93,7 @@ def fill_(self, value):
     return inplace(Fill, self, value)
 
 
+@export(to=TENSOR)
 def zero_(self):
     """Fill with zeros."""
     return inplace(Fill, self, 0)
@@ -119,13 +117,12 @@ def _arith_(Cls, name):
     return method
 
 
+@export(name="__setitem__", to=TENSOR)
 def setitem(self, index, value):
     """``self[index] = value`` (differentiable with respect to ``value``)."""
     idx = _convert_index(self, index, "index_put_")
     _check_bounds(self, idx)
     if not isinstance(value, Tensor):
-        from .creation import tensor
-
         if not isinstance(value, _SCALARS) and not isinstance(value, (list, tuple)):
             raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
         value = tensor(value, dtype=self.dtype, device=self.device)
@@ -137,14 +134,7 @@ def setitem(self, index, value):
     inplace(IndexPut, self, value, idx)
 
 
-add_ = _arith_(pw.Add, "add_")
-sub_ = _arith_(pw.Sub, "sub_")
-mul_ = _arith_(pw.Mul, "mul_")
-div_ = _arith_(pw.Div, "div_")
-
-_methods = {
-    "copy_": copy_, "fill_": fill_, "zero_": zero_, "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_,
-    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__setitem__": setitem,
-}
-for _name, _fn in _methods.items():
-    export(_fn, _name, to=("Tensor",))
+add_ = export(_arith_(pw.Add, "add_"), to=TENSOR, aliases=("__iadd__",))
+sub_ = export(_arith_(pw.Sub, "sub_"), to=TENSOR, aliases=("__isub__",))
+mul_ = export(_arith_(pw.Mul, "mul_"), to=TENSOR, aliases=("__imul__",))
+div_ = export(_arith_(pw.Div, "div_"), to=TENSOR, aliases=("__itruediv__",))

@@ -14,9 +14,8 @@ array([1., 0., 0.], dtype=float32)
 from __future__ import annotations
 
 from ..backend import resolve
+from ..registry import export
 from ..tensor import Tensor, _wrap
-
-__all__ = ["from_dlpack"]
 
 # DLPack device codes -> ember device types (kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged)
 DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cpu", 13: "cuda"}
@@ -35,6 +34,7 @@ class _Capsule:
         return (1, 0)
 
 
+@export(to=("torch",))
 def from_dlpack(ext_tensor) -> Tensor:
     """A tensor sharing memory with ``ext_tensor`` (anything with ``__dlpack__``, or a DLPack capsule)."""
     if isinstance(ext_tensor, Tensor):
@@ -56,6 +56,7 @@ def from_dlpack(ext_tensor) -> Tensor:
     return _wrap(arr, dev)
 
 
+@export(to=("Tensor",))
 def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of this tensor's memory (no copy)."""
     if self._rg:
@@ -65,9 +66,7 @@ def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None
     return self._data.__dlpack__(**kwargs)
 
 
+@export(to=("Tensor",))
 def __dlpack_device__(self) -> tuple:
     """``(DLPack device code, index)`` of this tensor's memory."""
     return self._data.__dlpack_device__()
-
-
-METHODS = {"__dlpack__": __dlpack__, "__dlpack_device__": __dlpack_device__}

@@ -5,23 +5,37 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, check_inplace, inplace
+from ..dispatch import apply, cast, check_inplace, inplace
 from ..random import native
-from ..tensor import Tensor, _wrap
+from ..registry import export, op_class
+from ..tensor import Tensor
+from .creation import empty, randint
 
-__all__ = ["bernoulli", "multinomial", "normal", "poisson", "randint_like"]
+TORCH, TENSOR = ("torch",), ("Tensor",)
 
 
 class Sampled(Op):
-    """Write a drawn array in place: the new values carry no gradient to the old ones."""
+    """Fill ``x`` with ``kernel(generator, shape, dtype, *params)``: the new values carry no gradient to the old.
+
+    ``bernoulli`` takes the probabilities instead, broadcast to ``x``: ``params`` is ``(array, None)`` or
+    ``(number, the array dtype to hold it)``.
+    """
+
+    tensor_args = True  # params are data of the draw, not inputs
 
     @staticmethod
-    def forward(ctx, k, x, arr):
-        return arr
+    def forward(ctx, k, x, kernel, generator, params):
+        if kernel == "bernoulli":
+            p, wide = params
+            probs = p if wide is None else k["full"](x.shape, p, wide)
+            if probs.shape != x.shape:
+                probs = k["expand"](probs, x.shape)
+            return k["bernoulli"](generator, probs, x.dtype)
+        return k[kernel](generator, x.shape, x.dtype, *params)
 
     @staticmethod
     def backward(ctx, g):
-        return g.new_zeros(g.shape), None
+        return g.new_zeros(g.shape)
 
 
 class Drawn(Op):
@@ -38,12 +52,14 @@ class Drawn(Op):
         return (z,) * ctx.n
 
 
-def _drawn(arr, dev, params):
-    """Wrap a sample drawn from tensor ``params`` (recorded when one of them requires grad)."""
-    ts = [p for p in params if isinstance(p, Tensor)]
-    if any(t._rg for t in ts):
-        return apply(Drawn, *ts, arr)
-    return _wrap(arr, dev)
+def _zero_vjp(ctx, g):
+    return g.new_zeros(g.shape)
+
+
+# samples with the shape of their parameter tensor (the generator comes first: apply passes it through)
+Bernoulli = op_class("bernoulli", vjp=_zero_vjp)
+Poisson = op_class("poisson", vjp=_zero_vjp)
+Multinomial = op_class("multinomial")
 
 
 def _need_float(t, op):
@@ -51,17 +67,13 @@ def _need_float(t, op):
         raise NotImplementedError(f'"{op}" not implemented for \'{t.dtype}\' (a floating point tensor is expected)')
 
 
-def _fill_from(self, arr, op):
-    """Write sampled values into ``self`` (a leaf requiring grad is refused, as for every in-place op)."""
+def _fill(self, op, kernel, generator, *params):
+    """Write samples of ``kernel`` into ``self`` (a leaf requiring grad is refused, as for every in-place op)."""
     check_inplace(self, op)
-    return inplace(Sampled, self, arr)
+    return inplace(Sampled, self, kernel, native(generator, self._dev), params)
 
 
-def _draw(self, kernel, generator, *args):
-    dev = self._dev
-    return dev.kernels[kernel](native(generator, dev), self._data.shape, self._data.dtype, *args)
-
-
+@export(to=TENSOR)
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     """Fill with samples uniform on ``[from_, to)``.
 
@@ -71,17 +83,19 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     _need_float(self, "uniform_")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _fill_from(self, _draw(self, "uniform", generator, from_, to), "uniform_")
+    return _fill(self, "uniform_", "uniform", generator, from_, to)
 
 
+@export(to=TENSOR)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
     _need_float(self, "normal_")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill_from(self, _draw(self, "normal", generator, mean, std), "normal_")
+    return _fill(self, "normal_", "normal", generator, mean, std)
 
 
+@export(to=TENSOR)
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate ``lambd``."""
     if not self.dtype.is_floating_point:
@@ -89,32 +103,36 @@ def exponential_(self, lambd=1.0, *, generator=None):
                            f"dtype must be a floating point but you specified {self.dtype}")
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill_from(self, _draw(self, "exponential", generator, lambd), "exponential_")
+    return _fill(self, "exponential_", "exponential", generator, lambd)
 
 
+@export(to=TENSOR)
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(``p``) trials up to the first success."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _fill_from(self, _draw(self, "geometric", generator, p), "geometric_")
+    return _fill(self, "geometric_", "geometric", generator, p)
 
 
+@export(to=TENSOR)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples."""
     _need_float(self, "cauchy_")
     if sigma <= 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-    return _fill_from(self, _draw(self, "cauchy", generator, median, sigma), "cauchy_")
+    return _fill(self, "cauchy_", "cauchy", generator, median, sigma)
 
 
+@export(to=TENSOR)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with samples whose logarithm is normal(``mean``, ``std``)."""
     _need_float(self, "log_normal_")
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return _fill_from(self, _draw(self, "log_normal", generator, mean, std), "log_normal_")
+    return _fill(self, "log_normal_", "log_normal", generator, mean, std)
 
 
+@export(to=TENSOR)
 def random_(self, from_=0, to=None, *, generator=None):
     """Fill with integers uniform on ``[from_, to)`` (``[0, from_)`` with one argument)."""
     if to is None:
@@ -122,7 +140,7 @@ def random_(self, from_=0, to=None, *, generator=None):
                                  2 if self.dtype is dtypes.bool else dtypes.iinfo(self.dtype).max)
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-    return _fill_from(self, _draw(self, "randint", generator, from_, to), "random_")
+    return _fill(self, "random_", "randint", generator, from_, to)
 
 
 def _check_p(p, op):
@@ -133,17 +151,16 @@ def _check_p(p, op):
         raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={p}")
 
 
+@export(to=TENSOR)
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples with probability ``p`` (a number or a tensor broadcastable to ``self``)."""
     _check_p(p, "bernoulli_")
-    dev = self._dev
-    probs = p._data if isinstance(p, Tensor) else \
-        dev.kernels["full"](self._data.shape, p, dev.backend.array_dtype(dtypes.float64))
-    if probs.shape != self._data.shape:
-        probs = dev.kernels["expand"](probs, self._data.shape)
-    return _fill_from(self, dev.kernels["bernoulli"](native(generator, dev), probs, self._data.dtype), "bernoulli_")
+    if isinstance(p, Tensor):
+        return _fill(self, "bernoulli_", "bernoulli", generator, p._data, None)
+    return _fill(self, "bernoulli_", "bernoulli", generator, p, self._dev.backend.array_dtype(dtypes.float64))
 
 
+@export
 def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
     """0/1 samples with the probabilities in ``input`` (or a fixed ``p``).
 
@@ -154,10 +171,10 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
         return bernoulli_(input.new_empty(input.shape), p, generator=generator)
     _need_float(input, "bernoulli")
     _check_p(input, "bernoulli")
-    return _drawn(input._dev.kernels["bernoulli"](native(generator, input._dev), input._data, input._data.dtype),
-                  input._dev, (input,))
+    return apply(Bernoulli, native(generator, input._dev), input, input._data.dtype)
 
 
+@export
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):  # noqa: A002
     """Indices sampled from the rows of ``input`` (non-negative weights).
 
@@ -179,12 +196,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
             raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
         if not bool((rows.sum(1) > 0).all()):
             raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    dev = input._dev
-    idx = dev.kernels["multinomial"](native(generator, dev), rows._data, num_samples, replacement)
-    out = _wrap(dev.kernels["astype"](idx, dev.backend.array_dtype(dtypes.int64)), dev)
+    out = cast(apply(Multinomial, native(generator, input._dev), rows, num_samples, replacement), dtypes.int64)
     return out.reshape(tuple(input.shape[:-1]) + (num_samples,))
 
 
+@export(to=TORCH)
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
            requires_grad=False):
     """Normal samples: tensor or scalar ``mean``/``std`` (broadcast), or scalars with ``size``.
@@ -192,8 +208,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     >>> ember.normal(ember.zeros(2), 1.0).shape
     ember.Size([2])
     """
-    from .creation import empty
-
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         if isinstance(std, Tensor):
             if std.numel() and not bool((std >= 0).all()):
@@ -205,7 +219,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         z = normal_(empty(shape, dtype=ref.dtype, device=ref.device), 0.0, 1.0, generator=generator)
         m = mean.detach() if isinstance(mean, Tensor) else mean
         s = std.detach() if isinstance(std, Tensor) else std
-        return _drawn((z * s + m)._data, ref._dev, (mean, std))
+        r = z * s + m
+        ts = [p for p in (mean, std) if isinstance(p, Tensor)]
+        return apply(Drawn, *ts, r._data) if any(t._rg for t in ts) else r
     if size is None:
         raise TypeError("normal(): with scalar mean and std, the size argument is required")
     t = normal_(empty(*size if isinstance(size, (tuple, list)) else (size,), dtype=dtype, device=device),
@@ -213,6 +229,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     return t.requires_grad_() if requires_grad else t
 
 
+@export(to=TORCH)
 def poisson(input, generator=None):  # noqa: A002
     """Poisson samples with rates ``input``.
 
@@ -222,18 +239,12 @@ def poisson(input, generator=None):  # noqa: A002
     _need_float(input, "poisson")
     if input.numel() and not bool((input >= 0).all()):
         raise RuntimeError("poisson: invalid Poisson rate, expected rate to be non-negative")
-    return _drawn(input._dev.kernels["poisson"](native(generator, input._dev), input._data), input._dev, (input,))
+    return apply(Poisson, native(generator, input._dev), input)
 
 
+@export(to=TORCH)
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,  # noqa: A002
                  requires_grad=False, memory_format=None):
-    from .creation import randint
-
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
-
-
-METHODS = {"uniform_": uniform_, "normal_": normal_, "exponential_": exponential_, "geometric_": geometric_,
-           "cauchy_": cauchy_, "log_normal_": log_normal_, "random_": random_, "bernoulli_": bernoulli_,
-           "bernoulli": bernoulli, "multinomial": multinomial}

@@ -1,20 +1,21 @@
-"""Shape and movement ops: views where PyTorch makes views, joining, splitting, triangles, diagonals."""
+"""Shape and movement ops: views where PyTorch makes views, joining, splitting, triangles, diagonals.
+
+Also the ops of ``x[index]`` (:class:`Getitem`, the view :class:`SliceView`), which the views here
+(``narrow``, ``select``, ``split``, ``unbind``) are made of; :mod:`ember.ops.indexing` builds on this module.
+"""
 from __future__ import annotations
 
 import math
+import warnings
 
+from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, cast, result_type, unary, view_op
-from ..tensor import Size, Tensor, _wrap, _wrap_dim
+from ..dispatch import apply, cast, out_or, result_type, unary, view_op
+from ..registry import export, op_class
+from ..tensor import Size, Tensor, _wrap_dim
+from .creation import _create, arange
 
-
-__all__ = ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
-           "broadcast_to", "cat",
-           "chunk", "clone", "column_stack", "concat", "concatenate", "diag", "diag_embed", "diagonal", "dstack",
-           "flatten", "flip", "fliplr", "flipud", "ger", "hstack", "meshgrid", "moveaxis", "movedim", "narrow",
-           "outer", "permute", "reshape", "roll", "row_stack", "select", "split", "squeeze", "stack", "swapaxes",
-           "swapdims", "t", "tile", "trace", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
-           "vstack"]
+TORCH, TENSOR = ("torch",), ("Tensor",)
 
 
 def _shape_arg(shape, op):
@@ -98,25 +99,53 @@ class Expand(Op):
         return g.sum_to_size(ctx.in_shape)
 
 
-class Clone(Op):
+def _identity_vjp(ctx, g):
+    return g
+
+
+Clone = op_class("clone", "copy", vjp=_identity_vjp)
+Contiguous = op_class("contiguous", vjp=_identity_vjp, backward_name="CloneBackward0")
+
+
+# --------------------------------------------------------------------------- x[index]
+class Getitem(Op):
+    """``x[index]``; ``index`` is already in array terms (ints, slices, None, Ellipsis, arrays)."""
+
+    backward_name = "IndexBackward0"
+
     @staticmethod
-    def forward(ctx, k, x):
-        return k["copy"](x)
+    def forward(ctx, k, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return k["getitem"](x, index)
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
 
 
-class Contiguous(Clone):
-    backward_name = "CloneBackward0"
+class SliceView(Getitem):
+    backward_name = "SliceBackward0"
+
+
+class IndexPutZeros(Op):
+    """Zeros of ``shape`` with ``g`` added at ``index``: the gradient of ``x[index]``."""
+
+    backward_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, k, x):
-        return k["contiguous"](x)
+    def forward(ctx, k, g, shape, index):
+        ctx.index = index
+        out = k["full"](shape, 0, g.dtype)
+        k["index_put_acc"](out, index, g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return apply(Getitem, gg, ctx.index)
 
 
 # --------------------------------------------------------------------------- public functions
+@export(to=TENSOR)
 def view(self, *shape):
     """A view with a new shape (no copy; fails when the strides do not allow it).
 
@@ -125,8 +154,6 @@ def view(self, *shape):
     ember.Size([3, 2])
     """
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
-        from .. import dtypes
-
         return self.view_as_dtype(dtypes.as_dtype(shape[0]))
     shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
     try:
@@ -137,6 +164,7 @@ def view(self, *shape):
                            f"(input shape {list(self.shape)}, requested {list(shape)})") from None
 
 
+@export
 def reshape(self, *shape):
     """The same data in a new shape; a view when possible, else a copy.
 
@@ -151,6 +179,7 @@ def reshape(self, *shape):
     return unary(Reshape, self, shape)
 
 
+@export
 def permute(self, *dims):
     """A view with dimensions reordered.
 
@@ -170,6 +199,7 @@ def permute(self, *dims):
     return view_op(Permute, self, dims)
 
 
+@export(aliases=("swapaxes", "swapdims"))
 def transpose(self, dim0, dim1):
     """A view with two dimensions swapped.
 
@@ -186,9 +216,8 @@ def transpose(self, dim0, dim1):
     return view_op(Transpose, self, tuple(dims))
 
 
-swapaxes = swapdims = transpose
 
-
+@export
 def t(self):
     """Transpose of a tensor of at most 2 dimensions.
 
@@ -202,6 +231,7 @@ def t(self):
     return view_op(T, self, tuple(range(n))[::-1])
 
 
+@export(to=TENSOR)
 def expand(self, *sizes):
     """A broadcast view (no copy); ``-1`` keeps a dimension.
 
@@ -232,10 +262,12 @@ def expand(self, *sizes):
     return view_op(Expand, self, tuple(shape))
 
 
+@export(to=TENSOR)
 def expand_as(self, other):
     return expand(self, other.shape)
 
 
+@export(to=TENSOR)
 def contiguous(self, memory_format=None):
     """A contiguous tensor with the same data: ``self`` if it already is one.
 
@@ -248,21 +280,24 @@ def contiguous(self, memory_format=None):
     return unary(Contiguous, self)
 
 
+@export
 def clone(self, *, memory_format=None):
     """A copy that stays in the graph."""
     return unary(Clone, self)
 
 
+@export(to=TENSOR)
 def sum_to_size(self, *size):
     """Sum broadcast dimensions away so the result has ``size``."""
     size = _shape_arg(size, "sum_to_size")
     if tuple(self.shape) == size:
         return self
-    from .reduction import SumTo
+    from .reduction import SumTo  # cycle: ops.reduction imports ops.shape (Expand)
 
     return unary(SumTo, self, size)
 
 
+@export
 def flatten(self, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one.
 
@@ -280,6 +315,7 @@ def flatten(self, start_dim=0, end_dim=-1):
     return reshape(self, tuple(shape[:s]) + (math.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
 
 
+@export
 def squeeze(self, dim=None):
     """Drop dimensions of size one (all, or those in ``dim``).
 
@@ -296,6 +332,7 @@ def squeeze(self, dim=None):
     return view_op(View, self, shape)
 
 
+@export
 def unsqueeze(self, dim):
     """Insert a dimension of size one at ``dim``.
 
@@ -324,14 +361,19 @@ def _H(self):
     return _T(self).conj() if self.is_complex() else _T(self)
 
 
+export(property(_T), "T", to=TENSOR)
+export(property(_mT), "mT", to=TENSOR)
+export(property(_H), "H", to=TENSOR)
+
+
+@export(to=TENSOR)
 def view_as(self, other):
     return view(self, other.shape)
 
 
+@export(to=TENSOR)
 def reshape_as(self, other):
     return reshape(self, other.shape)
-
-
 
 
 # --------------------------------------------------------------------------- joining and splitting
@@ -402,6 +444,7 @@ def _tensors_arg(tensors, op):
     return [cast(t, rt) for t in tensors]
 
 
+@export(to=TORCH, aliases=("concat", "concatenate"))
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Concatenate tensors along an existing dimension ``dim``.
 
@@ -423,10 +466,10 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
             if j != d and t.shape[j] != ref.shape[j]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
-    r = apply(Cat, ts, d) if len(ts) > 1 else unary(Clone, ts[0])
-    return _out(r, out)
+    return out_or(apply(Cat, ts, d) if len(ts) > 1 else unary(Clone, ts[0]), out)
 
 
+@export(to=TORCH)
 def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join same-shaped tensors along a new dimension ``dim``.
 
@@ -440,23 +483,31 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at entry 0 "
                                f"and {list(t.shape)} at entry {i}")
     d = _wrap_dim(dim, ts[0].dim() + 1, "stack")
-    return _out(apply(Stack, ts, d), out)
+    return out_or(apply(Stack, ts, d), out)
 
 
-def _out(r, out):
-    if out is None:
-        return r
-    from ..dispatch import copy_into_out
-
-    return copy_into_out(out, r)
+# the shape a tensor of fewer dimensions takes in atleast_<n>d, by n and its dimension
+_ATLEAST = {1: {0: lambda s: (1,)},
+            2: {0: lambda s: (1, 1), 1: lambda s: (1, s[0])},
+            3: {0: lambda s: (1, 1, 1), 1: lambda s: (1, s[0], 1), 2: lambda s: (s[0], s[1], 1)}}
 
 
-def atleast_1d(*tensors):
-    """Tensors with at least one dimension (0-d ones become shape ``[1]``)."""
-    r = tuple(t.reshape(1) if t.dim() == 0 else t for t in _flat_args(tensors))
+def _atleast(n, tensors):
+    """``tensors`` (or the one list of them) given at least ``n`` dimensions, as a tuple."""
+    return tuple(t.reshape(_ATLEAST[n][t.dim()](t.shape)) if t.dim() < n else t for t in _flat_args(tensors))
+
+
+def _one_or_all(r):
     return r[0] if len(r) == 1 else r
 
 
+@export(to=TORCH)
+def atleast_1d(*tensors):
+    """Tensors with at least one dimension (0-d ones become shape ``[1]``)."""
+    return _one_or_all(_atleast(1, tensors))
+
+
+@export(to=TORCH)
 def atleast_2d(*tensors):
     """Tensors with at least two dimensions (leading ones added).
 
@@ -464,25 +515,20 @@ def atleast_2d(*tensors):
     >>> ember.atleast_2d(ember.tensor([1, 2])).shape
     ember.Size([1, 2])
     """
-    r = tuple(t.reshape((1,) * (2 - t.dim()) + tuple(t.shape)) if t.dim() < 2 else t for t in _flat_args(tensors))
-    return r[0] if len(r) == 1 else r
+    return _one_or_all(_atleast(2, tensors))
 
 
+@export(to=TORCH)
 def atleast_3d(*tensors):
     """Tensors with at least three dimensions (a 2-D ``[m, n]`` becomes ``[m, n, 1]``)."""
-    shapes = {0: lambda s: (1, 1, 1), 1: lambda s: (1, s[0], 1), 2: lambda s: (s[0], s[1], 1)}
-    r = tuple(t.reshape(shapes[t.dim()](t.shape)) if t.dim() < 3 else t for t in _flat_args(tensors))
-    return r[0] if len(r) == 1 else r
+    return _one_or_all(_atleast(3, tensors))
 
 
 def _flat_args(tensors):
     return tuple(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
 
 
-def _as_tuple(r):
-    return r if isinstance(r, tuple) else (r,)
-
-
+@export(to=TORCH)
 def hstack(tensors, *, out=None) -> Tensor:
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1).
 
@@ -490,10 +536,11 @@ def hstack(tensors, *, out=None) -> Tensor:
     >>> ember.hstack([ember.tensor([1, 2]), ember.tensor([3])])
     tensor([1, 2, 3])
     """
-    ts = _as_tuple(atleast_1d(*_tensors_arg(tensors, "hstack")))
+    ts = _atleast(1, _tensors_arg(tensors, "hstack"))
     return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
 
 
+@export(to=TORCH, aliases=("row_stack",))
 def vstack(tensors, *, out=None) -> Tensor:
     """Concatenate row-wise, 1-D tensors becoming rows.
 
@@ -502,9 +549,10 @@ def vstack(tensors, *, out=None) -> Tensor:
     tensor([[1, 2],
             [3, 4]])
     """
-    return cat(_as_tuple(atleast_2d(*_tensors_arg(tensors, "vstack"))), 0, out=out)
+    return cat(_atleast(2, _tensors_arg(tensors, "vstack")), 0, out=out)
 
 
+@export(to=TORCH)
 def dstack(tensors, *, out=None) -> Tensor:
     """Concatenate depth-wise (along dim 2, after :func:`atleast_3d`).
 
@@ -512,9 +560,10 @@ def dstack(tensors, *, out=None) -> Tensor:
     >>> ember.dstack([ember.zeros(2, 3), ember.ones(2, 3)]).shape
     ember.Size([2, 3, 2])
     """
-    return cat(_as_tuple(atleast_3d(*_tensors_arg(tensors, "dstack"))), 2, out=out)
+    return cat(_atleast(3, _tensors_arg(tensors, "dstack")), 2, out=out)
 
 
+@export(to=TORCH)
 def column_stack(tensors, *, out=None) -> Tensor:
     """Stack 1-D tensors as columns (and concatenate 2-D ones) into a matrix.
 
@@ -527,18 +576,16 @@ def column_stack(tensors, *, out=None) -> Tensor:
     return cat([t.reshape(-1, 1) if t.dim() < 2 else t for t in ts], 1, out=out)
 
 
-def _split_views(a, outs, axis, bounds):
-    """Make the pieces of a split views of ``a``: each replays as a slice of the base."""
-    from .indexing import SliceView
-
+def _slice_views(a, outs, axis, picks):
+    """Make the outputs of a multi-view op views of ``a``: each replays as ``a[..., pick, ...]`` along ``axis``."""
     base = a._base if a._base is not None else a
-    starts = [0, *bounds]
-    for o, s in zip(outs, starts):
-        o._base = base
-        o._view = (a._view, SliceView, ((slice(None),) * axis + (slice(s, s + o._data.shape[axis]), Ellipsis),))
+    lead = (slice(None),) * axis
+    for o, pick in zip(outs, picks):
+        o._base, o._view = base, (a._view, SliceView, (lead + (pick, Ellipsis),))
     return outs
 
 
+@export
 def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into pieces of a given size (the last may be smaller) or of the given sizes; views.
 
@@ -560,13 +607,15 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     bounds = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
     outs = unary(Split, tensor, bounds, d)
-    return _split_views(tensor, outs, d, bounds)
+    return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
 
 
+@export(to=TENSOR)
 def split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
     return split(tensor, list(split_sizes), dim)
 
 
+@export
 def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     """Split into ``chunks`` nearly equal views (fewer when the size does not allow that many).
 
@@ -580,6 +629,7 @@ def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     return split(input, -(-n // chunks), dim)
 
 
+@export
 def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     """The slices along ``dim``, each a view without that dimension.
 
@@ -587,14 +637,8 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     >>> ember.tensor([[1, 2], [3, 4]]).unbind(1)
     (tensor([1, 3]), tensor([2, 4]))
     """
-    from .indexing import SliceView
-
     d = _wrap_dim(dim, input.dim(), "unbind")
-    outs = unary(Unbind, input, d)
-    base = input._base if input._base is not None else input
-    for i, o in enumerate(outs):
-        o._base, o._view = base, (input._view, SliceView, ((slice(None),) * d + (i, Ellipsis),))
-    return outs
+    return _slice_views(input, unary(Unbind, input, d), d, range(input.shape[d]))
 
 
 # --------------------------------------------------------------------------- movement
@@ -615,6 +659,7 @@ class Repeat(Op):
         return g.reshape(inter).sum(tuple(range(0, 2 * len(shape), 2))).reshape(ctx.in_shape)
 
 
+@export(to=TENSOR)
 def repeat(self, *sizes) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along each dimension (a copy).
 
@@ -631,6 +676,7 @@ def repeat(self, *sizes) -> Tensor:
     return unary(Repeat, self, reps)
 
 
+@export
 def tile(input, dims) -> Tensor:  # noqa: A002
     """Like :meth:`repeat`, padding ``dims`` with leading ones when shorter than the tensor's rank.
 
@@ -672,6 +718,7 @@ def _dims(dims, n, op, what=""):
     return out
 
 
+@export
 def flip(input, dims) -> Tensor:  # noqa: A002
     """Reverse the order of elements along ``dims`` (a copy).
 
@@ -683,6 +730,7 @@ def flip(input, dims) -> Tensor:  # noqa: A002
     return unary(Flip, input, _dims(dims, input.dim(), "flip"))
 
 
+@export
 def fliplr(input) -> Tensor:  # noqa: A002
     """Flip left-right (dim 1)."""
     if input.dim() < 2:
@@ -690,6 +738,7 @@ def fliplr(input) -> Tensor:  # noqa: A002
     return flip(input, (1,))
 
 
+@export
 def flipud(input) -> Tensor:  # noqa: A002
     """Flip up-down (dim 0)."""
     if input.dim() < 1:
@@ -708,6 +757,7 @@ class Roll(Op):
         return unary(Roll, g, tuple(-s for s in ctx.shifts), ctx.axes)
 
 
+@export
 def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
 
@@ -726,6 +776,7 @@ def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
     return unary(Roll, input, shifts, tuple(_wrap_dim(d, input.dim(), "roll") for d in dims))
 
 
+@export
 def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
     """The view ``input[..., start:start+length, ...]`` along ``dim``.
 
@@ -733,8 +784,6 @@ def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
     >>> ember.arange(5).narrow(0, 1, 3)
     tensor([1, 2, 3])
     """
-    from .indexing import SliceView
-
     d = _wrap_dim(dim, input.dim(), "narrow")
     n = input.shape[d]
     start = int(start)
@@ -746,6 +795,7 @@ def narrow(input, dim: int, start, length: int) -> Tensor:  # noqa: A002
     return view_op(SliceView, input, (slice(None),) * d + (slice(start, start + length), Ellipsis))
 
 
+@export
 def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
     """The view at ``index`` along ``dim``, without that dimension.
 
@@ -753,8 +803,6 @@ def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
     >>> ember.tensor([[1, 2], [3, 4]]).select(1, 0)
     tensor([1, 3])
     """
-    from .indexing import SliceView
-
     d = _wrap_dim(dim, input.dim(), "select")
     n = input.shape[d]
     if not -n <= index < n:
@@ -763,6 +811,7 @@ def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
     return view_op(SliceView, input, (slice(None),) * d + (int(index), Ellipsis))
 
 
+@export(aliases=("moveaxis",))
 def movedim(input, source, destination) -> Tensor:  # noqa: A002
     """Move dimensions ``source`` to positions ``destination`` (a view).
 
@@ -782,9 +831,7 @@ def movedim(input, source, destination) -> Tensor:  # noqa: A002
     return permute(input, order)
 
 
-moveaxis = movedim
-
-
+@export
 def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
     """Split dimension ``dim`` into ``sizes`` (one may be -1).
 
@@ -797,6 +844,7 @@ def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
     return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
+@export(to=TENSOR)
 def t_(self) -> Tensor:
     """In-place :func:`t`: this tensor becomes its transpose.
 
@@ -824,6 +872,7 @@ def _need_2d(t, op):
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {list(t.shape)}")
 
 
+@export
 def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     """Lower triangle of the last two dimensions (the rest zeroed).
 
@@ -834,9 +883,10 @@ def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
             [1., 1., 1.]])
     """
     _need_2d(input, "tril")
-    return _out(unary(Tril, input, int(diagonal)), out)
+    return out_or(unary(Tril, input, int(diagonal)), out)
 
 
+@export
 def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     """Upper triangle of the last two dimensions (the rest zeroed).
 
@@ -846,7 +896,7 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
             [0., 0., 1.]])
     """
     _need_2d(input, "triu")
-    return _out(unary(Triu, input, int(diagonal)), out)
+    return out_or(unary(Triu, input, int(diagonal)), out)
 
 
 class Diagonal(Op):
@@ -886,6 +936,7 @@ class DiagEmbed(Op):
         return unary(Diagonal, g, *ctx.args)
 
 
+@export
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
     """The diagonal of dims ``dim1`` and ``dim2`` as a view, its dimension last.
 
@@ -900,6 +951,7 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  #
     return view_op(Diagonal, input, int(offset), d1, d2)
 
 
+@export
 def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
     """Matrices (in dims ``dim1``, ``dim2``) whose diagonal is the last dimension of ``input``.
 
@@ -915,6 +967,7 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor
     return unary(DiagEmbed, input, int(offset), d1, d2)
 
 
+@export
 def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     """A 1-D tensor as a diagonal matrix, or a matrix's diagonal as a 1-D tensor (a copy).
 
@@ -924,12 +977,13 @@ def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
             [0, 2]])
     """
     if input.dim() == 1:
-        return _out(diag_embed(input, diagonal, 0, 1), out)
+        return out_or(diag_embed(input, diagonal, 0, 1), out)
     if input.dim() != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
-    return _out(globals()["diagonal"](input, diagonal).clone(), out)
+    return out_or(view_op(Diagonal, input, int(diagonal), 0, 1).clone(), out)
 
 
+@export
 def trace(input) -> Tensor:  # noqa: A002
     """Sum of the main diagonal of a matrix.
 
@@ -942,6 +996,7 @@ def trace(input) -> Tensor:  # noqa: A002
     return diagonal(input).sum()
 
 
+@export(aliases=("ger",))
 def outer(input, vec2, *, out=None) -> Tensor:  # noqa: A002
     """Outer product of two vectors.
 
@@ -952,13 +1007,11 @@ def outer(input, vec2, *, out=None) -> Tensor:  # noqa: A002
     """
     if input.dim() != 1 or vec2.dim() != 1:
         raise RuntimeError(f"outer: expected 1-D vectors, got {input.dim()}-D and {vec2.dim()}-D")
-    return _out(input.unsqueeze(1) * vec2, out)
-
-
-ger = outer
+    return out_or(input.unsqueeze(1) * vec2, out)
 
 
 # --------------------------------------------------------------------------- broadcasting
+@export(to=TORCH)
 def broadcast_shapes(*shapes) -> Size:
     """The shape that all ``shapes`` broadcast to.
 
@@ -982,6 +1035,7 @@ def broadcast_shapes(*shapes) -> Size:
     return Size(out)
 
 
+@export
 def broadcast_to(input, size) -> Tensor:  # noqa: A002
     """``input`` broadcast to ``size`` (a view).
 
@@ -993,6 +1047,7 @@ def broadcast_to(input, size) -> Tensor:  # noqa: A002
     return expand(input, tuple(size))
 
 
+@export(to=TORCH)
 def broadcast_tensors(*tensors) -> tuple:
     """Views of ``tensors`` broadcast to their common shape.
 
@@ -1005,6 +1060,7 @@ def broadcast_tensors(*tensors) -> tuple:
     return tuple(expand(t, shape) for t in tensors)
 
 
+@export(to=TORCH)
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """Coordinate grids from 1-D tensors (``indexing`` 'ij' or 'xy'); views.
 
@@ -1014,8 +1070,6 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """
     tensors = _flat_args(tensors)
     if indexing is None:
-        import warnings
-
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
                       UserWarning, stacklevel=2)
         indexing = "ij"
@@ -1045,8 +1099,6 @@ class Unfold(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import arange
-
         axis, size, step = ctx.args
         n = g.shape[axis]
         idx = (arange(n, device=g.device).unsqueeze(1) * step + arange(size, device=g.device)).reshape(-1)
@@ -1054,6 +1106,7 @@ class Unfold(Op):
         return g.new_zeros(ctx.in_shape).index_add(axis, idx, flat)
 
 
+@export(to=TENSOR)
 def unfold(self, dimension: int, size: int, step: int) -> Tensor:
     """Windows of ``size`` elements every ``step`` along ``dimension``, as a new last dimension (a view).
 
@@ -1084,11 +1137,12 @@ class AsStrided(Op):
     @staticmethod
     def backward(ctx, g):
         # every element of the view adds its gradient at its storage position
-        pos = _wrap(g._dev.kernels["element_positions"](*ctx.args), g._dev)
+        pos = _create("as_strided", g._dev, False, None, "element_positions", *ctx.args)
         n = math.prod(ctx.in_shape)
         return g.new_zeros(n).index_add(0, pos.reshape(-1), g.reshape(-1)).view(ctx.in_shape)
 
 
+@export
 def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
     """A view of ``input``'s storage with the given sizes, strides and offset (counted in elements).
 
@@ -1116,20 +1170,3 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} require "
                            f"a storage of at least {last + 1} elements, but the tensor has {input.numel()}")
     return view_op(AsStrided, input, size, stride, offset)
-
-
-concat = concatenate = cat
-row_stack = vstack
-
-METHODS = {
-    "view": view, "reshape": reshape, "permute": permute, "transpose": transpose, "swapaxes": transpose,
-    "swapdims": transpose, "t": t, "expand": expand, "expand_as": expand_as, "contiguous": contiguous,
-    "clone": clone, "sum_to_size": sum_to_size, "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
-    "view_as": view_as, "reshape_as": reshape_as,
-    "split": split, "chunk": chunk, "unbind": unbind, "repeat": repeat, "tile": tile, "flip": flip,
-    "fliplr": fliplr, "flipud": flipud, "roll": roll, "narrow": narrow, "select": select, "movedim": movedim,
-    "moveaxis": movedim, "unflatten": unflatten, "t_": t_, "tril": tril, "triu": triu, "diagonal": diagonal,
-    "diag_embed": diag_embed, "diag": diag, "trace": trace, "outer": outer, "ger": outer,
-    "broadcast_to": broadcast_to, "unfold": unfold, "split_with_sizes": split_with_sizes, "as_strided": as_strided,
-    "T": property(_T), "mT": property(_mT), "H": property(_H),
-}
