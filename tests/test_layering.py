@@ -109,10 +109,6 @@ def _commented(lines, line):
     return any("# cycle:" in lines[i] for i in (line - 1, line - 2) if 0 <= i < len(lines))
 
 
-# the op families, nn.functional and the recurrent layers are being converted; their function-level imports
-# are the ones left without a comment
-@pytest.mark.xfail(strict=False, reason="core/ops/*, core/nn/functional/* and core/nn/modules/rnn.py still have "
-                                        "function-level imports without a '# cycle:' comment")
 def test_every_import_in_a_function_says_which_cycle_it_breaks():
     """Any floor: an ember import inside a function either breaks a cycle (and says which) or sits at the top."""
     bare = [f"{mod}:{line} imports {target}" for mod, target, line, at_top, lines, _ in edges()

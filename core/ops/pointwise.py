@@ -18,7 +18,9 @@ from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_in
                         promote, result_type, unary)
 from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
                         unary_op)
+from .. import dispatch
 from ..tensor import Tensor, _wrap
+from .creation import full
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -284,7 +286,7 @@ def _where_method(self, condition, other):
 
 def _full(v, d, like):
     """A 0-d tensor holding number ``v`` in dtype ``d`` on ``like``'s device."""
-    return _wrap(like._dev.kernels["full"]((), v, like._dev.backend.array_dtype(d)), like._dev)
+    return full((), v, dtype=d, device=like._dev)
 
 
 def _scalar_like(v, ref, other):
@@ -329,7 +331,7 @@ _ELIDE_MIN = 1 << 16 if (sys.implementation.name == "cpython" and sys.version_in
 
 
 def _elidable(t, other, min_category):
-    if t._rg or t._base is not None or t._fn is not None:
+    if t._rg or t._base is not None or t._fn is not None or dispatch._HANDLERS:  # intercepted ops are never elided
         return False
     arr = t._data
     if _refcount(arr) != 3 or getattr(arr, "base", None) is not None or arr.size < _ELIDE_MIN:

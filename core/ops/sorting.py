@@ -9,8 +9,9 @@ from ..dispatch import apply, device_error, out_or, result_type
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from . import pointwise
-from .creation import full_like, tensor
+from .creation import arange, full_like, tensor
 from .reduction import _nondiff, return_types
+from .shape import cat
 
 
 class SortIndices(Op):
@@ -131,9 +132,6 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     >>> ember.tensor([1, 2, 2, 3, 2]).mode()
     mode(values=tensor(2), indices=tensor(4))
     """
-    from .creation import arange
-    from .shape import cat
-
     if input.dim() == 0:
         return return_types.mode(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     d = _wrap_dim(dim, input.dim(), "mode")
