@@ -16,7 +16,7 @@ from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones
 from .pointwise import _type_name, maximum, minimum
 from .linalg import matrix_norm, vector_norm
-from .shape import Expand, cat
+from .shape import Expand, _shape_arg, cat
 
 
 def dims_arg(dim, ndim, op):
@@ -84,6 +84,15 @@ class SumTo(Op):
     @staticmethod
     def backward(ctx, g):
         return g.expand(ctx.in_shape)
+
+
+@export(to=("Tensor",))
+def sum_to_size(self, *size):
+    """Sum broadcast dimensions away so the result has ``size``."""
+    size = _shape_arg(size, "sum_to_size")
+    if tuple(self.shape) == size:
+        return self
+    return unary(SumTo, self, size)
 
 
 def _sum_dtype(t, dtype):

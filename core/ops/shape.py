@@ -286,17 +286,6 @@ def clone(self, *, memory_format=None):
     return unary(Clone, self)
 
 
-@export(to=TENSOR)
-def sum_to_size(self, *size):
-    """Sum broadcast dimensions away so the result has ``size``."""
-    size = _shape_arg(size, "sum_to_size")
-    if tuple(self.shape) == size:
-        return self
-    from .reduction import SumTo  # cycle: ops.reduction imports ops.shape (Expand)
-
-    return unary(SumTo, self, size)
-
-
 @export
 def flatten(self, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one.
