@@ -99,17 +99,24 @@ def inplace_form(fn, name: str):
 
 # --------------------------------------------------------------------------- rows
 def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
-             base=Op) -> type:
+             base=Op, arity: int | None = None) -> type:
     """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
 
     ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
     one gradient per input and reads ``ctx.inputs`` / ``ctx.output``.
     Without ``vjp`` the op is not differentiable (its outputs carry none).
+    ``arity``, where known, is the number of arguments forward takes.
     """
     kernel = kernel or name
-
-    def forward(ctx, k, *args):
-        return k[kernel](*args)
+    if arity == 1:  # the common arities spelled out: no argument packing on the hot path
+        def forward(ctx, k, x):
+            return k[kernel](x)
+    elif arity == 2:
+        def forward(ctx, k, x, y):
+            return k[kernel](x, y)
+    else:
+        def forward(ctx, k, *args):
+            return k[kernel](*args)
 
     attrs = {"op_name": name, "forward": staticmethod(forward), "save_inputs": saves in ("input", "both"),
              "save_output": saves in ("output", "both"),
@@ -136,7 +143,7 @@ def _to_float(x):
 
 
 def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=_to_float, check=None, backward=None,
-             aliases=(), inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None):
+             aliases=(), inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None, out: bool = True):
     """A one-tensor elementwise op from its row; returns ``(Op, function)``.
 
     ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
@@ -145,19 +152,31 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=
     the integer result itself (``lambda x: x.clone()`` for rounding), or
     ``integer=None`` computes in the input's dtype whatever it is.
     ``check(input)`` may refuse an input; ``backward(ctx, g)`` replaces ``vjp``
-    where the gradient needs more than the saved tensors.
+    where the gradient needs more than the saved tensors.  ``out=False``: the
+    function takes no ``out=`` (as ``torch.relu``).
     """
     if vjp is not None:
         def backward(ctx, g):
             return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
-    Cls = op_class(name, kernel, saves=saves, vjp=backward)
+    Cls = op_class(name, kernel, saves=saves, vjp=backward, arity=1)
 
-    if integer is None:
+    if integer is None and check is None and not out:
+        def fn(input):  # noqa: A002
+            if type(input) is not Tensor:
+                check_tensor(input, name)
+            return unary(Cls, input)
+    elif integer is None and check is None:
         def fn(input, *, out=None):  # noqa: A002
             if type(input) is not Tensor:
                 check_tensor(input, name)
-            if check is not None:
-                check(input)
+            if out is None:
+                return unary(Cls, input)
+            return copy_into_out(out, unary(Cls, input))
+    elif integer is None:
+        def fn(input, *, out=None):  # noqa: A002
+            if type(input) is not Tensor:
+                check_tensor(input, name)
+            check(input)
             r = unary(Cls, input)
             return r if out is None else copy_into_out(out, r)
     else:
@@ -192,7 +211,7 @@ def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=N
     no gradient (comparisons, bitwise ops).  ``check(input, other)`` may
     refuse operands before anything is computed.
     """
-    Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name)
+    Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name, arity=2)
 
     def fn(input, other, *, out=None):  # noqa: A002
         if check is not None:

@@ -423,7 +423,8 @@ Abs, abs = unary_op("abs", lambda g, x, y: g * x.sign(), integer=None, aliases=(
                     doc="Elementwise absolute value.")
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
-Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, doc="``max(input, 0)``.")
+Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, out=False,
+                      doc="``max(input, 0)``.")
 Tanh, tanh = unary_op("tanh", lambda g, x, y: g * (1 - y * y), saves="output")
 Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * y * (1 - y), saves="output")
 Sin, sin = unary_op("sin", lambda g, x, y: g * x.cos())
