@@ -492,7 +492,10 @@ class intercept:
     """Route every op through ``handler(kind, Op, args, run)`` while the context is open.
 
     ``kind`` is the dispatch function (``unary``, ``binary``, ``apply``,
-    ``view_op``, ``inplace``), ``args`` the op's arguments as given, and
+    ``view_op``, ``inplace``; for a factory such as ``zeros`` or ``randn``
+    it is ``ember.ops.creation._create`` and ``Op`` the factory's name; for a
+    move between devices ``ember.ops.conversion._moved``), ``args`` the op's
+    arguments as given, and
     ``run(*args)`` computes the op (the handler may pass changed arguments:
     autocast casts them; a tracer records them; a profiler times ``run``).
     Handlers nest; inside ``run`` the current handler is not called again.

@@ -139,3 +139,20 @@ def test_a_failing_handler_leaves_dispatch_clean(device):
     from ember import dispatch
 
     assert dispatch._HANDLERS == []
+
+
+def test_factories_and_moves_are_intercepted_too(device):
+    seen = []
+
+    def handler(kind, Op, args, run):
+        seen.append((kind.__name__, Op if isinstance(Op, str) else Op.__name__))
+        return run(*args)
+
+    with intercept(handler):
+        z = ember.zeros(2, 3, device=device)
+        r = ember.randn(4, device=device)
+        m = ember.ones(2).to(device)
+    assert ("_create", "zeros") in seen and ("_create", "randn") in seen and ("_create", "ones") in seen
+    assert z.shape == (2, 3) and r.shape == (4,) and m.device.type == device.split(":")[0]
+    if device != "cpu":
+        assert ("_moved", "ToCopyBackward0") in seen

@@ -7,7 +7,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..backend import device as _device_cls
 from ..backend import resolve
-from ..dispatch import cast, record
+from ..dispatch import _HANDLERS, _intercepted, cast, record
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from . import creation
@@ -36,11 +36,17 @@ class ToDevice(Op):
 def _to_device(t, dev, non_blocking=False, copy=False):
     if t._dev is dev:
         return t.clone() if copy else t
+    if _HANDLERS:  # a move is an op like any other for tracing and profiling (kind: this function's twin)
+        return _intercepted(_moved, ToDevice, (t, dev, non_blocking, copy))
     ctx = ToDevice.__new__(ToDevice)
     out = ToDevice.forward(ctx, None, t._data, t._dev, dev, non_blocking)
     if t._rg and STATE.enabled:
         return record(ctx, out, dev, (t,))
     return _wrap(out, dev)
+
+
+def _moved(Op, t, dev, non_blocking, copy):
+    return _to_device(t, dev, non_blocking, copy)
 
 
 def _parse_to(args, kwargs):

@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.grad_mode import STATE
 from ..backend import resolve
+from ..dispatch import _HANDLERS, _intercepted
 from ..random import native
 from ..registry import export
 from ..tensor import Tensor
@@ -49,8 +50,11 @@ def _create(op, dev, requires_grad, out, kernel, *args):
     ``kernel`` is a kernel name, a composite ``fn(kernels, *args)`` of this module, or None for an array
     already on ``dev`` (``args[0]``: host data copied there, or shared memory).  The result is written into
     ``out`` when one is given (its device and dtype were chosen by the caller), else returned, requiring grad
-    when asked.
+    when asked.  Interceptable like every op (see :class:`ember.dispatch.intercept`): the handler sees
+    ``kind`` this function and ``Op`` the factory's name.
     """
+    if _HANDLERS:
+        return _intercepted(_create, op, (dev, requires_grad, out, kernel, *args))
     k = dev.kernels
     if type(kernel) is str:
         arr = k[kernel](*args)
