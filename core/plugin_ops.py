@@ -186,9 +186,3 @@ def remove_ops(registry, plugin: str) -> None:
         if owner == plugin:
             del registry.methods[mname]
             unexport("Tensor", mname)
-
-
-def namespace_getattr(name):
-    if name in NAMESPACES:
-        return NAMESPACES[name]
-    raise AttributeError(f"module 'ember.ops' has no attribute {name!r} (no plugin registered that namespace)")

@@ -64,6 +64,11 @@ def bind(ns: str, target) -> None:
         setattr(target, name, fn)
 
 
+def bound(ns: str) -> tuple:
+    """The objects showing namespace ``ns`` (empty when none does)."""
+    return tuple(_BOUND.get(ns, ()))
+
+
 def unexport(ns: str, name: str) -> None:
     """Take ``name`` out of namespace ``ns`` and the objects showing it."""
     NAMESPACES.get(ns, {}).pop(name, None)

@@ -26,7 +26,7 @@ registry.bind("Tensor", Tensor)
 
 
 def __getattr__(name):
-    # cycle: plugin namespaces are filled by ember.plugin_ops, a floor above the ops
-    from ..plugin_ops import namespace_getattr
-
-    return namespace_getattr(name)
+    shown = registry.bound(f"ops.{name}")  # a plugin namespace: its OpNamespace (see ember.plugin_ops)
+    if shown:
+        return shown[0]
+    raise AttributeError(f"module 'ember.ops' has no attribute {name!r} (no plugin registered that namespace)")
