@@ -286,6 +286,18 @@ def kernels(xp) -> dict:
     def ratio(o, s, scale):
         return s / o if scale is None else 1.0 / scale
 
+    def pad_index(size, lo, hi, mode):
+        """The source position of each of the ``lo + size + hi`` positions of a dimension padded by ``mode``
+        ('reflect': mirrored without repeating the edge, 'replicate': the edge repeated, 'circular': wrapped)."""
+        i = xp.arange(-lo, size + hi, dtype=xp.int64)
+        if mode == "replicate":
+            return xp.minimum(xp.maximum(i, xp.zeros_like(i)), xp.full(i.shape, size - 1, dtype=xp.int64))
+        if mode == "circular":
+            return i % size
+        period = max(2 * (size - 1), 1)
+        j = xp.abs(i) % period
+        return xp.where(j >= size, period - j, j)
+
     def resize_nearest_index(o, s, scale):
         """PyTorch's nearest-mode source of each of ``o`` output positions along a dimension of size ``s``."""
         src = xp.floor(xp.arange(o, dtype=xp.float64) * ratio(o, s, scale))
@@ -346,5 +358,6 @@ def kernels(xp) -> dict:
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
+        "pad_index": pad_index,
         "resize_nearest_index": resize_nearest_index, "resize_linear_weights": resize_linear_weights,
     }

@@ -16,14 +16,13 @@ recurrent layers in :mod:`ember.ops.nn_recurrent`.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, out_or, unary
 from ..registry import NAMESPACES, check_tensor, export, inplace_form
 from ..tensor import Tensor, _wrap_dim
-from .creation import arange, rand, tensor
+from .creation import _create, arange, rand
 from .pointwise import sigmoid, where
 
 
@@ -705,7 +704,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
 
 
 # --------------------------------------------------------------------------- padding
-_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+_PAD_MODES = ("reflect", "replicate", "circular")
 
 
 class ConstantPad(Op):
@@ -757,6 +756,5 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         if mode == "circular" and (lo > size or hi > size):
             raise RuntimeError(f"pad: Padding value causes wrapping around more than once: ({lo}, {hi}) at "
                                f"dimension {dim} of input {list(input.shape)}")
-        idx = np.pad(np.arange(size), (lo, hi), mode=_PAD_MODES[mode])
-        out = out.index_select(dim, tensor(idx, device=input.device))
+        out = out.index_select(dim, _create("pad", input._dev, False, None, "pad_index", size, lo, hi, mode))
     return out

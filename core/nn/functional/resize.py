@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import math
 
+from ...ops.creation import _create
 from ...ops.nn import pixel_shuffle, pixel_unshuffle  # noqa: F401  (re-exported)
 from ...ops.nn_conv import adaptive_avg
 from ...registry import export
-from ...tensor import Tensor, _wrap
+from ...tensor import Tensor
 
 
 def _table(input, kernel, *args):  # noqa: A002
-    """An index or weight table built by ``kernel`` on ``input``'s device."""
-    dev = input._dev
-    return _wrap(dev.kernels[kernel](*args), dev)
+    """An index or weight table built by ``kernel`` on ``input``'s device (a factory, like ``arange``)."""
+    return _create("interpolate", input._dev, False, None, kernel, *args)
 
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
