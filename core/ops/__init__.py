@@ -1,27 +1,17 @@
 """Operators: the only place a differentiable op is defined, one module per family.
 
-Each op is a row or a short class beside its public function; everything is
-exported through :mod:`ember.registry` (``ember.*``, ``Tensor.*``,
-``linalg``, ``nn.functional``, ...).  Modules not yet written with
-``registry.export`` list their functions in ``__all__`` (for ``ember.*``)
-and ``METHODS`` (Tensor methods); importing this package enters those too.
+Each op is a row or a short class beside its public function, exported through
+:mod:`ember.registry` (``ember.*``, ``Tensor.*``, ``linalg``, ``nn.functional``, ...);
+importing this package defines them all and shows the Tensor methods.
 
 ``ember.ops.<namespace>.<name>`` holds operators added by plugins
 (see :mod:`ember.plugin_ops`): the registry's ``ops.<namespace>``.
 """
 from .. import registry
 from ..tensor import Tensor
-from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,
+from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,  # noqa: F401
                pointwise, random_ops, reduction, shape, sorting)
 
-MODULES = [creation, pointwise, reduction, shape, indexing, linalg, inplace, conversion, interop, random_ops,
-           sorting]
-
-for _m in MODULES:
-    for _name in getattr(_m, "__all__", ()):
-        registry.export(getattr(_m, _name), _name, to=("torch",))
-    for _name, _fn in getattr(_m, "METHODS", {}).items():
-        registry.export(_fn, _name, to=("Tensor",))
 registry.bind("Tensor", Tensor)
 
 
