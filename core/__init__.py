@@ -48,7 +48,7 @@ from .random import (  # noqa: E402,F401
     Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
 )
 from . import accelerator, cuda  # noqa: E402,F401
-from . import linalg  # noqa: E402,F401
+from . import linalg, special  # noqa: E402,F401
 
 globals().update(_LEGACY)
 

@@ -131,7 +131,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax"))
 
 
-@export(to=("torch", "Tensor"))
+@export(to=("torch", "Tensor", "special"))
 @torch_form("softmax")
 def torch_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  # noqa: A002
     """``torch.softmax`` / ``Tensor.softmax``: :func:`softmax` along ``dim`` (required), ``dtype`` third."""
@@ -139,7 +139,7 @@ def torch_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  
     return out_or(unary(Softmax, x, _wrap_dim(dim, max(x.ndim, 1), "softmax")), out)
 
 
-@export(to=("torch", "Tensor"))
+@export(to=("torch", "Tensor", "special"))
 @torch_form("log_softmax")
 def torch_log_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  # noqa: A002
     """``torch.log_softmax`` / ``Tensor.log_softmax``."""

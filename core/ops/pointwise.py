@@ -392,6 +392,7 @@ def _methods(table):
 
 
 # --------------------------------------------------------------------------- unary math: one row per op
+SPECIAL = ("torch", "Tensor", "special")  # also in ember.special
 # Each row: the kernel name, what backward needs (the input x or the output y), and the vector-Jacobian
 # product written with ember ops (so it differentiates again); integer inputs compute in the default float
 # dtype unless the row says otherwise.
@@ -414,7 +415,8 @@ def _same(x):
 
 
 Exp, exp = unary_op("exp", lambda g, x, y: g * y, saves="output")
-Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output")  # d/dx 2**x = 2**x ln 2
+# d/dx 2**x = 2**x ln 2
+Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output", to=SPECIAL)
 Log, log = unary_op("log", lambda g, x, y: g / x)
 Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * y), saves="output")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
@@ -427,6 +429,7 @@ Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backw
                       doc="``max(input, 0)``.")
 Tanh, tanh = unary_op("tanh", lambda g, x, y: g * (1 - y * y), saves="output")
 Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * y * (1 - y), saves="output")
+export(sigmoid, "expit", to=("special",))
 Sin, sin = unary_op("sin", lambda g, x, y: g * x.cos())
 Cos, cos = unary_op("cos", lambda g, x, y: -g * x.sin())
 Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output")
@@ -438,15 +441,16 @@ Cosh, cosh = unary_op("cosh", lambda g, x, y: g * x.sinh())
 Asinh, asinh = unary_op("asinh", lambda g, x, y: g * (x * x + 1).rsqrt(), aliases=("arcsinh",))
 Acosh, acosh = unary_op("acosh", lambda g, x, y: g * (x * x - 1).rsqrt(), aliases=("arccosh",))
 Atanh, atanh = unary_op("atanh", lambda g, x, y: g / (1 - x * x), aliases=("arctanh",))
-Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output")
-Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1))
+Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output", to=SPECIAL)
+Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL)
 Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453))
 Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046))
 Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * y * y * y, saves="output")
-Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp())
-Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp())
+Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
+Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
-Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output")
+Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
+                          to=SPECIAL)
 Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * y * y, saves="output")
 Square, square = unary_op("square", lambda g, x, y: 2 * g * x, integer=lambda x: pow(x, 2))
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", integer=_same)
@@ -456,7 +460,7 @@ Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", integer=_s
 Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", integer=lambda x: x * 0)
 
 
-@export(inplace=True)
+@export(to=SPECIAL, inplace=True)
 def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     """Round half to even; with ``decimals``, to that many decimal places (negative: tens, hundreds, ...).
 
@@ -472,6 +476,28 @@ def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)
     r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
     return out_or(r, out)
+
+
+@export(to=("special",))
+def ndtr(input, *, out=None):  # noqa: A002
+    """The standard normal distribution function, ``(1 + erf(x / sqrt(2))) / 2``.
+
+    >>> import ember
+    >>> ember.special.ndtr(ember.tensor([0.0]))
+    tensor([0.5000])
+    """
+    return out_or(erfc(check_tensor(input, "ndtr") * -0.7071067811865476) * 0.5, out)
+
+
+@export(to=("special",))
+def ndtri(input, *, out=None):  # noqa: A002
+    """The inverse of :func:`ndtr`: ``sqrt(2) * erfinv(2 p - 1)``.
+
+    >>> import ember
+    >>> ember.special.ndtri(ember.tensor([0.5]))
+    tensor([0.])
+    """
+    return out_or(erfinv(check_tensor(input, "ndtri") * 2 - 1) * 1.4142135623730951, out)
 
 
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
@@ -935,7 +961,7 @@ class Hypot(Op):
         return g * a / ctx.output, g * b / ctx.output
 
 
-@export(inplace=True)
+@export(to=SPECIAL, inplace=True)
 def xlogy(input, other, *, out=None):  # noqa: A002
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); integers compute in the
     default float dtype.
@@ -993,7 +1019,7 @@ hypot.__doc__ = """``sqrt(input ** 2 + other ** 2)`` without overflow.
     """
 
 
-@export(inplace=True)
+@export(to=SPECIAL, inplace=True)
 def logit(input, eps=None, *, out=None):  # noqa: A002
     """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped to ``[eps, 1 - eps]`` (zero gradient outside).
 

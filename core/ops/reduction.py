@@ -421,7 +421,7 @@ class LogSumExp(Op):
         return g * (x - y).exp()
 
 
-@export
+@export(to=("torch", "Tensor", "special"))
 def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
     if input.dtype.category < dtypes.FLOAT:
