@@ -499,6 +499,8 @@ class intercept:
     ``run(*args)`` computes the op (the handler may pass changed arguments:
     autocast casts them; a tracer records them; a profiler times ``run``).
     Handlers nest; inside ``run`` the current handler is not called again.
+    Like the grad mode, interception is process-wide: a handler sees the ops
+    of every thread while it is open.
 
     >>> import ember
     >>> from ember.dispatch import intercept
