@@ -119,8 +119,9 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
     is the grad_fn's name with ``Backward0`` added; a lower-case one is title-cased.
     """
     kernel = kernel or name
-    if params or (arity is not None and arity > 2):
-        # spelled out in source: ``ctx.lo = lo`` costs what it does in a hand-written forward
+    if params or arity is not None:
+        # spelled out in source (``ctx.lo = lo; return k["clamp"](x, lo, hi)``): the same code as a
+        # hand-written forward, no argument packing and no extra call on the hot path
         n = arity if arity is not None else 1 + len(params)
         if n < len(params) or not all(p.isidentifier() for p in params):
             raise ValueError(f"op_class {name!r}: bad params {params!r} for arity {n}")
@@ -129,14 +130,8 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
         src += "".join(f"    ctx.{p} = {p}\n" for p in params)
         src += f"    return k[{kernel!r}]({args})\n"
         ns = {}
-        exec(src, ns)  # noqa: S102 - source built from identifiers checked above
+        exec(compile(src, f"<op_class {name}>", "exec"), ns)  # noqa: S102 - source from identifiers checked above
         forward = ns["forward"]
-    elif arity == 1:  # the common arities spelled out: no argument packing on the hot path
-        def forward(ctx, k, x):
-            return k[kernel](x)
-    elif arity == 2:
-        def forward(ctx, k, x, y):
-            return k[kernel](x, y)
     else:
         def forward(ctx, k, *args):
             return k[kernel](*args)
