@@ -104,31 +104,47 @@ def inplace_form(fn, name: str):
 
 # --------------------------------------------------------------------------- rows
 def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
-             base=Op, arity: int | None = None) -> type:
+             base=Op, arity: int | None = None, params: tuple = (), nondiff_outputs: tuple = ()) -> type:
     """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
 
     ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
     one gradient per input and reads ``ctx.inputs`` / ``ctx.output``.
     Without ``vjp`` the op is not differentiable (its outputs carry none).
     ``arity``, where known, is the number of arguments forward takes.
+    ``params`` names the trailing forward arguments that the forward keeps on
+    ``ctx`` for ``vjp`` (``params=("lo", "hi")``: ``ctx.lo``, ``ctx.hi``); the
+    arguments before them are the arrays, one unless ``arity`` says how many
+    arguments there are in all.  ``nondiff_outputs``: the indices of outputs
+    that carry no gradient.  A capitalised ``name`` (a class name, "Hardtanh")
+    is the grad_fn's name with ``Backward0`` added; a lower-case one is title-cased.
     """
     kernel = kernel or name
-    if arity == 1:  # the common arities spelled out: no argument packing on the hot path
-        def forward(ctx, k, x):
-            return k[kernel](x)
-    elif arity == 2:
-        def forward(ctx, k, x, y):
-            return k[kernel](x, y)
+    if params or arity is not None:
+        # spelled out in source (``ctx.lo = lo; return k["clamp"](x, lo, hi)``): the same code as a
+        # hand-written forward, no argument packing and no extra call on the hot path
+        n = arity if arity is not None else 1 + len(params)
+        if n < len(params) or not all(p.isidentifier() for p in params):
+            raise ValueError(f"op_class {name!r}: bad params {params!r} for arity {n}")
+        args = ", ".join([f"a{i}" for i in range(n - len(params))] + list(params))
+        src = f"def forward(ctx, k, {args}):\n"
+        src += "".join(f"    ctx.{p} = {p}\n" for p in params)
+        src += f"    return k[{kernel!r}]({args})\n"
+        ns = {}
+        exec(compile(src, f"<op_class {name}>", "exec"), ns)  # noqa: S102 - source from identifiers checked above
+        forward = ns["forward"]
     else:
         def forward(ctx, k, *args):
             return k[kernel](*args)
 
+    if backward_name is None:
+        backward_name = (name if name[:1].isupper() else name.title().replace("_", "")) + "Backward0"
     attrs = {"op_name": name, "forward": staticmethod(forward), "save_inputs": saves in ("input", "both"),
-             "save_output": saves in ("output", "both"),
-             "backward_name": backward_name or name.title().replace("_", "") + "Backward0"}
+             "save_output": saves in ("output", "both"), "backward_name": backward_name}
+    if nondiff_outputs:
+        attrs["nondiff_outputs"] = tuple(nondiff_outputs)
     if vjp is not None:
         attrs["backward"] = staticmethod(vjp)
-    return type(attrs["backward_name"], (base,), attrs)
+    return type(backward_name, (base,), attrs)
 
 
 def _type_name(d) -> str:

@@ -12,7 +12,7 @@ import string
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, binary, cast, copy_into_out, out_or, unary
-from ..registry import export
+from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
 from .linalg_decomp import svdvals
@@ -22,38 +22,32 @@ LINALG = ("linalg",)
 EVERYWHERE = ("linalg", "torch", "Tensor")
 
 
-class Matmul(Op):
-    save_inputs = True
-    backward_name = "MmBackward0"
+def _matmul_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if a.dim() == 1 and b.dim() == 1:
+        return g * b, g * a
+    if ctx.next_functions[0][0] is not None:
+        if b.dim() == 1:
+            ga = g.unsqueeze(-1) * b
+        elif a.dim() == 1:
+            ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
+        else:
+            ga = g @ b.mT
+    if ctx.next_functions[1][0] is not None:
+        if a.dim() == 1:
+            gb = a.unsqueeze(-1) * g.unsqueeze(-2)
+        elif b.dim() == 1:
+            gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
+        elif b.dim() == 2 and a.dim() > 2:
+            # a stack times one matrix: the weight gradient is one GEMM over the flattened stack
+            gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+        else:
+            gb = a.mT @ g
+    return ga, gb
 
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["matmul"](x, y)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        ga = gb = None
-        if a.dim() == 1 and b.dim() == 1:
-            return g * b, g * a
-        if ctx.next_functions[0][0] is not None:
-            if b.dim() == 1:
-                ga = g.unsqueeze(-1) * b
-            elif a.dim() == 1:
-                ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
-            else:
-                ga = g @ b.mT
-        if ctx.next_functions[1][0] is not None:
-            if a.dim() == 1:
-                gb = a.unsqueeze(-1) * g.unsqueeze(-2)
-            elif b.dim() == 1:
-                gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
-            elif b.dim() == 2 and a.dim() > 2:
-                # a stack times one matrix: the weight gradient is one GEMM over the flattened stack
-                gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
-            else:
-                gb = a.mT @ g
-        return ga, gb
+Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2)
 
 
 @export(to=EVERYWHERE)
@@ -575,20 +569,13 @@ def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
 
 
 # --------------------------------------------------------------------------- norms
-class NormSqrt(Op):
-    """``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms)."""
+# ``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms).
+def _norm_sqrt_vjp(ctx, g):
+    y = ctx.output
+    return (g / (2 * y)).masked_fill(y == 0, 0)
 
-    save_output = True
-    backward_name = "NormBackward1"
 
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["sqrt"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        y = ctx.output
-        return (g / (2 * y)).masked_fill(y == 0, 0)
+NormSqrt = op_class("NormSqrt", "sqrt", saves="output", vjp=_norm_sqrt_vjp, backward_name="NormBackward1", arity=1)
 
 
 @export(to=LINALG)

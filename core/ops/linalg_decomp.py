@@ -17,7 +17,7 @@ from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, out_or, result_type, unary
-from ..registry import export
+from ..registry import export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor, zeros
 from .shape import broadcast_shapes, stack
@@ -87,64 +87,38 @@ def _eye_like(x):
 
 
 # --------------------------------------------------------------------------- inverse, determinant, solve
-class Inv(Op):
-    save_output = True
-    backward_name = "LinalgInvExBackward0"
-
-    @staticmethod
-    def forward(ctx, k, a):
-        return k["inv"](a)
-
-    @staticmethod
-    def backward(ctx, g):
-        ai = ctx.output
-        return -(ai.mT @ g @ ai.mT)
+def _inv_vjp(ctx, g):
+    ai = ctx.output
+    return -(ai.mT @ g @ ai.mT)
 
 
-class Det(Op):
-    save_inputs = True
-    save_output = True
-    backward_name = "LinalgDetBackward0"
-
-    @staticmethod
-    def forward(ctx, k, a):
-        return k["det"](a)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.inputs
-        return (g * ctx.output).unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+Inv = op_class("Inv", "inv", saves="output", vjp=_inv_vjp, backward_name="LinalgInvExBackward0", arity=1)
 
 
-class Slogdet(Op):
-    save_inputs = True
-    nondiff_outputs = (0,)
-    backward_name = "LinalgSlogdetBackward0"
-
-    @staticmethod
-    def forward(ctx, k, a):
-        return k["slogdet"](a)
-
-    @staticmethod
-    def backward(ctx, gsign, glog):
-        (a,) = ctx.inputs
-        return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+def _det_vjp(ctx, g):
+    (a,) = ctx.inputs
+    return (g * ctx.output).unsqueeze(-1).unsqueeze(-1) * inv(a).mT
 
 
-class Solve(Op):
-    save_inputs = True
-    save_output = True
-    backward_name = "LinalgSolveExBackward0"
+Det = op_class("Det", "det", saves="both", vjp=_det_vjp, backward_name="LinalgDetBackward0", arity=1)
 
-    @staticmethod
-    def forward(ctx, k, a, b):
-        return k["solve"](a, b)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, _ = ctx.inputs
-        gb = solve(a.mT, g)
-        return -(gb @ ctx.output.mT), gb
+def _slogdet_vjp(ctx, gsign, glog):
+    (a,) = ctx.inputs
+    return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+
+
+Slogdet = op_class("Slogdet", "slogdet", saves="input", vjp=_slogdet_vjp, backward_name="LinalgSlogdetBackward0",
+                   arity=1, nondiff_outputs=(0,))
+
+
+def _solve_vjp(ctx, g):
+    a, _ = ctx.inputs
+    gb = solve(a.mT, g)
+    return -(gb @ ctx.output.mT), gb
+
+
+Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2)
 
 
 @export(to=LINALG)
@@ -264,25 +238,19 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
 
 
 # --------------------------------------------------------------------------- decompositions
-class Cholesky(Op):
-    save_output = True
-    backward_name = "LinalgCholeskyExBackward0"
+def _cholesky_vjp(ctx, g):
+    lo = ctx.output
+    if ctx.upper:
+        lo, g = lo.mT, g.mT
+    # gA = L^-T Phi(L^T gL) L^-1, symmetrised; Phi keeps the lower triangle with a halved diagonal
+    p = (lo.mT @ g.tril()).tril()
+    p = p - p.diagonal(0, -2, -1).diag_embed() * 0.5
+    s = solve(lo.mT, solve(lo.mT, p.mT).mT)
+    return _sym(s)
 
-    @staticmethod
-    def forward(ctx, k, a, upper):
-        ctx.upper = upper
-        return k["cholesky"](a, upper)
 
-    @staticmethod
-    def backward(ctx, g):
-        lo = ctx.output
-        if ctx.upper:
-            lo, g = lo.mT, g.mT
-        # gA = L^-T Phi(L^T gL) L^-1, symmetrised; Phi keeps the lower triangle with a halved diagonal
-        p = (lo.mT @ g.tril()).tril()
-        p = p - p.diagonal(0, -2, -1).diag_embed() * 0.5
-        s = solve(lo.mT, solve(lo.mT, p.mT).mT)
-        return _sym(s)
+Cholesky = op_class("Cholesky", "cholesky", saves="output", vjp=_cholesky_vjp,
+                    backward_name="LinalgCholeskyExBackward0", params=("upper",))
 
 
 @export(to=LINALG)
@@ -357,26 +325,20 @@ def _failing_minor(a):
     return 0
 
 
-class QR(Op):
-    save_output = True
-    backward_name = "LinalgQrBackward0"
+def _qr_vjp(ctx, gq, gr):
+    q, r = _outputs(ctx, gq._dev)
+    if r.shape[-2] > r.shape[-1] or q.shape[-1] != r.shape[-2] or q.shape[-2] < q.shape[-1]:
+        raise RuntimeError("linalg.qr: the derivative is implemented for reduced QR of tall or square "
+                           "matrices (m >= n) only")
+    qdq = q.mT @ gq
+    rdr = r @ gr.mT
+    m = (qdq - qdq.mT + rdr - rdr.mT).tril()
+    ga = q @ (gr + solve(r, m.mT).mT)
+    gb = solve(r, (gq - q @ qdq).mT).mT
+    return ga + gb
 
-    @staticmethod
-    def forward(ctx, k, a, mode):
-        return k["qr"](a, mode)
 
-    @staticmethod
-    def backward(ctx, gq, gr):
-        q, r = _outputs(ctx, gq._dev)
-        if r.shape[-2] > r.shape[-1] or q.shape[-1] != r.shape[-2] or q.shape[-2] < q.shape[-1]:
-            raise RuntimeError("linalg.qr: the derivative is implemented for reduced QR of tall or square "
-                               "matrices (m >= n) only")
-        qdq = q.mT @ gq
-        rdr = r @ gr.mT
-        m = (qdq - qdq.mT + rdr - rdr.mT).tril()
-        ga = q @ (gr + solve(r, m.mT).mT)
-        gb = solve(r, (gq - q @ qdq).mT).mT
-        return ga + gb
+QR = op_class("QR", "qr", saves="output", vjp=_qr_vjp, backward_name="LinalgQrBackward0", arity=2)
 
 
 @export(to=LINALG)
@@ -507,21 +469,16 @@ def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
     return out_or(svd(A, full_matrices=False).S, out)
 
 
-class Eigh(Op):
-    backward_name = "LinalgEighBackward0"
+def _eigh_vjp(ctx, gl, gv):
+    w, v = _outputs(ctx, gl._dev)
+    e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
+    eye = _eye_like(e)
+    f = 1 / (e + eye) * (1 - eye)
+    inner = f * (v.mT @ gv) + gl.diag_embed()
+    return v @ inner @ v.mT
 
-    @staticmethod
-    def forward(ctx, k, a, uplo):
-        return k["eigh"](a, uplo)
 
-    @staticmethod
-    def backward(ctx, gl, gv):
-        w, v = _outputs(ctx, gl._dev)
-        e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
-        eye = _eye_like(e)
-        f = 1 / (e + eye) * (1 - eye)
-        inner = f * (v.mT @ gv) + gl.diag_embed()
-        return v @ inner @ v.mT
+Eigh = op_class("Eigh", "eigh", vjp=_eigh_vjp, backward_name="LinalgEighBackward0", arity=2)
 
 
 @export(to=LINALG)
@@ -549,25 +506,18 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:  # noqa: N803
     return out_or(eigh(A, UPLO).eigenvalues, out)
 
 
-class Pinv(Op):
-    save_inputs = True
-    save_output = True
-    backward_name = "LinalgPinvBackward0"
+def _pinv_vjp(ctx, g):
+    # valid where the rank is locally constant (Golub & Pereyra)
+    (a,) = ctx.inputs
+    p = ctx.output
+    gt = g.mT
+    ga = -(p.mT @ g @ p.mT)
+    ga = ga + (gt - a @ (p @ gt)) @ (p @ p.mT)
+    ga = ga + (p.mT @ p) @ (gt - (gt @ p) @ a)
+    return ga
 
-    @staticmethod
-    def forward(ctx, k, a, rtol, hermitian):
-        return k["pinv"](a, rtol, hermitian)
 
-    @staticmethod
-    def backward(ctx, g):
-        # valid where the rank is locally constant (Golub & Pereyra)
-        (a,) = ctx.inputs
-        p = ctx.output
-        gt = g.mT
-        ga = -(p.mT @ g @ p.mT)
-        ga = ga + (gt - a @ (p @ gt)) @ (p @ p.mT)
-        ga = ga + (p.mT @ p) @ (gt - (gt @ p) @ a)
-        return ga
+Pinv = op_class("Pinv", "pinv", saves="both", vjp=_pinv_vjp, backward_name="LinalgPinvBackward0", arity=3)
 
 
 def _eps(a):

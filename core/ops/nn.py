@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, out_or, unary
-from ..registry import NAMESPACES, check_tensor, export, inplace_form
+from ..registry import NAMESPACES, check_tensor, export, inplace_form, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import _create, arange, rand
 from .pointwise import sigmoid, where
@@ -40,61 +40,37 @@ def inplace_torch(fn, name: str, to=("torch",)):
 
 
 # --------------------------------------------------------------------------- softmax and fused activations
-class Softmax(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x, dim):
-        ctx.dim = dim
-        return k["softmax"](x, dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        y = ctx.output
-        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+def _softmax_vjp(ctx, g):
+    y = ctx.output
+    return y * (g - (g * y).sum(ctx.dim, keepdim=True))
 
 
-class LogSoftmax(Op):
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x, dim):
-        ctx.dim = dim
-        return k["log_softmax"](x, dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g - ctx.output.exp() * g.sum(ctx.dim, keepdim=True)
+Softmax = op_class("Softmax", "softmax", saves="output", vjp=_softmax_vjp, params=("dim",))
 
 
-class Softplus(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, beta, threshold):
-        ctx.beta, ctx.threshold = beta, threshold
-        return k["nn_softplus"](x, beta, threshold)
-
-    @staticmethod
-    def backward(ctx, g):
-        x = ctx.inputs[0]
-        bx = x * ctx.beta
-        return where(bx > ctx.threshold, g, g * sigmoid(bx))
+def _log_softmax_vjp(ctx, g):
+    return g - ctx.output.exp() * g.sum(ctx.dim, keepdim=True)
 
 
-class Hardtanh(Op):
-    save_inputs = True
+LogSoftmax = op_class("LogSoftmax", "log_softmax", saves="output", vjp=_log_softmax_vjp, params=("dim",))
 
-    @staticmethod
-    def forward(ctx, k, x, lo, hi):
-        ctx.lo, ctx.hi = lo, hi
-        return k["clamp"](x, lo, hi)
 
-    @staticmethod
-    def backward(ctx, g):
-        x = ctx.inputs[0]
-        zero = g.new_zeros(())
-        return where(x > ctx.lo, where(x < ctx.hi, g, zero), zero)
+def _softplus_vjp(ctx, g):
+    x = ctx.inputs[0]
+    bx = x * ctx.beta
+    return where(bx > ctx.threshold, g, g * sigmoid(bx))
+
+
+Softplus = op_class("Softplus", "nn_softplus", saves="input", vjp=_softplus_vjp, params=("beta", "threshold"))
+
+
+def _hardtanh_vjp(ctx, g):
+    x = ctx.inputs[0]
+    zero = g.new_zeros(())
+    return where(x > ctx.lo, where(x < ctx.hi, g, zero), zero)
+
+
+Hardtanh = op_class("Hardtanh", "clamp", saves="input", vjp=_hardtanh_vjp, params=("lo", "hi"))
 
 
 def _softmax_dim(x, dim, op):
@@ -346,12 +322,8 @@ def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scal
     return embedding(indices, weight, padding_idx if padding_idx >= 0 else None)
 
 
-class EmbeddingBagSegments(Op):
-    """Each index's bag, and each bag's number of kept indices (not differentiable)."""
-
-    @staticmethod
-    def forward(ctx, k, offsets, n, keep):
-        return k["embedding_bag_segments"](offsets, n, keep)
+# Each index's bag, and each bag's number of kept indices (not differentiable).
+EmbeddingBagSegments = op_class("EmbeddingBagSegments", "embedding_bag_segments", arity=3)
 
 
 def _bags(input, offsets, include_last_offset):

@@ -15,7 +15,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply
-from ..registry import export
+from ..registry import export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor
 from .nn import pad, torch_form
@@ -282,33 +282,21 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 
 # --------------------------------------------------------------------------- pooling
-class FlatGather(Op):
-    """``x[n, c].flat[idx[n, c]]`` per plane."""
-
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, idx):
-        return k["flat_gather"](x, idx)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, idx = ctx.inputs
-        return apply(FlatScatter, g, idx, tuple(x.shape)), None
+# ``x[n, c].flat[idx[n, c]]`` per plane.
+def _flat_gather_vjp(ctx, g):
+    x, idx = ctx.inputs
+    return apply(FlatScatter, g, idx, tuple(x.shape)), None
 
 
-class FlatScatter(Op):
-    """Zeros of ``shape`` with ``v`` added at flat plane positions ``idx``."""
+FlatGather = op_class("FlatGather", "flat_gather", saves="input", vjp=_flat_gather_vjp, arity=2)
 
-    save_inputs = True
 
-    @staticmethod
-    def forward(ctx, k, v, idx, shape):
-        return k["flat_scatter_add"](v, idx, shape)
+# Zeros of ``shape`` with ``v`` added at flat plane positions ``idx``.
+def _flat_scatter_vjp(ctx, g):
+    return apply(FlatGather, g, ctx.inputs[1]), None
 
-    @staticmethod
-    def backward(ctx, g):
-        return apply(FlatGather, g, ctx.inputs[1]), None
+
+FlatScatter = op_class("FlatScatter", "flat_scatter_add", saves="input", vjp=_flat_scatter_vjp, arity=3)
 
 
 class MaxPool(Op):

@@ -26,14 +26,11 @@ from .creation import full
 # --------------------------------------------------------------------------- arithmetic
 
 
-class Add(Op):
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["add"](x, y)
+def _add_vjp(ctx, g):
+    return g, g
 
-    @staticmethod
-    def backward(ctx, g):
-        return g, g
+
+Add = op_class("Add", "add", vjp=_add_vjp, arity=2)
 
 
 class AddScaled(Op):
@@ -51,43 +48,30 @@ class AddScaled(Op):
         return g, g * ctx.alpha
 
 
-class Sub(Op):
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["sub"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, -g
+def _sub_vjp(ctx, g):
+    return g, -g
 
 
-class Mul(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["mul"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        return g * b, g * a
+Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2)
 
 
-class Div(Op):
-    save_inputs = True
+def _mul_vjp(ctx, g):
+    a, b = ctx.inputs
+    return g * b, g * a
 
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["div"](x, y)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        gb = None
-        if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
-            gb = -g * a / (b * b)
-        return g / b, gb
+Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2)
+
+
+def _div_vjp(ctx, g):
+    a, b = ctx.inputs
+    gb = None
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = -g * a / (b * b)
+    return g / b, gb
+
+
+Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2)
 
 
 class DivRounding(Op):
@@ -107,22 +91,17 @@ class DivRounding(Op):
         return g * 0, g * 0
 
 
-class Pow(Op):
-    save_inputs = True
+def _pow_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        ga = g * b * a ** (b - 1) if not _is_zero(b) else g * 0
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
+    return ga, gb
 
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["pow"](x, y)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        ga = gb = None
-        if ctx.next_functions[0][0] is not None:
-            ga = g * b * a ** (b - 1) if not _is_zero(b) else g * 0
-        if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
-            gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
-        return ga, gb
+Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2)
 
 
 def _is_zero(b):
@@ -133,47 +112,30 @@ def _log_scalar(a):
     return math.log(a) if a > 0 else 0.0
 
 
-class ReluGrad(Op):
-    """``g`` where ``out > 0``, else 0: the gradient of relu (and its own gradient)."""
-
-    backward_name = "ThresholdBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, k, g, out):
-        ctx.out = out
-        return k["relu_backward"](g, out)
-
-    @staticmethod
-    def backward(ctx, gg):
-        return unary(ReluGrad, gg, ctx.out)
+# ``g`` where ``out > 0``, else 0: the gradient of relu (and its own gradient).
+def _relu_grad_vjp(ctx, gg):
+    return unary(ReluGrad, gg, ctx.out)
 
 
-class Where(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, c, x, y):
-        return k["where"](c, x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        c = ctx.inputs[0]
-        zero = g.new_zeros(())
-        return None, where(c, g, zero), where(c, zero, g)
+ReluGrad = op_class("ReluGrad", "relu_backward", vjp=_relu_grad_vjp, backward_name="ThresholdBackwardBackward0",
+                    params=("out",))
 
 
-class Cast(Op):
-    """A dtype conversion; the gradient converts back."""
+def _where_vjp(ctx, g):
+    c = ctx.inputs[0]
+    zero = g.new_zeros(())
+    return None, where(c, g, zero), where(c, zero, g)
 
-    backward_name = "ToCopyBackward0"
 
-    @staticmethod
-    def forward(ctx, k, x, xp_dtype):
-        return k["astype"](x, xp_dtype)
+Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3)
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
+
+# A dtype conversion; the gradient converts back.
+def _cast_vjp(ctx, g):
+    return g
+
+
+Cast = op_class("Cast", "astype", vjp=_cast_vjp, backward_name="ToCopyBackward0", arity=2)
 
 
 # --------------------------------------------------------------------------- public functions
@@ -510,148 +472,96 @@ Ge, ge = binary_op("ge", inplace=False, aliases=("greater_equal",), doc="Element
 
 
 # --------------------------------------------------------------------------- binary math
-class Minimum(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["minimum"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        pick = (a < b) + (a == b) * 0.5
-        return g * pick, g * (1 - pick)
+def _minimum_vjp(ctx, g):
+    a, b = ctx.inputs
+    pick = (a < b) + (a == b) * 0.5
+    return g * pick, g * (1 - pick)
 
 
-class Maximum(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["maximum"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        pick = (a > b) + (a == b) * 0.5
-        return g * pick, g * (1 - pick)
+Minimum = op_class("Minimum", "minimum", saves="input", vjp=_minimum_vjp, arity=2)
 
 
-class Atan2(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["atan2"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        d = a * a + b * b
-        return g * b / d, -g * a / d
+def _maximum_vjp(ctx, g):
+    a, b = ctx.inputs
+    pick = (a > b) + (a == b) * 0.5
+    return g * pick, g * (1 - pick)
 
 
-class Clamp(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, lo, hi):
-        return k["clamp"](x, lo, hi)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, lo, hi = ctx.inputs
-        below, above = x < lo, x > hi
-        return g * (below.logical_or(above)).logical_not(), g * below, g * above
+Maximum = op_class("Maximum", "maximum", saves="input", vjp=_maximum_vjp, arity=2)
 
 
-class ClampScalar(Op):
-    """Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast)."""
-
-    backward_name = "ClampBackward1"
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, lo, hi):
-        ctx.lo, ctx.hi = lo, hi
-        return k["clamp"](x, lo, hi)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.inputs
-        return where((x >= ctx.lo).logical_and(x <= ctx.hi), g, g.new_zeros(()))
+def _atan2_vjp(ctx, g):
+    a, b = ctx.inputs
+    d = a * a + b * b
+    return g * b / d, -g * a / d
 
 
-class Lerp(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, a, b, w):
-        return k["lerp"](a, b, w)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b, w = ctx.inputs
-        gw = g * (b - a) if isinstance(w, Tensor) else None
-        return g * (1 - w), g * w, gw
+Atan2 = op_class("Atan2", "atan2", saves="input", vjp=_atan2_vjp, arity=2)
 
 
-class Fmod(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["fmod"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        gb = -g * (a / b).trunc() if isinstance(b, Tensor) else None
-        return g, gb
+def _clamp_vjp(ctx, g):
+    x, lo, hi = ctx.inputs
+    below, above = x < lo, x > hi
+    return g * (below.logical_or(above)).logical_not(), g * below, g * above
 
 
-class Remainder(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["remainder"](x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        gb = -g * (a / b).floor() if isinstance(b, Tensor) else None
-        return g, gb
+Clamp = op_class("Clamp", "clamp", saves="input", vjp=_clamp_vjp, arity=3)
 
 
-class MaskedFill(Op):
-    save_inputs = True
-
-    @staticmethod
-    def forward(ctx, k, x, mask, value):
-        return k["masked_fill"](x, mask, value)
-
-    @staticmethod
-    def backward(ctx, g):
-        saved = ctx.inputs
-        mask = saved[1]
-        if len(saved) == 3:  # the fill value is a tensor that needs a gradient too
-            return g.masked_fill(mask, 0), None, (g * mask).sum()
-        return g.masked_fill(mask, 0), None
+# Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast).
+def _clamp_scalar_vjp(ctx, g):
+    (x,) = ctx.inputs
+    return where((x >= ctx.lo).logical_and(x <= ctx.hi), g, g.new_zeros(()))
 
 
-class NanToNum(Op):
-    save_inputs = True
+ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_vjp, backward_name="ClampBackward1",
+                       params=("lo", "hi"))
 
-    @staticmethod
-    def forward(ctx, k, x, nan, posinf, neginf):
-        return k["nan_to_num"](x, nan, posinf, neginf)
 
-    @staticmethod
-    def backward(ctx, g):
-        x = ctx.inputs[0]
-        return g * x.isfinite()
+def _lerp_vjp(ctx, g):
+    a, b, w = ctx.inputs
+    gw = g * (b - a) if isinstance(w, Tensor) else None
+    return g * (1 - w), g * w, gw
+
+
+Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3)
+
+
+def _fmod_vjp(ctx, g):
+    a, b = ctx.inputs
+    gb = -g * (a / b).trunc() if isinstance(b, Tensor) else None
+    return g, gb
+
+
+Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2)
+
+
+def _remainder_vjp(ctx, g):
+    a, b = ctx.inputs
+    gb = -g * (a / b).floor() if isinstance(b, Tensor) else None
+    return g, gb
+
+
+Remainder = op_class("Remainder", "remainder", saves="input", vjp=_remainder_vjp, arity=2)
+
+
+def _masked_fill_vjp(ctx, g):
+    saved = ctx.inputs
+    mask = saved[1]
+    if len(saved) == 3:  # the fill value is a tensor that needs a gradient too
+        return g.masked_fill(mask, 0), None, (g * mask).sum()
+    return g.masked_fill(mask, 0), None
+
+
+MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3)
+
+
+def _nan_to_num_vjp(ctx, g):
+    x = ctx.inputs[0]
+    return g * x.isfinite()
+
+
+NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4)
 
 
 @export(inplace=True)
@@ -899,22 +809,17 @@ _methods({
 
 
 # --------------------------------------------------------------------------- special binary functions
-class Xlogy(Op):
-    save_inputs = True
+def _xlogy_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        ga = xlogy(g, b).masked_fill((a == 0).logical_and(b <= 0), 0)  # as PyTorch: 0 at x == 0, y <= 0
+    if ctx.next_functions[1][0] is not None:
+        gb = g * a / b
+    return ga, gb
 
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["xlogy"](x, y)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        ga = gb = None
-        if ctx.next_functions[0][0] is not None:
-            ga = xlogy(g, b).masked_fill((a == 0).logical_and(b <= 0), 0)  # as PyTorch: 0 at x == 0, y <= 0
-        if ctx.next_functions[1][0] is not None:
-            gb = g * a / b
-        return ga, gb
+Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2)
 
 
 class LogAddExp(Op):
@@ -947,18 +852,12 @@ class LogAddExp2(LogAddExp):
         return 2 ** t
 
 
-class Hypot(Op):
-    save_inputs = True
-    save_output = True
+def _hypot_vjp(ctx, g):
+    a, b = ctx.inputs
+    return g * a / ctx.output, g * b / ctx.output
 
-    @staticmethod
-    def forward(ctx, k, x, y):
-        return k["hypot"](x, y)
 
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.inputs
-        return g * a / ctx.output, g * b / ctx.output
+Hypot = op_class("Hypot", "hypot", saves="both", vjp=_hypot_vjp, arity=2)
 
 
 @export(to=SPECIAL, inplace=True)

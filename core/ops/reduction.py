@@ -308,35 +308,28 @@ argmax = _arg("argmax", Argmax)
 argmin = _arg("argmin", Argmin)
 
 
-class Prod(Op):
-    save_inputs = True
-    save_output = True
+def _prod_vjp(ctx, g):
+    (x,) = ctx.inputs
+    y = ctx.output
+    if ctx.axis is not None and not ctx.keepdim:
+        y, g = y.unsqueeze(ctx.axis), g.unsqueeze(ctx.axis)
+    zero = x == 0
+    if not bool(zero.any()):
+        return g * y / x
+    # with zeros: the product of the other elements, computed by exclusive cumulative products
+    dim = ctx.axis if ctx.axis is not None else 0
+    flat = x if ctx.axis is not None else x.reshape(-1)
+    n = flat.shape[dim]
+    ones = flat.narrow(dim, 0, 1) * 0 + 1
+    left = cat([ones, flat.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    right = cat([flat.narrow(dim, 1, n - 1), ones], dim).flip(dim).cumprod(dim).flip(dim)
+    others = left * right
+    if ctx.axis is None:
+        others = others.reshape(x.shape)
+    return g * others
 
-    @staticmethod
-    def forward(ctx, k, x, axis, keepdim):
-        ctx.axis, ctx.keepdim = axis, keepdim
-        return k["prod"](x, axis, keepdim)
 
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.inputs
-        y = ctx.output
-        if ctx.axis is not None and not ctx.keepdim:
-            y, g = y.unsqueeze(ctx.axis), g.unsqueeze(ctx.axis)
-        zero = x == 0
-        if not bool(zero.any()):
-            return g * y / x
-        # with zeros: the product of the other elements, computed by exclusive cumulative products
-        dim = ctx.axis if ctx.axis is not None else 0
-        flat = x if ctx.axis is not None else x.reshape(-1)
-        n = flat.shape[dim]
-        ones = flat.narrow(dim, 0, 1) * 0 + 1
-        left = cat([ones, flat.narrow(dim, 0, n - 1)], dim).cumprod(dim)
-        right = cat([flat.narrow(dim, 1, n - 1), ones], dim).flip(dim).cumprod(dim).flip(dim)
-        others = left * right
-        if ctx.axis is None:
-            others = others.reshape(x.shape)
-        return g * others
+Prod = op_class("Prod", "prod", saves="both", vjp=_prod_vjp, params=("axis", "keepdim"))
 
 
 @export
@@ -403,22 +396,15 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
 
 
-class LogSumExp(Op):
-    save_inputs = True
-    save_output = True
+def _log_sum_exp_vjp(ctx, g):
+    (x,) = ctx.inputs
+    y = ctx.output
+    if not ctx.keepdim:
+        y, g = _unsqueeze_axes(y, ctx.axes), _unsqueeze_axes(g, ctx.axes)
+    return g * (x - y).exp()
 
-    @staticmethod
-    def forward(ctx, k, x, axes, keepdim):
-        ctx.axes, ctx.keepdim = axes, keepdim
-        return k["logsumexp"](x, axes, keepdim)
 
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.inputs
-        y = ctx.output
-        if not ctx.keepdim:
-            y, g = _unsqueeze_axes(y, ctx.axes), _unsqueeze_axes(g, ctx.axes)
-        return g * (x - y).exp()
+LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"))
 
 
 @export(to=("torch", "Tensor", "special"))
@@ -432,15 +418,11 @@ def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     return out_or(unary(LogSumExp, input, axes, keepdim), out)
 
 
-class Cumsum(Op):
-    @staticmethod
-    def forward(ctx, k, x, dim):
-        ctx.dim = dim
-        return k["cumsum"](x, dim)
+def _cumsum_vjp(ctx, g):
+    return g.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
 
-    @staticmethod
-    def backward(ctx, g):
-        return g.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
+
+Cumsum = op_class("Cumsum", "cumsum", vjp=_cumsum_vjp, params=("dim",))
 
 
 @export(inplace=True)
@@ -454,30 +436,22 @@ def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
     return out_or(unary(Cumsum, input, _wrap_dim(dim, input.dim(), "cumsum")), out)
 
 
-class Cumprod(Op):
-    """Prefix products; the gradient handles zeros exactly (the product of the other factors)."""
+# Prefix products; the gradient handles zeros exactly (the product of the other factors).
+def _cumprod_vjp(ctx, g):
+    (x,), y, d = ctx.inputs, ctx.output, ctx.dim
+    if not bool((x == 0).any()):
+        return (g * y).flip(d).cumsum(d).flip(d) / x
+    # d y_j / d x_i = prod_{k <= j, k != i} x_k: row i of an (n, n) table of prefix products with x_i
+    # replaced by 1, summed against g_j for j >= i
+    xl, gl = x.movedim(d, -1), g.movedim(d, -1)
+    n = xl.shape[-1]
+    diag = eye(n, dtype=dtypes.bool, device=x.device)
+    rows = xl.unsqueeze(-2).expand(xl.shape[:-1] + (n, n)).masked_fill(diag, 1).cumprod(-1)
+    later = ones(n, n, dtype=dtypes.bool, device=x.device).triu()
+    return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
 
-    save_inputs = True
-    save_output = True
 
-    @staticmethod
-    def forward(ctx, k, x, dim):
-        ctx.dim = dim
-        return k["cumprod"](x, dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,), y, d = ctx.inputs, ctx.output, ctx.dim
-        if not bool((x == 0).any()):
-            return (g * y).flip(d).cumsum(d).flip(d) / x
-        # d y_j / d x_i = prod_{k <= j, k != i} x_k: row i of an (n, n) table of prefix products with x_i
-        # replaced by 1, summed against g_j for j >= i
-        xl, gl = x.movedim(d, -1), g.movedim(d, -1)
-        n = xl.shape[-1]
-        diag = eye(n, dtype=dtypes.bool, device=x.device)
-        rows = xl.unsqueeze(-2).expand(xl.shape[:-1] + (n, n)).masked_fill(diag, 1).cumprod(-1)
-        later = ones(n, n, dtype=dtypes.bool, device=x.device).triu()
-        return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
+Cumprod = op_class("Cumprod", "cumprod", saves="both", vjp=_cumprod_vjp, params=("dim",))
 
 
 @export

@@ -66,18 +66,14 @@ class Reshape(Op):
         return g.reshape(ctx.in_shape)
 
 
-class Permute(Op):
-    @staticmethod
-    def forward(ctx, k, x, dims):
-        ctx.dims = dims
-        return k["permute"](x, dims)
+def _permute_vjp(ctx, g):
+    inv = [0] * len(ctx.dims)
+    for i, d in enumerate(ctx.dims):
+        inv[d] = i
+    return g.permute(inv)
 
-    @staticmethod
-    def backward(ctx, g):
-        inv = [0] * len(ctx.dims)
-        for i, d in enumerate(ctx.dims):
-            inv[d] = i
-        return g.permute(inv)
+
+Permute = op_class("Permute", "permute", vjp=_permute_vjp, params=("dims",))
 
 
 class Transpose(Permute):
@@ -381,15 +377,11 @@ class Cat(Op):
         return tuple(g.new_zeros(0) if n is None else next(pieces) for n in ctx.sizes)
 
 
-class Stack(Op):
-    @staticmethod
-    def forward(ctx, k, arrays, axis):
-        ctx.axis = axis
-        return k["stack"](arrays, axis)
+def _stack_vjp(ctx, g):
+    return unbind(g, ctx.axis)
 
-    @staticmethod
-    def backward(ctx, g):
-        return unbind(g, ctx.axis)
+
+Stack = op_class("Stack", "stack", vjp=_stack_vjp, params=("axis",))
 
 
 class Split(Op):
@@ -735,15 +727,11 @@ def flipud(input) -> Tensor:  # noqa: A002
     return flip(input, (0,))
 
 
-class Roll(Op):
-    @staticmethod
-    def forward(ctx, k, x, shifts, axes):
-        ctx.shifts, ctx.axes = shifts, axes
-        return k["roll"](x, shifts, axes)
+def _roll_vjp(ctx, g):
+    return unary(Roll, g, tuple(-s for s in ctx.shifts), ctx.axes)
 
-    @staticmethod
-    def backward(ctx, g):
-        return unary(Roll, g, tuple(-s for s in ctx.shifts), ctx.axes)
+
+Roll = op_class("Roll", "roll", vjp=_roll_vjp, params=("shifts", "axes"))
 
 
 @export

@@ -154,16 +154,10 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_types.mode(vals, idx)
 
 
-class Unique(Op):
-    @staticmethod
-    def forward(ctx, k, x, axis):
-        return k["unique"](x, axis)
+Unique = op_class("Unique", "unique", arity=2)
 
 
-class UniqueConsecutive(Op):
-    @staticmethod
-    def forward(ctx, k, x, axis):
-        return k["unique_consecutive"](x, axis)
+UniqueConsecutive = op_class("UniqueConsecutive", "unique_consecutive", arity=2)
 
 
 def _unique_result(r, return_inverse, return_counts):
