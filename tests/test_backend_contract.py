@@ -11,6 +11,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
+from fakegpu import _Plugin
 from fakegpu import registered as fakegpu_registered
 
 import ember
@@ -46,15 +47,6 @@ class Minimal(ArrayBackend):
 
     def synchronize(self, index=None):
         self.synced.append(index)
-
-
-class _Plugin:
-    def __init__(self, backend):
-        self.backend = backend
-
-    @ember.plugins.hookimpl
-    def ember_backends(self, registry):
-        registry.add_backend(self.backend)
 
 
 @contextlib.contextmanager
