@@ -25,11 +25,6 @@ _SCALARS = (int, float, bool, complex, np.number, np.bool_)
 _HANDLERS: list = []  # interception handlers, innermost last (see intercept)
 
 
-def _version(t):
-    b = t._base
-    return (t if b is None else b)._ver
-
-
 # --------------------------------------------------------------------------- errors
 def _op_name(Op):
     n = type.__getattribute__(Op, "__name__")

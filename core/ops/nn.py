@@ -702,8 +702,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     >>> ember.nn.functional.pad(ember.ones(1, 2), (1, 1)).tolist()
     [[0.0, 1.0, 1.0, 0.0]]
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"pad(): argument 'input' must be Tensor, not {type(input).__name__}")
+    check_tensor(input, "pad")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError(f"pad: Padding length must be divisible by 2 and at most twice the number of dimensions "
                            f"of the input ({input.ndim}), got {len(pad)}")

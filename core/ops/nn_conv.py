@@ -15,7 +15,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply
-from ..registry import export, op_class
+from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor
 from .nn import pad, torch_form
@@ -349,8 +349,7 @@ class AdaptiveMaxPool(Op):
 
 # --------------------------------------------------------------------------- helpers
 def _batched(op, x, d):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    check_tensor(x, op)
     if x.ndim not in (d + 1, d + 2) or 0 in x.shape[1:]:
         raise RuntimeError(f"{op}: non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input, but got "
                            f"input of size {list(x.shape)}")
