@@ -15,11 +15,11 @@ import warnings
 
 import pluggy
 
-from . import hookspecs
-from .backend import API_VERSION, BACKENDS, refresh_kernels
-from .hookspecs import PluginError
-from .plugin_ops import add_op as _add_op
-from .plugin_ops import remove_ops as _remove_ops
+from .. import hookspecs
+from ..backend import API_VERSION, BACKENDS, refresh_kernels
+from ..hookspecs import PluginError
+from ..plugin_ops import add_op as _add_op
+from ..plugin_ops import remove_ops as _remove_ops
 
 hookimpl = pluggy.HookimplMarker("ember")
 
