@@ -52,7 +52,13 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     name = file_name or os.path.basename(urlparse(url).path)
     path = os.path.join(model_dir, name)
     if not os.path.isfile(path):
-        download_url(url, model_dir, name, progress=progress)
+        try:
+            download_url(url, model_dir, name, progress=progress)
+        except RuntimeError as e:
+            m = _HASH.search(name)
+            sha = f" (its SHA-256 starts with {m.group(1)})" if m and m.group(1) else ""
+            raise RuntimeError(f"could not fetch the weights {url}: {e.__cause__ or e}. Put the file at "
+                               f"{path}{sha} and try again") from e
         if check_hash:
             try:
                 _check_hash(path, name)
