@@ -560,15 +560,7 @@ def _init_default():
     import os
 
     env = os.environ.get("EMBER_DEVICE")
-    if env:
-        dev = resolve(env)
-    else:
-        dev = None
-        for name in ("cuda",):
-            b = BACKENDS.get(name)
-            if b is not None and b.is_available():
-                dev = resolve(name)
-        dev = dev or resolve("cpu")
+    dev = resolve(env) if env else resolve("cpu")  # the CPU, as in PyTorch, unless EMBER_DEVICE says otherwise
     _default_device[0] = dev
     return dev
 
