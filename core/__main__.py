@@ -11,6 +11,8 @@ import os
 import runpy
 import sys
 
+from . import info, torch_compat
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ember", description=__doc__.splitlines()[0])
@@ -22,11 +24,7 @@ def main(argv=None) -> int:
     sub.add_parser("info", help="versions, backends and plugins")
     ns = parser.parse_args(argv)
     if ns.command == "info":
-        from . import info
-
         return info.main()
-    from . import torch_compat
-
     torch_compat.install()
     sys.argv = [ns.target, *ns.args]
     if ns.module:

@@ -108,8 +108,6 @@ def install() -> None:
     """
     if installed():
         return
-    import ember  # noqa: F401 - load ember (and its plugins) before the first aliased import
-
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if not isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]
