@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 def test_char_lm_perplexity_falls(model, capsys, tmp_path):
     import char_lm
 
-    history = char_lm.main(["--checkpoint", str(tmp_path / "lm.pt"), "--model", model, "--steps", "40", "--seq-len", "32", "--batch-size", "16",
+    history = char_lm.main(["--checkpoint", str(tmp_path / "lm.pt"), "--model", model, "--steps", "40",
+                            "--seq-len", "32", "--batch-size", "16",
                             "--sample-len", "20", "--lr", "1e-2"])
     out = capsys.readouterr().out
     vocab = int(out.split("vocabulary ")[1].split(",")[0])
@@ -29,7 +30,8 @@ def test_char_lm_reads_a_given_text(tmp_path, capsys):
 
     p = tmp_path / "t.txt"
     p.write_text("abcabcabcabc " * 80, encoding="utf-8")
-    history = char_lm.main(["--text", str(p), "--checkpoint", str(tmp_path / "lm.pt"), "--steps", "20", "--seq-len", "16", "--batch-size", "8",
+    history = char_lm.main(["--text", str(p), "--checkpoint", str(tmp_path / "lm.pt"), "--steps", "20",
+                            "--seq-len", "16", "--batch-size", "8",
                             "--sample-len", "5", "--lr", "1e-2"])
     assert "vocabulary 4" in capsys.readouterr().out
     assert history[-1] < 2.0

@@ -26,7 +26,7 @@ opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 x = torch.randn(24, 1, 8, 8, device=device)
 y = torch.arange(24, device=device) % 3
 first = None
-for step in range(30):
+for _ in range(30):
     opt.zero_grad()
     loss = nn.CrossEntropyLoss()(net(x), y)
     loss.backward()

@@ -17,7 +17,7 @@ y = (x.sum(1) > 0).long()
 loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
 model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2)).to(args.device)
 opt = torch.optim.Adam(model.parameters(), lr=0.05)
-for epoch in range(15):
+for _ in range(15):
     for xb, yb in loader:
         xb, yb = xb.to(args.device), yb.to(args.device)
         opt.zero_grad()
