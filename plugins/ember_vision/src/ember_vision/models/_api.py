@@ -21,10 +21,8 @@ _HASH = re.compile(r"-([a-f0-9]*)\.")
 
 
 def get_dir() -> str:
-    """The hub directory: ``$EMBER_HOME/hub`` (``EMBER_HOME`` defaults to ``~/.cache/ember``)."""
-    home = os.environ.get("EMBER_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.join("~", ".cache")), "ember")
-    return os.path.join(os.path.expanduser(home), "hub")
+    """The hub directory: :func:`ember.hub.get_dir` (``$EMBER_HOME/hub``)."""
+    return ember.hub.get_dir()
 
 
 def _sha256(path: str) -> str:
