@@ -141,6 +141,9 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--stop-after", type=int, default=None,
                    help="stop after this many epochs in this run, as if interrupted (continue with --resume)")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="log the loss, accuracy and learning rate to TensorBoard event files in DIR "
+                        "(needs the tensorboard extra; view with tensorboard --logdir DIR)")
     p.add_argument("--plot", default=None, help="save loss/accuracy curves to this image (needs matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none when output is not a terminal)")
     return p.parse_args(argv)
@@ -178,6 +181,13 @@ def train(args) -> dict:
     print(f"{source}: {len(y_tr)} training / {len(y_va)} validation images of {tuple(x_tr.shape[1:])}, "
           f"device {device}, epochs {start_epoch + 1}..{args.epochs}; checkpoints to {args.checkpoint}")
     tqdm = need("tqdm").tqdm
+    writer = None
+    if args.tensorboard:
+        need("tensorboard", extra="tensorboard")
+        from ember.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(args.tensorboard)
+        print(f"TensorBoard events to {os.path.abspath(args.tensorboard)}")
 
     last = args.epochs if args.stop_after is None else min(args.epochs, start_epoch + args.stop_after)
     for epoch in range(start_epoch, last):
@@ -185,7 +195,7 @@ def train(args) -> dict:
         # disable=None: no bar when stderr is not a terminal (piped output stays one line per epoch)
         bar = tqdm(train_loader, desc=f"epoch {epoch + 1}/{args.epochs}", disable=True if args.quiet else None,
                    leave=False)
-        for x, y in bar:
+        for i, (x, y) in enumerate(bar):
             x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
             loss = F.cross_entropy(model(x), y)
@@ -193,14 +203,22 @@ def train(args) -> dict:
             optimizer.step()
             seen += y.shape[0]
             total += loss.item() * y.shape[0]
+            if writer is not None:
+                writer.add_scalar("train/batch_loss", loss.item(), epoch * len(train_loader) + i)
             bar.set_postfix(loss=f"{loss.item():.3f}", img_s=f"{seen / (time.perf_counter() - t0):.0f}")
         scheduler.step()
         acc = evaluate(model, val_loader, device)
         history["loss"].append(total / seen)
         history["val_acc"].append(acc)
+        if writer is not None:
+            writer.add_scalar("train/loss", total / seen, epoch + 1)
+            writer.add_scalar("val/accuracy", acc, epoch + 1)
+            writer.add_scalar("lr", optimizer.param_groups[0]["lr"], epoch + 1)
         print(f"epoch {epoch + 1:2d}  loss {total / seen:.4f}  val acc {acc:.4f}  "
               f"({seen / (time.perf_counter() - t0):.0f} img/s)")
         save_checkpoint(args.checkpoint, epoch + 1, model, optimizer, scheduler, shuffle, history)
+    if writer is not None:
+        writer.close()
     print(f"checkpoint of epoch {last} saved to {os.path.abspath(args.checkpoint)}")
     if args.plot:
         plot(history, args.plot)

@@ -136,3 +136,16 @@ def test_a_missing_extra_is_one_clear_line(monkeypatch):
     with pytest.raises(SystemExit, match=r"^train_digits.py: needs the 'no_such_pkg' package: pip install -e "
                                          r"\"\.\[examples\]\""):
         need("no_such_pkg")
+
+
+def test_train_digits_logs_to_tensorboard(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    train = _example("train_digits")
+    train.main(["--quiet", "--epochs", "2", "--checkpoint", str(tmp_path / "d.pt"), "--tensorboard",
+                str(tmp_path / "tb")])
+    acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("val/accuracy")] == [1, 2]
+    assert len(acc.Scalars("train/batch_loss")) == 2 * 45  # 1437 images in batches of 32
