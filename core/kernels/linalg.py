@@ -46,7 +46,115 @@ def kernels(xp) -> dict:
         s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
         return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
 
+    def _flat(a):
+        """``a`` as a stack of matrices (one leading dimension) and its batch shape."""
+        return xp.reshape(a, (-1,) + tuple(a.shape[-2:])), tuple(a.shape[:-2])
+
+    def lu_factor(a):
+        # LAPACK's getf2 (partial pivoting, the first largest pivot), one column at a time over the whole batch:
+        # (LU, 1-based int32 pivots, info: 0 or the 1-based index of the first zero pivot)
+        lu, batch = _flat(a)
+        lu = xp.array(lu, copy=True)
+        b, m, n = lu.shape
+        k = min(m, n)
+        piv = xp.zeros((b, k), dtype=xp.int32)
+        info = xp.zeros((b,), dtype=xp.int32)
+        rows = xp.arange(b)
+        for j in range(k):
+            p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j if m > j else xp.zeros((b,), dtype=xp.int64)
+            piv[:, j] = p + 1
+            top, low = lu[rows, j, :], lu[rows, p, :]
+            lu[rows, p, :] = top
+            lu[rows, j, :] = low
+            d = lu[:, j, j]
+            zero = d == 0
+            info = xp.where((info == 0) & zero, j + 1, info).astype(xp.int32)
+            lu[:, j + 1:, j] /= xp.where(zero, 1, d)[:, None]  # a zero pivot has a zero column below it
+            lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+        return (xp.reshape(lu, batch + (m, n)), xp.reshape(piv, batch + (k,)), xp.reshape(info, batch))
+
+    def lu_permutation(piv, m, dtype):
+        # P of A = P L U from the row interchanges: P^T A = A[perm]
+        flat = xp.reshape(piv, (-1, piv.shape[-1])).astype(xp.int64) - 1
+        b = flat.shape[0]
+        perm = xp.broadcast_to(xp.arange(m), (b, m)).copy()
+        rows = xp.arange(b)
+        for j in range(flat.shape[1]):
+            p = flat[:, j]
+            at_j, at_p = perm[:, j].copy(), perm[rows, p]
+            perm[:, j] = at_p
+            perm[rows, p] = at_j
+        pt = xp.eye(m, dtype=dtype)[perm]
+        return xp.reshape(xp.swapaxes(pt, -1, -2), tuple(piv.shape[:-1]) + (m, m))
+
+    def solve_triangular(a, b, upper, unitriangular):
+        # substitution one row at a time over the batch and every right-hand side (a zero on the diagonal
+        # gives inf/nan, as LAPACK's trtrs does: nothing raises)
+        n = a.shape[-1]
+        x = xp.zeros(b.shape, dtype=xp.result_type(a, b))
+        order = range(n - 1, -1, -1) if upper else range(n)
+        for i in order:
+            rest = slice(i + 1, n) if upper else slice(0, i)
+            r = b[..., i, :] - xp.matmul(a[..., i:i + 1, rest], x[..., rest, :])[..., 0, :]
+            x[..., i, :] = r if unitriangular else r / a[..., i, i:i + 1]
+        return x
+
+    def matrix_exp(a):
+        # scaling and squaring with the degree-13 Pade approximant (Higham 2005), the scaling chosen per matrix
+        flat, batch = _flat(a)
+        n = flat.shape[-1]
+        if flat.shape[0] == 0 or n == 0:
+            return xp.array(a, copy=True)
+        b = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+             129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0,
+             960960.0, 16380.0, 182.0, 1.0)
+        theta = 5.371920351148152 if flat.dtype == xp.float64 else 3.925724783138660
+        norm = xp.max(xp.sum(xp.abs(flat), axis=-2), axis=-1)
+        s = xp.maximum(0, xp.ceil(xp.log2(xp.maximum(norm, 1e-300) / theta))).astype(xp.int64)
+        x = flat / (2.0 ** s).astype(flat.dtype)[:, None, None]
+        ident = xp.broadcast_to(xp.eye(n, dtype=flat.dtype), x.shape)
+        x2 = x @ x
+        x4 = x2 @ x2
+        x6 = x4 @ x2
+        u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * ident)
+        v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * ident
+        r = la.solve(v - u, v + u)
+        for i in range(int(xp.max(s))):
+            r = xp.where((s > i)[:, None, None], r @ r, r)
+        return xp.reshape(r, batch + (n, n))
+
+    def geqrf(a):
+        # LAPACK's geqr2: Householder reflectors H_j = I - tau_j v_j v_j^T (v_j[j] = 1, stored below R's diagonal)
+        flat, batch = _flat(a)
+        r = xp.array(flat, copy=True)
+        bs, m, n = r.shape
+        k = min(m, n)
+        tau = xp.zeros((bs, k), dtype=r.dtype)
+        for j in range(k):
+            alpha = r[:, j, j]
+            xnorm = xp.sqrt(xp.sum(r[:, j + 1:, j] ** 2, axis=-1))
+            beta = -xp.where(alpha >= 0, 1.0, -1.0) * xp.sqrt(alpha ** 2 + xnorm ** 2)
+            trivial = xnorm == 0
+            t = xp.where(trivial, 0.0, (beta - alpha) / xp.where(trivial, 1.0, beta))
+            scale = xp.where(trivial, 0.0, 1.0 / xp.where(trivial, 1.0, alpha - beta))
+            r[:, j + 1:, j] *= scale[:, None]
+            tau[:, j] = t
+            if j + 1 < n:
+                v = xp.concatenate([xp.ones((bs, 1), dtype=r.dtype), r[:, j + 1:, j]], axis=1)
+                w = xp.sum(v[:, :, None] * r[:, j:, j + 1:], axis=1)
+                r[:, j:, j + 1:] -= t[:, None, None] * v[:, :, None] * w[:, None, :]
+            r[:, j, j] = xp.where(trivial, alpha, beta)
+        return xp.reshape(r, batch + (m, n)), xp.reshape(tau, batch + (k,))
+
+    def eig(a):
+        # the array library's general eigensolver; complex results even where every eigenvalue is real
+        w, v = la.eig(a)
+        c = xp.result_type(a.dtype, xp.complex64)
+        return w.astype(c), v.astype(c)
+
     return {
+        "lu_factor": lu_factor, "lu_permutation": lu_permutation, "solve_triangular": solve_triangular,
+        "matrix_exp": matrix_exp, "geqrf": geqrf, "eig": eig,
         "matmul": matmul, "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,
         "cholesky": cholesky, "qr": qr, "svd": svd, "eigh": eigh, "pinv": pinv,
     }
