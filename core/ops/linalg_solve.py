@@ -24,10 +24,10 @@ from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, out_or, result_type, unary
 from ..registry import export, op_class
 from ..tensor import Tensor
-from .creation import arange, eye
+from .creation import arange, eye, randn
 from .linalg import matrix_norm, multi_dot, vector_norm
-from .linalg_decomp import (EVERYWHERE, LINALG, LinAlgError, _floating, _multi, _outputs, _square, inv, pinv,
-                            solve, svdvals)
+from .linalg_decomp import (EVERYWHERE, LINALG, LinAlgError, _floating, _multi, _outputs, _square, inv, pinv, qr,
+                            solve, svd, svdvals)
 from .shape import broadcast_shapes, cat
 
 TORCH_TENSOR = ("torch", "Tensor")
@@ -822,10 +822,79 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     return multi_dot(matrices, out=out)
 
 
+# --------------------------------------------------------------------------- randomized low-rank SVD and PCA
+def _approximate_basis(A, q, niter, M):
+    """An orthonormal basis of ``q`` columns for the range of ``A - M`` (Halko et al. 2009, algorithm 4.4)."""
+    r = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+
+    def times(x, y, yt=None):
+        p = x @ y
+        return p if yt is None else p - yt @ y
+
+    q_ = qr(times(A, r, M)).Q
+    for _ in range(niter):
+        q_ = qr(times(A.mT, q_, None if M is None else M.mT)).Q
+        q_ = qr(times(A, q_, M)).Q
+    return q_
+
+
+def _svd_lowrank(A, q, niter, M):
+    m, n = A.shape[-2], A.shape[-1]
+    if M is not None:
+        M = M.broadcast_to(A.shape)
+    if m < n:  # work on the tall one
+        A = A.mT
+        M = None if M is None else M.mT
+    basis = _approximate_basis(A, q, niter, M)
+    b = basis.mT @ A
+    if M is not None:
+        b = b - basis.mT @ M
+    u, s, vh = svd(b, full_matrices=False)
+    u, v = basis @ u, vh.mT
+    return (v, s, u) if m < n else (u, s, v)
+
+
+@export(to=("torch",))
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None):
+    """``(U, S, V)``: an approximate rank-``q`` SVD ``A - M ~ U diag(S) V^T`` by random projections (``niter``
+    subspace iterations); exact for matrices of rank ``q`` or less.  Draws from ember's random generator.
+
+    >>> import ember
+    >>> a = ember.tensor([[1., 2.], [2., 4.], [3., 6.]])
+    >>> ember.svd_lowrank(a, q=1).S
+    tensor([8.3666])
+    """
+    _matrices(A, "svd_lowrank")
+    return _svd_lowrank(A, 6 if q is None else q, 2 if niter is None else niter, M)
+
+
+@export(to=("torch",))
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2):
+    """``(U, S, V)``: :func:`svd_lowrank` of ``A`` with its column means taken away (``center``); ``q`` defaults to
+    ``min(6, m, n)``.
+
+    >>> import ember
+    >>> a = ember.tensor([[1., 2.], [2., 4.], [3., 6.]])
+    >>> ember.pca_lowrank(a, q=1)[1]
+    tensor([3.1623])
+    """
+    _matrices(A, "pca_lowrank")
+    m, n = A.shape[-2], A.shape[-1]
+    if q is None:
+        q = min(6, m, n)
+    elif not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return _svd_lowrank(A, q, niter, None)
+    return _svd_lowrank(A - A.mean(-2, keepdim=True), q, niter, None)
+
+
 # --------------------------------------------------------------------------- removed in PyTorch 1.9
 def _removed(name, message):
     def fn(*args, **kwargs):
-        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. " + message)
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed." + message)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: removed in PyTorch 1.9; raises, naming its replacement."
@@ -833,18 +902,22 @@ def _removed(name, message):
 
 
 _REMOVED = {
-    "solve": "`torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` has its arguments "
+    "solve": " `torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` has its arguments "
              "reversed and does not return the LU factorization.\n\nTo get the LU factorization see `torch.lu`, "
              "which can be used with `torch.lu_solve` or `torch.lu_unpack`.\nX = torch.solve(B, A).solution should "
              "be replaced with:\nX = torch.linalg.solve(A, B)",
-    "lstsq": "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n`torch.linalg.lstsq` has reversed "
+    "lstsq": " `torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n`torch.linalg.lstsq` has reversed "
              "arguments and does not return the QR decomposition in the returned tuple (although it returns other "
-             "information about the problem).\n\nTo get the QR decomposition consider using `torch.linalg.qr`.",
-    "eig": "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
+             "information about the problem).\n\nTo get the QR decomposition consider using `torch.linalg.qr`.\n\n"
+             "The returned solution in `torch.lstsq` stored the residuals of the solution in the last m - n columns "
+             "of the returned value whenever m > n. In torch.linalg.lstsq, the residuals are in the field "
+             "'residuals' of the returned named tuple.\n\nThe unpacking of the solution, as in\nX, _ = "
+             "torch.lstsq(B, A).solution[:A.size(1)]\nshould be replaced with:\nX = torch.linalg.lstsq(A, B).solution",
+    "eig": " `torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
            "mimicking complex tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = "
            "torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
            "L_complex, V_complex = torch.linalg.eig(A)",
-    "symeig": "The default behavior has changed from using the upper triangular portion of the matrix by default "
+    "symeig": " The default behavior has changed from using the upper triangular portion of the matrix by default "
               "to using the lower triangular portion.\n\nL, _ = torch.symeig(A, upper=upper) should be replaced "
               "with:\nL = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\nL, V = torch.symeig(A, "
               "eigenvectors=True) should be replaced with:\nL, V = torch.linalg.eigh(A, UPLO='U' if upper else 'L')",
