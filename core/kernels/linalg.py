@@ -152,7 +152,136 @@ def kernels(xp) -> dict:
         c = xp.result_type(a.dtype, xp.complex64)
         return w.astype(c), v.astype(c)
 
+    def _ldl_one(a):
+        # LAPACK's sytf2 (lower): Bunch-Kaufman diagonal pivoting, 1x1 and 2x2 blocks; one matrix (the block
+        # sizes differ between matrices of a batch)
+        a = xp.tril(a)
+        n = a.shape[-1]
+        piv = [0] * n
+        info = 0
+        alpha = (1 + 17 ** 0.5) / 8
+        k = 0
+        while k < n:
+            kstep = 1
+            absakk = float(abs(a[k, k]))
+            if k < n - 1:
+                imax = k + 1 + int(xp.argmax(xp.abs(a[k + 1:, k])))
+                colmax = float(abs(a[imax, k]))
+            else:
+                imax, colmax = k, 0.0
+            if max(absakk, colmax) == 0:
+                info = info or k + 1
+                kp = k
+            else:
+                if absakk >= alpha * colmax:
+                    kp = k
+                else:
+                    rowmax = float(xp.max(xp.abs(a[imax, k:imax]))) if imax > k else 0.0
+                    if imax < n - 1:
+                        rowmax = max(rowmax, float(xp.max(xp.abs(a[imax + 1:, imax]))))
+                    if absakk >= alpha * colmax * (colmax / rowmax):
+                        kp = k
+                    elif float(abs(a[imax, imax])) >= alpha * rowmax:
+                        kp = imax
+                    else:
+                        kp, kstep = imax, 2
+                kk = k + kstep - 1
+                if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                    if kp < n - 1:
+                        t = a[kp + 1:, kk].copy()
+                        a[kp + 1:, kk] = a[kp + 1:, kp]
+                        a[kp + 1:, kp] = t
+                    t = a[kk + 1:kp, kk].copy()
+                    a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                    a[kp, kk + 1:kp] = t
+                    t = a[kk, kk].copy()
+                    a[kk, kk] = a[kp, kp]
+                    a[kp, kp] = t
+                    if kstep == 2:
+                        t = a[k + 1, k].copy()
+                        a[k + 1, k] = a[kp, k]
+                        a[kp, k] = t
+                if kstep == 1:
+                    if k < n - 1:
+                        x = a[k + 1:, k] / a[k, k]
+                        a[k + 1:, k + 1:] -= xp.tril(xp.outer(x, a[k + 1:, k]))
+                        a[k + 1:, k] = x
+                elif k < n - 2:
+                    d21 = a[k + 1, k]
+                    d11 = a[k + 1, k + 1] / d21
+                    d22 = a[k, k] / d21
+                    d21 = 1 / (d11 * d22 - 1) / d21
+                    wk = d21 * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
+                    wkp1 = d21 * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
+                    a[k + 2:, k + 2:] -= xp.tril(xp.outer(a[k + 2:, k], wk) + xp.outer(a[k + 2:, k + 1], wkp1))
+                    a[k + 2:, k] = wk
+                    a[k + 2:, k + 1] = wkp1
+            if kstep == 1:
+                piv[k] = kp + 1
+            else:
+                piv[k] = piv[k + 1] = -(kp + 1)
+            k += kstep
+        return a, piv, info
+
+    def ldl_factor(a):
+        flat, batch = _flat(a)
+        parts = [_ldl_one(xp.array(m, copy=True)) for m in flat]
+        n = a.shape[-1]
+        ld = xp.stack([p[0] for p in parts]) if parts else xp.zeros(flat.shape, dtype=a.dtype)
+        piv = xp.asarray([p[1] for p in parts], dtype=xp.int32).reshape((-1, n))
+        info = xp.asarray([p[2] for p in parts], dtype=xp.int32)
+        return xp.reshape(ld, a.shape), xp.reshape(piv, batch + (n,)), xp.reshape(info, batch)
+
+    def _ldl_solve_one(ld, piv, b):
+        # LAPACK's sytrs (lower): L D L^T X = B with the interchanges of sytf2
+        n = ld.shape[-1]
+        b = xp.array(b, copy=True)
+
+        def swap(i, j):
+            if i != j:
+                t = b[i].copy()
+                b[i] = b[j]
+                b[j] = t
+
+        k = 0
+        while k < n:
+            if piv[k] > 0:
+                swap(k, piv[k] - 1)
+                b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
+                b[k] /= ld[k, k]
+                k += 1
+            else:
+                swap(k + 1, -piv[k] - 1)
+                b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
+                akm1k = ld[k + 1, k]
+                akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+                denom = akm1 * ak - 1
+                bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+                b[k] = (ak * bkm1 - bk) / denom
+                b[k + 1] = (akm1 * bk - bkm1) / denom
+                k += 2
+        k = n - 1
+        while k >= 0:
+            if piv[k] > 0:
+                b[k] -= ld[k + 1:, k] @ b[k + 1:]
+                swap(k, piv[k] - 1)
+                k -= 1
+            else:
+                b[k] -= ld[k + 1:, k] @ b[k + 1:]
+                b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
+                swap(k, -piv[k] - 1)
+                k -= 2
+        return b
+
+    def ldl_solve(ld, piv, b):
+        lf, _ = _flat(ld)
+        bf, batch = _flat(b)
+        pf = xp.reshape(piv, (-1, piv.shape[-1])).tolist()
+        out = [_ldl_solve_one(lf[i], pf[i], bf[i]) for i in range(bf.shape[0])]
+        return xp.reshape(xp.stack(out) if out else bf, b.shape)
+
     return {
+        "ldl_factor": ldl_factor, "ldl_solve": ldl_solve,
         "lu_factor": lu_factor, "lu_permutation": lu_permutation, "solve_triangular": solve_triangular,
         "matrix_exp": matrix_exp, "geqrf": geqrf, "eig": eig,
         "matmul": matmul, "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,

@@ -43,6 +43,8 @@ LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "sing
 TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 GeqrfResult = namedtuple("geqrf", ["a", "tau"])
 EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 def _tensor_arg(x, op, name):
@@ -725,6 +727,73 @@ def cholesky_inverse(L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N8
                            f"by {L.shape[-1]} matrices")
     n = L.shape[-1]
     return out_or(cholesky_solve(_eye(n, n, L).expand(L.shape), L, upper), out)
+
+
+# --------------------------------------------------------------------------- LDL (Bunch-Kaufman)
+LdlFactor = op_class("LdlFactor", "ldl_factor", backward_name="LinalgLdlFactorExBackward0", arity=1)
+LdlSolve = op_class("LdlSolve", "ldl_solve", backward_name="LinalgLdlSolveBackward0", arity=3)
+
+
+def _ldl_zero(i):
+    return f"The factorization could not be completed because D[{i - 1},{i - 1}] is zero (the input is singular)."
+
+
+@export(to=LINALG)
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
+    """``(LD, pivots, info)``: LAPACK's ``sytrf`` factorization ``P A P^T = L D L^T`` of a symmetric matrix, read
+    from its lower triangle (Bunch-Kaufman pivoting: ``D`` has 1x1 and 2x2 blocks, a 2x2 block marked by two equal
+    negative pivots).  Not differentiable, as in PyTorch.
+
+    >>> import ember
+    >>> ember.linalg.ldl_factor_ex(ember.tensor([[4., 2.], [2., 3.]])).LD
+    tensor([[4.0000, 0.0000],
+            [0.5000, 2.0000]])
+    """
+    _square(A, "ldl_factor_ex")
+    with no_grad():
+        ld, pivots, info = unary(LdlFactor, A)
+    if check_errors:
+        _check_info(info, "linalg.ldl_factor_ex", _ldl_zero)
+    return _write_out(out, LDLFactorExResult(ld, pivots, info), LDLFactorExResult)
+
+
+@export(to=LINALG)
+def ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
+    """``(LD, pivots)``: :func:`ldl_factor_ex` that raises for a singular ``A``.
+
+    >>> import ember
+    >>> ember.linalg.ldl_factor(ember.tensor([[0., 1.], [1., 0.]])).pivots
+    tensor([-2, -2], dtype=ember.int32)
+    """
+    _square(A, "ldl_factor")
+    ld, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
+    _check_info(info, "linalg.ldl_factor", _ldl_zero)
+    return _write_out(out, LDLFactorResult(ld, pivots), LDLFactorResult)
+
+
+@export(to=LINALG)
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out=None) -> Tensor:  # noqa: N803
+    """The solution of ``A X = B`` from :func:`ldl_factor`'s ``(LD, pivots)`` (batch; not differentiable).
+
+    >>> import ember
+    >>> ember.linalg.ldl_solve(*ember.linalg.ldl_factor(ember.tensor([[4., 2.], [2., 3.]])), ember.tensor([[6.], [5.]]))
+    tensor([[1.],
+            [1.]])
+    """
+    _square(LD, "ldl_solve")
+    _matrices(B, "linalg.ldl_solve", "B")
+    _same_device("linalg.ldl_solve", LD, pivots, B)
+    if pivots.dtype is not dtypes.int32 or tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be an int32 tensor of shape "
+                           f"{list(LD.shape[:-1])}, got {pivots.dtype} of shape {list(pivots.shape)}")
+    if B.shape[-2] != LD.shape[-1]:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    rt = result_type(LD, B)
+    ld, b = _batched(LD.to(rt), B.to(rt))
+    with no_grad():
+        x = apply(LdlSolve, ld, pivots.expand(*ld.shape[:-1]), b)
+    return out_or(x, out)
 
 
 # --------------------------------------------------------------------------- eigenvalues of general matrices

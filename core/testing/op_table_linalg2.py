@@ -20,6 +20,13 @@ def lower(n, batch=()):
     return F(np.tril(_RNG.rand(*batch, n, n) - 0.5) + 2 * np.eye(n))
 
 
+def sym0(n):
+    """A matrix whose symmetric part has a zero first diagonal entry (Bunch-Kaufman then pivots 2x2)."""
+    a = _RNG.rand(n, n) - 0.5
+    a[0, 0] = 0.0
+    return F(a)
+
+
 def spd_shift(m, a):
     return 3 * m.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
@@ -97,6 +104,12 @@ ROWS = [
     Row("ormqr_right_transpose", lambda m, a, t, c: m.ormqr(a, t, c, False, True), [[r(4, 3), r(3), r(2, 4)]]),
     Row("geqrf", lambda m, a: tuple(m.geqrf(a)), [[r(4, 3)], [r(3, 4)], [r(2, 3, 3)]], grad=False),
     Row("geqrf_orgqr", lambda m, a: m.orgqr(*a.geqrf()), [[r(4, 3)]], grad=False),
+    # LDL (not differentiable in either library); a zero corner forces 2x2 pivots
+    Row("ldl_factor", lambda m, a: tuple(m.linalg.ldl_factor(a + a.mT)), [[r(4, 4)], [r(2, 3, 3)], [sym0(5)]],
+        grad=False),
+    Row("ldl_factor_ex", lambda m, a: tuple(m.linalg.ldl_factor_ex(a + a.mT)), [[r(3, 3)], [sym0(4)]], grad=False),
+    Row("ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(a + a.mT), b),
+        [[r(4, 4), r(4, 2)], [sym0(5), r(5, 1)], [r(2, 3, 3), r(3, 2)]], grad=False),
     # Cholesky solves
     Row("cholesky_solve", lambda m, b, lo: m.cholesky_solve(b, _chol(m, lo)), [[r(3, 2), lower(3)],
                                                                                [r(2, 3, 1), lower(3)]]),
