@@ -4,9 +4,14 @@
 Decompositions that LAPACK defines exactly (LU with partial pivoting, ``geqrf``'s Householder vectors) are
 compared as they are; the rows keep inputs away from ties in pivoting.  Triangular factors given to the
 Cholesky solves are made triangular inside the call (``l.tril()``), so that gradients are those of the
-entries the op reads, in both libraries.
+entries the op reads, in both libraries.  PyTorch warns (once per process) on its deprecated forms
+(``torch.lu``, ``torch.triangular_solve``, ``torch.chain_matmul``, ...); the rows call them with that warning
+silenced.
 """
 from __future__ import annotations
+
+import functools
+import warnings
 
 import numpy as np
 
@@ -128,3 +133,17 @@ ROWS = [
     Row("frobenius_norm_keepdim", lambda m, a: m.frobenius_norm(a, (-1, -2), True), [[r(2, 3, 4)]]),
     Row("chain_matmul", lambda m, a, b, c: m.chain_matmul(a, b, c), [[r(2, 5), r(5, 3), r(3, 4)]]),
 ]
+
+
+def _quiet(op):
+    @functools.wraps(op)
+    def call(m, *args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", ".*deprecated", UserWarning)
+            return op(m, *args)
+
+    return call
+
+
+for _row in ROWS:
+    _row.op = _quiet(_row.op)
