@@ -73,8 +73,9 @@ def kernels(xp) -> dict:
             lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
         return (xp.reshape(lu, batch + (m, n)), xp.reshape(piv, batch + (k,)), xp.reshape(info, batch))
 
-    def lu_permutation(piv, m, dtype):
-        # P of A = P L U from the row interchanges: P^T A = A[perm]
+    def lu_permutation(piv, lu):
+        # P (m x m, lu's dtype) of A = P L U from the row interchanges: P^T A = A[perm]
+        m, dtype = lu.shape[-2], lu.dtype
         flat = xp.reshape(piv, (-1, piv.shape[-1])).astype(xp.int64) - 1
         b = flat.shape[0]
         perm = xp.broadcast_to(xp.arange(m), (b, m)).copy()

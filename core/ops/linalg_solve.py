@@ -157,13 +157,14 @@ class LuPermutation(Op):
     backward_name = "LuPermutationBackward0"
 
     @staticmethod
-    def forward(ctx, k, pivots, m, dtype):
-        return k["lu_permutation"](pivots, m, dtype)
+    def forward(ctx, k, pivots, lu):
+        return k["lu_permutation"](pivots, lu)
 
 
-def _permutation(pivots, m, like):
+def _permutation(pivots, lu):
+    """``P`` (``m x m``, ``lu``'s dtype) from LAPACK's pivots of an ``m``-row LU."""
     with no_grad():
-        return apply(LuPermutation, pivots, m, like._data.dtype)
+        return apply(LuPermutation, pivots, lu.detach())
 
 
 def _lu_backward(p, lo, up, g_lo, g_up):
@@ -202,7 +203,7 @@ class LuFactor(Op):
         lu, pivots, _ = _outputs(ctx, g._dev)
         lo, up = _lu_parts(lu)
         k = min(lu.shape[-2], lu.shape[-1])
-        return _lu_backward(_permutation(pivots, lu.shape[-2], lu), lo, up, g[..., :, :k].tril(-1),
+        return _lu_backward(_permutation(pivots, lu), lo, up, g[..., :, :k].tril(-1),
                             g[..., :k, :].triu())
 
 
@@ -282,7 +283,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
     _check_pivots(LU_data, LU_pivots, "lu_unpack")
     empty = LU_data.detach().new_empty(0)
     lo, up = _lu_parts(LU_data) if unpack_data else (empty, empty)
-    p = _permutation(LU_pivots, LU_data.shape[-2], LU_data) if unpack_pivots else empty
+    p = _permutation(LU_pivots, LU_data) if unpack_pivots else empty
     return _write_out(out, LUUnpackResult(p, lo, up), LUUnpackResult)
 
 
@@ -298,7 +299,7 @@ def lu(A: Tensor, *, pivot: bool = True, out=None):
     """
     lu_, pivots, _ = _lu_factor_ex(A, "linalg.lu", pivot)
     lo, up = _lu_parts(lu_)
-    return _write_out(out, LUResult(_permutation(pivots, A.shape[-2], lu_), lo, up), LUResult)
+    return _write_out(out, LUResult(_permutation(pivots, lu_), lo, up), LUResult)
 
 
 @export(name="lu")
@@ -345,7 +346,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
     lo, up = _lu_parts(LU)
-    p = _permutation(pivots, n, LU)
+    p = _permutation(pivots, LU)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return out_or(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, out)
     if adjoint:   # A^T = U^T L^T P^T: X = P L^-T U^-T B
