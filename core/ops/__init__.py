@@ -11,6 +11,7 @@ from .. import registry
 from ..tensor import Tensor
 from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,  # noqa: F401
                pointwise, random_ops, reduction, shape, sorting)
+from . import special_fns  # noqa: F401
 
 registry.bind("Tensor", Tensor)
 
