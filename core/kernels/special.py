@@ -155,9 +155,15 @@ def kernels(xp) -> dict:
     def polygamma(x, n):  # SciPy's argument order is (n, x)
         return of_order(xp.full_like(x, n), x) if lib is not None else of_order(x, n)
 
+    gammaln = sci("gammaln")
+
+    def lgamma(x):
+        r = gammaln(x)
+        return xp.where(x == -math.inf, xp.full_like(r, math.inf), r)  # log|Gamma(-inf)| = inf, as in PyTorch
+
     table = {
         "sinc": sinc, "spherical_bessel_j0": spherical_bessel_j0, "entr": entr, "xlog1py": xlog1py,
-        "lgamma": sci("gammaln"), "digamma": sci("psi"), "polygamma": polygamma,
+        "lgamma": lgamma, "digamma": sci("psi"), "polygamma": polygamma,
         "i0": sci("i0"), "i0e": sci("i0e"), "i1": sci("i1"), "i1e": sci("i1e"),
         "k0": sci("k0"), "k1": sci("k1"), "k0e": sci("k0e"), "k1e": sci("k1e"),
         "bessel_j0": sci("j0"), "bessel_j1": sci("j1"), "bessel_y0": sci("y0"), "bessel_y1": sci("y1"),

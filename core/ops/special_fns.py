@@ -69,7 +69,8 @@ def _polygamma_method(self, n):
 @export(to=TOP, inplace=True)
 def mvlgamma(input, p, *, out=None):  # noqa: A002
     """The multivariate log-gamma function of dimension ``p``:
-    ``sum(lgamma(input - j / 2) for j < p) + p (p - 1) / 4 log(pi)``; every element must exceed ``(p - 1) / 2``.
+    ``sum(lgamma(input - j / 2) for j < p) + p (p - 1) / 4 log(pi)`` (defined for ``input > (p - 1) / 2``;
+    PyTorch no longer checks, and neither does this).
 
     >>> import ember
     >>> ember.mvlgamma(ember.tensor([2.5]), 2)
@@ -81,9 +82,6 @@ def mvlgamma(input, p, *, out=None):  # noqa: A002
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x = _float_input(input, "mvlgamma")
-    if x.numel() and not bool((x > (p - 1) / 2).all()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 (p = {p}; got input of shape "
-                           f"{list(x.shape)})")
     offsets = arange(p, dtype=x.dtype, device=x._dev) * -0.5
     r = lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
     return out_or(r, out)
