@@ -9,6 +9,16 @@ torch = pytest.importorskip("torch")
 
 SHOWN = sorted(n for n in dir(ember.special) if not n.startswith("_"))
 
+
+
+def _at_degree_4(name):
+    return lambda m, x: getattr(m.special, name)(x.tanh(), 4)
+
+
+def _positive(name):
+    return lambda m, x: getattr(m.special, name)(x.abs() + 0.5)
+
+
 CALLS = {
     "softmax": lambda m, x: m.special.softmax(x, 1), "log_softmax": lambda m, x: m.special.log_softmax(x, 1),
     "logsumexp": lambda m, x: m.special.logsumexp(x, 1), "xlogy": lambda m, x: m.special.xlogy(x, x + 2),
@@ -21,12 +31,12 @@ CALLS = {
     "gammaincc": lambda m, x: m.special.gammaincc(x.detach() * 0 + 1.5, x.abs() + 0.5),
     "zeta": lambda m, x: m.special.zeta(x.detach() * 0 + 2.5, x.abs() + 0.5),
     "xlog1py": lambda m, x: m.special.xlog1py(x, x.abs()),
-    **{n: (lambda n: lambda m, x: getattr(m.special, n)(x.tanh(), 4))(n) for n in (
+    **{n: _at_degree_4(n) for n in (
         "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
         "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
         "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
         "legendre_polynomial_p")},
-    **{n: (lambda n: lambda m, x: getattr(m.special, n)(x.abs() + 0.5))(n) for n in (
+    **{n: _positive(n) for n in (
         "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
         "scaled_modified_bessel_k1")},
 }

@@ -74,7 +74,7 @@ def mvlgamma(input, p, *, out=None):  # noqa: A002
 
     >>> import ember
     >>> ember.mvlgamma(ember.tensor([2.5]), 2)
-    tensor([1.0555])
+    tensor([0.8570])
     """
     check_tensor(input, "mvlgamma")
     if input.dtype is dtypes.bool:
@@ -121,10 +121,11 @@ Gammaincc = op_class("Gammaincc", "gammaincc", saves="input", vjp=_gammaincc_vjp
                      arity=2)
 
 
-def _float_operands(name, a, b, tensors=False):
+def _float_operands(name, a, b, tensors=False, kernel_name=None):
     """The two operands as tensors of one floating dtype (integers compute in the default float dtype).
 
-    ``tensors``: both must be tensors of a floating result type, as PyTorch's incomplete gamma wants.
+    ``tensors``: both must be tensors of a floating result type, as PyTorch's incomplete gamma wants
+    (its error names the kernel, ``kernel_name``).
     """
     for arg, v, pos in (("input", a, 1), ("other", b, 2)):
         if not isinstance(v, Tensor) and (tensors or not isinstance(v, (int, float, bool))):
@@ -135,7 +136,8 @@ def _float_operands(name, a, b, tensors=False):
     rt = result_type(a, b)
     if rt.category < dtypes.FLOAT:
         if tensors:
-            raise NotImplementedError(f'"{name}_{a.device.type}" not implemented for \'{_type_name(rt)}\'')
+            raise NotImplementedError(f'"{kernel_name or name}_{a.device.type}" not implemented for '
+                                      f'\'{_type_name(rt)}\'')
         rt = dtypes.get_default_dtype()
     ref = a if isinstance(a, Tensor) else b
     return tuple(cast(v, rt) if isinstance(v, Tensor) else full((), v, dtype=rt, device=ref._dev) for v in (a, b))
@@ -143,10 +145,10 @@ def _float_operands(name, a, b, tensors=False):
 
 def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc=""):
     """A two-operand special function over floating operands (broadcasting), exported under ``name``."""
-    error_name = {"gammainc": "igamma", "gammaincc": "igammac"}.get(name, name)
+    kernel_name = {"gammainc": "igamma", "gammaincc": "igammac"}.get(name, name)
 
     def fn(input, other, *, out=None):  # noqa: A002
-        a, b = _float_operands(error_name, input, other, tensors)
+        a, b = _float_operands(name, input, other, tensors, kernel_name)
         return out_or(binary_result(binary(Cls, a, b), a, b, name), out)
 
     fn.__name__ = fn.__qualname__ = name
