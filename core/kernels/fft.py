@@ -1,0 +1,70 @@
+"""Kernels of the Fourier transforms and of complex numbers: the array library's own ``xp.fft``.
+
+``numpy.fft``, ``cupy.fft`` and the array API's ``fft`` extension share one
+signature (``fftn(x, s=, axes=, norm=)``), so one kernel serves each.  A
+transform keeps the precision of its input (complex64 from float32), as
+PyTorch's does; ``dtype`` is the array dtype the op expects back.
+"""
+from __future__ import annotations
+
+
+def kernels(xp):
+    fft = xp.fft
+
+    def _as(r, dtype):
+        return r if r.dtype == dtype else r.astype(dtype)
+
+    def fft_c2c(x, axes, norm, inverse, dtype):
+        return _as((fft.ifftn if inverse else fft.fftn)(x, axes=axes, norm=norm), dtype)
+
+    def fft_r2c(x, axes, norm, dtype):
+        return _as(fft.rfftn(x, axes=axes, norm=norm), dtype)
+
+    def fft_c2r(x, axes, norm, last_size, dtype):
+        s = [x.shape[a] for a in axes[:-1]] + [last_size]
+        return _as(fft.irfftn(x, s=s, axes=axes, norm=norm), dtype)
+
+    def real(x):
+        return xp.real(x)  # a view of a complex array where the library has views
+
+    def imag(x):
+        return xp.imag(x)
+
+    def view_as_real(x, dtype):
+        return x[..., None].view(dtype)  # (..., 1) complex -> (..., 2) real, sharing memory
+
+    def view_as_complex(x, dtype):
+        return x.view(dtype)[..., 0]
+
+    def make_complex(re, im, shape, dtype):
+        out = xp.empty(shape, dtype=dtype)
+        out.real[...] = re  # not re + 1j * im: that makes nan of 0 * inf
+        out.imag[...] = im
+        return out
+
+    angle = getattr(xp, "angle", None) or (lambda x: xp.atan2(xp.imag(x), xp.real(x)))
+
+    def real_angle(x, pi):
+        return xp.where(x < 0, pi, xp.where(xp.isnan(x), x, 0 * x))  # 0 or pi, NaN kept
+
+    return {
+        "fft_c2c": fft_c2c, "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
+        "complex_real": real, "complex_imag": imag, "view_as_real": view_as_real,
+        "view_as_complex": view_as_complex, "make_complex": make_complex, "complex_conj": xp.conj,
+        "complex_angle": angle, "real_angle": real_angle,
+        "kaiser_i0": getattr(xp, "i0", None) or _i0(xp),
+    }
+
+
+def _i0(xp):
+    """The modified Bessel function I0 by its power series (for libraries without ``i0``)."""
+    def i0(x):
+        term = xp.ones_like(x)
+        total = xp.ones_like(x)
+        q = (x / 2) ** 2
+        for k in range(1, 60):  # a fixed number of terms: enough for |x| < 50 in float64
+            term = term * q / (k * k)
+            total = total + term
+        return total
+
+    return i0
