@@ -518,6 +518,10 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 # --------------------------------------------------------------------------- stft / istft
 def _stft_window(window, win_length, n_fft, like, name):
     if window is None:
+        warnings.warn(f"{name}: A window was not provided. A rectangular window will be applied, which is known to "
+                      f"cause spectral leakage (and istft needs the window stft used). To suppress this warning "
+                      f"and use a rectangular window, explicitly set `window=ember.ones(n_fft, device=<device>)`.",
+                      UserWarning, stacklevel=3)
         w = ones(win_length, dtype=like.dtype.to_real(), device=like.device)
     else:
         check_tensor(window, name)
