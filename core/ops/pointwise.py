@@ -408,7 +408,14 @@ Log, log = unary_op("log", lambda g, x, y: g / _cj(x))
 Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
                     aliases=("negative",), doc="``-input``.")
-Abs, abs = unary_op("abs", lambda g, x, y: g * x.sign(), integer=None, aliases=("absolute",),  # noqa: A001
+def _abs_vjp(g, x, y):
+    if x.dtype.category == dtypes.COMPLEX:  # g * z / |z| (0 at 0), written so that it differentiates again
+        r = abs(x)
+        return g * where(r == 0, x.new_zeros(()), x / where(r == 0, r.new_ones(()), r))
+    return g * x.sign()
+
+
+Abs, abs = unary_op("abs", _abs_vjp, integer=None, aliases=("absolute",),  # noqa: A001
                     doc="Elementwise absolute value.")
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
