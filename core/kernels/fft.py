@@ -3,7 +3,7 @@
 ``numpy.fft``, ``cupy.fft`` and the array API's ``fft`` extension share one
 signature (``fftn(x, s=, axes=, norm=)``), so one kernel serves each.  A
 transform keeps the precision of its input (complex64 from float32), as
-PyTorch's does; ``dtype`` is the array dtype the op expects back.
+PyTorch's does.
 """
 from __future__ import annotations
 
@@ -11,18 +11,21 @@ from __future__ import annotations
 def kernels(xp):
     fft = xp.fft
 
-    def _as(r, dtype):
+    def _as(r, dtype):  # NumPy before 2.0 computes in double precision
         return r if r.dtype == dtype else r.astype(dtype)
 
-    def fft_c2c(x, axes, norm, inverse, dtype):
-        return _as((fft.ifftn if inverse else fft.fftn)(x, axes=axes, norm=norm), dtype)
+    def _complex_of(d):
+        return xp.result_type(d, xp.complex64)
 
-    def fft_r2c(x, axes, norm, dtype):
-        return _as(fft.rfftn(x, axes=axes, norm=norm), dtype)
+    def fft_c2c(x, axes, norm, inverse):
+        return _as((fft.ifftn if inverse else fft.fftn)(x, axes=axes, norm=norm), x.dtype)
 
-    def fft_c2r(x, axes, norm, last_size, dtype):
+    def fft_r2c(x, axes, norm):
+        return _as(fft.rfftn(x, axes=axes, norm=norm), _complex_of(x.dtype))
+
+    def fft_c2r(x, axes, norm, last_size):
         s = [x.shape[a] for a in axes[:-1]] + [last_size]
-        return _as(fft.irfftn(x, s=s, axes=axes, norm=norm), dtype)
+        return _as(fft.irfftn(x, s=s, axes=axes, norm=norm), xp.finfo(x.dtype).dtype)
 
     def real(x):
         return xp.real(x)  # a view of a complex array where the library has views
@@ -30,14 +33,14 @@ def kernels(xp):
     def imag(x):
         return xp.imag(x)
 
-    def view_as_real(x, dtype):
-        return x[..., None].view(dtype)  # (..., 1) complex -> (..., 2) real, sharing memory
+    def view_as_real(x):
+        return x[..., None].view(x.real.dtype)  # (..., 1) complex -> (..., 2) real, sharing memory
 
-    def view_as_complex(x, dtype):
-        return x.view(dtype)[..., 0]
+    def view_as_complex(x):
+        return x.view(_complex_of(x.dtype))[..., 0]
 
-    def make_complex(re, im, shape, dtype):
-        out = xp.empty(shape, dtype=dtype)
+    def make_complex(re, im, shape):
+        out = xp.empty(shape, dtype=_complex_of(re.dtype))
         out.real[...] = re  # not re + 1j * im: that makes nan of 0 * inf
         out.imag[...] = im
         return out

@@ -97,8 +97,8 @@ class ViewAsReal(Op):
     """``(..., 2)`` real pairs sharing the storage of a complex tensor."""
 
     @staticmethod
-    def forward(ctx, k, x, dtype):
-        return k["view_as_real"](x, dtype)
+    def forward(ctx, k, x):
+        return k["view_as_real"](x)
 
     @staticmethod
     def backward(ctx, g):
@@ -109,8 +109,8 @@ class ViewAsComplex(Op):
     """A complex tensor sharing the storage of ``(..., 2)`` real pairs."""
 
     @staticmethod
-    def forward(ctx, k, x, dtype):
-        return k["view_as_complex"](x, dtype)
+    def forward(ctx, k, x):
+        return k["view_as_complex"](x)
 
     @staticmethod
     def backward(ctx, g):
@@ -129,7 +129,7 @@ def view_as_real(input):  # noqa: A002
     check_tensor(input, "view_as_real")
     if input.dtype.category != dtypes.COMPLEX:
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return view_op(ViewAsReal, input, input._dev.backend.array_dtype(input.dtype.to_real()))
+    return view_op(ViewAsReal, input)
 
 
 @export(to=TORCH)
@@ -152,7 +152,7 @@ def view_as_complex(input):  # noqa: A002
     if any(s % 2 for s in strides[:-1]) or input.storage_offset() % 2:
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension and a storage "
                            "offset divisible by 2")
-    return view_op(ViewAsComplex, input, input._dev.backend.array_dtype(input.dtype.to_complex()))
+    return view_op(ViewAsComplex, input)
 
 
 # --------------------------------------------------------------------------- building complex numbers
@@ -160,8 +160,8 @@ class Complex(Op):
     """``real + i imag`` from two real tensors (broadcast); the gradients are the parts of ``g``."""
 
     @staticmethod
-    def forward(ctx, k, re, im, shape, dtype):
-        return k["make_complex"](re, im, shape, dtype)
+    def forward(ctx, k, re, im, shape):
+        return k["make_complex"](re, im, shape)
 
     @staticmethod
     def backward(ctx, g):
@@ -195,9 +195,7 @@ def complex(real, imag, *, out=None):  # noqa: A001 - PyTorch's name
     tensor([1.-2.j])
     """
     _float_pair("complex", real, imag)
-    shape = _broadcast(real.shape, imag.shape)
-    dt = real._dev.backend.array_dtype(real.dtype.to_complex())
-    return out_or(apply(Complex, real, imag, shape, dt), out)
+    return out_or(apply(Complex, real, imag, _broadcast(real.shape, imag.shape)), out)
 
 
 def _broadcast(a, b):

@@ -43,7 +43,7 @@ class FftC2C(Op):
     @staticmethod
     def forward(ctx, k, x, dims, norm, forward):
         ctx.dims, ctx.norm, ctx.fwd = dims, norm, forward
-        return k["fft_c2c"](x, dims, norm, not forward, x.dtype)
+        return k["fft_c2c"](x, dims, norm, not forward)
 
     @staticmethod
     def backward(ctx, g):
@@ -56,9 +56,9 @@ class FftR2C(Op):
     backward_name = "FftR2CBackward0"
 
     @staticmethod
-    def forward(ctx, k, x, dims, norm, dtype):
+    def forward(ctx, k, x, dims, norm):
         ctx.dims, ctx.norm, ctx.n = dims, norm, x.shape[dims[-1]]
-        return k["fft_r2c"](x, dims, norm, dtype)
+        return k["fft_r2c"](x, dims, norm)
 
     @staticmethod
     def backward(ctx, g):
@@ -78,9 +78,9 @@ class FftC2R(Op):
     backward_name = "FftC2RBackward0"
 
     @staticmethod
-    def forward(ctx, k, x, dims, norm, last_size, dtype):
+    def forward(ctx, k, x, dims, norm, last_size):
         ctx.dims, ctx.norm, ctx.n = dims, norm, last_size
-        return k["fft_c2r"](x, dims, norm, last_size, dtype)
+        return k["fft_c2r"](x, dims, norm, last_size)
 
     @staticmethod
     def backward(ctx, g):
@@ -101,11 +101,11 @@ def _c2c(x, dims, norm, forward):
 
 
 def _r2c(x, dims, norm):
-    return unary(FftR2C, x, dims, norm, x._dev.backend.array_dtype(x.dtype.to_complex()))
+    return unary(FftR2C, x, dims, norm)
 
 
 def _c2r(x, dims, norm, last_size):
-    return unary(FftC2R, x, dims, norm, last_size, x._dev.backend.array_dtype(x.dtype.to_real()))
+    return unary(FftC2R, x, dims, norm, last_size)
 
 
 # --------------------------------------------------------------------------- arguments
