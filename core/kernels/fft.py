@@ -20,6 +20,9 @@ def kernels(xp):
     def fft_c2c(x, axes, norm, inverse):
         return _as((fft.ifftn if inverse else fft.fftn)(x, axes=axes, norm=norm), x.dtype)
 
+    def fft_r2c_full(x, axes, norm, inverse):  # the library makes each line complex as it goes
+        return _as((fft.ifftn if inverse else fft.fftn)(x, axes=axes, norm=norm), _complex_of(x.dtype))
+
     def fft_r2c(x, axes, norm):
         return _as(fft.rfftn(x, axes=axes, norm=norm), _complex_of(x.dtype))
 
@@ -51,7 +54,7 @@ def kernels(xp):
         return xp.where(x < 0, pi, xp.where(xp.isnan(x), x, 0 * x))  # 0 or pi, NaN kept
 
     return {
-        "fft_c2c": fft_c2c, "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
+        "fft_c2c": fft_c2c, "fft_r2c": fft_r2c, "fft_r2c_full": fft_r2c_full, "fft_c2r": fft_c2r,
         "complex_real": real, "complex_imag": imag, "view_as_real": view_as_real,
         "view_as_complex": view_as_complex, "make_complex": make_complex, "complex_conj": xp.conj,
         "complex_angle": angle, "real_angle": real_angle,

@@ -51,25 +51,28 @@ class FftC2C(Op):
 
 
 class FftR2C(Op):
-    """The one-sided ``rfftn`` of a real array over ``dims`` (the last one halved)."""
+    """The transform of a real array over ``dims``: one-sided (``rfftn``, the last dim halved) or the whole
+    spectrum (``fftn``, or ``ifftn`` when not ``forward``), without making the input complex first."""
 
     backward_name = "FftR2CBackward0"
 
     @staticmethod
-    def forward(ctx, k, x, dims, norm):
-        ctx.dims, ctx.norm, ctx.n = dims, norm, x.shape[dims[-1]]
-        return k["fft_r2c"](x, dims, norm)
+    def forward(ctx, k, x, dims, norm, onesided, forward):
+        ctx.dims, ctx.norm, ctx.n, ctx.fwd = dims, norm, x.shape[dims[-1]], forward
+        if onesided:
+            return k["fft_r2c"](x, dims, norm)
+        return k["fft_r2c_full"](x, dims, norm, not forward)
 
     @staticmethod
     def backward(ctx, g):
-        # the missing half of the spectrum counts zero: pad it, take the adjoint, keep the real part
+        # a one-sided spectrum's missing half counts zero: pad it, take the adjoint, keep the real part
         last = ctx.dims[-1]
         missing = ctx.n - g.shape[last]
         if missing:
             shape = list(g.shape)
             shape[last] = missing
             g = cat([g, g.new_zeros(shape)], last)
-        return real(_c2c(g, ctx.dims, _SWAP[ctx.norm], False))
+        return real(_c2c(g, ctx.dims, _SWAP[ctx.norm], not ctx.fwd))
 
 
 class FftC2R(Op):
@@ -100,8 +103,8 @@ def _c2c(x, dims, norm, forward):
     return unary(FftC2C, x, dims, norm, forward)
 
 
-def _r2c(x, dims, norm):
-    return unary(FftR2C, x, dims, norm)
+def _r2c(x, dims, norm, onesided=True, forward=True):
+    return unary(FftR2C, x, dims, norm, onesided, forward)
 
 
 def _c2r(x, dims, norm, last_size):
@@ -176,10 +179,13 @@ def _resize(x, dims, sizes):
 def _c2c_public(name, input, s, dim, norm, forward, out, one_dim=False):  # noqa: A002
     x = _float_input(input, name)
     dims, sizes = _dims_sizes(x, s, dim, name, one_dim)
-    if x.dtype.category != dtypes.COMPLEX:
-        x = cast(x, x.dtype.to_complex())
     x = _resize(x, dims, sizes)
-    r = _c2c(x, dims, _norm(norm), forward) if dims else x.clone()
+    if not dims:
+        r = cast(x, x.dtype.to_complex()).clone()
+    elif x.dtype.category != dtypes.COMPLEX:
+        r = _r2c(x, dims, _norm(norm), False, forward)
+    else:
+        r = _c2c(x, dims, _norm(norm), forward)
     return out_or(r, out)
 
 
@@ -547,6 +553,13 @@ def _stft_lengths(name, n_fft, hop_length, win_length):
     return hop_length, win_length
 
 
+def _center(x, p, mode):
+    """``x`` padded by ``p`` on each side of its last dim; reflection as one join of the mirrored ends."""
+    if mode == "reflect" and 0 < p < x.shape[-1]:
+        return cat([x[:, 1:p + 1].flip(-1), x, x[:, -p - 1:-1].flip(-1)], -1)
+    return _pad(x.unsqueeze(1), (p, p), mode=mode).squeeze(1)
+
+
 @export
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",  # noqa: A002
          normalized=False, onesided=None, return_complex=None):
@@ -575,7 +588,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not batched:
         x = x.unsqueeze(0)
     if center:
-        x = _pad(x.unsqueeze(1), (n_fft // 2, n_fft // 2), mode=pad_mode).squeeze(1)
+        x = _center(x, n_fft // 2, pad_mode)
     length = x.shape[-1]
     if n_fft <= 0 or n_fft > length:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
