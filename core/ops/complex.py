@@ -155,6 +155,18 @@ def view_as_complex(input):  # noqa: A002
     return view_op(ViewAsComplex, input)
 
 
+@export(to=TORCH)
+def view_as_real_copy(input, *, out=None):  # noqa: A002
+    """:func:`view_as_real` as a new tensor."""
+    return out_or(view_as_real(input).clone(), out)
+
+
+@export(to=TORCH)
+def view_as_complex_copy(input, *, out=None):  # noqa: A002
+    """:func:`view_as_complex` as a new tensor."""
+    return out_or(view_as_complex(input).clone(), out)
+
+
 # --------------------------------------------------------------------------- building complex numbers
 class Complex(Op):
     """``real + i imag`` from two real tensors (broadcast); the gradients are the parts of ``g``."""
