@@ -23,7 +23,7 @@ from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import cast, out_or, unary
 from ..registry import _type_name, check_tensor, export
-from ..tensor import Tensor, _wrap_dim
+from ..tensor import _wrap_dim
 from .complex import conj, real, view_as_real
 from .creation import arange, ones, zeros
 from .nn import pad as _pad
