@@ -50,6 +50,8 @@ from .random import (  # noqa: E402,F401
 from . import accelerator, cuda  # noqa: E402,F401
 from . import linalg, special  # noqa: E402,F401
 from . import backends, runtime  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
+from .dtypes import chalf, complex32  # noqa: E402,F401
 
 globals().update(_LEGACY)
 

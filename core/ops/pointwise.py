@@ -6,6 +6,7 @@ here undoes broadcasting by hand.
 """
 from __future__ import annotations
 
+import cmath
 import math
 import sys
 from collections import namedtuple
@@ -31,6 +32,13 @@ def _add_vjp(ctx, g):
     return g, g
 
 
+def _cj(v):
+    """``conj(v)`` for a complex tensor or number, else ``v``: complex vjps are ``g * conj(f'(z))``."""
+    if isinstance(v, Tensor):
+        return v.conj() if v.dtype.category == dtypes.COMPLEX else v
+    return v.conjugate()  # a number (ints and floats are their own conjugates)
+
+
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2)
 
 
@@ -46,7 +54,7 @@ class AddScaled(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g, g * ctx.alpha
+        return g, g * _cj(ctx.alpha)
 
 
 def _sub_vjp(ctx, g):
@@ -58,6 +66,8 @@ Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2)
 
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        a, b = _cj(a), _cj(b)
     return g * b, g * a
 
 
@@ -66,6 +76,8 @@ Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2)
 
 def _div_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        a, b = _cj(a), _cj(b)
     gb = None
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = -g * a / (b * b)
@@ -94,11 +106,22 @@ class DivRounding(Op):
 
 def _pow_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        return _pow_vjp_complex(ctx, g, a, b)
     ga = gb = None
     if ctx.next_functions[0][0] is not None:
         ga = g * b * a ** (b - 1) if not _is_zero(b) else g * 0
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
+    return ga, gb
+
+
+def _pow_vjp_complex(ctx, g, a, b):
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        ga = g * _cj(b * a ** (b - 1))
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = g * _cj(a ** b * (a.log() if isinstance(a, Tensor) else cmath.log(a)))
     return ga, gb
 
 
@@ -133,6 +156,8 @@ Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3)
 
 # A dtype conversion; the gradient converts back.
 def _cast_vjp(ctx, g):
+    if g.dtype.category == dtypes.COMPLEX and "complex" not in str(ctx._shapes[0][1]):
+        return g.real  # a real input's gradient is the real part of a complex one
     return g
 
 
@@ -377,24 +402,31 @@ def _same(x):
     return x.clone()
 
 
-Exp, exp = unary_op("exp", lambda g, x, y: g * y, saves="output")
+Exp, exp = unary_op("exp", lambda g, x, y: g * _cj(y), saves="output")
 # d/dx 2**x = 2**x ln 2
 Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output", to=SPECIAL)
-Log, log = unary_op("log", lambda g, x, y: g / x)
-Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * y), saves="output")
+Log, log = unary_op("log", lambda g, x, y: g / _cj(x))
+Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
                     aliases=("negative",), doc="``-input``.")
-Abs, abs = unary_op("abs", lambda g, x, y: g * x.sign(), integer=None, aliases=("absolute",),  # noqa: A001
+def _abs_vjp(g, x, y):
+    if x.dtype.category == dtypes.COMPLEX:  # g * z / |z| (0 at 0), written so that it differentiates again
+        r = abs(x)
+        return g * where(r == 0, x.new_zeros(()), x / where(r == 0, r.new_ones(()), r))
+    return g * x.sign()
+
+
+Abs, abs = unary_op("abs", _abs_vjp, integer=None, aliases=("absolute",),  # noqa: A001
                     doc="Elementwise absolute value.")
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
 Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.")
-Tanh, tanh = unary_op("tanh", lambda g, x, y: g * (1 - y * y), saves="output")
-Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * y * (1 - y), saves="output")
+Tanh, tanh = unary_op("tanh", lambda g, x, y: g * _cj(1 - y * y), saves="output")
+Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * _cj(y * (1 - y)), saves="output")
 export(sigmoid, "expit", to=("special",))
-Sin, sin = unary_op("sin", lambda g, x, y: g * x.cos())
-Cos, cos = unary_op("cos", lambda g, x, y: -g * x.sin())
+Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()))
+Cos, cos = unary_op("cos", lambda g, x, y: -g * _cj(x.sin()))
 Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output")
 Asin, asin = unary_op("asin", lambda g, x, y: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
 Acos, acos = unary_op("acos", lambda g, x, y: -g * (1 - x * x).rsqrt(), aliases=("arccos",))
@@ -408,14 +440,14 @@ Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output", to
 Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL)
 Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453))
 Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046))
-Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * y * y * y, saves="output")
+Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * _cj(y * y * y), saves="output")
 Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
 Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
                           to=SPECIAL)
-Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * y * y, saves="output")
-Square, square = unary_op("square", lambda g, x, y: 2 * g * x, integer=lambda x: pow(x, 2))
+Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output")
+Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), integer=lambda x: pow(x, 2))
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", integer=_same)
 Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", integer=_same)
 Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none", integer=_same, to=(), inplace=False)
@@ -471,10 +503,28 @@ def ndtri(input, *, out=None):  # noqa: A002
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
 Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.")
 Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
-Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.")
-Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.")
-Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.")
-Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.")
+
+
+def _ordered(name):
+    """PyTorch's refusal of complex operands to an ordering (complex numbers have no order)."""
+    def check(*operands):
+        for v in operands:
+            if isinstance(v, Tensor) and v.dtype.category == dtypes.COMPLEX:
+                raise NotImplementedError(f'"{name}_{v.device.type}" not implemented for \'{_type_name(v.dtype)}\'')
+            if isinstance(v, complex):
+                raise NotImplementedError(f'"{name}": complex numbers are not ordered (got {v})')
+
+    return check
+
+
+Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.",
+                   check=_ordered("lt"))
+Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.",
+                   check=_ordered("le"))
+Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.",
+                   check=_ordered("gt"))
+Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.",
+                   check=_ordered("ge"))
 
 
 # --------------------------------------------------------------------------- binary math
@@ -570,15 +620,22 @@ def _nan_to_num_vjp(ctx, g):
 NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4)
 
 
+def _no_complex(name, *operands):
+    if any(isinstance(v, Tensor) and v.dtype.category == dtypes.COMPLEX for v in operands):
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 @export(inplace=True)
 def minimum(input, other, *, out=None):  # noqa: A002
     """Elementwise minimum with broadcasting and type promotion."""
+    _no_complex("minimum", input, other)
     return out_or(binary_result(binary(Minimum, input, other), input, other, "minimum"), out)
 
 
 @export(inplace=True)
 def maximum(input, other, *, out=None):  # noqa: A002
     """Elementwise maximum with broadcasting and type promotion."""
+    _no_complex("maximum", input, other)
     return out_or(binary_result(binary(Maximum, input, other), input, other, "maximum"), out)
 
 
@@ -631,6 +688,8 @@ def floor_divide(input, other, *, out=None):  # noqa: A002
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     """Limit values to ``[min, max]`` (either may be None; tensors broadcast)."""
     check_tensor(input, "clamp")
+    if input.dtype.category == dtypes.COMPLEX:
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     args = [input, min, max]
