@@ -257,6 +257,9 @@ def link(ctx, inputs):
     volatile = False
     for t in inputs:
         if isinstance(t, Tensor):
+            b = t._base
+            if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
+                refresh_view(t)
             fn = t._fn
             if fn is not None:
                 edges.append((fn, t._nr))
@@ -275,6 +278,8 @@ def link(ctx, inputs):
         vers = []
         for t in inputs:
             if isinstance(t, Tensor):
+                if t._inference:
+                    raise RuntimeError(_INFERENCE_SAVED)
                 b = t._base
                 vers.append(t._ver if b is None else b._ver)
             else:
@@ -283,6 +288,22 @@ def link(ctx, inputs):
     if STATE.anomaly:
         anomaly_trace(ctx)
     return volatile
+
+
+_INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                    "normal tensor and use it in autograd, or use `ember.no_grad()` instead of "
+                    "`ember.inference_mode()`.")
+
+
+def refresh_view(v):
+    """Give view ``v`` the history of its base's current value (the base was changed in place since)."""
+    base = v._base
+    if v._view is not None and (base._rg or base._fn is not None):
+        with enable_grad():
+            fresh = replay_view(v._view, base)
+        v._fn, v._nr, v._rg = fresh._fn, fresh._nr, True
+    v._vv = base._ver
 
 
 def record(ctx, out, dev, inputs):
@@ -327,8 +348,22 @@ def _volatile(out, dev):
 
 
 # --------------------------------------------------------------------------- in-place
-def check_inplace(t: Tensor, op: str):
-    """Refuse an in-place change autograd cannot track."""
+def check_inplace(t: Tensor, op: str, recording=False):
+    """Refuse an in-place change autograd cannot track (``recording``: an operand other than ``t`` needs grad)."""
+    if t._inference and not STATE.inference:
+        raise RuntimeError(f"{op}: Inplace update to inference tensor outside InferenceMode is not allowed. You can "
+                           f"make a clone to get a normal tensor before doing inplace update.")
+    strides = getattr(t._data, "strides", None)
+    if strides and 0 in strides and 0 not in t._data.shape and \
+            any(s == 0 and n > 1 for s, n in zip(strides, t._data.shape)):
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to tensor refers to "
+                           f"a single memory location. Please clone() the tensor before performing the operation.")
+    if t._nograd_view and STATE.enabled and (recording or t._rg or t._base._rg):
+        raise RuntimeError(f"{op}: A view was created in no_grad mode and is being modified inplace with grad mode "
+                           f"enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                           f"can clarify your code by moving both the view and the inplace either both inside the "
+                           f"no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+                           f"want the inplace to be tracked).")
     if STATE.enabled and t._rg and t._fn is None and (t._base is None or t._base._rg):
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
     if t._base is not None and STATE.enabled and t._base._rg and t._base._fn is None and t._rg:
@@ -350,7 +385,7 @@ def inplace(Op, a: Tensor, *args):
     if _HANDLERS:
         return _intercepted(inplace, Op, (a, *args))
     name = _op_name(Op) + "_"
-    check_inplace(a, name)
+    check_inplace(a, name, STATE.enabled and any(isinstance(x, Tensor) and x._rg for x in args))
     dt = a.dtype
     conv = []
     for x in args:
@@ -371,15 +406,78 @@ def inplace(Op, a: Tensor, *args):
     recording = STATE.enabled and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a
     if recording and Op.save_inputs:
-        # the backward needs a's value before the write: keep a snapshot at a's graph position
-        old = _wrap(a._dev.kernels["copy"](a._data), a._dev)
-        old._rg, old._fn, old._nr = a._rg, a._fn, a._nr
+        old = snapshot(a)  # the backward needs a's value before the write
     ctx = _new(Op)
     out = Op.forward(ctx, a._dev.kernels, a._data, *[x._data if isinstance(x, Tensor) else x for x in conv])
     if out.shape != a._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")
     return write_inplace(a, out, ctx if recording else None, (old, *conv))
+
+
+def snapshot(a: Tensor) -> Tensor:
+    """A copy of ``a``'s value at ``a``'s graph position (what a backward saves before ``a`` is overwritten)."""
+    b = a._base
+    if b is not None and a._vv != b._ver and (a._rg or b._rg) and not a._nograd_view:
+        refresh_view(a)
+    old = _wrap(a._dev.kernels["copy"](a._data), a._dev)
+    old._rg, old._fn, old._nr = a._rg, a._fn, a._nr
+    return old
+
+
+def inplace_result(a: Tensor, compute, name: str, recording: bool = False):
+    """``a`` overwritten with ``compute(a)``, an out-of-place computation of the same shape.
+
+    PyTorch's in-place form of a composite op (``F.relu6(x, inplace=True)``,
+    ``x.igamma_(y)``): under autograd ``compute`` runs on a snapshot of ``a``
+    (its backward may save the input, which is about to change) and ``a``
+    takes the result's history (``HardtanhBackward0``; ``CopySlices`` on the
+    base of a view).  ``recording``: another operand of ``compute`` needs a gradient.
+    """
+    recording = STATE.enabled and (recording or a._rg)
+    check_inplace(a, name, recording)
+    r = compute(snapshot(a) if recording else a)
+    if r.dtype.category > a.dtype.category:
+        raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the desired output type {a.dtype}")
+    if not (STATE.enabled and r._rg and r._fn is not None) or a._base is not None or \
+            r._data.shape != a._data.shape or r.dtype is not a.dtype:
+        return _copy_into(a, r)
+    _pin_saved_output(a)
+    a._dev.kernels["copy_"](a._data, r._data)
+    a._bump()
+    a._fn, a._nr, a._rg = r._fn, r._nr, True
+    return a
+
+
+def _copy_into(a, r):
+    if r._dev is not a._dev or r.dtype is not a.dtype:
+        r = r.to(a.device, a.dtype)
+    return inplace(OPS["Copy"], a, r)
+
+
+class _Pinned:
+    """What a node's saved output check needs of an output that was overwritten and may since be freed."""
+
+    def __init__(self, t):
+        self.ver, self.shape, self._nr, self._fn, self._type = t._version, t.shape, t._nr, t._fn, t.type()
+
+    def __call__(self):
+        return self
+
+    @property
+    def _version(self):
+        return self.ver + 1
+
+    def type(self):
+        return self._type
+
+
+def _pin_saved_output(a):
+    """Before ``a`` is overwritten: if its node saved ``a`` as its output, keep the check alive past ``a``'s life."""
+    fn = a._fn
+    out = fn._out if fn is not None else None
+    if out is not None and type(out[2]) is weakref.ref and out[2]() is a:
+        fn._out = (out[0], out[1], _Pinned(a), out[3])
 
 
 class CopySlices(Node):
@@ -413,6 +511,8 @@ def write_inplace(a: Tensor, out, ctx, inputs):
     When ``a`` is a view, the base's history is rewritten with a
     :class:`CopySlices` node, as PyTorch does.
     """
+    if a._fn is not None:
+        _pin_saved_output(a)
     a._dev.kernels["copy_"](a._data, out)
     a._bump()
     if ctx is None:
@@ -429,6 +529,7 @@ def write_inplace(a: Tensor, out, ctx, inputs):
     with enable_grad():
         fresh = replay_view(chain, base)
     a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
+    a._vv = base._ver
     return a
 
 
@@ -465,8 +566,14 @@ def view_op(Op, a, *params):
         return _intercepted(view_op, Op, (a, *params))
     out = unary(Op, a, *params)
     b = a._base
-    out._base = a if b is None else b
+    if b is None:
+        b = a
+    out._base = b
     out._view = (a._view, Op, params)
+    if b._ver:
+        out._vv = b._ver
+    if not STATE.enabled and (a._nograd_view or not STATE.inference):
+        out._nograd_view = True
     return out
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from . import dtypes
 from .autograd.function import Op
-from .autograd.grad_mode import STATE, no_grad
-from .dispatch import binary, cast, check_inplace, copy_into_out, unary
+from .autograd.grad_mode import no_grad
+from .dispatch import binary, cast, copy_into_out, inplace_result, unary
 from .tensor import Tensor
 
 NAMESPACE_NAMES = ("torch", "Tensor", "linalg", "nn.functional", "special", "fft")
@@ -90,14 +90,15 @@ def inplace_form(fn, name: str):
     input for backward, and ``self`` is about to change.
     """
     def method(self, *args, **kwargs):
-        check_inplace(self, name + "_")
+        def compute(x):
+            r = fn(x, *args, **kwargs)
+            if r.dtype.category > self.dtype.category:
+                raise RuntimeError(f"{name}_: result type {_type_name(r.dtype)} can't be cast to the desired "
+                                   f"output type {_type_name(self.dtype)}")
+            return r
+
         # an operand that needs a gradient may make fn save self too (``a.igamma_(x)`` saves ``a``)
-        saved = STATE.enabled and (self._rg or any(isinstance(a, Tensor) and a._rg for a in args))
-        r = fn(self.clone() if saved else self, *args, **kwargs)
-        if r.dtype.category > self.dtype.category:
-            raise RuntimeError(f"{name}_: result type {_type_name(r.dtype)} can't be cast to the desired output "
-                               f"type {_type_name(self.dtype)}")
-        return self.copy_(r)
+        return inplace_result(self, compute, name + "_", any(isinstance(a, Tensor) and a._rg for a in args))
 
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place :func:`{name}`; returns self."

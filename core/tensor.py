@@ -102,6 +102,8 @@ class Tensor:
     _volatile = False
     _inference = False
     _is_param = False
+    _vv = 0             # a view: the base's version its history reflects (older: replayed from the base)
+    _nograd_view = False  # a view made with grad mode off (PyTorch forbids changing it in place under grad)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -248,6 +250,8 @@ class Tensor:
         if value and self.dtype.category < dtypes.FLOAT:
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, "
                                f"got {self.dtype}")
+        if value and self._inference and not STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if self._fn is None:
             self._rg = bool(value)
 

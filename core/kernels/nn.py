@@ -340,11 +340,14 @@ def kernels(xp) -> dict:
         logp = log_softmax(x, 1)
         picked = xp.take_along_axis(logp, xp.clip(safe, 0, x.shape[1] - 1)[:, None], 1)[:, 0]  # checked after
         count = int(keep.sum())
-        scale = (1.0 / count if count else math.nan) if mean else 1.0
+        scale = (1.0 / count if count else 0.0) if mean else 1.0
         coef = keep.astype(x.dtype) * x.dtype.type(scale)
         onehot = (xp.arange(x.shape[1]) == safe[:, None]).astype(x.dtype)
         bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
-        return -xp.sum(picked * coef), coef[:, None], onehot, bounds
+        loss = -xp.sum(picked * coef)
+        if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
+            loss = loss + x.dtype.type(math.nan)
+        return loss, coef[:, None], onehot, bounds
 
     # ---------------------------------------------------------------- activations
     def softplus(x, beta, threshold):

@@ -154,6 +154,10 @@ def kernels(xp) -> dict:
     def signbit(x):
         return xp.signbit(x)
 
+    def sign(x):
+        s = xp.sign(x)
+        return xp.where(s == s, s, xp.zeros_like(s))  # PyTorch's sign of NaN is 0
+
     def isneginf(x):
         return xp.logical_and(xp.isinf(x), x < 0)
 
@@ -166,7 +170,7 @@ def kernels(xp) -> dict:
 
     table = {
         "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
-        "exp": xp.exp, "log": xp.log, "pow": xp.power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": xp.sign,
+        "exp": xp.exp, "log": xp.log, "pow": xp.power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": sign,
         "relu": relu, "relu_backward": relu_backward,
         "gt": xp.greater, "ge": xp.greater_equal, "lt": xp.less, "le": xp.less_equal, "eq": xp.equal,
         "ne": xp.not_equal, "where": where, "astype": astype,

@@ -17,7 +17,7 @@ from ..registry import export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import zeros
 from .pointwise import where
-from .shape import Getitem, IndexPutZeros, SliceView, broadcast_shapes, broadcast_tensors, cat, expand
+from .shape import Getitem, IndexPutZeros, basic_view_op, broadcast_shapes, broadcast_tensors, cat, expand
 
 TENSOR = ("Tensor",)
 
@@ -150,13 +150,14 @@ def getitem(t, index):
     """``t[index]``: a view for basic indices (ints, slices, None, ``...``), else a copy (advanced indexing)."""
     fast = _basic_fast(t, index)
     if fast is not None:
-        return view_op(SliceView, t, fast if Ellipsis in fast else fast + (Ellipsis,))
+        return view_op(basic_view_op(index, t._data.shape), t, fast if Ellipsis in fast else fast + (Ellipsis,))
     index = _convert_index(t, index)
     _check_bounds(t, index)
     if _is_basic(index):
+        Op = basic_view_op(index, t._data.shape)
         if Ellipsis not in index:
             index = index + (Ellipsis,)  # so that all-integer indexing still gives a (0-d) view
-        return view_op(SliceView, t, index)
+        return view_op(Op, t, index)
     try:
         return apply(Getitem, t, index)
     except IndexError as e:

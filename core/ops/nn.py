@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, out_or, unary
+from ..dispatch import apply, inplace_result, out_or, unary
 from ..registry import NAMESPACES, check_tensor, export, inplace_form, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import _create, arange, rand
@@ -123,8 +123,9 @@ def torch_log_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tenso
     return out_or(unary(LogSoftmax, x, _wrap_dim(dim, max(x.ndim, 1), "log_softmax")), out)
 
 
-def _inplace(x, out, inplace):
-    return x.copy_(out) if inplace else out
+def _inplace(x, compute, inplace, name):
+    """``compute(x)``, or with ``inplace`` written into ``x`` (which takes the result's history)."""
+    return inplace_result(x, compute, name + "_") if inplace else compute(x)
 
 
 @export(to=("nn.functional",))
@@ -138,7 +139,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """``clamp(x, min_val, max_val)``."""
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
-    return _inplace(input, unary(Hardtanh, check_tensor(input, "hardtanh"), min_val, max_val), inplace)
+    check_tensor(input, "hardtanh")
+    return _inplace(input, lambda x: unary(Hardtanh, x, min_val, max_val), inplace, "hardtanh")
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
@@ -162,14 +164,14 @@ def _neg_part(x):
 
 @export(to=("nn.functional",))
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    x = check_tensor(input, "elu")
-    return _inplace(input, where(x > 0, x, (_neg_part(x).exp() - 1) * alpha), inplace)
+    check_tensor(input, "elu")
+    return _inplace(input, lambda x: where(x > 0, x, (_neg_part(x).exp() - 1) * alpha), inplace, "elu")
 
 
 @export(to=("nn.functional", "torch"))
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    x = check_tensor(input, "celu")
-    return _inplace(input, where(x > 0, x, ((_neg_part(x) / alpha).exp() - 1) * alpha), inplace)
+    check_tensor(input, "celu")
+    return _inplace(input, lambda x: where(x > 0, x, ((_neg_part(x) / alpha).exp() - 1) * alpha), inplace, "celu")
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -178,14 +180,14 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 @export(to=("nn.functional", "torch"))
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    return _inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _inplace(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace, "selu")
 
 
 @export(to=("nn.functional", "torch"))
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
-    x = check_tensor(input, "threshold")
-    return _inplace(input, where(x > threshold, x, x.new_full((), value)), inplace)
+    check_tensor(input, "threshold")
+    return _inplace(input, lambda x: where(x > threshold, x, x.new_full((), value)), inplace, "threshold")
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
@@ -421,8 +423,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     _check_p(p, "dropout")
     if not training or p == 0:
         return input
-    out = input * 0.0 if p == 1 else input * (_keep_mask(input, input.shape, p) * (1.0 / (1 - p)))
-    return input.copy_(out) if inplace else out
+    if p == 1:
+        return _inplace(input, lambda x: x * 0.0, inplace, "dropout")
+    mask = _keep_mask(input, input.shape, p) * (1.0 / (1 - p))
+    return _inplace(input, lambda x: x * mask, inplace, "dropout")
 
 
 def _feature_dropout(op, x, p, training, inplace, min_dim):
@@ -430,8 +434,8 @@ def _feature_dropout(op, x, p, training, inplace, min_dim):
     if not training or p == 0:
         return x
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if x.ndim >= min_dim else (x.shape[0],) + (1,) * (x.ndim - 1)
-    out = x * 0.0 if p == 1 else x * (_keep_mask(x, shape, p) * (1.0 / (1 - p)))
-    return x.copy_(out) if inplace else out
+    mask = x.new_zeros(()) if p == 1 else _keep_mask(x, shape, p) * (1.0 / (1 - p))
+    return _inplace(x, lambda v: v * mask, inplace, op)
 
 
 @export(to=("nn.functional",))
@@ -462,8 +466,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     keep = _keep_mask(input, input.shape, p)
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
-    out = (input * keep + (1 - keep) * alpha) * a + b
-    return input.copy_(out) if inplace else out
+    return _inplace(input, lambda x: (x * keep + (1 - keep) * alpha) * a + b, inplace, "alpha_dropout")
 
 
 @export(to=("torch",))
@@ -626,12 +629,8 @@ def torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_
 
 # --------------------------------------------------------------------------- distances
 def pnorm(x, p, dim, keepdim=True):
-    """The ``p``-norm of ``x`` along ``dim``."""
-    if p == 2:
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
-    if p == 1:
-        return x.abs().sum(dim, keepdim=keepdim)
-    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+    """The ``p``-norm of ``x`` along ``dim`` (``inf``: the largest magnitude)."""
+    return x.norm(p, dim, keepdim)
 
 
 @export(to=("nn.functional", "torch"))

@@ -84,6 +84,14 @@ def _picked(logp, target, weight, ignore_index):
     return nll * w, w
 
 
+def _weighted_mean(loss, w):
+    """``loss.sum() / w.sum()``; with every weight 0 it is NaN and its gradient 0, as PyTorch's."""
+    total = w.sum()
+    empty = total == 0
+    return loss.sum() / where(empty, total.new_ones(()), total) + where(empty, total.new_full((), math.nan),
+                                                                        total.new_zeros(())).detach()
+
+
 @export(to=("nn.functional",))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
@@ -96,7 +104,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     loss, w = _picked(x, t, weight, ignore_index)
     if reduction == "mean":
-        return loss.sum() / w.sum()
+        return _weighted_mean(loss, w)
     if reduction == "none" and unbatched:
         return reduce_loss(loss.squeeze(0), reduction, "nll_loss")
     return reduce_loss(loss, reduction, "nll_loss")
@@ -167,10 +175,61 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         smooth = smooth.squeeze(0)
     if reduction == "mean":
         _, w = _picked(x, t, weight, ignore_index)
-        smooth = smooth.sum() / w.sum()
+        smooth = _weighted_mean(smooth, w)
     else:
         smooth = reduce_loss(smooth, reduction, "cross_entropy")
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def _log_clamped(x):
+    lx = x.log()
+    return where(lx > -100, lx, lx.new_full((), -100.0))
+
+
+def _out_of_unit(k, a):
+    """Whether array ``a`` has an element outside [0, 1] (NaN included)."""
+    inside = k["logical_and"](k["ge"](a, 0), k["le"](a, 1))
+    return not bool(k["all"](inside, None, False))
+
+
+_BCE_EPS = 9.999999960041972e-13  # PyTorch's 1e-12, a float32
+
+
+class BinaryCrossEntropy(Op):
+    """``-(t log x + (1 - t) log(1 - x))`` per element, the logs clamped at -100; the gradient divides by
+    ``max(x (1 - x), 1e-12)`` as PyTorch's does, so it is finite at 0 and 1."""
+
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, t):
+        if _out_of_unit(k, t):
+            raise RuntimeError("binary_cross_entropy: all elements of target should be between 0 and 1")
+        if _out_of_unit(k, x):
+            raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+        lx = k["maximum"](k["log"](x), -100.0)
+        l1x = k["maximum"](k["log"](k["sub"](1.0, x)), -100.0)
+        return k["neg"](k["add"](k["mul"](t, lx), k["mul"](k["sub"](1.0, t), l1x))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.inputs
+        gx = g * (x - t) / ((1 - x) * x).clamp_min(_BCE_EPS)
+        gt = g * (_log_clamped(1 - x) - _log_clamped(x)) if ctx.next_functions[1][0] is not None else None
+        return gx, gt
+
+
+@export(to=("nn.functional",))
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100, as PyTorch does."""
+    same_shape("binary_cross_entropy", input, target)
+    if target.dtype is not input.dtype:
+        target = target.to(input.dtype)
+    loss = apply(BinaryCrossEntropy, input, target)
+    if weight is not None:
+        loss = loss * weight
+    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
 
 
 @export(to=("nn.functional",))

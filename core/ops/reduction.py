@@ -365,11 +365,30 @@ class Var(Op):
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.inputs
-        if ctx.axes is not None and not ctx.keepdim:
-            g = _unsqueeze_axes(g, ctx.axes)
-        mu = x.mean(ctx.axes, keepdim=True) if ctx.axes is not None else x.mean()
-        return g * 2 * (x - mu) / _builtin_max(ctx.n - ctx.correction, 0)
+        return _var_grad(ctx, g)
+
+
+def _var_grad(ctx, g):
+    (x,) = ctx.inputs
+    if ctx.axes is not None and not ctx.keepdim:
+        g = _unsqueeze_axes(g, ctx.axes)
+    mu = x.mean(ctx.axes, keepdim=True) if ctx.axes is not None else x.mean()
+    return g * 2 * (x - mu) / _builtin_max(ctx.n - ctx.correction, 0)
+
+
+class Std(Var):
+    """``sqrt(var)``; its gradient is 0 where the deviation is 0 (a constant), as PyTorch's."""
+
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, axes, correction, keepdim):
+        return k["sqrt"](Var.forward(ctx, k, x, axes, correction, keepdim))
+
+    @staticmethod
+    def backward(ctx, g):
+        y = ctx.output
+        return _var_grad(ctx, (g / (2 * y)).masked_fill(y == 0, 0))
 
 
 def _correction(unbiased, correction):
@@ -391,8 +410,15 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 @export
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):  # noqa: A002
-    """Standard deviation: ``var(...).sqrt()``."""
-    return out_or(var(input, dim, unbiased, keepdim, correction=correction).sqrt(), out)
+    """Standard deviation: ``var(...).sqrt()`` (gradient 0 where it is 0)."""
+    if isinstance(dim, bool) and unbiased is None:
+        dim, unbiased = None, dim
+    if input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    if input.is_complex():
+        return out_or(var(input, dim, unbiased, keepdim, correction=correction).sqrt(), out)
+    axes = dims_arg(dim, input.dim(), "std")
+    return out_or(unary(Std, input, axes, _correction(unbiased, correction), keepdim), out)
 
 
 @export(to=("torch",))

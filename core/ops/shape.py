@@ -123,6 +123,48 @@ class SliceView(Getitem):
     backward_name = "SliceBackward0"
 
 
+class SelectView(Getitem):
+    """A basic index whose last step selects an integer position (``x[0]``, ``x[:, 1]``)."""
+
+    backward_name = "SelectBackward0"
+
+
+class UnsqueezeView(Getitem):
+    """A basic index whose last step inserts an axis (``x[None]``, ``x[0, None]``)."""
+
+    backward_name = "UnsqueezeBackward0"
+
+
+class AliasView(Getitem):
+    """``x[...]``: the whole tensor."""
+
+    backward_name = "AliasBackward0"
+
+
+def basic_view_op(index, shape):
+    """The view Op of basic ``index`` on ``shape``, named as PyTorch names it: by its last step that does
+    something (an integer selects, ``None`` unsqueezes, a slice that is not the whole dim slices)."""
+    if type(index) is not tuple:
+        return SliceView if type(index) is slice else SelectView if type(index) is int else \
+            UnsqueezeView if index is None else AliasView
+    n = sum(1 for i in index if i is not None and i is not Ellipsis)
+    last, dim = AliasView, 0
+    for i in index:
+        if i is Ellipsis:
+            dim += len(shape) - n
+        elif i is None:
+            last = UnsqueezeView
+        elif type(i) is slice:
+            size = shape[dim] if dim < len(shape) else 0
+            if i.start not in (None, 0) or i.step not in (None, 1) or (i.stop is not None and i.stop < size):
+                last = SliceView
+            dim += 1
+        else:
+            last = SelectView
+            dim += 1
+    return last
+
+
 class IndexPutZeros(Op):
     """Zeros of ``shape`` with ``g`` added at ``index``: the gradient of ``x[index]``."""
 
@@ -785,7 +827,7 @@ def select(input, dim: int, index: int) -> Tensor:  # noqa: A002
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return view_op(SliceView, input, (slice(None),) * d + (int(index), Ellipsis))
+    return view_op(SelectView, input, (slice(None),) * d + (int(index), Ellipsis))
 
 
 @export(aliases=("moveaxis",))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ...ops.nn import _inplace
 from ...ops.nn import (  # noqa: F401  (re-exported: the functional namespace's activations that are ops)
     celu, elu, hardshrink, hardtanh, log_softmax, prelu, selu, softmax, softplus, threshold,
 )
@@ -19,8 +20,6 @@ from ...registry import check_tensor, export
 from ...tensor import Tensor
 
 
-def _inplace(x, out, inplace):
-    return x.copy_(out) if inplace else out
 
 
 @export(to=("nn.functional",))
@@ -44,7 +43,8 @@ def tanh(input: Tensor) -> Tensor:  # noqa: A002
 @export(to=("nn.functional",))
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``max(x, 0)``."""
-    return _inplace(input, _relu(check_tensor(input, "relu")), inplace)
+    check_tensor(input, "relu")
+    return input.relu_() if inplace else _relu(input)
 
 
 @export(to=("nn.functional",))
@@ -54,8 +54,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 @export(to=("nn.functional",))
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
-    x = check_tensor(input, "leaky_relu")
-    return _inplace(input, where(x > 0, x, x * negative_slope), inplace)
+    check_tensor(input, "leaky_relu")
+    return _inplace(input, lambda x: where(x > 0, x, x * negative_slope), inplace, "leaky_relu")
 
 
 @export(to=("nn.functional",))
@@ -73,12 +73,14 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
 @export(to=("nn.functional",))
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x * sigmoid(x)``."""
-    return _inplace(input, input * sigmoid(input), inplace)
+    check_tensor(input, "silu")
+    return _inplace(input, lambda x: x * sigmoid(x), inplace, "silu")
 
 
 @export(to=("nn.functional",))
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    return _inplace(input, input * tanh(softplus(input)), inplace)
+    check_tensor(input, "mish")
+    return _inplace(input, lambda x: x * tanh(softplus(x)), inplace, "mish")
 
 
 @export(to=("nn.functional",))
@@ -88,12 +90,14 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
 
 @export(to=("nn.functional",))
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    return _inplace(input, hardtanh(input + 3, 0.0, 6.0) / 6, inplace)
+    check_tensor(input, "hardsigmoid")
+    return _inplace(input, lambda x: hardtanh(x + 3, 0.0, 6.0) / 6, inplace, "hardsigmoid")
 
 
 @export(to=("nn.functional",))
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    return _inplace(input, input * hardsigmoid(input), inplace)
+    check_tensor(input, "hardswish")
+    return _inplace(input, lambda x: x * hardsigmoid(x), inplace, "hardswish")
 
 
 @export(to=("nn.functional",))

@@ -9,7 +9,8 @@ import math
 
 from ...autograd.grad_mode import no_grad
 from ...ops.nn_loss import (  # noqa: F401  (re-exported)
-    binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, ctc_loss, hinge_embedding_loss, kl_div,
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, ctc_loss,
+    hinge_embedding_loss, kl_div,
     legacy_reduction, margin_ranking_loss, nll_loss, poisson_nll_loss, reduce_loss, same_shape, triplet_margin_loss,
 )
 from ...ops.pointwise import where
@@ -50,22 +51,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tenso
     same_shape("huber_loss", input, target)
     d = (input - target).abs()
     return reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
-
-
-def _log_clamped(x):
-    lx = x.log()
-    return where(lx > -100, lx, lx.new_full((), -100.0))
-
-
-@export(to=("nn.functional",))
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,  # noqa: A002
-                         reduce=None, reduction: str = "mean") -> Tensor:
-    """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100, as PyTorch does."""
-    same_shape("binary_cross_entropy", input, target)
-    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
-    if weight is not None:
-        loss = loss * weight
-    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
 
 
 @export(to=("nn.functional",))

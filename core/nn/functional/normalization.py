@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...ops.nn import batch_norm, group_norm, instance_norm, layer_norm, pad, pnorm  # noqa: F401  (re-exported)
 from ...ops.nn_conv import avg_pool2d
-from ...ops.pointwise import where
+from ...dispatch import out_or
 from ...registry import export
 from ...tensor import Tensor
 
@@ -26,5 +26,5 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     >>> ember.nn.functional.normalize(ember.tensor([[3., 4.]])).tolist()
     [[0.6000000238418579, 0.800000011920929]]
     """
-    n = pnorm(input, p, dim)
-    return input / where(n > eps, n, n.new_full((), eps))
+    n = input.norm(p, dim, keepdim=True)
+    return out_or(input / n.clamp_min(eps).expand_as(input), out)

@@ -1,0 +1,5 @@
+"""PyTorch's semantics in the corners, differential against PyTorch on every backend (tables in
+``ember.testing.op_table_semantics``)."""
+from ember.testing import op_table_semantics as sem
+
+test_autograd_corners = sem.case_test(sem.AUTOGRAD_CASES)
