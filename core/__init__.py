@@ -33,6 +33,7 @@ from . import autograd  # noqa: E402
 from .autograd.grad_mode import (  # noqa: E402,F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402,F401
 
 # operators
 from . import ops  # noqa: E402

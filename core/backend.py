@@ -30,6 +30,7 @@ backend in a few lines::
 """
 from __future__ import annotations
 
+import contextvars
 import pickle
 import threading
 import time
@@ -545,7 +546,8 @@ def get_backend(type_name: str) -> Backend:
 def resolve(dev) -> device:
     """The concrete device (with backend and kernels) that tensors for ``dev`` live on."""
     if dev is None:
-        return _default_device[0] if _default_device[0] is not None else _init_default()
+        d = _default_get()
+        return d if d is not None else _init_default()
     if type(dev) is device and dev.kernels is not None:
         return dev
     dev = device(dev)
@@ -569,8 +571,35 @@ def resolve(dev) -> device:
     return dev
 
 
-_default_device = [None]
-_device_stack: list = []
+class _PerThread:
+    """A one-slot cell (``cell[0]``) holding a value per thread: the default device is a thread's, as in
+    PyTorch (``set_default_device`` and ``with device:`` in one thread leave the others alone)."""
+
+    def __init__(self, name, default):
+        self.var = contextvars.ContextVar(name, default=default)
+        self.get = self.var.get
+
+    def __getitem__(self, i):
+        return self.var.get()
+
+    def __setitem__(self, i, value):
+        self.var.set(value)
+
+
+class _PerThreadStack(threading.local):
+    def __init__(self):
+        self.items = []
+
+    def append(self, x):
+        self.items.append(x)
+
+    def pop(self):
+        return self.items.pop()
+
+
+_default_device = _PerThread("ember_default_device", None)
+_default_get = _default_device.get
+_device_stack = _PerThreadStack()
 
 
 def _init_default():

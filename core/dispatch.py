@@ -18,6 +18,7 @@ import numpy as np
 from . import dtypes
 from .autograd.function import OPS, VOLATILE, Node, anomaly_trace, grad_edge
 from .autograd.grad_mode import STATE, enable_grad
+from .state import ACTIVE, GRAD_OFF, INFERENCE_ON, is_grad_enabled, is_inference, modes
 from .tensor import Tensor, _wrap
 
 _new = object.__new__
@@ -131,14 +132,14 @@ def unary(Op, a, *params):
         out = Op.forward(ctx, dev.kernels, a._data, *params)
     except (ValueError, TypeError) as exc:
         raise kernel_error(Op, exc, (a._data,)) from None
-    if a._rg and STATE.enabled:
+    if a._rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
         return record(ctx, out, dev, (a,))
     if type(out) is tuple:
         return tuple(_wrap(o, dev) for o in out)
     t = _new(Tensor)  # _wrap(out, dev), inline: the result of every op not recorded
     t._data = out if type(out) is dev.atype else dev.backend.as_array(out)
     t._dev, t._rg, t._fn = dev, False, None
-    if STATE.inference:
+    if INFERENCE_ON and is_inference():
         t._inference = True
     return t
 
@@ -184,12 +185,12 @@ def binary(Op, a, b, *params):
         out = Op.forward(ctx, dev.kernels, x, y, *params)
     except (ValueError, TypeError, IndexError) as exc:
         raise kernel_error(Op, exc, (x, y)) from None
-    if rg and STATE.enabled:
+    if rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
         return record(ctx, out, dev, (a, b))
     t = _new(Tensor)  # as in unary
     t._data = out if type(out) is dev.atype else dev.backend.as_array(out)
     t._dev, t._rg, t._fn = dev, False, None
-    if STATE.inference:
+    if INFERENCE_ON and is_inference():
         t._inference = True
     return t
 
@@ -240,7 +241,7 @@ def apply(Op, *args):
         out = Op.forward(ctx, dev.kernels, *arrays)
     except (ValueError, TypeError) as exc:
         raise kernel_error(Op, exc, arrays) from None
-    if rg and STATE.enabled:
+    if rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
         return record(ctx, out, dev, tensors)
     if type(out) is tuple or type(out) is list:
         return tuple(_wrap(o, dev) for o in out)
@@ -252,14 +253,17 @@ def link(ctx, inputs):
 
     Returns whether an input is volatile (a deprecated ``Variable``).
     """
+    if ACTIVE.inplace_recorded:  # a view whose base changed in place since takes the base's new history
+        for t in inputs:
+            if isinstance(t, Tensor):
+                b = t._base
+                if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
+                    refresh_view(t)
     edges = []
     metas = []
     volatile = False
     for t in inputs:
         if isinstance(t, Tensor):
-            b = t._base
-            if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
-                refresh_view(t)
             fn = t._fn
             if fn is not None:
                 edges.append((fn, t._nr))
@@ -278,7 +282,7 @@ def link(ctx, inputs):
         vers = []
         for t in inputs:
             if isinstance(t, Tensor):
-                if t._inference:
+                if ACTIVE.inference_ever and t._inference:
                     raise RuntimeError(_INFERENCE_SAVED)
                 b = t._base
                 vers.append(t._ver if b is None else b._ver)
@@ -330,7 +334,7 @@ def record(ctx, out, dev, inputs):
     t._dev = dev
     t._rg = True
     t._fn = ctx
-    if STATE.inference:
+    if INFERENCE_ON and is_inference():
         t._inference = True
     if Op.save_output:
         ctx._out = (t._data, dev, weakref.ref(t), 0)
@@ -350,7 +354,7 @@ def _volatile(out, dev):
 # --------------------------------------------------------------------------- in-place
 def check_inplace(t: Tensor, op: str, recording=False):
     """Refuse an in-place change autograd cannot track (``recording``: an operand other than ``t`` needs grad)."""
-    if t._inference and not STATE.inference:
+    if t._inference and not is_inference():
         raise RuntimeError(f"{op}: Inplace update to inference tensor outside InferenceMode is not allowed. You can "
                            f"make a clone to get a normal tensor before doing inplace update.")
     strides = getattr(t._data, "strides", None)
@@ -358,18 +362,18 @@ def check_inplace(t: Tensor, op: str, recording=False):
             any(s == 0 and n > 1 for s, n in zip(strides, t._data.shape)):
         raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to tensor refers to "
                            f"a single memory location. Please clone() the tensor before performing the operation.")
-    if t._nograd_view and STATE.enabled and (recording or t._rg or t._base._rg):
+    if t._nograd_view and is_grad_enabled() and (recording or t._rg or t._base._rg):
         raise RuntimeError(f"{op}: A view was created in no_grad mode and is being modified inplace with grad mode "
                            f"enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
                            f"can clarify your code by moving both the view and the inplace either both inside the "
                            f"no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
                            f"want the inplace to be tracked).")
-    if STATE.enabled and t._rg and t._fn is None and (t._base is None or t._base._rg):
+    if is_grad_enabled() and t._rg and t._fn is None and (t._base is None or t._base._rg):
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
-    if t._base is not None and STATE.enabled and t._base._rg and t._base._fn is None and t._rg:
+    if t._base is not None and is_grad_enabled() and t._base._rg and t._base._fn is None and t._rg:
         raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
                            f"operation.")
-    if STATE.enabled and t._base is not None and getattr(t._fn, "multi_view", False):
+    if is_grad_enabled() and t._base is not None and getattr(t._fn, "multi_view", False):
         raise RuntimeError(f"{op}: Output {t._nr} of {type(t._fn).__name__[:-9]} is a view and is being modified "
                            f"inplace. This view is the output of a function that returns multiple views. Such "
                            f"functions do not allow the output views to be modified inplace. You should replace "
@@ -385,7 +389,7 @@ def inplace(Op, a: Tensor, *args):
     if _HANDLERS:
         return _intercepted(inplace, Op, (a, *args))
     name = _op_name(Op) + "_"
-    check_inplace(a, name, STATE.enabled and any(isinstance(x, Tensor) and x._rg for x in args))
+    check_inplace(a, name, is_grad_enabled() and any(isinstance(x, Tensor) and x._rg for x in args))
     dt = a.dtype
     conv = []
     for x in args:
@@ -403,7 +407,7 @@ def inplace(Op, a: Tensor, *args):
             raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
                                f"can't be cast to the desired output type {dt}")
         conv.append(x)
-    recording = STATE.enabled and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
+    recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a
     if recording and Op.save_inputs:
         old = snapshot(a)  # the backward needs a's value before the write
@@ -434,17 +438,18 @@ def inplace_result(a: Tensor, compute, name: str, recording: bool = False):
     takes the result's history (``HardtanhBackward0``; ``CopySlices`` on the
     base of a view).  ``recording``: another operand of ``compute`` needs a gradient.
     """
-    recording = STATE.enabled and (recording or a._rg)
+    recording = is_grad_enabled() and (recording or a._rg)
     check_inplace(a, name, recording)
     r = compute(snapshot(a) if recording else a)
     if r.dtype.category > a.dtype.category:
         raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the desired output type {a.dtype}")
-    if not (STATE.enabled and r._rg and r._fn is not None) or a._base is not None or \
+    if not (is_grad_enabled() and r._rg and r._fn is not None) or a._base is not None or \
             r._data.shape != a._data.shape or r.dtype is not a.dtype:
         return _copy_into(a, r)
     _pin_saved_output(a)
     a._dev.kernels["copy_"](a._data, r._data)
     a._bump()
+    ACTIVE.inplace_recorded = True
     a._fn, a._nr, a._rg = r._fn, r._nr, True
     return a
 
@@ -517,6 +522,7 @@ def write_inplace(a: Tensor, out, ctx, inputs):
     a._bump()
     if ctx is None:
         return a
+    ACTIVE.inplace_recorded = True
     if getattr(ctx, "tensor_args", False):
         inputs = tuple(x for x in inputs if isinstance(x, Tensor))
     link(ctx, inputs)
@@ -538,7 +544,7 @@ def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
     """Implement an ``out=`` argument: write ``r`` into ``out`` (resizing it when empty or of another shape)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
-    if STATE.enabled and (r._rg or out._rg):
+    if is_grad_enabled() and (r._rg or out._rg):
         raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
                            "of the arguments requires grad.")
     if r.dtype.category > out.dtype.category:
@@ -572,7 +578,7 @@ def view_op(Op, a, *params):
     out._view = (a._view, Op, params)
     if b._ver:
         out._vv = b._ver
-    if not STATE.enabled and (a._nograd_view or not STATE.inference):
+    if not is_grad_enabled() and (a._nograd_view or not is_inference()):
         out._nograd_view = True
     return out
 
@@ -601,7 +607,7 @@ class intercept:
     ``run(*args)`` computes the op (the handler may pass changed arguments:
     autocast casts them; a tracer records them; a profiler times ``run``).
     Handlers nest; inside ``run`` the current handler is not called again.
-    Like the grad mode, interception is process-wide: a handler sees the ops
+    Unlike the grad mode (a thread's own), interception is process-wide: a handler sees the ops
     of every thread while it is open.
 
     >>> import ember

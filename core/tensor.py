@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes
 from ._printing import tensor_repr
-from .state import STATE
+from .state import INFERENCE_ON, is_inference
 from .storage import TypedStorage, UntypedStorage, _ptr
 from .shared_memory import is_shared as _is_shared
 from .shared_memory import share_memory_ as _share_memory_
@@ -250,7 +250,7 @@ class Tensor:
         if value and self.dtype.category < dtypes.FLOAT:
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, "
                                f"got {self.dtype}")
-        if value and self._inference and not STATE.inference:
+        if value and self._inference and not is_inference():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if self._fn is None:
             self._rg = bool(value)
@@ -533,7 +533,7 @@ def _wrap(arr, dev) -> Tensor:
     t._dev = dev
     t._rg = False
     t._fn = None
-    if STATE.inference:
+    if INFERENCE_ON and is_inference():
         t._inference = True
     return t
 

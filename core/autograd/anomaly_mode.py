@@ -49,3 +49,7 @@ class set_detect_anomaly:
 
 def is_anomaly_enabled() -> bool:
     return STATE.anomaly
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return STATE.anomaly and STATE.anomaly_nan

@@ -11,6 +11,8 @@ import warnings
 
 from .. import tensor as _tensor
 from .function import AccumulateGrad, BackwardCFunction, grad_edge
+from ..kernels import fp_quiet_begin, fp_quiet_end
+from ..state import GRAD_OFF, is_grad_enabled, modes, set_grad
 from .grad_mode import STATE
 
 _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
@@ -234,8 +236,9 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         if fn is not None:
             _add(buffers, fn, nr, g, create_graph)
     shared = set(map(id, grads))  # gradients the caller or another edge also holds: copied before storing
-    prev = STATE.enabled
-    STATE.enabled = bool(create_graph)
+    prev = is_grad_enabled()
+    set_grad(create_graph)
+    quiet = fp_quiet_begin()  # backward formulas meet inf * 0 on the way to PyTorch's results: no NumPy warnings
     anomaly = STATE.anomaly and STATE.anomaly_nan
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
@@ -303,7 +306,8 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
             else:
                 _accumulate(fn._variable(), g, create_graph, shared)
     finally:
-        STATE.enabled = prev
+        fp_quiet_end(quiet)
+        set_grad(prev)
     return captured
 
 
@@ -425,7 +429,7 @@ def _run_tensor_hooks(fn, grads, shared):
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
                 if t._grad is None:
-                    t._grad = g if STATE.enabled else _owned(g, shared)
+                    t._grad = g if (not GRAD_OFF or (m := modes()) is None or m.grad) else _owned(g, shared)
                 else:
                     t._grad = t._grad + g
     return grads

@@ -31,6 +31,7 @@ import warnings
 import weakref
 
 from ..tensor import RemovableHandle, Tensor, _Handle, _wrap  # noqa: F401
+from ..state import is_grad_enabled
 from .grad_mode import STATE, no_grad
 
 _new = object.__new__
@@ -349,14 +350,14 @@ def once_differentiable(fn):
 
 
 def is_recording() -> bool:
-    return STATE.enabled
+    return is_grad_enabled()
 
 
 # --------------------------------------------------------------------------- running a user Function
 def apply_function(cls, args, kwargs):
     ctx = cls._backward_cls.__new__(cls._backward_cls)
     tensors = [a for a in args if isinstance(a, Tensor)]
-    recording = STATE.enabled and any(t._rg for t in tensors)
+    recording = is_grad_enabled() and any(t._rg for t in tensors)
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
     has_setup = cls.setup_context is not Function.setup_context
     with no_grad():
@@ -424,7 +425,7 @@ def apply_legacy(fn, args):
     with no_grad():
         out = type(fn).forward(fn, *args)
     fn.saved_tensors = getattr(fn, "to_save", ())
-    if not (STATE.enabled and any(t._rg for t in tensors)):
+    if not (is_grad_enabled() and any(t._rg for t in tensors)):
         return out
     outs = (out,) if isinstance(out, Tensor) else tuple(out)
     node.next_functions = tuple(grad_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)

@@ -13,16 +13,18 @@ from __future__ import annotations
 import functools
 
 
-from ..state import STATE  # noqa: F401  (the switches themselves live below the tensor)
+from ..state import STATE, is_inference  # noqa: F401  (the switches themselves live below the tensor)
+from ..state import is_grad_enabled as _is_grad_enabled
 
 
 def is_grad_enabled() -> bool:
-    """Whether operations are being recorded for autograd."""
-    return STATE.enabled
+    """Whether operations are being recorded for autograd (in this thread: grad mode is per thread)."""
+    return _is_grad_enabled()
 
 
 def is_inference_mode_enabled() -> bool:
-    return STATE.inference
+    """Whether this thread is in inference mode."""
+    return is_inference()
 
 
 class _Mode:

@@ -30,15 +30,85 @@ def _mutating() -> dict:
     return table
 
 
+def _ignoring_fp_errors(xp):
+    """``wrap(fn)``: ``fn`` run with the array library's floating-point error reports off, or None.
+
+    Tensors follow IEEE arithmetic silently, as PyTorch's do (``1 / 0`` is inf, ``log(-1)`` NaN, no
+    warning), whatever NumPy's error state is in the calling thread; the state itself (``np.seterr``)
+    is left as the program set it.  Only the kernels a module lists in ``QUIET`` (those that meet
+    zeros, negative arguments or overflow on ordinary inputs) are wrapped: the guard costs a
+    fraction of a microsecond.
+    """
+    state = getattr(xp, "errstate", None)
+    if state is None:
+        return None
+    if _NUMPY_QUIET is None or getattr(xp, "__name__", "") != "numpy":
+        def wrap(fn):
+            def guarded(*args, **kwargs):
+                with state(all="ignore"):
+                    return fn(*args, **kwargs)
+            return guarded
+        return wrap
+
+    var, quiet = _NUMPY_QUIET
+    set_, reset = var.set, var.reset
+
+    def wrap(fn):
+        def guarded(*args, **kwargs):
+            token = set_(quiet)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                reset(token)
+        guarded.__name__ = getattr(fn, "__name__", "kernel")
+        return guarded
+    return wrap
+
+
+def _numpy_quiet():
+    try:
+        from numpy._core.umath import _extobj_contextvar as var, _make_extobj
+        quiet = _make_extobj(all="ignore")
+    except (ImportError, AttributeError, TypeError):
+        return None
+    return var, quiet
+
+
+_NUMPY_QUIET = _numpy_quiet()
+
+
+def fp_quiet_begin():
+    """Turn NumPy's floating-point error reports off in this thread until :func:`fp_quiet_end` (a backward
+    pass does: its formulas meet ``inf * 0`` on the way to PyTorch's results).  Returns the token to end."""
+    if _NUMPY_QUIET is None:
+        import numpy as np
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+    var, quiet = _NUMPY_QUIET
+    return var.set(quiet) if var.get() is not quiet else None
+
+
+def fp_quiet_end(token) -> None:
+    if token is None:
+        return
+    if _NUMPY_QUIET is None:
+        token.__exit__(None, None, None)
+    else:
+        _NUMPY_QUIET[0].reset(token)
+
+
 def library(xp) -> dict:
     """The kernel table for array module ``xp``."""
     table = {}
+    wrap = _ignoring_fp_errors(xp)
     for name in MODULES:
         mod = importlib.import_module(f"{__name__}.{name}")
+        quiet = getattr(mod, "QUIET", ()) if wrap is not None else ()
         for op, fn in mod.kernels(xp).items():
             if op in table:
                 raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
-            table[op] = fn
+            table[op] = wrap(fn) if op in quiet and fn is not None else fn
     return table
 
 

@@ -17,6 +17,8 @@ import math
 NEG_INF = -math.inf
 
 
+QUIET = {"ctc_loss", "ctc_loss_backward"}  # log(0) of impossible alignments is -inf
+
 def kernels(xp) -> dict:
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
 

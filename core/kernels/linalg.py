@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 
+QUIET = {"inv", "det", "slogdet", "solve", "pinv", "matrix_exp", "solve_triangular", "lu_factor", "eig", "eigh",
+         "svd", "qr", "cholesky", "ldl_factor", "ldl_solve"}  # singular inputs give inf/NaN as in PyTorch
+
 def kernels(xp) -> dict:
     la = xp.linalg
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 
+QUIET = {"mean", "var", "logsumexp", "prod", "cumprod"}  # 0/0 of empty slices, overflow
+
 def kernels(xp) -> dict:
     def sum_(x, axis=None, keepdims=False, dtype=None):
         return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
@@ -33,7 +35,15 @@ def kernels(xp) -> dict:
         return xp.argmin(x, axis=axis, keepdims=keepdims)
 
     def var(x, axis=None, correction=1, keepdims=False):
-        return xp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+        n = 1
+        for a in (range(x.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))):
+            n *= x.shape[a]
+        if n - correction > 0:
+            return xp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+        # no degrees of freedom left: inf or NaN (IEEE), without NumPy's warning
+        d = x - xp.sum(x, axis=axis, keepdims=True) / x.dtype.type(n)
+        s = xp.sum((d * xp.conj(d)).real if xp.iscomplexobj(d) else d * d, axis=axis, keepdims=keepdims)
+        return s / s.dtype.type(max(n - correction, 0))
 
     def cumsum(x, axis):
         return xp.cumsum(x, axis=axis, dtype=x.dtype)

@@ -11,6 +11,8 @@ finished sequence keeps its state and outputs zeros (packed sequences).
 from __future__ import annotations
 
 
+QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
+
 def kernels(xp) -> dict:
     def sigmoid(x):
         return 1 / (1 + xp.exp(-x))

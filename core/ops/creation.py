@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd.grad_mode import STATE
+from ..state import INFERENCE_ON, is_inference
 from ..backend import resolve
 from ..dispatch import _HANDLERS, _intercepted
 from ..random import native
@@ -73,7 +73,7 @@ def _create(op, dev, requires_grad, out, kernel, *args):
     t = _new(Tensor)  # _wrap(arr, dev), inline: every factory passes here
     t._data = arr if type(arr) is dev.atype else dev.backend.as_array(arr)
     t._dev, t._rg, t._fn = dev, False, None
-    if STATE.inference:
+    if INFERENCE_ON and is_inference():
         t._inference = True
     if requires_grad:
         t.requires_grad_(True)

@@ -372,3 +372,21 @@ INDEX_NAMES.append(Case("select(1, 2)", lambda m, dev: T(m, dev, DATA["c"], rg=T
 
 
 AUTOGRAD_CASES = INPLACE_ACTIVATIONS + INDEX_ASSIGN + VERSION_CHECKS + EDGE_GRADS + INDEX_NAMES
+
+
+# =========================================================================== op rows (the conformance kit's format)
+from .op_table_shape import F, Row, r  # noqa: E402
+
+_P = np.array([[0.05, 0.5, 0.93], [0.3, 0.71, 0.12]])
+_Q = np.array([[0.1, 0.9, 0.4], [0.8, 0.25, 0.05]])  # inside (0, 1): finite differences move them
+
+ROWS = [
+    Row("binary_cross_entropy", lambda m, p, t: m.nn.functional.binary_cross_entropy(p, t),
+        [[F(_P), F(_Q)], [F(_P), F(_Q, grad=False)]]),
+    Row("binary_cross_entropy none", lambda m, p, t: m.nn.functional.binary_cross_entropy(p, t, reduction="none"),
+        [[F(_P), F(_Q)]]),
+    Row("x[None]", lambda m, x: (x[None], x[0, None], x[:, None]), [[r(2, 3)]]),
+    Row("x[0] select", lambda m, x: (x[0], x[:, 1], x[..., -1]), [[r(2, 3)]]),
+    Row("x[...] alias", lambda m, x: x[...], [[r(2, 3)]]),
+    Row("std", lambda m, x: (x.std(), x.std(1), x.std(0, correction=0)), [[r(3, 4)]]),
+]
