@@ -26,6 +26,58 @@ _SCALARS = (int, float, bool, complex, np.number, np.bool_)
 _HANDLERS: list = []  # interception handlers, innermost last (see intercept)
 
 
+def _scalar_fixes():
+    """Array dtypes whose Python-scalar operands need PyTorch's treatment before the kernel sees them:
+    integers wrap into the range (``int8 * 1000`` computes with ``1000 - 1024``; NumPy would raise), and
+    bfloat16 takes the scalar in its own type (its library would widen the result to float32)."""
+    fixes = {}
+    for d in dtypes.ALL:
+        if d.np is None or d is dtypes.bool:
+            continue
+        nd = np.dtype(d.np)
+        if d.category == dtypes.INT:
+            info = np.iinfo(nd)
+            fixes[nd] = (int(info.min), int(info.max), None)
+        elif d is dtypes.bfloat16:
+            fixes[nd] = (None, None, nd.type)
+        elif d is dtypes.float16:  # beyond its range a number is +-inf (NumPy would warn while casting)
+            fixes[nd] = (None, None, _half_scalar)
+    return fixes
+
+
+def _half_scalar(v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > 65504 and v == v:
+        return float("inf") if v > 0 else float("-inf")
+    return v
+
+
+_SCALAR_FIX = _scalar_fixes()
+
+
+def int_value(v, d: dtypes.dtype):
+    """Python int ``v`` stored in integer dtype ``d`` as PyTorch stores it (``full``, ``where``, ``clamp``):
+    refused when it overflows (an unsigned type also takes negatives down to ``-max``), else wrapped."""
+    if type(v) is not int or d.category != dtypes.INT or d.np is None:
+        return v
+    info = np.iinfo(np.dtype(d.np))
+    if not (-int(info.max) if info.min == 0 else int(info.min)) <= v <= int(info.max):
+        raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {v})")
+    return fix_scalar(v, np.dtype(d.np))
+
+
+def fix_scalar(v, arr_dtype):
+    """Python scalar ``v`` as an operand of an array of ``arr_dtype`` (see :func:`_scalar_fixes`)."""
+    fix = _SCALAR_FIX.get(arr_dtype)
+    if fix is None:
+        return v
+    lo, hi, cast_to = fix
+    if cast_to is not None:
+        return cast_to(v) if isinstance(v, (int, float)) else v
+    if type(v) is int and not lo <= v <= hi:
+        return (v - lo) % (hi - lo + 1) + lo
+    return v
+
+
 # --------------------------------------------------------------------------- errors
 def _op_name(Op):
     n = type.__getattribute__(Op, "__name__")
@@ -116,8 +168,12 @@ def promote(op, a, b):
         a = cast(a, rt)
     elif dtypes.scalar_category(a) > rt.category:
         a = rt.np.type(a) if rt.np is not None else a
+    elif rt.np is not None:
+        a = fix_scalar(a, np.dtype(rt.np))
     if isinstance(b, Tensor):
         b = cast(b, rt)
+    elif rt.np is not None and isinstance(b, _SCALARS):
+        b = fix_scalar(b, np.dtype(rt.np))
     return a, b
 
 
@@ -168,6 +224,8 @@ def binary(Op, a, b, *params):
             if cat > _category(x, dev):
                 a = cast(a, dtypes.default_for_category(cat, a.dtype))
                 x = a._data
+            elif x.dtype in _SCALAR_FIX:
+                y = fix_scalar(y, x.dtype)
             rg = a._rg
         else:
             return NotImplemented
@@ -177,6 +235,8 @@ def binary(Op, a, b, *params):
         if cat > _category(y, dev):
             b = cast(b, dtypes.default_for_category(cat, b.dtype))
             y = b._data
+        elif y.dtype in _SCALAR_FIX:
+            x = fix_scalar(x, y.dtype)
         rg = b._rg
     else:
         return NotImplemented
@@ -406,6 +466,8 @@ def inplace(Op, a: Tensor, *args):
                 and dtypes.scalar_category(x) > dt.category:
             raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
                                f"can't be cast to the desired output type {dt}")
+        elif isinstance(x, _SCALARS) and a._data.dtype in _SCALAR_FIX:
+            x = fix_scalar(x, a._data.dtype)
         conv.append(x)
     recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a

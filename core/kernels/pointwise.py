@@ -140,7 +140,8 @@ def kernels(xp) -> dict:
         return x - xp.trunc(x)
 
     def clamp(x, lo, hi):
-        return xp.clip(x, lo, hi)  # one pass (half the time of maximum then minimum); NaN propagates
+        # one pass (half the time of maximum then minimum); NaN propagates; bfloat16's clip widens: cast back
+        return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
     def lerp(a, b, w):
         return a + w * (b - a)

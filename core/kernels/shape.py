@@ -19,6 +19,10 @@ def kernels(xp) -> dict:
     def expand(x, shape):
         return xp.broadcast_to(x, shape)
 
+    def view_dtype(x, dtype):
+        # the same bytes read as another dtype (the last dimension scales with the element size)
+        return x.view(dtype)
+
     def copy(x):
         return xp.array(x, copy=True)
 
@@ -126,7 +130,8 @@ def kernels(xp) -> dict:
     as_strided = as_strided_view if has_strides else as_strided_copy
 
     return {
-        "reshape": reshape, "view": view, "permute": xp.transpose, "expand": expand, "copy": copy,
+        "reshape": reshape, "view": view, "view_dtype": view_dtype, "permute": xp.transpose, "expand": expand,
+        "copy": copy,
         "contiguous": contiguous, "copy_": copy_,
         "cat": cat, "stack": stack, "split": split, "flip": flip, "roll": roll, "tile": tile,
         "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,

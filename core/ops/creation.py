@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..state import INFERENCE_ON, is_inference
 from ..backend import resolve
-from ..dispatch import _HANDLERS, _intercepted
+from ..dispatch import _HANDLERS, _intercepted, int_value
 from ..random import native
 from ..registry import export
 from ..tensor import Tensor
@@ -113,20 +113,26 @@ def _infer_dtype(data):
     if isinstance(data, np.generic):
         return dtypes.FROM_NP[np.dtype(type(data))]
     cat = -1
+    typed = set()  # dtypes of typed elements (tensors, NumPy scalars and arrays): they promote as PyTorch's do
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
             stack.extend(x)
         elif isinstance(x, Tensor):
-            cat = max(cat, x.dtype.category)
-        elif isinstance(x, np.ndarray):
-            stack.extend(x.tolist() if x.ndim else [x.item()])
+            typed.add(x.dtype)
+        elif isinstance(x, (np.ndarray, np.generic)):
+            d = dtypes.FROM_NP.get(x.dtype)
+            if d is None:
+                stack.extend(x.tolist() if x.ndim else [x.item()])
+            else:
+                typed.add(d)
         else:
             cat = max(cat, dtypes.scalar_category(x))
-    if cat == -1:
-        return dtypes.get_default_dtype()
-    return dtypes.default_for_category(cat)
+    if not typed:
+        return dtypes.get_default_dtype() if cat == -1 else dtypes.default_for_category(cat)
+    dims = list(typed) + ([dtypes.default_for_category(cat)] if cat != -1 else [])
+    return dtypes.result_type_of(dims, [], [])
 
 
 def _to_host(data):
@@ -236,6 +242,11 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if dtype is not None and type(fill_value) is int:
+        try:
+            fill_value = int_value(fill_value, dtypes.as_dtype(dtype))
+        except RuntimeError as exc:
+            raise RuntimeError(f"full: {exc}") from None
     return _filled("full", (size,) if not isinstance(size, int) else (size,), fill_value, dtype, device,
                    requires_grad, out)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, inplace_result, out_or, unary
-from ..registry import NAMESPACES, check_tensor, export, inplace_form, op_class
+from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import _create, arange, rand
 from .pointwise import sigmoid, where
@@ -79,7 +79,9 @@ def _softmax_dim(x, dim, op):
     return _wrap_dim(dim, max(x.ndim, 1), op)
 
 
-def _float(x, dtype):
+def _float(x, dtype, op="softmax"):
+    if dtype is None and x.dtype.category < 2:  # PyTorch has no integer kernel (pass dtype= to convert)
+        raise NotImplementedError(f'"{op}_lastdim_kernel_impl" not implemented for \'{_type_name(x.dtype)}\'')
     return x.to(dtype) if dtype is not None else x
 
 
@@ -103,7 +105,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     >>> ember.nn.functional.log_softmax(ember.tensor([0., 0.]), dim=0).tolist()
     [-0.6931471824645996, -0.6931471824645996]
     """
-    x = _float(check_tensor(input, "log_softmax"), dtype)
+    x = _float(check_tensor(input, "log_softmax"), dtype, "log_softmax")
     return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax"))
 
 
@@ -119,7 +121,7 @@ def torch_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  
 @torch_form("log_softmax")
 def torch_log_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tensor:  # noqa: A002
     """``torch.log_softmax`` / ``Tensor.log_softmax``."""
-    x = _float(check_tensor(input, "log_softmax"), dtype)
+    x = _float(check_tensor(input, "log_softmax"), dtype, "log_softmax")
     return out_or(unary(LogSoftmax, x, _wrap_dim(dim, max(x.ndim, 1), "log_softmax")), out)
 
 

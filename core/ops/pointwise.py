@@ -9,6 +9,8 @@ from __future__ import annotations
 import cmath
 import math
 import sys
+
+import numpy as np
 from collections import namedtuple
 from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
@@ -16,8 +18,8 @@ from sys import getrefcount as _refcount
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
-from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_inplace, device_error, out_or,
-                        promote, result_type, unary)
+from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_inplace, device_error, int_value,
+                        out_or, promote, result_type, unary)
 from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
                         unary_op)
 from .. import dispatch
@@ -185,8 +187,7 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
 @export(aliases=("subtract",))
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other``."""
-    a_bool = isinstance(input, Tensor) and input.dtype is dtypes.bool
-    if a_bool or isinstance(other, Tensor) and other.dtype is dtypes.bool:
+    if any(isinstance(v, (bool, np.bool_)) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)):
         _bool_sub_error(input, other)
     if alpha != 1:
         other = mul(other, alpha)
@@ -220,7 +221,7 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
         if integral and any(isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)) \
                 and not any(isinstance(v, Tensor) and v.dtype.category == dtypes.INT for v in (input, other)) \
                 and all(isinstance(v, Tensor) for v in (input, other)):
-            raise RuntimeError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+            raise NotImplementedError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
         if integral:
             _int_zero_check("div", other)
         return out_or(binary_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"),
@@ -274,7 +275,7 @@ def _where_method(self, condition, other):
 
 def _full(v, d, like):
     """A 0-d tensor holding number ``v`` in dtype ``d`` on ``like``'s device."""
-    return full((), v, dtype=d, device=like._dev)
+    return full((), int_value(v, d), dtype=d, device=like._dev)
 
 
 def _scalar_like(v, ref, other):
@@ -641,14 +642,21 @@ def maximum(input, other, *, out=None):  # noqa: A002
 
 @export(aliases=("arctan2",), inplace=True)
 def atan2(input, other, *, out=None):  # noqa: A002
-    """Elementwise ``atan(input / other)`` in the right quadrant."""
+    """Elementwise ``atan(input / other)`` in the right quadrant (integers in the promoted float type)."""
     if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
-        input = cast(input, dtypes.get_default_dtype())
+        rt = result_type(input, other)
+        input = cast(input, rt if rt.category >= dtypes.FLOAT else dtypes.get_default_dtype())
     return out_or(binary(Atan2, input, other), out)
 
 
 def _integral(v):
     return v.dtype.category <= dtypes.INT if isinstance(v, Tensor) else not isinstance(v, (float, complex))
+
+
+def _no_bool(op, input, other):
+    """PyTorch has no bool kernel for ``op``: two bool operands raise NotImplementedError."""
+    if all(isinstance(v, (bool, np.bool_)) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)):
+        raise NotImplementedError(f"{op}: \"{op}_cpu\" not implemented for 'Bool'")
 
 
 def _int_zero_check(op, divisor):
@@ -660,6 +668,7 @@ def _int_zero_check(op, divisor):
 @export(inplace=True)
 def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
+    _no_bool("fmod", input, other)
     if _integral(input) and _integral(other):
         _int_zero_check("fmod", other)
     return out_or(binary_result(binary(Fmod, input, other), input, other, "fmod"), out)
@@ -673,6 +682,7 @@ def remainder(input, other, *, out=None):  # noqa: A002
     >>> ember.remainder(ember.tensor([-3, 3]), 2)
     tensor([1, 1])
     """
+    _no_bool("remainder", input, other)
     if _integral(input) and _integral(other):
         _int_zero_check("remainder", other)
     return out_or(binary_result(binary(Remainder, input, other), input, other, "remainder"), out)
@@ -703,6 +713,8 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
         if cat > input.dtype.category:
             args[0] = cast(input, dtypes.default_for_category(cat))
     x = args[0]
+    if x.dtype is dtypes.bool and not any(isinstance(a, Tensor) for a in args[1:]):
+        raise NotImplementedError("clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'")
     if x.dtype.category == dtypes.FLOAT and not isinstance(args[1], Tensor) and not isinstance(args[2], Tensor):
         lo, hi = args[1], args[2]
         return out_or(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
@@ -820,7 +832,7 @@ def _integer_operands(name):
     def check(input, other):
         for v in (input, other):
             if isinstance(v, Tensor) and v.dtype.category > dtypes.INT:
-                raise RuntimeError(f"\"{name}_cpu\" not implemented for '{v.dtype.name.capitalize()}'")
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_type_name(v.dtype)}'")
             if isinstance(v, float):
                 raise RuntimeError(f"{name}: expected integer or bool operands, got a float")
 
@@ -846,7 +858,7 @@ BitwiseNot = op_class("bitwise_not")
 def bitwise_not(input, *, out=None):  # noqa: A002
     """Bitwise NOT (logical NOT for bool tensors)."""
     if input.dtype.category > dtypes.INT:
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype.name.capitalize()}'")
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_type_name(input.dtype)}'")
     with no_grad():
         return out_or(unary(BitwiseNot, input), out)
 

@@ -11,7 +11,7 @@ import warnings
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, cast, out_or, result_type, unary, view_op
-from ..registry import export, op_class
+from ..registry import _type_name, export, op_class
 from ..tensor import Size, Tensor, _wrap_dim
 from .creation import _create, arange
 
@@ -51,6 +51,36 @@ class View(Op):
     @staticmethod
     def backward(ctx, g):
         return g.reshape(ctx.in_shape)
+
+
+class ViewDtype(Op):
+    """``x.view(dtype)``: the bytes reinterpreted (not differentiable, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, k, x, dtype):
+        return k["view_dtype"](x, dtype)
+
+
+def _view_dtype(self, d):
+    """``self.view(dtype)``, with PyTorch's rules for element sizes that differ."""
+    if d is self.dtype:
+        return view_op(ViewDtype, self.detach(), self._dev.backend.array_dtype(d))
+    old, new = self.element_size(), d.itemsize
+    src, dst = _type_name(self.dtype), _type_name(d)
+    if old != new:
+        if self.dim() == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {src} as {dst} (different element sizes)")
+        if self.stride(-1) != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {src} as {dst} (different element sizes), "
+                               f"but got {self.stride(-1)}")
+        if new > old and (self.shape[-1] * old) % new:
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} to view {src} as {dst} "
+                               f"(different element sizes), but got {self.shape[-1]}")
+    try:
+        return view_op(ViewDtype, self.detach(), self._dev.backend.array_dtype(d))
+    except RuntimeError:
+        raise RuntimeError(f"view: cannot view {src} of shape {list(self.shape)} and strides {list(self.stride())} "
+                           f"as {dst}") from None
 
 
 class Reshape(Op):
@@ -192,7 +222,7 @@ def view(self, *shape):
     ember.Size([3, 2])
     """
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
-        return self.view_as_dtype(dtypes.as_dtype(shape[0]))
+        return _view_dtype(self, dtypes.as_dtype(shape[0]))
     shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
     try:
         return view_op(View, self, shape)
