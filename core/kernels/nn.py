@@ -300,10 +300,65 @@ def kernels(xp) -> dict:
         j = xp.abs(i) % period
         return xp.where(j >= size, period - j, j)
 
-    def resize_nearest_index(o, s, scale):
-        """PyTorch's nearest-mode source of each of ``o`` output positions along a dimension of size ``s``."""
-        src = xp.floor(xp.arange(o, dtype=xp.float64) * ratio(o, s, scale))
+    def resize_nearest_index(o, s, scale, exact=False):
+        """PyTorch's nearest-mode source of each of ``o`` output positions along a dimension of size ``s``
+        (``exact``: 'nearest-exact', sampling at pixel centres)."""
+        at = xp.arange(o, dtype=xp.float64)
+        src = xp.floor((at + 0.5 if exact else at) * ratio(o, s, scale))
         return xp.minimum(astype(src, xp.int64), xp.asarray(s - 1, dtype=xp.int64))
+
+    def _taps_matrix(o, s, idx, w):
+        """The ``(o, s)`` matrix with ``w[:, j]`` added at ``idx[:, j]`` (one tap at a time: a row's taps may
+        share a clamped source)."""
+        m = xp.zeros((o, s), dtype=xp.float64)
+        rows = xp.arange(o)
+        for j in range(idx.shape[1]):
+            m[rows, idx[:, j]] = m[rows, idx[:, j]] + w[:, j]
+        return m
+
+    def _cubic(x, a):
+        x = xp.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return xp.where(x <= 1, near, xp.where(x < 2, far, xp.zeros_like(x)))
+
+    def resize_cubic_weights(o, s, scale, align_corners):
+        """The ``(o, s)`` float64 matrix of PyTorch's bicubic weights (A = -0.75, edges replicated)."""
+        at = xp.arange(o, dtype=xp.float64)
+        if align_corners:
+            src = at * ((s - 1) / (o - 1) if o > 1 else 0.0)
+        else:
+            src = (at + 0.5) * ratio(o, s, scale) - 0.5
+        i0 = xp.floor(src)
+        t = src - i0
+        offs = xp.arange(-1, 3, dtype=xp.float64)
+        idx = xp.clip(astype(i0[:, None] + offs[None, :], xp.int64), 0, s - 1)
+        w = _cubic(t[:, None] - offs[None, :], -0.75)
+        return _taps_matrix(o, s, idx, w)
+
+    def resize_aa_weights(o, s, scale, align_corners, cubic):
+        """The ``(o, s)`` float64 matrix of PyTorch's antialiased bilinear or bicubic resampling (the filter
+        widened by the downscaling factor, each row normalised)."""
+        if align_corners:
+            sc = (s - 1) / (o - 1) if o > 1 else 0.0
+        else:
+            sc = ratio(o, s, scale)
+        size = 4 if cubic else 2
+        support = size * 0.5 * sc if sc >= 1.0 else size * 0.5
+        inv = 1.0 / sc if sc >= 1.0 else 1.0
+        centre = sc * (xp.arange(o, dtype=xp.float64) + 0.5)
+        lo = xp.maximum(astype(xp.trunc(centre - support + 0.5), xp.int64), 0)
+        hi = xp.minimum(astype(xp.trunc(centre + support + 0.5), xp.int64), s)
+        k = int(math.ceil(2 * support)) + 2
+        j = xp.arange(k, dtype=xp.int64)
+        idx = lo[:, None] + j[None, :]
+        valid = idx < hi[:, None]
+        x = (astype(idx, xp.float64) - centre[:, None] + 0.5) * inv
+        w = _cubic(x, -0.5) if cubic else xp.maximum(1 - xp.abs(x), xp.zeros_like(x))
+        w = xp.where(valid, w, xp.zeros_like(w))
+        total = xp.sum(w, axis=1, keepdims=True)
+        w = w / xp.where(total == 0, xp.ones_like(total), total)
+        return _taps_matrix(o, s, xp.minimum(idx, s - 1), w)
 
     def resize_linear_weights(o, s, scale, align_corners):
         """The ``(o, s)`` float64 matrix of PyTorch's linear interpolation weights along one dimension."""
@@ -324,11 +379,15 @@ def kernels(xp) -> dict:
 
     # ---------------------------------------------------------------- softmax family
     def softmax(x, axis):
+        if x.size == 0:
+            return xp.zeros_like(x)
         e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
         e /= xp.sum(e, axis=axis, keepdims=True)
         return e
 
     def log_softmax(x, axis):
+        if x.size == 0:
+            return xp.zeros_like(x)
         s = x - xp.max(x, axis=axis, keepdims=True)
         s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
         return s
@@ -365,4 +424,5 @@ def kernels(xp) -> dict:
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
         "pad_index": pad_index,
         "resize_nearest_index": resize_nearest_index, "resize_linear_weights": resize_linear_weights,
+        "resize_cubic_weights": resize_cubic_weights, "resize_aa_weights": resize_aa_weights,
     }

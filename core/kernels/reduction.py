@@ -60,6 +60,8 @@ def kernels(xp) -> dict:
         return xp.any(x, axis=axis, keepdims=keepdims)
 
     def logsumexp(x, axis, keepdims):
+        if x.size == 0:  # log of an empty sum: -inf
+            return xp.log(xp.sum(xp.exp(x), axis=axis, keepdims=keepdims))
         m = xp.max(x, axis=axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
         out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m

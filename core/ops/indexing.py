@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, device_error, inplace, out_or, unary, view_op
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
@@ -145,12 +145,40 @@ def _basic_fast(t, index):
     return tup
 
 
+def _ints_first(index):
+    """``(ints, rest)`` for an index mixing Python integers with advanced (list/tensor) indices, else None.
+
+    PyTorch selects the integer positions first (a view) and indexes what is left, so ``x[0, :, idx]``
+    keeps the advanced dimension where ``idx`` stands (NumPy would move it to the front).
+    """
+    if type(index) is not tuple:
+        return None
+    has_int = has_adv = False
+    for i in index:
+        if isinstance(i, bool):
+            return None
+        if isinstance(i, int):
+            has_int = True
+        elif isinstance(i, (list, tuple, Tensor, np.ndarray)):
+            if (i.dtype is dtypes.bool) if isinstance(i, Tensor) else np.asarray(i).dtype == np.bool_:
+                return None  # a mask spans several dimensions: NumPy's and PyTorch's rules agree there
+            has_adv = True
+    if not (has_int and has_adv):
+        return None
+    ints = tuple(i if isinstance(i, int) or i is Ellipsis else slice(None) for i in index if i is not None)
+    rest = tuple(i for i in index if not isinstance(i, int) or isinstance(i, bool))
+    return ints, rest
+
+
 @export(name="__getitem__", to=TENSOR)
 def getitem(t, index):
     """``t[index]``: a view for basic indices (ints, slices, None, ``...``), else a copy (advanced indexing)."""
     fast = _basic_fast(t, index)
     if fast is not None:
         return view_op(basic_view_op(index, t._data.shape), t, fast if Ellipsis in fast else fast + (Ellipsis,))
+    split = _ints_first(index)
+    if split is not None:  # PyTorch applies integers as selections before the advanced indices
+        return getitem(getitem(t, split[0]), split[1])
     index = _convert_index(t, index)
     _check_bounds(t, index)
     if _is_basic(index):
@@ -532,7 +560,22 @@ def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
     tensor([[-1.,  0.],
             [-1.,  0.]])
     """
+    if isinstance(value, Tensor) and value._rg and is_grad_enabled():  # the value gets the filled slots' gradient
+        if value.dim() != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        mask = _index_op(apply, IndexFill, input.detach().new_zeros(input.shape), dim, index, 1, "index_fill")
+        return _index_op(apply, IndexFill, input, dim, index, 0, "index_fill") + mask * value
     return _index_op(apply, IndexFill, input, dim, index, value, "index_fill")
+
+
+@export(name="__contains__", to=TENSOR)
+def contains(self, element) -> bool:
+    """``element in self``: whether any element equals ``element`` (a number or a broadcastable tensor)."""
+    if not isinstance(element, (Tensor, int, float, complex, bool, np.number, np.bool_)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+    return bool((self == element).any().item())
 
 
 # --------------------------------------------------------------------------- masks, take, nonzero

@@ -14,7 +14,7 @@ from ..registry import export
 from ..tensor import Tensor, _wrap
 from . import pointwise as pw
 from .creation import tensor
-from .indexing import _check_bounds, _convert_index, _is_basic, getitem
+from .indexing import _check_bounds, _convert_index, _ints_first, _is_basic, getitem
 from .shape import Getitem, expand
 
 TENSOR = ("Tensor",)
@@ -120,6 +120,9 @@ def _arith_(Cls, name):
 @export(name="__setitem__", to=TENSOR)
 def setitem(self, index, value):
     """``self[index] = value`` (differentiable with respect to ``value``)."""
+    split = _ints_first(index)
+    if split is not None:  # integers select first, as in getitem (PyTorch's rule)
+        return setitem(getitem(self, split[0]), split[1], value)
     idx = _convert_index(self, index, "index_put_")
     _check_bounds(self, idx)
     if not isinstance(value, Tensor):

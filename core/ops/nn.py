@@ -311,6 +311,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if max_norm is not None:
         _renorm_rows(weight, flat, max_norm, norm_type)
     out = weight.index_select(0, flat)
+    if scale_grad_by_freq and out.requires_grad and flat.numel():
+        # each row's gradient divided by how often its index occurs in the batch (the values are unchanged)
+        rows = flat.remainder(n)
+        counts = rows.bincount(minlength=n).index_select(0, rows).to(out.dtype).unsqueeze(-1)
+        out = out.detach() + (out - out.detach()) / counts
     if padding_idx is not None:
         pad = padding_idx + n if padding_idx < 0 else padding_idx
         keep = (flat != pad).unsqueeze(-1)
@@ -323,7 +328,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
                     sparse: bool = False) -> Tensor:
     """``torch.embedding``: weight first; a negative ``padding_idx`` means none."""
-    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None)
+    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                     scale_grad_by_freq=scale_grad_by_freq)
 
 
 # Each index's bag, and each bag's number of kept indices (not differentiable).

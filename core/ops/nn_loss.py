@@ -9,15 +9,17 @@ order; those forms are functions of their own beside the functional ones.
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
-from ..dispatch import apply
+from ..dispatch import apply, broadcast_error
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
 from .pointwise import where
+from .shape import broadcast_tensors
 
 def reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
     """``loss`` reduced as ``reduction`` says ('mean', 'sum' or 'none')."""
@@ -35,6 +37,19 @@ def same_shape(op, x, y):
     if x.shape != y.shape:
         raise ValueError(f"{op}: Using a target size ({list(y.shape)}) that is different to the input size "
                          f"({list(x.shape)}) is not supported; please ensure they have the same size.")
+
+
+def broadcast_target(op, x, y):
+    """``x, y`` broadcast together; like PyTorch, warn when the target's size differs from the input's."""
+    if x.shape == y.shape:
+        return x, y
+    warnings.warn(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}). This will "
+                  f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+                  UserWarning, stacklevel=3)
+    msg = broadcast_error([x.shape, y.shape])
+    if msg:
+        raise RuntimeError(f"{op}: {msg}")
+    return broadcast_tensors(x, y)
 
 
 def legacy_reduction(reduction, size_average, reduce):

@@ -23,6 +23,10 @@ def dims_arg(dim, ndim, op):
     """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes, or None for all."""
     if dim is None:
         return None
+    if ndim == 0:  # a 0-d tensor takes dim 0 or -1 (its one element): the reduction over everything
+        for d in (dim if isinstance(dim, (list, tuple)) else (dim,)):
+            _wrap_dim(d, 0, op)
+        return None
     if isinstance(dim, (list, tuple)):
         if len(dim) == 0:
             return None
@@ -210,7 +214,7 @@ def _unordered(op, input):
         raise RuntimeError(f"{op}(): does not support complex input (got {input.dtype})")
 
 
-def _minmax_reduce(Cls, kernel, input, dim, keepdim):
+def _minmax_reduce(Cls, kernel, input, dim, keepdim, name=None):
     _unordered(kernel, input)
     axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
     if input.numel() == 0 and axes is not None:
@@ -218,8 +222,8 @@ def _minmax_reduce(Cls, kernel, input, dim, keepdim):
             if input.shape[a] == 0:
                 raise IndexError(f"{kernel}(): Expected reduction dim {a} to have non-zero size.")
     elif input.numel() == 0:
-        raise IndexError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
-                         f"the reduction dim with the 'dim' argument.")
+        raise RuntimeError(f"{name or kernel}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           f"Specify the reduction dim with the 'dim' argument.")
     return unary(Cls, input, axes, keepdim, kernel)
 
 
@@ -256,7 +260,7 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
         if isinstance(dim, Tensor):  # the elementwise two-tensor form
             return elementwise(input, dim, out=out)
         if dim is None:
-            return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
+            return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False, kernel), out)
         d = _wrap_dim(dim, input.dim(), kernel)
         _unordered(kernel, input)
         if input.dim() == 0:
@@ -303,9 +307,11 @@ def _arg(kernel, Cls):
         _unordered(kernel, input)
         if dim is None:
             if input.numel() == 0:
-                raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
+                raise IndexError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
         else:
             dim = _wrap_dim(dim, input.dim(), kernel)
+            if input.dim() and input.shape[dim] == 0:
+                raise IndexError(f"{kernel}(): Expected reduction dim {dim} to have non-zero size.")
         return _nondiff(Cls, input, dim, keepdim, kernel)
 
     fn.__name__ = fn.__qualname__ = kernel
@@ -551,6 +557,12 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     aminmax(min=tensor(-1.), max=tensor(3.))
     """
     d = () if dim is None else dim
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    if dim is not None and input.dim() and input.shape[_wrap_dim(dim, input.dim(), "aminmax")] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {_wrap_dim(dim, input.dim(), 'aminmax')} to have "
+                         f"non-zero size.")
     return return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim))
 
 

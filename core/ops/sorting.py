@@ -65,6 +65,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     """The ``k``-th smallest value (1-based) along ``dim`` and its index."""
     d = _wrap_dim(dim, input.dim(), "kthvalue")
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if input.dim() == 0:
+        if k != 1:
+            raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+        return return_types.kthvalue(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     if not 1 <= k <= input.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     s = sort(input, d)
@@ -84,6 +90,8 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         s = sort(flat).values  # NaN sorts last; PyTorch's median is NaN when there is one
         return pointwise.where(s[-1].isnan(), s[-1], s[(flat.numel() - 1) // 2])
     d = _wrap_dim(dim, input.dim(), "median")
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     if input.dim() == 0:
         return return_types.median(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     r = kthvalue(input, (input.shape[d] + 1) // 2, d, True)

@@ -9,8 +9,8 @@ import math
 
 from ...autograd.grad_mode import no_grad
 from ...ops.nn_loss import (  # noqa: F401  (re-exported)
-    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy, ctc_loss,
-    hinge_embedding_loss, kl_div,
+    binary_cross_entropy, binary_cross_entropy_with_logits, broadcast_target, cosine_embedding_loss, cross_entropy,
+    ctc_loss, hinge_embedding_loss, kl_div,
     legacy_reduction, margin_ranking_loss, nll_loss, poisson_nll_loss, reduce_loss, same_shape, triplet_margin_loss,
 )
 from ...ops.pointwise import where
@@ -27,20 +27,20 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     >>> ember.nn.functional.mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.])).item()
     2.0
     """
-    same_shape("mse_loss", input, target)
+    input, target = broadcast_target("mse_loss", input, target)
     d = input - target
     return reduce_loss(d * d, legacy_reduction(reduction, size_average, reduce), "mse_loss")
 
 
 @export(to=("nn.functional",))
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:  # noqa: A002
-    same_shape("l1_loss", input, target)
+    input, target = broadcast_target("l1_loss", input, target)
     return reduce_loss((input - target).abs(), legacy_reduction(reduction, size_average, reduce), "l1_loss")
 
 
 @export(to=("nn.functional",))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
-    same_shape("smooth_l1_loss", input, target)
+    input, target = broadcast_target("smooth_l1_loss", input, target)
     d = (input - target).abs()
     loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
     return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss")
@@ -48,7 +48,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @export(to=("nn.functional",))
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:  # noqa: A002
-    same_shape("huber_loss", input, target)
+    input, target = broadcast_target("huber_loss", input, target)
     d = (input - target).abs()
     return reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
 

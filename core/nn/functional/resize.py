@@ -46,16 +46,26 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError(f"interpolate: size {list(osz)} does not match the {d} spatial dimensions of input "
                          f"{list(input.shape)}")
     out = input
-    if mode in ("nearest",):
+    if mode in ("nearest", "nearest-exact"):
         for i in range(d):
-            out = out.index_select(2 + i, _table(input, "resize_nearest_index", osz[i], sp[i], scales[i]))
+            out = out.index_select(2 + i, _table(input, "resize_nearest_index", osz[i], sp[i], scales[i],
+                                                 mode == "nearest-exact"))
         return out
     if mode == "area":
         return adaptive_avg("interpolate", d, input, osz)
-    if _LINEAR.get(mode) != d:
+    if antialias and (mode not in ("bilinear", "bicubic") or d != 2):
+        raise ValueError(f"interpolate: Anti-alias option is restricted to bilinear and bicubic modes and requires "
+                         f"a 4-D tensor as input (got mode {mode!r} and input of size {list(input.shape)})")
+    if mode == "bicubic" and d != 2 or mode != "bicubic" and _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
     for i in range(d):
-        m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners)).to(input.dtype)
+        if antialias:
+            m = _table(input, "resize_aa_weights", osz[i], sp[i], scales[i], bool(align_corners), mode == "bicubic")
+        elif mode == "bicubic":
+            m = _table(input, "resize_cubic_weights", osz[i], sp[i], scales[i], bool(align_corners))
+        else:
+            m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners))
+        m = m.to(input.dtype)
         axis = 2 + i
         out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
     return out
