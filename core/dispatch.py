@@ -474,7 +474,11 @@ def inplace(Op, a: Tensor, *args):
     if recording and Op.save_inputs:
         old = snapshot(a)  # the backward needs a's value before the write
     ctx = _new(Op)
-    out = Op.forward(ctx, a._dev.kernels, a._data, *[x._data if isinstance(x, Tensor) else x for x in conv])
+    arrays = [x._data if isinstance(x, Tensor) else x for x in conv]
+    try:
+        out = Op.forward(ctx, a._dev.kernels, a._data, *arrays)
+    except (ValueError, TypeError) as exc:  # operands that do not broadcast: PyTorch's RuntimeError
+        raise kernel_error(Op, exc, [a._data] + [x for x in arrays if hasattr(x, "shape")]) from None
     if out.shape != a._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")

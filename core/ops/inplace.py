@@ -48,7 +48,11 @@ class IndexPut(Op):
     @staticmethod
     def forward(ctx, k, x, v, index):
         out = k["copy"](x)
-        k["setitem"](out, index, v)
+        try:
+            k["setitem"](out, index, v)
+        except ValueError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
+                               f"result of shape {list(k['getitem'](x, index).shape)}") from None
         keep = k["full"](x.shape, 1, x.dtype)  # 1 where x survives, 0 where it is overwritten
         k["setitem"](keep, index, 0)
         ctx.index, ctx.keep, ctx.v_shape = index, keep, v.shape

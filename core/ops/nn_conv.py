@@ -131,6 +131,10 @@ def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     if unbatched:
         x = x.unsqueeze(0)
     stride, dilation = ntuple(stride, d, "stride"), ntuple(dilation, d, "dilation")
+    if any(v <= 0 for v in stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported (got stride={list(stride)})")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero (got dilation={list(dilation)})")
     if isinstance(padding, str):
         pads = _same_or_valid(padding, op, w, dilation, stride)
     else:
@@ -186,6 +190,10 @@ def _conv_transpose(op, d, x, w, b, stride, padding, output_padding, groups, dil
     if unbatched:
         x = x.unsqueeze(0)
     stride, dilation = ntuple(stride, d, "stride"), ntuple(dilation, d, "dilation")
+    if any(v <= 0 for v in stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported (got stride={list(stride)})")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero (got dilation={list(dilation)})")
     pad, opad = ntuple(padding, d, "padding"), ntuple(output_padding, d, "output_padding")
     if x.shape[1] != w.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
@@ -367,6 +375,8 @@ def _out_size(s, k, st, p, d, ceil):
 def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d):
     k = ntuple(kernel_size, d, "kernel_size")
     st = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else ntuple(stride, d)
+    if any(v == 0 for v in st):
+        raise RuntimeError(f"{op}: stride should not be zero (got stride={list(st)})")
     p, dl = ntuple(padding, d, "padding"), ntuple(dilation, d, "dilation")
     for kk, pp, dd in zip(k, p, dl):
         if pp > (dd * (kk - 1) + 1) // 2:

@@ -163,6 +163,7 @@ class LBFGS(Optimizer):
         return super().step(closure)
 
     def _step(self, closure=None):
+        self._validate()
         with no_grad():
             return self._iterate(closure)
 

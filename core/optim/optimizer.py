@@ -18,8 +18,14 @@ from typing import Any, Callable
 
 from ..autograd.function import _Handle
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..dispatch import broadcast_error
 from ..ops.creation import tensor
 from ..tensor import Tensor, _wrap
+
+
+# per-parameter state that has the parameter's shape (checked before a step)
+_PARAM_SHAPED = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "acc_delta", "sum",
+                 "prev", "step_size", "ax", "grad_avg", "variance"}
 
 
 class _Required:
@@ -162,11 +168,36 @@ class Optimizer:
             hook(self, args, kwargs)
         return loss
 
+    def _validate(self) -> None:
+        """Check every gradient (and every parameter-shaped state) before any update, so that a step that
+        fails leaves the parameters and the optimizer's state exactly as they were."""
+        name = type(self).__name__
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if not isinstance(g, Tensor):
+                    raise TypeError(f"{name}.step(): the gradient of a parameter must be a Tensor, got "
+                                    f"{type(g).__name__}")
+                if g._data.shape != p._data.shape:
+                    raise RuntimeError(f"{name}.step(): a gradient of shape {list(g.shape)} does not match its "
+                                       f"parameter of shape {list(p.shape)}: "
+                                       f"{broadcast_error([p.shape, g.shape]) or 'the shapes differ'}")
+                if g._dev is not p._dev:
+                    raise RuntimeError(f"{name}.step(): expected the gradient on the parameter's device "
+                                       f"{p.device}, got {g.device}")
+                for key, v in (self.state.get(p) or {}).items():
+                    if key in _PARAM_SHAPED and isinstance(v, Tensor) and v._data.shape != p._data.shape:
+                        raise RuntimeError(f"{name}.step(): state {key!r} of shape {list(v.shape)} does not match "
+                                           f"its parameter of shape {list(p.shape)}")
+
     def _step(self, closure=None):
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        self._validate()
         with no_grad():
             for group in self.param_groups:
                 params = [p for p in group["params"] if p._grad is not None]

@@ -18,6 +18,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     [[1, 0, 0], [0, 0, 1]]
     """
     idx = index_tensor(tensor, "one_hot")
+    if idx.numel() and int(idx.cpu().numpy().min()) < 0:
+        raise RuntimeError("one_hot: Class values must be non-negative.")
     if num_classes < 0:
         num_classes = int(idx.cpu().numpy().max()) + 1 if idx.numel() else 0
     elif idx.numel() and (int(idx.cpu().numpy().max()) >= num_classes or int(idx.cpu().numpy().min()) < 0):

@@ -365,6 +365,9 @@ class Module:
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         dev, dt = _parse_to(args, kwargs)
+        if dt is not None and not (dt.is_floating_point or dt.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dt}")
 
         def convert(t):
             if dt is not None and (t.is_floating_point() or t.is_complex()):

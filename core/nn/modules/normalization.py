@@ -47,9 +47,10 @@ class _NormBase(Module):
             want = " or ".join(f"{d}D" for d in self._expected)
             raise ValueError(f"{type(self).__name__}: expected {want} input (got {x.ndim}D input)")
         c = x.shape[1] if x.ndim > 1 else x.shape[0]
-        if x.ndim > 1 and c != self.num_features:
-            raise ValueError(f"{type(self).__name__}({self.num_features}): expected input with {self.num_features} "
-                             f"channels in dimension 1, got input of size {list(x.shape)}")
+        if x.ndim > 1 and c != self.num_features:  # PyTorch's error (from the running statistics' size)
+            raise RuntimeError(f"{type(self).__name__}({self.num_features}): running_mean should contain {c} "
+                               f"elements not {self.num_features} (expected input with {self.num_features} "
+                               f"channels in dimension 1, got input of size {list(x.shape)})")
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ...autograd.grad_mode import no_grad
+from ...kernels import fp_quiet_begin, fp_quiet_end
 from ...ops.creation import tensor
 from ...tensor import Tensor
 
@@ -37,9 +38,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                                "so it cannot be clipped. To disable this error and scale the gradients by the "
                                "non-finite norm anyway, set `error_if_nonfinite=False`")
         coef = max_norm / (total + 1e-6)
-        if coef < 1:
-            for g in grads:
-                g.mul_(coef)
+        if coef != coef or coef < 1:  # a NaN norm scales every gradient by NaN, as PyTorch's clamp(coef, max=1)
+            quiet = fp_quiet_begin()  # an infinite norm scales by 0: inf * 0 is NaN without a NumPy warning
+            try:
+                for g in grads:
+                    g.mul_(coef)
+            finally:
+                fp_quiet_end(quiet)
     return tensor(total, dtype=grads[0].dtype, device=grads[0].device)
 
 
