@@ -12,8 +12,11 @@ The file is a zip archive (entries stored uncompressed, each with a CRC-32):
   whose tensors still live in the storages.  Loading it runs code from the file, so ``load`` refuses it
   unless ``weights_only=False``: never do that with a file from an untrusted source.
 
-Writes go to a temporary file in the target directory, flushed and fsynced, then renamed over the
-target, so an interrupted save leaves the previous checkpoint intact.  PyTorch's ``.pt``/``.pth``
+Writes go to a temporary file in the target directory (``.<name>.<pid>.<random>.tmp``), flushed and
+fsynced, then renamed over the target, so an interrupted save leaves the previous checkpoint intact; the
+next save or load of the path removes the temporaries of saves whose process is gone.  A saved file
+follows the umask as ``open()`` would, and an overwrite keeps the existing file's mode.  Loading checks
+every declared size against the file's real size before allocating anything.  PyTorch's ``.pt``/``.pth``
 files load through a restricted reader (:mod:`ember.utils.pt_reader`) without torch and without
 running code.
 
@@ -34,6 +37,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -219,10 +223,70 @@ def _write_zip(fh, body: bytes, name: str, table: _StorageTable) -> None:
                 out.write(memoryview(np.ascontiguousarray(flat).view(np.uint8)))
 
 
+_TMP_SUFFIX = ".tmp"
+_UMASK_LOCK = threading.Lock()
+
+
+def _tmp_prefix(path: str) -> str:
+    """Temporaries of a save to ``path`` are ``.<name>.<pid>.<random>.tmp`` beside it: the next save or load of
+    the same path finds them and removes those whose process is gone (a save killed mid-write)."""
+    return f".{os.path.basename(path)}."
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's) or cannot be told: keep its file
+    return True
+
+
+def remove_stale_temporaries(path: str) -> list:
+    """Remove the temporaries that saves to ``path`` by processes no longer running left behind; returns them."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = _tmp_prefix(path)
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for n in names:
+        if not (n.startswith(prefix) and n.endswith(_TMP_SUFFIX)):
+            continue
+        pid = n[len(prefix):-len(_TMP_SUFFIX)].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, n))
+            removed.append(n)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _file_mode(path: str) -> int:
+    """The mode a save gives ``path``: an existing file's, else what ``open()`` would (0o666 less the umask)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        with _UMASK_LOCK:  # the only way to read the umask is to set it
+            mask = os.umask(0o022)
+            os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _atomic_write(path: str, write) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    remove_stale_temporaries(path)
+    mode = _file_mode(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{_tmp_prefix(path)}{os.getpid()}.", suffix=_TMP_SUFFIX)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -276,8 +340,13 @@ class _Storages:
             d = DTYPES.get(m["dtype"])
             if d is None or d.np is None:
                 raise CheckpointError(f"checkpoint storage {sid} has dtype {m['dtype']!r}, unknown to this ember")
-            arr = np.empty(int(m["numel"]), d.np)
-            _read_into(self.zf, f"{PREFIX}storages/{sid}", memoryview(arr.view(np.uint8)))
+            numel = m["numel"]
+            if not isinstance(numel, int) or numel < 0:
+                raise CheckpointError(f"checkpoint storage {sid} declares {numel!r} elements")
+            name = f"{PREFIX}storages/{sid}"
+            check_entry_size(self.zf, name, numel * np.dtype(d.np).itemsize)
+            arr = np.empty(numel, d.np)
+            _read_into(self.zf, name, memoryview(arr.view(np.uint8)))
             self.roots[sid] = (arr, m["device"])
         return self.roots[sid]
 
@@ -308,6 +377,37 @@ def storage_view(arr: np.ndarray, offset: int, shape: tuple, strides: tuple, sav
     elif target.type != "cpu":
         t = t.to(target)
     return _finish_tensor(t, requires_grad, is_param)
+
+
+def archive_size(zf: zipfile.ZipFile) -> int:
+    """The real size in bytes of the file an archive is read from."""
+    fp = zf.fp
+    try:
+        return os.fstat(fp.fileno()).st_size
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        pos = fp.tell()
+        try:
+            return fp.seek(0, 2)
+        finally:
+            fp.seek(pos)
+
+
+def check_entry_size(zf: zipfile.ZipFile, name: str, expected: int | None = None) -> int:
+    """The size of entry ``name``, refused (before anything is allocated for it) when it differs from the
+    ``expected`` bytes a checkpoint declares or is more than the archive's real size could hold."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise CheckpointError(f"checkpoint has no entry {name}") from None
+    size, real = info.file_size, archive_size(zf)
+    limit = real if info.compress_type == zipfile.ZIP_STORED else 1032 * max(info.compress_size, 1) + 64
+    if info.compress_size > real or size > limit:
+        raise CheckpointError(f"checkpoint entry {name} claims {size} bytes, more than the {real}-byte file can "
+                              f"hold: the file is corrupted or hostile")
+    if expected is not None and size != expected:
+        raise CheckpointError(f"checkpoint entry {name} holds {size} bytes, but the checkpoint declares {expected}: "
+                              f"the file is corrupted or hostile")
+    return size
 
 
 def _read_into(zf: zipfile.ZipFile, name: str, out: memoryview) -> None:
@@ -383,6 +483,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     tensor([0, 1, 2])
     """
     if isinstance(f, (str, os.PathLike)):
+        remove_stale_temporaries(os.fspath(f))
         with open(f, "rb") as fh:
             return _load(fh, os.fspath(f), map_location, weights_only)
     return _load(f, getattr(f, "name", "<file object>"), map_location, weights_only)
@@ -395,6 +496,12 @@ def _load(fh, name: str, map_location, weights_only: bool):
     try:
         zf = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        fh.seek(start)
+        if _is_legacy_torch(fh):
+            raise CheckpointError(
+                f"ember.load: {name} is a legacy PyTorch checkpoint (written with "
+                "_use_new_zipfile_serialization=False, or by PyTorch before 1.6), which ember does not read. "
+                "Re-save it in PyTorch's default zip format: torch.save(torch.load(path), path).") from None
         fh.seek(start)
         if not weights_only and _looks_like_pickle(fh):
             fh.seek(start)
@@ -413,6 +520,17 @@ def _load(fh, name: str, map_location, weights_only: bool):
             raise CheckpointError(f"ember.load: {name} is a zip file but not an ember or PyTorch checkpoint")
     except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"ember.load: {name} is truncated or corrupted ({type(e).__name__}: {e})") from None
+
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # the first object a legacy (pre-zip) torch.save pickles
+
+
+def _is_legacy_torch(fh) -> bool:
+    """Whether the file starts with the pickled magic number of PyTorch's legacy format (read without
+    unpickling anything else: the first pickle is a bare integer)."""
+    head = fh.read(32)
+    return (len(head) > 4 and head[0] == 0x80 and
+            _LEGACY_MAGIC.to_bytes(10, "little") in head[:20])
 
 
 def _looks_like_pickle(fh) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
-from ..serialization import ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, storage_view
+from ..serialization import ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, check_entry_size, storage_view
 from ..tensor import Size
 
 STORAGE_DTYPES = {
@@ -110,7 +110,12 @@ class _Reader:
                 raise CheckpointError(f"torch checkpoint storage {key} has dtype {dtype_name}, which this ember "
                                       "cannot hold")
             name = f"{self.prefix}data/{key}"
-            size = self.zf.getinfo(name).file_size
+            if numel < 0:
+                raise CheckpointError(f"torch checkpoint storage {key} declares {numel} elements")
+            size = check_entry_size(self.zf, name)
+            if size < numel * np.dtype(d.np).itemsize:
+                raise CheckpointError(f"torch checkpoint storage {key} declares {numel} elements but its entry "
+                                      f"holds {size} bytes: the file is corrupted or hostile")
             if size % d.np.itemsize:
                 raise CheckpointError(f"torch checkpoint entry {name} holds {size} bytes, not a whole number of "
                                       f"{dtype_name} elements")

@@ -114,6 +114,16 @@ class _Fetcher:
         return self.collate_fn(samples)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def worker_seed(base_seed: int, worker_id: int) -> int:
     return (base_seed + worker_id) % (2 ** 63)
 
@@ -135,11 +145,15 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
     except Exception as e:  # reported on the first task
         fetcher, init_error = None, ExceptionWrapper(e, f"in DataLoader worker process {worker_id} (worker_init_fn)")
     epoch_seen = 0
+    # the process that started this worker (the main process, or a fork server): when it is gone this worker
+    # has been re-parented and exits on its own, as PyTorch's workers do
+    watched = os.getppid()
     while not done_event.is_set():
         try:
             msg = index_queue.get(timeout=STATUS_INTERVAL)
         except queue.Empty:
-            if os.getppid() != parent_pid:
+            if os.getppid() != watched or not _alive(parent_pid):
+                result_queue.cancel_join_thread()  # nobody reads the results any more: do not wait to flush them
                 return  # the main process is gone
             continue
         if msg is None:

@@ -151,10 +151,6 @@ class DataLoader:
             return self._iterator
         return _MultiProcessIter(self)
 
-    def __del__(self):
-        it = self.__dict__.get("_iterator")
-        if it is not None:
-            it._shutdown()
 
 
 class _SingleProcessIter:
@@ -177,6 +173,24 @@ class _SingleProcessIter:
             task = self._loader.batch_size
         data = self._fetcher.fetch(task)
         return _pin(data) if self._loader.pin_memory else data
+
+
+class _LoaderSettings:
+    """The settings of a DataLoader an iterator reads (not the loader itself)."""
+
+    def __init__(self, loader: DataLoader):
+        self._iterable, self.batch_size = loader._iterable, loader.batch_size
+        self.persistent_workers, self.in_order = loader.persistent_workers, loader.in_order
+        self.pin_memory, self.prefetch_factor = loader.pin_memory, loader.prefetch_factor
+        try:
+            self.length = len(loader)
+        except TypeError:
+            self.length = None
+
+    def __len__(self) -> int:
+        if self.length is None:
+            raise TypeError("this DataLoader's dataset has no length")
+        return self.length
 
 
 class _MultiProcessIter:
@@ -210,7 +224,9 @@ class _MultiProcessIter:
     def _reset(self, loader: DataLoader, first: bool = False) -> None:
         if not first:
             loader._base_seed()
-        self._loader = loader
+        # what the iterator needs of its loader, copied: the loader refers to a persistent iterator, and a
+        # reference back would make a cycle that keeps the workers alive until the garbage collector runs
+        self._loader = _LoaderSettings(loader)
         self._epoch += 1
         self._indices = iter(loader._index_sampler)
         self._send_idx = self._rcvd_idx = 0
