@@ -39,10 +39,10 @@ def _ignoring_fp_errors(xp):
     zeros, negative arguments or overflow on ordinary inputs) are wrapped: the guard costs a
     fraction of a microsecond.
     """
-    state = getattr(xp, "errstate", None)
-    if state is None:
-        return None
-    if _NUMPY_QUIET is None or getattr(xp, "__name__", "") != "numpy":
+    if getattr(xp, "__name__", "") != "numpy":
+        return None  # other libraries report no floating-point errors (and their namespaces may bridge to NumPy)
+    state = xp.errstate
+    if _NUMPY_QUIET is None:
         def wrap(fn):
             def guarded(*args, **kwargs):
                 with state(all="ignore"):

@@ -46,7 +46,8 @@ def kernels(xp) -> dict:
         return s / s.dtype.type(max(n - correction, 0))
 
     def cumsum(x, axis):
-        if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16, bfloat16: accumulate in float32 (PyTorch)
+        if getattr(x.dtype, "itemsize", 0) == 2 and getattr(x.dtype, "kind", "") in ("f", "V"):
+            # float16, bfloat16: accumulate in float32 (PyTorch)
             return xp.cumsum(x, axis=axis, dtype=xp.float32).astype(x.dtype)
         return xp.cumsum(x, axis=axis, dtype=x.dtype)
 

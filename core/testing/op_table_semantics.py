@@ -850,7 +850,6 @@ def _snapshot(opt, params):
 
 
 def _same(a, b):
-    import ember
     if isinstance(a, ember.Tensor):
         return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).logical_or(a.isnan() & b.isnan()).all())
     if isinstance(a, dict):
