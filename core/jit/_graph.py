@@ -1,0 +1,496 @@
+"""The traced graph: one forward pass recorded at the interception point, replayed through dispatch.
+
+A :class:`Graph` is plain data:
+
+* ``inputs``: the value ids of the flattened tensor inputs, in order; ``in_spec`` the structure of the
+  example arguments (tensors replaced by :class:`Ref`, other arguments kept as constants);
+* ``params``: ``{value id: dotted path}`` for the module's parameters and buffers;
+* ``consts``: ``{value id: Tensor}`` for tensors met during the trace that are neither inputs, parameters
+  nor results of a recorded op (captured globals);
+* ``nodes``: a list of :class:`Node` ``(kind, op, args, outs, path)``: ``kind`` the dispatch function
+  (``unary``, ``binary``, ``apply``, ``view_op``, ``inplace``, ``create`` for a factory, ``move`` for a
+  device move), ``op`` the Op's key in ``ember.autograd.function.OPS`` (a factory's name for ``create``),
+  ``args`` the arguments with every tensor replaced by a :class:`Ref` and every other argument kept as
+  the constant it was (dims, shapes, strides, dtypes, slices), ``outs`` the value ids of the results
+  (``multi`` when the op returned a tuple), ``path`` the module path it ran in;
+* ``out_spec``: the output structure (tensors, tuples, lists, dicts) with :class:`Ref` leaves;
+* ``meta``: ``{value id: (shape, dtype)}`` as seen in the example run;
+* ``sym``: integers in ``args`` that follow an input's size (``Sym``), filled when dynamic dimensions are
+  asked for.
+
+Replay calls the same dispatch function with the same Op and arguments, so its results are
+bit-identical to eager mode.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from .. import dispatch, dtypes
+from ..autograd.function import OPS
+from ..backend import device as _device
+from ..backend import resolve
+from ..ops import conversion, creation
+from ..random import native
+from ..tensor import Tensor
+
+KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
+         "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
+_KIND_NAMES = {fn: name for name, fn in KINDS.items()}
+_LOCAL = threading.local()
+
+
+class TracerWarning(Warning):
+    """A trace may not generalise: a traced tensor became a Python value (as PyTorch's ``TracerWarning``)."""
+
+
+class Ref:
+    """A tensor value of the graph (by id)."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return f"%{self.i}"
+
+    def __eq__(self, other):
+        return type(other) is Ref and other.i == self.i
+
+    def __hash__(self):
+        return hash(("Ref", self.i))
+
+
+class Sym:
+    """An integer that follows the size of a dynamic input dimension: ``a * size + b``."""
+
+    __slots__ = ("input", "dim", "a", "b")
+
+    def __init__(self, input, dim, a, b):
+        self.input, self.dim, self.a, self.b = input, dim, a, b
+
+    def value(self, sizes):
+        return self.a * sizes[self.input][self.dim] + self.b
+
+    def __repr__(self):
+        s = f"s{self.input}_{self.dim}"
+        s = s if self.a == 1 else f"{self.a}*{s}"
+        return s if self.b == 0 else f"({s}{self.b:+d})"
+
+
+class Gen:
+    """The default random generator of the node's device (resolved at replay)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<default generator>"
+
+
+class Node:
+    __slots__ = ("kind", "op", "args", "outs", "multi", "path")
+
+    def __init__(self, kind, op, args, outs, multi, path):
+        self.kind, self.op, self.args, self.outs, self.multi, self.path = kind, op, args, outs, multi, path
+
+    def __repr__(self):
+        outs = ", ".join(f"%{i}" for i in self.outs)
+        args = ", ".join(_show(a) for a in self.args)
+        where = f"  # {self.path}" if self.path else ""
+        return f"{outs} = {self.kind}::{self.op}({args}){where}"
+
+
+def _show(a):
+    if isinstance(a, (Ref, Sym, Gen)):
+        return repr(a)
+    if isinstance(a, tuple):
+        return "(" + ", ".join(_show(x) for x in a) + ("," if len(a) == 1 else "") + ")"
+    if isinstance(a, list):
+        return "[" + ", ".join(_show(x) for x in a) + "]"
+    if isinstance(a, _device):
+        return repr(str(a))
+    if callable(a) and hasattr(a, "__name__"):
+        return a.__name__
+    if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, (np.number, np.bool_)):
+        return f"<array {list(a.shape)} {a.dtype}>"
+    r = repr(a)
+    return r if len(r) < 60 else r[:57] + "..."
+
+
+def op_key(Op) -> str:
+    """The key of Op class ``Op`` in ``OPS``."""
+    names = _OP_NAMES
+    key = names.get(Op)
+    if key is None:
+        names.update({cls: k for k, cls in OPS.items()})
+        key = names.get(Op)
+        if key is None:
+            raise RuntimeError(f"trace: op {type.__getattribute__(Op, '__name__')} is not in the Op registry")
+    return key
+
+
+_OP_NAMES: dict = {}
+
+
+class Graph:
+    """A recorded forward pass (see the module docstring for its fields)."""
+
+    def __init__(self):
+        self.inputs = []
+        self.in_spec = ()
+        self.params = {}
+        self.consts = {}
+        self.nodes = []
+        self.out_spec = None
+        self.meta = {}
+        self.n_values = 0
+
+    def __repr__(self):
+        lines = ["graph("]
+        for i, r in enumerate(self.inputs):
+            lines.append(f"    %{r} : input {i} {_meta(self.meta.get(r))}")
+        for r, p in self.params.items():
+            lines.append(f"    %{r} : {p} {_meta(self.meta.get(r))}")
+        for r in self.consts:
+            lines.append(f"    %{r} : constant {_meta(self.meta.get(r))}")
+        lines.append("):")
+        for n in self.nodes:
+            lines.append(f"  {n!r}")
+        lines.append(f"  return {_show(_spec_show(self.out_spec))}")
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+    def ops(self):
+        """The op keys of the nodes, in order."""
+        return [n.op for n in self.nodes]
+
+
+def _meta(m):
+    if m is None:
+        return ""
+    shape, dt = m
+    return f"{dt}{list(shape)}".replace("ember.", "")
+
+
+def _spec_show(spec):
+    if isinstance(spec, dict):
+        return {k: _spec_show(v) for k, v in spec.items()}
+    return spec
+
+
+# --------------------------------------------------------------------------- tracing
+def is_tracing() -> bool:
+    """Whether a trace is being recorded in this thread."""
+    return getattr(_LOCAL, "tracer", None) is not None
+
+
+class _Tracer:
+    def __init__(self, module):
+        self.graph = Graph()
+        self.vals = {}       # id(tensor) -> value id
+        self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
+        self.keep = []       # every tensor seen, so ids stay unique
+        self.params = {}     # id(param) -> path
+        self.path = []
+        self.tid = threading.get_ident()
+        self.derived = set()  # value ids computed from inputs
+        if module is not None:
+            for p, t in module.named_parameters(remove_duplicate=True):
+                self.params.setdefault(id(t), p)
+            for p, t in module.named_buffers(remove_duplicate=True):
+                self.params.setdefault(id(t), p)
+
+    def new_value(self, t):
+        g = self.graph
+        i = g.n_values
+        g.n_values += 1
+        self.vals[id(t)] = i
+        self.arrays[id(t._data)] = i
+        self.keep.append(t)
+        g.meta[i] = (tuple(t._data.shape), t.dtype)
+        return i
+
+    def value_of(self, t):
+        i = self.vals.get(id(t))
+        if i is not None:
+            return i
+        i = self.arrays.get(id(t._data))
+        if i is not None:  # detach() or .data of a value: the same array
+            self.vals[id(t)] = i
+            self.keep.append(t)
+            return i
+        p = self.params.get(id(t))
+        i = self.new_value(t)
+        if p is not None:
+            self.graph.params[i] = p
+        else:
+            self.graph.consts[i] = t
+        return i
+
+    def refs(self, a):
+        if isinstance(a, Tensor):
+            return Ref(self.value_of(a))
+        ta = type(a)
+        if ta is tuple or ta is list:
+            return ta(self.refs(x) for x in a)
+        if ta is slice:
+            return slice(self.refs(a.start), self.refs(a.stop), self.refs(a.step))
+        if ta is dict:
+            return {k: self.refs(v) for k, v in a.items()}
+        return a
+
+    def handler(self, kind, Op, args, run):
+        if threading.get_ident() != self.tid:
+            return run(*args)
+        out = run(*args)
+        kname = _KIND_NAMES[kind]
+        key = Op if kname == "create" else op_key(Op)
+        rargs = self.refs(args)
+        if kname == "create":
+            gen = native(None, args[0])
+            rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
+        multi = type(out) in (tuple, list)
+        outs = out if multi else (out,)
+        ids = tuple(self.new_value(o) for o in outs)
+        ins = _refs_in(rargs)
+        if kname == "inplace":
+            tgt = rargs[0].i
+            if tgt in self.graph.inputs:
+                warnings.warn(f"trace: {key} modifies input {self.graph.inputs.index(tgt)} in place; the traced "
+                              "graph repeats the modification on every call", TracerWarning, stacklevel=4)
+        if kname == "create" or any(r in self.derived for r in ins):
+            self.derived.update(ids)
+        self.graph.nodes.append(Node(kname, key, rargs, ids, multi, ".".join(self.path)))
+        return out
+
+
+def _refs_in(a, acc=None):
+    acc = [] if acc is None else acc
+    if type(a) is Ref:
+        acc.append(a.i)
+    elif type(a) in (tuple, list):
+        for x in a:
+            _refs_in(x, acc)
+    elif type(a) is slice:
+        _refs_in((a.start, a.stop, a.step), acc)
+    elif type(a) is dict:
+        _refs_in(tuple(a.values()), acc)
+    return acc
+
+
+def _flatten(obj, tensors):
+    """``obj`` with tensors replaced by their position in ``tensors`` (appended)."""
+    if isinstance(obj, Tensor):
+        tensors.append(obj)
+        return Ref(len(tensors) - 1)
+    if type(obj) in (tuple, list):
+        return type(obj)(_flatten(x, tensors) for x in obj)
+    if type(obj) is dict:
+        return {k: _flatten(v, tensors) for k, v in obj.items()}
+    return obj
+
+
+def _conversion_guard(tracer):
+    """Patch the tensor->Python conversions to warn while ``tracer`` records (PyTorch's TracerWarning)."""
+    saved = {}
+
+    def wrap(name, what):
+        orig = Tensor.__dict__[name]
+        saved[name] = orig
+
+        def method(self, *a, **k):
+            t = getattr(_LOCAL, "tracer", None)
+            if t is not None and threading.get_ident() == t.tid:
+                i = t.vals.get(id(self))
+                if i is not None and i in t.derived:
+                    warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't "
+                                  "record the data flow of Python values, so this value will be treated as a "
+                                  "constant in the future. This means that the trace might not generalize to other "
+                                  "inputs!", TracerWarning, stacklevel=2)
+            return orig(self, *a, **k)
+
+        method.__name__ = name
+        method.__doc__ = orig.__doc__
+        setattr(Tensor, name, method)
+
+    wrap("item", "a Python number")
+    wrap("tolist", "a Python list")
+    wrap("numpy", "a NumPy array")
+    return saved
+
+
+def _module_paths(module, tracer):
+    handles = []
+    if module is None:
+        return handles
+    for name, m in module.named_modules():
+        if not name:
+            continue
+
+        def pre(mod, args, _n=name.rsplit(".", 1)[-1]):
+            if threading.get_ident() == tracer.tid:
+                tracer.path.append(_n)
+
+        def post(mod, args, out):
+            if threading.get_ident() == tracer.tid and tracer.path:
+                tracer.path.pop()
+
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+    return handles
+
+
+def capture(fn, args, kwargs=None, module=None) -> tuple:
+    """Run ``fn(*args, **kwargs)`` once, recording every op; returns ``(graph, result)``."""
+    kwargs = kwargs or {}
+    if is_tracing():
+        raise RuntimeError("trace: a trace is already being recorded in this thread (nested tracing is not "
+                           "supported)")
+    tracer = _Tracer(module)
+    g = tracer.graph
+    flat = []
+    g.in_spec = _flatten((tuple(args), dict(kwargs)), flat)
+    devs = {str(t._dev) for t in flat}
+    for t in flat:
+        i = tracer.value_of(t)
+        g.consts.pop(i, None)
+        g.params.pop(i, None)
+        g.inputs.append(i)
+        tracer.derived.add(i)
+    g._devices = devs
+    saved = _conversion_guard(tracer)
+    hooks = _module_paths(module, tracer)
+    _LOCAL.tracer = tracer
+    try:
+        with dispatch.intercept(tracer.handler):
+            out = fn(*args, **kwargs)
+    finally:
+        _LOCAL.tracer = None
+        for name, orig in saved.items():
+            setattr(Tensor, name, orig)
+        for h in hooks:
+            h.remove()
+    g.out_spec = _out_spec(out, tracer)
+    return g, out
+
+
+def _out_spec(out, tracer):
+    if isinstance(out, Tensor):
+        return Ref(tracer.value_of(out))
+    if type(out) in (tuple, list):
+        return type(out)(_out_spec(x, tracer) for x in out)
+    if isinstance(out, dict):
+        return {k: _out_spec(v, tracer) for k, v in out.items()}
+    if hasattr(out, "_fields") and isinstance(out, tuple):  # namedtuple
+        return tuple(_out_spec(x, tracer) for x in out)
+    raise RuntimeError(f"Only tensors, lists, tuples of tensors, or dictionary of tensors can be output from traced "
+                       f"functions; got {type(out).__name__}")
+
+
+# --------------------------------------------------------------------------- replay
+def _subst(a, env, sizes):
+    ta = type(a)
+    if ta is Ref:
+        return env[a.i]
+    if ta is tuple or ta is list:
+        return ta(_subst(x, env, sizes) for x in a)
+    if ta is Sym:
+        return a.value(sizes)
+    if ta is slice:
+        return slice(_subst(a.start, env, sizes), _subst(a.stop, env, sizes), _subst(a.step, env, sizes))
+    if ta is dict:
+        return {k: _subst(v, env, sizes) for k, v in a.items()}
+    return a
+
+
+def _has_ref(a):
+    ta = type(a)
+    if ta is Ref or ta is Sym or ta is Gen:
+        return True
+    if ta is tuple or ta is list:
+        return any(_has_ref(x) for x in a)
+    if ta is slice:
+        return _has_ref((a.start, a.stop, a.step))
+    if ta is dict:
+        return _has_ref(tuple(a.values()))
+    return False
+
+
+class Program:
+    """A graph compiled for replay: one step per node, arguments prebuilt where they are constants."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        steps = []
+        for n in graph.nodes:
+            fn = KINDS[n.kind]
+            Op = n.op if n.kind == "create" else OPS.get(n.op)
+            if Op is None:
+                raise RuntimeError(f"trace: the graph uses op {n.op!r}, which is not in ember's Op registry (a "
+                                   f"plugin op whose plugin is not installed?)")
+            args = n.args
+            direct = [(j, a.i) for j, a in enumerate(args) if type(a) is Ref]
+            nested = any(_has_ref(a) for j, a in enumerate(args) if type(a) is not Ref)
+            fresh = n.kind == "create" and args[3] is None and len(args) > 4 and not isinstance(args[4], (Ref, Gen))
+            steps.append((fn, Op, list(args), direct, nested or fresh, n.outs, n.multi, n.kind))
+        self.steps = steps
+
+    def run(self, flat_inputs, resolve_param):
+        g = self.graph
+        env = {}
+        for i, t in zip(g.inputs, flat_inputs):
+            env[i] = t
+        for i, p in g.params.items():
+            env[i] = resolve_param(p)
+        env.update(g.consts)
+        sizes = [tuple(t._data.shape) for t in flat_inputs]
+        for fn, Op, args, direct, general, outs, multi, kind in self.steps:
+            if general:
+                a = _subst(args, env, sizes)
+                if kind == "create":
+                    a = _fresh_create(a)
+            else:
+                a = args.copy() if direct else args
+                for j, i in direct:
+                    a[j] = env[i]
+            out = fn(Op, *a)
+            if multi:
+                for i, o in zip(outs, out):
+                    env[i] = o
+            else:
+                env[outs[0]] = out
+        return _subst(g.out_spec, env, sizes)
+
+
+def _fresh_create(a):
+    dev = a[0]
+    a = [native(None, dev) if type(x) is Gen else x for x in a]
+    if a[3] is None and len(a) > 4 and hasattr(a[4], "shape") and hasattr(a[4], "dtype"):
+        a[4] = dev.kernels["copy"](a[4])  # a host constant: every call gets its own array
+    return a
+
+
+def flat_inputs(graph, args, kwargs, where="trace"):
+    flat = []
+    _flatten((tuple(args), dict(kwargs or {})), flat)
+    if len(flat) != len(graph.inputs):
+        raise RuntimeError(f"{where}: expected {len(graph.inputs)} tensor inputs as in the trace, got {len(flat)}")
+    return flat
+
+
+def check_devices(flat, where):
+    devs = []
+    for t in flat:
+        if t._dev not in devs:
+            devs.append(t._dev)
+    if len(devs) > 1:
+        raise RuntimeError(f"{where}: expected all inputs on the same device, but found at least two devices, "
+                           f"{devs[0]} and {devs[1]}")
+
+
+__all__ = ["Graph", "Node", "Ref", "Sym", "Gen", "TracerWarning", "capture", "Program", "is_tracing", "resolve",
+           "dtypes"]
