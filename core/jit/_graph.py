@@ -23,6 +23,7 @@ bit-identical to eager mode.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 
@@ -33,7 +34,8 @@ from ..autograd.function import OPS
 from ..backend import device as _device
 from ..backend import resolve
 from ..ops import conversion, creation
-from ..random import native
+from ..ops.shape import cat as _cat
+from ..random import get_rng_state, native, set_rng_state
 from ..tensor import Tensor
 
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
@@ -62,6 +64,21 @@ class Ref:
 
     def __hash__(self):
         return hash(("Ref", self.i))
+
+
+class ARef(Ref):
+    """A value passed to an op as its backend array (``t._data``) rather than as a tensor."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"%{self.i}.data"
+
+    def __eq__(self, other):
+        return type(other) is ARef and other.i == self.i
+
+    def __hash__(self):
+        return hash(("ARef", self.i))
 
 
 class Sym:
@@ -104,7 +121,7 @@ class Node:
 
 
 def _show(a):
-    if isinstance(a, (Ref, Sym, Gen)):
+    if isinstance(a, (Ref, Sym, Gen)):  # ARef is a Ref
         return repr(a)
     if isinstance(a, tuple):
         return "(" + ", ".join(_show(x) for x in a) + ("," if len(a) == 1 else "") + ")"
@@ -147,6 +164,7 @@ class Graph:
         self.out_spec = None
         self.meta = {}
         self.n_values = 0
+        self.dynamic = []  # (flat input index, dim) made symbolic
 
     def __repr__(self):
         lines = ["graph("]
@@ -241,6 +259,9 @@ class _Tracer:
             return slice(self.refs(a.start), self.refs(a.stop), self.refs(a.step))
         if ta is dict:
             return {k: self.refs(v) for k, v in a.items()}
+        i = self.arrays.get(id(a))
+        if i is not None and hasattr(a, "shape") and hasattr(a, "dtype"):
+            return ARef(i)
         return a
 
     def handler(self, kind, Op, args, run):
@@ -270,7 +291,7 @@ class _Tracer:
 
 def _refs_in(a, acc=None):
     acc = [] if acc is None else acc
-    if type(a) is Ref:
+    if type(a) is Ref or type(a) is ARef:
         acc.append(a.i)
     elif type(a) in (tuple, list):
         for x in a:
@@ -304,7 +325,8 @@ def _conversion_guard(tracer):
 
         def method(self, *a, **k):
             t = getattr(_LOCAL, "tracer", None)
-            if t is not None and threading.get_ident() == t.tid:
+            if t is not None and threading.get_ident() == t.tid and \
+                    not sys._getframe(1).f_globals.get("__name__", "").startswith("ember."):
                 i = t.vals.get(id(self))
                 if i is not None and i in t.derived:
                     warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't "
@@ -396,6 +418,8 @@ def _subst(a, env, sizes):
     ta = type(a)
     if ta is Ref:
         return env[a.i]
+    if ta is ARef:
+        return env[a.i]._data
     if ta is tuple or ta is list:
         return ta(_subst(x, env, sizes) for x in a)
     if ta is Sym:
@@ -409,7 +433,7 @@ def _subst(a, env, sizes):
 
 def _has_ref(a):
     ta = type(a)
-    if ta is Ref or ta is Sym or ta is Gen:
+    if ta is Ref or ta is Sym or ta is Gen or ta is ARef:
         return True
     if ta is tuple or ta is list:
         return any(_has_ref(x) for x in a)
@@ -494,3 +518,125 @@ def check_devices(flat, where):
 
 __all__ = ["Graph", "Node", "Ref", "Sym", "Gen", "TracerWarning", "capture", "Program", "is_tracing", "resolve",
            "dtypes"]
+
+
+# --------------------------------------------------------------------------- dynamic dimensions
+def _unflatten(spec, tensors):
+    if type(spec) is Ref:
+        return tensors[spec.i]
+    if type(spec) in (tuple, list):
+        return type(spec)(_unflatten(x, tensors) for x in spec)
+    if type(spec) is dict:
+        return {k: _unflatten(v, tensors) for k, v in spec.items()}
+    return spec
+
+
+def _cat_first(t, dim):
+    return _cat([t.detach(), t.detach().narrow(dim, 0, 1)], dim)
+
+
+def _snapshot(module):
+    if module is None:
+        return []
+    return [(b, b.detach().clone()) for _, b in module.named_buffers()]
+
+
+def _restore(saved):
+    for b, v in saved:
+        b.detach().copy_(v)
+
+
+def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
+    """:func:`capture`, with ``dynamic`` (a list of ``(flat input index, dim)``) made symbolic.
+
+    One more trace per dynamic dimension, with that dimension one longer: integers in the op arguments
+    that change with it become :class:`Sym` (``a * size + b``); a graph whose ops change raises.
+    """
+    saved = _snapshot(module)
+    rng = _rng_state()
+    graph, out = capture(fn, args, kwargs, module)
+    if not dynamic:
+        return graph, out
+    flat = []
+    spec = _flatten((tuple(args), dict(kwargs or {})), flat)
+    try:
+        for inp, dim in dynamic:
+            t = flat[inp]
+            if not -t.ndim <= dim < t.ndim:
+                raise IndexError(f"{where}: dynamic dimension {dim} is out of range for input {inp} of shape "
+                                 f"{list(t.shape)}")
+            dim = dim % t.ndim
+            grown = list(flat)
+            grown[inp] = _cat_first(t, dim)
+            a2, k2 = _unflatten(spec, grown)
+            _restore(saved)
+            _set_rng_state(rng)
+            g2, _ = capture(fn, a2, k2, module)
+            _merge(graph, g2, inp, dim, t.shape[dim], [tuple(x.shape) for x in flat], where)
+    finally:
+        _restore(saved)
+    graph.dynamic = [(i, d % flat[i].ndim) for i, d in dynamic]
+    return graph, out
+
+
+def _rng_state():
+    try:
+        return get_rng_state()
+    except Exception:  # noqa: BLE001 - a backend without a CPU generator state
+        return None
+
+
+def _set_rng_state(s):
+    if s is not None:
+        set_rng_state(s)
+
+
+def _merge(g, g2, inp, dim, size, sizes, where):
+    def fail(n, why):
+        loc = f" (in {n.path})" if n is not None and n.path else ""
+        op = f"op {n.op}{loc}" if n is not None else "the graph"
+        raise RuntimeError(f"{where}: dimension {dim} of input {inp} cannot be dynamic: when its size changes, "
+                           f"{op} {why}. The model specialises on that size (Python control flow or a value "
+                           f"computed from it)")
+
+    if len(g.nodes) != len(g2.nodes):
+        fail(None, f"changes ({len(g.nodes)} ops, then {len(g2.nodes)})")
+
+    def sym(a, b, n):
+        ta = type(a)
+        if ta is bool or type(b) is bool:
+            if a != b:
+                fail(n, "has an argument that changes")
+            return a
+        if ta is int and type(b) is int:
+            if a == b:
+                return a
+            k = b - a
+            return Sym(inp, dim, k, a - k * size)
+        if ta is Sym:
+            if a.value(sizes) != b:
+                fail(n, "has an argument that follows the sizes of two dynamic dimensions")
+            return a
+        if ta in (tuple, list):
+            if type(b) is not ta or len(a) != len(b):
+                fail(n, "has arguments that change")
+            return ta(sym(x, y, n) for x, y in zip(a, b))
+        if ta is slice:
+            return slice(sym(a.start, b.start, n), sym(a.stop, b.stop, n), sym(a.step, b.step, n))
+        if ta is Ref or ta is ARef:
+            if type(b) is not ta or a.i != b.i:
+                fail(n, "changes its inputs")
+            return a
+        if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(b, "shape"):
+            if tuple(a.shape) != tuple(b.shape):
+                fail(n, f"uses a constant array whose shape changes ({list(a.shape)}, then {list(b.shape)})")
+        return a
+
+    for n, n2 in zip(g.nodes, g2.nodes):
+        if n.kind != n2.kind or n.op != n2.op:
+            fail(n, f"becomes {n2.op}")
+        n.args = sym(n.args, n2.args, n)
+    for i, t in g.consts.items():
+        t2 = g2.consts.get(i)
+        if t2 is not None and tuple(t.shape) != tuple(t2.shape):
+            fail(None, "captures a constant tensor whose shape changes")

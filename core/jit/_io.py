@@ -14,7 +14,7 @@ from ..backend import BACKENDS, resolve
 from ..backend import device as _device
 from ..ops import creation
 from ..tensor import Tensor, _wrap
-from ._graph import Gen, Graph, Node, Ref, Sym
+from ._graph import ARef, Gen, Graph, Node, Ref, Sym
 
 _DT = {d.name: d for d in dtypes.ALL}
 _FNS = {"_steps": creation._steps, "_linear": creation._linear, "_powers": creation._powers}
@@ -41,6 +41,8 @@ def _enc(a, dev, where):
     t = type(a)
     if t is Ref:
         return {"ref": a.i}
+    if t is ARef:
+        return {"aref": a.i}
     if t is Sym:
         return {"sym": [a.input, a.dim, a.a, a.b]}
     if t is Gen:
@@ -81,6 +83,8 @@ def _dec(a, dev):
     (k, v), = a.items()
     if k == "ref":
         return Ref(v)
+    if k == "aref":
+        return ARef(v)
     if k == "tuple":
         return tuple(_dec(x, dev) for x in v)
     if k == "list":
