@@ -36,7 +36,7 @@ from ..backend import resolve
 from ..ops import conversion, creation
 from ..ops.shape import cat as _cat
 from ..random import get_rng_state, native, set_rng_state
-from ..tensor import Tensor
+from ..tensor import Tensor, _ptr
 
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
          "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
@@ -211,6 +211,7 @@ class _Tracer:
         self.graph = Graph()
         self.vals = {}       # id(tensor) -> value id
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
+        self.layouts = {}    # (address, shape, strides, dtype) -> value id
         self.keep = []       # every tensor seen, so ids stay unique
         self.params = {}     # id(param) -> path
         self.path = []
@@ -228,6 +229,7 @@ class _Tracer:
         g.n_values += 1
         self.vals[id(t)] = i
         self.arrays[id(t._data)] = i
+        self.layouts[_layout(t._data)] = i
         self.keep.append(t)
         g.meta[i] = (tuple(t._data.shape), t.dtype)
         return i
@@ -259,9 +261,12 @@ class _Tracer:
             return slice(self.refs(a.start), self.refs(a.stop), self.refs(a.step))
         if ta is dict:
             return {k: self.refs(v) for k, v in a.items()}
-        i = self.arrays.get(id(a))
-        if i is not None and hasattr(a, "shape") and hasattr(a, "dtype"):
-            return ARef(i)
+        if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "ndim"):
+            i = self.arrays.get(id(a))
+            if i is None:  # a same-layout view of a value's array (``xp.reshape(index._data, (-1,))``)
+                i = self.layouts.get(_layout(a))
+            if i is not None:
+                return ARef(i)
         return a
 
     def handler(self, kind, Op, args, run):
@@ -287,6 +292,13 @@ class _Tracer:
             self.derived.update(ids)
         self.graph.nodes.append(Node(kname, key, rargs, ids, multi, ".".join(self.path)))
         return out
+
+
+def _layout(a):
+    try:
+        return (_ptr(a), tuple(a.shape), tuple(getattr(a, "strides", ()) or ()), str(a.dtype))
+    except Exception:  # noqa: BLE001 - an array type without an address
+        return id(a)
 
 
 def _refs_in(a, acc=None):
