@@ -85,6 +85,7 @@ from . import data, optim, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
+from . import export, jit, onnx  # noqa: E402,F401
 
 
 def __getattr__(name):
