@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 from .. import nn
+from ..backend import resolve
 from ..serialization import load as _load
 from ..serialization import save as _save
 from ..tensor import Tensor
@@ -181,11 +182,15 @@ def save(m, f, _extra_files=None):
                            f"{type(m).__name__} (save a plain module's state_dict with ember.save)")
     g = m.graph
     params, buffers = {}, {}
+    device = None
     if isinstance(m, TracedModule):
         for path in g.params.values():
             t = m._resolve(path)
+            device = device or t.device
             (params if isinstance(t, nn.Parameter) else buffers)[path] = t.detach()
-    obj = {"format": FORMAT, "version": VERSION, "graph": encode_graph(g), "parameters": params,
+    device = getattr(g, "_devices", None) and sorted(g._devices)[0] or device
+    obj = {"format": FORMAT, "version": VERSION, "graph": encode_graph(g, device and resolve(device)),
+           "parameters": params,
            "buffers": buffers, "kind": "module" if isinstance(m, TracedModule) else "function",
            "name": m.original_name if isinstance(m, TracedModule) else m.name,
            "extra_files": dict(_extra_files or {})}

@@ -276,8 +276,10 @@ class _Tracer:
         kname = _KIND_NAMES[kind]
         key = Op if kname == "create" else op_key(Op)
         rargs = self.refs(args)
-        if kname == "create":
-            gen = native(None, args[0])
+        first = out[0] if type(out) in (tuple, list) else out
+        dev = args[0] if kname == "create" else first._dev
+        gen = native(None, dev)
+        if any(a is gen for a in args):  # the default generator: resolved again at each replay
             rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
         multi = type(out) in (tuple, list)
         outs = out if multi else (out,)
@@ -352,6 +354,8 @@ def _conversion_guard(tracer):
         setattr(Tensor, name, method)
 
     wrap("item", "a Python number")
+    for name in ("__bool__", "__int__", "__float__", "__index__", "__complex__"):
+        wrap(name, "a Python " + {"__bool__": "boolean", "__index__": "index"}.get(name, "number"))
     wrap("tolist", "a Python list")
     wrap("numpy", "a NumPy array")
     return saved
@@ -409,7 +413,25 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         for h in hooks:
             h.remove()
     g.out_spec = _out_spec(out, tracer)
+    _prune(g)
     return g, out
+
+
+def _prune(g):
+    """Drop ops whose results nothing uses (a comparison only read by Python, say); in-place ops and random
+    draws stay (they change state)."""
+    live = set(_refs_in(g.out_spec))
+    keep = []
+    for n in reversed(g.nodes):
+        effect = n.kind == "inplace" or any(type(a) is Gen for a in n.args) or n.op in ("Sampled", "Drawn")
+        if effect or any(i in live for i in n.outs):
+            keep.append(n)
+            live.update(_refs_in(n.args))
+    keep.reverse()
+    g.nodes = keep
+    for store in (g.params, g.consts):
+        for i in [i for i in store if i not in live]:
+            del store[i]
 
 
 def _out_spec(out, tracer):
@@ -489,6 +511,9 @@ class Program:
                 a = _subst(args, env, sizes)
                 if kind == "create":
                     a = _fresh_create(a)
+                elif any(type(x) is Gen for x in a):
+                    dev = next(x for x in a if isinstance(x, Tensor))._dev
+                    a = [native(None, dev) if type(x) is Gen else x for x in a]
             else:
                 a = args.copy() if direct else args
                 for j, i in direct:
@@ -562,16 +587,15 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
     """:func:`capture`, with ``dynamic`` (a list of ``(flat input index, dim)``) made symbolic.
 
     One more trace per dynamic dimension, with that dimension one longer: integers in the op arguments
-    that change with it become :class:`Sym` (``a * size + b``); a graph whose ops change raises.
+    that change with it become :class:`Sym` (``a * size + b``); a graph whose ops change raises.  The
+    module's buffers and the random state are left as they were before (as ``torch.export`` leaves them).
     """
     saved = _snapshot(module)
     rng = _rng_state()
-    graph, out = capture(fn, args, kwargs, module)
-    if not dynamic:
-        return graph, out
     flat = []
     spec = _flatten((tuple(args), dict(kwargs or {})), flat)
     try:
+        graph, out = capture(fn, args, kwargs, module)
         for inp, dim in dynamic:
             t = flat[inp]
             if not -t.ndim <= dim < t.ndim:
@@ -587,6 +611,7 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
             _merge(graph, g2, inp, dim, t.shape[dim], [tuple(x.shape) for x in flat], where)
     finally:
         _restore(saved)
+        _set_rng_state(rng)
     graph.dynamic = [(i, d % flat[i].ndim) for i, d in dynamic]
     return graph, out
 

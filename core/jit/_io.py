@@ -118,17 +118,18 @@ def _dec(a, dev):
     raise RuntimeError(f"jit.load: unknown constant kind {k!r} in the graph")
 
 
-def encode_graph(g: Graph) -> dict:
+def encode_graph(g: Graph, device=None) -> dict:
     nodes = []
     for n in g.nodes:
-        dev = n.args[0] if n.kind == "create" else None
+        dev = n.args[0] if n.kind == "create" else device
         where = f"op {n.op}" + (f" (in {n.path})" if n.path else "")
         nodes.append([n.kind, n.op, _enc(tuple(n.args), dev, where), list(n.outs), n.multi, n.path])
     return {"inputs": list(g.inputs), "in_spec": _enc(g.in_spec, None, "the inputs"),
             "params": [[i, p] for i, p in g.params.items()],
             "consts": [[i, t.detach()] for i, t in g.consts.items()],
             "nodes": nodes, "out_spec": _enc(g.out_spec, None, "the outputs"),
-            "meta": [[i, list(s), d.name] for i, (s, d) in g.meta.items()], "n_values": g.n_values}
+            "meta": [[i, list(s), d.name] for i, (s, d) in g.meta.items()], "n_values": g.n_values,
+            "device": str(device) if device is not None else "cpu", "dynamic": [list(x) for x in g.dynamic]}
 
 
 def decode_graph(d: dict, map_location=None) -> Graph:
@@ -141,9 +142,10 @@ def decode_graph(d: dict, map_location=None) -> Graph:
     for i, t in g.consts.items():
         if not isinstance(t, Tensor):
             raise RuntimeError("jit.load: a graph constant is not a tensor")
+    home = target if target is not None else resolve(d.get("device", "cpu"))
     for kind, op, args, outs, multi, path in d["nodes"]:
         raw = args["tuple"]
-        dev = _dec(raw[0], None) if kind == "create" else None
+        dev = _dec(raw[0], None) if kind == "create" else home
         if target is not None and dev is not None:
             dev = target
         args = tuple(_dec(x, dev) for x in raw)
@@ -155,4 +157,5 @@ def decode_graph(d: dict, map_location=None) -> Graph:
     g.out_spec = _dec(d["out_spec"], None)
     g.meta = {int(i): (tuple(s), _DT[n]) for i, s, n in d["meta"]}
     g.n_values = d["n_values"]
+    g.dynamic = [tuple(x) for x in d.get("dynamic", [])]
     return g

@@ -653,3 +653,13 @@ def _tensor_attr(value, d):
 
 
 __all__ = ["SYMBOLICS", "symbolic", "map_create", "getitem", "ARef"]
+
+
+@symbolic("NanToNum")
+def _nan_to_num(g, n):
+    x, nan, posinf, neginf = n.args
+    d = g.out_dtype()
+    xs = g.x(x)
+    y = g.op("Where", g.op("IsNaN", xs), g.scalar_like(nan, d), xs)
+    y = g.op("Where", g.op("IsInf", xs, detect_negative_i=0), g.scalar_like(posinf, d), y)
+    return g.op("Where", g.op("IsInf", xs, detect_positive_i=0), g.scalar_like(neginf, d), y)
