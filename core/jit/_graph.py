@@ -361,6 +361,18 @@ def _conversion_guard(tracer):
     return saved
 
 
+def _path_hooks(tracer, leaf):
+    def pre(mod, args):
+        if threading.get_ident() == tracer.tid:
+            tracer.path.append(leaf)
+
+    def post(mod, args, out):
+        if threading.get_ident() == tracer.tid and tracer.path:
+            tracer.path.pop()
+
+    return pre, post
+
+
 def _module_paths(module, tracer):
     handles = []
     if module is None:
@@ -368,15 +380,7 @@ def _module_paths(module, tracer):
     for name, m in module.named_modules():
         if not name:
             continue
-
-        def pre(mod, args, _n=name.rsplit(".", 1)[-1]):
-            if threading.get_ident() == tracer.tid:
-                tracer.path.append(_n)
-
-        def post(mod, args, out):
-            if threading.get_ident() == tracer.tid and tracer.path:
-                tracer.path.pop()
-
+        pre, post = _path_hooks(tracer, name.rsplit(".", 1)[-1])
         handles.append(m.register_forward_pre_hook(pre))
         handles.append(m.register_forward_hook(post))
     return handles

@@ -139,7 +139,7 @@ def decode_graph(d: dict, map_location=None) -> Graph:
     g.in_spec = _dec(d["in_spec"], None)
     g.params = {int(i): p for i, p in d["params"]}
     g.consts = {int(i): t for i, t in d["consts"]}
-    for i, t in g.consts.items():
+    for t in g.consts.values():
         if not isinstance(t, Tensor):
             raise RuntimeError("jit.load: a graph constant is not a tensor")
     home = target if target is not None else resolve(d.get("device", "cpu"))

@@ -12,7 +12,8 @@ import numpy as np
 
 from .. import dtypes
 from ..jit._graph import ARef, Ref, Sym
-from ._builder import INT64_MAX, INT64_MIN, OnnxExporterError, UnsupportedOperatorError, is_array
+from ._builder import (INT64_MAX, INT64_MIN, OnnxExporterError, UnsupportedOperatorError, _has_sym, _onnx,
+                       is_array)
 
 SYMBOLICS: dict = {}
 
@@ -355,8 +356,7 @@ def _split(g, n):
     x, bounds, axis = n.args
     size = g.shape(x)[axis]
     if isinstance(bounds, int):
-        bounds = list(range(bounds, size, bounds)) if False else None  # noqa: SIM108
-        raise OnnxExporterError(f"onnx.export: split{g.where()}: unexpected bounds")
+        raise OnnxExporterError(f"onnx.export: split{g.where()}: unexpected bounds {bounds!r}")
     edges = [0] + [min(int(b), size) for b in g.static(bounds, "split bound")] + [size]
     sizes = [b - a for a, b in zip(edges[:-1], edges[1:])]
     return g.op("Split", g.x(x), g.ints(sizes), axis_i=axis, outputs=len(sizes)) if len(sizes) > 1 else \
@@ -633,7 +633,6 @@ def map_create(g, n, evaluate):
                                        f"(export in eval mode, where dropout draws nothing)")
     if out is not None:
         raise UnsupportedOperatorError(f"onnx.export: factory {op}(out=...){g.where()} has no ONNX mapping")
-    from ._builder import _has_sym
     if _has_sym(args):
         if kernel == "full":
             size, value, nd = args[:3]
@@ -648,8 +647,7 @@ def map_create(g, n, evaluate):
 
 
 def _tensor_attr(value, d):
-    from onnx import numpy_helper  # optional dependency, checked by the caller
-    return numpy_helper.from_array(np.asarray([value], dtype=d.np))
+    return _onnx().numpy_helper.from_array(np.asarray([value], dtype=d.np))
 
 
 __all__ = ["SYMBOLICS", "symbolic", "map_create", "getitem", "ARef"]
