@@ -349,3 +349,20 @@ def test_register_custom_op_symbolic(device):
         ember.onnx.unregister_custom_op_symbolic("swish::mish")
     with pytest.raises(ValueError, match="domain::name"):
         ember.onnx.register_custom_op_symbolic("mish", _mish_graph, 17)
+
+
+# ---------------------------------------------------------------------------- the example
+def test_export_onnx_example(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "export_onnx.py")
+    spec = importlib.util.spec_from_file_location("example_export_onnx", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--epochs", "1", "--out", str(tmp_path / "digits.onnx")])
+    assert os.path.exists(out["path"])
+    assert out["accuracy"] == pytest.approx(out["ember_accuracy"]) and out["accuracy"] > 0.5
+    assert out["max_diff"] < 1e-4 and 0 <= out["prediction"] <= 9
