@@ -334,3 +334,18 @@ def test_trace_module_forward(device):
     traced = jit.trace_module(m, {"forward": ember.ones(1, 2, device=device)})
     x = ember.randn(3, 2, device=device)
     _same(traced(x), m(x))
+
+
+def test_plugin_ops_are_recorded_by_qualified_name(device, tmp_path):
+    pytest.importorskip("ember_swish")
+
+    def f(x):
+        return ember.ops.swish.mish(x) + ember.ops.swish.swish(x)
+
+    x = ember.randn(5, device=device)
+    traced = jit.trace(f, x)
+    assert "ember.ops.swish.mish" in traced.graph.ops()  # a kernel op; swish (a Function) records its ops
+    y = ember.randn(5, device=device)
+    _same(traced(y), f(y))
+    jit.save(traced, tmp_path / "f.pt")
+    _same(jit.load(tmp_path / "f.pt")(y), f(y))

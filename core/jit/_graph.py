@@ -23,6 +23,7 @@ bit-identical to eager mode.
 """
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import warnings
@@ -41,6 +42,7 @@ from ..tensor import Tensor, _ptr
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
          "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
 _KIND_NAMES = {fn: name for name, fn in KINDS.items()}
+_SCALARS = frozenset((int, float, bool, str, type(None)))
 _LOCAL = threading.local()
 
 
@@ -108,10 +110,11 @@ class Gen:
 
 
 class Node:
-    __slots__ = ("kind", "op", "args", "outs", "multi", "path")
+    __slots__ = ("kind", "op", "args", "outs", "multi", "path", "ins")
 
     def __init__(self, kind, op, args, outs, multi, path):
         self.kind, self.op, self.args, self.outs, self.multi, self.path = kind, op, args, outs, multi, path
+        self.ins = None  # the value ids args refers to (filled by the tracer; None: read args)
 
     def __repr__(self):
         outs = ", ".join(f"%{i}" for i in self.outs)
@@ -138,17 +141,34 @@ def _show(a):
 
 
 def op_key(Op) -> str:
-    """The key of Op class ``Op`` in ``OPS``."""
+    """The name of Op class ``Op`` in the graph: its key in ``OPS``, or ``ember.ops.<ns>.<name>`` for a
+    plugin's kernel op."""
     names = _OP_NAMES
     key = names.get(Op)
     if key is None:
-        names.update({cls: k for k, cls in OPS.items()})
+        m = _QUALNAME.search(getattr(Op, "_origin", "") or "")
+        if m is not None:
+            key = names[Op] = m.group(1)
+            return key
+        names.update({cls: k for k, cls in OPS.items() if cls not in names})
         key = names.get(Op)
         if key is None:
             raise RuntimeError(f"trace: op {type.__getattribute__(Op, '__name__')} is not in the Op registry")
     return key
 
 
+def lookup_op(key):
+    """The Op class named ``key`` in a graph (None when ember has no such op)."""
+    Op = OPS.get(key)
+    if Op is None and key.startswith("ember.ops."):
+        for cls in list(OPS.values()):
+            m = _QUALNAME.search(getattr(cls, "_origin", "") or "")
+            if m is not None and m.group(1) == key:
+                return cls
+    return Op
+
+
+_QUALNAME = re.compile(r"op (ember\.ops\.[\w.]+) from plugin")
 _OP_NAMES: dict = {}
 
 
@@ -217,11 +237,15 @@ class _Tracer:
         self.path = []
         self.tid = threading.get_ident()
         self.derived = set()  # value ids computed from inputs
+        self.hooks = []       # (module, name) while collecting; (hook dict, key) once installed
         if module is not None:
-            for p, t in module.named_parameters(remove_duplicate=True):
-                self.params.setdefault(id(t), p)
-            for p, t in module.named_buffers(remove_duplicate=True):
-                self.params.setdefault(id(t), p)
+            for prefix, m in module.named_modules():
+                for store in (m._parameters, m._buffers):
+                    for k, t in store.items():
+                        if t is not None:
+                            self.params.setdefault(id(t), prefix + "." + k if prefix else k)
+                if prefix:
+                    self.hooks.append((m, prefix.rsplit(".", 1)[-1]))
 
     def new_value(self, t):
         g = self.graph
@@ -229,7 +253,6 @@ class _Tracer:
         g.n_values += 1
         self.vals[id(t)] = i
         self.arrays[id(t._data)] = i
-        self.layouts[_layout(t._data)] = i
         self.keep.append(t)
         g.meta[i] = (tuple(t._data.shape), t.dtype)
         return i
@@ -251,21 +274,54 @@ class _Tracer:
             self.graph.consts[i] = t
         return i
 
+    def install_hooks(self):
+        """Forward hooks on every submodule, keeping ``self.path`` (the module path each op runs in)."""
+        installed = []
+        try:
+            for m, leaf in self.hooks:
+                pre, post = _path_hooks(self, leaf)
+                for hooks, fn in ((m._forward_pre_hooks, pre), (m._forward_hooks, post)):
+                    key = object()
+                    hooks[key] = (fn, False)
+                    installed.append((hooks, key))
+        finally:
+            self.hooks = installed
+
+    def remove_hooks(self):
+        for hooks, key in self.hooks:
+            hooks.pop(key, None)
+        self.hooks = []
+
+    def by_layout(self, a):
+        """The value whose array has ``a``'s memory and layout (built on first need: it is rare)."""
+        if len(self.layouts) != len(self.keep):
+            self.layouts = {_layout(t._data): self.vals[id(t)] for t in self.keep}
+        return self.layouts.get(_layout(a))
+
     def refs(self, a):
-        if isinstance(a, Tensor):
-            return Ref(self.value_of(a))
+        """``a`` with tensors (and arrays of values) replaced by references; their ids go to ``self.ins``."""
         ta = type(a)
+        if ta in _SCALARS:
+            return a
+        if isinstance(a, Tensor):
+            i = self.vals.get(id(a))
+            if i is None:
+                i = self.value_of(a)
+            self.ins.append(i)
+            return Ref(i)
         if ta is tuple or ta is list:
-            return ta(self.refs(x) for x in a)
+            return ta([self.refs(x) for x in a])
         if ta is slice:
             return slice(self.refs(a.start), self.refs(a.stop), self.refs(a.step))
         if ta is dict:
             return {k: self.refs(v) for k, v in a.items()}
+        self.odd = True
         if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "ndim"):
             i = self.arrays.get(id(a))
             if i is None:  # a same-layout view of a value's array (``xp.reshape(index._data, (-1,))``)
-                i = self.layouts.get(_layout(a))
+                i = self.by_layout(a)
             if i is not None:
+                self.ins.append(i)
                 return ARef(i)
         return a
 
@@ -275,24 +331,27 @@ class _Tracer:
         out = run(*args)
         kname = _KIND_NAMES[kind]
         key = Op if kname == "create" else op_key(Op)
+        self.ins = ins = []
+        self.odd = kname == "create"
         rargs = self.refs(args)
-        first = out[0] if type(out) in (tuple, list) else out
-        dev = args[0] if kname == "create" else first._dev
-        gen = native(None, dev)
-        if any(a is gen for a in args):  # the default generator: resolved again at each replay
-            rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
         multi = type(out) in (tuple, list)
         outs = out if multi else (out,)
-        ids = tuple(self.new_value(o) for o in outs)
-        ins = _refs_in(rargs)
+        if self.odd:  # an argument that is not plain data: it may be the default random generator
+            gen = native(None, args[0] if kname == "create" else outs[0]._dev)
+            if any(a is gen for a in args):  # resolved again at each replay
+                rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
+        ids = tuple([self.new_value(o) for o in outs])
         if kname == "inplace":
             tgt = rargs[0].i
             if tgt in self.graph.inputs:
                 warnings.warn(f"trace: {key} modifies input {self.graph.inputs.index(tgt)} in place; the traced "
                               "graph repeats the modification on every call", TracerWarning, stacklevel=4)
-        if kname == "create" or any(r in self.derived for r in ins):
-            self.derived.update(ids)
-        self.graph.nodes.append(Node(kname, key, rargs, ids, multi, ".".join(self.path)))
+        derived = self.derived
+        if kname == "create" or any(r in derived for r in ins):
+            derived.update(ids)
+        node = Node(kname, key, rargs, ids, multi, ".".join(self.path) if self.path else "")
+        node.ins = ins
+        self.graph.nodes.append(node)
         return out
 
 
@@ -373,19 +432,6 @@ def _path_hooks(tracer, leaf):
     return pre, post
 
 
-def _module_paths(module, tracer):
-    handles = []
-    if module is None:
-        return handles
-    for name, m in module.named_modules():
-        if not name:
-            continue
-        pre, post = _path_hooks(tracer, name.rsplit(".", 1)[-1])
-        handles.append(m.register_forward_pre_hook(pre))
-        handles.append(m.register_forward_hook(post))
-    return handles
-
-
 def capture(fn, args, kwargs=None, module=None) -> tuple:
     """Run ``fn(*args, **kwargs)`` once, recording every op; returns ``(graph, result)``."""
     kwargs = kwargs or {}
@@ -405,17 +451,16 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         tracer.derived.add(i)
     g._devices = devs
     saved = _conversion_guard(tracer)
-    hooks = _module_paths(module, tracer)
     _LOCAL.tracer = tracer
     try:
+        tracer.install_hooks()
         with dispatch.intercept(tracer.handler):
             out = fn(*args, **kwargs)
     finally:
         _LOCAL.tracer = None
         for name, orig in saved.items():
             setattr(Tensor, name, orig)
-        for h in hooks:
-            h.remove()
+        tracer.remove_hooks()
     g.out_spec = _out_spec(out, tracer)
     _prune(g)
     return g, out
@@ -430,7 +475,7 @@ def _prune(g):
         effect = n.kind == "inplace" or any(type(a) is Gen for a in n.args) or n.op in ("Sampled", "Drawn")
         if effect or any(i in live for i in n.outs):
             keep.append(n)
-            live.update(_refs_in(n.args))
+            live.update(n.ins if n.ins is not None else _refs_in(n.args))
     keep.reverse()
     g.nodes = keep
     for store in (g.params, g.consts):
@@ -490,7 +535,7 @@ class Program:
         steps = []
         for n in graph.nodes:
             fn = KINDS[n.kind]
-            Op = n.op if n.kind == "create" else OPS.get(n.op)
+            Op = n.op if n.kind == "create" else lookup_op(n.op)
             if Op is None:
                 raise RuntimeError(f"trace: the graph uses op {n.op!r}, which is not in ember's Op registry (a "
                                    f"plugin op whose plugin is not installed?)")

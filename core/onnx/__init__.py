@@ -230,6 +230,8 @@ def _value_info(onnx, name, d, shape, labels):
 
 
 def _plugin_origin(n):
+    if n.op.startswith("ember.ops."):
+        return n.op
     cls = OPS.get(n.op)
     origin = getattr(cls, "_origin", "") if cls is not None else ""
     m = re.search(r"op (ember\.ops\.[\w.]+)", origin or "")
