@@ -150,7 +150,10 @@ def op_key(Op) -> str:
         if m is not None:
             key = names[Op] = m.group(1)
             return key
-        names.update({cls: k for k, cls in OPS.items() if cls not in names})
+        for k, cls in list(OPS.items()):
+            if cls not in names:
+                q = _QUALNAME.search(getattr(cls, "_origin", "") or "")
+                names[cls] = q.group(1) if q is not None else k
         key = names.get(Op)
         if key is None:
             raise RuntimeError(f"trace: op {type.__getattribute__(Op, '__name__')} is not in the Op registry")
