@@ -366,3 +366,19 @@ def test_export_onnx_example(tmp_path):
     assert os.path.exists(out["path"])
     assert out["accuracy"] == pytest.approx(out["ember_accuracy"]) and out["accuracy"] > 0.5
     assert out["max_diff"] < 1e-4 and 0 <= out["prediction"] <= 9
+
+
+def test_export_a_function_with_several_outputs(device, capsys):
+    w = ember.randn(3, 3, device=device)  # a captured tensor becomes a constant of the graph
+
+    def f(x, y):
+        return (x @ w).relu(), {"sum": x + y}
+
+    x, y = ember.randn(2, 3, device=device), ember.randn(2, 3, device=device)
+    prog = ember.onnx.export(f, (x, y), input_names=["x", "y"], verbose=True)
+    assert "Relu" in capsys.readouterr().out
+    got = _session(prog.model_proto.SerializeToString()).run(None, {"x": _np(x), "y": _np(y)})
+    a, b = f(x, y)
+    np.testing.assert_allclose(got[0], _np(a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], _np(b["sum"]), rtol=1e-6)
+    assert [o.name for o in prog.model_proto.graph.output] == ["output_0", "output_1"]

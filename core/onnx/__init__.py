@@ -200,7 +200,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                    keep_initializers_as_inputs, custom_opsets)
     onnx.checker.check_model(proto)
     if verbose:
-        print(onnx.helper.printable_graph(proto.graph))
+        printer = getattr(onnx, "printer", None)
+        print(printer.to_text(proto.graph) if printer is not None else onnx.helper.printable_graph(proto.graph))
     if f is not None:
         _write(proto.SerializeToString(), f)
     return ONNXProgram(proto)
