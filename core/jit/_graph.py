@@ -23,6 +23,7 @@ bit-identical to eager mode.
 """
 from __future__ import annotations
 
+import gc
 import re
 import sys
 import threading
@@ -236,6 +237,8 @@ class _Tracer:
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
         self.layouts = {}    # (address, shape, strides, dtype) -> value id
         self.keep = []       # every tensor seen, so ids stay unique
+        self.kept = []       # the value id each new value got (meta is filled from these at the end)
+        self.keep_values = []
         self.params = {}     # id(param) -> path
         self.path = []
         self.tid = threading.get_ident()
@@ -253,12 +256,19 @@ class _Tracer:
     def new_value(self, t):
         g = self.graph
         i = g.n_values
-        g.n_values += 1
+        g.n_values = i + 1
         self.vals[id(t)] = i
         self.arrays[id(t._data)] = i
         self.keep.append(t)
-        g.meta[i] = (tuple(t._data.shape), t.dtype)
+        self.kept.append(i)
+        self.keep_values.append(t)
         return i
+
+    def fill_meta(self):
+        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
+        meta = self.graph.meta
+        for i, t in zip(self.kept, self.keep_values):
+            meta[i] = (tuple(t._data.shape), t.dtype)
 
     def value_of(self, t):
         i = self.vals.get(id(t))
@@ -333,10 +343,23 @@ class _Tracer:
             return run(*args)
         out = run(*args)
         kname = _KIND_NAMES[kind]
-        key = Op if kname == "create" else op_key(Op)
+        key = Op if kname == "create" else (_OP_NAMES.get(Op) or op_key(Op))
         self.ins = ins = []
         self.odd = kname == "create"
-        rargs = self.refs(args)
+        vals = self.vals
+        rargs = []
+        for a in args:  # the top level inline: most arguments are tensors or numbers
+            if type(a) in _SCALARS:
+                rargs.append(a)
+            elif isinstance(a, Tensor):
+                i = vals.get(id(a))
+                if i is None:
+                    i = self.value_of(a)
+                ins.append(i)
+                rargs.append(Ref(i))
+            else:
+                rargs.append(self.refs(a))
+        rargs = tuple(rargs)
         multi = type(out) in (tuple, list)
         outs = out if multi else (out,)
         if self.odd:  # an argument that is not plain data: it may be the default random generator
@@ -350,7 +373,7 @@ class _Tracer:
                 warnings.warn(f"trace: {key} modifies input {self.graph.inputs.index(tgt)} in place; the traced "
                               "graph repeats the modification on every call", TracerWarning, stacklevel=4)
         derived = self.derived
-        if kname == "create" or any(r in derived for r in ins):
+        if kname == "create" or not derived.isdisjoint(ins):
             derived.update(ids)
         node = Node(kname, key, rargs, ids, multi, ".".join(self.path) if self.path else "")
         node.ins = ins
@@ -455,16 +478,21 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     g._devices = devs
     saved = _conversion_guard(tracer)
     _LOCAL.tracer = tracer
+    collecting = gc.isenabled()
+    gc.disable()  # a trace allocates many small containers and frees none: no cycle collection meanwhile
     try:
         tracer.install_hooks()
         with dispatch.intercept(tracer.handler):
             out = fn(*args, **kwargs)
     finally:
         _LOCAL.tracer = None
+        if collecting:
+            gc.enable()
         for name, orig in saved.items():
             setattr(Tensor, name, orig)
         tracer.remove_hooks()
     g.out_spec = _out_spec(out, tracer)
+    tracer.fill_meta()
     _prune(g)
     return g, out
 
