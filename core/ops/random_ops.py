@@ -10,6 +10,7 @@ from ..random import native
 from ..registry import export, op_class
 from ..tensor import Tensor
 from .creation import empty, randint
+from .shape import broadcast_tensors
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -60,6 +61,17 @@ def _zero_vjp(ctx, g):
 Bernoulli = op_class("bernoulli", vjp=_zero_vjp)
 Poisson = op_class("poisson", vjp=_zero_vjp)
 Multinomial = op_class("multinomial")
+StandardGammaGrad = op_class("standard_gamma_grad")  # not differentiable itself, as in PyTorch
+Binomial = op_class("binomial", vjp=lambda ctx, g: (g.new_zeros(g.shape), g.new_zeros(g.shape)))
+
+
+def _standard_gamma_vjp(ctx, g):
+    (alpha,) = ctx.inputs
+    return g * _standard_gamma_grad(alpha, ctx.output)
+
+
+# a standard Gamma(alpha) draw, differentiable in alpha by implicit reparameterisation
+StandardGamma = op_class("StandardGamma", "standard_gamma", saves="both", vjp=_standard_gamma_vjp)
 
 
 def _need_float(t, op):
@@ -248,3 +260,33 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+
+
+@export(to=TORCH)
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Samples of Gamma(``input``, 1), differentiable in ``input`` (implicit reparameterisation).
+
+    >>> ember._standard_gamma(ember.ones(3)).shape
+    ember.Size([3])
+    """
+    _need_float(input, "_standard_gamma")
+    return apply(StandardGamma, native(generator, input._dev), input)
+
+
+@export(to=TORCH)
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """The derivative of a standard Gamma(``input``) draw ``output`` in ``input`` at fixed CDF."""
+    _need_float(input, "_standard_gamma_grad")
+    return apply(StandardGammaGrad, input.detach(), output.detach().to(input.dtype))
+
+
+@export(to=TORCH)
+def binomial(count, prob, generator=None):
+    """Binomial(``count``, ``prob``) samples (counts and probabilities broadcast).
+
+    >>> ember.binomial(ember.tensor([5.0]), ember.tensor([1.0])).tolist()
+    [5.0]
+    """
+    _need_float(prob, "binomial")
+    count, prob = broadcast_tensors(count.to(prob.dtype), prob)
+    return apply(Binomial, native(generator, prob._dev), count.contiguous(), prob.contiguous())
