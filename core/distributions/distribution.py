@@ -164,3 +164,20 @@ class Distribution:
         args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].shape}"
                          for p in names)
         return f"{self.__class__.__name__}({args})"
+
+
+def expand_params(dist, cls, batch_shape, _instance, names, event_shape=None):
+    """The ``expand`` of a family whose parameters are the attributes ``names`` (each of shape
+    ``batch_shape + its own event part``): a new instance holding expanded views, not re-validated."""
+    new = dist._get_checked_instance(cls, _instance)
+    batch_shape = ember.Size(batch_shape)
+    for name in names:
+        value = dist.__dict__.get(name)
+        if value is None:
+            continue
+        tail = tuple(value.shape[len(dist.batch_shape):])
+        setattr(new, name, value.expand(tuple(batch_shape) + tail))
+    Distribution.__init__(new, batch_shape, dist.event_shape if event_shape is None else event_shape,
+                          validate_args=False)
+    new._validate_args = dist._validate_args
+    return new

@@ -1,0 +1,43 @@
+"""``ember.distributions``: probability distributions with PyTorch's API.
+
+Each family has ``sample``/``rsample`` (reparameterised where PyTorch has it), ``log_prob``, ``entropy``,
+moments, ``cdf``/``icdf`` where defined, ``expand``, batch and event shapes and argument validation;
+``kl_divergence`` dispatches to closed forms registered with ``register_kl``; ``transforms``,
+``constraints`` and ``biject_to``/``transform_to`` connect constrained and unconstrained spaces.
+
+>>> import ember
+>>> from ember.distributions import Normal, kl_divergence
+>>> p, q = Normal(0.0, 1.0), Normal(1.0, 1.0)
+>>> float(kl_divergence(p, q))
+0.5
+"""
+from . import constraints, transforms  # noqa: F401
+from .composite import Independent, TransformedDistribution
+from .constraint_registry import biject_to, transform_to
+from .continuous import (
+    Beta, Cauchy, Chi2, Exponential, Gamma, Gumbel, HalfCauchy, HalfNormal, Laplace, LogNormal, Normal, Pareto,
+    StudentT, Uniform, Weibull,
+)
+from .discrete import (
+    Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial, OneHotCategorical,
+    OneHotCategoricalStraightThrough, Poisson,
+)
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .kl import kl_divergence, register_kl
+from .mixture import MixtureSameFamily
+from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal
+from .relaxed import (
+    ExpRelaxedCategorical, LogisticNormal, LogitRelaxedBernoulli, RelaxedBernoulli, RelaxedOneHotCategorical,
+)
+from .transforms import *  # noqa: F401,F403
+from .transforms import __all__ as _transforms_all
+
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+           "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
+           "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogisticNormal",
+           "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
+           "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+           "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence",
+           "register_kl", "transform_to", "constraints", "transforms", *_transforms_all]
