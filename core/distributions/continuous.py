@@ -8,7 +8,7 @@ from numbers import Number
 import ember
 
 from . import constraints
-from ._special import digamma, lgamma, log_beta
+from ._special import digamma, gammainc, lgamma, log_beta
 from .composite import TransformedDistribution
 from .distribution import Distribution, expand_params
 from .exp_family import ExponentialFamily
@@ -465,6 +465,11 @@ class Gamma(ExponentialFamily):
             self._validate_sample(value)
         return (ember.xlogy(self.concentration, self.rate) + ember.xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         c = self.concentration

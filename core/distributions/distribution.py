@@ -160,9 +160,13 @@ class Distribution:
         return self.__new__(type(self)) if _instance is None else _instance
 
     def __repr__(self):
+        def shown(v):  # as PyTorch formats it: a 0-d tensor as its number
+            if v.numel() != 1:
+                return v.shape
+            return v.item() if v.dim() == 0 else v
+
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].shape}"
-                         for p in names)
+        args = ", ".join(f"{p}: {shown(self.__dict__[p])}" for p in names)
         return f"{self.__class__.__name__}({args})"
 
 

@@ -129,7 +129,7 @@ class MultivariateNormal(Distribution):
 
 def _batch_capacitance_tril(W, D):
     """The Cholesky factor of ``I + W^T D^-1 W``."""
-    K = ember.matmul(W.mT / D.unsqueeze(-2), W) + _eye_like(W.mT)
+    K = ember.matmul(W.mT / D.unsqueeze(-2), W) + _eye_like(W)
     return ember.linalg.cholesky(K)
 
 
@@ -201,7 +201,7 @@ class LowRankMultivariateNormal(Distribution):
     def scale_tril(self):
         d_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
         Dinvsqrt_W = self._unbroadcasted_cov_factor / d_sqrt
-        K = ember.matmul(Dinvsqrt_W, Dinvsqrt_W.mT) + _eye_like(Dinvsqrt_W)
+        K = ember.matmul(Dinvsqrt_W, Dinvsqrt_W.mT) + _eye_like(Dinvsqrt_W.mT)
         return (d_sqrt * ember.linalg.cholesky(K)).expand(self._matrix_shape())
 
     @lazy_property
