@@ -1,7 +1,5 @@
 """ember.distributions against torch.distributions: log_prob, entropy, moments, cdf/icdf, shapes, expand and
 validation for every family, on every backend (float64 parameters, the same values scored by both)."""
-import math
-
 import numpy as np
 import pytest
 
@@ -124,7 +122,7 @@ def test_family_against_torch(device, torch, name, params):
     ev = ember.tensor(value.numpy(), device=device)
     close(ee.log_prob(ev), te.log_prob(value))
     for prop in ("mean", "variance", "stddev", "mode"):
-        expect, err = _try(lambda: getattr(te, prop))
+        expect, err = _try(lambda prop=prop: getattr(te, prop))
         if err is None:
             close(getattr(ee, prop), expect)
     expect, err = _try(te.entropy)
@@ -137,13 +135,14 @@ def test_family_against_torch(device, torch, name, params):
         expect, err = _try(lambda: te.icdf(q))
         if err is None:
             close(ee.icdf(ember.tensor(q.numpy(), device=device)), expect, rtol=1e-6, atol=1e-7)
-    if te.has_enumerate_support and not isinstance(te, torch.distributions.Binomial) or (
-            isinstance(te, torch.distributions.Binomial) and float(te.total_count.min()) == float(te.total_count.max())):
+    homogeneous = not isinstance(te, torch.distributions.Binomial) or bool(
+        te.total_count.min() == te.total_count.max())
+    if te.has_enumerate_support and homogeneous:
         close(ee.enumerate_support(), te.enumerate_support())
         close(ee.enumerate_support(expand=False), te.enumerate_support(expand=False))
     sample = ee.sample((2,))
     assert tuple(sample.shape) == (2,) + tuple(te.batch_shape) + tuple(te.event_shape)
-    assert bool(ee.support.check(sample).all()) if not D.constraints.is_dependent(type(ee).support) or True else True
+    assert bool(ee.support.check(sample).all())
 
 
 @pytest.mark.parametrize("name,params", CASES, ids=_ids(CASES))
@@ -456,7 +455,6 @@ def test_gamma_family_ks(device, torch):
         n = 4000
         x = to_np(build(ember, name, params, device).sample((n,)))
         y = build(torch, name, params).sample((n,)).numpy()
-        ks = np.abs(np.sort(x, 0)[:, None, :] - 0).shape  # noqa: F841 - shapes only
         for j in range(x.shape[1]):
             grid = np.sort(np.concatenate([x[:, j], y[:, j]]))
             fx = np.searchsorted(np.sort(x[:, j]), grid, side="right") / n

@@ -117,7 +117,8 @@ def _batch_trace_XXT(bmat):
 
 def _solve_tril(L, B):
     batch = ember.broadcast_shapes(tuple(L.shape[:-2]), tuple(B.shape[:-2]))
-    return ember.linalg.solve(L.expand(tuple(batch) + tuple(L.shape[-2:])), B.expand(tuple(batch) + tuple(B.shape[-2:])))
+    return ember.linalg.solve(L.expand(tuple(batch) + tuple(L.shape[-2:])),
+                              B.expand(tuple(batch) + tuple(B.shape[-2:])))
 
 
 # ---------------------------------------------------------------- same family
