@@ -73,6 +73,12 @@ CASES = [
     ("RelaxedBernoulli", dict(temperature=np.array(0.7), probs=unit(3))),
     ("RelaxedOneHotCategorical", dict(temperature=np.array(0.5), probs=simplex(2, 4))),
     ("LogisticNormal", dict(loc=r(2, 3), scale=pos(2, 3))),
+    ("ContinuousBernoulli", dict(probs=np.array([0.1, 0.4995, 0.7]))),
+    ("ContinuousBernoulli", dict(logits=r(3))),
+    ("FisherSnedecor", dict(df1=np.array([1.5, 3.0, 6.0]), df2=np.array([1.5, 3.0, 8.0]))),
+    ("Kumaraswamy", dict(concentration1=pos(3), concentration0=pos(3))),
+    ("InverseGamma", dict(concentration=np.array([0.5, 1.5, 3.0]), rate=pos(3))),
+    ("GeneralizedPareto", dict(loc=r(3), scale=pos(3), concentration=np.array([-0.3, 0.0, 0.4]), _single=True)),
 ]
 
 
@@ -81,13 +87,17 @@ def _ids(cases):
 
 
 def build(mod, name, params, device=None):
+    """The family ``name`` of ``mod`` (ember or torch), ndarray parameters as float64 tensors (float32 where
+    ``params`` says ``_single=True``: PyTorch's GeneralizedPareto scores only single precision)."""
+    dtype = mod.float32 if params.get("_single") else mod.float64
+
     def conv(v):
         if isinstance(v, np.ndarray):
             if mod is ember:
-                return ember.tensor(v, dtype=ember.float64, device=device)
-            return mod.tensor(v, dtype=mod.float64)
+                return ember.tensor(v, dtype=dtype, device=device)
+            return mod.tensor(v, dtype=dtype)
         return v
-    return getattr(mod.distributions, name)(**{k: conv(v) for k, v in params.items()})
+    return getattr(mod.distributions, name)(**{k: conv(v) for k, v in params.items() if k != "_single"})
 
 
 def to_np(t):
@@ -189,6 +199,16 @@ KL_PAIRS = [
      dict(loc=r(3), cov_factor=r(3, 2), cov_diag=pos(3))),
     ("LowRankMultivariateNormal", dict(loc=r(3), cov_factor=r(3, 2), cov_diag=pos(3)), "MultivariateNormal",
      dict(loc=r(3), covariance_matrix=spd(3))),
+    ("ContinuousBernoulli", dict(probs=unit(3)), "ContinuousBernoulli", dict(probs=unit(3))),
+    ("Beta", dict(concentration1=pos(3), concentration0=pos(3)), "ContinuousBernoulli", dict(probs=unit(3))),
+    ("Uniform", dict(low=np.array([0.1, -0.5]), high=np.array([0.6, 0.9])), "ContinuousBernoulli",
+     dict(probs=unit(2))),
+    ("ContinuousBernoulli", dict(probs=unit(3)), "Exponential", dict(rate=pos(3))),
+    ("ContinuousBernoulli", dict(probs=unit(3)), "Normal", dict(loc=r(3), scale=pos(3))),
+    ("ContinuousBernoulli", dict(probs=unit(2)), "Uniform", dict(low=np.array([-1.0, 0.1]),
+                                                                  high=np.array([2.0, 3.0]))),
+    ("ContinuousBernoulli", dict(probs=unit(2)), "Pareto", dict(scale=pos(2), alpha=pos(2))),
+    ("Normal", dict(loc=r(2), scale=pos(2)), "ContinuousBernoulli", dict(probs=unit(2))),
     # across families
     ("Bernoulli", dict(probs=unit(3)), "Poisson", dict(rate=pos(3))),
     ("Beta", dict(concentration1=pos(3), concentration0=pos(3)), "Exponential", dict(rate=pos(3))),
@@ -412,6 +432,12 @@ MOMENT_CASES = [
     ("LowRankMultivariateNormal", dict(loc=np.array([1.0, -1.0]), cov_factor=np.array([[1.0], [0.5]]),
                                        cov_diag=np.array([0.5, 0.2]))),
     ("OneHotCategorical", dict(probs=np.array([0.1, 0.6, 0.3]))),
+    ("ContinuousBernoulli", dict(probs=np.array([0.2, 0.5, 0.9]))),
+    ("FisherSnedecor", dict(df1=np.array([5.0, 10.0]), df2=np.array([12.0, 20.0]))),
+    ("Kumaraswamy", dict(concentration1=np.array([0.5, 2.0]), concentration0=np.array([2.0, 3.0]))),
+    ("InverseGamma", dict(concentration=np.array([6.0, 9.0]), rate=np.array([1.0, 2.0]))),
+    ("GeneralizedPareto", dict(loc=np.array([0.0, 1.0]), scale=np.array([1.0, 2.0]),
+                               concentration=np.array([-0.2, 0.1]))),
 ]
 
 

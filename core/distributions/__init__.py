@@ -24,6 +24,7 @@ from .discrete import (
 )
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
+from .extra import ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, InverseGamma, Kumaraswamy
 from .kl import kl_divergence, register_kl
 from .mixture import MixtureSameFamily
 from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal
@@ -33,7 +34,8 @@ from .relaxed import (
 from .transforms import *  # noqa: F401,F403
 from .transforms import __all__ as _transforms_all
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+           "Distribution", "FisherSnedecor", "GeneralizedPareto", "InverseGamma", "Kumaraswamy",
            "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
            "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogisticNormal",
            "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",

@@ -16,6 +16,7 @@ from .continuous import (
 )
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution
+from .extra import ContinuousBernoulli
 from .exp_family import ExponentialFamily
 from .multivariate import (
     Dirichlet, LowRankMultivariateNormal, MultivariateNormal, _batch_lowrank_logdet, _batch_lowrank_mahalanobis,
@@ -598,3 +599,53 @@ def _kl_uniform_pareto(p, q):
     t1 = (q.alpha * q.scale.pow(q.alpha) * support).log()
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support) / support
     return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
+
+
+# ---------------------------------------------------------------- the continuous Bernoulli
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ember.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ember.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_to_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - ember.log1p(-q.probs) - q._cont_bern_log_norm()
+    if isinstance(p, Uniform):
+        result = _inf_where((p.high >= 1.0) | (p.low <= 0.0), result)
+    return result
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_continuous_bernoulli_infinity(p, q):
+    ref = p.probs if isinstance(p, ContinuousBernoulli) else next(
+        v for v in (getattr(p, n, None) for n in ("rate", "concentration", "loc", "scale")) if v is not None)
+    return _infinite_like(ref)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ember.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + ember.square(q.loc / q.scale)) + ember.log(q.scale)
+    t3 = (p.variance + ember.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * ember.square(q.scale))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low >= 0.0) | (q.high <= 1.0), result)
