@@ -26,6 +26,7 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .extra import ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, InverseGamma, Kumaraswamy
 from .kl import kl_divergence, register_kl
+from .matrix import LKJCholesky, VonMises, Wishart
 from .mixture import MixtureSameFamily
 from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal
 from .relaxed import (
@@ -41,5 +42,6 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Co
            "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
            "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence",
+           "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "LKJCholesky",
+           "biject_to", "kl_divergence",
            "register_kl", "transform_to", "constraints", "transforms", *_transforms_all]
