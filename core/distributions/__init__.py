@@ -45,3 +45,31 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Co
            "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "LKJCholesky",
            "biject_to", "kl_divergence",
            "register_kl", "transform_to", "constraints", "transforms", *_transforms_all]
+
+
+def _alias_submodules():
+    """PyTorch's per-family module names (``torch.distributions.normal``, ...) as aliases of the modules
+    that define the families here, so ``from ember.distributions.normal import Normal`` works."""
+    import sys
+
+    from . import composite, continuous, discrete, extra, matrix, mixture, multivariate, relaxed
+    table = {
+        composite: ("independent", "transformed_distribution"),
+        continuous: ("normal", "log_normal", "half_normal", "laplace", "uniform", "cauchy", "half_cauchy",
+                     "exponential", "gamma", "chi2", "beta", "studentT", "gumbel", "pareto", "weibull"),
+        discrete: ("bernoulli", "categorical", "one_hot_categorical", "binomial", "multinomial", "poisson",
+                   "geometric", "negative_binomial"),
+        extra: ("continuous_bernoulli", "fishersnedecor", "kumaraswamy", "inverse_gamma", "generalized_pareto"),
+        matrix: ("wishart", "lkj_cholesky", "von_mises"),
+        mixture: ("mixture_same_family",),
+        multivariate: ("multivariate_normal", "lowrank_multivariate_normal", "dirichlet"),
+        relaxed: ("relaxed_bernoulli", "relaxed_categorical", "logistic_normal"),
+    }
+    package = sys.modules[__name__]
+    for module, names in table.items():
+        for name in names:
+            sys.modules[f"{__name__}.{name}"] = module
+            setattr(package, name, module)
+
+
+_alias_submodules()
