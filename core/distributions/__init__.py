@@ -11,7 +11,10 @@ moments, ``cdf``/``icdf`` where defined, ``expand``, batch and event shapes and 
 >>> float(kl_divergence(p, q))
 0.5
 """
+import sys as _sys
+
 from . import constraints, transforms  # noqa: F401
+from . import composite, continuous, discrete, extra, matrix, mixture, multivariate, relaxed  # noqa: F401
 from .composite import Independent, TransformedDistribution
 from .constraint_registry import biject_to, transform_to
 from .continuous import (
@@ -50,9 +53,6 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Co
 def _alias_submodules():
     """PyTorch's per-family module names (``torch.distributions.normal``, ...) as aliases of the modules
     that define the families here, so ``from ember.distributions.normal import Normal`` works."""
-    import sys
-
-    from . import composite, continuous, discrete, extra, matrix, mixture, multivariate, relaxed
     table = {
         composite: ("independent", "transformed_distribution"),
         continuous: ("normal", "log_normal", "half_normal", "laplace", "uniform", "cauchy", "half_cauchy",
@@ -65,10 +65,10 @@ def _alias_submodules():
         multivariate: ("multivariate_normal", "lowrank_multivariate_normal", "dirichlet"),
         relaxed: ("relaxed_bernoulli", "relaxed_categorical", "logistic_normal"),
     }
-    package = sys.modules[__name__]
+    package = _sys.modules[__name__]
     for module, names in table.items():
         for name in names:
-            sys.modules[f"{__name__}.{name}"] = module
+            _sys.modules[f"{__name__}.{name}"] = module
             setattr(package, name, module)
 
 
