@@ -830,3 +830,29 @@ def test_matrix_and_circular_sampling(device):
     assert bool(D.constraints.corr_cholesky.check(L).all())
     corr = to_np(L @ L.mT)
     np.testing.assert_allclose(corr.mean(0), np.eye(3), atol=0.03)
+
+
+def test_random_primitives(device, torch):
+    counts = ember.tensor([10.0, 50.0], dtype=ember.float64, device=device)
+    probs = ember.tensor([0.3, 0.9], dtype=ember.float64, device=device)
+    x = to_np(ember.binomial(counts.expand(20000, 2), probs.expand(20000, 2)))
+    np.testing.assert_allclose(x.mean(0), [3.0, 45.0], rtol=0.02)
+    assert np.all(x == np.round(x)) and x.min() >= 0 and np.all(x.max(0) <= [10, 50])
+    with pytest.raises(ValueError, match="binomial only supports floating-point dtypes for count, got: Long"):
+        ember.binomial(ember.tensor([5], device=device), ember.tensor([0.5], device=device))
+    with pytest.raises(NotImplementedError, match="_standard_gamma"):
+        ember._standard_gamma(ember.tensor([1], device=device))
+    a = ember.tensor([0.5, 4.0], dtype=ember.float32, device=device)
+    g = ember._standard_gamma(a.expand(20000, 2))
+    assert g.dtype == ember.float32
+    np.testing.assert_allclose(to_np(g.mean(0)), [0.5, 4.0], rtol=0.05)
+    _ = ember.manual_seed(3)
+    first = ember._standard_gamma(a)
+    _ = ember.manual_seed(3)
+    assert ember.equal(first, ember._standard_gamma(a))
+    # the gradient is PyTorch's implicit one and is itself not differentiable, as in PyTorch
+    alpha = ember.tensor([1.5], dtype=ember.float64, device=device, requires_grad=True)
+    sample = ember._standard_gamma(alpha)
+    (grad,) = ember.autograd.grad(sample.sum(), alpha)
+    expect = torch._standard_gamma_grad(torch.tensor([1.5], dtype=torch.float64), torch.tensor(to_np(sample)))
+    close(grad, expect, rtol=1e-10)

@@ -7,7 +7,7 @@ from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, cast, check_inplace, inplace
 from ..random import native
-from ..registry import export, op_class
+from ..registry import _type_name, export, op_class
 from ..tensor import Tensor
 from .creation import empty, randint
 from .shape import broadcast_tensors
@@ -287,6 +287,8 @@ def binomial(count, prob, generator=None):
     >>> ember.binomial(ember.tensor([5.0]), ember.tensor([1.0])).tolist()
     [5.0]
     """
-    _need_float(prob, "binomial")
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: {_type_name(t.dtype)}")
     count, prob = broadcast_tensors(count.to(prob.dtype), prob)
     return apply(Binomial, native(generator, prob._dev), count.contiguous(), prob.contiguous())
