@@ -520,6 +520,29 @@ def test_standard_gamma_grad_matches_torch(device, torch):
     close(got, torch._standard_gamma_grad(alpha, x), rtol=1e-9, atol=1e-12)
 
 
+def test_dirichlet_grad_matches_torch(device, torch):
+    a = torch.tensor([[0.1, 0.5], [1.0, 3.0], [7.0, 9.0], [0.3, 20.0], [2.0, 2.0], [50.0, 0.5], [8.0, 30.0]],
+                     dtype=torch.float64).repeat(20, 1)
+    x = torch._sample_dirichlet(a)
+    total = a.sum(-1, True).expand_as(a)
+    got = ember._dirichlet_grad(ember.tensor(x.numpy(), device=device), ember.tensor(a.numpy(), device=device),
+                                ember.tensor(total.numpy(), device=device))
+    close(got, torch._dirichlet_grad(x, a, total), rtol=1e-9, atol=1e-12)
+
+
+def test_dirichlet_rsample_backward_is_torchs_formula(device, torch):
+    # the backward of a draw x: _dirichlet_grad(x, alpha, total) * (g - sum(x * g)), PyTorch's formula
+    alpha = ember.tensor([[0.7, 2.0, 3.5]], dtype=ember.float64, device=device, requires_grad=True)
+    x = ember._sample_dirichlet(alpha)
+    w = ember.tensor([[1.0, -2.0, 0.5]], dtype=ember.float64, device=device)
+    (x * w).sum().backward()
+    ta = torch.tensor(to_np(alpha))
+    tx = torch.tensor(to_np(x))
+    tg = torch.tensor(to_np(w))
+    grad = torch._dirichlet_grad(tx, ta, ta.sum(-1, True).expand_as(ta))
+    close(alpha.grad, grad * (tg - (tx * tg).sum(-1, True)), rtol=1e-9)
+
+
 def test_gamma_rsample_gradient_is_pathwise(device):
     # d/d(alpha) E[X] = 1/rate, d/d(rate) E[X] = -alpha/rate^2: averaged pathwise gradients match
     a = ember.tensor([0.5, 3.0], dtype=ember.float64, device=device, requires_grad=True)

@@ -500,8 +500,8 @@ class Chi2(Gamma):
 
 
 class Beta(ExponentialFamily):
-    """The Beta distribution of ``concentration1`` (alpha) and ``concentration0`` (beta); ``rsample`` is
-    ``X / (X + Y)`` of reparameterised Gamma draws."""
+    """The Beta distribution of ``concentration1`` (alpha) and ``concentration0`` (beta); ``rsample`` is the
+    first coordinate of a reparameterised Dirichlet((alpha, beta)) draw, as in PyTorch."""
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
@@ -538,10 +538,8 @@ class Beta(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        x = ember._standard_gamma(self.concentration1.expand(shape))
-        y = ember._standard_gamma(self.concentration0.expand(shape))
-        tiny, eps = ember.finfo(x.dtype).tiny, ember.finfo(x.dtype).eps
-        return (x / (x + y)).clamp(min=tiny, max=1 - eps)
+        both = ember.stack([self.concentration1.expand(shape), self.concentration0.expand(shape)], -1)
+        return ember._sample_dirichlet(both).select(-1, 0)
 
     def log_prob(self, value):
         if self._validate_args:

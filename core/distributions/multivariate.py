@@ -239,8 +239,8 @@ class LowRankMultivariateNormal(Distribution):
 
 
 class Dirichlet(ExponentialFamily):
-    """The Dirichlet distribution of ``concentration`` over the simplex of its last dimension; ``rsample``
-    normalises reparameterised Gamma draws (a pathwise gradient through each Gamma)."""
+    """The Dirichlet distribution of ``concentration`` over the simplex of its last dimension; ``rsample`` is
+    reparameterised by the implicit derivative of the draw at fixed marginal Beta CDFs, as in PyTorch."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
@@ -257,9 +257,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        g = ember._standard_gamma(self.concentration.expand(shape))
-        x = g / g.sum(-1, keepdim=True)
-        return x.clamp(min=ember.finfo(x.dtype).tiny)
+        return ember._sample_dirichlet(self.concentration.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

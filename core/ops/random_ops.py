@@ -72,6 +72,18 @@ def _standard_gamma_vjp(ctx, g):
 
 # a standard Gamma(alpha) draw, differentiable in alpha by implicit reparameterisation
 StandardGamma = op_class("StandardGamma", "standard_gamma", saves="both", vjp=_standard_gamma_vjp)
+DirichletGrad = op_class("dirichlet_grad")  # not differentiable itself, as in PyTorch
+
+
+def _sample_dirichlet_vjp(ctx, g):
+    (alpha,) = ctx.inputs
+    x = ctx.output.detach()
+    total = alpha.sum(-1, keepdim=True).expand(tuple(alpha.shape))
+    return _dirichlet_grad(x, alpha, total) * (g - (x * g).sum(-1, keepdim=True))
+
+
+# a Dirichlet(alpha) draw (normalised Gamma draws), differentiable in alpha by implicit reparameterisation
+SampleDirichlet = op_class("SampleDirichlet", "dirichlet", saves="both", vjp=_sample_dirichlet_vjp)
 
 
 def _need_float(t, op):
@@ -278,6 +290,27 @@ def _standard_gamma_grad(input, output):  # noqa: A002
     """The derivative of a standard Gamma(``input``) draw ``output`` in ``input`` at fixed CDF."""
     _need_float(input, "_standard_gamma_grad")
     return apply(StandardGammaGrad, input.detach(), output.detach().to(input.dtype))
+
+
+@export(to=TORCH)
+def _sample_dirichlet(input, generator=None):  # noqa: A002
+    """Dirichlet(``input``) samples over the last dimension, differentiable in ``input``.
+
+    >>> float(ember._sample_dirichlet(ember.ones(3)).sum())
+    1.0
+    """
+    _need_float(input, "_sample_dirichlet")
+    return apply(SampleDirichlet, native(generator, input._dev), input)
+
+
+@export(to=TORCH)
+def _dirichlet_grad(x, alpha, total):
+    """The derivative of a Beta(``alpha``, ``total - alpha``) draw ``x`` in ``alpha`` at fixed CDF, over
+    ``1 - x`` (the factor of the Dirichlet's reparameterised gradient)."""
+    _need_float(alpha, "_dirichlet_grad")
+    x, alpha, total = broadcast_tensors(x.detach().to(alpha.dtype), alpha.detach(),
+                                        total.detach().to(alpha.dtype))
+    return apply(DirichletGrad, x.contiguous(), alpha.contiguous(), total.contiguous())
 
 
 @export(to=TORCH)
