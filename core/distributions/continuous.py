@@ -66,10 +66,6 @@ class Normal(ExponentialFamily):
     def variance(self):
         return self.stddev.pow(2)
 
-    def sample(self, sample_shape=()):
-        with ember.no_grad():
-            return self.rsample(sample_shape)
-
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         eps = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
