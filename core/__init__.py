@@ -98,4 +98,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "distributions":  # loads on first use, so that ``import ember`` stays fast
+        import importlib
+
+        return importlib.import_module(".distributions", __name__)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
