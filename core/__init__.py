@@ -49,6 +49,7 @@ from .random import (  # noqa: E402,F401
 )
 from . import accelerator, cuda  # noqa: E402,F401
 from . import linalg, special  # noqa: E402,F401
+from .autograd import functional as _autograd_functional  # noqa: E402,F401
 
 globals().update(_LEGACY)
 
