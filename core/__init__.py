@@ -83,6 +83,8 @@ def typename(t) -> str:
 
 from . import nn  # noqa: E402
 from . import data, optim, utils  # noqa: E402
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
