@@ -458,14 +458,35 @@ def phys_of_rank(p, n):
     return p
 
 
-def _conv_rule(level, kind, Op, args):
-    x, w, b, params = args
-    if not batched_at(x, level) or batched_at(w, level) or (b is not None and batched_at(b, level)):
+def _fold_rule(level, kind, Op, args):
+    """Ops over ``(N, C, *spatial)`` inputs (pooling, convolution with a shared weight): the batch
+    dimension folded into N, and unfolded from every output."""
+    x = args[0]
+    if not batched_at(x, level) or x.ndim == 0 or any(_has_level(a, level) for a in args[1:]):
         return NotImplemented
     p = x._data.value
     B, N = p.shape[0], p.shape[1]
-    out = kind(Op, p.reshape((B * N,) + tuple(p.shape[2:])), w, b, params)
+    out = kind(Op, p.reshape((B * N,) + tuple(p.shape[2:])), *args[1:])
+    if isinstance(out, tuple):
+        return tuple(wrap(o.reshape((B, N) + tuple(o.shape[1:])), level) for o in out)
     return wrap(out.reshape((B, N) + tuple(out.shape[1:])), level)
+
+
+def _conv_rule(level, kind, Op, args):
+    """Convolution: a shared weight folds the batch into N; per-sample weights become groups, one per sample."""
+    x, w, b, params = args
+    if not batched_at(w, level) and not (b is not None and batched_at(b, level)):
+        return _fold_rule(level, kind, Op, args)
+    stride, pads, dilation, groups = params
+    B = level.size
+    xp, wp = expanded(x, level), expanded(w, level)
+    N, C = xp.shape[1], xp.shape[2]
+    xg = xp.transpose(0, 1).reshape((N, B * C) + tuple(xp.shape[3:]))
+    wg = wp.reshape((B * wp.shape[1],) + tuple(wp.shape[2:]))
+    bg = None if b is None else expanded(b, level).reshape(-1)
+    out = kind(Op, xg, wg, bg, (stride, pads, dilation, groups * B))
+    out = out.reshape((N, B, wp.shape[1]) + tuple(out.shape[2:])).transpose(0, 1)
+    return wrap(out, level)
 
 
 def _cross_entropy_rule(level, kind, Op, args):
@@ -519,6 +540,7 @@ RULES.update({
     "Reshape": _shape_rule, "View": _shape_rule, "Expand": _shape_rule, "SumTo": _sum_to_rule,
     "Getitem": _getitem_rule, "SliceView": _getitem_rule,
     "Linear": _linear_rule, "Matmul": _matmul_rule, "Conv": _conv_rule,
+    "MaxPool": _fold_rule, "AdaptiveMaxPool": _fold_rule,
     "CrossEntropyIndex": _cross_entropy_rule,
     "Gather": _pick_rule, "IndexSelect": _index_select_rule,
     "ToDevice": lambda level, kind, Op, args: wrap(kind(Op, args[0]._data.value, *args[1:]), level),
