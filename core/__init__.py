@@ -62,6 +62,10 @@ if "cpu" not in plugins.REGISTRY.backends:
 
     if not plugins.pm.is_registered(_cpu):
         plugins.register(_cpu, name="cpu")
+if "meta" not in plugins.REGISTRY.backends:
+    from . import meta as _meta  # noqa: E402  (the meta device: shapes without data, always present)
+
+    plugins.register(_meta, name="meta")
 
 
 def is_floating_point(t):
