@@ -30,7 +30,8 @@ def _as_tuple(value, what, fn):
     items = value if is_tuple else (value,)
     for i, el in enumerate(items):
         if not isinstance(el, Tensor):
-            where = f"the value at index {i} has type {type(el)}" if is_tuple else f"the given {what} has type {type(el)}"
+            where = (f"the value at index {i} has type {type(el)}" if is_tuple
+                     else f"the given {what} has type {type(el)}")
             raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of Tensors but {where}.")
     return is_tuple, items
 
@@ -273,7 +274,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             jac.append(tuple(
                 (stack(r, 0) if r else inp.new_zeros((0,) + tuple(inp.shape))).reshape(out.shape + inp.shape)
                 for r, inp in zip(rows, inputs)))
-        return _untuple(_finish(tuple(jac), create_graph), (is_out_tuple, is_in_tuple))
+        jac = _finish(tuple(jac), create_graph)
+        if strategy == "forward-mode":  # PyTorch nests forward-mode Jacobians in lists
+            jac = [list(row) for row in jac]
+        return _untuple(jac, (is_out_tuple, is_in_tuple))
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):

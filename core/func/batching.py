@@ -17,9 +17,8 @@ import sys
 
 import numpy as np
 
-from .. import dtypes
 from ..autograd.function import OPS
-from ..dispatch import apply, binary, inplace, intercept, result_type, unary, view_op, cast
+from ..dispatch import binary, cast, inplace, intercept, result_type
 from ..ops.creation import _create
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
@@ -546,5 +545,5 @@ RULES.update({
     "ToDevice": lambda level, kind, Op, args: wrap(kind(Op, args[0]._data.value, *args[1:]), level),
 })
 
-__all__ = ["Batched", "BatchedTensor", "Level", "LEVELS", "wrap", "lift", "bottom", "rewrap", "batched_at",
-           "apply", "unary", "view_op"]
+__all__ = ["Batched", "BatchedTensor", "Level", "LEVELS", "LOOPED", "wrap", "lift", "bottom", "rewrap",
+           "batched_at"]

@@ -62,7 +62,7 @@ def _reparametrized(module, values, tie_weights, strict):
             raise RuntimeError("\n".join(msg))
     values = dict(values)
     if tie_weights:
-        for name, names in _tied_names(module).items():
+        for names in _tied_names(module).values():
             given = [n for n in names if n in values]
             if given:
                 first = values[given[0]]
