@@ -48,6 +48,11 @@ class Batched:
         st = getattr(self.value._data, "strides", None)
         return None if st is None else tuple(st[1:])
 
+    def __getattr__(self, name):
+        # what reads the array outside an op (argument checks: index bounds over every sample) sees the
+        # physical array of the whole batch
+        return getattr(self.value._data, name)
+
     def __array__(self, *args, **kwargs):
         # the data of every sample (batch dimensions first): what checks over all values (index bounds) read
         return np.asarray(self.value._data, *args, **kwargs)
