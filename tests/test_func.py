@@ -387,3 +387,14 @@ def test_vmap_examples_from_docs(device):
     assert torch.vmap(f, in_dims=1, out_dims=1)(torch.randn(2, 5, device=device)).shape == (2, 5)
     assert torch.vmap(lambda x: (x.sum(), x * 2), out_dims=(0, 1))(torch.randn(3, 4, device=device))[1].shape == \
         (4, 3)
+
+
+def test_per_sample_grads_example(device):
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "per_sample_grads.py")
+    spec = importlib.util.spec_from_file_location("example_per_sample_grads", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--batch", "6", "--repeat", "1", "--device", device]) < 1e-5
