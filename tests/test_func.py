@@ -289,7 +289,7 @@ class _MLP:
 
 
 def _copy_weights(e_model, t_model, torch):
-    for (n, p), (_, q) in zip(e_model.named_parameters(), t_model.named_parameters()):
+    for p, q in zip(e_model.parameters(), t_model.parameters()):
         with torch.no_grad():
             q.copy_(torch.tensor(p.detach().cpu().numpy()))
 

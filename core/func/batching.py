@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -51,6 +52,8 @@ class Batched:
     def __getattr__(self, name):
         # what reads the array outside an op (argument checks: index bounds over every sample) sees the
         # physical array of the whole batch
+        if name in Batched.__slots__:
+            raise AttributeError(name)
         return getattr(self.value._data, name)
 
     def __array__(self, *args, **kwargs):
@@ -151,6 +154,7 @@ class Level:
 
     def __init__(self, size: int, randomness: str):
         self.size, self.randomness = size, randomness
+        self.thread = threading.get_ident()  # interception is process-wide; a level batches its own thread
 
     def __enter__(self):
         LEVELS.append(self)
@@ -163,6 +167,8 @@ class Level:
         LEVELS.remove(self)
 
     def handle(self, kind, Op, args, run):
+        if threading.get_ident() != self.thread:
+            return run(*args)
         name = Op if isinstance(Op, str) else _op_key(Op)
         if kind is _create:
             if name in RANDOM_FACTORIES:
