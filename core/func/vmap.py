@@ -114,7 +114,8 @@ def _arg_path(spec, index):
 def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs):
     level = Level(size, randomness)
     with level:
-        inputs = [wrap(a.movedim(d, 0), level) if d is not None else a for a, d in zip(flat, dims)]
+        inputs = [a if d is None else wrap(a if d in (0, -a.dim()) else a.movedim(d, 0), level)
+                  for a, d in zip(flat, dims)]
         out = func(*tree_unflatten(inputs, spec), **kwargs)
     return _unwrap_outputs(func, out, out_dims, level)
 
