@@ -49,6 +49,7 @@ from .random import (  # noqa: E402,F401
 )
 from . import accelerator, cuda  # noqa: E402,F401
 from . import linalg, special  # noqa: E402,F401
+from . import backends, runtime  # noqa: E402,F401
 from .autograd import functional as _autograd_functional  # noqa: E402,F401
 
 globals().update(_LEGACY)
@@ -90,6 +91,7 @@ from . import data, optim, utils  # noqa: E402
 from . import func  # noqa: E402
 from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
+from . import hub  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 

@@ -240,7 +240,7 @@ class finfo:
                 2.0 ** -126, 0.01
             self.min, self.smallest_normal = -self.max, self.tiny
             return
-        i = np.finfo(real.np)
+        i = _mld.finfo(real.np) if real.name == "bfloat16" else np.finfo(real.np)  # NumPy's finfo refuses it
         self.bits = i.bits
         self.eps = _pyfloat(i.eps)
         self.max = _pyfloat(i.max)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import namedtuple
 from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
@@ -420,6 +421,11 @@ Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", integer=_same
 Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none", integer=_same, to=(), inplace=False)
 Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", integer=_same, aliases=("fix",))
 Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", integer=lambda x: x * 0)
+Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none")
+Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none")
+# the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
+Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign", integer=_sign_of_integer,
+                    doc="Elementwise sign (``sign`` for real numbers; a bool tensor is its own sign).")
 
 
 @export(to=SPECIAL, inplace=True)
@@ -463,12 +469,12 @@ def ndtri(input, *, out=None):  # noqa: A002
 
 
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
-Eq, eq = binary_op("eq", inplace=False, doc="Elementwise ``==``; a bool tensor, never differentiable.")
-Ne, ne = binary_op("ne", inplace=False, aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
-Lt, lt = binary_op("lt", inplace=False, aliases=("less",), doc="Elementwise ``<``; a bool tensor.")
-Le, le = binary_op("le", inplace=False, aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.")
-Gt, gt = binary_op("gt", inplace=False, aliases=("greater",), doc="Elementwise ``>``; a bool tensor.")
-Ge, ge = binary_op("ge", inplace=False, aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.")
+Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.")
+Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
+Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.")
+Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.")
+Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.")
+Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.")
 
 
 # --------------------------------------------------------------------------- binary math
@@ -769,10 +775,10 @@ _, bitwise_or = binary_op("bitwise_or", check=_integer_operands("bitwise_or"),
 _, bitwise_xor = binary_op("bitwise_xor", check=_integer_operands("bitwise_xor"),
                            doc="Elementwise bitwise XOR of integer or bool tensors.")
 _, bitwise_left_shift = binary_op("bitwise_left_shift", check=_integer_operands("bitwise_left_shift"),
-                                  backward_name="LshiftBackward0", inplace=False,
+                                  backward_name="LshiftBackward0",
                                   doc="Elementwise ``input << other`` of integer tensors.")
 _, bitwise_right_shift = binary_op("bitwise_right_shift", check=_integer_operands("bitwise_right_shift"),
-                                   backward_name="RshiftBackward0", inplace=False,
+                                   backward_name="RshiftBackward0",
                                    doc="Elementwise ``input >> other`` of integer tensors.")
 BitwiseNot = op_class("bitwise_not")
 
@@ -892,7 +898,7 @@ def _float_tensors(Cls, name):
         return out_or(binary(Cls, input, other), out)
 
     fn.__name__ = fn.__qualname__ = name
-    return export(fn, inplace=name == "hypot")
+    return export(fn, inplace=name in ("hypot", "nextafter"))
 
 
 logaddexp = _float_tensors(LogAddExp, "logaddexp")
@@ -1004,11 +1010,240 @@ addcdiv.__doc__ = """``input + value * tensor1 / tensor2`` (broadcasting; not bo
     """
 
 
-export(minimum, "fmin")
-export(maximum, "fmax")
+# --------------------------------------------------------------------------- more pointwise math
+@export(inplace=False)
+def positive(input):  # noqa: A002
+    """``input`` itself (PyTorch's unary ``+``); refused for bool tensors."""
+    check_tensor(input, "positive")
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@export(to=("torch",))
+def rsub(input, other, *, alpha=1):  # noqa: A002
+    """``other - alpha * input``.
+
+    >>> import ember
+    >>> ember.rsub(ember.tensor([1.0]), 3, alpha=2)
+    tensor([1.])
+    """
+    check_tensor(input, "rsub")
+    return sub(other, input, alpha=alpha)
+
+
+signbit = _predicate("signbit")
+isneginf = _predicate("isneginf")
+isposinf = _predicate("isposinf")
+isreal = _predicate("isreal")
+
+
+def _fmax_vjp(ctx, g):
+    a, b = ctx.inputs
+    first = (a >= b).logical_or(b.isnan())  # ties and a NaN other: the gradient goes to input
+    return g.masked_fill(first.logical_not(), 0), g.masked_fill(first, 0)
+
+
+def _fmin_vjp(ctx, g):
+    a, b = ctx.inputs
+    first = (a <= b).logical_or(b.isnan())
+    return g.masked_fill(first.logical_not(), 0), g.masked_fill(first, 0)
+
+
+Fmax = op_class("Fmax", "fmax", saves="input", vjp=_fmax_vjp, arity=2)
+Fmin = op_class("Fmin", "fmin", saves="input", vjp=_fmin_vjp, arity=2)
+
+
+def _two_tensors(name, a, b):
+    for arg, v, pos in (("input", a, 1), ("other", b, 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
+
+
+@export(inplace=False)
+def fmax(input, other, *, out=None):  # noqa: A002
+    """Elementwise maximum ignoring NaN: the other value where one is NaN (NaN only where both are).
+
+    >>> import ember
+    >>> ember.fmax(ember.tensor([1.0, float("nan")]), ember.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    _two_tensors("fmax", input, other)
+    return out_or(binary(Fmax, input, other), out)
+
+
+@export(inplace=False)
+def fmin(input, other, *, out=None):  # noqa: A002
+    """Elementwise minimum ignoring NaN: the other value where one is NaN (NaN only where both are).
+
+    >>> import ember
+    >>> ember.fmin(ember.tensor([1.0, float("nan")]), ember.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    _two_tensors("fmin", input, other)
+    return out_or(binary(Fmin, input, other), out)
+
+
+def _copysign_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        zero = a == 0
+        ratio = where(zero, a.new_zeros(()), ctx.output / where(zero, a.new_ones(()), a))  # +-1, 0 at a == 0
+        ga = g * ratio
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = g * 0
+    return ga, gb
+
+
+Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2)
+
+
+@export(inplace=True)
+def copysign(input, other, *, out=None):  # noqa: A002
+    """The magnitude of ``input`` with the sign of ``other``; integers compute in the default float dtype.
+
+    >>> import ember
+    >>> ember.copysign(ember.tensor([1.0, -2.0]), -1)
+    tensor([-1., -2.])
+    """
+    check_tensor(input, "copysign")
+    if not isinstance(other, (Tensor, int, float, bool)):
+        raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
+                        f"{type(other).__name__}")
+    if result_type(input, other).category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    if not isinstance(other, Tensor):
+        other = _full(float(other), input.dtype, input)
+    return out_or(binary(Copysign, input, other), out)
+
+
+Heaviside = op_class("heaviside", arity=2)
+
+
+@export(inplace=True)
+def heaviside(input, values, *, out=None):  # noqa: A002
+    """The Heaviside step: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is > 0 (no gradient).
+
+    >>> import ember
+    >>> ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    for arg, v, pos in (("input", input, 1), ("values", values, 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"heaviside(): argument '{arg}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes "
+                           f"({input.dtype} and {values.dtype}).")
+    with no_grad():
+        return out_or(binary(Heaviside, input, values), out)
+
+
+def _integral_tensors(name):
+    def check(input, other):
+        _two_tensors(name, input, other)
+        rt = result_type(input, other)
+        if rt.category != dtypes.INT:
+            raise NotImplementedError(f'"{name}_{input.device.type}" not implemented for \'{_type_name(rt)}\'')
+
+    return check
+
+
+_, gcd = binary_op("gcd", check=_integral_tensors("gcd"),
+                   doc="Elementwise greatest common divisor of integer tensors (non-negative).")
+_, lcm = binary_op("lcm", check=_integral_tensors("lcm"),
+                   doc="Elementwise least common multiple of integer tensors (non-negative).")
+
+
+class Frexp(Op):
+    """Mantissa in [0.5, 1) and int32 exponent: ``input = mantissa * 2 ** exponent``."""
+
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x):
+        m, e = k["frexp"](x)
+        ctx.scale = k["astype"](k["exp2"](k["neg"](k["astype"](e, x.dtype))), x.dtype)  # 2 ** -exponent
+        return m, e
+
+    @staticmethod
+    def backward(ctx, g, _ge):
+        return g * _wrap(ctx.scale, g._dev)
+
+
+FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@export(inplace=False)
+def frexp(input, *, out=None):  # noqa: A002
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``; a floating input only.
+
+    >>> import ember
+    >>> ember.frexp(ember.tensor([3.0])).exponent
+    tensor([2], dtype=ember.int32)
+    """
+    check_tensor(input, "frexp")
+    if input.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype}")
+    m, e = unary(Frexp, input)
+    if out is not None:
+        out_or(m, out[0])
+        out_or(e, out[1])
+        return FrexpResult(*out)
+    return FrexpResult(m, e)
+
+
+@export(inplace=True)
+def ldexp(input, other, *, out=None):  # noqa: A002
+    """``input * 2 ** other``; integers compute in the default float dtype.
+
+    >>> import ember
+    >>> ember.ldexp(ember.tensor([1.0]), ember.tensor([3]))
+    tensor([8.])
+    """
+    _two_tensors("ldexp", input, other)
+    return out_or(mul(input, pow(2.0, other)), out)
+
+
+@export(inplace=False)
+def float_power(input, exponent, *, out=None):  # noqa: A002
+    """``input ** exponent`` computed in float64 (either may be a number).
+
+    >>> import ember
+    >>> ember.float_power(ember.tensor([2]), 2)
+    tensor([4.], dtype=ember.float64)
+    """
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(f"float_power(): expected a Tensor operand, got {type(input).__name__} and "
+                        f"{type(exponent).__name__}")
+    a, b = (cast(v, dtypes.float64) if isinstance(v, Tensor) else float(v) for v in (input, exponent))
+    return out_or(pow(a, b), out)
+
+
+def _float_power_into(input, exponent):  # noqa: A002
+    if input.dtype is not dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_type_name(input.dtype)} but the "
+                           f"operation's result requires dtype Double")
+    return float_power(input, exponent)
+
+
+def _nextafter_vjp(ctx, g):
+    return g, g * 0  # as PyTorch: the step itself has no slope
+
+
+Nextafter = op_class("Nextafter", "nextafter", vjp=_nextafter_vjp, arity=2)
+nextafter = _float_tensors(Nextafter, "nextafter")
+nextafter.__doc__ = """The next representable floating value after ``input`` toward ``other``.
+
+    >>> import ember
+    >>> bool(ember.nextafter(ember.tensor([1.0]), ember.tensor([2.0])) > 1)
+    True
+    """
 # in-place forms of the aliases whose base has a hand-written one (``div_``, ``mul_``, ``sub_`` in ops.inplace),
 # and the in-place operators
-for _name, _fn in (("divide", div), ("true_divide", div), ("multiply", mul), ("subtract", sub)):
+for _name, _fn in (("divide", div), ("true_divide", div), ("multiply", mul), ("subtract", sub),
+                   ("float_power", _float_power_into)):
     export(inplace_form(_fn, _name), _name + "_", to=("Tensor",))
 _methods({"__i" + op[2:]: NAMESPACES["Tensor"][base + "_"] for op, base in (
     ("__pow__", "pow"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"), ("__and__", "bitwise_and"),
