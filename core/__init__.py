@@ -52,6 +52,7 @@ from . import linalg, special  # noqa: E402,F401
 from . import backends, runtime  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from .dtypes import chalf, complex32  # noqa: E402,F401
+from .autograd import functional as _autograd_functional  # noqa: E402,F401
 
 globals().update(_LEGACY)
 
@@ -64,6 +65,10 @@ if "cpu" not in plugins.REGISTRY.backends:
 
     if not plugins.pm.is_registered(_cpu):
         plugins.register(_cpu, name="cpu")
+if "meta" not in plugins.REGISTRY.backends:
+    from . import meta as _meta  # noqa: E402  (the meta device: shapes without data, always present)
+
+    plugins.register(_meta, name="meta")
 
 
 def is_floating_point(t):
@@ -85,6 +90,8 @@ def typename(t) -> str:
 
 from . import nn  # noqa: E402
 from . import data, optim, utils  # noqa: E402
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 from . import hub  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402

@@ -12,6 +12,9 @@ def kernels(xp) -> dict:
         if a.ndim > 2 and b.ndim == 2:
             lead = a.shape[:-1]
             return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ b, lead + (b.shape[-1],))
+        if a.ndim > 2 and b.ndim > 2 and a.shape[-1] == 1:
+            # stacked outer products (per-sample weight gradients): one broadcast multiply, ~5x faster
+            return a * b
         return xp.matmul(a, b)
 
     def einsum(equation, *operands):

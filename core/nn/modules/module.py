@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.conversion import _parse_to
+from ...ops.creation import empty_like
 from ...tensor import Tensor
 from ..parameter import Parameter
 from .hooks import call_with_backward_hooks
@@ -372,6 +373,13 @@ class Module:
             return t.to(dev) if dev is not None else t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Move parameters and buffers to ``device`` with uninitialised storage (values are not copied).
+
+        The way off the ``meta`` device, which has no values to copy.
+        """
+        return self._apply(lambda t: empty_like(t, device=device))
 
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
