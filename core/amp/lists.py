@@ -35,7 +35,7 @@ ROWS = (
     ("conv_transpose1d",          "ConvInputGrad",      LOWER,    LOWER),
     ("conv_transpose2d",          "ConvInputGrad",      LOWER,    LOWER),
     ("conv_transpose3d",          "ConvInputGrad",      LOWER,    LOWER),
-    ("einsum",                    "Einsum",             None,     LOWER),
+    ("einsum",                    "Einsum",             LOWER,    LOWER),    # CPU: through bmm, which is listed
     ("addmm",                     None,                 LOWER,    LOWER),    # ember: mm (LOWER) + add
     ("addmv",                     None,                 None,     LOWER),
     ("addr",                      None,                 None,     LOWER),
