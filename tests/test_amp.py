@@ -524,3 +524,32 @@ def test_bf16_training_with_gradscaler_tracks_float32(device):
     ref, mixed = train(False), train(True)
     assert mixed[-1] < 0.5 * mixed[0]
     np.testing.assert_allclose(mixed, ref, rtol=0.08, atol=0.02)
+
+
+def test_without_ml_dtypes_bfloat16_names_the_extra(tmp_path):
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["ml_dtypes"] = None  # as if not installed
+import ember
+assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]
+try:
+    ember.ones(2).bfloat16()
+except TypeError as e:
+    assert "ember[bfloat16]" in str(e), e
+else:
+    raise AssertionError("bfloat16 without ml_dtypes")
+try:
+    ember.autocast("cpu")
+except RuntimeError as e:
+    assert "ember[bfloat16]" in str(e) and "float16" in str(e), e
+else:
+    raise AssertionError("cpu autocast to bfloat16 without ml_dtypes")
+with ember.autocast("cpu", dtype=ember.float16):
+    assert (ember.ones(2, 3) @ ember.ones(3, 2)).dtype == ember.float16
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr

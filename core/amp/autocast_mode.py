@@ -219,6 +219,10 @@ class autocast:
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         supported = (dtypes.bfloat16, dtypes.float16)
+        if enabled and self.fast_dtype is dtypes.bfloat16 and dtypes.bfloat16.np is None:
+            raise RuntimeError(f"{device_type} autocast to bfloat16 needs the ml_dtypes package, which is not "
+                               f"installed (pip install 'ember[bfloat16]'), or autocast to float16: "
+                               f"ember.autocast({device_type!r}, dtype=ember.float16)")
         if enabled:
             if device_type == "cuda":
                 backend = BACKENDS.get("cuda")
