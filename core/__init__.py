@@ -96,6 +96,8 @@ from .amp.autocast_mode import (  # noqa: E402,F401
 from .amp.autocast_mode import LEGACY as _AMP_LEGACY  # noqa: E402
 
 globals().update(_AMP_LEGACY)
+from . import profiler  # noqa: E402,F401
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (ember.autograd.profiler)
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 
