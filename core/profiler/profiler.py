@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterable
 
 from .. import dispatch
+from ..backend import BACKENDS
 from ..autograd.function import OPS
 from ..tensor import Tensor
 from .events import EventList, FunctionEvent, chrome_trace
@@ -42,8 +43,6 @@ class ProfilerActivity(enum.Enum):
 
 def supported_activities():
     """The activities this build can record: CPU, and CUDA where a CUDA backend is available."""
-    from ..backend import BACKENDS
-
     cuda = BACKENDS.get("cuda")
     acts = {ProfilerActivity.CPU}
     if cuda is not None and cuda.is_available():
@@ -281,9 +280,12 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None, use
     def handler_fn(prof) -> None:
         os.makedirs(dir_name, exist_ok=True)
         name = worker_name or f"{socket.gethostname()}_{os.getpid()}"
-        file_name = f"{name}.{time.time_ns() // 1_000_000}.pt.trace.json"
-        if use_gzip:
-            file_name += ".gz"
+        ms = time.time_ns() // 1_000_000
+        while True:  # two traces within one millisecond keep both files
+            file_name = f"{name}.{ms}.pt.trace.json" + (".gz" if use_gzip else "")
+            if not os.path.exists(os.path.join(dir_name, file_name)):
+                break
+            ms += 1
         prof.export_chrome_trace(os.path.join(dir_name, file_name))
 
     return handler_fn
