@@ -281,3 +281,21 @@ def test_profile_errors_and_api(torch):
         schedule(wait=1, warmup=0, active=1)
     with pytest.raises(AssertionError):
         schedule(wait=1, warmup=1, active=0)
+
+
+def test_device_time_through_the_backend_event_api():
+    from fakegpu import registered
+
+    with registered(1) as backend:
+        if backend.host:
+            pytest.skip("the test backend says it is the host")
+        a = ember.ones(16, 16, device="fakegpu:0")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            (a @ a).sum()
+        mm = next(e for e in prof.events() if e.name == "aten::matmul")
+        assert mm.device_time_total > 0 and mm.use_device == "cuda"
+        table = prof.key_averages().table(sort_by="self_cuda_time_total")
+        assert "Self CUDA %" in table.splitlines()[1] and "Self CUDA time total" in table
+        with profile(activities=[ProfilerActivity.CPU]) as cpu_only:
+            a @ a
+        assert all(e.device_time_total == 0 for e in cpu_only.events())

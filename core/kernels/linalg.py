@@ -27,7 +27,7 @@ def kernels(xp) -> dict:
     la = xp.linalg
 
     def matmul(a, b):
-        if a.dtype.type is _BF16:
+        if getattr(a.dtype, "type", None) is _BF16:
             return matmul_wide(a, b)
         # a stack of matrices times one matrix is one GEMM over the flattened stack: array libraries
         # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
@@ -41,7 +41,7 @@ def kernels(xp) -> dict:
         return matmul(a, b)
 
     def einsum(equation, *operands):
-        if operands and operands[0].dtype.type is _BF16:
+        if operands and getattr(operands[0].dtype, "type", None) is _BF16:
             return xp.einsum(equation, *[o.astype("float32") for o in operands],
                              optimize=len(operands) > 2).astype(_BF16)
         return xp.einsum(equation, *operands, optimize=len(operands) > 2)
