@@ -94,6 +94,19 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 from . import hub  # noqa: E402,F401
+from . import amp, cpu  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from .amp.autocast_mode import (  # noqa: E402,F401
+    autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
+    get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
+)
+from .amp.autocast_mode import LEGACY as _AMP_LEGACY  # noqa: E402
+
+globals().update(_AMP_LEGACY)
+from . import profiler  # noqa: E402,F401
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (ember.autograd.profiler)
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401

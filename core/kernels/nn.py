@@ -11,6 +11,8 @@ import math
 import sys
 import threading
 
+from .linalg import widened
+
 
 _SCRATCH_SLOTS = 8
 _REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
@@ -352,7 +354,8 @@ def kernels(xp) -> dict:
         return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
 
     return {
-        "conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad,
+        "conv_forward": widened(conv_forward), "conv_input_grad": widened(conv_input_grad),
+        "conv_weight_grad": widened(conv_weight_grad),
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, out_or, unary
+from ..dispatch import apply, autocasting, out_or, unary
 from ..registry import NAMESPACES, check_tensor, export, inplace_form, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import _create, arange, rand
@@ -244,7 +244,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({a} and "
                            f"{'x'.join(str(s) for s in reversed(weight.shape))}): input of size {list(input.shape)} "
                            f"expects its last dimension to be in_features={weight.shape[-1]}")
-    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+    if (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
+            and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
     if weight.ndim == 1:

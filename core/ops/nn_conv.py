@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply
+from ..dispatch import apply, autocasting
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor
@@ -105,7 +105,7 @@ def _check_input(op, x, w, d, groups):
                            f"size: {list(x.shape)}")
     if w.ndim != d + 2:
         raise RuntimeError(f"{op}: expected weight to be {d + 2}-dimensional, but got weight of size {list(w.shape)}")
-    if x.dtype is not w.dtype:
+    if x.dtype is not w.dtype and not autocasting(x):
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({w.dtype}) should be the same")
     if x.device != w.device:
         raise RuntimeError(f"{op}: Input ({x.device}) and weight ({w.device}) should be on the same device")
