@@ -181,6 +181,12 @@ class Softmax(GLU):
     def __init__(self, dim: int | None = None):
         super().__init__(dim)
 
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
 
 class LogSoftmax(Softmax):
     _fn = staticmethod(F.log_softmax)
