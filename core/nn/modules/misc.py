@@ -136,6 +136,48 @@ class CircularPad2d(_PadNd):
     _mode = "circular"
 
 
+class ConstantPad3d(_PadNd):
+    _dims = 3
+
+
+class ZeroPad1d(ZeroPad2d):
+    _dims = 1
+
+
+class ZeroPad3d(ZeroPad2d):
+    _dims = 3
+
+
+class ReflectionPad3d(_PadNd):
+    _mode, _dims = "reflect", 3
+
+
+class ReplicationPad3d(_PadNd):
+    _mode, _dims = "replicate", 3
+
+
+class CircularPad1d(_PadNd):
+    _mode, _dims = "circular", 1
+
+
+class CircularPad3d(_PadNd):
+    _mode, _dims = "circular", 3
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of ``groups`` groups."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):  # noqa: A002
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
 class CosineSimilarity(Module):
     def __init__(self, dim: int = 1, eps: float = 1e-8):
         super().__init__()
