@@ -235,4 +235,11 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-from .transformer import MultiheadAttention  # noqa: E402,F401  (PyTorch's torch.nn.modules.activation has it)
+_ELSEWHERE = ('MultiheadAttention',)  # names PyTorch's module of this path shows, defined in .transformer
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import transformer  # cycle: transformer builds on this module's classes
+        return getattr(transformer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,9 @@ from ... import dtypes
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .conv import _ConvNd, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
-from .normalization import _NormBase, BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .normalization import (
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _NormBase,
+)
 
 
 class LazyModuleMixin:

@@ -230,3 +230,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
+
+
+from .linear import Linear  # noqa: E402,F401  (names PyTorch's torch.nn.modules.loss shows)
+from .misc import PairwiseDistance  # noqa: E402,F401
