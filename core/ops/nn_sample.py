@@ -89,7 +89,8 @@ def _taps(c, size, mode, padding_mode, align_corners):
     else:
         c = _pad_coordinate(c, size, padding_mode, align_corners)
         if mode == "nearest":
-            taps = [(c.round().detach(), None)]
+            # a weight of 1 that keeps the grid in the graph: its gradient is zero, as PyTorch's
+            taps = [(c.round().detach(), (c - c.detach()) * 0 + 1)]
         else:
             base = c.floor().detach()
             t = c - base
@@ -152,15 +153,11 @@ def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_m
         flat, weight, valid = None, None, None
         for (pos, w, ok), s in zip(combo, strides):
             flat = pos * s if flat is None else flat + pos * s
-            if w is not None:
-                weight = w if weight is None else weight * w
+            weight = w if weight is None else weight * w
             valid = ok if valid is None else valid & ok
         idx = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
         vals = planes.gather(2, idx).reshape((n, c) + out_sp)
-        if weight is None:
-            weight = valid.to(input.dtype)
-        elif padding == "zeros" or mode != "nearest":
-            weight = where(valid, weight, weight.new_zeros(()))
+        weight = where(valid, weight, weight.new_zeros(()))
         term = vals * weight.unsqueeze(1)
         out = term if out is None else out + term
     return out
