@@ -20,3 +20,238 @@ test_row = row_test(NN2_ROWS)
 @pytest.mark.parametrize("case", kit.cases(NN2_ROWS, ("grad", "gradgrad", "noncontiguous")), ids=kit.case_id)
 def test_gradcheck(case, device):
     kit.run_case(case, device)
+
+
+R = np.random.default_rng(7)
+
+
+def _np(*shape, positive=False):
+    a = R.standard_normal(shape)
+    return np.abs(a) + 0.1 if positive else a
+
+
+def _same_weights(e_mod, t_mod):
+    e_mod.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t_mod.state_dict().items()})
+
+
+class Const:
+    """An input that is not differentiated (targets, random draws)."""
+
+    def __init__(self, a):
+        self.a = a
+
+
+def _to(m, a, device):
+    if isinstance(a, Const):
+        return _to(m, a.a, device)
+    if isinstance(a, np.ndarray):
+        return ember.tensor(a, device=device) if m is ember else m.tensor(a)
+    return a
+
+
+# (id, constructor(nn), inputs as arrays (float ones differentiated), call(module, *inputs))
+MODULES = [
+    ("RMSNorm", lambda nn: nn.RMSNorm(4), [_np(2, 3, 4)], None),
+    ("RMSNorm_eps", lambda nn: nn.RMSNorm([3, 4], eps=1e-3), [_np(2, 3, 4)], None),
+    ("RMSNorm_no_affine", lambda nn: nn.RMSNorm(4, elementwise_affine=False), [_np(3, 4)], None),
+    ("SyncBatchNorm", lambda nn: nn.SyncBatchNorm(3), [_np(4, 3, 5)], None),
+    ("CrossMapLRN2d", lambda nn: nn.CrossMapLRN2d(3, 1e-1, 0.75, 2), [_np(2, 5, 3, 3)], None),
+    ("RReLU_eval", lambda nn: nn.RReLU(0.1, 0.3).eval(), [_np(3, 4)], None),
+    ("Softmax2d", lambda nn: nn.Softmax2d(), [_np(2, 3, 2, 2)], None),
+    ("ChannelShuffle", lambda nn: nn.ChannelShuffle(2), [_np(2, 4, 3)], None),
+    ("FeatureAlphaDropout_eval", lambda nn: nn.FeatureAlphaDropout(0.2).eval(), [_np(2, 3, 4)], None),
+    ("LPPool1d", lambda nn: nn.LPPool1d(2, 3, 2), [_np(2, 3, 8, positive=True)], None),
+    ("LPPool2d", lambda nn: nn.LPPool2d(1.5, 2), [_np(1, 2, 4, 6, positive=True)], None),
+    ("LPPool3d", lambda nn: nn.LPPool3d(2, 2, ceil_mode=True), [_np(1, 2, 3, 4, 5, positive=True)], None),
+    ("AdaptiveMaxPool3d", lambda nn: nn.AdaptiveMaxPool3d((2, None, 3)), [_np(1, 2, 4, 5, 6)], None),
+    ("MaxUnpool3d", lambda nn: nn.MaxUnpool3d(2), [_np(1, 2, 4, 4, 4)],
+     lambda mod, m, x: mod(*m.nn.functional.max_pool3d(x, 2, return_indices=True))),
+    ("FractionalMaxPool2d", lambda nn: nn.FractionalMaxPool2d(2, output_size=(3, 4), return_indices=True),
+     [_np(2, 3, 7, 8), Const(R.random((2, 3, 2)))], lambda mod, m, x, u: m.nn.functional.fractional_max_pool2d(
+         x, 2, (3, 4), _random_samples=u)),
+    ("FractionalMaxPool3d", lambda nn: nn.FractionalMaxPool3d(2, output_ratio=(0.6, 0.5, 0.5)),
+     [_np(1, 2, 6, 6, 6)], None),
+    ("ConstantPad3d", lambda nn: nn.ConstantPad3d((1, 0, 2, 1, 0, 1), 0.5), [_np(1, 2, 2, 3, 2)], None),
+    ("ReflectionPad3d", lambda nn: nn.ReflectionPad3d(1), [_np(1, 2, 3, 3, 3)], None),
+    ("ReplicationPad3d", lambda nn: nn.ReplicationPad3d((1, 2, 0, 1, 2, 0)), [_np(1, 2, 3, 3, 3)], None),
+    ("ZeroPad1d", lambda nn: nn.ZeroPad1d((2, 1)), [_np(2, 3, 4)], None),
+    ("ZeroPad3d", lambda nn: nn.ZeroPad3d(1), [_np(1, 1, 2, 2, 2)], None),
+    ("CircularPad1d", lambda nn: nn.CircularPad1d(2), [_np(2, 3, 4)], None),
+    ("CircularPad3d", lambda nn: nn.CircularPad3d((1, 0, 1, 1, 0, 1)), [_np(1, 1, 3, 3, 3)], None),
+    ("MultiMarginLoss", lambda nn: nn.MultiMarginLoss(p=2, margin=0.5), [_np(4, 5), np.array([0, 3, 4, 1])], None),
+    ("SoftMarginLoss", lambda nn: nn.SoftMarginLoss(), [_np(3, 4), Const(np.sign(_np(3, 4)))], None),
+    ("MultiLabelSoftMarginLoss", lambda nn: nn.MultiLabelSoftMarginLoss(reduction="sum"),
+     [_np(3, 4), Const((R.random((3, 4)) > 0.5) * 1.0)], None),
+    ("MultiLabelMarginLoss", lambda nn: nn.MultiLabelMarginLoss(),
+     [_np(2, 4), np.array([[3, 0, -1, 1], [1, 2, 3, 0]])], None),
+    ("TripletMarginWithDistanceLoss", lambda nn: nn.TripletMarginWithDistanceLoss(margin=0.3),
+     [_np(3, 4), _np(3, 4), _np(3, 4)], None),
+    ("NLLLoss2d", lambda nn: nn.NLLLoss2d(), [_np(2, 3, 2, 2), R.integers(0, 3, (2, 2, 2))], None),
+]
+
+
+def _leaves(m, device, arrays):
+    out = []
+    for a in arrays:
+        t = _to(m, a, device)
+        if t.is_floating_point() and not isinstance(a, Const):
+            t.requires_grad_(True)
+        out.append(t)
+    return out
+
+
+# PyTorch's CrossMapLRN2d backward is the textbook LRN gradient, not the derivative of its own forward (whose running
+# sum keeps channel 0 in later windows); ember's is the derivative of the forward (gradchecked below)
+_OWN_BACKWARD = {"CrossMapLRN2d"}
+
+
+def test_cross_map_lrn2d_gradient(device):
+    m = ember.nn.CrossMapLRN2d(3, 0.1, 0.75, 2)
+    x = ember.tensor(_np(1, 5, 2, 2), device=device, requires_grad=True)
+    assert ember.autograd.gradcheck(m, (x,))
+    with pytest.raises(ValueError, match="Expected input to be 4D"):
+        m(ember.ones(5, 2, 2, device=device))
+
+
+def test_nll_loss_2d_is_deprecated():
+    with pytest.warns(FutureWarning, match="NLLLoss2d` has been deprecated"):
+        ember.nn.NLLLoss2d()
+
+
+@pytest.mark.parametrize("row", MODULES, ids=[m[0] for m in MODULES])
+def test_module_against_torch(row, device, torch):
+    _, make, arrays, call = row
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # NLLLoss2d's deprecation (tested below)
+        t_mod, e_mod = make(torch.nn).double(), make(ember.nn).double().to(device)
+    _same_weights(e_mod, t_mod)
+    assert repr(e_mod) == repr(t_mod)
+    if call is None:
+        def call(mod, m, *xs):
+            return mod(*xs)
+    te, tt = _leaves(ember, device, arrays), _leaves(torch, "cpu", arrays)
+    if "Fractional" in row[0] and len(arrays) == 1:  # the same draws in both
+        u = R.random((1, 2, 3))
+        t_mod._random_samples, e_mod._random_samples = torch.tensor(u), ember.tensor(u, device=device)
+    ye, yt = call(e_mod, ember, *te), call(t_mod, torch, *tt)
+    ye, yt = (ye if isinstance(ye, tuple) else (ye,)), (yt if isinstance(yt, tuple) else (yt,))
+    for a, b in zip(ye, yt):
+        assert_close(a, b)
+    if row[0] in _OWN_BACKWARD:
+        return
+    ge = ember.autograd.grad(ye[0].sum(), [x for x in te if x.requires_grad] + list(e_mod.parameters()))
+    gt = torch.autograd.grad(yt[0].sum(), [x for x in tt if x.requires_grad] + list(t_mod.parameters()))
+    for a, b in zip(ge, gt):
+        assert_close(a, b)
+
+
+def test_adaptive_log_softmax_with_loss(device, torch):
+    torch.manual_seed(0)
+    t_mod = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True).double()
+    e_mod = ember.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True).double().to(device)
+    _same_weights(e_mod, t_mod)
+    x, t = _np(5, 8), np.array([0, 4, 9, 2, 7])
+    xe = ember.tensor(x, device=device, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    oe, ot = e_mod(xe, ember.tensor(t, device=device)), t_mod(xt, torch.tensor(t))
+    assert_close(oe.output, ot.output)
+    assert_close(oe.loss, ot.loss)
+    oe.loss.backward()
+    ot.loss.backward()
+    assert_close(xe.grad, xt.grad)
+    assert_close(e_mod.head.weight.grad, t_mod.head.weight.grad)
+    assert_close(e_mod.log_prob(xe.detach()), t_mod.log_prob(xt.detach()))
+    assert_close(e_mod.predict(xe.detach()), t_mod.predict(xt.detach()))
+    one = e_mod(xe[1], ember.tensor(4, device=device))
+    assert one.output.shape == ()
+    assert abs(one.output.item() - ot.output[1].item()) < 1e-10
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        e_mod(xe, ember.tensor([0, 10, 1, 1, 1], device=device))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence"):
+        ember.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3])
+
+
+def test_gumbel_softmax(device):
+    logits = ember.tensor([[0.0, 1.0, 2.0, -1.0]], device=device).expand(4000, 4)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    assert_close(soft.sum(-1), ember.ones(4000, dtype=soft.dtype, device=device))
+    hard = F.gumbel_softmax(logits.requires_grad_(False).clone().requires_grad_(), tau=1.0, hard=True)
+    assert sorted(set(hard.sum(-1).tolist())) == [1.0] and set(hard.flatten().tolist()) <= {0.0, 1.0}
+    freq = hard.detach().mean(0).cpu().numpy()
+    want = np.exp([0.0, 1.0, 2.0, -1.0]) / np.exp([0.0, 1.0, 2.0, -1.0]).sum()
+    assert np.abs(freq - want).max() < 0.04  # Gumbel-max samples from softmax(logits)
+    hard.sum().backward()  # the straight-through gradient is the soft sample's: it sums to zero per row
+
+
+def test_random_ops_in_training_mode(device):
+    x = ember.randn(200, 50, device=device, dtype=ember.float64)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    neg = x < 0
+    slopes = (y[neg] / x[neg]).cpu().numpy()
+    assert slopes.min() >= 0.1 - 1e-12 and slopes.max() <= 0.3 + 1e-12 and slopes.std() > 0.02
+    assert_close(y[~neg], x[~neg])
+    z = F.feature_alpha_dropout(ember.ones(20, 30, 4, device=device), 0.5, training=True)
+    per_channel = z.cpu().numpy().std(-1)
+    assert per_channel.max() < 1e-6  # whole channels kept or dropped
+    out, mask = ember.native_dropout(ember.ones(1000, device=device), 0.25, True)
+    assert mask.dtype == ember.bool and np.allclose(out[mask].cpu().numpy(), 4 / 3) and 650 < int(mask.sum()) < 850
+    fx = F.fractional_max_pool2d(ember.randn(2, 3, 9, 9, device=device), 2, output_size=4)
+    assert fx.shape == (2, 3, 4, 4)
+
+
+def test_lazy_modules(device, torch):
+    lin = ember.nn.LazyLinear(3)
+    assert isinstance(lin.weight, ember.nn.UninitializedParameter) and lin.has_uninitialized_params()
+    with pytest.raises(RuntimeError, match="uninitialized parameter"):
+        lin.weight.shape
+    y = lin.to(device)(ember.ones(2, 5, device=device))
+    assert type(lin) is ember.nn.Linear and lin.in_features == 5 and y.shape == (2, 3)
+    assert type(lin.weight) is ember.nn.Parameter and lin.weight.device == y.device
+    for name, x, cls, shape in [
+        ("LazyConv2d", ember.ones(1, 6, 5, 5), "Conv2d", (4, 3, 3, 3)),
+        ("LazyConvTranspose1d", ember.ones(6, 5), "ConvTranspose1d", (6, 4, 3)),
+        ("LazyBatchNorm1d", ember.randn(4, 3), "BatchNorm1d", (3,)),
+        ("LazyInstanceNorm2d", ember.randn(3, 4, 4), "InstanceNorm2d", None),
+    ]:
+        kw = {"groups": 2} if cls == "Conv2d" else {}
+        args = (4, 3) if cls == "Conv2d" else (4, 3) if cls == "ConvTranspose1d" else ()
+        mod = getattr(ember.nn, name)(*args, **kw)
+        mod(x)
+        assert type(mod).__name__ == cls
+        if shape is not None:
+            assert tuple(next(mod.parameters()).shape) == shape
+    # a state dict materialises the placeholders (as PyTorch's)
+    lazy = ember.nn.LazyConv1d(2, 3)
+    lazy.load_state_dict(ember.nn.Conv1d(4, 2, 3).state_dict())
+    assert lazy(ember.ones(1, 4, 5)).shape == (1, 2, 3) and lazy.in_channels == 4
+    t = torch.nn.LazyLinear(3)
+    t(torch.ones(2, 5))
+    assert [tuple(p.shape) for p in t.parameters()] == [tuple(p.shape) for p in lin.parameters()]
+
+
+def test_buffer_and_uninitialized(device):
+    m = ember.nn.Module()
+    m.steps = ember.nn.Buffer(ember.zeros(2, device=device))
+    m.scratch = ember.nn.Buffer(ember.ones(1, device=device), persistent=False)
+    assert [n for n, _ in m.named_buffers()] == ["steps", "scratch"]
+    assert list(m.state_dict()) == ["steps"]
+    assert isinstance(m.steps, ember.nn.Buffer) and not isinstance(ember.ones(1), ember.nn.Buffer)
+    p = ember.nn.UninitializedParameter()
+    p.materialize((2, 3), dtype=ember.float64)
+    assert type(p) is ember.nn.Parameter and p.shape == (2, 3) and p.dtype == ember.float64 and p.requires_grad
+    b = ember.nn.UninitializedBuffer()
+    b.materialize(4)
+    assert type(b) is ember.Tensor and b.shape == (4,)
+    assert ember.nn.parameter.is_lazy(ember.nn.UninitializedParameter())
+
+
+def test_sync_batch_norm_convert(device):
+    net = ember.nn.Sequential(ember.nn.Conv2d(2, 3, 1), ember.nn.BatchNorm2d(3),
+                              ember.nn.Sequential(ember.nn.BatchNorm1d(4)))
+    bn = net[1]
+    conv = ember.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert type(conv[1]) is ember.nn.SyncBatchNorm and type(conv[2][0]) is ember.nn.SyncBatchNorm
+    assert conv[1].weight is bn.weight and conv[1].running_mean is bn.running_mean
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        conv[1](ember.ones(3))

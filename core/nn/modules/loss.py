@@ -1,8 +1,12 @@
 """Loss modules: each stores its settings and calls the functional loss."""
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from ...ops.nn_loss import legacy_reduction
+from .linear import Linear  # noqa: F401  (shown, as in PyTorch's module)
+from .misc import PairwiseDistance
 from .module import Module
 
 
@@ -182,6 +186,12 @@ class CTCLoss(_Loss):
 class NLLLoss2d(NLLLoss):
     """Deprecated alias of :class:`NLLLoss` (which takes ``(N, C, H, W)`` inputs itself)."""
 
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
 
 class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss (see :func:`ember.nn.functional.multi_margin_loss`)."""
@@ -223,14 +233,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
                              f"instead")
-        self.distance_function = distance_function if distance_function is not None else F.pairwise_distance
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
-
-
-from .linear import Linear  # noqa: E402,F401  (names PyTorch's torch.nn.modules.loss shows)
-from .misc import PairwiseDistance  # noqa: E402,F401

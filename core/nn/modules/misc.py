@@ -97,7 +97,9 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self._mode, value)
 
     def extra_repr(self) -> str:
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+        if self._mode == "constant":
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
 
 
 class ConstantPad1d(_PadNd):
