@@ -255,3 +255,262 @@ def test_sync_batch_norm_convert(device):
     assert conv[1].weight is bn.weight and conv[1].running_mean is bn.running_mean
     with pytest.raises(ValueError, match="expected at least 2D input"):
         conv[1](ember.ones(3))
+
+
+# --------------------------------------------------------------------------- Module API against PyTorch
+def _hook_log(m, device):
+    """The calls and arguments of every kind of hook, through a forward, a backward, a save and a load."""
+    log = []
+    dev = device if m is ember else "cpu"
+    seq = m.nn.Sequential(m.nn.Linear(2, 3), m.nn.Tanh(), m.nn.Linear(3, 1)).double().to(dev)
+    with m.no_grad():
+        for i, p in enumerate(seq.parameters()):
+            p.copy_(m.tensor(np.linspace(-1, 1, p.numel()).reshape(tuple(p.shape)) * (i + 1)))
+
+    def grads(gs):
+        return [None if g is None else np.round(g.detach().cpu().numpy(), 10).tolist() for g in gs]
+
+    seq[0].register_full_backward_pre_hook(lambda mod, go: log.append(("pre0", grads(go))))
+    seq[0].register_full_backward_hook(lambda mod, gi, go: log.append(("full0", grads(gi), grads(go))))
+    seq[2].register_full_backward_pre_hook(lambda mod, go: log.append(("pre2", grads(go))))
+    seq[2].register_full_backward_hook(lambda mod, gi, go: log.append(("full2", grads(gi), grads(go))))
+    seq.register_forward_pre_hook(lambda mod, args: log.append(("fpre", len(args))))
+    seq.register_forward_hook(lambda mod, args, out: log.append(("fpost", tuple(out.shape))))
+    x = m.tensor(np.array([[0.5, -1.0], [2.0, 0.25]]), requires_grad=True).to(dev)
+    seq(x).sum().backward()
+    seq.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("sd_pre", prefix, keep_vars)))
+    seq[0].register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("sd_pre0", prefix)))
+    seq.register_state_dict_post_hook(lambda mod, sd, prefix, meta: log.append(("sd_post", prefix, list(sd))))
+    seq[2].register_state_dict_post_hook(lambda mod, sd, prefix, meta: log.append(("sd_post2", prefix, list(sd))))
+    sd = seq.state_dict(prefix="net.")
+    log.append(("keys", list(sd)))
+    sd = seq.state_dict()
+    seq.register_load_state_dict_pre_hook(
+        lambda mod, state, prefix, meta, strict, missing, unexpected, errors: log.append(("ld_pre", prefix, strict)))
+    seq[2].register_load_state_dict_pre_hook(
+        lambda mod, state, prefix, meta, strict, missing, unexpected, errors: log.append(("ld_pre2", prefix)))
+
+    def forgive(mod, keys):
+        log.append(("ld_post", list(keys.missing_keys), list(keys.unexpected_keys)))
+        keys.missing_keys.clear()
+
+    seq.register_load_state_dict_post_hook(forgive)
+    del sd["2.bias"]
+    r = seq.load_state_dict(sd)
+    log.append(("result", list(r.missing_keys), list(r.unexpected_keys)))
+    return log
+
+
+def test_hooks_match_torch(device, torch):
+    got, want = _hook_log(ember, device), _hook_log(torch, device)
+    assert got == want
+
+
+def test_register_backward_hook(device, torch):
+    """The deprecated hook runs on the grad_fn of the module's output with that node's gradients."""
+    def run(m):
+        log = []
+        dev = device if m is ember else "cpu"
+        act = m.nn.Tanh()
+        act.register_backward_hook(lambda mod, gi, go: log.append(([g.tolist() for g in gi], [g.tolist() for g in go])))
+        x = m.tensor([0.5, -1.0], dtype=m.float64, requires_grad=True).to(dev)
+        with pytest.warns(FutureWarning, match="forward contains multiple autograd Nodes"):
+            y = act(x)  # the hook will not see x's AccumulateGrad among the node's inputs: PyTorch warns
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
+            act.register_full_backward_hook(lambda *a: None)
+        return log, x.grad.tolist()
+
+    assert run(ember) == run(torch)
+    lin = ember.nn.Linear(2, 2).to(device)
+    seen = []
+    lin.register_backward_hook(lambda mod, gi, go: seen.append((mod, len(go))))
+    x = ember.ones(3, 2, device=device, requires_grad=True)
+    with pytest.warns(FutureWarning, match="non-full backward hook"):
+        y = lin(x)
+    y.sum().backward()
+    assert seen == [(lin, 1)]
+    full = ember.nn.ReLU()
+    full.register_full_backward_hook(lambda *a: None)
+    with pytest.raises(RuntimeError, match="Cannot use both"):
+        full.register_backward_hook(lambda *a: None)
+
+
+def test_state_dict_post_hook_must_return_none():
+    m = ember.nn.Linear(2, 2)
+    m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd)
+    with pytest.raises(RuntimeError, match="must return None"):
+        m.state_dict()
+
+
+def test_submodule_parameter_buffer_access(device, torch):
+    def build(m):
+        net = m.nn.Sequential(m.nn.Linear(2, 3), m.nn.Sequential(m.nn.BatchNorm1d(3)))
+        return net
+
+    for m in (ember, torch):
+        net = build(m)
+        assert net.get_submodule("1.0") is net[1][0]
+        assert net.get_parameter("0.weight") is net[0].weight
+        assert net.get_buffer("1.0.running_mean") is net[1][0].running_mean
+        net.set_submodule("1.0", m.nn.Identity())
+        assert type(net[1][0]).__name__ == "Identity"
+        net.set_submodule("1.extra", m.nn.ReLU())
+        assert hasattr(net[1], "extra")
+        with pytest.raises(AttributeError, match="has no attribute `missing`"):
+            net.set_submodule("1.missing", m.nn.ReLU(), strict=True)
+        with pytest.raises(AttributeError, match="is not an nn.Module"):
+            net.set_submodule("0.weight", m.nn.ReLU())
+        with pytest.raises(ValueError, match="without a target name"):
+            net.set_submodule("", m.nn.ReLU())
+        with pytest.raises(ValueError, match="is not an nn.Module"):
+            net.set_submodule("0", 3)
+        with pytest.raises(AttributeError, match="is not an nn.Parameter"):
+            net.get_parameter("1")
+    assert "set_submodule" in dir(ember.nn.Module)
+
+
+class _Counter(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ember.nn.Linear(2, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+    def get_extra_state(self):
+        return {"calls": self.calls}
+
+    def set_extra_state(self, state):
+        self.calls = state["calls"]
+
+
+def test_extra_state_to_empty_compile(device):
+    a, b = _Counter(), _Counter()
+    a(ember.ones(1, 2))
+    sd = a.state_dict()
+    assert sd["_extra_state"] == {"calls": 1} and list(sd) == ["_extra_state", "lin.weight", "lin.bias"]
+    b.load_state_dict(sd)
+    assert b.calls == 1
+    assert "_extra_state" not in ember.nn.Linear(2, 2).state_dict()
+    with pytest.raises(RuntimeError, match="should never be called"):
+        ember.nn.Linear(2, 2).get_extra_state()
+    net = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.BatchNorm1d(4))
+    out = net.to_empty(device=device)
+    assert out is net and net[0].weight.device.type == ember.device(device).type
+    assert [tuple(p.shape) for p in net.parameters()] == [(4, 3), (4,), (4,), (4,)]
+    assert isinstance(net[0].weight, ember.nn.Parameter) and net[0].weight.requires_grad
+    assert net[1].num_batches_tracked.dtype == ember.int64
+    assert net.compile() is None and net[0](ember.ones(2, 3, device=device)).shape == (2, 4)
+
+
+def test_softmax_implicit_dim_warns(device):
+    x = ember.randn(2, 3, device=device)
+    for fn in (F.softmax, F.log_softmax, F.softmin):
+        with pytest.warns(UserWarning, match=f"Implicit dimension choice for {fn.__name__} has been deprecated"):
+            y = fn(x)
+        assert_close(y, fn(x, 1))
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        ember.nn.Softmax()(x)
+    with pytest.raises(TypeError):
+        ember.softmax(x)  # torch.softmax requires dim
+    assert_close(x.softmax(-1), F.softmax(x, -1))
+
+
+def test_init_deprecated_forms():
+    for name in ("dirac", "eye", "uniform", "normal"):
+        with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+            getattr(ember.nn.init, name)(ember.empty(3, 3, 3) if name == "dirac" else ember.empty(3, 3))
+
+
+# --------------------------------------------------------------------------- PyTorch's module paths
+_PATHS = ["activation", "adaptive", "batchnorm", "channelshuffle", "container", "conv", "distance", "dropout",
+          "flatten", "fold", "instancenorm", "lazy", "linear", "loss", "module", "normalization", "padding",
+          "pixelshuffle", "pooling", "rnn", "sparse", "transformer", "upsampling", "utils"]
+
+
+@pytest.mark.parametrize("path", _PATHS)
+def test_torch_module_paths(path, torch):
+    """``ember.nn.modules.<path>.<Class>`` for every class of ``torch.nn.modules.<path>`` that ember.nn has."""
+    theirs = getattr(torch.nn.modules, path)
+    ours = importlib.import_module(f"ember.nn.modules.{path}")
+    names = [n for n in dir(theirs) if isinstance(getattr(theirs, n), type)
+             and getattr(theirs, n).__module__.startswith("torch.nn") and hasattr(ember.nn, n)]
+    assert [n for n in names if getattr(ours, n, None) is not getattr(ember.nn, n)] == []
+
+
+def test_pickled_model_paths():
+    import ember.nn.modules.activation as act
+    import ember.nn.modules.linear as lin
+    assert act.MultiheadAttention is ember.nn.MultiheadAttention
+    assert issubclass(lin.NonDynamicallyQuantizableLinear, ember.nn.Linear)
+    assert type(ember.nn.MultiheadAttention(4, 2).out_proj) is lin.NonDynamicallyQuantizableLinear
+    from ember.nn.modules.utils import _pair, _triple, consume_prefix_in_state_dict_if_present
+    assert _pair(3) == (3, 3) and _triple((1, 2, 3)) == (1, 2, 3)
+    sd = {"module.a": 1, "b": 2}
+    consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert sd == {"a": 1, "b": 2}
+
+
+# --------------------------------------------------------------------------- bad input
+def _t(m, d, *shape):
+    return m.ones(*shape, dtype=m.float64, device=d if m is ember else "cpu")
+
+
+BAD = [
+    ("channel_shuffle_groups", lambda m, d: m.channel_shuffle(_t(m, d, 1, 3, 2), 2), RuntimeError,
+     "Number of channels must be divisible by groups. Got 3 channels and 2 groups"),
+    ("pdist_3d", lambda m, d: m.pdist(_t(m, d, 2, 3, 4)), RuntimeError, "pdist only supports 2D tensors, got: 3D"),
+    ("rrelu_bounds", lambda m, d: m.nn.functional.rrelu(_t(m, d, 3), 0.5, 0.2), RuntimeError,
+     "Lower bound should be less than or equal to the upper bound"),
+    ("rms_norm_shape", lambda m, d: m.nn.functional.rms_norm(_t(m, d, 2, 3), [4]), RuntimeError,
+     r"rms_norm: Given normalized_shape=\[4\]"),
+    ("grid_sample_mode", lambda m, d: m.nn.functional.grid_sample(_t(m, d, 1, 1, 2, 2), _t(m, d, 1, 1, 1, 2),
+                                                                  "cubic", align_corners=False), ValueError,
+     "expected mode to be 'bilinear', 'nearest' or 'bicubic'"),
+    ("grid_sample_padding", lambda m, d: m.nn.functional.grid_sample(_t(m, d, 1, 1, 2, 2), _t(m, d, 1, 1, 1, 2),
+                                                                     padding_mode="wrap", align_corners=False),
+     ValueError, "expected padding_mode"),
+    ("grid_sample_batch", lambda m, d: m.nn.functional.grid_sample(_t(m, d, 2, 1, 2, 2), _t(m, d, 1, 1, 1, 2),
+                                                                   align_corners=False), RuntimeError,
+     "expected grid and input to have same batch size"),
+    ("grid_sample_last", lambda m, d: m.nn.functional.grid_sample(_t(m, d, 1, 1, 2, 2), _t(m, d, 1, 1, 1, 3),
+                                                                  align_corners=False), RuntimeError,
+     "expected grid to have size 2 in last dimension"),
+    ("grid_sample_bicubic_3d", lambda m, d: m.nn.functional.grid_sample(_t(m, d, 1, 1, 2, 2, 2),
+                                                                        _t(m, d, 1, 1, 1, 1, 3), "bicubic",
+                                                                        align_corners=False), RuntimeError,
+     "bicubic interpolation only supports 4D input"),
+    ("affine_grid_theta", lambda m, d: m.nn.functional.affine_grid(_t(m, d, 1, 3, 3), (1, 1, 2, 2), False),
+     ValueError, "Expected a batch of 2D affine matrices of shape Nx2x3"),
+    ("affine_grid_size", lambda m, d: m.nn.functional.affine_grid(_t(m, d, 1, 2, 3), (1, 1, 2), False),
+     NotImplementedError, "affine_grid only supports 4D and 5D sizes"),
+    ("multi_margin_p", lambda m, d: m.nn.functional.multi_margin_loss(_t(m, d, 2, 3), m.zeros(2, dtype=m.long), p=3),
+     ValueError, "only p == 1 and p == 2 supported"),
+    ("fractional_no_size", lambda m, d: m.nn.functional.fractional_max_pool2d(_t(m, d, 1, 1, 4, 4), 2),
+     ValueError, "requires specifying either an output_size or an output_ratio"),
+    ("fractional_too_big", lambda m, d: m.nn.functional.fractional_max_pool2d(_t(m, d, 1, 1, 4, 4), 3, 3),
+     RuntimeError, "too large relative to input"),
+    ("conv_tbc_channels", lambda m, d: m.conv_tbc(_t(m, d, 3, 1, 2), _t(m, d, 2, 3, 4), _t(m, d, 4)), RuntimeError,
+     "conv_tbc: Input dim 2"),
+    ("triplet_distance_margin", lambda m, d: m.nn.functional.triplet_margin_with_distance_loss(
+        _t(m, d, 2, 3), _t(m, d, 2, 3), _t(m, d, 2, 3), margin=0.0), ValueError, "margin to be greater than 0"),
+    ("softmax2d_dims", lambda m, d: m.nn.Softmax2d()(_t(m, d, 3, 3)), ValueError, "Softmax2d"),
+    ("multi_margin_weight_module", lambda m, d: m.nn.MultiMarginLoss(weight=_t(m, d, 2, 2)), ValueError,
+     "weight"),
+]
+
+test_bad_input = bad_input_test(BAD)
+
+
+def test_failed_calls_leave_inputs_untouched(device):
+    x = ember.ones(1, 3, 2, device=device, requires_grad=True)
+    before = x.detach().clone()
+    with pytest.raises(RuntimeError):
+        ember.channel_shuffle(x, 2)
+    with pytest.raises(RuntimeError):
+        F.rrelu_(x.detach().clone(), 0.5, 0.2)
+    assert_close(x.detach(), before)
+    assert x.grad is None
