@@ -204,7 +204,7 @@ def test_lazy_modules(device, torch):
     lin = ember.nn.LazyLinear(3)
     assert isinstance(lin.weight, ember.nn.UninitializedParameter) and lin.has_uninitialized_params()
     with pytest.raises(RuntimeError, match="uninitialized parameter"):
-        lin.weight.shape
+        _ = lin.weight.shape
     y = lin.to(device)(ember.ones(2, 5, device=device))
     assert type(lin) is ember.nn.Linear and lin.in_features == 5 and y.shape == (2, 3)
     assert type(lin.weight) is ember.nn.Parameter and lin.weight.device == y.device
