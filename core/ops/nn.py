@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, out_or, unary
@@ -816,6 +814,9 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
 export(channel_shuffle, "native_channel_shuffle", to=("nn.functional", "torch"))
 
 
+_EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+
 @export(to=("nn.functional", "torch"))
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:  # noqa: A002
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dimensions; ``eps``
@@ -834,7 +835,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
         raise RuntimeError(f"rms_norm: Expected weight to be of same shape as normalized_shape, but got weight of "
                            f"shape {list(weight.shape)} and normalized_shape = {list(ns)}")
     if eps is None:
-        eps = float(np.finfo(x.dtype.np).eps)
+        eps = _EPS.get(x.dtype.name, 2.0 ** -23)
     dims = list(range(x.ndim - len(ns), x.ndim))
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     return y * weight if weight is not None else y
