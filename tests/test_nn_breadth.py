@@ -514,3 +514,26 @@ def test_failed_calls_leave_inputs_untouched(device):
         F.rrelu_(x.detach().clone(), 0.5, 0.2)
     assert_close(x.detach(), before)
     assert x.grad is None
+
+
+def test_deprecated_upsample_functions(device, torch):
+    x = _np(1, 2, 3, 3)
+    for name in ("upsample_nearest", "upsample_bilinear"):
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            got = getattr(F, name)(ember.tensor(x, device=device), scale_factor=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(torch.nn.functional, name)(torch.tensor(x), scale_factor=2)
+        assert_close(got, want)
+
+
+def test_grid_sample_and_affine_grid_default_align_corners_warn(device):
+    theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], device=device)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        grid = F.affine_grid(theta, (1, 1, 2, 3))
+    x = ember.arange(6.0, device=device).reshape(1, 1, 2, 3)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        y = F.grid_sample(x, grid)
+    assert_close(y, x)  # the identity map samples every pixel at its centre
+    assert F.GRID_SAMPLE_INTERPOLATION_MODES == {"bilinear": 0, "nearest": 1, "bicubic": 2}
+    assert F.GRID_SAMPLE_PADDING_MODES == {"zeros": 0, "border": 1, "reflection": 2}
