@@ -2,7 +2,7 @@
 :mod:`ember.testing.op_table_shape`): grid sampling and affine grids, the pooling variants (``*_with_indices``,
 power-average, fractional, 3-d adaptive and unpooling), the class-margin losses, RMS normalisation,
 channel shuffle, ``pdist``, the in-place functional activations, multi-head attention as a function, and the
-top-level recurrent functions and cells of ``torch.*``.
+top-level recurrent functions and cells of ``torch.*``, and ``nn.grad``'s convolution gradients.
 
 Each row runs in PyTorch and ember alike (``m`` is either module); the random ops take their draws as
 inputs (``_random_samples``) or run in eval mode, so both libraries compute the same thing.
@@ -174,6 +174,17 @@ NN2_ROWS = [
         [[r(2, 2, 7), r(3, 2, 3), r(3)]]),
     Row("convolution_transposed", lambda m, x, w: m.convolution(x, w, None, [2, 1], [1, 0], [1, 1], True, [1, 0], 2),
         [[r(1, 4, 3, 3), r(4, 1, 2, 2)]]),
+    # nn.grad: a convolution's gradients as functions
+    Row("conv1d_input", lambda m, w, g: m.nn.grad.conv1d_input((2, 4, 9), w, g, 2, 1, 1, 2),
+        [[r(6, 2, 3), r(2, 6, 5)]]),
+    Row("conv2d_input", lambda m, w, g: m.nn.grad.conv2d_input((1, 2, 6, 5), w, g, 1, (1, 0), 2),
+        [[r(3, 2, 3, 2), r(1, 3, 4, 3)]]),
+    Row("conv2d_weight", lambda m, x, g: m.nn.grad.conv2d_weight(x, (6, 2, 3, 2), g, 2, 1, 2, 2),
+        [[r(2, 4, 7, 6), r(2, 6, 3, 3)]]),
+    Row("conv3d_weight", lambda m, x, g: m.nn.grad.conv3d_weight(x, (2, 1, 2, 2, 2), g),
+        [[r(1, 1, 3, 3, 3), r(1, 2, 2, 2, 2)]]),
+    Row("conv3d_input", lambda m, w, g: m.nn.grad.conv3d_input((1, 1, 3, 3, 3), w, g),
+        [[r(2, 1, 2, 2, 2), r(1, 2, 2, 2, 2)]]),
     # attention
     Row("multi_head_attention_forward", _mha, [[r(3, 2, 4), r(5, 2, 4), r(5, 2, 4), r(12, 4), r(12), r(4, 4),
                                                 r(4)]], rtol=1e-5, atol=1e-6),
