@@ -499,7 +499,7 @@ BAD = [
         _t(m, d, 2, 3), _t(m, d, 2, 3), _t(m, d, 2, 3), margin=0.0), ValueError, "margin to be greater than 0"),
     ("conv2d_input_size", lambda m, d: m.nn.grad.conv2d_input((1, 2, 6, 5), _t(m, d, 3, 2, 3, 2),
                                                                _t(m, d, 1, 3, 4, 2)), RuntimeError,
-     r"grad_output\[2:\] shape\[4, 2\] must be equal to output size 4 3"),
+     r"grad_output\[2:\] shape\[4, 2\] must be equal to output size 4 4"),
     ("softmax2d_dims", lambda m, d: m.nn.Softmax2d()(_t(m, d, 3, 3)), ValueError, "Softmax2d"),
     ("multi_margin_weight_module", lambda m, d: m.nn.MultiMarginLoss(weight=_t(m, d, 2, 2)), ValueError,
      "weight"),
