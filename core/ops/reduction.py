@@ -204,7 +204,14 @@ def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     return out_or(_minmax_reduce(Amin, "amin", input, dim, keepdim), out)
 
 
+def _unordered(op, input):
+    """PyTorch refuses complex input to an op that orders values."""
+    if input.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError(f"{op}(): does not support complex input (got {input.dtype})")
+
+
 def _minmax_reduce(Cls, kernel, input, dim, keepdim):
+    _unordered(kernel, input)
     axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
     if input.numel() == 0 and axes is not None:
         for a in axes:
@@ -251,6 +258,7 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
         if dim is None:
             return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
         d = _wrap_dim(dim, input.dim(), kernel)
+        _unordered(kernel, input)
         if input.dim() == 0:
             return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
         if input.shape[d] == 0:
@@ -292,6 +300,7 @@ class Argmin(Argmax):
 
 def _arg(kernel, Cls):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
+        _unordered(kernel, input)
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
