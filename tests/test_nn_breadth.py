@@ -276,7 +276,7 @@ def _hook_log(m, device):
     seq[2].register_full_backward_hook(lambda mod, gi, go: log.append(("full2", grads(gi), grads(go))))
     seq.register_forward_pre_hook(lambda mod, args: log.append(("fpre", len(args))))
     seq.register_forward_hook(lambda mod, args, out: log.append(("fpost", tuple(out.shape))))
-    x = m.tensor(np.array([[0.5, -1.0], [2.0, 0.25]]), requires_grad=True).to(dev)
+    x = m.tensor(np.array([[0.5, -1.0], [2.0, 0.25]]), device=dev, requires_grad=True)
     seq(x).sum().backward()
     seq.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("sd_pre", prefix, keep_vars)))
     seq[0].register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("sd_pre0", prefix)))
@@ -313,7 +313,7 @@ def test_register_backward_hook(device, torch):
         dev = device if m is ember else "cpu"
         act = m.nn.Tanh()
         act.register_backward_hook(lambda mod, gi, go: log.append(([g.tolist() for g in gi], [g.tolist() for g in go])))
-        x = m.tensor([0.5, -1.0], dtype=m.float64, requires_grad=True).to(dev)
+        x = m.tensor([0.5, -1.0], dtype=m.float64, device=dev, requires_grad=True)
         with pytest.warns(FutureWarning, match="forward contains multiple autograd Nodes"):
             y = act(x)  # the hook will not see x's AccumulateGrad among the node's inputs: PyTorch warns
         y.sum().backward()
