@@ -197,10 +197,9 @@ def test_errors(device):
         prune.global_unstructured([(m, "weight")], prune.LnStructured, amount=1, n=2, dim=0)
     with pytest.raises(TypeError, match="importance_scores must be of type dict"):
         prune.global_unstructured([(m, "weight")], prune.L1Unstructured, importance_scores=[1], amount=1)
-    container = prune.PruningContainer(prune.L1Unstructured(1))
-    other = prune.L1Unstructured(1)
-    other._tensor_name = "bias"
-    container._tensor_name = "weight"
+    first, other = prune.L1Unstructured(1), prune.L1Unstructured(1)
+    first._tensor_name, other._tensor_name = "weight", "bias"
+    container = prune.PruningContainer(first)
     with pytest.raises(ValueError, match="Can only add pruning methods acting on the parameter named 'weight'"):
         container.add_pruning_method(other)
     with pytest.raises(TypeError, match="is not a BasePruningMethod subclass"):
