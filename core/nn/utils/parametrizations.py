@@ -113,8 +113,8 @@ class _SpectralNorm(Module):
         # u and v are updated in place, so a module that shares them (DataParallel replicas) sees the update
         with no_grad():
             for _ in range(n_power_iterations):
-                self._u = F.normalize(mv(weight_mat, self._v), dim=0, eps=self.eps, out=self._u)
-                self._v = F.normalize(mv(_mH(weight_mat), self._u), dim=0, eps=self.eps, out=self._v)
+                self._u.copy_(F.normalize(mv(weight_mat, self._v), dim=0, eps=self.eps))
+                self._v.copy_(F.normalize(mv(_mH(weight_mat), self._u), dim=0, eps=self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
         if weight.ndim == 1:

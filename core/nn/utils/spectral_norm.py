@@ -57,8 +57,8 @@ class SpectralNorm:
             # the values this forward used
             with no_grad():
                 for _ in range(self.n_power_iterations):
-                    v = F.normalize(mv(weight_mat.t(), u), dim=0, eps=self.eps, out=v)
-                    u = F.normalize(mv(weight_mat, v), dim=0, eps=self.eps, out=u)
+                    v.copy_(F.normalize(mv(weight_mat.t(), u), dim=0, eps=self.eps))
+                    u.copy_(F.normalize(mv(weight_mat, v), dim=0, eps=self.eps))
                 u, v = u.clone(), v.clone()
         sigma = dot(u, mv(weight_mat, v))
         return weight / sigma
