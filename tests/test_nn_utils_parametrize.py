@@ -380,3 +380,29 @@ def test_docs_examples_run(module):
     __import__(module)
     result = doctest.testmod(sys.modules[module])
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("orth_map", ["matrix_exp", "householder"])
+def test_orthogonal_batch_matches_torch(torch, device, orth_map):
+    """A batch of matrices (a buffer of shape (2, 3, 3)), trained one step."""
+    def make(lib):
+        m = lib.Module()
+        m.register_parameter("weight", lib.Parameter(lib_randn(lib)))
+        return m
+
+    def lib_randn(lib):
+        arr = np.random.default_rng(8).standard_normal((2, 3, 3))
+        return ember.tensor(arr) if lib is nn else torch.tensor(arr)
+
+    em, tm = make(nn).to(device), make(torch.nn)
+    parametrizations.orthogonal(em, orthogonal_map=orth_map)
+    torch.nn.utils.parametrizations.orthogonal(tm, orthogonal_map=orth_map)
+    assert_close(em.weight, tm.weight, rtol=1e-8, atol=1e-10)
+    em.weight.sum().backward()
+    tm.weight.sum().backward()
+    assert_close(em.parametrizations.weight.original.grad, tm.parametrizations.weight.original.grad,
+                 rtol=1e-8, atol=1e-10)
+    with ember.no_grad():
+        em.parametrizations.weight.original.sub_(0.1 * em.parametrizations.weight.original.grad)
+    Q = to_numpy(em.weight)
+    np.testing.assert_allclose(np.swapaxes(Q, -1, -2) @ Q, np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-10)

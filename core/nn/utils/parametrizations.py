@@ -16,10 +16,11 @@ from enum import Enum, auto
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import eye, randn, zeros_like
+from ...ops.creation import eye, randn
 from ...ops.linalg import mv, vdot
 from ...ops.linalg_decomp import solve
 from ...ops.linalg_solve import geqrf, householder_product, matrix_exp
+from ...ops.pointwise import where
 from ...ops.shape import cat
 from ...tensor import Tensor
 from .. import functional as F
@@ -241,8 +242,8 @@ class _Orthogonal(Module):
                                           "parametrizations when use_trivialization=False.")
             # geqrf's reflectors with the diagonal's sign (flipped where tau is 0) reproduce Q
             A, tau = geqrf(Q)
-            diag = A.diagonal(dim1=-2, dim2=-1)
-            diag.copy_(diag.sign() * (1 - 2 * (tau == 0.0).to(diag.dtype)))
+            sign = A.diagonal(dim1=-2, dim2=-1).sign() * (1 - 2 * (tau == 0.0).to(A.dtype))
+            A = where(eye(n, k, dtype=dtypes.bool, device=A.device), sign.unsqueeze(-2), A)
             return A.mT if transpose else A
         if n == k:
             Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
@@ -250,9 +251,9 @@ class _Orthogonal(Module):
             N = randn(*(tuple(Q.size()[:-2]) + (n, n - k)), dtype=Q.dtype, device=Q.device)
             Q = _make_orthogonal(cat([Q, N], dim=-1))
         self.base = Q
-        neg_Id = zeros_like(Q_init)
-        neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
-        return neg_Id
+        # -Id: the point the maps send to Id, so that the weight starts at base
+        neg_Id = -eye(Q_init.size(-2), Q_init.size(-1), dtype=Q_init.dtype, device=Q_init.device)
+        return neg_Id.repeat(*Q_init.shape[:-2], 1, 1) if Q_init.dim() > 2 else neg_Id
 
 
 def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
