@@ -328,3 +328,39 @@ def test_pickle_of_pruned_and_weight_normed_modules(device):
     assert_close(c.weight_mask, m.weight_mask)
     c(ember.ones(1, 3, device=device))
     assert_close(c.weight, m.weight)
+
+
+def test_functional_call_docs_examples(device):
+    class Foo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("foo", ember.ones((), device=device))
+            self.foo_tied = self.foo
+
+        def forward(self, x):
+            self.foo = self.foo + 1
+            return x + self.foo + self.foo_tied
+
+    a = {"foo": ember.zeros((), device=device)}
+    mod = Foo()
+    stateless._functional_call(mod, a, ember.ones((), device=device))
+    assert mod.foo.item() == 1.0 and a["foo"].item() == 1.0  # the reassigned buffer is handed back
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("foo", ember.ones((), device=device))
+            self.register_buffer("foo_tied", self.foo)
+
+        def forward(self, x):
+            return x + self.foo + self.foo_tied
+
+    mod, x = Tied(), ember.zeros((), device=device)
+    assert mod(x).item() == 2.0
+    assert stateless._functional_call(mod, {"foo": ember.zeros((), device=device)}, x).item() == 0.0
+    assert stateless._functional_call(mod, {"foo": ember.zeros((), device=device)}, x,
+                                      tie_weights=False).item() == 1.0
+    new_a = {"foo": ember.zeros((), device=device), "foo_tied": ember.zeros((), device=device)}
+    with pytest.raises(ValueError, match="which are tied"):  # as PyTorch (its docstring says otherwise)
+        stateless._functional_call(mod, new_a, x)
+    assert stateless._functional_call(mod, new_a, x, tie_weights=False).item() == 0.0
