@@ -1,4 +1,6 @@
-"""``ember.nn.utils``: gradient clipping and parameter/vector conversion."""
+"""``ember.nn.utils``: gradient clipping, parameter/vector conversion, ``rnn`` packing, ``parametrize`` and
+``parametrizations``, ``prune``, the legacy ``weight_norm``/``spectral_norm`` hooks, ``stateless.functional_call``,
+conv/linear-batch-norm fusion, ``skip_init`` and the conv weight memory-format conversions."""
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
