@@ -406,3 +406,28 @@ def test_orthogonal_batch_matches_torch(torch, device, orth_map):
         em.parametrizations.weight.original.sub_(0.1 * em.parametrizations.weight.original.grad)
     Q = to_numpy(em.weight)
     np.testing.assert_allclose(np.swapaxes(Q, -1, -2) @ Q, np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-10)
+
+
+def test_training_steps_track_torch(torch, device):
+    """Three SGD steps on a net with weight norm, spectral norm and an orthogonal layer follow PyTorch's."""
+    def make(lib):
+        return lib.Sequential(lib.Linear(4, 4), lib.Tanh(), lib.Linear(4, 3), lib.Tanh(), lib.Linear(3, 2))
+
+    em, tm = twins(torch, make(nn), make(torch.nn), device)
+    for net, pz in ((em, parametrizations), (tm, torch.nn.utils.parametrizations)):
+        pz.orthogonal(net[0])
+        pz.weight_norm(net[2])
+        pz.spectral_norm(net[4])
+    with ember.no_grad():
+        for k, v in tm.state_dict().items():  # the same base point and power-iteration vectors
+            em.state_dict()[k].copy_(ember.tensor(v.numpy()))
+    eopt = ember.optim.SGD(em.parameters(), lr=0.1)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1)
+    x = np.random.default_rng(9).standard_normal((5, 4))
+    for _ in range(3):
+        for net, opt, inp in ((em, eopt, ember.tensor(x, device=device)), (tm, topt, torch.tensor(x))):
+            opt.zero_grad()
+            net(inp).pow(2).mean().backward()
+            opt.step()
+    for k, v in tm.state_dict().items():
+        assert_close(em.state_dict()[k], v, msg=k, rtol=1e-8, atol=1e-10)
