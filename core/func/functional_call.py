@@ -1,89 +1,8 @@
 """Calling a Module with parameters and buffers given as arguments: ``functional_call``, ``stack_module_state``."""
 from __future__ import annotations
 
-import contextlib
-
+from ..nn.utils.stateless import _functional_call
 from ..ops.shape import stack
-
-
-def _owner(module, name):
-    """``(submodule, attribute)`` for dotted ``name``."""
-    *path, leaf = name.split(".")
-    m = module
-    for p in path:
-        m = getattr(m, p)
-    return m, leaf
-
-
-def _get(m, leaf):
-    for store in (m._parameters, m._buffers):
-        if leaf in store:
-            return store[leaf]
-    return m.__dict__.get(leaf)
-
-
-def _put(m, leaf, value):
-    """Set an entry without Module.__setattr__'s checks (a plain tensor may stand in for a Parameter)."""
-    if leaf in m._parameters:
-        m._parameters[leaf] = value
-    elif leaf in m._buffers:
-        m._buffers[leaf] = value
-    elif value is _ABSENT:
-        m.__dict__.pop(leaf, None)
-    else:
-        m.__dict__[leaf] = value
-
-
-_ABSENT = object()
-
-
-def _tied_names(module):
-    """Names sharing one tensor object, grouped: ``{name: [every name of the same tensor]}``."""
-    groups = {}
-    for name, t in list(module.named_parameters(remove_duplicate=False)) + \
-            list(module.named_buffers(remove_duplicate=False)):
-        groups.setdefault(id(t), []).append(name)
-    return {n: names for names in groups.values() if len(names) > 1 for n in names}
-
-
-@contextlib.contextmanager
-def _reparametrized(module, values, tie_weights, strict):
-    if strict:
-        expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
-                   {n for n, _ in module.named_buffers(remove_duplicate=False)}
-        missing = sorted(expected - set(values))
-        unexpected = sorted(set(values) - expected)
-        if missing or unexpected:
-            msg = [f"Error(s) in reparametrizing for {type(module).__name__}:"]
-            if unexpected:
-                msg.append(f"\tUnexpected key(s): {', '.join(repr(k) for k in unexpected)}.")
-            if missing:
-                msg.append(f"\tMissing key(s): {', '.join(repr(k) for k in missing)}.")
-            raise RuntimeError("\n".join(msg))
-    values = dict(values)
-    if tie_weights:
-        for names in _tied_names(module).values():
-            given = [n for n in names if n in values]
-            if given:
-                first = values[given[0]]
-                for n in given[1:]:
-                    if values[n] is not first:
-                        raise ValueError(f"functional_call got multiple values for keys {sorted(given)}, which are "
-                                         f"tied. Consider using tie_weights=False")
-                for n in names:
-                    values.setdefault(n, first)
-    saved = []
-    try:
-        for name, value in values.items():
-            m, leaf = _owner(module, name)
-            old = _get(m, leaf)
-            saved.append((m, leaf, _ABSENT if old is None and leaf not in m._parameters and
-                          leaf not in m._buffers else old))
-            _put(m, leaf, value)
-        yield
-    finally:
-        for m, leaf, old in reversed(saved):
-            _put(m, leaf, old)
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
@@ -114,12 +33,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     else:
         raise ValueError(f"Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
                          f"{type(parameter_and_buffer_dicts)}")
-    if args is None:
-        args = ()
-    elif not isinstance(args, tuple):
-        args = (args,)
-    with _reparametrized(module, values, tie_weights, strict):
-        return module(*args, **(kwargs or {}))
+    return _functional_call(module, values, args, kwargs, tie_weights=tie_weights, strict=strict)
 
 
 def stack_module_state(models):
