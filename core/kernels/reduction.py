@@ -1,6 +1,8 @@
 """Reduction kernels: sums, extremes, statistics, cumulative scans, counts and histograms."""
 from __future__ import annotations
 
+import math
+
 
 def kernels(xp) -> dict:
     def sum_(x, axis=None, keepdims=False, dtype=None):
@@ -75,6 +77,34 @@ def kernels(xp) -> dict:
         pos = xp.where(inside, xp.minimum(pos, bins - 1), bins)  # outside: one extra bin, dropped below
         return astype(xp.bincount(pos, minlength=bins + 1)[:bins], x.dtype)
 
+    def logcumsumexp(x, axis):
+        acc = getattr(getattr(xp, "logaddexp", None), "accumulate", None)
+        if acc is not None:
+            return acc(x, axis=axis)
+        # a log-space scan by doubling (exact where exp would underflow): log2(n) rounds of logaddexp
+        join = getattr(xp, "concat", None) or xp.concatenate
+        y = xp.moveaxis(x, axis, 0)
+        n, shift = y.shape[0], 1
+        while shift < n:
+            pad = xp.full((shift,) + tuple(y.shape[1:]), -math.inf, dtype=y.dtype)
+            y = xp.logaddexp(y, join((pad, y[:n - shift, ...]), axis=0))
+            shift *= 2
+        return xp.moveaxis(y, 0, axis)
+
+    def histogram(x, edges, weight, density):
+        """Counts (or weights) of ``x`` in the bins between ``edges`` (the last bin closed), in ``x``'s dtype."""
+        x = xp.reshape(x, (-1,))
+        bins = edges.shape[0] - 1
+        pos = xp.searchsorted(edges, x, side="right") - 1
+        pos = xp.where(x == edges[-1], bins - 1, pos)  # the last edge belongs to the last bin
+        inside = xp.logical_and(x >= edges[0], x <= edges[-1])  # NaN is outside
+        pos = xp.where(inside, pos, bins)
+        w = None if weight is None else xp.reshape(weight, (-1,))
+        hist = astype(xp.bincount(pos, weights=w, minlength=bins + 1)[:bins], x.dtype)
+        if density:
+            hist = hist / (xp.sum(hist) * (edges[1:] - edges[:-1]))
+        return astype(hist, x.dtype)
+
     def bincount(x, weights, minlength):
         return xp.bincount(x, weights=weights, minlength=minlength)
 
@@ -84,4 +114,5 @@ def kernels(xp) -> dict:
     return {"sum": sum_, "mean": mean, "sum_to": sum_to, "prod": prod, "amax": amax, "amin": amin,
             "argmax": argmax, "argmin": argmin, "var": var, "cumsum": cumsum, "cumprod": cumprod, "all": all_,
             "any": any_, "logsumexp": logsumexp, "count_nonzero": count_nonzero, "cumextreme": cumextreme,
-            "histc": histc, "bincount": bincount}
+            "histc": histc, "bincount": bincount,
+            "logcumsumexp": logcumsumexp, "histogram": histogram}

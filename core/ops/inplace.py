@@ -80,7 +80,7 @@ def copy_(self, src, non_blocking=False):
     return inplace(Copy, self, src)
 
 
-@export(to=TENSOR)
+@export(to=("torch", "Tensor"))
 def fill_(self, value):
     """Fill with a scalar (or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -93,10 +93,28 @@ def fill_(self, value):
     return inplace(Fill, self, value)
 
 
-@export(to=TENSOR)
+@export(to=("torch", "Tensor"))
 def zero_(self):
     """Fill with zeros."""
     return inplace(Fill, self, 0)
+
+
+@export(to=("torch",))
+def fill(input, value):  # noqa: A002
+    """A tensor like ``input`` filled with ``value`` (a number or a 0-d tensor, which receives the gradient).
+
+    >>> import ember
+    >>> ember.fill(ember.zeros(2), 3.)
+    tensor([3., 3.])
+    """
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               f"dimensions.")
+        value = value.to(input.dtype)
+    else:
+        value = tensor(value, dtype=input.dtype, device=input.device)
+    return pw.where(input.new_zeros(input.shape, dtype=dtypes.bool), input, value)
 
 
 def _arith_(Cls, name):
