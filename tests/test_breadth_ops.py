@@ -124,6 +124,12 @@ BAD = [
      "Number of dimensions in size does not match the length of the physical_layout"),
     ("frombuffer_empty", lambda m, d: m.frombuffer(bytearray(), dtype=m.float32), ValueError,
      "both buffer length"),
+    ("segment_reduce_lengths", lambda m, d: m.segment_reduce(_z(m, d, 4), "sum", lengths=_t(m, d, [1, 2])),
+     RuntimeError, "segment_reduce"),
+    ("segment_reduce_negative", lambda m, d: m.segment_reduce(_z(m, d, 1), "sum", lengths=_t(m, d, [2, -1])),
+     RuntimeError, "lengths contains negative value"),
+    ("histogramdd_bins", lambda m, d: m.histogramdd(_z(m, d, 4, 2), [2, 2, 2]), RuntimeError, "histogramdd"),
+    ("nonzero_static_size", lambda m, d: m.nonzero_static(_z(m, d, 3), size=-1), RuntimeError, "size"),
     ("chain_matmul_1d", lambda m, d: _quiet(lambda: m.chain_matmul(_z(m, d, 2), _z(m, d, 2, 2))), RuntimeError,
      "chain_matmul"),
 ]
@@ -263,6 +269,27 @@ def test_resize_family(device):
     b[0] = 5.0
     assert a[0].item() == 5.0  # shares b's storage
     assert a.set_().shape == (0,)
+
+
+def test_from_file_reads_and_shares(tmp_path):
+    path = str(tmp_path / "w.bin")
+    np.arange(4, dtype=np.float32).tofile(path)
+    assert ember.from_file(path, size=3, dtype=ember.float32).tolist() == [0.0, 1.0, 2.0]
+    shared = ember.from_file(path, True, 4, dtype=ember.float32)
+    shared[0] = 7.0
+    del shared
+    assert_close(ember.from_file(path, size=4, dtype=ember.float32), torch.from_file(path, size=4, dtype=torch.float32))
+    with pytest.raises(RuntimeError, match="unable to read"):
+        ember.from_file(path, size=10, dtype=ember.float32)
+
+
+def test_tensor_metadata_methods(device):
+    x = ember.zeros(2, 3, device=device)
+    assert x.is_set_to(x) and not x.is_set_to(x[0]) and not x.is_set_to(ember.zeros(2, 3, device=device))
+    assert x.const_data_ptr() == x.data_ptr()
+    assert x.dim_order() == (0, 1) == tuple(torch.zeros(2, 3).dim_order())
+    assert not (x.is_mps or x.is_xpu or x.is_xla or x.is_nested or x.is_distributed() or ember.is_distributed(x))
+    assert x.module_load(x) is x
 
 
 def test_chain_matmul_warns_and_multiplies(device):

@@ -105,6 +105,34 @@ def kernels(xp) -> dict:
             hist = hist / (xp.sum(hist) * (edges[1:] - edges[:-1]))
         return astype(hist, x.dtype)
 
+    def histogramdd(points, edges, weight, density):
+        """Counts of ``points`` (``[N, D]``) in the grid of bins between ``edges`` (one array per dimension)."""
+        sizes = [e.shape[0] - 1 for e in edges]
+        flat = xp.zeros(points.shape[0], dtype=xp.int64)
+        inside = points[:, 0] == points[:, 0] if points.shape[1] else xp.zeros(points.shape[0], dtype=xp.int64) == 0
+        for i, e in enumerate(edges):
+            x = points[:, i]
+            pos = xp.searchsorted(e, x, side="right") - 1
+            pos = xp.where(x == e[-1], sizes[i] - 1, pos)
+            inside = xp.logical_and(inside, xp.logical_and(x >= e[0], x <= e[-1]))
+            flat = flat * sizes[i] + astype(xp.clip(pos, 0, sizes[i] - 1), xp.int64)
+        total = 1
+        for s in sizes:
+            total *= s
+        flat = xp.where(inside, flat, total)
+        w = weight
+        hist = xp.bincount(flat, weights=w, minlength=total + 1)[:total]
+        hist = xp.reshape(astype(hist, points.dtype), tuple(sizes))
+        if density:
+            vol = None
+            for i, e in enumerate(edges):
+                shape = [1] * len(edges)
+                shape[i] = sizes[i]
+                wid = xp.reshape(e[1:] - e[:-1], tuple(shape))
+                vol = wid if vol is None else vol * wid
+            hist = hist / (xp.sum(hist) * vol)
+        return astype(hist, points.dtype)
+
     def bincount(x, weights, minlength):
         return xp.bincount(x, weights=weights, minlength=minlength)
 
@@ -115,4 +143,4 @@ def kernels(xp) -> dict:
             "argmax": argmax, "argmin": argmin, "var": var, "cumsum": cumsum, "cumprod": cumprod, "all": all_,
             "any": any_, "logsumexp": logsumexp, "count_nonzero": count_nonzero, "cumextreme": cumextreme,
             "histc": histc, "bincount": bincount,
-            "logcumsumexp": logcumsumexp, "histogram": histogram}
+            "logcumsumexp": logcumsumexp, "histogram": histogram, "histogramdd": histogramdd}

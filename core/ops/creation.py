@@ -5,6 +5,7 @@ All take ``dtype``, ``device``, ``requires_grad`` and ``out`` as PyTorch's do.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from builtins import range as builtins_range
 
@@ -618,3 +619,36 @@ def _tensor_new_method(self, *args, **kwargs):
 
 _tensor_new_method.__name__ = _tensor_new_method.__qualname__ = "new"
 export(_tensor_new_method, "new", to=("Tensor",))
+
+
+@export(to=TORCH)
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False) -> Tensor:
+    """A 1-D tensor of ``size`` elements read from a file; ``shared=True`` maps the file, so that writes to the
+    tensor reach it (and the file must hold at least ``size`` elements either way).
+
+    >>> import ember, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.bin")
+    >>> ember.arange(4, dtype=ember.float32).numpy().tofile(path)
+    >>> ember.from_file(path, size=4, dtype=ember.float32)
+    tensor([0., 1., 2., 3.])
+    """
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
+    if d.np is None:
+        raise TypeError(f"from_file: dtype {d} cannot be read from a file")
+    item = np.dtype(d.np).itemsize
+    have = os.path.getsize(filename)
+    if have < size * item:
+        raise RuntimeError(f"unable to read {size * item} bytes from file {filename}: it holds {have} bytes "
+                           f"(from_file, size={size}, dtype={d})")
+    if shared:
+        arr = np.memmap(filename, dtype=d.np, mode="r+", shape=(size,)) if size else np.zeros(0, d.np)
+        arr = np.ndarray(arr.shape, arr.dtype, buffer=arr) if size else arr
+    else:
+        arr = np.fromfile(filename, dtype=d.np, count=size)
+    t = _create("from_file", resolve("cpu"), False, None, None, arr)
+    if device is not None and resolve(device) is not t._dev:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -887,3 +887,23 @@ def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
     idx = tuple(tensor(c, dtype=dtypes.int64, device=self.device) for c in coords)
     value = fill_value if isinstance(fill_value, Tensor) else tensor(fill_value, dtype=self.dtype, device=self.device)
     return index_put_(self, idx, value.to(self.dtype))
+
+
+@export
+def nonzero_static(input, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
+    """:func:`nonzero` with exactly ``size`` rows: cut after ``size``, or padded with ``fill_value``.
+
+    >>> import ember
+    >>> ember.nonzero_static(ember.tensor([0, 3, 0, 4]), size=3)
+    tensor([[ 1],
+            [ 3],
+            [-1]])
+    """
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    r = nonzero(input)
+    n = r.shape[0]
+    if n >= size:
+        return r[:size].contiguous()
+    pad = r.new_full((size - n, r.shape[1]), int(fill_value))
+    return cat([r, pad])

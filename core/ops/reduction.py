@@ -161,6 +161,7 @@ class return_types:  # noqa: N801 - PyTorch's name
     cummin = _rt("cummin")
     aminmax = _rt("aminmax", ("min", "max"))
     histogram = _rt("histogram", ("hist", "bin_edges"))
+    histogramdd = _rt("histogramdd", ("hist", "bin_edges"))
 
 
 export(return_types, "return_types", to=("torch",))
@@ -458,7 +459,7 @@ def _cumprod_vjp(ctx, g):
 Cumprod = op_class("Cumprod", "cumprod", saves="both", vjp=_cumprod_vjp, params=("dim",))
 
 
-@export
+@export(inplace=True)
 def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Cumulative product along ``dim``.
 
@@ -775,7 +776,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
     return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
-@export(to=("torch",))
+@export(to=("torch", "nn.functional"))
 def pdist(input, p: float = 2.0):  # noqa: A002
     """The ``p``-norm distances between the rows of a ``[N, M]`` tensor, pairs ``i < j`` in row-major order.
 
@@ -1083,3 +1084,107 @@ def chain_matmul(*matrices, out=None):
     for m in matrices[1:]:
         r = matmul(r, m)
     return out_or(r, out)
+
+
+Histogramdd = op_class("Histogramdd", "histogramdd", arity=4)
+
+
+@export(to=("torch",))
+def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
+    """A ``D``-dimensional histogram of the points in the last dimension of ``input`` (``[..., D]``): ``bins`` an
+    int, one int per dimension, or one tensor of edges per dimension; returns ``(hist, bin_edges)``.
+
+    >>> import ember
+    >>> h, edges = ember.histogramdd(ember.tensor([[0., 0.], [1., 1.], [1., 0.]]), 2)
+    >>> h
+    tensor([[1., 1.],
+            [0., 1.]])
+    """
+    check_tensor(input, "histogramdd")
+    if input.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have a floating-point dtype, got "
+                           f"{_type_name(input.dtype)}")
+    if input.dim() < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
+    d = input.shape[-1]
+    pts = input.detach().reshape(-1, d)
+    if isinstance(bins, int) or (isinstance(bins, Tensor) and bins.dim() == 0):
+        bins = [int(bins)] * d
+    bins = list(bins)
+    if len(bins) != d:
+        raise RuntimeError(f"torch.histogramdd: expected {d} sequences of bin edges for each of the {d} dimensions "
+                           f"of the input tensor, but got {len(bins)}")
+    if range is not None and len(range) != 2 * d:
+        raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should have {2 * d} elements, "
+                           f"but got {len(range)}")
+    edges = []
+    for i, b in enumerate(bins):
+        col = pts[:, i]
+        if isinstance(b, Tensor):
+            if b.dim() != 1 or b.numel() < 1 or b.dtype is not input.dtype:
+                raise RuntimeError(f"torch.histogramdd: bins tensor {i} should be a 1-D tensor of at least one "
+                                   f"element and of the input's dtype, got {list(b.shape)} {b.dtype}")
+            edges.append(b.detach())
+            continue
+        lo, hi = (float(range[2 * i]), float(range[2 * i + 1])) if range is not None else \
+            ((float(v) for v in aminmax(col)) if col.numel() else (0.0, 0.0))
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo} max {hi} for "
+                               f"dimension {i}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(_linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))
+    w = None if weight is None else cast(weight.detach().reshape(-1), input.dtype)
+    with no_grad():
+        hist = apply(Histogramdd, pts, edges, w, bool(density))
+    return return_types.histogramdd(hist, edges)
+
+
+_SEGMENT_REDUCES = {"sum": ("sum", 0.0), "mean": ("mean", math.nan), "max": ("amax", -math.inf),
+                    "min": ("amin", math.inf), "prod": ("prod", 1.0)}
+
+
+@export(to=("torch",))
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Reduce consecutive segments of ``data`` along ``axis`` ('sum', 'mean', 'max', 'min', 'prod'); the segments
+    are given by ``lengths`` or by ``offsets`` (their boundaries); an empty segment gives ``initial`` (else the
+    reduction's identity, NaN for 'mean').
+
+    >>> import ember
+    >>> ember.segment_reduce(ember.tensor([1., 2., 3., 4.]), "sum", lengths=ember.tensor([1, 3]))
+    tensor([1., 9.])
+    """
+    check_tensor(data, "segment_reduce")
+    if reduce not in _SEGMENT_REDUCES:
+        raise RuntimeError(f"segment_reduce: reduce must be one of sum, mean, max, min or prod, got {reduce}")
+    if indices is not None:
+        raise NotImplementedError("segment_reduce: indices are not supported (as in PyTorch); give lengths or "
+                                  "offsets")
+    if (lengths is None) == (offsets is None):
+        raise RuntimeError("segment_reduce: give exactly one of lengths and offsets")
+    if offsets is not None:
+        lengths = offsets[1:] - offsets[:-1]
+    if lengths.dim() != 1:
+        raise RuntimeError(f"segment_reduce: only 1-D lengths are supported, got shape {list(lengths.shape)}")
+    ax = _wrap_dim(axis, data.dim(), "segment_reduce")
+    if ax != 0:
+        raise RuntimeError(f"segment_reduce: expected axis 0 for 1-D lengths, got {axis}")
+    lengths = lengths.to(data.device)
+    if not unsafe:
+        if lengths.numel() and bool((lengths < 0).any()):
+            raise RuntimeError("segment_reduce: lengths contains negative value!")
+        if int(lengths.sum()) != data.shape[ax]:
+            raise RuntimeError(f"segment_reduce: expected the lengths to sum to data.size(axis) = "
+                               f"{data.shape[ax]}, got {int(lengths.sum())}")
+    name, empty = _SEGMENT_REDUCES[reduce]
+    n = lengths.shape[0]
+    seg = lengths.repeat_interleave() if n else lengths.long()
+    shape = [1] * data.dim()
+    shape[0] = -1
+    idx = seg.reshape(shape).expand(data.shape)
+    if initial is not None and name == "mean":  # PyTorch's mean with initial: (sum + initial) / count
+        total = segment_reduce(data, "sum", lengths=lengths, axis=axis, unsafe=True, initial=initial)
+        count = lengths.to(data.dtype).reshape([-1] + [1] * (data.dim() - 1))
+        return (total / count).where(count > 0, total)
+    base = data.new_full((n,) + tuple(data.shape[1:]), empty if initial is None else initial)
+    return base.scatter_reduce(0, idx, data, name, include_self=initial is not None)

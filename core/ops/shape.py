@@ -1725,3 +1725,57 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None) -> Tensor:
             self._fn, self._nr, self._rg = r._fn, r._nr, True
     self._bump()
     return self
+
+
+@export(to=TENSOR)
+def is_set_to(self, tensor) -> bool:
+    """Whether both tensors view the same memory with the same shape and strides."""
+    return (self.device == tensor.device and self.data_ptr() == tensor.data_ptr()
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+
+@export(to=TENSOR)
+def const_data_ptr(self) -> int:
+    """The address of the first element (as :meth:`data_ptr`)."""
+    return self.data_ptr()
+
+
+@export(to=TENSOR)
+def dim_order(self, *, ambiguity_check=False) -> tuple:
+    """The dimensions from outermost to innermost in memory (by decreasing stride).
+
+    >>> import ember
+    >>> ember.zeros(2, 3).t().dim_order()
+    (1, 0)
+    """
+    st = self.stride()
+    order = tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+    if ambiguity_check and len(set(st)) != len(st):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to a valid permutation.")
+    return order
+
+
+@export
+def is_distributed(input) -> bool:  # noqa: A002
+    """False: ember tensors are never distributed tensors."""
+    return False
+
+
+@export(to=TENSOR)
+def module_load(self, other, assign=False):
+    """How ``Module.load_state_dict`` turns ``other`` into what replaces ``self`` (as is, by default)."""
+    return other
+
+
+def _device_flag(kind):
+    def flag(self):
+        return self.device.type == kind
+
+    flag.__name__ = flag.__qualname__ = f"is_{kind}"
+    flag.__doc__ = f"Whether the tensor is on a {kind!r} device."
+    return property(flag)
+
+
+for _kind in ("xpu", "xla", "ipu", "maia", "mtia", "mps", "vulkan", "mkldnn"):
+    export(_device_flag(_kind), f"is_{_kind}", to=TENSOR)
+export(property(lambda self: False, doc="False: ember has no nested tensors."), "is_nested", to=TENSOR)
