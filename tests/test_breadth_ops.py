@@ -130,6 +130,11 @@ BAD = [
      RuntimeError, "lengths contains negative value"),
     ("histogramdd_bins", lambda m, d: m.histogramdd(_z(m, d, 4, 2), [2, 2, 2]), RuntimeError, "histogramdd"),
     ("nonzero_static_size", lambda m, d: m.nonzero_static(_z(m, d, 3), size=-1), RuntimeError, "size"),
+    ("gradient_edge_order", lambda m, d: m.gradient(_z(m, d, 4), edge_order=3), RuntimeError, "edge_order"),
+    ("gradient_short", lambda m, d: m.gradient(_z(m, d, 2), edge_order=2), RuntimeError,
+     "expected each dimension size to be at least edge_order\\+1"),
+    ("gradient_spacing_len", lambda m, d: m.gradient(_z(m, d, 3, 3), spacing=[1.0]), RuntimeError,
+     "spacing"),
     ("chain_matmul_1d", lambda m, d: _quiet(lambda: m.chain_matmul(_z(m, d, 2), _z(m, d, 2, 2))), RuntimeError,
      "chain_matmul"),
 ]
@@ -290,6 +295,20 @@ def test_tensor_metadata_methods(device):
     assert x.dim_order() == (0, 1) == tuple(torch.zeros(2, 3).dim_order())
     assert not (x.is_mps or x.is_xpu or x.is_xla or x.is_nested or x.is_distributed() or ember.is_distributed(x))
     assert x.module_load(x) is x
+
+
+def test_set_default_tensor_type():
+    try:
+        with pytest.warns(UserWarning, match="deprecated"):
+            ember.set_default_tensor_type(ember.DoubleTensor)
+        assert ember.tensor([1.5]).dtype is ember.float64 and ember.get_default_dtype() is ember.float64
+        with pytest.warns(UserWarning):
+            ember.set_default_tensor_type("torch.FloatTensor")
+        assert ember.tensor([1.5]).dtype is ember.float32
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating-point"):
+            ember.set_default_tensor_type(ember.LongTensor)
+    finally:
+        ember.set_default_dtype(ember.float32)
 
 
 def test_chain_matmul_warns_and_multiplies(device):

@@ -119,6 +119,10 @@ def kernels(xp) -> dict:
         pos = xp.reshape(element_positions(size, stride, offset), (-1,))
         return xp.reshape(xp.take(xp.reshape(x, (-1,)), pos, axis=0), tuple(size))
 
+    def repeat(x, repeats, axis):
+        # repeat_interleave: each slice along axis repeats[i] times (or repeats times)
+        return xp.repeat(x, repeats, axis=axis)
+
     def repeat_index(repeats, n):
         # 0, 1, ... n-1, each repeated repeats[i] times (repeats: an int array of length n, or an int)
         return xp.repeat(xp.arange(n, dtype=xp.int64), repeats)
@@ -155,5 +159,6 @@ def kernels(xp) -> dict:
         "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
         "diag_embed": diag_embed,
         "windows": windows, "as_strided": as_strided, "element_positions": element_positions,
-        "repeat_index": repeat_index, "resize_flat": resize_flat, "combination_index": combination_index,
+        "repeat": repeat, "repeat_index": repeat_index, "resize_flat": resize_flat,
+        "combination_index": combination_index,
     }

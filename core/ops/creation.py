@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import STATE
-from ..backend import resolve
+from ..backend import resolve, set_default_device
 from ..dispatch import _HANDLERS, _intercepted
 from ..random import native
 from ..registry import export
@@ -652,3 +652,23 @@ def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+@export(to=TORCH)
+def set_default_tensor_type(t) -> None:
+    """Deprecated: set the default floating-point dtype (and device, for ``'torch.cuda.*Tensor'``) from a legacy
+    tensor type or its name, e.g. ``ember.DoubleTensor`` or ``"torch.DoubleTensor"``."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    if isinstance(t, str):
+        cuda = ".cuda." in t
+        d = next((lt._legacy_dtype for name, lt in LEGACY_TYPES.items() if t.rsplit(".", 1)[-1] == name), None)
+    else:
+        cuda = getattr(t, "_legacy_device", "cpu") == "cuda"
+        d = getattr(t, "_legacy_dtype", None)
+    if d is None or d.category != dtypes.FLOAT:
+        raise TypeError(f"only floating-point types are supported as the default type (got {t})")
+    dtypes.set_default_dtype(d)
+    if cuda:
+        set_default_device("cuda")

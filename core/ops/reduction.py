@@ -1188,3 +1188,84 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
         return (total / count).where(count > 0, total)
     base = data.new_full((n,) + tuple(data.shape[1:]), empty if initial is None else initial)
     return base.scatter_reduce(0, idx, data, name, include_self=initial is not None)
+
+
+def _grad_along(f, d, h, edge_order):
+    """numpy.gradient along dim ``d``: ``h`` a number (uniform spacing) or a 1-D tensor of coordinates."""
+    n = f.shape[d]
+
+    def sl(a, b=None):  # f[a:b] along d (negative ends count from the end)
+        a = a + n if a < 0 else a
+        b = n if b is None else b + n if b < 0 else b
+        return f.narrow(d, a, b - a)
+
+    def col(t):  # a 1-D coefficient tensor, broadcast along d
+        return t.reshape((-1,) + (1,) * (f.dim() - d - 1))
+
+    if not isinstance(h, Tensor):
+        mid = (sl(2) - sl(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (sl(1, 2) - sl(0, 1)) / h, (sl(-1) - sl(-2, -1)) / h
+        else:
+            first = (sl(0, 1) * -3.0 + sl(1, 2) * 4.0 - sl(2, 3)) / (2.0 * h)
+            last = (sl(-1) * 3.0 - sl(-2, -1) * 4.0 + sl(-3, -2)) / (2.0 * h)
+        return cat([first, mid, last], d)
+    dx = h[1:] - h[:-1]
+    dx1, dx2 = dx[:-1], dx[1:]
+    a, b, c = -dx2 / (dx1 * (dx1 + dx2)), (dx2 - dx1) / (dx1 * dx2), dx1 / (dx2 * (dx1 + dx2))
+    mid = col(a) * sl(0, n - 2) + col(b) * sl(1, n - 1) + col(c) * sl(2)
+    if edge_order == 1:
+        first, last = (sl(1, 2) - sl(0, 1)) / dx[0], (sl(-1) - sl(-2, -1)) / dx[-1]
+    else:
+        p, q = dx[0], dx[1]
+        first = (sl(0, 1) * (-(2 * p + q) / (p * (p + q))) + sl(1, 2) * ((p + q) / (p * q))
+                 + sl(2, 3) * (-p / (q * (p + q))))
+        p, q = dx[-2], dx[-1]
+        last = (sl(-3, -2) * (q / (p * (p + q))) + sl(-2, -1) * (-(q + p) / (p * q))
+                + sl(-1) * ((2 * q + p) / (q * (p + q))))
+    return cat([first, mid, last], d)
+
+
+@export(to=("torch",))
+def gradient(input, *, spacing=1, dim=None, edge_order=1) -> tuple:  # noqa: A002
+    """The derivative of the function sampled by ``input``, one tensor per dimension in ``dim`` (all by
+    default): central differences inside, one-sided differences of order ``edge_order`` (1 or 2) at the ends
+    (``numpy.gradient``).  ``spacing``: a number, one number per dimension, or one tensor of coordinates per
+    dimension.
+
+    >>> import ember
+    >>> ember.gradient(ember.tensor([1., 4., 9., 16.]))
+    (tensor([3., 4., 6., 7.]),)
+    """
+    check_tensor(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
+    dims = list(builtins_range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [_wrap_dim(d, input.dim(), "gradient") for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("torch.gradient: dim must not contain repeated dimensions")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        hs = list(spacing)
+    else:
+        hs = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1 (input "
+                               f"shape {list(input.shape)}, edge_order {edge_order})")
+    f = input if input.dtype.category >= dtypes.FLOAT else cast(input, dtypes.get_default_dtype())
+    out = []
+    for d, h in zip(dims, hs):
+        if isinstance(h, Tensor):
+            if h.dim() == 0:
+                h = float(h.item())
+            elif h.dim() != 1 or h.shape[0] != input.shape[d]:
+                raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and of size "
+                                   f"{input.shape[d]} along dim {d}, got {list(h.shape)}")
+            elif h.dtype is not f.dtype:
+                h = cast(h, f.dtype)
+        out.append(_grad_along(f, d, h, edge_order))
+    return tuple(out)

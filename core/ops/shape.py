@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
 from ..dispatch import apply, cast, out_or, result_type, unary, view_op
 from ..registry import NAMESPACES, export, op_class
-from ..tensor import Size, Tensor, _contiguous_strides, _wrap_dim
+from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
 from .creation import _create, arange
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
@@ -1264,6 +1264,25 @@ def rot90(input, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
 RepeatIndex = op_class("RepeatIndex", "repeat_index", params=("n",))
 
 
+class RepeatInterleave(Op):
+    """Each slice along ``axis`` repeated ``reps`` times (an int, or an int array with one count per slice)."""
+
+    @staticmethod
+    def forward(ctx, k, x, reps, axis):
+        ctx.in_shape, ctx.reps, ctx.axis = x.shape, reps, axis
+        return k["repeat"](x, reps, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, reps = ctx.axis, ctx.reps
+        if type(reps) is int:  # (.., n * r, ..) -> (.., n, r, ..), summed over the r copies
+            shape = list(ctx.in_shape)
+            shape.insert(d + 1, reps)
+            return g.reshape(shape).sum(d + 1)
+        idx = unary(RepeatIndex, _wrap(reps, g._dev), ctx.in_shape[d])
+        return g.new_zeros(ctx.in_shape).index_add(d, idx, g)
+
+
 @export
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Tensor:  # noqa: A002
     """Repeat each element (each slice along ``dim``) ``repeats`` times; ``repeats`` an int or a tensor.
@@ -1302,20 +1321,15 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
             repeats = repeats.to(input.device)  # a host tensor of repeats, as PyTorch accepts
         if n and int(repeats.min().item()) < 0:
             raise RuntimeError("repeat_interleave: repeats can not be negative")
-        with _no_grad():
-            idx = unary(RepeatIndex, repeats.long(), n)
-        if output_size is not None and idx.shape[0] != output_size:
+        if output_size is not None and int(repeats.sum().item()) != output_size:
             raise RuntimeError("allocated size does not match required size")
-        return input.index_select(d, idx)
+        return unary(RepeatInterleave, input, repeats.long()._data, d)
     r = int(repeats)
     if r < 0:
         raise RuntimeError("repeat_interleave: repeats can not be negative")
     if output_size is not None and n * r != output_size:
         raise RuntimeError("allocated size does not match required size")
-    shape = list(input.shape)
-    big = shape[:d + 1] + [r] + shape[d + 1:]
-    shape[d] = n * r
-    return reshape(expand(unsqueeze(input, d + 1), big), shape)
+    return unary(RepeatInterleave, input, r, d)
 
 
 @export

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .op_table_shape import F, I, Row, r
+from .op_table_shape import F, I, Row
+
+_RNG = np.random.RandomState(4321)  # this table's own: drawing from another table's would change its data
+
+
+def r(*shape, nc=False, positive=False, grad=True):
+    """Random float data of ``shape`` (as an :class:`F`)."""
+    return F(_RNG.rand(*shape) + (0.5 if positive else -0.5), nc, grad)
 
 
 def distinct(*shape):
@@ -149,6 +156,11 @@ REDUCTION_ROWS = [
     Row("segment_reduce_offsets", lambda m, x, o: (m.segment_reduce(x, "sum", offsets=o, initial=1.5),
                                                    m.segment_reduce(x, "mean", offsets=o)),
         [[r(4), I([0, 1, 4])]]),
+    Row("gradient", lambda m, x: (*m.gradient(x), *m.gradient(x, spacing=2.0, dim=1, edge_order=2),
+                                  *m.gradient(x, spacing=[0.5, 3.0])), [[r(4, 5)], [r(3, 3, nc=True)]]),
+    Row("gradient_coordinates", lambda m, x, c: (*m.gradient(x, spacing=(c,), dim=0),
+                                                 *m.gradient(x, spacing=[c], dim=0, edge_order=2)),
+        [[r(4, 2), F(np.cumsum(np.random.RandomState(3).rand(4)) + 0.1, grad=False)]]),
     Row("cumprod_inplace", lambda m, x: (x * 1).cumprod_(1), [[pos(2, 3)]]),
     Row("histogram", lambda m, x, w: (*m.histogram(x, 4), *x.histogram(3, range=(-0.2, 0.3), weight=w),
                                       *m.histogram(x, m.tensor([-0.5, 0.0, 0.2, 0.5], dtype=x.dtype, device=x.device),
