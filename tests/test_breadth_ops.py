@@ -1,6 +1,7 @@
 """PyTorch's shape, indexing, creation and reduction names: the rows of ember.testing.op_table_breadth against
-PyTorch on every backend (float64 forward and gradients in float32/float64, the conformance kit's float32/int64/
-non-contiguous forward, gradcheck and gradgradcheck), then bad input and the behaviour rows cannot show.
+PyTorch on every backend (float64 forward and gradients in float32/float64; tests/test_kit.py runs the same rows'
+float32/int64/non-contiguous forward, gradcheck and gradgradcheck), then bad input and the behaviour rows cannot
+show.
 """
 import io
 import pickle
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.testing import assert_close, kit
+from ember.testing import assert_close
 from ember.testing.op_table_breadth import ROWS
 from ember.testing.op_table_shape import bad_input_test, row_test
 
@@ -18,13 +19,6 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings(r"ignore:index_reduce\(\) is in beta")  # PyTorch's own warning
 
 test_row = row_test(ROWS)
-
-CASES = kit.cases(ROWS)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[kit.case_id(c) for c in CASES])
-def test_conformance(case, device):
-    kit.run_case(case, device)
 
 
 def _t(m, d, data, **kw):
@@ -296,6 +290,17 @@ def test_tensor_metadata_methods(device):
     assert not (x.is_mps or x.is_xpu or x.is_xla or x.is_nested or x.is_distributed() or ember.is_distributed(x))
     assert x.module_load(x) is x
 
+    class Marked(ember.Tensor):
+        pass
+
+    y = ember.ones(2, device=device, requires_grad=True)
+    m = (y * 2).as_subclass(Marked)
+    assert type(m) is Marked and m.tolist() == [2.0, 2.0]
+    m.sum().backward()
+    assert y.grad.tolist() == [2.0, 2.0]
+    with pytest.raises(TypeError, match="subclass of Tensor"):
+        x.as_subclass(int)
+
 
 def test_set_default_tensor_type():
     try:
@@ -347,7 +352,8 @@ def test_names_are_torch_names():
              "is_signed", "is_inference", "get_device", "adjoint", "renorm"]
     methods = ["unsqueeze_", "squeeze_", "transpose_", "t_", "swapaxes_", "swapdims_", "as_strided_", "tril_",
                "triu_", "fill_diagonal_", "resize_", "resize_as_", "resize", "resize_as", "set_", "new",
-               "new_empty_strided", "mH", "renorm_", "index_reduce_", "put_", "put", "repeat_interleave",
+               "new_empty_strided", "mH", "renorm_", "as_subclass", "is_set_to", "dim_order", "cumprod_",
+               "index_reduce_", "put_", "put", "repeat_interleave",
                "logcumsumexp", "histogram", "diagflat", "cov", "corrcoef", "dist", "inner", "narrow_copy"]
     assert [n for n in names if not hasattr(torch, n)] == [] and [n for n in names if not hasattr(ember, n)] == []
     assert [n for n in methods if not hasattr(torch.Tensor, n)] == []

@@ -1063,12 +1063,7 @@ def inner(input, other, *, out=None):  # noqa: A002
 
 @export(to=("torch",))
 def chain_matmul(*matrices, out=None):
-    """The product of 2-D matrices, left to right (deprecated in PyTorch for ``linalg.multi_dot``).
-
-    >>> import ember
-    >>> ember.chain_matmul(ember.eye(2), ember.tensor([[1., 2.], [3., 4.]])).shape
-    ember.Size([2, 2])
-    """
+    """The product of 2-D matrices, left to right (deprecated in PyTorch for ``linalg.multi_dot``: it warns)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
                   "parameters.", UserWarning, stacklevel=2)
@@ -1097,8 +1092,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
     >>> import ember
     >>> h, edges = ember.histogramdd(ember.tensor([[0., 0.], [1., 1.], [1., 0.]]), 2)
     >>> h
-    tensor([[1., 1.],
-            [0., 1.]])
+    tensor([[1., 0.],
+            [1., 1.]])
     """
     check_tensor(input, "histogramdd")
     if input.dtype.category != dtypes.FLOAT:

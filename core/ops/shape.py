@@ -824,20 +824,6 @@ def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
     return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
-@export(to=TENSOR)
-def t_(self) -> Tensor:
-    """In-place :func:`t`: this tensor becomes its transpose.
-
-    >>> import ember
-    >>> x = ember.zeros(2, 3)
-    >>> x.t_().shape
-    ember.Size([3, 2])
-    """
-    r = t(self)
-    self._data, self._fn, self._nr = r._data, r._fn, r._nr
-    return self
-
-
 # --------------------------------------------------------------------------- triangles and diagonals
 class Tril(SelfAdjoint):
     kernel = "tril"
@@ -1618,11 +1604,11 @@ def _view_inplace(view, name):
     return method
 
 
-for _fn, _names in ((unsqueeze, ("unsqueeze_",)), (squeeze, ("squeeze_",)),
-                    (transpose, ("transpose_", "swapaxes_", "swapdims_")), (as_strided, ("as_strided_",))):
-    for _n in _names:
-        export(_view_inplace(_fn, _n), _n, to=TENSOR)
-export(NAMESPACES["Tensor"]["as_strided_"], "as_strided_", to=TORCH)
+t_ = export(_view_inplace(t, "t_"), "t_", to=TENSOR)
+unsqueeze_ = export(_view_inplace(unsqueeze, "unsqueeze_"), "unsqueeze_", to=TENSOR)
+squeeze_ = export(_view_inplace(squeeze, "squeeze_"), "squeeze_", to=TENSOR)
+transpose_ = export(_view_inplace(transpose, "transpose_"), "transpose_", to=TENSOR, aliases=("swapaxes_", "swapdims_"))
+as_strided_ = export(_view_inplace(as_strided, "as_strided_"), "as_strided_", to=TORCH + TENSOR)
 
 
 # --------------------------------------------------------------------------- metadata
@@ -1767,6 +1753,16 @@ def dim_order(self, *, ambiguity_check=False) -> tuple:
     if ambiguity_check and len(set(st)) != len(st):
         raise RuntimeError("The tensor does not have unique dim order, or cannot map to a valid permutation.")
     return order
+
+
+@export(to=TENSOR)
+def as_subclass(self, cls) -> Tensor:
+    """``self`` (same data, same history) as an instance of the Tensor subclass ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+    r = view_as(self, self)
+    r.__class__ = cls
+    return r
 
 
 @export

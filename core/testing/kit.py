@@ -32,7 +32,8 @@ from ember.autograd import gradcheck, gradgradcheck
 
 from . import assert_close, to_numpy
 
-TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn"]
+TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn",
+          "ember.testing.op_table_breadth"]
 CHECKS = ("forward", "noncontiguous", "grad", "gradgrad")
 
 
