@@ -92,6 +92,18 @@ def cases(device):
         sq1, sq2 = (np1 * np1).sum(1, keepdims=True), (np2 * np2).sum(1, keepdims=True)
         return np.sqrt(np.maximum(np1 @ np2.T * -2 + sq1 + sq2.T, 0))
 
+    ncz = (na + 1j * nb).astype(np.complex64)
+    cz = ember.tensor(ncz, device=device)
+    nsig = na.reshape(-1)
+    sig = ember.tensor(nsig, device=device)
+    nwin = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(512) / 512)).astype(np.float32)
+    win = ember.hann_window(512, device=device)
+
+    def n_stft():  # centred reflect padding, strided frames, windowed one-sided transforms, (freq, frames)
+        x = np.pad(nsig, 256, mode="reflect")
+        frames = np.lib.stride_tricks.sliding_window_view(x, 512)[::128] * nwin
+        return np.fft.rfft(frames, axis=-1).T
+
     rows = {
         # elementwise chains
         "a*b+c": (lambda: a * b + c, lambda: na * nb + nc),
@@ -134,6 +146,12 @@ def cases(device):
         "interpolate nearest 2x": (lambda: F.interpolate(img, scale_factor=2),
                                    lambda: nimg.repeat(2, 2).repeat(2, 3)),
         "interpolate bilinear 2x": (lambda: F.interpolate(img, scale_factor=2, mode="bilinear"), n_bilinear),
+        # Fourier transforms
+        "fft(dim=1) complex64": (lambda: ember.fft.fft(cz), lambda: np.fft.fft(ncz)),
+        "fft(dim=1) float32": (lambda: ember.fft.fft(a), lambda: np.fft.fft(na)),
+        "rfft(dim=1)": (lambda: ember.fft.rfft(a), lambda: np.fft.rfft(na)),
+        "fft2 complex64": (lambda: ember.fft.fft2(cz), lambda: np.fft.fft2(ncz)),
+        "stft n_fft=512 hop=128 1e6": (lambda: ember.stft(sig, 512, 128, window=win, return_complex=True), n_stft),
     }
     return [(name, timed(e), n) for name, (e, n) in rows.items()]
 

@@ -49,6 +49,9 @@ from .random import (  # noqa: E402,F401
 )
 from . import accelerator, cuda  # noqa: E402,F401
 from . import linalg, special  # noqa: E402,F401
+from . import backends, runtime  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
+from .dtypes import chalf, complex32  # noqa: E402,F401
 
 globals().update(_LEGACY)
 
@@ -83,6 +86,7 @@ def typename(t) -> str:
 from . import nn  # noqa: E402
 from . import data, optim, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from . import hub  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 

@@ -162,12 +162,11 @@ def tensor_str(t) -> str:
 
         class _C:
             def width(self):
-                return real.width() + imag.width() + 2
+                return real.width() + imag.width() + 3
 
-            def format(self, v):
-                im = imag.format(abs(v.imag)).lstrip()
-                return real.format(v.real) + ("+" if v.imag >= 0 else "-") + " " * (imag.width() - len(im)) + \
-                    im + "j"
+            def format(self, v):  # as PyTorch: the real part padded, the imaginary part and its sign not
+                im = (imag.format(v.imag) + "j").lstrip()
+                return real.format(v.real) + (im if im[0] in "+-" else "+" + im)
 
         fmt = _C()
     else:

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from . import dtypes, kernels
+from .state import DETERMINISM, alert_not_deterministic
 
 API_VERSION = 1  # the version of this contract; a backend declares the one it was written for (``api_version``)
 BACKENDS: dict = {}  # device type -> registered Backend (filled by ember.plugins.Registry.add_backend)
@@ -69,12 +70,15 @@ class Backend:
     Attributes: ``name`` (the device type, ``"mydev"``), ``host`` (True when arrays are NumPy
     arrays in host memory, so ``Tensor.numpy()`` shares them), ``api_version`` (the contract
     version the backend was written for, :data:`API_VERSION`), ``xp`` (the array module),
-    ``array_type`` (the class of its arrays), ``kernels`` (``{op name: function}``) and
-    ``plugin`` (set at registration: the plugin that registered it).  A subclass that defines
-    ``__init__`` calls ``super().__init__()``.
+    ``array_type`` (the class of its arrays), ``kernels`` (``{op name: function}``),
+    ``nondeterministic_kernels`` (optional: the kernel names whose results may vary from run to run on
+    this backend, e.g. scatters with atomic adds; under ``ember.use_deterministic_algorithms(True)`` they
+    raise, or warn with ``warn_only=True``) and ``plugin`` (set at registration: the plugin that registered
+    it).  A subclass that defines ``__init__`` calls ``super().__init__()``.
     """
 
     name: str = ""
+    nondeterministic_kernels: frozenset = frozenset()
     host: bool = False
     api_version: int = API_VERSION
     xp = None
@@ -386,6 +390,17 @@ class _DeviceContext:
         return False
 
 
+def _alerting(fn, caller):
+    """``fn`` that first raises (or warns) under ``ember.use_deterministic_algorithms(True)``."""
+    def kernel(*args, **kwargs):
+        if DETERMINISM.enabled:
+            alert_not_deterministic(caller)
+        return fn(*args, **kwargs)
+
+    kernel.__wrapped__ = fn
+    return kernel
+
+
 class ArrayBackend(Backend):
     """A backend over a NumPy-compatible array module ``xp``, with the shared kernels.
 
@@ -401,6 +416,8 @@ class ArrayBackend(Backend):
         self.kernels.update(self.overrides())
         if overrides:
             self.kernels.update(overrides)
+        for op in self.nondeterministic_kernels & self.kernels.keys():
+            self.kernels[op] = _alerting(self.kernels[op], f"{op} on {self.name}")
 
     def overrides(self) -> dict:
         """Kernels this backend does better than the shared library (``{op name: function}``)."""
@@ -560,15 +577,7 @@ def _init_default():
     import os
 
     env = os.environ.get("EMBER_DEVICE")
-    if env:
-        dev = resolve(env)
-    else:
-        dev = None
-        for name in ("cuda",):
-            b = BACKENDS.get(name)
-            if b is not None and b.is_available():
-                dev = resolve(name)
-        dev = dev or resolve("cpu")
+    dev = resolve(env) if env else resolve("cpu")  # the CPU, as in PyTorch, unless EMBER_DEVICE says otherwise
     _default_device[0] = dev
     return dev
 

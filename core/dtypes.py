@@ -39,10 +39,10 @@ class dtype:
         return self.category == COMPLEX
 
     def to_real(self) -> "dtype":
-        return {complex64: float32, complex128: float64}.get(self, self)
+        return {complex64: float32, complex128: float64, complex32: float16}.get(self, self)
 
     def to_complex(self) -> "dtype":
-        return {float64: complex128, complex128: complex128}.get(self, complex64)
+        return {float64: complex128, complex128: complex128, complex32: complex32}.get(self, complex64)
 
     def __repr__(self):
         return "ember." + self.name
@@ -72,11 +72,14 @@ int64 = long = dtype("int64", np.int64, INT, "LongTensor")
 bool = dtype("bool", np.bool_, BOOL, "BoolTensor")  # noqa: A001 - PyTorch's name
 complex64 = cfloat = dtype("complex64", np.complex64, COMPLEX, "ComplexFloatTensor")
 complex128 = cdouble = dtype("complex128", np.complex128, COMPLEX, "ComplexDoubleTensor")
+# PyTorch's complex32: named for compatibility; no array library here computes in it, so no tensor has it
+complex32 = chalf = dtype("complex32", None, COMPLEX, "ComplexHalfTensor")
+complex32.itemsize = 4
 
 ALL = (float16, float32, float64, bfloat16, uint8, int8, int16, int32, int64, bool, complex64, complex128)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
-              cfloat=complex64, cdouble=complex128)
+              cfloat=complex64, cdouble=complex128, complex32=complex32, chalf=complex32)
 FROM_NP = {d.np: d for d in ALL if d.np is not None}
 LEGACY = {d.legacy: d for d in ALL}
 
@@ -141,7 +144,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == COMPLEX and lo is float64:
             return complex128
+        if hi is complex32 and lo in (float32, bfloat16):
+            return complex64
         return hi
+    if complex32 in (a, b):
+        other = b if a is complex32 else a
+        return other if other.itemsize > 4 else complex32
     if bfloat16 in (a, b):
         other = b if a is bfloat16 else a
         return float32 if other is float16 else other
@@ -240,7 +248,7 @@ class finfo:
                 2.0 ** -126, 0.01
             self.min, self.smallest_normal = -self.max, self.tiny
             return
-        i = np.finfo(real.np)
+        i = _mld.finfo(real.np) if real.name == "bfloat16" else np.finfo(real.np)  # NumPy's finfo refuses it
         self.bits = i.bits
         self.eps = _pyfloat(i.eps)
         self.max = _pyfloat(i.max)

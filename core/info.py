@@ -31,9 +31,9 @@ def _backends(registry) -> list:
     lines = []
     for name, b in sorted(registry.backends.items()):
         ok = b.is_available()
-        state = f"available, {b.device_count()} device(s)" if ok else f"unavailable: {b.unavailable_reason()}"
-        lines.append(f"  {name:<10} {state}; {b.version() or 'no version'}; from plugin "
-                     f"{registry.describe(b.plugin)}")
+        state = f"available, {b.device_count()} device(s); {b.version() or 'version unknown'}" if ok \
+            else f"unavailable: {b.unavailable_reason()}"
+        lines.append(f"  {name:<10} {state}; from plugin {registry.describe(b.plugin)}")
     return lines or ["  (none)"]
 
 
@@ -43,6 +43,7 @@ def _plugins(registry) -> list:
 
 def _ops(registry) -> list:
     lines = []
+    width = max((len(f"ember.ops.{ns}.{name}") for ns, ops in registry.ops.items() for name in ops), default=0)
     for ns, ops in sorted(registry.ops.items()):
         for name, entry in sorted(ops.items()):
             extra = [f"Tensor.{entry['method'] if isinstance(entry['method'], str) else name}"] \
@@ -51,7 +52,7 @@ def _ops(registry) -> list:
                 extra.append(f"module {entry['module'].__name__}")
             if entry["kernels"]:
                 extra.append("kernels for " + ", ".join(entry["kernels"]))
-            lines.append(f"  ember.ops.{ns}.{name:<12} plugin {registry.describe(entry['plugin'])}"
+            lines.append(f"  {f'ember.ops.{ns}.{name}':<{width}} plugin {registry.describe(entry['plugin'])}"
                          + (f"; {'; '.join(extra)}" if extra else ""))
     return lines or ["  (none)"]
 

@@ -25,3 +25,13 @@ from .ops.linalg_decomp import (  # noqa: F401 - the Op classes and result types
 from .tensor import Tensor  # noqa: F401 - was public here
 
 _registry.bind("linalg", _sys.modules[__name__])
+
+# the notes PyTorch's linalg docstrings share (``torch.linalg.common_notes``), in ember's words
+common_notes = {
+    "experimental_warning": 'This function is "experimental" and it may change in a future release.',
+    "sync_note": "When inputs are on an accelerator, this function synchronizes that device with the CPU.",
+    "sync_note_ex": "When the inputs are on an accelerator, this function synchronizes only when "
+                    ":attr:`check_errors`\\ `= True`.",
+    "sync_note_has_ex": "When inputs are on an accelerator, this function synchronizes that device with the CPU. "
+                        "For a version of this function that does not synchronize, see :func:`{}`.",
+}

@@ -91,7 +91,9 @@ def inplace_form(fn, name: str):
     """
     def method(self, *args, **kwargs):
         check_inplace(self, name + "_")
-        r = fn(self.clone() if self._rg and STATE.enabled else self, *args, **kwargs)
+        # an operand that needs a gradient may make fn save self too (``a.igamma_(x)`` saves ``a``)
+        saved = STATE.enabled and (self._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+        r = fn(self.clone() if saved else self, *args, **kwargs)
         if r.dtype.category > self.dtype.category:
             raise RuntimeError(f"{name}_: result type {_type_name(r.dtype)} can't be cast to the desired output "
                                f"type {_type_name(self.dtype)}")
@@ -210,6 +212,13 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=
                 input = x
             r = unary(Cls, input)
             return r if out is None else copy_into_out(out, r)
+
+    if vjp is None and backward is None:  # not differentiable: its results carry no gradient (as binary_op's)
+        differentiable = fn
+
+        def fn(*args, **kwargs):
+            with no_grad():
+                return differentiable(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."

@@ -3,10 +3,13 @@
     python examples/char_lm.py [--text FILE] [--model lstm|transformer] [--steps 300]
 
 Without --text it trains on the opening of *Alice's Adventures in Wonderland*, bundled with ember.
-It prints the validation perplexity as training goes and samples text at the end.
+It prints the validation perplexity as training goes, keeps the checkpoint with the best validation loss
+(``--checkpoint``), stops early once validation stops improving (``--patience`` evaluations), and samples text
+from the best model at the end. ``--resume`` continues a stopped run from its checkpoint.
 """
 import argparse
 import math
+import os
 import time
 
 import ember
@@ -84,6 +87,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sample-len", type=int, default=200)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default steps/10)")
+    ap.add_argument("--patience", type=int, default=3,
+                    help="stop after this many evaluations without a better validation loss (0: never)")
+    ap.add_argument("--checkpoint", default="checkpoints/char_lm.pt", help="the best model so far, and the state "
+                                                                           "--resume needs")
+    ap.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     args = ap.parse_args(argv)
 
     if args.device:
@@ -101,11 +110,27 @@ def main(argv=None):
     model = LSTMModel(vocab) if args.model == "lstm" else TransformerModel(vocab, context=args.seq_len)
     opt = ember.optim.Adam(model.parameters(), lr=args.lr)
     gen = ember.Generator().manual_seed(args.seed)
+    state = {"step": 0, "best": math.inf, "bad": 0, "history": [], "stopped": False}
+    if args.resume:
+        if not os.path.exists(args.checkpoint):
+            raise SystemExit(f"char_lm.py: no checkpoint at {args.checkpoint} to resume from "
+                             "(run without --resume to start, or give --checkpoint)")
+        ckpt = ember.load(args.checkpoint)
+        model.load_state_dict(ckpt["last_model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        gen.set_state(ckpt["gen"])
+        state = ckpt["state"]
+        if state["stopped"] or state["step"] >= args.steps:
+            print(f"already complete: {args.checkpoint} ended at step {state['step']} (best val perplexity "
+                  f"{math.exp(state['best']):.2f})")
+            return state["history"]
     print(f"{len(text)} characters, vocabulary {vocab}, model {args.model}, "
-          f"{sum(p.numel() for p in model.parameters())} parameters; uniform perplexity {vocab}")
+          f"{sum(p.numel() for p in model.parameters())} parameters; uniform perplexity {vocab}; "
+          f"best model to {args.checkpoint}")
     t0 = time.time()
-    history = []
-    for step in range(1, args.steps + 1):
+    history = state["history"]
+    every = args.eval_every or max(1, args.steps // 10)
+    for step in range(state["step"] + 1, args.steps + 1):
         x, y = batches(train, args.seq_len, args.batch_size, gen)
         logits, _ = model(x)
         loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
@@ -113,13 +138,31 @@ def main(argv=None):
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if step % max(1, args.steps // 5) == 0 or step == args.steps:
+        if step % every == 0 or step == args.steps:
             ppl = perplexity(model, val, args.seq_len)
             history.append(ppl)
-            print(f"step {step:4d}  train loss {loss.item():.3f}  val perplexity {ppl:.2f}  "
-                  f"({time.time() - t0:.1f}s)")
+            better = math.log(ppl) < state["best"]
+            state.update(step=step, best=min(state["best"], math.log(ppl)), bad=0 if better else state["bad"] + 1)
+            state["stopped"] = step < args.steps and args.patience > 0 and state["bad"] >= args.patience
+            print(f"step {step:4d}  train loss {loss.item():.3f}  val perplexity {ppl:.2f}"
+                  f"{'  (best)' if better else ''}  ({time.time() - t0:.1f}s)")
+            save(args.checkpoint, model, opt, gen, state, better)
+            if state["stopped"]:
+                print(f"stopping early: no better validation loss in {args.patience} evaluations")
+                break
+    model.load_state_dict(ember.load(args.checkpoint)["best_model"])
+    print(f"best val perplexity {math.exp(state['best']):.2f}; best model in {os.path.abspath(args.checkpoint)}")
     print("sample:", sample(model, stoi, chars, "Alice ", args.sample_len, args.seq_len))
     return history
+
+
+def save(path, model, opt, gen, state, better):
+    """The best model so far, and the last state (model, optimizer, batch RNG) that --resume continues from."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    best = model.state_dict() if better or not os.path.exists(path) else ember.load(path)["best_model"]
+    ember.save({"best_model": best, "last_model": model.state_dict(), "optimizer": opt.state_dict(),
+                "gen": gen.get_state(), "state": state}, path)
 
 
 if __name__ == "__main__":

@@ -57,4 +57,7 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0] + " It writes no files.").parse_args()
     main()

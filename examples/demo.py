@@ -1,4 +1,6 @@
-"""A tiny model trained with plain tensors: the loss printed each step falls."""
+"""A tiny model trained with plain tensors: the loss printed each step falls. It writes no files."""
+import argparse
+
 import ember
 
 
@@ -22,4 +24,6 @@ def main(steps: int = 60) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=60)
+    main(ap.parse_args().steps)

@@ -10,7 +10,9 @@ the optimizer's default).
 """
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -20,6 +22,9 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember import optim
 from ember.utils.data import DataLoader, TensorDataset
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _needs import need  # noqa: E402
 
 
 class Net(nn.Module):
@@ -36,7 +41,7 @@ class Net(nn.Module):
 
 
 def digits(keep=None):
-    from sklearn.datasets import load_digits
+    load_digits = need("sklearn.datasets").load_digits
 
     d = load_digits()
     mask = np.ones(len(d.target), bool) if keep is None else np.isin(d.target, keep)
@@ -57,15 +62,15 @@ def fit(model, optimizer, x, y, epochs: int) -> float:
         return (model(x).argmax(1) == y).float().mean().item()
 
 
-def main(epochs: int = 3) -> dict:
+def main(epochs: int = 3, out_dir: str | None = None) -> dict:
     ember.manual_seed(0)
-    path = os.path.join(tempfile.mkdtemp(), "pretrained.pt")
+    path = os.path.join(out_dir or tempfile.mkdtemp(), "pretrained.pt")
 
     # 1. pretrain on five classes and save the weights
     base = Net(classes=5)
     acc = fit(base, optim.Adam(base.parameters(), lr=3e-3), *digits(keep=[0, 1, 2, 3, 4]), epochs)
     ember.save(base.state_dict(), path)
-    print(f"pretrained on digits 0-4: train accuracy {acc:.3f}")
+    print(f"pretrained on digits 0-4: train accuracy {acc:.3f}; weights saved to {path}")
 
     # 2. new model: pretrained features, frozen; a new classifier for ten classes
     model = Net(classes=10)
@@ -94,5 +99,16 @@ def main(epochs: int = 3) -> dict:
             "group_lrs": [g["lr"] for g in optimizer.param_groups]}
 
 
+def cli(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=3, help="epochs for each of the three steps")
+    p.add_argument("--out-dir", default=None, help="where the pretrained weights go (default: a new temporary "
+                                                     "directory)")
+    args = p.parse_args(argv)
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
+    return main(args.epochs, args.out_dir)
+
+
 if __name__ == "__main__":
-    main()
+    cli(sys.argv[1:])

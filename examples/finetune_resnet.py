@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import argparse
 
-from tqdm import tqdm
+import os
+import sys
 
 import ember
 import ember.nn as nn
 from ember import optim
 from ember.utils.data import DataLoader
-from ember.vision import datasets, models, transforms
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _needs import need  # noqa: E402
+
+tqdm = need("tqdm").tqdm
+vision = need("ember.vision", install="pip install -e plugins/ember_vision (in ember's checkout)")
+datasets, models, transforms = vision.datasets, vision.models, vision.transforms
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -58,7 +65,7 @@ def main(argv=None) -> dict:
     for epoch in range(args.epochs):
         model.train()
         total, correct, running = 0, 0, 0.0
-        with tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch") as bar:
+        with tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch", disable=None) as bar:
             for images, labels in bar:
                 optimizer.zero_grad()
                 out = model(images)

@@ -15,6 +15,8 @@ Data: the 8x8 digits that ship with scikit-learn (no download), or
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
@@ -23,6 +25,9 @@ import ember
 import ember.multiprocessing as mp
 import ember.nn as nn
 import ember.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _needs import need  # noqa: E402
 
 
 def load_data(synthetic: bool, seed: int = 0, dtype=np.float32):
@@ -33,7 +38,7 @@ def load_data(synthetic: bool, seed: int = 0, dtype=np.float32):
         y = rng.integers(0, 10, 2000)
         x = centers[y] + rng.standard_normal((2000, 64))
     else:
-        from sklearn.datasets import load_digits
+        load_digits = need("sklearn.datasets").load_digits
 
         digits = load_digits()
         x, y = digits.data / 16.0, digits.target

@@ -26,6 +26,9 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember.utils.data import DataLoader, TensorDataset
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _needs import need  # noqa: E402
+
 # MD5 sums of the gzipped IDX files as distributed
 MNIST_FILES = {
     "train_images": ("train-images-idx3-ubyte", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
@@ -79,9 +82,7 @@ def load_data(mnist_dir: str | None, verify: bool, seed: int):
         x_va, y_va = arrays["test_images"], arrays["test_labels"]
         source = f"MNIST from {mnist_dir}"
     else:
-        from sklearn.datasets import load_digits
-
-        digits = load_digits()
+        digits = need("sklearn.datasets").load_digits()
         images, labels = digits.images, digits.target
         order = np.random.default_rng(seed).permutation(len(labels))
         cut = int(0.8 * len(labels))
@@ -140,8 +141,11 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--stop-after", type=int, default=None,
                    help="stop after this many epochs in this run, as if interrupted (continue with --resume)")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="log the loss, accuracy and learning rate to TensorBoard event files in DIR "
+                        "(needs the tensorboard extra; view with tensorboard --logdir DIR)")
     p.add_argument("--plot", default=None, help="save loss/accuracy curves to this image (needs matplotlib)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none when output is not a terminal)")
     return p.parse_args(argv)
 
 
@@ -160,6 +164,9 @@ def train(args) -> dict:
     history = {"loss": [], "val_acc": []}
     start_epoch = 0
     if args.resume:
+        if not os.path.exists(args.checkpoint):
+            raise SystemExit(f"train_digits.py: no checkpoint at {args.checkpoint} to resume from "
+                             "(run without --resume to start, or give --checkpoint)")
         ckpt = ember.load(args.checkpoint, map_location=device)
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
@@ -167,15 +174,28 @@ def train(args) -> dict:
         shuffle.set_state(ckpt["shuffle_rng"])
         ember.set_rng_state(ckpt["rng"])
         history, start_epoch = ckpt["history"], ckpt["epoch"]
+        if start_epoch >= args.epochs:
+            print(f"already complete: {args.checkpoint} holds all {start_epoch} epochs "
+                  f"(val acc {history['val_acc'][-1]:.4f}); raise --epochs to train further")
+            return {"history": history, "model": model, "val_acc": history["val_acc"][-1]}
     print(f"{source}: {len(y_tr)} training / {len(y_va)} validation images of {tuple(x_tr.shape[1:])}, "
-          f"device {device}, epochs {start_epoch + 1}..{args.epochs}")
-    from tqdm import tqdm
+          f"device {device}, epochs {start_epoch + 1}..{args.epochs}; checkpoints to {args.checkpoint}")
+    tqdm = need("tqdm").tqdm
+    writer = None
+    if args.tensorboard:
+        need("tensorboard", extra="tensorboard")
+        from ember.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(args.tensorboard)
+        print(f"TensorBoard events to {os.path.abspath(args.tensorboard)}")
 
     last = args.epochs if args.stop_after is None else min(args.epochs, start_epoch + args.stop_after)
     for epoch in range(start_epoch, last):
         t0, seen, total = time.perf_counter(), 0, 0.0
-        bar = tqdm(train_loader, desc=f"epoch {epoch + 1}/{args.epochs}", disable=args.quiet, leave=False)
-        for x, y in bar:
+        # disable=None: no bar when stderr is not a terminal (piped output stays one line per epoch)
+        bar = tqdm(train_loader, desc=f"epoch {epoch + 1}/{args.epochs}", disable=True if args.quiet else None,
+                   leave=False)
+        for i, (x, y) in enumerate(bar):
             x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
             loss = F.cross_entropy(model(x), y)
@@ -183,14 +203,23 @@ def train(args) -> dict:
             optimizer.step()
             seen += y.shape[0]
             total += loss.item() * y.shape[0]
+            if writer is not None:
+                writer.add_scalar("train/batch_loss", loss.item(), epoch * len(train_loader) + i)
             bar.set_postfix(loss=f"{loss.item():.3f}", img_s=f"{seen / (time.perf_counter() - t0):.0f}")
         scheduler.step()
         acc = evaluate(model, val_loader, device)
         history["loss"].append(total / seen)
         history["val_acc"].append(acc)
+        if writer is not None:
+            writer.add_scalar("train/loss", total / seen, epoch + 1)
+            writer.add_scalar("val/accuracy", acc, epoch + 1)
+            writer.add_scalar("lr", optimizer.param_groups[0]["lr"], epoch + 1)
         print(f"epoch {epoch + 1:2d}  loss {total / seen:.4f}  val acc {acc:.4f}  "
               f"({seen / (time.perf_counter() - t0):.0f} img/s)")
         save_checkpoint(args.checkpoint, epoch + 1, model, optimizer, scheduler, shuffle, history)
+    if writer is not None:
+        writer.close()
+    print(f"checkpoint of epoch {last} saved to {os.path.abspath(args.checkpoint)}")
     if args.plot:
         plot(history, args.plot)
     return {"history": history, "model": model, "val_acc": history["val_acc"][-1] if history["val_acc"] else None}

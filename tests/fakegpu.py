@@ -226,8 +226,8 @@ def multi_device(request):
 
 
 def cpu_default():
-    """Fixture body (autouse): new tensors default to the CPU, as these tests assume, even where a GPU
-    makes ``cuda`` the automatic default."""
+    """Fixture body (autouse): new tensors default to the CPU, as these tests assume, even where
+    ``EMBER_DEVICE`` names another default."""
     ember.set_default_device("cpu")
     yield
     ember.set_default_device(None)

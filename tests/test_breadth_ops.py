@@ -5,7 +5,6 @@ show.
 """
 import io
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -129,15 +128,7 @@ BAD = [
      "expected each dimension size to be at least edge_order\\+1"),
     ("gradient_spacing_len", lambda m, d: m.gradient(_z(m, d, 3, 3), spacing=[1.0]), RuntimeError,
      "spacing"),
-    ("chain_matmul_1d", lambda m, d: _quiet(lambda: m.chain_matmul(_z(m, d, 2), _z(m, d, 2, 2))), RuntimeError,
-     "chain_matmul"),
 ]
-
-
-def _quiet(fn):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn()
 
 
 test_bad_input = bad_input_test(BAD)
@@ -314,13 +305,6 @@ def test_set_default_tensor_type():
             ember.set_default_tensor_type(ember.LongTensor)
     finally:
         ember.set_default_dtype(ember.float32)
-
-
-def test_chain_matmul_warns_and_multiplies(device):
-    a, b = ember.eye(2, device=device), ember.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
-    with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
-        r = ember.chain_matmul(a, b, b)
-    assert_close(r, torch.tensor([[1.0, 2.0], [3.0, 4.0]]) @ torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
 
 
 def test_cdist_gradient_at_zero_distance(device):

@@ -54,11 +54,11 @@ def test_legacy_cuda_types_check_device_and_dtype():
 
 # --------------------------------------------------------------------------- on a GPU
 @gpu
-def test_default_device_is_cuda_and_seeds_example():
+def test_default_device_is_the_cpu_and_seeds_example():
     import os
 
     if not os.environ.get("EMBER_DEVICE"):
-        assert ember.backend._init_default().type == "cuda"
+        assert ember.backend._init_default().type == "cpu"  # as in PyTorch, even with a GPU present
     x = ember.cuda.FloatTensor(1)
     y = ember.FloatTensor(1).cuda()
     assert x.get_device() == y.get_device() == ember.cuda.current_device()

@@ -1,6 +1,8 @@
 """The example programs run and do what they claim (short budgets)."""
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -95,3 +97,55 @@ def test_train_digits_reads_mnist_idx_files(tmp_path):
                       "--checkpoint", str(tmp_path / "m.pt")])
     assert out["model"].fc.in_features == 32 * 7 * 7
     assert len(out["history"]["val_acc"]) == 1 and 0.0 <= out["val_acc"] <= 1.0
+
+
+@pytest.mark.parametrize("name", sorted(f[:-3] for f in os.listdir(EXAMPLES) if f.endswith(".py")
+                                         and not f.startswith("_")))
+def test_every_example_has_help(name):
+    p = subprocess.run([sys.executable, os.path.join(EXAMPLES, f"{name}.py"), "--help"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage:")
+
+
+def test_train_digits_resume_after_finish_and_missing_checkpoint(tmp_path, capsys):
+    train = _example("train_digits")
+    ck = str(tmp_path / "d.pt")
+    done = train.main(["--quiet", "--epochs", "1", "--checkpoint", ck])
+    assert f"saved to {os.path.abspath(ck)}" in capsys.readouterr().out
+    again = train.main(["--quiet", "--epochs", "1", "--checkpoint", ck, "--resume"])
+    assert "already complete" in capsys.readouterr().out
+    assert again["history"] == done["history"]
+    with pytest.raises(SystemExit, match="no checkpoint at .*nope.pt to resume from"):
+        train.main(["--epochs", "1", "--checkpoint", str(tmp_path / "nope.pt"), "--resume"])
+
+
+def test_piped_progress_is_one_line_per_epoch(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_digits.py"), "--epochs", "2",
+                        "--checkpoint", str(tmp_path / "d.pt")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""  # no progress bar when stderr is not a terminal
+    assert [line.split()[0] for line in p.stdout.splitlines()] == ["scikit-learn", "epoch", "epoch", "checkpoint"]
+
+
+def test_a_missing_extra_is_one_clear_line(monkeypatch):
+    sys.path.insert(0, EXAMPLES)
+    from _needs import need
+
+    monkeypatch.setattr(sys, "argv", ["train_digits.py"])
+    with pytest.raises(SystemExit, match=r"^train_digits.py: needs the 'no_such_pkg' package: pip install -e "
+                                         r"\"\.\[examples\]\""):
+        need("no_such_pkg")
+
+
+def test_train_digits_logs_to_tensorboard(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    train = _example("train_digits")
+    train.main(["--quiet", "--epochs", "2", "--checkpoint", str(tmp_path / "d.pt"), "--tensorboard",
+                str(tmp_path / "tb")])
+    acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("val/accuracy")] == [1, 2]
+    assert len(acc.Scalars("train/batch_loss")) == 2 * 45  # 1437 images in batches of 32

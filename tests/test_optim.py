@@ -33,6 +33,12 @@ CASES = [
     ("RAdam", dict(lr=0.01, eps=0.1, betas=(0.5, 0.9))),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1, weight_decay=0.1)),
     ("Adadelta", dict(lr=1.0, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-4, 1.0), maximize=True)),
+    ("ASGD", dict(lr=0.01)),
+    ("ASGD", dict(lr=0.05, lambd=1e-3, alpha=0.5, t0=5, weight_decay=0.1, maximize=True)),
+    ("Adafactor", dict(lr=0.01)),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1, d=1.5, beta2_decay=-0.5, eps=(1e-20, 1e-3), maximize=True)),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
 
@@ -234,3 +240,120 @@ def test_global_and_state_dict_hooks(device):
     assert sd["extra"] == 1 and sd["state"][0]["momentum_buffer"].tolist() == [1.5, 1.5]
     opt.load_state_dict(sd)
     assert loaded == [True]
+
+
+def test_sparse_adam_matches_torch_on_embedding_gradients(device, torch):
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((6, 3)).astype(np.float32)
+    w = ember.tensor(table, device=device, requires_grad=True)
+    tw = torch.tensor(table, requires_grad=True)
+    opt, topt = optim.SparseAdam([w], lr=0.1), torch.optim.SparseAdam([tw], lr=0.1)
+    for step in range(6):
+        idx = rng.integers(0, 6, size=4)
+        upstream = rng.standard_normal((4, 3)).astype(np.float32)
+        w.grad = None
+        (ember.nn.functional.embedding(ember.tensor(idx, device=device), w) * ember.tensor(upstream, device=device)
+         ).sum().backward()
+        tw.grad = None
+        (torch.nn.functional.embedding(torch.tensor(idx), tw, sparse=True) * torch.tensor(upstream)).sum().backward()
+        opt.step()
+        topt.step()
+        np.testing.assert_allclose(w.detach().cpu().numpy(), tw.detach().numpy(), rtol=2e-5, atol=2e-6,
+                                   err_msg=f"step {step}")
+
+
+def test_muon_matches_torch_in_float64(device, torch):
+    rng = np.random.default_rng(4)
+    init = rng.standard_normal((4, 6))
+    p = ember.tensor(init, device=device, requires_grad=True)
+    opt = optim.Muon([p], lr=0.02, weight_decay=0.01)
+    expected = torch.tensor(init)
+    buf = torch.zeros_like(expected)
+    from torch.optim import _muon
+
+    for _ in range(5):
+        g = rng.standard_normal((4, 6))
+        p.grad = ember.tensor(g, device=device)
+        opt.step()
+        tg = torch.tensor(g)
+        buf.lerp_(tg, 1 - 0.95)
+        update = tg.lerp(buf, 0.95)
+        a, b, c = _muon.DEFAULT_A, _muon.DEFAULT_B, _muon.DEFAULT_C
+        x = update.T / update.T.norm().clamp(min=1e-7)  # PyTorch's iteration, in float64 instead of bfloat16
+        for _ in range(5):
+            gram = x @ x.T
+            x = torch.addmm(x, torch.addmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
+        expected.mul_(1 - 0.02 * 0.01).add_(x.T, alpha=-0.02 * max(1, 4 / 6) ** 0.5)
+        np.testing.assert_allclose(p.detach().cpu().numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        optim.Muon([ember.zeros(3, requires_grad=True, device=device)])
+
+
+def test_swa_averaged_model_ema_and_swalr_match_torch(device, torch):
+    from ember.optim import swa_utils
+
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((2, 3)).astype(np.float32)
+    net = ember.nn.Linear(3, 2).to(device)
+    tnet = torch.nn.Linear(3, 2)
+    with ember.no_grad():
+        net.weight.copy_(ember.tensor(w0, device=device))
+        net.bias.zero_()
+    with torch.no_grad():
+        tnet.weight.copy_(torch.tensor(w0))
+        tnet.bias.zero_()
+    for make in (lambda m, mod: mod.AveragedModel(m),
+                 lambda m, mod: mod.AveragedModel(m, multi_avg_fn=mod.get_ema_multi_avg_fn(0.9)),
+                 lambda m, mod: mod.AveragedModel(m, avg_fn=mod.get_ema_avg_fn(0.8))):
+        avg, tavg = make(net, swa_utils), make(tnet, torch.optim.swa_utils)
+        for _ in range(4):
+            delta = rng.standard_normal((2, 3)).astype(np.float32)
+            with ember.no_grad():
+                net.weight.add_(ember.tensor(delta, device=device))
+            with torch.no_grad():
+                tnet.weight.add_(torch.tensor(delta))
+            avg.update_parameters(net)
+            tavg.update_parameters(tnet)
+        np.testing.assert_allclose(avg.module.weight.detach().cpu().numpy(), tavg.module.weight.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        assert int(avg.n_averaged) == int(tavg.n_averaged) == 4
+    p, tp = ember.zeros(1, requires_grad=True, device=device), torch.zeros(1, requires_grad=True)
+    opt, topt = optim.SGD([p], lr=1.0), torch.optim.SGD([tp], lr=1.0)
+    for strategy in ("cos", "linear"):
+        sched = swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=3, anneal_strategy=strategy)
+        tsched = torch.optim.swa_utils.SWALR(topt, swa_lr=0.05, anneal_epochs=3, anneal_strategy=strategy)
+        for _ in range(5):
+            opt.step(), topt.step(), sched.step(), tsched.step()
+            assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr())
+    with pytest.raises(ValueError, match="anneal_strategy must be one of"):
+        swa_utils.SWALR(opt, swa_lr=0.1, anneal_strategy="step")
+
+
+def test_update_bn_recomputes_running_stats_as_torch(device, torch):
+    from ember.optim import swa_utils
+
+    rng = np.random.default_rng(6)
+    batches = [rng.standard_normal((8, 3)).astype(np.float32) for _ in range(3)]
+    net = ember.nn.Sequential(ember.nn.Linear(3, 3), ember.nn.BatchNorm1d(3)).to(device)
+    tnet = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    tnet.load_state_dict({k: torch.tensor(v.detach().cpu().numpy()) for k, v in net.state_dict().items()})
+    net.eval()
+    swa_utils.update_bn([ember.tensor(b, device=device) for b in batches], net)
+    torch.optim.swa_utils.update_bn([torch.tensor(b) for b in batches], tnet)
+    assert not net.training
+    np.testing.assert_allclose(net[1].running_mean.cpu().numpy(), tnet[1].running_mean.numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(net[1].running_var.cpu().numpy(), tnet[1].running_var.numpy(), rtol=1e-5)
+    assert net[1].momentum == 0.1
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda p: optim.Rprop(p, etas=(1.5, 2.0)), "Invalid eta values"),
+    (lambda p: optim.Adafactor(p, beta2_decay=0.5), "beta2_decay should be <= 0"),
+    (lambda p: optim.Adafactor(p, d=0.5), "Clipping threshold d should be >= 1"),
+    (lambda p: optim.ASGD(p, lr=-1), "Invalid learning rate"),
+    (lambda p: optim.SparseAdam(p, betas=(1.0, 0.9)), "Invalid beta parameter at index 0"),
+])
+def test_new_optimizers_check_settings_as_torch(make, match, torch):
+    with pytest.raises(ValueError, match=match):
+        make([ember.zeros(2, requires_grad=True)])

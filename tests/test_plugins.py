@@ -245,3 +245,16 @@ def test_module_cannot_replace_an_nn_builtin(plugins):
     with pytest.raises(PluginError, match=r"'nn-clash'.*cannot expose module ember.nn.Linear: ember.nn already has it"):
         plugins("nn-clash", ops=lambda r: r.add_op("nnclash", "lin", lambda x: x, module=Linear))
     assert ember.nn.Linear is not Linear and not hasattr(ember.ops, "nnclash")
+
+
+def test_info_report_columns_and_unavailable_backends(plugins):
+    plugins("info-ops", ops=lambda r: (r.add_op("info_a", "a_rather_long_op_name", lambda x: x),
+                                       r.add_op("info_b", "b", lambda x: x)))
+    from ember.info import report
+
+    text = report()
+    rows = [line for line in text.splitlines() if line.startswith("  ember.ops.info_")]
+    assert len(rows) == 2 and len({line.index(" plugin ") for line in rows}) == 1  # one aligned column
+    for line in text.splitlines():
+        if "unavailable:" in line:
+            assert "version" not in line.split("unavailable:")[0]

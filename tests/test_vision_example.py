@@ -36,5 +36,5 @@ def test_finetune_example(tmp_path, capsys):
     assert result["classes"] == ["blue", "red"]
     assert result["losses"][-1] < result["losses"][0]
     assert not conv1.requires_grad and conv1.grad is None and model.fc.weight.grad is not None
-    assert "epoch 3/3" in capsys.readouterr().err  # the progress bar
+    assert "epoch" not in capsys.readouterr().err  # no progress bar when stderr is not a terminal
     assert ember.is_tensor(conv1)

@@ -204,8 +204,10 @@ def test_weights_download_checks_the_hash(tmp_path, torch, ref, capsys):
 def test_pretrained_download_when_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_HOME", str(tmp_path))
     monkeypatch.setattr(models._api, "download_url", _offline)
-    with pytest.raises(RuntimeError, match="could not download https://download.pytorch.org/models/alexnet"):
+    with pytest.raises(RuntimeError, match="could not download https://download.pytorch.org/models/alexnet") as e:
         models.alexnet(weights=models.AlexNet_Weights.IMAGENET1K_V1)
+    assert "alexnet-owt-7be5be79.pth (its SHA-256 starts with 7be5be79) and try again" in str(e.value)
+    assert "md5" not in str(e.value)
     assert not os.path.exists(os.path.join(models.get_dir(), "checkpoints", "alexnet-owt-7be5be79.pth"))
 
 

@@ -21,28 +21,42 @@ def _flat_outputs(fn, inputs):
     return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
 
 
+def _real_view(a):
+    """A host array as float64 real coordinates: complex elements as (real, imaginary) pairs."""
+    a = np.asarray(a).reshape(-1)
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], -1).reshape(-1).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def _coords(t):
+    """The real coordinates of ``t``: (flat index, unit) pairs, two per element of a complex tensor."""
+    units = (1, 1j) if t.is_complex() else (1,)
+    return [(j, u) for j in range(t.numel()) for u in units]
+
+
 def _numerical(fn, inputs, targets, eps):
     """d(outputs)/d(targets) by central differences: a list (per output) of lists (per target) of Jacobians.
 
-    ``fn`` runs in the caller's grad mode, so a function that keeps only the outputs that require
-    grad sees the same outputs here as in the analytical pass.
+    Complex tensors count as pairs of real coordinates (real and imaginary parts), so a complex
+    gradient is checked in PyTorch's convention (``dL/dRe + i dL/dIm``).  ``fn`` runs in the
+    caller's grad mode, so a function that keeps only the outputs that require grad sees the same
+    outputs here as in the analytical pass.
     """
     outs = _flat_outputs(fn, inputs)
-    jac = [[np.zeros((o.numel(), t.numel())) for t in targets] for o in outs]
+    jac = [[np.zeros((len(_coords(o)), len(_coords(t)))) for t in targets] for o in outs]
     for ti, t in enumerate(targets):
         host = t.detach()  # shares t's storage, so writes through it (by position: t may be a strided view)
-        for j in range(t.numel()):
+        for c, (j, unit) in enumerate(_coords(t)):
             pos = tuple(int(i) for i in np.unravel_index(j, tuple(t.shape)))
             orig = host[pos].item()
-            host[pos] = orig + eps
-            plus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
-                    for o in _flat_outputs(fn, inputs)]
-            host[pos] = orig - eps
-            minus = [o.detach().to("cpu").numpy().astype(np.float64).reshape(-1).copy()
-                     for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig + eps * unit
+            plus = [_real_view(o.detach().to("cpu").numpy()).copy() for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig - eps * unit
+            minus = [_real_view(o.detach().to("cpu").numpy()).copy() for o in _flat_outputs(fn, inputs)]
             host[pos] = orig
             for oi in range(len(outs)):
-                jac[oi][ti][:, j] = (plus[oi] - minus[oi]) / (2 * eps)
+                jac[oi][ti][:, c] = (plus[oi] - minus[oi]) / (2 * eps)
     return outs, jac
 
 
@@ -50,17 +64,18 @@ def _analytical(fn, inputs, targets, create_graph=False):
     outs = _flat_outputs(fn, inputs)
     jac = []
     for o in outs:
-        rows = [np.zeros((o.numel(), t.numel())) for t in targets]
+        rows = [np.zeros((len(_coords(o)), len(_coords(t)))) for t in targets]
         if not o._rg:
             jac.append(rows)
             continue
-        for i in range(o.numel()):
+        for r, (i, unit) in enumerate(_coords(o)):
             g = _zeros_like(o)
-            g.reshape(-1)[i] = 1
+            g.reshape(-1)[i] = unit  # the gradient of the real (unit 1) or imaginary (unit 1j) part
             gs = grad(o, targets, g, retain_graph=True, allow_unused=True)
             for ti, gt in enumerate(gs):
                 if gt is not None:
-                    rows[ti][i, :] = gt.detach().to("cpu").numpy().astype(np.float64).reshape(-1)
+                    gt = gt.detach().to("cpu").numpy()
+                    rows[ti][r, :] = _real_view(gt if targets[ti].is_complex() else np.real(gt))
         jac.append(rows)
     return jac
 
@@ -120,7 +135,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     inputs = _as_tuple(inputs)
     outs = _flat_outputs(func, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(o.detach().new_empty(o.shape).normal_().requires_grad_() for o in outs)
+        grad_outputs = tuple(_random_like(o.detach()).requires_grad_() for o in outs)
     else:
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
@@ -139,6 +154,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     return gradcheck(first, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+
+def _random_like(t):
+    """Standard normal values shaped as ``t`` (real and imaginary parts for a complex ``t``)."""
+    if t.is_complex():
+        part = t.dtype.to_real()
+        return t.new_empty(t.shape, dtype=part).normal_() + t.new_empty(t.shape, dtype=part).normal_() * 1j
+    return t.new_empty(t.shape).normal_()
 
 
 def _zeros_like(t):

@@ -91,7 +91,8 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
     try:
         MPI = _mpi()
     except ImportError as e:
-        raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]'") from e
+        raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]' "
+                           "(from a checkout: pip install -e \".[dist]\")") from e
     comm = MPI.COMM_WORLD.Dup()  # a communicator of our own: user MPI calls never match ours
     for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
         if want not in (-1, None) and want != got:

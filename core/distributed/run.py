@@ -37,7 +37,8 @@ def find_mpiexec(explicit: str | None = None) -> str:
     for cand in (explicit, here, shutil.which("mpiexec")):
         if cand and os.access(cand, os.X_OK):
             return cand
-    raise SystemExit("ember.distributed.run: no mpiexec found; install one with pip install 'ember[dist]'")
+    raise SystemExit("ember.distributed.run: no mpiexec found; install one with pip install 'ember[dist]' "
+                     "(from a checkout: pip install -e \".[dist]\")")
 
 
 def command(args: argparse.Namespace) -> list:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 
 MODULES = ["pointwise", "reduction", "shape", "indexing", "linalg", "nn", "rnn", "ctc", "random", "creation",
-           "sorting", "optim"]
+           "sorting", "optim", "fft"]
 
 
 def _mutating() -> dict:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from . import special as _special
+
 
 def _native(xp, name):
     """The array library's own ``name`` (or SciPy's where it accepts this library's arrays), else None."""
@@ -145,7 +147,24 @@ def kernels(xp) -> dict:
     def masked_fill(x, mask, value):
         return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
 
-    return {
+    def heaviside(x, values):
+        # PyTorch's rule: ``values`` where x == 0, else x > 0 (so NaN gives 0)
+        return xp.where(x == 0, values, xp.where(x > 0, xp.ones_like(x), xp.zeros_like(x)))
+
+    def signbit(x):
+        return xp.signbit(x)
+
+    def isneginf(x):
+        return xp.logical_and(xp.isinf(x), x < 0)
+
+    def isposinf(x):
+        return xp.logical_and(xp.isinf(x), x > 0)
+
+    def frexp(x):
+        m, e = xp.frexp(x)
+        return m, e.astype(xp.int32)
+
+    table = {
         "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
         "exp": xp.exp, "log": xp.log, "pow": xp.power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": xp.sign,
         "relu": relu, "relu_backward": relu_backward,
@@ -170,4 +189,10 @@ def kernels(xp) -> dict:
         "logical_or": xp.logical_or, "logical_xor": xp.logical_xor, "logical_not": xp.logical_not,
         "bitwise_and": xp.bitwise_and, "bitwise_or": xp.bitwise_or, "bitwise_xor": xp.bitwise_xor,
         "bitwise_not": xp.invert, "bitwise_left_shift": xp.left_shift, "bitwise_right_shift": xp.right_shift,
+        "fmax": xp.fmax, "fmin": xp.fmin, "copysign": xp.copysign, "heaviside": heaviside, "signbit": signbit,
+        "isneginf": isneginf, "isposinf": isposinf, "isreal": xp.isreal, "gcd": xp.gcd, "lcm": xp.lcm,
+        "frexp": frexp, "nextafter": xp.nextafter, "deg2rad": lambda x: x * (math.pi / 180),
+        "rad2deg": lambda x: x * (180 / math.pi),
     }
+    table.update(_special.kernels(xp))  # the special functions, kept in their own module for size
+    return table

@@ -11,6 +11,9 @@ from .. import registry
 from ..tensor import Tensor
 from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,  # noqa: F401
                pointwise, random_ops, reduction, shape, sorting)
+from . import linalg_solve  # noqa: F401,E402 - the triangular/LU solves, lstsq, matrix_exp
+from . import special_fns  # noqa: F401
+from . import complex, fft  # noqa: F401,E402
 
 registry.bind("Tensor", Tensor)
 

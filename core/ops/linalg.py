@@ -24,6 +24,8 @@ EVERYWHERE = ("linalg", "torch", "Tensor")
 
 def _matmul_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:  # the adjoint: g @ b^H, a^H @ g
+        a, b = a.conj(), b.conj()
     ga = gb = None
     if a.dim() == 1 and b.dim() == 1:
         return g * b, g * a

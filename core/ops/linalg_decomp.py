@@ -20,7 +20,7 @@ from ..dispatch import apply, device_error, out_or, result_type, unary
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor, zeros
-from .shape import broadcast_shapes, stack
+from .shape import broadcast_shapes, cat, stack
 
 LINALG = ("linalg",)
 EVERYWHERE = ("linalg", "torch", "Tensor")
@@ -327,9 +327,21 @@ def _failing_minor(a):
 
 def _qr_vjp(ctx, gq, gr):
     q, r = _outputs(ctx, gq._dev)
-    if r.shape[-2] > r.shape[-1] or q.shape[-1] != r.shape[-2] or q.shape[-2] < q.shape[-1]:
-        raise RuntimeError("linalg.qr: the derivative is implemented for reduced QR of tall or square "
-                           "matrices (m >= n) only")
+    m, n = q.shape[-2], r.shape[-1]
+    if q.shape[-1] != r.shape[-2] or (m > n and q.shape[-1] != n):
+        raise RuntimeError("linalg.qr: The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r', and is not implemented for mode='complete' when nrows > ncols.")
+    if m >= n:
+        return _qr_square_vjp(q, r, gq, gr)
+    # wide: A = [X | Y], R = [U | V] with X = Q U square and Y = Q V (PyTorch's linalg_qr_backward)
+    u, v = r[..., :m], r[..., m:]
+    gv = gr[..., m:]
+    gx = _qr_square_vjp(q, u, gq + (q @ v) @ gv.mT, gr[..., :m])
+    return cat([gx, q @ gv], -1)
+
+
+def _qr_square_vjp(q, r, gq, gr):
+    """The gradient of reduced QR of a tall or square matrix."""
     qdq = q.mT @ gq
     rdr = r @ gr.mT
     m = (qdq - qdq.mT + rdr - rdr.mT).tril()

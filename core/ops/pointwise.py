@@ -6,8 +6,10 @@ here undoes broadcasting by hand.
 """
 from __future__ import annotations
 
+import cmath
 import math
 import sys
+from collections import namedtuple
 from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
@@ -30,6 +32,13 @@ def _add_vjp(ctx, g):
     return g, g
 
 
+def _cj(v):
+    """``conj(v)`` for a complex tensor or number, else ``v``: complex vjps are ``g * conj(f'(z))``."""
+    if isinstance(v, Tensor):
+        return v.conj() if v.dtype.category == dtypes.COMPLEX else v
+    return v.conjugate()  # a number (ints and floats are their own conjugates)
+
+
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2)
 
 
@@ -45,7 +54,7 @@ class AddScaled(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g, g * ctx.alpha
+        return g, g * _cj(ctx.alpha)
 
 
 def _sub_vjp(ctx, g):
@@ -57,6 +66,8 @@ Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2)
 
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        a, b = _cj(a), _cj(b)
     return g * b, g * a
 
 
@@ -65,6 +76,8 @@ Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2)
 
 def _div_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        a, b = _cj(a), _cj(b)
     gb = None
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = -g * a / (b * b)
@@ -93,11 +106,22 @@ class DivRounding(Op):
 
 def _pow_vjp(ctx, g):
     a, b = ctx.inputs
+    if g.dtype.category == dtypes.COMPLEX:
+        return _pow_vjp_complex(ctx, g, a, b)
     ga = gb = None
     if ctx.next_functions[0][0] is not None:
         ga = g * b * a ** (b - 1) if not _is_zero(b) else g * 0
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
+    return ga, gb
+
+
+def _pow_vjp_complex(ctx, g, a, b):
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        ga = g * _cj(b * a ** (b - 1))
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = g * _cj(a ** b * (a.log() if isinstance(a, Tensor) else cmath.log(a)))
     return ga, gb
 
 
@@ -132,6 +156,8 @@ Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3)
 
 # A dtype conversion; the gradient converts back.
 def _cast_vjp(ctx, g):
+    if g.dtype.category == dtypes.COMPLEX and "complex" not in str(ctx._shapes[0][1]):
+        return g.real  # a real input's gradient is the real part of a complex one
     return g
 
 
@@ -376,24 +402,31 @@ def _same(x):
     return x.clone()
 
 
-Exp, exp = unary_op("exp", lambda g, x, y: g * y, saves="output")
+Exp, exp = unary_op("exp", lambda g, x, y: g * _cj(y), saves="output")
 # d/dx 2**x = 2**x ln 2
 Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output", to=SPECIAL)
-Log, log = unary_op("log", lambda g, x, y: g / x)
-Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * y), saves="output")
+Log, log = unary_op("log", lambda g, x, y: g / _cj(x))
+Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
                     aliases=("negative",), doc="``-input``.")
-Abs, abs = unary_op("abs", lambda g, x, y: g * x.sign(), integer=None, aliases=("absolute",),  # noqa: A001
+def _abs_vjp(g, x, y):
+    if x.dtype.category == dtypes.COMPLEX:  # g * z / |z| (0 at 0), written so that it differentiates again
+        r = abs(x)
+        return g * where(r == 0, x.new_zeros(()), x / where(r == 0, r.new_ones(()), r))
+    return g * x.sign()
+
+
+Abs, abs = unary_op("abs", _abs_vjp, integer=None, aliases=("absolute",),  # noqa: A001
                     doc="Elementwise absolute value.")
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
 Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.")
-Tanh, tanh = unary_op("tanh", lambda g, x, y: g * (1 - y * y), saves="output")
-Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * y * (1 - y), saves="output")
+Tanh, tanh = unary_op("tanh", lambda g, x, y: g * _cj(1 - y * y), saves="output")
+Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * _cj(y * (1 - y)), saves="output")
 export(sigmoid, "expit", to=("special",))
-Sin, sin = unary_op("sin", lambda g, x, y: g * x.cos())
-Cos, cos = unary_op("cos", lambda g, x, y: -g * x.sin())
+Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()))
+Cos, cos = unary_op("cos", lambda g, x, y: -g * _cj(x.sin()))
 Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output")
 Asin, asin = unary_op("asin", lambda g, x, y: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
 Acos, acos = unary_op("acos", lambda g, x, y: -g * (1 - x * x).rsqrt(), aliases=("arccos",))
@@ -407,19 +440,24 @@ Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output", to
 Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL)
 Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453))
 Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046))
-Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * y * y * y, saves="output")
+Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * _cj(y * y * y), saves="output")
 Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
 Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
                           to=SPECIAL)
-Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * y * y, saves="output")
-Square, square = unary_op("square", lambda g, x, y: 2 * g * x, integer=lambda x: pow(x, 2))
+Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output")
+Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), integer=lambda x: pow(x, 2))
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", integer=_same)
 Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", integer=_same)
 Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none", integer=_same, to=(), inplace=False)
 Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", integer=_same, aliases=("fix",))
 Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", integer=lambda x: x * 0)
+Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none")
+Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none")
+# the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
+Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign", integer=_sign_of_integer,
+                    doc="Elementwise sign (``sign`` for real numbers; a bool tensor is its own sign).")
 
 
 @export(to=SPECIAL, inplace=True)
@@ -463,12 +501,30 @@ def ndtri(input, *, out=None):  # noqa: A002
 
 
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
-Eq, eq = binary_op("eq", inplace=False, doc="Elementwise ``==``; a bool tensor, never differentiable.")
-Ne, ne = binary_op("ne", inplace=False, aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
-Lt, lt = binary_op("lt", inplace=False, aliases=("less",), doc="Elementwise ``<``; a bool tensor.")
-Le, le = binary_op("le", inplace=False, aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.")
-Gt, gt = binary_op("gt", inplace=False, aliases=("greater",), doc="Elementwise ``>``; a bool tensor.")
-Ge, ge = binary_op("ge", inplace=False, aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.")
+Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.")
+Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
+
+
+def _ordered(name):
+    """PyTorch's refusal of complex operands to an ordering (complex numbers have no order)."""
+    def check(*operands):
+        for v in operands:
+            if isinstance(v, Tensor) and v.dtype.category == dtypes.COMPLEX:
+                raise NotImplementedError(f'"{name}_{v.device.type}" not implemented for \'{_type_name(v.dtype)}\'')
+            if isinstance(v, complex):
+                raise NotImplementedError(f'"{name}": complex numbers are not ordered (got {v})')
+
+    return check
+
+
+Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.",
+                   check=_ordered("lt"))
+Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.",
+                   check=_ordered("le"))
+Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.",
+                   check=_ordered("gt"))
+Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.",
+                   check=_ordered("ge"))
 
 
 # --------------------------------------------------------------------------- binary math
@@ -564,15 +620,22 @@ def _nan_to_num_vjp(ctx, g):
 NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4)
 
 
+def _no_complex(name, *operands):
+    if any(isinstance(v, Tensor) and v.dtype.category == dtypes.COMPLEX for v in operands):
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 @export(inplace=True)
 def minimum(input, other, *, out=None):  # noqa: A002
     """Elementwise minimum with broadcasting and type promotion."""
+    _no_complex("minimum", input, other)
     return out_or(binary_result(binary(Minimum, input, other), input, other, "minimum"), out)
 
 
 @export(inplace=True)
 def maximum(input, other, *, out=None):  # noqa: A002
     """Elementwise maximum with broadcasting and type promotion."""
+    _no_complex("maximum", input, other)
     return out_or(binary_result(binary(Maximum, input, other), input, other, "maximum"), out)
 
 
@@ -625,6 +688,8 @@ def floor_divide(input, other, *, out=None):  # noqa: A002
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     """Limit values to ``[min, max]`` (either may be None; tensors broadcast)."""
     check_tensor(input, "clamp")
+    if input.dtype.category == dtypes.COMPLEX:
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     args = [input, min, max]
@@ -769,10 +834,10 @@ _, bitwise_or = binary_op("bitwise_or", check=_integer_operands("bitwise_or"),
 _, bitwise_xor = binary_op("bitwise_xor", check=_integer_operands("bitwise_xor"),
                            doc="Elementwise bitwise XOR of integer or bool tensors.")
 _, bitwise_left_shift = binary_op("bitwise_left_shift", check=_integer_operands("bitwise_left_shift"),
-                                  backward_name="LshiftBackward0", inplace=False,
+                                  backward_name="LshiftBackward0",
                                   doc="Elementwise ``input << other`` of integer tensors.")
 _, bitwise_right_shift = binary_op("bitwise_right_shift", check=_integer_operands("bitwise_right_shift"),
-                                   backward_name="RshiftBackward0", inplace=False,
+                                   backward_name="RshiftBackward0",
                                    doc="Elementwise ``input >> other`` of integer tensors.")
 BitwiseNot = op_class("bitwise_not")
 
@@ -892,7 +957,7 @@ def _float_tensors(Cls, name):
         return out_or(binary(Cls, input, other), out)
 
     fn.__name__ = fn.__qualname__ = name
-    return export(fn, inplace=name == "hypot")
+    return export(fn, inplace=name in ("hypot", "nextafter"))
 
 
 logaddexp = _float_tensors(LogAddExp, "logaddexp")
@@ -1004,11 +1069,240 @@ addcdiv.__doc__ = """``input + value * tensor1 / tensor2`` (broadcasting; not bo
     """
 
 
-export(minimum, "fmin")
-export(maximum, "fmax")
+# --------------------------------------------------------------------------- more pointwise math
+@export(inplace=False)
+def positive(input):  # noqa: A002
+    """``input`` itself (PyTorch's unary ``+``); refused for bool tensors."""
+    check_tensor(input, "positive")
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@export(to=("torch",))
+def rsub(input, other, *, alpha=1):  # noqa: A002
+    """``other - alpha * input``.
+
+    >>> import ember
+    >>> ember.rsub(ember.tensor([1.0]), 3, alpha=2)
+    tensor([1.])
+    """
+    check_tensor(input, "rsub")
+    return sub(other, input, alpha=alpha)
+
+
+signbit = _predicate("signbit")
+isneginf = _predicate("isneginf")
+isposinf = _predicate("isposinf")
+isreal = _predicate("isreal")
+
+
+def _fmax_vjp(ctx, g):
+    a, b = ctx.inputs
+    first = (a >= b).logical_or(b.isnan())  # ties and a NaN other: the gradient goes to input
+    return g.masked_fill(first.logical_not(), 0), g.masked_fill(first, 0)
+
+
+def _fmin_vjp(ctx, g):
+    a, b = ctx.inputs
+    first = (a <= b).logical_or(b.isnan())
+    return g.masked_fill(first.logical_not(), 0), g.masked_fill(first, 0)
+
+
+Fmax = op_class("Fmax", "fmax", saves="input", vjp=_fmax_vjp, arity=2)
+Fmin = op_class("Fmin", "fmin", saves="input", vjp=_fmin_vjp, arity=2)
+
+
+def _two_tensors(name, a, b):
+    for arg, v, pos in (("input", a, 1), ("other", b, 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
+
+
+@export(inplace=False)
+def fmax(input, other, *, out=None):  # noqa: A002
+    """Elementwise maximum ignoring NaN: the other value where one is NaN (NaN only where both are).
+
+    >>> import ember
+    >>> ember.fmax(ember.tensor([1.0, float("nan")]), ember.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    _two_tensors("fmax", input, other)
+    return out_or(binary(Fmax, input, other), out)
+
+
+@export(inplace=False)
+def fmin(input, other, *, out=None):  # noqa: A002
+    """Elementwise minimum ignoring NaN: the other value where one is NaN (NaN only where both are).
+
+    >>> import ember
+    >>> ember.fmin(ember.tensor([1.0, float("nan")]), ember.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    _two_tensors("fmin", input, other)
+    return out_or(binary(Fmin, input, other), out)
+
+
+def _copysign_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if ctx.next_functions[0][0] is not None:
+        zero = a == 0
+        ratio = where(zero, a.new_zeros(()), ctx.output / where(zero, a.new_ones(()), a))  # +-1, 0 at a == 0
+        ga = g * ratio
+    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+        gb = g * 0
+    return ga, gb
+
+
+Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2)
+
+
+@export(inplace=True)
+def copysign(input, other, *, out=None):  # noqa: A002
+    """The magnitude of ``input`` with the sign of ``other``; integers compute in the default float dtype.
+
+    >>> import ember
+    >>> ember.copysign(ember.tensor([1.0, -2.0]), -1)
+    tensor([-1., -2.])
+    """
+    check_tensor(input, "copysign")
+    if not isinstance(other, (Tensor, int, float, bool)):
+        raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
+                        f"{type(other).__name__}")
+    if result_type(input, other).category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    if not isinstance(other, Tensor):
+        other = _full(float(other), input.dtype, input)
+    return out_or(binary(Copysign, input, other), out)
+
+
+Heaviside = op_class("heaviside", arity=2)
+
+
+@export(inplace=True)
+def heaviside(input, values, *, out=None):  # noqa: A002
+    """The Heaviside step: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is > 0 (no gradient).
+
+    >>> import ember
+    >>> ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    for arg, v, pos in (("input", input, 1), ("values", values, 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"heaviside(): argument '{arg}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes "
+                           f"({input.dtype} and {values.dtype}).")
+    with no_grad():
+        return out_or(binary(Heaviside, input, values), out)
+
+
+def _integral_tensors(name):
+    def check(input, other):
+        _two_tensors(name, input, other)
+        rt = result_type(input, other)
+        if rt.category != dtypes.INT:
+            raise NotImplementedError(f'"{name}_{input.device.type}" not implemented for \'{_type_name(rt)}\'')
+
+    return check
+
+
+_, gcd = binary_op("gcd", check=_integral_tensors("gcd"),
+                   doc="Elementwise greatest common divisor of integer tensors (non-negative).")
+_, lcm = binary_op("lcm", check=_integral_tensors("lcm"),
+                   doc="Elementwise least common multiple of integer tensors (non-negative).")
+
+
+class Frexp(Op):
+    """Mantissa in [0.5, 1) and int32 exponent: ``input = mantissa * 2 ** exponent``."""
+
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x):
+        m, e = k["frexp"](x)
+        ctx.scale = k["astype"](k["exp2"](k["neg"](k["astype"](e, x.dtype))), x.dtype)  # 2 ** -exponent
+        return m, e
+
+    @staticmethod
+    def backward(ctx, g, _ge):
+        return g * _wrap(ctx.scale, g._dev)
+
+
+FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@export(inplace=False)
+def frexp(input, *, out=None):  # noqa: A002
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``; a floating input only.
+
+    >>> import ember
+    >>> ember.frexp(ember.tensor([3.0])).exponent
+    tensor([2], dtype=ember.int32)
+    """
+    check_tensor(input, "frexp")
+    if input.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype}")
+    m, e = unary(Frexp, input)
+    if out is not None:
+        out_or(m, out[0])
+        out_or(e, out[1])
+        return FrexpResult(*out)
+    return FrexpResult(m, e)
+
+
+@export(inplace=True)
+def ldexp(input, other, *, out=None):  # noqa: A002
+    """``input * 2 ** other``; integers compute in the default float dtype.
+
+    >>> import ember
+    >>> ember.ldexp(ember.tensor([1.0]), ember.tensor([3]))
+    tensor([8.])
+    """
+    _two_tensors("ldexp", input, other)
+    return out_or(mul(input, pow(2.0, other)), out)
+
+
+@export(inplace=False)
+def float_power(input, exponent, *, out=None):  # noqa: A002
+    """``input ** exponent`` computed in float64 (either may be a number).
+
+    >>> import ember
+    >>> ember.float_power(ember.tensor([2]), 2)
+    tensor([4.], dtype=ember.float64)
+    """
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(f"float_power(): expected a Tensor operand, got {type(input).__name__} and "
+                        f"{type(exponent).__name__}")
+    a, b = (cast(v, dtypes.float64) if isinstance(v, Tensor) else float(v) for v in (input, exponent))
+    return out_or(pow(a, b), out)
+
+
+def _float_power_into(input, exponent):  # noqa: A002
+    if input.dtype is not dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_type_name(input.dtype)} but the "
+                           f"operation's result requires dtype Double")
+    return float_power(input, exponent)
+
+
+def _nextafter_vjp(ctx, g):
+    return g, g * 0  # as PyTorch: the step itself has no slope
+
+
+Nextafter = op_class("Nextafter", "nextafter", vjp=_nextafter_vjp, arity=2)
+nextafter = _float_tensors(Nextafter, "nextafter")
+nextafter.__doc__ = """The next representable floating value after ``input`` toward ``other``.
+
+    >>> import ember
+    >>> bool(ember.nextafter(ember.tensor([1.0]), ember.tensor([2.0])) > 1)
+    True
+    """
 # in-place forms of the aliases whose base has a hand-written one (``div_``, ``mul_``, ``sub_`` in ops.inplace),
 # and the in-place operators
-for _name, _fn in (("divide", div), ("true_divide", div), ("multiply", mul), ("subtract", sub)):
+for _name, _fn in (("divide", div), ("true_divide", div), ("multiply", mul), ("subtract", sub),
+                   ("float_power", _float_power_into)):
     export(inplace_form(_fn, _name), _name + "_", to=("Tensor",))
 _methods({"__i" + op[2:]: NAMESPACES["Tensor"][base + "_"] for op, base in (
     ("__pow__", "pow"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"), ("__and__", "bitwise_and"),

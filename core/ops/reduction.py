@@ -209,7 +209,14 @@ def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     return out_or(_minmax_reduce(Amin, "amin", input, dim, keepdim), out)
 
 
+def _unordered(op, input):
+    """PyTorch refuses complex input to an op that orders values."""
+    if input.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError(f"{op}(): does not support complex input (got {input.dtype})")
+
+
 def _minmax_reduce(Cls, kernel, input, dim, keepdim):
+    _unordered(kernel, input)
     axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
     if input.numel() == 0 and axes is not None:
         for a in axes:
@@ -256,6 +263,7 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
         if dim is None:
             return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False), out)
         d = _wrap_dim(dim, input.dim(), kernel)
+        _unordered(kernel, input)
         if input.dim() == 0:
             return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
         if input.shape[d] == 0:
@@ -297,6 +305,7 @@ class Argmin(Argmax):
 
 def _arg(kernel, Cls):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
+        _unordered(kernel, input)
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -1059,26 +1068,6 @@ def inner(input, other, *, out=None):  # noqa: A002
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(input.shape)} and {list(other.shape)}")
     return out_or(tensordot(input, other, ([input.dim() - 1], [other.dim() - 1])), out)
-
-
-@export(to=("torch",))
-def chain_matmul(*matrices, out=None):
-    """The product of 2-D matrices, left to right (deprecated in PyTorch for ``linalg.multi_dot``: it warns)."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
-                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
-                  "parameters.", UserWarning, stacklevel=2)
-    if not matrices:
-        raise RuntimeError("chain_matmul(): Expected one or more matrices")
-    for i, m in enumerate(matrices):
-        check_tensor(m, "chain_matmul")
-        if m.dim() != 2:
-            raise RuntimeError(f"chain_matmul(): Tensor dimension is {m.dim()}, expected 2 instead (matrix {i}).")
-    if len(matrices) == 1:
-        return out_or(matrices[0].clone(), out)
-    r = matrices[0]
-    for m in matrices[1:]:
-        r = matmul(r, m)
-    return out_or(r, out)
 
 
 Histogramdd = op_class("Histogramdd", "histogramdd", arity=4)

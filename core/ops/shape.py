@@ -1330,35 +1330,6 @@ def diagflat(input, offset: int = 0) -> Tensor:  # noqa: A002
     return diag_embed(reshape(input, -1), int(offset), 0, 1)
 
 
-def _adjoint(self):
-    if self.dim() < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
-                           f"{self.dim()}-D tensor.")
-    r = transpose(self, -2, -1)
-    return r.conj() if r.is_complex() else r
-
-
-@export
-def adjoint(input) -> Tensor:  # noqa: A002
-    """The conjugate transpose of the last two dimensions (a view).
-
-    >>> import ember
-    >>> ember.zeros(2, 3, 4).adjoint().shape
-    ember.Size([2, 4, 3])
-    """
-    return _adjoint(input)
-
-
-def _mH(self):
-    if self.dim() < 2:
-        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.dim()}-D "
-                           f"tensor.")
-    return _adjoint(self)
-
-
-export(property(_mH), "mH", to=TENSOR)
-
-
 @export(to=TORCH)
 def block_diag(*tensors) -> Tensor:
     """A block-diagonal matrix of the given tensors (0-d: 1x1, 1-d: one row, 2-d: as is).

@@ -30,6 +30,8 @@ def _gather_values(x, idx, dim):
 @export
 def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     """Sorted values and their indices along ``dim`` (a named tuple)."""
+    if input.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError(f"sort: does not support complex dtypes (got {input.dtype})")
     if input.dim() == 0:
         return return_types.sort(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     d = _wrap_dim(dim, input.dim(), "sort")

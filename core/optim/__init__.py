@@ -10,9 +10,12 @@ tensor([0.1000, 0.1000])
 from . import lr_scheduler
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .adaptive import Adadelta, Adagrad, RMSprop
+from .classic import ASGD, Adafactor, Muon, Rprop, SparseAdam
 from .lbfgs import LBFGS
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .sgd import SGD
+from . import swa_utils  # noqa: E402 - after the optimizers it schedules
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta",
-           "LBFGS", "lr_scheduler", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+           "LBFGS", "Rprop", "ASGD", "SparseAdam", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

@@ -25,7 +25,7 @@ def to_numpy(x) -> np.ndarray:
     if hasattr(x, "_dev") and hasattr(x, "_data"):
         return np.asarray(x._dev.backend.to_numpy(x.detach()._data))
     if hasattr(x, "detach") and hasattr(x, "cpu"):
-        return x.detach().cpu().numpy()
+        return x.detach().cpu().resolve_conj().resolve_neg().numpy()  # PyTorch's lazy conjugate/negative bits
     return np.asarray(x)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
+from ember.plugins import REGISTRY
 
 from .compare import SESSION_BACKENDS, assert_close, available_backends, to_numpy
 
@@ -16,6 +17,11 @@ class OpCheckError(AssertionError):
 
 
 def _name(fn) -> str:
+    """A plugin op by its public name (``ember.ops.ns.op``), anything else by its qualified name."""
+    for ns, ops in REGISTRY.ops.items():
+        for op, entry in ops.items():
+            if entry["fn"] == fn:
+                return f"ember.ops.{ns}.{op}"
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 

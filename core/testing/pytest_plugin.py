@@ -86,3 +86,13 @@ def pytest_generate_tests(metafunc):
     else:
         params = ember.testing.available_backends()
     metafunc.parametrize("device", params)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line saying how many tests skipped because the PyTorch oracle is absent, and why."""
+    n = sum(1 for r in terminalreporter.stats.get("skipped", []) if "could not import 'torch'" in str(r.longrepr))
+    if n:
+        why = ("scripts/test.sh could not reach a package index to install it" if os.environ.get(
+            "EMBER_ORACLE_UNREACHABLE") else "bash scripts/test.sh installs it")
+        terminalreporter.write_line(f"{n} tests skipped: the PyTorch oracle (torch 2.13.0, CPU build) is not "
+                                    f"installed; {why}", yellow=True)

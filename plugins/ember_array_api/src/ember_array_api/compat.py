@@ -155,6 +155,8 @@ def namespace(xp) -> types.SimpleNamespace:
         as_strided=bridge(xp, atype, np.lib.stride_tricks.as_strided, "as_strided")))
     linalg = getattr(xp, "linalg", object())
     ns.linalg = Namespace(_fallback=np.linalg, **{n: getattr(linalg, n) for n in dir(linalg) if not n.startswith("_")})
+    fft = getattr(xp, "fft", object())  # the standard's fft extension (a submodule dir() may not list)
+    ns.fft = Namespace(_fallback=np.fft, **{n: getattr(fft, n) for n in dir(fft) if not n.startswith("_")})
     return ns
 
 

@@ -86,7 +86,7 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         raise RuntimeError(f"could not download {url} ({reason}): the host cannot be reached (offline?). "
-                           f"Put the file at {fpath} (md5 {md5}) and try again") from e
+                           f"Put the file at {fpath}{f' (md5 {md5})' if md5 else ''} and try again") from e
     if resp is not None:
         with resp:
             resumed = offset and resp.status == 206

@@ -21,10 +21,8 @@ _HASH = re.compile(r"-([a-f0-9]*)\.")
 
 
 def get_dir() -> str:
-    """The hub directory: ``$EMBER_HOME/hub`` (``EMBER_HOME`` defaults to ``~/.cache/ember``)."""
-    home = os.environ.get("EMBER_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.join("~", ".cache")), "ember")
-    return os.path.join(os.path.expanduser(home), "hub")
+    """The hub directory: :func:`ember.hub.get_dir` (``$EMBER_HOME/hub``)."""
+    return ember.hub.get_dir()
 
 
 def _sha256(path: str) -> str:
@@ -52,7 +50,13 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     name = file_name or os.path.basename(urlparse(url).path)
     path = os.path.join(model_dir, name)
     if not os.path.isfile(path):
-        download_url(url, model_dir, name, progress=progress)
+        try:
+            download_url(url, model_dir, name, progress=progress)
+        except RuntimeError as e:
+            m = _HASH.search(name)
+            sha = f" (its SHA-256 starts with {m.group(1)})" if m and m.group(1) else ""
+            raise RuntimeError(f"could not fetch the weights {url}: {e.__cause__ or e}. Put the file at "
+                               f"{path}{sha} and try again") from e
         if check_hash:
             try:
                 _check_hash(path, name)

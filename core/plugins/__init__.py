@@ -15,13 +15,14 @@ import warnings
 
 import pluggy
 
-from . import hookspecs
-from .backend import API_VERSION, BACKENDS, refresh_kernels
-from .hookspecs import PluginError
-from .plugin_ops import add_op as _add_op
-from .plugin_ops import remove_ops as _remove_ops
+from .. import hookspecs
+from ..backend import API_VERSION, BACKENDS, refresh_kernels
+from ..hookspecs import PluginError
+from ..plugin_ops import add_op as _add_op
+from ..plugin_ops import remove_ops as _remove_ops
 
 hookimpl = pluggy.HookimplMarker("ember")
+_EMBER = __name__.rpartition(".")[0]  # the package plugins extend: ember
 
 
 class PluginWarning(UserWarning):
@@ -129,12 +130,12 @@ class Registry:
         ``registry.add_module("vision", ember_vision)`` makes ``ember.vision`` and
         ``from ember.vision import transforms`` work; a name ember already has is refused.
         """
-        ember = sys.modules[__package__]
+        ember = sys.modules[_EMBER]
         if self.modules.get(name, self.current) != self.current or (name not in self.modules and hasattr(ember, name)):
             raise PluginError(f"plugin {self.describe(self.current)}: ember.{name} already exists")
         self.modules[name] = self.current
         setattr(ember, name, module)
-        sys.modules[f"{__package__}.{name}"] = module
+        sys.modules[f"{_EMBER}.{name}"] = module
 
     def overridden(self) -> list:
         """``[(device type, op, serving plugin, priority, replaced plugin)]`` for kernels a plugin replaced."""
@@ -160,8 +161,8 @@ class Registry:
         self.pending = [p for p in self.pending if p[4] != plugin]
         for name in [n for n, owner in self.modules.items() if owner == plugin]:
             del self.modules[name]
-            delattr(sys.modules[__package__], name)
-            sys.modules.pop(f"{__package__}.{name}", None)
+            delattr(sys.modules[_EMBER], name)
+            sys.modules.pop(f"{_EMBER}.{name}", None)
         for dev, backend in list(self.backends.items()):
             if backend.plugin == plugin:
                 del self.backends[dev]

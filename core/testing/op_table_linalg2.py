@@ -1,0 +1,149 @@
+"""Op table rows for the solves, factorizations and legacy linear-algebra names of :mod:`ember.ops.linalg_solve`
+(and the wide-matrix QR gradient): each call works for ``m`` = ``ember`` and ``m`` = ``torch`` alike.
+
+Decompositions that LAPACK defines exactly (LU with partial pivoting, ``geqrf``'s Householder vectors) are
+compared as they are; the rows keep inputs away from ties in pivoting.  Triangular factors given to the
+Cholesky solves are made triangular inside the call (``l.tril()``), so that gradients are those of the
+entries the op reads, in both libraries.  PyTorch warns (once per process) on its deprecated forms
+(``torch.lu``, ``torch.triangular_solve``, ``torch.chain_matmul``, ...); the rows call them with that warning
+silenced.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from .op_table_shape import F, Row, r, well
+
+_RNG = np.random.RandomState(4321)
+
+
+def lower(n, batch=()):
+    """A well-conditioned lower-triangular matrix with a positive diagonal (batch)."""
+    return F(np.tril(_RNG.rand(*batch, n, n) - 0.5) + 2 * np.eye(n))
+
+
+def sym0(n):
+    """A matrix whose symmetric part has a zero first diagonal entry (Bunch-Kaufman then pivots 2x2)."""
+    a = _RNG.rand(n, n) - 0.5
+    a[0, 0] = 0.0
+    return F(a)
+
+
+def spd_shift(m, a):
+    return 3 * m.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+
+
+def _chol(m, lo):
+    return lo.tril() + m.eye(lo.shape[-1], dtype=lo.dtype, device=lo.device)
+
+
+ROWS = [
+    # triangular solves
+    Row("solve_triangular_upper", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True),
+        [[well(3), r(3, 2)], [well(3, (2,)), r(3, 4)], [well(3), r(2, 3, 1)]]),
+    Row("solve_triangular_lower", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False), [[well(4), r(4, 2)]]),
+    Row("solve_triangular_right", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True, left=False),
+        [[well(3), r(2, 3)], [well(3, (2,)), r(2, 4, 3)]]),
+    Row("solve_triangular_unit", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False, unitriangular=True),
+        [[well(3), r(3, 2)]]),
+    Row("triangular_solve", lambda m, b, a: tuple(m.triangular_solve(b, a)), [[r(3, 2), well(3)]]),
+    Row("triangular_solve_transpose", lambda m, b, a: b.triangular_solve(a, False, True, False).solution,
+        [[r(3, 2), well(3, (2,))]]),
+    Row("triangular_solve_unit", lambda m, b, a: m.triangular_solve(b, a, unitriangular=True).solution,
+        [[r(3, 2), well(3)]]),
+    # LU
+    Row("lu_factor", lambda m, a: tuple(m.linalg.lu_factor(a)), [[well(3)], [r(2, 4, 4)]]),
+    Row("lu_factor_rect", lambda m, a: tuple(m.linalg.lu_factor(a)), [[r(4, 3)], [r(3, 5)], [r(2, 5, 3)]]),
+    Row("lu_factor_ex", lambda m, a: tuple(m.linalg.lu_factor_ex(a)), [[well(3, (2,))]]),
+    Row("linalg_lu", lambda m, a: tuple(m.linalg.lu(a)), [[r(3, 3)], [r(2, 4, 3)], [r(3, 4)]]),
+    Row("lu_legacy", lambda m, a: tuple(m.lu(a)), [[well(3)]]),
+    Row("lu_legacy_infos", lambda m, a: tuple(a.lu(get_infos=True)), [[well(3, (2,))]]),
+    Row("lu_unpack", lambda m, a: tuple(m.lu_unpack(*m.linalg.lu_factor(a))), [[r(3, 3)], [r(4, 3)], [r(2, 3, 4)]]),
+    Row("lu_solve", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b),
+        [[well(3), r(3, 2)], [well(3, (2,)), r(2, 3, 1)]]),
+    Row("lu_solve_adjoint", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, adjoint=True),
+        [[well(3), r(3, 2)]]),
+    Row("lu_solve_right", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=False),
+        [[well(3), r(2, 3)]]),
+    Row("lu_solve_right_adjoint", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=False,
+                                                                    adjoint=True), [[well(3), r(2, 3)]]),
+    Row("lu_solve_legacy", lambda m, a, b: b.lu_solve(*m.linalg.lu_factor(a)), [[well(3), r(3, 2)]]),
+    # inverses and solves with info
+    Row("inv_ex", lambda m, a: tuple(m.linalg.inv_ex(a)), [[well(3)], [well(2, (2,))]]),
+    Row("solve_ex", lambda m, a, b: tuple(m.linalg.solve_ex(a, b)), [[well(3), r(3, 2)], [well(3), r(3)]]),
+    Row("solve_ex_right", lambda m, a, b: m.linalg.solve_ex(a, b, left=False).result, [[well(3), r(2, 3)]]),
+    # least squares
+    Row("lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, [[r(5, 3), r(5, 2)], [r(3, 5), r(3, 2)],
+                                                                  [r(2, 4, 3), r(2, 4, 2)], [r(4, 3), r(4)]]),
+    # (residuals are differentiable; rank and singular values are not, in either library)
+    Row("lstsq_residuals", lambda m, a, b: tuple(m.linalg.lstsq(a, b, driver="gelsd")[:2]), [[r(5, 3), r(5, 2)]]),
+    Row("lstsq_gels", lambda m, a, b: tuple(m.linalg.lstsq(a, b, driver="gels")[:2]), [[r(2, 5, 3), r(2, 5, 2)]]),
+    Row("lstsq_full", lambda m, a, b: tuple(t for d in ("gels", "gelsy", "gelsd", "gelss")
+                                            for t in m.linalg.lstsq(a, b, driver=d)),
+        [[r(5, 3), r(5, 2)], [r(3, 5), r(3, 2)], [r(5, 3), r(5)]], grad=False),
+    # matrix exponential
+    Row("matrix_exp", lambda m, a: m.linalg.matrix_exp(a), [[r(3, 3)], [r(2, 3, 3)]]),
+    Row("matrix_exp_large", lambda m, a: (a * 6).matrix_exp(), [[r(3, 3)]]),
+    Row("matrix_exp_top", lambda m, a: m.matrix_exp(a), [[r(1, 1)], [r(2, 2)]]),
+    # condition numbers, tensor inverses
+    Row("cond", lambda m, a: m.linalg.cond(a), [[well(3)], [r(4, 3)], [well(3, (2,))]]),
+    Row("cond_svd", lambda m, a: tuple(m.linalg.cond(a, p) for p in ("nuc", -2, 2)), [[well(3)]]),
+    # (PyTorch cannot differentiate these: its own backward fails)
+    Row("cond_norms", lambda m, a: tuple(m.linalg.cond(a, p) for p in ("fro", 1, -1, float("inf"), -float("inf"))),
+        [[well(3)], [well(2, (2,))]], grad=False),
+    Row("tensorinv", lambda m, a: m.linalg.tensorinv(a.reshape(4, 2, 2), ind=1), [[well(4)]]),
+    Row("tensorinv_2", lambda m, a: m.linalg.tensorinv(a.reshape(2, 3, 6)), [[well(6)]]),
+    Row("tensorsolve", lambda m, a, b: m.linalg.tensorsolve(a.reshape(2, 3, 6), b), [[well(6), r(2, 3)]]),
+    Row("tensorsolve_dims", lambda m, a, b: m.linalg.tensorsolve(a.reshape(6, 2, 3), b, dims=(0,)),
+        [[well(6), r(2, 3)]]),
+    # Householder products
+    Row("householder_product", lambda m, a, t: m.linalg.householder_product(a, t),
+        [[r(4, 3), r(3)], [r(3, 3), r(2)], [r(2, 4, 2), r(2, 2)]]),
+    Row("orgqr", lambda m, a, t: a.orgqr(t), [[r(4, 3), r(3)]]),
+    Row("ormqr", lambda m, a, t, c: m.ormqr(a, t, c), [[r(4, 3), r(3), r(4, 2)]]),
+    Row("ormqr_transpose", lambda m, a, t, c: a.ormqr(t, c, True, True), [[r(4, 3), r(3), r(4, 2)]]),
+    Row("ormqr_right", lambda m, a, t, c: m.ormqr(a, t, c, left=False), [[r(4, 3), r(3), r(2, 4)]]),
+    Row("ormqr_right_transpose", lambda m, a, t, c: m.ormqr(a, t, c, False, True), [[r(4, 3), r(3), r(2, 4)]]),
+    Row("geqrf", lambda m, a: tuple(m.geqrf(a)), [[r(4, 3)], [r(3, 4)], [r(2, 3, 3)]], grad=False),
+    Row("geqrf_orgqr", lambda m, a: m.orgqr(*a.geqrf()), [[r(4, 3)]], grad=False),
+    # LDL (not differentiable in either library); a zero corner forces 2x2 pivots
+    Row("ldl_factor", lambda m, a: tuple(m.linalg.ldl_factor(a + a.mT)), [[r(4, 4)], [r(2, 3, 3)], [sym0(5)]],
+        grad=False),
+    Row("ldl_factor_ex", lambda m, a: tuple(m.linalg.ldl_factor_ex(a + a.mT)), [[r(3, 3)], [sym0(4)]], grad=False),
+    Row("ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(a + a.mT), b),
+        [[r(4, 4), r(4, 2)], [sym0(5), r(5, 1)], [r(2, 3, 3), r(3, 2)]], grad=False),
+    # Cholesky solves
+    Row("cholesky_solve", lambda m, b, lo: m.cholesky_solve(b, _chol(m, lo)), [[r(3, 2), lower(3)],
+                                                                               [r(2, 3, 1), lower(3)]]),
+    Row("cholesky_solve_upper", lambda m, b, lo: b.cholesky_solve(_chol(m, lo).mT, True), [[r(3, 2), lower(3)]]),
+    Row("cholesky_solve_spd", lambda m, b, a: m.cholesky_solve(b, m.linalg.cholesky(a @ a.mT + spd_shift(m, a))),
+        [[r(3, 2), r(3, 3)]]),
+    Row("cholesky_inverse", lambda m, lo: m.cholesky_inverse(_chol(m, lo)), [[lower(3)], [lower(2, (2,))]]),
+    Row("cholesky_inverse_upper", lambda m, lo: _chol(m, lo).mT.cholesky_inverse(True), [[lower(3)]]),
+    # QR of wide matrices (the m < n gradient)
+    Row("qr_wide", lambda m, a: tuple(m.linalg.qr(a)), [[r(3, 4)], [r(2, 2, 3)]]),
+    Row("qr_wide_complete", lambda m, a: tuple(m.linalg.qr(a, "complete")), [[r(2, 4)]]),
+    # norms and products under their old names
+    Row("nuclear_norm", lambda m, a: m.nuclear_norm(a), [[r(3, 4)], [r(2, 3, 3)]]),
+    Row("nuclear_norm_dim", lambda m, a: m.nuclear_norm(a, (0, 2), keepdim=True), [[r(3, 2, 4)]]),
+    Row("frobenius_norm", lambda m, a: m.frobenius_norm(a, (0, 1)), [[r(3, 4)]]),
+    Row("frobenius_norm_keepdim", lambda m, a: m.frobenius_norm(a, (-1, -2), True), [[r(2, 3, 4)]]),
+    Row("chain_matmul", lambda m, a, b, c: m.chain_matmul(a, b, c), [[r(2, 5), r(5, 3), r(3, 4)]]),
+]
+
+
+def _quiet(op):
+    @functools.wraps(op)
+    def call(m, *args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", ".*deprecated", UserWarning)
+            return op(m, *args)
+
+    return call
+
+
+for _row in ROWS:
+    _row.op = _quiet(_row.op)
