@@ -293,6 +293,19 @@ def test_tensor_metadata_methods(device):
         x.as_subclass(int)
 
 
+def test_apply_map_map2():
+    x = ember.arange(4.0)
+    assert x.apply_(lambda v: v * 2) is x and x.tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert x.map_(ember.ones(1), lambda a, b: a + b).tolist() == [1.0, 3.0, 5.0, 7.0]
+    assert x.map2_(ember.ones(4), ember.full((4,), 2.0), lambda a, b, c: a * c - b).tolist() == [1.0, 5.0, 9.0, 13.0]
+    t = torch.arange(4.0)
+    assert t.apply_(lambda v: v * 2).tolist() == [0.0, 2.0, 4.0, 6.0]
+    with pytest.raises(RuntimeError, match="Can't call apply_\\(\\) on Variable that requires grad"):
+        ember.ones(2, requires_grad=True).apply_(lambda v: v)
+    with pytest.raises(RuntimeError, match="expanded size"):
+        ember.ones(3).map_(ember.ones(2), lambda a, b: a)
+
+
 def test_set_default_tensor_type():
     try:
         with pytest.warns(UserWarning, match="deprecated"):
