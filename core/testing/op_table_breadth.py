@@ -6,6 +6,8 @@ gradgradcheck), :class:`I` are int64 index tensors.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .op_table_shape import F, I, Row
@@ -90,15 +92,22 @@ SHAPE_ROWS = [
     Row("fill_diagonal_3d", lambda m, x: (x * 1).fill_diagonal_(2.0), [[r(2, 2, 2)]]),
 ]
 
+def _beta(fn, *args, **kwargs):
+    """``fn(*args)`` without PyTorch's "index_reduce() is in beta" warning (the reference's, not ember's)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"index_reduce\(\) is in beta")
+        return fn(*args, **kwargs)
+
+
 INDEX_ROWS = [
-    Row("index_reduce_prod", lambda m, x, i, s: x.index_reduce(0, i, s, "prod"),
+    Row("index_reduce_prod", lambda m, x, i, s: _beta(x.index_reduce, 0, i, s, "prod"),
         [[pos(3, 2), I([0, 2, 0]), pos(3, 2)]], gradgrad=False),
-    Row("index_reduce_mean", lambda m, x, i, s: (m.index_reduce(x, 1, i, s, "mean"),
-                                                 x.index_reduce(1, i, s, "mean", include_self=False)),
+    Row("index_reduce_mean", lambda m, x, i, s: (_beta(m.index_reduce, x, 1, i, s, "mean"),
+                                                 _beta(x.index_reduce, 1, i, s, "mean", include_self=False)),
         [[r(2, 3), I([0, 2, 0, 0]), r(2, 4)]]),
-    Row("index_reduce_amax", lambda m, x, i, s: x.index_reduce(0, i, s, "amax", include_self=False),
+    Row("index_reduce_amax", lambda m, x, i, s: _beta(x.index_reduce, 0, i, s, "amax", include_self=False),
         [[distinct(3, 2), I([1, 1, 2]), r(3, 2)]], gradgrad=False),
-    Row("index_reduce_amin", lambda m, x, i, s: (x * 1).index_reduce_(0, i, s, "amin"),
+    Row("index_reduce_amin", lambda m, x, i, s: _beta((x * 1).index_reduce_, 0, i, s, "amin"),
         [[distinct(3, 2), I([1, 0]), r(2, 2)]], gradgrad=False),
     Row("put", lambda m, x, i, s: (m.put(x, i, s), x.put(i, s, accumulate=True), (x * 1).put_(i, s)),
         [[r(2, 3), I([5, 0, 2]), r(3)], [r(2, 3), I([[1, 4]]), r(1, 2)]]),
