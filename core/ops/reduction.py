@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, out_or, unary, view_op
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
-from .creation import _create, eye, ones
+from .creation import eye, ones
 from .creation import linspace as _linspace
 from .pointwise import _type_name, maximum, minimum
 from .linalg import NormSqrt, matmul, matrix_norm, tensordot, vector_norm
@@ -783,26 +783,6 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         d2 = (matmul(x1, x2.mT) * -2 + sq1 + sq2.mT).clamp_min(0)
         return unary(NormSqrt, d2)
     return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
-
-
-@export(to=("torch", "nn.functional"))
-def pdist(input, p: float = 2.0):  # noqa: A002
-    """The ``p``-norm distances between the rows of a ``[N, M]`` tensor, pairs ``i < j`` in row-major order.
-
-    >>> import ember
-    >>> ember.pdist(ember.tensor([[0., 0.], [3., 4.], [0., 1.]]))
-    tensor([5.0000, 1.0000, 4.2426])
-    """
-    check_tensor(input, "pdist")
-    if input.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    _need_float(input, "pdist")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    ij = _create("pdist", input._dev, False, None, "tri_indices", n, n, 1, input._dev.backend.array_dtype(
-        dtypes.int64), False)
-    return vector_norm(input.index_select(0, ij[0]) - input.index_select(0, ij[1]), p, -1)
 
 
 @export
