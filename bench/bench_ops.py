@@ -54,6 +54,10 @@ def cases(device):
     img = ember.tensor(nimg, device=device)
     nsorted = np.sort(ni.reshape(-1))
     srt = ember.tensor(nsorted, device=device)
+    nreps = rng.integers(0, 4, 1000)
+    reps = ember.tensor(nreps, device=device)
+    np1, np2 = (rng.standard_normal((1000, 64)).astype(np.float32) for _ in range(2))
+    p1, p2 = ember.tensor(np1, device=device), ember.tensor(np2, device=device)
     F = ember.nn.functional
     sync = ember.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
@@ -83,6 +87,10 @@ def cases(device):
         keep[1:] = nsorted[1:] != nsorted[:-1]
         starts = np.nonzero(keep)[0]
         return nsorted[keep], np.cumsum(keep) - 1, np.diff(np.append(starts, nsorted.shape[0]))
+
+    def n_cdist():
+        sq1, sq2 = (np1 * np1).sum(1, keepdims=True), (np2 * np2).sum(1, keepdims=True)
+        return np.sqrt(np.maximum(np1 @ np2.T * -2 + sq1 + sq2.T, 0))
 
     ncz = (na + 1j * nb).astype(np.complex64)
     cz = ember.tensor(ncz, device=device)
@@ -128,6 +136,10 @@ def cases(device):
                                        lambda: np.unique(ni, return_inverse=True, return_counts=True)),
         "unique_consecutive int": (lambda: ember.unique_consecutive(srt, return_inverse=True, return_counts=True),
                                    n_unique_consecutive),
+        # repeats and distances
+        "repeat_interleave(2, dim=1)": (lambda: a.repeat_interleave(2, dim=1), lambda: na.repeat(2, 1)),
+        "repeat_interleave(tensor, 0)": (lambda: a.repeat_interleave(reps, dim=0), lambda: na.repeat(nreps, 0)),
+        "cdist 1000x64, 1000x64": (lambda: ember.cdist(p1, p2), n_cdist),
         # embeddings and resampling
         "embedding_bag mean 1000x16": (lambda: F.embedding_bag(bag, w, offs),
                                        lambda: np.add.reduceat(nw[nbag], noffs) / 16),
