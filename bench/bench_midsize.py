@@ -48,8 +48,10 @@ def resnet18(lib):
     import importlib.util
     spec = importlib.util.find_spec("ember_vision.models.resnet")
     src = open(spec.origin).read()
-    src = src.replace("import ember\n", "import torch as ember\n").replace("from ember import nn", "from torch import nn")
-    src = src.replace("from ._api import _weights_enum, build", "def _weights_enum(*a):\n    return None\n\nbuild = None")
+    src = src.replace("import ember\n", "import torch as ember\n")
+    src = src.replace("from ember import nn", "from torch import nn")
+    src = src.replace("from ._api import _weights_enum, build",
+                      "def _weights_enum(*a):\n    return None\n\nbuild = None")
     ns = {"__name__": "torch_resnet"}
     exec(compile(src, spec.origin, "exec"), ns)
     return ns["ResNet"](ns["BasicBlock"], [2, 2, 2, 2])

@@ -4,6 +4,8 @@ import numpy as np
 import ember
 from ember.backend import ArrayBackend
 
+from .threads import split_binary, split_relu_backward
+
 
 class NumpyBackend(ArrayBackend):
     name = "cpu"
@@ -26,9 +28,11 @@ class NumpyBackend(ArrayBackend):
                     return add_reduce(x, None, dt, empty((), dt))  # a 0-d array, not a NumPy scalar to convert
             return add_reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
+        maximum_split = split_binary(maximum)
+
         def relu(x):
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
-            return maximum(x, zero if zero is not None else zero_of(x.dtype))
+            return maximum_split(x, zero if zero is not None else zero_of(x.dtype))
 
         def zero_of(dt):
             zero = zeros.get(dt)
@@ -63,7 +67,11 @@ class NumpyBackend(ArrayBackend):
             except (TypeError, ValueError):  # x does not export a contiguous buffer
                 return np.broadcast_to(x, shape)
 
-        return {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand}
+        # large elementwise arithmetic on ember.get_num_threads() threads (bit-identical to one thread)
+        split = {name: split_binary(uf) for name, uf in
+                 (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide))}
+        return {"sum": sum_, "relu": relu, "relu_backward": split_relu_backward(relu_backward), "expand": expand,
+                **split}
 
 
 @ember.plugins.hookimpl
