@@ -14,6 +14,8 @@ ember, ...) so that load from other processes falls on both alike; the figures a
 after warm-up, in wall time and in process CPU time (all threads), with the interquartile range as the noise.
 ``--rss`` runs each contender's ResNet-18 step in its own subprocess and reports its peak resident set (the
 whole process, and the growth over the resident set just before the first step).
+The first line names NumPy's BLAS and its kernel family: conv and LSTM time is mostly GEMM, so an OpenBLAS
+held to AVX2 kernels (``OPENBLAS_CORETYPE=Haswell``) on an AVX-512 machine halves ember's side.
 ``--profile`` prints the op-by-op time of one workload: ember's through a timing handler on
 ``ember.dispatch.intercept``, PyTorch's from its profiler.
 """
@@ -205,6 +207,18 @@ def profile(workload, lib_name, steps=3):
     pstats.Stats(pr).sort_stats("tottime").print_stats(30)
 
 
+def blas_info():
+    """NumPy's BLAS and the kernel family it runs (an OpenBLAS pinned to an older core, e.g. by
+    ``OPENBLAS_CORETYPE=Haswell``, runs AVX2 GEMMs on an AVX-512 machine: half PyTorch's MKL throughput)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl not installed)"
+    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return ", ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture') or ''}".strip()
+                     for i in libs) or "none found"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -228,7 +242,8 @@ def main(argv=None):
         lib.set_num_threads(args.threads)
     if args.profile:
         return profile(args.profile, args.lib)
-    report = {"threads": args.threads, "repeat": args.repeat, "workloads": {}}
+    report = {"threads": args.threads, "repeat": args.repeat, "blas": blas_info(), "workloads": {}}
+    print(f"NumPy BLAS: {report['blas']}  (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     names = args.only.split(",") if args.only else WORKLOADS
     print(f"{'workload':<14}{'ember ms':>16}{'torch ms':>16}{'ratio':>8}{'cpu ratio':>11}  target")
     for w in names:
