@@ -5,6 +5,8 @@
   resnet_infer  ResNet-18 at 224 px, batch 8, eval() under no_grad                             (target <= 1.2x)
   lstm_step     LSTM 2 layers x 128, sequence 50, batch 32, MSE, SGD step                      (target <= 1.2x)
   transformer   TransformerEncoder 2 x d128 (4 heads, ff 512), sequence 64, batch 16, SGD step (target <= 1.0x)
+  resnet_infer_folded  resnet_infer with every BatchNorm folded into its convolution on both sides
+                (``nn.utils.fusion.fuse_conv_bn_eval``: the explicit inference optimisation)
 
     python bench/bench_midsize.py [--threads 2] [--repeat 15] [--only resnet_step,lstm_step] [--rss] [--json out]
     python bench/bench_midsize.py --profile resnet_step [--lib ember|torch]
@@ -30,8 +32,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["resnet_step", "resnet_infer", "lstm_step", "transformer"]
-TARGETS = {"resnet_step": 1.2, "resnet_infer": 1.2, "lstm_step": 1.2, "transformer": 1.0}
+WORKLOADS = ["resnet_step", "resnet_infer", "lstm_step", "transformer", "resnet_infer_folded"]
+TARGETS = {"resnet_step": 1.2, "resnet_infer": 1.2, "lstm_step": 1.2, "transformer": 1.0, "resnet_infer_folded": 1.2}
 
 
 def import_lib(name):
@@ -59,15 +61,32 @@ def resnet18(lib):
     return ns["ResNet"](ns["BasicBlock"], [2, 2, 2, 2])
 
 
+def fold_batchnorms(model, lib):
+    """Fold each ResNet block's BatchNorms into the convolutions before them (eval mode), in place."""
+    fuse = lib.nn.utils.fusion.fuse_conv_bn_eval
+    for m in list(model.modules()):
+        for i in (1, 2, 3):
+            conv, bn = getattr(m, f"conv{i}", None), getattr(m, f"bn{i}", None)
+            if isinstance(conv, lib.nn.Conv2d) and isinstance(bn, lib.nn.BatchNorm2d):
+                setattr(m, f"conv{i}", fuse(conv, bn))
+                setattr(m, f"bn{i}", lib.nn.Identity())
+        ds = getattr(m, "downsample", None)
+        if isinstance(ds, lib.nn.Sequential) and len(ds) == 2 and isinstance(ds[1], lib.nn.BatchNorm2d):
+            m.downsample = lib.nn.Sequential(fuse(ds[0], ds[1]))
+    return model
+
+
 def make(workload, lib):
     """A closure running one step of ``workload`` with ``lib`` (ember or torch)."""
     rng = np.random.default_rng(0)
     nn = lib.nn
-    if workload in ("resnet_step", "resnet_infer"):
+    if workload.startswith("resnet"):
         lib.manual_seed(0)
         model = resnet18(lib)
-        if workload == "resnet_infer":
+        if workload.startswith("resnet_infer"):
             model.eval()
+            if workload == "resnet_infer_folded":
+                fold_batchnorms(model, lib)
             x = lib.from_numpy(rng.standard_normal((8, 3, 224, 224), dtype=np.float32))
 
             def infer():
