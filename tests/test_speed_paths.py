@@ -75,41 +75,53 @@ def _special_values(a):
     return a
 
 
+SHAPES = [((40, 80, 90), (40, 80, 90)), ((40, 80, 90), (80, 1)), ((1, 300, 1000), (7, 1, 1000)), ((300000,), ())]
+SHAPE_IDS = ["same", "bcast_inner", "bcast_lead", "scalar"]
+
+
+def _operands(rng, dtype, shapes, positive=False):
+    if dtype == "int64":
+        a = rng.integers(-50, 50, shapes[0])
+        b = rng.integers(1, 50, shapes[1]) if positive else rng.integers(-50, 50, shapes[1])
+    else:
+        a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    return _special_values(np.asarray(a).astype(dtype)), np.asarray(b).astype(dtype)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
-@pytest.mark.parametrize("shapes", [((40, 80, 90), (40, 80, 90)), ((40, 80, 90), (80, 1)),
-                                    ((1, 300, 1000), (7, 1, 1000)),
-                                    ((300000,), ())], ids=["same", "bcast_inner", "bcast_lead", "scalar"])
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "relu", "relu_backward"])
-def test_split_elementwise_is_bit_identical_to_one_thread(device, two_threads, dtype, shapes, op):
+@pytest.mark.parametrize("shapes", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("ufunc", ["add", "subtract", "multiply", "divide", "maximum"])
+def test_split_binary_is_bit_identical_to_the_ufunc(two_threads, dtype, shapes, ufunc):
+    from ember_cpu_numpy.threads import split_binary
+
+    uf = getattr(np, ufunc)
+    a, b = _operands(np.random.default_rng(7), dtype, shapes, positive=ufunc == "divide")
+    threaded, single = split_binary(uf)(a, b), uf(a, b)
+    assert threaded.dtype == single.dtype and threaded.shape == single.shape
+    assert np.array_equal(_bits(threaded), _bits(single))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["relu", "relu_backward"])
+def test_split_relu_is_bit_identical_to_one_thread(device, two_threads, dtype, op):
     rng = np.random.default_rng(7)
-    if op in ("relu", "relu_backward") and dtype == "int64":
-        pytest.skip("relu on integers is not split (no relu_backward for integers)")
-    make = (lambda s: rng.integers(-50, 50, s) + (rng.integers(1, 5, s) if op == "div" else 0)) \
-        if dtype == "int64" else (lambda s: rng.standard_normal(s))
-    a, b = _special_values(np.asarray(make(shapes[0])).astype(dtype)), np.asarray(make(shapes[1])).astype(dtype)
-    if op in ("relu", "relu_backward"):
-        b = np.asarray(make(shapes[0])).astype(dtype)
+    a, g = _operands(rng, dtype, ((40, 80, 90), (40, 80, 90)))
 
     def run():
         x = ember.tensor(a, device=device, requires_grad=op == "relu_backward")
-        y = ember.tensor(b, device=device)
+        out = ember.relu(x)
         if op == "relu":
-            return ember.relu(x)
-        if op == "relu_backward":
-            out = ember.relu(x)
-            out.backward(y)
-            return x.grad
-        return getattr(ember, op)(x, y)
+            return out
+        out.backward(ember.tensor(g, device=device))
+        return x.grad
 
     threaded = ember.testing.to_numpy(run())
     ember.set_num_threads(1)
     single = ember.testing.to_numpy(run())
-    assert threaded.dtype == single.dtype and threaded.shape == single.shape
-    assert np.array_equal(_bits(threaded), _bits(single))
-    if device == "cpu" and dtype != "int64":  # against NumPy on one thread as well (ints divide to float32)
-        ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}.get(op)
-        if ref is not None:
-            assert np.array_equal(_bits(threaded), _bits(ref(a, b)))
+    assert threaded.dtype == single.dtype and np.array_equal(_bits(threaded), _bits(single))
+    nan = np.isnan(a)
+    expect = np.maximum(a, 0) if op == "relu" else np.where((a > 0) | nan, g, 0)
+    assert np.array_equal(np.isnan(threaded), np.isnan(expect)) and (threaded[~nan] == expect[~nan]).all()
 
 
 def test_split_kernels_run_blocks_on_the_pool(two_threads):

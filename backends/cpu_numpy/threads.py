@@ -113,23 +113,20 @@ def split_binary(ufunc):
     return kernel
 
 
-def split_relu_backward(single):
-    """``single(g, out)`` (``g`` where ``out > 0`` or NaN, else 0, as ``g * ~(out <= 0)``), in blocks."""
+def relu_backward_large(g, out):
+    """``g * ~(out <= 0)`` (``g`` where ``out > 0`` or NaN, else 0) for a large ``g`` of ``out``'s shape, in
+    blocks on several threads when ember may use them."""
+    zero = np.zeros((), out.dtype)
+    plan = _plan(g, out)
+    if plan is None:
+        return g * ~np.less_equal(out, zero)
+    shape, threads = plan
+    res = np.empty(shape, dtype=np.result_type(g.dtype, np.bool_))
 
-    def kernel(g, out):
-        plan = None if g.size < MIN_SIZE or g.shape != out.shape else _plan(g, out)
-        if plan is None:
-            return single(g, out)
-        shape, threads = plan
-        res = np.empty(shape, dtype=np.result_type(g.dtype, np.bool_))
-        zero = np.zeros((), out.dtype)
+    def body(lo, hi):
+        keep = np.less_equal(out[lo:hi], zero)
+        np.invert(keep, out=keep)
+        np.multiply(g[lo:hi], keep, out=res[lo:hi])
 
-        def body(lo, hi):
-            keep = np.less_equal(out[lo:hi], zero)
-            np.invert(keep, out=keep)
-            np.multiply(g[lo:hi], keep, out=res[lo:hi])
-
-        _run_blocks(body, shape[0], threads)
-        return res
-
-    return kernel
+    _run_blocks(body, shape[0], threads)
+    return res
