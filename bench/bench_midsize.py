@@ -156,21 +156,26 @@ def run_interleaved(workload, libs, repeat, warmup):
 
 
 def rss_child(lib_name, workload, steps):
-    """Run in a subprocess: peak RSS (MiB) of ``steps`` steps, total and over the RSS before the first."""
-    import resource
+    """Run in a subprocess: peak RSS (MiB) of ``steps`` steps, total and over the RSS before the first.
+
+    The peak is the kernel's high-water mark of this process image (``VmHWM``): ``ru_maxrss`` would carry
+    over the parent's peak across ``exec``."""
     lib = import_lib(lib_name)
     lib.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     step = make(workload, lib)
-    before = current_rss_mib()
+    before = proc_status_mib("VmRSS")
     for _ in range(steps):
         step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = proc_status_mib("VmHWM")
     print(json.dumps({"peak_mib": peak, "growth_mib": peak - before}))
 
 
-def current_rss_mib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+def proc_status_mib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def measure_rss(threads, workload="resnet_step", steps=3):
