@@ -6,6 +6,7 @@ from ...ops.creation import empty
 from .. import functional as F
 from ...ops.nn_conv import ntuple
 from ._params import register_weight_bias, reset_fan_in_uniform
+from ..parameter import Parameter, UninitializedParameter  # noqa: F401  (shown as in PyTorch's module)
 from .module import Module
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -168,3 +169,15 @@ class ConvTranspose2d(_ConvTranspose):
 class ConvTranspose3d(_ConvTranspose):
     _dims = 3
     _fn = staticmethod(F.conv_transpose3d)
+
+
+# names PyTorch's module of this path shows, defined in .lazy
+_ELSEWHERE = ('LazyConv1d', 'LazyConv2d', 'LazyConv3d', 'LazyConvTranspose1d', 'LazyConvTranspose2d',
+              'LazyConvTranspose3d')
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import lazy  # cycle: lazy builds on this module's classes
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
