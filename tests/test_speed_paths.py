@@ -1,6 +1,7 @@
 """The CPU fast paths behind bench/bench_midsize.py against PyTorch on every backend: the rows of
 ember.testing.op_table_speed (values and gradients in float32/float64, gradcheck and gradgradcheck through the
-conformance kit), then the batch-norm module in eval and train mode, running statistics included."""
+conformance kit), then the batch-norm module in eval and train mode, running statistics included, and the
+thread-split elementwise kernels of the CPU backend against one thread, bit for bit."""
 import threading
 
 import numpy as np
@@ -138,67 +139,3 @@ def test_split_kernels_run_blocks_on_the_pool(two_threads):
     threads._run_blocks(body, a.shape[0], 2)
     assert len(seen) == 2 and (out == 2).all()
     assert threads._blocks(7, 3) == [(0, 3), (3, 6), (6, 7)]
-
-
-# ------------------------------------------------------------------ BatchNorm folding (explicit, eval only)
-def _same_params(e_mod, t_mod, device, dtype="float64"):
-    for name, p in t_mod.named_parameters():
-        e_mod.get_parameter(name).data.copy_(ember.tensor(p.detach().numpy(), device=device))
-    for name, b in t_mod.named_buffers():
-        if b.dtype.is_floating_point:
-            e_mod.get_buffer(name).copy_(ember.tensor(b.numpy(), device=device))
-
-
-@pytest.mark.parametrize("case", ["conv", "conv_nobias", "conv_transpose", "linear", "linear_one_feature"])
-def test_fuse_bn_eval_matches_torch_and_the_unfused_pair(device, case):
-    from torch.nn.utils import fusion as tfusion
-
-    from ember.nn.utils import fusion
-
-    torch.manual_seed(0)
-    rng = np.random.default_rng(5)
-    if case.startswith("conv"):
-        t_lin = {"conv": lambda n: n.Conv2d(3, 4, 3, bias=True), "conv_nobias": lambda n: n.Conv2d(3, 4, 3, bias=False),
-                 "conv_transpose": lambda n: n.ConvTranspose2d(3, 4, 3, stride=2)}[case]
-        t_layer, e_layer = t_lin(torch.nn).double(), t_lin(ember.nn).to(device=device, dtype=ember.float64)
-        t_bn, e_bn = torch.nn.BatchNorm2d(4).double(), ember.nn.BatchNorm2d(4).to(device=device, dtype=ember.float64)
-        x = rng.standard_normal((2, 3, 6, 6))
-    else:
-        feats = 4 if case == "linear" else 1
-        t_layer, e_layer = torch.nn.Linear(3, 4).double(), ember.nn.Linear(3, 4).to(device=device, dtype=ember.float64)
-        t_bn = torch.nn.BatchNorm1d(feats).double()
-        e_bn = ember.nn.BatchNorm1d(feats).to(device=device, dtype=ember.float64)
-        x = rng.standard_normal((5, 4, 3)) if feats == 4 else rng.standard_normal((5, 1, 3))
-    with torch.no_grad():  # statistics and affine parameters away from their defaults
-        t_bn.running_mean.copy_(torch.tensor(rng.standard_normal(t_bn.num_features)))
-        t_bn.running_var.copy_(torch.tensor(rng.uniform(0.5, 2, t_bn.num_features)))
-        t_bn.weight.copy_(torch.tensor(rng.standard_normal(t_bn.num_features)))
-        t_bn.bias.copy_(torch.tensor(rng.standard_normal(t_bn.num_features)))
-    _same_params(e_layer, t_layer, device)
-    _same_params(e_bn, t_bn, device)
-    for m in (t_layer, e_layer, t_bn, e_bn):
-        m.eval()
-    if case.startswith("conv"):
-        tf = tfusion.fuse_conv_bn_eval(t_layer, t_bn, transpose=case == "conv_transpose")
-        ef = fusion.fuse_conv_bn_eval(e_layer, e_bn, transpose=case == "conv_transpose")
-    else:
-        if case == "linear":  # BatchNorm1d over (N, C, L) normalises dim 1, the linear layer's output is dim -1
-            x = x[:, 0]
-        tf, ef = tfusion.fuse_linear_bn_eval(t_layer, t_bn), fusion.fuse_linear_bn_eval(e_layer, e_bn)
-    assert isinstance(ef.weight, ember.nn.Parameter) and isinstance(ef.bias, ember.nn.Parameter)
-    assert_close(ef.weight, tf.weight.detach())
-    assert_close(ef.bias, tf.bias.detach())
-    xe = ember.tensor(x, device=device)
-    assert_close(ef(xe), e_bn(e_layer(xe)))
-    assert e_layer.bias is None or e_layer.bias is not ef.bias  # the layer given is left as it was
-
-
-def test_fuse_bn_refuses_training_mode_and_mismatched_features():
-    from ember.nn.utils import fusion
-
-    conv, bn = ember.nn.Conv2d(3, 4, 3), ember.nn.BatchNorm2d(4)
-    with pytest.raises(AssertionError, match="Fusion only for eval"):
-        fusion.fuse_conv_bn_eval(conv, bn)
-    lin, bn3 = ember.nn.Linear(3, 4).eval(), ember.nn.BatchNorm1d(3).eval()
-    with pytest.raises(AssertionError, match="linear.out_features == bn.num_features"):
-        fusion.fuse_linear_bn_eval(lin, bn3)
