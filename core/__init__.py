@@ -65,6 +65,10 @@ if "cpu" not in plugins.REGISTRY.backends:
 
     if not plugins.pm.is_registered(_cpu):
         plugins.register(_cpu, name="cpu")
+if "meta" not in plugins.REGISTRY.backends:
+    from . import meta as _meta  # noqa: E402  (the meta device: shapes without data, always present)
+
+    plugins.register(_meta, name="meta")
 
 
 def is_floating_point(t):
@@ -86,10 +90,25 @@ def typename(t) -> str:
 
 from . import nn  # noqa: E402
 from . import data, optim, utils  # noqa: E402
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 from . import hub  # noqa: E402,F401
+from . import amp, cpu  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from .amp.autocast_mode import (  # noqa: E402,F401
+    autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
+    get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
+)
+from .amp.autocast_mode import LEGACY as _AMP_LEGACY  # noqa: E402
+
+globals().update(_AMP_LEGACY)
+from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
+from . import export, jit, onnx  # noqa: E402,F401
 
 
 def __getattr__(name):
@@ -98,4 +117,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "distributions":  # loads on first use, so that ``import ember`` stays fast
+        import importlib
+
+        return importlib.import_module(".distributions", __name__)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")

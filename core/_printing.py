@@ -193,19 +193,20 @@ def tensor_str(t) -> str:
 
 
 def tensor_repr(t) -> str:
-    body = tensor_str(t)
+    meta = t._dev.type == "meta"  # no data to show: the size instead
+    body = "..." if meta else tensor_str(t)
     suffixes = []
     d = t.dtype
     default = dtypes.get_default_dtype()
     if t._dev.type != "cpu" or (t._dev.index not in (None,)):
         suffixes.append(f"device='{t._dev}'")
-    if t._data.size == 0 and t._data.ndim != 1:
+    if meta or (t._data.size == 0 and t._data.ndim != 1):
         suffixes.append(f"size={tuple(t.shape)}")
     if not (d is default or d is dtypes.int64 or d is dtypes.bool or
             (d is dtypes.complex64 and default is dtypes.float32) or
             (d is dtypes.complex128 and default is dtypes.float64)):
         suffixes.append(f"dtype={d}")
-    elif t._data.size == 0 and d is not default:
+    elif (meta or t._data.size == 0) and d is not default:
         suffixes.append(f"dtype={d}")
     if t._fn is not None:
         suffixes.append(f"grad_fn=<{type(t._fn).__name__}>")

@@ -176,7 +176,8 @@ class Backend:
     def array_dtype(self, d: dtypes.dtype):
         """The array library's dtype for ember dtype ``d``.  Default: the NumPy dtype ``d.np``."""
         if d.np is None:
-            raise TypeError(f"{d} tensors need the ml_dtypes package, which is not installed")
+            raise TypeError(f"{d} tensors need the ml_dtypes package, which is not installed (pip install "
+                            f"'ember[bfloat16]')")
         return d.np
 
     def dtype_of(self, array) -> dtypes.dtype:

@@ -120,3 +120,11 @@ def _legacy_types() -> dict:
 
 
 globals().update(_legacy_types())
+
+
+# ``ember.cuda.amp`` (deprecated spellings of ember.amp), importable as ``from ember.cuda.amp import GradScaler``
+from .amp.legacy import cuda_amp as amp  # noqa: E402
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__ + ".amp"] = amp

@@ -11,6 +11,7 @@ the policy itself needs (``Cast``) is looked up by name in ``OPS``.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -23,7 +24,20 @@ from .tensor import Tensor, _wrap
 
 _new = object.__new__
 _SCALARS = (int, float, bool, complex, np.number, np.bool_)
+_PY_SCALARS = (float, int, bool, complex)  # a NumPy scalar promotes as the Python scalar it holds, as in PyTorch
 _HANDLERS: list = []  # interception handlers, innermost last (see intercept)
+_RUNNING = threading.local()  # per thread: the handlers running now, not called again for the ops inside them
+_PASS = object()  # _intercepted's answer when every handler is running: compute the op itself
+AUTOCAST = threading.local()  # this thread's autocast: .on = {device type: dtype} while enabled (see ember.amp)
+
+
+def autocasting(t) -> bool:
+    """Whether autocast is on in this thread for tensor ``t``'s device type.
+
+    Ops that refuse operands of different dtypes accept them then: autocast casts them at dispatch.
+    """
+    on = getattr(AUTOCAST, "on", None)
+    return bool(on) and t._dev.type in on
 
 
 def _scalar_fixes():
@@ -181,7 +195,9 @@ def promote(op, a, b):
 def unary(Op, a, *params):
     """Apply a one-tensor Op: ``Op.forward(ctx, kernels, array, *params)``."""
     if _HANDLERS:
-        return _intercepted(unary, Op, (a, *params))
+        r = _intercepted(unary, Op, (a, *params))
+        if r is not _PASS:
+            return r
     dev = a._dev
     ctx = _new(Op)
     try:
@@ -203,7 +219,9 @@ def unary(Op, a, *params):
 def binary(Op, a, b, *params):
     """Apply a two-operand Op with broadcasting and type promotion (one operand may be a scalar)."""
     if _HANDLERS:
-        return _intercepted(binary, Op, (a, b, *params))
+        r = _intercepted(binary, Op, (a, b, *params))
+        if r is not _PASS:
+            return r
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             x, y, dev = a._data, b._data, a._dev
@@ -219,6 +237,8 @@ def binary(Op, a, b, *params):
                 x, y = a._data, b._data
             rg = a._rg or b._rg
         elif isinstance(b, _SCALARS):
+            if type(b) not in _PY_SCALARS:
+                b = b.item()
             x, y, dev = a._data, b, a._dev
             cat = dtypes.scalar_category(b)
             if cat > _category(x, dev):
@@ -230,6 +250,8 @@ def binary(Op, a, b, *params):
         else:
             return NotImplemented
     elif isinstance(a, _SCALARS) and isinstance(b, Tensor):
+        if type(a) not in _PY_SCALARS:
+            a = a.item()
         x, y, dev = a, b._data, b._dev
         cat = dtypes.scalar_category(a)
         if cat > _category(y, dev):
@@ -269,7 +291,9 @@ def apply(Op, *args):
     pass through.  A list or tuple of tensors (``cat``) becomes a list of arrays.
     """
     if _HANDLERS:
-        return _intercepted(apply, Op, args)
+        r = _intercepted(apply, Op, args)
+        if r is not _PASS:
+            return r
     dev = None
     rg = False
     tensors = []
@@ -447,7 +471,9 @@ def inplace(Op, a: Tensor, *args):
     ``a``'s dtype (PyTorch refuses casts that lose the category).
     """
     if _HANDLERS:
-        return _intercepted(inplace, Op, (a, *args))
+        r = _intercepted(inplace, Op, (a, *args))
+        if r is not _PASS:
+            return r
     name = _op_name(Op) + "_"
     check_inplace(a, name, is_grad_enabled() and any(isinstance(x, Tensor) and x._rg for x in args))
     dt = a.dtype
@@ -635,7 +661,9 @@ def out_or(r, out):
 def view_op(Op, a, *params):
     """Apply an Op whose output shares ``a``'s storage (and so its version counter)."""
     if _HANDLERS:
-        return _intercepted(view_op, Op, (a, *params))
+        r = _intercepted(view_op, Op, (a, *params))
+        if r is not _PASS:
+            return r
     out = unary(Op, a, *params)
     b = a._base
     if b is None:
@@ -697,11 +725,35 @@ class intercept:
 
 
 def _intercepted(kind, Op, args):
-    handler = _HANDLERS.pop()  # the handler does not see the op it is running
+    """Call the innermost handler not already running on this thread; ``_PASS`` when there is none.
+
+    Which handlers are running is kept per thread, so an op of one thread never
+    skips a handler because another thread is inside it.
+    """
+    running = _RUNNING.__dict__.setdefault("handlers", [])
+    for handler in reversed(tuple(_HANDLERS)):
+        if not any(h is handler for h in running):
+            break
+    else:
+        return _PASS if kind in _OWN_KINDS else _unhandled(kind, Op, args)
+    running.append(handler)
     try:
         def run(*a):
             return kind(Op, *a)
 
         return handler(kind, Op, args, run)
     finally:
-        _HANDLERS.append(handler)
+        running.pop()
+
+
+def _unhandled(kind, Op, args):
+    # the factory and move kinds of ember.ops know no _PASS: they run with the handlers set aside
+    saved = _HANDLERS[:]
+    _HANDLERS.clear()
+    try:
+        return kind(Op, *args)
+    finally:
+        _HANDLERS[:0] = saved
+
+
+_OWN_KINDS = (unary, binary, apply, view_op, inplace)

@@ -51,3 +51,14 @@ def ember_ops(registry):
     registers an ``ember.nn`` Module class under its name.  A name owned by
     another plugin, or a differentiable op without a backward, is refused.
     """
+
+
+@hookspec(historic=True)
+def ember_onnx_symbolic(registry):
+    """Map the plugin's ops to ONNX, for ``ember.onnx.export``.
+
+    Return a dict ``{"<namespace>::<name>": fn}``; ``fn(g, *inputs)`` receives the ONNX names of the op's
+    tensor inputs (other arguments as they were) and returns the ONNX name of each output, emitting nodes
+    with ``g.op("OpType", *inputs, attr_i=...)`` (PyTorch's symbolic-function style).  A model using a
+    plugin op with no mapping fails to export with an error naming the op's namespace and this hook.
+    """

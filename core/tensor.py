@@ -210,7 +210,7 @@ class Tensor:
 
     @property
     def is_meta(self) -> bool:
-        return False
+        return self._dev.type == "meta"
 
     def is_inference(self) -> bool:
         return self._inference

@@ -105,7 +105,7 @@ def test_autoload_can_be_disabled(tmp_path):
         print(ember.ops.tw.twice(ember.ones(1)).item())
     """, EMBER_DISABLE_PLUGIN_AUTOLOAD="1")
     lines = res.stdout.splitlines()
-    assert lines[0] == "False ['cpu']" and lines[1] == "2.0", res.stdout + res.stderr
+    assert lines[0] == "False ['cpu', 'meta']" and lines[1] == "2.0", res.stdout + res.stderr  # meta: core's own
 
 
 def test_info_shows_plugins_ops_and_overrides(tmp_path):

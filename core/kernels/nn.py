@@ -11,6 +11,8 @@ import math
 import sys
 import threading
 
+from .linalg import widened
+
 
 _SCRATCH_SLOTS = 8
 _REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
@@ -415,8 +417,20 @@ def kernels(xp) -> dict:
         bx = x * beta
         return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
 
+    def triu_pairs(n):
+        """``(2, n (n - 1) / 2)`` int64: the row and column of each entry above the diagonal, row by row."""
+        i, j = xp.triu_indices(n, 1) if hasattr(xp, "triu_indices") else _np_triu(n)
+        return xp.stack([xp.asarray(i, dtype=xp.int64), xp.asarray(j, dtype=xp.int64)])
+
+    def _np_triu(n):
+        r = xp.arange(n)
+        keep = r[:, None] < r[None, :]
+        return xp.broadcast_to(r[:, None], (n, n))[keep], xp.broadcast_to(r[None, :], (n, n))[keep]
+
     return {
-        "conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad,
+        "triu_pairs": triu_pairs,
+        "conv_forward": widened(conv_forward), "conv_input_grad": widened(conv_input_grad),
+        "conv_weight_grad": widened(conv_weight_grad),
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,

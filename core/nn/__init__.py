@@ -6,8 +6,8 @@
 >>> net(ember.randn(3, 4)).shape
 ember.Size([3, 2])
 """
-from . import functional, init, utils  # noqa: F401
+from . import functional, grad, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
-from .parameter import Parameter  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .parallel import DataParallel  # noqa: F401

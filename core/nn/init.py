@@ -197,7 +197,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
 
 def _deprecated(new):
     def old(*args, **kwargs):
-        warnings.warn(f"nn.init.{new.__name__[:-1]} is now deprecated in favor of nn.init.{new.__name__}.",
+        warnings.warn(f"`nn.init.{new.__name__[:-1]}` is now deprecated in favor of `nn.init.{new.__name__}`.",
                       FutureWarning, stacklevel=2)
         return new(*args, **kwargs)
 
@@ -215,3 +215,5 @@ kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 sparse = _deprecated(sparse_)
+dirac = _deprecated(dirac_)
+eye = _deprecated(eye_)

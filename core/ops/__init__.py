@@ -10,6 +10,7 @@ importing this package defines them all and shows the Tensor methods.
 from .. import registry
 from ..tensor import Tensor
 from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_conv, nn_loss, nn_recurrent,  # noqa: F401
+               nn_sample,
                pointwise, random_ops, reduction, shape, sorting)
 from . import linalg_solve  # noqa: F401,E402 - the triangular/LU solves, lstsq, matrix_exp
 from . import special_fns  # noqa: F401

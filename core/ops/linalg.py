@@ -11,7 +11,7 @@ import string
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, binary, cast, copy_into_out, out_or, unary
+from ..dispatch import apply, autocasting, binary, cast, copy_into_out, out_or, unary
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
@@ -74,7 +74,7 @@ def matmul(input, other, *, out=None):  # noqa: A002
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{ka} and {sb[0]}x{sb[1]})")
         raise RuntimeError(f"matmul: size mismatch, got input {list(sa)} and other {list(sb)} "
                            f"(inner dimensions {ka} and {kb} differ)")
-    if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype:
+    if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype and not autocasting(input):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
     return r if out is None else copy_into_out(out, r)
@@ -343,7 +343,7 @@ def einsum(equation: str, *operands) -> Tensor:
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if len({t.dtype for t in operands}) > 1:
+    if len({t.dtype for t in operands}) > 1 and not autocasting(operands[0]):
         raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got "
                            f"{[str(t.dtype) for t in operands]}")
     ins, rhs = _parse_einsum(equation, [t.shape for t in operands])
@@ -507,7 +507,7 @@ def vecdot(x, y, *, dim=-1, out=None) -> Tensor:
     >>> ember.linalg.vecdot(ember.tensor([[1., 2.], [3., 4.]]), ember.tensor([1., 1.]))
     tensor([3., 7.])
     """
-    if x.dtype is not y.dtype:
+    if x.dtype is not y.dtype and not autocasting(x):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type {x.dtype} "
                            f"and y of type {y.dtype} instead")
     for t in (x, y):

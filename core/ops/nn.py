@@ -16,10 +16,11 @@ recurrent layers in :mod:`ember.ops.nn_recurrent`.
 """
 from __future__ import annotations
 
+import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, inplace_result, out_or, unary
+from ..dispatch import apply, autocasting, inplace_result, out_or, unary
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import _create, arange, rand
@@ -73,8 +74,10 @@ def _hardtanh_vjp(ctx, g):
 Hardtanh = op_class("Hardtanh", "clamp", saves="input", vjp=_hardtanh_vjp, params=("lo", "hi"))
 
 
-def _softmax_dim(x, dim, op):
+def _softmax_dim(x, dim, op, stacklevel=3):
     if dim is None:
+        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
+                      f"as an argument.", UserWarning, stacklevel=stacklevel)
         dim = 0 if x.ndim in (0, 1, 3) else 1
     return _wrap_dim(dim, max(x.ndim, 1), op)
 
@@ -94,7 +97,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     [0.0, 1.0]
     """
     x = _float(check_tensor(input, "softmax"), dtype)
-    return unary(Softmax, x, _softmax_dim(x, dim, "softmax"))
+    return unary(Softmax, x, _softmax_dim(x, dim, "softmax", _stacklevel))
 
 
 @export(to=("nn.functional",))
@@ -106,7 +109,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     [-0.6931471824645996, -0.6931471824645996]
     """
     x = _float(check_tensor(input, "log_softmax"), dtype, "log_softmax")
-    return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax"))
+    return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax", _stacklevel))
 
 
 @export(to=("torch", "Tensor", "special"))
@@ -248,7 +251,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({a} and "
                            f"{'x'.join(str(s) for s in reversed(weight.shape))}): input of size {list(input.shape)} "
                            f"expects its last dimension to be in_features={weight.shape[-1]}")
-    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+    if (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
+            and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
     if weight.ndim == 1:
@@ -552,10 +556,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if training and running_mean is not None:
             _update(running_mean, mean.detach().reshape(c), momentum)
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
-    else:
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-        d = x - mean
-    return _affine(d / (var + eps).sqrt(), weight, bias, shape)
+        # the per-channel factor 1/std * weight is formed on the channel vector: one full-size multiply
+        return _affine(d * _bn_scale(var, weight, eps, shape), None, bias, shape)
+    # inference, as PyTorch's CPU kernel: y = x * alpha + beta with alpha = weight / std and
+    # beta = bias - mean * alpha per channel, two full-size passes
+    alpha = _bn_scale(running_var.reshape(shape), weight, eps, shape)
+    beta = -running_mean.reshape(shape) * alpha
+    if bias is not None:
+        beta = beta + bias.reshape(shape)
+    return x * alpha + beta
+
+
+def _bn_scale(var, weight, eps, shape):
+    inv = 1 / (var + eps).sqrt()
+    return inv if weight is None else inv * weight.reshape(shape)
 
 
 @export(to=("nn.functional",))
@@ -736,3 +750,245 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
                                f"dimension {dim} of input {list(input.shape)}")
         out = out.index_select(dim, _create("pad", input._dev, False, None, "pad_index", size, lo, hi, mode))
     return out
+
+
+# --------------------------------------------------------------------------- more activations, shuffles, norms
+_F = ("nn.functional",)
+
+
+@export(to=_F)
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs scaled by a slope drawn from ``U(lower, upper)`` per element when
+    ``training``, by ``(lower + upper) / 2`` otherwise.
+
+    >>> import ember
+    >>> ember.nn.functional.rrelu(ember.tensor([-2., 1.]), 0.25, 0.25).tolist()
+    [-0.5, 1.0]
+    """
+    x = check_tensor(input, "rrelu")
+    if lower > upper:
+        raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
+                           f"and upper={upper}")
+    if training:
+        slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+    else:
+        slope = (lower + upper) / 2
+    return _inplace(input, where(x >= 0, x, x * slope), inplace)
+
+
+@export(to=("torch",))
+@torch_form("rrelu")
+def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+                generator=None) -> Tensor:
+    """``torch.rrelu``: :func:`rrelu` with ``generator`` in place of ``inplace``."""
+    return rrelu(input, lower, upper, training)
+
+
+def _elu_(input, alpha=1.0):  # noqa: A002
+    return elu(input, alpha)
+
+
+def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002
+    x = check_tensor(input, "leaky_relu")
+    return where(x > 0, x, x * negative_slope)
+
+
+def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
+    return hardtanh(input, min_val, max_val)
+
+
+# ``F.<name>_``: each the out-of-place function written into its input (``inplace_form``), never by hand
+inplace_torch(rrelu, "rrelu", to=_F)
+inplace_torch(torch_rrelu, "rrelu")
+inplace_torch(_elu_, "elu", to=_F)
+inplace_torch(_leaky_relu_, "leaky_relu", to=_F)
+inplace_torch(_hardtanh_, "hardtanh", to=_F)
+for _name in ("relu_", "celu_", "selu_", "threshold_"):
+    export(NAMESPACES["torch"][_name], _name, to=_F)
+
+
+@export(to=("nn.functional", "torch"))
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """``(N, g*k, *)`` to ``(N, k*g, *)``: the channels of each group interleaved.
+
+    >>> import ember
+    >>> ember.channel_shuffle(ember.arange(4.).reshape(1, 4, 1), 2).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+    x = check_tensor(input, "channel_shuffle")
+    if x.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"sizes {list(x.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c = x.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(x.shape[2:])
+    return x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(x.shape)
+
+
+export(channel_shuffle, "native_channel_shuffle", to=("nn.functional", "torch"))
+
+
+_EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+
+@export(to=("nn.functional", "torch"))
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:  # noqa: A002
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dimensions; ``eps``
+    defaults to the machine epsilon of the input's dtype.
+
+    >>> import ember
+    >>> ember.nn.functional.rms_norm(ember.tensor([[3., 4.]]), [2]).tolist()
+    [[0.8485280871391296, 1.1313709020614624]]
+    """
+    x = check_tensor(input, "rms_norm")
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.ndim < len(ns) or tuple(x.shape[x.ndim - len(ns):]) != ns:
+        raise RuntimeError(f"rms_norm: Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"rms_norm: Expected weight to be of same shape as normalized_shape, but got weight of "
+                           f"shape {list(weight.shape)} and normalized_shape = {list(ns)}")
+    if eps is None:
+        eps = _EPS.get(x.dtype.name, 2.0 ** -23)
+    dims = list(range(x.ndim - len(ns), x.ndim))
+    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+@export(to=("nn.functional", "torch"))
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (dim 1): a dropped channel is set to SELU's negative saturation value."""
+    x = check_tensor(input, "feature_alpha_dropout")
+    _check_p(p, "feature_alpha_dropout")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return _inplace(x, x * 0.0, inplace)
+    if x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha = -1.7580993408473766
+    keep = _keep_mask(x, tuple(x.shape[:2]) + (1,) * (x.ndim - 2), p)
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    return _inplace(x, (x * keep + (1 - keep) * alpha) * a + b, inplace)
+
+
+def _feature_alpha_dropout_(input, p=0.5, train=False):  # noqa: A002
+    return feature_alpha_dropout(input, p, train)
+
+
+inplace_torch(_feature_alpha_dropout_, "feature_alpha_dropout")
+
+
+@export(to=_F)
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + g) / tau`` with Gumbel noise ``g``; ``hard`` returns one-hot samples whose gradient
+    is the soft sample's (straight-through)."""
+    x = check_tensor(logits, "gumbel_softmax")
+    u = rand(x.shape, dtype=x.dtype, device=x.device)
+    gumbels = -(-(u.clamp(min=eps)).log()).log()
+    y = torch_softmax((x + gumbels) / tau, dim)
+    if not hard:
+        return y
+    hard_y = (y == y.amax(dim, keepdim=True)).to(y.dtype)
+    first = hard_y.cumsum(dim) == 1  # one-hot even on ties
+    hard_y = where(first, hard_y, hard_y.new_zeros(()))
+    return hard_y - y.detach() + y
+
+
+@export(to=("torch",))
+def native_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
+                      eps: float):
+    """``(layer_norm(...), mean, rstd)``, the statistics with the normalised dimensions kept as size 1."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = list(range(input.ndim - len(ns), input.ndim))
+    out = layer_norm(input, ns, weight, bias, eps)
+    with no_grad():
+        mean, _, var = _moments(input, dims)
+    return out, mean, (var + eps).rsqrt()
+
+
+@export(to=("torch",))
+def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, N: int, C: int,  # noqa: A002, N803
+                      HxW: int, group: int, eps: float):  # noqa: N803
+    """``(group_norm(...), mean, rstd)`` with statistics of shape ``(N, group)``."""
+    out = group_norm(input, group, weight, bias, eps)
+    with no_grad():
+        mean, _, var = _moments(input.reshape(N, group, -1), [2])
+    return out, mean.reshape(N, group), (var + eps).rsqrt().reshape(N, group)
+
+
+@export(to=("torch",))
+def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
+                      running_mean: Tensor | None, running_var: Tensor | None, training: bool, momentum: float,
+                      eps: float):
+    """``(batch_norm(...), save_mean, save_invstd)``: the batch statistics when training, empty otherwise."""
+    out = batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        empty0 = input.new_zeros((0,))
+        return out, empty0, empty0.clone()
+    dims = [0] + list(range(2, input.ndim))
+    with no_grad():
+        mean, _, var = _moments(input, dims)
+    return out, mean.reshape(-1), (var + eps).rsqrt().reshape(-1)
+
+
+@export(to=("torch",))
+def native_dropout(input: Tensor, p: float, train: bool | None):  # noqa: A002
+    """``(output, mask)``: dropout and the bool mask of the kept elements (all True when not training)."""
+    x = check_tensor(input, "native_dropout")
+    if not train or p == 0:
+        return x.clone(), x.new_ones(x.shape).bool()
+    keep = rand(x.shape, dtype=x.dtype, device=x.device) >= p
+    scale = 0.0 if p == 1 else 1.0 / (1 - p)
+    return x * keep.to(x.dtype) * scale, keep
+
+
+@export(to=("torch",))
+def constant_pad_nd(input: Tensor, pad: list, value: float = 0) -> Tensor:  # noqa: A002
+    """``torch.constant_pad_nd``: :func:`pad` in mode ``'constant'``."""
+    return globals()["pad"](input, pad, "constant", value)
+
+
+@export(to=("torch",))
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:  # noqa: A002
+    """Rescale, in place, the rows of ``input`` picked by ``indices`` whose ``norm_type``-norm exceeds
+    ``max_norm`` to that norm; returns ``input``."""
+    _renorm_rows(input, index_tensor(indices, "embedding_renorm_").reshape(-1).unique(), max_norm, norm_type)
+    return input
+
+
+@export(to=("nn.functional", "torch"))
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The ``p``-norm distances between each pair of rows of ``(N, M)`` ``input``: the upper triangle of
+    ``cdist(input, input)`` in row order, ``N (N - 1) / 2`` values.
+
+    >>> import ember
+    >>> ember.pdist(ember.tensor([[0., 0.], [3., 4.], [0., 1.]])).tolist()
+    [5.0, 1.0, 4.242640495300293]
+    """
+    x = check_tensor(input, "pdist")
+    if x.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if not x.is_floating_point():
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
+    if p < 0:
+        raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
+    n = x.shape[0]
+    i, j = _create("pdist", x._dev, False, None, "triu_pairs", n).unbind(0)
+    d = x.index_select(0, i) - x.index_select(0, j)
+    if p == float("inf"):
+        return d.abs().amax(-1) if d.shape[1] else d.new_zeros(d.shape[:1])
+    if p == 0:
+        return (d != 0).to(x.dtype).sum(-1)
+    if p == 2:
+        # the gradient at equal rows is zero, as PyTorch's
+        sq = (d * d).sum(-1)
+        pos = sq > 0
+        return where(pos, where(pos, sq, sq.new_ones(())).sqrt(), sq.new_zeros(()))
+    return pnorm(d, p, -1, False)

@@ -14,11 +14,12 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply
+from ..dispatch import apply, autocasting
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
-from .creation import eye, tensor
+from .creation import arange, eye, rand, tensor
 from .nn import pad, torch_form
+from .pointwise import where
 
 
 def _needs(ctx, i):
@@ -105,7 +106,7 @@ def _check_input(op, x, w, d, groups):
                            f"size: {list(x.shape)}")
     if w.ndim != d + 2:
         raise RuntimeError(f"{op}: expected weight to be {d + 2}-dimensional, but got weight of size {list(w.shape)}")
-    if x.dtype is not w.dtype:
+    if x.dtype is not w.dtype and not autocasting(x):
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({w.dtype}) should be the same")
     if x.device != w.device:
         raise RuntimeError(f"{op}: Input ({x.device}) and weight ({w.device}) should be on the same device")
@@ -588,3 +589,217 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
     """Place pooled values back at their argmax positions (zeros elsewhere)."""
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+# --------------------------------------------------------------------------- the ``*_with_indices`` forms, 3-d
+def _with_indices(name, d):
+    def fn(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+           return_indices=False):
+        return _max_pool(name, d, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+    fn.__name__ = fn.__qualname__ = f"{name}_with_indices"
+    fn.__doc__ = f"``{name}`` returning ``(output, indices)`` whatever ``return_indices`` says."
+    return export(fn, to=("nn.functional",))
+
+
+max_pool1d_with_indices = _with_indices("max_pool1d", 1)
+max_pool2d_with_indices = _with_indices("max_pool2d", 2)
+max_pool3d_with_indices = _with_indices("max_pool3d", 3)
+
+
+@export(to=("torch",))
+@torch_form("max_pool1d_with_indices")
+def torch_max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):  # noqa: A002
+    """``torch.max_pool1d_with_indices``: ``(output, indices)``."""
+    return _max_pool("max_pool1d_with_indices", 1, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@export(to=("nn.functional",))
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def _adaptive_with_indices(d):
+    def fn(input, output_size, return_indices=False):  # noqa: A002
+        return _adaptive_max(f"adaptive_max_pool{d}d", d, input, output_size, True)
+
+    fn.__name__ = fn.__qualname__ = f"adaptive_max_pool{d}d_with_indices"
+    fn.__doc__ = f"``adaptive_max_pool{d}d`` returning ``(output, indices)``."
+    return export(fn, to=("nn.functional",))
+
+
+adaptive_max_pool1d_with_indices = _adaptive_with_indices(1)
+adaptive_max_pool2d_with_indices = _adaptive_with_indices(2)
+adaptive_max_pool3d_with_indices = _adaptive_with_indices(3)
+
+
+@export(to=("nn.functional",))
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# --------------------------------------------------------------------------- power-average pooling
+_AVGS = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}
+_MAXS = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}
+
+
+def _lp_pool(d, x, norm_type, kernel_size, stride, ceil_mode):
+    k = ntuple(kernel_size, d, "kernel_size")
+    if norm_type == float("inf"):
+        return _MAXS[d](x.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -_MAXS[d](-x.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = _AVGS[d](x ** norm_type, kernel_size, stride, 0, ceil_mode)
+    size = 1
+    for i in k:
+        size *= i
+    return (out.sign() * out.abs().relu() * size) ** (1.0 / norm_type)
+
+
+@export(to=("nn.functional",))
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """``(sum over each window of x^p) ^ (1/p)``."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+@export(to=("nn.functional",))
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """``(sum over each window of x^p) ^ (1/p)``.
+
+    >>> import ember
+    >>> ember.nn.functional.lp_pool2d(ember.ones(1, 1, 2, 2), 2, 2).tolist()
+    [[[[2.0]]]]
+    """
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+@export(to=("nn.functional",))
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# --------------------------------------------------------------------------- fractional max pooling
+def _fractional_starts(sample, size, out, pool):
+    """PyTorch's window starts for one dimension: ``int((i + u) a) - int(u a)`` with ``a = (size - pool) /
+    (out - 1)``, the last window ending at the edge (``sample``: ``(N, C)`` uniform draws)."""
+    o = arange(out, dtype=sample.dtype, device=sample.device)
+    if out > 1:
+        alpha = (size - pool) / (out - 1)
+        starts = ((o + sample.unsqueeze(-1)) * alpha).floor() - (sample * alpha).floor().unsqueeze(-1)
+    else:
+        starts = o.expand(tuple(sample.shape) + (out,))
+    last = (o == out - 1).expand(starts.shape)
+    return where(last, starts.new_full((), float(size - pool)), starts).long()
+
+
+def _fractional_max_pool(op, d, x, kernel_size, output_size, output_ratio, samples):
+    check_tensor(x, op)
+    if x.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"{op}: Expected {d + 1}D or {d + 2}D tensor, but got input of size {list(x.shape)}")
+    unb = x.ndim == d + 1
+    if unb:
+        x = x.unsqueeze(0)
+    k = ntuple(kernel_size, d, "kernel_size")
+    sp = tuple(x.shape[2:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+        ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * d
+        if len(ratio) != d:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
+        osz = tuple(int(s * float(r)) for s, r in zip(sp, ratio))
+    else:
+        osz = ntuple(output_size, d, "output_size")
+    for s, o, kk in zip(sp, osz, k):
+        if o + kk - 1 > s:
+            raise RuntimeError(f"{op}: kernel_size {list(k)} too large relative to input size {list(sp)} and "
+                               f"output size {list(osz)} (output + kernel - 1 must not exceed input)")
+    n, c = x.shape[:2]
+    if samples is None:
+        samples = rand((n, c, d), dtype=x.dtype, device=x.device)
+    if tuple(samples.shape) != (n, c, d):
+        raise RuntimeError(f"{op}: Expect _random_samples to be of shape {[n, c, d]}, got {list(samples.shape)}")
+    # PyTorch reads the draws of a 2-d pool as (w, h), of a 3-d pool as (t, h, w)
+    order = (1, 0) if d == 2 else tuple(range(d))
+    flat = None
+    stride = 1
+    for i in reversed(range(d)):
+        st = _fractional_starts(samples[..., order[i]], sp[i], osz[i], k[i])        # (N, C, o_i)
+        pos = st.unsqueeze(-1) + arange(k[i], device=x.device)                     # (N, C, o_i, k_i)
+        shape = [n, c] + [1] * (2 * d)
+        shape[2 + i], shape[2 + d + i] = osz[i], k[i]
+        term = pos.reshape(shape) * stride
+        flat = term if flat is None else flat + term
+        stride *= sp[i]
+    flat = flat.expand((n, c) + osz + k).reshape(n, c, -1)
+    kk = flat.shape[2] // max(1, _prod(osz))
+    vals = x.reshape(n, c, -1).gather(2, flat).reshape((n, c) + osz + (kk,))
+    out, am = vals.max(-1)
+    idx = flat.reshape((n, c) + osz + (kk,)).gather(-1, am.unsqueeze(-1)).squeeze(-1)
+    return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
+
+
+def _prod(v):
+    r = 1
+    for i in v:
+        r *= i
+    return r
+
+
+@export(to=("nn.functional",))
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=False, _random_samples=None):
+    """Fractional max pooling (Graham, 2014): windows at pseudo-random steps, ``(output, indices)``."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+@export(to=("nn.functional",))
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,  # noqa: A002
+                          _random_samples=None):
+    """Fractional max pooling over ``(N, C, H, W)``; with ``return_indices`` also the flat argmax."""
+    out, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio, True,
+                                                  _random_samples)
+    return (out, idx) if return_indices else out
+
+
+@export(to=("nn.functional",))
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+@export(to=("nn.functional",))
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,  # noqa: A002
+                          _random_samples=None):
+    out, idx = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio, True,
+                                                  _random_samples)
+    return (out, idx) if return_indices else out
+
+
+# --------------------------------------------------------------------------- the general convolution forms
+@export(to=("torch",))
+def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding,  # noqa: A002
+                groups: int) -> Tensor:
+    """``torch.convolution``: the N-d (transposed) convolution named by the weight's dimensions."""
+    d = weight.ndim - 2
+    if d not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a weight of 3, 4 or 5 dimensions, got {list(weight.shape)}")
+    if transposed:
+        return _conv_transpose(f"conv_transpose{d}d", d, input, weight, bias, stride, padding, output_padding,
+                               groups, dilation)
+    return _conv(f"conv{d}d", d, input, weight, bias, stride, padding, dilation, groups)
+
+
+@export(to=("nn.functional", "torch"))
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
+    """1-d convolution of a ``(time, batch, channels)`` input with a ``(width, in, out)`` weight."""
+    if input.ndim != 3 or weight.ndim != 3:
+        raise RuntimeError(f"conv_tbc: Input must have 3 dims: time, batch, in_channel and weight 3 dims, got "
+                           f"input of size {list(input.shape)} and weight of size {list(weight.shape)}")
+    if weight.shape[1] != input.shape[2]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the weight tensor "
+                           f"({input.shape[2]} != {weight.shape[1]})")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)

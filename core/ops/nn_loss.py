@@ -18,6 +18,7 @@ from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
+from .creation import arange
 from .pointwise import where
 from .shape import broadcast_tensors
 
@@ -503,3 +504,130 @@ def torch_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, r
     """``torch.ctc_loss``: ``reduction`` an integer."""
     return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction_name(reduction, "ctc_loss"),
                     zero_infinity)
+
+
+# --------------------------------------------------------------------------- margin losses over classes
+def _class_rows(op, input, target, target_shape):
+    """``input`` as ``(N, C)`` and ``target`` as ``target_shape(N, C)``; PyTorch's errors otherwise."""
+    if input.ndim not in (1, 2) or 0 in input.shape[-1:]:
+        raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    t = target.reshape(target_shape(x.shape[0], x.shape[1])) if target.numel() == _numel(target_shape(
+        x.shape[0], x.shape[1])) else None
+    if t is None or (input.ndim == 2 and tuple(target.shape) != target_shape(*x.shape)):
+        raise RuntimeError(f"{op}: inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if t.is_floating_point():
+        raise RuntimeError(f"{op}: expected target of an integer dtype (class indices), got {t.dtype}")
+    return x, t
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_classes(op, t, c, lo=0):
+    if t.numel():
+        tl = t.cpu().numpy()
+        if tl.min() < lo or tl.max() >= c:
+            raise RuntimeError(f"{op}: target out of range: values must be in [{lo}, {c}), got "
+                               f"[{int(tl.min())}, {int(tl.max())}]")
+
+
+@export(to=("nn.functional",))
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
+                      weight: Tensor | None = None, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss: ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C`` per sample.
+
+    >>> import ember
+    >>> ember.nn.functional.multi_margin_loss(ember.tensor([[0.1, 0.2, 0.4, 0.8]]), ember.tensor([3])).item()
+    0.32499998807907104
+    """
+    reduction = legacy_reduction(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x, t = _class_rows("multi_margin_loss", input, target, lambda n, c: (n,))
+    c = x.shape[1]
+    _check_classes("multi_margin_loss", t, c)
+    if weight is not None and (weight.ndim != 1 or weight.numel() != c):
+        raise ValueError(f"multi_margin_loss: weight must be one-dimensional with {c} elements, got "
+                         f"{list(weight.shape)}")
+    xy = x.gather(1, t.unsqueeze(1))
+    h = (x - xy + margin).relu()
+    if p == 2:
+        h = h * h
+    if weight is not None:
+        h = h * weight.index_select(0, t).unsqueeze(1)
+    others = t.unsqueeze(1) != arange(c, device=x.device)
+    loss = where(others, h, h.new_zeros(())).sum(1) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return reduce_loss(loss, reduction, "multi_margin_loss")
+
+
+@export(to=("nn.functional",))
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+                           reduction: str = "mean") -> Tensor:
+    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1;
+    ``sum_{j in y, i not in y} max(0, 1 - (x[j] - x[i])) / C`` per sample."""
+    reduction = legacy_reduction(reduction, size_average, reduce)
+    x, t = _class_rows("multilabel_margin_loss", input, target, lambda n, c: (n, c))
+    c = x.shape[1]
+    _check_classes("multilabel_margin_loss", t, c, lo=-1)
+    valid = (t != -1).long().cumprod(1) > 0                       # (N, C): the slots before the first -1
+    safe = where(valid, t, t.new_zeros(()))
+    is_target = x.new_zeros(x.shape).scatter_add(1, safe, valid.to(x.dtype)) > 0  # (N, C): class in the list
+    xt = x.gather(1, safe)                                         # (N, C): the listed classes' scores
+    h = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).relu()              # (N, slot, class)
+    keep = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = where(keep, h, h.new_zeros(())).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return reduce_loss(loss, reduction, "multilabel_margin_loss")
+
+
+@export(to=("nn.functional",))
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Per-class logistic loss averaged over the classes: ``-(y log s(x) + (1 - y) log s(-x))``."""
+    reduction = legacy_reduction(reduction, size_average, reduce)
+    loss = softplus(-input) * target + softplus(input) * (1 - target)
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.ndim - 1) / input.shape[-1]
+    return reduce_loss(loss, reduction, "multilabel_soft_margin_loss")
+
+
+@export(to=("nn.functional",))
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+                     reduction: str = "mean") -> Tensor:
+    """Two-class logistic loss ``log(1 + exp(-y x))`` for targets ``y`` of +-1."""
+    same_shape("soft_margin_loss", input, target)
+    loss = softplus(-target * input)
+    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "soft_margin_loss")
+
+
+@export(to=("nn.functional",))
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default :func:`pairwise_distance`)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         f"instead")
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"triplet_margin_with_distance_loss: expected anchor, positive and negative to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, "
+                           f"and negative {negative.ndim}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_pn = dist(positive, negative)
+        d_an = where(d_pn < d_an, d_pn, d_an)
+    loss = (d_ap - d_an + margin).relu()
+    return reduce_loss(loss, reduction, "triplet_margin_with_distance_loss")

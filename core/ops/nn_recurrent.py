@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
-from ..tensor import _wrap
+from ..dispatch import apply
+from ..registry import export
+from ..tensor import Tensor, _wrap
+from .creation import zeros
+from .nn import dropout
+from .shape import cat, stack
 
 
 def _no_double_backward(name):
@@ -85,3 +90,133 @@ class RNNLayer(Op):
         r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, w_hh._data, ctx.relu, ctx.mask,
                                               ctx.reverse)
         return _wrap_all(dout._dev, *r)
+
+
+# --------------------------------------------------------------------------- one direction of one layer
+def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None, mask=None, reverse=False):
+    """One layer of ``mode`` ("LSTM", "GRU", "RNN_TANH", "RNN_RELU") over time-major ``x`` ``(T, B, in)`` in
+    one direction: the input projection of every step in one GEMM, then the fused time loop; ``(out, h, c)``
+    (``c`` None but for LSTM).  ``mask`` ``(T, B, 1)`` (an array) marks the steps of packed sequences."""
+    xproj = x.matmul(w_ih.t())
+    hidden = w_hh.shape[1] if mode != "LSTM" or w_hr is None else w_hr.shape[1]
+    if b_ih is not None:
+        if mode == "GRU":
+            xproj = xproj + b_ih + cat([b_hh[:2 * hidden], b_hh[2 * hidden:] * 0])
+            b_hn = b_hh[2 * hidden:]
+        else:
+            xproj = xproj + (b_ih + b_hh)
+    elif mode == "GRU":
+        b_hn = zeros(hidden, dtype=x.dtype, device=x.device)
+    if mode == "LSTM":
+        return apply(LSTMLayer, xproj, h0, c0, w_hh, w_hr, mask, reverse)
+    if mode == "GRU":
+        out, h = apply(GRULayer, xproj, h0, w_hh, b_hn, mask, reverse)
+    else:
+        out, h = apply(RNNLayer, xproj, h0, w_hh, mode == "RNN_RELU", mask, reverse)
+    return out, h, None
+
+
+def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
+            batch_first):
+    if not isinstance(input, Tensor):
+        raise NotImplementedError(f"{name}: the packed form (data, batch_sizes, ...) is not supported; pass a "
+                                  f"padded input and use nn.{mode.split('_')[0]} for packed sequences")
+    x = input.transpose(0, 1) if batch_first else input
+    h0, c0 = (hx[0], hx[1]) if mode == "LSTM" else (hx, None)
+    dirs = 2 if bidirectional else 1
+    per = (4 if has_biases else 2)
+    proj = mode == "LSTM" and len(params) == num_layers * dirs * (per + 1)
+    per += int(proj)
+    if len(params) != num_layers * dirs * per:
+        raise RuntimeError(f"{name}: expected {num_layers * dirs * per} weights for num_layers={num_layers}, "
+                           f"bidirectional={bidirectional} and has_biases={has_biases}, got {len(params)}")
+    hs, cs = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            i = layer * dirs + d
+            w = list(params[i * per:(i + 1) * per])
+            w_ih, w_hh = w[0], w[1]
+            b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
+            w_hr = w[-1] if proj else None
+            out, h, c = run_direction(mode, x, h0[i], None if c0 is None else c0[i], w_ih, w_hh, b_ih, b_hh, w_hr,
+                                      None, bool(d))
+            outs.append(out)
+            hs.append(h)
+            cs.append(c)
+        x = outs[0] if dirs == 1 else cat(outs, -1)
+        if dropout_p > 0 and train and layer < num_layers - 1:
+            x = dropout(x, dropout_p, True)
+    out = x.transpose(0, 1) if batch_first else x
+    return out, stack(hs, 0), (stack(cs, 0) if mode == "LSTM" else None)
+
+
+@export(to=("torch",))
+def lstm(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
+         bidirectional: bool, batch_first: bool):
+    """``torch.lstm``: a multi-layer LSTM from a flat list of weights (per layer and direction: ``w_ih``,
+    ``w_hh``, then ``b_ih``, ``b_hh`` with biases, then ``w_hr`` with projections); ``(output, h_n, c_n)``."""
+    return _layers("LSTM", "lstm", input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                   batch_first)
+
+
+def _single_state(mode, name):
+    def fn(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+        out, h, _ = _layers(mode, name, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                            batch_first)
+        return out, h
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: as :func:`lstm` with one hidden state; ``(output, h_n)``."
+    return export(fn, to=("torch",))
+
+
+gru = _single_state("GRU", "gru")
+rnn_tanh = _single_state("RNN_TANH", "rnn_tanh")
+rnn_relu = _single_state("RNN_RELU", "rnn_relu")
+
+
+# --------------------------------------------------------------------------- cells (composed of ops)
+def _gates(input, h, w_ih, w_hh, b_ih, b_hh):
+    gi = input.matmul(w_ih.t())
+    gh = h.matmul(w_hh.t())
+    if b_ih is not None:
+        gi = gi + b_ih
+    if b_hh is not None:
+        gh = gh + b_hh
+    return gi, gh
+
+
+@export(to=("torch",))
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    """One LSTM step: ``hx = (h, c)``; returns ``(h', c')`` (gates i, f, g, o)."""
+    h, c = hx
+    gi, gh = _gates(input, h, w_ih, w_hh, b_ih, b_hh)
+    i, f, g, o = (gi + gh).chunk(4, -1)
+    c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c2.tanh(), c2
+
+
+@export(to=("torch",))
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    """One GRU step (gates r, z, n); returns ``h'``."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    ir, iz, in_ = gi.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return (1 - z) * n + z * hx
+
+
+@export(to=("torch",))
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    """One Elman step ``tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).tanh()
+
+
+@export(to=("torch",))
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    """One Elman step with relu."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).relu()

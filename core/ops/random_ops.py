@@ -7,9 +7,10 @@ from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, cast, check_inplace, inplace
 from ..random import native
-from ..registry import export, op_class
+from ..registry import _type_name, export, op_class
 from ..tensor import Tensor
 from .creation import empty, randint
+from .shape import broadcast_tensors
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -60,6 +61,29 @@ def _zero_vjp(ctx, g):
 Bernoulli = op_class("bernoulli", vjp=_zero_vjp)
 Poisson = op_class("poisson", vjp=_zero_vjp)
 Multinomial = op_class("multinomial")
+StandardGammaGrad = op_class("standard_gamma_grad")  # not differentiable itself, as in PyTorch
+Binomial = op_class("binomial", vjp=lambda ctx, g: (g.new_zeros(g.shape), g.new_zeros(g.shape)))
+
+
+def _standard_gamma_vjp(ctx, g):
+    (alpha,) = ctx.inputs
+    return g * _standard_gamma_grad(alpha, ctx.output)
+
+
+# a standard Gamma(alpha) draw, differentiable in alpha by implicit reparameterisation
+StandardGamma = op_class("StandardGamma", "standard_gamma", saves="both", vjp=_standard_gamma_vjp)
+DirichletGrad = op_class("dirichlet_grad")  # not differentiable itself, as in PyTorch
+
+
+def _sample_dirichlet_vjp(ctx, g):
+    (alpha,) = ctx.inputs
+    x = ctx.output.detach()
+    total = alpha.sum(-1, keepdim=True).expand(tuple(alpha.shape))
+    return _dirichlet_grad(x, alpha, total) * (g - (x * g).sum(-1, keepdim=True))
+
+
+# a Dirichlet(alpha) draw (normalised Gamma draws), differentiable in alpha by implicit reparameterisation
+SampleDirichlet = op_class("SampleDirichlet", "dirichlet", saves="both", vjp=_sample_dirichlet_vjp)
 
 
 def _need_float(t, op):
@@ -248,3 +272,56 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+
+
+@export(to=TORCH)
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Samples of Gamma(``input``, 1), differentiable in ``input`` (implicit reparameterisation).
+
+    >>> ember._standard_gamma(ember.ones(3)).shape
+    ember.Size([3])
+    """
+    _need_float(input, "_standard_gamma")
+    return apply(StandardGamma, native(generator, input._dev), input)
+
+
+@export(to=TORCH)
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """The derivative of a standard Gamma(``input``) draw ``output`` in ``input`` at fixed CDF."""
+    _need_float(input, "_standard_gamma_grad")
+    return apply(StandardGammaGrad, input.detach(), output.detach().to(input.dtype))
+
+
+@export(to=TORCH)
+def _sample_dirichlet(input, generator=None):  # noqa: A002
+    """Dirichlet(``input``) samples over the last dimension, differentiable in ``input``.
+
+    >>> float(ember._sample_dirichlet(ember.ones(3)).sum())
+    1.0
+    """
+    _need_float(input, "_sample_dirichlet")
+    return apply(SampleDirichlet, native(generator, input._dev), input)
+
+
+@export(to=TORCH)
+def _dirichlet_grad(x, alpha, total):
+    """The derivative of a Beta(``alpha``, ``total - alpha``) draw ``x`` in ``alpha`` at fixed CDF, over
+    ``1 - x`` (the factor of the Dirichlet's reparameterised gradient)."""
+    _need_float(alpha, "_dirichlet_grad")
+    x, alpha, total = broadcast_tensors(x.detach().to(alpha.dtype), alpha.detach(),
+                                        total.detach().to(alpha.dtype))
+    return apply(DirichletGrad, x.contiguous(), alpha.contiguous(), total.contiguous())
+
+
+@export(to=TORCH)
+def binomial(count, prob, generator=None):
+    """Binomial(``count``, ``prob``) samples (counts and probabilities broadcast).
+
+    >>> ember.binomial(ember.tensor([5.0]), ember.tensor([1.0])).tolist()
+    [5.0]
+    """
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: {_type_name(t.dtype)}")
+    count, prob = broadcast_tensors(count.to(prob.dtype), prob)
+    return apply(Binomial, native(generator, prob._dev), count.contiguous(), prob.contiguous())

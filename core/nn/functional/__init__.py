@@ -12,6 +12,8 @@ Every name here is exported to the ``nn.functional`` namespace of
 import sys as _sys
 
 from ... import registry as _registry
-from . import activation, conv, distance, linear, loss, normalization, padding, pooling, resize  # noqa: F401
+from . import activation, attention, conv, distance, linear, loss, normalization, padding, pooling, resize  # noqa: F401
 
 _registry.bind("nn.functional", _sys.modules[__name__])
+
+from .. import grad  # noqa: E402,F401  (``F.grad`` is ``nn.grad``, as in PyTorch)

@@ -10,7 +10,7 @@ import math
 
 from ...ops.nn import _inplace
 from ...ops.nn import (  # noqa: F401  (re-exported: the functional namespace's activations that are ops)
-    celu, elu, hardshrink, hardtanh, log_softmax, prelu, selu, softmax, softplus, threshold,
+    _softmax_dim, celu, elu, hardshrink, hardtanh, log_softmax, prelu, selu, softmax, softplus, threshold,
 )
 from ...ops.pointwise import erf, where
 from ...ops.pointwise import relu as _relu
@@ -25,7 +25,10 @@ from ...tensor import Tensor
 @export(to=("nn.functional",))
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:  # noqa: A002
     """``softmax(-x)``."""
-    return softmax(-check_tensor(input, "softmin"), dim, dtype=dtype)
+    x = check_tensor(input, "softmin")
+    if dim is None:
+        dim = _softmax_dim(x, dim, "softmin", _stacklevel)
+    return softmax(-x, dim, dtype=dtype)
 
 
 @export(to=("nn.functional",))

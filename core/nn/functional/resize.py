@@ -3,6 +3,7 @@ shuffle is in :mod:`ember.ops.nn`."""
 from __future__ import annotations
 
 import math
+import warnings
 
 from ...ops.creation import _create
 from ...ops.nn import pixel_shuffle, pixel_unshuffle  # noqa: F401  (re-exported)
@@ -75,3 +76,19 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
     return interpolate(input, size, scale_factor, mode, align_corners)
 
+
+
+@export(to=("nn.functional",))
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='nearest'``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+@export(to=("nn.functional",))
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='bilinear'`` and ``align_corners=True``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

@@ -181,6 +181,12 @@ class Softmax(GLU):
     def __init__(self, dim: int | None = None):
         super().__init__(dim)
 
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
 
 class LogSoftmax(Softmax):
     _fn = staticmethod(F.log_softmax)
@@ -204,3 +210,26 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(_Activation):
+    """Randomized leaky ReLU: slopes drawn from ``U(lower, upper)`` in training, their mean in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of ``(N, C, H, W)`` or ``(C, H, W)``."""
+
+    def forward(self, input):  # noqa: A002
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)

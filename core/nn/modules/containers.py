@@ -221,3 +221,15 @@ class ParameterDict(_ParamStore, _DictMixin, Module):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
+
+
+class Container(Module):
+    """Deprecated: a Module holding the modules given as keyword arguments (subclass :class:`Module` instead)."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        import warnings  # noqa: PLC0415 - only the deprecated class needs it
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -6,6 +6,7 @@ from ...ops.creation import empty
 from .. import functional as F
 from ...ops.nn_conv import ntuple
 from ._params import register_weight_bias, reset_fan_in_uniform
+from ..parameter import Parameter, UninitializedParameter  # noqa: F401  (shown as in PyTorch's module)
 from .module import Module
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")

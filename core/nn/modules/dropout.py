@@ -48,3 +48,10 @@ class Dropout3d(_DropoutNd):
 
 class AlphaDropout(_DropoutNd):
     _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels."""
+
+    def forward(self, input):  # noqa: A002
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)

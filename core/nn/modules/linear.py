@@ -7,6 +7,7 @@ from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ._params import register_weight_bias, reset_fan_in_uniform
+from ..parameter import Parameter, UninitializedParameter  # noqa: F401  (shown as in PyTorch's module)
 from .module import Module
 
 
@@ -99,3 +100,7 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A :class:`Linear` under PyTorch's name for MultiheadAttention's output projection (pickles name it)."""

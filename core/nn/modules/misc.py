@@ -97,7 +97,9 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self._mode, value)
 
     def extra_repr(self) -> str:
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+        if self._mode == "constant":
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
 
 
 class ConstantPad1d(_PadNd):
@@ -134,6 +136,48 @@ class ReplicationPad2d(_PadNd):
 
 class CircularPad2d(_PadNd):
     _mode = "circular"
+
+
+class ConstantPad3d(_PadNd):
+    _dims = 3
+
+
+class ZeroPad1d(ZeroPad2d):
+    _dims = 1
+
+
+class ZeroPad3d(ZeroPad2d):
+    _dims = 3
+
+
+class ReflectionPad3d(_PadNd):
+    _mode, _dims = "reflect", 3
+
+
+class ReplicationPad3d(_PadNd):
+    _mode, _dims = "replicate", 3
+
+
+class CircularPad1d(_PadNd):
+    _mode, _dims = "circular", 1
+
+
+class CircularPad3d(_PadNd):
+    _mode, _dims = "circular", 3
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of ``groups`` groups."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):  # noqa: A002
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
 
 
 class CosineSimilarity(Module):

@@ -17,14 +17,16 @@ into three ordered dicts; one traversal (:meth:`Module._named_members`) serves
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Callable, Iterator
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.conversion import _parse_to
+from ...ops.creation import empty_like
 from ...tensor import Tensor
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from .hooks import call_with_backward_hooks
 
 _set = object.__setattr__
@@ -51,6 +53,9 @@ class Module:
 
     training: bool
     _version = 1
+    dump_patches = False
+    call_super_init = False
+    _is_full_backward_hook = None
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -79,6 +84,8 @@ class Module:
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
+    _call_impl = __call__
+
     def _call_with_hooks(self, args, kwargs):
         for hook, with_kwargs in list(self._forward_pre_hooks.values()):
             if with_kwargs:
@@ -89,10 +96,13 @@ class Module:
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
-        if self._backward_hooks or self._backward_pre_hooks:
+        full = self._backward_hooks and self._is_full_backward_hook
+        if full or self._backward_pre_hooks:
             out = call_with_backward_hooks(self, args, kwargs)
         else:
             out = self.forward(*args, **kwargs)
+        if self._backward_hooks and self._is_full_backward_hook is False:
+            self._attach_non_full_backward_hooks(args, out)
         for hook, with_kwargs in list(self._forward_hooks.values()):
             r = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if r is not None:
@@ -100,9 +110,27 @@ class Module:
         return out
 
     # ------------------------------------------------------------------ registration
+    def _attach_non_full_backward_hooks(self, args, out):
+        """The deprecated hooks of :meth:`register_backward_hook`: on the grad_fn of the first output tensor."""
+        var = out
+        while not isinstance(var, Tensor):
+            if isinstance(var, dict):
+                var = next(v for v in var.values() if isinstance(v, Tensor))
+            else:
+                var = var[0]
+        grad_fn = var.grad_fn
+        if grad_fn is None:
+            return
+        for hook in list(self._backward_hooks.values()):
+            grad_fn.register_hook(_WrappedHook(hook, self))
+        _warn_non_full_backward_hook(args, out, grad_fn)
+
     def __setattr__(self, name: str, value) -> None:
         params = self.__dict__.get("_parameters")
-        if isinstance(value, Parameter):
+        if isinstance(value, Buffer) and params is not None and not isinstance(value, Parameter):
+            self._forget(name)
+            self.register_buffer(name, value, getattr(value, "persistent", True))
+        elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._forget(name)
@@ -115,7 +143,8 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            if name not in self._modules:  # a replaced child keeps its place (and so its turn in forward)
+                self._forget(name)
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
@@ -189,6 +218,8 @@ class Module:
         ['running_mean']
         """
         self._check_name(name, "buffer")
+        if name in self.__dict__ and isinstance(tensor, Buffer):
+            del self.__dict__[name]
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -234,10 +265,48 @@ class Module:
         return getattr(mod, name)
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``"net.0.weight"``)."""
         return self._get_leaf(target, "_parameters", "an nn.Parameter")
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``."""
         return self._get_leaf(target, "_buffers", "a buffer")
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at dotted path ``target`` (its parent must exist; with ``strict``, so must the name).
+
+        >>> import ember
+        >>> net = ember.nn.Sequential(ember.nn.Linear(2, 2))
+        >>> net.set_submodule("0", ember.nn.ReLU())
+        >>> net
+        Sequential(
+          (0): ReLU()
+        )
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{atoms[-1]}`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError(f"`{atoms[-1]}` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def get_extra_state(self):
+        """The extra state a subclass saves in its ``state_dict`` (under ``_extra_state``) by overriding this and
+        :meth:`set_extra_state`; the base class has none."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Restore what :meth:`get_extra_state` returned (override both)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
 
     # ------------------------------------------------------------------ traversal
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
@@ -343,8 +412,8 @@ class Module:
                 g.zero_()
 
     # ------------------------------------------------------------------ conversion
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        for m in self.modules():
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        for m in (self.modules() if recurse else (self,)):
             for p in m._parameters.values():
                 if p is None:
                     continue
@@ -375,6 +444,14 @@ class Module:
             return t.to(dev) if dev is not None else t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Move parameters and buffers to ``device`` as new uninitialised storage of the same shapes and dtypes
+        (then initialise them, e.g. with ``reset_parameters``): the way off the ``meta`` device."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Accepted for PyTorch compatibility: ember runs modules eagerly, so compiling changes nothing."""
 
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
@@ -415,13 +492,21 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
-        for mprefix, m in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
-            p = mprefix + "." if mprefix else ""
-            for hook in m._state_dict_pre_hooks.values():
-                hook(m, p, keep_vars)
-            m._save_to_state_dict(destination, p, keep_vars)
-            for hook in m._state_dict_hooks.values():
-                r = hook(m, destination, p, {})
+        return self._state_dict(destination, prefix, keep_vars, True)
+
+    def _state_dict(self, destination, prefix, keep_vars, hooks):
+        """Own entries, then each child's; with ``hooks``, the pre-hooks before and the post-hooks after (so a
+        module's post-hook sees its children's entries), as PyTorch's recursion."""
+        if hooks:
+            for hook in self._state_dict_pre_hooks.values():
+                hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m._state_dict(destination, prefix + name + ".", keep_vars, hooks)
+        if hooks:
+            for hook in self._state_dict_hooks.values():
+                r = hook(self, destination, prefix, {"version": self._version})
                 if r is not None:
                     destination = r
         return destination
@@ -433,8 +518,7 @@ class Module:
         for k, v in self._buffers.items():
             if v is not None and k not in self._non_persistent_buffers_set:
                 destination[prefix + k] = v if keep_vars else v.detach()
-        extra = getattr(type(self), "get_extra_state", None)
-        if extra is not None:
+        if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + "_extra_state"] = self.get_extra_state()
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
@@ -449,7 +533,7 @@ class Module:
             p = mprefix + "." if mprefix else ""
             for hook in m._load_state_dict_pre_hooks.values():
                 hook(state_dict, p, {}, strict, [], [], [])
-        own = self.state_dict(keep_vars=True)
+        own = self._state_dict(OrderedDict(), "", True, False)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -463,12 +547,9 @@ class Module:
             elif tuple(src.shape) != tuple(dst.shape):
                 errors.append(f"size mismatch for {k}: copying a param with shape {_size(src)} from checkpoint, "
                               f"the shape in current model is {_size(dst)}.")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in
-                                                                                          unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        post = any(m._load_state_dict_post_hooks for m in self.modules())
+        if strict and not post:
+            _strict_errors(errors, missing, unexpected)
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(),
                                                                                      "\n\t".join(errors)))
@@ -477,9 +558,19 @@ class Module:
                 if k in state_dict:
                     self._assign(k, dst, state_dict[k], assign)
         result = _IncompatibleKeys(missing, unexpected)
-        for m in self.modules():
-            for hook in m._load_state_dict_post_hooks.values():
-                hook(m, result)
+        if post:
+            # children before parents, as PyTorch's recursive load; hooks may edit the key lists in place
+            for m in reversed(list(self.modules())):
+                for hook in list(m._load_state_dict_post_hooks.values()):
+                    if hook(m, result) is not None:
+                        raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                             "expected to return new values, if incompatible_keys need to be "
+                                             "modified, it should be done inplace.")
+            if strict:
+                _strict_errors(errors, missing, unexpected)
+                if errors:
+                    raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                        self._get_name(), "\n\t".join(errors)))
         return result
 
     def _assign(self, key, dst, src, assign):
@@ -517,19 +608,41 @@ class Module:
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> "_DictHandle":
         """``hook(module, grad_input, grad_output)`` runs when the module's input gradients are computed."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        _set(self, "_is_full_backward_hook", True)
         return self._hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook) -> "_DictHandle":
+        """Deprecated (use :meth:`register_full_backward_hook`): ``hook(module, grad_input, grad_output)`` runs on
+        the backward of the last op of ``forward`` (the grad_fn of its first output), with that op's input and
+        output gradients, which PyTorch documents as possibly not the module's."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        _set(self, "_is_full_backward_hook", False)
+        return self._hook(self._backward_hooks, hook)
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> "_DictHandle":
         """``hook(module, grad_output)`` runs before the module's backward; it may return new grad_output."""
         return self._hook(self._backward_pre_hooks, hook, prepend)
 
     def register_state_dict_pre_hook(self, hook) -> "_DictHandle":
+        """``hook(module, prefix, keep_vars)`` runs before each module's entries are saved."""
         return self._hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook) -> "_DictHandle":
-        return self._hook(self._state_dict_hooks, lambda m, d, p, lm: hook(m, d, p, lm))
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after each module's entries are saved; it
+        must return None (edit ``state_dict`` in place)."""
+        def public(m, d, p, lm):
+            if hook(m, d, p, lm) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+        return self._hook(self._state_dict_hooks, public)
 
-    _register_state_dict_hook = register_state_dict_post_hook
+    def _register_state_dict_hook(self, hook) -> "_DictHandle":
+        """The private form: ``hook`` may return a new state dict."""
+        return self._hook(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook) -> "_DictHandle":
         """``hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, error_msgs)``."""
@@ -582,6 +695,53 @@ class _DictHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def _strict_errors(errors, missing, unexpected):
+    if unexpected:
+        errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+    if missing:
+        errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+
+
+class _WrappedHook:
+    """A deprecated module backward hook as a node hook: ``hook(module, grad_input, grad_output)``."""
+
+    def __init__(self, hook, module):
+        self.hook, self.module = hook, module
+
+    def __call__(self, grad_inputs, grad_outputs):
+        return self.hook(self.module, grad_inputs, grad_outputs)
+
+
+def _warn_non_full_backward_hook(inputs, result, grad_fn):
+    """PyTorch's FutureWarnings when a deprecated backward hook will not see the module's own gradients."""
+    msg = None
+    if not isinstance(result, Tensor) and not (isinstance(result, tuple)
+                                               and all(isinstance(r, Tensor) for r in result)):
+        msg = ("Using non-full backward hooks on a Module that does not return a single Tensor or a tuple of "
+               "Tensors is deprecated and will be removed in future versions. This hook will be missing some of the "
+               "grad_output. Please use register_full_backward_hook to get the documented behavior.")
+    elif not all(isinstance(i, Tensor) for i in inputs):
+        msg = ("Using non-full backward hooks on a Module that does not take as input a single Tensor or a tuple of "
+               "Tensors is deprecated and will be removed in future versions. This hook will be missing some of the "
+               "grad_input. Please use register_full_backward_hook to get the documented behavior.")
+    else:
+        result = (result,) if isinstance(result, Tensor) else result
+        out_fns = {r.grad_fn for r in result if r.grad_fn is not None}
+        if not out_fns or (len(out_fns) == 1 and grad_fn not in out_fns):
+            msg = ("Using a non-full backward hook when outputs are nested in python data structure is deprecated "
+                   "and will be removed in future versions. This hook will be missing some grad_output.")
+        elif len(out_fns) > 1:
+            msg = ("Using a non-full backward hook when outputs are generated by different autograd Nodes is "
+                   "deprecated and will be removed in future versions. This hook will be missing some grad_output. "
+                   "Please use register_full_backward_hook to get the documented behavior.")
+        elif {i.grad_fn for i in inputs if i.grad_fn is not None} != {n[0] for n in grad_fn.next_functions}:
+            msg = ("Using a non-full backward hook when the forward contains multiple autograd Nodes is deprecated "
+                   "and will be removed in future versions. This hook will be missing some grad_input. Please use "
+                   "register_full_backward_hook to get the documented behavior.")
+    if msg is not None:
+        warnings.warn(msg, FutureWarning, stacklevel=4)
 
 
 def _typename(v):

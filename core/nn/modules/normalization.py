@@ -1,10 +1,13 @@
 """BatchNorm1d/2d/3d, LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, LocalResponseNorm."""
 from __future__ import annotations
 
+import numpy as np
+
 from ... import dtypes
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
+from ..parameter import Parameter
 from ._params import register_weight_bias
 from .module import Module
 
@@ -165,6 +168,93 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):  # noqa: A002
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions, with an elementwise
+    scale (no shift); ``eps`` None is the input dtype's machine epsilon."""
+
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
+        self.register_parameter("weight", Parameter(ones(ns, device=device, dtype=dtype))
+                                if elementwise_affine else None)
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics span the processes of a group; in a single process (the only
+    kind ember runs a module in) it is :class:`BatchNorm1d`/``2d``/``3d`` for any input of at least 2 dims."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, x):
+        if x.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {x.ndim}D input)")
+        if x.shape[1] != self.num_features:
+            raise ValueError(f"SyncBatchNorm({self.num_features}): expected input with {self.num_features} "
+                             f"channels in dimension 1, got input of size {list(x.shape)}")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every batch-norm layer replaced by a :class:`SyncBatchNorm` sharing its parameters and
+        buffers (the module itself when it is one)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalisation across channels of ``(N, C, H, W)`` (the Lua-Torch layer): each channel
+    divided by ``(k + alpha / size * sum of squares over its channel window) ^ beta``.  As PyTorch's running
+    sum does, every window from channel ``(size - 1) // 2 + 1`` on also counts channel 0."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        c = input.shape[1]
+        pre = int((self.size - 1) / 2 + 1)
+        sq = input * input
+        cs = F.pad(sq.cumsum(1), (0, 0, 0, 0, 1, 0))
+        ch = np.arange(c)
+        lo = tensor(np.maximum(ch - pre + 1, 0), device=input.device)
+        hi = tensor(np.minimum(ch + pre - 1, c - 1) + 1, device=input.device)
+        window = cs.index_select(1, hi) - cs.index_select(1, lo)
+        extra = tensor((ch >= pre).astype(np.float64), dtype=input.dtype, device=input.device).reshape(1, c, 1, 1)
+        scale = (window + sq[:, :1] * extra) * (self.alpha / self.size) + self.k
+        return input * scale ** -self.beta
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -144,3 +144,81 @@ class MaxUnpool2d(_MaxUnpoolNd):
     """Inverse of MaxPool2d: values back at their argmax indices, zeros elsewhere."""
 
     _fn = staticmethod(F.max_unpool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveNd):
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn = staticmethod(F.max_unpool3d)
+    _dims = 3
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling: ``(sum over each window of x^p)^(1/p)``."""
+
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn = None
+    _dims = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None):
+        super().__init__()
+        d = self._dims
+        self.kernel_size = ntuple(kernel_size, d, "kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = ntuple(output_size, d, "output_size") if output_size is not None else None
+        self.output_ratio = None
+        if output_ratio is not None:
+            ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * d
+            self.output_ratio = tuple(ratio)
+            if not all(0 < r < 1 for r in self.output_ratio):
+                raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                              _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over ``(N, C, H, W)``."""
+
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _fn = staticmethod(F.fractional_max_pool3d)
+    _dims = 3

@@ -15,10 +15,9 @@ import warnings
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...dispatch import apply
 from ...ops.creation import empty, from_numpy, zeros
 from ...ops.nn import dropout
-from ...ops.nn_recurrent import GRULayer, LSTMLayer, RNNLayer
+from ...ops.nn_recurrent import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell, run_direction
 from ...ops.shape import cat, stack
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _packed_layout
@@ -191,27 +190,10 @@ class RNNBase(Module):
 
     def _run_direction(self, x, layer, d, h0, c0, mask):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
-        w_ih, w_hh = getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx)
-        xproj = x @ w_ih.t()
-        reverse = bool(d)
-        H = self.hidden_size
-        if self.bias:
-            b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
-            if self.mode == "GRU":
-                xproj = xproj + b_ih + cat([b_hh[:2 * H], b_hh[2 * H:] * 0])
-                b_hn = b_hh[2 * H:]
-            else:
-                xproj = xproj + (b_ih + b_hh)
-        elif self.mode == "GRU":
-            b_hn = zeros(H, dtype=x.dtype, device=x.device)
-        if self.mode == "LSTM":
-            w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size > 0 else None
-            return apply(LSTMLayer, xproj, h0, c0, w_hh, w_hr, mask, reverse)
-        if self.mode == "GRU":
-            out, h = apply(GRULayer, xproj, h0, w_hh, b_hn, mask, reverse)
-        else:
-            out, h = apply(RNNLayer, xproj, h0, w_hh, self.mode == "RNN_RELU", mask, reverse)
-        return out, h, None
+        w = [getattr(self, n + sfx) for n in ("weight_ih", "weight_hh")]
+        b = [getattr(self, n + sfx) for n in ("bias_ih", "bias_hh")] if self.bias else [None, None]
+        w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size > 0 else None
+        return run_direction(self.mode, x, h0, c0, *w, *b, w_hr, mask, bool(d))
 
     @staticmethod
     def _unpack(packed):
@@ -316,13 +298,6 @@ class RNNCellBase(Module):
                                        f"{list(h.shape)}")
         return x, hx, batched
 
-    def _lin(self, x, h):
-        gi = x @ self.weight_ih.t()
-        gh = h @ self.weight_hh.t()
-        if self.bias:
-            gi, gh = gi + self.bias_ih, gh + self.bias_hh
-        return gi, gh
-
 
 class RNNCell(RNNCellBase):
     """One Elman RNN step."""
@@ -335,9 +310,8 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input, hx=None):  # noqa: A002
         x, (h,), batched = self._prep(input, hx, 1)
-        gi, gh = self._lin(x, h)
-        pre = gi + gh
-        out = pre.relu() if self.nonlinearity == "relu" else pre.tanh()
+        cell = rnn_relu_cell if self.nonlinearity == "relu" else rnn_tanh_cell
+        out = cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)
 
 
@@ -349,10 +323,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):  # noqa: A002
         x, (h, c), batched = self._prep(input, hx, 2)
-        gi, gh = self._lin(x, h)
-        i, f, g, o = (gi + gh).chunk(4, 1)
-        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        h2 = o.sigmoid() * c2.tanh()
+        h2, c2 = lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h2, c2) if batched else (h2.squeeze(0), c2.squeeze(0))
 
 
@@ -364,11 +335,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):  # noqa: A002
         x, (h,), batched = self._prep(input, hx, 1)
-        gi, gh = self._lin(x, h)
-        ir, iz, in_ = gi.chunk(3, 1)
-        hr, hz, hn = gh.chunk(3, 1)
-        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
-        n = (in_ + r * hn).tanh()
-        out = (1 - z) * n + z * h
+        out = gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)
 

@@ -8,37 +8,22 @@ mask conventions are PyTorch's: in ``MultiheadAttention`` a True in a bool ``att
 from __future__ import annotations
 
 import copy
-import math
 
-from ...ops.creation import empty, full, zeros
-from ...ops.shape import cat, triu
+from ...ops.creation import empty, full
+from ...ops.shape import triu
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
+from . import activation
 from ..parameter import Parameter
 from .containers import ModuleList
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer"]
-
-
-def _float_mask(mask, dtype, name, like_shape=None):
-    """A float mask to add to scores: bool True (not allowed) becomes -inf."""
-    if mask is None:
-        return None
-    if mask.dtype.name == "bool":
-        return zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported, got {mask.dtype}")
-    return mask.to(dtype)
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """The output projection of MultiheadAttention (PyTorch's class name, so reprs match)."""
 
 
 class MultiheadAttention(Module):
@@ -97,99 +82,29 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _projections(self, query, key, value):
-        E = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         name = "MultiheadAttention"
-        batched = query.dim() == 3
         if query.dim() not in (2, 3):
             raise AssertionError(f"{name}: query should be unbatched 2D or batched 3D tensor but received "
                                  f"{query.dim()}-D query tensor")
-        if key.dim() != query.dim() or value.dim() != query.dim():
-            raise AssertionError(f"{name}: query, key and value must have the same number of dimensions, got "
-                                 f"{query.dim()}, {key.dim()} and {value.dim()}")
+        batched = query.dim() == 3
         if self.batch_first and batched:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        L, N, E = query.shape
-        S = key.shape[0]
-        if E != self.embed_dim:
-            raise AssertionError(f"{name}: was expecting embedding dimension of {self.embed_dim}, but got {E}")
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise AssertionError(f"{name}: key/value feature sizes {key.shape[-1]}/{value.shape[-1]} do not match "
                                  f"kdim={self.kdim}/vdim={self.vdim}")
-        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(f"{name}: key shape {list(key.shape)} does not match value shape "
-                                 f"{list(value.shape)}")
-        H, hd = self.num_heads, self.head_dim
         if attn_mask is None and is_causal:
-            attn_mask = Transformer.generate_square_subsequent_mask(L, device=query.device, dtype=query.dtype)
-        mask = _float_mask(attn_mask, query.dtype, "attn_mask")
-        if mask is not None:
-            if mask.dim() == 2:
-                if tuple(mask.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "
-                                       f"{[L, S]}.")
-                mask = mask.unsqueeze(0)
-            elif mask.dim() == 3:
-                if tuple(mask.shape) != (N * H, L, S):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
-                                       f"{[N * H, L, S]}.")
-            else:
-                raise RuntimeError(f"attn_mask's dimension {mask.dim()} is not supported")
-        kpm = _float_mask(key_padding_mask, query.dtype, "key_padding_mask")
-        if kpm is not None and tuple(kpm.shape) != (N, S):
-            raise AssertionError(f"{name}: expecting key_padding_mask shape of {(N, S)}, but got "
-                                 f"{tuple(kpm.shape)}")
-        q, k, v = self._projections(query, key, value)
-        if self.bias_k is not None:
-            k = cat([k, self.bias_k.repeat(1, N, 1)])
-            v = cat([v, self.bias_v.repeat(1, N, 1)])
-            mask = None if mask is None else F.pad(mask, (0, 1))
-            kpm = None if kpm is None else F.pad(kpm, (0, 1))
-        q = q.reshape(L, N * H, hd).transpose(0, 1)
-        k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1)
-        v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1)
-        if self.add_zero_attn:
-            k = cat([k, zeros((N * H, 1, hd), dtype=k.dtype, device=k.device)], 1)
-            v = cat([v, zeros((N * H, 1, hd), dtype=v.dtype, device=v.device)], 1)
-            mask = None if mask is None else F.pad(mask, (0, 1))
-            kpm = None if kpm is None else F.pad(kpm, (0, 1))
-        S2 = k.shape[1]
-        if kpm is not None:
-            kpm = kpm.reshape(N, 1, 1, S2).expand(N, H, 1, S2).reshape(N * H, 1, S2)
-            mask = kpm if mask is None else mask + kpm
-        scores = (q * (1.0 / math.sqrt(hd))) @ k.transpose(-2, -1)
-        if mask is not None:
-            scores = scores + mask
-        attn = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = (attn @ v).transpose(0, 1).reshape(L * N, E)
-        out = self.out_proj(out).reshape(L, N, E)
-        weights = None
-        if need_weights:
-            weights = attn.reshape(N, H, L, S2)
-            if average_attn_weights:
-                weights = weights.mean(1)
-            if not batched:
-                weights = weights.squeeze(0)
-        if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
+            attn_mask = Transformer.generate_square_subsequent_mask(query.shape[0], device=query.device,
+                                                                    dtype=query.dtype)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights)
+        if self.batch_first and batched:
             out = out.transpose(0, 1)
         return out, weights
 
@@ -376,3 +291,6 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz, device=None, dtype=None) -> Tensor:
         """A float mask with -inf above the diagonal: position i attends to positions <= i."""
         return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
+
+
+activation.MultiheadAttention = MultiheadAttention  # where PyTorch's module path shows it (pickles name it there)

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Per-sample gradients with vmap, as ratios measured in one process:
+
+  a small MLP (64-128-128-10, ReLU, cross-entropy), batch 64:
+      ember vmap(grad(loss)) over the batch  vs  one batched forward+backward in ember (target <= 2x)
+      ember vmap(grad(loss))                 vs  torch.func's vmap(grad(loss)) (when torch is installed)
+      ember vmap(grad(loss))                 vs  a per-example loop in ember (what vmap replaces)
+
+    python bench/bench_vmap.py [--batch 64] [--repeat 7] [--min-time 0.3] [--threads 1] [--json out.json]
+
+Medians of --repeat timed runs, each calibrated to last --min-time seconds.  --threads 1 (default) pins
+OpenBLAS and torch to one thread so the ratios compare frameworks.
+"""
+import argparse
+import json
+
+from bench_nn import _threads, bench  # first: it pins the BLAS threads (--threads) before NumPy loads
+
+import numpy as np
+
+import ember
+
+SIZES = (64, 128, 128, 10)
+
+
+def mlp(nn):
+    layers = []
+    for i, (fi, fo) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        layers.append(nn.Linear(fi, fo))
+        if i < len(SIZES) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def steps(lib, func, model, x, y):
+    """(batched forward+backward, vmap per-sample gradients, per-example loop) for library ``lib``."""
+    F = lib.nn.functional
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def batched():
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+
+    def loss(params, sample, target):
+        out = func.functional_call(model, params, (sample.unsqueeze(0),))
+        return F.cross_entropy(out, target.unsqueeze(0))
+
+    per_sample = func.vmap(func.grad(loss), in_dims=(None, 0, 0))
+
+    def vmapped():
+        return per_sample(params, x, y)
+
+    def loop():
+        for i in range(x.shape[0]):
+            model.zero_grad()
+            F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+
+    return batched, vmapped, loop
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--min-time", type=float, default=0.3)
+    p.add_argument("--threads", default="1", help="BLAS/torch threads (0: leave as is)")
+    p.add_argument("--json", help="also write the results here")
+    args = p.parse_args()
+
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((args.batch, SIZES[0])).astype(np.float32)
+    ys = rng.integers(0, SIZES[-1], args.batch)
+    ember.manual_seed(0)
+    model = mlp(ember.nn)
+    batched, vmapped, loop = steps(ember, ember.func, model, ember.tensor(xs), ember.tensor(ys))
+    res = {"batch": args.batch,
+           "ember_batched_s": bench(batched, args.repeat, args.min_time),
+           "ember_vmap_s": bench(vmapped, args.repeat, args.min_time),
+           "ember_loop_s": bench(loop, args.repeat, args.min_time)}
+    res["vmap_over_batched"] = res["ember_vmap_s"] / res["ember_batched_s"]
+    res["loop_over_vmap"] = res["ember_loop_s"] / res["ember_vmap_s"]
+    try:
+        import torch
+        import torch.func
+    except ImportError:
+        torch = None
+    if torch is not None:
+        if _threads != "0":
+            torch.set_num_threads(int(_threads))
+        tmodel = mlp(torch.nn)
+        tb, tv, _ = steps(torch, torch.func, tmodel, torch.tensor(xs), torch.tensor(ys))
+        res["torch_batched_s"] = bench(tb, args.repeat, args.min_time)
+        res["torch_vmap_s"] = bench(tv, args.repeat, args.min_time)
+        res["vmap_over_torch_vmap"] = res["ember_vmap_s"] / res["torch_vmap_s"]
+    for k, v in res.items():
+        print(f"{k:22s} {v * 1e6:10.1f} us" if k.endswith("_s") else f"{k:22s} {v:10.2f}")
+    print(f"target: vmap_over_batched <= 2.0 -> {'met' if res['vmap_over_batched'] <= 2.0 else 'NOT met'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

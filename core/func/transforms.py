@@ -1,0 +1,357 @@
+"""Gradient transforms: ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``,
+``linearize``.
+
+Each runs the function once under autograd on fresh copies of the differentiated inputs.  Inside
+``vmap`` an input is first given every open batch level (an unbatched parameter is expanded), so the
+gradient of a per-sample loss with respect to it is per sample: ``vmap(grad(loss), in_dims=(None, 0))``
+gives per-sample gradients from one batched forward and backward.  Nested transforms keep the graph
+(``create_graph``) so an outer transform differentiates the inner one's result.  Forward-mode products
+(``jvp``, ``jacfwd``) are exact, computed by the double-vjp trick: the vjp ``u -> J^T u`` is linear in
+``u``, and its vjp against ``v`` is ``J v``.
+"""
+from __future__ import annotations
+
+import functools
+
+from ..autograd.engine import grad as _autograd_grad
+from ..autograd.grad_mode import enable_grad
+from ..ops.creation import eye, ones_like, zeros_like
+from ..ops.shape import stack
+from ..tensor import Tensor
+from .batching import LEVELS, batched_at, bottom, lift, rewrap, wrap
+from .pytree import tree_flatten, tree_map, tree_unflatten
+
+_DEPTH = [0]  # gradient transforms running: inside one, results keep their graph for the outer one
+
+
+class _Traced:
+    """The differentiated inputs of one transform call: fresh tensors at the bottom of every open level."""
+
+    def __init__(self, trees):
+        self.levels = list(LEVELS)
+        self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
+        for tree in trees:
+            flat, spec = tree_flatten(tree)
+            new = []
+            for t in flat:
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
+                real = bottom(lift(t, self.levels))
+                if real.requires_grad:
+                    self.keep_graph = True
+                    fresh = real.view_as(real)
+                else:
+                    fresh = real.detach().requires_grad_()
+                self.reals.append(fresh)
+                new.append(rewrap(fresh, self.levels))
+            self.trees.append(tree_unflatten(new, spec))
+            self.specs.append(spec)
+
+    def real_out(self, out):
+        return bottom(lift(out, self.levels))
+
+    def grads(self, outputs, grad_outputs, create_graph=None, retain_graph=None):
+        """Gradients (real tensors, zeros where unused) of real ``outputs`` with respect to every input."""
+        cg = self.keep_graph if create_graph is None else create_graph
+        pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+        if not pairs:
+            return [zeros_like(r) for r in self.reals]
+        res = _autograd_grad([o for o, _ in pairs], self.reals, [g for _, g in pairs], allow_unused=True,
+                             create_graph=cg, retain_graph=True if retain_graph is None else retain_graph)
+        return [zeros_like(r) if g is None else g for g, r in zip(res, self.reals)]
+
+    def as_trees(self, real_grads):
+        """Real gradients back into the structures of the differentiated inputs, at every open level."""
+        return self.unflatten([rewrap(g, self.levels) for g in real_grads])
+
+    def unflatten(self, flat):
+        it = iter(flat)
+        return [tree_unflatten([next(it) for _ in range(s.num_leaves)], s) for s in self.specs]
+
+    def finish(self, value):
+        """``value``'s tensors, cut from the graph unless an outer transform needs it."""
+        if self.keep_graph:
+            return value
+        return tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, value)
+
+
+def _run(func, args, kwargs):
+    _DEPTH[0] += 1
+    try:
+        with enable_grad():
+            return func(*args, **kwargs)
+    finally:
+        _DEPTH[0] -= 1
+
+
+def _check_argnums(argnums, n, name):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if isinstance(argnums, tuple) and not argnums:
+        raise RuntimeError(f"{name}: argnums must be non-empty")
+    for a in nums:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise RuntimeError(f"{name}: argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        if not -n <= a < n:
+            raise RuntimeError(f"Got argnums={argnums}, but only {n} positional inputs")
+    return tuple(a % n for a in nums)
+
+
+def _split_aux(out, has_aux, name):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{name}(f)(*args): output of function f should be a tuple: (output, aux) if has_aux "
+                           f"is True")
+    return out
+
+
+def _traced_call(func, args, kwargs, argnums, name):
+    nums = _check_argnums(argnums, len(args), name)
+    traced = _Traced([args[i] for i in nums])
+    new_args = list(args)
+    for i, tree in zip(nums, traced.trees):
+        new_args[i] = tree
+    return traced, _run(func, new_args, kwargs)
+
+
+def _pick(trees, argnums):
+    return tuple(trees) if isinstance(argnums, tuple) else trees[0]
+
+
+# --------------------------------------------------------------------------- grad
+def grad_and_value(func, argnums=0, has_aux=False):
+    """``(gradient, value)`` of a scalar function; the gradient has the structure of ``args[argnums]``.
+
+    >>> import ember
+    >>> g, v = ember.func.grad_and_value(lambda x: (x ** 2).sum())(ember.tensor([1.0, 2.0]))
+    >>> g, v
+    (tensor([2., 4.]), tensor(5.))
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
+        out, aux = _split_aux(out, has_aux, "grad_and_value")
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+        if out.dim() != 0:
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+                               f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        real = traced.real_out(out)
+        grads = traced.as_trees(traced.grads([real], [ones_like(real)]))
+        g = _pick(grads, argnums)
+        if has_aux:
+            return traced.finish(g), (traced.finish(out), traced.finish(aux))
+        return traced.finish(g), traced.finish(out)
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of a scalar function with respect to ``args[argnums]`` (a Tensor, or any nesting of them).
+
+    >>> import ember
+    >>> ember.func.grad(lambda x: x.sin().sum())(ember.tensor([0.0]))
+    tensor([1.])
+    """
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------- vjp and jvp
+def vjp(func, *primals, has_aux=False):
+    """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives one vector-Jacobian product per primal.
+
+    >>> import ember
+    >>> out, fn = ember.func.vjp(lambda x: x ** 2, ember.tensor([1.0, 3.0]))
+    >>> fn(ember.ones(2))
+    (tensor([2., 6.]),)
+    """
+    traced, out = _traced_call(func, primals, {}, tuple(range(len(primals))) or 0, "vjp")
+    out, aux = _split_aux(out, has_aux, "vjp")
+    flat_out, out_spec = tree_flatten(out)
+    for o in flat_out:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output and only "
+                               f"returns Tensors, got {type(o)}")
+    reals = [traced.real_out(o) for o in flat_out]
+
+    def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
+        flat_ct, ct_spec = tree_flatten(cotangents)
+        if ct_spec != out_spec and not (len(flat_out) == 1 and len(flat_ct) == 1):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
+        for c, o in zip(flat_ct, flat_out):
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {c.shape} and output[0] has "
+                                   f"a shape of {o.shape}.")
+        cg = (traced.keep_graph if create_graph is None else create_graph) or _DEPTH[0] > 0
+
+        def compute(cts):
+            return [rewrap(g, traced.levels) for g in traced.grads(reals, cts, create_graph=cg,
+                                                                    retain_graph=retain_graph)]
+
+        extra = [lv for lv in LEVELS if lv not in traced.levels]
+        grads = traced.unflatten(_per_sample(flat_ct, traced, extra, compute))
+        return tuple(grads) if cg else traced.finish(tuple(grads))
+
+    result = (traced.finish(out), vjp_fn)
+    return result + (traced.finish(aux),) if has_aux else result
+
+
+def _per_sample(cts, traced, extra, compute):
+    """``compute`` (real cotangents -> logical gradients) for cotangents that may also be batched at vmap
+    levels opened after the graph was built (``extra``, innermost last): once per sample of those levels,
+    stacked and batched again."""
+    if not extra:
+        return compute([bottom(lift(c, traced.levels)) for c in cts])
+    top = extra[-1]
+    if not any(batched_at(c, top) for c in cts):
+        return _per_sample(cts, traced, extra[:-1], compute)
+    results = []
+    for b in range(top.size):
+        sample = [c._data.value.select(0, b) if batched_at(c, top) else c for c in cts]
+        results.append(_per_sample(sample, traced, extra[:-1], compute))
+    return [wrap(stack([r[j] for r in results], 0), top) for j in range(len(results[0]))]
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """``(func(*primals), J @ tangents)``: the Jacobian-vector product (forward mode), exact.
+
+    >>> import ember
+    >>> ember.func.jvp(lambda x: x ** 2, (ember.tensor([1.0, 3.0]),), (ember.ones(2),))
+    (tensor([1., 9.]), tensor([2., 6.]))
+    """
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
+    if not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected tangents to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
+    flat_p, spec_p = tree_flatten(primals)
+    flat_t, spec_t = tree_flatten(tangents)
+    if spec_p != spec_t:
+        raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           f"structure. For example, if primals is a tuple of 3 tensors, tangents also must be. Got "
+                           f"primals with structure {spec_p} and tangents with structure {spec_t}")
+    for p, t in zip(flat_p, flat_t):
+        if not isinstance(p, Tensor) or not isinstance(t, Tensor):
+            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to only contain Tensors")
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, "
+                               f"got {tuple(p.shape)} and {tuple(t.shape)}")
+    traced, out = _traced_call(func, primals, {}, tuple(range(len(primals))), "jvp")
+    out, aux = _split_aux(out, has_aux, "jvp")
+    flat_out, out_spec = tree_flatten(out)
+    reals = [traced.real_out(o) for o in flat_out]
+    dummies = [zeros_like(r).requires_grad_() for r in reals]
+    with enable_grad():
+        back = traced.grads(reals, dummies, create_graph=True)
+    tans = [bottom(lift(t, traced.levels)) for t in flat_t]
+    pairs = [(b, t) for b, t in zip(back, tans) if b.requires_grad]
+    cg = traced.keep_graph
+    if pairs:
+        res = _autograd_grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
+                             create_graph=cg, retain_graph=cg)
+    else:
+        res = [None] * len(dummies)
+    outs = [rewrap(zeros_like(r) if g is None else g, traced.levels) for g, r in zip(res, reals)]
+    result = (traced.finish(out), traced.finish(tree_unflatten(outs, out_spec)))
+    return result + (traced.finish(aux),) if has_aux else result
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product at ``primals``.
+
+    >>> import ember
+    >>> out, fn = ember.func.linearize(lambda x: x.sin(), ember.zeros(2))
+    >>> fn(ember.ones(2))
+    tensor([1., 1.])
+    """
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, out), jvp_fn
+
+
+# --------------------------------------------------------------------------- Jacobians
+def _jacobian(func, argnums, has_aux, name):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        traced, out = _traced_call(func, args, kwargs, argnums, name)
+        out, aux = _split_aux(out, has_aux, name)
+        flat_out, out_spec = tree_flatten(out)
+        prefix = len(traced.levels)
+        per_output = []
+        for o in flat_out:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"{name}(f, ...)(*args): expected f(*args) to return only tensors, got "
+                                   f"unsupported type {type(o)}")
+            real = traced.real_out(o)
+            n = o.numel()
+            rows = [[] for _ in traced.reals]
+            basis = eye(n, dtype=real.dtype, device=real.device) if n else None
+            for e in range(n):
+                onehot = basis[e].reshape(o.shape).expand(real.shape)
+                for j, g in enumerate(traced.grads([real], [onehot])):
+                    rows[j].append(g)
+            jacs = []
+            for r, inp in zip(rows, traced.reals):
+                lead, shape = tuple(inp.shape[:prefix]), tuple(inp.shape[prefix:])
+                j = stack(r, prefix) if r else inp.new_zeros(lead + (0,) + shape)
+                jacs.append(rewrap(j.reshape(lead + tuple(o.shape) + shape), traced.levels))
+            it = iter(jacs)
+            trees = [tree_unflatten([next(it) for _ in range(s.num_leaves)], s) for s in traced.specs]
+            per_output.append(traced.finish(_pick(trees, argnums)))
+        res = tree_unflatten(per_output, out_spec)
+        return (res, traced.finish(aux)) if has_aux else res
+
+    return wrapper
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of ``func`` with respect to ``args[argnums]`` by reverse mode: for each output a tensor of
+    shape ``output.shape + input.shape`` (nested like the outputs, then like the inputs).
+
+    >>> import ember
+    >>> ember.func.jacrev(lambda x: x ** 2)(ember.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+    return _jacobian(func, argnums, has_aux, "jacrev")
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of ``func`` with respect to ``args[argnums]`` (same values and nesting as :func:`jacrev`).
+
+    >>> import ember
+    >>> ember.func.jacfwd(lambda x: x.sum(0))(ember.ones(2, 2))
+    tensor([[[1., 0.],
+             [1., 0.]],
+    <BLANKLINE>
+            [[0., 1.],
+             [0., 1.]]])
+    """
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    return _jacobian(func, argnums, has_aux, "jacfwd")
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar function: ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    >>> import ember
+    >>> ember.func.hessian(lambda x: (x ** 3).sum())(ember.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)

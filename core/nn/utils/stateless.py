@@ -1,0 +1,192 @@
+"""``nn.utils.stateless``: call a module with other parameters and buffers in place of its own.
+
+:func:`_reparametrize_module` swaps the given tensors in (tied names follow each other unless
+``tie_weights=False``) and puts the originals back on exit, exception or not;
+:func:`functional_call` runs the module inside it. ``ember.func.functional_call`` is the same call.
+
+>>> import ember
+>>> from ember.nn.utils.stateless import _functional_call as functional_call
+>>> m = ember.nn.Linear(2, 1)
+>>> params = {"weight": ember.ones(1, 2), "bias": ember.zeros(1)}
+>>> functional_call(m, params, (ember.tensor([[1.0, 2.0]]),))
+tensor([[3.]])
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any
+
+from ...tensor import Tensor
+from ..modules.module import Module
+from ..parallel import DataParallel
+
+__all__ = ["functional_call"]
+
+_MISSING: Any = object()
+
+
+def _swap_tensor(module: Module, name: str, tensor, allow_missing: bool = False):
+    """Put ``tensor`` at ``module.<name>`` (``_MISSING``: delete it); returns what was there."""
+    if not isinstance(module, Module):
+        raise TypeError(f"{module} is not an instance of torch.nn.Module")
+    if tensor is not _MISSING and not isinstance(tensor, Tensor) and tensor is not None:
+        raise TypeError(f"{tensor} is not an instance of torch.Tensor")
+    if "." in name:
+        raise KeyError('tensor name can\'t contain "."')
+    if name == "":
+        raise KeyError('tensor name can\'t be empty string ""')
+    for store in (module._parameters, module._buffers):
+        if name in store:
+            orig = store[name]
+            if tensor is _MISSING:
+                del store[name]
+            else:
+                store[name] = tensor
+            return orig
+    if hasattr(module, name):
+        orig = getattr(module, name)
+    elif not allow_missing:
+        raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+    else:
+        orig = _MISSING
+    if orig is not _MISSING and not isinstance(orig, Tensor) and orig is not None:
+        raise TypeError(f"attribute `{name}`: {orig} is not an instance of torch.Tensor")
+    if tensor is not _MISSING:
+        setattr(module, name, tensor)
+    elif hasattr(module, name):
+        delattr(module, name)
+    return orig
+
+
+class NamedMemberAccessor:
+    """Reads and swaps tensors of a module tree by dotted name, remembering the submodules it walked."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.memo: dict = {}
+
+    def get_submodule(self, name: str) -> Module:
+        if not name:
+            return self.module
+        if name not in self.memo:
+            prefix, dot, attr = name.rpartition(".")
+            module = self.get_submodule(prefix) if dot else self.module
+            try:
+                submodule = getattr(module, attr)
+            except AttributeError as ex:
+                raise AttributeError(f"{module._get_name()} has no attribute `{attr}`") from ex
+            if not isinstance(submodule, Module):
+                raise TypeError(f"submodule `{name}`: {submodule} is not an instance of torch.nn.Module")
+            self.memo[name] = submodule
+        return self.memo[name]
+
+    def swap_tensor(self, name: str, value, allow_missing: bool = False):
+        prefix, _, attr = name.rpartition(".")
+        return _swap_tensor(self.get_submodule(prefix), attr, value, allow_missing=allow_missing)
+
+    def swap_tensors_dict(self, named_tensors: dict, allow_missing: bool = False):
+        """Swap every ``name: tensor``; returns ``(originals, missing names)``. All or nothing."""
+        orig_named_tensors, missing_keys = {}, []
+        try:
+            for name, tensor in named_tensors.items():
+                orig = self.swap_tensor(name, tensor, allow_missing=True)
+                if orig is _MISSING:
+                    missing_keys.append(name)
+                orig_named_tensors[name] = orig
+        except Exception:
+            for name, orig in orig_named_tensors.items():
+                self.swap_tensor(name, orig, allow_missing=True)
+            raise
+        if missing_keys and not allow_missing:
+            for name, orig in orig_named_tensors.items():
+                self.swap_tensor(name, orig, allow_missing=True)
+            raise RuntimeError(f"Missing key(s): {', '.join(map(repr, missing_keys))}.")
+        return orig_named_tensors, missing_keys
+
+    def check_keys(self, keys):
+        """``(missing, unexpected)``, sorted: module tensors not in ``keys`` and keys that name none."""
+        keys = set(keys)
+        valid = {n for n, _ in self.module.named_parameters(remove_duplicate=False)}
+        valid |= {n for n, _ in self.module.named_buffers(remove_duplicate=False)}
+        return sorted(valid - keys), sorted(keys - valid)
+
+
+def _untie_named_tensors_map(module: Module, parameters_and_buffers: dict) -> dict:
+    """The given tensors, each also entered under every name tied to its own (one tensor, several names)."""
+    names_of: dict = {}
+    for name, t in [*module.named_parameters(remove_duplicate=False),
+                    *module.named_buffers(remove_duplicate=False)]:
+        names_of.setdefault(id(t), set()).add(name)
+    tied: dict = {}
+    for names in names_of.values():
+        if len(names) > 1:
+            for name in names:
+                tied[name] = names
+    given_tied = [name for name in parameters_and_buffers if name in tied]
+    for name in given_tied:
+        names = tied[name]
+        given_here = names.intersection(given_tied)
+        if len(given_here) > 1 and len({id(parameters_and_buffers[n]) for n in given_here}) != 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, which are tied. "
+                             "Consider using tie_weights=False")
+    untied = dict(parameters_and_buffers)
+    for name in given_tied:
+        for tied_name in tied[name]:
+            untied[tied_name] = parameters_and_buffers[name]
+    return untied
+
+
+@contextlib.contextmanager
+def _reparametrize_module(module: Module, parameters_and_buffers: dict, tie_weights: bool = False,
+                          strict: bool = False, stack_weights: bool = False):
+    """Inside the block, ``module`` holds ``parameters_and_buffers`` in place of its own tensors."""
+    untied = _untie_named_tensors_map(module, parameters_and_buffers) if tie_weights else parameters_and_buffers
+    accessor = NamedMemberAccessor(module)
+    if strict:
+        missing_keys, unexpected_keys = accessor.check_keys(untied)
+        error_msgs = []
+        if unexpected_keys:
+            error_msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected_keys))}.")
+        if missing_keys:
+            error_msgs.append(f"Missing key(s): {', '.join(map(repr, missing_keys))}.")
+        if error_msgs:
+            raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(module._get_name(),
+                                                                                 "\n\t".join(error_msgs)))
+    orig: dict = {}
+    try:
+        orig, _ = accessor.swap_tensors_dict(untied, allow_missing=True)
+        yield
+    finally:
+        if stack_weights:
+            orig = dict(reversed(orig.items()))
+        new, _ = accessor.swap_tensors_dict(orig, allow_missing=True)
+        # tensors replaced inside the block (e.g. a buffer reassigned in forward) are handed back
+        parameters_and_buffers.update({k: new[k] for k in parameters_and_buffers if k in new})
+
+
+def _functional_call(module: Module, parameters_and_buffers: dict, args=None, kwargs=None, *,
+                     tie_weights: bool = True, strict: bool = False):
+    if isinstance(module, DataParallel):
+        raise RuntimeError("The stateless API can't be used with nn.DataParallel module")
+    kwargs = {} if kwargs is None else kwargs
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    with _reparametrize_module(module, parameters_and_buffers, tie_weights=tie_weights, strict=strict):
+        return module(*args, **kwargs)
+
+
+def functional_call(module: Module, parameters_and_buffers: dict, args=None, kwargs=None, *,
+                    tie_weights: bool = True, strict: bool = False):
+    """``module(*args, **kwargs)`` with the named tensors of ``parameters_and_buffers`` in place of its own.
+
+    Names absent from the dict keep the module's tensors (unless ``strict``: then every name must be
+    given and no other). With ``tie_weights`` a tensor the module uses under several names is replaced
+    under all of them. Deprecated in PyTorch in favour of ``torch.func.functional_call``; warns as it does.
+    """
+    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be removed "
+                  "in a future version of PyTorch. Please use `torch.func.functional_call` instead which is a "
+                  "drop-in replacement.", FutureWarning, stacklevel=2)
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)

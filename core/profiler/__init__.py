@@ -1,0 +1,24 @@
+"""``ember.profiler``: where the time of a program goes, op by op, as ``torch.profiler``.
+
+>>> import ember
+>>> from ember.profiler import ProfilerActivity, profile, record_function
+>>> with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+...     with record_function("model_inference"):
+...         y = ember.nn.functional.relu(ember.ones(4, 4) @ ember.ones(4, 4))
+>>> table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=10)
+>>> "model_inference" in table and "aten::matmul" in table
+True
+"""
+from .. import autograd
+from ..registry import show_module
+from . import autograd_profiler, events, profiler
+from .events import EventList, FunctionEvent, FunctionEventAvg
+from .profiler import (
+    ProfilerAction, ProfilerActivity, profile, record_function, schedule, supported_activities,
+    tensorboard_trace_handler,
+)
+
+show_module(f"{autograd.__name__}.profiler", autograd_profiler)  # torch.autograd.profiler's path
+
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "profile",
+           "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]
