@@ -774,7 +774,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
-    return _inplace(input, where(x >= 0, x, x * slope), inplace)
+    return _inplace(input, lambda v: where(v >= 0, v, v * slope), inplace, "rrelu")
 
 
 @export(to=("torch",))
@@ -868,14 +868,14 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     if not training or p == 0:
         return x
     if p == 1:
-        return _inplace(x, x * 0.0, inplace)
+        return _inplace(x, lambda v: v * 0.0, inplace, "feature_alpha_dropout")
     if x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     alpha = -1.7580993408473766
     keep = _keep_mask(x, tuple(x.shape[:2]) + (1,) * (x.ndim - 2), p)
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
-    return _inplace(x, (x * keep + (1 - keep) * alpha) * a + b, inplace)
+    return _inplace(x, lambda v: (v * keep + (1 - keep) * alpha) * a + b, inplace, "feature_alpha_dropout")
 
 
 def _feature_alpha_dropout_(input, p=0.5, train=False):  # noqa: A002
