@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import OPS, VOLATILE, Node, anomaly_trace, grad_edge
+from .autograd.function import OPS, SAVED_HOOKS, VOLATILE, Node, anomaly_trace, grad_edge, pack_output, pack_saved
 from .autograd.grad_mode import STATE, enable_grad
 from .tensor import Tensor, _wrap
 
@@ -290,6 +290,9 @@ def link(ctx, inputs):
     ctx.next_functions = tuple(edges)
     ctx._shapes = tuple(metas)
     if type(ctx).save_inputs:
+        if SAVED_HOOKS.stack:
+            pack_saved(ctx, inputs)
+            return _link_end(ctx, volatile)
         ctx._saved = tuple(inputs)
         vers = []
         for t in inputs:
@@ -299,6 +302,12 @@ def link(ctx, inputs):
             else:
                 vers.append(None)
         ctx._vers = tuple(vers)
+    if STATE.anomaly:
+        anomaly_trace(ctx)
+    return volatile
+
+
+def _link_end(ctx, volatile):
     if STATE.anomaly:
         anomaly_trace(ctx)
     return volatile
@@ -331,7 +340,10 @@ def record(ctx, out, dev, inputs):
     if STATE.inference:
         t._inference = True
     if Op.save_output:
-        ctx._out = (t._data, dev, weakref.ref(t), 0)
+        if SAVED_HOOKS.stack:
+            pack_output(ctx, t)
+        else:
+            ctx._out = (t._data, dev, weakref.ref(t), 0)
     return t
 
 

@@ -21,3 +21,6 @@ function = _FunctionModule()
 function.Function = Function
 function.once_differentiable = once_differentiable
 function.FunctionCtx = FunctionCtx
+
+from . import graph  # noqa: E402
+from . import forward_ad  # noqa: E402

@@ -7,6 +7,7 @@ freed as nodes finish unless ``retain_graph``.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 from .. import tensor as _tensor
@@ -17,6 +18,7 @@ _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 
 
 _ONES = {}
+TASK = threading.local()  # .current: (roots, filter_state) of the backward this thread is running (None outside)
 
 
 def _ones_like(t):
@@ -237,6 +239,8 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly = STATE.anomaly and STATE.anomaly_nan
+    prev_task = getattr(TASK, "current", None)
+    TASK.current = (roots, filter_state)
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
         if len(roots) == 1:  # a DAG: a single root depends on nothing
@@ -304,6 +308,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 _accumulate(fn._variable(), g, create_graph, shared)
     finally:
         STATE.enabled = prev
+        TASK.current = prev_task
     return captured
 
 

@@ -1,0 +1,263 @@
+"""The backward graph, seen from Python: nodes, edges, saved-tensor hooks and multi-tensor gradient hooks.
+
+Every tensor an operation saves for backward can pass through a pair of hooks:
+``pack_hook(tensor)`` when it is saved, ``unpack_hook(packed)`` when backward
+reads it.  The hooks of the innermost open :class:`saved_tensors_hooks` apply.
+
+>>> import ember
+>>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+>>> seen = []
+>>> with ember.autograd.graph.saved_tensors_hooks(lambda t: seen.append("pack") or t, lambda t: t):
+...     y = (x * x).sum()
+>>> seen
+['pack', 'pack']
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+from ..tensor import RemovableHandle, Tensor
+from .engine import TASK
+from .function import AccumulateGrad, Node, SAVED_HOOKS, grad_edge
+
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "saved_tensors_hooks",
+           "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook",
+           "allow_mutation_on_saved_tensors"]
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the backward graph: the gradient for output ``output_nr`` of ``node``."""
+
+    node: Node
+    output_nr: int
+    ownership_token: object = None
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge along which ``tensor``'s gradient flows (its grad_fn, or its leaf's AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    return GradientEdge(*grad_edge(tensor))
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an in-place write does."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._bump()
+
+
+# --------------------------------------------------------------------------- saved-tensor hooks
+class saved_tensors_hooks:
+    """Pack every tensor saved for backward with ``pack_hook`` and read it back with ``unpack_hook``.
+
+    ``pack_hook(tensor)`` may return any object; ``unpack_hook(obj)`` must return
+    a tensor with the saved tensor's values.  Nested contexts: the innermost
+    pair applies.  The hooks are per thread.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if SAVED_HOOKS.disabled is not None:
+            raise RuntimeError(SAVED_HOOKS.disabled)
+        SAVED_HOOKS.stack = SAVED_HOOKS.stack + ((self.pack_hook, self.unpack_hook),)
+        return self
+
+    def __exit__(self, *exc):
+        SAVED_HOOKS.stack = SAVED_HOOKS.stack[:-1]
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep the tensors saved for backward on the CPU and bring them back to their device for backward.
+
+    ``pin_memory=True`` stages them in page-locked memory (where the device has it).
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            dev = t.device
+            if t.device.type == "cpu" and not pin_memory:
+                return dev, t
+            cpu = t.detach().to("cpu", copy=True)
+            if pin_memory:
+                pin = getattr(cpu, "pin_memory", None)
+                if pin is not None:
+                    cpu = pin()
+            return dev, cpu
+
+        def unpack(packed):
+            dev, t = packed
+            return t.to(dev, non_blocking=pin_memory)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Turn saved-tensor hooks off in this block: open ones stop applying, new ones raise ``error_message``."""
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self.prev = (SAVED_HOOKS.stack, SAVED_HOOKS.disabled)
+        SAVED_HOOKS.stack = ()
+        SAVED_HOOKS.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        SAVED_HOOKS.stack, SAVED_HOOKS.disabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class allow_mutation_on_saved_tensors:
+    """Let in-place ops change tensors saved for backward: the saved value is copied before the write.
+
+    Backward then sees the values as they were when saved, instead of
+    failing on the version check.
+    """
+
+    def __enter__(self):
+        from ..dispatch import inplace, intercept  # cycle: autograd <-> dispatch (dispatch sits a floor above)
+
+        saved = {}  # id of the storage owner -> [holder, ...]; holder = [tensor, copied]
+
+        def owner(t):
+            b = t._base
+            return t if b is None else b
+
+        def pack(t):
+            holder = [t, False]
+            saved.setdefault(id(owner(t)), []).append(holder)
+            return holder
+
+        def unpack(holder):
+            return holder[0]
+
+        def handler(kind, Op, args, run):
+            if kind is inplace and args and isinstance(args[0], Tensor):
+                for holder in saved.get(id(owner(args[0])), ()):
+                    if not holder[1]:
+                        holder[0], holder[1] = holder[0].detach().clone(), True
+            return run(*args)
+
+        self.hooks = saved_tensors_hooks(pack, unpack)
+        self.intercept = intercept(handler)
+        self.hooks.__enter__()
+        self.intercept.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.intercept.__exit__(*exc)
+        self.hooks.__exit__(*exc)
+        return False
+
+
+# --------------------------------------------------------------------------- multi-tensor gradient hooks
+def _reachable(task):
+    """The nodes (leaves included) the backward ``task`` can reach, computed once per task."""
+    cache = _REACH.get(id(task))
+    if cache is not None and cache[0] is task:
+        return cache[1]
+    roots, filter_state = task
+    seen = set()
+    stack = [fn for fn, _ in roots if fn is not None]
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        stack.extend(n for n, _ in fn.next_functions if n is not None and n not in seen)
+    if filter_state is not None:
+        needed, targets = filter_state[0], filter_state[1]
+        seen = {fn for fn in seen if fn in needed or (fn, 0) in targets}
+    _REACH.clear()  # one task at a time is enough
+    _REACH[id(task)] = (task, seen)
+    return seen
+
+
+_REACH: dict = {}
+
+
+def _will_run(task, t):
+    node = grad_edge(t)[0]
+    if node is None:
+        return False
+    if type(node) is AccumulateGrad and task[1] is not None and not task[1][4]:
+        return False  # autograd.grad: leaves' hooks do not run
+    return node in _reachable(task)
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Call ``fn`` once the gradients of ``tensors`` have been computed in a backward.
+
+    ``mode="all"``: ``fn(grads)`` with one gradient per tensor (None for those
+    the backward does not reach), after all of them are ready.
+    ``mode="any"``: ``fn(grad)`` with the first gradient computed among them.
+    Returns a handle whose ``remove()`` unregisters it.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    for t in tensors:
+        if not t.requires_grad:
+            raise RuntimeError("register_multi_grad_hook: every tensor must require grad")
+    state = {}  # task -> [grads, count, expected] ("all") or task -> True ("any")
+
+    def current():
+        task = getattr(TASK, "current", None)
+        if state and next(iter(state)) is not task:
+            state.clear()  # a new backward: forget the last one
+        return task
+
+    if mode == "any":
+        def make(i):
+            def hook(grad):
+                task = current()
+                if task not in state:
+                    state[task] = True
+                    fn(grad)
+            return hook
+    else:
+        def make(i):
+            def hook(grad):
+                task = current()
+                entry = state.get(task)
+                if entry is None:
+                    expected = sum(1 for t in tensors if task is None or _will_run(task, t))
+                    entry = state[task] = [[None] * len(tensors), 0, expected]
+                entry[0][i] = grad
+                entry[1] += 1
+                if entry[1] == entry[2]:
+                    fn(tuple(entry[0]))
+            return hook
+
+    handles = [t.register_hook(make(i)) for i, t in enumerate(tensors)]
+    return _MultiHandle(handles)
+
+
+class _MultiHandle(RemovableHandle):
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
