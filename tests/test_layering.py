@@ -22,6 +22,7 @@ FLOORS = {
     "ember.autograd": 2,
     "ember.autograd.functional": 5,
     "ember.autograd.profiler": 5,  # the older profiler API: a facade over ember.profiler
+    "ember.autograd.profiler_util": 5, "ember.autograd.profiler_legacy": 5,  # facades over ember.profiler
     "ember.dispatch": 3, "ember.registry": 3,
     "ember.ops": 4,
     "ember": 5,
