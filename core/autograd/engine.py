@@ -534,6 +534,7 @@ def _accumulate(t, g, create_graph, shared):
             r = hook(g)
             if r is not None:
                 g = r
+        shared.add(id(g))  # a hook may keep it: .grad gets its own copy
     old = t._grad
     if old is None:
         t._grad = g if create_graph else _owned(g, shared)

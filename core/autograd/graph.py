@@ -98,19 +98,21 @@ class save_on_cpu(saved_tensors_hooks):
 
 
 class disable_saved_tensors_hooks:
-    """Turn saved-tensor hooks off in this block: open ones stop applying, new ones raise ``error_message``."""
+    """Forbid saved-tensor hooks in this block: opening one raises ``RuntimeError(error_message)``, and so does
+    entering the block while hooks are open."""
 
     def __init__(self, error_message: str):
         self.error_message = error_message
 
     def __enter__(self):
-        self.prev = (SAVED_HOOKS.stack, SAVED_HOOKS.disabled)
-        SAVED_HOOKS.stack = ()
+        if SAVED_HOOKS.stack:
+            raise RuntimeError(self.error_message)
+        self.prev = SAVED_HOOKS.disabled
         SAVED_HOOKS.disabled = self.error_message
         return self
 
     def __exit__(self, *exc):
-        SAVED_HOOKS.stack, SAVED_HOOKS.disabled = self.prev
+        SAVED_HOOKS.disabled = self.prev
         return False
 
     def __call__(self, fn):
@@ -214,34 +216,31 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
     for t in tensors:
         if not t.requires_grad:
             raise RuntimeError("register_multi_grad_hook: every tensor must require grad")
-    state = {}  # task -> [grads, count, expected] ("all") or task -> True ("any")
+    slot = [None, None]  # the backward seen last (its task) and what this hook has gathered in it
 
-    def current():
+    def entry(make):
         task = getattr(TASK, "current", None)
-        if state and next(iter(state)) is not task:
-            state.clear()  # a new backward: forget the last one
-        return task
+        if slot[0] is not task:
+            slot[0], slot[1] = task, make(task)
+        return slot[1]
 
     if mode == "any":
         def make(i):
             def hook(grad):
-                task = current()
-                if task not in state:
-                    state[task] = True
+                seen = entry(lambda task: [False])
+                if not seen[0]:
+                    seen[0] = True
                     fn(grad)
             return hook
     else:
         def make(i):
             def hook(grad):
-                task = current()
-                entry = state.get(task)
-                if entry is None:
-                    expected = sum(1 for t in tensors if task is None or _will_run(task, t))
-                    entry = state[task] = [[None] * len(tensors), 0, expected]
-                entry[0][i] = grad
-                entry[1] += 1
-                if entry[1] == entry[2]:
-                    fn(tuple(entry[0]))
+                e = entry(lambda task: [[None] * len(tensors), 0,
+                                        sum(1 for t in tensors if task is None or _will_run(task, t))])
+                e[0][i] = grad
+                e[1] += 1
+                if e[1] == e[2]:
+                    fn(list(e[0]))
             return hook
 
     handles = [t.register_hook(make(i)) for i, t in enumerate(tensors)]
