@@ -18,7 +18,12 @@ _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 
 
 _ONES = {}
-TASK = threading.local()  # .current: (roots, filter_state) of the backward this thread is running (None outside)
+class _Task(threading.local):
+    current = None  # (roots, filter_state) of the backward this thread is running
+
+
+TASK = _Task()
+WATCHERS = [0]  # how many multi-gradient hooks exist: only then does a backward say which one it is
 
 
 def _ones_like(t):
@@ -239,8 +244,10 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly = STATE.anomaly and STATE.anomaly_nan
-    prev_task = getattr(TASK, "current", None)
-    TASK.current = (roots, filter_state)
+    watched = WATCHERS[0]
+    if watched:
+        prev_task = TASK.current
+        TASK.current = (roots, filter_state)
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
         if len(roots) == 1:  # a DAG: a single root depends on nothing
@@ -308,7 +315,8 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 _accumulate(fn._variable(), g, create_graph, shared)
     finally:
         STATE.enabled = prev
-        TASK.current = prev_task
+        if watched:
+            TASK.current = prev_task
     return captured
 
 

@@ -18,7 +18,7 @@ import functools
 from typing import NamedTuple
 
 from ..tensor import RemovableHandle, Tensor
-from .engine import TASK
+from .engine import TASK, WATCHERS
 from .function import AccumulateGrad, Node, SAVED_HOOKS, grad_edge
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "saved_tensors_hooks",
@@ -219,7 +219,7 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
     slot = [None, None]  # the backward seen last (its task) and what this hook has gathered in it
 
     def entry(make):
-        task = getattr(TASK, "current", None)
+        task = TASK.current
         if slot[0] is not task:
             slot[0], slot[1] = task, make(task)
         return slot[1]
@@ -244,6 +244,7 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
             return hook
 
     handles = [t.register_hook(make(i)) for i, t in enumerate(tensors)]
+    WATCHERS[0] += 1
     return _MultiHandle(handles)
 
 
@@ -252,8 +253,11 @@ class _MultiHandle(RemovableHandle):
         self.handles = handles
 
     def remove(self):
+        if self.handles:
+            WATCHERS[0] -= 1
         for h in self.handles:
             h.remove()
+        self.handles = []
 
     def __enter__(self):
         return self
