@@ -70,9 +70,11 @@ def test_pack_hook_runs_without_grad_and_innermost_hooks_apply(device, torch):
     (ex,), (tx,) = _pair(torch, device, (4,))
     for m, x in ((ember, ex), (torch, tx)):
         log = []
-        with m.autograd.graph.saved_tensors_hooks(lambda t: log.append("p1") or t, lambda t: log.append("u1") or t):
-            with m.autograd.graph.saved_tensors_hooks(lambda t: log.append(("p2", m.is_grad_enabled())) or t,
-                                                      lambda t: log.append("u2") or t):
+        G1 = m.autograd.graph
+        with G1.saved_tensors_hooks(lambda t, log=log: log.append("p1") or t,
+                                    lambda t, log=log: log.append("u1") or t):
+            with G1.saved_tensors_hooks(lambda t, log=log, m=m: log.append(("p2", m.is_grad_enabled())) or t,
+                                        lambda t, log=log: log.append("u2") or t):
                 y = (x * x).sum()
         y.backward()
         assert log == [("p2", False), ("p2", False), "u2", "u2"], (m.__name__, log)
@@ -86,7 +88,7 @@ def test_disable_saved_tensors_hooks(device, torch):
             with pytest.raises(RuntimeError, match="hooks are off here"):
                 with m.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
                     pass
-        with m.autograd.graph.saved_tensors_hooks(lambda t: log.append("p") or t, lambda t: t):
+        with m.autograd.graph.saved_tensors_hooks(lambda t, log=log: log.append("p") or t, lambda t: t):
             with pytest.raises(RuntimeError, match="no hooks now"):
                 with m.autograd.graph.disable_saved_tensors_hooks("no hooks now"):
                     pass
@@ -143,7 +145,7 @@ def test_custom_function_saves_through_hooks(device, torch):
                 return 3 * a ** 2 * g
 
         log = []
-        with m.autograd.graph.saved_tensors_hooks(lambda t: log.append("p") or t.detach(), lambda t: t * 2):
+        with m.autograd.graph.saved_tensors_hooks(lambda t, log=log: log.append("p") or t.detach(), lambda t: t * 2):
             y = Cube.apply(x).sum()
         y.backward()
         assert log == ["p"]
@@ -198,8 +200,8 @@ def test_saved_tensor_register_hooks(device):
     x = ember.randn(3, device=device, requires_grad=True)
     y = x * x
     log = []
-    ember.autograd.SavedTensor(y.grad_fn, 0).register_hooks(lambda t: log.append("p") or t * 0,
-                                                            lambda t: log.append("u") or t)
+    ember.autograd.SavedTensor(y.grad_fn, 0).register_hooks(lambda t, log=log: log.append("p") or t * 0,
+                                                            lambda t, log=log: log.append("u") or t)
     y.sum().backward()
     assert log == ["p", "u"]
     assert_close(x.grad, x.detach())  # one factor read back as zeros: d(a*b)/da = b only
@@ -225,12 +227,12 @@ def test_node_is_the_public_view_of_grad_fn(device, torch):
 def test_node_hooks_match_torch(device, torch):
     (ex,), (tx,) = _pair(torch, device, (3,))
     res = []
-    for m, x in ((ember, ex), (torch, tx)):
+    for x in (ex, tx):
         y = x * 3
         z = y.exp().sum()
         log = []
-        h1 = y.grad_fn.register_prehook(lambda go: log.append("pre") or (go[0] * 2,))
-        y.grad_fn.register_hook(lambda gi, go: log.append("post") or None)
+        h1 = y.grad_fn.register_prehook(lambda go, log=log: log.append("pre") or (go[0] * 2,))
+        y.grad_fn.register_hook(lambda gi, go, log=log: log.append("post") or None)
         z.backward(retain_graph=True)
         g1 = x.grad.clone()
         h1.remove()
@@ -273,7 +275,7 @@ def test_register_multi_grad_hook(device, torch, mode):
     results = []
     for m, a, b, c in ((ember, ea, eb, ec), (torch, ta, tb, tc)):
         calls = []
-        h = m.autograd.graph.register_multi_grad_hook((a, b, c), lambda g: calls.append(g), mode=mode)
+        h = m.autograd.graph.register_multi_grad_hook((a, b, c), lambda g, calls=calls: calls.append(g), mode=mode)
         (a * b).sum().backward()  # c takes no part
         (a * 2).sum().backward()  # only a
         h.remove()

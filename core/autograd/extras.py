@@ -8,9 +8,9 @@ from typing import NamedTuple
 from ..tensor import Tensor
 from .function import _Packed, unpack_saved
 
-__all__ = ["DeviceType", "ProfilerConfig", "ProfilerEvent", "ProfilerState", "SavedTensor", "enforce_grad_layout_policy", "is_tensor_like",
-           "is_multithreading_enabled", "is_view_replay_enabled", "kineto_available", "set_multithreading_enabled",
-           "variable"]
+__all__ = ["DeviceType", "ProfilerConfig", "ProfilerEvent", "ProfilerState", "SavedTensor",
+           "enforce_grad_layout_policy", "is_tensor_like", "is_multithreading_enabled", "is_view_replay_enabled",
+           "kineto_available", "set_multithreading_enabled", "variable"]
 
 _MULTITHREADING = [True]
 
