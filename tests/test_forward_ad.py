@@ -162,3 +162,36 @@ def test_tangents_through_a_chain_of_ops(device, torch):
             y = x.exp() * x
             res.append(fw.unpack_dual(y.tanh()).tangent)
     assert_close(*res)
+
+
+def _jac_f(m, x, y):
+    return x.sin() * y, x.sum() * y.tanh(), x @ y
+
+
+def _hess_f(m, x, y):
+    return (x.sin() * y.exp()).sum() + (x * x * y).sum()
+
+
+def test_functional_jacobian_forward_mode_runs_on_dual_tensors(device, torch):
+    a, b = _arrays((3,), (3,))
+    e = ember.autograd.functional.jacobian(lambda *z: _jac_f(ember, *z), (ember.tensor(a, device=device),
+                                           ember.tensor(b, device=device)), vectorize=True, strategy="forward-mode")
+    t = torch.autograd.functional.jacobian(lambda *z: _jac_f(torch, *z), (torch.tensor(a), torch.tensor(b)),
+                                           vectorize=True, strategy="forward-mode")
+    assert type(e) is type(t) is list and len(e) == 3
+    for er, tr in zip(e, t):
+        assert type(er) is type(tr) is list
+        for x, y in zip(er, tr):
+            assert_close(x, y)
+
+
+def test_functional_hessian_forward_over_reverse(device, torch):
+    a, b = _arrays((3,), (3,))
+    e = ember.autograd.functional.hessian(lambda *z: _hess_f(ember, *z), (ember.tensor(a, device=device),
+                                          ember.tensor(b, device=device)), vectorize=True,
+                                          outer_jacobian_strategy="forward-mode")
+    t = torch.autograd.functional.hessian(lambda *z: _hess_f(torch, *z), (torch.tensor(a), torch.tensor(b)),
+                                          vectorize=True, outer_jacobian_strategy="forward-mode")
+    for er, tr in zip(e, t):
+        for x, y in zip(er, tr):
+            assert_close(x, y.detach())
