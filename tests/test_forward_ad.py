@@ -123,6 +123,22 @@ def test_forward_over_reverse_hvp(device):
     assert_close(hvp, 6 * p.detach() * v)
 
 
+@pytest.mark.parametrize("fn", [lambda x: x.exp().sum(), lambda x: x.tanh().pow(2).sum(),
+                                lambda x: (x.sigmoid() * x.softmax(0)).sum()], ids=["exp", "tanh", "sigmoid"])
+def test_forward_over_reverse_through_saved_outputs(device, torch, fn):
+    x0, v0 = _arrays((4,), (4,))
+    res = []
+    for m in (ember, torch):
+        kw = {"device": device} if m is ember else {}
+        fw = m.autograd.forward_ad
+        p = m.tensor(x0, requires_grad=True, **kw)
+        with fw.dual_level():
+            (g,) = m.autograd.grad(fn(fw.make_dual(p, m.tensor(v0, **kw))), p, create_graph=True)
+            res.append((g, fw.unpack_dual(g).tangent))
+    assert_close(res[0][0], res[1][0].detach())
+    assert_close(res[0][1], res[1][1].detach())
+
+
 def test_levels_and_unpack(device, torch):
     for m in (ember, torch):
         kw = {"device": device} if m is ember else {}

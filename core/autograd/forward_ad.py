@@ -166,6 +166,9 @@ def _handler(kind, Op, args, run):
     for o, v in zip(outs, tangents):
         if isinstance(o, Tensor) and v is not None:
             _set_tangent(o, v)
+            fn = o._fn
+            if fn is not None and fn._out is not None:  # a saved output: backward formulas read it from the node
+                _set_tangent(fn, v)
     return out
 
 

@@ -149,14 +149,17 @@ class Node:
         if self._packed:
             out = self._unpacked_output()
             out._fn = self
-            return out
-        arr, dev, ref, ver = self._out
-        t = ref()
-        if t is not None and t._version != ver:
-            self._check_version(t, ver, "output")
-        out = _wrap(arr, dev)
-        out._rg = True
-        out._fn = self
+        else:
+            arr, dev, ref, ver = self._out
+            t = ref()
+            if t is not None and t._version != ver:
+                self._check_version(t, ver, "output")
+            out = _wrap(arr, dev)
+            out._rg = True
+            out._fn = self
+        d = self.__dict__
+        if "_fw" in d:  # the output's forward-mode tangent (ember.autograd.forward_ad)
+            out.__dict__["_fw"] = d["_fw"]
         return out
 
     def _unpacked_output(self):
