@@ -259,6 +259,19 @@ def test_gradient_edge(device, torch):
             m.autograd.graph.get_gradient_edge(m.ones(2))
 
 
+def test_grad_with_respect_to_gradient_edges(device, torch):
+    (ex,), (tx,) = _pair(torch, device, (3,))
+    res = []
+    for m, x in ((ember, ex), (torch, tx)):
+        y = x.exp()
+        z = (y * y.sin()).sum()
+        ey, ex_ = m.autograd.graph.get_gradient_edge(y), m.autograd.graph.get_gradient_edge(x)
+        res.append(m.autograd.grad(z, ey, retain_graph=True) + m.autograd.grad(z, (x, ey, ex_)))
+    assert len(res[0]) == len(res[1]) == 4
+    for a, b in zip(*res):
+        assert_close(a, b)
+
+
 def test_increment_version(device, torch):
     for m in (ember, torch):
         x = m.ones(3)

@@ -125,7 +125,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """
     Tensor = _tensor.Tensor
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    single = isinstance(inputs, Tensor)
+    single = isinstance(inputs, Tensor) or hasattr(inputs, "output_nr")  # a tensor or one GradientEdge
     inputs = (inputs,) if single else tuple(inputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -137,6 +137,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     for t in inputs:
+        if not isinstance(t, Tensor):  # a GradientEdge: the gradient flowing into that node's output
+            continue
         if not t._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
@@ -145,7 +147,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = {}
     edges = []
     for t in inputs:
-        e = grad_edge(t)
+        e = grad_edge(t) if isinstance(t, Tensor) else (t.node, t.output_nr)
         edges.append(e)
         targets[e] = t
     captured = run([grad_edge(t) for t in outputs], grads, retain_graph, create_graph, targets=targets,
@@ -154,7 +156,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t, e in zip(inputs, edges):
         g = captured.get(e)
         if g is None:
-            if materialize_grads:
+            if materialize_grads and isinstance(t, Tensor):
                 g = t.new_zeros(t.shape)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
