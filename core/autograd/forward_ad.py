@@ -154,8 +154,12 @@ def _has_tangent(args):
 def _handler(kind, Op, args, run):
     if getattr(_QUIET, "on", False) or not _has_tangent(args):
         return run(*args)
-    from ..dispatch import inplace  # cycle: autograd <-> dispatch (dispatch sits a floor above)
+    from ..dispatch import inplace, view_op  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
+    if kind is view_op and not any(isinstance(p, Tensor) for p in args[1:]):
+        out = run(*args)  # a view is linear: its tangent is the same view of the tangent
+        _set_tangent(out, run(args[0].__dict__["_fw"], *args[1:]))
+        return out
     if kind is inplace:
         tangents = _jvp(kind, Op, args, run, inplace=True)
         out = run(*args)
