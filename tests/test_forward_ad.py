@@ -211,3 +211,17 @@ def test_functional_hessian_forward_over_reverse(device, torch):
     for er, tr in zip(e, t):
         for x, y in zip(er, tr):
             assert_close(x, y.detach())
+
+
+def test_saved_tensor_hooks_see_only_the_ops_own_saves(device):
+    """The tangent's computation saves nothing through the hooks: a product saves its two factors, as without
+    a dual level."""
+    log = []
+    p = ember.ones(3, requires_grad=True, device=device)
+    with fwAD.dual_level():
+        with ember.autograd.graph.saved_tensors_hooks(lambda t: log.append(1) or t, lambda t: t):
+            y = fwAD.make_dual(p, ember.ones(3, device=device)) * p
+        assert_close(fwAD.unpack_dual(y).tangent, p.detach())
+    assert len(log) == 2
+    y.sum().backward()
+    assert_close(p.grad, 2 * p.detach())

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from ..tensor import Tensor
 from .engine import grad as _grad
+from .function import SAVED_HOOKS
 from .grad_mode import STATE, enable_grad
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual",
@@ -161,11 +162,11 @@ def _handler(kind, Op, args, run):
         _set_tangent(out, run(args[0].__dict__["_fw"], *args[1:]))
         return out
     if kind is inplace:
-        tangents = _jvp(kind, Op, args, run, inplace=True)
+        tangents = _quiet_jvp(kind, Op, args, run, True)
         out = run(*args)
     else:
         out = run(*args)
-        tangents = _jvp(kind, Op, args, run)
+        tangents = _quiet_jvp(kind, Op, args, run, False)
     outs = out if type(out) in (tuple, list) else (out,)
     for o, v in zip(outs, tangents):
         if isinstance(o, Tensor) and v is not None:
@@ -174,6 +175,15 @@ def _handler(kind, Op, args, run):
             if fn is not None and fn._out is not None:  # a saved output: backward formulas read it from the node
                 _set_tangent(fn, v)
     return out
+
+
+def _quiet_jvp(kind, Op, args, run, inplace):
+    hooks = SAVED_HOOKS.stack  # what the tangent's computation saves is its own business, not the hooks'
+    SAVED_HOOKS.stack = ()
+    try:
+        return _jvp(kind, Op, args, run, inplace)
+    finally:
+        SAVED_HOOKS.stack = hooks
 
 
 def _jvp(kind, Op, args, run, inplace=False):
