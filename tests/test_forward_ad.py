@@ -225,3 +225,47 @@ def test_saved_tensor_hooks_see_only_the_ops_own_saves(device):
     assert len(log) == 2
     y.sum().backward()
     assert_close(p.grad, 2 * p.detach())
+
+
+RULE_CASES = [
+    ("add_alpha", lambda m, x, y: m.add(x, y, alpha=2.5)),
+    ("sub_scalar", lambda m, x, y: 2 - x + (y - 1)),
+    ("neg_sum_mean", lambda m, x, y: (-x).sum(0) + y.mean(1).sum() + x.sum(dim=1, keepdim=True).mean()),
+    ("cat_stack_clone", lambda m, x, y: m.stack([m.cat([x, y.clone()], 1), m.cat([y, x], 1)])),
+    ("mul_broadcast", lambda m, x, y: x * y[0] * 3),
+    ("mm_matmul", lambda m, x, y: (x @ y.t()).matmul(y)),
+    ("pointwise", lambda m, x, y: x.exp() + x.sin() * y.cos() + x.tanh() + y.sigmoid() + x.relu()
+     + y.abs().log() + y.abs().sqrt()),
+]
+
+
+@pytest.mark.parametrize("name,fn", RULE_CASES, ids=[c[0] for c in RULE_CASES])
+@pytest.mark.parametrize("which", ["both", "first"])
+def test_closed_forms_agree_with_the_generic_tangent(device, torch, name, fn, which):
+    a, b = _arrays((3, 4), (3, 4))
+    va, vb = _arrays((3, 4), (3, 4), seed=1)
+    results = []
+    for closed in (True, False):
+        fwAD.CLOSED_FORMS[0] = closed
+        try:
+            p = ember.tensor(a, device=device, requires_grad=True)
+            with fwAD.dual_level():
+                x = fwAD.make_dual(p, ember.tensor(va, device=device))
+                y = ember.tensor(b, device=device)
+                if which == "both":
+                    y = fwAD.make_dual(y, ember.tensor(vb, device=device))
+                t = fwAD.unpack_dual(fn(ember, x, y)).tangent
+            # reverse mode through the tangent (a linear op's tangent does not depend on the primal)
+            gp = ember.autograd.grad(t.sum(), p, materialize_grads=True)[0] if t.requires_grad else \
+                ember.zeros_like(p)
+            results.append((t, gp))
+        finally:
+            fwAD.CLOSED_FORMS[0] = True
+    assert_close(results[0][0], results[1][0])
+    assert_close(results[0][1], results[1][1])
+    with torch.autograd.forward_ad.dual_level():
+        tx = torch.autograd.forward_ad.make_dual(torch.tensor(a), torch.tensor(va))
+        ty = torch.tensor(b)
+        if which == "both":
+            ty = torch.autograd.forward_ad.make_dual(ty, torch.tensor(vb))
+        assert_close(results[0][0], torch.autograd.forward_ad.unpack_dual(fn(torch, tx, ty)).tangent)
