@@ -54,6 +54,10 @@ def cases(device):
     img = ember.tensor(nimg, device=device)
     nsorted = np.sort(ni.reshape(-1))
     srt = ember.tensor(nsorted, device=device)
+    nreps = rng.integers(0, 4, 1000)
+    reps = ember.tensor(nreps, device=device)
+    np1, np2 = (rng.standard_normal((1000, 64)).astype(np.float32) for _ in range(2))
+    p1, p2 = ember.tensor(np1, device=device), ember.tensor(np2, device=device)
     F = ember.nn.functional
     sync = ember.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
@@ -84,12 +88,36 @@ def cases(device):
         starts = np.nonzero(keep)[0]
         return nsorted[keep], np.cumsum(keep) - 1, np.diff(np.append(starts, nsorted.shape[0]))
 
+    def n_cdist():
+        sq1, sq2 = (np1 * np1).sum(1, keepdims=True), (np2 * np2).sum(1, keepdims=True)
+        return np.sqrt(np.maximum(np1 @ np2.T * -2 + sq1 + sq2.T, 0))
+
     ncz = (na + 1j * nb).astype(np.complex64)
     cz = ember.tensor(ncz, device=device)
     nsig = na.reshape(-1)
     sig = ember.tensor(nsig, device=device)
     nwin = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(512) / 512)).astype(np.float32)
     win = ember.hann_window(512, device=device)
+
+    ngrid = rng.uniform(-1.1, 1.1, (4, 128, 128, 2)).astype(np.float32)  # some samples fall outside: zeros
+    grid = ember.tensor(ngrid, device=device)
+
+    def n_grid_sample():  # bilinear, zeros padding, align_corners=False: (4, 16, 128, 128) from the same image
+        n, c, h, w = nimg.shape
+        x = ((ngrid[..., 0] + 1) * w - 1) / 2
+        y = ((ngrid[..., 1] + 1) * h - 1) / 2
+        x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
+        out = np.zeros((n, c) + x.shape[1:], np.float32)
+        planes = nimg.reshape(n, c, h * w)
+        for dx in (0, 1):
+            for dy in (0, 1):
+                xi, yi = x0 + dx, y0 + dy
+                wt = (1 - np.abs(x - xi)) * (1 - np.abs(y - yi))
+                inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+                flat = (np.clip(yi, 0, h - 1) * w + np.clip(xi, 0, w - 1)).reshape(n, 1, -1)
+                vals = np.take_along_axis(planes, np.broadcast_to(flat, (n, c, flat.shape[-1])), 2)
+                out += vals.reshape(out.shape) * (wt * inside)[:, None]
+        return out
 
     def n_stft():  # centred reflect padding, strided frames, windowed one-sided transforms, (freq, frames)
         x = np.pad(nsig, 256, mode="reflect")
@@ -128,12 +156,18 @@ def cases(device):
                                        lambda: np.unique(ni, return_inverse=True, return_counts=True)),
         "unique_consecutive int": (lambda: ember.unique_consecutive(srt, return_inverse=True, return_counts=True),
                                    n_unique_consecutive),
+        # repeats and distances
+        "repeat_interleave(2, dim=1)": (lambda: a.repeat_interleave(2, dim=1), lambda: na.repeat(2, 1)),
+        "repeat_interleave(tensor, 0)": (lambda: a.repeat_interleave(reps, dim=0), lambda: na.repeat(nreps, 0)),
+        "cdist 1000x64, 1000x64": (lambda: ember.cdist(p1, p2), n_cdist),
         # embeddings and resampling
         "embedding_bag mean 1000x16": (lambda: F.embedding_bag(bag, w, offs),
                                        lambda: np.add.reduceat(nw[nbag], noffs) / 16),
         "interpolate nearest 2x": (lambda: F.interpolate(img, scale_factor=2),
                                    lambda: nimg.repeat(2, 2).repeat(2, 3)),
         "interpolate bilinear 2x": (lambda: F.interpolate(img, scale_factor=2, mode="bilinear"), n_bilinear),
+        "grid_sample bilinear 4x16x128x128": (lambda: F.grid_sample(img, grid, align_corners=False),
+                                              n_grid_sample),
         # Fourier transforms
         "fft(dim=1) complex64": (lambda: ember.fft.fft(cz), lambda: np.fft.fft(ncz)),
         "fft(dim=1) float32": (lambda: ember.fft.fft(a), lambda: np.fft.fft(na)),

@@ -13,32 +13,14 @@ OpenBLAS and torch to one thread so the ratios compare frameworks.
 """
 import argparse
 import json
-import os
-import statistics
-import sys
-import timeit
 
-_threads = "1"
-for i, a in enumerate(sys.argv):
-    if a == "--threads" and i + 1 < len(sys.argv):
-        _threads = sys.argv[i + 1]
-if _threads != "0":
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads)
-    os.environ.setdefault("OMP_NUM_THREADS", _threads)
+from bench_nn import _threads, bench  # first: it pins the BLAS threads (--threads) before NumPy loads
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import ember  # noqa: E402
+import ember
 
 SIZES = (64, 128, 128, 10)
-
-
-def bench(fn, repeat, min_time):
-    t = timeit.Timer(fn, setup="import gc; gc.enable()")
-    number = 1
-    while t.timeit(number) < min_time:
-        number *= 2
-    return statistics.median(t.repeat(repeat, number)) / number
 
 
 def mlp(nn):

@@ -23,6 +23,7 @@ from .tensor import Tensor, _wrap
 
 _new = object.__new__
 _SCALARS = (int, float, bool, complex, np.number, np.bool_)
+_PY_SCALARS = (float, int, bool, complex)  # a NumPy scalar promotes as the Python scalar it holds, as in PyTorch
 _HANDLERS: list = []  # interception handlers, innermost last (see intercept)
 _RUNNING = threading.local()  # per thread: the handlers running now, not called again for the ops inside them
 _PASS = object()  # _intercepted's answer when every handler is running: compute the op itself
@@ -179,6 +180,8 @@ def binary(Op, a, b, *params):
                 x, y = a._data, b._data
             rg = a._rg or b._rg
         elif isinstance(b, _SCALARS):
+            if type(b) not in _PY_SCALARS:
+                b = b.item()
             x, y, dev = a._data, b, a._dev
             cat = dtypes.scalar_category(b)
             if cat > _category(x, dev):
@@ -188,6 +191,8 @@ def binary(Op, a, b, *params):
         else:
             return NotImplemented
     elif isinstance(a, _SCALARS) and isinstance(b, Tensor):
+        if type(a) not in _PY_SCALARS:
+            a = a.item()
         x, y, dev = a, b._data, b._dev
         cat = dtypes.scalar_category(a)
         if cat > _category(y, dev):

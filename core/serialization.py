@@ -359,10 +359,105 @@ def _decode_ndarray(v: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(v["data"]), dt).reshape(v["shape"]).copy()
 
 
+# --------------------------------------------------------------------------- globals allowed by weights_only
+_SAFE_GLOBALS: set = set()  # what the user marked safe: functions/classes, or (object, "module.qualname")
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Mark functions/classes (or ``(object, "module.qualname")`` pairs) safe for ``load(weights_only=True)``.
+
+    A checkpoint that pickles a marked global (a custom class, a config dataclass) loads without
+    ``weights_only=False``; anything else it names still stops the load.
+
+    >>> import ember
+    >>> ember.serialization.add_safe_globals([complex]); complex in ember.serialization.get_safe_globals()
+    True
+    >>> ember.serialization.clear_safe_globals()
+    """
+    global _SAFE_GLOBALS
+    _SAFE_GLOBALS = _SAFE_GLOBALS.union(set(safe_globals))
+
+
+def get_safe_globals() -> list:
+    """The user-marked globals that ``weights_only`` loading allows."""
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals() -> None:
+    """Forget every global marked with :func:`add_safe_globals`."""
+    global _SAFE_GLOBALS
+    _SAFE_GLOBALS = set()
+
+
+class safe_globals:  # noqa: N801 - PyTorch's name
+    """Context manager: the given globals are safe for ``weights_only`` loading inside the block.
+
+    >>> import ember
+    >>> with ember.serialization.safe_globals([complex]):
+    ...     complex in ember.serialization.get_safe_globals()
+    True
+    >>> ember.serialization.get_safe_globals()
+    []
+    """
+
+    def __init__(self, safe_globals: list):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        global _SAFE_GLOBALS
+        _SAFE_GLOBALS = _SAFE_GLOBALS.difference(set(self.safe_globals))
+
+
+def allowed_global(module: str, name: str):
+    """The user-marked safe global ``module.name``, or None (checkpoint readers call this)."""
+    full = f"{module}.{name}"
+    for g in _SAFE_GLOBALS:
+        if isinstance(g, tuple):
+            if len(g) != 2:
+                raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), but got tuple of "
+                                 f"length: {len(g)}")
+            if type(g[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: "
+                                f"{type(g[1])}")
+            if g[1] == full:
+                return g[0]
+        elif f"{g.__module__}.{g.__qualname__}" == full:
+            return g
+    return None
+
+
+def unsupported_global(module: str, name: str) -> pickle.UnpicklingError:
+    """PyTorch's error for a global that ``weights_only`` loading does not allow."""
+    return pickle.UnpicklingError(
+        f"Weights only load failed: Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. "
+        f"Please use `ember.serialization.add_safe_globals([{name}])` or the "
+        f"`ember.serialization.safe_globals([{name}])` context manager to allowlist this global if you trust this "
+        f"class/function; or pass weights_only=False only if you trust the file's source.")
+
+
+_PLAIN_GLOBALS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set"): set,
+                  ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
+                  ("builtins", "slice"): slice}
+
+
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, st: _Storages):
+    def __init__(self, f, st: _Storages, weights_only: bool = False):
         super().__init__(f)
         self.st = st
+        self.weights_only = weights_only
+
+    def find_class(self, module, name):
+        if not self.weights_only:
+            return super().find_class(module, name)
+        obj = _PLAIN_GLOBALS.get((module, name))
+        if obj is None:
+            obj = allowed_global(module, name)
+        if obj is None:
+            raise unsupported_global(module, name)
+        return obj
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "tensor"):
@@ -433,9 +528,5 @@ def _load_ember(zf, names, name, map_location, weights_only):
     st = _Storages(zf, header.get("storages", []), map_location)
     if PREFIX + "data.json" in names:
         return _decode(json.loads(zf.read(PREFIX + "data.json")), st)
-    if weights_only:
-        raise pickle.UnpicklingError(
-            f"Weights only load failed: {name} contains pickled Python objects (for example a whole model). "
-            "Loading it runs code from the file: pass weights_only=False only if you trust its source, or save "
-            "a state_dict instead.")
-    return _Unpickler(io.BytesIO(zf.read(PREFIX + "data.pkl")), st).load()
+    # weights_only: only plain containers and the globals marked safe (add_safe_globals) resolve
+    return _Unpickler(io.BytesIO(zf.read(PREFIX + "data.pkl")), st, weights_only).load()

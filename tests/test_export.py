@@ -1,36 +1,13 @@
 """ember.export: ExportedProgram basics, dynamic dimensions, and bad input."""
 import numpy as np
 import pytest
+from export_models import Net
+from export_models import to_np as _np
 from fakegpu import registered
 
 import ember
 import ember.nn as nn
-import ember.nn.functional as F
 from ember.export import Dim, ExportedProgram, ShapesCollection, export
-
-
-def _np(t):
-    return t.detach().cpu().numpy()
-
-
-class Net(nn.Module):
-    """The seeds' LeNet, whose ``view(x.size()[0], -1)`` reads the batch size."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(x.size()[0], -1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
 
 
 def test_exported_program_basics(device):

@@ -5,16 +5,13 @@ import zipfile
 
 import numpy as np
 import pytest
+from export_models import Net
+from export_models import to_np as _np
 
 import ember
 import ember.nn as nn
-import ember.nn.functional as F
 from ember import jit
 from ember.jit import TracerWarning
-
-
-def _np(t):
-    return t.detach().cpu().numpy()
 
 
 def _flat(out):
@@ -33,28 +30,10 @@ def _same(a, b):
         np.testing.assert_array_equal(_np(x), _np(y))
 
 
-class LeNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(x.size()[0], -1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
-
-
 def _models():
     return {
         "mlp": (lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), (3, 4)),
-        "lenet": (LeNet, (2, 1, 32, 32)),
+        "lenet": (Net, (2, 1, 32, 32)),
         "lstm": (lambda: nn.LSTM(4, 8, 2, batch_first=True), (3, 5, 4)),
         "transformer": (lambda: nn.TransformerEncoder(
             nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True), 2).eval(), (3, 5, 16)),
@@ -153,7 +132,7 @@ def test_batchnorm_training_updates_buffers_on_replay(device):
 # ---------------------------------------------------------------------------- save / load
 def test_save_load_round_trip(device, tmp_path):
     ember.manual_seed(0)
-    m = LeNet().to(device)
+    m = Net().to(device)
     x = ember.randn(2, 1, 32, 32, device=device)
     traced = jit.trace(m, x)
     path = tmp_path / "lenet.pt"

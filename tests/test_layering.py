@@ -20,9 +20,6 @@ FLOORS = {
     "ember.kernels": 0, "ember.hookspecs": 0, "ember._printing": 0,
     "ember.tensor": 1, "ember.random": 1,
     "ember.autograd": 2,
-    "ember.autograd.functional": 5,
-    "ember.autograd.profiler": 5,  # the older profiler API: a facade over ember.profiler
-    "ember.autograd.profiler_util": 5, "ember.autograd.profiler_legacy": 5,  # facades over ember.profiler
     "ember.dispatch": 3, "ember.registry": 3,
     "ember.ops": 4,
     "ember": 5,

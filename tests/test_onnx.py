@@ -3,6 +3,8 @@ import io
 
 import numpy as np
 import pytest
+from export_models import Net
+from export_models import to_np as _np
 from fakegpu import registered
 
 import ember
@@ -11,10 +13,6 @@ import ember.nn.functional as F
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-
-
-def _np(t):
-    return t.detach().cpu().numpy()
 
 
 def _session(data):
@@ -28,27 +26,6 @@ def _outputs(out):
 
 
 # ---------------------------------------------------------------------------- the models
-class Net(nn.Module):
-    """The seeds' Net."""
-
-    def __init__(self):
-        super(Net, self).__init__()  # noqa: UP008 - as the seeds write it
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(x.size()[0], -1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
-
-
 class Net2(nn.Module):
     """The seeds' Net2 (its ``super(Net, self)`` typo, which fails in PyTorch too, corrected)."""
 

@@ -27,23 +27,6 @@ from . import forward_ad  # noqa: E402
 from .anomaly_mode import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402,F401
 from .extras import (  # noqa: E402,F401
     DeviceType, ProfilerConfig, ProfilerEvent, ProfilerState, SavedTensor, enforce_grad_layout_policy,
-    is_multithreading_enabled,
-    is_tensor_like, is_view_replay_enabled, kineto_available, set_multithreading_enabled, variable,
+    is_multithreading_enabled, is_tensor_like, is_view_replay_enabled, kineto_available, set_multithreading_enabled,
+    variable,
 )
-
-_LAZY = ("ProfilerActivity", "profiler_util", "profiler_legacy")
-
-
-def __getattr__(name):
-    # the profiler's names live a floor above autograd: loaded on first use
-    if name == "ProfilerActivity":
-        from ..profiler import ProfilerActivity  # cycle: autograd <-> profiler (profiler records autograd ops)
-        return ProfilerActivity
-    if name in ("profiler_util", "profiler_legacy"):
-        import importlib
-        return importlib.import_module(__name__ + "." + name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))

@@ -24,6 +24,23 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
+def _probs_or_logits(dist, probs, logits, total_count=None):
+    """Store whichever of ``probs``/``logits`` is given (broadcast with ``total_count``, which takes its dtype,
+    when there is one) and keep it as ``dist._param``; returns the batch shape (``()`` for a lone number)."""
+    _one_of(probs, logits)
+    name, given = ("probs", probs) if probs is not None else ("logits", logits)
+    if total_count is None:
+        (param,) = broadcast_all(given)
+        batch = () if isinstance(given, Number) else param.shape
+    else:
+        total_count, param = broadcast_all(total_count, given)
+        dist.total_count = total_count.type_as(param)
+        batch = param.shape
+    setattr(dist, name, param)
+    dist._param = param
+    return batch
+
+
 def _enumerate(dist, n, dtype, expand):
     values = ember.arange(n, dtype=dtype, device=dist._param.device)
     values = values.reshape((-1,) + (1,) * len(dist._batch_shape))
@@ -43,15 +60,7 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(() if scalar else self._param.shape, validate_args=validate_args)
+        super().__init__(_probs_or_logits(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = expand_params(self, Bernoulli, batch_shape, _instance, ("probs", "logits"))
@@ -275,15 +284,7 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        super().__init__(_probs_or_logits(self, probs, logits, total_count), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = expand_params(self, Binomial, batch_shape, _instance, ("total_count", "probs", "logits"))
@@ -530,15 +531,7 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        super().__init__(_probs_or_logits(self, probs, logits, total_count), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = expand_params(self, NegativeBinomial, batch_shape, _instance, ("total_count", "probs", "logits"))

@@ -12,6 +12,7 @@ from . import constraints
 from ._special import digamma, lgamma
 from .composite import TransformedDistribution
 from .continuous import Gamma, Uniform
+from .discrete import _probs_or_logits
 from .distribution import expand_params
 from .exp_family import ExponentialFamily
 from .transforms import AffineTransform, PowerTransform
@@ -33,19 +34,12 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        batch_shape = _probs_or_logits(self, probs, logits)
         if probs is not None:
-            scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
             if validate_args is not None and not bool(self.arg_constraints["probs"].check(self.probs).all()):
                 raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(() if scalar else self._param.shape, validate_args=validate_args)
+            self.probs = self._param = clamp_probs(self.probs)
+        super().__init__(batch_shape, validate_args=validate_args)
         self._lims = lims
 
     def expand(self, batch_shape, _instance=None):

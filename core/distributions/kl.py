@@ -381,7 +381,9 @@ def _kl_beta_uniform(p, q):
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
-def _kl_exponential_infinity(p, q):
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_rate_infinity(p, q):
     return _infinite_like(p.rate)
 
 
@@ -449,7 +451,17 @@ def _kl_gamma_normal(p, q):
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Pareto)
+@register_kl(Laplace, Uniform)
+@register_kl(Normal, Beta)
+@register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
+@register_kl(Normal, Pareto)
+@register_kl(Normal, Uniform)
+def _kl_loc_scale_infinity(p, q):
     return _infinite_like(p.loc)
 
 
@@ -462,15 +474,6 @@ def _kl_gumbel_normal(p, q):
     return -t1 + t2 + t3 - (euler_constant + 1)
 
 
-@register_kl(Laplace, Beta)
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Pareto)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Laplace, Normal)
 def _kl_laplace_normal(p, q):
     var_normal = q.scale.pow(2)
@@ -478,15 +481,6 @@ def _kl_laplace_normal(p, q):
     t1 = 0.5 * ember.log(2 * scale_sqr_var_ratio / math.pi)
     t2 = 0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)
     return -t1 + scale_sqr_var_ratio + t2 / var_normal - 1
-
-
-@register_kl(Normal, Beta)
-@register_kl(Normal, Exponential)
-@register_kl(Normal, Gamma)
-@register_kl(Normal, Pareto)
-@register_kl(Normal, Uniform)
-def _kl_normal_infinity(p, q):
-    return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Gumbel)
@@ -542,12 +536,6 @@ def _kl_pareto_normal(p, q):
     t3 = p.alpha * common.pow(2) / (p.alpha - 2)
     t4 = (p.alpha * common - q.loc).pow(2)
     return _inf_where(p.alpha <= 2, t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1)
-
-
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p, q):
-    return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Beta)

@@ -2,15 +2,13 @@
 logit-space bases, and LogisticNormal."""
 from __future__ import annotations
 
-from numbers import Number
-
 import ember
 
 from . import constraints
 from ._special import lgamma
 from .composite import TransformedDistribution
 from .continuous import Normal
-from .discrete import Categorical
+from .discrete import Categorical, _probs_or_logits
 from .distribution import Distribution
 from .transforms import ExpTransform, SigmoidTransform, StickBreakingTransform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
@@ -27,16 +25,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(() if scalar else self._param.shape, validate_args=validate_args)
+        super().__init__(_probs_or_logits(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)

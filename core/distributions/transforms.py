@@ -369,6 +369,13 @@ class ReshapeTransform(Transform):
         return self._reshaped(shape, self.out_shape, self.in_shape)
 
 
+def _all_instances_equal(cls):
+    """Class decorator for a transform without parameters: every instance of ``cls`` equals every other."""
+    cls.__eq__ = lambda self, other: isinstance(other, cls)  # hashing stays by identity, as for every Transform
+    return cls
+
+
+@_all_instances_equal
 class ExpTransform(Transform):
     """``y = exp(x)``."""
 
@@ -376,11 +383,6 @@ class ExpTransform(Transform):
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -438,6 +440,7 @@ def _clipped_sigmoid(x):
     return ember.sigmoid(x).clamp(min=finfo.tiny, max=1.0 - finfo.eps)
 
 
+@_all_instances_equal
 class SigmoidTransform(Transform):
     """``y = sigmoid(x)`` (kept inside ``(0, 1)`` in finite precision)."""
 
@@ -445,11 +448,6 @@ class SigmoidTransform(Transform):
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -463,6 +461,7 @@ class SigmoidTransform(Transform):
         return -F.softplus(-x) - F.softplus(x)
 
 
+@_all_instances_equal
 class SoftplusTransform(Transform):
     """``y = log(1 + exp(x))``."""
 
@@ -470,11 +469,6 @@ class SoftplusTransform(Transform):
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return F.softplus(x)
@@ -486,6 +480,7 @@ class SoftplusTransform(Transform):
         return -F.softplus(-x)
 
 
+@_all_instances_equal
 class TanhTransform(Transform):
     """``y = tanh(x)``."""
 
@@ -493,11 +488,6 @@ class TanhTransform(Transform):
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -510,16 +500,12 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
 
 
+@_all_instances_equal
 class AbsTransform(Transform):
     """``y = |x|`` (not bijective: the inverse picks the positive branch)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -597,6 +583,7 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
+@_all_instances_equal
 class CorrCholeskyTransform(Transform):
     """Unconstrained vectors of length ``D(D-1)/2`` to Cholesky factors of ``D x D`` correlation matrices
     (tanh, then a signed stick-breaking of each row to unit norm)."""
@@ -604,11 +591,6 @@ class CorrCholeskyTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         x = ember.tanh(x)
@@ -649,16 +631,12 @@ class CorrCholeskyTransform(Transform):
         return ember.Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
 
 
+@_all_instances_equal
 class SoftmaxTransform(Transform):
     """Unconstrained vectors to the simplex by ``exp`` and normalisation (not bijective)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         probs = (x - x.amax(-1, keepdim=True)).exp()
@@ -668,17 +646,13 @@ class SoftmaxTransform(Transform):
         return y.log()
 
 
+@_all_instances_equal
 class StickBreakingTransform(Transform):
     """Vectors of length ``K - 1`` to the ``K``-simplex by stick breaking (bijective)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     @staticmethod
     def _offset(x, k):
@@ -709,16 +683,12 @@ class StickBreakingTransform(Transform):
         return ember.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
+@_all_instances_equal
 class LowerCholeskyTransform(Transform):
     """Unconstrained matrices to lower-triangular ones with a positive (exponentiated) diagonal."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
@@ -727,16 +697,12 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
 
 
+@_all_instances_equal
 class PositiveDefiniteTransform(Transform):
     """Unconstrained matrices to positive-definite ones: ``L L^T`` of :class:`LowerCholeskyTransform`."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         x = LowerCholeskyTransform()(x)

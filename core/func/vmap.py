@@ -58,14 +58,11 @@ def _flat_inputs(func, in_dims, args):
         raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are "
                          f"trying to vmap over a function with no inputs. The latter is unsupported.")
     flat, spec = tree_flatten(args)
-    if isinstance(in_dims, (int,)) or in_dims is None:
-        dims = [in_dims] * len(flat)
-    else:
-        if isinstance(in_dims, list):
-            in_dims = tuple(in_dims)
-        dims = broadcast_prefix(in_dims, spec, lambda: ValueError(
-            f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
-            f"`inputs`. in_dims has structure {tree_flatten(in_dims)[1]} but inputs has structure {spec}."))
+    if isinstance(in_dims, list):
+        in_dims = tuple(in_dims)
+    dims = broadcast_prefix(in_dims, spec, lambda: ValueError(  # an int or None goes to every leaf
+        f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
+        f"`inputs`. in_dims has structure {tree_flatten(in_dims)[1]} but inputs has structure {spec}."))
     sizes, where = [], []
     for i, (a, d) in enumerate(zip(flat, dims)):
         if d is None:
@@ -123,14 +120,11 @@ def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs):
 def _unwrap_outputs(func, out, out_dims, level):
     name = _name(func)
     flat, spec = tree_flatten(out)
-    if isinstance(out_dims, int) or out_dims is None:
-        dims = [out_dims] * len(flat)
-    else:
-        if isinstance(out_dims, list):
-            out_dims = tuple(out_dims)
-        dims = broadcast_prefix(out_dims, spec, lambda: ValueError(
-            f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the structure of "
-            f"`outputs`. out_dims has structure {tree_flatten(out_dims)[1]} but outputs has structure {spec}."))
+    if isinstance(out_dims, list):
+        out_dims = tuple(out_dims)
+    dims = broadcast_prefix(out_dims, spec, lambda: ValueError(
+        f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the structure of "
+        f"`outputs`. out_dims has structure {tree_flatten(out_dims)[1]} but outputs has structure {spec}."))
     res = []
     for o, d in zip(flat, dims):
         if not isinstance(o, Tensor):
@@ -153,11 +147,8 @@ def _unwrap_outputs(func, out, out_dims, level):
 def _concat_chunks(func, pieces, out_dims):
     flats = [tree_flatten(p) for p in pieces]
     spec = flats[0][1]
-    if isinstance(out_dims, int) or out_dims is None:
-        dims = [out_dims] * len(flats[0][0])
-    else:
-        dims = broadcast_prefix(tuple(out_dims) if isinstance(out_dims, list) else out_dims, spec,
-                                lambda: ValueError("vmap: out_dims is not compatible with the structure of outputs"))
+    dims = broadcast_prefix(out_dims, spec,
+                            lambda: ValueError("vmap: out_dims is not compatible with the structure of outputs"))
     res = []
     for i, d in enumerate(dims):
         parts = [f[0][i] for f in flats]

@@ -44,7 +44,21 @@ class ScriptModule(nn.Module):
         save(self, f, **kwargs)
 
 
-class TracedModule(ScriptModule):
+class _Traced:
+    """What traced modules and functions share: ``.graph`` (and ``.inlined_graph``) and its text ``.code``."""
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    inlined_graph = graph
+
+    @property
+    def code(self) -> str:
+        return str(self._graph)
+
+
+class TracedModule(_Traced, ScriptModule):
     """A module replaying a traced graph; it shares the traced module's parameters and buffers.
 
     ``.graph`` prints the recorded ops; ``.code`` is the same text.
@@ -64,16 +78,6 @@ class TracedModule(ScriptModule):
         self._graph = graph
         self._program = Program(graph)
 
-    @property
-    def graph(self) -> Graph:
-        return self._graph
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return str(self._graph)
-
     def _resolve(self, path):
         m = self
         *mods, leaf = path.split(".")
@@ -90,23 +94,13 @@ class TracedModule(ScriptModule):
         return f"{type(self).__name__}(original_name={self.original_name})"
 
 
-class ScriptFunction:
+class ScriptFunction(_Traced):
     """A traced function: call it like the function; ``.graph`` prints the recorded ops."""
 
     def __init__(self, graph: Graph, name: str = "traced"):
         self._graph = graph
         self._program = Program(graph)
         self.__name__ = self.name = name
-
-    @property
-    def graph(self) -> Graph:
-        return self._graph
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return str(self._graph)
 
     def __call__(self, *args, **kwargs):
         flat = flat_inputs(self._graph, args, kwargs, f"traced {self.name}")

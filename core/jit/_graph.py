@@ -63,10 +63,10 @@ class Ref:
         return f"%{self.i}"
 
     def __eq__(self, other):
-        return type(other) is Ref and other.i == self.i
+        return type(other) is type(self) and other.i == self.i
 
     def __hash__(self):
-        return hash(("Ref", self.i))
+        return hash((type(self).__name__, self.i))
 
 
 class ARef(Ref):
@@ -76,12 +76,6 @@ class ARef(Ref):
 
     def __repr__(self):
         return f"%{self.i}.data"
-
-    def __eq__(self, other):
-        return type(other) is ARef and other.i == self.i
-
-    def __hash__(self):
-        return hash(("ARef", self.i))
 
 
 class Sym:

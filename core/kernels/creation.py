@@ -24,4 +24,15 @@ def kernels(xp) -> dict:
     def fill_(x, value):
         x[...] = value
 
-    return {"full": full, "empty": empty, "arange": arange, "linspace": linspace, "eye": eye, "fill_": fill_}
+    def tri_indices(row, col, offset, dtype, lower):
+        # the (2, n) coordinates of the lower (upper) triangle of a row x col matrix, row-major
+        i = xp.reshape(xp.arange(row), (row, 1))
+        j = xp.reshape(xp.arange(col), (1, col))
+        keep = (j - i <= offset) if lower else (j - i >= offset)
+        r, c = xp.nonzero(xp.broadcast_to(keep, (row, col)))
+        return xp.stack((astype(r, dtype), astype(c, dtype)))
+
+    astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
+
+    return {"full": full, "empty": empty, "arange": arange, "linspace": linspace, "eye": eye, "fill_": fill_,
+            "tri_indices": tri_indices}

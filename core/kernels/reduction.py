@@ -1,6 +1,8 @@
 """Reduction kernels: sums, extremes, statistics, cumulative scans, counts and histograms."""
 from __future__ import annotations
 
+import math
+
 
 def kernels(xp) -> dict:
     def sum_(x, axis=None, keepdims=False, dtype=None):
@@ -75,6 +77,62 @@ def kernels(xp) -> dict:
         pos = xp.where(inside, xp.minimum(pos, bins - 1), bins)  # outside: one extra bin, dropped below
         return astype(xp.bincount(pos, minlength=bins + 1)[:bins], x.dtype)
 
+    def logcumsumexp(x, axis):
+        acc = getattr(getattr(xp, "logaddexp", None), "accumulate", None)
+        if acc is not None:
+            return acc(x, axis=axis)
+        # a log-space scan by doubling (exact where exp would underflow): log2(n) rounds of logaddexp
+        join = getattr(xp, "concat", None) or xp.concatenate
+        y = xp.moveaxis(x, axis, 0)
+        n, shift = y.shape[0], 1
+        while shift < n:
+            pad = xp.full((shift,) + tuple(y.shape[1:]), -math.inf, dtype=y.dtype)
+            y = xp.logaddexp(y, join((pad, y[:n - shift, ...]), axis=0))
+            shift *= 2
+        return xp.moveaxis(y, 0, axis)
+
+    def histogram(x, edges, weight, density):
+        """Counts (or weights) of ``x`` in the bins between ``edges`` (the last bin closed), in ``x``'s dtype."""
+        x = xp.reshape(x, (-1,))
+        bins = edges.shape[0] - 1
+        pos = xp.searchsorted(edges, x, side="right") - 1
+        pos = xp.where(x == edges[-1], bins - 1, pos)  # the last edge belongs to the last bin
+        inside = xp.logical_and(x >= edges[0], x <= edges[-1])  # NaN is outside
+        pos = xp.where(inside, pos, bins)
+        w = None if weight is None else xp.reshape(weight, (-1,))
+        hist = astype(xp.bincount(pos, weights=w, minlength=bins + 1)[:bins], x.dtype)
+        if density:
+            hist = hist / (xp.sum(hist) * (edges[1:] - edges[:-1]))
+        return astype(hist, x.dtype)
+
+    def histogramdd(points, edges, weight, density):
+        """Counts of ``points`` (``[N, D]``) in the grid of bins between ``edges`` (one array per dimension)."""
+        sizes = [e.shape[0] - 1 for e in edges]
+        flat = xp.zeros(points.shape[0], dtype=xp.int64)
+        inside = points[:, 0] == points[:, 0] if points.shape[1] else xp.zeros(points.shape[0], dtype=xp.int64) == 0
+        for i, e in enumerate(edges):
+            x = points[:, i]
+            pos = xp.searchsorted(e, x, side="right") - 1
+            pos = xp.where(x == e[-1], sizes[i] - 1, pos)
+            inside = xp.logical_and(inside, xp.logical_and(x >= e[0], x <= e[-1]))
+            flat = flat * sizes[i] + astype(xp.clip(pos, 0, sizes[i] - 1), xp.int64)
+        total = 1
+        for s in sizes:
+            total *= s
+        flat = xp.where(inside, flat, total)
+        w = weight
+        hist = xp.bincount(flat, weights=w, minlength=total + 1)[:total]
+        hist = xp.reshape(astype(hist, points.dtype), tuple(sizes))
+        if density:
+            vol = None
+            for i, e in enumerate(edges):
+                shape = [1] * len(edges)
+                shape[i] = sizes[i]
+                wid = xp.reshape(e[1:] - e[:-1], tuple(shape))
+                vol = wid if vol is None else vol * wid
+            hist = hist / (xp.sum(hist) * vol)
+        return astype(hist, points.dtype)
+
     def bincount(x, weights, minlength):
         return xp.bincount(x, weights=weights, minlength=minlength)
 
@@ -84,4 +142,5 @@ def kernels(xp) -> dict:
     return {"sum": sum_, "mean": mean, "sum_to": sum_to, "prod": prod, "amax": amax, "amin": amin,
             "argmax": argmax, "argmin": argmin, "var": var, "cumsum": cumsum, "cumprod": cumprod, "all": all_,
             "any": any_, "logsumexp": logsumexp, "count_nonzero": count_nonzero, "cumextreme": cumextreme,
-            "histc": histc, "bincount": bincount}
+            "histc": histc, "bincount": bincount,
+            "logcumsumexp": logcumsumexp, "histogram": histogram, "histogramdd": histogramdd}

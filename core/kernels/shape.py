@@ -119,6 +119,33 @@ def kernels(xp) -> dict:
         pos = xp.reshape(element_positions(size, stride, offset), (-1,))
         return xp.reshape(xp.take(xp.reshape(x, (-1,)), pos, axis=0), tuple(size))
 
+    def repeat(x, repeats, axis):
+        # repeat_interleave: each slice along axis repeats[i] times (or repeats times)
+        return xp.repeat(x, repeats, axis=axis)
+
+    def repeat_index(repeats, n):
+        # 0, 1, ... n-1, each repeated repeats[i] times (repeats: an int array of length n, or an int)
+        return xp.repeat(xp.arange(n, dtype=xp.int64), repeats)
+
+    def resize_flat(x, shape):
+        # Tensor.resize_: the first elements in the new shape, zeros after the old end
+        n = 1
+        for s in shape:
+            n *= s
+        flat = xp.reshape(x, (-1,))
+        if n > flat.shape[0]:
+            flat = xp.concatenate((flat, xp.zeros(n - flat.shape[0], dtype=x.dtype)))
+        return xp.reshape(flat[:n], tuple(shape))
+
+    def combination_index(n, r, with_replacement):
+        # the (m, r) index rows of itertools.combinations(range(n), r) (with_replacement: non-decreasing), in order
+        grids = xp.meshgrid(*([xp.arange(n, dtype=xp.int64)] * r), indexing="ij")
+        cols = [xp.reshape(g, (-1,)) for g in grids]
+        keep = cols[0] >= 0
+        for a, b in zip(cols, cols[1:]):
+            keep = keep & ((a <= b) if with_replacement else (a < b))
+        return xp.stack([c[keep] for c in cols], axis=1)
+
     # views by strides where the arrays have them, copies elsewhere
     has_strides = hasattr(xp.zeros(1), "strides")
     diagonal = diagonal_strided if has_strides else diagonal_copy
@@ -132,4 +159,6 @@ def kernels(xp) -> dict:
         "tril": tril, "triu": triu, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
         "diag_embed": diag_embed,
         "windows": windows, "as_strided": as_strided, "element_positions": element_positions,
+        "repeat": repeat, "repeat_index": repeat_index, "resize_flat": resize_flat,
+        "combination_index": combination_index,
     }

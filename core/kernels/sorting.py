@@ -57,4 +57,9 @@ def kernels(xp) -> dict:
         counts = xp.diff(xp.concatenate((first, xp.full(1, n, dtype=xp.int64))))
         return xp.take(x, first, axis=axis), xp.reshape(inverse, shape) if flat else inverse, counts
 
-    return {"sort": sort, "searchsorted": searchsorted, "unique": unique, "unique_consecutive": unique_consecutive}
+    def isin(elements, test, invert):
+        hit = xp.isin(elements, test)
+        return xp.logical_not(hit) if invert else hit
+
+    return {"sort": sort, "searchsorted": searchsorted, "unique": unique, "unique_consecutive": unique_consecutive,
+            "isin": isin}

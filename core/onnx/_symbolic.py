@@ -539,15 +539,7 @@ def _cumsum(g, n):
 
 
 # --------------------------------------------------------------------------- in place
-@symbolic("Copy")
-def _copy(g, n):
-    x, src = n.args
-    d = g.dtype(x)
-    s = g.arg(src, d) if isinstance(src, Ref) else g.scalar_like(src, d)
-    return g.op("Expand", s, g.op("Shape", g.x(x)))
-
-
-@symbolic("Fill")
+@symbolic("Copy", "Fill")
 def _fill(g, n):
     x, value = n.args
     d = g.dtype(x)

@@ -5,13 +5,15 @@ All take ``dtype``, ``device``, ``requires_grad`` and ``out`` as PyTorch's do.
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from builtins import range as builtins_range
 
 import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import STATE
-from ..backend import resolve
+from ..backend import resolve, set_default_device
 from ..dispatch import _HANDLERS, _intercepted
 from ..random import native
 from ..registry import export
@@ -454,3 +456,219 @@ def _tensor_new(cls, *args, **kwargs):
 
 
 export(staticmethod(_tensor_new), "__new__", to=("Tensor",))
+
+
+# --------------------------------------------------------------------------- triangles, strides, buffers
+def _tri_indices(op, lower, row, col, offset, dtype, device):
+    for name, v in (("row", row), ("col", col)):
+        if not isinstance(v, _INTS) or isinstance(v, bool):
+            raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{op}: {name} must be non-negative, got {v}")
+    d = dtypes.int64 if dtype is None else dtypes.as_dtype(dtype)
+    if d not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"\"{op}\" not implemented for '{d.legacy[:-6]}'")
+    dev = resolve(device)
+    return _create(op, dev, False, None, "tri_indices", int(row), int(col), int(offset), dev.backend.array_dtype(d),
+                   lower)
+
+
+@export(to=TORCH)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The ``(2, n)`` coordinates of the lower triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
+
+    >>> import ember
+    >>> ember.tril_indices(3, 3)
+    tensor([[0, 1, 1, 2, 2, 2],
+            [0, 0, 1, 0, 1, 2]])
+    """
+    return _tri_indices("tril_indices", True, row, col, offset, dtype, device)
+
+
+@export(to=TORCH)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The ``(2, n)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
+
+    >>> import ember
+    >>> ember.triu_indices(2, 3, 1)
+    tensor([[0, 0, 1],
+            [1, 2, 2]])
+    """
+    return _tri_indices("triu_indices", False, row, col, offset, dtype, device)
+
+
+@export(to=TORCH)
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False) -> Tensor:
+    """An uninitialised tensor of ``size`` laid out with ``stride`` (in elements) in a storage of its own.
+
+    >>> import ember
+    >>> ember.empty_strided((2, 3), (1, 2)).stride()
+    (1, 2)
+    """
+    size, stride = _size((size,), "empty_strided"), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: negative strides are not supported, got {list(stride)}")
+    n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    base = empty(n, dtype=dtype, device=device)
+    t = base.as_strided(size, stride) if all(size) else base.reshape(size) if not n and math.prod(size) == 0 \
+        else base
+    if requires_grad:
+        t = t.detach().requires_grad_(True)
+    return t
+
+
+@export(to=TORCH)
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False) -> Tensor:
+    """An uninitialised tensor of ``size`` whose dimensions lie in memory in the order ``physical_layout``.
+
+    >>> import ember
+    >>> ember.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
+    (12, 1, 3)
+    """
+    size, order = _size((size,), "empty_permuted"), tuple(int(d) for d in physical_layout)
+    if len(order) != len(size):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    if sorted(order) != list(builtins_range(len(size))):
+        raise RuntimeError(f"Dimension {order} is not a permutation of the dimensions of size {list(size)} "
+                           f"(empty_permuted)")
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    t = empty(*[size[d] for d in order], dtype=dtype, device=device).permute(inverse)
+    if requires_grad:
+        t = t.detach().requires_grad_(True)
+    return t
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                       pin_memory=False):
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device, requires_grad=requires_grad)
+
+
+_new_empty_strided.__name__ = _new_empty_strided.__qualname__ = "new_empty_strided"
+export(_new_empty_strided, "new_empty_strided", to=("Tensor",))
+
+
+@export(to=TORCH)
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A 0-d tensor holding the number ``s``, in the default float dtype unless ``dtype`` says otherwise.
+
+    >>> import ember
+    >>> ember.scalar_tensor(3)
+    tensor(3.)
+    """
+    if isinstance(s, Tensor):
+        s = s.item()
+    if not isinstance(s, (int, float, complex, bool, np.number, np.bool_)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
+    return full((), s, dtype=dtypes.get_default_dtype() if dtype is None else dtype, device=device,
+                requires_grad=requires_grad)
+
+
+@export(to=TORCH)
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor:
+    """A 1-D CPU tensor sharing memory with an object of the buffer protocol (``bytes``, ``bytearray``, ...).
+
+    >>> import ember
+    >>> ember.frombuffer(bytearray(b"\\x01\\x02"), dtype=ember.uint8)
+    tensor([1, 2], dtype=ember.uint8)
+    """
+    d = dtypes.as_dtype(dtype)
+    if d.np is None:
+        raise TypeError(f"frombuffer: dtype {d} cannot be read from a buffer")
+    mem = memoryview(buffer)
+    length = mem.nbytes
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({length} "
+                         f"bytes) minus 1")
+    item = np.dtype(d.np).itemsize
+    if count < 0 and (length - offset) % item:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a multiple "
+                         f"of element size ({item})")
+    if count > 0 and count * item > length - offset:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset} bytes) must not be "
+                         f"greater than actual buffer length ({length} bytes)")
+    if mem.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
+                      "may want to copy the buffer to protect its data or make it writable before converting it to a "
+                      "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=2)
+    arr = np.frombuffer(buffer, dtype=d.np, count=count, offset=offset)
+    t = _create("frombuffer", resolve("cpu"), False, None, None, arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _tensor_new_method(self, *args, **kwargs):
+    """Legacy ``x.new(...)``: ``x.new(2, 3)`` (sizes), ``x.new(data)``, ``x.new()`` (empty), in ``x``'s dtype and
+    on ``x``'s device."""
+    dtype = kwargs.pop("dtype", None)
+    kwargs.setdefault("device", self.device)
+    return legacy_new(Tensor, self.dtype if dtype is None else dtypes.as_dtype(dtype), args, kwargs)
+
+
+_tensor_new_method.__name__ = _tensor_new_method.__qualname__ = "new"
+export(_tensor_new_method, "new", to=("Tensor",))
+
+
+@export(to=TORCH)
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False) -> Tensor:
+    """A 1-D tensor of ``size`` elements read from a file; ``shared=True`` maps the file, so that writes to the
+    tensor reach it (and the file must hold at least ``size`` elements either way).
+
+    >>> import ember, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.bin")
+    >>> ember.arange(4, dtype=ember.float32).numpy().tofile(path)
+    >>> ember.from_file(path, size=4, dtype=ember.float32)
+    tensor([0., 1., 2., 3.])
+    """
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
+    if d.np is None:
+        raise TypeError(f"from_file: dtype {d} cannot be read from a file")
+    item = np.dtype(d.np).itemsize
+    have = os.path.getsize(filename)
+    if have < size * item:
+        raise RuntimeError(f"unable to read {size * item} bytes from file {filename}: it holds {have} bytes "
+                           f"(from_file, size={size}, dtype={d})")
+    if shared:
+        arr = np.memmap(filename, dtype=d.np, mode="r+", shape=(size,)) if size else np.zeros(0, d.np)
+        arr = np.ndarray(arr.shape, arr.dtype, buffer=arr) if size else arr
+    else:
+        arr = np.fromfile(filename, dtype=d.np, count=size)
+    t = _create("from_file", resolve("cpu"), False, None, None, arr)
+    if device is not None and resolve(device) is not t._dev:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@export(to=TORCH)
+def set_default_tensor_type(t) -> None:
+    """Deprecated: set the default floating-point dtype (and device, for ``'torch.cuda.*Tensor'``) from a legacy
+    tensor type or its name, e.g. ``ember.DoubleTensor`` or ``"torch.DoubleTensor"``."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    if isinstance(t, str):
+        cuda = ".cuda." in t
+        d = next((lt._legacy_dtype for name, lt in LEGACY_TYPES.items() if t.rsplit(".", 1)[-1] == name), None)
+    else:
+        cuda = getattr(t, "_legacy_device", "cpu") == "cuda"
+        d = getattr(t, "_legacy_dtype", None)
+    if d is None or d.category != dtypes.FLOAT:
+        raise TypeError(f"only floating-point types are supported as the default type (got {t})")
+    dtypes.set_default_dtype(d)
+    if cuda:
+        set_default_device("cuda")

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, inplace, out_or, unary, view_op
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
-from .creation import zeros
+from .creation import tensor, zeros
 from .pointwise import where
 from .shape import Getitem, IndexPutZeros, SliceView, broadcast_shapes, broadcast_tensors, cat, expand
 
@@ -47,8 +47,10 @@ def _convert_index(t, index, op="index"):
             out.append(arr)
         elif isinstance(i, t._dev.atype) and not isinstance(i, np.ndarray):
             out.append(i)  # an index already converted to the backend's arrays (backward formulas pass these)
-        elif isinstance(i, (list, np.ndarray)):
+        elif isinstance(i, (list, np.ndarray, range)):
             a = np.asarray(i)
+            if a.size == 0 and not isinstance(i, np.ndarray):
+                a = a.astype(np.int64)  # x[[]], x[range(0)]: an empty long index
             if a.dtype.kind == "f":
                 raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors")
             out.append(xp.asarray(a))
@@ -755,3 +757,153 @@ def index_fill_(self, dim, index, value):
 def masked_scatter_(self, mask, source):
     """In-place :func:`masked_scatter`."""
     return inplace(MaskedScatter, self, _masked_scatter_args(self, mask, source, "masked_scatter_"), source)
+
+
+# --------------------------------------------------------------------------- index_reduce, put, unravel_index
+_INDEX_REDUCES = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce_impl(fn, x, dim, index, source, reduce, include_self, op):
+    if reduce not in _INDEX_REDUCES:
+        raise RuntimeError(f"{op}(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d, _ = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, vector=True)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}(): argument 'source' must be Tensor, not {type(source).__name__}")
+    _index_src_check(x, d, index, source, op)
+    if x.dim() == 0:
+        x, source, d = x.reshape(1), source.reshape(1), 0
+    shape = [1] * source.dim()
+    shape[d] = -1
+    idx = index.reshape(shape).expand(source.shape)
+    return fn(x, d, idx, source, reduce, include_self=include_self)
+
+
+@export(inplace=True)
+def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True) -> Tensor:  # noqa: A002
+    """Reduce the slices of ``source`` into a copy of ``input`` at ``index`` along ``dim`` ('prod', 'mean',
+    'amax', 'amin'); ``include_self=False`` leaves ``input``'s own values out where something lands.
+
+    >>> import ember
+    >>> ember.ones(3).index_reduce(0, ember.tensor([0, 0, 2]), ember.tensor([2., 3., 4.]), 'prod')
+    tensor([6., 1., 4.])
+    """
+    r = _index_reduce_impl(scatter_reduce, input, dim, index, source, reduce, include_self, "index_reduce")
+    return r.reshape(()) if input.dim() == 0 else r
+
+
+def _put_args(x, index, source, op):
+    if not isinstance(index, Tensor) or index.dtype.name != "int64":
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{getattr(index, 'dtype', type(index).__name__)}")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{x.dtype} and source.dtype = {source.dtype}")
+    if source.numel() != index.numel():
+        raise IndexError(f"{op}(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    for t in (index, source):
+        if t._dev is not x._dev:
+            raise device_error(op, x, t)
+    n = x.numel()
+    if index.numel():
+        bad = _first_out_of_range(x._dev.backend.xp, index._data, n)
+        if bad is not None:
+            raise IndexError(f"{op}(): out of range: tried to access index {bad} on a tensor of {n} elements.")
+
+
+@export(inplace=True)
+def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``source`` written at the flat positions ``index`` (added with ``accumulate``).
+
+    >>> import ember
+    >>> ember.zeros(2, 2).put(ember.tensor([3, 0]), ember.tensor([1., 2.]))
+    tensor([[2., 0.],
+            [0., 1.]])
+    """
+    _put_args(input, index, source, "put")
+    flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
+    return flat.reshape(input.shape)
+
+
+export(index_put_, "index_put_", to=("torch",))
+
+
+@export(to=("torch",))
+def unravel_index(indices, shape) -> tuple:
+    """Flat indices as a tuple of coordinate tensors for a tensor of ``shape`` (``numpy.unravel_index``).
+
+    >>> import ember
+    >>> ember.unravel_index(ember.tensor([4, 1]), (2, 3))
+    (tensor([1, 0]), tensor([1, 1]))
+    """
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices)
+    if indices.dtype.category != dtypes.INT:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) and not (isinstance(s, Tensor) and s.dim() == 0):
+            raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(s).__name__}")
+        if int(s) < 0:
+            raise ValueError("'shape' cannot have negative values, but got " + str(tuple(int(v) for v in shape)))
+    shape = tuple(int(s) for s in shape)
+    idx = indices.long()
+    coords, stride = [], 1
+    for s in reversed(shape):
+        coords.append((idx // stride) % s if s else idx * 0)
+        stride *= s
+    return tuple(reversed(coords))
+
+
+@export(to=TENSOR)
+def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
+    """Write ``fill_value`` on the main diagonal, in place (``wrap``: continue below in tall matrices).
+
+    >>> import ember
+    >>> ember.zeros(2, 3).fill_diagonal_(1.)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    n = self.dim()
+    if n < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if n > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    shape = tuple(self.shape)
+    if n == 2:
+        rows, cols = shape
+        if wrap and rows > cols:
+            # every (cols + 1)-th flat element, running on into the rows below the square
+            flat = np.arange(0, rows * cols, cols + 1)
+            coords = (flat // cols, flat % cols)
+        else:
+            k = np.arange(min(rows, cols))
+            coords = (k, k)
+    else:
+        k = np.arange(shape[0])
+        coords = (k,) * n
+    idx = tuple(tensor(c, dtype=dtypes.int64, device=self.device) for c in coords)
+    value = fill_value if isinstance(fill_value, Tensor) else tensor(fill_value, dtype=self.dtype, device=self.device)
+    return index_put_(self, idx, value.to(self.dtype))
+
+
+@export
+def nonzero_static(input, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
+    """:func:`nonzero` with exactly ``size`` rows: cut after ``size``, or padded with ``fill_value``.
+
+    >>> import ember
+    >>> ember.nonzero_static(ember.tensor([0, 3, 0, 4]), size=3)
+    tensor([[ 1],
+            [ 3],
+            [-1]])
+    """
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    r = nonzero(input)
+    n = r.shape[0]
+    if n >= size:
+        return r[:size].contiguous()
+    pad = r.new_full((size - n, r.shape[1]), int(fill_value))
+    return cat([r, pad])

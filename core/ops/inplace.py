@@ -7,6 +7,8 @@ base's history is rewritten with a :class:`CopySlices` node, as PyTorch does.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import _SCALARS, apply, inplace
@@ -80,7 +82,7 @@ def copy_(self, src, non_blocking=False):
     return inplace(Copy, self, src)
 
 
-@export(to=TENSOR)
+@export(to=("torch", "Tensor"))
 def fill_(self, value):
     """Fill with a scalar (or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -93,10 +95,28 @@ def fill_(self, value):
     return inplace(Fill, self, value)
 
 
-@export(to=TENSOR)
+@export(to=("torch", "Tensor"))
 def zero_(self):
     """Fill with zeros."""
     return inplace(Fill, self, 0)
+
+
+@export(to=("torch",))
+def fill(input, value):  # noqa: A002
+    """A tensor like ``input`` filled with ``value`` (a number or a 0-d tensor, which receives the gradient).
+
+    >>> import ember
+    >>> ember.fill(ember.zeros(2), 3.)
+    tensor([3., 3.])
+    """
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               f"dimensions.")
+        value = value.to(input.dtype)
+    else:
+        value = tensor(value, dtype=input.dtype, device=input.device)
+    return pw.where(input.new_zeros(input.shape, dtype=dtypes.bool), input, value)
 
 
 def _arith_(Cls, name):
@@ -138,3 +158,36 @@ add_ = export(_arith_(pw.Add, "add_"), to=TENSOR, aliases=("__iadd__",))
 sub_ = export(_arith_(pw.Sub, "sub_"), to=TENSOR, aliases=("__isub__",))
 mul_ = export(_arith_(pw.Mul, "mul_"), to=TENSOR, aliases=("__imul__",))
 div_ = export(_arith_(pw.Div, "div_"), to=TENSOR, aliases=("__itruediv__",))
+
+
+# --------------------------------------------------------------------------- Python callables, element by element
+def _call_elementwise(name, self, fn, others):
+    """``self[...] = fn(self, *others)`` element by element (CPU tensors without grad, as PyTorch allows)."""
+    if self._rg or any(o._rg for o in others):
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
+    if self.device.type != "cpu" or any(o.device.type != "cpu" for o in others):
+        raise TypeError(f"{name}_ is only implemented on CPU tensors (got {self.device})")
+    if not callable(fn):
+        raise TypeError(f"{name}(): argument 'callable' must be callable, not {type(fn).__name__}")
+    args = [self.numpy()] + [expand(o, self.shape).numpy() for o in others]
+    out = np.frompyfunc(fn, len(args), 1)(*args)  # the user's function, one call per element
+    return copy_(self, tensor(np.asarray(out, dtype=args[0].dtype), device=self.device))
+
+
+@export(to=TENSOR)
+def apply_(self, callable):  # noqa: A002 - PyTorch's name
+    """Replace each element ``v`` by ``callable(v)`` (slow: one Python call per element; CPU only)."""
+    return _call_elementwise("apply_", self, callable, ())
+
+
+@export(to=TENSOR)
+def map_(self, tensor, callable):  # noqa: A002 - PyTorch's names
+    """Replace each element ``v`` by ``callable(v, w)``, ``w`` from ``tensor`` broadcast (CPU only)."""
+    return _call_elementwise("map_", self, callable, (tensor,))
+
+
+@export(to=TENSOR)
+def map2_(self, x, y, callable):  # noqa: A002 - PyTorch's name
+    """Replace each element ``v`` by ``callable(v, a, b)``, ``a`` and ``b`` from ``x`` and ``y`` broadcast (CPU
+    only)."""
+    return _call_elementwise("map2_", self, callable, (x, y))

@@ -4,7 +4,9 @@ reductions, ``diff``, ``histc`` and ``bincount``."""
 from __future__ import annotations
 
 import math
+import warnings
 from builtins import max as _builtin_max
+from builtins import range as builtins_range
 from collections import namedtuple
 
 from .. import dtypes
@@ -14,8 +16,9 @@ from ..dispatch import apply, cast, out_or, unary, view_op
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones
+from .creation import linspace as _linspace
 from .pointwise import _type_name, maximum, minimum
-from .linalg import matrix_norm, vector_norm
+from .linalg import NormSqrt, matmul, matrix_norm, tensordot, vector_norm
 from .shape import Expand, _shape_arg, cat
 
 
@@ -157,6 +160,8 @@ class return_types:  # noqa: N801 - PyTorch's name
     cummax = _rt("cummax")
     cummin = _rt("cummin")
     aminmax = _rt("aminmax", ("min", "max"))
+    histogram = _rt("histogram", ("hist", "bin_edges"))
+    histogramdd = _rt("histogramdd", ("hist", "bin_edges"))
 
 
 export(return_types, "return_types", to=("torch",))
@@ -463,7 +468,7 @@ def _cumprod_vjp(ctx, g):
 Cumprod = op_class("Cumprod", "cumprod", saves="both", vjp=_cumprod_vjp, params=("dim",))
 
 
-@export
+@export(inplace=True)
 def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Cumulative product along ``dim``.
 
@@ -699,3 +704,532 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
         return cast(r, dtypes.int64)
     return cast(r, weights.dtype if weights.dtype in (dtypes.float32, dtypes.float64) else dtypes.float64)
 
+
+
+# --------------------------------------------------------------------------- scans, distances, statistics
+def _logcumsumexp_vjp(ctx, g):
+    # d out_i / d x_j = exp(x_j - out_i) for j <= i: summed in log space, positive and negative g apart
+    x, y, d = ctx.inputs[0], ctx.output, ctx.dim
+    if g.numel() == 0:
+        return g
+    low = -1e30 if x.dtype is not dtypes.float16 else -6e4  # finite: no NaN from -inf - -inf, nor in its gradient
+    lg = g.abs().where(g != 0, 1).log() - y
+
+    def rev(t):
+        return unary(LogCumSumExp, t.flip(d), d).flip(d)
+
+    return (rev(lg.where(g > 0, low)) + x).exp() - (rev(lg.where(g < 0, low)) + x).exp()
+
+
+LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp, params=("dim",))
+
+
+@export
+def logcumsumexp(input, dim, *, out=None):  # noqa: A002
+    """``log(cumsum(exp(input)))`` along ``dim``, computed without overflow.
+
+    >>> import ember
+    >>> ember.logcumsumexp(ember.tensor([0., 0., 0.]), 0)
+    tensor([0.0000, 0.6931, 1.0986])
+    """
+    check_tensor(input, "logcumsumexp")
+    if input.dtype.category < dtypes.FLOAT:
+        input = cast(input, dtypes.get_default_dtype())
+    if input.dim() == 0:
+        _wrap_dim(dim, 1, "logcumsumexp")
+        return out_or(input.clone(), out)
+    return out_or(unary(LogCumSumExp, input, _wrap_dim(dim, input.dim(), "logcumsumexp")), out)
+
+
+def _need_float(t, op, what="input"):
+    if t.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"{op} only supports floating-point dtypes, {what} got: {_type_name(t.dtype)}")
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+@export(to=("torch",))
+def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (``[..., P, M]``) and each of ``x2`` (``[..., R, M]``).
+
+    For ``p=2`` with more than 25 rows on a side (or ``compute_mode='use_mm_for_euclid_dist'``) it uses
+    ``|a|^2 + |b|^2 - 2ab`` through a matrix product, as PyTorch does.
+
+    >>> import ember
+    >>> ember.cdist(ember.tensor([[0., 0.]]), ember.tensor([[3., 4.], [1., 0.]]))
+    tensor([[5., 1.]])
+    """
+    check_tensor(x1, "cdist")
+    check_tensor(x2, "cdist")
+    if x1.dim() < 2 or x2.dim() < 2:
+        which, t = ("X1", x1) if x1.dim() < 2 else ("X2", x2)
+        raise RuntimeError(f"cdist only supports at least 2D tensors, {which} got: {t.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    _need_float(x1, "cdist", "X1")
+    _need_float(x2, "cdist", "X2")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
+    mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if mm:
+        sq1 = (x1 * x1).sum(-1, keepdim=True)
+        sq2 = (x2 * x2).sum(-1, keepdim=True)
+        d2 = (matmul(x1, x2.mT) * -2 + sq1 + sq2.mT).clamp_min(0)
+        return unary(NormSqrt, d2)
+    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+@export
+def dist(input, other, p=2):  # noqa: A002
+    """The ``p``-norm of ``input - other`` (broadcast), over all elements.
+
+    >>> import ember
+    >>> ember.dist(ember.tensor([3., 0.]), ember.tensor([0., 4.]))
+    tensor(5.)
+    """
+    check_tensor(input, "dist")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if input.dtype.category < dtypes.FLOAT or other.dtype.category < dtypes.FLOAT:
+        bad = input if input.dtype.category < dtypes.FLOAT else other
+        raise RuntimeError(f"dist(): expected a floating point or complex tensor, got {_type_name(bad.dtype)}")
+    return vector_norm(input - other, float(p))
+
+
+def _weights_arg(w, name, n, integral):
+    if w is None:
+        return None
+    check_tensor(w, "cov")
+    if w.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with {w.dim()} "
+                           f"dimensions")
+    if integral and w.dtype.category != dtypes.INT:
+        raise RuntimeError(f"cov(): expected {name} to have integral dtype but got {name} with "
+                           f"{_type_name(w.dtype)} dtype")
+    if not integral and w.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"cov(): expected {name} to have floating point dtype but got {name} with "
+                           f"{_type_name(w.dtype)} dtype")
+    if w.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
+                           f"but got {w.numel()} != {n}")
+    if w.numel() and bool((w < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return w
+
+
+@export
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in the rows of ``input`` (observations in the columns).
+
+    >>> import ember
+    >>> ember.cov(ember.tensor([[0., 1., 2.], [2., 1., 0.]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    check_tensor(input, "cov")
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.dim()} dimensions")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if x.dtype.category < dtypes.FLOAT:
+        x = cast(x, dtypes.get_default_dtype())
+    n = x.shape[1]
+    fw = _weights_arg(fweights, "fweights", n, True)
+    aw = _weights_arg(aweights, "aweights", n, False)
+    w = fw if aw is None else aw if fw is None else fw * aw
+    if w is None:
+        w_sum = float(n)
+        avg = x.mean(1, keepdim=True)
+        norm = w_sum - correction
+    else:
+        w = cast(w.detach() if fw is not None and aw is None else w, x.dtype)
+        w_sum = w.sum()
+        avg = (x * w).sum(1, keepdim=True) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aw is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aw).sum() / w_sum
+    if (float(norm) if isinstance(norm, Tensor) else norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        norm = norm.clamp_min(0) if isinstance(norm, Tensor) else _builtin_max(norm, 0)
+    xm = x - avg
+    c = matmul(xm if w is None else xm * w, xm.mT.conj() if xm.is_complex() else xm.mT) / norm
+    return c.squeeze()
+
+
+@export
+def corrcoef(input):  # noqa: A002
+    """Pearson correlation coefficients of the variables in the rows of ``input``.
+
+    >>> import ember
+    >>> ember.corrcoef(ember.tensor([[0., 1., 2.], [2., 1., 0.]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    check_tensor(input, "corrcoef")
+    if input.dim() > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.dim()} dimensions")
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    sd = c.diagonal().sqrt()
+    c = c / sd.unsqueeze(1) / sd.unsqueeze(0)
+    return c if c.is_complex() else c.clamp(-1, 1)
+
+
+def _trapezoid_args(y, x, dx, dim, op):
+    check_tensor(y, op)
+    if x is not None and dx is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: give x or dx, not both")
+    if y.dim() == 0:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [-1, 0], but got {dim})")
+    d = _wrap_dim(dim, y.dim(), op)
+    if y.dtype.category < dtypes.FLOAT:
+        y = cast(y, dtypes.get_default_dtype())
+    if x is None:
+        return y, d, 1.0 if dx is None else dx
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{op}: There must be one `x` value for each sample point (x has {x.shape[0]}, "
+                               f"y has {y.shape[d]} along dim {d})")
+        step = x[1:] - x[:-1]
+        step = step.reshape((-1,) + (1,) * (y.dim() - d - 1))
+    else:
+        xd = _wrap_dim(dim, x.dim(), op) if x.dim() else 0
+        step = x.diff(dim=xd) if x.dim() else x
+    return y, d, step
+
+
+@export(to=("torch",), aliases=("trapz",))
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along ``dim``: sample points ``x`` (a tensor) or a constant spacing ``dx``.
+
+    >>> import ember
+    >>> ember.trapezoid(ember.tensor([1., 2., 3.]))
+    tensor(4.)
+    """
+    y, d, step = _trapezoid_args(y, x, dx, dim, "trapezoid")
+    if y.shape[d] == 0:
+        return y.sum(d) * 0
+    lo, hi = y.narrow(d, 0, y.shape[d] - 1), y.narrow(d, 1, y.shape[d] - 1)
+    if isinstance(step, Tensor):
+        return ((lo + hi) * step).sum(d) / 2
+    return (lo + hi).sum(d) * (step / 2)
+
+
+@export(to=("torch",))
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal rule along ``dim`` (one element fewer than ``y`` there).
+
+    >>> import ember
+    >>> ember.cumulative_trapezoid(ember.tensor([1., 2., 3.]))
+    tensor([1.5000, 4.0000])
+    """
+    y, d, step = _trapezoid_args(y, x, dx, dim, "cumulative_trapezoid")
+    n = y.shape[d]
+    if n == 0:
+        return y.clone()
+    lo, hi = y.narrow(d, 0, n - 1), y.narrow(d, 1, n - 1)
+    return ((lo + hi) * (step if isinstance(step, Tensor) else step / 2)).cumsum(d) / (
+        2 if isinstance(step, Tensor) else 1)
+
+
+Histogram = op_class("Histogram", "histogram", arity=4)
+
+
+@export
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
+    """Counts of ``input`` in ``bins`` (a number of equal bins over ``range``, else the data's range; or a
+    tensor of increasing edges), weighted by ``weight``; returns ``(hist, bin_edges)``.  Not differentiable.
+
+    >>> import ember
+    >>> ember.histogram(ember.tensor([1., 2., 1.]), 2).hist
+    tensor([2., 1.])
+    """
+    check_tensor(input, "histogram")
+    if input.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but got "
+                           f"input {_type_name(input.dtype)}; histogram needs a floating-point input")
+    if weight is not None and (not isinstance(weight, Tensor) or tuple(weight.shape) != tuple(input.shape)):
+        raise RuntimeError(f"torch.histogram: if weight tensor is provided it should have the same shape as the "
+                           f"input tensor (got {list(getattr(weight, 'shape', []))} for input {list(input.shape)})")
+    if isinstance(bins, Tensor):
+        if bins.dim() != 1:
+            raise RuntimeError(f"torch.histogram: bins tensor should have one dimension, but got {bins.dim()}")
+        if bins.dtype is not input.dtype:
+            raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but "
+                               f"got input {_type_name(input.dtype)} and bins {_type_name(bins.dtype)}")
+        if bins.numel() < 1:
+            raise RuntimeError("torch.histogram: bins tensor should have at least 1 element, but got 0")
+        edges = bins.detach()
+    else:
+        nb = int(bins)
+        if nb <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {nb} for dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif input.numel():
+            lo, hi = (float(v) for v in aminmax(input.detach()))
+        else:
+            lo, hi = 0.0, 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): max must be larger than min, but got min {lo} max {hi}")
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogram(): range of [{lo}, {hi}] is not finite")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _linspace(lo, hi, nb + 1, dtype=input.dtype, device=input.device)
+    w = None if weight is None else cast(weight.detach(), input.dtype)
+    with no_grad():
+        hist = apply(Histogram, input, edges, w, bool(density))
+    r = return_types.histogram(hist, edges.clone() if isinstance(bins, Tensor) else edges)
+    if out is not None:
+        for o, v in zip(out, r):
+            out_or(v, o)
+        return return_types.histogram(*out)
+    return r
+
+
+def _renorm_args(input, p, dim, maxnorm):
+    check_tensor(input, "renorm")
+    if input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"renorm: expected a floating point or complex type, got {_type_name(input.dtype)}")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported (p = {p})")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
+    return _wrap_dim(dim, input.dim(), "renorm")
+
+
+@export(inplace=True)
+def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``.
+
+    >>> import ember
+    >>> ember.renorm(ember.tensor([[3., 4.], [0.3, 0.4]]), 2, 0, 1.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    d = _renorm_args(input, p, dim, maxnorm)
+    others = tuple(i for i in builtins_range(input.dim()) if i != d)
+    norms = vector_norm(input, p, others, True)
+    factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, 1.0)
+    return out_or(input * factor, out)
+
+
+@export
+def inner(input, other, *, out=None):  # noqa: A002
+    """The inner product over the last dimension of both (a product when one is 0-d).
+
+    >>> import ember
+    >>> ember.inner(ember.tensor([1., 2.]), ember.tensor([[1., 0.], [0., 1.]]))
+    tensor([1., 2.])
+    """
+    check_tensor(input, "inner")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"inner(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if input.dim() == 0 or other.dim() == 0:
+        return out_or(input * other, out)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    return out_or(tensordot(input, other, ([input.dim() - 1], [other.dim() - 1])), out)
+
+
+Histogramdd = op_class("Histogramdd", "histogramdd", arity=4)
+
+
+@export(to=("torch",))
+def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
+    """A ``D``-dimensional histogram of the points in the last dimension of ``input`` (``[..., D]``): ``bins`` an
+    int, one int per dimension, or one tensor of edges per dimension; returns ``(hist, bin_edges)``.
+
+    >>> import ember
+    >>> h, edges = ember.histogramdd(ember.tensor([[0., 0.], [1., 1.], [1., 0.]]), 2)
+    >>> h
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    check_tensor(input, "histogramdd")
+    if input.dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have a floating-point dtype, got "
+                           f"{_type_name(input.dtype)}")
+    if input.dim() < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
+    d = input.shape[-1]
+    pts = input.detach().reshape(-1, d)
+    if isinstance(bins, int) or (isinstance(bins, Tensor) and bins.dim() == 0):
+        bins = [int(bins)] * d
+    bins = list(bins)
+    if len(bins) != d:
+        raise RuntimeError(f"torch.histogramdd: expected {d} sequences of bin edges for each of the {d} dimensions "
+                           f"of the input tensor, but got {len(bins)}")
+    if range is not None and len(range) != 2 * d:
+        raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should have {2 * d} elements, "
+                           f"but got {len(range)}")
+    edges = []
+    for i, b in enumerate(bins):
+        col = pts[:, i]
+        if isinstance(b, Tensor):
+            if b.dim() != 1 or b.numel() < 1 or b.dtype is not input.dtype:
+                raise RuntimeError(f"torch.histogramdd: bins tensor {i} should be a 1-D tensor of at least one "
+                                   f"element and of the input's dtype, got {list(b.shape)} {b.dtype}")
+            edges.append(b.detach())
+            continue
+        lo, hi = (float(range[2 * i]), float(range[2 * i + 1])) if range is not None else \
+            ((float(v) for v in aminmax(col)) if col.numel() else (0.0, 0.0))
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo} max {hi} for "
+                               f"dimension {i}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(_linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))
+    w = None if weight is None else cast(weight.detach().reshape(-1), input.dtype)
+    with no_grad():
+        hist = apply(Histogramdd, pts, edges, w, bool(density))
+    return return_types.histogramdd(hist, edges)
+
+
+_SEGMENT_REDUCES = {"sum": ("sum", 0.0), "mean": ("mean", math.nan), "max": ("amax", -math.inf),
+                    "min": ("amin", math.inf), "prod": ("prod", 1.0)}
+
+
+@export(to=("torch",))
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Reduce consecutive segments of ``data`` along ``axis`` ('sum', 'mean', 'max', 'min', 'prod'); the segments
+    are given by ``lengths`` or by ``offsets`` (their boundaries); an empty segment gives ``initial`` (else the
+    reduction's identity, NaN for 'mean').
+
+    >>> import ember
+    >>> ember.segment_reduce(ember.tensor([1., 2., 3., 4.]), "sum", lengths=ember.tensor([1, 3]))
+    tensor([1., 9.])
+    """
+    check_tensor(data, "segment_reduce")
+    if reduce not in _SEGMENT_REDUCES:
+        raise RuntimeError(f"segment_reduce: reduce must be one of sum, mean, max, min or prod, got {reduce}")
+    if indices is not None:
+        raise NotImplementedError("segment_reduce: indices are not supported (as in PyTorch); give lengths or "
+                                  "offsets")
+    if (lengths is None) == (offsets is None):
+        raise RuntimeError("segment_reduce: give exactly one of lengths and offsets")
+    if offsets is not None:
+        lengths = offsets[1:] - offsets[:-1]
+    if lengths.dim() != 1:
+        raise RuntimeError(f"segment_reduce: only 1-D lengths are supported, got shape {list(lengths.shape)}")
+    ax = _wrap_dim(axis, data.dim(), "segment_reduce")
+    if ax != 0:
+        raise RuntimeError(f"segment_reduce: expected axis 0 for 1-D lengths, got {axis}")
+    lengths = lengths.to(data.device)
+    if not unsafe:
+        if lengths.numel() and bool((lengths < 0).any()):
+            raise RuntimeError("segment_reduce: lengths contains negative value!")
+        if int(lengths.sum()) != data.shape[ax]:
+            raise RuntimeError(f"segment_reduce: expected the lengths to sum to data.size(axis) = "
+                               f"{data.shape[ax]}, got {int(lengths.sum())}")
+    name, empty = _SEGMENT_REDUCES[reduce]
+    n = lengths.shape[0]
+    seg = lengths.repeat_interleave() if n else lengths.long()
+    shape = [1] * data.dim()
+    shape[0] = -1
+    idx = seg.reshape(shape).expand(data.shape)
+    if initial is not None and name == "mean":  # PyTorch's mean with initial: (sum + initial) / count
+        total = segment_reduce(data, "sum", lengths=lengths, axis=axis, unsafe=True, initial=initial)
+        count = lengths.to(data.dtype).reshape([-1] + [1] * (data.dim() - 1))
+        return (total / count).where(count > 0, total)
+    base = data.new_full((n,) + tuple(data.shape[1:]), empty if initial is None else initial)
+    return base.scatter_reduce(0, idx, data, name, include_self=initial is not None)
+
+
+def _grad_along(f, d, h, edge_order):
+    """numpy.gradient along dim ``d``: ``h`` a number (uniform spacing) or a 1-D tensor of coordinates."""
+    n = f.shape[d]
+
+    def sl(a, b=None):  # f[a:b] along d (negative ends count from the end)
+        a = a + n if a < 0 else a
+        b = n if b is None else b + n if b < 0 else b
+        return f.narrow(d, a, b - a)
+
+    def col(t):  # a 1-D coefficient tensor, broadcast along d
+        return t.reshape((-1,) + (1,) * (f.dim() - d - 1))
+
+    if not isinstance(h, Tensor):
+        mid = (sl(2) - sl(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (sl(1, 2) - sl(0, 1)) / h, (sl(-1) - sl(-2, -1)) / h
+        else:
+            first = (sl(0, 1) * -3.0 + sl(1, 2) * 4.0 - sl(2, 3)) / (2.0 * h)
+            last = (sl(-1) * 3.0 - sl(-2, -1) * 4.0 + sl(-3, -2)) / (2.0 * h)
+        return cat([first, mid, last], d)
+    dx = h[1:] - h[:-1]
+    dx1, dx2 = dx[:-1], dx[1:]
+    a, b, c = -dx2 / (dx1 * (dx1 + dx2)), (dx2 - dx1) / (dx1 * dx2), dx1 / (dx2 * (dx1 + dx2))
+    mid = col(a) * sl(0, n - 2) + col(b) * sl(1, n - 1) + col(c) * sl(2)
+    if edge_order == 1:
+        first, last = (sl(1, 2) - sl(0, 1)) / dx[0], (sl(-1) - sl(-2, -1)) / dx[-1]
+    else:
+        p, q = dx[0], dx[1]
+        first = (sl(0, 1) * (-(2 * p + q) / (p * (p + q))) + sl(1, 2) * ((p + q) / (p * q))
+                 + sl(2, 3) * (-p / (q * (p + q))))
+        p, q = dx[-2], dx[-1]
+        last = (sl(-3, -2) * (q / (p * (p + q))) + sl(-2, -1) * (-(q + p) / (p * q))
+                + sl(-1) * ((2 * q + p) / (q * (p + q))))
+    return cat([first, mid, last], d)
+
+
+@export(to=("torch",))
+def gradient(input, *, spacing=1, dim=None, edge_order=1) -> tuple:  # noqa: A002
+    """The derivative of the function sampled by ``input``, one tensor per dimension in ``dim`` (all by
+    default): central differences inside, one-sided differences of order ``edge_order`` (1 or 2) at the ends
+    (``numpy.gradient``).  ``spacing``: a number, one number per dimension, or one tensor of coordinates per
+    dimension.
+
+    >>> import ember
+    >>> ember.gradient(ember.tensor([1., 4., 9., 16.]))
+    (tensor([3., 4., 6., 7.]),)
+    """
+    check_tensor(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
+    dims = list(builtins_range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [_wrap_dim(d, input.dim(), "gradient") for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("torch.gradient: dim must not contain repeated dimensions")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        hs = list(spacing)
+    else:
+        hs = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1 (input "
+                               f"shape {list(input.shape)}, edge_order {edge_order})")
+    f = input if input.dtype.category >= dtypes.FLOAT else cast(input, dtypes.get_default_dtype())
+    out = []
+    for d, h in zip(dims, hs):
+        if isinstance(h, Tensor):
+            if h.dim() == 0:
+                h = float(h.item())
+            elif h.dim() != 1 or h.shape[0] != input.shape[d]:
+                raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and of size "
+                                   f"{input.shape[d]} along dim {d}, got {list(h.shape)}")
+            elif h.dtype is not f.dtype:
+                h = cast(h, f.dtype)
+        out.append(_grad_along(f, d, h, edge_order))
+    return tuple(out)

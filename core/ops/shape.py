@@ -10,9 +10,12 @@ import warnings
 
 from .. import dtypes
 from ..autograd.function import Op
+from ..autograd.grad_mode import STATE
+from ..autograd.grad_mode import no_grad as _no_grad
+from ..backend import resolve
 from ..dispatch import apply, cast, out_or, result_type, unary, view_op
-from ..registry import export, op_class
-from ..tensor import Size, Tensor, _wrap_dim
+from ..registry import NAMESPACES, export, op_class
+from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
 from .creation import _create, arange
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
@@ -566,7 +569,7 @@ def _slice_views(a, outs, axis, picks):
     return outs
 
 
-@export
+@export(aliases=("unsafe_split",))
 def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into pieces of a given size (the last may be smaller) or of the given sizes; views.
 
@@ -591,12 +594,12 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
 
 
-@export(to=TENSOR)
+@export(aliases=("unsafe_split_with_sizes",))
 def split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
     return split(tensor, list(split_sizes), dim)
 
 
-@export
+@export(aliases=("unsafe_chunk",))
 def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     """Split into ``chunks`` nearly equal views (fewer when the size does not allow that many).
 
@@ -821,20 +824,6 @@ def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
     return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
-@export(to=TENSOR)
-def t_(self) -> Tensor:
-    """In-place :func:`t`: this tensor becomes its transpose.
-
-    >>> import ember
-    >>> x = ember.zeros(2, 3)
-    >>> x.t_().shape
-    ember.Size([3, 2])
-    """
-    r = t(self)
-    self._data, self._fn, self._nr = r._data, r._fn, r._nr
-    return self
-
-
 # --------------------------------------------------------------------------- triangles and diagonals
 class Tril(SelfAdjoint):
     kernel = "tril"
@@ -849,7 +838,7 @@ def _need_2d(t, op):
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {list(t.shape)}")
 
 
-@export
+@export(inplace=True)
 def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     """Lower triangle of the last two dimensions (the rest zeroed).
 
@@ -863,7 +852,7 @@ def tril(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     return out_or(unary(Tril, input, int(diagonal)), out)
 
 
-@export
+@export(inplace=True)
 def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     """Upper triangle of the last two dimensions (the rest zeroed).
 
@@ -1147,3 +1136,627 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} require "
                            f"a storage of at least {last + 1} elements, but the tensor has {input.numel()}")
     return view_op(AsStrided, input, size, stride, offset)
+
+
+# --------------------------------------------------------------------------- more splits, rotations, repeats
+@export
+def ravel(input) -> Tensor:  # noqa: A002
+    """The elements as a 1-D tensor (a view when the layout allows it).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).ravel()
+    tensor([1, 2, 3, 4])
+    """
+    return reshape(input, -1)
+
+
+def _sections(indices_or_sections, op):
+    """An int (a number of sections) or a list of split points, from an int, a sequence or a long tensor."""
+    s = indices_or_sections
+    if isinstance(s, Tensor):
+        if s.dtype.name != "int64" or s.device.type != "cpu":
+            raise RuntimeError(f"{op} expected tensor_indices_or_sections to be a tensor of type Long on the CPU, "
+                               f"but got {s.dtype} on {s.device}")
+        if s.dim() > 1:
+            raise RuntimeError(f"{op} expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {s.dim()} dims")
+        return int(s.item()) if s.dim() == 0 else [int(v) for v in s.tolist()]
+    if isinstance(s, (list, tuple, Size)):
+        return [int(v) for v in s]
+    if isinstance(s, bool) or not hasattr(s, "__index__"):
+        raise TypeError(f"{op}(): argument 'indices_or_sections' must be int, a sequence of ints or a tensor, "
+                        f"not {type(s).__name__}")
+    return int(s)
+
+
+@export
+def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+    """Views of ``input`` split into ``n`` nearly equal parts, or at the given indices, along ``dim``.
+
+    >>> import ember
+    >>> [p.tolist() for p in ember.arange(5).tensor_split(2)]
+    [[0, 1, 2], [3, 4]]
+    >>> [p.tolist() for p in ember.arange(5).tensor_split([1, 4])]
+    [[0], [1, 2, 3], [4]]
+    """
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = _wrap_dim(dim, input.dim(), "tensor_split")
+    s = _sections(indices_or_sections, "tensor_split")
+    n = input.shape[d]
+    if isinstance(s, int):
+        if s <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {s}")
+        small, extra = divmod(n, s)
+        sizes = [small + 1] * extra + [small] * (s - extra)
+        bounds = [sum(sizes[:i]) for i in range(s + 1)]
+        cuts = list(zip(bounds[:-1], bounds[1:]))
+    else:
+        pts = [0, *s, n]
+        cuts = [(a, b) for a, b in zip(pts[:-1], pts[1:])]
+    lead = (slice(None),) * d
+    return tuple(view_op(SliceView, input, lead + (slice(a, b), Ellipsis)) for a, b in cuts)
+
+
+def _split_dir(op, d, need):
+    def fn(input, indices_or_sections) -> tuple:  # noqa: A002
+        if input.dim() < need:
+            raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension, but got a tensor with "
+                               f"{input.dim()} dimensions!")
+        dim = d if input.dim() > 1 or op != "hsplit" else 0
+        s = _sections(indices_or_sections, op)
+        if isinstance(s, int) and (s == 0 or input.shape[dim] % s):
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{input.shape[dim]} is not divisible by the split_size {s}!")
+        return tensor_split(input, s, dim)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"``tensor_split`` along dimension {d} (``numpy.{op}``): an int must divide the size exactly."
+    return export(fn)
+
+
+hsplit = _split_dir("hsplit", 1, 1)
+vsplit = _split_dir("vsplit", 0, 2)
+dsplit = _split_dir("dsplit", 2, 3)
+
+
+@export
+def rot90(input, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from the first towards the second).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).rot90()
+    tensor([[2, 4],
+            [1, 3]])
+    """
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (_wrap_dim(d, input.dim(), "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, (d0,)), d0, d1)
+    return clone(input)
+
+
+RepeatIndex = op_class("RepeatIndex", "repeat_index", params=("n",))
+
+
+class RepeatInterleave(Op):
+    """Each slice along ``axis`` repeated ``reps`` times (an int, or an int array with one count per slice)."""
+
+    @staticmethod
+    def forward(ctx, k, x, reps, axis):
+        ctx.in_shape, ctx.reps, ctx.axis = x.shape, reps, axis
+        return k["repeat"](x, reps, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, reps = ctx.axis, ctx.reps
+        if type(reps) is int:  # (.., n * r, ..) -> (.., n, r, ..), summed over the r copies
+            shape = list(ctx.in_shape)
+            shape.insert(d + 1, reps)
+            return g.reshape(shape).sum(d + 1)
+        idx = unary(RepeatIndex, _wrap(reps, g._dev), ctx.in_shape[d])
+        return g.new_zeros(ctx.in_shape).index_add(d, idx, g)
+
+
+@export
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Tensor:  # noqa: A002
+    """Repeat each element (each slice along ``dim``) ``repeats`` times; ``repeats`` an int or a tensor.
+
+    Without ``repeats``, ``input`` holds the repeats and the result repeats ``0, 1, ...`` that often.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).repeat_interleave(2, dim=0)
+    tensor([[1, 2],
+            [1, 2],
+            [3, 4],
+            [3, 4]])
+    >>> ember.repeat_interleave(ember.tensor([1, 0, 2]))
+    tensor([0, 2, 2])
+    """
+    if repeats is None:
+        return repeat_interleave(arange(input.numel(), device=input.device), input, 0, output_size=output_size)
+    if dim is None:
+        input, d = reshape(input, -1), 0
+    else:
+        d = _wrap_dim(dim, input.dim(), "repeat_interleave")
+    n = input.shape[d]
+    if isinstance(repeats, Tensor):
+        if repeats.dtype.category > dtypes.INT or repeats.dtype is dtypes.bool:
+            raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got {repeats.dtype}")
+        if repeats.dim() > 1:
+            raise RuntimeError(f"repeat_interleave: repeats must be 0-dim or 1-dim tensor, got shape "
+                               f"{list(repeats.shape)}")
+        if repeats.dim() == 0 or repeats.numel() == 1 and n != 1:
+            repeats = int(repeats.item())
+        elif repeats.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{repeats.shape[0]} and input.size({d}) = {n}")
+    if isinstance(repeats, Tensor):
+        if repeats._dev is not input._dev:
+            repeats = repeats.to(input.device)  # a host tensor of repeats, as PyTorch accepts
+        if n and int(repeats.min().item()) < 0:
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        if output_size is not None and int(repeats.sum().item()) != output_size:
+            raise RuntimeError("allocated size does not match required size")
+        return unary(RepeatInterleave, input, repeats.long()._data, d)
+    r = int(repeats)
+    if r < 0:
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    if output_size is not None and n * r != output_size:
+        raise RuntimeError("allocated size does not match required size")
+    return unary(RepeatInterleave, input, r, d)
+
+
+@export
+def diagflat(input, offset: int = 0) -> Tensor:  # noqa: A002
+    """A matrix with the flattened ``input`` on diagonal ``offset``.
+
+    >>> import ember
+    >>> ember.diagflat(ember.tensor([[1, 2]]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    return diag_embed(reshape(input, -1), int(offset), 0, 1)
+
+
+@export(to=TORCH)
+def block_diag(*tensors) -> Tensor:
+    """A block-diagonal matrix of the given tensors (0-d: 1x1, 1-d: one row, 2-d: as is).
+
+    >>> import ember
+    >>> ember.block_diag(ember.tensor([[1, 2]]), ember.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"block_diag(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.dim()} dimensions")
+    if not tensors:
+        return _create("block_diag", _default_device(), False, None, "full", (1, 0), 0,
+                       _default_device().backend.array_dtype(dtypes.get_default_dtype()))
+    mats = [t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t for t in tensors]
+    mats = _tensors_arg(mats, "block_diag")
+    width = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        r, c = m.shape
+        parts = [m.new_zeros(r, left), m, m.new_zeros(r, width - left - c)]
+        rows.append(cat(parts, 1))
+        left += c
+    return cat(rows, 0)
+
+
+def _default_device():
+    return resolve(None)
+
+
+@export(to=TORCH)
+def cartesian_prod(*tensors) -> Tensor:
+    """Every combination of one element of each 1-D tensor, as rows (``itertools.product``).
+
+    >>> import ember
+    >>> ember.cartesian_prod(ember.tensor([1, 2]), ember.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor) or t.dim() != 1:
+            got = f"{t.dim()}-D tensor" if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"Expect a 1D vector, but got shape of a {got} at position {i} (cartesian_prod)")
+    if len(tensors) == 1:
+        return tensors[0]
+    ts = _tensors_arg(list(tensors), "cartesian_prod")
+    return stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], 1)
+
+
+CombinationIndex = op_class("combination_index")
+
+
+@export(to=TORCH)
+def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:  # noqa: A002
+    """Length-``r`` combinations of the elements of a 1-D tensor, as rows (``itertools.combinations``).
+
+    >>> import ember
+    >>> ember.combinations(ember.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)} (combinations)")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r} (combinations)")
+    if r == 0:
+        return input.new_empty(0)
+    idx = _create("combinations", input._dev, False, None, "combination_index", input.shape[0], int(r),
+                  bool(with_replacement))
+    return input.index_select(0, idx.reshape(-1)).reshape(-1, r)
+
+
+# --------------------------------------------------------------------------- *_scatter: a copy with a view replaced
+def _scatter_into(input, src, view, op):
+    out = clone(input)
+    region = view(out)
+    _scatter_check(region, input, src, op)
+    region.copy_(src)
+    return out
+
+
+def _scatter_check(region, input, src, op):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): expected src and input to have the same dtype, got {src.dtype} and "
+                           f"{input.dtype}")
+
+
+@export
+def select_scatter(input, src, dim: int, index: int) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written at ``index`` along ``dim`` (the inverse of :func:`select`).
+
+    >>> import ember
+    >>> ember.zeros(2, 2).select_scatter(ember.ones(2), 0, 0)
+    tensor([[1., 1.],
+            [0., 0.]])
+    """
+    select(input, dim, index)  # its errors first
+    return _scatter_into(input, src, lambda o: select(o, dim, index), "select_scatter")
+
+
+@export
+def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written at ``start:end:step`` along ``dim``.
+
+    >>> import ember
+    >>> ember.zeros(4).slice_scatter(ember.ones(2), start=2)
+    tensor([0., 0., 1., 1.])
+    """
+    d = _wrap_dim(dim, input.dim(), "slice_scatter")
+    if step is None or step <= 0:
+        raise RuntimeError("slice step must be positive")
+    index = (slice(None),) * d + (slice(start, end, step), Ellipsis)
+    return _scatter_into(input, src, lambda o: view_op(SliceView, o, index), "slice_scatter")
+
+
+class DiagonalScatterInto(Op):
+    """A copy of ``x`` with ``src`` on a diagonal (no view involved: backends without strides copy views)."""
+
+    backward_name = "DiagonalScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, k, x, src, offset, d1, d2):
+        ctx.args = (offset, d1, d2)
+        return k["diagonal_scatter"](k["copy"](x), src, offset, d1, d2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (apply(DiagonalScatterInto, g, unary(Diagonal, g, *ctx.args) * 0, *ctx.args),
+                unary(Diagonal, g, *ctx.args))
+
+
+@export
+def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written on a diagonal (the inverse of :func:`diagonal`).
+
+    >>> import ember
+    >>> ember.zeros(2, 2).diagonal_scatter(ember.ones(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    region = diagonal(input, offset, dim1, dim2)  # its errors first
+    _scatter_check(region, input, src, "diagonal_scatter")
+    n = input.dim()
+    return apply(DiagonalScatterInto, input, src, int(offset), _wrap_dim(dim1, n, "diagonal_scatter"),
+                 _wrap_dim(dim2, n, "diagonal_scatter"))
+
+
+@export
+def as_strided_scatter(input, src, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
+    """A copy of ``input`` (contiguous) with ``src`` written through the view ``as_strided(size, stride, offset)``.
+
+    >>> import ember
+    >>> ember.zeros(4).as_strided_scatter(ember.ones(2), (2,), (2,))
+    tensor([1., 0., 1., 0.])
+    """
+    region = as_strided(input.contiguous(), size, stride, storage_offset)  # its errors first
+    _scatter_check(region, input, src, "as_strided_scatter")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    pos = _create("as_strided_scatter", input._dev, False, None, "element_positions", size, stride,
+                  int(storage_offset or 0))
+    flat = input.reshape(-1).index_put((pos.reshape(-1),), src.reshape(-1))
+    return flat.reshape(input.shape)
+
+
+# --------------------------------------------------------------------------- view copies (*_copy)
+def _copy_of(view, name, to=TORCH):
+    """``name``: what ``view`` returns, as a fresh tensor (every output of a multi-output view cloned)."""
+    def fn(input, *args, out=None, **kwargs):  # noqa: A002
+        r = view(input, *args, **kwargs)
+        if isinstance(r, tuple):
+            return tuple(clone(t) for t in r)
+        return out_or(clone(r), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"A copy of :func:`{view.__name__}`'s result (it shares no storage with ``input``)."
+    return export(fn, name, to=to)
+
+
+def _alias(input):  # noqa: A002
+    return input
+
+
+def _detach(input):  # noqa: A002
+    return input.detach()
+
+
+alias_copy = _copy_of(_alias, "alias_copy")
+detach_copy = _copy_of(_detach, "detach_copy")
+diagonal_copy = _copy_of(diagonal, "diagonal_copy")
+expand_copy = _copy_of(expand, "expand_copy")
+permute_copy = _copy_of(permute, "permute_copy")
+select_copy = _copy_of(select, "select_copy")
+split_copy = _copy_of(split, "split_copy")
+squeeze_copy = _copy_of(squeeze, "squeeze_copy")
+t_copy = _copy_of(t, "t_copy")
+transpose_copy = _copy_of(transpose, "transpose_copy")
+unbind_copy = _copy_of(unbind, "unbind_copy")
+unfold_copy = _copy_of(unfold, "unfold_copy")
+unsqueeze_copy = _copy_of(unsqueeze, "unsqueeze_copy")
+view_copy = _copy_of(reshape, "view_copy")  # a copy: any layout will do
+as_strided_copy = _copy_of(as_strided, "as_strided_copy")
+split_with_sizes_copy = _copy_of(split_with_sizes, "split_with_sizes_copy")
+narrow_copy = _copy_of(narrow, "narrow_copy", to=TORCH + TENSOR)
+
+
+def _slice_copy(input, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002
+    d = _wrap_dim(dim, input.dim(), "slice_copy")
+    return view_op(SliceView, input, (slice(None),) * d + (slice(start, end, step), Ellipsis))
+
+
+_slice_copy.__name__ = "slice"
+slice_copy = _copy_of(_slice_copy, "slice_copy")
+
+
+# --------------------------------------------------------------------------- in-place view ops (x.unsqueeze_(0))
+def _view_inplace(view, name):
+    """``name``: ``self`` becomes ``view(self, ...)`` (same storage, new shape; history through the view)."""
+    def method(self, *args, **kwargs):
+        if STATE.enabled and self._rg and self._fn is None:
+            raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place "
+                               f"operation.")
+        r = view(self, *args, **kwargs)
+        self._data, self._fn, self._nr = r._data, r._fn, r._nr
+        if r._view is not None and self._base is not None:
+            self._view = r._view
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place :func:`{view.__name__}`: this tensor takes the new shape; returns self."
+    return method
+
+
+t_ = export(_view_inplace(t, "t_"), "t_", to=TENSOR)
+unsqueeze_ = export(_view_inplace(unsqueeze, "unsqueeze_"), "unsqueeze_", to=TENSOR)
+squeeze_ = export(_view_inplace(squeeze, "squeeze_"), "squeeze_", to=TENSOR)
+transpose_ = export(_view_inplace(transpose, "transpose_"), "transpose_", to=TENSOR, aliases=("swapaxes_", "swapdims_"))
+as_strided_ = export(_view_inplace(as_strided, "as_strided_"), "as_strided_", to=TORCH + TENSOR)
+
+
+# --------------------------------------------------------------------------- metadata
+@export
+def is_same_size(input, other) -> bool:  # noqa: A002
+    """Whether two tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@export
+def is_nonzero(input) -> bool:  # noqa: A002
+    """The truth of a one-element tensor (an error for any other number of elements).
+
+    >>> import ember
+    >>> ember.is_nonzero(ember.tensor([0.5]))
+    True
+    """
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+for _n in ("is_signed", "is_inference", "get_device", "detach_", "is_floating_point", "is_complex"):
+    if _n not in NAMESPACES["torch"]:
+        export(getattr(Tensor, _n), _n, to=TORCH)
+
+
+Resized = op_class("Resized", "resize_flat", params=("shape",))
+
+
+@export(to=TENSOR)
+def resize_(self, *sizes, memory_format=None) -> Tensor:
+    """In place: this tensor takes shape ``sizes``, keeping its first elements (new elements are zero).
+
+    >>> import ember
+    >>> ember.arange(4).resize_(2, 3)
+    tensor([[0, 1, 2],
+            [3, 0, 0]])
+    """
+    shape = _shape_arg(sizes, "resize_")
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    if tuple(self.shape) == shape:
+        return self
+    with _no_grad():
+        r = unary(Resized, self.contiguous(), shape)
+    self._data = r._data
+    self._bump()
+    return self
+
+
+@export(to=TORCH + TENSOR)
+def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
+    """In place: :meth:`resize_` to ``the_template``'s shape."""
+    return resize_(self, tuple(the_template.shape))
+
+
+def _resize_view(self, shape, op):
+    n = math.prod(shape)
+    if n != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({n} elements in total), but the given "
+                           f"tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           f"autograd's resize can only change the shape of a given tensor, while preserving the "
+                           f"number of elements. ({op})")
+    return reshape(self, shape)
+
+
+@export(to=TENSOR)
+def resize(self, *sizes) -> Tensor:
+    """Deprecated out-of-place resize: a reshape to ``sizes`` (the element count must not change)."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(self, _shape_arg(sizes, "resize"), "resize")
+
+
+@export(to=TENSOR)
+def resize_as(self, tensor) -> Tensor:
+    """Deprecated out-of-place resize to ``tensor``'s shape (the element count must not change)."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(self, tuple(tensor.shape), "resize_as")
+
+
+@export(to=TENSOR)
+def set_(self, source=None, storage_offset=0, size=None, stride=None) -> Tensor:
+    """In place: this tensor views ``source``'s storage (with ``size``/``stride``/``storage_offset`` as
+    :func:`as_strided`), or becomes empty without ``source``.
+
+    >>> import ember
+    >>> a, b = ember.zeros(2), ember.ones(3)
+    >>> a.set_(b) is a and a.tolist() == [1., 1., 1.]
+    True
+    """
+    if source is not None and not isinstance(source, Tensor):
+        raise TypeError(f"set_(): expected a Tensor source, got {type(source).__name__} (storages are not supported)")
+    if STATE.enabled and self._rg and self._fn is None:
+        raise RuntimeError("set_: a leaf Variable that requires grad is being used in an in-place operation.")
+    if source is None:
+        with _no_grad():
+            r = unary(Resized, self.detach(), (0,))
+        self._data, self._base, self._view = r._data, None, None
+    else:
+        if source.dtype is not self.dtype:
+            raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of type {self.dtype}")
+        r = source if size is None else as_strided(source, size, stride if stride is not None else
+                                                    _contiguous_strides(tuple(size), 1), storage_offset)
+        self._data, self._dev = r._data, r._dev
+        self._base = source if source._base is None else source._base
+        self._view = None
+        if r._rg:
+            self._fn, self._nr, self._rg = r._fn, r._nr, True
+    self._bump()
+    return self
+
+
+@export(to=TENSOR)
+def is_set_to(self, tensor) -> bool:
+    """Whether both tensors view the same memory with the same shape and strides."""
+    return (self.device == tensor.device and self.data_ptr() == tensor.data_ptr()
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+
+@export(to=TENSOR)
+def const_data_ptr(self) -> int:
+    """The address of the first element (as :meth:`data_ptr`)."""
+    return self.data_ptr()
+
+
+@export(to=TENSOR)
+def dim_order(self, *, ambiguity_check=False) -> tuple:
+    """The dimensions from outermost to innermost in memory (by decreasing stride).
+
+    >>> import ember
+    >>> ember.zeros(2, 3).t().dim_order()
+    (1, 0)
+    """
+    st = self.stride()
+    order = tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+    if ambiguity_check and len(set(st)) != len(st):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to a valid permutation.")
+    return order
+
+
+@export(to=TENSOR)
+def as_subclass(self, cls) -> Tensor:
+    """``self`` (same data, same history) as an instance of the Tensor subclass ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+    r = view_as(self, self)
+    r.__class__ = cls
+    return r
+
+
+@export
+def is_distributed(input) -> bool:  # noqa: A002
+    """False: ember tensors are never distributed tensors."""
+    return False
+
+
+@export(to=TENSOR)
+def module_load(self, other, assign=False):
+    """How ``Module.load_state_dict`` turns ``other`` into what replaces ``self`` (as is, by default)."""
+    return other
+
+
+def _device_flag(kind):
+    def flag(self):
+        return self.device.type == kind
+
+    flag.__name__ = flag.__qualname__ = f"is_{kind}"
+    flag.__doc__ = f"Whether the tensor is on a {kind!r} device."
+    return property(flag)
+
+
+for _kind in ("xpu", "xla", "ipu", "maia", "mtia", "mps", "vulkan", "mkldnn"):
+    export(_device_flag(_kind), f"is_{_kind}", to=TENSOR)
+export(property(lambda self: False, doc="False: ember has no nested tensors."), "is_nested", to=TENSOR)

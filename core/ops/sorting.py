@@ -361,3 +361,32 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     tensor(2.5000)
     """
     return out_or(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
+
+
+IsIn = op_class("IsIn", "isin", params=("invert",), arity=3)
+
+
+@export(to=("torch",))
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
+    """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a scalar, not both).
+
+    >>> import ember
+    >>> ember.isin(ember.tensor([[1, 2], [3, 4]]), ember.tensor([2, 3]))
+    tensor([[False,  True],
+            [ True, False]])
+    """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin() received an invalid combination of arguments: got ({type(elements).__name__}, "
+                        f"{type(test_elements).__name__}), expected at least one Tensor")
+    ref = elements if isinstance(elements, Tensor) else test_elements
+    if not isinstance(elements, Tensor):
+        elements = tensor(elements, device=ref.device)
+    if not isinstance(test_elements, Tensor):
+        test_elements = tensor(test_elements, device=ref.device)
+    if elements.is_complex() or test_elements.is_complex():
+        raise NotImplementedError("isin: complex inputs are not supported")
+    if elements._dev is not test_elements._dev:
+        raise device_error("isin", elements, test_elements)
+    rt = result_type(elements, test_elements)
+    with no_grad():
+        return apply(IsIn, elements.to(rt), test_elements.to(rt), bool(invert))

@@ -33,7 +33,8 @@ from ember.autograd import gradcheck, gradgradcheck
 from . import assert_close, to_numpy
 
 TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn",
-          "ember.testing.op_table_linalg2", "ember.testing.op_table_special", "ember.testing.op_table_fft"]
+          "ember.testing.op_table_linalg2", "ember.testing.op_table_special", "ember.testing.op_table_fft",
+          "ember.testing.op_table_breadth"]
 CHECKS = ("forward", "noncontiguous", "grad", "gradgrad")
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
-from ..serialization import ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, storage_view
+from ..serialization import (ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, allowed_global,
+                             storage_view)
 from ..tensor import Size
 
 STORAGE_DTYPES = {
@@ -82,6 +83,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         obj = _allowed(module, name)
+        if obj is None:
+            obj = allowed_global(module, name)  # marked safe with ember.serialization.add_safe_globals
         if obj is None:
             raise pickle.UnpicklingError(
                 f"Weights only load failed: the checkpoint refers to the global '{module}.{name}', which is not a "

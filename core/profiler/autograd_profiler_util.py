@@ -1,8 +1,8 @@
-"""``torch.autograd.profiler_util``: the profiler's event containers, from :mod:`ember.profiler`."""
+"""``ember.autograd.profiler_util`` (``torch.autograd.profiler_util``): the profiler's event containers."""
 from __future__ import annotations
 
-from ..profiler.events import EventList, FunctionEvent, FunctionEventAvg
-from .extras import DeviceType
+from ..autograd.extras import DeviceType
+from .events import EventList, FunctionEvent, FunctionEventAvg
 
 MEMORY_EVENT_NAME = "[memory]"
 OUT_OF_MEMORY_EVENT_NAME = "[OutOfMemory]"

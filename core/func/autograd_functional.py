@@ -17,9 +17,9 @@ from __future__ import annotations
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
-from . import forward_ad as _fw
-from .engine import grad as _grad
-from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..autograd import forward_ad as _fw
+from ..autograd.engine import grad as _grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -207,12 +207,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(zeros_like(o, requires_grad=True) for o in outputs)
         grad_inputs = _grads(outputs, inputs, dummies, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    if create_graph:
-        with enable_grad():
-            res = _grads(grad_inputs, dummies, v, create_graph=True)
-            result = _zeros_for_none(res, outputs, strict, create_graph, "back_trick")
-    else:
-        res = _grads(grad_inputs, dummies, v, create_graph=False)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        res = _grads(grad_inputs, dummies, v, create_graph=create_graph)
         result = _zeros_for_none(res, outputs, strict, create_graph, "back_trick")
     return _untuple(_finish(outputs, create_graph), is_out_tuple), _untuple(_finish(result, create_graph),
                                                                             is_out_tuple)
@@ -343,6 +339,20 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return _untuple(res, (is_in_tuple, is_in_tuple))
 
 
+def _scalar_gradient(func, inputs, v, create_graph, strict, fn):
+    """The start of vhp and hvp (under ``enable_grad``): the inputs and ``v`` as checked tuples, the scalar
+    ``func(*inputs)`` and its gradient, kept differentiable."""
+    is_in_tuple, inputs = _as_tuple(inputs, "inputs", fn)
+    inputs = _prepare(inputs, create_graph=create_graph, need_graph=True)
+    v = _v_or_default(v, inputs, is_in_tuple, create_graph, fn,
+                      "The vector v can only be None if the input to the user-provided function is a single "
+                      "Tensor with a single element.")
+    out = _single_scalar(func(*inputs), fn, strict)
+    jac = _grads((out,), inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return is_in_tuple, inputs, v, out, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(*inputs), v^T H)`` for a scalar function.
 
@@ -351,14 +361,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     tensor([ 6., 12.])
     """
     with enable_grad():
-        is_in_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_default(v, inputs, is_in_tuple, create_graph, "vhp",
-                          "The vector v can only be None if the input to the user-provided function is a single "
-                          "Tensor with a single element.")
-        out = _single_scalar(func(*inputs), "vhp", strict)
-        jac = _grads((out,), inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_in_tuple, inputs, v, out, jac = _scalar_gradient(func, inputs, v, create_graph, strict, "vhp")
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = _grads(jac, inputs, v, create_graph=create_graph)
         result = _zeros_for_none(grads, inputs, strict, create_graph, "double_back")
@@ -373,14 +376,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     tensor([6., 0.])
     """
     with enable_grad():
-        is_in_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_default(v, inputs, is_in_tuple, create_graph, "hvp",
-                          "The vector v can only be None if the input to the user-provided function is a single "
-                          "Tensor with a single element.")
-        out = _single_scalar(func(*inputs), "hvp", strict)
-        jac = _grads((out,), inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_in_tuple, inputs, v, out, jac = _scalar_gradient(func, inputs, v, create_graph, strict, "hvp")
         dummies = tuple(zeros_like(t, requires_grad=True) for t in inputs)
         double = _grads(jac, inputs, dummies, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
