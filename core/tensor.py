@@ -16,6 +16,7 @@ from . import dtypes
 from ._printing import tensor_repr
 from .state import STATE
 from .storage import TypedStorage, UntypedStorage, _ptr
+from . import layouts as _layout
 from .shared_memory import is_shared as _is_shared
 from .shared_memory import share_memory_ as _share_memory_
 from .backend import resolve
@@ -162,6 +163,8 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if memory_format is not None and memory_format in (_layout.channels_last, _layout.channels_last_3d):
+            return _layout.channels_last_contiguous(tuple(self.shape), self.stride(), memory_format)
         flags = getattr(self._data, "flags", None)
         return True if flags is None else bool(flags.c_contiguous)
 
@@ -187,7 +190,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return _layout.strided
 
     def is_floating_point(self) -> bool:
         return self.dtype.category == dtypes.FLOAT
