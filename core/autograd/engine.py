@@ -529,6 +529,9 @@ def _accumulate(t, g, create_graph, shared):
             r = hook(g)
             if r is not None:
                 g = r
+    want = t.grad_dtype
+    if want is not None and g.dtype is not want:
+        g = g.to(want)  # .grad keeps the leaf's grad_dtype
     old = t._grad
     if old is None:
         t._grad = g if create_graph else _owned(g, shared)
