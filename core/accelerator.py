@@ -372,6 +372,10 @@ def _api_for(device, what: str) -> DeviceAPI:
     return DeviceAPI(_backend.device(device).type)
 
 
+# c10::DeviceType numbers, which PyTorch's Stream.device_type gives
+_DEVICE_TYPE_CODES = {"cpu": 0, "cuda": 1, "meta": 9, "xpu": 12, "mps": 13}
+
+
 class DeviceStream(Stream):
     """``ember.Stream(device=None, *, priority=0)``: a stream of any device type (PyTorch's ``torch.Stream``).
 
@@ -379,8 +383,8 @@ class DeviceStream(Stream):
 
     >>> import ember
     >>> s = ember.Stream("cpu")
-    >>> s.device_type, s.query()
-    ('cpu', True)
+    >>> s.device.type, s.device_type, s.query()
+    ('cpu', 0, True)
     """
 
     def __init__(self, device=None, *, priority: int = 0):
@@ -390,8 +394,9 @@ class DeviceStream(Stream):
         super().__init__(device, priority)
 
     @property
-    def device_type(self) -> str:
-        return self.api._backend().name
+    def device_type(self) -> int:
+        """The device type as PyTorch's ``c10::DeviceType`` number (0: CPU, 1: CUDA)."""
+        return _DEVICE_TYPE_CODES.get(self.api._backend().name, -1)
 
     @classmethod
     def _event_type(cls):
@@ -403,7 +408,7 @@ class DeviceStream(Stream):
         return event
 
     def __repr__(self):
-        return f"ember.Stream device_type={self.device_type}, device_index={self.device_index}"
+        return f"ember.Stream device_type={self.device.type}, device_index={self.device_index}"
 
 
 class DeviceEvent(Event):
@@ -425,10 +430,6 @@ class DeviceEvent(Event):
     def device(self):
         return _backend.device(self.api._backend().name, self.device_index)
 
-    @property
-    def device_type(self) -> str:
-        return self.api._backend().name
-
     def record(self, stream: "Stream | None" = None) -> None:
         stream = stream if stream is not None else self.api.current_stream(self.device_index)
         self.api._backend().event_record(self.native, stream.native)
@@ -437,7 +438,7 @@ class DeviceEvent(Event):
         (stream if stream is not None else self.api.current_stream(self.device_index)).wait_event(self)
 
     def __repr__(self):
-        return f"ember.Event device_type={self.device_type}, device_index={self.device_index}"
+        return f"ember.Event device_type={self.device.type}, device_index={self.device_index}"
 
 
 def get_device_module(device=None):
