@@ -26,6 +26,24 @@ def test_accelerator_errors_follow_pytorchs_hierarchy(torch):
         raise ember.OutOfMemoryError("out of memory")
 
 
+def test_cuda_pool_exhaustion_raises_out_of_memory_error():
+    """The CUDA backend's allocator turns CuPy's out-of-memory error into ``ember.OutOfMemoryError``."""
+    import types
+
+    memory = pytest.importorskip("ember_cuda_cupy.memory")
+
+    class CupyOOM(MemoryError):
+        pass
+
+    class Pool:
+        def malloc(self, size):
+            raise CupyOOM(f"Out of memory allocating {size} bytes")
+
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(memory=types.SimpleNamespace(OutOfMemoryError=CupyOOM)))
+    with pytest.raises(ember.cuda.OutOfMemoryError, match="CUDA out of memory. Tried to allocate 1024 bytes"):
+        memory.PeakTracker(cp, Pool()).malloc(1024)
+
+
 def test_get_device_module_and_grad_scaler():
     assert ember.get_device_module("cpu") is ember.cpu
     assert ember.get_device_module(ember.device("cuda:0")) is ember.cuda
