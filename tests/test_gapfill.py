@@ -283,8 +283,9 @@ def test_linear_cross_entropy_matches_pytorch(device, torch, chunked, probs, red
     X, W, B = (ember.tensor(v, device=device, requires_grad=True) for v in (x, w, b))
     tX, tW, tB = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
     out = ember.nn.functional.linear_cross_entropy(
-        X, W, ember.tensor(t, device=device), linear_bias=B, weight=ember.tensor(cw, device=device) if weighted else None,
-        reduction=reduction, label_smoothing=label_smoothing, options=opts)
+        X, W, ember.tensor(t, device=device), linear_bias=B,
+        weight=ember.tensor(cw, device=device) if weighted else None, reduction=reduction,
+        label_smoothing=label_smoothing, options=opts)
     ref = torch.nn.functional.linear_cross_entropy(
         tX, tW, torch.tensor(t), linear_bias=tB, weight=torch.tensor(cw) if weighted else None,
         reduction=reduction, label_smoothing=label_smoothing)

@@ -776,5 +776,6 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
             bad = [v for v in (lo, hi) if v != ii and not 0 <= v < c]
             if bad:
                 raise IndexError(f"linear_cross_entropy: target {bad[0]} is out of bounds for {c} classes")
-    return apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev, linear_bias is not None, weight is not None,
+    return apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev,
+                 linear_bias is not None, weight is not None,
                  ii, float(label_smoothing), reduction, chunk, need, options.allow_retain_graph)
