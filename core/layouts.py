@@ -96,3 +96,16 @@ def channels_last_contiguous(shape, strides, fmt) -> bool:
                 return False
             expected *= shape[d]
     return True
+
+
+def check_memory_format(fmt, ndim: int, op: str) -> None:
+    """PyTorch's checks of a ``memory_format=`` argument: a :class:`memory_format` (or None), and a
+    channels-last format only for a tensor of its rank."""
+    if fmt is None:
+        return
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be ember.memory_format, not {type(fmt).__name__}")
+    if fmt is channels_last and ndim != 4:
+        raise RuntimeError(f"{op}: required rank 4 tensor to use channels_last format (got rank {ndim})")
+    if fmt is channels_last_3d and ndim != 5:
+        raise RuntimeError(f"{op}: required rank 5 tensor to use channels_last_3d format (got rank {ndim})")

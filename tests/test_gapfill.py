@@ -119,6 +119,24 @@ def test_memory_format_is_accepted_where_pytorch_takes_it(device):
         assert ember.empty_like(x, memory_format=fmt).shape == x.shape
 
 
+def test_memory_format_errors_as_pytorch(device, torch):
+    x, tx = ember.zeros(2, 3, 4, device=device), torch.zeros(2, 3, 4)
+    calls = [lambda m, t, f: t.contiguous(memory_format=f), lambda m, t, f: t.clone(memory_format=f),
+             lambda m, t, f: m.empty_like(t, memory_format=f), lambda m, t, f: t.to(memory_format=f),
+             lambda m, t, f: m.zeros_like(t, memory_format=f)]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="required rank 4"):
+            call(torch, tx, torch.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 4"):
+            call(ember, x, ember.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 5"):
+            call(ember, x, ember.channels_last_3d)
+    with pytest.raises(TypeError, match="memory_format"):
+        tx.contiguous(memory_format="channels_last")
+    with pytest.raises(TypeError, match="memory_format"):
+        x.contiguous(memory_format="channels_last")
+
+
 def test_set_flush_denormal_and_thread_safe_generator():
     assert ember.set_flush_denormal(True) is False and ember.set_flush_denormal(False) is False
     with pytest.raises(TypeError, match="mode"):
