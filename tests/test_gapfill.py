@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 import ember
+from ember.testing.op_table_gapfill import ROWS
+from ember.testing.op_table_shape import row_test
+
+test_row = row_test(ROWS)
 
 
 def _np(t):
@@ -292,6 +296,7 @@ def _lce_case(rng, probs, n=10, d=4, c=7):
 @pytest.mark.parametrize("probs", [False, True])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("label_smoothing,weighted", [(0.0, False), (0.2, True)])
+@pytest.mark.filterwarnings("ignore:linear_cross_entropy")  # configurations the chunked path leaves to the reference
 def test_linear_cross_entropy_matches_pytorch(device, torch, chunked, probs, reduction, label_smoothing, weighted):
     if ember.device(device).type == "meta":
         pytest.skip("meta tensors have no values")
@@ -308,6 +313,8 @@ def test_linear_cross_entropy_matches_pytorch(device, torch, chunked, probs, red
         tX, tW, torch.tensor(t), linear_bias=tB, weight=torch.tensor(cw) if weighted else None,
         reduction=reduction, label_smoothing=label_smoothing)
     np.testing.assert_allclose(_np(out), ref.detach().numpy(), rtol=1e-10)
+    assert (type(out.grad_fn).__name__ == "LinearCrossEntropyChunkedBackward0") == (
+        chunked and not probs and label_smoothing == 0)
     go = rng.standard_normal(tuple(ref.shape))
     out.backward(ember.tensor(go, device=device))
     ref.backward(torch.tensor(go))
@@ -367,6 +374,10 @@ def test_linear_cross_entropy_options_and_errors(torch):
         F.linear_cross_entropy(ember.ones(2, 3), ember.ones(4, 2), ember.tensor([0, 1]))
     with pytest.raises(IndexError, match="out of bounds"):
         F.linear_cross_entropy(ember.ones(2, 3), ember.ones(4, 3), ember.tensor([0, 9]), options=O())
+    for kw in ({"label_smoothing": 0.1}, {}):
+        t = ember.tensor([0, 1]) if kw else ember.full((2, 4), 0.25)
+        with pytest.warns(UserWarning, match="options`` ignored"):
+            F.linear_cross_entropy(ember.ones(2, 3), ember.ones(4, 3), t, options=O(), **kw)
 
 
 def test_linear_cross_entropy_loss_module_matches_pytorch(device, torch):

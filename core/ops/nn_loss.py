@@ -623,31 +623,21 @@ class LinearCrossEntropyOptions:
         return max(size, 1)
 
 
-def _lce_chunk(x, w, b, t, cw, ignore_index, ls, probs):
+def _lce_chunk(x, w, b, t, cw, ignore_index):
     """Per-row losses of one chunk, the gradient of each row's loss in its logits, and the chunk's share of
     the mean's denominator (the weight of its counted targets)."""
     logits = x @ w.mT
     if b is not None:
         logits = logits + b
     logp = log_softmax(logits, 1)
-    c = logits.shape[1]
-    if probs:
-        q = t * (1 - ls) + ls / c if ls > 0 else t
-        if cw is not None:
-            q = q * cw
-        denom = float(x.shape[0])
-    else:
-        valid = t != ignore_index
-        ts = where(valid, t, 0)
-        onehot = (arange(c, device=x.device) == ts.unsqueeze(1)).to(logp.dtype)
-        wy = valid.to(logp.dtype) if cw is None else cw[ts] * valid.to(logp.dtype)
-        q = onehot * (wy * (1 - ls)).unsqueeze(1)
-        if ls > 0:
-            q = q + (ls / c) * (cw if cw is not None else 1.0) * valid.to(logp.dtype).unsqueeze(1)
-        denom = wy.sum()
+    valid = t != ignore_index
+    ts = where(valid, t, 0)
+    onehot = (arange(logits.shape[1], device=x.device) == ts.unsqueeze(1)).to(logp.dtype)
+    wy = valid.to(logp.dtype) if cw is None else cw[ts] * valid.to(logp.dtype)
+    q = onehot * wy.unsqueeze(1)
     loss = -(q * logp).sum(1)
-    grad = q.sum(1, keepdim=True) * logp.exp() - q
-    return loss, grad, denom
+    grad = wy.unsqueeze(1) * logp.exp() - q
+    return loss, grad, wy.sum()
 
 
 class LinearCrossEntropyChunked(Op):
@@ -655,18 +645,17 @@ class LinearCrossEntropyChunked(Op):
     scalar reductions) or remade chunk by chunk in backward (``"none"``): the ``(N, C)`` logits never exist."""
 
     @staticmethod
-    def forward(ctx, k, x, w, t, b, cw, dev, has_b, has_cw, ignore_index, ls, reduction, chunk, need, keep):
+    def forward(ctx, k, x, w, t, b, cw, dev, has_b, has_cw, ignore_index, reduction, chunk, need, keep):
         X, W, T = _wrap(x, dev), _wrap(w, dev), _wrap(t, dev)
         B = _wrap(b, dev) if has_b else None
         CW = _wrap(cw, dev) if has_cw else None
-        probs = T.is_floating_point()
-        ctx.args = (X, W, T, B, CW, ignore_index, ls, probs, chunk)
+        ctx.args = (X, W, T, B, CW, ignore_index, chunk)
         ctx.reduction, ctx.keep, ctx.has_b, ctx.has_cw = reduction, keep, has_b, has_cw
         losses, denom = [], 0.0
         gx, gw, gb = [], W.new_zeros(W.shape), W.new_zeros(W.shape[:1])
         with no_grad():
             for s in range(0, X.shape[0], chunk):
-                loss, g, d = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index, ls, probs)
+                loss, g, d = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index)
                 losses.append(loss)
                 denom = denom + d
                 if need and reduction != "none":
@@ -688,12 +677,12 @@ class LinearCrossEntropyChunked(Op):
 
     @staticmethod
     def backward(ctx, g):
-        X, W, T, B, CW, ignore_index, ls, probs, chunk = ctx.args
+        X, W, T, B, CW, ignore_index, chunk = ctx.args
         if ctx.reduction == "none":
             gx, gw, gb = [], W.new_zeros(W.shape), W.new_zeros(W.shape[:1])
             with no_grad():
                 for s in range(0, X.shape[0], chunk):
-                    _, gr, _ = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index, ls, probs)
+                    _, gr, _ = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index)
                     gr = gr * g[s:s + chunk].unsqueeze(1)
                     gx.append(gr @ W)
                     gw += gr.mT @ X[s:s + chunk]
@@ -744,10 +733,12 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     if options is not None and not isinstance(options, LinearCrossEntropyOptions):
         raise TypeError(f"linear_cross_entropy(): options must be LinearCrossEntropyOptions or None, not "
                         f"{type(options).__name__}")
-    if options is not None and (kdim or input.ndim != 2 or (linear_bias is not None and linear_bias.ndim != 1)
-                                or target.ndim != (2 if target.is_floating_point() else 1)):
-        warnings.warn("linear_cross_entropy: this configuration is not supported by the chunked path; using "
-                      "the reference implementation", UserWarning, stacklevel=2)
+    if options is not None and (kdim or input.ndim != 2 or label_smoothing != 0 or target.dtype.name != "int64"
+                                or (linear_bias is not None and linear_bias.ndim != 1)):
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={tuple(linear_weight.shape[1:-1])}", UserWarning, stacklevel=2)
         options = None
     if options is None:
         c = linear_weight.shape[0]
@@ -762,20 +753,16 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
             logits = logits.reshape((input.shape[0], c) + out_features)
         return cross_entropy(logits, target, weight, ignore_index=ii, reduction=reduction,
                              label_smoothing=label_smoothing)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"linear_cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
-                         f"{label_smoothing}")
     n, c = input.shape[0], linear_weight.shape[0]
     if target.shape[0] != n:
         raise ValueError(f"linear_cross_entropy: expected target batch size {n}, got {target.shape[0]}")
     chunk = options.chunk_size(n, input.shape[1], c)
     need = STATE.enabled and any(v is not None and v.requires_grad for v in (input, linear_weight, linear_bias))
-    if not target.is_floating_point():
-        if target.numel():
-            lo, hi = int(target.min()), int(target.max())
-            bad = [v for v in (lo, hi) if v != ii and not 0 <= v < c]
-            if bad:
-                raise IndexError(f"linear_cross_entropy: target {bad[0]} is out of bounds for {c} classes")
+    if target.numel():
+        lo, hi = int(target.min()), int(target.max())
+        bad = [v for v in (lo, hi) if v != ii and not 0 <= v < c]
+        if bad:
+            raise IndexError(f"linear_cross_entropy: target {bad[0]} is out of bounds for {c} classes")
     return apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev,
                  linear_bias is not None, weight is not None,
-                 ii, float(label_smoothing), reduction, chunk, need, options.allow_retain_graph)
+                 ii, reduction, chunk, need, options.allow_retain_graph)
