@@ -624,9 +624,9 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     """The ``k`` largest (or smallest) eigenpairs of the symmetric problem ``A x = lambda B x`` by LOBPCG.
 
     ``A`` is symmetric (``m x m``), ``B`` symmetric positive definite (default the identity), ``X`` an initial
-    ``m x n`` block (default random, ``n = k``), ``iK`` a preconditioner.  Iterates until every wanted
-    residual ``||A x - lambda B x|| / ((||A|| + |lambda| ||B||) ||x||)`` is below ``tol`` (default the square
-    root of the dtype's epsilon) or ``niter`` steps (default 1000; -1: until convergence).  Returns
+    ``m x n`` block (default random, ``n = k``), ``iK`` a preconditioner.  Iterates until every wanted residual
+    ``||A x - lambda B x|| / ((||A X0|| + |lambda| ||B X0||) ||x|| / ||X0||)`` is below ``tol`` (default the
+    square root of the dtype's epsilon) or ``niter`` steps (default 1000; -1: until convergence).  Returns
     ``(E, X)``: eigenvalues ``(k,)`` in descending order for ``largest`` (ascending otherwise) and the
     B-orthonormal eigenvectors ``(m, k)``.  The eigenvalues are differentiable in ``A``
     (``dlambda = x x^T``); the eigenvectors are returned without a gradient.
@@ -661,10 +661,11 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     with no_grad():
         a, b = A.detach(), None if B is None else B.detach()
         x = a.new_empty((m, n)).normal_() if X is None else X.detach().to(a.dtype)
+        # PyTorch's scale of the residuals: ||A X|| / ||X|| (and ||B X|| / ||X||) for the initial block
+        norm_a = float((a @ x).norm()) / float(x.norm())
+        norm_b = 1.0 if b is None else float((b @ x).norm()) / float(x.norm())
         w, C = _rayleigh_ritz(a, b, x, n, largest)
         x, p = x @ C, None
-        norm_a = a.abs().sum(-2).max()
-        norm_b = 1.0 if b is None else b.abs().sum(-2).max()
         it = 0
         while True:
             bx = x if b is None else b @ x
