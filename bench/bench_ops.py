@@ -99,6 +99,26 @@ def cases(device):
     nwin = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(512) / 512)).astype(np.float32)
     win = ember.hann_window(512, device=device)
 
+    ngrid = rng.uniform(-1.1, 1.1, (4, 128, 128, 2)).astype(np.float32)  # some samples fall outside: zeros
+    grid = ember.tensor(ngrid, device=device)
+
+    def n_grid_sample():  # bilinear, zeros padding, align_corners=False: (4, 16, 128, 128) from the same image
+        n, c, h, w = nimg.shape
+        x = ((ngrid[..., 0] + 1) * w - 1) / 2
+        y = ((ngrid[..., 1] + 1) * h - 1) / 2
+        x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
+        out = np.zeros((n, c) + x.shape[1:], np.float32)
+        planes = nimg.reshape(n, c, h * w)
+        for dx in (0, 1):
+            for dy in (0, 1):
+                xi, yi = x0 + dx, y0 + dy
+                wt = (1 - np.abs(x - xi)) * (1 - np.abs(y - yi))
+                inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+                flat = (np.clip(yi, 0, h - 1) * w + np.clip(xi, 0, w - 1)).reshape(n, 1, -1)
+                vals = np.take_along_axis(planes, np.broadcast_to(flat, (n, c, flat.shape[-1])), 2)
+                out += vals.reshape(out.shape) * (wt * inside)[:, None]
+        return out
+
     def n_stft():  # centred reflect padding, strided frames, windowed one-sided transforms, (freq, frames)
         x = np.pad(nsig, 256, mode="reflect")
         frames = np.lib.stride_tricks.sliding_window_view(x, 512)[::128] * nwin
@@ -146,6 +166,8 @@ def cases(device):
         "interpolate nearest 2x": (lambda: F.interpolate(img, scale_factor=2),
                                    lambda: nimg.repeat(2, 2).repeat(2, 3)),
         "interpolate bilinear 2x": (lambda: F.interpolate(img, scale_factor=2, mode="bilinear"), n_bilinear),
+        "grid_sample bilinear 4x16x128x128": (lambda: F.grid_sample(img, grid, align_corners=False),
+                                              n_grid_sample),
         # Fourier transforms
         "fft(dim=1) complex64": (lambda: ember.fft.fft(cz), lambda: np.fft.fft(ncz)),
         "fft(dim=1) float32": (lambda: ember.fft.fft(a), lambda: np.fft.fft(na)),

@@ -52,7 +52,6 @@ from . import linalg, special  # noqa: E402,F401
 from . import backends, runtime  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from .dtypes import chalf, complex32  # noqa: E402,F401
-from .autograd import functional as _autograd_functional  # noqa: E402,F401
 
 globals().update(_LEGACY)
 
@@ -106,7 +105,6 @@ from .amp.autocast_mode import LEGACY as _AMP_LEGACY  # noqa: E402
 
 globals().update(_AMP_LEGACY)
 from . import profiler  # noqa: E402,F401
-from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (ember.autograd.profiler)
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401

@@ -19,6 +19,8 @@ True
 """
 from __future__ import annotations
 
+import sys
+
 from . import dtypes
 from .autograd.function import Op
 from .autograd.grad_mode import STATE, no_grad
@@ -55,6 +57,14 @@ def _set(ns, name, fn):
     NAMESPACES.setdefault(ns, {})[name] = fn
     for target in _BOUND.get(ns, ()):
         setattr(target, name, fn)
+
+
+def show_module(path: str, module) -> None:
+    """Make ``module`` importable and readable under PyTorch's module ``path`` (``ember.autograd.functional``)
+    when its code lives on a higher floor than that path's package."""
+    parent, _, leaf = path.rpartition(".")
+    sys.modules[path] = module
+    setattr(sys.modules[parent], leaf, module)
 
 
 def bind(ns: str, target) -> None:

@@ -21,8 +21,6 @@ FLOORS = {
     "ember.layouts": 0,
     "ember.tensor": 1, "ember.random": 1,
     "ember.autograd": 2,
-    "ember.autograd.functional": 5,
-    "ember.autograd.profiler": 5,  # the older profiler API: a facade over ember.profiler
     "ember.dispatch": 3, "ember.registry": 3,
     "ember.ops": 4,
     "ember": 5,

@@ -369,3 +369,12 @@ def test_repr_matches_torch(torch):
         ]))
 
     assert repr(build(nn)) == repr(build(torch.nn))
+
+
+def test_replacing_a_child_keeps_its_place_as_pytorch(torch):
+    seq = ember.nn.Sequential(ember.nn.ReLU(), ember.nn.Tanh())
+    tseq = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Tanh())
+    seq[0], tseq[0] = ember.nn.Sigmoid(), torch.nn.Sigmoid()
+    assert [type(m).__name__ for m in seq] == [type(m).__name__ for m in tseq] == ["Sigmoid", "Tanh"]
+    x = ember.tensor([-1.0, 2.0])
+    assert ember.allclose(seq(x), x.sigmoid().tanh())

@@ -4,6 +4,8 @@ import numpy as np
 import ember
 from ember.backend import ArrayBackend
 
+from .threads import MIN_SIZE, relu_backward_large, split_binary
+
 
 class NumpyBackend(ArrayBackend):
     name = "cpu"
@@ -26,9 +28,14 @@ class NumpyBackend(ArrayBackend):
                     return add_reduce(x, None, dt, empty((), dt))  # a 0-d array, not a NumPy scalar to convert
             return add_reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
+        maximum_split = split_binary(maximum)
+
         def relu(x):
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
-            return maximum(x, zero if zero is not None else zero_of(x.dtype))
+            if zero is None:
+                zero = zero_of(x.dtype)
+            # large activations on ember.get_num_threads() threads (bit-identical to one thread)
+            return maximum(x, zero) if x.size < MIN_SIZE else maximum_split(x, zero)
 
         def zero_of(dt):
             zero = zeros.get(dt)
@@ -38,6 +45,8 @@ class NumpyBackend(ArrayBackend):
 
         def relu_backward(g, out):
             # g zeroed where out <= 0 (a nan output passes g on, as in PyTorch)
+            if g.size >= MIN_SIZE and g.shape == out.shape:
+                return relu_backward_large(g, out)  # the same product, in blocks on several threads
             zero = zeros.get(out.dtype)
             if zero is None:
                 zero = zero_of(out.dtype)
@@ -63,6 +72,8 @@ class NumpyBackend(ArrayBackend):
             except (TypeError, ValueError):  # x does not export a contiguous buffer
                 return np.broadcast_to(x, shape)
 
+        # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
+        # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
         return {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand}
 
 

@@ -13,9 +13,14 @@ Per-sample gradients, PyTorch's recipe:
 >>> g["weight"].shape
 ember.Size([8, 1, 3])
 """
+from .. import autograd
+from ..registry import show_module
+from . import autograd_functional
 from .functional_call import functional_call, stack_module_state
 from .transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from .vmap import vmap
+
+show_module(f"{autograd.__name__}.functional", autograd_functional)  # torch.autograd.functional's path
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
            "stack_module_state", "vjp", "vmap"]

@@ -545,10 +545,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if training and running_mean is not None:
             _update(running_mean, mean.detach().reshape(c), momentum)
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
-    else:
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-        d = x - mean
-    return _affine(d / (var + eps).sqrt(), weight, bias, shape)
+        # the per-channel factor 1/std * weight is formed on the channel vector: one full-size multiply
+        return _affine(d * _bn_scale(var, weight, eps, shape), None, bias, shape)
+    # inference, as PyTorch's CPU kernel: y = x * alpha + beta with alpha = weight / std and
+    # beta = bias - mean * alpha per channel, two full-size passes
+    alpha = _bn_scale(running_var.reshape(shape), weight, eps, shape)
+    beta = -running_mean.reshape(shape) * alpha
+    if bias is not None:
+        beta = beta + bias.reshape(shape)
+    return x * alpha + beta
+
+
+def _bn_scale(var, weight, eps, shape):
+    inv = 1 / (var + eps).sqrt()
+    return inv if weight is None else inv * weight.reshape(shape)
 
 
 @export(to=("nn.functional",))

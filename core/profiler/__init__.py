@@ -9,12 +9,16 @@
 >>> "model_inference" in table and "aten::matmul" in table
 True
 """
-from . import events, profiler
+from .. import autograd
+from ..registry import show_module
+from . import autograd_profiler, events, profiler
 from .events import EventList, FunctionEvent, FunctionEventAvg
 from .profiler import (
     ProfilerAction, ProfilerActivity, profile, record_function, schedule, supported_activities,
     tensorboard_trace_handler,
 )
+
+show_module(f"{autograd.__name__}.profiler", autograd_profiler)  # torch.autograd.profiler's path
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "profile",
            "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]

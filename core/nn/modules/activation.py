@@ -233,13 +233,3 @@ class Softmax2d(Module):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
         return F.softmax(input, -3, _stacklevel=5)
-
-
-_ELSEWHERE = ('MultiheadAttention',)  # names PyTorch's module of this path shows, defined in .transformer
-
-
-def __getattr__(name):
-    if name in _ELSEWHERE:
-        from . import transformer  # cycle: transformer builds on this module's classes
-        return getattr(transformer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

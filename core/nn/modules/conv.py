@@ -169,15 +169,3 @@ class ConvTranspose2d(_ConvTranspose):
 class ConvTranspose3d(_ConvTranspose):
     _dims = 3
     _fn = staticmethod(F.conv_transpose3d)
-
-
-# names PyTorch's module of this path shows, defined in .lazy
-_ELSEWHERE = ('LazyConv1d', 'LazyConv2d', 'LazyConv3d', 'LazyConvTranspose1d', 'LazyConvTranspose2d',
-              'LazyConvTranspose3d')
-
-
-def __getattr__(name):
-    if name in _ELSEWHERE:
-        from . import lazy  # cycle: lazy builds on this module's classes
-        return getattr(lazy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ...ops.creation import tensor
 from ... import dtypes
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
+from . import conv, linear
 from .conv import _ConvNd, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .normalization import (
@@ -221,3 +222,10 @@ LazyBatchNorm3d = _lazy_norm(BatchNorm3d, False, True)
 LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, True, False)
 LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, True, False)
 LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, True, False)
+
+
+# PyTorch's modules of these paths show the lazy classes (imports and pickled models name them there)
+for _module, _names in ((conv, ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+                                 "LazyConvTranspose3d")), (linear, ("LazyLinear",))):
+    for _name in _names:
+        setattr(_module, _name, globals()[_name])

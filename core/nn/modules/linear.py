@@ -104,13 +104,3 @@ class Unflatten(Module):
 
 class NonDynamicallyQuantizableLinear(Linear):
     """A :class:`Linear` under PyTorch's name for MultiheadAttention's output projection (pickles name it)."""
-
-
-_ELSEWHERE = ('LazyLinear',)  # names PyTorch's module of this path shows, defined in .lazy
-
-
-def __getattr__(name):
-    if name in _ELSEWHERE:
-        from . import lazy  # cycle: lazy builds on this module's classes
-        return getattr(lazy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

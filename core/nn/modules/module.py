@@ -143,7 +143,8 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            if name not in self._modules:  # a replaced child keeps its place (and so its turn in forward)
+                self._forget(name)
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:

@@ -14,6 +14,7 @@ from ...ops.shape import triu
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
+from . import activation
 from ..parameter import Parameter
 from .containers import ModuleList
 from .dropout import Dropout
@@ -290,3 +291,6 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz, device=None, dtype=None) -> Tensor:
         """A float mask with -inf above the diagonal: position i attends to positions <= i."""
         return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
+
+
+activation.MultiheadAttention = MultiheadAttention  # where PyTorch's module path shows it (pickles name it there)

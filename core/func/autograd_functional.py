@@ -17,8 +17,8 @@ from __future__ import annotations
 from ..ops.creation import zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
-from .engine import grad as _grad
-from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..autograd.engine import grad as _grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

@@ -9,8 +9,8 @@
 """
 from __future__ import annotations
 
-from ..profiler.events import EventList, FunctionEvent, FunctionEventAvg
-from ..profiler.profiler import _attach, _detach, _Recorder, record_function
+from .events import EventList, FunctionEvent, FunctionEventAvg
+from .profiler import _attach, _detach, _Recorder, record_function
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "emit_nvtx"]
 

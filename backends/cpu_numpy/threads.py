@@ -1,0 +1,133 @@
+"""Large elementwise kernels split over a thread pool.
+
+NumPy runs a ufunc on one thread but releases the GIL inside its loops, so the blocks of one large
+elementwise op can run on ``ember.get_num_threads()`` threads at once: the output is cut along its first
+dimension, each thread runs the very same ufunc loop on its block (written in place with ``out=``), and
+the caller's thread takes the first block.  Each element goes through the same arithmetic as on one thread,
+so the result is bit-identical.  Below ``MIN_SIZE`` elements, for a first dimension too short to cut, or
+with one thread, a kernel is the plain ufunc call.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ember.runtime import get_num_threads
+
+MIN_SIZE = 1 << 18
+"""Elements below which an op runs on one thread (~50 us of work for a float32 add: the hand-off to the pool
+would eat the gain)."""
+
+_POOL: dict = {"workers": 0, "executor": None}
+_LOCK = threading.Lock()
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    with _LOCK:
+        if _POOL["workers"] != workers:
+            old = _POOL["executor"]
+            _POOL["executor"] = ThreadPoolExecutor(workers, thread_name_prefix="ember-cpu")
+            _POOL["workers"] = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL["executor"]
+
+
+def _forget_pool():
+    # a forked child has the pool object but not its threads
+    _POOL["workers"], _POOL["executor"] = 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _blocks(n0: int, parts: int) -> list:
+    step = -(-n0 // parts)
+    return [(lo, min(lo + step, n0)) for lo in range(0, n0, step)]
+
+
+def _run_blocks(body, n0: int, threads: int) -> None:
+    """``body(lo, hi)`` for the blocks of ``range(n0)``, the first on this thread, the rest on the pool."""
+    blocks = _blocks(n0, threads)
+    err = np.geterr()  # NumPy's error state is per thread: the pool's threads take the caller's
+
+    def remote(lo, hi):
+        with np.errstate(**err):
+            body(lo, hi)
+
+    futures = [_executor(threads - 1).submit(remote, lo, hi) for lo, hi in blocks[1:]]
+    try:
+        body(*blocks[0])
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _part(a, ndim: int, lo: int, hi: int):
+    """Rows ``lo:hi`` of ``a`` along the first of ``ndim`` broadcast dimensions (all of ``a`` where it is
+    broadcast there)."""
+    if a.ndim < ndim or a.shape[0] == 1:
+        return a
+    return a[lo:hi]
+
+
+def _plan(a, b):
+    """``(shape, threads)`` when ``ufunc(a, b)`` is worth splitting, else None."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return None
+    shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+    if not shape or math.prod(shape) < MIN_SIZE:
+        return None
+    threads = get_num_threads()
+    if threads < 2 or shape[0] < 2:
+        return None
+    return shape, min(threads, shape[0])
+
+
+def split_binary(ufunc):
+    """``ufunc(a, b)``, computed in blocks on several threads when it is large."""
+
+    def kernel(a, b):
+        try:
+            small = a.size < MIN_SIZE and b.size < MIN_SIZE  # the small-op path: two attribute reads
+        except AttributeError:  # a Python scalar
+            small = True
+        plan = None if small else _plan(a, b)
+        if plan is None:
+            return ufunc(a, b)
+        shape, threads = plan
+        out = np.empty(shape, dtype=ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1])
+        nd = len(shape)
+
+        def body(lo, hi):
+            ufunc(_part(a, nd, lo, hi), _part(b, nd, lo, hi), out=out[lo:hi])
+
+        _run_blocks(body, shape[0], threads)
+        return out
+
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
+def relu_backward_large(g, out):
+    """``g * ~(out <= 0)`` (``g`` where ``out > 0`` or NaN, else 0) for a large ``g`` of ``out``'s shape, in
+    blocks on several threads when ember may use them."""
+    zero = np.zeros((), out.dtype)
+    plan = _plan(g, out)
+    if plan is None:
+        return g * ~np.less_equal(out, zero)
+    shape, threads = plan
+    res = np.empty(shape, dtype=np.result_type(g.dtype, np.bool_))
+
+    def body(lo, hi):
+        keep = np.less_equal(out[lo:hi], zero)
+        np.invert(keep, out=keep)
+        np.multiply(g[lo:hi], keep, out=res[lo:hi])
+
+    _run_blocks(body, shape[0], threads)
+    return res
