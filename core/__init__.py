@@ -111,6 +111,15 @@ from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
+from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
+from .accelerator import AcceleratorError, OutOfMemoryError, get_device_module  # noqa: E402,F401
+from .accelerator import DeviceEvent as Event, DeviceStream as Stream  # noqa: E402,F401
+from .amp import GradScaler  # noqa: E402,F401
+from .layouts import (  # noqa: E402,F401
+    channels_last, channels_last_3d, contiguous_format, jagged, layout, legacy_contiguous_format, memory_format,
+    preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided,
+)
+from .utils.data._worker import thread_safe_generator  # noqa: E402,F401
 
 
 def __getattr__(name):

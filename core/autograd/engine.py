@@ -545,6 +545,9 @@ def _accumulate(t, g, create_graph, shared):
             if r is not None:
                 g = r
         shared.add(id(g))  # a hook may keep it: .grad gets its own copy
+    want = t.grad_dtype
+    if want is not None and g.dtype is not want:
+        g = g.to(want)  # .grad keeps the leaf's grad_dtype
     old = t._grad
     if old is None:
         t._grad = g if create_graph else _owned(g, shared)
