@@ -23,7 +23,6 @@ function.once_differentiable = once_differentiable
 function.FunctionCtx = FunctionCtx
 
 from . import graph  # noqa: E402
-from . import forward_ad  # noqa: E402
 from .anomaly_mode import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402,F401
 from .extras import (  # noqa: E402,F401
     DeviceType, ProfilerConfig, ProfilerEvent, ProfilerState, SavedTensor, enforce_grad_layout_policy,

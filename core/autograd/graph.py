@@ -22,8 +22,8 @@ from .engine import TASK, WATCHERS
 from .function import AccumulateGrad, Node, SAVED_HOOKS, grad_edge
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "saved_tensors_hooks",
-           "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook",
-           "allow_mutation_on_saved_tensors"]
+           "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook"]
+# allow_mutation_on_saved_tensors is set here by ember.func.saved_mutation (it watches dispatch, a floor above)
 
 
 class GradientEdge(NamedTuple):
@@ -122,49 +122,6 @@ class disable_saved_tensors_hooks:
                 return fn(*args, **kwargs)
 
         return wrapper
-
-
-class allow_mutation_on_saved_tensors:
-    """Let in-place ops change tensors saved for backward: the saved value is copied before the write.
-
-    Backward then sees the values as they were when saved, instead of
-    failing on the version check.
-    """
-
-    def __enter__(self):
-        from ..dispatch import inplace, intercept  # cycle: autograd <-> dispatch (dispatch sits a floor above)
-
-        saved = {}  # id of the storage owner -> [holder, ...]; holder = [tensor, copied]
-
-        def owner(t):
-            b = t._base
-            return t if b is None else b
-
-        def pack(t):
-            holder = [t, False]
-            saved.setdefault(id(owner(t)), []).append(holder)
-            return holder
-
-        def unpack(holder):
-            return holder[0]
-
-        def handler(kind, Op, args, run):
-            if kind is inplace and args and isinstance(args[0], Tensor):
-                for holder in saved.get(id(owner(args[0])), ()):
-                    if not holder[1]:
-                        holder[0], holder[1] = holder[0].detach().clone(), True
-            return run(*args)
-
-        self.hooks = saved_tensors_hooks(pack, unpack)
-        self.intercept = intercept(handler)
-        self.hooks.__enter__()
-        self.intercept.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.intercept.__exit__(*exc)
-        self.hooks.__exit__(*exc)
-        return False
 
 
 # --------------------------------------------------------------------------- multi-tensor gradient hooks

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
-from ..autograd import forward_ad as _fw
+from . import forward_ad as _fw
 from ..autograd.engine import grad as _grad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 

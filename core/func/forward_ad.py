@@ -21,10 +21,11 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from ..autograd.engine import grad as _grad
+from ..autograd.function import SAVED_HOOKS
+from ..autograd.grad_mode import STATE, enable_grad
+from ..dispatch import apply, binary, inplace, intercept, unary, view_op
 from ..tensor import Tensor
-from .engine import grad as _grad
-from .function import SAVED_HOOKS
-from .grad_mode import STATE, enable_grad
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual",
            "unpack_dual"]
@@ -46,7 +47,6 @@ def enter_dual_level() -> int:
     """Open a forward-AD level and return it; tangents live until :func:`exit_dual_level`."""
     if _LEVEL[0] is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    from ..dispatch import intercept  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
     ic = intercept(_handler)
     ic.__enter__()
@@ -155,7 +155,6 @@ def _has_tangent(args):
 def _handler(kind, Op, args, run):
     if getattr(_QUIET, "on", False) or not _has_tangent(args):
         return run(*args)
-    from ..dispatch import inplace, view_op  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
     if kind is view_op and not any(isinstance(p, Tensor) for p in args[1:]):
         out = run(*args)  # a view is linear: its tangent is the same view of the tangent
@@ -201,7 +200,6 @@ def _tan(a):
 
 def _linear(kind, args, out, run):
     """Ops linear in their tensor operands together: the op applied to the tangents."""
-    from ..dispatch import apply, binary, unary  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
     if kind is unary:
         return (run(_tan(args[0]), *args[1:]),)
@@ -214,7 +212,6 @@ def _linear(kind, args, out, run):
 
 def _bilinear(kind, args, out, run):
     """Products (``mul``, ``mm``, ``matmul``): one term per operand with a tangent."""
-    from ..dispatch import binary  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
     if kind is not binary:
         return None
@@ -230,7 +227,6 @@ def _bilinear(kind, args, out, run):
 def _pointwise(fn):
     """A unary pointwise op whose derivative is ``fn(x, y)`` (input and output): tangent ``v * fn(x, y)``."""
     def rule(kind, args, out, run):
-        from ..dispatch import unary  # cycle: autograd <-> dispatch (dispatch sits a floor above)
 
         if kind is not unary or len(args) != 1:
             return None
