@@ -33,7 +33,9 @@ from . import autograd  # noqa: E402
 from .autograd.grad_mode import (  # noqa: E402,F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
-from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402,F401
+from .autograd.anomaly_mode import (  # noqa: E402,F401
+    is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled,
+)
 
 # operators
 from . import ops  # noqa: E402
@@ -109,6 +111,15 @@ from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
+from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
+from .accelerator import AcceleratorError, OutOfMemoryError, get_device_module  # noqa: E402,F401
+from .accelerator import DeviceEvent as Event, DeviceStream as Stream  # noqa: E402,F401
+from .amp import GradScaler  # noqa: E402,F401
+from .layouts import (  # noqa: E402,F401
+    channels_last, channels_last_3d, contiguous_format, jagged, layout, legacy_contiguous_format, memory_format,
+    preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided,
+)
+from .utils.data._worker import thread_safe_generator  # noqa: E402,F401
 
 
 def __getattr__(name):

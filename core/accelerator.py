@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from . import backend as _backend
 from .backend import BACKENDS
+from . import registry as _registry
 
 
 def current_accelerator(check_available: bool = False):
@@ -345,3 +346,144 @@ synchronize = _api.synchronize
 current_stream = _api.current_stream
 set_stream = _api.set_stream
 globals().update(_api.functions(MEMORY_FUNCTIONS))
+
+
+# ---------------------------------------------------------------- errors
+class AcceleratorError(RuntimeError):
+    """An error a device backend reported (PyTorch's ``torch.AcceleratorError``, a RuntimeError)."""
+
+
+class OutOfMemoryError(RuntimeError):
+    """A device allocation failed for lack of memory (``ember.OutOfMemoryError`` is ``ember.cuda.OutOfMemoryError``)."""
+
+
+# ---------------------------------------------------------------- device-generic streams and events
+def _api_for(device, what: str) -> DeviceAPI:
+    """The :class:`DeviceAPI` of ``device``'s type (None: the current accelerator, else the CPU)."""
+    if device is None:
+        acc = current_accelerator()
+        return DeviceAPI(acc.type if acc is not None else "cpu")
+    if isinstance(device, int) and not isinstance(device, bool):
+        acc = current_accelerator()
+        return DeviceAPI(acc.type if acc is not None else "cpu")
+    if not isinstance(device, (str, _backend.device)):
+        raise TypeError(f"{what}(): argument 'device' must be ember.device, str, int or None, not "
+                        f"{type(device).__name__}")
+    return DeviceAPI(_backend.device(device).type)
+
+
+# c10::DeviceType numbers, which PyTorch's Stream.device_type gives
+_DEVICE_TYPE_CODES = {"cpu": 0, "cuda": 1, "meta": 9, "xpu": 12, "mps": 13}
+
+
+class DeviceStream(Stream):
+    """``ember.Stream(device=None, *, priority=0)``: a stream of any device type (PyTorch's ``torch.Stream``).
+
+    ``device`` None picks the current accelerator, or the CPU where there is none.
+
+    >>> import ember
+    >>> s = ember.Stream("cpu")
+    >>> s.device.type, s.device_type, s.query()
+    ('cpu', 0, True)
+    """
+
+    def __init__(self, device=None, *, priority: int = 0):
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError(f"Stream(): argument 'priority' must be int, not {type(priority).__name__}")
+        self.api = _api_for(device, "Stream")
+        super().__init__(device, priority)
+
+    @property
+    def device_type(self) -> int:
+        """The device type as PyTorch's ``c10::DeviceType`` number (0: CPU, 1: CUDA)."""
+        return _DEVICE_TYPE_CODES.get(self.api._backend().name, -1)
+
+    @classmethod
+    def _event_type(cls):
+        return DeviceEvent
+
+    def record_event(self, event: "Event | None" = None) -> "Event":
+        event = event if event is not None else DeviceEvent(self.device)
+        event.record(self)
+        return event
+
+    def __repr__(self):
+        return f"ember.Stream device_type={self.device.type}, device_index={self.device_index}"
+
+
+class DeviceEvent(Event):
+    """``ember.Event(device=None, *, enable_timing=False, blocking=False, interprocess=False)``: an event of any
+    device type (PyTorch's ``torch.Event``).
+
+    >>> import ember
+    >>> e = ember.Event("cpu"); e.record(); e.query()
+    True
+    """
+
+    def __init__(self, device=None, *, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False):
+        self.api = _api_for(device, "Event")
+        self.device_index = self.api.index(device)
+        super().__init__(enable_timing, blocking, interprocess)
+
+    @property
+    def device(self):
+        return _backend.device(self.api._backend().name, self.device_index)
+
+    def record(self, stream: "Stream | None" = None) -> None:
+        stream = stream if stream is not None else self.api.current_stream(self.device_index)
+        self.api._backend().event_record(self.native, stream.native)
+
+    def wait(self, stream: "Stream | None" = None) -> None:
+        (stream if stream is not None else self.api.current_stream(self.device_index)).wait_event(self)
+
+    def __repr__(self):
+        return f"ember.Event device_type={self.device.type}, device_index={self.device_index}"
+
+
+def get_device_module(device=None):
+    """The module of ``device``'s type (``ember.cuda`` for ``"cuda:0"``, ``ember.cpu`` for ``"cpu"``); None: the
+    current accelerator's, else ``ember.cpu``.
+
+    >>> import ember
+    >>> ember.get_device_module("cpu") is ember.cpu
+    True
+    """
+    import importlib  # the device modules import this one: look them up by name when asked
+
+    if device is None:
+        acc = current_accelerator()
+        kind = acc.type if acc is not None else "cpu"
+    elif isinstance(device, (str, _backend.device)):
+        kind = _backend.device(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect ember.device, str, or None")
+    try:
+        return importlib.import_module(f"ember.{kind}")
+    except ImportError:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as 'ember.{kind}'.") \
+            from None
+
+
+def record_stream(self, stream) -> None:
+    """Mark ``self``'s memory as in use by ``stream``: it is not reused for other work until what is queued on
+    ``stream`` now has finished.  The CuPy memory pool keeps memory per stream, so nothing more is needed there;
+    the CPU has no streams, as in PyTorch.
+
+    >>> import ember
+    >>> try:
+    ...     ember.zeros(2).record_stream(ember.Stream("cpu"))
+    ... except NotImplementedError as e:
+    ...     print("not on cpu")
+    not on cpu
+    """
+    if not isinstance(stream, Stream):
+        raise RuntimeError(f"record_stream(): argument 'stream' must be a Stream, not {type(stream).__name__}")
+    if self.device.type in ("cpu", "meta"):
+        raise NotImplementedError(f"record_stream: not available for {self.device.type} tensors (they have no "
+                                  "streams)")
+    if stream.device != self.device:
+        raise RuntimeError(f"record_stream: the stream is on {stream.device}, the tensor on {self.device}")
+
+
+_registry.export(record_stream, to=("Tensor",))

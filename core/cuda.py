@@ -128,3 +128,5 @@ from .amp.legacy import cuda_amp as amp  # noqa: E402
 import sys as _sys  # noqa: E402
 
 _sys.modules[__name__ + ".amp"] = amp
+
+from .accelerator import OutOfMemoryError  # noqa: E402,F401  (the same class as ember.OutOfMemoryError)

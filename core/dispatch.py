@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import OPS, VOLATILE, Node, anomaly_trace, grad_edge
+from .autograd.function import OPS, SAVED_HOOKS, VOLATILE, Node, anomaly_trace, grad_edge, pack_output, pack_saved
 from .autograd.grad_mode import STATE, enable_grad
 from .state import ACTIVE, GRAD_OFF, INFERENCE_ON, is_grad_enabled, is_inference, modes
 from .tensor import Tensor, _wrap
@@ -362,6 +362,9 @@ def link(ctx, inputs):
     ctx.next_functions = tuple(edges)
     ctx._shapes = tuple(metas)
     if type(ctx).save_inputs:
+        if SAVED_HOOKS.stack:
+            pack_saved(ctx, inputs)
+            return _link_end(ctx, volatile)
         ctx._saved = tuple(inputs)
         vers = []
         for t in inputs:
@@ -394,6 +397,12 @@ def refresh_view(v):
     v._vv = base._ver
 
 
+def _link_end(ctx, volatile):
+    if STATE.anomaly:
+        anomaly_trace(ctx)
+    return volatile
+
+
 def record(ctx, out, dev, inputs):
     """Wrap forward's result(s) as outputs of graph node ``ctx`` over ``inputs``."""
     if link(ctx, inputs):
@@ -421,7 +430,10 @@ def record(ctx, out, dev, inputs):
     if INFERENCE_ON and is_inference():
         t._inference = True
     if Op.save_output:
-        ctx._out = (t._data, dev, weakref.ref(t), 0)
+        if SAVED_HOOKS.stack:
+            pack_output(ctx, t)
+        else:
+            ctx._out = (t._data, dev, weakref.ref(t), 0)
     return t
 
 

@@ -172,3 +172,19 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if not callable(model):
         raise RuntimeError(f"compile: expected a callable (a Module or a function), got {type(model).__name__}")
     return model
+
+
+# -------------------------------------------------------------------------------------------------- denormals
+@export(to=ONLY_TORCH)
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormal floats to zero could be switched to ``mode``: PyTorch's answer where the CPU
+    cannot.  NumPy gives no control over the FPU's flush-to-zero flags, so this is always False and denormals
+    are kept (the IEEE behaviour).
+
+    >>> import ember
+    >>> ember.set_flush_denormal(True)
+    False
+    """
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_flush_denormal(): argument 'mode' (position 1) must be bool, not {type(mode).__name__}")
+    return False

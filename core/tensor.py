@@ -16,6 +16,7 @@ from . import dtypes
 from ._printing import tensor_repr
 from .state import INFERENCE_ON, is_inference
 from .storage import TypedStorage, UntypedStorage, _ptr
+from . import layouts as _layout
 from .shared_memory import is_shared as _is_shared
 from .shared_memory import share_memory_ as _share_memory_
 from .backend import resolve
@@ -91,6 +92,7 @@ class Tensor:
     __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
 
     _grad = None
+    _grad_dtype = "same"  # the dtype .grad must have: "same" (the tensor's), a dtype, or None (any)
     _base = None        # the tensor whose storage a view shares (its version counter too)
     _view = None        # how a view was derived from _base: (parent chain, Op, params)
     _ver = 0            # version counter, kept on the base
@@ -164,6 +166,8 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if memory_format is not None and memory_format in (_layout.channels_last, _layout.channels_last_3d):
+            return _layout.channels_last_contiguous(tuple(self.shape), self.stride(), memory_format)
         flags = getattr(self._data, "flags", None)
         return True if flags is None else bool(flags.c_contiguous)
 
@@ -189,7 +193,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return _layout.strided
 
     def is_floating_point(self) -> bool:
         return self.dtype.category == dtypes.FLOAT
@@ -286,13 +290,36 @@ class Tensor:
             if value._data.shape != self._data.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got {list(value.shape)}, "
                                    f"expected {list(self.shape)}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: got {value.dtype}, "
-                                   f"expected {self.dtype}")
+            allowed = self.grad_dtype
+            if allowed is not None and value.dtype is not allowed:
+                if self._grad_dtype == "same":
+                    raise RuntimeError(f"assigned grad has data of a different type: got {value.dtype}, "
+                                       f"expected {self.dtype}")
+                raise RuntimeError(f"attempting to assign a gradient with dtype {value.dtype} to a tensor with "
+                                   f"grad_dtype {allowed}. The gradient must match the tensor's grad_dtype "
+                                   "(defaults to the tensor's dtype); set grad_dtype to None to allow any dtype.")
             if value._dev is not self._dev:
                 raise RuntimeError(f"assigned grad has data located on a different device: got {value.device}, "
                                    f"expected {self.device}")
         self._grad = value
+
+    @property
+    def grad_dtype(self):
+        """The dtype ``.grad`` must have (default the tensor's dtype; None: any).  Gradients the engine
+        accumulates into ``.grad`` are cast to it."""
+        return self.dtype if self._grad_dtype == "same" else self._grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        if value is not None and not isinstance(value, dtypes.dtype):
+            raise RuntimeError(f"grad_dtype must be a ember.dtype or None, but got {type(value).__name__}")
+        if not self.is_leaf:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if self._grad is not None and value is not None and self._grad.dtype is not value:
+            raise RuntimeError(f"Cannot set grad_dtype to {value} because there is already a gradient with dtype "
+                               f"{self._grad.dtype}. Please clear the gradient (.grad = None) before changing "
+                               "grad_dtype, or ensure the new grad_dtype matches the existing gradient's dtype.")
+        self._grad_dtype = value
 
     @property
     def _version(self) -> int:

@@ -8,6 +8,8 @@ the exact count is taken only when that bound passes the peak.
 """
 from __future__ import annotations
 
+from ember.accelerator import OutOfMemoryError
+
 # CuPy's pool rounds every request up to a multiple of this many bytes
 _UNIT = 512
 
@@ -23,7 +25,10 @@ class PeakTracker:
         self.bound = {}
 
     def malloc(self, size):
-        mem = self.pool.malloc(size)
+        try:
+            mem = self.pool.malloc(size)
+        except self.cp.cuda.memory.OutOfMemoryError as e:  # the pool has already freed its cache and retried
+            raise OutOfMemoryError(f"CUDA out of memory. Tried to allocate {size} bytes: {e}") from e
         dev = mem.device_id
         peak = self.peak_used.get(dev, -1)
         bound = self.bound.get(dev)

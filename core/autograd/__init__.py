@@ -21,3 +21,11 @@ function = _FunctionModule()
 function.Function = Function
 function.once_differentiable = once_differentiable
 function.FunctionCtx = FunctionCtx
+
+from . import graph  # noqa: E402
+from .anomaly_mode import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402,F401
+from .extras import (  # noqa: E402,F401
+    DeviceType, ProfilerConfig, ProfilerEvent, ProfilerState, SavedTensor, enforce_grad_layout_policy,
+    is_multithreading_enabled, is_tensor_like, is_view_replay_enabled, kineto_available, set_multithreading_enabled,
+    variable,
+)

@@ -52,4 +52,10 @@ def is_anomaly_enabled() -> bool:
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return STATE.anomaly and STATE.anomaly_nan
+    """Whether anomaly detection also fails on NaN gradients."""
+    return STATE.anomaly_nan
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off (and its NaN check), until changed again."""
+    STATE.anomaly, STATE.anomaly_nan = bool(enabled), bool(check_nan)

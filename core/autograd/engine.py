@@ -7,6 +7,7 @@ freed as nodes finish unless ``retain_graph``.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 from .. import tensor as _tensor
@@ -19,6 +20,12 @@ _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 
 
 _ONES = {}
+class _Task(threading.local):
+    current = None  # (roots, filter_state) of the backward this thread is running
+
+
+TASK = _Task()
+WATCHERS = [0]  # how many multi-gradient hooks exist: only then does a backward say which one it is
 
 
 def _ones_like(t):
@@ -120,7 +127,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """
     Tensor = _tensor.Tensor
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    single = isinstance(inputs, Tensor)
+    single = isinstance(inputs, Tensor) or hasattr(inputs, "output_nr")  # a tensor or one GradientEdge
     inputs = (inputs,) if single else tuple(inputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -132,6 +139,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     for t in inputs:
+        if not isinstance(t, Tensor):  # a GradientEdge: the gradient flowing into that node's output
+            continue
         if not t._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
@@ -140,7 +149,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = {}
     edges = []
     for t in inputs:
-        e = grad_edge(t)
+        e = grad_edge(t) if isinstance(t, Tensor) else (t.node, t.output_nr)
         edges.append(e)
         targets[e] = t
     captured = run([grad_edge(t) for t in outputs], grads, retain_graph, create_graph, targets=targets,
@@ -149,7 +158,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t, e in zip(inputs, edges):
         g = captured.get(e)
         if g is None:
-            if materialize_grads:
+            if materialize_grads and isinstance(t, Tensor):
                 g = t.new_zeros(t.shape)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
@@ -240,6 +249,10 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     set_grad(create_graph)
     quiet = fp_quiet_begin()  # backward formulas meet inf * 0 on the way to PyTorch's results: no NumPy warnings
     anomaly = STATE.anomaly and STATE.anomaly_nan
+    watched = WATCHERS[0]
+    if watched:
+        prev_task = TASK.current
+        TASK.current = (roots, filter_state)
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
         if len(roots) == 1:  # a DAG: a single root depends on nothing
@@ -308,6 +321,8 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     finally:
         fp_quiet_end(quiet)
         set_grad(prev)
+        if watched:
+            TASK.current = prev_task
     return captured
 
 
@@ -533,6 +548,10 @@ def _accumulate(t, g, create_graph, shared):
             r = hook(g)
             if r is not None:
                 g = r
+        shared.add(id(g))  # a hook may keep it: .grad gets its own copy
+    want = t.grad_dtype
+    if want is not None and g.dtype is not want:
+        g = g.to(want)  # .grad keeps the leaf's grad_dtype
     old = t._grad
     if old is None:
         t._grad = g if create_graph else _owned(g, shared)

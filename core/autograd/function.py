@@ -26,6 +26,7 @@ tensor([12.])
 from __future__ import annotations
 
 import functools
+import threading
 import traceback
 import warnings
 import weakref
@@ -59,6 +60,7 @@ class Node:
     _origin = ""           # plugin ops: " (op ember.ops.ns.name from plugin 'p')", for error messages
     _op = False            # a built-in Op: backward(ctx, *grads) returns one gradient per input
     _trace = None          # forward stack when anomaly detection is on
+    _packed = False        # saved values went through saved-tensor hooks (see ember.autograd.graph)
     n_outputs = 1
 
     def name(self) -> str:
@@ -117,6 +119,8 @@ class Node:
         """The saved inputs (Tensors as given to forward, non-tensors as they were)."""
         if self._released:
             self._check_released()
+        if self._packed:
+            return unpack_saved(self._saved)
         saved = self._saved
         i = 0
         for t, v in zip(saved, self._vers):
@@ -131,6 +135,8 @@ class Node:
         """The saved output's array (version-checked), for backward formulas that need only its values."""
         if self._released:
             self._check_released()
+        if self._packed:
+            return self._unpacked_output()._data
         arr, dev, ref, ver = self._out
         t = ref()
         if t is not None and t._version != ver:
@@ -141,19 +147,100 @@ class Node:
     def output(self):
         """The saved output, as a tensor whose grad_fn is this node (for double backward)."""
         self._check_released()
-        arr, dev, ref, ver = self._out
-        t = ref()
-        if t is not None and t._version != ver:
-            self._check_version(t, ver, "output")
-        out = _wrap(arr, dev)
-        out._rg = True
-        out._fn = self
+        if self._packed:
+            out = self._unpacked_output()
+            out._fn = self
+        else:
+            arr, dev, ref, ver = self._out
+            t = ref()
+            if t is not None and t._version != ver:
+                self._check_version(t, ver, "output")
+            out = _wrap(arr, dev)
+            out._rg = True
+            out._fn = self
+        d = self.__dict__
+        if "_fw" in d:  # the output's forward-mode tangent (ember.autograd.forward_ad)
+            out.__dict__["_fw"] = d["_fw"]
         return out
+
+    def _unpacked_output(self):
+        out = self._out
+        if type(out) is not _Packed:  # saved before the hooks were on; only the inputs were packed
+            return _wrap(out[0], out[1])
+        return out.unpack()
 
     def release(self):
         self._saved = None
         self._out = None
         self._released = True
+
+
+# --------------------------------------------------------------------------- saved-tensor hooks
+class _SavedHooks(threading.local):
+    """This thread's saved-tensor hooks: ``stack`` of ``(pack, unpack)`` (innermost last), and the message
+    that refuses new ones while they are disabled (None when allowed)."""
+
+    stack = ()
+    disabled = None
+
+
+SAVED_HOOKS = _SavedHooks()
+
+
+class _Packed:
+    """One saved tensor as its pack hook returned it, with the graph position to give back on unpack."""
+
+    __slots__ = ("obj", "unpack_hook", "fn", "nr", "rg", "acc")
+
+    def __init__(self, t, pack, unpack, output=False):
+        fn = t._fn
+        self.fn = None if output else fn  # an output's node is the node holding it (no cycle)
+        self.nr = t._nr if fn is not None else 0
+        self.rg = t._rg
+        self.acc = grad_edge(t)[0] if fn is None and t._rg else None
+        self.unpack_hook = unpack
+        hooks = SAVED_HOOKS.stack
+        SAVED_HOOKS.stack = ()  # the hook's own ops save nothing through it
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            self.obj = pack(t)
+        finally:
+            STATE.enabled = prev
+            SAVED_HOOKS.stack = hooks
+
+    def unpack(self):
+        u = self.unpack_hook(self.obj)
+        if not isinstance(u, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(u).__name__}")
+        t = _wrap(u._data, u._dev)  # the hook's values at the saved tensor's place in the graph
+        if self.fn is not None:
+            t._rg, t._fn, t._nr = True, self.fn, self.nr
+        elif self.rg:
+            t._rg = True
+            if self.acc is not None:
+                t._acc = self.acc
+        return t
+
+
+def pack_saved(ctx, values):
+    """Save ``values`` on ``ctx`` through this thread's innermost saved-tensor hooks."""
+    pack, unpack = SAVED_HOOKS.stack[-1]
+    ctx._saved = tuple(_Packed(v, pack, unpack) if isinstance(v, Tensor) else v for v in values)
+    ctx._vers = (None,) * len(values)
+    ctx._packed = True
+
+
+def pack_output(ctx, t):
+    """Save output ``t`` of ``ctx`` through this thread's innermost saved-tensor hooks."""
+    pack, unpack = SAVED_HOOKS.stack[-1]
+    ctx._out = _Packed(t, pack, unpack, output=True)
+    ctx._packed = True
+
+
+def unpack_saved(saved):
+    return tuple(v.unpack() if type(v) is _Packed else v for v in saved)
 
 
 OPS: dict = {}  # every Op class by name ("Mul", "Cast", a row's name, a plugin op's qualified name)
@@ -272,6 +359,8 @@ class BackwardCFunction(Node, FunctionCtx):
         self._check_released()
         if self._saved is None:
             return ()
+        if self._packed:
+            return unpack_saved(self._saved)
         out = []
         for i, (t, v) in enumerate(zip(self._saved, self._vers)):
             if v is not None:
@@ -396,8 +485,11 @@ def apply_function(cls, args, kwargs):
         results.append(t)
     saved = ctx.to_save
     if saved:
-        ctx._saved = tuple(saved)
-        ctx._vers = tuple(t._version if isinstance(t, Tensor) else None for t in saved)
+        if SAVED_HOOKS.stack:
+            pack_saved(ctx, saved)
+        else:
+            ctx._saved = tuple(saved)
+            ctx._vers = tuple(t._version if isinstance(t, Tensor) else None for t in saved)
     return results[0] if single else tuple(results)
 
 

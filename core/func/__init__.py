@@ -15,12 +15,13 @@ ember.Size([8, 1, 3])
 """
 from .. import autograd
 from ..registry import show_module
-from . import autograd_functional
+from . import autograd_functional, forward_ad, saved_mutation  # noqa: F401
 from .functional_call import functional_call, stack_module_state
 from .transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from .vmap import vmap
 
 show_module(f"{autograd.__name__}.functional", autograd_functional)  # torch.autograd.functional's path
+show_module(f"{autograd.__name__}.forward_ad", forward_ad)  # torch.autograd.forward_ad's path
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
            "stack_module_state", "vjp", "vmap"]

@@ -14,9 +14,10 @@ tensor([[2., 0.],
 """
 from __future__ import annotations
 
-from ..ops.creation import zeros_like
+from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
+from . import forward_ad as _fw
 from ..autograd.engine import grad as _grad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
@@ -218,8 +219,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     """The Jacobian of ``func`` at ``inputs``: for output ``i`` and input ``j`` a tensor of shape
     ``out_i.shape + in_j.shape``, nested as PyTorch nests it (a Tensor, or tuples over outputs and inputs).
 
-    ``vectorize`` and ``strategy="forward-mode"`` (which needs ``vectorize=True``) give the same values;
-    here every strategy computes one reverse pass per output element.
+    ``strategy="reverse-mode"`` runs one backward pass per output element; ``strategy="forward-mode"``
+    (which needs ``vectorize=True``) one forward pass with dual tensors per input element (see
+    :mod:`ember.autograd.forward_ad`): the better choice when outputs outnumber inputs.
 
     >>> import ember
     >>> jacobian(lambda x, y: x * y, (ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0])))[1]
@@ -242,6 +244,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         if not vectorize:
             raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                                       "only implemented for `vectorize=True`.")
+        return _jacobian_forward(func, inputs)
     with enable_grad():
         is_in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph=create_graph, need_graph=True)
@@ -274,6 +277,39 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         if strategy == "forward-mode":  # PyTorch nests forward-mode Jacobians in lists
             jac = [list(row) for row in jac]
         return _untuple(jac, (is_out_tuple, is_in_tuple))
+
+
+def _jacobian_forward(func, inputs):
+    """The Jacobian by forward mode: one pass with dual inputs per input element, its tangents a column."""
+    is_in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(t.detach() for t in inputs)
+    cols = [[] for _ in inputs]  # per input: per element, the output tangents
+    outputs = None
+    with _fw.dual_level():
+        for j, inp in enumerate(inputs):
+            basis = eye(inp.nelement(), dtype=inp.dtype, device=inp.device)
+            for e in range(inp.nelement()):
+                duals = tuple(_fw.make_dual(x, basis[e].reshape(x.shape) if i == j else zeros_like(x))
+                              for i, x in enumerate(inputs))
+                out = func(*duals)
+                is_out_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "jacobian")
+                unpacked = [_fw.unpack_dual(o) for o in outs]
+                if outputs is None:
+                    outputs = tuple(u.primal for u in unpacked)
+                cols[j].append(tuple(zeros_like(u.primal) if u.tangent is None else u.tangent for u in unpacked))
+        if outputs is None:  # no input has an element: evaluate once for the outputs' shapes
+            is_out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+    jac = []
+    for i, out in enumerate(outputs):
+        row = []
+        for j, inp in enumerate(inputs):
+            if cols[j]:
+                col = stack([c[i] for c in cols[j]], -1)  # out.shape + (in numel,)
+            else:
+                col = out.new_zeros(tuple(out.shape) + (0,))
+            row.append(col.reshape(tuple(out.shape) + tuple(inp.shape)).detach())
+        jac.append(row)
+    return _untuple([list(r) for r in jac], (is_out_tuple, is_in_tuple))
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):

@@ -11,3 +11,4 @@ from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
+from . import attention  # noqa: F401,E402

@@ -9,6 +9,7 @@ from ..backend import device as _device_cls
 from ..backend import resolve
 from ..dispatch import _HANDLERS, _intercepted, cast, record
 from ..registry import export
+from ..layouts import check_memory_format
 from ..tensor import Tensor, _wrap
 from . import creation
 from .creation import full, tensor
@@ -80,7 +81,7 @@ def to(self, *args, **kwargs):
     """
     non_blocking = kwargs.pop("non_blocking", False)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("memory_format", None)
+    check_memory_format(kwargs.pop("memory_format", None), self.ndim, "to")
     dev, dt = _parse_to(args, kwargs)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")

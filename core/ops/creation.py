@@ -17,6 +17,7 @@ from ..dispatch import _HANDLERS, _intercepted, int_value
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
 from ..registry import export
+from ..layouts import check_memory_format
 from ..tensor import Tensor
 from .interop import from_dlpack
 
@@ -275,22 +276,26 @@ def _like(fn, t, dtype, device, requires_grad, *extra):
 
 @export(to=TORCH)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    check_memory_format(memory_format, input.ndim, "zeros_like")
     return _like(zeros, input, dtype, device, requires_grad)
 
 
 @export(to=TORCH)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    check_memory_format(memory_format, input.ndim, "ones_like")
     return _like(ones, input, dtype, device, requires_grad)
 
 
 @export(to=TORCH)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    check_memory_format(memory_format, input.ndim, "empty_like")
     return _like(empty, input, dtype, device, requires_grad)
 
 
 @export(to=TORCH)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None):
+    check_memory_format(memory_format, input.ndim, "full_like")
     return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                 device=device if device is not None else input.device, requires_grad=requires_grad)
 

@@ -70,3 +70,17 @@ def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None
 def __dlpack_device__(self) -> tuple:
     """``(DLPack device code, index)`` of this tensor's memory."""
     return self._data.__dlpack_device__()
+
+
+@export(to=("torch",))
+def to_dlpack(tensor) -> object:
+    """A legacy DLPack capsule (``"dltensor"``) of ``tensor``'s memory, no copy; ``ember.from_dlpack`` and other
+    libraries' ``from_dlpack`` take it.  As PyTorch's, it exports the data of a tensor that requires grad.
+
+    >>> import ember
+    >>> ember.from_dlpack(ember.to_dlpack(ember.arange(3.)))
+    tensor([0., 1., 2.])
+    """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"to_dlpack(): argument 'data' (position 1) must be Tensor, not {type(tensor).__name__}")
+    return tensor._data.__dlpack__()

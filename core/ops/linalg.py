@@ -12,7 +12,7 @@ import string
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, autocasting, binary, cast, copy_into_out, out_or, unary
-from ..registry import export, op_class
+from ..registry import NAMESPACES, export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
 from .linalg_decomp import svdvals
@@ -192,6 +192,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A00
     tensor([2., 3.])
     """
     return _scaled_sum(input, mv(mat, vec), beta, alpha, out)
+
+
+# PyTorch shows this in-place form as ``torch.addmv_`` too: the Tensor method the registry derived
+export(NAMESPACES["Tensor"]["addmv_"], "addmv_", to=("torch",))
 
 
 @export(inplace=True)

@@ -8,17 +8,19 @@ order; those forms are functions of their own beside the functional ones.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
 from ..autograd.function import Op
-from ..autograd.grad_mode import STATE
+from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import apply, broadcast_error
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
 from .creation import arange
+from .shape import cat
 from .pointwise import where
 from .shape import broadcast_tensors
 
@@ -631,3 +633,209 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
         d_an = where(d_pn < d_an, d_pn, d_an)
     loss = (d_ap - d_an + margin).relu()
     return reduce_loss(loss, reduction, "triplet_margin_with_distance_loss")
+
+
+# --------------------------------------------------------------------------- linear_cross_entropy
+_ACC_POLICIES = ("auto", "accurate", "balanced", "compact")
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearCrossEntropyOptions:
+    """How :func:`linear_cross_entropy` chunks the batch (``options=None`` there: the reference path).
+
+    The chunked path processes ``batch_chunk_size`` rows at a time and computes the gradients in forward, so
+    the full ``(N, C)`` logits are never held: worth it when ``C`` is much larger than ``in_features``.
+
+    * ``batch_chunk_size``: rows per chunk (None: one chunk, unless ``chunking_method`` sizes it);
+    * ``chunking_method``: ``"auto"`` (here ``"aspect_ratio:2"``), ``"aspect_ratio"`` (a chunk's logits as
+      large as the input: ``next_pow2(ceil(N / ceil(C / in_features)))``), ``"aspect_ratio:K"`` (that over K),
+      or None (use ``batch_chunk_size``); both given and disagreeing raises ValueError;
+    * ``allow_retain_graph``: the scalar reductions' backward uses the precomputed gradients once; with True
+      they are kept for further backward calls;
+    * ``acc_policy``, ``acc_dtype``: the precision trade-offs of PyTorch's CUDA kernels, accepted and checked;
+      ember accumulates in the input dtype, or in ``acc_dtype`` when it is wider.
+    """
+
+    allow_retain_graph: bool = False
+    batch_chunk_size: int | None = None
+    chunking_method: str | None = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: object = None
+
+    def __post_init__(self):
+        if self.acc_policy not in _ACC_POLICIES:
+            raise ValueError(f"invalid acc_policy: {self.acc_policy!r}")
+        if self.chunking_method is not None and self.chunking_method != "auto":
+            name, sep, factor = str(self.chunking_method).partition(":")
+            if not (name == "aspect_ratio" and (not sep or (factor.isdigit() and int(factor) > 0))):
+                raise ValueError(f"invalid chunking_method: {self.chunking_method!r}")
+        if not (self.batch_chunk_size is None or (isinstance(self.batch_chunk_size, int)
+                                                  and not isinstance(self.batch_chunk_size, bool)
+                                                  and self.batch_chunk_size > 0)):
+            raise ValueError(f"batch_chunk_size must be positive int or None, got {self.batch_chunk_size!r}")
+        if self.acc_dtype is not None and getattr(self.acc_dtype, "name", None) not in (
+                "float16", "bfloat16", "float32", "float64"):
+            raise ValueError(f"acc_dtype must be one of {{None, float16, bfloat16, float32, float64}}, got "
+                             f"{self.acc_dtype!r}. Pass acc_dtype=None to let the op pick automatically.")
+
+    def chunk_size(self, num_batches: int, in_features: int, num_classes: int) -> int:
+        """The rows per chunk for a batch of ``num_batches`` (PyTorch's rule)."""
+        method = self.chunking_method
+        if method == "auto":
+            method = None if self.batch_chunk_size is not None else "aspect_ratio:2"
+        size = num_batches if self.batch_chunk_size is None else min(self.batch_chunk_size, num_batches)
+        if method is not None:
+            factor = int(method.split(":", 1)[1]) if ":" in method else 1
+            target = -(-num_batches // -(-num_classes // max(in_features, 1)))
+            computed = min((1 << (max(target, 1) - 1).bit_length()) // factor, num_batches)
+            if self.batch_chunk_size is not None and self.batch_chunk_size != computed:
+                raise ValueError(f"batch_chunk_size (={self.batch_chunk_size}) and chunking_method ('{method}') "
+                                 f"give different chunk sizes ({self.batch_chunk_size} vs {computed}); pass only "
+                                 "one.")
+            size = computed
+        return max(size, 1)
+
+
+def _lce_chunk(x, w, b, t, cw, ignore_index):
+    """Per-row losses of one chunk, the gradient of each row's loss in its logits, and the chunk's share of
+    the mean's denominator (the weight of its counted targets)."""
+    logits = x @ w.mT
+    if b is not None:
+        logits = logits + b
+    logp = log_softmax(logits, 1)
+    valid = t != ignore_index
+    ts = where(valid, t, 0)
+    onehot = (arange(logits.shape[1], device=x.device) == ts.unsqueeze(1)).to(logp.dtype)
+    wy = valid.to(logp.dtype) if cw is None else cw[ts] * valid.to(logp.dtype)
+    q = onehot * wy.unsqueeze(1)
+    loss = -(q * logp).sum(1)
+    grad = wy.unsqueeze(1) * logp.exp() - q
+    return loss, grad, wy.sum()
+
+
+class LinearCrossEntropyChunked(Op):
+    """``cross_entropy(linear(x, w, b), t)`` a chunk of rows at a time, its gradients made in forward (for the
+    scalar reductions) or remade chunk by chunk in backward (``"none"``): the ``(N, C)`` logits never exist."""
+
+    @staticmethod
+    def forward(ctx, k, x, w, t, b, cw, dev, has_b, has_cw, ignore_index, reduction, chunk, need, keep):
+        X, W, T = _wrap(x, dev), _wrap(w, dev), _wrap(t, dev)
+        B = _wrap(b, dev) if has_b else None
+        CW = _wrap(cw, dev) if has_cw else None
+        ctx.args = (X, W, T, B, CW, ignore_index, chunk)
+        ctx.reduction, ctx.keep, ctx.has_b, ctx.has_cw = reduction, keep, has_b, has_cw
+        losses, denom = [], 0.0
+        gx, gw, gb = [], W.new_zeros(W.shape), W.new_zeros(W.shape[:1])
+        with no_grad():
+            for s in range(0, X.shape[0], chunk):
+                loss, g, d = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index)
+                losses.append(loss)
+                denom = denom + d
+                if need and reduction != "none":
+                    gx.append(g @ W)
+                    gw += g.mT @ X[s:s + chunk]
+                    gb += g.sum(0)
+            loss = cat(losses) if len(losses) > 1 else losses[0]
+            if reduction == "none":
+                return loss._data
+            total = loss.sum()
+            if reduction == "mean":
+                total = total / denom
+                scale = 1.0 / denom
+            else:
+                scale = 1.0
+            if need:
+                ctx.grads = (cat(gx) * scale, gw * scale, gb * scale)
+        return total._data
+
+    @staticmethod
+    def backward(ctx, g):
+        X, W, T, B, CW, ignore_index, chunk = ctx.args
+        if ctx.reduction == "none":
+            gx, gw, gb = [], W.new_zeros(W.shape), W.new_zeros(W.shape[:1])
+            with no_grad():
+                for s in range(0, X.shape[0], chunk):
+                    _, gr, _ = _lce_chunk(X[s:s + chunk], W, B, T[s:s + chunk], CW, ignore_index)
+                    gr = gr * g[s:s + chunk].unsqueeze(1)
+                    gx.append(gr @ W)
+                    gw += gr.mT @ X[s:s + chunk]
+                    gb += gr.sum(0)
+            grads = (cat(gx), gw, gb)
+        else:
+            if ctx.grads is None:
+                raise RuntimeError("linear_cross_entropy: the chunked backward has already used its precomputed "
+                                   "gradients; pass LinearCrossEntropyOptions(allow_retain_graph=True) to call "
+                                   "backward more than once")
+            grads = tuple(gr * g for gr in ctx.grads)
+            if not ctx.keep:
+                ctx.grads = None
+        return (grads[0], grads[1], None) + ((grads[2],) if ctx.has_b else ()) + ((None,) if ctx.has_cw else ())
+
+
+@export(to=("nn.functional",))
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,  # noqa: A002
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None, reduction: str = "mean",
+                         ignore_index: int | None = None, label_smoothing: float = 0.0,
+                         options: LinearCrossEntropyOptions | None = None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``.
+
+    With ``options`` (a :class:`LinearCrossEntropyOptions`) the batch is processed in chunks whose gradients
+    are computed in forward, so the ``(N, C)`` logits are never held; the numbers are the reference path's.
+    ``ignore_index`` None means -100.  Linear weights ``(C, d_1, ..., d_K, in_features)`` give the
+    K-dimensional loss (reference path).
+
+    >>> import ember
+    >>> F = ember.nn.functional
+    >>> x, w, t = ember.ones(4, 3), ember.ones(5, 3), ember.tensor([0, 1, 2, 3])
+    >>> round(F.linear_cross_entropy(x, w, t).item(), 4)
+    1.6094
+    """
+    for name, v in (("input", input), ("linear_weight", linear_weight), ("target", target)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"linear_cross_entropy(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"linear_cross_entropy: {reduction} is not a valid value for reduction")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"linear_cross_entropy: expected input of shape (in_features,) or (N, in_features), got "
+                         f"{list(input.shape)}")
+    if linear_weight.ndim < 2 or linear_weight.shape[-1] != input.shape[-1]:
+        raise RuntimeError(f"linear_cross_entropy: linear_weight of shape {list(linear_weight.shape)} does not "
+                           f"match input of shape {list(input.shape)} (expected (C, ..., {input.shape[-1]}))")
+    ii = -100 if ignore_index is None else ignore_index
+    kdim = linear_weight.ndim > 2
+    if options is not None and not isinstance(options, LinearCrossEntropyOptions):
+        raise TypeError(f"linear_cross_entropy(): options must be LinearCrossEntropyOptions or None, not "
+                        f"{type(options).__name__}")
+    if options is not None and (kdim or input.ndim != 2 or label_smoothing != 0 or target.dtype.name != "int64"
+                                or (linear_bias is not None and linear_bias.ndim != 1)):
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={tuple(linear_weight.shape[1:-1])}", UserWarning, stacklevel=2)
+        options = None
+    if options is None:
+        c = linear_weight.shape[0]
+        out_features = tuple(linear_weight.shape[1:-1])
+        logits = input @ linear_weight.reshape(-1, input.shape[-1]).mT
+        if linear_bias is not None:
+            logits = logits + linear_bias.reshape(-1)
+        if kdim:
+            if input.ndim != 2:
+                raise ValueError("linear_cross_entropy: multi-dimensional linear weights require batched input "
+                                 "(N, in_features)")
+            logits = logits.reshape((input.shape[0], c) + out_features)
+        return cross_entropy(logits, target, weight, ignore_index=ii, reduction=reduction,
+                             label_smoothing=label_smoothing)
+    n, c = input.shape[0], linear_weight.shape[0]
+    if target.shape[0] != n:
+        raise ValueError(f"linear_cross_entropy: expected target batch size {n}, got {target.shape[0]}")
+    chunk = options.chunk_size(n, input.shape[1], c)
+    need = STATE.enabled and any(v is not None and v.requires_grad for v in (input, linear_weight, linear_bias))
+    if target.numel():
+        lo, hi = int(target.min()), int(target.max())
+        bad = [v for v in (lo, hi) if v != ii and not 0 <= v < c]
+        if bad:
+            raise IndexError(f"linear_cross_entropy: target {bad[0]} is out of bounds for {c} classes")
+    return apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev,
+                 linear_bias is not None, weight is not None,
+                 ii, reduction, chunk, need, options.allow_retain_graph)

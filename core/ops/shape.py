@@ -15,6 +15,7 @@ from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
 from ..dispatch import apply, cast, out_or, result_type, unary, view_op
 from ..registry import NAMESPACES, _type_name, export, op_class
+from ..layouts import check_memory_format
 from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
 from .creation import _create, arange
 
@@ -346,6 +347,7 @@ def contiguous(self, memory_format=None):
     >>> ember.zeros(2, 3).t().contiguous().is_contiguous()
     True
     """
+    check_memory_format(memory_format, self.ndim, "contiguous")
     if self.is_contiguous():
         return self
     return unary(Contiguous, self)
@@ -354,6 +356,7 @@ def contiguous(self, memory_format=None):
 @export
 def clone(self, *, memory_format=None):
     """A copy that stays in the graph."""
+    check_memory_format(memory_format, self.ndim, "clone")
     return unary(Clone, self)
 
 

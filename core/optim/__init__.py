@@ -15,7 +15,9 @@ from .lbfgs import LBFGS
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .sgd import SGD
 from . import swa_utils  # noqa: E402 - after the optimizers it schedules
+from ._stateless import swap_in_optimizer_params_and_state  # noqa: E402
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta",
            "LBFGS", "Rprop", "ASGD", "SparseAdam", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
-           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "swap_in_optimizer_params_and_state"]

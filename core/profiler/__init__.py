@@ -12,6 +12,7 @@ True
 from .. import autograd
 from ..registry import show_module
 from . import autograd_profiler, events, profiler
+from . import autograd_profiler_legacy, autograd_profiler_util
 from .events import EventList, FunctionEvent, FunctionEventAvg
 from .profiler import (
     ProfilerAction, ProfilerActivity, profile, record_function, schedule, supported_activities,
@@ -19,6 +20,9 @@ from .profiler import (
 )
 
 show_module(f"{autograd.__name__}.profiler", autograd_profiler)  # torch.autograd.profiler's path
+show_module(f"{autograd.__name__}.profiler_util", autograd_profiler_util)
+show_module(f"{autograd.__name__}.profiler_legacy", autograd_profiler_legacy)
+autograd.ProfilerActivity = ProfilerActivity  # torch.autograd re-exports it
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "profile",
            "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]

@@ -14,6 +14,7 @@ from .loss import (  # noqa: F401
     MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d, SoftMarginLoss,
     TripletMarginWithDistanceLoss,
 )
+from .loss import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401,E402
 from .misc import (  # noqa: F401
     CircularPad2d, ConstantPad1d, ConstantPad2d, CosineSimilarity, Fold, PairwiseDistance, PixelShuffle,
     PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unfold, Upsample,

@@ -1,10 +1,11 @@
 """Loss modules: each stores its settings and calls the functional loss."""
 from __future__ import annotations
 
+import math
 import warnings
 
 from .. import functional as F
-from ...ops.nn_loss import legacy_reduction
+from ...ops.nn_loss import LinearCrossEntropyOptions, legacy_reduction
 from .linear import Linear  # noqa: F401  (shown, as in PyTorch's module)
 from .misc import PairwiseDistance
 from .module import Module
@@ -240,3 +241,43 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A linear layer to ``num_classes`` (times ``out_features``) logits followed by the cross-entropy, in one
+    call of :func:`ember.nn.functional.linear_cross_entropy` (chunked over the batch with ``options``).
+
+    >>> import ember
+    >>> loss = ember.nn.LinearCrossEntropyLoss(5, 10)
+    >>> loss(ember.randn(2, 5), ember.tensor([1, 7])).shape
+    ember.Size([])
+    """
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (), bias: bool = False,
+                 device=None, dtype=None, reduction: str = "mean", weight=None, ignore_index: int | None = None,
+                 label_smoothing: float = 0.0, options: LinearCrossEntropyOptions | None = None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        # the weight is stored flat, (C * prod(out_features), in_features), and reshaped in forward
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes), bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):  # noqa: A002
+        w = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        b = self.linear.bias
+        b = b.reshape((self.num_classes, *self.out_features)) if b is not None else None
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

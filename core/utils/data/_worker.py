@@ -44,6 +44,21 @@ def get_worker_info() -> WorkerInfo | None:
     return _info
 
 
+def thread_safe_generator():
+    """The generator of the DataLoader thread worker this runs in, or None (the default generator is then
+    used): in the main process and in process workers, which are the only workers ember's DataLoader runs,
+    as in PyTorch, whose thread workers have a thread-local generator.
+
+    >>> import ember
+    >>> ember.thread_safe_generator() is None
+    True
+    """
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", "process") == "thread" and getattr(info, "rng", None):
+        return info.rng.torch_generator
+    return None
+
+
 class ExceptionWrapper:
     """An exception raised in a worker, carried to the main process with its traceback."""
 

@@ -1,0 +1,111 @@
+"""``ember.layout`` and ``ember.memory_format``: the types of PyTorch's layout and memory-format constants.
+
+ember stores every tensor strided, in one memory order: ``strided`` is the one layout its tensors have, and
+every ``memory_format=`` argument (``Tensor.contiguous``, ``to``, ``clone``, ``empty_like``, ...) is accepted
+and gives that order.  ``Tensor.is_contiguous(memory_format=...)`` answers from the strides, as PyTorch does.
+
+>>> import ember
+>>> ember.zeros(2).layout is ember.strided, type(ember.channels_last).__name__
+(True, 'memory_format')
+"""
+from __future__ import annotations
+
+__all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+           "sparse_bsc", "jagged", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
+           "LAYOUTS", "MEMORY_FORMATS", "channels_last_contiguous"]
+
+
+class _Constant:
+    """One named constant of a closed set (``ember.strided``); it cannot be created by user code."""
+
+    __slots__ = ("_name",)
+    _registry: dict
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"cannot create 'ember.{cls.__name__}' instances")
+
+    @classmethod
+    def _make(cls, name: str):
+        obj = object.__new__(cls)
+        obj._name = name
+        cls._registry[name] = obj
+        return obj
+
+    def __repr__(self):
+        return f"ember.{self._name}"
+
+    def __eq__(self, other):
+        # the plain name is accepted too: older ember code spelled layouts and formats as strings
+        return self is other or (isinstance(other, str) and other.removeprefix("torch.") == self._name)
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __reduce__(self):
+        return (_constant, (type(self).__name__, self._name))
+
+
+class layout(_Constant):  # noqa: N801  (PyTorch's spelling)
+    """The memory layout of a tensor: ``ember.strided`` for every ember tensor."""
+
+    __slots__ = ()
+    _registry: dict = {}
+
+
+class memory_format(_Constant):  # noqa: N801  (PyTorch's spelling)
+    """A memory order a tensor's strides may follow (``ember.contiguous_format``, ``ember.channels_last``, ...)."""
+
+    __slots__ = ()
+    _registry: dict = {}
+
+
+def _constant(kind: str, name: str):
+    return {"layout": layout, "memory_format": memory_format}[kind]._registry[name]
+
+
+strided = layout._make("strided")
+sparse_coo = layout._make("sparse_coo")
+sparse_csr = layout._make("sparse_csr")
+sparse_csc = layout._make("sparse_csc")
+sparse_bsr = layout._make("sparse_bsr")
+sparse_bsc = layout._make("sparse_bsc")
+jagged = layout._make("jagged")
+LAYOUTS = dict(layout._registry)
+
+contiguous_format = memory_format._make("contiguous_format")
+channels_last = memory_format._make("channels_last")
+channels_last_3d = memory_format._make("channels_last_3d")
+preserve_format = memory_format._make("preserve_format")
+legacy_contiguous_format = memory_format._make("legacy_contiguous_format")
+MEMORY_FORMATS = dict(memory_format._registry)
+
+# the dimension order, innermost first, whose strides grow without gaps in each channels-last format
+_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def channels_last_contiguous(shape, strides, fmt) -> bool:
+    """Whether ``strides`` lay out ``shape`` densely in the channels-last order of ``fmt`` (PyTorch's rule:
+    size-1 dimensions are free, a tensor of another rank never is)."""
+    rank, order = _ORDER[fmt]
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def check_memory_format(fmt, ndim: int, op: str) -> None:
+    """PyTorch's checks of a ``memory_format=`` argument: a :class:`memory_format` (or None), and a
+    channels-last format only for a tensor of its rank."""
+    if fmt is None:
+        return
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be ember.memory_format, not {type(fmt).__name__}")
+    if fmt is channels_last and ndim != 4:
+        raise RuntimeError(f"{op}: required rank 4 tensor to use channels_last format (got rank {ndim})")
+    if fmt is channels_last_3d and ndim != 5:
+        raise RuntimeError(f"{op}: required rank 5 tensor to use channels_last_3d format (got rank {ndim})")
