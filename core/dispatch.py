@@ -547,9 +547,9 @@ def inplace_result(a: Tensor, compute, name: str, recording: bool = False):
     r = compute(snapshot(a) if recording else a)
     if r.dtype.category > a.dtype.category:
         raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the desired output type {a.dtype}")
-    if not (is_grad_enabled() and r._rg and r._fn is not None) or a._base is not None or \
+    if not (is_grad_enabled() and r._rg and r._fn is not None) or a._base is not None or _HANDLERS or \
             r._data.shape != a._data.shape or r.dtype is not a.dtype:
-        return _copy_into(a, r)
+        return _copy_into(a, r)  # (with interception on, the write is an op the handlers see)
     _pin_saved_output(a)
     a._dev.kernels["copy_"](a._data, r._data)
     a._bump()

@@ -445,7 +445,7 @@ def getitem(g, x, index):
     return y
 
 
-@symbolic("SliceView", "Getitem")
+@symbolic("SliceView", "Getitem", "SelectView", "UnsqueezeView", "AliasView")
 def _getitem(g, n):
     x, index = n.args
     return getitem(g, x, index)
@@ -509,6 +509,11 @@ def _var(g, n):
     diff = g.op("Sub", xs, mean)
     ss = g.reduce("ReduceSum", g.op("Mul", diff, diff), axes, keepdim)
     return g.op("Div", ss, g.scalar_like(max(count - correction, 0), d))
+
+
+@symbolic("Std")
+def _std(g, n):
+    return g.op("Sqrt", _var(g, n))
 
 
 @symbolic("MaxDim", "MinDim")
