@@ -111,3 +111,14 @@ def get_rng_state():
 
 def set_rng_state(state) -> None:
     default_generator("cpu").set_state(state)
+
+
+def default_states() -> list:
+    """``(generator, state)`` for every default generator made so far, on any device (for
+    :func:`restore_default_states`: code that must leave all random streams as they were)."""
+    return [(g, g.get_state()) for g in list(_defaults.values())]
+
+
+def restore_default_states(states) -> None:
+    for g, state in states:
+        g.set_state(state)
