@@ -111,3 +111,20 @@ def get_rng_state():
 
 def set_rng_state(state) -> None:
     default_generator("cpu").set_state(state)
+
+
+def default_states() -> list:
+    """``(generator, state)`` for every default generator made so far, on any device (for
+    :func:`restore_default_states`: code that must leave all random streams as they were)."""
+    states = []
+    for g in list(_defaults.values()):
+        try:
+            states.append((g, g.get_state()))
+        except Exception:  # noqa: BLE001 - a device whose backend is gone, or one without a generator state
+            continue
+    return states
+
+
+def restore_default_states(states) -> None:
+    for g, state in states:
+        g.set_state(state)

@@ -60,6 +60,13 @@ def test_replay_of_embedding_follows_its_indices(device):
     _same(traced(x), m(x))
 
 
+def test_replay_of_index_select_follows_a_0d_index(device):
+    w = ember.randn(4, 3, device=device)
+    traced = jit.trace(lambda w, i: w.index_select(0, i), (w, ember.tensor(2, device=device)))
+    i = ember.tensor(3, device=device)
+    _same(traced(w, i), w.index_select(0, i))
+
+
 def test_replay_backward_matches_eager(device):
     ember.manual_seed(0)
     m = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 1)).to(device)

@@ -149,7 +149,8 @@ def _cases():
         "reductions": (Fn(lambda x: ember.cat([x, x.exp()], 1).max(1)[0] + x.mean() + x.var(1).unsqueeze(1)),
                        r(2, 3)),
         "where_argmax": (Fn(lambda x: ember.where(x > 0, x, x * 0.5).softmax(-1).argmax(-1)), r(2, 3)),
-        "gather": (Fn(lambda x: ember.gather(x, 1, ember.tensor([[0, 0], [1, 0]])) + x[:, ember.tensor([2, 1])]),
+        "gather": (Fn(lambda x: ember.gather(x, 1, ember.tensor([[0, 0], [1, 0]], device=x.device))
+                          + x[:, ember.tensor([2, 1], device=x.device)]),
                    r(2, 3)),
         "promotion": (Fn(lambda x: (x.int() + 1).float() / 3 + (x >= 0).float() + x.clamp(-0.5, 0.5)
                          + x.abs().sqrt() + (x != 0.1) * 1.5), r(2, 3)),
@@ -158,7 +159,7 @@ def _cases():
         "matmul_split": (Fn(lambda x: ember.matmul(x, x.t()) @ x + x.chunk(3, 1)[1] + x.split([1, 2], 1)[0]
                             + x.unbind(1)[2].unsqueeze(1)), r(2, 3)),
         "expand_repeat_flip": (Fn(lambda x: x.expand(4, 3, 3).sum(0) + x.repeat(1, 2)[:, :3] + x.flip(1) + x.tril()
-                                  + ember.zeros_like(x) + ember.ones(3)), r(3, 3)),
+                                  + ember.zeros_like(x) + ember.ones(3, device=x.device)), r(3, 3)),
         "pad_cumsum": (Fn(lambda x: F.pad(x, (1, 2)).cumsum(1).min(1).values + x.logsumexp(1) + x.prod(1)
                           + x.std(1)), r(2, 3)),
         "pointwise": (Fn(lambda x: x.masked_fill(x > 0.5, 0.0) + x.sigmoid() * x.tanh() + x.pow(2) + 2 ** x

@@ -37,7 +37,7 @@ from ..backend import device as _device
 from ..backend import resolve
 from ..ops import conversion, creation
 from ..ops.shape import cat as _cat
-from ..random import get_rng_state, native, set_rng_state
+from ..random import default_generator, default_states, native, restore_default_states
 from ..tensor import Tensor, _ptr
 
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
@@ -691,15 +691,12 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
 
 
 def _rng_state():
-    try:
-        return get_rng_state()
-    except Exception:  # noqa: BLE001 - a backend without a CPU generator state
-        return None
+    default_generator("cpu")  # made now if it is not yet, so that it is restored too
+    return default_states()  # every device's stream: a dropout on any device draws from its own
 
 
 def _set_rng_state(s):
-    if s is not None:
-        set_rng_state(s)
+    restore_default_states(s)
 
 
 def _merge(g, g2, inp, dim, size, sizes, where):

@@ -210,7 +210,9 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
                            f"(got index {list(index.shape)} and input {list(t.shape)})")
     xp = t._dev.backend.xp
-    arr = xp.reshape(index._data, (-1,)) if vector and t.dim() else index._data
+    # a 0-d index becomes a vector through ember (a tracer sees it), a vector is passed as it is: a raw reshape
+    # would hand the tracer an array it can tell apart from the index only by address, which not every backend has
+    arr = index.reshape(-1)._data if vector and t.dim() and index.dim() != 1 else index._data
     size = t.shape[dim] if t.dim() else 1
     if arr.size:
         bad = _first_out_of_range(xp, arr, size, negative_ok)

@@ -9,4 +9,5 @@ runs the conformance kit (:mod:`ember.testing.kit`) on that backend.
 from __future__ import annotations
 
 from .compare import SESSION_BACKENDS, assert_close, available_backends, to_numpy  # noqa: F401
+from .compare import has_dtype  # noqa: F401
 from .opcheck import OpCheckError, check_op  # noqa: F401

@@ -20,6 +20,20 @@ def available_backends(explicit: bool = False) -> list:
             if b.is_available() and (explicit or getattr(b, "test_by_default", True))]
 
 
+def has_dtype(device, dtype) -> bool:
+    """Whether the backend of ``device`` (``"cpu"``, ``"cuda:0"``, a device) can hold ``dtype``.
+
+    Some array libraries lack a dtype (the strict array-API library has no float16);
+    a test that needs one skips on such a backend rather than failing there.
+    """
+    backend = BACKENDS[str(device).split(":")[0]]
+    try:
+        backend.array_dtype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
 def to_numpy(x) -> np.ndarray:
     """Host copy of an ember tensor, a torch tensor, or array-like."""
     if hasattr(x, "_dev") and hasattr(x, "_data"):
