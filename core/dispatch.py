@@ -51,11 +51,11 @@ def _scalar_fixes():
         nd = np.dtype(d.np)
         if d.category == dtypes.INT:
             info = np.iinfo(nd)
-            fixes[nd] = (int(info.min), int(info.max), None)
+            fixes[d] = (int(info.min), int(info.max), None)
         elif d is dtypes.bfloat16:
-            fixes[nd] = (None, None, nd.type)
+            fixes[d] = (None, None, nd.type)
         elif d is dtypes.float16:  # beyond its range a number is +-inf (NumPy would warn while casting)
-            fixes[nd] = (None, None, _half_scalar)
+            fixes[d] = (None, None, _half_scalar)
     return fixes
 
 
@@ -76,12 +76,12 @@ def int_value(v, d: dtypes.dtype):
     info = np.iinfo(np.dtype(d.np))
     if not (-int(info.max) if info.min == 0 else int(info.min)) <= v <= int(info.max):
         raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {v})")
-    return fix_scalar(v, np.dtype(d.np))
+    return fix_scalar(v, d)
 
 
-def fix_scalar(v, arr_dtype):
-    """Python scalar ``v`` as an operand of an array of ``arr_dtype`` (see :func:`_scalar_fixes`)."""
-    fix = _SCALAR_FIX.get(arr_dtype)
+def fix_scalar(v, d):
+    """Python scalar ``v`` as an operand of a tensor of ember dtype ``d`` (see :func:`_scalar_fixes`)."""
+    fix = _SCALAR_FIX.get(d)
     if fix is None:
         return v
     lo, hi, cast_to = fix
@@ -183,11 +183,11 @@ def promote(op, a, b):
     elif dtypes.scalar_category(a) > rt.category:
         a = rt.np.type(a) if rt.np is not None else a
     elif rt.np is not None:
-        a = fix_scalar(a, np.dtype(rt.np))
+        a = fix_scalar(a, rt)
     if isinstance(b, Tensor):
         b = cast(b, rt)
     elif rt.np is not None and isinstance(b, _SCALARS):
-        b = fix_scalar(b, np.dtype(rt.np))
+        b = fix_scalar(b, rt)
     return a, b
 
 
@@ -244,8 +244,8 @@ def binary(Op, a, b, *params):
             if cat > _category(x, dev):
                 a = cast(a, dtypes.default_for_category(cat, a.dtype))
                 x = a._data
-            elif x.dtype in _SCALAR_FIX:
-                y = fix_scalar(y, x.dtype)
+            elif a.dtype in _SCALAR_FIX:  # ember dtypes: other libraries' must not meet NumPy's
+                y = fix_scalar(y, a.dtype)
             rg = a._rg
         else:
             return NotImplemented
@@ -257,8 +257,8 @@ def binary(Op, a, b, *params):
         if cat > _category(y, dev):
             b = cast(b, dtypes.default_for_category(cat, b.dtype))
             y = b._data
-        elif y.dtype in _SCALAR_FIX:
-            x = fix_scalar(x, y.dtype)
+        elif b.dtype in _SCALAR_FIX:
+            x = fix_scalar(x, b.dtype)
         rg = b._rg
     else:
         return NotImplemented
@@ -504,8 +504,8 @@ def inplace(Op, a: Tensor, *args):
                 and dtypes.scalar_category(x) > dt.category:
             raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
                                f"can't be cast to the desired output type {dt}")
-        elif isinstance(x, _SCALARS) and a._data.dtype in _SCALAR_FIX:
-            x = fix_scalar(x, a._data.dtype)
+        elif isinstance(x, _SCALARS) and a.dtype in _SCALAR_FIX:
+            x = fix_scalar(x, a.dtype)
         conv.append(x)
     recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a

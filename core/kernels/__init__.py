@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as _np
+
 MODULES = ["pointwise", "reduction", "shape", "indexing", "linalg", "nn", "rnn", "ctc", "random", "creation",
            "sorting", "optim", "fft"]
 
@@ -39,9 +41,9 @@ def _ignoring_fp_errors(xp):
     zeros, negative arguments or overflow on ordinary inputs) are wrapped: the guard costs a
     fraction of a microsecond.
     """
-    if getattr(xp, "__name__", "") != "numpy":
-        return None  # other libraries report no floating-point errors (and their namespaces may bridge to NumPy)
-    state = xp.errstate
+    # NumPy's state is set whatever xp is: libraries built on NumPy (array_api_strict) report through it, and
+    # for the others (CuPy) it costs a context-variable swap
+    state = _np.errstate
     if _NUMPY_QUIET is None:
         def wrap(fn):
             def guarded(*args, **kwargs):
@@ -81,8 +83,7 @@ def fp_quiet_begin():
     """Turn NumPy's floating-point error reports off in this thread until :func:`fp_quiet_end` (a backward
     pass does: its formulas meet ``inf * 0`` on the way to PyTorch's results).  Returns the token to end."""
     if _NUMPY_QUIET is None:
-        import numpy as np
-        state = np.errstate(all="ignore")
+        state = _np.errstate(all="ignore")
         state.__enter__()
         return state
     var, quiet = _NUMPY_QUIET

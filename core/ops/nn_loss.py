@@ -227,7 +227,7 @@ class BinaryCrossEntropy(Op):
             raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
         lx = k["maximum"](k["log"](x), -100.0)
         l1x = k["maximum"](k["log"](k["sub"](1.0, x)), -100.0)
-        return k["neg"](k["add"](k["mul"](t, lx), k["mul"](k["sub"](1.0, t), l1x))).astype(x.dtype, copy=False)
+        return k["astype"](k["neg"](k["add"](k["mul"](t, lx), k["mul"](k["sub"](1.0, t), l1x))), x.dtype)
 
     @staticmethod
     def backward(ctx, g):
