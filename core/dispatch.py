@@ -244,8 +244,8 @@ def binary(Op, a, b, *params):
             if cat > _category(x, dev):
                 a = cast(a, dtypes.default_for_category(cat, a.dtype))
                 x = a._data
-            elif a.dtype in _SCALAR_FIX:  # ember dtypes: other libraries' must not meet NumPy's
-                y = fix_scalar(y, a.dtype)
+            elif (d := a.dtype) in _SCALAR_FIX:  # ember dtypes: other libraries' must not meet NumPy's
+                y = fix_scalar(y, d)
             rg = a._rg
         else:
             return NotImplemented
@@ -257,8 +257,8 @@ def binary(Op, a, b, *params):
         if cat > _category(y, dev):
             b = cast(b, dtypes.default_for_category(cat, b.dtype))
             y = b._data
-        elif b.dtype in _SCALAR_FIX:
-            x = fix_scalar(x, b.dtype)
+        elif (d := b.dtype) in _SCALAR_FIX:
+            x = fix_scalar(x, d)
         rg = b._rg
     else:
         return NotImplemented
@@ -504,8 +504,8 @@ def inplace(Op, a: Tensor, *args):
                 and dtypes.scalar_category(x) > dt.category:
             raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
                                f"can't be cast to the desired output type {dt}")
-        elif isinstance(x, _SCALARS) and a.dtype in _SCALAR_FIX:
-            x = fix_scalar(x, a.dtype)
+        elif isinstance(x, _SCALARS) and (d := a.dtype) in _SCALAR_FIX:
+            x = fix_scalar(x, d)
         conv.append(x)
     recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a

@@ -32,8 +32,8 @@ def _mutating() -> dict:
     return table
 
 
-def _ignoring_fp_errors(xp):
-    """``wrap(fn)``: ``fn`` run with the array library's floating-point error reports off, or None.
+def _ignoring_fp_errors():
+    """``wrap(fn)``: ``fn`` run with NumPy's floating-point error reports off.
 
     Tensors follow IEEE arithmetic silently, as PyTorch's do (``1 / 0`` is inf, ``log(-1)`` NaN, no
     warning), whatever NumPy's error state is in the calling thread; the state itself (``np.seterr``)
@@ -41,8 +41,8 @@ def _ignoring_fp_errors(xp):
     zeros, negative arguments or overflow on ordinary inputs) are wrapped: the guard costs a
     fraction of a microsecond.
     """
-    # NumPy's state is set whatever xp is: libraries built on NumPy (array_api_strict) report through it, and
-    # for the others (CuPy) it costs a context-variable swap
+    # NumPy's state is set whatever the array library is: libraries built on NumPy (array_api_strict) report
+    # through it, and for the others (CuPy) it costs a context-variable swap
     state = _np.errstate
     if _NUMPY_QUIET is None:
         def wrap(fn):
@@ -102,10 +102,10 @@ def fp_quiet_end(token) -> None:
 def library(xp) -> dict:
     """The kernel table for array module ``xp``."""
     table = {}
-    wrap = _ignoring_fp_errors(xp)
+    wrap = _ignoring_fp_errors()
     for name in MODULES:
         mod = importlib.import_module(f"{__name__}.{name}")
-        quiet = getattr(mod, "QUIET", ()) if wrap is not None else ()
+        quiet = getattr(mod, "QUIET", ())
         for op, fn in mod.kernels(xp).items():
             if op in table:
                 raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
