@@ -51,6 +51,8 @@ def test_hparams_and_scalars_groups(tmp_path):
     with SummaryWriter(tmp_path) as w:
         w.add_hparams({"lr": 0.1, "optim": "adam", "unused": None}, {"hparam/acc": 0.9}, run_name="trial")
         w.add_scalars("run", {"train": 1.0, "val": 2.0}, 3)
+        subs = list(w._sub_writers.values())
+    assert len(subs) == 2 and all(s._closed for s in subs)  # closing the writer closes its sub-runs
     trial = _read(tmp_path / "trial")
     tags = trial.Tags()
     assert "_hparams_/experiment" in tags["tensors"] and "_hparams_/session_start_info" in tags["tensors"]

@@ -92,6 +92,7 @@ class SummaryWriter:
         self._records = self._tb["RecordWriter"](self._file)
         self._write(self._tb["event_pb2"].Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._closed = False
+        self._sub_writers: dict = {}  # add_scalars' sub-runs, by directory
 
     # ------------------------------------------------------------------------------------------------- plumbing
     def get_logdir(self) -> str:
@@ -113,12 +114,16 @@ class SummaryWriter:
         if not self._closed:
             self._file.flush()
             os.fsync(self._file.fileno())
+            for w in self._sub_writers.values():
+                w.flush()
 
     def close(self) -> None:
         if not self._closed:
             self.flush()
             self._file.close()
             self._closed = True
+            for w in self._sub_writers.values():
+                w.close()
 
     def __enter__(self):
         return self
@@ -144,10 +149,9 @@ class SummaryWriter:
         """Several curves in one chart: each goes to the sub-run ``log_dir/main_tag_key``, as in PyTorch."""
         for key, value in tag_scalar_dict.items():
             sub = os.path.join(self.log_dir, f"{main_tag.replace('/', '_')}_{key}")
-            writers = self.__dict__.setdefault("_sub_writers", {})
-            if sub not in writers:
-                writers[sub] = SummaryWriter(sub)
-            writers[sub].add_scalar(main_tag, value, global_step, walltime)
+            if sub not in self._sub_writers:
+                self._sub_writers[sub] = SummaryWriter(sub)
+            self._sub_writers[sub].add_scalar(main_tag, value, global_step, walltime)
 
     def add_histogram(self, tag: str, values, global_step=None, bins="tensorflow", walltime=None,
                       max_bins=None) -> None:
