@@ -20,6 +20,9 @@ The first line names NumPy's BLAS and its kernel family: conv and LSTM time is m
 held to AVX2 kernels (``OPENBLAS_CORETYPE=Haswell``) on an AVX-512 machine halves ember's side.
 ``--profile`` prints the op-by-op time of one workload: ember's through a timing handler on
 ``ember.dispatch.intercept``, PyTorch's from its profiler.
+``--conv-layers`` times each distinct convolution of ResNet-18 at 224 px, batch 8 (forward, no_grad) in
+ember and PyTorch, next to the floor NumPy's BLAS sets for it: one sgemm of the im2col shape
+(out channels x in channels*kernel x batch*positions).  The GFLOP/s columns show where the time goes.
 """
 import argparse
 import json
@@ -231,6 +234,50 @@ def profile(workload, lib_name, steps=3):
     pstats.Stats(pr).sort_stats("tottime").print_stats(30)
 
 
+RESNET18_CONVS = [  # (in, out, size, kernel, stride, padding, count in the network)
+    (3, 64, 224, 7, 2, 3, 1), (64, 64, 56, 3, 1, 1, 4), (64, 128, 56, 3, 2, 1, 1), (64, 128, 56, 1, 2, 0, 1),
+    (128, 128, 28, 3, 1, 1, 3), (128, 256, 28, 3, 2, 1, 1), (128, 256, 28, 1, 2, 0, 1),
+    (256, 256, 14, 3, 1, 1, 3), (256, 512, 14, 3, 2, 1, 1), (256, 512, 14, 1, 2, 0, 1), (512, 512, 7, 3, 1, 1, 3)]
+
+
+def conv_layers(libs, repeat, batch=8):
+    """Per-convolution times (process CPU, medians) of ember, PyTorch and the NumPy sgemm floor."""
+    def med(fn):
+        fn()
+        runs = []
+        for _ in range(repeat):
+            runs.append(clocked(fn)[1])
+        return statistics.median(runs)
+
+    rng = np.random.default_rng(0)
+    tot = {"ember": 0.0, "torch": 0.0, "gemm": 0.0}
+    print(f"{'conv (in->out @px kKsS)':<26}{'ember ms':>10}{'torch ms':>10}{'gemm ms':>9}"
+          f"{'ember/torch':>12}{'ember/gemm':>11}{'GF/s e/t/gemm':>19}")
+    for cin, cout, px, k, s, p, count in RESNET18_CONVS:
+        x = rng.standard_normal((batch, cin, px, px), dtype=np.float32)
+        w = rng.standard_normal((cout, cin, k, k), dtype=np.float32)
+        o = (px + 2 * p - k) // s + 1
+        t = {}
+        for name, lib in libs.items():
+            xl, wl = lib.from_numpy(x), lib.from_numpy(w)
+            with lib.no_grad():
+                t[name] = med(lambda lib=lib, xl=xl, wl=wl: lib.nn.functional.conv2d(xl, wl, stride=s, padding=p))
+        a = rng.standard_normal((cout, cin * k * k), dtype=np.float32)
+        b = rng.standard_normal((cin * k * k, batch * o * o), dtype=np.float32)
+        t["gemm"] = med(lambda: a @ b)
+        gf = 2 * cout * cin * k * k * batch * o * o / 1e9
+        for key in tot:
+            tot[key] += count * t.get(key, 0.0)
+        rates = "/".join(f"{gf / t[key]:.0f}" for key in ("ember", "torch", "gemm") if key in t)
+        line = f"{cin:>4}->{cout:<4} @{px:<3} k{k}s{s} x{count}"
+        line += f"{1e3 * t['ember']:10.2f}{1e3 * t.get('torch', float('nan')):10.2f}{1e3 * t['gemm']:9.2f}"
+        line += f"{t['ember'] / t['torch'] if 'torch' in t else float('nan'):11.2f}x{t['ember'] / t['gemm']:10.2f}x"
+        print(line + f"{rates:>19}")
+    if tot["torch"]:
+        print(f"{'whole network':<26}{1e3 * tot['ember']:10.1f}{1e3 * tot['torch']:10.1f}{1e3 * tot['gemm']:9.1f}"
+              f"{tot['ember'] / tot['torch']:11.2f}x{tot['ember'] / tot['gemm']:10.2f}x")
+
+
 def blas_info():
     """NumPy's BLAS and the kernel family it runs (an OpenBLAS pinned to an older core, e.g. by
     ``OPENBLAS_CORETYPE=Haswell``, runs AVX2 GEMMs on an AVX-512 machine: half PyTorch's MKL throughput)."""
@@ -252,6 +299,8 @@ def main(argv=None):
     ap.add_argument("--rss", action="store_true", help="also the peak RSS of the ResNet-18 step, per subprocess")
     ap.add_argument("--profile", metavar="WORKLOAD")
     ap.add_argument("--lib", default="ember", choices=["ember", "torch"])
+    ap.add_argument("--conv-layers", action="store_true",
+                    help="each ResNet-18 convolution against PyTorch and the NumPy sgemm floor")
     ap.add_argument("--rss-child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -266,6 +315,9 @@ def main(argv=None):
         lib.set_num_threads(args.threads)
     if args.profile:
         return profile(args.profile, args.lib)
+    if args.conv_layers:
+        print(f"NumPy BLAS: {blas_info()}  (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+        return conv_layers(libs, args.repeat)
     report = {"threads": args.threads, "repeat": args.repeat, "blas": blas_info(), "workloads": {}}
     print(f"NumPy BLAS: {report['blas']}  (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     names = args.only.split(",") if args.only else WORKLOADS
