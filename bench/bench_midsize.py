@@ -261,10 +261,10 @@ def conv_layers(libs, repeat, batch=8):
         for name, lib in libs.items():
             xl, wl = lib.from_numpy(x), lib.from_numpy(w)
             with lib.no_grad():
-                t[name] = med(lambda lib=lib, xl=xl, wl=wl: lib.nn.functional.conv2d(xl, wl, stride=s, padding=p))
+                t[name] = med(lambda f=lib.nn.functional.conv2d, xl=xl, wl=wl, s=s, p=p: f(xl, wl, stride=s, padding=p))
         a = rng.standard_normal((cout, cin * k * k), dtype=np.float32)
         b = rng.standard_normal((cin * k * k, batch * o * o), dtype=np.float32)
-        t["gemm"] = med(lambda: a @ b)
+        t["gemm"] = med(lambda a=a, b=b: a @ b)
         gf = 2 * cout * cin * k * k * batch * o * o / 1e9
         for key in tot:
             tot[key] += count * t.get(key, 0.0)

@@ -152,6 +152,20 @@ def kernels(xp) -> dict:
             return (gm @ cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
         return (rows_batch_last(g, groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
 
+    def batch_norm_train(x, w, b, eps):
+        """Training-mode batch norm over every axis but 1: ``(y, mean, biased variance, 1/std)``, the
+        statistics in the shape ``(1, C, 1, ...)``.  Three full-size passes and one temporary."""
+        axes = (0,) + tuple(range(2, x.ndim))
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        mean = xp.mean(x, axis=axes, keepdims=True)
+        y = x - mean
+        var = xp.mean(y * y, axis=axes, keepdims=True)
+        invstd = 1 / xp.sqrt(var + eps)
+        y *= invstd if w is None else invstd * xp.reshape(w, shape)
+        if b is not None:
+            y += xp.reshape(b, shape)
+        return y, mean, var, invstd
+
     # ---------------------------------------------------------------- pooling
     def pool_windows(x, k, stride, padding, dilation):
         lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
@@ -434,6 +448,7 @@ def kernels(xp) -> dict:
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
+        "batch_norm_train": batch_norm_train,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
         "pad_index": pad_index,

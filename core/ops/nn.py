@@ -22,7 +22,8 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, inplace_result, out_or, unary
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
-from ..tensor import Tensor, _wrap_dim
+from ..state import is_grad_enabled
+from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import _create, arange, rand
 from .pointwise import sigmoid, where
 
@@ -528,6 +529,54 @@ def _update(running, value, momentum):
         running.mul_(1 - momentum).add_(value * momentum)
 
 
+class NativeBatchNorm(Op):
+    """Training-mode batch norm as one node: ``y``, and the batch mean and biased variance per channel as
+    outputs without gradients (for the running statistics).
+
+    The backward is PyTorch's closed form, ``(g - mean(g) - xhat * mean(g * xhat)) * weight / std``; when
+    it is itself differentiated (``create_graph``) the statistics are recomputed from ``x`` by differentiable
+    ops, so every order of derivative is exact."""
+
+    backward_name = "NativeBatchNormBackward0"
+    save_inputs = True
+    nondiff_outputs = (1, 2)
+
+    @staticmethod
+    def forward(ctx, k, x, w, b, eps):
+        y, mean, var, invstd = k["batch_norm_train"](x, w, b, eps)
+        ctx.eps, ctx.mean, ctx.invstd, ctx.affine = eps, mean, invstd, (w is not None, b is not None)
+        return y, mean, var
+
+    @staticmethod
+    def backward(ctx, g, _gm=None, _gv=None):
+        x, *params = ctx.inputs
+        has_w, has_b = ctx.affine
+        w = params[0] if has_w else None
+        dims = [0] + list(range(2, x.ndim))
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        if is_grad_enabled():
+            _, d, var = _moments(x, dims)
+            invstd = (var + ctx.eps).rsqrt()
+            xhat = d * invstd
+        else:
+            invstd = _wrap(ctx.invstd, x._dev)
+            xhat = (x - _wrap(ctx.mean, x._dev)) * invstd
+        n = x.numel() // x.shape[1]
+        gb = g.sum(dims, keepdim=True)
+        gw = (g * xhat).sum(dims, keepdim=True)
+        grads = []
+        if ctx.next_functions[0][0] is not None:
+            scale = invstd if w is None else invstd * w.reshape(shape)
+            grads.append((g - gb / n - xhat * (gw / n)) * scale)
+        else:
+            grads.append(None)
+        if has_w:
+            grads.append(gw.reshape(-1))
+        if has_b:
+            grads.append(gb.reshape(-1))
+        return tuple(grads)
+
+
 @export(to=("nn.functional",))
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
@@ -552,12 +601,15 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if training and n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{list(x.shape)}")
-        mean, d, var = _moments(x, dims)
+        if x.ndim < 2 or not x.dtype.is_floating_point:
+            mean, d, var = _moments(x, dims)
+            y = _affine(d * _bn_scale(var, weight, eps, shape), None, bias, shape)
+        else:
+            y, mean, var = apply(NativeBatchNorm, x, weight, bias, eps)
         if training and running_mean is not None:
             _update(running_mean, mean.detach().reshape(c), momentum)
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
-        # the per-channel factor 1/std * weight is formed on the channel vector: one full-size multiply
-        return _affine(d * _bn_scale(var, weight, eps, shape), None, bias, shape)
+        return y
     # inference, as PyTorch's CPU kernel: y = x * alpha + beta with alpha = weight / std and
     # beta = bias - mean * alpha per channel, two full-size passes
     alpha = _bn_scale(running_var.reshape(shape), weight, eps, shape)
