@@ -112,9 +112,21 @@ def kernels(xp) -> dict:
         gt = to_batch_last(g, groups)
         return gt.reshape(groups, gt.shape[1], -1)
 
+    def pointwise(k, padding):
+        """A 1x1 kernel without padding: the columns are the (strided) input itself, no im2col."""
+        return all(kk == 1 for kk in k) and not any(lo or hi for lo, hi in padding)
+
+    def sampled(x, stride, groups):
+        """``x`` at the strided positions as batch-major columns ``(N, G, C/G, L)``, and the output size."""
+        v = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)]
+        return xp.reshape(v, (x.shape[0], groups, x.shape[1] // groups, -1)), v.shape[2:]
+
     def conv_forward(x, w, b, stride, padding, dilation, groups):
         k = w.shape[2:]
-        cols, osp = im2col(x, k, stride, padding, dilation, groups)
+        if pointwise(k, padding):
+            cols, osp = sampled(x, stride, groups)
+        else:
+            cols, osp = im2col(x, k, stride, padding, dilation, groups)
         wm = w.reshape(groups, w.shape[0] // groups, -1)
         bshape = (-1,) + (1,) * len(osp)
         if cols.ndim == 4:
@@ -133,6 +145,14 @@ def kernels(xp) -> dict:
         o = g.shape[1]
         osp = g.shape[2:]
         wm = w.reshape(groups, o // groups, -1)
+        if pointwise(k, padding):  # one GEMM per sample straight into x's layout; strided: into every s-th place
+            gx = wm.transpose(0, 2, 1) @ xp.reshape(g, (g.shape[0], groups, o // groups, -1))
+            gx = xp.reshape(gx, (x_shape[0], x_shape[1]) + tuple(osp))
+            if all(st == 1 for st in stride):
+                return gx
+            full = xp.zeros(x_shape, dtype=gx.dtype)
+            full[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in stride)] = gx
+            return full
         cols = (wm.transpose(0, 2, 1) @ rows_batch_last(g, groups))
         cg = x_shape[1] // groups
         cols = cols.reshape((groups, cg) + tuple(k) + tuple(osp) + (x_shape[0],))
@@ -146,7 +166,8 @@ def kernels(xp) -> dict:
 
     def conv_weight_grad(x, g, w_shape, stride, padding, dilation, groups, cols=None):
         if cols is None:
-            cols, _ = im2col(x, w_shape[2:], stride, padding, dilation, groups)
+            cols, _ = (sampled(x, stride, groups) if pointwise(w_shape[2:], padding)
+                       else im2col(x, w_shape[2:], stride, padding, dilation, groups))
         if cols.ndim == 4:
             gm = g.reshape(g.shape[0], groups, g.shape[1] // groups, -1)
             return (gm @ cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
