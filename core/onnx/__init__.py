@@ -290,7 +290,7 @@ def _build(onnx, graph, module, opset, in_names, output_names, labels, export_pa
     out_names = list(output_names or [])
     out_names += [f"output_{i}" if len(flat_out) > 1 else "output" for i in range(len(out_names), len(flat_out))]
     outputs = []
-    dynamic = bool(graph.dynamic)
+    dynamic = bool(graph.dynamic) or g.data_dependent
     for name, r in zip(out_names, flat_out):
         src = g.names.get(r.i)
         if src is None:

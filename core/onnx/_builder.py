@@ -59,6 +59,7 @@ class GraphContext:
         self._n = 0
         self._consts = {}
         self._sizes = {}
+        self.data_dependent = False  # a size follows the data (NonZero): the outputs' sizes are left symbolic
 
     # -- naming
     def fresh(self, hint="t"):
