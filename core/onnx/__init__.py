@@ -156,6 +156,23 @@ def _dynamic_from_axes(dynamic_axes, input_names, n_inputs):
     return dyn, labels
 
 
+def _tie(dyn, labels, in_names, flat):
+    """The dynamic dims with their axis in range, and ``{first: [others]}`` for the input dims that share one
+    ``dynamic_axes`` label (a batch axis of two inputs: they must grow together when traced)."""
+    dyn = [(i, d % flat[i].ndim if -flat[i].ndim <= d < flat[i].ndim else d) for i, d in dyn]
+    by_label, tied = {}, {}
+    for i, d in dyn:
+        name = in_names[i]
+        label = next((lab for ax, lab in labels.get(name, {}).items() if ax % max(flat[i].ndim, 1) == d), None)
+        if label is None:
+            continue
+        if label in by_label:
+            tied.setdefault(by_label[label], []).append((i, d))
+        else:
+            by_label[label] = (i, d)
+    return dyn, tied
+
+
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
            opset_version=None, dynamo=True, external_data=True, dynamic_shapes=None,
            custom_translation_table=None, report=False, optimize=True, verify=False, profile=False,
@@ -190,10 +207,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if dynamic_shapes is not None:
         dyn += dynamic_dims(fn, args, kwargs, dynamic_shapes)
     module = model if isinstance(model, nn.Module) else None
+    dyn, tied = _tie(dyn, labels, in_names, flat)
     _EXPORTING[0] = True
     try:
         with select_model_mode_for_export(model, training), no_grad():
-            graph, _ = capture_dynamic(model, args, kwargs, module, dyn, "onnx.export")
+            graph, _ = capture_dynamic(model, args, kwargs, module, dyn, "onnx.export", tied)
     finally:
         _EXPORTING[0] = False
     proto = _build(onnx, graph, module, opset, in_names, output_names, labels, export_params,

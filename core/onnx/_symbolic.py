@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..jit._graph import ARef, Ref, Sym
 from ._builder import (INT64_MAX, INT64_MIN, OnnxExporterError, UnsupportedOperatorError, _has_sym, _onnx,
-                       is_array)
+                       elem_type, is_array)
 
 SYMBOLICS: dict = {}
 
@@ -733,32 +733,75 @@ def _identity_w(g, width, order, H, d):
     return g.const(rows[None], d.np)
 
 
-def _rnn_unsupported(g, n, mask, proj=None):
-    if mask is not None:
-        raise UnsupportedOperatorError(f"onnx.export: {n.op} over a PackedSequence{g.where()} has no ONNX mapping in "
-                                       f"ember (export padded batches)")
-    if proj is not None:
-        raise UnsupportedOperatorError(f"onnx.export: LSTM with proj_size{g.where()} has no ONNX mapping in ember")
+def _seq_lens(g, mask):
+    """ONNX's ``sequence_lens`` (int32, one per sequence) from a packed batch's step mask ``(T, B, 1)``."""
+    if mask is None:
+        return None
+    m = g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))
+    d = g.dtype(mask) if isinstance(mask, Ref) else dtypes.as_dtype(np.asarray(mask).dtype.name)
+    steps = g.reduce("ReduceSum", g.squeeze(m, [2]), [0], False)
+    return g.cast(steps, d, dtypes.int32)
+
+
+def _direction(reverse):
+    return "reverse" if reverse else "forward"
 
 
 @symbolic("LSTMLayer")
 def _lstm(g, n):
     xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask, w_hr)
+    if w_hr is not None:
+        return _lstm_projected(g, n)
     d = g.dtype(xproj)
     H = g.shape(c0)[-1]
     order = [0, 3, 1, 2]  # ember/PyTorch i, f, g, o -> ONNX i, o, f, c
     W = _identity_w(g, 4 * H, order, H, d)
     R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 4, order), [0])
-    y, yh, yc = g.op("LSTM", g.x(xproj), W, R, None, None, g.unsqueeze(g.x(h0), [0]), g.unsqueeze(g.x(c0), [0]),
-                     hidden_size_i=H, direction_s="reverse" if reverse else "forward", outputs=3)
+    y, yh, yc = g.op("LSTM", g.x(xproj), W, R, None, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]),
+                     g.unsqueeze(g.x(c0), [0]), hidden_size_i=H, direction_s=_direction(reverse), outputs=3)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0]), g.squeeze(yc, [0])]
+
+
+def _lstm_projected(g, n):
+    """An LSTM layer with ``proj_size`` (ONNX's LSTM has no projection): a ``Scan`` over the time steps whose
+    body is the cell, ``h = (o * tanh(c)) @ w_hr^T``; a packed batch's mask keeps finished sequences' state."""
+    onnx = _onnx()
+    xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
+    d = g.dtype(xproj)
+    et = elem_type(d)
+    H = g.shape(c0)[-1]
+    w_hh_t = g.op("Transpose", g.x(w_hh), perm_is=[1, 0])
+    w_hr_t = g.op("Transpose", g.x(w_hr), perm_is=[1, 0])
+    with g.subgraph() as body:
+        h, c, xt = g.fresh("h"), g.fresh("c"), g.fresh("x_t")
+        ins = [h, c, xt]
+        gates = g.op("Add", xt, g.op("MatMul", h, w_hh_t))
+        i, f, gg, o = g.op("Split", gates, g.ints([H] * 4), axis_i=1, outputs=4)
+        c_new = g.op("Add", g.op("Mul", g.op("Sigmoid", f), c), g.op("Mul", g.op("Sigmoid", i), g.op("Tanh", gg)))
+        h_new = g.op("MatMul", g.op("Mul", g.op("Sigmoid", o), g.op("Tanh", c_new)), w_hr_t)
+        y = h_new
+        if mask is not None:
+            m = g.fresh("m_t")
+            ins.append(m)
+            keep = g.op("Sub", g.scalar_like(1, d), m)
+            y = g.op("Mul", m, h_new)
+            h_new = g.op("Add", y, g.op("Mul", keep, h))
+            c_new = g.op("Add", g.op("Mul", m, c_new), g.op("Mul", keep, c))
+        outs = [g.op("Identity", v) for v in (h_new, c_new, y)]
+    graph = onnx.helper.make_graph(body, g.fresh("lstm_proj_body"),
+                                   [onnx.helper.make_tensor_value_info(v, et, None) for v in ins],
+                                   [onnx.helper.make_tensor_value_info(v, et, None) for v in outs])
+    scans = [g.x(xproj)] + ([g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))] if mask is not None
+                            else [])
+    way = 1 if reverse else 0
+    yh, yc, y = g.op("Scan", g.x(h0), g.x(c0), *scans, body_g=graph, num_scan_inputs_i=len(scans),
+                     scan_input_directions_is=[way] * len(scans), scan_output_directions_is=[way], outputs=3)
+    return [y, yh, yc]
 
 
 @symbolic("GRULayer")
 def _gru(g, n):
     xproj, h0, w_hh, b_hn, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask)
     d = g.dtype(xproj)
     H = g.shape(h0)[-1]
     order = [1, 0, 2]  # ember/PyTorch r, z, n -> ONNX z, r, h
@@ -766,21 +809,20 @@ def _gru(g, n):
     R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 3, order), [0])
     zeros = g.const(np.zeros(5 * H, d.np), d.np)
     B = g.unsqueeze(g.op("Concat", zeros, g.x(b_hn), axis_i=0), [0])
-    y, yh = g.op("GRU", g.x(xproj), W, R, B, None, g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
-                 linear_before_reset_i=1, direction_s="reverse" if reverse else "forward", outputs=2)
+    y, yh = g.op("GRU", g.x(xproj), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
+                 linear_before_reset_i=1, direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 
 @symbolic("RNNLayer")
 def _rnn(g, n):
     xproj, h0, w_hh, relu, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask)
     d = g.dtype(xproj)
     H = g.shape(h0)[-1]
     W = _identity_w(g, H, [0], H, d)
-    y, yh = g.op("RNN", g.x(xproj), W, g.unsqueeze(g.x(w_hh), [0]), None, None, g.unsqueeze(g.x(h0), [0]),
-                 hidden_size_i=H, activations_ss=["Relu" if relu else "Tanh"],
-                 direction_s="reverse" if reverse else "forward", outputs=2)
+    y, yh = g.op("RNN", g.x(xproj), W, g.unsqueeze(g.x(w_hh), [0]), None, _seq_lens(g, mask),
+                 g.unsqueeze(g.x(h0), [0]), hidden_size_i=H, activations_ss=["Relu" if relu else "Tanh"],
+                 direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 
