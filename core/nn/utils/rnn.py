@@ -101,11 +101,16 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     if arr.max() > T:
         raise RuntimeError(f"pack_padded_sequence: a length ({int(arr.max())}) is longer than the padded sequence "
                            f"(size {T} along the time dimension)")
-    if enforce_sorted:
-        if (np.diff(arr) > 0).any():
-            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
-                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
-                               "sidestep this requirement if you do not need ONNX exportability.")
+    unsorted = bool((np.diff(arr) > 0).any())
+    # an export traces a dynamic batch once more with its first sequence repeated last, so unsorted: the
+    # exported graph does not depend on the order (see below), and the lengths are sorted as without
+    # enforce_sorted in every trace (so that the traces record the same ops)
+    exporting = _exporting()
+    if enforce_sorted and unsorted and not exporting:
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                           "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
+    if enforce_sorted and not exporting:
         sorted_idx = None
         order = np.arange(B)
     else:
@@ -117,7 +122,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     data = input[tt, bb]
     packed = PackedSequence(data, from_numpy(batch_sizes), sorted_idx,
                             None if sorted_idx is None else _invert(sorted_idx))
-    if _exporting():
+    if exporting:
         # an exported graph follows the lengths (a graph input), not the layout packed here: the recurrent
         # layers read the padded batch and a step mask made from the lengths by ops (ONNX's sequence_lens)
         lengths_t = lengths if isinstance(lengths, Tensor) else from_numpy(arr)
