@@ -268,6 +268,61 @@ def test_lstm_with_projection_and_initial_state_on_a_dynamic_time_axis(device):
             np.testing.assert_allclose(g, _np(w), rtol=1e-4, atol=1e-5)
 
 
+# ---------------------------------------------------------------------------- writes through views
+def _write_slice(x):
+    y = x * 1
+    y[0, :2] = 5.0  # a basic index: an in-place copy into a view of y
+    y[:, -1] += 1.0
+    return y
+
+
+def _write_select_then_mask(x, m):
+    y = x.clone()
+    y[1, m] = 0.0  # PyTorch applies the integer first: a mask assignment into the view y[1]
+    return y
+
+
+def _write_aliases(x):
+    y = x * 1
+    row = y[1]
+    tail = row[1:]
+    y.add_(1.0)  # row and tail see it
+    tail.mul_(2.0)  # y and row see it
+    tail[0] = 7.0
+    return y, row, tail
+
+
+VIEW_WRITES = {
+    "slice": (_write_slice, lambda b, d: (ember.randn(b, 3, device=d),), ["x"]),
+    "select_then_mask": (_write_select_then_mask,
+                         lambda b, d: (ember.randn(b, 4, device=d),
+                                       ember.tensor([True, False, True, False], device=d)), ["x", "m"]),
+    "aliases": (_write_aliases, lambda b, d: (ember.randn(b, 3, device=d),), ["x"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_WRITES))
+def test_writes_through_views_reach_the_tensor_they_view(device, name):
+    fn, make, names = VIEW_WRITES[name]
+    _two_batches(Fn(fn), lambda b: make(b, device), names)
+
+
+def test_pack_sequence_of_a_list(device):
+    class FromList(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 4)
+
+        def forward(self, a, b):
+            out, h = self.rnn(nn.utils.rnn.pack_sequence([a, b]))
+            return pad_packed_sequence(out)[0], h
+
+    model = FromList().to(device).eval()
+    xs = (ember.randn(5, 3, device=device), ember.randn(3, 3, device=device))
+    _, sess = _export(model, xs, ["a", "b"], None)
+    _matches(sess, model, xs, ["a", "b"])
+
+
 # ---------------------------------------------------------------------------- what still has no mapping
 def test_assignment_through_a_partial_slice_and_index_tensor_names_op_and_module(device, tmp_path):
     def fn(x, i):
