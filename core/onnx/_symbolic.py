@@ -418,6 +418,8 @@ def _roll(g, n):
     y = g.x(x)
     for s, a in zip(g.static(shifts, "shift"), axes):
         size = g.shape(x)[a]
+        if size == 0:
+            continue
         if not -size < s < size:  # a shift within the size is kept as is, so a dynamic axis may grow
             s %= size
         if s == 0:
