@@ -657,13 +657,17 @@ def _restore(saved):
         b.detach().copy_(v)
 
 
-def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
+def capture_dynamic(fn, args, kwargs, module, dynamic, where="export", tied=None):
     """:func:`capture`, with ``dynamic`` (a list of ``(flat input index, dim)``) made symbolic.
 
     One more trace per dynamic dimension, with that dimension one longer: integers in the op arguments
     that change with it become :class:`Sym` (``a * size + b``); a graph whose ops change raises.  The
     module's buffers and the random state are left as they were before (as ``torch.export`` leaves them).
+    ``tied`` maps a dimension of ``dynamic`` to the others that always have its size (a batch axis shared by
+    two inputs): they grow with it rather than alone.
     """
+    tied = tied or {}
+    followers = {m for group in tied.values() for m in group}
     saved = _snapshot(module)
     rng = _rng_state()
     flat = []
@@ -671,6 +675,8 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
     try:
         graph, out = capture(fn, args, kwargs, module)
         for inp, dim in dynamic:
+            if (inp, dim) in followers:
+                continue
             t = flat[inp]
             if not -t.ndim <= dim < t.ndim:
                 raise IndexError(f"{where}: dynamic dimension {dim} is out of range for input {inp} of shape "
@@ -678,6 +684,8 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export"):
             dim = dim % t.ndim
             grown = list(flat)
             grown[inp] = _cat_first(t, dim)
+            for j, dj in tied.get((inp, dim), ()):
+                grown[j] = _cat_first(flat[j], dj)
             a2, k2 = _unflatten(spec, grown)
             _restore(saved)
             _set_rng_state(rng)

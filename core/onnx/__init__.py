@@ -22,7 +22,7 @@ from .. import nn, plugins
 from ..autograd.function import OPS
 from ..autograd.grad_mode import no_grad
 from ..export import dynamic_dims
-from ..jit._graph import Ref, _flatten, capture_dynamic, check_devices
+from ..jit._graph import Ref, _flatten, _refs_in, capture_dynamic, check_devices
 from ..ops.creation import _create
 from ..tensor import Tensor
 from ._builder import GraphContext, OnnxExporterError, UnsupportedOperatorError, _onnx, elem_type
@@ -156,6 +156,23 @@ def _dynamic_from_axes(dynamic_axes, input_names, n_inputs):
     return dyn, labels
 
 
+def _tie(dyn, labels, in_names, flat):
+    """The dynamic dims with their axis in range, and ``{first: [others]}`` for the input dims that share one
+    ``dynamic_axes`` label (a batch axis of two inputs: they must grow together when traced)."""
+    dyn = [(i, d % flat[i].ndim if -flat[i].ndim <= d < flat[i].ndim else d) for i, d in dyn]
+    by_label, tied = {}, {}
+    for i, d in dyn:
+        name = in_names[i]
+        label = next((lab for ax, lab in labels.get(name, {}).items() if ax % max(flat[i].ndim, 1) == d), None)
+        if label is None:
+            continue
+        if label in by_label:
+            tied.setdefault(by_label[label], []).append((i, d))
+        else:
+            by_label[label] = (i, d)
+    return dyn, tied
+
+
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
            opset_version=None, dynamo=True, external_data=True, dynamic_shapes=None,
            custom_translation_table=None, report=False, optimize=True, verify=False, profile=False,
@@ -190,10 +207,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if dynamic_shapes is not None:
         dyn += dynamic_dims(fn, args, kwargs, dynamic_shapes)
     module = model if isinstance(model, nn.Module) else None
+    dyn, tied = _tie(dyn, labels, in_names, flat)
     _EXPORTING[0] = True
     try:
         with select_model_mode_for_export(model, training), no_grad():
-            graph, _ = capture_dynamic(model, args, kwargs, module, dyn, "onnx.export")
+            graph, _ = capture_dynamic(model, args, kwargs, module, dyn, "onnx.export", tied)
     finally:
         _EXPORTING[0] = False
     proto = _build(onnx, graph, module, opset, in_names, output_names, labels, export_params,
@@ -274,7 +292,8 @@ def _build(onnx, graph, module, opset, in_names, output_names, labels, export_pa
             inputs.append(_value_info(onnx, path, t.dtype, arr.shape, {}))
     for vid, t in graph.consts.items():
         g.names[vid] = g.const(t._dev.backend.to_numpy(t.detach()._data))
-    for n in graph.nodes:
+    views = _Views(_last_reads(graph))
+    for k, n in enumerate(graph.nodes):
         g.node = n
         outs = _map(g, n, opset)
         if not isinstance(outs, (list, tuple)):
@@ -285,12 +304,16 @@ def _build(onnx, graph, module, opset, in_names, output_names, labels, export_pa
         for vid, name in zip(n.outs, outs):
             if name is not None:
                 g.names[vid] = name
+        if n.kind == "view_op" and isinstance(n.args[0], Ref) and len(n.outs) == 1:
+            views.add(n)
+        elif n.kind == "inplace":
+            views.write(g, n, k, opset)
     flat_out = []
     _flat_refs(graph.out_spec, flat_out)
     out_names = list(output_names or [])
     out_names += [f"output_{i}" if len(flat_out) > 1 else "output" for i in range(len(out_names), len(flat_out))]
     outputs = []
-    dynamic = bool(graph.dynamic)
+    dynamic = bool(graph.dynamic) or g.data_dependent
     for name, r in zip(out_names, flat_out):
         src = g.names.get(r.i)
         if src is None:
@@ -309,6 +332,110 @@ def _build(onnx, graph, module, opset, in_names, output_names, labels, export_pa
     proto = helper.make_model(gp, opset_imports=imports, producer_name="ember", producer_version=_version())
     proto.ir_version = 8 if opset <= 18 else 9
     return proto
+
+
+def _last_reads(graph):
+    """``{value id: index of the last node reading it}``, the outputs reading at ``len(nodes)``."""
+    last = {}
+    for k, n in enumerate(graph.nodes):
+        for i in (n.ins if n.ins is not None else _refs_in(n.args)):
+            last[i] = k
+    for i in _refs_in(graph.out_spec):
+        last[i] = len(graph.nodes)
+    return last
+
+
+class _Views:
+    """The views met so far and the values that are one tensor, so that an in-place write reaches every
+    tensor sharing its target's memory.
+
+    An in-place op's result is its target tensor with a new value id: ids of one tensor form a class, named
+    by its first id.  When the target is a view, the tensor owning the memory gets the new value at the view's
+    positions (found by viewing an iota of it the same way, then ``ScatterElements``), and every view of it
+    read later is taken again from its new value.  Only what is read later is rebuilt.
+    """
+
+    def __init__(self, last_read):
+        self.last_read = last_read
+        self.base = {}      # class of a view -> (class of the tensor it views, its node)
+        self.canon = {}     # value id -> its class
+        self.members = {}   # class -> its value ids
+
+    def _cls(self, i):
+        return self.canon.get(i, i)
+
+    def add(self, n):
+        self.base[n.outs[0]] = (self._cls(n.args[0].i), n)
+
+    def _name(self, g, c, name):
+        for i in self.members.get(c, (c,)):
+            g.names[i] = name
+
+    def _read_after(self, c, k):
+        return any(self.last_read.get(i, -1) > k for i in self.members.get(c, (c,)))
+
+    def write(self, g, n, k, opset):
+        target = self._cls(n.args[0].i)
+        self.canon[n.outs[0]] = target
+        self.members.setdefault(target, [target]).append(n.outs[0])
+        if not self.base:
+            return
+        new = g.names[n.outs[0]]
+        chain, root = [], target
+        while root in self.base:
+            root, node = self.base[root]
+            chain.append(node)
+        chain.reverse()
+        family = [c for c in self._descendants(root) if c != target]
+        later = {c for c in family if self._read_after(c, k)}
+        if not chain and not later or chain and not later and not self._read_after(root, k):
+            return
+        for c in list(later):  # the views between the owner and a view read later are taken again too
+            while c in self.base and c != root:
+                later.add(c)
+                c = self.base[c][0]
+        if chain:
+            old = g.names[root]
+            shape = g.op("Shape", old)
+            count = g.squeeze(g.op("ReduceProd", shape, keepdims_i=1), [0])
+            iota = g.op("Reshape", g.op("Range", g.const(np.asarray(0, np.int64)), count,
+                                        g.const(np.asarray(1, np.int64))), shape)
+            positions = self._chain(g, chain, root, iota, opset)
+            flat = g.op("ScatterElements", g.op("Reshape", old, g.ints([-1])),
+                        g.op("Reshape", positions, g.ints([-1])),
+                        g.op("Reshape", g.op("Expand", new, g.op("Shape", positions)), g.ints([-1])), axis_i=0)
+            self._name(g, root, g.op("Reshape", flat, shape))
+        self._name(g, target, new)
+        for c in family:
+            if c in later:
+                node = self.base[c][1]
+                g.node = node
+                out = _map(g, node, opset)
+                self._name(g, c, out[0] if isinstance(out, (list, tuple)) else out)
+        g.node = n
+
+    def _descendants(self, root):
+        found = [root]
+        for c, (b, _) in self.base.items():  # in node order: a view's base comes before it
+            if b in found:
+                found.append(c)
+        return found[1:]
+
+    def _chain(self, g, chain, root, start, opset):
+        """The ONNX name of the last of ``chain``'s views taken from ``start`` in place of ``root``."""
+        classes = [root] + [n.outs[0] for n in chain]
+        saved = {i: g.names[i] for c in classes for i in self.members.get(c, (c,))}
+        out = start
+        try:
+            self._name(g, root, start)
+            for n in chain:
+                g.node = n
+                out = _map(g, n, opset)
+                out = out[0] if isinstance(out, (list, tuple)) else out
+                self._name(g, n.outs[0], out)
+        finally:
+            g.names.update(saved)
+        return out
 
 
 def _version():

@@ -6,6 +6,8 @@ values, ``g.shape(ref)``/``g.dtype(ref)`` from the example run) and emits ONNX n
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import dtypes
@@ -59,6 +61,7 @@ class GraphContext:
         self._n = 0
         self._consts = {}
         self._sizes = {}
+        self.data_dependent = False  # a size follows the data (NonZero): the outputs' sizes are left symbolic
 
     # -- naming
     def fresh(self, hint="t"):
@@ -114,6 +117,16 @@ class GraphContext:
         kw = {"domain": domain} if domain else {}
         self.nodes.append(onnx.helper.make_node(op_type, ins, outs, **kw, **clean))
         return outs[0] if outputs == 1 else outs
+
+    @contextlib.contextmanager
+    def subgraph(self):
+        """Collect the nodes emitted inside the block into a list (a ``Scan``/``Loop`` body) instead of the graph;
+        constants stay initializers of the main graph, which a body reads from the outer scope."""
+        saved, self.nodes = self.nodes, []
+        try:
+            yield self.nodes
+        finally:
+            self.nodes = saved
 
     def const(self, value, dtype=None):
         """An initializer holding ``value`` (a number, list or array; ``dtype`` an ember dtype or NumPy dtype)."""

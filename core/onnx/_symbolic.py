@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..jit._graph import ARef, Ref, Sym
 from ._builder import (INT64_MAX, INT64_MIN, OnnxExporterError, UnsupportedOperatorError, _has_sym, _onnx,
-                       is_array)
+                       elem_type, is_array)
 
 SYMBOLICS: dict = {}
 
@@ -281,13 +281,34 @@ def _conv_transpose(g, n):
 @symbolic("MaxPool")
 def _max_pool(g, n):
     x, params, indices = n.args
-    if indices:
-        raise UnsupportedOperatorError(f"onnx.export: max pooling with return_indices=True{g.where()} has no ONNX "
-                                       f"mapping in ember")
     k, stride, pairs, dilation = g.static(params, "pooling parameter")
     attrs = {"dilations_is": list(dilation)} if any(d != 1 for d in dilation) else {}
-    return g.op("MaxPool", g.x(x), kernel_shape_is=list(k), strides_is=list(stride), pads_is=_pads(pairs),
-                **attrs)
+    if not indices:
+        return g.op("MaxPool", g.x(x), kernel_shape_is=list(k), strides_is=list(stride), pads_is=_pads(pairs),
+                    **attrs)
+    # ONNX's indices count over the whole N*C*H*W tensor, PyTorch's within each (n, c) plane: subtract the
+    # index of each plane's first element, read off a 1x1 pooling (PyTorch's exporter does the same)
+    y, idx = g.op("MaxPool", g.x(x), kernel_shape_is=list(k), strides_is=list(stride), pads_is=_pads(pairs),
+                  outputs=2, **attrs)
+    d = len(k)
+    _, every = g.op("MaxPool", g.x(x), kernel_shape_is=[1] * d, strides_is=[1] * d, outputs=2)
+    axes = list(range(2, 2 + d))
+    first = g.op("Slice", every, g.ints([0] * d), g.ints([1] * d), g.ints(axes))
+    return [y, g.op("Sub", idx, first)]
+
+
+@symbolic("FlatScatter")
+def _flat_scatter(g, n):
+    # zeros of ``shape`` with ``v`` added at the flat positions ``idx`` of each (n, c) plane (max_unpool)
+    v, idx, shape = n.args
+    nc = [shape[0], shape[1], -1]
+    plane = int(np.prod(g.static(list(shape[2:]), "output size")))
+    zeros = g.op("ConstantOfShape", g.ints([shape[0], shape[1], plane]),
+                 value_t=_tensor_attr(0, g.out_dtype()))
+    flat_v = g.op("Reshape", g.x(v), g.ints(nc))
+    flat_i = g.op("Reshape", g.cast(g.x(idx), g.dtype(idx), dtypes.int64), g.ints(nc))
+    out = g.op("ScatterElements", zeros, flat_i, flat_v, axis_i=2, reduction_s="add")
+    return g.op("Reshape", out, g.ints(shape))
 
 
 @symbolic("AdaptiveMaxPool")
@@ -391,6 +412,25 @@ def _flip(g, n):
     return g.op("Slice", g.x(x), g.ints([-1] * k), g.ints([INT64_MIN] * k), g.ints(axes), g.ints([-1] * k))
 
 
+@symbolic("Roll")
+def _roll(g, n):
+    x, shifts, axes = n.args
+    y = g.x(x)
+    for s, a in zip(g.static(shifts, "shift"), axes):
+        size = g.shape(x)[a]
+        if size == 0:
+            continue
+        if not -size < s < size:  # a shift within the size is kept as is, so a dynamic axis may grow
+            s %= size
+        if s == 0:
+            continue
+        cut = -s  # roll by s > 0: x[-s:] then x[:-s]; by s = -k < 0: x[k:] then x[:k]
+        head = g.op("Slice", y, g.ints([cut]), g.ints([INT64_MAX]), g.ints([a]))
+        tail = g.op("Slice", y, g.ints([0]), g.ints([cut]), g.ints([a]))
+        y = g.op("Concat", head, tail, axis_i=a)
+    return y
+
+
 @symbolic("Tril", "Triu")
 def _trilu(g, n):
     x, *params = n.args
@@ -398,25 +438,26 @@ def _trilu(g, n):
     return g.op("Trilu", g.x(x), g.const(np.asarray(k, np.int64)), upper_i=1 if n.op == "Triu" else 0)
 
 
+def _is_index_array(e):
+    return isinstance(e, Ref) or is_array(e)
+
+
+def _is_mask(g, e):
+    return (is_array(e) and e.dtype == np.bool_) or (isinstance(e, Ref) and g.dtype(e) is dtypes.bool)
+
+
+def _ndim(g, e):
+    return len(g.shape(e)) if isinstance(e, Ref) else e.ndim
+
+
 def getitem(g, x, index):
-    """NumPy-style ``x[index]`` (ints, slices, ``...``, ``None``, one integer index array) in ONNX."""
+    """NumPy-style ``x[index]`` (ints, slices, ``...``, ``None``, integer and boolean index arrays) in ONNX."""
     idx = index if isinstance(index, tuple) else (index,)
-    nd = len(g.shape(x))
+    arrays = [e for e in idx if _is_index_array(e)]
+    if len(arrays) > 1 or any(_is_mask(g, e) for e in arrays):
+        return _advanced_getitem(g, x, idx)
     consuming = sum(1 for e in idx if e is not None and e is not Ellipsis and not (isinstance(e, bool)))
-    if any(is_array(e) and e.dtype == np.bool_ for e in idx) or any(
-            isinstance(e, Ref) and g.dtype(e) is dtypes.bool for e in idx):
-        raise UnsupportedOperatorError(f"onnx.export: boolean-mask indexing{g.where()} has no ONNX mapping in "
-                                       f"ember (its result shape depends on the data)")
-    arrays = [e for e in idx if isinstance(e, Ref) or is_array(e)]
-    if len(arrays) > 1:
-        raise UnsupportedOperatorError(f"onnx.export: indexing with several index tensors{g.where()} has no ONNX "
-                                       f"mapping in ember")
-    full = []
-    for e in idx:
-        if e is Ellipsis:
-            full += [slice(None)] * (nd - consuming)
-        else:
-            full.append(e)
+    full = _expand_ellipsis(idx, len(g.shape(x)), consuming)
     y = g.x(x)
     od = 0
     for e in full:
@@ -424,13 +465,7 @@ def getitem(g, x, index):
             y = g.unsqueeze(y, [od])
             od += 1
         elif isinstance(e, slice):
-            if e.start is None and e.stop is None and e.step in (None, 1):
-                od += 1
-                continue
-            step = 1 if e.step is None else e.step
-            start = e.start if e.start is not None else (0 if step > 0 else INT64_MAX)
-            stop = e.stop if e.stop is not None else (INT64_MAX if step > 0 else INT64_MIN)
-            y = g.op("Slice", y, g.ints([start]), g.ints([stop]), g.ints([od]), g.ints([step]))
+            y = _slice(g, y, e, od)
             od += 1
         elif isinstance(e, (int, np.integer, Sym)) and not isinstance(e, bool):
             i = g.ints([e]) if isinstance(e, Sym) else g.const(np.asarray(int(e), np.int64))
@@ -438,17 +473,152 @@ def getitem(g, x, index):
                 i = g.squeeze(i, [0])
             y = g.op("Gather", y, i, axis_i=od)
         else:
-            ind = g.cast(g.x(e), g.dtype(e), dtypes.int64) if isinstance(e, Ref) else \
-                g.const(np.asarray(e, dtype=np.int64))
-            y = g.op("Gather", y, ind, axis_i=od)
-            od += len(g.shape(e)) if isinstance(e, Ref) else e.ndim
+            y = g.op("Gather", y, _index_value(g, e), axis_i=od)
+            od += _ndim(g, e)
     return y
+
+
+def _expand_ellipsis(idx, nd, consuming):
+    full = []
+    for e in idx:
+        if e is Ellipsis:
+            full += [slice(None)] * (nd - consuming)
+        else:
+            full.append(e)
+    return full
+
+
+def _slice(g, y, e, axis):
+    if e.start is None and e.stop is None and e.step in (None, 1):
+        return y
+    step = 1 if e.step is None else e.step
+    start = e.start if e.start is not None else (0 if step > 0 else INT64_MAX)
+    stop = e.stop if e.stop is not None else (INT64_MAX if step > 0 else INT64_MIN)
+    return g.op("Slice", y, g.ints([start]), g.ints([stop]), g.ints([axis]), g.ints([step]))
+
+
+def _index_value(g, e):
+    """An integer index array (a graph value or a constant) as int64."""
+    if isinstance(e, Ref):
+        return g.cast(g.x(e), g.dtype(e), dtypes.int64)
+    return g.const(np.asarray(e, dtype=np.int64))
+
+
+def _advanced(g, x, idx, writing=False):
+    """The parts of ``x[idx]`` with several index arrays or a mask, NumPy's rules (PyTorch's exporter's graph).
+
+    Returns ``(y, perm, indices, front)``: ``x`` with its slices applied and its indexed axes moved first
+    (by ``perm``), the stacked, non-negative ``(*S, k)`` indices for ``GatherND``/``ScatterND`` and the axis
+    where the result's ``S`` axes go (0 when the indexed axes are not adjacent, as in NumPy).
+    """
+    nd = len(g.shape(x))
+    consuming = 0
+    for e in idx:
+        if e is None or e is Ellipsis:
+            continue
+        consuming += _ndim(g, e) if _is_index_array(e) and _is_mask(g, e) else 1
+    full = _expand_ellipsis(idx, nd, consuming)
+    y = g.x(x)
+    od = 0
+    picks = []  # (axis of y, int64 index value, may be negative)
+    for e in full:
+        if e is None:
+            if writing:
+                raise UnsupportedOperatorError(f"onnx.export: index assignment with None in the index{g.where()} "
+                                               f"has no ONNX mapping in ember")
+            y = g.unsqueeze(y, [od])
+            od += 1
+        elif isinstance(e, slice):
+            if writing and not (e.start is None and e.stop is None and e.step in (None, 1)):
+                raise UnsupportedOperatorError(f"onnx.export: index assignment mixing a partial slice with index "
+                                               f"tensors{g.where()} has no ONNX mapping in ember")
+            y = _slice(g, y, e, od)
+            od += 1
+        elif _is_index_array(e) and _is_mask(g, e):
+            k = _ndim(g, e)
+            mask = g.x(e) if isinstance(e, Ref) else g.const(np.asarray(e))
+            nz = g.op("NonZero", mask)  # (k, nnz): the positions of the mask's true elements
+            g.data_dependent = True
+            for j in range(k):
+                picks.append((od + j, g.op("Gather", nz, g.const(np.asarray(j, np.int64)), axis_i=0), False, 1))
+            od += k
+        elif _is_index_array(e):
+            picks.append((od, _index_value(g, e), True, _ndim(g, e)))
+            od += 1
+        else:  # an integer among index arrays is a 0-d index array (NumPy)
+            picks.append((od, g.const(np.asarray(int(e), np.int64)), int(e) < 0, 0))
+            od += 1
+    axes = [p[0] for p in picks]
+    rank = od
+    perm = axes + [a for a in range(rank) if a not in axes]
+    if perm != list(range(rank)):
+        y = g.op("Transpose", y, perm_is=perm)
+    shape = g.op("Shape", y) if any(p[2] for p in picks) else None
+    width = max(p[3] for p in picks)
+    vals = []
+    for j, (_, v, negative, _nd) in enumerate(picks):
+        if negative:  # x[-1] counts from the end: add the axis' size where the index is negative
+            size = g.op("Gather", shape, g.const(np.asarray(j, np.int64)), axis_i=0)
+            v = g.op("Where", g.op("Less", v, g.const(np.asarray(0, np.int64))), g.op("Add", v, size), v)
+        vals.append(v)
+    if len(vals) > 1:  # broadcast the indices to their common shape (adding a zero of that shape)
+        zero = vals[0]
+        for v in vals[1:]:
+            zero = g.op("Add", zero, v)
+        zero = g.op("Mul", zero, g.const(np.asarray(0, np.int64)))
+        vals = [g.op("Add", v, zero) for v in vals]
+    indices = g.op("Concat", *[g.unsqueeze(v, [-1]) for v in vals], axis_i=-1)
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    return y, perm, indices, (axes[0] if adjacent else 0), width, rank - len(axes)
+
+
+def _front_to(g, y, front, width, rest):
+    """Move the ``width`` leading axes of ``y`` (of ``width + rest`` axes) to position ``front``."""
+    if front == 0 or width == 0:
+        return y, None
+    perm = [width + i for i in range(front)] + list(range(width)) + [width + i for i in range(front, rest)]
+    return g.op("Transpose", y, perm_is=perm), perm
+
+
+def _advanced_getitem(g, x, idx):
+    y, _, indices, front, width, rest = _advanced(g, x, idx)
+    out = g.op("GatherND", y, indices)
+    return _front_to(g, out, front, width, rest)[0]
 
 
 @symbolic("SliceView", "Getitem", "SelectView", "UnsqueezeView", "AliasView")
 def _getitem(g, n):
     x, index = n.args
     return getitem(g, x, index)
+
+
+@symbolic("IndexPut")
+def _index_put(g, n):
+    """``x[index] = v`` with index tensors: ``Where`` for one mask and one value, else ``ScatterND``."""
+    x, v, index = n.args
+    idx = index if isinstance(index, tuple) else (index,)
+    d = g.dtype(x)
+    val = g.arg(v, d)
+    lead = [e for e in idx if not (isinstance(e, slice) and e == slice(None)) and e is not Ellipsis]
+    one = isinstance(v, Ref) and int(np.prod(g.shape(v))) == 1
+    if len(lead) == 1 and _is_index_array(idx[0]) and _is_mask(g, idx[0]) and (one or not isinstance(v, Ref)):
+        mask = g.x(idx[0]) if isinstance(idx[0], Ref) else g.const(np.asarray(idx[0]))
+        extra = len(g.shape(x)) - _ndim(g, idx[0])
+        if extra:
+            mask = g.unsqueeze(mask, list(range(-extra, 0)))
+        if isinstance(v, Ref) and g.shape(v):
+            val = g.op("Reshape", val, g.ints([]))
+        return g.op("Where", mask, val, g.x(x))
+    y, perm, indices, front, width, rest = _advanced(g, x, idx, writing=True)
+    picked = g.op("GatherND", y, indices)
+    moved, to_front = _front_to(g, picked, front, width, rest)
+    val = g.op("Expand", val, g.op("Shape", moved))  # the value broadcast to the result of x[index]
+    if to_front is not None:
+        val = g.op("Transpose", val, perm_is=[to_front.index(i) for i in range(len(to_front))])
+    out = g.op("ScatterND", y, indices, val)
+    if perm != list(range(len(perm))):
+        out = g.op("Transpose", out, perm_is=[perm.index(i) for i in range(len(perm))])
+    return out
 
 
 # --------------------------------------------------------------------------- gathering
@@ -565,32 +735,75 @@ def _identity_w(g, width, order, H, d):
     return g.const(rows[None], d.np)
 
 
-def _rnn_unsupported(g, n, mask, proj=None):
-    if mask is not None:
-        raise UnsupportedOperatorError(f"onnx.export: {n.op} over a PackedSequence{g.where()} has no ONNX mapping in "
-                                       f"ember (export padded batches)")
-    if proj is not None:
-        raise UnsupportedOperatorError(f"onnx.export: LSTM with proj_size{g.where()} has no ONNX mapping in ember")
+def _seq_lens(g, mask):
+    """ONNX's ``sequence_lens`` (int32, one per sequence) from a packed batch's step mask ``(T, B, 1)``."""
+    if mask is None:
+        return None
+    m = g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))
+    d = g.dtype(mask) if isinstance(mask, Ref) else dtypes.as_dtype(np.asarray(mask).dtype.name)
+    steps = g.reduce("ReduceSum", g.squeeze(m, [2]), [0], False)
+    return g.cast(steps, d, dtypes.int32)
+
+
+def _direction(reverse):
+    return "reverse" if reverse else "forward"
 
 
 @symbolic("LSTMLayer")
 def _lstm(g, n):
     xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask, w_hr)
+    if w_hr is not None:
+        return _lstm_projected(g, n)
     d = g.dtype(xproj)
     H = g.shape(c0)[-1]
     order = [0, 3, 1, 2]  # ember/PyTorch i, f, g, o -> ONNX i, o, f, c
     W = _identity_w(g, 4 * H, order, H, d)
     R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 4, order), [0])
-    y, yh, yc = g.op("LSTM", g.x(xproj), W, R, None, None, g.unsqueeze(g.x(h0), [0]), g.unsqueeze(g.x(c0), [0]),
-                     hidden_size_i=H, direction_s="reverse" if reverse else "forward", outputs=3)
+    y, yh, yc = g.op("LSTM", g.x(xproj), W, R, None, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]),
+                     g.unsqueeze(g.x(c0), [0]), hidden_size_i=H, direction_s=_direction(reverse), outputs=3)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0]), g.squeeze(yc, [0])]
+
+
+def _lstm_projected(g, n):
+    """An LSTM layer with ``proj_size`` (ONNX's LSTM has no projection): a ``Scan`` over the time steps whose
+    body is the cell, ``h = (o * tanh(c)) @ w_hr^T``; a packed batch's mask keeps finished sequences' state."""
+    onnx = _onnx()
+    xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
+    d = g.dtype(xproj)
+    et = elem_type(d)
+    H = g.shape(c0)[-1]
+    w_hh_t = g.op("Transpose", g.x(w_hh), perm_is=[1, 0])
+    w_hr_t = g.op("Transpose", g.x(w_hr), perm_is=[1, 0])
+    with g.subgraph() as body:
+        h, c, xt = g.fresh("h"), g.fresh("c"), g.fresh("x_t")
+        ins = [h, c, xt]
+        gates = g.op("Add", xt, g.op("MatMul", h, w_hh_t))
+        i, f, gg, o = g.op("Split", gates, g.ints([H] * 4), axis_i=1, outputs=4)
+        c_new = g.op("Add", g.op("Mul", g.op("Sigmoid", f), c), g.op("Mul", g.op("Sigmoid", i), g.op("Tanh", gg)))
+        h_new = g.op("MatMul", g.op("Mul", g.op("Sigmoid", o), g.op("Tanh", c_new)), w_hr_t)
+        y = h_new
+        if mask is not None:
+            m = g.fresh("m_t")
+            ins.append(m)
+            keep = g.op("Sub", g.scalar_like(1, d), m)
+            y = g.op("Mul", m, h_new)
+            h_new = g.op("Add", y, g.op("Mul", keep, h))
+            c_new = g.op("Add", g.op("Mul", m, c_new), g.op("Mul", keep, c))
+        outs = [g.op("Identity", v) for v in (h_new, c_new, y)]
+    graph = onnx.helper.make_graph(body, g.fresh("lstm_proj_body"),
+                                   [onnx.helper.make_tensor_value_info(v, et, None) for v in ins],
+                                   [onnx.helper.make_tensor_value_info(v, et, None) for v in outs])
+    scans = [g.x(xproj)] + ([g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))] if mask is not None
+                            else [])
+    way = 1 if reverse else 0
+    yh, yc, y = g.op("Scan", g.x(h0), g.x(c0), *scans, body_g=graph, num_scan_inputs_i=len(scans),
+                     scan_input_directions_is=[way] * len(scans), scan_output_directions_is=[way], outputs=3)
+    return [y, yh, yc]
 
 
 @symbolic("GRULayer")
 def _gru(g, n):
     xproj, h0, w_hh, b_hn, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask)
     d = g.dtype(xproj)
     H = g.shape(h0)[-1]
     order = [1, 0, 2]  # ember/PyTorch r, z, n -> ONNX z, r, h
@@ -598,21 +811,20 @@ def _gru(g, n):
     R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 3, order), [0])
     zeros = g.const(np.zeros(5 * H, d.np), d.np)
     B = g.unsqueeze(g.op("Concat", zeros, g.x(b_hn), axis_i=0), [0])
-    y, yh = g.op("GRU", g.x(xproj), W, R, B, None, g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
-                 linear_before_reset_i=1, direction_s="reverse" if reverse else "forward", outputs=2)
+    y, yh = g.op("GRU", g.x(xproj), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
+                 linear_before_reset_i=1, direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 
 @symbolic("RNNLayer")
 def _rnn(g, n):
     xproj, h0, w_hh, relu, mask, reverse = n.args
-    _rnn_unsupported(g, n, mask)
     d = g.dtype(xproj)
     H = g.shape(h0)[-1]
     W = _identity_w(g, H, [0], H, d)
-    y, yh = g.op("RNN", g.x(xproj), W, g.unsqueeze(g.x(w_hh), [0]), None, None, g.unsqueeze(g.x(h0), [0]),
-                 hidden_size_i=H, activations_ss=["Relu" if relu else "Tanh"],
-                 direction_s="reverse" if reverse else "forward", outputs=2)
+    y, yh = g.op("RNN", g.x(xproj), W, g.unsqueeze(g.x(w_hh), [0]), None, _seq_lens(g, mask),
+                 g.unsqueeze(g.x(h0), [0]), hidden_size_i=H, activations_ss=["Relu" if relu else "Tanh"],
+                 direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 

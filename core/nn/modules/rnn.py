@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import empty, from_numpy, zeros
+from ...ops.creation import arange, empty, from_numpy, zeros
 from ...ops.nn import dropout
 from ...ops.nn_recurrent import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell, run_direction
 from ...ops.shape import cat, stack
@@ -120,7 +120,11 @@ class RNNBase(Module):
     def forward(self, input, hx=None):  # noqa: A002
         packed = isinstance(input, PackedSequence)
         mask = None
-        if packed:
+        exported = getattr(input, "_padded", None) if packed else None
+        if exported is not None:  # an ONNX export: the padded batch in its own order, masked by its lengths
+            x, mask_t = self._padded(exported)
+            B, unsort, packed, batched = x.shape[1], None, False, True
+        elif packed:
             x, B, mask_np, unsort = self._unpack(input)
             batched = True
         else:
@@ -158,6 +162,8 @@ class RNNBase(Module):
                 self._check_hidden(c0, c_shape, "cell")
         if packed:
             mask = x._dev.backend.from_numpy(mask_np.astype(x.dtype.np), x._dev.index)
+        elif exported is not None:
+            mask = mask_t._data
         hs, cs = [], []
         layer_in = x
         for layer in range(self.num_layers):
@@ -174,7 +180,9 @@ class RNNBase(Module):
         h_n = stack(hs, 0)
         c_n = stack(cs, 0) if self.mode == "LSTM" else None
         output = layer_in
-        if packed:
+        if exported is not None:
+            output = self._repack_exported(output, input, mask_t)
+        elif packed:
             output = self._repack(output, input)
             if unsort is not None:
                 h_n = h_n.index_select(1, unsort)
@@ -205,6 +213,21 @@ class RNNBase(Module):
         x[from_numpy(t_idx).to(data.device), from_numpy(b_idx).to(data.device)] = data
         mask = (np.arange(T)[:, None] < lengths_sorted[None, :]).astype(np.float64)[:, :, None]
         return x, B, mask, packed.unsorted_indices
+
+    @staticmethod
+    def _padded(exported):
+        """The padded time-major batch and its step mask ``(T, B, 1)``, computed from the lengths by ops."""
+        x, lengths, _ = exported
+        steps = arange(x.shape[0], device=x.device).unsqueeze(1)
+        return x, (steps < lengths.unsqueeze(0)).to(x.dtype).unsqueeze(2)
+
+    @staticmethod
+    def _repack_exported(out, like, mask):
+        T, B, t_idx, b_idx, order, _ = _packed_layout(like)
+        data = out[from_numpy(t_idx).to(out.device), from_numpy(order[b_idx]).to(out.device)]
+        packed = PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
+        packed._padded = (out, like._padded[1], mask)
+        return packed
 
     @staticmethod
     def _repack(out, like):

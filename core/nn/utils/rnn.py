@@ -22,6 +22,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ops.creation import from_numpy, full
+from ...ops.shape import cat
 from ...tensor import Tensor
 
 
@@ -100,11 +101,16 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     if arr.max() > T:
         raise RuntimeError(f"pack_padded_sequence: a length ({int(arr.max())}) is longer than the padded sequence "
                            f"(size {T} along the time dimension)")
-    if enforce_sorted:
-        if (np.diff(arr) > 0).any():
-            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
-                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
-                               "sidestep this requirement if you do not need ONNX exportability.")
+    unsorted = bool((np.diff(arr) > 0).any())
+    # an export traces a dynamic batch once more with its first sequence repeated last, so unsorted: the
+    # exported graph does not depend on the order (see below), and the lengths are sorted as without
+    # enforce_sorted in every trace (so that the traces record the same ops)
+    exporting = _exporting()
+    if enforce_sorted and unsorted and not exporting:
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                           "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
+    if enforce_sorted and not exporting:
         sorted_idx = None
         order = np.arange(B)
     else:
@@ -114,8 +120,19 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     tt = from_numpy(t_idx).to(input.device)
     bb = from_numpy(order[b_idx]).to(input.device)
     data = input[tt, bb]
-    return PackedSequence(data, from_numpy(batch_sizes), sorted_idx,
-                          None if sorted_idx is None else _invert(sorted_idx))
+    packed = PackedSequence(data, from_numpy(batch_sizes), sorted_idx,
+                            None if sorted_idx is None else _invert(sorted_idx))
+    if exporting:
+        # an exported graph follows the lengths (a graph input), not the layout packed here: the recurrent
+        # layers read the padded batch and a step mask made from the lengths by ops (ONNX's sequence_lens)
+        lengths_t = lengths if isinstance(lengths, Tensor) else from_numpy(arr)
+        packed._padded = (input, lengths_t.to(input.device), None)
+    return packed
+
+
+def _exporting():
+    from ...onnx import is_in_onnx_export  # cycle: ember.onnx imports ember.nn
+    return is_in_onnx_export()
 
 
 def _packed_layout(sequence):
@@ -135,6 +152,9 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
             raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, "
                              f"but got total_length={total_length} and max sequence length being {T}")
         T = total_length
+    padded = getattr(sequence, "_padded", None)
+    if padded is not None:
+        return _pad_exported(padded, T, batch_first, padding_value)
     data = sequence.data
     out = full((T, B) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
     tt = from_numpy(t_idx).to(data.device)
@@ -145,6 +165,22 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if batch_first:
         out = out.transpose(0, 1)
     return out, from_numpy(lengths)
+
+
+def _pad_exported(padded, T, batch_first, padding_value):
+    """:func:`pad_packed_sequence` of a recurrent layer's padded output during an export (see
+    :func:`pack_padded_sequence`): the padded steps get ``padding_value``, the time axis ``T`` steps."""
+    out, lengths, mask = padded
+    if padding_value != 0:
+        out = out.masked_fill(mask == 0, padding_value)
+    if T < out.shape[0]:
+        out = out[:T]
+    elif T > out.shape[0]:
+        extra = full((T - out.shape[0],) + tuple(out.shape[1:]), padding_value, dtype=out.dtype, device=out.device)
+        out = cat([out, extra], 0)
+    if batch_first:
+        out = out.transpose(0, 1)
+    return out, lengths.to(dtypes.int64)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
