@@ -258,3 +258,20 @@ def test_info_report_columns_and_unavailable_backends(plugins):
     for line in text.splitlines():
         if "unavailable:" in line:
             assert "version" not in line.split("unavailable:")[0]
+
+
+def test_info_cpu_section_names_narrow_blas_kernels():
+    from ember.info import _cpu, report
+
+    assert "\ncpu:\n  threads " in report()
+    openblas = {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "num_threads": 2,
+                "filepath": "/x/libopenblas.so", "architecture": "Haswell"}
+    lines = _cpu([openblas, dict(openblas, filepath="/y/libopenblas.so")], ["AVX2", "AVX512F"],
+                 {"OPENBLAS_CORETYPE": "Haswell"})
+    notes = [line for line in lines if "note:" in line]
+    assert len(notes) == 1 and "OPENBLAS_CORETYPE=Haswell" in notes[0] and "Haswell kernels" in notes[0]
+    assert sum("BLAS openblas 0.3.31 (Haswell)" in line for line in lines) == 2
+    # the same kernels on a CPU without AVX-512, or AVX-512 kernels on one with it: nothing to say
+    assert not any("note:" in line for line in _cpu([openblas], ["AVX2"], {}))
+    assert not any("note:" in line for line in _cpu([dict(openblas, architecture="SkylakeX")], ["AVX512F"], {}))
+    assert any("threadpoolctl" in line for line in _cpu([], ["AVX2"], {}))
