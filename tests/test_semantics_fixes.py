@@ -1,0 +1,69 @@
+"""Semantics that follow PyTorch where ember used to differ: complex sampling, ``out=`` of composites, the
+packed-sequence overloads of the recurrent functions, writes through diagonal views on every backend, the
+hub's one downloader and the names of activation nodes."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+
+N = 40000
+
+
+def _moments(z):
+    """Mean and variance of each part, E|z|^2 and the parts' covariance of complex samples ``z`` (NumPy)."""
+    re, im = z.real.astype(np.float64), z.imag.astype(np.float64)
+    return np.array([re.mean(), im.mean(), re.var(), im.var(), (np.abs(z) ** 2).mean(),
+                     ((re - re.mean()) * (im - im.mean())).mean()])
+
+
+COMPLEX_DRAWS = [
+    ("randn", lambda m, d, dev: m.randn(N, dtype=d, device=dev)),
+    ("randn_like", lambda m, d, dev: m.randn_like(m.zeros(N, dtype=d, device=dev))),
+    ("randn_out", lambda m, d, dev: m.randn(N, out=m.empty(N, dtype=d, device=dev))),
+    ("normal_", lambda m, d, dev: m.empty(N, dtype=d, device=dev).normal_()),
+    ("normal_2_3", lambda m, d, dev: m.empty(N, dtype=d, device=dev).normal_(2.0, 3.0)),
+    ("normal_size", lambda m, d, dev: m.normal(1.0, 2.0, (N,), dtype=d, device=dev)),
+    ("normal_tensor_mean", lambda m, d, dev: m.normal(m.full((N,), 1 + 2j, dtype=d, device=dev), 2.0)),
+    ("rand", lambda m, d, dev: m.rand(N, dtype=d, device=dev)),
+    ("rand_like", lambda m, d, dev: m.rand_like(m.zeros(N, dtype=d, device=dev))),
+    ("uniform_", lambda m, d, dev: m.empty(N, dtype=d, device=dev).uniform_(2.0, 3.0)),
+]
+
+
+@pytest.mark.parametrize("name,draw", COMPLEX_DRAWS, ids=[c[0] for c in COMPLEX_DRAWS])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_sampling_moments(name, draw, dtype, device, torch):
+    z = draw(ember, getattr(ember, dtype), device)
+    ref = draw(torch, getattr(torch, dtype), "cpu")
+    assert z.dtype is getattr(ember, dtype) and tuple(z.shape) == (N,)
+    got, want = _moments(z.cpu().numpy()), _moments(ref.numpy())
+    scale = max(1.0, abs(want[4]))  # the sampling error of each moment is a few scale / sqrt(N)
+    np.testing.assert_allclose(got, want, atol=12 * scale / math.sqrt(N))
+    assert float(z.imag.abs().max()) > 0.1
+
+
+def test_complex_sampling_reproducible(device):
+    ember.manual_seed(7)
+    a = ember.randn(50, dtype=ember.complex64, device=device)
+    ember.manual_seed(7)
+    b = ember.randn(50, dtype=ember.complex64, device=device)
+    assert ember.equal(a, b)
+    g1, g2 = ember.Generator(device).manual_seed(3), ember.Generator(device).manual_seed(3)
+    x = ember.empty(50, dtype=ember.complex128, device=device).normal_(generator=g1)
+    y = ember.empty(50, dtype=ember.complex128, device=device).normal_(generator=g2)
+    assert ember.equal(x, y) and not ember.equal(x.real, x.imag)
+
+
+def test_complex_sampling_errors(device, torch):
+    std = ember.ones(3, dtype=ember.complex64, device=device)
+    with pytest.raises(RuntimeError, match="non-complex"):
+        ember.normal(ember.zeros(3, device=device), std)
+    with pytest.raises(RuntimeError, match="non-complex"):
+        torch.normal(torch.zeros(3), torch.ones(3, dtype=torch.complex64))
+    t = ember.zeros(3, dtype=ember.complex64, device=device)
+    for fill in (lambda t: t.exponential_(), lambda t: t.cauchy_(), lambda t: t.log_normal_()):
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            fill(t)
+    assert t.abs().sum().item() == 0 and t._version == 0
