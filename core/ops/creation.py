@@ -371,10 +371,10 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 
 def complex_draw(k, kernel, generator, shape, nd, real, *params):
-    """A complex sample of ``shape``: ``k[kernel]`` draws its real and imaginary parts as pairs of real array
-    dtype ``real`` (how PyTorch samples a complex tensor: the parts of its real view)."""
-    pairs = k[kernel](generator, tuple(shape) + (2,), real, *params)
-    return k["astype"](k["view_as_complex"](pairs), nd)
+    """A complex sample of ``shape``: ``k[kernel]`` draws its real and its imaginary parts, each in real array
+    dtype ``real`` (as PyTorch samples a complex tensor: the parts of its real view)."""
+    re = k[kernel](generator, shape, real, *params)
+    return k["astype"](k["make_complex"](re, k[kernel](generator, shape, real, *params), shape), nd)
 
 
 def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
