@@ -67,3 +67,36 @@ def test_complex_sampling_errors(device, torch):
         with pytest.raises((RuntimeError, NotImplementedError)):
             fill(t)
     assert t.abs().sum().item() == 0 and t._version == 0
+
+
+# --------------------------------------------------------------------------- F.normalize(out=)
+@pytest.mark.parametrize("out_shape,out_dtype", [((3, 4), "float32"), ((0,), "float32"), ((3, 4), "float64")])
+@pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, 0), (3.0, -1)])
+def test_normalize_out(out_shape, out_dtype, p, dim, device, torch):
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    out = ember.zeros(out_shape, dtype=getattr(ember, out_dtype), device=device)
+    tout = torch.zeros(out_shape, dtype=getattr(torch, out_dtype))
+    r = ember.nn.functional.normalize(ember.tensor(x, device=device), p, dim, out=out)
+    tr = torch.nn.functional.normalize(torch.tensor(x), p, dim, out=tout)
+    assert r is out and tr is tout
+    ember.testing.assert_close(out, tout)
+    assert out._version > 0
+
+
+def test_normalize_out_errors(device, torch):
+    x = ember.randn(3, 4, device=device)
+    out = ember.zeros(3, 4, dtype=ember.int64, device=device)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.nn.functional.normalize(x, out=out)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.nn.functional.normalize(torch.randn(3, 4), out=torch.zeros(3, 4, dtype=torch.int64))
+    assert out.abs().sum().item() == 0 and out._version == 0
+    xr = x.clone().requires_grad_()
+    out = ember.zeros(3, 4, device=device)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        ember.nn.functional.normalize(xr, out=out)
+    assert out.abs().sum().item() == 0 and xr.grad is None
+    with ember.no_grad():
+        r = ember.nn.functional.normalize(xr, out=out)
+    assert r is out and not r.requires_grad
+    ember.testing.assert_close(out, ember.nn.functional.normalize(x))
