@@ -100,3 +100,97 @@ def test_normalize_out_errors(device, torch):
         r = ember.nn.functional.normalize(xr, out=out)
     assert r is out and not r.requires_grad
     ember.testing.assert_close(out, ember.nn.functional.normalize(x))
+
+
+# --------------------------------------------------------------------------- torch.lstm/gru/rnn_* on packed data
+RECURRENT = [("lstm", 4), ("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)]
+
+
+def _recurrent_weights(gates, inp, hidden, layers, dirs, bias, proj, rng):
+    real_h = proj or hidden
+    ws = []
+    for layer in range(layers):
+        for _ in range(dirs):
+            in_size = inp if layer == 0 else real_h * dirs
+            ws += [rng.uniform(-0.5, 0.5, (gates * hidden, in_size)), rng.uniform(-0.5, 0.5, (gates * hidden, real_h))]
+            if bias:
+                ws += [rng.uniform(-0.5, 0.5, gates * hidden), rng.uniform(-0.5, 0.5, gates * hidden)]
+            if proj:
+                ws.append(rng.uniform(-0.5, 0.5, (proj, hidden)))
+    return ws
+
+
+PACKED_CASES = [(name, gates, *shape) for name, gates in RECURRENT
+                for shape in ((1, False, True, 0), (2, True, True, 0), (2, False, False, 0))]
+PACKED_CASES.append(("lstm", 4, 1, True, True, 2))  # projections
+
+
+@pytest.mark.parametrize("name,gates,layers,bidirectional,bias,proj", PACKED_CASES)
+def test_recurrent_packed_overload(name, gates, layers, bidirectional, bias, proj, device, torch):
+    rng = np.random.default_rng(3)
+    inp, hidden, dirs = 3, 4, 2 if bidirectional else 1
+    batch_sizes = np.array([3, 3, 2, 1, 1])
+    data = rng.standard_normal((int(batch_sizes.sum()), inp))
+    real_h = proj or hidden
+    h0 = rng.standard_normal((layers * dirs, 3, real_h))
+    c0 = rng.standard_normal((layers * dirs, 3, hidden))
+    ws = _recurrent_weights(gates, inp, hidden, layers, dirs, bias, proj, rng)
+    results = []
+    for m, dev in ((ember, device), (torch, "cpu")):
+        leaves = [m.tensor(a, dtype=m.float64, device=dev, requires_grad=True) for a in [data, h0, c0, *ws]]
+        x, h, c, *w = leaves
+        bs = m.tensor(batch_sizes, dtype=m.int64)
+        hx = (h, c) if name == "lstm" else h
+        outs = getattr(m, name)(x, bs, hx, w, bias, layers, 0.0, False, bidirectional)
+        assert len(outs) == (3 if name == "lstm" else 2)
+        loss = sum(((o * o).sum() if i else (o.sin() * o).sum()) for i, o in enumerate(outs))
+        loss.backward()
+        results.append((outs, [t.grad for t in leaves if t is not c or name == "lstm"]))
+    (eo, eg), (to, tg) = results
+    for a, b in zip(eo, to):
+        ember.testing.assert_close(a, b)
+    for a, b in zip(eg, tg):
+        ember.testing.assert_close(a, b)
+
+
+def test_recurrent_packed_matches_module(device, torch):
+    """``torch.lstm`` on a PackedSequence's data and batch_sizes computes what ``nn.LSTM`` does with it."""
+    m = ember.nn.LSTM(3, 4, num_layers=2, bidirectional=True).to(device)
+    seqs = [ember.randn(n, 3, device=device) for n in (5, 3, 2)]
+    p = ember.nn.utils.rnn.pack_sequence(seqs)
+    h = ember.randn(4, 3, 4, device=device)
+    c = ember.randn(4, 3, 4, device=device)
+    out, (hn, cn) = m(p, (h, c))
+    data, hn2, cn2 = ember.lstm(data=p.data, batch_sizes=p.batch_sizes, hx=(h, c), params=list(m.parameters()),
+                                has_biases=True, num_layers=2, dropout=0.0, train=False, bidirectional=True)
+    for a, b in ((out.data, data), (hn, hn2), (cn, cn2)):
+        assert ember.equal(a, b)
+
+
+def test_recurrent_packed_errors(device):
+    w = [ember.randn(4, 3, device=device), ember.randn(4, 4, device=device)]
+    h = ember.zeros(1, 2, 4, device=device)
+    x = ember.randn(3, 3, device=device)
+    with pytest.raises(RuntimeError, match="rnn_tanh.*Long"):
+        ember.rnn_tanh(x, ember.tensor([2.0, 1.0]), h, w, False, 1, 0.0, False, False)
+    with pytest.raises(RuntimeError, match="rnn_tanh.*non-increasing"):
+        ember.rnn_tanh(x, ember.tensor([1, 2]), h, w, False, 1, 0.0, False, False)
+    with pytest.raises(RuntimeError, match="rnn_tanh.*sum to 4 rows.*3"):
+        ember.rnn_tanh(x, ember.tensor([2, 2]), h, w, False, 1, 0.0, False, False)
+    with pytest.raises(TypeError, match="gru"):
+        ember.gru(x, ember.tensor([2, 1]), h, w, False, 1, 0.0, False, False, False)
+
+
+@pytest.mark.parametrize("name,gates", RECURRENT, ids=[r[0] for r in RECURRENT])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_recurrent_padded_overload(name, gates, batch_first, device, torch):
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((2, 5, 3) if batch_first else (5, 2, 3))
+    h0, c0 = rng.standard_normal((2, 2, 4)), rng.standard_normal((2, 2, 4))
+    ws = _recurrent_weights(gates, 3, 4, 1, 2, True, 0, rng)
+    outs = []
+    for m, dev in ((ember, device), (torch, "cpu")):
+        x, h, c, *w = [m.tensor(a, dtype=m.float64, device=dev) for a in [data, h0, c0, *ws]]
+        outs.append(getattr(m, name)(x, (h, c) if name == "lstm" else h, w, True, 1, 0.0, False, True, batch_first))
+    for a, b in zip(*outs):
+        ember.testing.assert_close(a, b)

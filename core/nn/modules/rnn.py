@@ -12,15 +12,14 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import empty, from_numpy, zeros
+from ...ops.creation import empty, zeros
 from ...ops.nn import dropout
-from ...ops.nn_recurrent import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell, run_direction
+from ...ops.nn_recurrent import gru_cell, lstm_cell, pad_packed, rnn_relu_cell, rnn_tanh_cell, run_direction, \
+    unpad_packed
 from ...ops.shape import cat, stack
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence, _packed_layout
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -121,7 +120,8 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         mask = None
         if packed:
-            x, B, mask_np, unsort = self._unpack(input)
+            x, mask, rows = pad_packed(input.data, input.batch_sizes, type(self).__name__)
+            B, unsort = x.shape[1], input.unsorted_indices
             batched = True
         else:
             self._check_input(input)
@@ -156,8 +156,6 @@ class RNNBase(Module):
             self._check_hidden(h0, h_shape)
             if c0 is not None:
                 self._check_hidden(c0, c_shape, "cell")
-        if packed:
-            mask = x._dev.backend.from_numpy(mask_np.astype(x.dtype.np), x._dev.index)
         hs, cs = [], []
         layer_in = x
         for layer in range(self.num_layers):
@@ -175,7 +173,8 @@ class RNNBase(Module):
         c_n = stack(cs, 0) if self.mode == "LSTM" else None
         output = layer_in
         if packed:
-            output = self._repack(output, input)
+            output = PackedSequence(unpad_packed(output, rows), input.batch_sizes, input.sorted_indices,
+                                    input.unsorted_indices)
             if unsort is not None:
                 h_n = h_n.index_select(1, unsort)
                 c_n = c_n.index_select(1, unsort) if c_n is not None else None
@@ -194,23 +193,6 @@ class RNNBase(Module):
         b = [getattr(self, n + sfx) for n in ("bias_ih", "bias_hh")] if self.bias else [None, None]
         w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size > 0 else None
         return run_direction(self.mode, x, h0, c0, *w, *b, w_hr, mask, bool(d))
-
-    @staticmethod
-    def _unpack(packed):
-        """Padded time-major input, batch size, step mask (T, B, 1) and the unsort permutation."""
-
-        T, B, t_idx, b_idx, _, lengths_sorted = _packed_layout(packed)
-        data = packed.data
-        x = zeros((T, B) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
-        x[from_numpy(t_idx).to(data.device), from_numpy(b_idx).to(data.device)] = data
-        mask = (np.arange(T)[:, None] < lengths_sorted[None, :]).astype(np.float64)[:, :, None]
-        return x, B, mask, packed.unsorted_indices
-
-    @staticmethod
-    def _repack(out, like):
-        _, _, t_idx, b_idx, _, _ = _packed_layout(like)
-        data = out[from_numpy(t_idx).to(out.device), from_numpy(b_idx).to(out.device)]
-        return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
 
 def _cat_last(outs):
