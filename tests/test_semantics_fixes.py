@@ -194,3 +194,60 @@ def test_recurrent_padded_overload(name, gates, batch_first, device, torch):
         outs.append(getattr(m, name)(x, (h, c) if name == "lstm" else h, w, True, 1, 0.0, False, True, batch_first))
     for a, b in zip(*outs):
         ember.testing.assert_close(a, b)
+
+
+# --------------------------------------------------------------------------- writes through diagonal (and other) views
+def _set0(t, v):
+    t[0] = v
+
+
+DIAGONAL_WRITES = [
+    ("fill_", lambda m, x: x.diagonal().fill_(1)),
+    ("add_", lambda m, x: x.diagonal().add_(1)),
+    ("setitem", lambda m, x: _set0(x.diagonal(), 5)),
+    ("setitem_slice", lambda m, x: x.diagonal().__setitem__(slice(1, None), m.tensor([7.0, 8.0, 9.0],
+                                                                                     device=x.device))),
+    ("iadd", lambda m, x: x.diagonal().__iadd__(2)),
+    ("offset", lambda m, x: x.diagonal(1).mul_(3)),
+    ("negative_offset_copy_", lambda m, x: x.diagonal(-2).copy_(m.tensor([4.0, 5.0], device=x.device))),
+    ("of_transpose", lambda m, x: x.t().diagonal(1).zero_()),
+    ("of_slice", lambda m, x: x[1:, :3].diagonal().fill_(6)),
+    ("then_select", lambda m, x: x.diagonal()[2].fill_(7)),
+    ("then_slice", lambda m, x: x.diagonal()[::2].neg_()),
+    ("twice", lambda m, x: x.view(2, 2, 4).diagonal(0, 0, 1).diagonal().fill_(3)),
+    ("batched", lambda m, x: x.view(2, 2, 4).diagonal(0, 1, 2)[1].fill_(9)),
+    ("out", lambda m, x: m.add(m.ones(4, device=x.device), 1, out=x.diagonal())),
+    ("fill_diagonal_", lambda m, x: x.fill_diagonal_(2)),
+    # the other views arrays without strides cannot express: windows and as_strided (without overlap)
+    ("unfold", lambda m, x: x.unfold(1, 2, 2).mul_(-1)),
+    ("unfold_of_t", lambda m, x: x.t().unfold(1, 2, 3)[1:, :, 0].fill_(0.5)),
+    ("as_strided", lambda m, x: x.as_strided((2, 3), (1, 5), 2).fill_(-2)),
+    ("as_strided_select", lambda m, x: x.as_strided((2, 3), (1, 5), 2)[1].add_(10)),
+]
+
+
+@pytest.mark.parametrize("name,write", DIAGONAL_WRITES, ids=[w[0] for w in DIAGONAL_WRITES])
+def test_diagonal_view_writes_reach_base(name, write, device, torch):
+    x = ember.arange(16.0, device=device).view(4, 4).clone()
+    tx = torch.arange(16.0).view(4, 4).clone()
+    v0 = x._version
+    write(ember, x)
+    write(torch, tx)
+    ember.testing.assert_close(x, tx)
+    assert x._version > v0
+    ember.testing.assert_close(x.diagonal(), tx.diagonal())
+
+
+def test_diagonal_view_write_gradients(device, torch):
+    grads = []
+    for m, dev in ((ember, device), (torch, "cpu")):
+        w = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], dtype=m.float64, device=dev,
+                     requires_grad=True)
+        s = m.tensor([0.5, -1.0, 2.0], dtype=m.float64, device=dev, requires_grad=True)
+        x = w * 2
+        x.diagonal().mul_(s)
+        x.diagonal(1).add_(1)
+        (x * x).sum().backward()
+        grads.append((x.detach(), w.grad, s.grad))
+    for a, b in zip(*grads):
+        ember.testing.assert_close(a, b)
