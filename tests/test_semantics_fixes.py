@@ -251,3 +251,67 @@ def test_diagonal_view_write_gradients(device, torch):
         grads.append((x.detach(), w.grad, s.grad))
     for a, b in zip(*grads):
         ember.testing.assert_close(a, b)
+
+
+# --------------------------------------------------------------------------- one downloader: ember.hub's
+def _local_server():
+    import os
+    import sys
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "ember_vision",
+                          "tests")
+    sys.path.insert(0, folder)
+    try:
+        import local_server
+    finally:
+        sys.path.remove(folder)
+    return local_server
+
+
+def test_hub_download_resumes_and_checks(tmp_path, capsys):
+    import hashlib
+    import importlib.util
+
+    blob = bytes(range(256)) * 40
+    digest = hashlib.sha256(blob).hexdigest()
+    dst = tmp_path / "w" / f"blob-{digest[:8]}.bin"
+    dst.parent.mkdir()
+    (tmp_path / "w" / (dst.name + ".partial")).write_bytes(blob[:1000])
+    with _local_server().serve({"blob.bin": blob}) as (url, httpd):
+        ember.hub.download_url_to_file(url + "blob.bin", str(dst), digest[:8], progress=True)
+        assert dst.read_bytes() == blob and httpd.ranges == ["bytes=1000-"]
+        assert sorted(p.name for p in dst.parent.iterdir()) == [dst.name]
+        if importlib.util.find_spec("tqdm") is not None:
+            assert dst.name in capsys.readouterr().err  # the progress bar
+        other = tmp_path / "w" / "other.bin"
+        (tmp_path / "w" / "other.bin.partial").write_bytes(blob)  # complete already: nothing more arrives
+        ember.hub.download_url_to_file(url + "blob.bin", str(other), progress=False)
+        assert other.read_bytes() == blob and httpd.ranges[-1] == f"bytes={len(blob)}-"
+        with pytest.raises(RuntimeError, match='invalid hash value \\(expected "00000000".*wrong checksum'):
+            ember.hub.download_url_to_file(url + "blob.bin", str(tmp_path / "w" / "bad.bin"), "00000000")
+        with pytest.raises(RuntimeError, match="HTTP 404"):
+            ember.hub.download_url_to_file(url + "missing.bin", str(tmp_path / "w" / "missing.bin"))
+    assert sorted(p.name for p in dst.parent.iterdir()) == sorted([dst.name, "other.bin"])
+
+
+def test_vision_weights_load_through_the_hub(device, tmp_path):
+    import hashlib
+
+    models = pytest.importorskip("ember_vision.models")
+    state = {"w": ember.arange(6.0, device=device).view(2, 3), "b": ember.ones(3, device=device)}
+    ember.save(state, str(tmp_path / "tmp.pth"))
+    data = (tmp_path / "tmp.pth").read_bytes()
+    name = f"net-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / (name + ".partial")).write_bytes(data[:100])  # what an interrupted ember.hub download left
+    with _local_server().serve({name: data}) as (url, httpd):
+        got = models.load_state_dict_from_url(url + name, model_dir=str(cache), progress=False)
+        assert httpd.ranges == ["bytes=100-"]
+        again = ember.hub.load_state_dict_from_url(url + name, model_dir=str(cache), check_hash=True)
+        assert len(httpd.ranges) == 1  # cached
+    for k in state:
+        assert got[k].device.type == "cpu" and ember.equal(got[k], state[k].cpu()) and ember.equal(again[k].cpu(), got[k])
+    (cache / name).write_bytes(data[:-1] + b"x")
+    with pytest.raises(RuntimeError, match=f"{name} has the wrong checksum.*starting with {name[4:12]}"):
+        models.load_state_dict_from_url("https://example.invalid/" + name, model_dir=str(cache))
