@@ -315,3 +315,115 @@ def test_vision_weights_load_through_the_hub(device, tmp_path):
     (cache / name).write_bytes(data[:-1] + b"x")
     with pytest.raises(RuntimeError, match=f"{name} has the wrong checksum.*starting with {name[4:12]}"):
         models.load_state_dict_from_url("https://example.invalid/" + name, model_dir=str(cache))
+
+
+# --------------------------------------------------------------------------- activation nodes named as PyTorch's
+ACTIVATIONS = [
+    ("leaky_relu", lambda m, x: m.nn.functional.leaky_relu(x, 0.1)),
+    ("hardtanh", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.7)),
+    ("relu6", lambda m, x: m.nn.functional.relu6(x * 4)),
+    ("elu", lambda m, x: m.nn.functional.elu(x, 0.7)),
+    ("selu", lambda m, x: m.nn.functional.selu(x)),
+    ("celu", lambda m, x: m.nn.functional.celu(x, 0.6)),
+    ("torch.celu", lambda m, x: m.celu(x)),
+    ("torch.selu", lambda m, x: m.selu(x)),
+    ("hardswish", lambda m, x: m.nn.functional.hardswish(x * 4)),
+    ("hardsigmoid", lambda m, x: m.nn.functional.hardsigmoid(x * 4)),
+    ("silu", lambda m, x: m.nn.functional.silu(x)),
+    ("mish", lambda m, x: m.nn.functional.mish(x)),
+    ("gelu", lambda m, x: m.nn.functional.gelu(x)),
+    ("gelu_tanh", lambda m, x: m.nn.functional.gelu(x, approximate="tanh")),
+    ("softplus", lambda m, x: m.nn.functional.softplus(x, 2.0, 1.0)),
+    ("threshold", lambda m, x: m.nn.functional.threshold(x, 0.1, 2.0)),
+    ("torch.threshold", lambda m, x: m.threshold(x, -0.1, 0.5)),
+    ("logsigmoid", lambda m, x: m.nn.functional.logsigmoid(x)),
+    ("softshrink", lambda m, x: m.nn.functional.softshrink(x, 0.3)),
+    ("hardshrink", lambda m, x: m.nn.functional.hardshrink(x, 0.3)),
+    ("rrelu_eval", lambda m, x: m.nn.functional.rrelu(x, 0.1, 0.3)),
+    ("prelu", lambda m, x: m.nn.functional.prelu(x, m.tensor([0.25, -0.5, 2.0], dtype=x.dtype, device=x.device))),
+    ("glu", lambda m, x: m.nn.functional.glu(x[:, :2], 1)),
+    ("sigmoid", lambda m, x: m.nn.functional.sigmoid(x)),
+    ("softsign", lambda m, x: m.nn.functional.softsign(x)),
+    ("modules", lambda m, x: m.nn.ELU()(m.nn.SiLU()(m.nn.GELU()(m.nn.Mish()(m.nn.LeakyReLU()(x)))))),
+]
+
+INPLACE_ACTIVATIONS = [
+    ("leaky_relu_", lambda m, x: m.nn.functional.leaky_relu(x, 0.1, inplace=True)),
+    ("F.leaky_relu_", lambda m, x: m.nn.functional.leaky_relu_(x, 0.2)),
+    ("elu_", lambda m, x: m.nn.functional.elu(x, inplace=True)),
+    ("F.elu_", lambda m, x: m.nn.functional.elu_(x, 0.5)),
+    ("selu_", lambda m, x: m.nn.functional.selu(x, inplace=True)),
+    ("torch.selu_", lambda m, x: m.selu_(x)),
+    ("celu_", lambda m, x: m.nn.functional.celu(x, 0.5, inplace=True)),
+    ("torch.celu_", lambda m, x: m.celu_(x, 0.5)),
+    ("threshold_", lambda m, x: m.nn.functional.threshold(x, 0.1, 2.0, inplace=True)),
+    ("torch.threshold_", lambda m, x: m.threshold_(x, 0.1, 2.0)),
+    ("rrelu_", lambda m, x: m.nn.functional.rrelu(x, inplace=True)),
+    ("F.rrelu_", lambda m, x: m.nn.functional.rrelu_(x)),
+    ("torch.rrelu_", lambda m, x: m.rrelu_(x)),
+    ("hardtanh_", lambda m, x: m.nn.functional.hardtanh(x, inplace=True)),
+    ("relu6_", lambda m, x: m.nn.functional.relu6(x, inplace=True)),
+    ("hardswish_", lambda m, x: m.nn.functional.hardswish(x, inplace=True)),
+    ("hardsigmoid_", lambda m, x: m.nn.functional.hardsigmoid(x, inplace=True)),
+    ("silu_", lambda m, x: m.nn.functional.silu(x, inplace=True)),
+    ("mish_", lambda m, x: m.nn.functional.mish(x, inplace=True)),
+]
+
+
+def _act_input(m, dev):
+    vals = [[-2.5, -0.7, -0.2], [0.05, 0.4, 1.3], [3.5, -4.0, 2.2], [-0.05, 0.8, -1.6]]
+    return m.tensor(vals, dtype=m.float64, device=dev, requires_grad=True)
+
+
+@pytest.mark.parametrize("name,fn", ACTIVATIONS + INPLACE_ACTIVATIONS,
+                         ids=[a[0] for a in ACTIVATIONS + INPLACE_ACTIVATIONS])
+def test_activation_grad_fn_names(name, fn, device, torch):
+    ex, tx = _act_input(ember, device), _act_input(torch, "cpu")
+    if name in dict(INPLACE_ACTIVATIONS):
+        ex, tx = ex * 1, tx * 1
+    ey, ty = fn(ember, ex), fn(torch, tx)
+    assert type(ey.grad_fn).__name__ == type(ty.grad_fn).__name__
+    assert ey.grad_fn.name() == ty.grad_fn.name()
+    if not name.startswith(("rrelu", "F.rrelu", "torch.rrelu")):
+        ember.testing.assert_close(ey, ty)
+
+
+@pytest.mark.parametrize("name,fn", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_activation_values_and_gradients(name, fn, device, torch):
+    ex, tx = _act_input(ember, device), _act_input(torch, "cpu")
+    ey, ty = fn(ember, ex), fn(torch, tx)
+    ember.testing.assert_close(ey, ty)
+    (ey * ey.detach().sin()).sum().backward()
+    (ty * ty.detach().sin()).sum().backward()
+    ember.testing.assert_close(ex.grad, tx.grad)
+    x = _act_input(ember, device)
+    assert ember.autograd.gradcheck(lambda v: fn(ember, v), (x,))
+    assert ember.autograd.gradgradcheck(lambda v: fn(ember, v), (x,))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_rrelu_node_gradient(training, device):
+    x = _act_input(ember, device)
+    y = ember.nn.functional.rrelu(x, 0.1, 0.3, training=training)
+    y.sum().backward()
+    slope = y.detach() / x.detach()
+    neg = x.detach() < 0
+    assert type(y.grad_fn).__name__ == "RreluWithNoiseBackward0"
+    assert ember.allclose(x.grad, ember.where(neg, slope, ember.ones_like(slope)))
+    assert bool(((slope[neg] >= 0.1 - 1e-12) & (slope[neg] <= 0.3 + 1e-12)).all())
+
+
+def test_activation_errors(device, torch):
+    x = ember.randn(2, 3, device=device)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        ember.nn.functional.glu(x, 1)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        torch.nn.functional.glu(torch.randn(2, 3), 1)
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        ember.nn.functional.softshrink(x, -1.0)
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        ember.nn.functional.gelu(x, approximate="erf")
+    y = x.clone()
+    with pytest.raises(RuntimeError, match="Lower bound should be less than or equal"):
+        ember.nn.functional.rrelu_(y, 0.5, 0.2)
+    assert ember.equal(x, y)
