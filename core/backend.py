@@ -75,11 +75,15 @@ class Backend:
     ``nondeterministic_kernels`` (optional: the kernel names whose results may vary from run to run on
     this backend, e.g. scatters with atomic adds; under ``ember.use_deterministic_algorithms(True)`` they
     raise, or warn with ``warn_only=True``) and ``plugin`` (set at registration: the plugin that registered
-    it).  A subclass that defines ``__init__`` calls ``super().__init__()``.
+    it).  A subclass that defines ``__init__`` calls ``super().__init__()``.  ``copied_views`` (optional: the
+    view kernels, ``"diagonal"``, ``"windows"``, ``"as_strided"``, that return copies on this backend because
+    its arrays cannot express those views; an in-place write through such a view is then written back into
+    its base by the core; :class:`ArrayBackend` fills it from the kernel library).
     """
 
     name: str = ""
     nondeterministic_kernels: frozenset = frozenset()
+    copied_views: frozenset = frozenset()
     host: bool = False
     api_version: int = API_VERSION
     xp = None
@@ -415,6 +419,7 @@ class ArrayBackend(Backend):
         self.xp = xp
         self.array_type = self.array_type or type(xp.zeros(1))
         self.kernels = kernels.library(xp)
+        self.copied_views = kernels.copied_views(xp)
         self.kernels.update(self.overrides())
         if overrides:
             self.kernels.update(overrides)

@@ -614,6 +614,35 @@ class CopySlices(Node):
         super().release()
 
 
+def write_back(a: Tensor) -> None:
+    """Carry the values just written into view ``a`` to its base where the backend made a step of the view a
+    copy (``Backend.copied_views``: a diagonal of arrays without strides).  The view's chain is re-derived from
+    the base (the other steps are the library's views, sharing memory), ``a``'s values are copied into its
+    place there, and each copying step's ``scatter_back`` writes them into the array it was taken from."""
+    copied = a._dev.backend.copied_views
+    steps = []
+    chain = a._view
+    while chain is not None:
+        steps.append(chain[1:])
+        chain = chain[0]
+    if not any(getattr(Op, "view_kernel", None) in copied for Op, _ in steps):
+        return
+    steps.reverse()
+    k = a._dev.kernels
+    arrays = [a._base._data]  # arrays[i]: the view after i steps
+    for Op, params in steps[:-1]:
+        arrays.append(Op.forward(_new(Op), k, arrays[-1], *params))
+    value = a._data
+    for i in range(len(steps) - 1, -1, -1):
+        Op, params = steps[i]
+        if getattr(Op, "view_kernel", None) in copied:
+            Op.scatter_back(k, arrays[i], value, *params)
+        else:  # a shared view: writing into it writes arrays[i]
+            if i + 1 == len(steps) or value is not arrays[i + 1]:
+                k["copy_"](Op.forward(_new(Op), k, arrays[i], *params), value)
+        value = arrays[i]
+
+
 def write_inplace(a: Tensor, out, ctx, inputs):
     """Store array ``out`` into ``a``; with ``ctx``, make it ``a``'s history.
 
@@ -624,6 +653,8 @@ def write_inplace(a: Tensor, out, ctx, inputs):
         _pin_saved_output(a)
     a._dev.kernels["copy_"](a._data, out)
     a._bump()
+    if a._base is not None and a._dev.backend.copied_views:
+        write_back(a)
     if ctx is None:
         return a
     ACTIVE.inplace_recorded = True
@@ -661,6 +692,8 @@ def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
         out._dev.kernels["copy_"](out._data, r._data if r.dtype is out.dtype else
                                   out._dev.kernels["astype"](r._data, out._data.dtype))
     out._bump()
+    if out._base is not None and out._dev.backend.copied_views:
+        write_back(out)
     return out
 
 

@@ -5,7 +5,8 @@
   ``get_dir()/owner_repo_ref`` (downloaded from GitHub when the network allows; otherwise the error names the
   directory to fill with the repository's files).
 * ``load_state_dict_from_url(url, ...)`` reads ``get_dir()/checkpoints/<file name>``, downloading it first when
-  missing; with ``check_hash`` the file's SHA-256 must start with the hex digits after the last ``-`` of its
+  missing (through ``<file name>.partial``, resumed after an interruption; a progress bar where tqdm is
+  installed); with ``check_hash`` the file's SHA-256 must start with the hex digits after the last ``-`` of its
   name (PyTorch's convention: ``resnet18-f37072fd.pth``). Offline, the error names the path to put the file at.
 * ``get_dir()`` is ``$EMBER_HOME/hub`` (``EMBER_HOME`` defaults to ``~/.cache/ember``); ``set_dir`` overrides it.
 
@@ -59,35 +60,67 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
+CHUNK = 1 << 20
+
+
+def fetch(url: str, part: str, progress: bool = True, timeout: float = 30.0, user_agent: str = "ember",
+          name: str | None = None) -> None:
+    """Download ``url`` into ``part``, resuming what an earlier attempt left there (an HTTP ``Range`` request
+    from its size; a server that ignores it sends the whole file, which then replaces the part).  With
+    ``progress``, a progress bar on stderr labelled ``name`` (default: the URL's file name) where tqdm is
+    installed.  ember's own (PyTorch's hub has no such function): :func:`download_url_to_file` and plugins'
+    downloads (``ember_vision``'s datasets and weights) all go through it.
+
+    Raises ``urllib.error.HTTPError`` for an error answer (but a 416 for a part already complete) and
+    ``urllib.error.URLError``/``OSError`` when the host cannot be reached; what arrived stays in ``part``.
+    """
+    offset = os.path.getsize(part) if os.path.isfile(part) else 0
+    headers = {"User-Agent": user_agent}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    try:
+        resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+    except urllib.error.HTTPError as e:
+        if e.code == 416 and offset:  # the range starts at the end: the part is complete
+            return
+        raise
+    with resp, open(part, "ab" if offset and resp.status == 206 else "wb") as out:
+        bar = _bar(resp, progress, name or os.path.basename(urlparse(url).path))
+        try:
+            for chunk in iter(lambda: resp.read(CHUNK), b""):
+                out.write(chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+
+
 def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, progress: bool = True) -> None:
-    """Download ``url`` to ``dst`` (written whole or not at all); ``hash_prefix``: the SHA-256 must start with it.
+    """Download ``url`` to ``dst`` (through ``dst + ".partial"``, resumed by the next call if interrupted; ``dst``
+    appears only complete); ``hash_prefix``: the SHA-256 must start with it (else the download is removed).
 
     Raises RuntimeError naming ``dst`` when the host cannot be reached, so the file can be put there by hand.
     """
     dst = os.path.expanduser(dst)
     os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
-    tmp = f"{dst}.{uuid.uuid4().hex}.partial"
+    part = dst + ".partial"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "ember"}),
-                                    timeout=30) as resp, open(tmp, "wb") as out:
-            bar = _bar(resp, progress, os.path.basename(dst))
-            for chunk in iter(lambda: resp.read(1 << 20), b""):
-                out.write(chunk)
-                if bar is not None:
-                    bar.update(len(chunk))
-            if bar is not None:
-                bar.close()
+        fetch(url, part, progress, name=os.path.basename(dst))
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"download of {url} failed: HTTP {e.code} {e.reason}") from e
     except (urllib.error.URLError, OSError) as e:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if os.path.isfile(part) and not os.path.getsize(part):
+            os.remove(part)
         raise RuntimeError(f"could not download {url} ({getattr(e, 'reason', e)}): the network cannot reach it. "
                            f"Put the file at {dst}{_expect(hash_prefix)} and try again") from e
     if hash_prefix is not None:
-        digest = _sha256(tmp)
+        digest = _sha256(part)
         if not digest.startswith(hash_prefix):
-            os.remove(tmp)
-            raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got "{digest}") for {url}')
-    os.replace(tmp, dst)
+            os.remove(part)
+            raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got "{digest}"): the download of '
+                               f"{url} as {dst} has the wrong checksum and was removed")
+    os.replace(part, dst)
 
 
 def _expect(prefix):
@@ -102,7 +135,7 @@ def _bar(resp, progress, name):
     except ImportError:
         return None
     total = resp.headers.get("Content-Length")
-    return tqdm(total=int(total) if total else None, unit="B", unit_scale=True, desc=name, disable=None)
+    return tqdm(total=int(total) if total else None, unit="B", unit_scale=True, unit_divisor=1024, desc=name)
 
 
 def load_state_dict_from_url(url: str, model_dir: str | None = None, map_location=None, progress: bool = True,
@@ -116,9 +149,9 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     prefix = m.group(1) if check_hash and m and m.group(1) else None
     if not os.path.isfile(path):
         download_url_to_file(url, path, prefix, progress=progress)
-    elif prefix is not None and not _sha256(path).startswith(prefix):
-        raise RuntimeError(f"{path} has the wrong checksum: its SHA-256 does not start with {prefix}; delete it to "
-                           "download it again")
+    elif prefix is not None and not (digest := _sha256(path)).startswith(prefix):
+        raise RuntimeError(f"{path} has the wrong checksum: its SHA-256 is {digest}, expected one starting with "
+                           f"{prefix}; delete it to download it again")
     return _load(path, map_location=map_location, weights_only=weights_only)
 
 

@@ -42,7 +42,7 @@ ROWS = (
     ("addbmm",                    None,                 LOWER,    LOWER),
     ("baddbmm",                   None,                 LOWER,    LOWER),
     ("linalg_vecdot",             None,                 LOWER,    LOWER),
-    ("prelu",                     None,                 LOWER,    LOWER),
+    ("prelu",                     "PreluKernel",        LOWER,    LOWER),
     ("chain_matmul",              None,                 None,     LOWER),    # ember: a chain of Matmul
     ("linalg_multi_dot",          None,                 None,     LOWER),    # ember: a chain of Matmul
     ("scaled_dot_product_attention", None,              LOWER,    LOWER),    # ember: Matmul, softmax, Matmul

@@ -535,7 +535,9 @@ POINTWISE_OPS = (
     "MishBackward0 nan_zeroed clone contiguous abs acos acosh asin asinh atan atanh bitwise_and bitwise_left_shift "
     "bitwise_not bitwise_or bitwise_right_shift bitwise_xor ceil cos cosh eq erf erfc erfinv exp exp2 expm1 floor "
     "frac ge gt isfinite isinf isnan le log log10 log1p log2 logical_and logical_not logical_or logical_xor lt neg "
-    "ne reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc bernoulli poisson Sampled"
+    "ne reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc bernoulli poisson Sampled "
+    "Elu Elu_ Celu Celu_ LeakyRelu LeakyRelu_ Threshold Threshold_ Softshrink Hardshrink Hardsigmoid Hardswish "
+    "Silu Mish Gelu LogSigmoid RreluWithNoise RreluWithNoise_ PreluKernel"
 ).split()
 
 RULES = {name: pointwise for name in POINTWISE_OPS}

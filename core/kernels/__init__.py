@@ -114,3 +114,8 @@ def library(xp) -> dict:
 
 
 MUTATING = _mutating()
+
+
+def copied_views(xp) -> frozenset:
+    """The view kernels of :func:`library` that return copies for ``xp`` (:func:`.shape.copied_views`)."""
+    return importlib.import_module(f"{__name__}.shape").copied_views(xp)

@@ -12,13 +12,15 @@ import sys
 import threading
 
 from .linalg import widened
+from .pointwise import _native, fallbacks
 
 
 _SCRATCH_SLOTS = 8
 _REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 
-QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward"}  # masked rows, inf
+QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
+         "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
 
 def kernels(xp) -> dict:
     as_strided = xp.lib.stride_tricks.as_strided
@@ -452,6 +454,45 @@ def kernels(xp) -> dict:
         bx = x * beta
         return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
 
+    erf = _native(xp, "erf") or fallbacks(xp)["erf"]
+
+    def neg_part(x):  # min(x, 0): keeps exp() of the branch where() drops finite
+        return xp.minimum(x, xp.zeros_like(x))
+
+    def elu(x, alpha, scale, input_scale):
+        # PyTorch's elu (elu, selu and celu): scale x above 0, alpha scale (exp(input_scale x) - 1) below
+        return xp.where(x > 0, x * scale, xp.expm1(neg_part(x) * input_scale) * (alpha * scale))
+
+    def leaky_relu(x, slope):  # slope: a number, or an array of slopes (rrelu's noise)
+        return xp.where(x > 0, x, x * slope)
+
+    def threshold(x, th, value):
+        return xp.where(x > th, x, xp.full_like(x, value))
+
+    def hardsigmoid(x):
+        return xp.clip(x + 3, 0, 6) / 6
+
+    def silu(x):
+        return x / (1 + xp.exp(-x))
+
+    def gelu(x, approximate):
+        if approximate == "tanh":
+            return x * 0.5 * (1 + xp.tanh((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)))
+        return x * 0.5 * (1 + erf(x * (1.0 / math.sqrt(2.0))))
+
+    def log_sigmoid(x):
+        return neg_part(x) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    def softshrink(x, lambd):
+        return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, xp.zeros_like(x)))
+
+    def hardshrink(x, lambd):
+        return xp.where(xp.abs(x) > lambd, x, xp.zeros_like(x))
+
+    def glu(x, axis):
+        a, b = xp.split(x, 2, axis=axis)
+        return a / (1 + xp.exp(-b))
+
     def triu_pairs(n):
         """``(2, n (n - 1) / 2)`` int64: the row and column of each entry above the diagonal, row by row."""
         i, j = xp.triu_indices(n, 1) if hasattr(xp, "triu_indices") else _np_triu(n)
@@ -472,6 +513,10 @@ def kernels(xp) -> dict:
         "batch_norm_train": batch_norm_train,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
+        "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold, "nn_hardsigmoid": hardsigmoid,
+        "nn_hardswish": lambda x: x * hardsigmoid(x), "nn_silu": silu,
+        "nn_mish": lambda x: x * xp.tanh(softplus(x, 1.0, 20.0)), "nn_gelu": gelu, "nn_log_sigmoid": log_sigmoid,
+        "nn_softshrink": softshrink, "nn_hardshrink": hardshrink, "nn_prelu": leaky_relu, "nn_glu": glu,
         "pad_index": pad_index,
         "resize_nearest_index": resize_nearest_index, "resize_linear_weights": resize_linear_weights,
         "resize_cubic_weights": resize_cubic_weights, "resize_aa_weights": resize_aa_weights,

@@ -6,6 +6,16 @@ from __future__ import annotations
 MUTATING = {"copy_": (0,), "diagonal_scatter": (0,)}  # copy_ writes src into dst; diagonal_scatter along its diagonal
 
 
+def has_strides(xp) -> bool:
+    """Whether ``xp``'s arrays have strides, so that a diagonal, a window or an ``as_strided`` can be a view."""
+    return hasattr(xp.zeros(1), "strides")
+
+
+def copied_views(xp) -> frozenset:
+    """The view kernels that return copies with ``xp`` (arrays without strides cannot express those views)."""
+    return frozenset() if has_strides(xp) else frozenset({"diagonal", "windows", "as_strided"})
+
+
 def kernels(xp) -> dict:
     strided = xp.lib.stride_tricks.as_strided
 
@@ -150,11 +160,11 @@ def kernels(xp) -> dict:
             keep = keep & ((a <= b) if with_replacement else (a < b))
         return xp.stack([c[keep] for c in cols], axis=1)
 
-    # views by strides where the arrays have them, copies elsewhere
-    has_strides = hasattr(xp.zeros(1), "strides")
-    diagonal = diagonal_strided if has_strides else diagonal_copy
-    windows = windows_strided if has_strides else windows_copy
-    as_strided = as_strided_view if has_strides else as_strided_copy
+    # views by strides where the arrays have them, copies elsewhere (listed by copied_views)
+    strides = has_strides(xp)
+    diagonal = diagonal_strided if strides else diagonal_copy
+    windows = windows_strided if strides else windows_copy
+    as_strided = as_strided_view if strides else as_strided_copy
 
     return {
         "reshape": reshape, "view": view, "view_dtype": view_dtype, "permute": xp.transpose, "expand": expand,

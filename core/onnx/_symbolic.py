@@ -218,6 +218,93 @@ def _softplus(g, n):
     return g.op("Where", g.op("Greater", xs, g.scalar_like(threshold, d)), g.x(x), soft)
 
 
+# the activations ember computes as one op each (PyTorch's nodes EluBackward0, GeluBackward0, ...)
+@symbolic("Elu", "Elu_", "Celu", "Celu_")
+def _elu(g, n):
+    x, alpha, scale, input_scale = n.args
+    if scale == 1 and input_scale == 1:
+        return g.op("Elu", g.x(x), alpha_f=alpha)
+    if input_scale == 1:
+        return g.op("Selu", g.x(x), alpha_f=alpha, gamma_f=scale)
+    d = g.out_dtype()
+    neg = g.op("Mul", g.op("Sub", g.op("Exp", g.op("Mul", g.op("Min", g.x(x), g.scalar_like(0, d)),
+                                                  g.scalar_like(input_scale, d))), g.scalar_like(1, d)),
+               g.scalar_like(alpha * scale, d))
+    return g.op("Where", g.op("Greater", g.x(x), g.scalar_like(0, d)), g.op("Mul", g.x(x), g.scalar_like(scale, d)),
+                neg)
+
+
+@symbolic("LeakyRelu", "LeakyRelu_")
+def _leaky_relu(g, n):
+    return g.op("LeakyRelu", g.x(n.args[0]), alpha_f=n.args[1])
+
+
+@symbolic("RreluWithNoise", "RreluWithNoise_", "PreluKernel")
+def _prelu(g, n):
+    x, w = n.args
+    d = g.out_dtype()
+    return g.op("Where", g.op("Greater", g.x(x), g.scalar_like(0, d)), g.x(x), g.op("Mul", g.x(x), g.arg(w, d)))
+
+
+@symbolic("Threshold", "Threshold_")
+def _threshold(g, n):
+    x, th, value = n.args
+    d = g.out_dtype()
+    return g.op("Where", g.op("Greater", g.x(x), g.scalar_like(th, d)), g.x(x), g.scalar_like(value, d))
+
+
+@symbolic("Softshrink", "Hardshrink")
+def _shrink(g, n):
+    x, lambd = n.args
+    return g.op("Shrink", g.x(x), bias_f=lambd if n.op == "Softshrink" else 0.0, lambd_f=lambd)
+
+
+@symbolic("Hardsigmoid")
+def _hardsigmoid(g, n):
+    return g.op("HardSigmoid", g.x(n.args[0]), alpha_f=1 / 6, beta_f=0.5)
+
+
+@symbolic("Hardswish")
+def _hardswish(g, n):
+    return g.op("HardSwish", g.x(n.args[0]))
+
+
+@symbolic("Silu")
+def _silu(g, n):
+    return g.op("Mul", g.x(n.args[0]), g.op("Sigmoid", g.x(n.args[0])))
+
+
+@symbolic("Mish")
+def _mish(g, n):
+    return g.op("Mul", g.x(n.args[0]), g.op("Tanh", g.op("Softplus", g.x(n.args[0]))))
+
+
+@symbolic("LogSigmoid")
+def _log_sigmoid(g, n):
+    return g.op("Neg", g.op("Softplus", g.op("Neg", g.x(n.args[0]))))
+
+
+@symbolic("Gelu")
+def _gelu(g, n):
+    x, approximate = g.x(n.args[0]), n.args[1]
+    d = g.out_dtype()
+    if approximate == "tanh":
+        cube = g.op("Mul", g.op("Mul", g.op("Mul", x, x), x), g.scalar_like(0.044715, d))
+        inner = g.op("Mul", g.op("Add", x, cube), g.scalar_like(math.sqrt(2.0 / math.pi), d))
+        half = g.op("Add", g.op("Tanh", inner), g.scalar_like(1, d))
+    else:
+        half = g.op("Add", g.op("Erf", g.op("Mul", x, g.scalar_like(1 / math.sqrt(2.0), d))), g.scalar_like(1, d))
+    return g.op("Mul", g.op("Mul", x, g.scalar_like(0.5, d)), half)
+
+
+@symbolic("Glu")
+def _glu(g, n):
+    x, axis = n.args
+    half = g.shape(x)[axis] // 2
+    a, b = g.op("Split", g.x(x), g.ints([half, half]), axis_i=axis, outputs=2)
+    return g.op("Mul", a, g.op("Sigmoid", b))
+
+
 @symbolic("Softmax", "LogSoftmax")
 def _softmax(g, n):
     x, dim = n.args

@@ -370,9 +370,20 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
                    dev.backend.array_dtype(dtypes.float64), nd)
 
 
+def complex_draw(k, kernel, generator, shape, nd, real, *params):
+    """A complex sample of ``shape``: ``k[kernel]`` draws its real and its imaginary parts, each in real array
+    dtype ``real`` (as PyTorch samples a complex tensor: the parts of its real view)."""
+    re = k[kernel](generator, shape, real, *params)
+    return k["astype"](k["make_complex"](re, k[kernel](generator, shape, real, *params), shape), nd)
+
+
 def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
     size = _size(size, op)
-    dev, _, nd = _dev_dtype(device, dtype, out)
+    dev, d, nd = _dev_dtype(device, dtype, out)
+    if d.is_complex:  # each part from N(0, 1/2) for randn, so that E|z|^2 = 1; each from U[0, 1) for rand
+        args = (0.0, math.sqrt(0.5)) if kernel == "normal" else args
+        return _create(op, dev, requires_grad, out, complex_draw, kernel, native(generator, dev), size, nd,
+                       dev.backend.array_dtype(d.to_real()), *args)
     return _create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)
 
 

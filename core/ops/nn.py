@@ -16,6 +16,7 @@ recurrent layers in :mod:`ember.ops.nn_recurrent`.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 from ..autograd.function import Op
@@ -25,7 +26,8 @@ from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_for
 from ..state import is_grad_enabled
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import _create, arange, rand
-from .pointwise import sigmoid, where
+from .pointwise import erf, sigmoid, where
+from .shape import cat
 
 
 def torch_form(name: str):
@@ -149,6 +151,15 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     return _inplace(input, lambda x: unary(Hardtanh, x, min_val, max_val), inplace, "hardtanh")
 
 
+def _prelu_vjp(ctx, g):
+    x, w = ctx.inputs
+    pos = x > 0
+    return where(pos, g, g * w), where(pos, g.new_zeros(()), g * x)
+
+
+PreluKernel = op_class("PreluKernel", "nn_prelu", saves="input", vjp=_prelu_vjp, arity=2)
+
+
 @export(to=("nn.functional", "torch", "Tensor"))
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """``x`` where positive, ``weight * x`` elsewhere (``weight`` per channel, dim 1)."""
@@ -160,7 +171,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
                                f"numbers = {weight.numel()} and channel size = {c}.")
         if x.ndim >= 2:
             weight = weight.reshape((1, -1) + (1,) * (x.ndim - 2))
-    return where(x > 0, x, weight * x)
+    return apply(PreluKernel, x, weight if weight.dtype is x.dtype else weight.to(x.dtype))
 
 
 def _neg_part(x):
@@ -168,16 +179,75 @@ def _neg_part(x):
     return where(x > 0, x.new_zeros(()), x)
 
 
+# Activations with PyTorch's nodes (``EluBackward0``, ...): one Op each, its kernel in ember.kernels.nn.  Where
+# PyTorch's in-place form records another node (``EluBackward1``), a second class with that name.
+def _act(input, name, ops, inplace, *params):  # noqa: A002
+    """``input`` through the activation Op ``ops[0]``; with ``inplace`` written into ``input`` by ``ops[1]``."""
+    check_tensor(input, name)
+    Op = ops[1] if inplace else ops[0]
+    return _inplace(input, lambda x: unary(Op, x, *params), inplace, name)
+
+
+def _rows(name, kernel, vjp, params=(), inplace_node=False):
+    """The Op of activation ``name`` (``<name>Backward0``) and the one its in-place form records."""
+    Op = op_class(name, kernel, saves="input", vjp=vjp, params=params)
+    if not inplace_node:
+        return Op, Op
+    return Op, op_class(name + "_", kernel, saves="input", vjp=vjp, params=params, backward_name=name + "Backward1")
+
+
+def _zero(g):
+    return g.new_zeros(())
+
+
+def _elu_vjp(ctx, g):
+    x = ctx.inputs[0]
+    neg = (_neg_part(x) * ctx.input_scale).exp() * (ctx.alpha * ctx.scale * ctx.input_scale)
+    return where(x > 0, g * ctx.scale, g * neg)
+
+
+def _leaky_relu_vjp(ctx, g):
+    return where(ctx.inputs[0] > 0, g, g * ctx.slope)
+
+
+def _threshold_vjp(ctx, g):
+    return where(ctx.inputs[0] > ctx.th, g, _zero(g))
+
+
+def _shrink_vjp(ctx, g):
+    return where(ctx.inputs[0].abs() > ctx.lambd, g, _zero(g))
+
+
+_ELU = ("alpha", "scale", "input_scale")
+ELU = _rows("Elu", "nn_elu", _elu_vjp, _ELU, inplace_node=True)  # elu and selu
+CELU = _rows("Celu", "nn_elu", _elu_vjp, _ELU, inplace_node=True)
+LEAKY_RELU = _rows("LeakyRelu", "nn_leaky_relu", _leaky_relu_vjp, ("slope",), inplace_node=True)
+THRESHOLD = _rows("Threshold", "nn_threshold", _threshold_vjp, ("th", "value"), inplace_node=True)
+Softshrink, _ = _rows("Softshrink", "nn_softshrink", _shrink_vjp, ("lambd",))
+Hardshrink, _ = _rows("Hardshrink", "nn_hardshrink", _shrink_vjp, ("lambd",))
+
+
 @export(to=("nn.functional",))
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    check_tensor(input, "elu")
-    return _inplace(input, lambda x: where(x > 0, x, (_neg_part(x).exp() - 1) * alpha), inplace, "elu")
+    """``x`` above 0, ``alpha * (exp(x) - 1)`` below.
+
+    >>> import ember
+    >>> ember.nn.functional.elu(ember.tensor([1.0, 0.0])).tolist()
+    [1.0, 0.0]
+    """
+    return _act(input, "elu", ELU, inplace, alpha, 1.0, 1.0)
 
 
 @export(to=("nn.functional", "torch"))
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    check_tensor(input, "celu")
-    return _inplace(input, lambda x: where(x > 0, x, ((_neg_part(x) / alpha).exp() - 1) * alpha), inplace, "celu")
+    """``x`` above 0, ``alpha * (exp(x / alpha) - 1)`` below."""
+    return _act(input, "celu", CELU, inplace, alpha, 1.0, _celu_scale(alpha))
+
+
+def _celu_scale(alpha):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
+    return 1.0 / alpha
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -186,25 +256,170 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 @export(to=("nn.functional", "torch"))
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    return _inplace(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace, "selu")
+    """``scale * elu(x, alpha)`` with the self-normalising constants (PyTorch's node: ``EluBackward0``)."""
+    return _act(input, "selu", ELU, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 @export(to=("nn.functional", "torch"))
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
-    check_tensor(input, "threshold")
-    return _inplace(input, lambda x: where(x > threshold, x, x.new_full((), value)), inplace, "threshold")
+    return _act(input, "threshold", THRESHOLD, inplace, threshold, value)
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
-    x = check_tensor(input, "hardshrink")
-    return where(x.abs() > lambd, x, x.new_zeros(()))
+    """``x`` where ``|x| > lambd``, else 0."""
+    return unary(Hardshrink, check_tensor(input, "hardshrink"), lambd)
 
 
-inplace_torch(celu, "celu")
-inplace_torch(selu, "selu")
-inplace_torch(threshold, "threshold")
+@export(to=("nn.functional",))
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    return unary(Softshrink, check_tensor(input, "softshrink"), lambd)
+
+
+@export(to=("nn.functional",))
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x`` above 0, ``negative_slope * x`` below."""
+    return _act(input, "leaky_relu", LEAKY_RELU, inplace, negative_slope)
+
+
+def _hardsigmoid_vjp(ctx, g):
+    x = ctx.inputs[0]
+    return where((x > -3) & (x < 3), g / 6, _zero(g))
+
+
+def _hardswish_vjp(ctx, g):
+    x = ctx.inputs[0]
+    return where(x < -3, _zero(g), where(x <= 3, g * (x / 3 + 0.5), g))
+
+
+def _silu_vjp(ctx, g):
+    x = ctx.inputs[0]
+    s = sigmoid(x)
+    return g * s * (1 + x * (1 - s))
+
+
+def _mish_vjp(ctx, g):
+    x = ctx.inputs[0]
+    t = softplus(x).tanh()
+    return g * (t + x * sigmoid(x) * (1 - t * t))
+
+
+_GELU_K = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_vjp(ctx, g):
+    x = ctx.inputs[0]
+    if ctx.approximate == "tanh":
+        t = ((x + x * x * x * 0.044715) * _GELU_K).tanh()
+        return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * _GELU_K * (x * x * (3 * 0.044715) + 1))
+    cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1) * 0.5
+    return g * (cdf + x * (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi)))
+
+
+def _log_sigmoid_vjp(ctx, g):
+    return g * sigmoid(-ctx.inputs[0])
+
+
+Hardsigmoid, _ = _rows("Hardsigmoid", "nn_hardsigmoid", _hardsigmoid_vjp)
+Hardswish, _ = _rows("Hardswish", "nn_hardswish", _hardswish_vjp)
+Silu, _ = _rows("Silu", "nn_silu", _silu_vjp)
+Mish, _ = _rows("Mish", "nn_mish", _mish_vjp)
+Gelu, _ = _rows("Gelu", "nn_gelu", _gelu_vjp, ("approximate",))
+LogSigmoid, _ = _rows("LogSigmoid", "nn_log_sigmoid", _log_sigmoid_vjp)
+
+
+@export(to=("nn.functional",))
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``clamp(x + 3, 0, 6) / 6``."""
+    return _act(input, "hardsigmoid", (Hardsigmoid, Hardsigmoid), inplace)
+
+
+@export(to=("nn.functional",))
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x * hardsigmoid(x)``."""
+    return _act(input, "hardswish", (Hardswish, Hardswish), inplace)
+
+
+@export(to=("nn.functional",))
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x * sigmoid(x)``.
+
+    >>> import ember
+    >>> ember.nn.functional.silu(ember.tensor([0.0])).tolist()
+    [0.0]
+    """
+    return _act(input, "silu", (Silu, Silu), inplace)
+
+
+@export(to=("nn.functional",))
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x * tanh(softplus(x))``."""
+    return _act(input, "mish", (Mish, Mish), inplace)
+
+
+@export(to=("nn.functional",))
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    """``x * Phi(x)``; ``approximate='tanh'`` uses PyTorch's tanh formula."""
+    x = check_tensor(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}")
+    return unary(Gelu, x, approximate)
+
+
+@export(to=("nn.functional",))
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """``log(sigmoid(x))``, computed stably."""
+    return unary(LogSigmoid, check_tensor(input, "logsigmoid"))
+
+
+def _glu_vjp(ctx, g):
+    a, b = ctx.inputs[0].chunk(2, ctx.axis)
+    s = sigmoid(b)
+    return cat([g * s, g * a * s * (1 - s)], ctx.axis)
+
+
+Glu = op_class("Glu", "nn_glu", saves="input", vjp=_glu_vjp, params=("axis",))
+
+
+@export(to=("nn.functional",))
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """``a * sigmoid(b)`` of the two halves of ``dim``."""
+    x = check_tensor(input, "glu")
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    axis = _wrap_dim(dim, x.ndim, "glu")
+    if x.shape[axis] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {axis} is size {x.shape[axis]}")
+    return unary(Glu, x, axis)
+
+
+def _elu_(input, alpha=1.0):  # noqa: A002  (F.elu_ and the other in-place forms record PyTorch's ...Backward1)
+    return unary(ELU[1], check_tensor(input, "elu"), alpha, 1.0, 1.0)
+
+
+def _celu_(input, alpha=1.0):  # noqa: A002
+    return unary(CELU[1], check_tensor(input, "celu"), alpha, 1.0, _celu_scale(alpha))
+
+
+def _selu_(input):  # noqa: A002
+    return unary(ELU[1], check_tensor(input, "selu"), _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def _threshold_(input, threshold, value):  # noqa: A002
+    return unary(THRESHOLD[1], check_tensor(input, "threshold"), threshold, value)
+
+
+def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002
+    return unary(LEAKY_RELU[1], check_tensor(input, "leaky_relu"), negative_slope)
+
+
+inplace_torch(_celu_, "celu")
+inplace_torch(_selu_, "selu")
+inplace_torch(_threshold_, "threshold")
 export(NAMESPACES["Tensor"]["relu_"], "relu_", to=("torch",))  # the in-place form ops.pointwise derives for relu
 
 
@@ -819,14 +1034,30 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     [-0.5, 1.0]
     """
     x = check_tensor(input, "rrelu")
+    return _inplace(x, lambda v: _rrelu(v, lower, upper, training, RRELU[1] if inplace else RRELU[0]), inplace,
+                    "rrelu")
+
+
+def _rrelu(x, lower, upper, training, Op):
     if lower > upper:
         raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
                            f"and upper={upper}")
     if training:
-        slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        noise = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
     else:
-        slope = (lower + upper) / 2
-    return _inplace(input, lambda v: where(v >= 0, v, v * slope), inplace, "rrelu")
+        noise = x.new_full((), (lower + upper) / 2)
+    return apply(Op, x, noise)
+
+
+def _rrelu_vjp(ctx, g):
+    x, noise = ctx.inputs
+    return where(x > 0, g, g * noise), None
+
+
+# the slopes (``noise``) are an input without gradient: a number, or drawn per element in training
+RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2),
+         op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
+                  backward_name="RreluWithNoiseBackward1"))
 
 
 @export(to=("torch",))
@@ -837,25 +1068,21 @@ def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, t
     return rrelu(input, lower, upper, training)
 
 
-def _elu_(input, alpha=1.0):  # noqa: A002
-    return elu(input, alpha)
-
-
-def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002
-    x = check_tensor(input, "leaky_relu")
-    return where(x > 0, x, x * negative_slope)
-
-
 def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
     return hardtanh(input, min_val, max_val)
 
 
-# ``F.<name>_``: each the out-of-place function written into its input (``inplace_form``), never by hand
-inplace_torch(rrelu, "rrelu", to=_F)
-inplace_torch(torch_rrelu, "rrelu")
+def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, *rest):  # noqa: A002
+    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[1])
+
+
+# ``F.<name>_``, ``torch.<name>_``: each the out-of-place function written into its input (``inplace_form``),
+# never by hand
+inplace_torch(_rrelu_, "rrelu", to=_F)
+inplace_torch(_rrelu_, "rrelu")
+inplace_torch(_hardtanh_, "hardtanh", to=_F)
 inplace_torch(_elu_, "elu", to=_F)
 inplace_torch(_leaky_relu_, "leaky_relu", to=_F)
-inplace_torch(_hardtanh_, "hardtanh", to=_F)
 for _name in ("relu_", "celu_", "selu_", "threshold_"):
     export(NAMESPACES["torch"][_name], _name, to=_F)
 

@@ -8,12 +8,15 @@ composed of ember ops and need no op of their own.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..dispatch import apply
 from ..registry import export
 from ..tensor import Tensor, _wrap
-from .creation import zeros
+from .creation import from_numpy, zeros
 from .nn import dropout
 from .shape import cat, stack
 
@@ -116,12 +119,55 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
     return out, h, None
 
 
+# --------------------------------------------------------------------------- packed sequences
+def packed_layout(batch_sizes, name="packed sequence"):
+    """Where the rows of packed sequences sit in their padded time-major batch ``(T, B, *)``: ``(T, B, t_idx,
+    b_idx, lengths)`` from ``batch_sizes`` (how many sequences are still running at each step, longest first;
+    host integers, as PyTorch keeps them): the time and batch index of each packed row (NumPy) and each
+    sequence's length."""
+    if isinstance(batch_sizes, Tensor):
+        if batch_sizes.dtype is not dtypes.int64:
+            raise RuntimeError(f"{name}: expected batch_sizes of scalar type Long but found {batch_sizes.dtype}")
+        batch_sizes = batch_sizes.cpu().numpy()
+    bs = np.asarray(batch_sizes, dtype=np.int64).reshape(-1)
+    if bs.size and (bs[-1] <= 0 or (np.diff(bs) > 0).any()):
+        raise RuntimeError(f"{name}: batch_sizes must be positive and non-increasing (sequences sorted by "
+                           f"decreasing length), got {bs.tolist()}")
+    T, B = bs.size, int(bs[0]) if bs.size else 0
+    t_idx = np.repeat(np.arange(T), bs)
+    b_idx = np.arange(t_idx.size) - np.repeat(np.cumsum(bs) - bs, bs)
+    lengths = (bs[None, :] > np.arange(B)[:, None]).sum(1)
+    return T, B, t_idx, b_idx, lengths
+
+
+def pad_packed(data, batch_sizes, name="packed sequence"):
+    """Packed ``data`` ``(N, *)`` as a zero-padded time-major batch ``(T, B, *)``, with the step mask ``(T, B,
+    1)`` (an array of ``data``'s dtype, 1 where a sequence runs) that the fused layers take, and the layout's
+    index tensors ``(t_idx, b_idx)`` that :func:`unpad_packed` reads back with."""
+    T, B, t_idx, b_idx, lengths = packed_layout(batch_sizes, name)
+    if data.shape[0] != t_idx.size:
+        raise RuntimeError(f"{name}: batch_sizes {np.asarray(batch_sizes).tolist()} sum to {t_idx.size} rows, but "
+                           f"the data has {data.shape[0]} (shape {list(data.shape)})")
+    idx = (from_numpy(t_idx).to(data.device), from_numpy(b_idx).to(data.device))
+    x = zeros((T, B) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
+    x[idx] = data
+    steps = from_numpy(np.arange(T)[:, None, None]).to(data.device)
+    mask = (steps < from_numpy(lengths[None, :, None]).to(data.device)).to(data.dtype)
+    return x, mask._data, idx
+
+
+def unpad_packed(x, idx):
+    """The packed rows of padded time-major ``x`` ``(T, B, *)`` at ``idx`` (from :func:`pad_packed`)."""
+    return x[idx]
+
+
 def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
-            batch_first):
-    if not isinstance(input, Tensor):
-        raise NotImplementedError(f"{name}: the packed form (data, batch_sizes, ...) is not supported; pass a "
-                                  f"padded input and use nn.{mode.split('_')[0]} for packed sequences")
-    x = input.transpose(0, 1) if batch_first else input
+            batch_first, batch_sizes=None):
+    mask = None
+    if batch_sizes is not None:  # packed sequences: the padded batch, masked past each sequence's end
+        x, mask, idx = pad_packed(input, batch_sizes, name)
+    else:
+        x = input.transpose(0, 1) if batch_first else input
     h0, c0 = (hx[0], hx[1]) if mode == "LSTM" else (hx, None)
     dirs = 2 if bidirectional else 1
     per = (4 if has_biases else 2)
@@ -140,34 +186,83 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
             b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
             w_hr = w[-1] if proj else None
             out, h, c = run_direction(mode, x, h0[i], None if c0 is None else c0[i], w_ih, w_hh, b_ih, b_hh, w_hr,
-                                      None, bool(d))
+                                      mask, bool(d))
             outs.append(out)
             hs.append(h)
             cs.append(c)
         x = outs[0] if dirs == 1 else cat(outs, -1)
         if dropout_p > 0 and train and layer < num_layers - 1:
             x = dropout(x, dropout_p, True)
-    out = x.transpose(0, 1) if batch_first else x
+    if batch_sizes is not None:
+        out = unpad_packed(x, idx)
+    else:
+        out = x.transpose(0, 1) if batch_first else x
     return out, stack(hs, 0), (stack(cs, 0) if mode == "LSTM" else None)
 
 
+_PADDED = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train", "bidirectional", "batch_first")
+_PACKED = ("data", "batch_sizes", "hx", "params", "has_biases", "num_layers", "dropout", "train", "bidirectional")
+
+
+def _overload(name, args, kwargs):
+    """The arguments of PyTorch's two overloads by name: padded ``(input, hx, params, has_biases, ...,
+    batch_first)`` or packed ``(data, batch_sizes, hx, params, has_biases, ..., bidirectional)``, told apart as
+    PyTorch's binding does: the packed form has the weight list fourth, where the padded one has a flag."""
+    packed = "data" in kwargs or "batch_sizes" in kwargs or (len(args) > 3 and isinstance(args[3], (list, tuple)))
+    names = _PACKED if packed else _PADDED
+    if len(args) > len(names):
+        raise TypeError(f"{name}() takes {len(names)} positional arguments but {len(args)} were given")
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in bound:
+            raise TypeError(f"{name}() got an unexpected or repeated keyword argument '{k}'")
+        bound[k] = v
+    missing = [n for n in names if n not in bound]
+    if missing:
+        raise TypeError(f"{name}() missing required arguments: {', '.join(missing)}")
+    if packed:
+        bound["input"] = bound.pop("data")
+        bound["batch_first"] = False
+    else:
+        bound["batch_sizes"] = None
+    return bound
+
+
+def _run(mode, name, args, kwargs):
+    b = _overload(name, args, kwargs)
+    return _layers(mode, name, b["input"], b["hx"], b["params"], b["has_biases"], b["num_layers"], b["dropout"],
+                   b["train"], b["bidirectional"], b["batch_first"], b["batch_sizes"])
+
+
 @export(to=("torch",))
-def lstm(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
-         bidirectional: bool, batch_first: bool):
+def lstm(*args, **kwargs):
     """``torch.lstm``: a multi-layer LSTM from a flat list of weights (per layer and direction: ``w_ih``,
-    ``w_hh``, then ``b_ih``, ``b_hh`` with biases, then ``w_hr`` with projections); ``(output, h_n, c_n)``."""
-    return _layers("LSTM", "lstm", input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                   batch_first)
+    ``w_hh``, then ``b_ih``, ``b_hh`` with biases, then ``w_hr`` with projections); ``(output, h_n, c_n)``.
+
+    Padded: ``lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first)``.  Packed sequences: ``lstm(data, batch_sizes, (h0, c0), params, has_biases, num_layers,
+    dropout, train, bidirectional)`` with ``data`` and ``batch_sizes`` those of a ``PackedSequence`` (the
+    output is packed the same way; ``h0``/``c0`` follow the sorted order).
+
+    >>> w = [ember.randn(8, 3), ember.randn(8, 2)]
+    >>> h = ember.zeros(1, 2, 2)
+    >>> [tuple(t.shape) for t in ember.lstm(ember.randn(3, 3), ember.tensor([2, 1]), (h, h), w, False, 1, 0.0,
+    ...                                      False, False)]
+    [(3, 2), (1, 2, 2), (1, 2, 2)]
+    """
+    return _run("LSTM", "lstm", args, kwargs)
 
 
 def _single_state(mode, name):
-    def fn(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
-        out, h, _ = _layers(mode, name, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                            batch_first)
+    def fn(*args, **kwargs):
+        out, h, _ = _run(mode, name, args, kwargs)
         return out, h
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``torch.{name}``: as :func:`lstm` with one hidden state; ``(output, h_n)``."
+    fn.__doc__ = (f"``torch.{name}``: as :func:`lstm` with one hidden state, padded ``(input, hx, params, "
+                  f"has_biases, num_layers, dropout, train, bidirectional, batch_first)`` or packed ``(data, "
+                  f"batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)``; "
+                  f"``(output, h_n)``.")
     return export(fn, to=("torch",))
 
 

@@ -3,13 +3,15 @@
 ``generator=``), so ``ember.manual_seed`` reproduces it."""
 from __future__ import annotations
 
+import math
+
 from .. import dtypes
 from ..autograd.function import Op
 from ..dispatch import apply, cast, check_inplace, inplace
 from ..random import native
 from ..registry import _type_name, export, op_class
 from ..tensor import Tensor
-from .creation import empty, randint
+from .creation import complex_draw, empty, randint
 from .shape import broadcast_tensors
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
@@ -19,13 +21,16 @@ class Sampled(Op):
     """Fill ``x`` with ``kernel(generator, shape, dtype, *params)``: the new values carry no gradient to the old.
 
     ``bernoulli`` takes the probabilities instead, broadcast to ``x``: ``params`` is ``(array, None)`` or
-    ``(number, the array dtype to hold it)``.
+    ``(number, the array dtype to hold it)``.  ``real`` (the real array dtype of a complex ``x``) draws the
+    real and imaginary parts as pairs.
     """
 
     tensor_args = True  # params are data of the draw, not inputs
 
     @staticmethod
-    def forward(ctx, k, x, kernel, generator, params):
+    def forward(ctx, k, x, kernel, generator, params, real=None):
+        if real is not None:
+            return complex_draw(k, kernel, generator, x.shape, x.dtype, real, *params)
         if kernel == "bernoulli":
             p, wide = params
             probs = p if wide is None else k["full"](x.shape, p, wide)
@@ -86,15 +91,19 @@ def _sample_dirichlet_vjp(ctx, g):
 SampleDirichlet = op_class("SampleDirichlet", "dirichlet", saves="both", vjp=_sample_dirichlet_vjp)
 
 
-def _need_float(t, op):
-    if not t.dtype.is_floating_point:
+def _need_float(t, op, complex_ok=False):
+    if not (t.dtype.is_floating_point or complex_ok and t.dtype.is_complex):
         raise NotImplementedError(f'"{op}" not implemented for \'{t.dtype}\' (a floating point tensor is expected)')
 
 
 def _fill(self, op, kernel, generator, *params):
-    """Write samples of ``kernel`` into ``self`` (a leaf requiring grad is refused, as for every in-place op)."""
+    """Write samples of ``kernel`` into ``self`` (a leaf requiring grad is refused, as for every in-place op);
+    a complex ``self`` gets its real and imaginary parts drawn each with ``params``."""
     check_inplace(self, op)
-    return inplace(Sampled, self, kernel, native(generator, self._dev), params)
+    gen = native(generator, self._dev)
+    if self.dtype.is_complex:
+        return inplace(Sampled, self, kernel, gen, params, self._dev.backend.array_dtype(self.dtype.to_real()))
+    return inplace(Sampled, self, kernel, gen, params)
 
 
 @export(to=TENSOR)
@@ -104,7 +113,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     >>> ember.empty(2).uniform_(0, 1).shape
     ember.Size([2])
     """
-    _need_float(self, "uniform_")
+    _need_float(self, "uniform_", complex_ok=True)
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     return _fill(self, "uniform_", "uniform", generator, from_, to)
@@ -112,11 +121,16 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 @export(to=TENSOR)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill with normal samples."""
-    _need_float(self, "normal_")
+    """Fill with normal samples; on a complex tensor each part is N(``mean``, ``std**2 / 2``), so that
+    ``E|z - mean(1+1j)|^2 = std**2``, as in PyTorch.
+
+    >>> ember.empty(2, dtype=ember.complex64).normal_().dtype
+    ember.complex64
+    """
+    _need_float(self, "normal_", complex_ok=True)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill(self, "normal_", "normal", generator, mean, std)
+    return _fill(self, "normal_", "normal", generator, mean, std * math.sqrt(0.5) if self.dtype.is_complex else std)
 
 
 @export(to=TENSOR)
@@ -234,6 +248,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     """
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         if isinstance(std, Tensor):
+            if std.dtype.is_complex:
+                raise RuntimeError("normal expects standard deviation to be non-complex")
             if std.numel() and not bool((std >= 0).all()):
                 raise RuntimeError("normal expects all elements of std >= 0.0")
         elif std < 0:

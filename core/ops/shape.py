@@ -941,10 +941,17 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
 
 
 class Diagonal(Op):
+    view_kernel = "diagonal"  # a copy on backends without strides: writes through it go back by scatter_back
+
     @staticmethod
     def forward(ctx, k, x, offset, d1, d2):
         ctx.in_shape, ctx.args = x.shape, (offset, d1, d2)
         return k["diagonal"](x, offset, d1, d2)
+
+    @staticmethod
+    def scatter_back(k, x, v, offset, d1, d2):
+        """Write ``v``, the values of this diagonal of ``x``, into ``x``."""
+        k["diagonal_scatter"](x, v, offset, d1, d2)
 
     @staticmethod
     def backward(ctx, g):
@@ -1133,10 +1140,20 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
 # --------------------------------------------------------------------------- strided windows
 class Unfold(Op):
+    view_kernel = "windows"  # a copy on backends without strides: writes through it go back by scatter_back
+
     @staticmethod
     def forward(ctx, k, x, axis, size, step):
         ctx.in_shape, ctx.args = x.shape, (axis, size, step)
         return k["windows"](x, axis, size, step)
+
+    @staticmethod
+    def scatter_back(k, x, w, axis, size, step):
+        """Write windows ``w`` back into ``x`` (where windows overlap, one of the values written wins)."""
+        pos = k["element_positions"]((w.shape[axis], size), (step, 1), 0)  # window j, element i: j * step + i
+        order = list(range(w.ndim - 1))
+        order.insert(axis + 1, w.ndim - 1)  # the window's elements next to the window index, as x[..., pos, ...]
+        k["setitem"](x, (slice(None),) * axis + (pos,), k["permute"](w, order))
 
     @staticmethod
     def backward(ctx, g):
@@ -1170,10 +1187,22 @@ def unfold(self, dimension: int, size: int, step: int) -> Tensor:
 
 
 class AsStrided(Op):
+    view_kernel = "as_strided"  # a copy on backends without strides: writes through it go back by scatter_back
+
     @staticmethod
     def forward(ctx, k, x, size, stride, offset):
         ctx.in_shape, ctx.args = x.shape, (size, stride, offset)
         return k["as_strided"](x, size, stride, offset)
+
+    @staticmethod
+    def scatter_back(k, x, v, size, stride, offset):
+        """Write ``v`` into ``x`` (read in logical order) at the view's element positions."""
+        pos = k["element_positions"](size, stride, offset)
+        index = []
+        for n in reversed(x.shape):  # flat positions -> one index array per dimension of x
+            index.append(pos % n)
+            pos = pos // n
+        k["setitem"](x, tuple(reversed(index)), v)
 
     @staticmethod
     def backward(ctx, g):

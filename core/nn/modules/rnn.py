@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import arange, empty, from_numpy, zeros
 from ...ops.nn import dropout
-from ...ops.nn_recurrent import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell, run_direction
+from ...ops.nn_recurrent import gru_cell, lstm_cell, pad_packed, rnn_relu_cell, rnn_tanh_cell, run_direction, \
+    unpad_packed
 from ...ops.shape import cat, stack
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _packed_layout
@@ -123,9 +122,11 @@ class RNNBase(Module):
         exported = getattr(input, "_padded", None) if packed else None
         if exported is not None:  # an ONNX export: the padded batch in its own order, masked by its lengths
             x, mask_t = self._padded(exported)
+            mask = mask_t._data
             B, unsort, packed, batched = x.shape[1], None, False, True
         elif packed:
-            x, B, mask_np, unsort = self._unpack(input)
+            x, mask, rows = pad_packed(input.data, input.batch_sizes, type(self).__name__)
+            B, unsort = x.shape[1], input.unsorted_indices
             batched = True
         else:
             self._check_input(input)
@@ -160,10 +161,6 @@ class RNNBase(Module):
             self._check_hidden(h0, h_shape)
             if c0 is not None:
                 self._check_hidden(c0, c_shape, "cell")
-        if packed:
-            mask = x._dev.backend.from_numpy(mask_np.astype(x.dtype.np), x._dev.index)
-        elif exported is not None:
-            mask = mask_t._data
         hs, cs = [], []
         layer_in = x
         for layer in range(self.num_layers):
@@ -183,7 +180,8 @@ class RNNBase(Module):
         if exported is not None:
             output = self._repack_exported(output, input, mask_t)
         elif packed:
-            output = self._repack(output, input)
+            output = PackedSequence(unpad_packed(output, rows), input.batch_sizes, input.sorted_indices,
+                                    input.unsorted_indices)
             if unsort is not None:
                 h_n = h_n.index_select(1, unsort)
                 c_n = c_n.index_select(1, unsort) if c_n is not None else None
@@ -204,17 +202,6 @@ class RNNBase(Module):
         return run_direction(self.mode, x, h0, c0, *w, *b, w_hr, mask, bool(d))
 
     @staticmethod
-    def _unpack(packed):
-        """Padded time-major input, batch size, step mask (T, B, 1) and the unsort permutation."""
-
-        T, B, t_idx, b_idx, _, lengths_sorted = _packed_layout(packed)
-        data = packed.data
-        x = zeros((T, B) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
-        x[from_numpy(t_idx).to(data.device), from_numpy(b_idx).to(data.device)] = data
-        mask = (np.arange(T)[:, None] < lengths_sorted[None, :]).astype(np.float64)[:, :, None]
-        return x, B, mask, packed.unsorted_indices
-
-    @staticmethod
     def _padded(exported):
         """The padded time-major batch and its step mask ``(T, B, 1)``, computed from the lengths by ops."""
         x, lengths, _ = exported
@@ -228,12 +215,6 @@ class RNNBase(Module):
         packed = PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
         packed._padded = (out, like._padded[1], mask)
         return packed
-
-    @staticmethod
-    def _repack(out, like):
-        _, _, t_idx, b_idx, _, _ = _packed_layout(like)
-        data = out[from_numpy(t_idx).to(out.device), from_numpy(b_idx).to(out.device)]
-        return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
 
 def _cat_last(outs):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ops.creation import from_numpy, full
+from ...ops.nn_recurrent import packed_layout
 from ...ops.shape import cat
 from ...tensor import Tensor
 
@@ -136,11 +137,8 @@ def _exporting():
 
 
 def _packed_layout(sequence):
-    bs = sequence.batch_sizes.cpu().numpy().astype(np.int64)
-    B = int(bs[0]) if bs.size else 0
-    lengths_sorted = np.array([(bs > b).sum() for b in range(B)], dtype=np.int64)
+    T, B, t_idx, b_idx, lengths_sorted = packed_layout(sequence.batch_sizes)
     order = sequence.sorted_indices.cpu().numpy() if sequence.sorted_indices is not None else np.arange(B)
-    T, _, t_idx, b_idx = _layout(lengths_sorted)
     return T, B, t_idx, b_idx, order, lengths_sorted
 
 

@@ -1,7 +1,7 @@
 """Checksums, resumable downloads and archive extraction for datasets and weights.
 
-``download_url`` writes into ``<file>.part`` and resumes it with an HTTP ``Range`` request on
-the next call; the file takes its final name only once its MD5 checks out.
+``download_url`` writes into ``<file>.part`` through :func:`ember.hub.fetch`, which resumes it with an
+HTTP ``Range`` request on the next call; the file takes its final name only once its MD5 checks out.
 
 >>> calculate_md5.__name__
 'calculate_md5'
@@ -14,8 +14,9 @@ import os
 import shutil
 import tarfile
 import urllib.error
-import urllib.request
 from urllib.parse import urlparse
+
+import ember
 
 USER_AGENT = "ember-vision"
 CHUNK = 1 << 20
@@ -37,38 +38,13 @@ def check_integrity(fpath: str, md5: str | None = None) -> bool:
     return md5 is None or calculate_md5(fpath) == md5
 
 
-def _open(url: str, offset: int, timeout: float):
-    headers = {"User-Agent": USER_AGENT}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
-
-
-def _copy(resp, out, progress: bool, name: str) -> None:
-    """Copy the response body into ``out``; with ``progress``, show a tqdm bar when tqdm is installed."""
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            tqdm = None
-        if tqdm is not None:
-            total = resp.headers.get("Content-Length")
-            bar = tqdm(total=int(total) if total else None, unit="B", unit_scale=True, desc=name)
-    for chunk in iter(lambda: resp.read(CHUNK), b""):
-        out.write(chunk)
-        if bar is not None:
-            bar.update(len(chunk))
-    if bar is not None:
-        bar.close()
-
-
 def download_url(url: str, root: str, filename: str | None = None, md5: str | None = None,
                  timeout: float = 30.0, progress: bool = False) -> str:
     """Download ``url`` into ``root/filename`` (resuming a previous partial download); returns the path.
 
-    Raises ``RuntimeError`` naming the URL when the host cannot be reached (offline) or answers with
-    an error, and when the downloaded file's MD5 is not ``md5`` (the partial file is then removed).
+    The transfer is :func:`ember.hub.fetch`'s (HTTP ``Range`` resumption, the progress bar).  Raises
+    ``RuntimeError`` naming the URL when the host cannot be reached (offline) or answers with an error,
+    and when the downloaded file's MD5 is not ``md5`` (the partial file is then removed).
     """
     root = os.path.expanduser(root)
     os.makedirs(root, exist_ok=True)
@@ -76,22 +52,14 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
     if check_integrity(fpath, md5):
         return fpath
     part = fpath + ".part"
-    offset = os.path.getsize(part) if os.path.isfile(part) else 0
     try:
-        resp = _open(url, offset, timeout)
+        ember.hub.fetch(url, part, progress, timeout, USER_AGENT, name=os.path.basename(fpath))
     except urllib.error.HTTPError as e:
-        if e.code != 416 or not offset:  # 416: the partial file is already complete
-            raise RuntimeError(f"download of {url} failed: HTTP {e.code} {e.reason}") from e
-        resp = None
+        raise RuntimeError(f"download of {url} failed: HTTP {e.code} {e.reason}") from e
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         raise RuntimeError(f"could not download {url} ({reason}): the host cannot be reached (offline?). "
                            f"Put the file at {fpath}{f' (md5 {md5})' if md5 else ''} and try again") from e
-    if resp is not None:
-        with resp:
-            resumed = offset and resp.status == 206
-            with open(part, "ab" if resumed else "wb") as out:
-                _copy(resp, out, progress, os.path.basename(fpath))
     if md5 is not None:
         got = calculate_md5(part)
         if got != md5:

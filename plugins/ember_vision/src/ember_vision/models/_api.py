@@ -1,22 +1,16 @@
-"""Pretrained weights: where they are cached, how they are fetched and checked, how they load.
+"""Pretrained weights: the architectures' checkpoints and how they load.
 
-Files live in ``$EMBER_HOME/hub/checkpoints`` (default ``~/.cache/ember``), named as PyTorch names
-them (``resnet18-f37072fd.pth``: the part after the last ``-`` is the start of the file's SHA-256).
-A PyTorch checkpoint is read by ``ember.load`` (no torch needed, no code from the file runs).
+Files are fetched, cached and checked by :mod:`ember.hub`: they live in ``$EMBER_HOME/hub/checkpoints``
+(default ``~/.cache/ember``), named as PyTorch names them (``resnet18-f37072fd.pth``: the part after the
+last ``-`` is the start of the file's SHA-256).  A PyTorch checkpoint is read by ``ember.load`` (no torch
+needed, no code from the file runs).
 """
 from __future__ import annotations
 
 import enum
-import os
-import re
 from typing import NamedTuple
-from urllib.parse import urlparse
 
 import ember
-
-from ..datasets.utils import download_url
-
-_HASH = re.compile(r"-([a-f0-9]*)\.")
 
 
 def get_dir() -> str:
@@ -24,42 +18,13 @@ def get_dir() -> str:
     return ember.hub.get_dir()
 
 
-_sha256 = ember.hub._sha256  # the file's SHA-256, as the hub checks its downloads
-
-
-def _check_hash(path: str, name: str) -> None:
-    m = _HASH.search(name)
-    if m is None:
-        return
-    digest = _sha256(path)
-    if not digest.startswith(m.group(1)):
-        raise RuntimeError(f"weights file {path} has the wrong checksum: its SHA-256 is {digest}, expected one "
-                           f"starting with {m.group(1)}; delete it to download it again")
-
-
 def load_state_dict_from_url(url: str, model_dir: str | None = None, map_location=None, progress: bool = True,
                              check_hash: bool = True, file_name: str | None = None) -> dict:
-    """The state dict in ``url``'s file, from the cache directory or downloaded into it (then checked)."""
-    model_dir = model_dir or os.path.join(get_dir(), "checkpoints")
-    name = file_name or os.path.basename(urlparse(url).path)
-    path = os.path.join(model_dir, name)
-    if not os.path.isfile(path):
-        try:
-            download_url(url, model_dir, name, progress=progress)
-        except RuntimeError as e:
-            m = _HASH.search(name)
-            sha = f" (its SHA-256 starts with {m.group(1)})" if m and m.group(1) else ""
-            raise RuntimeError(f"could not fetch the weights {url}: {e.__cause__ or e}. Put the file at "
-                               f"{path}{sha} and try again") from e
-        if check_hash:
-            try:
-                _check_hash(path, name)
-            except RuntimeError:
-                os.remove(path)
-                raise
-    elif check_hash:
-        _check_hash(path, name)
-    return ember.load(path, map_location=map_location or "cpu")
+    """The state dict in ``url``'s file: :func:`ember.hub.load_state_dict_from_url` (the cache, the resumable
+    download, the SHA-256 prefix check), checking the hash by default and loading onto the CPU unless
+    ``map_location`` says otherwise."""
+    return ember.hub.load_state_dict_from_url(url, model_dir, map_location=map_location or "cpu", progress=progress,
+                                              check_hash=check_hash, file_name=file_name)
 
 
 class Weights(NamedTuple):
