@@ -54,6 +54,9 @@ NN_ROWS = [
     Row("max_pool2d_backward", _vjp(lambda m, x: _f(m).max_pool2d(x, 2, 1)), [[r(1, 2, 4, 4), r(1, 2, 3, 3)]]),
     Row("max_unpool2d_backward", _vjp(lambda m, v, idx: _f(m).max_unpool2d(v, idx, 2)),
         [[r(1, 2, 2, 2), r(1, 2, 4, 4), I([[[[0, 3], [9, 14]], [[5, 2], [8, 15]]]])]]),
+    # training-mode batch norm is one node; its double backward recomputes the statistics from the input
+    Row("batch_norm_training", lambda m, x, w, b: _f(m).batch_norm(x, None, None, w, b, True),
+        [[r(4, 3, 2), r(3), r(3)], [r(5, 2), None, None], [r(2, 3, 2, 2, nc=True), r(3), None]]),
     Row("cross_entropy_index", lambda m, x, t: _f(m).cross_entropy(x, t), [[r(3, 4), I([0, 3, 1])]]),
     Row("ctc_loss", lambda m, x, t: m.ctc_loss(x.log_softmax(2), t, [6, 5], [2, 3], 0, 2),
         [[r(6, 2, 4), I([[1, 2, 0], [3, 1, 2]])]], gradgrad=False, rtol=1e-4, atol=1e-5),
