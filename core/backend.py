@@ -458,7 +458,7 @@ class device:
     device(type='cpu')
     """
 
-    __slots__ = ("type", "index", "backend", "kernels", "atype", "__weakref__")
+    __slots__ = ("type", "index", "_backend", "kernels", "atype", "__weakref__")
     _cache: dict = {}
 
     def __new__(cls, type, index=None):  # noqa: A002 - PyTorch's name
@@ -485,9 +485,20 @@ class device:
             if not type or not type.replace("_", "").isalnum():
                 raise RuntimeError(f"Expected a device type at start of device string: {type!r}")
             dev = object.__new__(cls)
-            dev.type, dev.index, dev.backend, dev.kernels, dev.atype = type, index, None, None, None
+            dev.type, dev.index, dev._backend, dev.kernels, dev.atype = type, index, None, None, None
             cls._cache[key] = dev
         return dev
+
+    @property
+    def backend(self):
+        """The backend of this device's type: the one it was resolved with, else the one registered for the
+        type now (``ember.device("cuda").backend`` before any tensor went to ``cuda:0``); None if none is."""
+        b = self._backend
+        return b if b is not None else BACKENDS.get(self.type)
+
+    @backend.setter
+    def backend(self, value):
+        self._backend = value
 
     def __repr__(self):
         if self.index is None:
@@ -565,8 +576,8 @@ def resolve(dev) -> device:
         raise RuntimeError(f"device {dev} does not exist: {dev.type} devices are not numbered")
     else:
         dev = device(dev.type)
-    if dev.kernels is None or dev.backend is not backend:
-        dev.backend = backend
+    if dev.kernels is None or dev._backend is not backend:
+        dev._backend = backend
         dev.kernels = backend.kernels_for(dev.index)
         dev.atype = backend.array_type
     return dev
@@ -625,5 +636,5 @@ def get_default_device() -> device:
 def refresh_kernels() -> None:
     """Re-read every resolved device's kernel table (after a backend changed)."""
     for dev in device._cache.values():
-        if dev.backend is not None:
+        if dev._backend is not None:
             dev.kernels = dev.backend.kernels_for(dev.index)

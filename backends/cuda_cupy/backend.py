@@ -95,7 +95,7 @@ class CupyBackend(ArrayBackend):
     # ---------------------------------------------------------------- data
     def from_numpy(self, array, index, copy=False, non_blocking=False):
         cp = self.cp
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # C order, keeping a 0-d array 0-d (ascontiguousarray makes it 1-d)
         with cp.cuda.Device(self.current_device() if index is None else index):
             out = cp.empty(array.shape, array.dtype)
             if array.size:
