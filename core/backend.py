@@ -547,6 +547,24 @@ def _accelerator_type():
     return names[0] if names else "cuda"
 
 
+def array_namespace(x):
+    """The array module kernels use for device array ``x``: the ``xp`` of the backend whose arrays ``x`` is one
+    of (``numpy`` for the CPU's, ``cupy`` for CUDA's), else ``x.__array_namespace__()``.  For kernels in
+    plugins: CuPy's arrays have no ``__array_namespace__``.
+
+    >>> import numpy as np, ember
+    >>> ember.backend.array_namespace(np.zeros(2)) is np
+    True
+    """
+    for b in BACKENDS.values():
+        if b.array_type is not None and b.xp is not None and isinstance(x, b.array_type):
+            return b.xp
+    if hasattr(x, "__array_namespace__"):
+        return x.__array_namespace__()
+    raise TypeError(f"array_namespace(): {type(x).__module__}.{type(x).__name__} is not an array of a registered "
+                    f"ember backend and has no __array_namespace__")
+
+
 def get_backend(type_name: str) -> Backend:
     try:
         return BACKENDS[type_name]

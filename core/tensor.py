@@ -15,7 +15,7 @@ import numpy as np
 from . import dtypes
 from ._printing import tensor_repr
 from .state import INFERENCE_ON, is_inference
-from .storage import TypedStorage, UntypedStorage, _ptr
+from .storage import TypedStorage, UntypedStorage, _addressable, _ptr
 from . import layouts as _layout
 from .shared_memory import is_shared as _is_shared
 from .shared_memory import share_memory_ as _share_memory_
@@ -173,7 +173,7 @@ class Tensor:
 
     def storage_offset(self) -> int:
         base = self._storage_root()
-        if base is self._data or not hasattr(self._data, "__array_interface__"):
+        if base is self._data or not _addressable(self._data):
             return 0
         return (self.data_ptr() - _ptr(base)) // self.element_size()
 

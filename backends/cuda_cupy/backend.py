@@ -36,7 +36,7 @@ class CupyBackend(ArrayBackend):
         self.nccl = Nccl(cp)
 
     def overrides(self):
-        table = compat.kernels(self.cp)
+        table = compat.kernels(self.cp, self.kernels)
         table.update(fused.kernels(self.cp, self.kernels))
         table.update(cudnn.kernels(self.cp, self.kernels))
         return table
