@@ -183,6 +183,8 @@ def test_contiguous_copies_only_when_needed(device):
 
 def test_stride_and_storage_offset(device):
     t = ember.arange(12, device=device).reshape(3, 4)
+    if not hasattr(t._data, "strides"):
+        pytest.skip(f"the {device} backend's arrays have no strides (views are copies)")
     assert t.stride() == (4, 1) and t.t().stride() == (1, 4)
     assert t[1].storage_offset() == 4
     assert t.storage().size() == 12 and t.untyped_storage().nbytes() == 96
