@@ -463,7 +463,7 @@ class device:
     device(type='cpu')
     """
 
-    __slots__ = ("type", "index", "backend", "kernels", "atype", "__weakref__")
+    __slots__ = ("type", "index", "_backend", "kernels", "atype", "__weakref__")
     _cache: dict = {}
 
     def __new__(cls, type, index=None):  # noqa: A002 - PyTorch's name
@@ -490,9 +490,20 @@ class device:
             if not type or not type.replace("_", "").isalnum():
                 raise RuntimeError(f"Expected a device type at start of device string: {type!r}")
             dev = object.__new__(cls)
-            dev.type, dev.index, dev.backend, dev.kernels, dev.atype = type, index, None, None, None
+            dev.type, dev.index, dev._backend, dev.kernels, dev.atype = type, index, None, None, None
             cls._cache[key] = dev
         return dev
+
+    @property
+    def backend(self):
+        """The backend of this device's type: the one it was resolved with, else the one registered for the
+        type now (``ember.device("cuda").backend`` before any tensor went to ``cuda:0``); None if none is."""
+        b = self._backend
+        return b if b is not None else BACKENDS.get(self.type)
+
+    @backend.setter
+    def backend(self, value):
+        self._backend = value
 
     def __repr__(self):
         if self.index is None:
@@ -541,6 +552,24 @@ def _accelerator_type():
     return names[0] if names else "cuda"
 
 
+def array_namespace(x):
+    """The array module kernels use for device array ``x``: the ``xp`` of the backend whose arrays ``x`` is one
+    of (``numpy`` for the CPU's, ``cupy`` for CUDA's), else ``x.__array_namespace__()``.  For kernels in
+    plugins: CuPy's arrays have no ``__array_namespace__``.
+
+    >>> import numpy as np, ember
+    >>> ember.backend.array_namespace(np.zeros(2)) is np
+    True
+    """
+    for b in BACKENDS.values():
+        if b.array_type is not None and b.xp is not None and isinstance(x, b.array_type):
+            return b.xp
+    if hasattr(x, "__array_namespace__"):
+        return x.__array_namespace__()
+    raise TypeError(f"array_namespace(): {type(x).__module__}.{type(x).__name__} is not an array of a registered "
+                    f"ember backend and has no __array_namespace__")
+
+
 def get_backend(type_name: str) -> Backend:
     try:
         return BACKENDS[type_name]
@@ -570,8 +599,8 @@ def resolve(dev) -> device:
         raise RuntimeError(f"device {dev} does not exist: {dev.type} devices are not numbered")
     else:
         dev = device(dev.type)
-    if dev.kernels is None or dev.backend is not backend:
-        dev.backend = backend
+    if dev.kernels is None or dev._backend is not backend:
+        dev._backend = backend
         dev.kernels = backend.kernels_for(dev.index)
         dev.atype = backend.array_type
     return dev
@@ -630,5 +659,5 @@ def get_default_device() -> device:
 def refresh_kernels() -> None:
     """Re-read every resolved device's kernel table (after a backend changed)."""
     for dev in device._cache.values():
-        if dev.backend is not None:
+        if dev._backend is not None:
             dev.kernels = dev.backend.kernels_for(dev.index)

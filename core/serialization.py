@@ -331,6 +331,7 @@ class _Storages:
     def __init__(self, zf: zipfile.ZipFile, meta: list, map_location):
         self.zf, self.meta, self.map_location = zf, meta, map_location
         self.roots: dict = {}
+        self.moved: dict = {}  # (id of a host storage, target device) -> that storage on the device
 
     def root(self, sid: int):
         if sid not in self.roots:
@@ -355,12 +356,15 @@ class _Storages:
         if arr.dtype != DTYPES[spec["dtype"]].np:
             raise CheckpointError(f"checkpoint tensor of dtype {spec['dtype']} views a storage of {arr.dtype}")
         return storage_view(arr, int(spec["offset"]), tuple(spec["shape"]), tuple(spec["stride"]), saved_dev,
-                            self.map_location, spec["requires_grad"], spec["param"])
+                            self.map_location, spec["requires_grad"], spec["param"], self.moved)
 
 
 def storage_view(arr: np.ndarray, offset: int, shape: tuple, strides: tuple, saved_location: str, map_location,
-                 requires_grad: bool, is_param: bool) -> Tensor:
-    """A tensor viewing host storage ``arr`` (offset and strides in elements), moved per ``map_location``."""
+                 requires_grad: bool, is_param: bool, moved: dict | None = None) -> Tensor:
+    """A tensor viewing host storage ``arr`` (offset and strides in elements), moved per ``map_location``.
+
+    ``moved`` (one dict per load) holds the storages already copied to a device: the tensors of one storage
+    view one device copy of it, sharing memory there as they did when saved."""
     if math.prod(shape) == 0:
         view = np.empty(shape, arr.dtype)
     else:
@@ -372,6 +376,13 @@ def storage_view(arr: np.ndarray, offset: int, shape: tuple, strides: tuple, sav
         view = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item, strides=tuple(s * item for s in strides))
     t = _wrap(view, resolve("cpu"))
     target = _target(map_location, saved_location)
+    if moved is not None and not callable(target) and target.type != "cpu" and view.size:
+        root = moved.get((id(arr), target))
+        if root is None:
+            root = moved[id(arr), target] = (_wrap(arr, resolve("cpu")).to(target), arr)  # arr kept: its id stays
+        dev = root[0]._dev
+        t = _wrap(dev.kernels["as_strided"](root[0]._data, shape, strides, offset), dev)
+        return _finish_tensor(t, requires_grad, is_param)
     if callable(target):
         t = target(t, saved_location)
     elif target.type != "cpu":

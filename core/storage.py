@@ -80,6 +80,11 @@ class TypedStorage(UntypedStorage):
 
 
 
+def _addressable(a) -> bool:
+    """Whether array ``a`` exposes its memory address (host arrays, and device arrays such as CuPy's)."""
+    return hasattr(a, "__array_interface__") or hasattr(a, "__cuda_array_interface__")
+
+
 def _ptr(a):
     ai = getattr(a, "__array_interface__", None)
     if ai is not None:

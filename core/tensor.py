@@ -15,7 +15,7 @@ import numpy as np
 from . import dtypes
 from ._printing import tensor_repr
 from .state import INFERENCE_ON, is_inference
-from .storage import TypedStorage, UntypedStorage, _ptr
+from .storage import TypedStorage, UntypedStorage, _addressable, _ptr
 from . import layouts as _layout
 from .shared_memory import is_shared as _is_shared
 from .shared_memory import share_memory_ as _share_memory_
@@ -173,7 +173,7 @@ class Tensor:
 
     def storage_offset(self) -> int:
         base = self._storage_root()
-        if base is self._data or not hasattr(self._data, "__array_interface__"):
+        if base is self._data or not _addressable(self._data):
             return 0
         return (self.data_ptr() - _ptr(base)) // self.element_size()
 
@@ -430,28 +430,28 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a NumPy array, sharing memory on the CPU."""
         if force:
-            return self._dev.backend.to_numpy(self.detach()._data).copy() if self._dev.type == "cpu" \
-                else self._dev.backend.to_numpy(self._data)
+            return self._dev._backend.to_numpy(self.detach()._data).copy() if self._dev.type == "cpu" \
+                else self._dev._backend.to_numpy(self._data)
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if not self._dev.backend.host:
+        if not self._dev._backend.host:
             raise TypeError(f"can't convert {self._dev} device type tensor to numpy. Use Tensor.cpu() to copy the "
                             f"tensor to host memory first.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        a = self._dev.backend.to_numpy(self._data)
+        a = self._dev._backend.to_numpy(self._data)
         return a if dtype is None else a.astype(dtype)
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._dev.backend.to_numpy(self._data).reshape(()).item()
+        return self._dev._backend.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
         """The data as (nested) Python lists of numbers."""
-        return self._dev.backend.to_numpy(self._data).tolist()
+        return self._dev._backend.to_numpy(self._data).tolist()
 
     def __len__(self):
         if self._data.ndim == 0:

@@ -46,8 +46,9 @@ class TransformerModel(nn.Module):
 
 
 def batches(data, seq_len, batch_size, gen):
-    starts = ember.randint(0, len(data) - seq_len - 1, (batch_size,), generator=gen)
-    idx = starts.unsqueeze(1) + ember.arange(seq_len + 1)
+    # the generator's device draws the starts; the windows are cut where the data lives
+    starts = ember.randint(0, len(data) - seq_len - 1, (batch_size,), generator=gen, device=gen.device).to(data.device)
+    idx = starts.unsqueeze(1) + ember.arange(seq_len + 1, device=data.device)
     chunk = data[idx]
     return chunk[:, :-1], chunk[:, 1:]
 

@@ -51,6 +51,8 @@ def digits(keep=None):
 
 
 def fit(model, optimizer, x, y, epochs: int) -> float:
+    dev = next(model.parameters()).device  # the batches go where the model is (the default device)
+    x, y = x.to(dev), y.to(dev)
     loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
     for _ in range(epochs):
         for xb, yb in loader:

@@ -67,6 +67,7 @@ def main(argv=None) -> dict:
         total, correct, running = 0, 0, 0.0
         with tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch", disable=None) as bar:
             for images, labels in bar:
+                images, labels = images.to(model.fc.weight.device), labels.to(model.fc.weight.device)
                 optimizer.zero_grad()
                 out = model(images)
                 loss = criterion(out, labels)

@@ -65,7 +65,7 @@ def train(rank: int, model: nn.Module, x, y, args) -> None:
     opt = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     n = len(y)
     for _ in range(args.epochs):
-        for idx in ember.randperm(n).split(args.batch_size):
+        for idx in ember.randperm(n, device=x.device).split(args.batch_size):
             opt.zero_grad()
             F.cross_entropy(model(x[idx]), y[idx]).backward()
             opt.step()
@@ -79,7 +79,7 @@ def accuracy(model, x, y) -> float:
 def hogwild(args, data) -> tuple:
     x, y, xt, yt = data
     ember.manual_seed(args.seed)
-    model = Net()
+    model = Net().to(x.device)  # where the data is: the CPU (shared memory), whatever the default device
     model.share_memory()
     ctx = mp.get_context(args.start_method)
     shares = [(x[r::args.procs], y[r::args.procs]) for r in range(args.procs)]
@@ -97,7 +97,7 @@ def hogwild(args, data) -> tuple:
 def single(args, data) -> tuple:
     x, y, xt, yt = data
     ember.manual_seed(args.seed)
-    model = Net()
+    model = Net().to(x.device)
     start = time.perf_counter()
     train(0, model, x, y, args)
     return accuracy(model, xt, yt), time.perf_counter() - start

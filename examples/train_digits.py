@@ -171,8 +171,8 @@ def train(args) -> dict:
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
-        shuffle.set_state(ckpt["shuffle_rng"])
-        ember.set_rng_state(ckpt["rng"])
+        shuffle.set_state(ckpt["shuffle_rng"].cpu())  # generator states are CPU tensors; map_location moved them
+        ember.set_rng_state(ckpt["rng"].cpu())
         history, start_epoch = ckpt["history"], ckpt["epoch"]
         if start_epoch >= args.epochs:
             print(f"already complete: {args.checkpoint} holds all {start_epoch} epochs "

@@ -47,8 +47,8 @@ def test_unavailable_cuda_says_why():
 
 def test_legacy_cuda_types_check_device_and_dtype():
     assert ember.cuda.FloatTensor.__name__ == "FloatTensor"
-    assert not isinstance(ember.ones(1), ember.cuda.FloatTensor)
-    assert isinstance(ember.ones(1), ember.FloatTensor)
+    assert not isinstance(ember.ones(1, device="cpu"), ember.cuda.FloatTensor)
+    assert isinstance(ember.ones(1, device="cpu"), ember.FloatTensor)
     assert {"FloatTensor", "DoubleTensor", "LongTensor", "ByteTensor", "HalfTensor"} <= set(vars(ember.cuda))
 
 
@@ -101,7 +101,10 @@ def test_fused_update_matches_the_shared_kernel(kernel, n_state, off, settings):
             fn(q, g, *st, *(() if kernel == "rmsprop_update" else (float(step),)), *settings)
     for a, b in zip([runs[0][0], *runs[0][1]], [runs[1][0], *runs[1][1]]):
         if a is not None:
-            np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=1e-5, atol=1e-6)
+            # the fused kernel contracts products and sums into FMAs: where a value cancels to far below the
+            # array's scale (p - lr * buf), the two differ by a rounding at that scale, not the value's own
+            b = cp.asnumpy(b)
+            np.testing.assert_allclose(cp.asnumpy(a), b, rtol=1e-5, atol=8 * np.finfo(np.float32).eps * np.abs(b).max())
 
 
 @gpu
@@ -161,12 +164,12 @@ def test_memory_pool_statistics():
     base = ember.cuda.memory_allocated()
     ember.cuda.reset_peak_memory_stats()
     x = ember.empty(1 << 20, dtype=ember.float32, device="cuda")
-    assert ember.cuda.memory_allocated() >= base + 4 << 20
-    assert ember.cuda.max_memory_allocated() >= base + 4 << 20
+    assert ember.cuda.memory_allocated() >= base + (4 << 20)
+    assert ember.cuda.max_memory_allocated() >= base + (4 << 20)
     assert ember.cuda.memory_reserved() >= ember.cuda.memory_allocated()
     del x
     assert ember.cuda.memory_allocated() == base
-    assert ember.cuda.max_memory_allocated() >= base + 4 << 20
+    assert ember.cuda.max_memory_allocated() >= base + (4 << 20)
     ember.cuda.empty_cache()
     assert ember.cuda.memory_reserved() <= ember.cuda.max_memory_reserved()
 

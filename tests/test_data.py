@@ -80,7 +80,7 @@ def test_default_collate_nested(device):
     assert out["meta"][0].dtype == ember.int64 and out["meta"][0].tolist() == [0, 1, 2]
     assert out["meta"][1].dtype == ember.float64 and out["meta"][2] == ["s0", "s1", "s2"]
     assert isinstance(out["p"], Point) and out["p"].x.shape == (3, 1)
-    assert out["t"].device == ember.device(device) and out["t"][:, 0].tolist() == [0.0, 1.0, 2.0]
+    assert out["t"].device == batch[0]["t"].device and out["t"][:, 0].tolist() == [0.0, 1.0, 2.0]
 
 
 def test_collate_unequal_shapes_names_field():

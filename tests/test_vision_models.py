@@ -126,8 +126,8 @@ def test_weights_from_cache_and_seed_finetuning_recipe(tmp_path, monkeypatch, to
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         want = want_model(x)
-    np.testing.assert_allclose(model.eval()(ember.from_numpy(x.numpy())).detach().numpy(), want.numpy(),
-                               rtol=2e-4, atol=2e-4)
+    got = model.eval()(ember.from_numpy(x.numpy()).to(model.fc.weight.device))
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.numpy(), rtol=2e-4, atol=2e-4)
 
     # the same file loads where torch cannot be imported at all
     script = ("import sys; sys.modules['torch'] = None\n"
@@ -199,7 +199,7 @@ def test_weights_download_checks_the_hash(tmp_path, torch, ref, capsys):
     assert sorted(os.listdir(cache)) == [name]  # the bad download was removed
     model = models.lenet5()
     model.load_state_dict(state)
-    np.testing.assert_array_equal(model.conv2.weight.detach().numpy(), saved.conv2.weight.detach().numpy())
+    np.testing.assert_array_equal(model.conv2.weight.detach().cpu().numpy(), saved.conv2.weight.detach().numpy())
 
 
 def test_pretrained_download_when_offline(tmp_path, monkeypatch):

@@ -36,7 +36,7 @@ class CupyBackend(ArrayBackend):
         self.nccl = Nccl(cp)
 
     def overrides(self):
-        table = compat.kernels(self.cp)
+        table = compat.kernels(self.cp, self.kernels)
         table.update(fused.kernels(self.cp, self.kernels))
         table.update(cudnn.kernels(self.cp, self.kernels))
         return table
@@ -95,7 +95,7 @@ class CupyBackend(ArrayBackend):
     # ---------------------------------------------------------------- data
     def from_numpy(self, array, index, copy=False, non_blocking=False):
         cp = self.cp
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # C order, keeping a 0-d array 0-d (ascontiguousarray makes it 1-d)
         with cp.cuda.Device(self.current_device() if index is None else index):
             out = cp.empty(array.shape, array.dtype)
             if array.size:

@@ -34,11 +34,16 @@ class _Opened:
     """An opened IPC allocation; closed when the last array over it goes."""
 
     def __init__(self, cp, handle: bytes, device_id: int):
-        self.cp, self.device_id = cp, device_id
+        self.cp, self.device_id, self.ptr = cp, device_id, None
         with cp.cuda.Device(device_id):
+            # a process that has not used CUDA yet has no context on the device (entering Device(0) when 0 is
+            # already current does not make one), and opening a handle needs one: cudaFree(0) creates it
+            cp.cuda.runtime.free(0)
             self.ptr = cp.cuda.runtime.ipcOpenMemHandle(handle)
 
     def __del__(self):
+        if self.ptr is None:  # the open failed
+            return
         with self.cp.cuda.Device(self.device_id):
             self.cp.cuda.runtime.ipcCloseMemHandle(self.ptr)
 

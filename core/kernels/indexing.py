@@ -12,6 +12,38 @@ SEEDS = {"sum": 0, "mean": 0, "prod": 1}
 REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
 
 
+def segmented_product(xp, out, index, values):
+    """``out`` with ``out[index] *= values`` done, repeated positions multiplying up (``out`` itself may
+    change), for ``index`` a tuple of integer arrays that broadcast with ``values``, one per axis of ``out``:
+    what ``xp.multiply.at`` does, from a sort and a segmented scan, for array libraries without
+    ``multiply.at`` (CuPy).
+
+    The flat target positions are sorted; a product scan by doubling restarts at each run of
+    equal positions, so the last element of a run holds the run's product, which every element of the
+    run then reads (``searchsorted``): the writes of one run agree, in whatever order they land."""
+    shape = values.shape
+    lin = None
+    for axis, ix in enumerate(index):
+        lin = ix if lin is None else lin * out.shape[axis] + ix
+    keys = xp.reshape(xp.broadcast_to(lin, shape), (-1,))
+    vals = xp.reshape(xp.broadcast_to(values, shape), (-1,))
+    order = xp.argsort(keys)
+    keys, vals = xp.take(keys, order), xp.take(vals, order)
+    n = keys.shape[0]
+    start = xp.searchsorted(keys, keys, side="left")  # first position of each element's run
+    pos = xp.arange(n, dtype=start.dtype)
+    join = getattr(xp, "concat", None) or xp.concatenate
+    shift = 1
+    while shift < n:
+        same = (pos[shift:] - shift) >= start[shift:]
+        vals = join((vals[:shift], xp.where(same, vals[shift:] * vals[:n - shift], vals[shift:])), axis=0)
+        shift *= 2
+    last = xp.searchsorted(keys, keys, side="right") - 1
+    flat = xp.reshape(out, (-1,))
+    flat[keys] = flat[keys] * xp.take(vals, last)
+    return xp.reshape(flat, out.shape)
+
+
 def kernels(xp) -> dict:
 
     INTS = {xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8}
@@ -25,6 +57,21 @@ def kernels(xp) -> dict:
             shape[d] = n
             grids.append(index if d == axis else xp.arange(n).reshape(shape))
         return tuple(grids)
+
+    native_at = [None]  # whether xp.multiply.at works (CuPy declares it and raises)
+
+    def multiply_into(out, index, values):
+        """``out`` with ``out[index] *= values``, repeated indices multiplying up: ``xp.multiply.at``, else
+        :func:`segmented_product` (no host round trip)."""
+        if native_at[0] is not False:
+            try:
+                xp.multiply.at(out, index, values)
+            except (AttributeError, NotImplementedError):
+                native_at[0] = False
+            else:
+                native_at[0] = True
+                return out
+        return segmented_product(xp, out, index, values)
 
     def getitem(x, index):
         return x[index]
@@ -62,7 +109,10 @@ def kernels(xp) -> dict:
         if not include_self:
             # written positions start from the identity (max/min: any of their own sources)
             out[idx] = SEEDS[reduce] if reduce in SEEDS else src
-        getattr(xp, REDUCE_UFUNCS[reduce]).at(out, idx, src)
+        if reduce == "prod":
+            out = multiply_into(out, idx, src)
+        else:
+            getattr(xp, REDUCE_UFUNCS[reduce]).at(out, idx, src)
         if reduce == "mean":
             count = xp.full(x.shape, 1 if include_self else 0, dtype=out.dtype)
             xp.add.at(count, idx, 1)

@@ -121,7 +121,13 @@ def kernels(xp) -> dict:
     def where(cond, x, y):
         return xp.where(cond, x, y)
 
+    uint8, int64 = getattr(xp, "uint8", None), getattr(xp, "int64", None)
+
     def astype(x, dtype):
+        if dtype == uint8 and getattr(x.dtype, "kind", "") in ("f", "c", "V"):  # V: bfloat16
+            # through int64, as PyTorch casts floats to uint8: negative values wrap (-1.5 -> 255) on every
+            # device, where a direct conversion is undefined and GPUs saturate (-1.5 -> 0)
+            return (x.real if x.dtype.kind == "c" else x).astype(int64).astype(dtype)
         return x.astype(dtype)
 
     def sigmoid(x):

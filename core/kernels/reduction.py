@@ -6,6 +6,23 @@ import math
 
 QUIET = {"mean", "var", "logsumexp", "prod", "cumprod"}  # 0/0 of empty slices, overflow
 
+
+def scan(xp, op, x, axis):
+    """The inclusive scan of ``x`` along ``axis`` under ``op``, an associative elementwise function of two
+    arrays (``xp.maximum``, ``xp.minimum``): ``op.accumulate`` for array libraries that lack it (CuPy's
+    maximum and minimum), by doubling (Hillis-Steele: ceil(log2 n) rounds of ``op`` on shifted slices).
+    For maximum and minimum it gives what ``accumulate`` gives, NaN propagation included."""
+    join = getattr(xp, "concat", None) or xp.concatenate
+    y = xp.moveaxis(x, axis, 0)
+    n, shift = y.shape[0], 1
+    if n < 2:
+        y = op(y, y)  # a fresh array, as every kernel returns
+    while shift < n:
+        y = join((y[:shift, ...], op(y[shift:, ...], y[:n - shift, ...])), axis=0)
+        shift *= 2
+    return xp.moveaxis(y, 0, axis)
+
+
 def kernels(xp) -> dict:
     def sum_(x, axis=None, keepdims=False, dtype=None):
         return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
@@ -70,15 +87,28 @@ def kernels(xp) -> dict:
         out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
         return out if keepdims else xp.squeeze(out, axis=axis)
 
+    native_scan = [None]  # whether xp's maximum/minimum have a working .accumulate (found on first use)
+
+    def running(ufunc, x, axis):
+        if native_scan[0] is not False:
+            try:
+                out = ufunc.accumulate(x, axis=axis)
+            except (AttributeError, NotImplementedError):  # CuPy declares .accumulate and raises
+                native_scan[0] = False
+            else:
+                native_scan[0] = True
+                return out
+        return scan(xp, ufunc, x, axis)
+
     def cumextreme(x, axis, largest):
         """Running max (or min) along ``axis`` and the index where it was last reached (NaN propagates)."""
         ufunc = xp.maximum if largest else xp.minimum
-        vals = ufunc.accumulate(x, axis=axis)
+        vals = running(ufunc, x, axis)
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         at = xp.reshape(xp.arange(x.shape[axis]), tuple(shape))
         hit = (x == vals) | (x != x)
-        return vals, xp.maximum.accumulate(xp.where(hit, at, 0), axis=axis)
+        return vals, running(xp.maximum, xp.where(hit, at, 0), axis)
 
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
 

@@ -48,14 +48,16 @@ receives and returns.
 
 ``forward`` is a kernel: it receives the input tensors' device arrays (``numpy.ndarray`` on ``cpu``,
 ``cupy.ndarray`` on ``cuda``, the backend's array type elsewhere) and returns one array of the same library.
-Written against the array's own namespace (``x.__array_namespace__()``), one kernel serves every backend.
+Written against the array's namespace (``ember.backend.array_namespace(x)``: ``numpy``, ``cupy``, ...), one
+kernel serves every backend.
 ``backward`` is written with ember ops, so the op differentiates to any order on every backend.
 """
+from ember.backend import array_namespace
 from ember.plugins import hookimpl
 
 
 def softsign_kernel(x):
-    xp = x.__array_namespace__()
+    xp = array_namespace(x)
     return x / (1 + xp.abs(x))
 
 

@@ -105,6 +105,7 @@ class _Reader:
     def __init__(self, zf, prefix: str, map_location):
         self.zf, self.prefix, self.map_location = zf, prefix, map_location
         self.storages: dict = {}
+        self.moved: dict = {}  # (id of a host storage, target device) -> that storage on the device
 
     def storage(self, key: str, dtype_name: str, location: str, numel: int):
         if key not in self.storages:
@@ -128,7 +129,7 @@ class _Reader:
         return self.storages[key], location, self
 
     def tensor(self, arr, location, offset, shape, stride, requires_grad):
-        return storage_view(arr, offset, shape, stride, location, self.map_location, requires_grad, False)
+        return storage_view(arr, offset, shape, stride, location, self.map_location, requires_grad, False, self.moved)
 
 
 def is_torch_archive(names) -> bool:

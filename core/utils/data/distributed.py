@@ -44,7 +44,7 @@ class DistributedSampler(Sampler):
         n = len(self.dataset)
         if self.shuffle:
             g = Generator().manual_seed(self.seed + self.epoch)
-            indices = randperm(n, generator=g).tolist()
+            indices = randperm(n, generator=g, device="cpu").tolist()
         else:
             indices = list(range(n))
         if self.drop_last:

@@ -14,6 +14,7 @@ Installing the distribution registers, through the ``ember`` entry point:
 tensor([0.0000, 1.7616])
 """
 import ember
+from ember.backend import array_namespace
 from ember.nn import Module
 from ember.plugins import hookimpl
 
@@ -55,7 +56,7 @@ class Swish(Module):
 
 def _mish_kernel(x):
     # tanh(softplus(x)) = (n - 1) / (n + 1) with n = (1 + e^x)^2
-    xp = x.__array_namespace__()
+    xp = array_namespace(x)  # numpy, cupy, ... (CuPy's arrays have no __array_namespace__)
     n = (1 + xp.exp(x)) ** 2
     return x * (n - 1) / (n + 1)
 

@@ -27,8 +27,8 @@ class FakeData(VisionDataset):
         if not 0 <= index < self.size:
             raise IndexError(f"FakeData: index {index} out of range for a dataset of size {self.size}")
         g = ember.Generator().manual_seed(index + self.random_offset)
-        img = ember.rand(*self.image_size, generator=g)
-        target = int(ember.randint(0, self.num_classes, (1,), generator=g).item())
+        img = ember.rand(*self.image_size, generator=g, device="cpu")
+        target = int(ember.randint(0, self.num_classes, (1,), generator=g, device="cpu").item())
         return self._apply(to_pil_image(img), target)
 
     def __len__(self) -> int:
