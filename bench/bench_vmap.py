@@ -5,6 +5,9 @@
       ember vmap(grad(loss)) over the batch  vs  one batched forward+backward in ember (target <= 2x)
       ember vmap(grad(loss))                 vs  torch.func's vmap(grad(loss)) (when torch is installed)
       ember vmap(grad(loss))                 vs  a per-example loop in ember (what vmap replaces)
+      ember vmap(grad(loss)) and the batched step  vs  a NumPy floor: the same per-sample gradients by hand
+                                             (batched GEMMs forward and back, one broadcast multiply per
+                                             weight gradient), no framework at all
 
     python bench/bench_vmap.py [--batch 64] [--repeat 7] [--min-time 0.3] [--threads 1] [--json out.json]
 
@@ -58,6 +61,36 @@ def steps(lib, func, model, x, y):
     return batched, vmapped, loop
 
 
+def numpy_per_sample_fn(model, x, y):
+    """The per-sample gradients by hand in NumPy (float32, the model's shapes): one GEMM per layer forward
+    and per input gradient, the softmax cross-entropy gradient, and each sample's weight gradient as the
+    outer product of its output gradient and its input, written (sample, out, in) as the result is laid out."""
+    params = [p.detach().numpy() for p in model.parameters()]
+    ws, bs = params[0::2], params[1::2]
+    names = [n for n, _ in model.named_parameters()]
+    onehot = np.eye(SIZES[-1], dtype=np.float32)[y]
+
+    def step():
+        acts, pre = [x], []
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            z = acts[-1] @ w.T + b
+            pre.append(z)
+            if i < len(ws) - 1:
+                acts.append(np.maximum(z, 0))
+        z = pre[-1]
+        e = np.exp(z - z.max(1, keepdims=True))
+        g = e / e.sum(1, keepdims=True) - onehot  # d(per-sample CE)/dz: softmax - onehot
+        grads = [None] * len(params)
+        for i in range(len(ws) - 1, -1, -1):
+            grads[2 * i] = g[:, :, None] * acts[i][:, None, :]
+            grads[2 * i + 1] = g
+            if i:
+                g = (g @ ws[i]) * (pre[i - 1] > 0)
+        return dict(zip(names, grads))
+
+    return step
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=64)
@@ -77,7 +110,11 @@ def main():
            "ember_batched_s": bench(batched, args.repeat, args.min_time),
            "ember_vmap_s": bench(vmapped, args.repeat, args.min_time),
            "ember_loop_s": bench(loop, args.repeat, args.min_time)}
+    floor = numpy_per_sample_fn(model, xs, ys)
+    res["numpy_floor_s"] = bench(floor, args.repeat, args.min_time)
     res["vmap_over_batched"] = res["ember_vmap_s"] / res["ember_batched_s"]
+    res["vmap_over_floor"] = res["ember_vmap_s"] / res["numpy_floor_s"]
+    res["batched_over_floor"] = res["ember_batched_s"] / res["numpy_floor_s"]
     res["loop_over_vmap"] = res["ember_loop_s"] / res["ember_vmap_s"]
     try:
         import torch

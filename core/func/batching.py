@@ -164,6 +164,7 @@ class Level:
 
     def __exit__(self, *exc):
         self._icpt.__exit__(*exc)
+        self._icpt = None  # (it holds the bound handler: a cycle through this level)
         LEVELS.remove(self)
 
     def handle(self, kind, Op, args, run):
