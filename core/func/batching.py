@@ -427,11 +427,16 @@ def _linear_rule(level, kind, Op, args):
         if x.ndim == 0:
             return NotImplemented
         return wrap(kind(Op, x._data.value, *args[1:]), level)
-    xp = phys_of(x, level)
-    wp = phys_of(w, level)
+    # per-sample weights (a gradient transform's): y^T = w x^T per sample, so that the weight's gradient
+    # g^T x comes out laid out (sample, out, in) as the weight is (no transposed copy), and a weight
+    # repeated over the batch (zero strides) multiplies the whole batch in one GEMM (see the matmul kernel)
+    xp, wp = phys_of(x, level), phys_of(w, level)
     lead = tuple(x.shape[:-1])
-    y = xp.reshape(xp.shape[0], -1, x.shape[-1]).matmul(wp.transpose(-1, -2))
-    y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
+    if xp.ndim != 3:
+        xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
+    y = wp.matmul(xp.transpose(-1, -2)).transpose(-1, -2)
+    if len(lead) != 1:
+        y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
     if b is not None:
         y = y + phys_of(b, level, len(lead) + 1)
     if y.shape[0] != level.size:

@@ -17,8 +17,8 @@ from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ..ops.creation import eye, ones_like, zeros_like
 from ..ops.shape import stack
-from ..tensor import Tensor
-from .batching import LEVELS, batched_at, bottom, lift, rewrap, wrap
+from ..tensor import Tensor, _wrap
+from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap
 from .pytree import tree_flatten, tree_map, tree_unflatten
 
 _DEPTH = [0]  # gradient transforms running: inside one, results keep their graph for the outer one
@@ -30,12 +30,19 @@ class _Traced:
     def __init__(self, trees):
         self.levels = list(LEVELS)
         self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
+        sizes = tuple(lv.size for lv in self.levels)
         for tree in trees:
             flat, spec = tree_flatten(tree)
             new = []
             for t in flat:
                 if not isinstance(t, Tensor):
                     raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
+                if sizes and type(t._data) is not Batched and not t._rg:
+                    # an unbatched input (a parameter): repeated over every level by zero strides, directly
+                    fresh = _wrap(t._dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), t._dev)
+                    self.reals.append(fresh.requires_grad_())
+                    new.append(rewrap(fresh, self.levels))
+                    continue
                 real = bottom(lift(t, self.levels))
                 if real.requires_grad:
                     self.keep_graph = True
