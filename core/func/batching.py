@@ -155,16 +155,18 @@ class Level:
     def __init__(self, size: int, randomness: str):
         self.size, self.randomness = size, randomness
         self.thread = threading.get_ident()  # interception is process-wide; a level batches its own thread
+        self.handler = None  # the bound handler entered while the level is open
 
     def __enter__(self):
         LEVELS.append(self)
-        self._icpt = intercept(self.handle)
+        self.handler = self.handle
+        self._icpt = intercept(self.handler)
         self._icpt.__enter__()
         return self
 
     def __exit__(self, *exc):
         self._icpt.__exit__(*exc)
-        self._icpt = None  # (it holds the bound handler: a cycle through this level)
+        self._icpt = self.handler = None  # (both hold the bound handler: a cycle through this level)
         LEVELS.remove(self)
 
     def handle(self, kind, Op, args, run):

@@ -15,6 +15,7 @@ import functools
 
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..dispatch import set_aside
 from ..ops.creation import eye, ones_like, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
@@ -54,6 +55,12 @@ class _Traced:
             self.trees.append(tree_unflatten(new, spec))
             self.specs.append(spec)
 
+    def handlers(self):
+        """The interception handlers of this call's vmap levels still open.  The graph being differentiated
+        is built on the physical tensors under every level (the inputs were lifted to the bottom), so its
+        backward pass meets no tensor batched at them: they are set aside while it runs."""
+        return [lv.handler for lv in self.levels if lv.handler is not None]
+
     def real_out(self, out):
         return bottom(lift(out, self.levels))
 
@@ -63,8 +70,9 @@ class _Traced:
         pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
         if not pairs:
             return [zeros_like(r) for r in self.reals]
-        res = _autograd_grad([o for o, _ in pairs], self.reals, [g for _, g in pairs], allow_unused=True,
-                             create_graph=cg, retain_graph=True if retain_graph is None else retain_graph)
+        with set_aside(self.handlers()):
+            res = _autograd_grad([o for o, _ in pairs], self.reals, [g for _, g in pairs], allow_unused=True,
+                                 create_graph=cg, retain_graph=True if retain_graph is None else retain_graph)
         return [zeros_like(r) if g is None else g for g, r in zip(res, self.reals)]
 
     def as_trees(self, real_grads):
@@ -263,8 +271,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     pairs = [(b, t) for b, t in zip(back, tans) if b.requires_grad]
     cg = traced.keep_graph
     if pairs:
-        res = _autograd_grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
-                             create_graph=cg, retain_graph=cg)
+        with set_aside(traced.handlers()):
+            res = _autograd_grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
+                                 create_graph=cg, retain_graph=cg)
     else:
         res = [None] * len(dummies)
     outs = [rewrap(zeros_like(r) if g is None else g, traced.levels) for g, r in zip(res, reals)]
