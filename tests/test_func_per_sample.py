@@ -81,18 +81,21 @@ def test_per_sample_grads_match_torch_func(device, torch, dtype, bias):
         assert v.dtype == model.get_parameter(k).dtype
 
 
-def test_per_sample_grads_sum_and_ignored_targets(device, torch):
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_per_sample_grads_ignored_targets(device, torch, reduction):
+    # a sample whose one row is ignored: no gradient; its mean is 0/0 (NaN), as PyTorch's
     model, t_model = _pair(torch, device, "float64")
     xs, ys = _data(6, "float64", seed=1)
     ys[2] = 1
-    e_loss, t_loss = _loss_fns(torch, model, t_model, reduction="sum", ignore_index=1)
+    e_loss, t_loss = _loss_fns(torch, model, t_model, reduction=reduction, ignore_index=1)
     g, v = ember.func.vmap(ember.func.grad_and_value(e_loss), in_dims=(None, 0, 0))(
         _params(model), ember.tensor(xs, device=device), ember.tensor(ys, device=device))
     tg, tv = torch.func.vmap(torch.func.grad_and_value(t_loss), in_dims=(None, 0, 0))(
         _params(t_model), torch.tensor(xs), torch.tensor(ys))
     _close_tree(g, tg)
-    assert_close(v, tv.numpy())
-    assert float(g["0.weight"][2].abs().sum()) == 0.0  # the ignored sample has no gradient
+    assert_close(v, tv.numpy())  # NaNs compare equal
+    assert float(g["0.weight"][2].abs().sum()) == 0.0
+    assert np.isnan(v[2].item()) == (reduction == "mean")
 
 
 def test_per_sample_grads_sequences_and_inputs(device, torch):

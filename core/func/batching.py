@@ -21,6 +21,7 @@ import numpy as np
 from ..autograd.function import OPS
 from ..dispatch import binary, cast, inplace, intercept, result_type
 from ..ops.creation import _create
+from ..ops.nn_loss import _check_bounds
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 
@@ -508,7 +509,24 @@ def _conv_rule(level, kind, Op, args):
 
 
 def _cross_entropy_rule(level, kind, Op, args):
+    """Each sample's cross-entropy as ``-sum(log_softmax(x) * w)`` over its rows: the weights ``w`` (one-hot
+    targets over the rows kept, over their count for the mean) hold no gradient and come from one kernel."""
     x, t, ignore_index, mean = args
+    tp = t._data.value if batched_at(t, level) else t.unsqueeze(0)
+    if type(tp._data) is Batched:  # targets batched at an outer level too
+        return _cross_entropy_ops(level, x, t, ignore_index, mean)
+    xp = expanded(x, level)
+    classes = xp.shape[-1]
+    w, nan, bounds = xp._dev.kernels["cross_entropy_weights"](tp._data, ignore_index, mean, classes,
+                                                               bottom(xp)._data.dtype)
+    _check_bounds(*bounds, classes)
+    loss = -(xp.log_softmax(-1) * _wrap(w, xp._dev)).sum((-2, -1))
+    if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
+        loss = loss + _wrap(nan, xp._dev)
+    return wrap(loss, level)
+
+
+def _cross_entropy_ops(level, x, t, ignore_index, mean):
     xp, tp = expanded(x, level), expanded(t, level)
     logp = xp.log_softmax(-1)
     valid = tp != ignore_index

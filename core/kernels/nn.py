@@ -412,6 +412,25 @@ def kernels(xp) -> dict:
             loss = loss + x.dtype.type(math.nan)
         return loss, coef[:, None], onehot, bounds
 
+    def cross_entropy_weights(t, ignore_index, mean, classes, dtype):
+        """For cross-entropies of several samples at class indices ``t`` ``(B, N)`` (vmap's batch, each
+        sample's rows): the one-hot rows ``(B, N, classes)`` of the targets kept, divided by the sample's count
+        of them for the mean; what to add to the losses ``(B,)``, NaN for a mean over no row (0/0, its
+        gradient 0 as in PyTorch), or None when there is none; and the smallest and largest target kept."""
+        keep = t != ignore_index
+        safe = xp.where(keep, t, 0)
+        w = keep.astype(dtype)
+        nan = None
+        if mean:
+            count = xp.sum(w, axis=-1, keepdims=True)
+            empty = count == 0
+            w = w / xp.where(empty, xp.ones_like(count), count)
+            if bool(empty.any()):
+                nan = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), xp.asarray(0, dtype=dtype))
+        onehot = (xp.arange(classes) == safe[..., None]).astype(dtype) * w[..., None]
+        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
+        return onehot, nan, bounds
+
     # ---------------------------------------------------------------- activations
     def softplus(x, beta, threshold):
         bx = x * beta
@@ -435,6 +454,7 @@ def kernels(xp) -> dict:
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
+        "cross_entropy_weights": cross_entropy_weights,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
         "pad_index": pad_index,
         "resize_nearest_index": resize_nearest_index, "resize_linear_weights": resize_linear_weights,
