@@ -37,9 +37,10 @@ class Batched:
 
     def __init__(self, value, level):
         self.value, self.level = value, level
-        self.shape = tuple(value.shape[1:])
+        data = value._data  # an array, or a Batched of an outer level: both have shape and dtype
+        self.shape = tuple(data.shape[1:])
         self.ndim = len(self.shape)
-        self.dtype = value._data.dtype
+        self.dtype = data.dtype
 
     @property
     def size(self):

@@ -87,7 +87,11 @@ class _Traced:
         """``value``'s tensors, cut from the graph unless an outer transform needs it."""
         if self.keep_graph:
             return value
-        return tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, value)
+        return tree_map(_detached, value)
+
+
+def _detached(t):
+    return t.detach() if isinstance(t, Tensor) and t._rg else t  # (a tensor without a graph is one already)
 
 
 def _run(func, args, kwargs):
