@@ -21,6 +21,7 @@ import numpy as np
 from ..autograd.function import OPS
 from ..dispatch import binary, cast, inplace, intercept, result_type
 from ..ops.creation import _create
+from ..ops.nn import LinearStack
 from ..ops.nn_loss import _check_bounds
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
@@ -431,20 +432,15 @@ def _linear_rule(level, kind, Op, args):
         if x.ndim == 0:
             return NotImplemented
         return wrap(kind(Op, x._data.value, *args[1:]), level)
-    # per-sample weights (a gradient transform's): y^T = w x^T per sample, so that the weight's gradient
-    # g^T x comes out laid out (sample, out, in) as the weight is (no transposed copy), and a weight
-    # repeated over the batch (zero strides) multiplies the whole batch in one GEMM (see the matmul kernel)
-    xp, wp = phys_of(x, level), phys_of(w, level)
+    # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
+    # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
+    xp, wp = expanded(x, level), expanded(w, level)
     lead = tuple(x.shape[:-1])
     if xp.ndim != 3:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
-    y = wp.matmul(xp.transpose(-1, -2)).transpose(-1, -2)
+    y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
     if len(lead) != 1:
         y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
-    if b is not None:
-        y = y + phys_of(b, level, len(lead) + 1)
-    if y.shape[0] != level.size:
-        y = y.expand(level.size, *y.shape[1:])
     return wrap(y, level)
 
 
