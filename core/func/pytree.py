@@ -5,14 +5,11 @@ from __future__ import annotations
 class Spec:
     """The structure of a flattened value: a leaf (``kind`` None), or a container and its children's specs."""
 
-    __slots__ = ("kind", "meta", "children")
+    __slots__ = ("kind", "meta", "children", "num_leaves")
 
     def __init__(self, kind, meta, children):
         self.kind, self.meta, self.children = kind, meta, children
-
-    @property
-    def num_leaves(self) -> int:
-        return 1 if self.kind is None else sum(c.num_leaves for c in self.children)
+        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
 
     def __eq__(self, other):
         return isinstance(other, Spec) and (self.kind, self.meta, self.children) == \
