@@ -98,6 +98,19 @@ def test_per_sample_grads_ignored_targets(device, torch, reduction):
     assert np.isnan(v[2].item()) == (reduction == "mean")
 
 
+def test_per_sample_loss_target_out_of_bounds(device):
+    model = _mlp(ember.nn).to(device)
+    xs, ys = _data()
+    ys[3] = SIZES[-1]
+
+    def loss(params, x, y):
+        return EF.cross_entropy(ember.func.functional_call(model, params, (x.unsqueeze(0),)), y.unsqueeze(0))
+
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.func.vmap(ember.func.grad(loss), in_dims=(None, 0, 0))(
+            _params(model), ember.tensor(xs, device=device), ember.tensor(ys, device=device))
+
+
 def test_per_sample_grads_sequences_and_inputs(device, torch):
     # samples of several rows (a weight's gradient sums over them) and the gradient for the input as well
     model, t_model = _pair(torch, device, "float64")

@@ -512,14 +512,12 @@ def _cross_entropy_rule(level, kind, Op, args):
     tp = t._data.value if batched_at(t, level) else t.unsqueeze(0)
     if type(tp._data) is Batched:  # targets batched at an outer level too
         return _cross_entropy_ops(level, x, t, ignore_index, mean)
-    xp = expanded(x, level)
-    classes = xp.shape[-1]
-    w, nan, bounds = xp._dev.kernels["cross_entropy_weights"](tp._data, ignore_index, mean, classes,
-                                                               bottom(xp)._data.dtype)
-    _check_bounds(*bounds, classes)
-    loss = -(xp.log_softmax(-1) * _wrap(w, xp._dev)).sum((-2, -1))
+    px, dev = expanded(x, level), x._dev
+    w, nan, bounds = dev.kernels["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
+    _check_bounds(*bounds, px.shape[-1])
+    loss = -(px.log_softmax(-1) * _wrap(w, dev)).sum((-2, -1))
     if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
-        loss = loss + _wrap(nan, xp._dev)
+        loss = loss + _wrap(nan, dev)
     return wrap(loss, level)
 
 

@@ -412,13 +412,15 @@ def kernels(xp) -> dict:
             loss = loss + x.dtype.type(math.nan)
         return loss, coef[:, None], onehot, bounds
 
-    def cross_entropy_weights(t, ignore_index, mean, classes, dtype):
-        """For cross-entropies of several samples at class indices ``t`` ``(B, N)`` (vmap's batch, each
-        sample's rows): the one-hot rows ``(B, N, classes)`` of the targets kept, divided by the sample's count
+    def cross_entropy_weights(x, t, ignore_index, mean):
+        """For cross-entropies of logits ``x`` (``(..., C)``: only its class count and dtype are read) of several
+        samples at class indices ``t`` ``(B, N)`` (vmap's batch, each sample's rows): the one-hot rows
+        ``(B, N, C)`` in ``x``'s dtype of the targets kept, divided by the sample's count
         of them for the mean; what to add to the losses ``(B,)``, NaN for a mean over no row (0/0, its
         gradient 0 as in PyTorch), or None when there is none; and the smallest and largest target kept."""
         keep = t != ignore_index
         safe = xp.where(keep, t, 0)
+        dtype = x.dtype
         w = keep.astype(dtype)
         nan = None
         if mean:
@@ -427,7 +429,7 @@ def kernels(xp) -> dict:
             w = w / xp.where(empty, xp.ones_like(count), count)
             if bool(empty.any()):
                 nan = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), xp.asarray(0, dtype=dtype))
-        onehot = (xp.arange(classes) == safe[..., None]).astype(dtype) * w[..., None]
+        onehot = (xp.arange(x.shape[-1]) == safe[..., None]).astype(dtype) * w[..., None]
         bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
         return onehot, nan, bounds
 
