@@ -179,10 +179,11 @@ def test_outer_handlers_still_see_the_backward_pass(device):
     assert_close(g, np.broadcast_to(xs.cpu().numpy()[:, None, :], (5, 3, 4)))
 
 
-def test_matmul_with_an_operand_repeated_over_the_stack(device, torch):
-    # zero-stride (expanded) stacks multiply as one GEMM; values and gradients as PyTorch's
+@pytest.mark.parametrize("m", [1, 2])
+def test_matmul_with_an_operand_repeated_over_the_stack(device, torch, m):
+    # zero-stride (expanded) stacks multiply as one GEMM; values, layout and gradients as PyTorch's
     rng = np.random.default_rng(7)
-    a, b = rng.standard_normal((3, 4)), rng.standard_normal((5, 4, 2))
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((5, 4, m))
     for first in (True, False):
         ea = ember.tensor(a, device=device, requires_grad=True)
         eb = ember.tensor(b, device=device, requires_grad=True)
@@ -192,6 +193,7 @@ def test_matmul_with_an_operand_repeated_over_the_stack(device, torch):
         else:
             e, t = eb.mT @ ea.mT.expand(5, 4, 3), tb.mT @ ta.mT.expand(5, 4, 3)
         assert_close(e, t.detach().numpy())
+        assert e.is_contiguous() and tuple(e.view(-1).shape) == (t.numel(),)
         (e * e).sum().backward()
         (t * t).sum().backward()
         assert_close(ea.grad, ta.grad.numpy())

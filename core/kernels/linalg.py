@@ -52,7 +52,7 @@ def kernels(xp) -> dict:
             if _repeated(b):
                 lead = a.shape[:-1]
                 return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ b[(0,) * (b.ndim - 2)], lead + (b.shape[-1],))
-            if _repeated(a):
+            if _repeated(a) and b.shape[-1] == 1:  # (stacked vectors: the result is laid out as a stack)
                 bt = xp.swapaxes(b, -1, -2)
                 out = xp.reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (a.ndim - 2)], -1, -2)
                 return xp.swapaxes(xp.reshape(out, bt.shape[:-1] + (a.shape[-2],)), -1, -2)
