@@ -200,3 +200,21 @@ def test_matmul_with_an_operand_repeated_over_the_stack(device, torch, m):
         assert_close(eb.grad, tb.grad.numpy())
     empty = ember.zeros(0, 3, 4, device=device) @ ember.zeros(4, 2, device=device).expand(0, 4, 2)
     assert empty.shape == (0, 3, 2)
+
+
+def test_gradient_of_a_per_sample_gradient_penalty(device, torch):
+    # grad over vmap(grad): the inner backward pass keeps its graph for the outer transform
+    model, t_model = _pair(torch, device, "float64")
+    xs, ys = _data(4, "float64", seed=8)
+    e_loss, t_loss = _loss_fns(torch, model, t_model)
+
+    def penalty(lib, loss, x, y):
+        def f(params):
+            g = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+            return sum((v ** 2).sum() for v in g.values())
+        return f
+
+    e = ember.func.grad(penalty(ember, e_loss, ember.tensor(xs, device=device), ember.tensor(ys, device=device)))(
+        _params(model))
+    t = torch.func.grad(penalty(torch, t_loss, torch.tensor(xs), torch.tensor(ys)))(_params(t_model))
+    _close_tree(e, t)
