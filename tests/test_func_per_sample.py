@@ -230,3 +230,18 @@ def test_gradient_of_a_per_sample_gradient_penalty(device, torch):
         _params(model))
     t = torch.func.grad(penalty(torch, t_loss, torch.tensor(xs), torch.tensor(ys)))(_params(t_model))
     _close_tree(e, t)
+
+
+def test_per_sample_linear_complex_gradients(device, torch):
+    # the adjoint convention of PyTorch for complex inputs: g @ conj(w), g^T @ conj(x)
+    rng = np.random.default_rng(9)
+    shapes = ((3, 2, 4), (3, 5, 4), (3, 5))
+    arrays = [rng.standard_normal(s) + 1j * rng.standard_normal(s) for s in shapes]
+    grads = []
+    for m, dev in ((ember, device), (torch, "cpu")):
+        ts = [m.tensor(a, device=dev, requires_grad=True) for a in arrays]
+        y = m.vmap(m.nn.functional.linear)(*ts)
+        (y.abs() ** 2).sum().backward()
+        grads.append([t.grad for t in ts])
+    for e, t in zip(*grads):
+        assert_close(e, t.numpy())

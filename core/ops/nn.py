@@ -253,9 +253,12 @@ class LinearStack(Op):
     @staticmethod
     def backward(ctx, g):
         ins = ctx.inputs
+        x, w = ins[0], ins[1]
+        if g.is_complex():  # the adjoint: g @ conj(w), g^T @ conj(x)
+            x, w = x.conj(), w.conj()
         nf = ctx.next_functions
-        gx = g.matmul(ins[1]) if nf[0][0] is not None else None
-        gw = g.mT.matmul(ins[0]) if nf[1][0] is not None else None
+        gx = g.matmul(w) if nf[0][0] is not None else None
+        gw = g.mT.matmul(x) if nf[1][0] is not None else None
         if len(ins) == 2:
             return gx, gw
         return gx, gw, g.sum(1) if nf[2][0] is not None else None
