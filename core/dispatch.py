@@ -769,6 +769,22 @@ class intercept:
         _HANDLERS.remove(self.handler)
 
 
+class set_aside:
+    """Skip ``handlers`` (entered :class:`intercept` handlers) for the ops this thread runs inside the
+    context, as while they run (vmap sets its levels aside for a backward pass over unbatched tensors)."""
+
+    def __init__(self, handlers):
+        self.handlers = handlers
+
+    def __enter__(self):
+        _RUNNING.__dict__.setdefault("handlers", []).extend(self.handlers)
+        return self
+
+    def __exit__(self, *exc):
+        running = _RUNNING.handlers
+        del running[len(running) - len(self.handlers):]
+
+
 def _intercepted(kind, Op, args):
     """Call the innermost handler not already running on this thread; ``_PASS`` when there is none.
 

@@ -29,6 +29,7 @@ ROWS = (
     ("dot",                       "Matmul",             None,     PROMOTE),  # ember: Matmul's policy
     ("vdot",                      "Matmul",             None,     PROMOTE),  # ember: Matmul's policy
     ("linear",                    "Linear",             LOWER,    LOWER),
+    ("linear",                    "LinearStack",        LOWER,    LOWER),    # vmap's, per-sample weights
     ("conv1d",                    "Conv",               LOWER,    LOWER),
     ("conv2d",                    "Conv",               LOWER,    LOWER),
     ("conv3d",                    "Conv",               LOWER,    LOWER),

@@ -21,6 +21,8 @@ import numpy as np
 from ..autograd.function import OPS
 from ..dispatch import binary, cast, inplace, intercept, result_type
 from ..ops.creation import _create
+from ..ops.nn import LinearStack
+from ..ops.nn_loss import _check_bounds
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 
@@ -36,9 +38,10 @@ class Batched:
 
     def __init__(self, value, level):
         self.value, self.level = value, level
-        self.shape = tuple(value.shape[1:])
+        data = value._data  # an array, or a Batched of an outer level: both have shape and dtype
+        self.shape = tuple(data.shape[1:])
         self.ndim = len(self.shape)
-        self.dtype = value._data.dtype
+        self.dtype = data.dtype
 
     @property
     def size(self):
@@ -155,15 +158,18 @@ class Level:
     def __init__(self, size: int, randomness: str):
         self.size, self.randomness = size, randomness
         self.thread = threading.get_ident()  # interception is process-wide; a level batches its own thread
+        self.handler = None  # the bound handler entered while the level is open
 
     def __enter__(self):
         LEVELS.append(self)
-        self._icpt = intercept(self.handle)
+        self.handler = self.handle
+        self._icpt = intercept(self.handler)
         self._icpt.__enter__()
         return self
 
     def __exit__(self, *exc):
         self._icpt.__exit__(*exc)
+        self._icpt = self.handler = None  # (both hold the bound handler: a cycle through this level)
         LEVELS.remove(self)
 
     def handle(self, kind, Op, args, run):
@@ -426,15 +432,15 @@ def _linear_rule(level, kind, Op, args):
         if x.ndim == 0:
             return NotImplemented
         return wrap(kind(Op, x._data.value, *args[1:]), level)
-    xp = phys_of(x, level)
-    wp = phys_of(w, level)
+    # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
+    # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
+    xp, wp = expanded(x, level), expanded(w, level)
     lead = tuple(x.shape[:-1])
-    y = xp.reshape(xp.shape[0], -1, x.shape[-1]).matmul(wp.transpose(-1, -2))
-    y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
-    if b is not None:
-        y = y + phys_of(b, level, len(lead) + 1)
-    if y.shape[0] != level.size:
-        y = y.expand(level.size, *y.shape[1:])
+    if xp.ndim != 3:
+        xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
+    y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
+    if len(lead) != 1:
+        y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
     return wrap(y, level)
 
 
@@ -500,7 +506,22 @@ def _conv_rule(level, kind, Op, args):
 
 
 def _cross_entropy_rule(level, kind, Op, args):
+    """Each sample's cross-entropy as ``-sum(log_softmax(x) * w)`` over its rows: the weights ``w`` (one-hot
+    targets over the rows kept, over their count for the mean) hold no gradient and come from one kernel."""
     x, t, ignore_index, mean = args
+    tp = t._data.value if batched_at(t, level) else t.unsqueeze(0)
+    if type(tp._data) is Batched:  # targets batched at an outer level too
+        return _cross_entropy_ops(level, x, t, ignore_index, mean)
+    px, dev = expanded(x, level), x._dev
+    w, nan, bounds = dev.kernels["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
+    _check_bounds(*bounds, px.shape[-1])
+    loss = -(px.log_softmax(-1) * _wrap(w, dev)).sum((-2, -1))
+    if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
+        loss = loss + _wrap(nan, dev)
+    return wrap(loss, level)
+
+
+def _cross_entropy_ops(level, x, t, ignore_index, mean):
     xp, tp = expanded(x, level), expanded(t, level)
     logp = xp.log_softmax(-1)
     valid = tp != ignore_index

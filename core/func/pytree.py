@@ -5,14 +5,11 @@ from __future__ import annotations
 class Spec:
     """The structure of a flattened value: a leaf (``kind`` None), or a container and its children's specs."""
 
-    __slots__ = ("kind", "meta", "children")
+    __slots__ = ("kind", "meta", "children", "num_leaves")
 
     def __init__(self, kind, meta, children):
         self.kind, self.meta, self.children = kind, meta, children
-
-    @property
-    def num_leaves(self) -> int:
-        return 1 if self.kind is None else sum(c.num_leaves for c in self.children)
+        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
 
     def __eq__(self, other):
         return isinstance(other, Spec) and (self.kind, self.meta, self.children) == \
@@ -38,36 +35,38 @@ def _is_namedtuple(x):
 def tree_flatten(value):
     """``(leaves, spec)``: the leaves of nested tuples/lists/dicts in order, and the structure."""
     leaves = []
+    return leaves, _walk(value, leaves)
 
-    def walk(v):
-        if isinstance(v, dict):
-            keys = list(v.keys())
-            return Spec(dict, tuple(keys), tuple(walk(v[k]) for k in keys))
-        if _is_namedtuple(v):
-            return Spec(type(v), None, tuple(walk(x) for x in v))
-        if isinstance(v, (tuple, list)):
-            return Spec(type(v) if type(v) in (tuple, list) else tuple, None, tuple(walk(x) for x in v))
-        leaves.append(v)
-        return LEAF
 
-    return leaves, walk(value)
+# module-level recursions (not closures over themselves: a closure that calls itself is a reference cycle,
+# and the leaves it holds -- the tensors of a transform -- would then live until the cycle collector ran)
+def _walk(v, leaves):
+    t = type(v)
+    if t is dict or isinstance(v, dict):
+        keys = tuple(v.keys())
+        return Spec(dict, keys, tuple(_walk(v[k], leaves) for k in keys))
+    if t is tuple or t is list:
+        return Spec(t, None, tuple(_walk(x, leaves) for x in v))
+    if isinstance(v, (tuple, list)):
+        return Spec(type(v) if _is_namedtuple(v) else tuple, None, tuple(_walk(x, leaves) for x in v))
+    leaves.append(v)
+    return LEAF
 
 
 def tree_unflatten(leaves, spec):
     """The inverse of :func:`tree_flatten`."""
-    it = iter(leaves)
+    return _build(spec, iter(leaves))
 
-    def build(s):
-        if s.kind is None:
-            return next(it)
-        items = [build(c) for c in s.children]
-        if s.kind is dict:
-            return dict(zip(s.meta, items))
-        if s.kind in (tuple, list):
-            return s.kind(items)
-        return s.kind(*items)
 
-    return build(spec)
+def _build(s, it):
+    if s.kind is None:
+        return next(it)
+    items = [_build(c, it) for c in s.children]
+    if s.kind is dict:
+        return dict(zip(s.meta, items))
+    if s.kind in (tuple, list):
+        return s.kind(items)
+    return s.kind(*items)
 
 
 def tree_map(fn, value):
@@ -79,23 +78,23 @@ def broadcast_prefix(prefix, spec, error):
     """Leaves of ``prefix`` (an int/None, or a structure that is a prefix of ``spec``) repeated to ``spec``'s
     leaves; ``error()`` gives the exception for a mismatch."""
     out = []
-
-    def walk(p, s):
-        if s.kind is None or not isinstance(p, (tuple, list, dict)):
-            if isinstance(p, (tuple, list, dict)):
-                raise error()
-            out.extend([p] * s.num_leaves)
-            return
-        if s.kind is dict:
-            if not isinstance(p, dict) or set(p) != set(s.meta):
-                raise error()
-            for k, c in zip(s.meta, s.children):
-                walk(p[k], c)
-            return
-        if isinstance(p, dict) or len(p) != len(s.children):
-            raise error()
-        for pi, c in zip(p, s.children):
-            walk(pi, c)
-
-    walk(prefix, spec)
+    _prefix(prefix, spec, error, out)
     return out
+
+
+def _prefix(p, s, error, out):
+    if s.kind is None or not isinstance(p, (tuple, list, dict)):
+        if isinstance(p, (tuple, list, dict)):
+            raise error()
+        out.extend([p] * s.num_leaves)
+        return
+    if s.kind is dict:
+        if not isinstance(p, dict) or set(p) != set(s.meta):
+            raise error()
+        for k, c in zip(s.meta, s.children):
+            _prefix(p[k], c, error, out)
+        return
+    if isinstance(p, dict) or len(p) != len(s.children):
+        raise error()
+    for pi, c in zip(p, s.children):
+        _prefix(pi, c, error, out)

@@ -15,10 +15,11 @@ import functools
 
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..dispatch import set_aside
 from ..ops.creation import eye, ones_like, zeros_like
 from ..ops.shape import stack
-from ..tensor import Tensor
-from .batching import LEVELS, batched_at, bottom, lift, rewrap, wrap
+from ..tensor import Tensor, _wrap
+from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap
 from .pytree import tree_flatten, tree_map, tree_unflatten
 
 _DEPTH = [0]  # gradient transforms running: inside one, results keep their graph for the outer one
@@ -30,12 +31,19 @@ class _Traced:
     def __init__(self, trees):
         self.levels = list(LEVELS)
         self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
+        sizes = tuple(lv.size for lv in self.levels)
         for tree in trees:
             flat, spec = tree_flatten(tree)
             new = []
             for t in flat:
                 if not isinstance(t, Tensor):
                     raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
+                if sizes and type(t._data) is not Batched and not t._rg:
+                    # an unbatched input (a parameter): repeated over every level by zero strides, directly
+                    fresh = _wrap(t._dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), t._dev)
+                    self.reals.append(fresh.requires_grad_())
+                    new.append(rewrap(fresh, self.levels))
+                    continue
                 real = bottom(lift(t, self.levels))
                 if real.requires_grad:
                     self.keep_graph = True
@@ -47,6 +55,12 @@ class _Traced:
             self.trees.append(tree_unflatten(new, spec))
             self.specs.append(spec)
 
+    def handlers(self):
+        """The interception handlers of this call's vmap levels still open.  The graph being differentiated
+        is built on the physical tensors under every level (the inputs were lifted to the bottom), so its
+        backward pass meets no tensor batched at them: they are set aside while it runs."""
+        return [lv.handler for lv in self.levels if lv.handler is not None]
+
     def real_out(self, out):
         return bottom(lift(out, self.levels))
 
@@ -56,8 +70,9 @@ class _Traced:
         pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
         if not pairs:
             return [zeros_like(r) for r in self.reals]
-        res = _autograd_grad([o for o, _ in pairs], self.reals, [g for _, g in pairs], allow_unused=True,
-                             create_graph=cg, retain_graph=True if retain_graph is None else retain_graph)
+        with set_aside(self.handlers()):
+            res = _autograd_grad([o for o, _ in pairs], self.reals, [g for _, g in pairs], allow_unused=True,
+                                 create_graph=cg, retain_graph=True if retain_graph is None else retain_graph)
         return [zeros_like(r) if g is None else g for g, r in zip(res, self.reals)]
 
     def as_trees(self, real_grads):
@@ -72,7 +87,11 @@ class _Traced:
         """``value``'s tensors, cut from the graph unless an outer transform needs it."""
         if self.keep_graph:
             return value
-        return tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, value)
+        return tree_map(_detached, value)
+
+
+def _detached(t):
+    return t.detach() if isinstance(t, Tensor) and t._rg else t  # (a tensor without a graph is one already)
 
 
 def _run(func, args, kwargs):
@@ -256,8 +275,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     pairs = [(b, t) for b, t in zip(back, tans) if b.requires_grad]
     cg = traced.keep_graph
     if pairs:
-        res = _autograd_grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
-                             create_graph=cg, retain_graph=cg)
+        with set_aside(traced.handlers()):
+            res = _autograd_grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
+                                 create_graph=cg, retain_graph=cg)
     else:
         res = [None] * len(dummies)
     outs = [rewrap(zeros_like(r) if g is None else g, traced.levels) for g, r in zip(res, reals)]

@@ -79,11 +79,11 @@ def _flat_inputs(func, in_dims, args):
                              f"but that input is a Tensor of dimensionality {a.dim()} so expected in_dim to "
                              f"satisfy -{a.dim()} <= in_dim < {a.dim()}.")
         sizes.append(a.shape[d])
-        where.append(_arg_path(spec, i))
+        where.append(i)
     if not sizes:
         raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if len(set(sizes)) > 1:
-        detail = ", ".join(f"{w} has size {s}" for w, s in zip(where, sizes))
+        detail = ", ".join(f"{_arg_path(spec, w)} has size {s}" for w, s in zip(where, sizes))
         raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                          f"{sizes} for the mapped dimension ({detail})")
     return flat, spec, dims, sizes[0]
@@ -91,21 +91,20 @@ def _flat_inputs(func, in_dims, args):
 
 def _arg_path(spec, index):
     """A readable name for flat input ``index``: ``argument 1``, ``argument 0['w']``, ..."""
-    path = []
-
-    def find(s, i, trail):
-        if s.kind is None:
-            return trail if i == 0 else None
-        for k, c in enumerate(s.children):
-            n = c.num_leaves
-            if i < n:
-                key = repr(s.meta[k]) if s.kind is dict else str(k)
-                return find(c, i, trail + [key])
-            i -= n
-        return None
-
-    path = find(spec, index, []) or ["?"]
+    path = _find(spec, index, []) or ["?"]
     return f"argument {path[0]}" + "".join(f"[{p}]" for p in path[1:])
+
+
+def _find(s, i, trail):
+    if s.kind is None:
+        return trail if i == 0 else None
+    for k, c in enumerate(s.children):
+        n = c.num_leaves
+        if i < n:
+            key = repr(s.meta[k]) if s.kind is dict else str(k)
+            return _find(c, i, trail + [key])
+        i -= n
+    return None
 
 
 def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs):

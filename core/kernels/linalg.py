@@ -26,6 +26,12 @@ def widened(fn):
 QUIET = {"inv", "det", "slogdet", "solve", "pinv", "matrix_exp", "solve_triangular", "lu_factor", "eig", "eigh",
          "svd", "qr", "cholesky", "ldl_factor", "ldl_solve"}  # singular inputs give inf/NaN as in PyTorch
 
+def _repeated(a):
+    """Whether every matrix of stack ``a`` is the same memory (zero strides over the stack dimensions)."""
+    st = getattr(a, "strides", None)
+    return st is not None and not any(st[:-2])
+
+
 def kernels(xp) -> dict:
     la = xp.linalg
 
@@ -40,6 +46,16 @@ def kernels(xp) -> dict:
         if a.ndim > 2 and b.ndim > 2 and a.shape[-1] == 1:
             # stacked outer products (per-sample weight gradients): one broadcast multiply, ~5x faster
             return a * b
+        if a.ndim == b.ndim > 2 and a.shape[:-2] == b.shape[:-2] and 0 not in a.shape[:-2]:
+            # one matrix repeated along the stack (zero strides: a weight broadcast over vmap's batch) is
+            # one GEMM with the other operand's stack flattened, not a loop over the stack
+            if _repeated(b):
+                lead = a.shape[:-1]
+                return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ b[(0,) * (b.ndim - 2)], lead + (b.shape[-1],))
+            if _repeated(a) and b.shape[-1] == 1:  # (stacked vectors: the result is laid out as a stack)
+                bt = xp.swapaxes(b, -1, -2)
+                out = xp.reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (a.ndim - 2)], -1, -2)
+                return xp.swapaxes(xp.reshape(out, bt.shape[:-1] + (a.shape[-2],)), -1, -2)
         return xp.matmul(a, b)
 
     @widened

@@ -449,6 +449,27 @@ def kernels(xp) -> dict:
             loss = loss + x.dtype.type(math.nan)
         return loss, coef[:, None], onehot, bounds
 
+    def cross_entropy_weights(x, t, ignore_index, mean):
+        """For cross-entropies of logits ``x`` (``(..., C)``: only its class count and dtype are read) of several
+        samples at class indices ``t`` ``(B, N)`` (vmap's batch, each sample's rows): the one-hot rows
+        ``(B, N, C)`` in ``x``'s dtype of the targets kept, divided by the sample's count
+        of them for the mean; what to add to the losses ``(B,)``, NaN for a mean over no row (0/0, its
+        gradient 0 as in PyTorch), or None when there is none; and the smallest and largest target kept."""
+        keep = t != ignore_index
+        safe = xp.where(keep, t, 0)
+        dtype = x.dtype
+        w = keep.astype(dtype)
+        nan = None
+        if mean:
+            count = xp.sum(w, axis=-1, keepdims=True)
+            empty = count == 0
+            w = w / xp.where(empty, xp.ones_like(count), count)
+            if bool(empty.any()):
+                nan = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), xp.asarray(0, dtype=dtype))
+        onehot = (xp.arange(x.shape[-1]) == safe[..., None]).astype(dtype) * w[..., None]
+        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
+        return onehot, nan, bounds
+
     # ---------------------------------------------------------------- activations
     def softplus(x, beta, threshold):
         bx = x * beta
@@ -512,6 +533,7 @@ def kernels(xp) -> dict:
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "batch_norm_train": batch_norm_train,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
+        "cross_entropy_weights": cross_entropy_weights,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
         "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold, "nn_hardsigmoid": hardsigmoid,
         "nn_hardswish": lambda x: x * hardsigmoid(x), "nn_silu": silu,

@@ -450,6 +450,36 @@ class Linear(Op):
         return gx, gw, g2.sum(0) if nf[2][0] is not None else None
 
 
+class LinearStack(Op):
+    """``x @ w.mT + b`` for a stack of weights ``(B, N, K)``, inputs ``(B, M, K)`` and biases ``(B, N)``: the
+    Linear of vmap with per-sample weights (``ember.func.batching``).  A weight stack repeated by zero
+    strides (a parameter lifted over the batch) multiplies in one GEMM (the matmul kernel sees the strides),
+    and each weight's gradient ``g.mT @ x`` is laid out as the weight is."""
+
+    backward_name = "LinearStackBackward0"
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, x, w, b):
+        y = k["matmul"](x, k["permute"](w, (0, 2, 1)))
+        if b is not None:
+            y += b[:, None, :]
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        ins = ctx.inputs
+        x, w = ins[0], ins[1]
+        if g.is_complex():  # the adjoint: g @ conj(w), g^T @ conj(x)
+            x, w = x.conj(), w.conj()
+        nf = ctx.next_functions
+        gx = g.matmul(w) if nf[0][0] is not None else None
+        gw = g.mT.matmul(x) if nf[1][0] is not None else None
+        if len(ins) == 2:
+            return gx, gw
+        return gx, gw, g.sum(1) if nf[2][0] is not None else None
+
+
 @export(to=("nn.functional",))
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """``input @ weight.T + bias``.

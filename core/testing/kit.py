@@ -34,7 +34,8 @@ from . import assert_close, to_numpy
 
 TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testing.op_table_nn",
           "ember.testing.op_table_linalg2", "ember.testing.op_table_special", "ember.testing.op_table_fft",
-          "ember.testing.op_table_breadth", "ember.testing.op_table_gapfill", "ember.testing.op_table_semantics"]
+          "ember.testing.op_table_breadth", "ember.testing.op_table_gapfill", "ember.testing.op_table_semantics",
+          "ember.testing.op_table_func"]
 CHECKS = ("forward", "noncontiguous", "grad", "gradgrad")
 
 

@@ -1,0 +1,18 @@
+"""Op table rows for the ops that ``ember.func``'s batching rules add (same row format as
+:mod:`ember.testing.op_table_shape`): each reached through ``vmap`` on both libraries, so the reference is
+PyTorch's own vmap of the same call."""
+from __future__ import annotations
+
+from .op_table_shape import Row, r
+
+
+def _linear(m, x, w, *b):
+    return m.vmap(m.nn.functional.linear)(x, w, *b)
+
+
+ROWS = [
+    # Linear with per-sample weights: LinearStack (one sample row, several rows, no bias, a vector input)
+    Row("vmap_linear_per_sample_weight", _linear, [[r(4, 1, 3), r(4, 5, 3), r(4, 5)], [r(3, 2, 4), r(3, 2, 4)]]),
+    Row("vmap_linear_per_sample_weight_rows", _linear, [[r(2, 3, 2, 4), r(2, 5, 4), r(2, 5)]]),
+    Row("vmap_linear_per_sample_weight_vector", _linear, [[r(3, 4), r(3, 2, 4), r(3, 2)]]),
+]
