@@ -209,3 +209,22 @@ def test_bad_input(name, call, exc, pattern, device):
 def test_chalf_is_a_clear_error(device):
     with pytest.raises(RuntimeError, match="complex32"):
         ember.ones(2, device=device).chalf()
+
+
+@pytest.mark.parametrize("lead", [(3,), (2, 3)], ids=["2d", "3d"])
+def test_linear_complex_gradients_are_the_adjoint(torch, device, lead):
+    r = np.random.default_rng(7)
+
+    def c(*shape):
+        return r.standard_normal(shape) + 1j * r.standard_normal(shape)
+
+    arrays = (c(*lead, 4), c(2, 4), c(2))
+    grads = {}
+    for lib in (ember, torch):
+        ts = [lib.tensor(a, device=device if lib is ember else "cpu", requires_grad=True) for a in arrays]
+        (lib.nn.functional.linear(*ts).abs() ** 2).sum().backward()
+        grads[lib] = [t.grad for t in ts]
+    for a, e in zip(grads[ember], grads[torch]):
+        assert_close(a.cpu().numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+    ts = [ember.tensor(a, device=device, requires_grad=True) for a in arrays]
+    assert gradcheck(lambda x, w, b: ember.nn.functional.linear(x, w, b), ts)

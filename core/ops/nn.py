@@ -441,6 +441,8 @@ class Linear(Op):
     def backward(ctx, g):
         ins = ctx.inputs
         x, w = ins[0], ins[1]
+        if g.is_complex():  # the adjoint: g @ conj(w), g^T @ conj(x)
+            x, w = x.conj(), w.conj()
         nf = ctx.next_functions
         gx = g.matmul(w) if nf[0][0] is not None else None
         g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
