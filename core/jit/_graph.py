@@ -29,6 +29,8 @@ import sys
 import threading
 import warnings
 from functools import partial
+from itertools import chain, repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -229,30 +231,40 @@ _ACTIVE: list = []  # the tracers recording now, in any thread (the conversion g
 _EFFECTS = frozenset(("Sampled", "Drawn"))  # random draws: never pruned
 # arguments recorded as they are, and which cannot be a random generator
 _PLAIN = _SCALARS | {complex, type(Ellipsis), dtypes.dtype, _device}
-_NONE = object()
 _new = object.__new__
 _PLAIN_FORWARD: dict = {}  # module class -> whether an instance's own 'forward' overrides the class's
 get_ident = threading.get_ident
+_QUICK = frozenset(_PLAIN | {Ref})
+_IS_REF = Ref.__instancecheck__
+_I = attrgetter("i")
+_INS = attrgetter("ins")
+_OUTS = attrgetter("outs")
+_DATA = attrgetter("_data")
+_DTYPE = attrgetter("dtype")
+_SHAPE = attrgetter("shape")
 
 
 class _Tracer:
     """The state of one trace.  Values are numbered as they are met: inputs first, then parameters,
     buffers and constants on first use, and op results."""
 
+    aliases = None       # other tensors met (a value's detach()): kept so that ids stay unique (a list)
+    layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
+    derived = None       # value ids computed from inputs (see derived_values)
+    derived_upto = 0
+    hooked = None        # the _Scope of each submodule whose path forward hooks keep (see enter)
+    ins = odd = seen = None  # refs' and enter's working state
+
     def __init__(self):
-        self.graph = Graph()
-        self.nodes = self.graph.nodes
+        self.graph = g = Graph()
+        self.nodes = g.nodes
         self.vals = {}       # id(tensor) -> its Ref
         self.values = []     # the tensor of each value id (meta is read from these at the end)
-        self.aliases = []    # other tensors met (a value's detach()): kept so that ids stay unique
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
-        self.layouts = {}    # (address, shape, strides, dtype) -> value id
         self.params = {}     # id(parameter or buffer) -> dotted path
-        self.scopes = []     # what install_scopes changed, for remove_scopes
+        self.scopes = []     # the instance dicts of the submodules whose forward is wrapped (see enter)
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
-        self.derived = None  # value ids computed from inputs (see derived_values)
-        self.derived_upto = 0
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
 
     # ------------------------------------------------------------------ values
@@ -265,20 +277,27 @@ class _Tracer:
         self.arrays[id(t._data)] = i
         return r
 
+    def alias(self, t, i):
+        r = self.vals[id(t)] = _new(Ref)
+        r.i = i
+        if self.aliases is None:
+            self.aliases = []
+        self.aliases.append(t)
+        return r
+
     def ref_of(self, t):
         """The Ref of a tensor met for the first time: an alias of a value's array, else a new value (a
         parameter or buffer when it is the module's, else a constant)."""
-        i = self.arrays.get(id(t._data))
-        r = _new(Ref)
-        self.vals[id(t)] = r
+        a = id(t._data)
+        i = self.arrays.get(a)
         if i is not None:  # detach() or .data of a value: the same array
-            r.i = i
-            self.aliases.append(t)
-            return r
+            return self.alias(t, i)
         values = self.values
+        r = _new(Ref)
         r.i = i = len(values)
         values.append(t)
-        self.arrays[id(t._data)] = i
+        self.vals[id(t)] = r
+        self.arrays[a] = i
         p = self.params.get(id(t))
         if p is not None:
             self.graph.params[i] = p
@@ -299,10 +318,7 @@ class _Tracer:
             return r.i
         i = self.arrays.get(id(t._data))
         if i is not None:
-            r = self.vals[id(t)] = _new(Ref)
-            r.i = i
-            self.aliases.append(t)
-            return i
+            return self.alias(t, i).i
         return self.new_value(t).i
 
     def derived_values(self):
@@ -310,7 +326,7 @@ class _Tracer:
         derived = self.derived
         if derived is None:
             derived = self.derived = set(self.graph.inputs)
-        nodes = self.graph.nodes
+        nodes = self.nodes
         for k in range(self.derived_upto, len(nodes)):
             n = nodes[k]
             if n.kind == "create" or not derived.isdisjoint(n.ins):
@@ -320,23 +336,28 @@ class _Tracer:
 
     def finish(self):
         """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
-        meta = self.graph.meta
+        g = self.graph
+        meta = g.meta
         from_np = dtypes.FROM_NP
-        i = 0
-        for t in self.values:
+        last = dt = None
+        for i, t in enumerate(self.values):
             a = t._data
             d = a.dtype
-            d = from_np.get(d) if isinstance(d, np.dtype) else None
-            meta[i] = (tuple(a.shape), d if d is not None else t.dtype)
-            i += 1
-        self.graph.n_values = i
+            if d is not last:  # (the dtype of consecutive values is mostly the same object)
+                dt = from_np.get(d) if isinstance(d, np.dtype) else None
+                if dt is None:
+                    dt = t.dtype
+                    d = None  # (another library's dtype: asked of every tensor)
+                last = d
+            meta[i] = (tuple(a.shape), dt)
+        g.n_values = len(self.values)
 
     # ------------------------------------------------------------------ module paths
     def enter(self, module):
         """Record ``module``'s parameters and buffers by dotted path (in ``named_modules`` order: a tensor or
         module met twice keeps its first path), and make every submodule keep ``self.where``, the module path
         ops run in, while it runs: its ``forward`` is wrapped in its instance dict (undone by :meth:`leave`),
-        or, for a class whose ``forward`` is a data descriptor, forward hooks do it."""
+        or, where that cannot be done, forward hooks do it."""
         self.seen = {id(module)}
         self.visit(module, "")
         self.seen = None
@@ -355,42 +376,36 @@ class _Tracer:
             if c is None or id(c) in seen:
                 continue
             seen.add(id(c))
-            cls = type(c)
-            plain = _PLAIN_FORWARD.get(cls)
+            d = c.__dict__
+            plain = _PLAIN_FORWARD.get(type(c))
             if plain is None:
-                plain = _PLAIN_FORWARD[cls] = not hasattr(type(getattr(cls, "forward", None)), "__set__")
-            if plain:
-                d = c.__dict__
-                self.scopes.append((d, d.get("forward", _NONE)))
+                plain = _plain_forward(type(c))
+            if plain and "forward" not in d:
                 d["forward"] = partial(_scoped, self, c.forward, k)
+                self.scopes.append(d)
             else:
-                pre, post = _path_hooks(self, k)
-                keys = object(), object()
-                c._forward_pre_hooks[keys[0]] = (pre, False)
-                c._forward_hooks[keys[1]] = (post, False)
-                self.scopes.append((c, keys))
+                if self.hooked is None:
+                    self.hooked = []
+                self.hooked.append(_Scope(self, c, k))
             self.visit(c, dot + k + ".")
 
     def leave(self):
-        for d, was in self.scopes:
-            if type(d) is dict:
-                if was is _NONE:
-                    d.pop("forward", None)
-                else:
-                    d["forward"] = was
-            else:
-                d._forward_pre_hooks.pop(was[0], None)
-                d._forward_hooks.pop(was[1], None)
+        for d in self.scopes:
+            d.pop("forward", None)
         self.scopes = []
+        if self.hooked is not None:
+            for h in self.hooked:
+                h.undo()
+            self.hooked = None
 
     # ------------------------------------------------------------------ ops
     def by_layout(self, a):
         """The value whose array has ``a``'s memory and layout (built on first need: it is rare)."""
-        n = len(self.values) + len(self.aliases)
-        if self.layouts.get(None) != n:
+        kept = self.values + (self.aliases or [])
+        if self.layouts is None or self.layouts[None] != len(kept):
             vals = self.vals
-            self.layouts = {_layout(t._data): vals[id(t)].i for t in self.values + self.aliases}
-            self.layouts[None] = n
+            self.layouts = {_layout(t._data): vals[id(t)].i for t in kept}
+            self.layouts[None] = len(kept)
         return self.layouts.get(_layout(a))
 
     def refs(self, a):
@@ -427,31 +442,31 @@ class _Tracer:
         if get_ident() != self.tid:
             return run(*args)
         out = run(*args)
-        kname = _KIND_NAMES[kind]
-        if kname == "create":
-            key = Op
-            odd = True
-        else:
-            key = _OP_NAMES.get(Op) or op_key(Op)
-            odd = False
         vals = self.vals
         ins = []
         rargs = []
+        odd = False
         for a in args:  # the top level inline: most arguments are tensors or numbers
-            if type(a) in _PLAIN:
-                rargs.append(a)
-            elif isinstance(a, Tensor):
+            if isinstance(a, Tensor):
                 r = vals.get(id(a))
                 if r is None:
                     r = self.ref_of(a)
                 ins.append(r.i)
                 rargs.append(r)
+            elif type(a) in _PLAIN:
+                rargs.append(a)
             else:
                 self.ins = ins
                 self.odd = odd
                 rargs.append(self.refs(a))
                 odd = self.odd
         rargs = tuple(rargs)
+        kname = _KIND_NAMES[kind]
+        if kname == "create":
+            key = Op
+            odd = True
+        else:
+            key = _OP_NAMES.get(Op) or op_key(Op)
         nodes = self.nodes
         multi = type(out) in (tuple, list)
         if odd:  # an argument that is not plain data: it may be the default random generator
@@ -459,27 +474,35 @@ class _Tracer:
             if any(a is gen for a in args):  # resolved again at each replay
                 rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
                 self.effects.add(len(nodes))
-        values = self.values
         if multi:
             ids = tuple([self.new_value(o).i for o in out])
         else:  # self.new_value(out), inline
+            values = self.values
             r = _new(Ref)
             r.i = i = len(values)
             values.append(out)
             vals[id(out)] = r
             self.arrays[id(out._data)] = i
             ids = (i,)
-        if kname == "inplace" or key in _EFFECTS:
-            self.effects.add(len(nodes))
         if kname == "inplace":
+            self.effects.add(len(nodes))
             tgt = rargs[0].i
             if tgt in self.graph.inputs:
                 warnings.warn(f"trace: {key} modifies input {self.graph.inputs.index(tgt)} in place; the traced "
                               "graph repeats the modification on every call", TracerWarning, stacklevel=4)
+        elif key in _EFFECTS:
+            self.effects.add(len(nodes))
         n = _new(Node)  # Node(kname, key, rargs, ids, multi, self.where, ins), inline
         n.kind, n.op, n.args, n.outs, n.multi, n.path, n.ins = kname, key, rargs, ids, multi, self.where, ins
         nodes.append(n)
         return out
+
+
+def _plain_forward(cls):
+    """Whether an instance's own ``forward`` (in its instance dict) overrides class ``cls``'s: not when the
+    class makes ``forward`` a data descriptor."""
+    plain = _PLAIN_FORWARD[cls] = not hasattr(type(getattr(cls, "forward", None)), "__set__")
+    return plain
 
 
 def _scoped(tracer, forward, leaf, /, *args, **kwargs):
@@ -495,20 +518,30 @@ def _scoped(tracer, forward, leaf, /, *args, **kwargs):
         tracer.where = where
 
 
-def _path_hooks(tracer, leaf):
-    """Forward pre- and post-hooks keeping ``tracer.where`` (for a module whose ``forward`` cannot be wrapped)."""
-    saved = []
+class _Scope:
+    """A submodule whose ``forward`` cannot simply be wrapped in its instance dict (one of its own is there,
+    or its class makes ``forward`` a data descriptor) keeps ``tracer.where`` with forward hooks."""
 
-    def pre(mod, args):
-        if get_ident() == tracer.tid:
-            saved.append(tracer.where)
-            tracer.where = tracer.where + "." + leaf if tracer.where else leaf
+    def __init__(self, tracer, module, leaf):
+        self.module = module
+        saved = []
 
-    def post(mod, args, out):
-        if get_ident() == tracer.tid and saved:
-            tracer.where = saved.pop()
+        def pre(mod, args):
+            if get_ident() == tracer.tid:
+                saved.append(tracer.where)
+                tracer.where = tracer.where + "." + leaf if tracer.where else leaf
 
-    return pre, post
+        def post(mod, args, out):
+            if get_ident() == tracer.tid and saved:
+                tracer.where = saved.pop()
+
+        self.keys = object(), object()
+        module._forward_pre_hooks[self.keys[0]] = (pre, False)
+        module._forward_hooks[self.keys[1]] = (post, False)
+
+    def undo(self):
+        self.module._forward_pre_hooks.pop(self.keys[0], None)
+        self.module._forward_hooks.pop(self.keys[1], None)
 
 
 def _layout(a):
@@ -647,8 +680,12 @@ def _prune(g, effects=None):
     """Drop ops whose results nothing uses (a comparison only read by Python, say); in-place ops and random
     draws stay (they change state).  ``effects``: the indices of those nodes (read from the nodes when not
     given)."""
-    live = set(_refs_in(g.out_spec))
     nodes = g.nodes
+    live = set(_refs_in(g.out_spec))
+    if effects is not None:
+        used = set(chain.from_iterable(map(_INS, nodes)))
+        if used.union(live).issuperset(chain.from_iterable(map(_OUTS, nodes))):
+            return  # every result is used by a later op or returned: every op is live (and what they read)
     keep = []
     dead = 0
     for k in range(len(nodes) - 1, -1, -1):
