@@ -29,8 +29,6 @@ import sys
 import threading
 import warnings
 from functools import partial
-from itertools import chain, repeat
-from operator import attrgetter
 
 import numpy as np
 
@@ -234,14 +232,6 @@ _PLAIN = _SCALARS | {complex, type(Ellipsis), dtypes.dtype, _device}
 _new = object.__new__
 _PLAIN_FORWARD: dict = {}  # module class -> whether an instance's own 'forward' overrides the class's
 get_ident = threading.get_ident
-_QUICK = frozenset(_PLAIN | {Ref})
-_IS_REF = Ref.__instancecheck__
-_I = attrgetter("i")
-_INS = attrgetter("ins")
-_OUTS = attrgetter("outs")
-_DATA = attrgetter("_data")
-_DTYPE = attrgetter("dtype")
-_SHAPE = attrgetter("shape")
 
 
 class _Tracer:
@@ -266,6 +256,7 @@ class _Tracer:
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
+        self.used = set()     # the value ids the ops read
 
     # ------------------------------------------------------------------ values
     def new_value(self, t):
@@ -292,12 +283,8 @@ class _Tracer:
         i = self.arrays.get(a)
         if i is not None:  # detach() or .data of a value: the same array
             return self.alias(t, i)
-        values = self.values
-        r = _new(Ref)
-        r.i = i = len(values)
-        values.append(t)
-        self.vals[id(t)] = r
-        self.arrays[a] = i
+        r = self.new_value(t)
+        i = r.i
         p = self.params.get(id(t))
         if p is not None:
             self.graph.params[i] = p
@@ -343,11 +330,11 @@ class _Tracer:
         for i, t in enumerate(self.values):
             a = t._data
             d = a.dtype
-            if d is not last:  # (the dtype of consecutive values is mostly the same object)
+            if d is not last:  # (consecutive values mostly have the same array dtype object)
                 dt = from_np.get(d) if isinstance(d, np.dtype) else None
-                if dt is None:
+                if dt is None:  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
                     dt = t.dtype
-                    d = None  # (another library's dtype: asked of every tensor)
+                    d = None
                 last = d
             meta[i] = (tuple(a.shape), dt)
         g.n_values = len(self.values)
@@ -359,18 +346,22 @@ class _Tracer:
         ops run in, while it runs: its ``forward`` is wrapped in its instance dict (undone by :meth:`leave`),
         or, where that cannot be done, forward hooks do it."""
         self.seen = {id(module)}
+        self.own(module, "")
         self.visit(module, "")
         self.seen = None
 
-    def visit(self, m, dot):
+    def own(self, m, dot):
+        """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
         params = self.params
         for k, t in m._parameters.items():
             if t is not None and id(t) not in params:
                 params[id(t)] = dot + k
         if m._buffers:
-            for k, t in m._buffers.items():
-                if t is not None and id(t) not in params:
-                    params[id(t)] = dot + k
+            self.own_buffers(m, dot)
+
+    def visit(self, m, dot):
+        """:meth:`enter` below module ``m``, whose own parameters are recorded."""
+        params = self.params
         seen = self.seen
         for k, c in m._modules.items():
             if c is None or id(c) in seen:
@@ -387,7 +378,20 @@ class _Tracer:
                 if self.hooked is None:
                     self.hooked = []
                 self.hooked.append(_Scope(self, c, k))
-            self.visit(c, dot + k + ".")
+            cdot = dot + k + "."
+            for pk, t in c._parameters.items():  # self.own(c, cdot), inline: most modules are leaves
+                if t is not None and id(t) not in params:
+                    params[id(t)] = cdot + pk
+            if c._buffers:
+                self.own_buffers(c, cdot)
+            if c._modules:
+                self.visit(c, cdot)
+
+    def own_buffers(self, m, dot):
+        params = self.params
+        for k, t in m._buffers.items():
+            if t is not None and id(t) not in params:
+                params[id(t)] = dot + k
 
     def leave(self):
         for d in self.scopes:
@@ -441,7 +445,7 @@ class _Tracer:
     def handler(self, kind, Op, args, run):
         if get_ident() != self.tid:
             return run(*args)
-        out = run(*args)
+        out = kind(Op, *args)  # run(*args)
         vals = self.vals
         ins = []
         rargs = []
@@ -492,6 +496,7 @@ class _Tracer:
                               "graph repeats the modification on every call", TracerWarning, stacklevel=4)
         elif key in _EFFECTS:
             self.effects.add(len(nodes))
+        self.used.update(ins)
         n = _new(Node)  # Node(kname, key, rargs, ids, multi, self.where, ins), inline
         n.kind, n.op, n.args, n.outs, n.multi, n.path, n.ins = kname, key, rargs, ids, multi, self.where, ins
         nodes.append(n)
@@ -672,20 +677,20 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         tracer.leave()
     g.out_spec = _out_spec(out, tracer)
     tracer.finish()
-    _prune(g, tracer.effects)
+    _prune(g, tracer.effects, tracer.used)
     return g, out
 
 
-def _prune(g, effects=None):
+def _prune(g, effects=None, used=None):
     """Drop ops whose results nothing uses (a comparison only read by Python, say); in-place ops and random
     draws stay (they change state).  ``effects``: the indices of those nodes (read from the nodes when not
-    given)."""
+    given); ``used``: the value ids the ops read, when known."""
     nodes = g.nodes
     live = set(_refs_in(g.out_spec))
-    if effects is not None:
-        used = set(chain.from_iterable(map(_INS, nodes)))
-        if used.union(live).issuperset(chain.from_iterable(map(_OUTS, nodes))):
-            return  # every result is used by a later op or returned: every op is live (and what they read)
+    if used is not None:
+        unused = set(range(g.n_values)).difference(used, live, g.inputs, g.params, g.consts)
+        if not unused:
+            return  # every op's result is used by a later op or returned: every op is live (and what they read)
     keep = []
     dead = 0
     for k in range(len(nodes) - 1, -1, -1):
