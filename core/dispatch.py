@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 
 import numpy as np
 
@@ -791,18 +792,31 @@ def _intercepted(kind, Op, args):
     Which handlers are running is kept per thread, so an op of one thread never
     skips a handler because another thread is inside it.
     """
-    running = _RUNNING.__dict__.setdefault("handlers", [])
-    for handler in reversed(tuple(_HANDLERS)):
-        if not any(h is handler for h in running):
-            break
+    try:
+        running = _RUNNING.handlers
+    except AttributeError:
+        running = _RUNNING.handlers = []
+    handler = None
+    if running:  # inside a handler's run: the next handler out, if any
+        hs = tuple(_HANDLERS)
+        if len(hs) != 1 or hs[0] is not running[-1]:  # (the usual case, one handler running: none)
+            for h in reversed(hs):
+                for r in running:
+                    if r is h:
+                        break
+                else:
+                    handler = h
+                    break
     else:
+        try:
+            handler = _HANDLERS[-1]
+        except IndexError:  # closed by another thread meanwhile
+            pass
+    if handler is None:
         return _PASS if kind in _OWN_KINDS else _unhandled(kind, Op, args)
     running.append(handler)
     try:
-        def run(*a):
-            return kind(Op, *a)
-
-        return handler(kind, Op, args, run)
+        return handler(kind, Op, args, partial(kind, Op))  # run(*a) is kind(Op, *a)
     finally:
         running.pop()
 

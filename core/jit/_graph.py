@@ -28,6 +28,7 @@ import re
 import sys
 import threading
 import warnings
+from functools import partial
 
 import numpy as np
 
@@ -107,9 +108,9 @@ class Gen:
 class Node:
     __slots__ = ("kind", "op", "args", "outs", "multi", "path", "ins")
 
-    def __init__(self, kind, op, args, outs, multi, path):
+    def __init__(self, kind, op, args, outs, multi, path, ins=None):
         self.kind, self.op, self.args, self.outs, self.multi, self.path = kind, op, args, outs, multi, path
-        self.ins = None  # the value ids args refers to (filled by the tracer; None: read args)
+        self.ins = ins  # the value ids args refers to (filled by the tracer; None: read args)
 
     def __repr__(self):
         outs = ", ".join(f"%{i}" for i in self.outs)
@@ -224,100 +225,209 @@ def is_tracing() -> bool:
     return getattr(_LOCAL, "tracer", None) is not None
 
 
+_ACTIVE: list = []  # the tracers recording now, in any thread (the conversion guard's cheap test)
+_EFFECTS = frozenset(("Sampled", "Drawn"))  # random draws: never pruned
+# arguments recorded as they are, and which cannot be a random generator
+_PLAIN = _SCALARS | {complex, type(Ellipsis), dtypes.dtype, _device}
+_new = object.__new__
+_PLAIN_FORWARD: dict = {}  # module class -> whether an instance's own 'forward' overrides the class's
+get_ident = threading.get_ident
+
+
 class _Tracer:
-    def __init__(self, module):
-        self.graph = Graph()
-        self.vals = {}       # id(tensor) -> value id
+    """The state of one trace.  Values are numbered as they are met: inputs first, then parameters,
+    buffers and constants on first use, and op results."""
+
+    aliases = None       # other tensors met (a value's detach()): kept so that ids stay unique (a list)
+    layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
+    derived = None       # value ids computed from inputs (see derived_values)
+    derived_upto = 0
+    hooked = None        # the _Scope of each submodule whose path forward hooks keep (see enter)
+    ins = odd = seen = None  # refs' and enter's working state
+
+    def __init__(self):
+        self.graph = g = Graph()
+        self.nodes = g.nodes
+        self.vals = {}       # id(tensor) -> its Ref
+        self.values = []     # the tensor of each value id (meta is read from these at the end)
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
-        self.layouts = {}    # (address, shape, strides, dtype) -> value id
-        self.keep = []       # every tensor seen, so ids stay unique
-        self.kept = []       # the value id each new value got (meta is filled from these at the end)
-        self.keep_values = []
-        self.params = {}     # id(param) -> path
-        self.path = []
-        self.tid = threading.get_ident()
-        self.derived = set()  # value ids computed from inputs
-        self.hooks = []       # (module, name) while collecting; (hook dict, key) once installed
-        if module is not None:
-            for prefix, m in module.named_modules():
-                for store in (m._parameters, m._buffers):
-                    for k, t in store.items():
-                        if t is not None:
-                            self.params.setdefault(id(t), prefix + "." + k if prefix else k)
-                if prefix:
-                    self.hooks.append((m, prefix.rsplit(".", 1)[-1]))
+        self.params = {}     # id(parameter or buffer) -> dotted path
+        self.scopes = []     # the instance dicts of the submodules whose forward is wrapped (see enter)
+        self.where = ""      # the module path ops run in now
+        self.tid = get_ident()
+        self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
+        self.used = set()     # the value ids the ops read
 
+    # ------------------------------------------------------------------ values
     def new_value(self, t):
-        g = self.graph
-        i = g.n_values
-        g.n_values = i + 1
-        self.vals[id(t)] = i
+        values = self.values
+        r = _new(Ref)
+        r.i = i = len(values)
+        values.append(t)
+        self.vals[id(t)] = r
         self.arrays[id(t._data)] = i
-        self.keep.append(t)
-        self.kept.append(i)
-        self.keep_values.append(t)
-        return i
+        return r
 
-    def fill_meta(self):
-        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
-        meta = self.graph.meta
-        for i, t in zip(self.kept, self.keep_values):
-            meta[i] = (tuple(t._data.shape), t.dtype)
+    def alias(self, t, i):
+        r = self.vals[id(t)] = _new(Ref)
+        r.i = i
+        if self.aliases is None:
+            self.aliases = []
+        self.aliases.append(t)
+        return r
 
-    def value_of(self, t):
-        i = self.vals.get(id(t))
-        if i is not None:
-            return i
-        i = self.arrays.get(id(t._data))
+    def ref_of(self, t):
+        """The Ref of a tensor met for the first time: an alias of a value's array, else a new value (a
+        parameter or buffer when it is the module's, else a constant)."""
+        a = id(t._data)
+        i = self.arrays.get(a)
         if i is not None:  # detach() or .data of a value: the same array
-            self.vals[id(t)] = i
-            self.keep.append(t)
-            return i
+            return self.alias(t, i)
+        r = self.new_value(t)
+        i = r.i
         p = self.params.get(id(t))
-        i = self.new_value(t)
         if p is not None:
             self.graph.params[i] = p
         else:
             self.graph.consts[i] = t
-        return i
+        return r
 
-    def install_hooks(self):
-        """Forward hooks on every submodule, keeping ``self.path`` (the module path each op runs in)."""
-        installed = []
-        try:
-            for m, leaf in self.hooks:
-                pre, post = _path_hooks(self, leaf)
-                for hooks, fn in ((m._forward_pre_hooks, pre), (m._forward_hooks, post)):
-                    key = object()
-                    hooks[key] = (fn, False)
-                    installed.append((hooks, key))
-        finally:
-            self.hooks = installed
+    def value_of(self, t):
+        r = self.vals.get(id(t))
+        if r is None:
+            r = self.ref_of(t)
+        return r.i
 
-    def remove_hooks(self):
-        for hooks, key in self.hooks:
-            hooks.pop(key, None)
-        self.hooks = []
+    def input_value(self, t):
+        """An input's value id (inputs are never parameters or constants of the graph)."""
+        r = self.vals.get(id(t))
+        if r is not None:
+            return r.i
+        i = self.arrays.get(id(t._data))
+        if i is not None:
+            return self.alias(t, i).i
+        return self.new_value(t).i
 
+    def derived_values(self):
+        """The value ids computed from inputs (or drawn by factories), brought up to the ops recorded."""
+        derived = self.derived
+        if derived is None:
+            derived = self.derived = set(self.graph.inputs)
+        nodes = self.nodes
+        for k in range(self.derived_upto, len(nodes)):
+            n = nodes[k]
+            if n.kind == "create" or not derived.isdisjoint(n.ins):
+                derived.update(n.outs)
+        self.derived_upto = len(nodes)
+        return derived
+
+    def finish(self):
+        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
+        g = self.graph
+        meta = g.meta
+        from_np = dtypes.FROM_NP
+        last = dt = None
+        for i, t in enumerate(self.values):
+            a = t._data
+            d = a.dtype
+            if d is not last:  # (consecutive values mostly have the same array dtype object)
+                dt = from_np.get(d) if isinstance(d, np.dtype) else None
+                if dt is None:  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
+                    dt = t.dtype
+                    d = None
+                last = d
+            meta[i] = (tuple(a.shape), dt)
+        g.n_values = len(self.values)
+
+    # ------------------------------------------------------------------ module paths
+    def enter(self, module):
+        """Record ``module``'s parameters and buffers by dotted path (in ``named_modules`` order: a tensor or
+        module met twice keeps its first path), and make every submodule keep ``self.where``, the module path
+        ops run in, while it runs: its ``forward`` is wrapped in its instance dict (undone by :meth:`leave`),
+        or, where that cannot be done, forward hooks do it."""
+        self.seen = {id(module)}
+        self.own(module, "")
+        self.visit(module, "")
+        self.seen = None
+
+    def own(self, m, dot):
+        """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
+        params = self.params
+        for k, t in m._parameters.items():
+            if t is not None and id(t) not in params:
+                params[id(t)] = dot + k
+        if m._buffers:
+            self.own_buffers(m, dot)
+
+    def visit(self, m, dot):
+        """:meth:`enter` below module ``m``, whose own parameters are recorded."""
+        params = self.params
+        seen = self.seen
+        for k, c in m._modules.items():
+            if c is None or id(c) in seen:
+                continue
+            seen.add(id(c))
+            d = c.__dict__
+            plain = _PLAIN_FORWARD.get(type(c))
+            if plain is None:
+                plain = _plain_forward(type(c))
+            if plain and "forward" not in d:
+                d["forward"] = partial(_scoped, self, c.forward, k)
+                self.scopes.append(d)
+            else:
+                if self.hooked is None:
+                    self.hooked = []
+                self.hooked.append(_Scope(self, c, k))
+            cdot = dot + k + "."
+            for pk, t in c._parameters.items():  # self.own(c, cdot), inline: most modules are leaves
+                if t is not None and id(t) not in params:
+                    params[id(t)] = cdot + pk
+            if c._buffers:
+                self.own_buffers(c, cdot)
+            if c._modules:
+                self.visit(c, cdot)
+
+    def own_buffers(self, m, dot):
+        params = self.params
+        for k, t in m._buffers.items():
+            if t is not None and id(t) not in params:
+                params[id(t)] = dot + k
+
+    def leave(self):
+        for d in self.scopes:
+            d.pop("forward", None)
+        self.scopes = []
+        if self.hooked is not None:
+            for h in self.hooked:
+                h.undo()
+            self.hooked = None
+
+    # ------------------------------------------------------------------ ops
     def by_layout(self, a):
         """The value whose array has ``a``'s memory and layout (built on first need: it is rare)."""
-        if len(self.layouts) != len(self.keep):
-            self.layouts = {_layout(t._data): self.vals[id(t)] for t in self.keep}
+        kept = self.values + (self.aliases or [])
+        if self.layouts is None or self.layouts[None] != len(kept):
+            vals = self.vals
+            self.layouts = {_layout(t._data): vals[id(t)].i for t in kept}
+            self.layouts[None] = len(kept)
         return self.layouts.get(_layout(a))
 
     def refs(self, a):
         """``a`` with tensors (and arrays of values) replaced by references; their ids go to ``self.ins``."""
         ta = type(a)
-        if ta in _SCALARS:
+        if ta in _PLAIN:
             return a
         if isinstance(a, Tensor):
-            i = self.vals.get(id(a))
-            if i is None:
-                i = self.value_of(a)
-            self.ins.append(i)
-            return Ref(i)
+            r = self.vals.get(id(a))
+            if r is None:
+                r = self.ref_of(a)
+            self.ins.append(r.i)
+            return r
         if ta is tuple or ta is list:
-            return ta([self.refs(x) for x in a])
+            for x in a:
+                if type(x) not in _PLAIN:
+                    return ta([self.refs(x) for x in a])
+            return a if ta is tuple else list(a)  # plain data (a list is copied: it could change later)
         if ta is slice:
             return slice(self.refs(a.start), self.refs(a.stop), self.refs(a.step))
         if ta is dict:
@@ -333,46 +443,110 @@ class _Tracer:
         return a
 
     def handler(self, kind, Op, args, run):
-        if threading.get_ident() != self.tid:
+        if get_ident() != self.tid:
             return run(*args)
-        out = run(*args)
-        kname = _KIND_NAMES[kind]
-        key = Op if kname == "create" else (_OP_NAMES.get(Op) or op_key(Op))
-        self.ins = ins = []
-        self.odd = kname == "create"
+        out = kind(Op, *args)  # run(*args)
         vals = self.vals
+        ins = []
         rargs = []
+        odd = False
         for a in args:  # the top level inline: most arguments are tensors or numbers
-            if type(a) in _SCALARS:
+            if isinstance(a, Tensor):
+                r = vals.get(id(a))
+                if r is None:
+                    r = self.ref_of(a)
+                ins.append(r.i)
+                rargs.append(r)
+            elif type(a) in _PLAIN:
                 rargs.append(a)
-            elif isinstance(a, Tensor):
-                i = vals.get(id(a))
-                if i is None:
-                    i = self.value_of(a)
-                ins.append(i)
-                rargs.append(Ref(i))
             else:
+                self.ins = ins
+                self.odd = odd
                 rargs.append(self.refs(a))
+                odd = self.odd
         rargs = tuple(rargs)
+        kname = _KIND_NAMES[kind]
+        if kname == "create":
+            key = Op
+            odd = True
+        else:
+            key = _OP_NAMES.get(Op) or op_key(Op)
+        nodes = self.nodes
         multi = type(out) in (tuple, list)
-        outs = out if multi else (out,)
-        if self.odd:  # an argument that is not plain data: it may be the default random generator
-            gen = native(None, args[0] if kname == "create" else outs[0]._dev)
+        if odd:  # an argument that is not plain data: it may be the default random generator
+            gen = native(None, args[0] if kname == "create" else (out[0] if multi else out)._dev)
             if any(a is gen for a in args):  # resolved again at each replay
                 rargs = tuple(Gen() if a is gen else r for a, r in zip(args, rargs))
-        ids = tuple([self.new_value(o) for o in outs])
+                self.effects.add(len(nodes))
+        if multi:
+            ids = tuple([self.new_value(o).i for o in out])
+        else:  # self.new_value(out), inline
+            values = self.values
+            r = _new(Ref)
+            r.i = i = len(values)
+            values.append(out)
+            vals[id(out)] = r
+            self.arrays[id(out._data)] = i
+            ids = (i,)
         if kname == "inplace":
+            self.effects.add(len(nodes))
             tgt = rargs[0].i
             if tgt in self.graph.inputs:
                 warnings.warn(f"trace: {key} modifies input {self.graph.inputs.index(tgt)} in place; the traced "
                               "graph repeats the modification on every call", TracerWarning, stacklevel=4)
-        derived = self.derived
-        if kname == "create" or not derived.isdisjoint(ins):
-            derived.update(ids)
-        node = Node(kname, key, rargs, ids, multi, ".".join(self.path) if self.path else "")
-        node.ins = ins
-        self.graph.nodes.append(node)
+        elif key in _EFFECTS:
+            self.effects.add(len(nodes))
+        self.used.update(ins)
+        n = _new(Node)  # Node(kname, key, rargs, ids, multi, self.where, ins), inline
+        n.kind, n.op, n.args, n.outs, n.multi, n.path, n.ins = kname, key, rargs, ids, multi, self.where, ins
+        nodes.append(n)
         return out
+
+
+def _plain_forward(cls):
+    """Whether an instance's own ``forward`` (in its instance dict) overrides class ``cls``'s: not when the
+    class makes ``forward`` a data descriptor."""
+    plain = _PLAIN_FORWARD[cls] = not hasattr(type(getattr(cls, "forward", None)), "__set__")
+    return plain
+
+
+def _scoped(tracer, forward, leaf, /, *args, **kwargs):
+    """``forward(*args, **kwargs)`` keeping ``tracer.where`` (the module path) while it runs in the tracing
+    thread (bound to a submodule's ``forward`` with ``partial`` while a trace records)."""
+    if get_ident() != tracer.tid:
+        return forward(*args, **kwargs)
+    where = tracer.where
+    tracer.where = where + "." + leaf if where else leaf
+    try:
+        return forward(*args, **kwargs)
+    finally:
+        tracer.where = where
+
+
+class _Scope:
+    """A submodule whose ``forward`` cannot simply be wrapped in its instance dict (one of its own is there,
+    or its class makes ``forward`` a data descriptor) keeps ``tracer.where`` with forward hooks."""
+
+    def __init__(self, tracer, module, leaf):
+        self.module = module
+        saved = []
+
+        def pre(mod, args):
+            if get_ident() == tracer.tid:
+                saved.append(tracer.where)
+                tracer.where = tracer.where + "." + leaf if tracer.where else leaf
+
+        def post(mod, args, out):
+            if get_ident() == tracer.tid and saved:
+                tracer.where = saved.pop()
+
+        self.keys = object(), object()
+        module._forward_pre_hooks[self.keys[0]] = (pre, False)
+        module._forward_hooks[self.keys[1]] = (post, False)
+
+    def undo(self):
+        self.module._forward_pre_hooks.pop(self.keys[0], None)
+        self.module._forward_hooks.pop(self.keys[1], None)
 
 
 def _layout(a):
@@ -408,104 +582,136 @@ def _flatten(obj, tensors):
     return obj
 
 
-def _conversion_guard(tracer):
-    """Patch the tensor->Python conversions to warn while ``tracer`` records (PyTorch's TracerWarning)."""
-    saved = {}
+def _flatten_args(args, kwargs, tensors):
+    """``_flatten((tuple(args), dict(kwargs)), tensors)``, quick for the usual positional tensors."""
+    if not kwargs:
+        spec = []
+        for a in args:
+            if type(a) is not Tensor:
+                break
+            r = _new(Ref)
+            r.i = len(tensors)
+            tensors.append(a)
+            spec.append(r)
+        else:
+            return (tuple(spec), {})
+        del tensors[len(tensors) - len(spec):]
+    return _flatten((tuple(args), dict(kwargs or {})), tensors)
 
-    def wrap(name, what):
-        orig = Tensor.__dict__[name]
-        saved[name] = orig
 
+# The tensor->Python conversions warn while a trace records (PyTorch's TracerWarning).  They are wrapped
+# once, at the first trace, rather than patched per trace: changing the Tensor class costs every later
+# attribute lookup on tensors (and the interpreter's per-class budget of such changes).
+_CONVERSIONS = (("item", "a Python number"), ("__bool__", "a Python boolean"), ("__int__", "a Python number"),
+                ("__float__", "a Python number"), ("__index__", "a Python index"),
+                ("__complex__", "a Python number"), ("tolist", "a Python list"), ("numpy", "a NumPy array"))
+_GUARDED: list = []
+
+
+def _warn_conversion(t, what):
+    tracer = getattr(_LOCAL, "tracer", None)
+    if tracer is not None and get_ident() == tracer.tid and \
+            not sys._getframe(2).f_globals.get("__name__", "").startswith("ember."):
+        r = tracer.vals.get(id(t))
+        if r is not None and r.i in tracer.derived_values():
+            warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't "
+                          "record the data flow of Python values, so this value will be treated as a "
+                          "constant in the future. This means that the trace might not generalize to other "
+                          "inputs!", TracerWarning, stacklevel=3)
+
+
+def _guarded(orig, name, what):
+    if name == "numpy":
         def method(self, *a, **k):
-            t = getattr(_LOCAL, "tracer", None)
-            if t is not None and threading.get_ident() == t.tid and \
-                    not sys._getframe(1).f_globals.get("__name__", "").startswith("ember."):
-                i = t.vals.get(id(self))
-                if i is not None and i in t.derived:
-                    warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't "
-                                  "record the data flow of Python values, so this value will be treated as a "
-                                  "constant in the future. This means that the trace might not generalize to other "
-                                  "inputs!", TracerWarning, stacklevel=2)
+            if _ACTIVE:
+                _warn_conversion(self, what)
             return orig(self, *a, **k)
+    else:
+        def method(self):
+            if _ACTIVE:
+                _warn_conversion(self, what)
+            return orig(self)
 
-        method.__name__ = name
-        method.__doc__ = orig.__doc__
-        setattr(Tensor, name, method)
-
-    wrap("item", "a Python number")
-    for name in ("__bool__", "__int__", "__float__", "__index__", "__complex__"):
-        wrap(name, "a Python " + {"__bool__": "boolean", "__index__": "index"}.get(name, "number"))
-    wrap("tolist", "a Python list")
-    wrap("numpy", "a NumPy array")
-    return saved
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(method, attr, getattr(orig, attr))
+    method.__wrapped__ = orig
+    return method
 
 
-def _path_hooks(tracer, leaf):
-    def pre(mod, args):
-        if threading.get_ident() == tracer.tid:
-            tracer.path.append(leaf)
-
-    def post(mod, args, out):
-        if threading.get_ident() == tracer.tid and tracer.path:
-            tracer.path.pop()
-
-    return pre, post
+def _guard_conversions():
+    if not _GUARDED:
+        for name, what in _CONVERSIONS:
+            setattr(Tensor, name, _guarded(Tensor.__dict__[name], name, what))
+        _GUARDED.append(True)
 
 
 def capture(fn, args, kwargs=None, module=None) -> tuple:
     """Run ``fn(*args, **kwargs)`` once, recording every op; returns ``(graph, result)``."""
-    kwargs = kwargs or {}
-    if is_tracing():
+    if getattr(_LOCAL, "tracer", None) is not None:
         raise RuntimeError("trace: a trace is already being recorded in this thread (nested tracing is not "
                            "supported)")
-    tracer = _Tracer(module)
+    if not _GUARDED:
+        _guard_conversions()
+    tracer = _Tracer()
     g = tracer.graph
     flat = []
-    g.in_spec = _flatten((tuple(args), dict(kwargs)), flat)
-    devs = {str(t._dev) for t in flat}
+    g.in_spec = _flatten_args(args, kwargs, flat)
+    g._devices = {str(t._dev) for t in flat}
+    inputs = g.inputs
     for t in flat:
-        i = tracer.value_of(t)
-        g.consts.pop(i, None)
-        g.params.pop(i, None)
-        g.inputs.append(i)
-        tracer.derived.add(i)
-    g._devices = devs
-    saved = _conversion_guard(tracer)
+        inputs.append(tracer.input_value(t))
     _LOCAL.tracer = tracer
+    _ACTIVE.append(tracer)
     collecting = gc.isenabled()
     gc.disable()  # a trace allocates many small containers and frees none: no cycle collection meanwhile
     try:
-        tracer.install_hooks()
+        if module is not None:
+            tracer.enter(module)
         with dispatch.intercept(tracer.handler):
-            out = fn(*args, **kwargs)
+            out = fn(*args, **(kwargs or {}))
     finally:
         _LOCAL.tracer = None
+        _ACTIVE.remove(tracer)
         if collecting:
             gc.enable()
-        for name, orig in saved.items():
-            setattr(Tensor, name, orig)
-        tracer.remove_hooks()
+        tracer.leave()
     g.out_spec = _out_spec(out, tracer)
-    tracer.fill_meta()
-    _prune(g)
+    tracer.finish()
+    _prune(g, tracer.effects, tracer.used)
     return g, out
 
 
-def _prune(g):
+def _prune(g, effects=None, used=None):
     """Drop ops whose results nothing uses (a comparison only read by Python, say); in-place ops and random
-    draws stay (they change state)."""
+    draws stay (they change state).  ``effects``: the indices of those nodes (read from the nodes when not
+    given); ``used``: the value ids the ops read, when known."""
+    nodes = g.nodes
     live = set(_refs_in(g.out_spec))
+    if used is not None:
+        unused = set(range(g.n_values)).difference(used, live, g.inputs, g.params, g.consts)
+        if not unused:
+            return  # every op's result is used by a later op or returned: every op is live (and what they read)
     keep = []
-    for n in reversed(g.nodes):
-        effect = n.kind == "inplace" or any(type(a) is Gen for a in n.args) or n.op in ("Sampled", "Drawn")
-        if effect or any(i in live for i in n.outs):
-            keep.append(n)
-            live.update(n.ins if n.ins is not None else _refs_in(n.args))
-    keep.reverse()
-    g.nodes = keep
+    dead = 0
+    for k in range(len(nodes) - 1, -1, -1):
+        n = nodes[k]
+        for i in n.outs:
+            if i in live:
+                break
+        else:
+            if not (k in effects if effects is not None else
+                    n.kind == "inplace" or n.op in _EFFECTS or any(type(a) is Gen for a in n.args)):
+                dead += 1
+                continue
+        keep.append(n)
+        live.update(n.ins if n.ins is not None else _refs_in(n.args))
+    if dead:
+        keep.reverse()
+        g.nodes = keep
     for store in (g.params, g.consts):
-        for i in [i for i in store if i not in live]:
-            del store[i]
+        if len(store) > len(live) or not live.issuperset(store):
+            for i in [i for i in store if i not in live]:
+                del store[i]
 
 
 def _out_spec(out, tracer):
