@@ -7,10 +7,13 @@ the gate gradients of every step in one array, so that the weight gradients,
 the bias gradients and the input gradient are one GEMM (or one sum) each
 afterwards.
 
-Inside a loop the gates are gate-major: ``A[k, t]`` is gate ``k`` of step ``t``,
-one contiguous ``(B, H)`` block, so that every elementwise operation of a step
-runs over contiguous memory (NumPy's strided loops over a slice of a
-``(B, 4H)`` row block cost about three times as much).  With NumPy and CuPy the
+The gate activations are kept gate-major: ``A[k, t]`` is gate ``k`` of step
+``t``, one contiguous ``(B, H)`` block, so that every elementwise operation of
+a step runs over contiguous memory (NumPy's loops over a gate's slice of a
+``(B, 4H)`` row block cost about three times as much).  The GEMMs keep one
+call per step (a BLAS call has a fixed cost, more so with threads): a step's
+recurrent product ``(B, 4H)`` is read through a gate-major view, and the gate
+gradients are written into ``(T, B, 4H)`` rows.  With NumPy and CuPy the
 arithmetic writes in place (``out=``); for other array libraries the same code
 assigns into the buffers.
 
@@ -94,23 +97,34 @@ def kernels(xp) -> dict:
             add(A, b if scale is None else b * scale, A)
         return xp.reshape(A, (G, T, B, H))
 
-    def input_grads(dG, x, w_ih, back, order, need_x):
-        """``dW_ih``, ``db`` (PyTorch's row order) and, when ``need_x``, ``dx`` from the gate-major gradient
-        ``dG`` ``(G, T, B, H)`` of the projection."""
-        G, T, B, H = dG.shape
-        d2 = xp.reshape(dG, (G, T * B, H))
-        dw = pytorch_order(xp.matmul(xp.swapaxes(d2, 1, 2), xp.reshape(x, (T * B, x.shape[-1]))), back)
-        db = pytorch_order(xp.sum(d2, axis=1), back)
+    def packed_rows(w, order, scale=None):
+        """``(G*H, n)`` weights with their gate blocks in ``order`` (each times ``scale[k]``), still packed."""
+        g = gate_major(w, order)
+        return xp.reshape(g if scale is None else g * scale, w.shape)
+
+    def by_gate(rows, G):
+        """A ``(..., G*H)`` array as a gate-major ``(G, ..., H)`` view (a step's block: one strided view)."""
+        n = rows.ndim
+        split = xp.reshape(rows, tuple(rows.shape[:-1]) + (G, rows.shape[-1] // G))
+        return xp.transpose(split, (n - 1,) + tuple(range(n - 1)) + (n,))
+
+    def weight_grads(dG, x, w_ih, back, order, need_x):
+        """``dW_ih``, ``db`` (PyTorch's row order) and, when ``need_x``, ``dx`` from the gradient ``dG``
+        ``(T, B, G*H)`` of the projection (gate blocks in ``order``): one GEMM (or sum) each."""
+        T, B, GH = dG.shape
+        G = len(order)
+        d2 = xp.reshape(dG, (T * B, GH))
+        dw = pytorch_order(xp.reshape(d2.T @ xp.reshape(x, (T * B, x.shape[-1])), (G, GH // G, -1)), back)
+        db = pytorch_order(xp.reshape(xp.sum(d2, axis=0), (G, GH // G)), back)
         dx = None
         if need_x:
-            dx = xp.reshape(xp.sum(xp.matmul(d2, gate_major(w_ih, order)), axis=0), x.shape)
+            dx = xp.reshape(d2 @ packed_rows(w_ih, order), x.shape)
         return dx, dw, db
 
     # ------------------------------------------------------------------ LSTM (gates i, f, g, o)
-    # Inside the loop the gates are gate-major: A[k, t] is gate k of step t, a contiguous (B, H) block,
-    # in the order (o, i, f, g) so that the three sigmoid gates are one slice A[:3] and the gates the
-    # cell gradient multiplies are A[1:].  A sigmoid is one tanh: sigmoid(z) = (1 + tanh(z / 2)) / 2, with
-    # the halving folded into the weights, so one tanh activates all four gates of a step.
+    # The gates in the order (o, i, f, g): the three sigmoid gates are the slice A[:3] and the gates the cell
+    # gradient multiplies are A[1:].  A sigmoid is one tanh, sigmoid(z) = (1 + tanh(z / 2)) / 2, with the
+    # halving folded into the weights, so one tanh activates all four gates of a step.
     LSTM_ORDER = (3, 0, 1, 2)  # (o, i, f, g) from PyTorch's (i, f, g, o)
     LSTM_BACK = (1, 2, 3, 0)   # PyTorch's block j is internal block LSTM_BACK[j]
 
@@ -121,7 +135,7 @@ def kernels(xp) -> dict:
         half = xp.reshape(xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=dt), (4, 1, 1))
         bias = None if b_ih is None else gate_major(b_ih + b_hh, LSTM_ORDER)
         A = project(x, w_ih, bias, LSTM_ORDER, half)                         # (4, T, B, H)
-        whT = xp.swapaxes(gate_major(w_hh, LSTM_ORDER) * half, 1, 2)           # (4, P, H)
+        w_rec = packed_rows(w_hh, LSTM_ORDER, half).T                         # (P, 4H)
         w_hrT = None if w_hr is None else w_hr.T
         r = 1 if reverse else 0
         HB = xp.empty((T + 1, B, P), dtype=dt)  # the h before step t is HB[t + r], the h after it HB[t + 1 - r]
@@ -131,13 +145,14 @@ def kernels(xp) -> dict:
         out = None if mask is None else xp.zeros((T, B, P), dtype=dt)
         HB[r * T, ...] = h0
         CB[r * T, ...] = c0
-        G = xp.empty((4, B, H), dtype=dt)
+        rec = xp.empty((B, 4 * H), dtype=dt)    # h W_hh^T of a step: one GEMM
+        rec_g = by_gate(rec, 4)
         ig = xp.empty((B, H), dtype=dt)
         for t in steps(T, reverse):
             p, n = t + r, t + 1 - r
             a = A[:, t, ...]
-            mm(HB[p, ...], whT, G)
-            add(a, G, a)
+            mm(HB[p, ...], w_rec, rec)
+            add(a, rec_g, a)
             tanh(a, a)
             sig = a[:3, ...]
             mul(sig, 0.5, sig)
@@ -171,9 +186,8 @@ def kernels(xp) -> dict:
         P = HB.shape[-1]
         dt = A.dtype
         r = 1 if reverse else 0
-        wh = gate_major(w_hh, LSTM_ORDER)                  # (4, H, P)
         # every factor of a gate's gradient that is known before the loop, in one pass over all steps:
-        # dG[k, t] = (dc_t or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner
+        # dG[k, t] = (dc_t, or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner
         F = xp.empty_like(A)
         mul(A, A, F)
         sub(A[:3, ...], F[:3, ...], F[:3, ...])            # s (1 - s)
@@ -185,22 +199,18 @@ def kernels(xp) -> dict:
         Q = TC * TC                                        # dc_t += dh_t * o (1 - tanh(c)^2)
         sub(1.0, Q, Q)
         mul(Q, A[0, ...], Q)
+        dG = xp.empty((T, B, 4 * H), dtype=dt)             # rows of every step, so one GEMM takes a step's
+        dG_g = by_gate(dG, 4)
+        w_rec = packed_rows(w_hh, LSTM_ORDER)              # (4H, P)
         DHP = None if w_hr is None else xp.empty((T, B, P), dtype=dt)
         dh = xp.empty((B, P), dtype=dt)
         dhh = dh if w_hr is None else xp.empty((B, H), dtype=dt)
         dct = xp.empty((B, H), dtype=dt)
         dc = xp.array(dcT, copy=True)
-        R = xp.empty((4, B, P), dtype=dt)
+        R = xp.empty((B, P), dtype=dt)
         carry_h = carry_c = None
-        order = list(steps(T, not reverse))
-        for s, t in enumerate(order):
-            if s == 0:
-                add(dhT, dout[t, ...], dh)
-            else:
-                add(R[0, ...], dout[t, ...], dh)
-                add(dh, R[1, ...], dh)
-                add(dh, R[2, ...], dh)
-                add(dh, R[3, ...], dh)
+        for s, t in enumerate(steps(T, not reverse)):
+            add(dhT if s == 0 else R, dout[t, ...], dh)
             if mask is not None:
                 if carry_h is not None:
                     add(dh, carry_h, dh)
@@ -213,22 +223,20 @@ def kernels(xp) -> dict:
                 mm(dh, w_hr, dhh)
             mul(dhh, Q[t, ...], dct)
             add(dct, dc, dct)
-            g = F[:, t, ...]
-            mul(g[0, ...], dhh, g[0, ...])
-            mul(g[1:, ...], dct, g[1:, ...])
+            g = dG_g[:, t, ...]
+            mul(F[0, t, ...], dhh, g[0, ...])
+            mul(F[1:, t, ...], dct, g[1:, ...])
             mul(dct, A[2, t, ...], dc)
             if carry_c is not None:
                 add(dc, carry_c, dc)
             if s < T - 1 or needs[1]:
-                mm(g, wh, R)
+                mm(dG[t, ...], w_rec, R)
         dh0 = None
         if needs[1]:
-            dh0 = R[0, ...] + R[1, ...] + R[2, ...] + R[3, ...]
-            if carry_h is not None:
-                dh0 = dh0 + carry_h
-        dx, dw_ih, db = input_grads(F, x, w_ih, LSTM_BACK, LSTM_ORDER, needs[0])
-        dG = xp.swapaxes(xp.reshape(F, (4, T * B, H)), 1, 2)
-        dw_hh = pytorch_order(xp.matmul(dG, xp.reshape(HB[r:r + T, ...], (T * B, P))), LSTM_BACK)
+            dh0 = R if carry_h is None else R + carry_h
+        dx, dw_ih, db = weight_grads(dG, x, w_ih, LSTM_BACK, LSTM_ORDER, needs[0])
+        d2 = xp.reshape(dG, (T * B, 4 * H))
+        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, P)), (4, H, P)), LSTM_BACK)
         dw_hr = None
         if w_hr is not None:
             dw_hr = xp.reshape(DHP, (T * B, P)).T @ xp.reshape(HP, (T * B, H))
@@ -250,18 +258,19 @@ def kernels(xp) -> dict:
             bi, bh = gate_major(b_ih, GRU_ORDER), gate_major(b_hh, GRU_ORDER)
             bias, b_hn = xp.stack([bi[0, ...] + bh[0, ...], bi[1, ...] + bh[1, ...], bi[2, ...]]), bh[2, ...]
         A = project(x, w_ih, bias, GRU_ORDER, half)                           # (3, T, B, H)
-        whT = xp.swapaxes(gate_major(w_hh, GRU_ORDER) * half, 1, 2)
+        w_rec = packed_rows(w_hh, GRU_ORDER, half).T                          # (H, 3H)
         r = 1 if reverse else 0
         HB = xp.empty((T + 1, B, H), dtype=dt)   # h before step t: HB[t + r], after it: HB[t + 1 - r]
         HN = xp.empty((T, B, H), dtype=dt)       # h W_hn^T + b_hn of every step
         out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
         HB[r * T, ...] = h0
-        G = xp.empty((3, B, H), dtype=dt)
+        rec = xp.empty((B, 3 * H), dtype=dt)
+        G = by_gate(rec, 3)
         tmp = xp.empty((B, H), dtype=dt)
         for t in steps(T, reverse):
             p, n = t + r, t + 1 - r
             a = A[:, t, ...]
-            mm(HB[p, ...], whT, G)
+            mm(HB[p, ...], w_rec, rec)
             rz = a[:2, ...]
             add(rz, G[:2, ...], rz)
             tanh(rz, rz)
@@ -289,7 +298,6 @@ def kernels(xp) -> dict:
         _, T, B, H = A.shape
         dt = A.dtype
         r = 1 if reverse else 0
-        wh = gate_major(w_hh, GRU_ORDER)
         # F[k, t]: the factor of gate k's gradient known before the loop (times dh for z and n, times dn for r)
         F = xp.empty_like(A)
         rg, zg, ng = A[0, ...], A[1, ...], A[2, ...]
@@ -303,18 +311,19 @@ def kernels(xp) -> dict:
         mul(F[1, ...], zg, F[1, ...])
         hmn = HB[r:r + T, ...] - ng
         mul(F[1, ...], hmn, F[1, ...])                      # z (1 - z)(h - n)
-        DN = xp.empty((T, B, H), dtype=dt)                  # dn of every step (F[2] becomes dn * r)
+        dG = xp.empty((T, B, 3 * H), dtype=dt)              # the h side's gradient: dr, dz, dn * r
+        dG_g = by_gate(dG, 3)
+        DN = xp.empty((T, B, H), dtype=dt)                  # dn of every step (the input side's n)
+        w_rec = packed_rows(w_hh, GRU_ORDER)
         dh = xp.empty((B, H), dtype=dt)
         dz = xp.empty((B, H), dtype=dt)                     # the direct path dh * z
-        R = xp.empty((3, B, H), dtype=dt)
+        R = xp.empty((B, H), dtype=dt)
         carry = None
         for s, t in enumerate(steps(T, not reverse)):
             if s == 0:
                 add(dhT, dout[t, ...], dh)
             else:
-                add(R[0, ...], dout[t, ...], dh)
-                add(dh, R[1, ...], dh)
-                add(dh, R[2, ...], dh)
+                add(R, dout[t, ...], dh)
                 add(dh, dz, dh)
             if mask is not None:
                 if carry is not None:
@@ -322,25 +331,23 @@ def kernels(xp) -> dict:
                 m = mask[t, ...]
                 carry = (1 - m) * dh
                 mul(dh, m, dh)
-            g = F[:, t, ...]
-            mul(g[1:, ...], dh, g[1:, ...])                 # dz, dn
-            mul(g[0, ...], g[2, ...], g[0, ...])            # dr
-            DN[t, ...] = g[2, ...]
-            mul(g[2, ...], A[0, t, ...], g[2, ...])          # the h side of n: dn * r
+            g = dG_g[:, t, ...]
+            dn = DN[t, ...]
+            mul(F[1, t, ...], dh, g[1, ...])                # dz
+            mul(F[2, t, ...], dh, dn)
+            mul(F[0, t, ...], dn, g[0, ...])                # dr
+            mul(dn, A[0, t, ...], g[2, ...])
             mul(dh, A[1, t, ...], dz)
             if s < T - 1 or needs[1]:
-                mm(g, wh, R)
+                mm(dG[t, ...], w_rec, R)
         dh0 = None
         if needs[1]:
-            dh0 = R[0, ...] + R[1, ...] + R[2, ...] + dz
-            if carry is not None:
-                dh0 = dh0 + carry
-        dG = xp.reshape(F, (3, T * B, H))
-        dw_hh = pytorch_order(xp.matmul(xp.swapaxes(dG, 1, 2), xp.reshape(HB[r:r + T, ...], (T * B, H))),
-                              GRU_ORDER)
-        db_hh = pytorch_order(xp.sum(dG, axis=1), GRU_ORDER)
-        F[2, ...] = DN                                      # the input side of n: dn
-        dx, dw_ih, db_ih = input_grads(F, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
+            dh0 = R + dz if carry is None else R + dz + carry
+        d2 = xp.reshape(dG, (T * B, 3 * H))
+        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, H)), (3, H, H)), GRU_ORDER)
+        db_hh = xp.reshape(xp.sum(d2, axis=0), (3 * H,))
+        dG_g[2, ...] = DN                                   # the input side of n: dn
+        dx, dw_ih, db_ih = weight_grads(dG, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
         return dx, dw_ih, dw_hh, db_ih, db_hh, dh0
 
     # ------------------------------------------------------------------ Elman RNN (tanh or relu)
@@ -384,12 +391,12 @@ def kernels(xp) -> dict:
         T, B, H = hs.shape
         dt = hs.dtype
         r = 1 if reverse else 0
-        F = xp.empty((1, T, B, H), dtype=dt)                # the activation's derivative, then dpre
+        F = xp.empty((T, B, H), dtype=dt)                   # the activation's derivative, then dpre
         if relu:
-            F[0, ...] = xp.astype(hs > 0, dt)
+            F[...] = xp.astype(hs > 0, dt)
         else:
-            mul(hs, hs, F[0, ...])
-            sub(1.0, F[0, ...], F[0, ...])
+            mul(hs, hs, F)
+            sub(1.0, F, F)
         dh = xp.empty((B, H), dtype=dt)
         R = xp.empty((B, H), dtype=dt)
         carry = None
@@ -401,7 +408,7 @@ def kernels(xp) -> dict:
                 m = mask[t, ...]
                 carry = (1 - m) * dh
                 mul(dh, m, dh)
-            g = F[0, t, ...]
+            g = F[t, ...]
             mul(g, dh, g)
             if s < T - 1 or needs[1]:
                 mm(g, w_hh, R)
@@ -410,7 +417,7 @@ def kernels(xp) -> dict:
             dh0 = R if carry is None else R + carry
         dG = xp.reshape(F, (T * B, H))
         dw_hh = dG.T @ xp.reshape(HB[r:r + T, ...], (T * B, H))
-        dx, dw_ih, db = input_grads(F, x, w_ih, (0,), (0,), needs[0])
+        dx, dw_ih, db = weight_grads(F, x, w_ih, (0,), (0,), needs[0])
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0
 
     return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward, "gru_forward": gru_forward,
