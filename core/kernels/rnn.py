@@ -187,8 +187,11 @@ def kernels(xp) -> dict:
         dt = A.dtype
         r = 1 if reverse else 0
         # every factor of a gate's gradient that is known before the loop, in one pass over all steps:
-        # dG[k, t] = (dc_t, or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner
-        F = xp.empty_like(A)
+        # dG[k, t] = (dc_t, or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner.
+        # F is written as the rows of dG (T, B, 4H), which the loop then multiplies in place: one GEMM takes
+        # a step's rows, and no second array of that size is touched for the first time (page faults)
+        dG = xp.empty((T, B, 4 * H), dtype=dt)
+        F = by_gate(dG, 4)
         mul(A, A, F)
         sub(A[:3, ...], F[:3, ...], F[:3, ...])            # s (1 - s)
         sub(1.0, F[3, ...], F[3, ...])                     # 1 - g^2
@@ -199,8 +202,6 @@ def kernels(xp) -> dict:
         Q = TC * TC                                        # dc_t += dh_t * o (1 - tanh(c)^2)
         sub(1.0, Q, Q)
         mul(Q, A[0, ...], Q)
-        dG = xp.empty((T, B, 4 * H), dtype=dt)             # rows of every step, so one GEMM takes a step's
-        dG_g = by_gate(dG, 4)
         w_rec = packed_rows(w_hh, LSTM_ORDER)              # (4H, P)
         DHP = None if w_hr is None else xp.empty((T, B, P), dtype=dt)
         dh = xp.empty((B, P), dtype=dt)
@@ -223,9 +224,9 @@ def kernels(xp) -> dict:
                 mm(dh, w_hr, dhh)
             mul(dhh, Q[t, ...], dct)
             add(dct, dc, dct)
-            g = dG_g[:, t, ...]
-            mul(F[0, t, ...], dhh, g[0, ...])
-            mul(F[1:, t, ...], dct, g[1:, ...])
+            g = F[:, t, ...]
+            mul(g[0, ...], dhh, g[0, ...])
+            mul(g[1:, ...], dct, g[1:, ...])
             mul(dct, A[2, t, ...], dc)
             if carry_c is not None:
                 add(dc, carry_c, dc)
@@ -298,8 +299,10 @@ def kernels(xp) -> dict:
         _, T, B, H = A.shape
         dt = A.dtype
         r = 1 if reverse else 0
-        # F[k, t]: the factor of gate k's gradient known before the loop (times dh for z and n, times dn for r)
-        F = xp.empty_like(A)
+        # F[k, t]: the factor of gate k's gradient known before the loop (times dh for z and n, times dn for r),
+        # written as the rows of dG (T, B, 3H), the h side's gradient (dr, dz, dn * r) the loop makes in place
+        dG = xp.empty((T, B, 3 * H), dtype=dt)
+        F = by_gate(dG, 3)
         rg, zg, ng = A[0, ...], A[1, ...], A[2, ...]
         sub(1.0, rg, F[0, ...])
         mul(F[0, ...], rg, F[0, ...])
@@ -311,8 +314,6 @@ def kernels(xp) -> dict:
         mul(F[1, ...], zg, F[1, ...])
         hmn = HB[r:r + T, ...] - ng
         mul(F[1, ...], hmn, F[1, ...])                      # z (1 - z)(h - n)
-        dG = xp.empty((T, B, 3 * H), dtype=dt)              # the h side's gradient: dr, dz, dn * r
-        dG_g = by_gate(dG, 3)
         DN = xp.empty((T, B, H), dtype=dt)                  # dn of every step (the input side's n)
         w_rec = packed_rows(w_hh, GRU_ORDER)
         dh = xp.empty((B, H), dtype=dt)
@@ -331,11 +332,11 @@ def kernels(xp) -> dict:
                 m = mask[t, ...]
                 carry = (1 - m) * dh
                 mul(dh, m, dh)
-            g = dG_g[:, t, ...]
+            g = F[:, t, ...]
             dn = DN[t, ...]
-            mul(F[1, t, ...], dh, g[1, ...])                # dz
-            mul(F[2, t, ...], dh, dn)
-            mul(F[0, t, ...], dn, g[0, ...])                # dr
+            mul(g[1, ...], dh, g[1, ...])                   # dz
+            mul(g[2, ...], dh, dn)
+            mul(g[0, ...], dn, g[0, ...])                   # dr
             mul(dn, A[0, t, ...], g[2, ...])
             mul(dh, A[1, t, ...], dz)
             if s < T - 1 or needs[1]:
@@ -346,7 +347,7 @@ def kernels(xp) -> dict:
         d2 = xp.reshape(dG, (T * B, 3 * H))
         dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, H)), (3, H, H)), GRU_ORDER)
         db_hh = xp.reshape(xp.sum(d2, axis=0), (3 * H,))
-        dG_g[2, ...] = DN                                   # the input side of n: dn
+        F[2, ...] = DN                                      # the input side of n: dn
         dx, dw_ih, db_ih = weight_grads(dG, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
         return dx, dw_ih, dw_hh, db_ih, db_hh, dh0
 
