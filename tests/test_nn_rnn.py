@@ -117,6 +117,9 @@ def test_packed_unsorted_lengths(device, torch, kind, bidirectional):
     (epad.sum() + eh.sum()).backward()
     (tpad.sum() + th.sum()).backward()
     assert_close(ex.grad, tx.grad, rtol=1e-4, atol=1e-5)
+    tparams = dict(tm.named_parameters())
+    for name, p in em.named_parameters():
+        assert_close(p.grad, tparams[name].grad, rtol=1e-4, atol=1e-4, msg=name)
 
 
 def test_gradcheck_lstm_float64(device, torch):
@@ -125,6 +128,66 @@ def test_gradcheck_lstm_float64(device, torch):
     params = [p for p in em.parameters()]
     assert ember.autograd.gradcheck(lambda inp: em(inp)[0], (x,))
     assert ember.autograd.gradcheck(lambda w: (x @ w.t()).sum() + em(x)[1][0].sum(), (params[0],))
+
+
+def _flat_params(kind, layers, dirs, in_size, hidden, bias=True, proj=0, seed=0):
+    gates = {"lstm": 4, "gru": 3}.get(kind, 1)
+    rng = np.random.default_rng(seed)
+    out_h = proj or hidden
+    params = []
+    for layer in range(layers):
+        for _ in range(dirs):
+            n_in = in_size if layer == 0 else out_h * dirs
+            shapes = [(gates * hidden, n_in), (gates * hidden, out_h)]
+            shapes += [(gates * hidden,), (gates * hidden,)] if bias else []
+            shapes += [(proj, hidden)] if proj else []
+            params += [rng.uniform(-0.6, 0.6, s) for s in shapes]
+    return [ember.tensor(p, dtype=ember.float64, requires_grad=True) for p in params]
+
+
+@pytest.mark.parametrize("kind,bias,proj", [("lstm", True, 0), ("lstm", False, 0), ("lstm", True, 2),
+                                            ("gru", True, 0), ("gru", False, 0), ("rnn_tanh", True, 0),
+                                            ("rnn_relu", False, 0)])
+def test_gradcheck_every_input_float64(device, kind, bias, proj):
+    """The fused layers' gradients for the input, the initial states and every weight and bias, two layers in
+    both directions (float64)."""
+    hidden, out_h = 3, proj or 3
+    params = [p.to(device).detach().requires_grad_() for p in _flat_params(kind, 2, 2, 2, hidden, bias, proj)]
+    rng = np.random.default_rng(1)
+    x, h0, c0 = (ember.tensor(rng.standard_normal(s), dtype=ember.float64, device=device, requires_grad=True)
+                 for s in ((4, 2, 2), (4, 2, out_h), (4, 2, hidden)))
+    assert len(params) == 2 * 2 * ((4 if bias else 2) + (1 if proj else 0))
+
+    if kind == "lstm":
+        def f(x, h0, c0, *ps):
+            return ember.lstm(x, (h0, c0), list(ps), bias, 2, 0.0, True, True, False)
+        inputs = (x, h0, c0, *params)
+    else:
+        def f(x, h0, *ps):
+            return getattr(ember, kind)(x, h0, list(ps), bias, 2, 0.0, True, True, False)
+        inputs = (x, h0, *params)
+    assert ember.autograd.gradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_gradcheck_packed_float64(device, kind):
+    """Packed sequences (finished sequences keep their state): gradients of the input and the initial state."""
+    from ember.nn.utils import rnn as erp
+
+    cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[kind]
+    m = cls(2, 3, bidirectional=True, device=device, dtype=ember.float64)
+    rng = np.random.default_rng(2)
+    x = ember.tensor(rng.standard_normal((5, 3, 2)), dtype=ember.float64, device=device, requires_grad=True)
+    h0 = ember.tensor(rng.standard_normal((2, 3, 3)), dtype=ember.float64, device=device, requires_grad=True)
+    c0 = ember.tensor(rng.standard_normal((2, 3, 3)), dtype=ember.float64, device=device, requires_grad=True)
+
+    def f(x, h0, c0):
+        packed = erp.pack_padded_sequence(x, [5, 2, 4], enforce_sorted=False)
+        out, h = m(packed, (h0, c0) if kind == "lstm" else h0)
+        pad = erp.pad_packed_sequence(out)[0]
+        return pad, (h[0] + h[1]) if kind == "lstm" else h
+
+    assert ember.autograd.gradcheck(f, (x, h0, c0))
 
 
 @pytest.mark.parametrize("cell", ["RNNCell", "LSTMCell", "GRUCell"])

@@ -1,9 +1,21 @@
-"""Recurrent kernels: the time loop of one layer and direction, forward and backward.
+"""Recurrent kernels: one layer in one direction over a whole sequence, forward and backward.
 
-The input projection of every time step is done by the caller in one GEMM;
-a step here is one GEMM with the recurrent weights plus the gate arithmetic.
-The backward runs the loop in reverse collecting the gate gradients of every
-step, so the weight gradients are one GEMM each afterwards.
+The forward projects the input of every step in one GEMM (per gate), then runs
+the time loop: per step one recurrent GEMM and the gate arithmetic, written
+into preallocated buffers.  The backward runs the loop in reverse collecting
+the gate gradients of every step in one array, so that the weight gradients,
+the bias gradients and the input gradient are one GEMM (or one sum) each
+afterwards.
+
+The gate activations are kept gate-major: ``A[k, t]`` is gate ``k`` of step
+``t``, one contiguous ``(B, H)`` block, so that every elementwise operation of
+a step runs over contiguous memory (NumPy's loops over a gate's slice of a
+``(B, 4H)`` row block cost about three times as much).  The GEMMs keep one
+call per step (a BLAS call has a fixed cost, more so with threads): a step's
+recurrent product ``(B, 4H)`` is read through a gate-major view, and the gate
+gradients are written into ``(T, B, 4H)`` rows.  With NumPy and CuPy the
+arithmetic writes in place (``out=``); for other array libraries the same code
+assigns into the buffers.
 
 ``mask`` (T, B, 1), when given, is 1 where a sequence is still running: a
 finished sequence keeps its state and outputs zeros (packed sequences).
@@ -13,166 +25,401 @@ from __future__ import annotations
 
 QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
+# array libraries whose elementwise functions and matmul take ``out=``
+_WRITE_IN_PLACE = {"numpy", "cupy"}
+
+
 def kernels(xp) -> dict:
-    def sigmoid(x):
-        return 1 / (1 + xp.exp(-x))
+    if getattr(xp, "__name__", "") in _WRITE_IN_PLACE:
+        def add(a, b, out):
+            xp.add(a, b, out=out)
+
+        def sub(a, b, out):
+            xp.subtract(a, b, out=out)
+
+        def mul(a, b, out):
+            xp.multiply(a, b, out=out)
+
+        def tanh(a, out):
+            xp.tanh(a, out=out)
+
+        def mm(a, b, out):
+            xp.matmul(a, b, out=out)
+
+        def relu_into(a, out):
+            xp.maximum(a, 0, out=out)
+    else:
+        def add(a, b, out):
+            out[...] = a + b
+
+        def sub(a, b, out):
+            out[...] = a - b
+
+        def mul(a, b, out):
+            out[...] = a * b
+
+        def tanh(a, out):
+            out[...] = xp.tanh(a)
+
+        def mm(a, b, out):
+            out[...] = xp.matmul(a, b)
+
+        def relu_into(a, out):
+            out[...] = xp.maximum(a, 0)
 
     def steps(T, reverse):
         return range(T - 1, -1, -1) if reverse else range(T)
 
-    def _keep(m, new, old):
+    def keep(m, new, old):
         return new if m is None else m * new + (1 - m) * old
 
-    # ------------------------------------------------------------------ LSTM (gates i, f, g, o)
-    def lstm_forward(xproj, h0, c0, w_hh, w_hr, mask, reverse):
-        T, B, H4 = xproj.shape
-        H = H4 // 4
-        P = h0.shape[-1]
-        out = xp.zeros((T, B, P), dtype=xproj.dtype)
-        acts = xp.empty((T, B, H4), dtype=xproj.dtype)
-        cs = xp.empty((T, B, H), dtype=xproj.dtype)
-        hs_prev = xp.empty((T, B, P), dtype=xproj.dtype)
-        cs_prev = xp.empty((T, B, H), dtype=xproj.dtype)
-        hpre = xp.empty((T, B, H), dtype=xproj.dtype) if w_hr is not None else None
-        h, c = h0, c0
-        for t in steps(T, reverse):
-            hs_prev[t], cs_prev[t] = h, c
-            gates = xproj[t] + h @ w_hh.T
-            a = acts[t]
-            a[:, :2 * H] = sigmoid(gates[:, :2 * H])
-            a[:, 2 * H:3 * H] = xp.tanh(gates[:, 2 * H:3 * H])
-            a[:, 3 * H:] = sigmoid(gates[:, 3 * H:])
-            c_new = a[:, H:2 * H] * c + a[:, :H] * a[:, 2 * H:3 * H]
-            h_new = a[:, 3 * H:] * xp.tanh(c_new)
-            if w_hr is not None:
-                hpre[t] = h_new
-                h_new = h_new @ w_hr.T
-            m = None if mask is None else mask[t]
-            cs[t] = c_new
-            out[t] = h_new if m is None else m * h_new
-            h, c = _keep(m, h_new, h), _keep(m, c_new, c)
-        return out, h, c, (acts, cs, hs_prev, cs_prev, hpre)
+    def gate_major(w, order):
+        """``(G*H, n)`` weights (or a ``(G*H,)`` bias) as ``(G, H, n)`` (``(G, H)``) in gate ``order``."""
+        G = len(order)
+        w = xp.reshape(w, (G, w.shape[0] // G) + tuple(w.shape[1:]))
+        return xp.stack([w[k, ...] for k in order])
 
-    def lstm_backward(dout, dhT, dcT, cache, w_hh, w_hr, mask, reverse):
-        acts, cs, hs_prev, cs_prev, hpre = cache
-        T, B, H4 = acts.shape
-        H = H4 // 4
-        dgates = xp.empty_like(acts)
-        dhpre_all = xp.empty_like(hs_prev) if hpre is not None else None  # gradients of the projected h
-        dh, dc = dhT, dcT
-        for t in steps(T, not reverse):
-            m = None if mask is None else mask[t]
-            dh_out = dh + dout[t]
-            dhn, dcn = (dh_out, dc) if m is None else (m * dh_out, m * dc)
+    def pytorch_order(a, back):
+        """Gate-major ``(G, H, ...)`` back to PyTorch's packed ``(G*H, ...)`` rows."""
+        return xp.reshape(xp.stack([a[k, ...] for k in back]), (-1,) + tuple(a.shape[2:]))
+
+    def project(x, w_ih, bias, order, scale):
+        """The input projection of every step, gate-major ``(G, T, B, H)``: ``scale * (x W_ih^T + bias)``
+        with ``bias`` gate-major ``(G, H)`` (or None) and ``scale`` ``(G, 1, 1)`` (or None)."""
+        T, B, n = x.shape
+        w = gate_major(w_ih, order)
+        if scale is not None:
+            w = w * scale
+        G, H = w.shape[0], w.shape[1]
+        A = xp.matmul(xp.reshape(x, (T * B, n)), xp.swapaxes(w, 1, 2))  # one GEMM per gate
+        if bias is not None:
+            b = xp.reshape(bias, (G, 1, H))
+            add(A, b if scale is None else b * scale, A)
+        return xp.reshape(A, (G, T, B, H))
+
+    def packed_rows(w, order, scale=None):
+        """``(G*H, n)`` weights with their gate blocks in ``order`` (each times ``scale[k]``), still packed."""
+        g = gate_major(w, order)
+        return xp.reshape(g if scale is None else g * scale, w.shape)
+
+    def by_gate(rows, G):
+        """A ``(..., G*H)`` array as a gate-major ``(G, ..., H)`` view (a step's block: one strided view)."""
+        n = rows.ndim
+        split = xp.reshape(rows, tuple(rows.shape[:-1]) + (G, rows.shape[-1] // G))
+        return xp.transpose(split, (n - 1,) + tuple(range(n - 1)) + (n,))
+
+    def weight_grads(dG, x, w_ih, back, order, need_x):
+        """``dW_ih``, ``db`` (PyTorch's row order) and, when ``need_x``, ``dx`` from the gradient ``dG``
+        ``(T, B, G*H)`` of the projection (gate blocks in ``order``): one GEMM (or sum) each."""
+        T, B, GH = dG.shape
+        G = len(order)
+        d2 = xp.reshape(dG, (T * B, GH))
+        dw = pytorch_order(xp.reshape(d2.T @ xp.reshape(x, (T * B, x.shape[-1])), (G, GH // G, -1)), back)
+        db = pytorch_order(xp.reshape(xp.sum(d2, axis=0), (G, GH // G)), back)
+        dx = None
+        if need_x:
+            dx = xp.reshape(d2 @ packed_rows(w_ih, order), x.shape)
+        return dx, dw, db
+
+    # ------------------------------------------------------------------ LSTM (gates i, f, g, o)
+    # The gates in the order (o, i, f, g): the three sigmoid gates are the slice A[:3] and the gates the cell
+    # gradient multiplies are A[1:].  A sigmoid is one tanh, sigmoid(z) = (1 + tanh(z / 2)) / 2, with the
+    # halving folded into the weights, so one tanh activates all four gates of a step.
+    LSTM_ORDER = (3, 0, 1, 2)  # (o, i, f, g) from PyTorch's (i, f, g, o)
+    LSTM_BACK = (1, 2, 3, 0)   # PyTorch's block j is internal block LSTM_BACK[j]
+
+    def lstm_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
+        T, B, _ = x.shape
+        H, P = w_hh.shape[0] // 4, w_hh.shape[1]
+        dt = x.dtype
+        half = xp.reshape(xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=dt), (4, 1, 1))
+        bias = None if b_ih is None else gate_major(b_ih + b_hh, LSTM_ORDER)
+        A = project(x, w_ih, bias, LSTM_ORDER, half)                         # (4, T, B, H)
+        w_rec = packed_rows(w_hh, LSTM_ORDER, half).T                         # (P, 4H)
+        w_hrT = None if w_hr is None else w_hr.T
+        r = 1 if reverse else 0
+        HB = xp.empty((T + 1, B, P), dtype=dt)  # the h before step t is HB[t + r], the h after it HB[t + 1 - r]
+        CB = xp.empty((T + 1, B, H), dtype=dt)
+        TC = xp.empty((T, B, H), dtype=dt)      # tanh(c) of every step
+        HP = None if w_hr is None else xp.empty((T, B, H), dtype=dt)  # h before the projection
+        out = None if mask is None else xp.zeros((T, B, P), dtype=dt)
+        HB[r * T, ...] = h0
+        CB[r * T, ...] = c0
+        rec = xp.empty((B, 4 * H), dtype=dt)    # h W_hh^T of a step: one GEMM
+        rec_g = by_gate(rec, 4)
+        ig = xp.empty((B, H), dtype=dt)
+        for t in steps(T, reverse):
+            p, n = t + r, t + 1 - r
+            a = A[:, t, ...]
+            mm(HB[p, ...], w_rec, rec)
+            add(a, rec_g, a)
+            tanh(a, a)
+            sig = a[:3, ...]
+            mul(sig, 0.5, sig)
+            add(sig, 0.5, sig)
+            c_new, tc = CB[n, ...], TC[t, ...]
+            mul(a[2, ...], CB[p, ...], c_new)
+            mul(a[1, ...], a[3, ...], ig)
+            add(c_new, ig, c_new)
+            tanh(c_new, tc)
+            if w_hr is None:
+                mul(a[0, ...], tc, HB[n, ...])
+            else:
+                mul(a[0, ...], tc, HP[t, ...])
+                mm(HP[t, ...], w_hrT, HB[n, ...])
+            if mask is not None:
+                m = mask[t, ...]
+                out[t, ...] = m * HB[n, ...]
+                HB[n, ...] = keep(m, HB[n, ...], HB[p, ...])
+                CB[n, ...] = keep(m, c_new, CB[p, ...])
+        if out is None:
+            out = xp.array(HB[1 - r:T + 1 - r, ...], copy=True)
+        last = (1 - r) * T
+        h, c = xp.array(HB[last, ...], copy=True), xp.array(CB[last, ...], copy=True)
+        return out, h, c, (A, HB, CB, TC, HP)
+
+    def lstm_backward(dout, dhT, dcT, cache, x, w_ih, w_hh, w_hr, mask, reverse, needs):
+        """Gradients of ``x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr``; ``needs`` says whether ``x``, ``h0``
+        and ``c0`` want theirs (None where not)."""
+        A, HB, CB, TC, HP = cache
+        _, T, B, H = A.shape
+        P = HB.shape[-1]
+        dt = A.dtype
+        r = 1 if reverse else 0
+        # every factor of a gate's gradient that is known before the loop, in one pass over all steps:
+        # dG[k, t] = (dc_t, or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner.
+        # F is written as the rows of dG (T, B, 4H), which the loop then multiplies in place: one GEMM takes
+        # a step's rows, and no second array of that size is touched for the first time (page faults)
+        dG = xp.empty((T, B, 4 * H), dtype=dt)
+        F = by_gate(dG, 4)
+        mul(A, A, F)
+        sub(A[:3, ...], F[:3, ...], F[:3, ...])            # s (1 - s)
+        sub(1.0, F[3, ...], F[3, ...])                     # 1 - g^2
+        mul(F[0, ...], TC, F[0, ...])                      # o: tanh(c)
+        mul(F[1, ...], A[3, ...], F[1, ...])               # i: g
+        mul(F[2, ...], CB[r:r + T, ...], F[2, ...])        # f: c before the step
+        mul(F[3, ...], A[1, ...], F[3, ...])               # g: i
+        Q = TC * TC                                        # dc_t += dh_t * o (1 - tanh(c)^2)
+        sub(1.0, Q, Q)
+        mul(Q, A[0, ...], Q)
+        w_rec = packed_rows(w_hh, LSTM_ORDER)              # (4H, P)
+        DHP = None if w_hr is None else xp.empty((T, B, P), dtype=dt)
+        dh = xp.empty((B, P), dtype=dt)
+        dhh = dh if w_hr is None else xp.empty((B, H), dtype=dt)
+        dct = xp.empty((B, H), dtype=dt)
+        dc = xp.array(dcT, copy=True)
+        R = xp.empty((B, P), dtype=dt)
+        carry_h = carry_c = None
+        for s, t in enumerate(steps(T, not reverse)):
+            add(dhT if s == 0 else R, dout[t, ...], dh)
+            if mask is not None:
+                if carry_h is not None:
+                    add(dh, carry_h, dh)
+                m = mask[t, ...]
+                carry_h, carry_c = (1 - m) * dh, (1 - m) * dc
+                mul(dh, m, dh)
+                mul(dc, m, dc)
             if w_hr is not None:
-                dhpre_all[t] = dhn
-                dhn = dhn @ w_hr
-            a = acts[t]
-            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            tc = xp.tanh(cs[t])
-            dct = dcn + dhn * o * (1 - tc * tc)
-            d = dgates[t]
-            d[:, :H] = dct * g * i * (1 - i)
-            d[:, H:2 * H] = dct * cs_prev[t] * f * (1 - f)
-            d[:, 2 * H:3 * H] = dct * i * (1 - g * g)
-            d[:, 3 * H:] = dhn * tc * o * (1 - o)
-            dh_prev = d @ w_hh
-            dc_prev = dct * f
-            if m is not None:
-                dh_prev = dh_prev + (1 - m) * dh_out
-                dc_prev = dc_prev + (1 - m) * dc
-            dh, dc = dh_prev, dc_prev
-        P = hs_prev.shape[-1]
-        dw_hh = dgates.reshape(T * B, H4).T @ hs_prev.reshape(T * B, P)
+                DHP[t, ...] = dh
+                mm(dh, w_hr, dhh)
+            mul(dhh, Q[t, ...], dct)
+            add(dct, dc, dct)
+            g = F[:, t, ...]
+            mul(g[0, ...], dhh, g[0, ...])
+            mul(g[1:, ...], dct, g[1:, ...])
+            mul(dct, A[2, t, ...], dc)
+            if carry_c is not None:
+                add(dc, carry_c, dc)
+            if s < T - 1 or needs[1]:
+                mm(dG[t, ...], w_rec, R)
+        dh0 = None
+        if needs[1]:
+            dh0 = R if carry_h is None else R + carry_h
+        dx, dw_ih, db = weight_grads(dG, x, w_ih, LSTM_BACK, LSTM_ORDER, needs[0])
+        d2 = xp.reshape(dG, (T * B, 4 * H))
+        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, P)), (4, H, P)), LSTM_BACK)
         dw_hr = None
         if w_hr is not None:
-            dw_hr = dhpre_all.reshape(T * B, P).T @ hpre.reshape(T * B, H)
-        return dgates, dh, dc, dw_hh, dw_hr
+            dw_hr = xp.reshape(DHP, (T * B, P)).T @ xp.reshape(HP, (T * B, H))
+        return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0, dc if needs[2] else None, dw_hr
 
     # ------------------------------------------------------------------ GRU (gates r, z, n)
-    def gru_forward(xproj, h0, w_hh, b_hn, mask, reverse):
-        T, B, H3 = xproj.shape
-        H = H3 // 3
-        out = xp.zeros((T, B, H), dtype=xproj.dtype)
-        acts = xp.empty((T, B, H3), dtype=xproj.dtype)
-        hn = xp.empty((T, B, H), dtype=xproj.dtype)  # h @ W_hn + b_hn, needed by the backward
-        hs_prev = xp.empty((T, B, H), dtype=xproj.dtype)
-        h = h0
-        for t in steps(T, reverse):
-            hs_prev[t] = h
-            hh = h @ w_hh.T
-            a = acts[t]
-            a[:, :2 * H] = sigmoid(xproj[t, :, :2 * H] + hh[:, :2 * H])
-            hn[t] = hh[:, 2 * H:] + b_hn
-            a[:, 2 * H:] = xp.tanh(xproj[t, :, 2 * H:] + a[:, :H] * hn[t])
-            z = a[:, H:2 * H]
-            h_new = (1 - z) * a[:, 2 * H:] + z * h
-            m = None if mask is None else mask[t]
-            out[t] = h_new if m is None else m * h_new
-            h = _keep(m, h_new, h)
-        return out, h, (acts, hn, hs_prev)
+    # Gate-major as the LSTM, in PyTorch's order (the sigmoid gates r, z are the slice A[:2]);
+    # n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)), h' = n + z (h - n).
+    GRU_ORDER = (0, 1, 2)
 
-    def gru_backward(dout, dhT, cache, w_hh, mask, reverse):
-        acts, hn, hs_prev = cache
-        T, B, H3 = acts.shape
-        H = H3 // 3
-        dx = xp.empty_like(acts)      # gradient of the input projection
-        dhh = xp.empty_like(acts)     # gradient of h @ W_hh.T (+ b_hn for the n part)
-        dh = dhT
-        for t in steps(T, not reverse):
-            m = None if mask is None else mask[t]
-            dh_out = dh + dout[t]
-            dhn_ = dh_out if m is None else m * dh_out
-            a = acts[t]
-            r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
-            hp = hs_prev[t]
-            dn = dhn_ * (1 - z) * (1 - n * n)
-            dz = dhn_ * (hp - n) * z * (1 - z)
-            dr = dn * hn[t] * r * (1 - r)
-            dx[t, :, :H], dx[t, :, H:2 * H], dx[t, :, 2 * H:] = dr, dz, dn
-            dhh[t, :, :H], dhh[t, :, H:2 * H], dhh[t, :, 2 * H:] = dr, dz, dn * r
-            dh_prev = dhh[t] @ w_hh + dhn_ * z
-            if m is not None:
-                dh_prev = dh_prev + (1 - m) * dh_out
-            dh = dh_prev
-        dw_hh = dhh.reshape(T * B, H3).T @ hs_prev.reshape(T * B, H)
-        db_hn = dhh[:, :, 2 * H:].reshape(T * B, H).sum(0)
-        return dx, dh, dw_hh, db_hn
+    def gru_forward(x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse):
+        T, B, _ = x.shape
+        H = w_hh.shape[1]
+        dt = x.dtype
+        half = xp.reshape(xp.asarray([0.5, 0.5, 1.0], dtype=dt), (3, 1, 1))
+        if b_ih is None:
+            bias, b_hn = None, xp.zeros((H,), dtype=dt)
+        else:  # b_hr and b_hz join the input side; b_hn stays inside r * (...)
+            bi, bh = gate_major(b_ih, GRU_ORDER), gate_major(b_hh, GRU_ORDER)
+            bias, b_hn = xp.stack([bi[0, ...] + bh[0, ...], bi[1, ...] + bh[1, ...], bi[2, ...]]), bh[2, ...]
+        A = project(x, w_ih, bias, GRU_ORDER, half)                           # (3, T, B, H)
+        w_rec = packed_rows(w_hh, GRU_ORDER, half).T                          # (H, 3H)
+        r = 1 if reverse else 0
+        HB = xp.empty((T + 1, B, H), dtype=dt)   # h before step t: HB[t + r], after it: HB[t + 1 - r]
+        HN = xp.empty((T, B, H), dtype=dt)       # h W_hn^T + b_hn of every step
+        out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
+        HB[r * T, ...] = h0
+        rec = xp.empty((B, 3 * H), dtype=dt)
+        G = by_gate(rec, 3)
+        tmp = xp.empty((B, H), dtype=dt)
+        for t in steps(T, reverse):
+            p, n = t + r, t + 1 - r
+            a = A[:, t, ...]
+            mm(HB[p, ...], w_rec, rec)
+            rz = a[:2, ...]
+            add(rz, G[:2, ...], rz)
+            tanh(rz, rz)
+            mul(rz, 0.5, rz)
+            add(rz, 0.5, rz)
+            hn, cand = HN[t, ...], a[2, ...]
+            add(G[2, ...], b_hn, hn)
+            mul(a[0, ...], hn, tmp)
+            add(cand, tmp, cand)
+            tanh(cand, cand)
+            sub(HB[p, ...], cand, tmp)
+            mul(a[1, ...], tmp, tmp)
+            add(cand, tmp, HB[n, ...])
+            if mask is not None:
+                m = mask[t, ...]
+                out[t, ...] = m * HB[n, ...]
+                HB[n, ...] = keep(m, HB[n, ...], HB[p, ...])
+        if out is None:
+            out = xp.array(HB[1 - r:T + 1 - r, ...], copy=True)
+        return out, xp.array(HB[(1 - r) * T, ...], copy=True), (A, HB, HN)
+
+    def gru_backward(dout, dhT, cache, x, w_ih, w_hh, mask, reverse, needs):
+        """Gradients of ``x, w_ih, w_hh, b_ih, b_hh, h0``; ``needs``: whether ``x`` and ``h0`` want theirs."""
+        A, HB, HN = cache
+        _, T, B, H = A.shape
+        dt = A.dtype
+        r = 1 if reverse else 0
+        # F[k, t]: the factor of gate k's gradient known before the loop (times dh for z and n, times dn for r),
+        # written as the rows of dG (T, B, 3H), the h side's gradient (dr, dz, dn * r) the loop makes in place
+        dG = xp.empty((T, B, 3 * H), dtype=dt)
+        F = by_gate(dG, 3)
+        rg, zg, ng = A[0, ...], A[1, ...], A[2, ...]
+        sub(1.0, rg, F[0, ...])
+        mul(F[0, ...], rg, F[0, ...])
+        mul(F[0, ...], HN, F[0, ...])                       # r (1 - r) (h W_hn^T + b_hn)
+        sub(1.0, zg, F[1, ...])
+        mul(ng, ng, F[2, ...])
+        sub(1.0, F[2, ...], F[2, ...])
+        mul(F[2, ...], F[1, ...], F[2, ...])                # (1 - z)(1 - n^2)
+        mul(F[1, ...], zg, F[1, ...])
+        hmn = HB[r:r + T, ...] - ng
+        mul(F[1, ...], hmn, F[1, ...])                      # z (1 - z)(h - n)
+        DN = xp.empty((T, B, H), dtype=dt)                  # dn of every step (the input side's n)
+        w_rec = packed_rows(w_hh, GRU_ORDER)
+        dh = xp.empty((B, H), dtype=dt)
+        dz = xp.empty((B, H), dtype=dt)                     # the direct path dh * z
+        R = xp.empty((B, H), dtype=dt)
+        carry = None
+        for s, t in enumerate(steps(T, not reverse)):
+            if s == 0:
+                add(dhT, dout[t, ...], dh)
+            else:
+                add(R, dout[t, ...], dh)
+                add(dh, dz, dh)
+            if mask is not None:
+                if carry is not None:
+                    add(dh, carry, dh)
+                m = mask[t, ...]
+                carry = (1 - m) * dh
+                mul(dh, m, dh)
+            g = F[:, t, ...]
+            dn = DN[t, ...]
+            mul(g[1, ...], dh, g[1, ...])                   # dz
+            mul(g[2, ...], dh, dn)
+            mul(g[0, ...], dn, g[0, ...])                   # dr
+            mul(dn, A[0, t, ...], g[2, ...])
+            mul(dh, A[1, t, ...], dz)
+            if s < T - 1 or needs[1]:
+                mm(dG[t, ...], w_rec, R)
+        dh0 = None
+        if needs[1]:
+            dh0 = R + dz if carry is None else R + dz + carry
+        d2 = xp.reshape(dG, (T * B, 3 * H))
+        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, H)), (3, H, H)), GRU_ORDER)
+        db_hh = xp.reshape(xp.sum(d2, axis=0), (3 * H,))
+        F[2, ...] = DN                                      # the input side of n: dn
+        dx, dw_ih, db_ih = weight_grads(dG, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
+        return dx, dw_ih, dw_hh, db_ih, db_hh, dh0
 
     # ------------------------------------------------------------------ Elman RNN (tanh or relu)
-    def rnn_forward(xproj, h0, w_hh, relu, mask, reverse):
-        T, B, H = xproj.shape
-        out = xp.zeros((T, B, H), dtype=xproj.dtype)
-        hs = xp.empty((T, B, H), dtype=xproj.dtype)
-        hs_prev = xp.empty((T, B, H), dtype=xproj.dtype)
-        h = h0
-        for t in steps(T, reverse):
-            hs_prev[t] = h
-            pre = xproj[t] + h @ w_hh.T
-            h_new = xp.maximum(pre, 0) if relu else xp.tanh(pre)
-            hs[t] = h_new
-            m = None if mask is None else mask[t]
-            out[t] = h_new if m is None else m * h_new
-            h = _keep(m, h_new, h)
-        return out, h, (hs, hs_prev)
+    def activate(relu, a, out):
+        if relu:
+            relu_into(a, out)
+        else:
+            tanh(a, out)
 
-    def rnn_backward(dout, dhT, cache, w_hh, relu, mask, reverse):
-        hs, hs_prev = cache
+    def rnn_forward(x, w_ih, w_hh, b_ih, b_hh, h0, relu, mask, reverse):
+        T, B, _ = x.shape
+        H = w_hh.shape[0]
+        dt = x.dtype
+        bias = None if b_ih is None else xp.reshape(b_ih + b_hh, (1, H))
+        A = project(x, w_ih, bias, (0,), None)[0, ...]    # (T, B, H); with a mask it becomes the new h
+        whT = w_hh.T
+        r = 1 if reverse else 0
+        HB = xp.empty((T + 1, B, H), dtype=dt)
+        out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
+        HB[r * T, ...] = h0
+        G = xp.empty((B, H), dtype=dt)
+        for t in steps(T, reverse):
+            p, n = t + r, t + 1 - r
+            a = A[t, ...]
+            mm(HB[p, ...], whT, G)
+            add(a, G, a)
+            activate(relu, a, HB[n, ...])
+            if mask is not None:
+                m = mask[t, ...]
+                a[...] = HB[n, ...]
+                out[t, ...] = m * a
+                HB[n, ...] = keep(m, a, HB[p, ...])
+        new = HB[1 - r:T + 1 - r, ...]
+        if out is None:
+            out = xp.array(new, copy=True)
+        return out, xp.array(HB[(1 - r) * T, ...], copy=True), (A if mask is not None else new, HB)
+
+    def rnn_backward(dout, dhT, cache, x, w_ih, w_hh, relu, mask, reverse, needs):
+        """Gradients of ``x, w_ih, w_hh, b_ih, b_hh, h0``; ``needs``: whether ``x`` and ``h0`` want theirs."""
+        hs, HB = cache
         T, B, H = hs.shape
-        dpre = xp.empty_like(hs)
-        dh = dhT
-        for t in steps(T, not reverse):
-            m = None if mask is None else mask[t]
-            dh_out = dh + dout[t]
-            dhn = dh_out if m is None else m * dh_out
-            dp = dhn * (hs[t] > 0) if relu else dhn * (1 - hs[t] * hs[t])
-            dpre[t] = dp
-            dh_prev = dp @ w_hh
-            if m is not None:
-                dh_prev = dh_prev + (1 - m) * dh_out
-            dh = dh_prev
-        dw_hh = dpre.reshape(T * B, H).T @ hs_prev.reshape(T * B, H)
-        return dpre, dh, dw_hh
+        dt = hs.dtype
+        r = 1 if reverse else 0
+        F = xp.empty((T, B, H), dtype=dt)                   # the activation's derivative, then dpre
+        if relu:
+            F[...] = xp.astype(hs > 0, dt)
+        else:
+            mul(hs, hs, F)
+            sub(1.0, F, F)
+        dh = xp.empty((B, H), dtype=dt)
+        R = xp.empty((B, H), dtype=dt)
+        carry = None
+        for s, t in enumerate(steps(T, not reverse)):
+            add(dhT if s == 0 else R, dout[t, ...], dh)
+            if mask is not None:
+                if carry is not None:
+                    add(dh, carry, dh)
+                m = mask[t, ...]
+                carry = (1 - m) * dh
+                mul(dh, m, dh)
+            g = F[t, ...]
+            mul(g, dh, g)
+            if s < T - 1 or needs[1]:
+                mm(g, w_hh, R)
+        dh0 = None
+        if needs[1]:
+            dh0 = R if carry is None else R + carry
+        dG = xp.reshape(F, (T * B, H))
+        dw_hh = dG.T @ xp.reshape(HB[r:r + T, ...], (T * B, H))
+        dx, dw_ih, db = weight_grads(F, x, w_ih, (0,), (0,), needs[0])
+        return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0
 
     return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward, "gru_forward": gru_forward,
             "gru_backward": gru_backward, "rnn_forward": rnn_forward, "rnn_backward": rnn_backward}

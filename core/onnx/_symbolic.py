@@ -816,10 +816,15 @@ def _reorder(g, name, sizes, order, axis=0):
     return g.op("Concat", *[parts[i] for i in order], axis_i=axis)
 
 
-def _identity_w(g, width, order, H, d):
-    eye = np.eye(width, dtype=d.np)
-    rows = np.concatenate([eye[i * H:(i + 1) * H] for i in order], 0)
-    return g.const(rows[None], d.np)
+def _rnn_weights(g, w_ih, w_hh, b_ih, b_hh, H, order):
+    """ONNX's ``W``, ``R`` and ``B`` (or None without biases) of one direction, gates in ONNX's ``order``."""
+    def gates(v):
+        return g.x(v) if len(order) == 1 else _reorder(g, g.x(v), [H] * len(order), order)
+
+    W, R = g.unsqueeze(gates(w_ih), [0]), g.unsqueeze(gates(w_hh), [0])
+    if b_ih is None:
+        return W, R, None
+    return W, R, g.unsqueeze(g.op("Concat", gates(b_ih), gates(b_hh), axis_i=0), [0])
 
 
 def _seq_lens(g, mask):
@@ -838,15 +843,13 @@ def _direction(reverse):
 
 @symbolic("LSTMLayer")
 def _lstm(g, n):
-    xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
+    x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse = n.args
     if w_hr is not None:
         return _lstm_projected(g, n)
-    d = g.dtype(xproj)
     H = g.shape(c0)[-1]
     order = [0, 3, 1, 2]  # ember/PyTorch i, f, g, o -> ONNX i, o, f, c
-    W = _identity_w(g, 4 * H, order, H, d)
-    R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 4, order), [0])
-    y, yh, yc = g.op("LSTM", g.x(xproj), W, R, None, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]),
+    W, R, B = _rnn_weights(g, w_ih, w_hh, b_ih, b_hh, H, order)
+    y, yh, yc = g.op("LSTM", g.x(x), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]),
                      g.unsqueeze(g.x(c0), [0]), hidden_size_i=H, direction_s=_direction(reverse), outputs=3)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0]), g.squeeze(yc, [0])]
 
@@ -855,10 +858,13 @@ def _lstm_projected(g, n):
     """An LSTM layer with ``proj_size`` (ONNX's LSTM has no projection): a ``Scan`` over the time steps whose
     body is the cell, ``h = (o * tanh(c)) @ w_hr^T``; a packed batch's mask keeps finished sequences' state."""
     onnx = _onnx()
-    xproj, h0, c0, w_hh, w_hr, mask, reverse = n.args
-    d = g.dtype(xproj)
+    x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse = n.args
+    d = g.dtype(x)
     et = elem_type(d)
     H = g.shape(c0)[-1]
+    xproj = g.op("MatMul", g.x(x), g.op("Transpose", g.x(w_ih), perm_is=[1, 0]))  # every step's input part
+    if b_ih is not None:
+        xproj = g.op("Add", xproj, g.op("Add", g.x(b_ih), g.x(b_hh)))
     w_hh_t = g.op("Transpose", g.x(w_hh), perm_is=[1, 0])
     w_hr_t = g.op("Transpose", g.x(w_hr), perm_is=[1, 0])
     with g.subgraph() as body:
@@ -880,7 +886,7 @@ def _lstm_projected(g, n):
     graph = onnx.helper.make_graph(body, g.fresh("lstm_proj_body"),
                                    [onnx.helper.make_tensor_value_info(v, et, None) for v in ins],
                                    [onnx.helper.make_tensor_value_info(v, et, None) for v in outs])
-    scans = [g.x(xproj)] + ([g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))] if mask is not None
+    scans = [xproj] + ([g.x(mask) if isinstance(mask, Ref) else g.const(np.asarray(mask))] if mask is not None
                             else [])
     way = 1 if reverse else 0
     yh, yc, y = g.op("Scan", g.x(h0), g.x(c0), *scans, body_g=graph, num_scan_inputs_i=len(scans),
@@ -890,28 +896,22 @@ def _lstm_projected(g, n):
 
 @symbolic("GRULayer")
 def _gru(g, n):
-    xproj, h0, w_hh, b_hn, mask, reverse = n.args
-    d = g.dtype(xproj)
+    x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse = n.args
     H = g.shape(h0)[-1]
     order = [1, 0, 2]  # ember/PyTorch r, z, n -> ONNX z, r, h
-    W = _identity_w(g, 3 * H, order, H, d)
-    R = g.unsqueeze(_reorder(g, g.x(w_hh), [H] * 3, order), [0])
-    zeros = g.const(np.zeros(5 * H, d.np), d.np)
-    B = g.unsqueeze(g.op("Concat", zeros, g.x(b_hn), axis_i=0), [0])
-    y, yh = g.op("GRU", g.x(xproj), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
+    W, R, B = _rnn_weights(g, w_ih, w_hh, b_ih, b_hh, H, order)
+    y, yh = g.op("GRU", g.x(x), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
                  linear_before_reset_i=1, direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 
 @symbolic("RNNLayer")
 def _rnn(g, n):
-    xproj, h0, w_hh, relu, mask, reverse = n.args
-    d = g.dtype(xproj)
+    x, w_ih, w_hh, b_ih, b_hh, h0, relu, mask, reverse = n.args
     H = g.shape(h0)[-1]
-    W = _identity_w(g, H, [0], H, d)
-    y, yh = g.op("RNN", g.x(xproj), W, g.unsqueeze(g.x(w_hh), [0]), None, _seq_lens(g, mask),
-                 g.unsqueeze(g.x(h0), [0]), hidden_size_i=H, activations_ss=["Relu" if relu else "Tanh"],
-                 direction_s=_direction(reverse), outputs=2)
+    W, R, B = _rnn_weights(g, w_ih, w_hh, b_ih, b_hh, H, [0])
+    y, yh = g.op("RNN", g.x(x), W, R, B, _seq_lens(g, mask), g.unsqueeze(g.x(h0), [0]), hidden_size_i=H,
+                 activations_ss=["Relu" if relu else "Tanh"], direction_s=_direction(reverse), outputs=2)
     return [g.squeeze(y, [1]), g.squeeze(yh, [0])]
 
 

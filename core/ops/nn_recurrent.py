@@ -1,10 +1,11 @@
 """The fused recurrent layers: one LSTM, GRU or Elman RNN layer in one direction over a whole sequence,
-each one op whose kernels live in ``ember.kernels.rnn`` (one recurrent GEMM plus the gate arithmetic per
-step, and a backward through time that leaves the weight gradients to one GEMM each).
+each one op whose kernels live in ``ember.kernels.rnn``: the input projection of all time steps in one GEMM,
+then one recurrent GEMM plus the gate arithmetic per step; the backward through time collects the gate
+gradients of every step, which leaves the weight and input gradients to one GEMM each and the bias
+gradients to one sum.
 
-The layer's input projection of all time steps is an ordinary ``matmul`` outside the op; the Modules
-(``ember.nn.LSTM`` and friends) apply these per layer and direction.  The cells (``LSTMCell`` ...) are
-composed of ember ops and need no op of their own.
+The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction.  The cells
+(``LSTMCell`` ...) are composed of ember ops and need no op of their own.
 """
 from __future__ import annotations
 
@@ -32,90 +33,96 @@ def _wrap_all(dev, *arrays):
 
 
 class LSTMLayer(Op):
-    """One LSTM layer in one direction over a whole sequence."""
+    """One LSTM layer in one direction over a whole sequence, its input projection included."""
 
     save_inputs = True
     backward_name = "LstmBackward0"
 
     @staticmethod
-    def forward(ctx, k, xproj, h0, c0, w_hh, w_hr, mask, reverse):
-        out, h, c, ctx.cache = k["lstm_forward"](xproj, h0, c0, w_hh, w_hr, mask, reverse)
-        ctx.mask, ctx.reverse = mask, reverse
+    def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
+        out, h, c, ctx.cache = k["lstm_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
+        ctx.mask, ctx.reverse, ctx.bias, ctx.proj = mask, reverse, b_ih is not None, w_hr is not None
         return out, h, c
 
     @staticmethod
     def backward(ctx, dout, dh, dc):
         _no_double_backward("LSTM")
-        saved = ctx.inputs  # xproj, h0, c0, w_hh and, with projections, w_hr
-        w_hh, w_hr = saved[3], (saved[4] if len(saved) == 5 else None)
-        r = dout._dev.kernels["lstm_backward"](dout._data, dh._data, dc._data, ctx.cache, w_hh._data,
-                                               None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse)
-        return _wrap_all(dout._dev, *r)[:len(saved)]
+        saved = ctx.inputs  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
+        x, w_ih, w_hh = saved[:3]
+        w_hr = saved[-1] if ctx.proj else None
+        first_state = 5 if ctx.bias else 3
+        needs = tuple(ctx.next_functions[i][0] is not None for i in (0, first_state, first_state + 1))
+        dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0, dw_hr = dout._dev.kernels["lstm_backward"](
+            dout._data, dh._data, dc._data, ctx.cache, x._data, w_ih._data, w_hh._data,
+            None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse, needs)
+        grads = [dx, dw_ih, dw_hh] + ([db_ih, db_hh] if ctx.bias else []) + [dh0, dc0]
+        return _wrap_all(dout._dev, *grads, *([dw_hr] if ctx.proj else []))
 
 
 class GRULayer(Op):
-    """One GRU layer in one direction over a whole sequence."""
+    """One GRU layer in one direction over a whole sequence, its input projection included."""
 
     save_inputs = True
     backward_name = "GruBackward0"
 
     @staticmethod
-    def forward(ctx, k, xproj, h0, w_hh, b_hn, mask, reverse):
-        out, h, ctx.cache = k["gru_forward"](xproj, h0, w_hh, b_hn, mask, reverse)
-        ctx.mask, ctx.reverse = mask, reverse
+    def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse):
+        out, h, ctx.cache = k["gru_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse)
+        ctx.mask, ctx.reverse, ctx.bias = mask, reverse, b_ih is not None
         return out, h
 
     @staticmethod
     def backward(ctx, dout, dh):
         _no_double_backward("GRU")
-        w_hh = ctx.inputs[2]
-        dx, dh0, dw_hh, db_hn = dout._dev.kernels["gru_backward"](dout._data, dh._data, ctx.cache, w_hh._data,
-                                                                  ctx.mask, ctx.reverse)
-        return _wrap_all(dout._dev, dx, dh0, dw_hh, db_hn)
+        x, w_ih, w_hh = ctx.inputs[:3]
+        r = dout._dev.kernels["gru_backward"](dout._data, dh._data, ctx.cache, x._data, w_ih._data, w_hh._data,
+                                              ctx.mask, ctx.reverse, _needs(ctx))
+        return _wrap_all(dout._dev, *_present(r, ctx.bias))
 
 
 class RNNLayer(Op):
-    """One Elman RNN layer (tanh or relu) in one direction over a whole sequence."""
+    """One Elman RNN layer (tanh or relu) in one direction over a whole sequence, its input projection
+    included."""
 
     save_inputs = True
     backward_name = "RnnBackward0"
 
     @staticmethod
-    def forward(ctx, k, xproj, h0, w_hh, relu, mask, reverse):
-        out, h, ctx.cache = k["rnn_forward"](xproj, h0, w_hh, relu, mask, reverse)
-        ctx.relu, ctx.mask, ctx.reverse = relu, mask, reverse
+    def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, relu, mask, reverse):
+        out, h, ctx.cache = k["rnn_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, relu, mask, reverse)
+        ctx.relu, ctx.mask, ctx.reverse, ctx.bias = relu, mask, reverse, b_ih is not None
         return out, h
 
     @staticmethod
     def backward(ctx, dout, dh):
         _no_double_backward("RNN")
-        w_hh = ctx.inputs[2]
-        r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, w_hh._data, ctx.relu, ctx.mask,
-                                              ctx.reverse)
-        return _wrap_all(dout._dev, *r)
+        x, w_ih, w_hh = ctx.inputs[:3]
+        r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, x._data, w_ih._data, w_hh._data,
+                                              ctx.relu, ctx.mask, ctx.reverse, _needs(ctx))
+        return _wrap_all(dout._dev, *_present(r, ctx.bias))
+
+
+def _needs(ctx):
+    """Whether ``x`` and ``h0`` (inputs 0 and 3 or, with biases, 5) want gradients."""
+    return ctx.next_functions[0][0] is not None, ctx.next_functions[5 if ctx.bias else 3][0] is not None
+
+
+def _present(grads, bias):
+    """``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0)`` less the biases' where the layer has none."""
+    return grads if bias else grads[:3] + grads[5:]
 
 
 # --------------------------------------------------------------------------- one direction of one layer
 def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None, mask=None, reverse=False):
     """One layer of ``mode`` ("LSTM", "GRU", "RNN_TANH", "RNN_RELU") over time-major ``x`` ``(T, B, in)`` in
-    one direction: the input projection of every step in one GEMM, then the fused time loop; ``(out, h, c)``
+    one direction, one fused op (input projection and time loop); ``(out, h, c)``
     (``c`` None but for LSTM).  ``mask`` ``(T, B, 1)`` (an array) marks the steps of packed sequences."""
-    xproj = x.matmul(w_ih.t())
-    hidden = w_hh.shape[1] if mode != "LSTM" or w_hr is None else w_hr.shape[1]
-    if b_ih is not None:
-        if mode == "GRU":
-            xproj = xproj + b_ih + cat([b_hh[:2 * hidden], b_hh[2 * hidden:] * 0])
-            b_hn = b_hh[2 * hidden:]
-        else:
-            xproj = xproj + (b_ih + b_hh)
-    elif mode == "GRU":
-        b_hn = zeros(hidden, dtype=x.dtype, device=x.device)
     if mode == "LSTM":
-        return apply(LSTMLayer, xproj, h0, c0, w_hh, w_hr, mask, reverse)
+        return apply(LSTMLayer, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
     if mode == "GRU":
-        out, h = apply(GRULayer, xproj, h0, w_hh, b_hn, mask, reverse)
+        out, h = apply(GRULayer, x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse)
     else:
-        out, h = apply(RNNLayer, xproj, h0, w_hh, mode == "RNN_RELU", mask, reverse)
+        out, h = apply(RNNLayer, x, w_ih, w_hh, b_ih, b_hh, h0, mode == "RNN_RELU", mask, reverse)
     return out, h, None
 
 
