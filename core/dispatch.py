@@ -759,15 +759,33 @@ class intercept:
     ['MulBackward0']
     """
 
-    def __init__(self, handler):
+    def __init__(self, handler, rebind=None):
         self.handler = handler
+        self.rebind = rebind  # rebind(t, source): see :func:`rebound`
 
     def __enter__(self):
         _HANDLERS.append(self.handler)
+        if self.rebind is not None:
+            _REBINDERS[self.handler] = self.rebind
         return self
 
     def __exit__(self, *exc):
         _HANDLERS.remove(self.handler)
+        if self.rebind is not None and self.handler not in _HANDLERS:
+            _REBINDERS.pop(self.handler, None)
+
+
+_REBINDERS: dict = {}  # handler -> its rebind callback (handlers that track tensors by identity)
+
+
+def rebound(t: Tensor, source: Tensor) -> None:
+    """Tell the open handlers that ``t`` now holds ``source``'s value: an in-place view op
+    (``x.unsqueeze_(0)``) gives ``x`` the array and history of the view it computed.  A handler that keeps
+    tensors by identity (a tracer) passes ``rebind=`` to :class:`intercept` to hear of it."""
+    for h in tuple(_HANDLERS):
+        f = _REBINDERS.get(h)
+        if f is not None:
+            f(t, source)
 
 
 class set_aside:

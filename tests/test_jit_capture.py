@@ -192,3 +192,22 @@ def test_conversion_guard_keeps_signatures_and_warns_only_while_tracing(device):
         assert float(ember.ones(1, device=device) * 3) == 3.0  # not tracing: no warning
     with pytest.warns(TracerWarning, match="Python number"):
         capture(lambda x: x * float(x.sum()), (ember.ones(2, device=device),))
+
+
+@pytest.mark.parametrize("op", ["unsqueeze_", "transpose_", "t_", "squeeze_", "as_strided_"])
+def test_in_place_view_ops_are_replayed(device, op):
+    calls = {"unsqueeze_": lambda t: t.unsqueeze_(0), "transpose_": lambda t: t.transpose_(0, 1),
+             "t_": lambda t: t.t_(), "squeeze_": lambda t: t.unsqueeze(1).squeeze_(1),
+             "as_strided_": lambda t: t.as_strided_((3, 2), (1, 3))}
+
+    def f(x):
+        y = x * 2
+        calls[op](y)
+        return y + 1  # reads y after the in-place view op changed its shape
+
+    traced = jit.trace(f, (ember.randn(2, 3, device=device),))
+    for _ in range(2):
+        x = ember.randn(2, 3, device=device)
+        want, got = f(x), traced(x)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(_np(got), _np(want))

@@ -268,6 +268,13 @@ class _Tracer:
         self.arrays[id(t._data)] = i
         return r
 
+    def rebind(self, t, source):
+        """``t`` now holds ``source``'s value (an in-place view op): later uses of ``t`` read that value."""
+        if get_ident() == self.tid:
+            r = self.vals.get(id(source))
+            if r is not None:
+                self.vals[id(t)] = r
+
     def alias(self, t, i):
         r = self.vals[id(t)] = _new(Ref)
         r.i = i
@@ -667,7 +674,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     try:
         if module is not None:
             tracer.enter(module)
-        with dispatch.intercept(tracer.handler):
+        with dispatch.intercept(tracer.handler, rebind=tracer.rebind):
             out = fn(*args, **(kwargs or {}))
     finally:
         _LOCAL.tracer = None

@@ -13,6 +13,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
+from .. import dispatch
 from ..dispatch import apply, cast, out_or, result_type, unary, view_op
 from ..registry import NAMESPACES, _type_name, export, op_class
 from ..layouts import check_memory_format
@@ -1672,6 +1673,8 @@ def _view_inplace(view, name):
         self._data, self._fn, self._nr = r._data, r._fn, r._nr
         if r._view is not None and self._base is not None:
             self._view = r._view
+        if dispatch._HANDLERS:
+            dispatch.rebound(self, r)
         return self
 
     method.__name__ = method.__qualname__ = name
