@@ -28,7 +28,6 @@ import re
 import sys
 import threading
 import warnings
-from functools import partial
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from .. import dispatch, dtypes
 from ..autograd.function import OPS
 from ..backend import device as _device
 from ..backend import resolve
+from ..nn.modules import module as _module
 from ..ops import conversion, creation
 from ..ops.shape import cat as _cat
 from ..random import default_generator, default_states, native, restore_default_states
@@ -230,7 +230,6 @@ _EFFECTS = frozenset(("Sampled", "Drawn"))  # random draws: never pruned
 # arguments recorded as they are, and which cannot be a random generator
 _PLAIN = _SCALARS | {complex, type(Ellipsis), dtypes.dtype, _device}
 _new = object.__new__
-_PLAIN_FORWARD: dict = {}  # module class -> whether an instance's own 'forward' overrides the class's
 get_ident = threading.get_ident
 
 
@@ -242,8 +241,8 @@ class _Tracer:
     layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
     derived = None       # value ids computed from inputs (see derived_values)
     derived_upto = 0
-    hooked = None        # the _Scope of each submodule whose path forward hooks keep (see enter)
-    ins = odd = seen = None  # refs' and enter's working state
+    names = {}           # id(submodule) -> its name in its parent (see enter)
+    ins = odd = None     # refs' working state
 
     def __init__(self):
         self.graph = g = Graph()
@@ -252,7 +251,6 @@ class _Tracer:
         self.values = []     # the tensor of each value id (meta is read from these at the end)
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
         self.params = {}     # id(parameter or buffer) -> dotted path
-        self.scopes = []     # the instance dicts of the submodules whose forward is wrapped (see enter)
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
@@ -348,14 +346,13 @@ class _Tracer:
 
     # ------------------------------------------------------------------ module paths
     def enter(self, module):
-        """Record ``module``'s parameters and buffers by dotted path (in ``named_modules`` order: a tensor or
-        module met twice keeps its first path), and make every submodule keep ``self.where``, the module path
-        ops run in, while it runs: its ``forward`` is wrapped in its instance dict (undone by :meth:`leave`),
-        or, where that cannot be done, forward hooks do it."""
-        self.seen = {id(module)}
+        """Record ``module``'s parameters and buffers by dotted path and each submodule's name (in
+        ``named_modules`` order: a tensor or module met twice keeps its first path); while the trace
+        records, each call of a named submodule extends ``self.where``, the module path ops run in (see
+        :func:`_module_scope`)."""
+        self.names = {}
         self.own(module, "")
-        self.visit(module, "")
-        self.seen = None
+        self.visit(module, "", {id(module)})
 
     def own(self, m, dot):
         """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
@@ -366,25 +363,15 @@ class _Tracer:
         if m._buffers:
             self.own_buffers(m, dot)
 
-    def visit(self, m, dot):
+    def visit(self, m, dot, seen):
         """:meth:`enter` below module ``m``, whose own parameters are recorded."""
         params = self.params
-        seen = self.seen
+        names = self.names
         for k, c in m._modules.items():
             if c is None or id(c) in seen:
                 continue
             seen.add(id(c))
-            d = c.__dict__
-            plain = _PLAIN_FORWARD.get(type(c))
-            if plain is None:
-                plain = _plain_forward(type(c))
-            if plain and "forward" not in d:
-                d["forward"] = partial(_scoped, self, c.forward, k)
-                self.scopes.append(d)
-            else:
-                if self.hooked is None:
-                    self.hooked = []
-                self.hooked.append(_Scope(self, c, k))
+            names[id(c)] = k
             cdot = dot + k + "."
             for pk, t in c._parameters.items():  # self.own(c, cdot), inline: most modules are leaves
                 if t is not None and id(t) not in params:
@@ -392,22 +379,13 @@ class _Tracer:
             if c._buffers:
                 self.own_buffers(c, cdot)
             if c._modules:
-                self.visit(c, cdot)
+                self.visit(c, cdot, seen)
 
     def own_buffers(self, m, dot):
         params = self.params
         for k, t in m._buffers.items():
             if t is not None and id(t) not in params:
                 params[id(t)] = dot + k
-
-    def leave(self):
-        for d in self.scopes:
-            d.pop("forward", None)
-        self.scopes = []
-        if self.hooked is not None:
-            for h in self.hooked:
-                h.undo()
-            self.hooked = None
 
     # ------------------------------------------------------------------ ops
     def by_layout(self, a):
@@ -510,50 +488,19 @@ class _Tracer:
         return out
 
 
-def _plain_forward(cls):
-    """Whether an instance's own ``forward`` (in its instance dict) overrides class ``cls``'s: not when the
-    class makes ``forward`` a data descriptor."""
-    plain = _PLAIN_FORWARD[cls] = not hasattr(type(getattr(cls, "forward", None)), "__set__")
-    return plain
-
-
-def _scoped(tracer, forward, leaf, /, *args, **kwargs):
-    """``forward(*args, **kwargs)`` keeping ``tracer.where`` (the module path) while it runs in the tracing
-    thread (bound to a submodule's ``forward`` with ``partial`` while a trace records)."""
-    if get_ident() != tracer.tid:
-        return forward(*args, **kwargs)
+def _module_scope(module, args, kwargs):
+    """``module(*args, **kwargs)`` while a trace records (``Module.__call__`` routes here): a named submodule
+    of the traced module extends the tracer's module path while it runs, in the tracing thread."""
+    tracer = getattr(_LOCAL, "tracer", None)
+    leaf = None if tracer is None else tracer.names.get(id(module))
+    if leaf is None:
+        return module._call(args, kwargs)
     where = tracer.where
     tracer.where = where + "." + leaf if where else leaf
     try:
-        return forward(*args, **kwargs)
+        return module._call(args, kwargs)
     finally:
         tracer.where = where
-
-
-class _Scope:
-    """A submodule whose ``forward`` cannot simply be wrapped in its instance dict (one of its own is there,
-    or its class makes ``forward`` a data descriptor) keeps ``tracer.where`` with forward hooks."""
-
-    def __init__(self, tracer, module, leaf):
-        self.module = module
-        saved = []
-
-        def pre(mod, args):
-            if get_ident() == tracer.tid:
-                saved.append(tracer.where)
-                tracer.where = tracer.where + "." + leaf if tracer.where else leaf
-
-        def post(mod, args, out):
-            if get_ident() == tracer.tid and saved:
-                tracer.where = saved.pop()
-
-        self.keys = object(), object()
-        module._forward_pre_hooks[self.keys[0]] = (pre, False)
-        module._forward_hooks[self.keys[1]] = (post, False)
-
-    def undo(self):
-        self.module._forward_pre_hooks.pop(self.keys[0], None)
-        self.module._forward_hooks.pop(self.keys[1], None)
 
 
 def _layout(a):
@@ -669,6 +616,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         inputs.append(tracer.input_value(t))
     _LOCAL.tracer = tracer
     _ACTIVE.append(tracer)
+    _module.CALL_SCOPE[0] = _module_scope
     collecting = gc.isenabled()
     gc.disable()  # a trace allocates many small containers and frees none: no cycle collection meanwhile
     try:
@@ -679,9 +627,10 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     finally:
         _LOCAL.tracer = None
         _ACTIVE.remove(tracer)
+        if not _ACTIVE:
+            _module.CALL_SCOPE[0] = None
         if collecting:
             gc.enable()
-        tracer.leave()
     g.out_spec = _out_spec(out, tracer)
     tracer.finish()
     _prune(g, tracer.effects, tracer.used)

@@ -29,6 +29,9 @@ from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
 from .hooks import call_with_backward_hooks
 
+# scope(module, args, kwargs), which calls ``module._call(args, kwargs)``, while a trace records
+CALL_SCOPE: list = [None]
+
 _set = object.__setattr__
 
 
@@ -79,12 +82,21 @@ class Module:
 
     # ------------------------------------------------------------------ call
     def __call__(self, *args, **kwargs):
+        if CALL_SCOPE[0] is not None:  # a trace records (ember.jit): it keeps the module path of each call
+            return CALL_SCOPE[0](self, args, kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     _call_impl = __call__
+
+    def _call(self, args, kwargs):
+        """What ``self(*args, **kwargs)`` runs: ``forward`` and the hooks around it."""
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
         for hook, with_kwargs in list(self._forward_pre_hooks.values()):
