@@ -7,6 +7,18 @@ def to_np(t):
     return t.detach().cpu().numpy()
 
 
+class Fn(nn.Module):
+    """A module running ``fn(*mods, *inputs)``: a function with the layers it uses as submodules."""
+
+    def __init__(self, fn, *mods):
+        super().__init__()
+        self.fn = fn
+        self.mods = nn.ModuleList(mods)
+
+    def forward(self, *x):
+        return self.fn(*self.mods, *x)
+
+
 class Net(nn.Module):
     """The seeds' LeNet, whose ``view(x.size()[0], -1)`` reads the batch size."""
 

@@ -3,7 +3,7 @@ import io
 
 import numpy as np
 import pytest
-from export_models import Net
+from export_models import Fn, Net
 from export_models import to_np as _np
 from fakegpu import registered
 
@@ -102,16 +102,6 @@ def test_onnxruntime_matches_ember_at_two_batch_sizes(device, name, tmp_path):
 
 
 # ---------------------------------------------------------------------------- layer and op coverage
-class Fn(nn.Module):
-    def __init__(self, fn, *mods):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(mods)
-
-    def forward(self, *x):
-        return self.fn(*self.mods, *x)
-
-
 def _cases():
     r = ember.randn
     return {

@@ -4,6 +4,7 @@ import io
 
 import numpy as np
 import pytest
+from export_models import Fn
 from export_models import to_np as _np
 
 import ember
@@ -13,16 +14,6 @@ from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-
-
-class Fn(nn.Module):
-    def __init__(self, fn, *mods):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(mods)
-
-    def forward(self, *x):
-        return self.fn(*self.mods, *x)
 
 
 def _flat(out):

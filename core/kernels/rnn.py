@@ -73,6 +73,16 @@ def kernels(xp) -> dict:
     def keep(m, new, old):
         return new if m is None else m * new + (1 - m) * old
 
+    def mask_step(d, carry, m):
+        """One step back through a packed batch: ``d`` takes what finished sequences carried past the later
+        steps, keeps (in place) the part of the sequences still running at this step (mask 1), and returns
+        the rest, which passes this step by."""
+        if carry is not None:
+            add(d, carry, d)
+        carry = (1 - m) * d
+        mul(d, m, d)
+        return carry
+
     def gate_major(w, order):
         """``(G*H, n)`` weights (or a ``(G*H,)`` bias) as ``(G, H, n)`` (``(G, H)``) in gate ``order``."""
         G = len(order)
@@ -213,12 +223,8 @@ def kernels(xp) -> dict:
         for s, t in enumerate(steps(T, not reverse)):
             add(dhT if s == 0 else R, dout[t, ...], dh)
             if mask is not None:
-                if carry_h is not None:
-                    add(dh, carry_h, dh)
                 m = mask[t, ...]
-                carry_h, carry_c = (1 - m) * dh, (1 - m) * dc
-                mul(dh, m, dh)
-                mul(dc, m, dc)
+                carry_h, carry_c = mask_step(dh, carry_h, m), mask_step(dc, None, m)
             if w_hr is not None:
                 DHP[t, ...] = dh
                 mm(dh, w_hr, dhh)
@@ -327,11 +333,7 @@ def kernels(xp) -> dict:
                 add(R, dout[t, ...], dh)
                 add(dh, dz, dh)
             if mask is not None:
-                if carry is not None:
-                    add(dh, carry, dh)
-                m = mask[t, ...]
-                carry = (1 - m) * dh
-                mul(dh, m, dh)
+                carry = mask_step(dh, carry, mask[t, ...])
             g = F[:, t, ...]
             dn = DN[t, ...]
             mul(g[1, ...], dh, g[1, ...])                   # dz
@@ -404,11 +406,7 @@ def kernels(xp) -> dict:
         for s, t in enumerate(steps(T, not reverse)):
             add(dhT if s == 0 else R, dout[t, ...], dh)
             if mask is not None:
-                if carry is not None:
-                    add(dh, carry, dh)
-                m = mask[t, ...]
-                carry = (1 - m) * dh
-                mul(dh, m, dh)
+                carry = mask_step(dh, carry, mask[t, ...])
             g = F[t, ...]
             mul(g, dh, g)
             if s < T - 1 or needs[1]:

@@ -439,17 +439,20 @@ class Linear(Op):
 
     @staticmethod
     def backward(ctx, g):
-        ins = ctx.inputs
-        x, w = ins[0], ins[1]
-        if g.is_complex():  # the adjoint: g @ conj(w), g^T @ conj(x)
-            x, w = x.conj(), w.conj()
-        nf = ctx.next_functions
+        x, w, nf = _adjoint(ctx, g)
         gx = g.matmul(w) if nf[0][0] is not None else None
         g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
         gw = g2.t().matmul(x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x) if nf[1][0] is not None else None
-        if len(ins) == 2:
-            return gx, gw
-        return gx, gw, g2.sum(0) if nf[2][0] is not None else None
+        return (gx, gw) if len(nf) == 2 else (gx, gw, g2.sum(0) if nf[2][0] is not None else None)
+
+
+def _adjoint(ctx, g):
+    """A linear map's saved input and weight, conjugated for a complex gradient (the adjoint:
+    ``g @ conj(w)``, ``g^T @ conj(x)``), and its next functions."""
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    if g.is_complex():
+        x, w = x.conj(), w.conj()
+    return x, w, ctx.next_functions
 
 
 class LinearStack(Op):
@@ -470,16 +473,10 @@ class LinearStack(Op):
 
     @staticmethod
     def backward(ctx, g):
-        ins = ctx.inputs
-        x, w = ins[0], ins[1]
-        if g.is_complex():  # the adjoint: g @ conj(w), g^T @ conj(x)
-            x, w = x.conj(), w.conj()
-        nf = ctx.next_functions
+        x, w, nf = _adjoint(ctx, g)
         gx = g.matmul(w) if nf[0][0] is not None else None
         gw = g.mT.matmul(x) if nf[1][0] is not None else None
-        if len(ins) == 2:
-            return gx, gw
-        return gx, gw, g.sum(1) if nf[2][0] is not None else None
+        return (gx, gw) if len(nf) == 2 else (gx, gw, g.sum(1) if nf[2][0] is not None else None)
 
 
 @export(to=("nn.functional",))
