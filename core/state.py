@@ -128,6 +128,10 @@ class _State:
 STATE = _State()
 
 
+# whether ember.onnx.export is tracing a model now (set by it; layers with an export-only form read it)
+ONNX_EXPORTING: list = [False]
+
+
 class _Determinism:
     """``ember.use_deterministic_algorithms``: whether ops without a deterministic kernel raise (or warn)."""
 

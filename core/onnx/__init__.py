@@ -24,6 +24,7 @@ from ..autograd.grad_mode import no_grad
 from ..export import dynamic_dims
 from ..jit._graph import Ref, _flatten, _refs_in, capture_dynamic, check_devices
 from ..ops.creation import _create
+from ..state import ONNX_EXPORTING
 from ..tensor import Tensor
 from ._builder import GraphContext, OnnxExporterError, UnsupportedOperatorError, _onnx, elem_type
 from ._symbolic import SYMBOLICS, map_create
@@ -35,7 +36,6 @@ __all__ = ["export", "register_custom_op_symbolic", "unregister_custom_op_symbol
 DEFAULT_OPSET = 17
 MIN_OPSET = 17
 MAX_OPSET = 21
-_EXPORTING = [False]
 _CUSTOM: dict = {}   # "ns::name" -> (fn, opset) from register_custom_op_symbolic
 _PLUGIN: dict = {}   # "ns::name" -> fn from plugins' ember_onnx_symbolic hook
 
@@ -60,7 +60,7 @@ class errors:  # noqa: N801 - PyTorch's ``torch.onnx.errors`` namespace
 
 def is_in_onnx_export() -> bool:
     """Whether :func:`export` is tracing a model now."""
-    return _EXPORTING[0]
+    return ONNX_EXPORTING[0]
 
 
 def _key(name):
@@ -208,12 +208,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         dyn += dynamic_dims(fn, args, kwargs, dynamic_shapes)
     module = model if isinstance(model, nn.Module) else None
     dyn, tied = _tie(dyn, labels, in_names, flat)
-    _EXPORTING[0] = True
+    ONNX_EXPORTING[0] = True
     try:
         with select_model_mode_for_export(model, training), no_grad():
             graph, _ = capture_dynamic(model, args, kwargs, module, dyn, "onnx.export", tied)
     finally:
-        _EXPORTING[0] = False
+        ONNX_EXPORTING[0] = False
     proto = _build(onnx, graph, module, opset, in_names, output_names, labels, export_params,
                    keep_initializers_as_inputs, custom_opsets)
     onnx.checker.check_model(proto)

@@ -24,6 +24,7 @@ from ... import dtypes
 from ...ops.creation import from_numpy, full
 from ...ops.nn_recurrent import packed_layout
 from ...ops.shape import cat
+from ...state import ONNX_EXPORTING
 from ...tensor import Tensor
 
 
@@ -106,7 +107,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     # an export traces a dynamic batch once more with its first sequence repeated last, so unsorted: the
     # exported graph does not depend on the order (see below), and the lengths are sorted as without
     # enforce_sorted in every trace (so that the traces record the same ops)
-    exporting = _exporting()
+    exporting = ONNX_EXPORTING[0]
     if enforce_sorted and unsorted and not exporting:
         raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
                            "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
@@ -129,11 +130,6 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         lengths_t = lengths if isinstance(lengths, Tensor) else from_numpy(arr)
         packed._padded = (input, lengths_t.to(input.device), None)
     return packed
-
-
-def _exporting():
-    from ...onnx import is_in_onnx_export  # cycle: ember.onnx imports ember.nn
-    return is_in_onnx_export()
 
 
 def _packed_layout(sequence):
