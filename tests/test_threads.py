@@ -81,10 +81,12 @@ def test_inference_under_no_grad_while_another_thread_trains(device):
 
     def infer():
         with ember.no_grad():
-            while not stop.is_set():
+            while True:  # at least once, however soon the training thread finishes
                 out = model(x)
                 inferred.append(out.requires_grad)
                 assert not ember.is_grad_enabled()
+                if stop.is_set():
+                    break
         assert ember.is_grad_enabled()
 
     def train():
