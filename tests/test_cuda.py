@@ -208,3 +208,22 @@ def test_generator_state_round_trip_and_per_device_seeding():
     ember.cuda.set_rng_state(state)
     assert bool((ember.randn(5, device="cuda") == b).all())
     assert not bool((ember.randn(5, device="cuda") == b).all())
+
+
+def test_probe_names_the_extra_when_cupy_is_missing(monkeypatch):
+    import builtins
+
+    from ember_cuda_cupy import _probe
+
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy" or name.startswith("cupy."):
+            raise ModuleNotFoundError("No module named 'cupy'", name="cupy")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    monkeypatch.delitem(__import__("sys").modules, "cupy", raising=False)
+    module, reason = _probe()
+    assert module is None
+    assert "ember[cuda]" in reason and "ember[cuda12]" in reason and "cupy-cuda13x" in reason

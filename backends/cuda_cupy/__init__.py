@@ -20,6 +20,11 @@ def _probe():
         import cupy
 
         n = cupy.cuda.runtime.getDeviceCount()
+    except ModuleNotFoundError as exc:
+        if exc.name != "cupy":
+            return None, f"cupy is not usable here ({type(exc).__name__}: {exc})"
+        return None, ("cupy is not installed: install the cuda extra that matches the NVIDIA driver, "
+                      "ember[cuda] (cupy-cuda13x, drivers 580+) or ember[cuda12] (cupy-cuda12x, drivers 525+)")
     except Exception as exc:  # noqa: BLE001 - any import or driver failure means "unavailable"
         return None, f"cupy is not usable here ({type(exc).__name__}: {exc})"
     if n == 0:
