@@ -47,7 +47,20 @@ def _enumerate(dist, n, dtype, expand):
     return values.expand((-1,) + tuple(dist._batch_shape)) if expand else values
 
 
-class Bernoulli(ExponentialFamily):
+class _Odds:
+    """The success probability ``probs`` and its log-odds ``logits`` of a family built by
+    :func:`_probs_or_logits`: the one not given is derived on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(_Odds, ExponentialFamily):
     """0/1 outcomes with probability ``probs`` (or log-odds ``logits``) of a 1.
 
     >>> Bernoulli(probs=ember.tensor([0.25])).log_prob(ember.tensor([1.0])).exp().tolist()
@@ -79,14 +92,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -276,7 +281,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
         return samples + (probs - probs.detach())
 
 
-class Binomial(Distribution):
+class Binomial(_Odds, Distribution):
     """The number of successes in ``total_count`` Bernoulli(``probs``) trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -306,14 +311,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -461,7 +458,7 @@ class Poisson(ExponentialFamily):
         return ember.exp(x)
 
 
-class Geometric(Distribution):
+class Geometric(_Odds, Distribution):
     """The number of failures before the first success in Bernoulli(``probs``) trials."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -497,14 +494,6 @@ class Geometric(Distribution):
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         tiny = ember.finfo(self.probs.dtype).tiny
@@ -523,7 +512,7 @@ class Geometric(Distribution):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(_Odds, Distribution):
     """The number of successes before ``total_count`` failures in Bernoulli(``probs``) trials."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -549,14 +538,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / ember.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

@@ -8,16 +8,16 @@ from . import constraints
 from ._special import lgamma
 from .composite import TransformedDistribution
 from .continuous import Normal
-from .discrete import Categorical, _probs_or_logits
+from .discrete import Categorical, _Odds, _probs_or_logits
 from .distribution import Distribution
 from .transforms import ExpTransform, SigmoidTransform, StickBreakingTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
            "LogisticNormal"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_Odds, Distribution):
     """The logit of a :class:`RelaxedBernoulli` sample."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -39,14 +39,6 @@ class LogitRelaxedBernoulli(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
     @property
     def param_shape(self):
         return self._param.shape
@@ -65,19 +57,8 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
-    """A relaxation of Bernoulli to ``(0, 1)`` at ``temperature``: sigmoid of a LogitRelaxedBernoulli."""
-
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.unit_interval
-    has_rsample = True
-
-    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        super().__init__(LogitRelaxedBernoulli(temperature, probs, logits), SigmoidTransform(),
-                         validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
+class _OfBase:
+    """A relaxed distribution as a transform of its base: the base's temperature, logits and probs."""
 
     @property
     def temperature(self):
@@ -90,6 +71,21 @@ class RelaxedBernoulli(TransformedDistribution):
     @property
     def probs(self):
         return self.base_dist.probs
+
+
+class RelaxedBernoulli(_OfBase, TransformedDistribution):
+    """A relaxation of Bernoulli to ``(0, 1)`` at ``temperature``: sigmoid of a LogitRelaxedBernoulli."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        super().__init__(LogitRelaxedBernoulli(temperature, probs, logits), SigmoidTransform(),
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -145,7 +141,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_OfBase, TransformedDistribution):
     """A relaxation of OneHotCategorical to the simplex at ``temperature`` (Gumbel-softmax)."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -159,18 +155,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape,
                               _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class LogisticNormal(TransformedDistribution):
