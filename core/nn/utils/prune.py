@@ -199,14 +199,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (a count, or a fraction of the tensor) chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes ``amount`` entries (a count, or a fraction of the tensor): the ``largest`` (or smallest) of
+    :meth:`scores`."""
 
     PRUNING_TYPE = "unstructured"
+    largest = True
 
     def __init__(self, amount) -> None:
         _validate_pruning_amount_init(amount)
         self.amount = amount
+
+    def scores(self, t):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         tensor_size = t.nelement()
@@ -214,32 +219,28 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(nparams_toprune, tensor_size)
         mask = default_mask.clone()
         if nparams_toprune != 0:
-            prob = rand_like(t)
-            mask.view(-1)[topk(prob.view(-1), k=nparams_toprune).indices] = 0
+            mask.view(-1)[topk(self.scores(t).view(-1), k=nparams_toprune, largest=self.largest).indices] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries (a count, or a fraction of the tensor) chosen at random."""
+
+    def scores(self, t):
+        return rand_like(t)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
+    largest = False
 
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            mask.view(-1)[topk(t.abs().view(-1), k=nparams_toprune, largest=False).indices] = 0
-        return mask
+    def scores(self, t):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
