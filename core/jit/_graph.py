@@ -241,7 +241,6 @@ class _Tracer:
     layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
     derived = None       # value ids computed from inputs (see derived_values)
     derived_upto = 0
-    names = {}           # id(submodule) -> its name in its parent (see enter)
     ins = odd = None     # refs' working state
 
     def __init__(self):
@@ -251,6 +250,7 @@ class _Tracer:
         self.values = []     # the tensor of each value id (meta is read from these at the end)
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
         self.params = {}     # id(parameter or buffer) -> dotted path
+        self.names = {}      # id(submodule) -> its name in its parent (see enter)
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
@@ -350,7 +350,6 @@ class _Tracer:
         ``named_modules`` order: a tensor or module met twice keeps its first path); while the trace
         records, each call of a named submodule extends ``self.where``, the module path ops run in (see
         :func:`_module_scope`)."""
-        self.names = {}
         self.own(module, "")
         self.visit(module, "", {id(module)})
 

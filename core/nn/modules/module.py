@@ -92,7 +92,8 @@ class Module:
     _call_impl = __call__
 
     def _call(self, args, kwargs):
-        """What ``self(*args, **kwargs)`` runs: ``forward`` and the hooks around it."""
+        """What ``self(*args, **kwargs)`` runs: ``forward`` and the hooks around it.  (``__call__`` spells the
+        same test out rather than calling this: a module call is on every forward's path.)"""
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
