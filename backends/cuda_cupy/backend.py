@@ -42,7 +42,8 @@ class CupyBackend(ArrayBackend):
         return table
 
     def version(self):
-        return f"cupy {self.cp.__version__}, CUDA runtime {self.runtime.runtimeGetVersion()}"
+        return (f"cupy {self.cp.__version__}, CUDA runtime {self.runtime.runtimeGetVersion()}; "
+                f"{cudnn.describe(self.cp)}")
 
     # ---------------------------------------------------------------- devices
     def has_index(self):
