@@ -173,6 +173,56 @@ class DeviceAPI:
     def reset_peak_memory_stats(self, device=None) -> None:
         self._backend().reset_peak_memory_stats(self.index(device))
 
+    def memory_summary(self, device=None, abbreviated: bool = False) -> str:
+        """:meth:`memory_stats` of ``device`` as a printable table in PyTorch's layout: one row per metric
+        the backend counts (current and peak use; totals allocated and freed where counted), with the
+        large/small pool rows unless ``abbreviated``."""
+        stats = self.memory_stats(device)
+        idx = self.index(device)
+        rule, thick = "-" * 75, "=" * 75
+        lines = [thick, f" {'':16} ember {self._name().upper()} memory summary, device ID {idx or 0:<17d}".ljust(75),
+                 thick, "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  "]
+        for key, title, fmt in _SUMMARY_ROWS:
+            if f"{key}.all.current" not in stats:
+                continue
+            lines.append(rule)
+            pools = [("all", title)] + ([] if abbreviated else [("large_pool", "      from large pool"),
+                                                                  ("small_pool", "      from small pool")])
+            for pool, name in pools:
+                cells = [stats.get(f"{key}.{pool}.{col}") for col in ("current", "peak", "allocated", "freed")]
+                if pool != "all" and cells[0] is None:
+                    continue
+                lines.append(f" {name:<21} | " + " | ".join(fmt(v) for v in cells) + " ")
+        lines.append(thick)
+        return "|" + "|\n|".join(lines) + "|\n"
+
+
+def _scaled(value, units, step, limit, width):
+    """``value`` in the largest unit that keeps it under ``limit`` of the next (PyTorch's summary cells)."""
+    if value is None:
+        return " " * 10
+    value, unit = int(value), units[0]
+    for nxt in units[1:]:
+        if value < limit:
+            break
+        value, unit = value // step, nxt
+    return f"{value:{width}d} {unit}"
+
+
+def _size(v):
+    return _scaled(v, ("B  ", "KiB", "MiB", "GiB", "TiB"), 1024, 768 * 1024, 6)
+
+
+def _count(v):
+    return _scaled(v, (" ", "K", "M"), 1000, 750 * 1000, 8)
+
+
+_SUMMARY_ROWS = [("allocated_bytes", "Allocated memory", _size), ("active_bytes", "Active memory", _size),
+                 ("requested_bytes", "Requested memory", _size), ("reserved_bytes", "GPU reserved memory", _size),
+                 ("inactive_split_bytes", "Non-releasable memory", _size), ("allocation", "Allocations", _count),
+                 ("active", "Active allocs", _count), ("segment", "GPU reserved segments", _count),
+                 ("inactive_split", "Non-releasable allocs", _count)]
+
 
 class _Properties:
     """Device properties with PyTorch's attribute names."""

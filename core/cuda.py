@@ -32,6 +32,7 @@ default_stream = _api.default_stream
 stream = _api.stream
 set_stream = _api.set_stream
 globals().update(_api.functions(MEMORY_FUNCTIONS))
+memory_summary = _api.memory_summary
 
 
 class Event(_Event):

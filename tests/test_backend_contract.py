@@ -173,6 +173,36 @@ def test_memory_defaults(minimal):
     assert api.max_memory_allocated(1) == 0
 
 
+def test_memory_summary_tabulates_the_counters_as_pytorch_does(minimal, monkeypatch, torch):
+    api = DeviceAPI("minimal")
+    counters = {"allocated_bytes.all.current": 3 << 20, "allocated_bytes.all.peak": 5 << 20,
+                "allocated_bytes.all.allocated": 7 << 30, "allocated_bytes.all.freed": (7 << 30) - (3 << 20),
+                "reserved_bytes.all.current": 1000, "reserved_bytes.all.peak": 800 * 1024}
+    monkeypatch.setattr(minimal, "memory_stats", lambda index=None: counters if index == 1 else {})
+    text = api.memory_summary(1)
+    lines = text.splitlines()
+    assert all(len(line) == 77 and line[0] == line[-1] == "|" for line in lines)
+    assert "ember MINIMAL memory summary, device ID 1" in lines[1]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines
+            if line.count("|") == 6 and "Metric" not in line}
+    assert rows == {"Allocated memory": ["3072 KiB", "5120 KiB", "7168 MiB", "7165 MiB"],
+                    "GPU reserved memory": ["1000 B", "800 KiB", "", ""]}
+    # the cells as PyTorch's own summary writes them, from the same counters
+    full = {f"{k}.{p}.{c}": 0 for k in ("allocated_bytes", "active_bytes", "requested_bytes", "reserved_bytes",
+                                        "inactive_split_bytes", "allocation", "active", "segment",
+                                        "inactive_split") for p in ("all", "large_pool", "small_pool")
+            for c in ("current", "peak", "allocated", "freed")}
+    full.update({f"{k}.{c}": 0 for k in ("oversize_allocations", "oversize_segments")
+                 for c in ("current", "peak", "allocated", "freed")})
+    full.update(num_ooms=0, num_alloc_retries=0, **counters)
+    monkeypatch.setattr(torch.cuda.memory, "memory_stats", lambda device=None: full)
+    theirs = torch.cuda.memory.memory_summary(0, abbreviated=True)
+    line = next(row for row in theirs.splitlines() if "Allocated memory" in row)
+    assert line == next(row for row in lines if "Allocated memory" in row)
+    assert api.memory_summary(1, abbreviated=True) == text  # no pool rows to leave out
+    assert api.memory_summary(0).count("|\n") == 5  # no counters: the frame only
+
+
 def test_pinning_defaults(minimal):
     a = np.ones(3)
     assert minimal.pin_memory(a) is a and not minimal.is_pinned(a)
