@@ -454,24 +454,23 @@ def _volatile(out, dev):
 OVERLAP_ERROR = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
                  "location. Please clone() the tensor before performing the operation.")
 # The writes PyTorch lets through into a tensor some of whose elements share memory: fill_ with a number (each
-# element gets the one value), the triangles and the diagonal, and, with a deprecation warning, the indexed writes
-# (the example its warning gives)
-OVERLAP_ALLOWED = {"fill_": None, "tril_": None, "triu_": None, "fill_diagonal_": None,
-                   "index_put_": "tensor[indices] = tensor", "index_fill_": "tensor[mask] = scalar",
-                   "masked_fill_": "tensor[mask] = scalar"}
+# element gets the one value), the triangles, and, with a deprecation warning, the indexed writes (the example its
+# warning gives)
+OVERLAP_ALLOWED = {"fill_": None, "tril_": None, "triu_": None, "index_put_": "tensor[indices] = tensor",
+                   "index_fill_": "tensor[mask] = scalar", "masked_fill_": "tensor[mask] = scalar"}
 
 
 def internal_overlap(t: Tensor) -> bool:
     """Whether some elements of ``t`` share one memory location (PyTorch's internal overlap: a dimension of size
     > 1 and stride 0, as in an expanded tensor).  For arrays without strides, the strides are those the chain of
     views that made ``t`` gives a strided host array of its base's shape."""
-    shape = t._data.shape
-    if 0 in shape:
-        return False
     strides = getattr(t._data, "strides", None)
-    if strides is None:
-        if t._view is None:
+    if strides is not None:
+        if 0 not in strides:  # (the common case, on every in-place write)
             return False
+    elif t._view is None:
+        return False
+    else:
         steps = []
         chain = t._view
         while chain is not None:
@@ -481,10 +480,14 @@ def internal_overlap(t: Tensor) -> bool:
             return False
         k = resolve_device("cpu").kernels
         probe = np.empty(t._base._data.shape, t._base.dtype.np or np.uint16)
-        for Op, params in reversed(steps):
-            probe = Op.forward(_new(Op), k, probe, *params)
+        try:
+            for Op, params in reversed(steps):
+                probe = Op.forward(_new(Op), k, probe, *params)
+        except (ValueError, TypeError, RuntimeError):  # a view the strided array cannot express: none found
+            return False
         strides = probe.strides
-    return any(st == 0 and n > 1 for st, n in zip(strides, shape))
+    shape = t._data.shape
+    return 0 not in shape and any(st == 0 and n > 1 for st, n in zip(strides, shape))
 
 
 def check_overlap(t: Tensor) -> None:
@@ -493,7 +496,7 @@ def check_overlap(t: Tensor) -> None:
         raise RuntimeError(OVERLAP_ERROR)
 
 
-def _overlap_policy(t, op):
+def _overlap_policy(op):
     if op not in OVERLAP_ALLOWED:
         raise RuntimeError(OVERLAP_ERROR)
     example = OVERLAP_ALLOWED[op]
@@ -523,7 +526,7 @@ def check_inplace(t: Tensor, op: str, recording=False) -> bool:
         raise RuntimeError(f"{op}: Inplace update to inference tensor outside InferenceMode is not allowed. You can "
                            f"make a clone to get a normal tensor before doing inplace update.")
     if internal_overlap(t):
-        overlapped = _overlap_policy(t, op)
+        overlapped = _overlap_policy(op)
     if t._nograd_view and is_grad_enabled() and (recording or t._rg or t._base._rg):
         raise RuntimeError(f"{op}: A view was created in no_grad mode and is being modified inplace with grad mode "
                            f"enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
