@@ -9,6 +9,7 @@ True
 """
 from __future__ import annotations
 
+from functools import partial
 from numbers import Number
 
 from . import constraints, transforms
@@ -51,18 +52,6 @@ transform_to = ConstraintRegistry()
 @transform_to.register(constraints.real)
 def _transform_to_real(constraint):
     return transforms.identity_transform
-
-
-@biject_to.register(constraints.independent)
-def _biject_to_independent(constraint):
-    base = biject_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
-
-
-@transform_to.register(constraints.independent)
-def _transform_to_independent(constraint):
-    base = transform_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
 
 
 @biject_to.register(constraints.positive)
@@ -130,21 +119,20 @@ def _transform_to_corr_cholesky(constraint):
     return transforms.CorrCholeskyTransform()
 
 
-@biject_to.register(constraints.cat)
-def _biject_to_cat(constraint):
-    return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+# constraints made of other constraints: each part goes through the same table (a bijection of bijections)
+def _independent(registry, constraint):
+    return transforms.IndependentTransform(registry(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
 
 
-@transform_to.register(constraints.cat)
-def _transform_to_cat(constraint):
-    return transforms.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+def _cat(registry, constraint):
+    return transforms.CatTransform([registry(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
 
 
-@biject_to.register(constraints.stack)
-def _biject_to_stack(constraint):
-    return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
+def _stack(registry, constraint):
+    return transforms.StackTransform([registry(c) for c in constraint.cseq], constraint.dim)
 
 
-@transform_to.register(constraints.stack)
-def _transform_to_stack(constraint):
-    return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.independent, partial(_independent, _registry))
+    _registry.register(constraints.cat, partial(_cat, _registry))
+    _registry.register(constraints.stack, partial(_stack, _registry))

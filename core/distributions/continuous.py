@@ -10,7 +10,7 @@ import ember
 from . import constraints
 from ._special import digamma, gammainc, lgamma, log_beta
 from .composite import TransformedDistribution
-from .distribution import Distribution, expand_params
+from .distribution import AtLoc, Distribution, expand_params
 from .exp_family import ExponentialFamily
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
 from .utils import _standard_normal, broadcast_all, euler_constant
@@ -30,7 +30,28 @@ def _filled(dist, ref, value):
     return ember.full(tuple(dist._extended_shape()), value, dtype=ref.dtype, device=ref.device)
 
 
-class Normal(ExponentialFamily):
+class _LocScale(Distribution):
+    """A location-scale family on the real line (Normal, Laplace, Cauchy): ``loc`` and ``scale`` broadcast
+    together; reparameterised samples."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _LocScale in cls.__bases__:  # the family, which expand checks a subclass against: one with its own
+            cls._family = cls          # __init__ must have its own expand (PyTorch's rule)
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(_batch(self.loc, loc, scale), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return expand_params(self, self._family, batch_shape, _instance, ("loc", "scale"))
+
+
+class Normal(AtLoc, _LocScale, ExponentialFamily):
     """The normal distribution of mean ``loc`` and standard deviation ``scale``.
 
     >>> d = Normal(ember.tensor([0.0]), ember.tensor([1.0]))
@@ -38,25 +59,7 @@ class Normal(ExponentialFamily):
     -0.9189
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
     _mean_carrier_measure = 0
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch(self.loc, loc, scale), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return expand_params(self, Normal, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -201,27 +204,9 @@ class HalfCauchy(_Folded):
         return self.base_dist.variance
 
 
-class Laplace(Distribution):
+class Laplace(AtLoc, _LocScale):
     """The Laplace (double exponential) distribution of location ``loc`` and scale ``scale``."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch(self.loc, loc, scale), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return expand_params(self, Laplace, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -315,19 +300,9 @@ class Uniform(Distribution):
         return ember.log(self.high - self.low)
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocScale):
     """The Cauchy (Lorentz) distribution: the ratio of independent normals, shifted and scaled."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch(self.loc, loc, scale), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return expand_params(self, Cauchy, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):

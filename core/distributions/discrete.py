@@ -202,20 +202,20 @@ class Categorical(Distribution):
         return _enumerate(self, self._num_events, ember.long, expand)
 
 
-class OneHotCategorical(Distribution):
-    """One-hot vectors of a :class:`Categorical` draw (event shape ``(K,)``)."""
+class _ViaCategorical(Distribution):
+    """A family over ``K`` categories given through the Categorical of its ``probs`` or ``logits``
+    (``self._categorical``: OneHotCategorical, ExpRelaxedCategorical): its batch shape, event shape ``(K,)``
+    and parameters."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.one_hot
-    has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._categorical = Categorical(probs, logits)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
+    def _expand_into(self, new, batch_shape):
+        """``expand``'s work: ``new`` (an instance from ``_get_checked_instance``) over the expanded Categorical."""
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -234,6 +234,20 @@ class OneHotCategorical(Distribution):
         return self._categorical.logits
 
     @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
+class OneHotCategorical(_ViaCategorical):
+    """One-hot vectors of a :class:`Categorical` draw (event shape ``(K,)``)."""
+
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_into(self._get_checked_instance(OneHotCategorical, _instance), batch_shape)
+
+    @property
     def mean(self):
         return self._categorical.probs
 
@@ -245,10 +259,6 @@ class OneHotCategorical(Distribution):
     @property
     def variance(self):
         return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=()):
         probs = self._categorical.probs

@@ -170,6 +170,19 @@ class Distribution:
         return f"{self.__class__.__name__}({args})"
 
 
+class AtLoc:
+    """Mixin for the families centred at their ``loc`` (symmetric and unimodal about it): the mean and the mode
+    are ``loc``."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+
 def expand_params(dist, cls, batch_shape, _instance, names, event_shape=None):
     """The ``expand`` of a family whose parameters are the attributes ``names`` (each of shape
     ``batch_shape + its own event part``): a new instance holding expanded views, not re-validated."""

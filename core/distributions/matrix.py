@@ -9,9 +9,9 @@ import ember
 from . import constraints
 from ._special import digamma, lgamma, mvlgamma
 from .continuous import Beta, Chi2
-from .distribution import Distribution, expand_params
+from .distribution import AtLoc, Distribution, expand_params
 from .exp_family import ExponentialFamily
-from .multivariate import _precision_to_scale_tril
+from .multivariate import _FromScaleTril
 from .utils import broadcast_all, lazy_property
 
 __all__ = ["Wishart", "LKJCholesky", "VonMises"]
@@ -23,7 +23,7 @@ def _mvdigamma(x, p: int):
     return digamma(x.unsqueeze(-1) - ember.arange(p, dtype=x.dtype, device=x.device) / 2).sum(-1)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(_FromScaleTril, ExponentialFamily):
     """The Wishart distribution over positive-definite matrices, with ``df`` degrees of freedom and one of
     ``covariance_matrix``, ``precision_matrix`` or ``scale_tril``; ``rsample`` by Bartlett's decomposition."""
 
@@ -38,11 +38,7 @@ class Wishart(ExponentialFamily):
                 "df": constraints.greater_than(self.event_shape[-1] - 1)}
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
-        given = [(n, m) for n, m in (("covariance_matrix", covariance_matrix), ("precision_matrix", precision_matrix),
-                                     ("scale_tril", scale_tril)) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        name, param = given[0]
+        name, param = self._given(covariance_matrix, precision_matrix, scale_tril)
         if param.dim() < 2:
             raise ValueError("scale_tril must be at least two-dimensional, with optional leading batch dimensions")
         if isinstance(df, ember.Tensor):
@@ -59,12 +55,7 @@ class Wishart(ExponentialFamily):
             warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < "
                           "ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._set_scale_tril(covariance_matrix, precision_matrix, scale_tril)
         self._dist_chi2 = self._chi2(batch_shape)
 
     def _chi2(self, batch_shape):
@@ -83,20 +74,6 @@ class Wishart(ExponentialFamily):
 
     def _matrix_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape)
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.mT).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return ember.linalg.inv(L @ L.mT).expand(self._matrix_shape())
 
     @property
     def mean(self):
@@ -237,7 +214,7 @@ def _log_modified_bessel(x, order=0):
     return ember.where(x < 3.75, small.log(), large)
 
 
-class VonMises(Distribution):
+class VonMises(AtLoc, Distribution):
     """The von Mises distribution on the circle: mean direction ``loc``, concentration ``concentration``
     (sampled by Best & Fisher's rejection scheme, in double precision)."""
 
@@ -280,14 +257,6 @@ class VonMises(Distribution):
                 x = ember.where(accept, (u3 - 0.5).sign() * f.acos(), x)
                 done = done | accept
             return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

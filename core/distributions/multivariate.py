@@ -7,7 +7,7 @@ import ember
 
 from . import constraints
 from ._special import digamma, lgamma
-from .distribution import Distribution, expand_params
+from .distribution import AtLoc, Distribution, expand_params
 from .exp_family import ExponentialFamily
 from .utils import _standard_normal, lazy_property
 
@@ -37,7 +37,45 @@ def _precision_to_scale_tril(P):
     return ember.linalg.solve(L_inv, _eye_like(P).expand(tuple(P.shape))).tril()
 
 
-class MultivariateNormal(Distribution):
+class _FromScaleTril:
+    """Mixin for the families given by a lower Cholesky factor ``_unbroadcasted_scale_tril`` of a covariance
+    (MultivariateNormal, Wishart): the one matrix given, and the three matrices, each expanded to the family's
+    ``_matrix_shape()``."""
+
+    @staticmethod
+    def _given(covariance_matrix, precision_matrix, scale_tril):
+        """``(name, matrix)`` of the one matrix given (PyTorch's error unless exactly one is)."""
+        given = [(n, m) for n, m in (("covariance_matrix", covariance_matrix), ("precision_matrix", precision_matrix),
+                                     ("scale_tril", scale_tril)) if m is not None]
+        if len(given) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        return given[0]
+
+    def _set_scale_tril(self, covariance_matrix, precision_matrix, scale_tril):
+        """``_unbroadcasted_scale_tril`` from the matrix given."""
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return ember.matmul(L, L.mT).expand(self._matrix_shape())
+
+    @lazy_property
+    def precision_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return ember.linalg.inv(ember.matmul(L, L.mT)).expand(self._matrix_shape())
+
+
+class MultivariateNormal(AtLoc, _FromScaleTril, Distribution):
     """The multivariate normal of mean ``loc``, given by exactly one of ``covariance_matrix``,
     ``precision_matrix`` or ``scale_tril`` (a lower Cholesky factor of the covariance).
 
@@ -54,11 +92,7 @@ class MultivariateNormal(Distribution):
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        given = [(n, m) for n, m in (("scale_tril", scale_tril), ("covariance_matrix", covariance_matrix),
-                                     ("precision_matrix", precision_matrix)) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        name, matrix = given[0]
+        name, matrix = self._given(covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             raise ValueError(f"{name} matrix must be at least two-dimensional, with optional leading batch "
                              "dimensions")
@@ -66,12 +100,7 @@ class MultivariateNormal(Distribution):
         setattr(self, name, matrix.expand(batch_shape + (-1, -1)))
         self.loc = loc.expand(batch_shape + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._set_scale_tril(covariance_matrix, precision_matrix, scale_tril)
 
     def expand(self, batch_shape, _instance=None):
         new = expand_params(self, MultivariateNormal, batch_shape, _instance,
@@ -81,28 +110,6 @@ class MultivariateNormal(Distribution):
 
     def _matrix_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return ember.matmul(L, L.mT).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return ember.linalg.inv(ember.matmul(L, L.mT)).expand(self._matrix_shape())
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -142,7 +149,7 @@ def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
     return (x.pow(2) / D).sum(-1) - _batch_mahalanobis(capacitance_tril, _batch_mv(Wt_Dinv, x))
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(AtLoc, Distribution):
     """The multivariate normal with covariance ``cov_factor @ cov_factor.T + diag(cov_diag)``."""
 
     arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
@@ -183,14 +190,6 @@ class LowRankMultivariateNormal(Distribution):
 
     def _matrix_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

@@ -8,7 +8,7 @@ from . import constraints
 from ._special import lgamma
 from .composite import TransformedDistribution
 from .continuous import Normal
-from .discrete import Categorical, _Odds, _probs_or_logits
+from .discrete import _Odds, _probs_or_logits, _ViaCategorical
 from .distribution import Distribution
 from .transforms import ExpTransform, SigmoidTransform, StickBreakingTransform
 from .utils import broadcast_all, clamp_probs
@@ -88,38 +88,20 @@ class RelaxedBernoulli(_OfBase, TransformedDistribution):
         return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_ViaCategorical):
     """The log of a :class:`RelaxedOneHotCategorical` sample."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
         self.temperature = temperature
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        super().__init__(probs, logits, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
         new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+        return self._expand_into(new, batch_shape)
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -568,6 +568,7 @@ RULES.update({
     "Softmax": _dim_rule(1), "LogSoftmax": _dim_rule(1), "Cumsum": _dim_rule(1), "Cumprod": _dim_rule(1),
     "MaxDim": _dim_rule(1), "MinDim": _dim_rule(1), "Argmax": _dim_rule(1), "Argmin": _dim_rule(1),
     "CumExtreme": _dim_rule(1), "Unbind": _dim_rule(1),
+    "Glu": _dim_rule(1),
     "Cat": _seq_rule, "Stack": _seq_rule, "Split": _split_rule,
     "Permute": _permute_rule, "Transpose": _permute_rule, "T": _permute_rule,
     "Reshape": _shape_rule, "View": _shape_rule, "Expand": _shape_rule, "SumTo": _sum_to_rule,

@@ -481,6 +481,8 @@ class IndexCopy(TensorArgsOp):
 
 
 class IndexFill(TensorArgsOp):
+    inplace_name = "index_fill_"
+
     @staticmethod
     def forward(ctx, k, x, axis, idx, value):
         ctx.axis, ctx.idx = axis, idx
@@ -721,6 +723,7 @@ class IndexPutAcc(Op):
     """``x.index_put(indices, v, accumulate=True)``: repeated indices add up."""
 
     backward_name = "IndexPutBackward0"
+    inplace_name = "index_put_"
 
     @staticmethod
     def forward(ctx, k, x, v, index):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import _SCALARS, apply, inplace
+from ..dispatch import _SCALARS, apply, check_overlap, inplace
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from . import pointwise as pw
@@ -46,6 +46,8 @@ class Fill(Op):
 
 class IndexPut(Op):
     """``x[index] = v`` for advanced indices (as a new array; written back in place)."""
+
+    inplace_name = "index_put_"
 
     @staticmethod
     def forward(ctx, k, x, v, index):
@@ -93,6 +95,7 @@ def fill_(self, value):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
                                f"dimensions.")
+        check_overlap(self)  # a tensor value is copied, and PyTorch's copy refuses shared memory (a number fills)
         if value._rg:
             return copy_(self, value)
         value = value.item()

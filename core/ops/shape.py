@@ -120,6 +120,8 @@ class T(Permute):
 
 
 class Expand(Op):
+    zero_strides = True  # its output may have dimensions of stride 0 (dispatch.internal_overlap)
+
     @staticmethod
     def forward(ctx, k, x, shape):
         ctx.in_shape = x.shape
@@ -1189,6 +1191,7 @@ def unfold(self, dimension: int, size: int, step: int) -> Tensor:
 
 class AsStrided(Op):
     view_kernel = "as_strided"  # a copy on backends without strides: writes through it go back by scatter_back
+    zero_strides = True
 
     @staticmethod
     def forward(ctx, k, x, size, stride, offset):

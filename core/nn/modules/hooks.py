@@ -1,7 +1,12 @@
-"""Full backward hooks: identity Functions around a module call that see its input and output gradients."""
+"""Full backward hooks (identity Functions around a module call that see its input and output gradients) and the
+deprecated non-full ones (a hook on the grad_fn of the module's output)."""
 from __future__ import annotations
 
+import weakref
+
 from ...autograd.function import Function
+from ...ops.nn import Linear
+from ...ops.nn_conv import Conv
 from ...tensor import Tensor
 
 
@@ -65,3 +70,68 @@ def call_with_backward_hooks(module, args, kwargs):
         outs = _Outputs.apply(state, *outs)
         return outs[0] if single else tuple(outs)
     return out
+
+
+# --------------------------------------------------------------------------- the deprecated (non-full) hooks
+class LegacyHook:
+    """A hook of ``Module.register_backward_hook`` as a hook on the grad_fn of the module's output (the last op of
+    its forward): ``hook(module, grad_input, grad_output)`` with that node's gradients as PyTorch's graph has them
+    (None for an input that needs no gradient), and a returned tuple checked as PyTorch checks it."""
+
+    def __init__(self, hook, module, node):
+        self.hook, self.module, self.node = hook, module, weakref.ref(node)
+        self.__name__ = getattr(hook, "__name__", type(hook).__name__)
+
+    def __call__(self, grad_inputs, grad_outputs):
+        node = self.node()
+        shown, back = _torch_layout(node, grad_inputs, grad_outputs)
+        r = self.hook(self.module, shown, grad_outputs)
+        if r is None:
+            return None
+        _check_replacement(self.__name__, shown, r)
+        return back(r)
+
+
+def _torch_layout(node, grads, grad_outputs):
+    """``(shown, back)``: the gradients PyTorch's last node would have in place of ``node``'s, and the map from a
+    replacement of them back to ``node``'s."""
+    grads = tuple(None if nxt is None else g for g, (nxt, _) in zip(grads, node.next_functions))
+    if isinstance(node, Linear):
+        return _linear_layout(node, grads, grad_outputs[0])
+    if isinstance(node, Conv) and len(grads) == 2:  # PyTorch's convolution node keeps an edge for a missing bias
+        return grads + (None,), lambda r: r[:2]
+    return grads, lambda r: r
+
+
+def _linear_layout(node, grads, g):
+    """PyTorch computes a 2-d linear map as ``addmm(bias, input, weight.t())`` (``mm(input, weight.t())`` without
+    bias) and any other one through that GEMM on the flattened input, whose last node is the view back."""
+    if len(node._shapes[0][0]) != 2:
+        def back(r):
+            res = type(node).backward(node, r[0].reshape(g.shape))
+            return tuple(None if nxt is None else x for x, (nxt, _) in zip(res, node.next_functions))
+        return (g.reshape(-1, g.shape[-1]),), back
+    gx, gw, *gb = grads
+    gwt = None if gw is None else gw.t()
+    if not gb:
+        return (gx, gwt), lambda r: (r[0], None if r[1] is None else r[1].t())
+    return (gb[0], gx, gwt), lambda r: (r[1], None if r[2] is None else r[2].t(), r[0])
+
+
+def _check_replacement(name, old, new):
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
+    if len(new) != len(old):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(new)}, but "
+                           f"expected {len(old)})")
+    for o, n in zip(old, new):
+        if n is None:
+            continue
+        if not isinstance(n, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(n).__name__}'")
+        if o is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if n.shape != o.shape:
+            raise RuntimeError(f"hook '{name}' has changed the size of value")
+        if n.dtype != o.dtype or n.device != o.device:
+            raise RuntimeError(f"hook '{name}' has changed the type of value (was {o.type()} got {n.type()})")

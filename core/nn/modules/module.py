@@ -27,7 +27,7 @@ from ...ops.conversion import _parse_to
 from ...ops.creation import empty_like
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
-from .hooks import call_with_backward_hooks
+from .hooks import LegacyHook, call_with_backward_hooks
 
 # scope(module, args, kwargs), which calls ``module._call(args, kwargs)``, while a trace records
 CALL_SCOPE: list = [None]
@@ -135,7 +135,7 @@ class Module:
         if grad_fn is None:
             return
         for hook in list(self._backward_hooks.values()):
-            grad_fn.register_hook(_WrappedHook(hook, self))
+            grad_fn.register_hook(LegacyHook(hook, self, grad_fn))
         _warn_non_full_backward_hook(args, out, grad_fn)
 
     def __setattr__(self, name: str, value) -> None:
@@ -715,16 +715,6 @@ def _strict_errors(errors, missing, unexpected):
         errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
     if missing:
         errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
-
-
-class _WrappedHook:
-    """A deprecated module backward hook as a node hook: ``hook(module, grad_input, grad_output)``."""
-
-    def __init__(self, hook, module):
-        self.hook, self.module = hook, module
-
-    def __call__(self, grad_inputs, grad_outputs):
-        return self.hook(self.module, grad_inputs, grad_outputs)
 
 
 def _warn_non_full_backward_hook(inputs, result, grad_fn):
