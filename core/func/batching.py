@@ -39,8 +39,9 @@ class Batched:
     def __init__(self, value, level):
         self.value, self.level = value, level
         data = value._data  # an array, or a Batched of an outer level: both have shape and dtype
-        self.shape = tuple(data.shape[1:])
-        self.ndim = len(self.shape)
+        shape = data.shape[1:]
+        self.shape = shape = shape if type(shape) is tuple else tuple(shape)
+        self.ndim = len(shape)
         self.dtype = data.dtype
 
     @property
