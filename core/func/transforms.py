@@ -16,7 +16,7 @@ import functools
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ..dispatch import set_aside
-from ..ops.creation import eye, ones_like, zeros_like
+from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap
