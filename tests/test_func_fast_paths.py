@@ -178,3 +178,38 @@ def test_pytree_round_trips():
     assert pytree.tree_unflatten(leaves, spec) == value
     assert type(pytree.tree_unflatten(leaves, spec)["b"]) is Point
     assert pytree.tree_map(lambda v: v * 10, value)["b"].y == {"c": 50}
+
+
+class _OwnTraversal(ember.nn.Module):
+    """A child whose named_parameters hides its second weight: the tie map follows its traversal."""
+
+    def __init__(self, shared):
+        super().__init__()
+        self.w = shared
+        self.hidden = shared
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield (prefix + "." if prefix else "") + "w", self.w
+
+
+class _Outer(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = ember.nn.Parameter(ember.ones(2))
+        self.child = _OwnTraversal(self.w)
+
+    def forward(self, x):
+        return x * self.w * self.child.hidden
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield "w", self.w
+        yield from self.child.named_parameters("child")
+
+
+def test_functional_call_tie_map_follows_an_own_traversal(device):
+    m = _Outer().to(device)
+    x = ember.ones(2, device=device)
+    # w and child.w are tied by the traversal; child.hidden is not named by it, so it keeps the old value
+    out = ember.func.functional_call(m, {"w": 3 * ember.ones(2, device=device)}, (x,))
+    assert_close(out, np.full(2, 3.0, np.float32))
+    assert m.child.w is m.w

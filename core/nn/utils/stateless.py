@@ -123,21 +123,27 @@ class NamedMemberAccessor:
         return sorted(valid - keys), sorted(keys - valid)
 
 
+def _plain_traversal(cls) -> bool:
+    """Whether Module class ``cls`` keeps Module's own traversal (named_parameters, named_buffers, ...)."""
+    return (cls.named_parameters is Module.named_parameters and cls.named_buffers is Module.named_buffers
+            and cls.named_modules is Module.named_modules and cls._named_members is Module._named_members)
+
+
 def _names_of(module: Module) -> dict:
     """``{id(tensor): {every dotted name of it}}`` over the module's parameters and buffers, every path."""
     names_of: dict = {}
-    cls = type(module)
-    if cls.named_parameters is not Module.named_parameters or cls.named_buffers is not Module.named_buffers \
-            or cls.named_modules is not Module.named_modules or cls._named_members is not Module._named_members:
-        for name, t in [*module.named_parameters(remove_duplicate=False),
-                        *module.named_buffers(remove_duplicate=False)]:
-            names_of.setdefault(id(t), set()).add(name)
-        return names_of
     # the traversal of named_parameters/named_buffers(remove_duplicate=False), walked over the stores directly
-    # (its generators cost a per-sample-gradient call more than the rest of the swap)
+    # (its generators cost a per-sample-gradient call more than the rest of the swap); a module class with
+    # its own traversal gets the general one
     todo = [("", module)]
     while todo:
         prefix, m = todo.pop()
+        if not _plain_traversal(type(m)):
+            names_of.clear()
+            for name, t in [*module.named_parameters(remove_duplicate=False),
+                            *module.named_buffers(remove_duplicate=False)]:
+                names_of.setdefault(id(t), set()).add(name)
+            return names_of
         for store in (m._parameters, m._buffers):
             for k, t in store.items():
                 if t is not None:
