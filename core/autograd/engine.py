@@ -228,6 +228,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     """
     filter_state = None
     filtered = targets is not None
+    short = ()  # with targets: the plain nodes that lead to one without being one (the short path's too)
     if filtered:
         deps, order = _discover(roots)
         target_nodes = {e[0] for e in targets}
@@ -235,6 +236,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         for fn in order:  # children before parents
             if fn in target_nodes or any(n in needed for n, _ in fn.next_functions if n is not None):
                 needed.add(fn)
+        short = {fn for fn in needed if fn._plain and fn not in target_nodes}
     else:
         deps = _count_deps(roots)
     captured = {}
@@ -264,7 +266,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         pop, push = ready.pop, ready.append
         while ready:
             fn = pop()
-            if fn._plain and not filtered:
+            if fn._plain and (not filtered or fn in short):
                 gin = buffers.pop(fn, None)
                 if gin is None:  # no gradient reached this node: nothing flows on from it
                     if not retain_graph:

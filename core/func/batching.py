@@ -39,8 +39,9 @@ class Batched:
     def __init__(self, value, level):
         self.value, self.level = value, level
         data = value._data  # an array, or a Batched of an outer level: both have shape and dtype
-        self.shape = tuple(data.shape[1:])
-        self.ndim = len(self.shape)
+        shape = data.shape[1:]
+        self.shape = shape = shape if type(shape) is tuple else tuple(shape)
+        self.ndim = len(shape)
         self.dtype = data.dtype
 
     @property
@@ -180,7 +181,10 @@ class Level:
             if name in RANDOM_FACTORIES:
                 return self._random_factory(args, run)
             return run(*args)
-        if not any(_has_level(a, self) for a in args):
+        for a in args:
+            if _has_level(a, self):
+                break
+        else:
             if name in RANDOM_OPS:
                 self._check_random()
             return run(*args)
@@ -513,9 +517,10 @@ def _cross_entropy_rule(level, kind, Op, args):
     if type(tp._data) is Batched:  # targets batched at an outer level too
         return _cross_entropy_ops(level, x, t, ignore_index, mean)
     px, dev = expanded(x, level), x._dev
-    w, nan, bounds = dev.kernels["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
+    k = dev.kernels
+    w, nan, bounds = k["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
     _check_bounds(*bounds, px.shape[-1])
-    loss = -(px.log_softmax(-1) * _wrap(w, dev)).sum((-2, -1))
+    loss = (px.log_softmax(-1) * _wrap(k["neg"](w), dev)).sum((-2, -1))  # (the weights negated: one op less)
     if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
         loss = loss + _wrap(nan, dev)
     return wrap(loss, level)

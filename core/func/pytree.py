@@ -9,7 +9,13 @@ class Spec:
 
     def __init__(self, kind, meta, children):
         self.kind, self.meta, self.children = kind, meta, children
-        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+        if kind is None:
+            self.num_leaves = 1
+        else:
+            n = 0
+            for c in children:
+                n += c.num_leaves
+            self.num_leaves = n
 
     def __eq__(self, other):
         return isinstance(other, Spec) and (self.kind, self.meta, self.children) == \
@@ -44,9 +50,9 @@ def _walk(v, leaves):
     t = type(v)
     if t is dict or isinstance(v, dict):
         keys = tuple(v.keys())
-        return Spec(dict, keys, tuple(_walk(v[k], leaves) for k in keys))
+        return Spec(dict, keys, tuple([_walk(v[k], leaves) for k in keys]))
     if t is tuple or t is list:
-        return Spec(t, None, tuple(_walk(x, leaves) for x in v))
+        return Spec(t, None, tuple([_walk(x, leaves) for x in v]))
     if isinstance(v, (tuple, list)):
         return Spec(type(v) if _is_namedtuple(v) else tuple, None, tuple(_walk(x, leaves) for x in v))
     leaves.append(v)
@@ -61,7 +67,7 @@ def tree_unflatten(leaves, spec):
 def _build(s, it):
     if s.kind is None:
         return next(it)
-    items = [_build(c, it) for c in s.children]
+    items = [next(it) if c is LEAF else _build(c, it) for c in s.children]
     if s.kind is dict:
         return dict(zip(s.meta, items))
     if s.kind in (tuple, list):

@@ -16,7 +16,7 @@ import functools
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ..dispatch import set_aside
-from ..ops.creation import eye, ones_like, zeros_like
+from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap
@@ -62,7 +62,13 @@ class _Traced:
         return [lv.handler for lv in self.levels if lv.handler is not None]
 
     def real_out(self, out):
-        return bottom(lift(out, self.levels))
+        t = out
+        for lv in reversed(self.levels):  # the usual case, batched at every level in order: unwrapped directly
+            d = t._data
+            if type(d) is not Batched or d.level is not lv:
+                return bottom(lift(out, self.levels))
+            t = d.value
+        return bottom(t)
 
     def grads(self, outputs, grad_outputs, create_graph=None, retain_graph=None):
         """Gradients (real tensors, zeros where unused) of real ``outputs`` with respect to every input."""
@@ -87,11 +93,23 @@ class _Traced:
         """``value``'s tensors, cut from the graph unless an outer transform needs it."""
         if self.keep_graph:
             return value
-        return tree_map(_detached, value)
+        return _detached_tree(value)
 
 
 def _detached(t):
     return t.detach() if isinstance(t, Tensor) and t._rg else t  # (a tensor without a graph is one already)
+
+
+def _detached_tree(v):
+    """``tree_map(_detached, v)``, with plain dicts, tuples and lists rebuilt directly."""
+    if isinstance(v, Tensor):
+        return v.detach() if v._rg else v
+    t = type(v)
+    if t is dict:
+        return {k: _detached_tree(x) for k, x in v.items()}
+    if t is tuple or t is list:
+        return t([_detached_tree(x) for x in v])
+    return tree_map(_detached, v)
 
 
 def _run(func, args, kwargs):
@@ -156,7 +174,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
             raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
                                f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
         real = traced.real_out(out)
-        grads = traced.as_trees(traced.grads([real], [ones_like(real)]))
+        arr = real._data  # the seed, straight from the kernel (a factory would pass every open vmap level)
+        seed = _wrap(real._dev.kernels["full"](tuple(arr.shape), 1, arr.dtype), real._dev)
+        grads = traced.as_trees(traced.grads([real], [seed]))
         g = _pick(grads, argnums)
         if has_aux:
             return traced.finish(g), (traced.finish(out), traced.finish(aux))

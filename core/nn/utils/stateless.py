@@ -72,10 +72,12 @@ class NamedMemberAccessor:
         if name not in self.memo:
             prefix, dot, attr = name.rpartition(".")
             module = self.get_submodule(prefix) if dot else self.module
-            try:
-                submodule = getattr(module, attr)
-            except AttributeError as ex:
-                raise AttributeError(f"{module._get_name()} has no attribute `{attr}`") from ex
+            submodule = module._modules.get(attr)  # what getattr finds, unless something shadows the child
+            if submodule is None or attr in module.__dict__ or hasattr(type(module), attr):
+                try:
+                    submodule = getattr(module, attr)
+                except AttributeError as ex:
+                    raise AttributeError(f"{module._get_name()} has no attribute `{attr}`") from ex
             if not isinstance(submodule, Module):
                 raise TypeError(f"submodule `{name}`: {submodule} is not an instance of torch.nn.Module")
             self.memo[name] = submodule
@@ -83,7 +85,16 @@ class NamedMemberAccessor:
 
     def swap_tensor(self, name: str, value, allow_missing: bool = False):
         prefix, _, attr = name.rpartition(".")
-        return _swap_tensor(self.get_submodule(prefix), attr, value, allow_missing=allow_missing)
+        module = self.memo.get(prefix) if prefix else self.module
+        if module is None:
+            module = self.get_submodule(prefix)
+        if isinstance(value, Tensor) and attr:  # the usual case, a parameter or buffer replaced: directly
+            store = module._parameters
+            if attr in store or attr in (store := module._buffers):
+                orig = store[attr]
+                store[attr] = value
+                return orig
+        return _swap_tensor(module, attr, value, allow_missing=allow_missing)
 
     def swap_tensors_dict(self, named_tensors: dict, allow_missing: bool = False):
         """Swap every ``name: tensor``; returns ``(originals, missing names)``. All or nothing."""
@@ -112,12 +123,44 @@ class NamedMemberAccessor:
         return sorted(valid - keys), sorted(keys - valid)
 
 
+def _plain_traversal(cls) -> bool:
+    """Whether Module class ``cls`` keeps Module's own traversal (named_parameters, named_buffers, ...)."""
+    return (cls.named_parameters is Module.named_parameters and cls.named_buffers is Module.named_buffers
+            and cls.named_modules is Module.named_modules and cls._named_members is Module._named_members)
+
+
+def _names_of(module: Module) -> dict:
+    """``{id(tensor): {every dotted name of it}}`` over the module's parameters and buffers, every path."""
+    names_of: dict = {}
+    # the traversal of named_parameters/named_buffers(remove_duplicate=False), walked over the stores directly
+    # (its generators cost a per-sample-gradient call more than the rest of the swap); a module class with
+    # its own traversal gets the general one
+    todo = [("", module)]
+    while todo:
+        prefix, m = todo.pop()
+        if not _plain_traversal(type(m)):
+            names_of.clear()
+            for name, t in [*module.named_parameters(remove_duplicate=False),
+                            *module.named_buffers(remove_duplicate=False)]:
+                names_of.setdefault(id(t), set()).add(name)
+            return names_of
+        for store in (m._parameters, m._buffers):
+            for k, t in store.items():
+                if t is not None:
+                    names = names_of.get(id(t))
+                    if names is None:
+                        names_of[id(t)] = {prefix + k}
+                    else:
+                        names.add(prefix + k)
+        for k, sub in m._modules.items():
+            if sub is not None:
+                todo.append((prefix + k + ".", sub))
+    return names_of
+
+
 def _untie_named_tensors_map(module: Module, parameters_and_buffers: dict) -> dict:
     """The given tensors, each also entered under every name tied to its own (one tensor, several names)."""
-    names_of: dict = {}
-    for name, t in [*module.named_parameters(remove_duplicate=False),
-                    *module.named_buffers(remove_duplicate=False)]:
-        names_of.setdefault(id(t), set()).add(name)
+    names_of = _names_of(module)
     tied: dict = {}
     for names in names_of.values():
         if len(names) > 1:
