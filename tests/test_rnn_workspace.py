@@ -20,6 +20,10 @@ def pool_everything(monkeypatch):
     workspace.clear()
 
 
+reuse = pytest.mark.skipif(not workspace.REUSE, reason="buffers are reused only on CPython before 3.14")
+
+
+@reuse
 def test_pool_reuses_only_unreferenced_buffers(device, pool_everything):
     a = workspace.empty((4, 8), np.float32)
     b = workspace.empty((4, 8), np.float32)
@@ -37,6 +41,7 @@ def test_pool_reuses_only_unreferenced_buffers(device, pool_everything):
     assert workspace.empty((0, 3), np.float32).shape == (0, 3)
 
 
+@reuse
 def test_pool_keeps_at_most_its_limit_idle(device, pool_everything, monkeypatch):
     monkeypatch.setattr(workspace, "LIMIT", 1000)
     for n in range(1, 40):

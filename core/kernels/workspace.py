@@ -12,8 +12,10 @@ owner), and so does every Tensor over such a view: the owner's reference count t
 still uses its memory.  An autograd graph that keeps a layer's cache for its backward keeps its buffers out
 of the pool until the graph is freed.
 
-Only NumPy arrays are pooled (CuPy has its own memory pool; other array libraries get ``xp.empty``).  The
-pool keeps at most ``LIMIT`` bytes of buffers nobody uses, dropping the least recently handed-out first.
+Only NumPy arrays are pooled (CuPy has its own memory pool; other array libraries get ``xp.empty``), and
+only on CPython before 3.14: from 3.14 the interpreter may borrow references, so a count could miss a
+holder, and every call gets a fresh array (as the convolution's column scratch does).  The pool keeps at
+most ``LIMIT`` bytes of buffers nobody uses, dropping the least recently handed-out first.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 
 LIMIT = 64 << 20   # bytes of idle buffers kept
 MIN_BYTES = 64 << 10  # smaller arrays come from NumPy's own cache of small blocks
+REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 _lock = threading.Lock()
 _pool: list = []   # owners (1-D arrays), least recently handed out first
@@ -44,7 +47,7 @@ def empty(shape, dtype):
     n = dtype.itemsize
     for s in shape:
         n *= s
-    if n < MIN_BYTES:
+    if n < MIN_BYTES or not REUSE:
         return np.empty(shape, dtype)
     with _lock:
         counts = _counts(_pool)
