@@ -1,6 +1,7 @@
-"""The kernels' workspace pool (reused pages for large buffers) and the recurrent layers running on it: a
-buffer is handed out again only once nothing refers to it, so live outputs, saved caches and retained
-graphs stay intact; the layers still match PyTorch and gradcheck in float64 with every buffer pooled."""
+"""The kernels' workspace pool (reused pages for large buffers) and the layers running on it (recurrent
+layers, convolutions): a buffer is handed out again only once nothing refers to it, so live outputs, saved
+caches and retained graphs stay intact; the layers still match PyTorch and gradcheck (and gradgradcheck) in
+float64 with every buffer pooled."""
 import numpy as np
 import pytest
 
@@ -126,3 +127,40 @@ def test_lstm_step_matches_torch_at_pooled_sizes(device, torch):
         tp = dict(tm.named_parameters())
         for name, p in em.named_parameters():
             assert_close(p.grad, tp[name].grad, rtol=1e-3, atol=1e-5, msg=f"step {step}: {name}")
+
+
+@pytest.mark.parametrize("width,groups", [(9, 1), (20, 2)], ids=["batch-last", "batch-major"])
+def test_conv_outputs_and_gradients_survive_later_calls(device, torch, pool_everything, width, groups):
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal((3, 4, 7, width)).astype(np.float32) for _ in range(2)]
+    w = rng.standard_normal((6, 4 // groups, 3, 3)).astype(np.float32)
+    ew = ember.tensor(w, device=device, requires_grad=True)
+    ex = [ember.tensor(x, device=device, requires_grad=True) for x in xs]
+    outs = [ember.nn.functional.conv2d(x, ew, padding=1, groups=groups) for x in ex]  # both alive
+    tw = torch.tensor(w, requires_grad=True)
+    tx = [torch.tensor(x, requires_grad=True) for x in xs]
+    touts = [torch.nn.functional.conv2d(x, tw, padding=1, groups=groups) for x in tx]
+    for o, t in zip(outs, touts):
+        assert_close(o, t, rtol=1e-4, atol=1e-4)
+    (outs[0] * outs[0]).sum().backward(retain_graph=True)
+    g0 = ex[0].grad.clone()
+    (outs[1] * outs[1]).sum().backward()           # its buffers come and go while g0 and the graph live
+    ex[0].grad = None
+    (outs[0] * outs[0]).sum().backward()
+    assert_close(ex[0].grad, g0, rtol=0, atol=0)
+    (touts[0] * touts[0]).sum().backward()
+    assert_close(g0, tx[0].grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("stride,groups", [(1, 1), (2, 2)])
+def test_conv_gradgradcheck_float64_pooled(device, pool_everything, stride, groups):
+    rng = np.random.default_rng(6)
+    x = ember.tensor(rng.standard_normal((2, 4, 5, 18)), dtype=ember.float64, device=device, requires_grad=True)
+    w = ember.tensor(rng.standard_normal((4, 4 // groups, 3, 3)), dtype=ember.float64, device=device,
+                     requires_grad=True)
+
+    def f(x, w):
+        return ember.nn.functional.conv2d(x, w, stride=stride, padding=1, groups=groups)
+
+    assert ember.autograd.gradcheck(f, (x, w))
+    assert ember.autograd.gradgradcheck(f, (x, w))
