@@ -17,6 +17,9 @@ gradients are written into ``(T, B, 4H)`` rows.  With NumPy and CuPy the
 arithmetic writes in place (``out=``); for other array libraries the same code
 assigns into the buffers.
 
+With NumPy the large buffers (gate activations, states, gate gradients, weight gradients) come from
+``ember.kernels.workspace``: pages reused from earlier calls rather than faulted in fresh each time.
+
 ``mask`` (T, B, 1), when given, is 1 where a sequence is still running: a
 finished sequence keeps its state and outputs zeros (packed sequences).
 """
