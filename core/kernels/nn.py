@@ -11,6 +11,7 @@ import math
 import sys
 import threading
 
+from . import workspace
 from .linalg import widened
 from .pointwise import _native, fallbacks
 
@@ -42,6 +43,34 @@ def kernels(xp) -> dict:
                 del bufs[next(iter(bufs))]
             bufs[key] = buf
         return buf
+
+    pooled = getattr(xp, "__name__", "") == "numpy"
+
+    def fresh(shape, dtype):
+        """An uninitialised array; with NumPy on reused pages (``ember.kernels.workspace``): the
+        convolutions' outputs, gradients and layout copies are megabytes, which fresh pages fault in."""
+        return workspace.empty(shape, dtype) if pooled else xp.empty(shape, dtype=dtype)
+
+    def product(a, b):
+        """``a @ b`` (stacks of matrices, broadcast), into a :func:`fresh` array."""
+        if not pooled:
+            return a @ b
+        out = workspace.empty(xp.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                              xp.result_type(a, b))
+        return xp.matmul(a, b, out=out)
+
+    def contiguous(v):
+        """A C-contiguous copy of ``v`` in a :func:`fresh` array."""
+        if not pooled:
+            return xp.ascontiguousarray(v)
+        out = workspace.empty(v.shape, v.dtype)
+        out[...] = v
+        return out
+
+    def zeroed(shape, dtype):
+        out = fresh(shape, dtype)
+        out[...] = 0
+        return out
 
     def copy(v):
         """A C-contiguous copy of the view ``v`` in a scratch array."""
@@ -81,12 +110,12 @@ def kernels(xp) -> dict:
         n, c = x.shape[:2]
         d = x.ndim - 2
         y = x.reshape((n, groups, c // groups) + x.shape[2:])
-        return xp.ascontiguousarray(y.transpose((1, 2) + tuple(range(3, 3 + d)) + (0,)))
+        return contiguous(y.transpose((1, 2) + tuple(range(3, 3 + d)) + (0,)))
 
     def from_batch_last(y):
         """``(G, Cg, *S, N)`` -> ``(N, G*Cg, *S)`` (a copy)."""
         d = y.ndim - 3
-        out = xp.ascontiguousarray(y.transpose((2 + d, 0, 1) + tuple(range(2, 2 + d))))
+        out = contiguous(y.transpose((2 + d, 0, 1) + tuple(range(2, 2 + d))))
         return out.reshape((out.shape[0], -1) + out.shape[3:])
 
     def kernel_windows(x, k, stride, dilation):
@@ -132,11 +161,11 @@ def kernels(xp) -> dict:
         wm = w.reshape(groups, w.shape[0] // groups, -1)
         bshape = (-1,) + (1,) * len(osp)
         if cols.ndim == 4:
-            y = (wm @ cols).reshape((x.shape[0], w.shape[0]) + osp)
+            y = product(wm, cols).reshape((x.shape[0], w.shape[0]) + osp)
             if b is not None:
                 y += b.reshape(bshape)
             return y, cols
-        y = (wm @ cols).reshape((groups, w.shape[0] // groups) + osp + (x.shape[0],))
+        y = product(wm, cols).reshape((groups, w.shape[0] // groups) + osp + (x.shape[0],))
         if b is not None:
             y += b.reshape((groups,) + bshape + (1,))
         return from_batch_last(y), cols
@@ -148,18 +177,18 @@ def kernels(xp) -> dict:
         osp = g.shape[2:]
         wm = w.reshape(groups, o // groups, -1)
         if pointwise(k, padding):  # one GEMM per sample straight into x's layout; strided: into every s-th place
-            gx = wm.transpose(0, 2, 1) @ xp.reshape(g, (g.shape[0], groups, o // groups, -1))
+            gx = product(wm.transpose(0, 2, 1), xp.reshape(g, (g.shape[0], groups, o // groups, -1)))
             gx = xp.reshape(gx, (x_shape[0], x_shape[1]) + tuple(osp))
             if all(st == 1 for st in stride):
                 return gx
-            full = xp.zeros(x_shape, dtype=gx.dtype)
+            full = zeroed(x_shape, gx.dtype)
             full[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in stride)] = gx
             return full
-        cols = (wm.transpose(0, 2, 1) @ rows_batch_last(g, groups))
+        cols = product(wm.transpose(0, 2, 1), rows_batch_last(g, groups))
         cg = x_shape[1] // groups
         cols = cols.reshape((groups, cg) + tuple(k) + tuple(osp) + (x_shape[0],))
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
-        gx = xp.zeros((groups, cg) + padded + (x_shape[0],), dtype=cols.dtype)
+        gx = zeroed((groups, cg) + padded + (x_shape[0],), cols.dtype)
         for off in offsets(k):
             sl = tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s) for o_, dd, s, m in zip(off, dilation, stride, osp))
             gx[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + off]
@@ -172,8 +201,8 @@ def kernels(xp) -> dict:
                        else im2col(x, w_shape[2:], stride, padding, dilation, groups))
         if cols.ndim == 4:
             gm = g.reshape(g.shape[0], groups, g.shape[1] // groups, -1)
-            return (gm @ cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
-        return (rows_batch_last(g, groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
+            return product(gm, cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
+        return product(rows_batch_last(g, groups), cols.transpose(0, 2, 1)).reshape(w_shape)
 
     def batch_norm_train(x, w, b, eps):
         """Training-mode batch norm over every axis but 1: ``(y, mean, biased variance, 1/std)``, the

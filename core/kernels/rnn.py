@@ -17,11 +17,15 @@ gradients are written into ``(T, B, 4H)`` rows.  With NumPy and CuPy the
 arithmetic writes in place (``out=``); for other array libraries the same code
 assigns into the buffers.
 
+With NumPy the large buffers (gate activations, states, gate gradients, weight gradients) come from
+``ember.kernels.workspace``: pages reused from earlier calls rather than faulted in fresh each time.
+
 ``mask`` (T, B, 1), when given, is 1 where a sequence is still running: a
 finished sequence keeps its state and outputs zeros (packed sequences).
 """
 from __future__ import annotations
 
+from . import workspace
 
 QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
@@ -30,6 +34,13 @@ _WRITE_IN_PLACE = {"numpy", "cupy"}
 
 
 def kernels(xp) -> dict:
+    if getattr(xp, "__name__", "") == "numpy":
+        def empty(shape, dtype):  # reused pages: no page faults for the large buffers of every call
+            return workspace.empty(shape, dtype)
+    else:
+        def empty(shape, dtype):
+            return xp.empty(shape, dtype=dtype)
+
     if getattr(xp, "__name__", "") in _WRITE_IN_PLACE:
         def add(a, b, out):
             xp.add(a, b, out=out)
@@ -48,6 +59,12 @@ def kernels(xp) -> dict:
 
         def relu_into(a, out):
             xp.maximum(a, 0, out=out)
+
+        def product(a, b):
+            """``a @ b`` (2-D) into a workspace buffer."""
+            out = empty((a.shape[0], b.shape[1]), a.dtype)
+            xp.matmul(a, b, out=out)
+            return out
     else:
         def add(a, b, out):
             out[...] = a + b
@@ -67,6 +84,14 @@ def kernels(xp) -> dict:
         def relu_into(a, out):
             out[...] = xp.maximum(a, 0)
 
+        def product(a, b):
+            return xp.matmul(a, b)
+
+    def copy(a):
+        out = empty(tuple(a.shape), a.dtype)
+        out[...] = a
+        return out
+
     def steps(T, reverse):
         return range(T - 1, -1, -1) if reverse else range(T)
 
@@ -83,25 +108,35 @@ def kernels(xp) -> dict:
         mul(d, m, d)
         return carry
 
-    def gate_major(w, order):
-        """``(G*H, n)`` weights (or a ``(G*H,)`` bias) as ``(G, H, n)`` (``(G, H)``) in gate ``order``."""
+    def gate_major(w, order, scale=None):
+        """``(G*H, n)`` weights (or a ``(G*H,)`` bias) as ``(G, H, n)`` (``(G, H)``) in gate ``order``, block
+        ``j`` times ``scale[j]`` where given (``(G, 1, 1)``)."""
         G = len(order)
-        w = xp.reshape(w, (G, w.shape[0] // G) + tuple(w.shape[1:]))
-        return xp.stack([w[k, ...] for k in order])
+        src = xp.reshape(w, (G, w.shape[0] // G) + tuple(w.shape[1:]))
+        out = empty(tuple(src.shape), w.dtype)
+        for j, k in enumerate(order):
+            if scale is None:
+                out[j, ...] = src[k, ...]
+            else:
+                mul(src[k, ...], scale[j, ...] if src.ndim == 3 else scale[j, 0, ...], out[j, ...])
+        return out
 
     def pytorch_order(a, back):
         """Gate-major ``(G, H, ...)`` back to PyTorch's packed ``(G*H, ...)`` rows."""
-        return xp.reshape(xp.stack([a[k, ...] for k in back]), (-1,) + tuple(a.shape[2:]))
+        out = empty((a.shape[0] * a.shape[1],) + tuple(a.shape[2:]), a.dtype)
+        blocks = xp.reshape(out, tuple(a.shape))
+        for j, k in enumerate(back):
+            blocks[j, ...] = a[k, ...]
+        return out
 
     def project(x, w_ih, bias, order, scale):
         """The input projection of every step, gate-major ``(G, T, B, H)``: ``scale * (x W_ih^T + bias)``
         with ``bias`` gate-major ``(G, H)`` (or None) and ``scale`` ``(G, 1, 1)`` (or None)."""
         T, B, n = x.shape
-        w = gate_major(w_ih, order)
-        if scale is not None:
-            w = w * scale
+        w = gate_major(w_ih, order, scale)
         G, H = w.shape[0], w.shape[1]
-        A = xp.matmul(xp.reshape(x, (T * B, n)), xp.swapaxes(w, 1, 2))  # one GEMM per gate
+        A = empty((G, T * B, H), x.dtype)
+        mm(xp.reshape(x, (T * B, n)), xp.swapaxes(w, 1, 2), A)  # one GEMM per gate
         if bias is not None:
             b = xp.reshape(bias, (G, 1, H))
             add(A, b if scale is None else b * scale, A)
@@ -109,8 +144,7 @@ def kernels(xp) -> dict:
 
     def packed_rows(w, order, scale=None):
         """``(G*H, n)`` weights with their gate blocks in ``order`` (each times ``scale[k]``), still packed."""
-        g = gate_major(w, order)
-        return xp.reshape(g if scale is None else g * scale, w.shape)
+        return xp.reshape(gate_major(w, order, scale), w.shape)
 
     def by_gate(rows, G):
         """A ``(..., G*H)`` array as a gate-major ``(G, ..., H)`` view (a step's block: one strided view)."""
@@ -124,11 +158,11 @@ def kernels(xp) -> dict:
         T, B, GH = dG.shape
         G = len(order)
         d2 = xp.reshape(dG, (T * B, GH))
-        dw = pytorch_order(xp.reshape(d2.T @ xp.reshape(x, (T * B, x.shape[-1])), (G, GH // G, -1)), back)
+        dw = pytorch_order(xp.reshape(product(d2.T, xp.reshape(x, (T * B, x.shape[-1]))), (G, GH // G, -1)), back)
         db = pytorch_order(xp.reshape(xp.sum(d2, axis=0), (G, GH // G)), back)
         dx = None
         if need_x:
-            dx = xp.reshape(d2 @ packed_rows(w_ih, order), x.shape)
+            dx = xp.reshape(product(d2, packed_rows(w_ih, order)), x.shape)
         return dx, dw, db
 
     # ------------------------------------------------------------------ LSTM (gates i, f, g, o)
@@ -148,10 +182,10 @@ def kernels(xp) -> dict:
         w_rec = packed_rows(w_hh, LSTM_ORDER, half).T                         # (P, 4H)
         w_hrT = None if w_hr is None else w_hr.T
         r = 1 if reverse else 0
-        HB = xp.empty((T + 1, B, P), dtype=dt)  # the h before step t is HB[t + r], the h after it HB[t + 1 - r]
-        CB = xp.empty((T + 1, B, H), dtype=dt)
-        TC = xp.empty((T, B, H), dtype=dt)      # tanh(c) of every step
-        HP = None if w_hr is None else xp.empty((T, B, H), dtype=dt)  # h before the projection
+        HB = empty((T + 1, B, P), dt)  # the h before step t is HB[t + r], the h after it HB[t + 1 - r]
+        CB = empty((T + 1, B, H), dt)
+        TC = empty((T, B, H), dt)      # tanh(c) of every step
+        HP = None if w_hr is None else empty((T, B, H), dt)  # h before the projection
         out = None if mask is None else xp.zeros((T, B, P), dtype=dt)
         HB[r * T, ...] = h0
         CB[r * T, ...] = c0
@@ -183,7 +217,7 @@ def kernels(xp) -> dict:
                 HB[n, ...] = keep(m, HB[n, ...], HB[p, ...])
                 CB[n, ...] = keep(m, c_new, CB[p, ...])
         if out is None:
-            out = xp.array(HB[1 - r:T + 1 - r, ...], copy=True)
+            out = copy(HB[1 - r:T + 1 - r, ...])
         last = (1 - r) * T
         h, c = xp.array(HB[last, ...], copy=True), xp.array(CB[last, ...], copy=True)
         return out, h, c, (A, HB, CB, TC, HP)
@@ -200,7 +234,7 @@ def kernels(xp) -> dict:
         # dG[k, t] = (dc_t, or dh_t for o) * F[k, t], F = sigmoid' or tanh' of the gate times its partner.
         # F is written as the rows of dG (T, B, 4H), which the loop then multiplies in place: one GEMM takes
         # a step's rows, and no second array of that size is touched for the first time (page faults)
-        dG = xp.empty((T, B, 4 * H), dtype=dt)
+        dG = empty((T, B, 4 * H), dt)
         F = by_gate(dG, 4)
         mul(A, A, F)
         sub(A[:3, ...], F[:3, ...], F[:3, ...])            # s (1 - s)
@@ -209,11 +243,12 @@ def kernels(xp) -> dict:
         mul(F[1, ...], A[3, ...], F[1, ...])               # i: g
         mul(F[2, ...], CB[r:r + T, ...], F[2, ...])        # f: c before the step
         mul(F[3, ...], A[1, ...], F[3, ...])               # g: i
-        Q = TC * TC                                        # dc_t += dh_t * o (1 - tanh(c)^2)
+        Q = empty((T, B, H), dt)                           # dc_t += dh_t * o (1 - tanh(c)^2)
+        mul(TC, TC, Q)
         sub(1.0, Q, Q)
         mul(Q, A[0, ...], Q)
         w_rec = packed_rows(w_hh, LSTM_ORDER)              # (4H, P)
-        DHP = None if w_hr is None else xp.empty((T, B, P), dtype=dt)
+        DHP = None if w_hr is None else empty((T, B, P), dt)
         dh = xp.empty((B, P), dtype=dt)
         dhh = dh if w_hr is None else xp.empty((B, H), dtype=dt)
         dct = xp.empty((B, H), dtype=dt)
@@ -243,10 +278,11 @@ def kernels(xp) -> dict:
             dh0 = R if carry_h is None else R + carry_h
         dx, dw_ih, db = weight_grads(dG, x, w_ih, LSTM_BACK, LSTM_ORDER, needs[0])
         d2 = xp.reshape(dG, (T * B, 4 * H))
-        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, P)), (4, H, P)), LSTM_BACK)
+        dw_hh = pytorch_order(xp.reshape(product(d2.T, xp.reshape(HB[r:r + T, ...], (T * B, P))), (4, H, P)),
+                              LSTM_BACK)
         dw_hr = None
         if w_hr is not None:
-            dw_hr = xp.reshape(DHP, (T * B, P)).T @ xp.reshape(HP, (T * B, H))
+            dw_hr = product(xp.reshape(DHP, (T * B, P)).T, xp.reshape(HP, (T * B, H)))
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0, dc if needs[2] else None, dw_hr
 
     # ------------------------------------------------------------------ GRU (gates r, z, n)
@@ -267,8 +303,8 @@ def kernels(xp) -> dict:
         A = project(x, w_ih, bias, GRU_ORDER, half)                           # (3, T, B, H)
         w_rec = packed_rows(w_hh, GRU_ORDER, half).T                          # (H, 3H)
         r = 1 if reverse else 0
-        HB = xp.empty((T + 1, B, H), dtype=dt)   # h before step t: HB[t + r], after it: HB[t + 1 - r]
-        HN = xp.empty((T, B, H), dtype=dt)       # h W_hn^T + b_hn of every step
+        HB = empty((T + 1, B, H), dt)   # h before step t: HB[t + r], after it: HB[t + 1 - r]
+        HN = empty((T, B, H), dt)       # h W_hn^T + b_hn of every step
         out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
         HB[r * T, ...] = h0
         rec = xp.empty((B, 3 * H), dtype=dt)
@@ -296,7 +332,7 @@ def kernels(xp) -> dict:
                 out[t, ...] = m * HB[n, ...]
                 HB[n, ...] = keep(m, HB[n, ...], HB[p, ...])
         if out is None:
-            out = xp.array(HB[1 - r:T + 1 - r, ...], copy=True)
+            out = copy(HB[1 - r:T + 1 - r, ...])
         return out, xp.array(HB[(1 - r) * T, ...], copy=True), (A, HB, HN)
 
     def gru_backward(dout, dhT, cache, x, w_ih, w_hh, mask, reverse, needs):
@@ -307,7 +343,7 @@ def kernels(xp) -> dict:
         r = 1 if reverse else 0
         # F[k, t]: the factor of gate k's gradient known before the loop (times dh for z and n, times dn for r),
         # written as the rows of dG (T, B, 3H), the h side's gradient (dr, dz, dn * r) the loop makes in place
-        dG = xp.empty((T, B, 3 * H), dtype=dt)
+        dG = empty((T, B, 3 * H), dt)
         F = by_gate(dG, 3)
         rg, zg, ng = A[0, ...], A[1, ...], A[2, ...]
         sub(1.0, rg, F[0, ...])
@@ -320,7 +356,7 @@ def kernels(xp) -> dict:
         mul(F[1, ...], zg, F[1, ...])
         hmn = HB[r:r + T, ...] - ng
         mul(F[1, ...], hmn, F[1, ...])                      # z (1 - z)(h - n)
-        DN = xp.empty((T, B, H), dtype=dt)                  # dn of every step (the input side's n)
+        DN = empty((T, B, H), dt)                  # dn of every step (the input side's n)
         w_rec = packed_rows(w_hh, GRU_ORDER)
         dh = xp.empty((B, H), dtype=dt)
         dz = xp.empty((B, H), dtype=dt)                     # the direct path dh * z
@@ -347,7 +383,8 @@ def kernels(xp) -> dict:
         if needs[1]:
             dh0 = R + dz if carry is None else R + dz + carry
         d2 = xp.reshape(dG, (T * B, 3 * H))
-        dw_hh = pytorch_order(xp.reshape(d2.T @ xp.reshape(HB[r:r + T, ...], (T * B, H)), (3, H, H)), GRU_ORDER)
+        dw_hh = pytorch_order(xp.reshape(product(d2.T, xp.reshape(HB[r:r + T, ...], (T * B, H))), (3, H, H)),
+                              GRU_ORDER)
         db_hh = xp.reshape(xp.sum(d2, axis=0), (3 * H,))
         F[2, ...] = DN                                      # the input side of n: dn
         dx, dw_ih, db_ih = weight_grads(dG, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
@@ -368,7 +405,7 @@ def kernels(xp) -> dict:
         A = project(x, w_ih, bias, (0,), None)[0, ...]    # (T, B, H); with a mask it becomes the new h
         whT = w_hh.T
         r = 1 if reverse else 0
-        HB = xp.empty((T + 1, B, H), dtype=dt)
+        HB = empty((T + 1, B, H), dt)
         out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
         HB[r * T, ...] = h0
         G = xp.empty((B, H), dtype=dt)
@@ -385,7 +422,7 @@ def kernels(xp) -> dict:
                 HB[n, ...] = keep(m, a, HB[p, ...])
         new = HB[1 - r:T + 1 - r, ...]
         if out is None:
-            out = xp.array(new, copy=True)
+            out = copy(new)
         return out, xp.array(HB[(1 - r) * T, ...], copy=True), (A if mask is not None else new, HB)
 
     def rnn_backward(dout, dhT, cache, x, w_ih, w_hh, relu, mask, reverse, needs):
@@ -394,7 +431,7 @@ def kernels(xp) -> dict:
         T, B, H = hs.shape
         dt = hs.dtype
         r = 1 if reverse else 0
-        F = xp.empty((T, B, H), dtype=dt)                   # the activation's derivative, then dpre
+        F = empty((T, B, H), dt)                   # the activation's derivative, then dpre
         if relu:
             F[...] = xp.astype(hs > 0, dt)
         else:
@@ -415,7 +452,7 @@ def kernels(xp) -> dict:
         if needs[1]:
             dh0 = R if carry is None else R + carry
         dG = xp.reshape(F, (T * B, H))
-        dw_hh = dG.T @ xp.reshape(HB[r:r + T, ...], (T * B, H))
+        dw_hh = product(dG.T, xp.reshape(HB[r:r + T, ...], (T * B, H)))
         dx, dw_ih, db = weight_grads(F, x, w_ih, (0,), (0,), needs[0])
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0
 
