@@ -22,7 +22,6 @@ from ..autograd.function import OPS
 from ..dispatch import binary, cast, inplace, intercept, result_type
 from ..ops.creation import _create
 from ..ops.nn import LinearStack
-from ..ops.nn_loss import _check_bounds
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 
@@ -510,32 +509,10 @@ def _conv_rule(level, kind, Op, args):
 
 
 def _cross_entropy_rule(level, kind, Op, args):
-    """Each sample's cross-entropy as ``-sum(log_softmax(x) * w)`` over its rows: the weights ``w`` (one-hot
-    targets over the rows kept, over their count for the mean) hold no gradient and come from one kernel."""
+    """Each sample's cross-entropy (mean or sum over its own rows): the one op over the stacks ``(B, N, C)``
+    at ``(B, N)``, one loss per sample, one backward node."""
     x, t, ignore_index, mean = args
-    tp = t._data.value if batched_at(t, level) else t.unsqueeze(0)
-    if type(tp._data) is Batched:  # targets batched at an outer level too
-        return _cross_entropy_ops(level, x, t, ignore_index, mean)
-    px, dev = expanded(x, level), x._dev
-    k = dev.kernels
-    w, nan, bounds = k["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
-    _check_bounds(*bounds, px.shape[-1])
-    loss = (px.log_softmax(-1) * _wrap(k["neg"](w), dev)).sum((-2, -1))  # (the weights negated: one op less)
-    if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
-        loss = loss + _wrap(nan, dev)
-    return wrap(loss, level)
-
-
-def _cross_entropy_ops(level, x, t, ignore_index, mean):
-    xp, tp = expanded(x, level), expanded(t, level)
-    logp = xp.log_softmax(-1)
-    valid = tp != ignore_index
-    safe = tp.masked_fill(~valid, 0)
-    picked = logp.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
-    loss = -(picked * valid).sum(-1)
-    if mean:
-        loss = loss / valid.sum(-1).to(loss.dtype)
-    return wrap(loss, level)
+    return wrap(kind(Op, expanded(x, level), expanded(t, level), ignore_index, mean), level)
 
 
 def _pick_rule(level, kind, Op, args):

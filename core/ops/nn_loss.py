@@ -14,6 +14,7 @@ import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
+from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
 from ..dtypes import float32, float64
 from ..registry import export
@@ -130,7 +131,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
 class CrossEntropyIndex(Op):
     """Cross-entropy of logits ``(N, C)`` at class indices ``(N,)``, mean or sum, in one kernel; the gradient
-    ``(softmax(x) - onehot(t)) * weight`` is written with ember ops, so every order is available."""
+    ``(softmax(x) - onehot(t)) * weight`` is one kernel call when no graph is wanted, else written with ember
+    ops, so every order is available.  A stack ``(..., N, C)`` at ``(..., N)`` (vmap's per-sample losses,
+    ``ember.func.batching``) gives one loss per sample."""
 
     backward_name = "NllLossBackward0"
     save_inputs = True
@@ -138,7 +141,7 @@ class CrossEntropyIndex(Op):
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
         loss, coef, onehot, bounds = k["cross_entropy_index"](x, t, ignore_index, mean)
-        _check_bounds(*bounds, x.shape[1])
+        _check_bounds(*bounds, x.shape[-1])
         ctx.coef, ctx.onehot = coef, onehot
         return loss
 
@@ -146,7 +149,12 @@ class CrossEntropyIndex(Op):
     def backward(ctx, g):
         x = ctx.inputs[0]
         dev = g._dev
-        return (softmax(x, 1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+        if not is_grad_enabled() and type(g._data) is dev.atype:  # (not a logical tensor of vmap's)
+            return _wrap(dev.kernels["cross_entropy_index_backward"](x._data, ctx.onehot, ctx.coef, g._data),
+                         dev), None
+        if g.ndim:  # one gradient per sample of a stack
+            g = g.reshape(g.shape + (1, 1))
+        return (softmax(x, -1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
 
 
 @export(to=("nn.functional",))
