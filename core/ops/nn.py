@@ -21,7 +21,7 @@ import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, autocasting, inplace_result, out_or, unary
+from ..dispatch import apply, autocasting, inplace_result, observed, out_or, unary
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..state import is_grad_enabled
 from ..tensor import Tensor, _wrap, _wrap_dim
@@ -473,10 +473,24 @@ class LinearStack(Op):
 
     @staticmethod
     def backward(ctx, g):
+        dev = g._dev
+        if not is_grad_enabled() and type(g._data) is dev.atype and g.dtype.is_floating_point and not observed():
+            return LinearStack._grads(ctx, dev, g._data)
         x, w, nf = _adjoint(ctx, g)
         gx = g.matmul(w) if nf[0][0] is not None else None
         gw = g.mT.matmul(x) if nf[1][0] is not None else None
         return (gx, gw) if len(nf) == 2 else (gx, gw, g.sum(1) if nf[2][0] is not None else None)
+
+    @staticmethod
+    def _grads(ctx, dev, g):
+        """The backward as kernel calls, when no graph of it is wanted (real gradient ``g``, an array)."""
+        k, nf = dev.kernels, ctx.next_functions
+        x, w = ctx.inputs[0]._data, ctx.inputs[1]._data
+        gx = _wrap(k["matmul"](g, w), dev) if nf[0][0] is not None else None
+        gw = _wrap(k["matmul"](k["permute"](g, (0, 2, 1)), x), dev) if nf[1][0] is not None else None
+        if len(nf) == 2:
+            return gx, gw
+        return gx, gw, _wrap(k["sum"](g, 1), dev) if nf[2][0] is not None else None
 
 
 @export(to=("nn.functional",))

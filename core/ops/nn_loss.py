@@ -15,7 +15,7 @@ import warnings
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
-from ..dispatch import apply, broadcast_error
+from ..dispatch import apply, broadcast_error, observed
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
@@ -149,7 +149,7 @@ class CrossEntropyIndex(Op):
     def backward(ctx, g):
         x = ctx.inputs[0]
         dev = g._dev
-        if not is_grad_enabled() and type(g._data) is dev.atype:  # (not a logical tensor of vmap's)
+        if not is_grad_enabled() and type(g._data) is dev.atype and not observed():  # (g: not vmap's logical)
             return _wrap(dev.kernels["cross_entropy_index_backward"](x._data, ctx.onehot, ctx.coef, g._data),
                          dev), None
         if g.ndim:  # one gradient per sample of a stack
