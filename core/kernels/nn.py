@@ -434,24 +434,39 @@ def kernels(xp) -> dict:
     def cross_entropy_index(x, t, ignore_index, mean):
         """Fused log-softmax + NLL of ``x`` ``(N, C)`` at class indices ``t`` ``(N,)``, summed or averaged over
         the rows not ignored.  Returns the loss, the per-row weights ``(N, 1)`` (0 where ignored, ``1/count``
-        for the mean), the one-hot targets ``(N, C)`` and the smallest and largest target kept (bounds check).
-        A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front) gives one loss per sample
-        ``(...)``, each summed or averaged over its own rows (NaN for a mean over no row, its gradient 0)."""
+        for the mean), the one-hot targets ``(N, C)``, the smallest and largest target kept (bounds check) and
+        None.  A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front) gives one loss per
+        sample ``(...)``, each summed or averaged over its own rows (NaN for a mean over no row, its gradient
+        0), and last the gradient for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
+        c = x.shape[-1]
         keep = t != ignore_index
-        safe = xp.where(keep, t, 0)
-        logp = log_softmax(x, -1)
-        picked = xp.take_along_axis(logp, xp.clip(safe, 0, x.shape[-1] - 1)[..., None], -1)[..., 0]  # checked after
-        onehot = (xp.arange(x.shape[-1]) == safe[..., None]).astype(x.dtype)
-        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
+        safe = t if bool(keep.all()) else xp.where(keep, t, 0)
+        bounds = (int(xp.min(safe)), int(xp.max(safe))) if safe.size else (0, 0)
+        if x.size == 0:
+            logp = e = xp.zeros_like(x)
+        else:  # log_softmax and softmax as their kernels compute them, sharing exp(x - max) and its sum
+            s = x - xp.max(x, axis=-1, keepdims=True)
+            e = xp.exp(s)
+            total = xp.sum(e, axis=-1, keepdims=True)
+            s -= xp.log(total)
+            logp = s
+        idx = safe if 0 <= bounds[0] and bounds[1] < c else xp.clip(safe, 0, c - 1)  # (out of bounds: checked after)
+        picked = xp.take_along_axis(logp, idx[..., None], -1)[..., 0]
+        onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
         if x.ndim > 2:
-            return cross_entropy_stack(x, keep, picked, mean) + (onehot, bounds)
+            loss, coef = cross_entropy_stack(x, keep, picked, mean)
+            if x.size:
+                e /= total
+            e -= onehot
+            e *= coef
+            return loss, coef, onehot, bounds, e
         count = int(keep.sum())
         scale = (1.0 / count if count else 0.0) if mean else 1.0
         coef = keep.astype(x.dtype) * x.dtype.type(scale)
         loss = -xp.sum(picked * coef)
         if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
             loss = loss + x.dtype.type(math.nan)
-        return loss, coef[:, None], onehot, bounds
+        return loss, coef[:, None], onehot, bounds, None
 
     def cross_entropy_stack(x, keep, picked, mean):
         dtype = x.dtype
@@ -462,13 +477,13 @@ def kernels(xp) -> dict:
         empty = count == 0
         w = w / xp.where(empty, xp.ones_like(count), count)
         loss = -xp.sum(picked * w, axis=-1)
-        if bool(empty.any()):
+        if bool(xp.any(empty)):
             loss = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), loss)
         return loss, w[..., None]
 
     def cross_entropy_index_backward(x, onehot, coef, g):
-        """``(softmax(x) - onehot) * coef * g`` (``g`` one per sample of a stack): the gradient of
-        :func:`cross_entropy_index` with respect to ``x``."""
+        """``(softmax(x) - onehot) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to
+        ``x`` (a 0-dim ``g``; for a stack, one per sample)."""
         e = softmax(x, -1)
         e -= onehot
         e *= coef * g[..., None, None]

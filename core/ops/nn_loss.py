@@ -140,9 +140,9 @@ class CrossEntropyIndex(Op):
 
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
-        loss, coef, onehot, bounds = k["cross_entropy_index"](x, t, ignore_index, mean)
+        loss, coef, onehot, bounds, unit = k["cross_entropy_index"](x, t, ignore_index, mean)
         _check_bounds(*bounds, x.shape[-1])
-        ctx.coef, ctx.onehot = coef, onehot
+        ctx.coef, ctx.onehot, ctx.unit = coef, onehot, unit
         return loss
 
     @staticmethod
@@ -150,6 +150,8 @@ class CrossEntropyIndex(Op):
         x = ctx.inputs[0]
         dev = g._dev
         if not is_grad_enabled() and type(g._data) is dev.atype and not observed():  # (g: not vmap's logical)
+            if ctx.unit is not None:  # a stack's: the gradient for a unit output gradient, from the forward
+                return _wrap(dev.kernels["mul"](ctx.unit, g._data[..., None, None]), dev), None
             return _wrap(dev.kernels["cross_entropy_index_backward"](x._data, ctx.onehot, ctx.coef, g._data),
                          dev), None
         if g.ndim:  # one gradient per sample of a stack
