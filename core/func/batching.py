@@ -175,6 +175,14 @@ class Level:
     def handle(self, kind, Op, args, run):
         if threading.get_ident() != self.thread:
             return run(*args)
+        rule = _FAST.get(Op, _UNSEEN)
+        if rule is _UNSEEN:
+            rule = _fast_rule(Op)
+        if rule is not None and kind is not inplace:  # the common case: an op with a rule, first operand batched
+            a = args[0]
+            if isinstance(a, Tensor) and type(a._data) is Batched and a._data.level is self:
+                out = rule(self, kind, Op, args)
+                return out if out is not NotImplemented else self._loop(kind, Op, args)
         name = Op if isinstance(Op, str) else _op_key(Op)
         if kind is _create:
             if name in RANDOM_FACTORIES:
@@ -245,6 +253,20 @@ class Level:
         if isinstance(first, tuple):
             return tuple(wrap(_stack_samples([r[i] for r in results], Op), self) for i in range(len(first)))
         return wrap(_stack_samples(results, Op), self)
+
+
+_FAST: dict = {}  # Op class -> its batching rule, or None: an op the short path of Level.handle does not take
+_UNSEEN = object()
+
+
+def _fast_rule(Op):
+    rule = None
+    if not isinstance(Op, str):
+        name = _op_key(Op)
+        if name not in RANDOM_OPS:
+            rule = RULES.get(name)
+    _FAST[Op] = rule
+    return rule
 
 
 def _stack_samples(results, Op):

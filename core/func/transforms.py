@@ -15,6 +15,7 @@ import functools
 
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..dtypes import FLOAT
 from ..dispatch import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
@@ -32,6 +33,8 @@ class _Traced:
         self.levels = list(LEVELS)
         self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
         sizes = tuple(lv.size for lv in self.levels)
+        one = self.levels[0] if len(self.levels) == 1 else None
+        reals = self.reals
         for tree in trees:
             flat, spec = tree_flatten(tree)
             new = []
@@ -40,9 +43,14 @@ class _Traced:
                     raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
                 if sizes and type(t._data) is not Batched and not t._rg:
                     # an unbatched input (a parameter): repeated over every level by zero strides, directly
-                    fresh = _wrap(t._dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), t._dev)
-                    self.reals.append(fresh.requires_grad_())
-                    new.append(rewrap(fresh, self.levels))
+                    dev = t._dev
+                    fresh = _wrap(dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), dev)
+                    if t.dtype.category >= FLOAT:
+                        fresh._rg = True  # (requires_grad_ on a new leaf, its one check made here)
+                    else:
+                        fresh.requires_grad_()  # (raises as PyTorch does)
+                    reals.append(fresh)
+                    new.append(wrap(fresh, one) if one is not None else rewrap(fresh, self.levels))
                     continue
                 real = bottom(lift(t, self.levels))
                 if real.requires_grad:

@@ -440,7 +440,8 @@ def kernels(xp) -> dict:
         0), and last the gradient for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
         c = x.shape[-1]
         keep = t != ignore_index
-        safe = t if bool(keep.all()) else xp.where(keep, t, 0)
+        every = bool(xp.all(keep))
+        safe = t if every else xp.where(keep, t, 0)
         bounds = (int(xp.min(safe)), int(xp.max(safe))) if safe.size else (0, 0)
         if x.size == 0:
             logp = e = xp.zeros_like(x)
@@ -454,11 +455,12 @@ def kernels(xp) -> dict:
         picked = xp.take_along_axis(logp, idx[..., None], -1)[..., 0]
         onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
         if x.ndim > 2:
-            loss, coef = cross_entropy_stack(x, keep, picked, mean)
+            loss, coef = cross_entropy_stack(x, keep, every, picked, mean)
             if x.size:
                 e /= total
             e -= onehot
-            e *= coef
+            if not (every and coef == 1):
+                e *= coef
             return loss, coef, onehot, bounds, e
         count = int(keep.sum())
         scale = (1.0 / count if count else 0.0) if mean else 1.0
@@ -468,8 +470,19 @@ def kernels(xp) -> dict:
             loss = loss + x.dtype.type(math.nan)
         return loss, coef[:, None], onehot, bounds, None
 
-    def cross_entropy_stack(x, keep, picked, mean):
+    def cross_entropy_stack(x, keep, every, picked, mean):
+        """Per-sample losses ``(...)`` of a stack and the weight of each row, ``(..., N, 1)`` or one number
+        (0-dim) when every row is kept."""
         dtype = x.dtype
+        if every:  # each sample's rows all kept: one weight, 1 or 1 / N
+            n = picked.shape[-1]
+            scale = 1.0 / n if mean and n else 1.0
+            loss = -(picked[..., 0] if n == 1 else xp.sum(picked, axis=-1))
+            if scale != 1.0:
+                loss *= dtype.type(scale)
+            elif mean and not n:
+                loss = loss + dtype.type(math.nan)
+            return loss, xp.asarray(scale, dtype=dtype)
         w = keep.astype(dtype)
         if not mean:
             return -xp.sum(picked * w, axis=-1), w[..., None]
