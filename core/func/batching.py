@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from ..autograd.function import OPS
-from ..dispatch import binary, cast, inplace, intercept, result_type
+from ..dispatch import binary, cast, inplace, intercept, result_type, unary
 from ..ops.creation import _create
 from ..ops.nn import LinearStack
 from ..ops.shape import stack
@@ -342,6 +342,8 @@ def _wrap_out(out, level):
 
 def pointwise(level, kind, Op, args):
     """Elementwise ops: batched operands get singleton dims so that logical broadcasting lines up."""
+    if kind is unary and batched_at(args[0], level):  # one operand: the op over the physical tensor
+        return _wrap_out(kind(Op, args[0]._data.value, *args[1:]), level)
     tensors = [a for a in args if isinstance(a, Tensor)]
     n = max(t.ndim for t in tensors)
     rt = None
@@ -460,12 +462,12 @@ def _linear_rule(level, kind, Op, args):
     # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
     # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
     xp, wp = expanded(x, level), expanded(w, level)
-    lead = tuple(x.shape[:-1])
-    if xp.ndim != 3:
+    lead = x._data.shape[:-1]
+    if len(lead) != 1:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
     y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
     if len(lead) != 1:
-        y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
+        y = y.reshape((y.shape[0],) + tuple(lead) + (w.shape[0],))
     return wrap(y, level)
 
 

@@ -91,6 +91,9 @@ class _Traced:
 
     def as_trees(self, real_grads):
         """Real gradients back into the structures of the differentiated inputs, at every open level."""
+        if len(self.levels) == 1:
+            lv = self.levels[0]
+            return self.unflatten([wrap(g, lv) for g in real_grads])
         return self.unflatten([rewrap(g, self.levels) for g in real_grads])
 
     def unflatten(self, flat):
@@ -114,7 +117,8 @@ def _detached_tree(v):
         return v.detach() if v._rg else v
     t = type(v)
     if t is dict:
-        return {k: _detached_tree(x) for k, x in v.items()}
+        return {k: (x.detach() if x._rg else x) if isinstance(x, Tensor) else _detached_tree(x)
+                for k, x in v.items()}
     if t is tuple or t is list:
         return t([_detached_tree(x) for x in v])
     return tree_map(_detached, v)

@@ -504,17 +504,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"linear(): expected Tensor input and weight, got {type(input).__name__} and "
                         f"{type(weight).__name__}")
-    if input.ndim == 0 or weight.ndim not in (1, 2) or input.shape[-1] != weight.shape[-1]:
+    si, sw = input._data.shape, weight._data.shape  # (read once: a hot path)
+    if not si or len(sw) not in (1, 2) or si[-1] != sw[-1]:
         a = f"{max(input.numel() // max(input.shape[-1], 1), 1)}x{input.shape[-1] if input.ndim else 1}" \
             if input.ndim else "scalar"
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({a} and "
                            f"{'x'.join(str(s) for s in reversed(weight.shape))}): input of size {list(input.shape)} "
                            f"expects its last dimension to be in_features={weight.shape[-1]}")
-    if (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
+    dt = input._data.dtype
+    if (dt is not weight._data.dtype or (bias is not None and bias._data.dtype is not dt)) and \
+            (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
             and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
-    if weight.ndim == 1:
+    if len(sw) == 1:
         out = input.matmul(weight)
         return out + bias if bias is not None else out
     return apply(Linear, input, weight, bias)
