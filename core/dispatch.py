@@ -888,7 +888,13 @@ def observed() -> bool:
     if not _HANDLERS:
         return False
     running = getattr(_RUNNING, "handlers", ())
-    return any(all(h is not r for r in running) for h in _HANDLERS)
+    for h in _HANDLERS:
+        for r in running:
+            if r is h:
+                break
+        else:
+            return True
+    return False
 
 
 def _intercepted(kind, Op, args):

@@ -452,7 +452,9 @@ def kernels(xp) -> dict:
             s -= xp.log(total)
             logp = s
         idx = safe if 0 <= bounds[0] and bounds[1] < c else xp.clip(safe, 0, c - 1)  # (out of bounds: checked after)
-        picked = xp.take_along_axis(logp, idx[..., None], -1)[..., 0]
+        # each row's entry at its target, taken from the flat array (take_along_axis costs ~3 us of Python)
+        picked = xp.reshape(xp.take(xp.reshape(logp, (-1,)), xp.reshape(idx, (-1,)) + xp.arange(0, logp.size, c)),
+                            idx.shape) if c else xp.zeros(idx.shape, dtype=x.dtype)
         onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
         if x.ndim > 2:
             loss, coef = cross_entropy_stack(x, keep, every, picked, mean)
