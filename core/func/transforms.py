@@ -176,6 +176,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
     >>> g, v
     (tensor([2., 4.]), tensor(5.))
     """
+    return _grad_and_value(func, argnums, has_aux, True)
+
+
+def _grad_and_value(func, argnums, has_aux, value):
+    """grad_and_value's wrapper; without ``value`` (``grad``'s) the value is returned as computed, not cut
+    from its graph (grad drops it)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
@@ -191,8 +197,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
         grads = traced.as_trees(traced.grads([real], [seed]))
         g = _pick(grads, argnums)
         if has_aux:
-            return traced.finish(g), (traced.finish(out), traced.finish(aux))
-        return traced.finish(g), traced.finish(out)
+            return traced.finish(g), (traced.finish(out) if value else out, traced.finish(aux))
+        return traced.finish(g), traced.finish(out) if value else out
 
     return wrapper
 
@@ -204,7 +210,7 @@ def grad(func, argnums=0, has_aux=False):
     >>> ember.func.grad(lambda x: x.sin().sum())(ember.tensor([0.0]))
     tensor([1.])
     """
-    gv = grad_and_value(func, argnums, has_aux)
+    gv = _grad_and_value(func, argnums, has_aux, False)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
