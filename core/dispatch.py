@@ -882,6 +882,21 @@ class set_aside:
         del running[len(running) - len(self.handlers):]
 
 
+def observed() -> bool:
+    """Whether an interception handler sees the ops this thread runs now (one neither running nor set aside):
+    a backward formula may compute with kernels directly, unseen, when none does."""
+    if not _HANDLERS:
+        return False
+    running = getattr(_RUNNING, "handlers", ())
+    for h in _HANDLERS:
+        for r in running:
+            if r is h:
+                break
+        else:
+            return True
+    return False
+
+
 def _intercepted(kind, Op, args):
     """Call the innermost handler not already running on this thread; ``_PASS`` when there is none.
 

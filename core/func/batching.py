@@ -19,10 +19,9 @@ import threading
 import numpy as np
 
 from ..autograd.function import OPS
-from ..dispatch import binary, cast, inplace, intercept, result_type
+from ..dispatch import binary, cast, inplace, intercept, result_type, unary
 from ..ops.creation import _create
 from ..ops.nn import LinearStack
-from ..ops.nn_loss import _check_bounds
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
 
@@ -176,6 +175,14 @@ class Level:
     def handle(self, kind, Op, args, run):
         if threading.get_ident() != self.thread:
             return run(*args)
+        rule = _FAST.get(Op, _UNSEEN)
+        if rule is _UNSEEN:
+            rule = _fast_rule(Op)
+        if rule is not None and kind is not inplace:  # the common case: an op with a rule, first operand batched
+            a = args[0]
+            if isinstance(a, Tensor) and type(a._data) is Batched and a._data.level is self:
+                out = rule(self, kind, Op, args)
+                return out if out is not NotImplemented else self._loop(kind, Op, args)
         name = Op if isinstance(Op, str) else _op_key(Op)
         if kind is _create:
             if name in RANDOM_FACTORIES:
@@ -246,6 +253,20 @@ class Level:
         if isinstance(first, tuple):
             return tuple(wrap(_stack_samples([r[i] for r in results], Op), self) for i in range(len(first)))
         return wrap(_stack_samples(results, Op), self)
+
+
+_FAST: dict = {}  # Op class -> its batching rule, or None: an op the short path of Level.handle does not take
+_UNSEEN = object()
+
+
+def _fast_rule(Op):
+    rule = None
+    if not isinstance(Op, str):
+        name = _op_key(Op)
+        if name not in RANDOM_OPS:
+            rule = RULES.get(name)
+    _FAST[Op] = rule
+    return rule
 
 
 def _stack_samples(results, Op):
@@ -321,6 +342,8 @@ def _wrap_out(out, level):
 
 def pointwise(level, kind, Op, args):
     """Elementwise ops: batched operands get singleton dims so that logical broadcasting lines up."""
+    if kind is unary and batched_at(args[0], level):  # one operand: the op over the physical tensor
+        return _wrap_out(kind(Op, args[0]._data.value, *args[1:]), level)
     tensors = [a for a in args if isinstance(a, Tensor)]
     n = max(t.ndim for t in tensors)
     rt = None
@@ -439,12 +462,12 @@ def _linear_rule(level, kind, Op, args):
     # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
     # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
     xp, wp = expanded(x, level), expanded(w, level)
-    lead = tuple(x.shape[:-1])
-    if xp.ndim != 3:
+    lead = x._data.shape[:-1]
+    if len(lead) != 1:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
     y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
     if len(lead) != 1:
-        y = y.reshape((y.shape[0],) + lead + (w.shape[0],))
+        y = y.reshape((y.shape[0],) + tuple(lead) + (w.shape[0],))
     return wrap(y, level)
 
 
@@ -510,32 +533,10 @@ def _conv_rule(level, kind, Op, args):
 
 
 def _cross_entropy_rule(level, kind, Op, args):
-    """Each sample's cross-entropy as ``-sum(log_softmax(x) * w)`` over its rows: the weights ``w`` (one-hot
-    targets over the rows kept, over their count for the mean) hold no gradient and come from one kernel."""
+    """Each sample's cross-entropy (mean or sum over its own rows): the one op over the stacks ``(B, N, C)``
+    at ``(B, N)``, one loss per sample, one backward node."""
     x, t, ignore_index, mean = args
-    tp = t._data.value if batched_at(t, level) else t.unsqueeze(0)
-    if type(tp._data) is Batched:  # targets batched at an outer level too
-        return _cross_entropy_ops(level, x, t, ignore_index, mean)
-    px, dev = expanded(x, level), x._dev
-    k = dev.kernels
-    w, nan, bounds = k["cross_entropy_weights"](bottom(px)._data, tp._data, ignore_index, mean)
-    _check_bounds(*bounds, px.shape[-1])
-    loss = (px.log_softmax(-1) * _wrap(k["neg"](w), dev)).sum((-2, -1))  # (the weights negated: one op less)
-    if nan is not None:  # a mean over no row (every target ignored): NaN, its gradient 0
-        loss = loss + _wrap(nan, dev)
-    return wrap(loss, level)
-
-
-def _cross_entropy_ops(level, x, t, ignore_index, mean):
-    xp, tp = expanded(x, level), expanded(t, level)
-    logp = xp.log_softmax(-1)
-    valid = tp != ignore_index
-    safe = tp.masked_fill(~valid, 0)
-    picked = logp.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
-    loss = -(picked * valid).sum(-1)
-    if mean:
-        loss = loss / valid.sum(-1).to(loss.dtype)
-    return wrap(loss, level)
+    return wrap(kind(Op, expanded(x, level), expanded(t, level), ignore_index, mean), level)
 
 
 def _pick_rule(level, kind, Op, args):

@@ -50,13 +50,28 @@ def _walk(v, leaves):
     t = type(v)
     if t is dict or isinstance(v, dict):
         keys = tuple(v.keys())
-        return Spec(dict, keys, tuple([_walk(v[k], leaves) for k in keys]))
+        return Spec(dict, keys, _children(v.values(), leaves))
     if t is tuple or t is list:
-        return Spec(t, None, tuple([_walk(x, leaves) for x in v]))
+        return Spec(t, None, _children(v, leaves))
     if isinstance(v, (tuple, list)):
         return Spec(type(v) if _is_namedtuple(v) else tuple, None, tuple(_walk(x, leaves) for x in v))
     leaves.append(v)
     return LEAF
+
+
+_CONTAINERS = (dict, tuple, list)
+
+
+def _children(values, leaves):
+    """The specs of a container's children, its leaves appended directly (the common case: no call each)."""
+    specs = []
+    for x in values:
+        if type(x) in _CONTAINERS or isinstance(x, _CONTAINERS):
+            specs.append(_walk(x, leaves))
+        else:
+            leaves.append(x)
+            specs.append(LEAF)
+    return tuple(specs)
 
 
 def tree_unflatten(leaves, spec):

@@ -15,6 +15,7 @@ import functools
 
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..dtypes import FLOAT
 from ..dispatch import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
@@ -32,6 +33,8 @@ class _Traced:
         self.levels = list(LEVELS)
         self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
         sizes = tuple(lv.size for lv in self.levels)
+        one = self.levels[0] if len(self.levels) == 1 else None
+        reals = self.reals
         for tree in trees:
             flat, spec = tree_flatten(tree)
             new = []
@@ -40,9 +43,14 @@ class _Traced:
                     raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
                 if sizes and type(t._data) is not Batched and not t._rg:
                     # an unbatched input (a parameter): repeated over every level by zero strides, directly
-                    fresh = _wrap(t._dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), t._dev)
-                    self.reals.append(fresh.requires_grad_())
-                    new.append(rewrap(fresh, self.levels))
+                    dev = t._dev
+                    fresh = _wrap(dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), dev)
+                    if t.dtype.category >= FLOAT:
+                        fresh._rg = True  # (requires_grad_ on a new leaf, its one check made here)
+                    else:
+                        fresh.requires_grad_()  # (raises as PyTorch does)
+                    reals.append(fresh)
+                    new.append(wrap(fresh, one) if one is not None else rewrap(fresh, self.levels))
                     continue
                 real = bottom(lift(t, self.levels))
                 if real.requires_grad:
@@ -83,6 +91,9 @@ class _Traced:
 
     def as_trees(self, real_grads):
         """Real gradients back into the structures of the differentiated inputs, at every open level."""
+        if len(self.levels) == 1:
+            lv = self.levels[0]
+            return self.unflatten([wrap(g, lv) for g in real_grads])
         return self.unflatten([rewrap(g, self.levels) for g in real_grads])
 
     def unflatten(self, flat):
@@ -106,7 +117,8 @@ def _detached_tree(v):
         return v.detach() if v._rg else v
     t = type(v)
     if t is dict:
-        return {k: _detached_tree(x) for k, x in v.items()}
+        return {k: (x.detach() if x._rg else x) if isinstance(x, Tensor) else _detached_tree(x)
+                for k, x in v.items()}
     if t is tuple or t is list:
         return t([_detached_tree(x) for x in v])
     return tree_map(_detached, v)
@@ -164,6 +176,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
     >>> g, v
     (tensor([2., 4.]), tensor(5.))
     """
+    return _grad_and_value(func, argnums, has_aux, True)
+
+
+def _grad_and_value(func, argnums, has_aux, value):
+    """grad_and_value's wrapper; without ``value`` (``grad``'s) the value is returned as computed, not cut
+    from its graph (grad drops it)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
@@ -179,8 +197,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
         grads = traced.as_trees(traced.grads([real], [seed]))
         g = _pick(grads, argnums)
         if has_aux:
-            return traced.finish(g), (traced.finish(out), traced.finish(aux))
-        return traced.finish(g), traced.finish(out)
+            return traced.finish(g), (traced.finish(out) if value else out, traced.finish(aux))
+        return traced.finish(g), traced.finish(out) if value else out
 
     return wrapper
 
@@ -192,7 +210,7 @@ def grad(func, argnums=0, has_aux=False):
     >>> ember.func.grad(lambda x: x.sin().sum())(ember.tensor([0.0]))
     tensor([1.])
     """
-    gv = grad_and_value(func, argnums, has_aux)
+    gv = _grad_and_value(func, argnums, has_aux, False)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

@@ -6,7 +6,7 @@ import functools
 from ..ops.shape import cat
 from ..tensor import Tensor
 from .batching import Level, batched_at, wrap
-from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from .pytree import LEAF, broadcast_prefix, tree_flatten, tree_unflatten
 
 _RANDOMNESS = ("error", "different", "same")
 
@@ -50,6 +50,23 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 
 def _flat_inputs(func, in_dims, args):
+    flat, spec = tree_flatten(args)
+    if type(in_dims) is tuple and len(in_dims) == len(args):
+        # the usual case, a tensor or None (for a whole argument) per argument: checked and sized directly
+        sizes, dims, i = set(), [], 0
+        for c, d in zip(spec.children, in_dims):
+            n = c.num_leaves
+            if d is None:
+                dims.extend([None] * n)
+            elif type(d) is int and c is LEAF and isinstance(a := flat[i], Tensor) and -a.ndim <= d < a.ndim:
+                dims.append(d)
+                sizes.add(a._data.shape[d])
+            else:
+                break
+            i += n
+        else:
+            if len(sizes) == 1:
+                return flat, spec, dims, sizes.pop()
     name = _name(func)
     if not isinstance(in_dims, (int, tuple, list, dict)) and in_dims is not None:
         raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
@@ -57,7 +74,6 @@ def _flat_inputs(func, in_dims, args):
     if not args:
         raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are "
                          f"trying to vmap over a function with no inputs. The latter is unsupported.")
-    flat, spec = tree_flatten(args)
     if isinstance(in_dims, list):
         in_dims = tuple(in_dims)
     dims = broadcast_prefix(in_dims, spec, lambda: ValueError(  # an int or None goes to every leaf
@@ -117,8 +133,16 @@ def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs):
 
 
 def _unwrap_outputs(func, out, out_dims, level):
-    name = _name(func)
     flat, spec = tree_flatten(out)
+    if out_dims == 0 and type(out_dims) is int:  # the usual case: every output batched at the level, in front
+        res = []
+        for o in flat:
+            if not batched_at(o, level):
+                break
+            res.append(o._data.value)
+        else:
+            return tree_unflatten(res, spec)
+    name = _name(func)
     if isinstance(out_dims, list):
         out_dims = tuple(out_dims)
     dims = broadcast_prefix(out_dims, spec, lambda: ValueError(

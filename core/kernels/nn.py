@@ -463,41 +463,75 @@ def kernels(xp) -> dict:
     def cross_entropy_index(x, t, ignore_index, mean):
         """Fused log-softmax + NLL of ``x`` ``(N, C)`` at class indices ``t`` ``(N,)``, summed or averaged over
         the rows not ignored.  Returns the loss, the per-row weights ``(N, 1)`` (0 where ignored, ``1/count``
-        for the mean), the one-hot targets ``(N, C)`` and the smallest and largest target kept (bounds check)."""
+        for the mean), the one-hot targets ``(N, C)``, the smallest and largest target kept (bounds check) and
+        None.  A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front) gives one loss per
+        sample ``(...)``, each summed or averaged over its own rows (NaN for a mean over no row, its gradient
+        0), and last the gradient for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
+        c = x.shape[-1]
         keep = t != ignore_index
-        safe = xp.where(keep, t, 0)
-        logp = log_softmax(x, 1)
-        picked = xp.take_along_axis(logp, xp.clip(safe, 0, x.shape[1] - 1)[:, None], 1)[:, 0]  # checked after
+        every = bool(xp.all(keep))
+        safe = t if every else xp.where(keep, t, 0)
+        bounds = (int(xp.min(safe)), int(xp.max(safe))) if safe.size else (0, 0)
+        if x.size == 0:
+            logp = e = xp.zeros_like(x)
+        else:  # log_softmax and softmax as their kernels compute them, sharing exp(x - max) and its sum
+            s = x - xp.max(x, axis=-1, keepdims=True)
+            e = xp.exp(s)
+            total = xp.sum(e, axis=-1, keepdims=True)
+            s -= xp.log(total)
+            logp = s
+        idx = safe if 0 <= bounds[0] and bounds[1] < c else xp.clip(safe, 0, c - 1)  # (out of bounds: checked after)
+        # each row's entry at its target, taken from the flat array (take_along_axis costs ~3 us of Python)
+        picked = xp.reshape(xp.take(xp.reshape(logp, (-1,)), xp.reshape(idx, (-1,)) + xp.arange(0, logp.size, c)),
+                            idx.shape) if c else xp.zeros(idx.shape, dtype=x.dtype)
+        onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
+        if x.ndim > 2:
+            loss, coef = cross_entropy_stack(x, keep, every, picked, mean)
+            if x.size:
+                e /= total
+            e -= onehot
+            if not (every and coef == 1):
+                e *= coef
+            return loss, coef, onehot, bounds, e
         count = int(keep.sum())
         scale = (1.0 / count if count else 0.0) if mean else 1.0
         coef = keep.astype(x.dtype) * x.dtype.type(scale)
-        onehot = (xp.arange(x.shape[1]) == safe[:, None]).astype(x.dtype)
-        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
         loss = -xp.sum(picked * coef)
         if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
             loss = loss + x.dtype.type(math.nan)
-        return loss, coef[:, None], onehot, bounds
+        return loss, coef[:, None], onehot, bounds, None
 
-    def cross_entropy_weights(x, t, ignore_index, mean):
-        """For cross-entropies of logits ``x`` (``(..., C)``: only its class count and dtype are read) of several
-        samples at class indices ``t`` ``(B, N)`` (vmap's batch, each sample's rows): the one-hot rows
-        ``(B, N, C)`` in ``x``'s dtype of the targets kept, divided by the sample's count
-        of them for the mean; what to add to the losses ``(B,)``, NaN for a mean over no row (0/0, its
-        gradient 0 as in PyTorch), or None when there is none; and the smallest and largest target kept."""
-        keep = t != ignore_index
-        safe = xp.where(keep, t, 0)
+    def cross_entropy_stack(x, keep, every, picked, mean):
+        """Per-sample losses ``(...)`` of a stack and the weight of each row, ``(..., N, 1)`` or one number
+        (0-dim) when every row is kept."""
         dtype = x.dtype
+        if every:  # each sample's rows all kept: one weight, 1 or 1 / N
+            n = picked.shape[-1]
+            scale = 1.0 / n if mean and n else 1.0
+            loss = -(picked[..., 0] if n == 1 else xp.sum(picked, axis=-1))
+            if scale != 1.0:
+                loss *= dtype.type(scale)
+            elif mean and not n:
+                loss = loss + dtype.type(math.nan)
+            return loss, xp.asarray(scale, dtype=dtype)
         w = keep.astype(dtype)
-        nan = None
-        if mean:
-            count = xp.sum(w, axis=-1, keepdims=True)
-            empty = count == 0
-            w = w / xp.where(empty, xp.ones_like(count), count)
-            if bool(empty.any()):
-                nan = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), xp.asarray(0, dtype=dtype))
-        onehot = (xp.arange(x.shape[-1]) == safe[..., None]).astype(dtype) * w[..., None]
-        bounds = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
-        return onehot, nan, bounds
+        if not mean:
+            return -xp.sum(picked * w, axis=-1), w[..., None]
+        count = xp.sum(w, axis=-1, keepdims=True)
+        empty = count == 0
+        w = w / xp.where(empty, xp.ones_like(count), count)
+        loss = -xp.sum(picked * w, axis=-1)
+        if bool(xp.any(empty)):
+            loss = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), loss)
+        return loss, w[..., None]
+
+    def cross_entropy_index_backward(x, onehot, coef, g):
+        """``(softmax(x) - onehot) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to
+        ``x`` (a 0-dim ``g``; for a stack, one per sample)."""
+        e = softmax(x, -1)
+        e -= onehot
+        e *= coef * g[..., None, None]
+        return e
 
     # ---------------------------------------------------------------- activations
     def softplus(x, beta, threshold):
@@ -562,7 +596,7 @@ def kernels(xp) -> dict:
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
         "batch_norm_train": batch_norm_train,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
-        "cross_entropy_weights": cross_entropy_weights,
+        "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,
         "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold, "nn_hardsigmoid": hardsigmoid,
         "nn_hardswish": lambda x: x * hardsigmoid(x), "nn_silu": silu,

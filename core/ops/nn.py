@@ -21,7 +21,7 @@ import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, autocasting, inplace_result, out_or, unary
+from ..dispatch import apply, autocasting, inplace_result, observed, out_or, unary
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..state import is_grad_enabled
 from ..tensor import Tensor, _wrap, _wrap_dim
@@ -473,10 +473,24 @@ class LinearStack(Op):
 
     @staticmethod
     def backward(ctx, g):
+        dev = g._dev
+        if not is_grad_enabled() and type(g._data) is dev.atype and g.dtype.is_floating_point and not observed():
+            return LinearStack._grads(ctx, dev, g._data)
         x, w, nf = _adjoint(ctx, g)
         gx = g.matmul(w) if nf[0][0] is not None else None
         gw = g.mT.matmul(x) if nf[1][0] is not None else None
         return (gx, gw) if len(nf) == 2 else (gx, gw, g.sum(1) if nf[2][0] is not None else None)
+
+    @staticmethod
+    def _grads(ctx, dev, g):
+        """The backward as kernel calls, when no graph of it is wanted (real gradient ``g``, an array)."""
+        k, nf = dev.kernels, ctx.next_functions
+        x, w = ctx.inputs[0]._data, ctx.inputs[1]._data
+        gx = _wrap(k["matmul"](g, w), dev) if nf[0][0] is not None else None
+        gw = _wrap(k["matmul"](k["permute"](g, (0, 2, 1)), x), dev) if nf[1][0] is not None else None
+        if len(nf) == 2:
+            return gx, gw
+        return gx, gw, _wrap(k["sum"](g, 1), dev) if nf[2][0] is not None else None
 
 
 @export(to=("nn.functional",))
@@ -490,17 +504,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"linear(): expected Tensor input and weight, got {type(input).__name__} and "
                         f"{type(weight).__name__}")
-    if input.ndim == 0 or weight.ndim not in (1, 2) or input.shape[-1] != weight.shape[-1]:
+    si, sw = input._data.shape, weight._data.shape  # (read once: a hot path)
+    if not si or len(sw) not in (1, 2) or si[-1] != sw[-1]:
         a = f"{max(input.numel() // max(input.shape[-1], 1), 1)}x{input.shape[-1] if input.ndim else 1}" \
             if input.ndim else "scalar"
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({a} and "
                            f"{'x'.join(str(s) for s in reversed(weight.shape))}): input of size {list(input.shape)} "
                            f"expects its last dimension to be in_features={weight.shape[-1]}")
-    if (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
+    dt = input._data.dtype
+    if (dt is not weight._data.dtype or (bias is not None and bias._data.dtype is not dt)) and \
+            (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
             and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
-    if weight.ndim == 1:
+    if len(sw) == 1:
         out = input.matmul(weight)
         return out + bias if bias is not None else out
     return apply(Linear, input, weight, bias)

@@ -14,7 +14,8 @@ import warnings
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
-from ..dispatch import apply, broadcast_error
+from ..state import is_grad_enabled
+from ..dispatch import apply, broadcast_error, observed
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
@@ -130,23 +131,32 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
 class CrossEntropyIndex(Op):
     """Cross-entropy of logits ``(N, C)`` at class indices ``(N,)``, mean or sum, in one kernel; the gradient
-    ``(softmax(x) - onehot(t)) * weight`` is written with ember ops, so every order is available."""
+    ``(softmax(x) - onehot(t)) * weight`` is one kernel call when no graph is wanted, else written with ember
+    ops, so every order is available.  A stack ``(..., N, C)`` at ``(..., N)`` (vmap's per-sample losses,
+    ``ember.func.batching``) gives one loss per sample."""
 
     backward_name = "NllLossBackward0"
     save_inputs = True
 
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
-        loss, coef, onehot, bounds = k["cross_entropy_index"](x, t, ignore_index, mean)
-        _check_bounds(*bounds, x.shape[1])
-        ctx.coef, ctx.onehot = coef, onehot
+        loss, coef, onehot, bounds, unit = k["cross_entropy_index"](x, t, ignore_index, mean)
+        _check_bounds(*bounds, x.shape[-1])
+        ctx.coef, ctx.onehot, ctx.unit = coef, onehot, unit
         return loss
 
     @staticmethod
     def backward(ctx, g):
         x = ctx.inputs[0]
         dev = g._dev
-        return (softmax(x, 1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+        if not is_grad_enabled() and type(g._data) is dev.atype and not observed():  # (g: not vmap's logical)
+            if ctx.unit is not None:  # a stack's: the gradient for a unit output gradient, from the forward
+                return _wrap(dev.kernels["mul"](ctx.unit, g._data[..., None, None]), dev), None
+            return _wrap(dev.kernels["cross_entropy_index_backward"](x._data, ctx.onehot, ctx.coef, g._data),
+                         dev), None
+        if g.ndim:  # one gradient per sample of a stack
+            g = g.reshape(g.shape + (1, 1))
+        return (softmax(x, -1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
 
 
 @export(to=("nn.functional",))
