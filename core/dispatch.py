@@ -193,9 +193,9 @@ def promote(op, a, b):
 
 
 # --------------------------------------------------------------------------- apply
-def unary(Op, a, *params):
+def unary(Op, a, *params, _direct=False):
     """Apply a one-tensor Op: ``Op.forward(ctx, kernels, array, *params)``."""
-    if _HANDLERS:
+    if _HANDLERS and not _direct:  # (_direct: see intercept)
         r = _intercepted(unary, Op, (a, *params))
         if r is not _PASS:
             return r
@@ -217,9 +217,9 @@ def unary(Op, a, *params):
     return t
 
 
-def binary(Op, a, b, *params):
+def binary(Op, a, b, *params, _direct=False):
     """Apply a two-operand Op with broadcasting and type promotion (one operand may be a scalar)."""
-    if _HANDLERS:
+    if _HANDLERS and not _direct:  # (_direct: see intercept)
         r = _intercepted(binary, Op, (a, b, *params))
         if r is not _PASS:
             return r
@@ -285,13 +285,13 @@ def _category(arr, dev):
     return dev.backend.dtype_of(arr).category
 
 
-def apply(Op, *args):
+def apply(Op, *args, _direct=False):
     """Apply an Op whose Tensor arguments are already on one device and of agreeing dtypes.
 
     Tensors among ``args`` become arrays for ``Op.forward``; other arguments
     pass through.  A list or tuple of tensors (``cat``) becomes a list of arrays.
     """
-    if _HANDLERS:
+    if _HANDLERS and not _direct:  # (_direct: see intercept)
         r = _intercepted(apply, Op, args)
         if r is not _PASS:
             return r
@@ -477,13 +477,13 @@ def check_inplace(t: Tensor, op: str, recording=False):
                            f"the inplace operation by an out-of-place one.")
 
 
-def inplace(Op, a: Tensor, *args):
+def inplace(Op, a: Tensor, *args, _direct=False):
     """Apply ``Op`` and write its result into ``a``; ``a`` takes the Op's node as its history.
 
     Tensor arguments in ``args`` must share ``a``'s device; they are cast to
     ``a``'s dtype (PyTorch refuses casts that lose the category).
     """
-    if _HANDLERS:
+    if _HANDLERS and not _direct:  # (_direct: see intercept)
         r = _intercepted(inplace, Op, (a, *args))
         if r is not _PASS:
             return r
@@ -704,9 +704,9 @@ def out_or(r, out):
 
 
 # --------------------------------------------------------------------------- views
-def view_op(Op, a, *params):
+def view_op(Op, a, *params, _direct=False):
     """Apply an Op whose output shares ``a``'s storage (and so its version counter)."""
-    if _HANDLERS:
+    if _HANDLERS and not _direct:  # (_direct: see intercept)
         r = _intercepted(view_op, Op, (a, *params))
         if r is not _PASS:
             return r
@@ -747,6 +747,10 @@ class intercept:
     ``run(*args)`` computes the op (the handler may pass changed arguments:
     autocast casts them; a tracer records them; a profiler times ``run``).
     Handlers nest; inside ``run`` the current handler is not called again.
+    A handler that knows it is the only one open (``len(ember.dispatch._HANDLERS) == 1``) may compute the
+    op as ``kind(Op, *args, _direct=True)`` instead of ``run(*args)`` for the five kinds of this module:
+    the same computation without a second pass through the interception point (a tracer does, for
+    every op it records).
     Unlike the grad mode (a thread's own), interception is process-wide: a handler sees the ops
     of every thread while it is open.
 

@@ -28,6 +28,7 @@ import re
 import sys
 import threading
 import warnings
+from operator import attrgetter
 
 import numpy as np
 
@@ -44,7 +45,12 @@ from ..tensor import Tensor, _ptr
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
          "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
 _KIND_NAMES = {fn: name for name, fn in KINDS.items()}
+# the dispatch kinds that compute an op without a second pass through interception (``_direct``)
+_DIRECT = frozenset((dispatch.unary, dispatch.binary, dispatch.apply, dispatch.view_op, dispatch.inplace))
+_HANDLERS = dispatch._HANDLERS  # the open interception handlers (one list, changed in place)
 _SCALARS = frozenset((int, float, bool, str, type(None)))
+_DATA, _DTYPE, _SHAPE = attrgetter("_data"), attrgetter("dtype"), attrgetter("shape")
+_NP_DTYPES = {type(np.dtype(d.np)) for d in dtypes.ALL if d.np is not None}  # NumPy's dtype classes ember maps
 _LOCAL = threading.local()
 
 
@@ -174,6 +180,8 @@ _OP_NAMES: dict = {}
 class Graph:
     """A recorded forward pass (see the module docstring for its fields)."""
 
+    _pending = None  # (shapes, array dtypes) of the values, made ``meta`` when it is first read
+
     def __init__(self):
         self.inputs = []
         self.in_spec = ()
@@ -181,9 +189,24 @@ class Graph:
         self.consts = {}
         self.nodes = []
         self.out_spec = None
-        self.meta = {}
+        self._meta = {}
         self.n_values = 0
         self.dynamic = []  # (flat input index, dim) made symbolic
+
+    @property
+    def meta(self):
+        p = self._pending
+        if p is not None:
+            self._pending = None
+            from_np = dtypes.FROM_NP
+            self._meta = {i: (tuple(s), from_np[d] if type(d) in _NP_DTYPES else d)
+                          for i, (s, d) in enumerate(zip(*p))}
+        return self._meta
+
+    @meta.setter
+    def meta(self, value):
+        self._pending = None
+        self._meta = value
 
     def __repr__(self):
         lines = ["graph("]
@@ -234,8 +257,8 @@ get_ident = threading.get_ident
 
 
 class _Tracer:
-    """The state of one trace.  Values are numbered as they are met: inputs first, then parameters,
-    buffers and constants on first use, and op results."""
+    """The state of one trace.  Values are numbered: inputs first, then the traced module's parameters and
+    buffers (in ``named_modules`` order), then constants on first use and op results."""
 
     aliases = None       # other tensors met (a value's detach()): kept so that ids stay unique (a list)
     layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
@@ -249,7 +272,6 @@ class _Tracer:
         self.vals = {}       # id(tensor) -> its Ref
         self.values = []     # the tensor of each value id (meta is read from these at the end)
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
-        self.params = {}     # id(parameter or buffer) -> dotted path
         self.names = {}      # id(submodule) -> its name in its parent (see enter)
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
@@ -272,29 +294,29 @@ class _Tracer:
             r = self.vals.get(id(source))
             if r is not None:
                 self.vals[id(t)] = r
+                self.keep(t)
 
     def alias(self, t, i):
         r = self.vals[id(t)] = _new(Ref)
         r.i = i
+        self.keep(t)
+        return r
+
+    def keep(self, t):
+        """Keep ``t`` alive while the trace records: ``self.vals`` is keyed by the ids of live tensors only."""
         if self.aliases is None:
             self.aliases = []
         self.aliases.append(t)
-        return r
 
     def ref_of(self, t):
         """The Ref of a tensor met for the first time: an alias of a value's array, else a new value (a
-        parameter or buffer when it is the module's, else a constant)."""
+        constant: the traced module's parameters and buffers are values from the start)."""
         a = id(t._data)
         i = self.arrays.get(a)
         if i is not None:  # detach() or .data of a value: the same array
             return self.alias(t, i)
         r = self.new_value(t)
-        i = r.i
-        p = self.params.get(id(t))
-        if p is not None:
-            self.graph.params[i] = p
-        else:
-            self.graph.consts[i] = t
+        self.graph.consts[r.i] = t
         return r
 
     def value_of(self, t):
@@ -327,44 +349,47 @@ class _Tracer:
         return derived
 
     def finish(self):
-        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
+        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype):
+        their shapes and array dtypes now, made ``(shape, ember dtype)`` pairs when ``meta`` is first read."""
         g = self.graph
-        meta = g.meta
+        values = self.values
+        arrays = list(map(_DATA, values))
+        dts = list(map(_DTYPE, arrays))
         from_np = dtypes.FROM_NP
-        last = dt = None
-        for i, t in enumerate(self.values):
-            a = t._data
-            d = a.dtype
-            if d is not last:  # (consecutive values mostly have the same array dtype object)
-                dt = from_np.get(d) if isinstance(d, np.dtype) else None
-                if dt is None:  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
-                    dt = t.dtype
-                    d = None
-                last = d
-            meta[i] = (tuple(a.shape), dt)
-        g.n_values = len(self.values)
+        if not (_NP_DTYPES.issuperset(map(type, dts)) and all(map(from_np.__contains__, dts))):
+            for i, d in enumerate(dts):  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
+                if not (type(d) in _NP_DTYPES and d in from_np):
+                    dts[i] = values[i].dtype
+        g._pending = (list(map(_SHAPE, arrays)), dts)
+        g.n_values = len(values)
 
     # ------------------------------------------------------------------ module paths
     def enter(self, module):
-        """Record ``module``'s parameters and buffers by dotted path and each submodule's name (in
-        ``named_modules`` order: a tensor or module met twice keeps its first path); while the trace
-        records, each call of a named submodule extends ``self.where``, the module path ops run in (see
-        :func:`_module_scope`)."""
+        """Make the parameters and buffers of ``module`` values, each under its dotted path (in
+        ``named_modules`` order: a tensor or module met twice keeps its first path), and note each submodule's
+        name: while the trace records, each call of a named submodule extends ``self.where``, the module path
+        ops run in (see :meth:`scope`).  An input that is also a parameter stays an input."""
         self.own(module, "")
         self.visit(module, "", {id(module)})
 
     def own(self, m, dot):
         """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
-        params = self.params
-        for k, t in m._parameters.items():
-            if t is not None and id(t) not in params:
-                params[id(t)] = dot + k
-        if m._buffers:
-            self.own_buffers(m, dot)
+        vals = self.vals
+        values = self.values
+        arrays = self.arrays
+        params = self.graph.params
+        for store in (m._parameters, m._buffers):
+            for k, t in store.items():
+                if t is not None and id(t) not in vals:  # self.new_value(t), inline
+                    r = _new(Ref)
+                    r.i = i = len(values)
+                    values.append(t)
+                    vals[id(t)] = r
+                    arrays[id(t._data)] = i
+                    params[i] = dot + k
 
     def visit(self, m, dot, seen):
         """:meth:`enter` below module ``m``, whose own parameters are recorded."""
-        params = self.params
         names = self.names
         for k, c in m._modules.items():
             if c is None or id(c) in seen:
@@ -372,19 +397,23 @@ class _Tracer:
             seen.add(id(c))
             names[id(c)] = k
             cdot = dot + k + "."
-            for pk, t in c._parameters.items():  # self.own(c, cdot), inline: most modules are leaves
-                if t is not None and id(t) not in params:
-                    params[id(t)] = cdot + pk
-            if c._buffers:
-                self.own_buffers(c, cdot)
+            if c._parameters or c._buffers:
+                self.own(c, cdot)
             if c._modules:
                 self.visit(c, cdot, seen)
 
-    def own_buffers(self, m, dot):
-        params = self.params
-        for k, t in m._buffers.items():
-            if t is not None and id(t) not in params:
-                params[id(t)] = dot + k
+    def scope(self, module, args, kwargs):
+        """``module(*args, **kwargs)`` while this trace records: a named submodule of the traced module extends
+        ``self.where``, the module path ops run in, while it runs in the tracing thread."""
+        leaf = self.names.get(id(module))
+        if leaf is None or get_ident() != self.tid:
+            return module._call(args, kwargs)
+        where = self.where
+        self.where = where + "." + leaf if where else leaf
+        try:
+            return module._call(args, kwargs)
+        finally:
+            self.where = where
 
     # ------------------------------------------------------------------ ops
     def by_layout(self, a):
@@ -429,20 +458,25 @@ class _Tracer:
     def handler(self, kind, Op, args, run):
         if get_ident() != self.tid:
             return run(*args)
-        out = kind(Op, *args)  # run(*args)
+        if kind in _DIRECT and len(_HANDLERS) == 1:  # the only handler open: run(*args), without passing here again
+            out = kind(Op, *args, _direct=True)
+        else:
+            out = run(*args)
         vals = self.vals
         ins = []
         rargs = []
         odd = False
         for a in args:  # the top level inline: most arguments are tensors or numbers
-            if isinstance(a, Tensor):
-                r = vals.get(id(a))
-                if r is None:
-                    r = self.ref_of(a)
+            r = vals.get(id(a))  # (the keys are ids of tensors the trace keeps alive: a hit is that tensor)
+            if r is not None:
                 ins.append(r.i)
                 rargs.append(r)
             elif type(a) in _PLAIN:
                 rargs.append(a)
+            elif isinstance(a, Tensor):
+                r = self.ref_of(a)
+                ins.append(r.i)
+                rargs.append(r)
             else:
                 self.ins = ins
                 self.odd = odd
@@ -456,7 +490,7 @@ class _Tracer:
         else:
             key = _OP_NAMES.get(Op) or op_key(Op)
         nodes = self.nodes
-        multi = type(out) in (tuple, list)
+        multi = type(out) is tuple or type(out) is list
         if odd:  # an argument that is not plain data: it may be the default random generator
             gen = native(None, args[0] if kname == "create" else (out[0] if multi else out)._dev)
             if any(a is gen for a in args):  # resolved again at each replay
@@ -488,18 +522,17 @@ class _Tracer:
 
 
 def _module_scope(module, args, kwargs):
-    """``module(*args, **kwargs)`` while a trace records (``Module.__call__`` routes here): a named submodule
-    of the traced module extends the tracer's module path while it runs, in the tracing thread."""
+    """``module(*args, **kwargs)`` while traces record in several threads (``Module.__call__`` routes here; with
+    one trace, to its :meth:`_Tracer.scope`): the tracer of the calling thread, if any, keeps the module path."""
     tracer = getattr(_LOCAL, "tracer", None)
-    leaf = None if tracer is None else tracer.names.get(id(module))
-    if leaf is None:
+    if tracer is None:
         return module._call(args, kwargs)
-    where = tracer.where
-    tracer.where = where + "." + leaf if where else leaf
-    try:
-        return module._call(args, kwargs)
-    finally:
-        tracer.where = where
+    return tracer.scope(module, args, kwargs)
+
+
+def _route_calls():
+    """Point ``Module.__call__`` at the tracers recording now: the one tracer's own scope, or the thread lookup."""
+    _module.CALL_SCOPE[0] = None if not _ACTIVE else _ACTIVE[0].scope if len(_ACTIVE) == 1 else _module_scope
 
 
 def _layout(a):
@@ -615,7 +648,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         inputs.append(tracer.input_value(t))
     _LOCAL.tracer = tracer
     _ACTIVE.append(tracer)
-    _module.CALL_SCOPE[0] = _module_scope
+    _route_calls()
     collecting = gc.isenabled()
     gc.disable()  # a trace allocates many small containers and frees none: no cycle collection meanwhile
     try:
@@ -626,8 +659,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     finally:
         _LOCAL.tracer = None
         _ACTIVE.remove(tracer)
-        if not _ACTIVE:
-            _module.CALL_SCOPE[0] = None
+        _route_calls()
         if collecting:
             gc.enable()
     g.out_spec = _out_spec(out, tracer)
@@ -641,11 +673,10 @@ def _prune(g, effects=None, used=None):
     draws stay (they change state).  ``effects``: the indices of those nodes (read from the nodes when not
     given); ``used``: the value ids the ops read, when known."""
     nodes = g.nodes
-    live = set(_refs_in(g.out_spec))
-    if used is not None:
-        unused = set(range(g.n_values)).difference(used, live, g.inputs, g.params, g.consts)
-        if not unused:
-            return  # every op's result is used by a later op or returned: every op is live (and what they read)
+    spec = g.out_spec
+    live = {spec.i} if type(spec) is Ref else set(_refs_in(spec))
+    if used is not None and len(used.union(live, g.inputs, g.consts)) == g.n_values:
+        return  # every op's result and parameter is read by an op or returned: every op is live
     keep = []
     dead = 0
     for k in range(len(nodes) - 1, -1, -1):
