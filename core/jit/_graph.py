@@ -28,7 +28,6 @@ import re
 import sys
 import threading
 import warnings
-from operator import attrgetter
 
 import numpy as np
 
@@ -49,8 +48,6 @@ _KIND_NAMES = {fn: name for name, fn in KINDS.items()}
 _DIRECT = frozenset((dispatch.unary, dispatch.binary, dispatch.apply, dispatch.view_op, dispatch.inplace))
 _HANDLERS = dispatch._HANDLERS  # the open interception handlers (one list, changed in place)
 _SCALARS = frozenset((int, float, bool, str, type(None)))
-_DATA, _DTYPE, _SHAPE = attrgetter("_data"), attrgetter("dtype"), attrgetter("shape")
-_NP_DTYPES = {type(np.dtype(d.np)) for d in dtypes.ALL if d.np is not None}  # NumPy's dtype classes ember maps
 _LOCAL = threading.local()
 
 
@@ -180,8 +177,6 @@ _OP_NAMES: dict = {}
 class Graph:
     """A recorded forward pass (see the module docstring for its fields)."""
 
-    _pending = None  # (shapes, array dtypes) of the values, made ``meta`` when it is first read
-
     def __init__(self):
         self.inputs = []
         self.in_spec = ()
@@ -189,24 +184,9 @@ class Graph:
         self.consts = {}
         self.nodes = []
         self.out_spec = None
-        self._meta = {}
+        self.meta = {}
         self.n_values = 0
         self.dynamic = []  # (flat input index, dim) made symbolic
-
-    @property
-    def meta(self):
-        p = self._pending
-        if p is not None:
-            self._pending = None
-            from_np = dtypes.FROM_NP
-            self._meta = {i: (tuple(s), from_np[d] if type(d) in _NP_DTYPES else d)
-                          for i, (s, d) in enumerate(zip(*p))}
-        return self._meta
-
-    @meta.setter
-    def meta(self, value):
-        self._pending = None
-        self._meta = value
 
     def __repr__(self):
         lines = ["graph("]
@@ -349,19 +329,22 @@ class _Tracer:
         return derived
 
     def finish(self):
-        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype):
-        their shapes and array dtypes now, made ``(shape, ember dtype)`` pairs when ``meta`` is first read."""
+        """``graph.meta`` from the tensors kept (an in-place op's result keeps its tensor's shape and dtype)."""
         g = self.graph
-        values = self.values
-        arrays = list(map(_DATA, values))
-        dts = list(map(_DTYPE, arrays))
+        meta = g.meta
         from_np = dtypes.FROM_NP
-        if not (_NP_DTYPES.issuperset(map(type, dts)) and all(map(from_np.__contains__, dts))):
-            for i, d in enumerate(dts):  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
-                if not (type(d) in _NP_DTYPES and d in from_np):
-                    dts[i] = values[i].dtype
-        g._pending = (list(map(_SHAPE, arrays)), dts)
-        g.n_values = len(values)
+        last = dt = None
+        for i, t in enumerate(self.values):
+            a = t._data
+            d = a.dtype
+            if d is not last:  # (consecutive values mostly have the same array dtype object)
+                dt = from_np.get(d) if isinstance(d, np.dtype) else None
+                if dt is None:  # other libraries' dtypes must not be compared with NumPy's: ask the tensor
+                    dt = t.dtype
+                    d = None
+                last = d
+            meta[i] = (tuple(a.shape), dt)
+        g.n_values = len(self.values)
 
     # ------------------------------------------------------------------ module paths
     def enter(self, module):
