@@ -171,6 +171,8 @@ def lookup_op(key):
 
 
 _QUALNAME = re.compile(r"op (ember\.ops\.[\w.]+) from plugin")
+_NREFS = 2048
+_REFS = [Ref(i) for i in range(_NREFS)]  # the Refs of the first value ids, shared by the graphs traced (never changed)
 _OP_NAMES: dict = {}
 
 
@@ -244,6 +246,7 @@ class _Tracer:
     layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
     derived = None       # value ids computed from inputs (see derived_values)
     derived_upto = 0
+    arrays_upto = 0      # the values whose arrays are in self.arrays (see array_value)
     ins = odd = None     # refs' working state
 
     def __init__(self):
@@ -251,7 +254,8 @@ class _Tracer:
         self.nodes = g.nodes
         self.vals = {}       # id(tensor) -> its Ref
         self.values = []     # the tensor of each value id (meta is read from these at the end)
-        self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
+        self.datas = []      # the array each value had when it was made
+        self.arrays = {}     # id(array) -> value id (detach() and .data share the array): see array_value
         self.names = {}      # id(submodule) -> its name in its parent (see enter)
         self.where = ""      # the module path ops run in now
         self.tid = get_ident()
@@ -261,12 +265,22 @@ class _Tracer:
     # ------------------------------------------------------------------ values
     def new_value(self, t):
         values = self.values
-        r = _new(Ref)
-        r.i = i = len(values)
+        i = len(values)
+        r = _REFS[i] if i < _NREFS else Ref(i)
         values.append(t)
+        self.datas.append(t._data)
         self.vals[id(t)] = r
-        self.arrays[id(t._data)] = i
         return r
+
+    def array_value(self, a):
+        """The value whose array is ``a`` (the last made), or None.  The map is brought up to the values made
+        so far when it is asked (a tensor met for the first time, an array argument): rarely, in most traces."""
+        arrays = self.arrays
+        datas = self.datas
+        for i in range(self.arrays_upto, len(datas)):
+            arrays[id(datas[i])] = i
+        self.arrays_upto = len(datas)
+        return arrays.get(id(a))
 
     def rebind(self, t, source):
         """``t`` now holds ``source``'s value (an in-place view op): later uses of ``t`` read that value."""
@@ -277,8 +291,7 @@ class _Tracer:
                 self.keep(t)
 
     def alias(self, t, i):
-        r = self.vals[id(t)] = _new(Ref)
-        r.i = i
+        r = self.vals[id(t)] = _REFS[i] if i < _NREFS else Ref(i)
         self.keep(t)
         return r
 
@@ -291,8 +304,7 @@ class _Tracer:
     def ref_of(self, t):
         """The Ref of a tensor met for the first time: an alias of a value's array, else a new value (a
         constant: the traced module's parameters and buffers are values from the start)."""
-        a = id(t._data)
-        i = self.arrays.get(a)
+        i = self.array_value(t._data)
         if i is not None:  # detach() or .data of a value: the same array
             return self.alias(t, i)
         r = self.new_value(t)
@@ -310,7 +322,7 @@ class _Tracer:
         r = self.vals.get(id(t))
         if r is not None:
             return r.i
-        i = self.arrays.get(id(t._data))
+        i = self.array_value(t._data)
         if i is not None:
             return self.alias(t, i).i
         return self.new_value(t).i
@@ -353,37 +365,40 @@ class _Tracer:
         name: while the trace records, each call of a named submodule extends ``self.where``, the module path
         ops run in (see :meth:`scope`).  An input that is also a parameter stays an input."""
         self.own(module, "")
-        self.visit(module, "", {id(module)})
+        self.visit(module, "", module)
 
     def own(self, m, dot):
         """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
         vals = self.vals
         values = self.values
-        arrays = self.arrays
+        datas = self.datas
         params = self.graph.params
         for store in (m._parameters, m._buffers):
             for k, t in store.items():
-                if t is not None and id(t) not in vals:  # self.new_value(t), inline
-                    r = _new(Ref)
-                    r.i = i = len(values)
-                    values.append(t)
-                    vals[id(t)] = r
-                    arrays[id(t._data)] = i
-                    params[i] = dot + k
+                if t is not None:
+                    key = id(t)
+                    if key not in vals:  # self.new_value(t), inline
+                        i = len(values)
+                        vals[key] = _REFS[i] if i < _NREFS else Ref(i)
+                        values.append(t)
+                        datas.append(t._data)
+                        params[i] = dot + k
 
-    def visit(self, m, dot, seen):
+    def visit(self, m, dot, root):
         """:meth:`enter` below module ``m``, whose own parameters are recorded."""
         names = self.names
         for k, c in m._modules.items():
-            if c is None or id(c) in seen:
+            if c is None or c is root:
                 continue
-            seen.add(id(c))
-            names[id(c)] = k
+            key = id(c)
+            if key in names:
+                continue
+            names[key] = k
             cdot = dot + k + "."
             if c._parameters or c._buffers:
                 self.own(c, cdot)
             if c._modules:
-                self.visit(c, cdot, seen)
+                self.visit(c, cdot, root)
 
     def scope(self, module, args, kwargs):
         """``module(*args, **kwargs)`` while this trace records: a named submodule of the traced module extends
@@ -393,8 +408,11 @@ class _Tracer:
             return module._call(args, kwargs)
         where = self.where
         self.where = where + "." + leaf if where else leaf
-        try:
-            return module._call(args, kwargs)
+        try:  # module._call(args, kwargs), inline (a module call is on every forward's path)
+            if not (module._forward_pre_hooks or module._forward_hooks or module._backward_hooks
+                    or module._backward_pre_hooks):
+                return module.forward(*args, **kwargs)
+            return module._call_with_hooks(args, kwargs)
         finally:
             self.where = where
 
@@ -430,7 +448,7 @@ class _Tracer:
             return {k: self.refs(v) for k, v in a.items()}
         self.odd = True
         if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "ndim"):
-            i = self.arrays.get(id(a))
+            i = self.array_value(a)
             if i is None:  # a same-layout view of a value's array (``xp.reshape(index._data, (-1,))``)
                 i = self.by_layout(a)
             if i is not None:
@@ -483,11 +501,10 @@ class _Tracer:
             ids = tuple([self.new_value(o).i for o in out])
         else:  # self.new_value(out), inline
             values = self.values
-            r = _new(Ref)
-            r.i = i = len(values)
+            i = len(values)
+            vals[id(out)] = _REFS[i] if i < _NREFS else Ref(i)
             values.append(out)
-            vals[id(out)] = r
-            self.arrays[id(out._data)] = i
+            self.datas.append(out._data)
             ids = (i,)
         if kname == "inplace":
             self.effects.add(len(nodes))
@@ -625,7 +642,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     g = tracer.graph
     flat = []
     g.in_spec = _flatten_args(args, kwargs, flat)
-    g._devices = {str(t._dev) for t in flat}
+    g._devices = {t._dev for t in flat}
     inputs = g.inputs
     for t in flat:
         inputs.append(tracer.input_value(t))
@@ -638,7 +655,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
         if module is not None:
             tracer.enter(module)
         with dispatch.intercept(tracer.handler, rebind=tracer.rebind):
-            out = fn(*args, **(kwargs or {}))
+            out = fn(*args, **kwargs) if kwargs else fn(*args)
     finally:
         _LOCAL.tracer = None
         _ACTIVE.remove(tracer)
