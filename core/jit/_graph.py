@@ -44,8 +44,8 @@ from ..tensor import Tensor, _ptr
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
          "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
 _KIND_NAMES = {fn: name for name, fn in KINDS.items()}
-# the dispatch kinds that compute an op without a second pass through interception (``_direct``)
-_DIRECT = frozenset((dispatch.unary, dispatch.binary, dispatch.apply, dispatch.view_op, dispatch.inplace))
+# kind function -> (its name, whether it computes an op without a second pass through interception: _direct)
+_KINDS_OF = {fn: (name, name not in ("create", "move")) for name, fn in KINDS.items()}
 _HANDLERS = dispatch._HANDLERS  # the open interception handlers (one list, changed in place)
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 _LOCAL = threading.local()
@@ -373,7 +373,8 @@ class _Tracer:
         values = self.values
         datas = self.datas
         params = self.graph.params
-        for store in (m._parameters, m._buffers):
+        b = m._buffers
+        for store in (m._parameters, b) if b else (m._parameters,):
             for k, t in store.items():
                 if t is not None:
                     key = id(t)
@@ -459,7 +460,8 @@ class _Tracer:
     def handler(self, kind, Op, args, run):
         if get_ident() != self.tid:
             return run(*args)
-        if kind in _DIRECT and len(_HANDLERS) == 1:  # the only handler open: run(*args), without passing here again
+        kname, direct = _KINDS_OF[kind]
+        if direct and len(_HANDLERS) == 1:  # the only handler open: run(*args), without passing here again
             out = kind(Op, *args, _direct=True)
         else:
             out = run(*args)
@@ -484,7 +486,6 @@ class _Tracer:
                 rargs.append(self.refs(a))
                 odd = self.odd
         rargs = tuple(rargs)
-        kname = _KIND_NAMES[kind]
         if kname == "create":
             key = Op
             odd = True
@@ -642,7 +643,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     g = tracer.graph
     flat = []
     g.in_spec = _flatten_args(args, kwargs, flat)
-    g._devices = {t._dev for t in flat}
+    g._devices = [t._dev for t in flat]
     inputs = g.inputs
     for t in flat:
         inputs.append(tracer.input_value(t))
