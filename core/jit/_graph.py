@@ -703,7 +703,8 @@ def _prune(g, effects=None, used=None):
 
 def _out_spec(out, tracer):
     if isinstance(out, Tensor):
-        return Ref(tracer.value_of(out))
+        r = tracer.vals.get(id(out))
+        return r if r is not None else tracer.ref_of(out)  # (a Ref is never changed: the tracer's is shared)
     if type(out) in (tuple, list):
         return type(out)(_out_spec(x, tracer) for x in out)
     if isinstance(out, dict):
