@@ -179,16 +179,17 @@ _OP_NAMES: dict = {}
 class Graph:
     """A recorded forward pass (see the module docstring for its fields)."""
 
+    in_spec = ()
+    out_spec = None
+    n_values = 0
+    dynamic = ()  # (flat input index, dim) made symbolic (a list, when there are)
+
     def __init__(self):
         self.inputs = []
-        self.in_spec = ()
         self.params = {}
         self.consts = {}
         self.nodes = []
-        self.out_spec = None
         self.meta = {}
-        self.n_values = 0
-        self.dynamic = []  # (flat input index, dim) made symbolic
 
     def __repr__(self):
         lines = ["graph("]
@@ -247,6 +248,7 @@ class _Tracer:
     derived = None       # value ids computed from inputs (see derived_values)
     derived_upto = 0
     arrays_upto = 0      # the values whose arrays are in self.arrays (see array_value)
+    where = ""           # the module path ops run in now
     ins = odd = None     # refs' working state
 
     def __init__(self):
@@ -257,7 +259,6 @@ class _Tracer:
         self.datas = []      # the array each value had when it was made
         self.arrays = {}     # id(array) -> value id (detach() and .data share the array): see array_value
         self.names = {}      # id(submodule) -> its name in its parent (see enter)
-        self.where = ""      # the module path ops run in now
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
         self.used = set()     # the value ids the ops read
