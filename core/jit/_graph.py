@@ -44,9 +44,6 @@ from ..tensor import Tensor, _ptr
 KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
          "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
 _KIND_NAMES = {fn: name for name, fn in KINDS.items()}
-# kind function -> (its name, whether it computes an op without a second pass through interception: _direct)
-_KINDS_OF = {fn: (name, name not in ("create", "move")) for name, fn in KINDS.items()}
-_HANDLERS = dispatch._HANDLERS  # the open interception handlers (one list, changed in place)
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 _LOCAL = threading.local()
 
@@ -461,11 +458,8 @@ class _Tracer:
     def handler(self, kind, Op, args, run):
         if get_ident() != self.tid:
             return run(*args)
-        kname, direct = _KINDS_OF[kind]
-        if direct and len(_HANDLERS) == 1:  # the only handler open: run(*args), without passing here again
-            out = kind(Op, *args, _direct=True)
-        else:
-            out = run(*args)
+        out = kind(Op, *args)  # run(*args)
+        kname = _KIND_NAMES[kind]
         vals = self.vals
         ins = []
         rargs = []
