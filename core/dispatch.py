@@ -12,7 +12,6 @@ the policy itself needs (``Cast``) is looked up by name in ``OPS``.
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from functools import partial
 
@@ -21,7 +20,6 @@ import numpy as np
 from . import dtypes
 from .autograd.function import OPS, SAVED_HOOKS, VOLATILE, Node, anomaly_trace, grad_edge, pack_output, pack_saved
 from .autograd.grad_mode import STATE, enable_grad
-from .backend import resolve as resolve_device
 from .state import ACTIVE, GRAD_OFF, INFERENCE_ON, is_grad_enabled, is_inference, modes
 from .tensor import Tensor, _wrap
 
@@ -451,82 +449,16 @@ def _volatile(out, dev):
 
 
 # --------------------------------------------------------------------------- in-place
-OVERLAP_ERROR = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
-                 "location. Please clone() the tensor before performing the operation.")
-# The writes PyTorch lets through into a tensor some of whose elements share memory: fill_ with a number (each
-# element gets the one value), the triangles, and, with a deprecation warning, the indexed writes (the example its
-# warning gives)
-OVERLAP_ALLOWED = {"fill_": None, "tril_": None, "triu_": None, "index_put_": "tensor[indices] = tensor",
-                   "index_fill_": "tensor[mask] = scalar", "masked_fill_": "tensor[mask] = scalar"}
-
-
-def internal_overlap(t: Tensor) -> bool:
-    """Whether some elements of ``t`` share one memory location (PyTorch's internal overlap: a dimension of size
-    > 1 and stride 0, as in an expanded tensor).  For arrays without strides, the strides are those the chain of
-    views that made ``t`` gives a strided host array of its base's shape."""
-    strides = getattr(t._data, "strides", None)
-    if strides is not None:
-        if 0 not in strides:  # (the common case, on every in-place write)
-            return False
-    elif t._view is None:
-        return False
-    else:
-        steps = []
-        chain = t._view
-        while chain is not None:
-            steps.append(chain[1:])
-            chain = chain[0]
-        if not any(getattr(Op, "zero_strides", False) for Op, _ in steps):
-            return False
-        k = resolve_device("cpu").kernels
-        probe = np.empty(t._base._data.shape, t._base.dtype.np or np.uint16)
-        try:
-            for Op, params in reversed(steps):
-                probe = Op.forward(_new(Op), k, probe, *params)
-        except (ValueError, TypeError, RuntimeError):  # a view the strided array cannot express: none found
-            return False
-        strides = probe.strides
-    shape = t._data.shape
-    return 0 not in shape and any(st == 0 and n > 1 for st, n in zip(strides, shape))
-
-
-def check_overlap(t: Tensor) -> None:
-    """PyTorch's error for a write into a tensor some of whose elements share memory."""
-    if internal_overlap(t):
-        raise RuntimeError(OVERLAP_ERROR)
-
-
-def _overlap_policy(op):
-    if op not in OVERLAP_ALLOWED:
-        raise RuntimeError(OVERLAP_ERROR)
-    example = OVERLAP_ALLOWED[op]
-    if example is not None:
-        warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing "
-                      f"this operation. This also applies to advanced indexing e.g. {example}", UserWarning,
-                      stacklevel=4)
-    return True
-
-
-def write_changed(a: Tensor, out) -> None:
-    """Write into ``a``, some of whose elements share memory, the elements of ``out`` that differ from ``a``'s (a
-    NaN staying NaN is no change): an indexed write changes one of several aliases, and the others must not write
-    their old value back over it."""
-    k = a._dev.kernels
-    old = k["copy"](a._data)
-    same_nan = k["logical_and"](k["ne"](out, out), k["ne"](old, old))
-    changed = k["logical_and"](k["ne"](out, old), k["logical_not"](same_nan))
-    k["setitem"](a._data, changed, k["getitem"](out, changed))
-
-
-def check_inplace(t: Tensor, op: str, recording=False) -> bool:
-    """Refuse an in-place change autograd cannot track (``recording``: an operand other than ``t`` needs grad).
-    True when the write goes on into a tensor some of whose elements share memory (see :func:`internal_overlap`)."""
-    overlapped = False
+def check_inplace(t: Tensor, op: str, recording=False):
+    """Refuse an in-place change autograd cannot track (``recording``: an operand other than ``t`` needs grad)."""
     if t._inference and not is_inference():
         raise RuntimeError(f"{op}: Inplace update to inference tensor outside InferenceMode is not allowed. You can "
                            f"make a clone to get a normal tensor before doing inplace update.")
-    if internal_overlap(t):
-        overlapped = _overlap_policy(op)
+    strides = getattr(t._data, "strides", None)
+    if strides and 0 in strides and 0 not in t._data.shape and \
+            any(s == 0 and n > 1 for s, n in zip(strides, t._data.shape)):
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to tensor refers to "
+                           f"a single memory location. Please clone() the tensor before performing the operation.")
     if t._nograd_view and is_grad_enabled() and (recording or t._rg or t._base._rg):
         raise RuntimeError(f"{op}: A view was created in no_grad mode and is being modified inplace with grad mode "
                            f"enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
@@ -543,7 +475,6 @@ def check_inplace(t: Tensor, op: str, recording=False) -> bool:
                            f"inplace. This view is the output of a function that returns multiple views. Such "
                            f"functions do not allow the output views to be modified inplace. You should replace "
                            f"the inplace operation by an out-of-place one.")
-    return overlapped
 
 
 def inplace(Op, a: Tensor, *args):
@@ -556,8 +487,8 @@ def inplace(Op, a: Tensor, *args):
         r = _intercepted(inplace, Op, (a, *args))
         if r is not _PASS:
             return r
-    name = getattr(Op, "inplace_name", None) or _op_name(Op) + "_"
-    overlapped = check_inplace(a, name, is_grad_enabled() and any(isinstance(x, Tensor) and x._rg for x in args))
+    name = _op_name(Op) + "_"
+    check_inplace(a, name, is_grad_enabled() and any(isinstance(x, Tensor) and x._rg for x in args))
     dt = a.dtype
     conv = []
     for x in args:
@@ -590,7 +521,7 @@ def inplace(Op, a: Tensor, *args):
     if out.shape != a._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")
-    return write_inplace(a, out, ctx if recording else None, (old, *conv), overlapped)
+    return write_inplace(a, out, ctx if recording else None, (old, *conv))
 
 
 def snapshot(a: Tensor) -> Tensor:
@@ -613,14 +544,10 @@ def inplace_result(a: Tensor, compute, name: str, recording: bool = False):
     base of a view).  ``recording``: another operand of ``compute`` needs a gradient.
     """
     recording = is_grad_enabled() and (recording or a._rg)
-    overlapped = check_inplace(a, name, recording)
-    if overlapped and recording:
-        raise RuntimeError(OVERLAP_ERROR)  # (PyTorch's deprecated write into shared memory: not under autograd)
+    check_inplace(a, name, recording)
     r = compute(snapshot(a) if recording else a)
     if r.dtype.category > a.dtype.category:
         raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the desired output type {a.dtype}")
-    if overlapped:
-        return write_inplace(a, r.to(a.dtype)._data, None, (), True)
     if not (is_grad_enabled() and r._rg and r._fn is not None) or a._base is not None or _HANDLERS or \
             r._data.shape != a._data.shape or r.dtype is not a.dtype:
         return _copy_into(a, r)  # (with interception on, the write is an op the handlers see)
@@ -717,19 +644,15 @@ def write_back(a: Tensor) -> None:
         value = arrays[i]
 
 
-def write_inplace(a: Tensor, out, ctx, inputs, overlapped=False):
+def write_inplace(a: Tensor, out, ctx, inputs):
     """Store array ``out`` into ``a``; with ``ctx``, make it ``a``'s history.
 
     When ``a`` is a view, the base's history is rewritten with a
-    :class:`CopySlices` node, as PyTorch does.  ``overlapped``: some elements of ``a`` share memory and
-    only the changed ones are written (:func:`write_changed`).
+    :class:`CopySlices` node, as PyTorch does.
     """
     if a._fn is not None:
         _pin_saved_output(a)
-    if overlapped:
-        write_changed(a, out)
-    else:
-        a._dev.kernels["copy_"](a._data, out)
+    a._dev.kernels["copy_"](a._data, out)
     a._bump()
     if a._base is not None and a._dev.backend.copied_views:
         write_back(a)
@@ -767,7 +690,6 @@ def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
     if out._data.shape != r._data.shape:
         out._data = out._dev.kernels["astype"](r._data, out._data.dtype)
     else:
-        check_overlap(out)
         out._dev.kernels["copy_"](out._data, r._data if r.dtype is out.dtype else
                                   out._dev.kernels["astype"](r._data, out._data.dtype))
     out._bump()
