@@ -315,14 +315,123 @@ def test_pack_sequence_of_a_list(device):
 
 
 # ---------------------------------------------------------------------------- what still has no mapping
-def test_assignment_through_a_partial_slice_and_index_tensor_names_op_and_module(device, tmp_path):
-    def fn(x, i):
-        y = x.clone()
-        y[1:, i] = 0.0
-        return y
-
-    model = Fn(lambda inner, x, i: inner(x, i), Fn(fn)).to(device)
+def test_an_op_with_no_mapping_names_op_and_module(device, tmp_path):
+    model = Fn(lambda inner, x: inner(x), Fn(lambda x: x.cummax(1)[0] + 1)).to(device)
     path = tmp_path / "bad.onnx"
-    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"index assignment.*in module '0'"):
-        ember.onnx.export(model, (ember.randn(3, 4, device=device), ember.tensor([0, 2], device=device)), path)
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"op 'CumExtreme'.*in module '0'"):
+        ember.onnx.export(model, (ember.randn(3, 4, device=device),), path)
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- adaptive max pooling with indices
+ADAPTIVE_POOLS = {
+    # name: (model, input shape without the batch axis)
+    "module_1d": (nn.AdaptiveMaxPool1d(4, return_indices=True), (3, 9)),
+    "module_2d": (nn.AdaptiveMaxPool2d((3, 4), return_indices=True), (2, 7, 10)),
+    "functional_2d": (Fn(lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True)), (3, 9, 5)),
+    "functional_2d_divisor": (Fn(lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True)), (2, 6, 9)),
+    "module_2d_one": (nn.AdaptiveMaxPool2d(1, return_indices=True), (3, 5, 4)),
+    # ties: the first maximum in row-major order within each window, as PyTorch picks
+    "ties": (Fn(lambda x: F.adaptive_max_pool2d(x.round(), (3, 2), return_indices=True)), (2, 5, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTIVE_POOLS))
+def test_adaptive_max_pool_values_and_indices(device, name):
+    model, shape = ADAPTIVE_POOLS[name]
+    proto = _two_batches(model.to(device), lambda b: (ember.randn(b, *shape, device=device),), ["x"])
+    assert proto.graph.output[1].type.tensor_type.elem_type == onnx.TensorProto.INT64
+
+
+def test_adaptive_max_pool_indices_feed_max_unpool(device):
+    class Roundtrip(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.AdaptiveMaxPool2d((2, 2), return_indices=True)
+            self.unpool = nn.MaxUnpool2d(3)
+
+        def forward(self, x):
+            y, idx = self.pool(x)
+            return self.unpool(y, idx, output_size=x.shape[-2:])
+
+    _two_batches(Roundtrip().to(device), lambda b: (ember.randn(b, 2, 6, 6, device=device),), ["x"])
+
+
+# ---------------------------------------------------------------------------- index assignment mixing slices
+def _slice_and_index_tensor(x, i):
+    y = x.clone()
+    y[1:, i] = 0.0
+    return y
+
+
+def _slice_and_int(x, v):
+    y = x * 1
+    y[:, 2] = v
+    y[1:, 0] = -v[1:]
+    return y
+
+
+def _stepped_slice_and_index_tensor(x, i, v):
+    y = x + 0
+    y[::2, i] = v  # v broadcasts over the selected rows
+    y[:, 1:4][:, i[1:]] = 9.0  # into a view of y
+    return y
+
+
+SLICE_ASSIGNMENTS = {
+    "slice_and_index_tensor": (_slice_and_index_tensor,
+                               lambda b, d: (ember.randn(b, 4, device=d), _ints([0, -2], d)), ["x", "i"], (0,)),
+    "slice_and_int": (_slice_and_int, lambda b, d: (ember.randn(b, 4, device=d), ember.randn(b, device=d)),
+                      ["x", "v"], (0, 1)),
+    "stepped_slice_and_index_tensor": (_stepped_slice_and_index_tensor,
+                                       lambda b, d: (ember.randn(b, 5, device=d), _ints([3, 1], d),
+                                                     ember.randn(2, device=d)), ["x", "i", "v"], (0,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SLICE_ASSIGNMENTS))
+def test_index_assignment_mixing_slices_and_indices(device, name):
+    fn, make, names, batch_inputs = SLICE_ASSIGNMENTS[name]
+    _two_batches(Fn(fn), lambda b: make(b, device), names, batch_inputs)
+
+
+# ---------------------------------------------------------------------------- writes through a diagonal
+def _diag_fill(x):
+    y = x.clone()
+    y.diagonal().fill_(0)
+    return y
+
+
+def _diag_copy(x, v):
+    y = x * 1
+    y.diagonal().copy_(v)
+    return y
+
+
+def _diag_mul(x):
+    y = x * 1
+    ember.diagonal(y, dim1=1, dim2=2).mul_(2)
+    d = y.diagonal(offset=-1, dim1=2, dim2=1)
+    d += 1.0
+    return y, d
+
+
+DIAGONAL_WRITES = {
+    "fill": (_diag_fill, lambda b, d: (ember.randn(b, b, device=d),), ["x"], None),
+    "copy": (_diag_copy, lambda b, d: (ember.randn(b, b, device=d), ember.randn(b, device=d)), ["x", "v"], None),
+    "mul_batched_offset": (_diag_mul, lambda b, d: (ember.randn(b, 3, 4, device=d),), ["x"], (0,)),
+    "read": (lambda x: x.diagonal(1, 0, 2) * 2, lambda b, d: (ember.randn(3, b, 5, device=d),), ["x"], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIAGONAL_WRITES))
+def test_writes_through_a_diagonal(device, name):
+    fn, make, names, batch_inputs = DIAGONAL_WRITES[name]
+    model = Fn(fn).eval()
+    if batch_inputs is not None:
+        _two_batches(model, lambda b: make(b, device), names, batch_inputs)
+        return
+    for b in (3, 5):  # a square input's diagonal length follows its size: one export per size
+        inputs = make(b, device)
+        _, sess = _export(model, inputs, names, None)
+        _matches(sess, model, inputs, names)

@@ -182,7 +182,7 @@ def save(m, f, _extra_files=None):
             t = m._resolve(path)
             device = device or t.device
             (params if isinstance(t, nn.Parameter) else buffers)[path] = t.detach()
-    device = getattr(g, "_devices", None) and sorted(g._devices)[0] or device
+    device = getattr(g, "_devices", None) and sorted(map(str, g._devices))[0] or device
     obj = {"format": FORMAT, "version": VERSION, "graph": encode_graph(g, device and resolve(device)),
            "parameters": params,
            "buffers": buffers, "kind": "module" if isinstance(m, TracedModule) else "function",

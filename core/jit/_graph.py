@@ -168,22 +168,25 @@ def lookup_op(key):
 
 
 _QUALNAME = re.compile(r"op (ember\.ops\.[\w.]+) from plugin")
+_NREFS = 2048
+_REFS = [Ref(i) for i in range(_NREFS)]  # the Refs of the first value ids, shared by the graphs traced (never changed)
 _OP_NAMES: dict = {}
 
 
 class Graph:
     """A recorded forward pass (see the module docstring for its fields)."""
 
+    in_spec = ()
+    out_spec = None
+    n_values = 0
+    dynamic = ()  # (flat input index, dim) made symbolic (a list, when there are)
+
     def __init__(self):
         self.inputs = []
-        self.in_spec = ()
         self.params = {}
         self.consts = {}
         self.nodes = []
-        self.out_spec = None
         self.meta = {}
-        self.n_values = 0
-        self.dynamic = []  # (flat input index, dim) made symbolic
 
     def __repr__(self):
         lines = ["graph("]
@@ -234,13 +237,15 @@ get_ident = threading.get_ident
 
 
 class _Tracer:
-    """The state of one trace.  Values are numbered as they are met: inputs first, then parameters,
-    buffers and constants on first use, and op results."""
+    """The state of one trace.  Values are numbered: inputs first, then the traced module's parameters and
+    buffers (in ``named_modules`` order), then constants on first use and op results."""
 
     aliases = None       # other tensors met (a value's detach()): kept so that ids stay unique (a list)
     layouts = None       # (address, shape, strides, dtype) -> value id, built on need (by_layout)
     derived = None       # value ids computed from inputs (see derived_values)
     derived_upto = 0
+    arrays_upto = 0      # the values whose arrays are in self.arrays (see array_value)
+    where = ""           # the module path ops run in now
     ins = odd = None     # refs' working state
 
     def __init__(self):
@@ -248,10 +253,9 @@ class _Tracer:
         self.nodes = g.nodes
         self.vals = {}       # id(tensor) -> its Ref
         self.values = []     # the tensor of each value id (meta is read from these at the end)
-        self.arrays = {}     # id(array) -> value id (detach() and .data share the array)
-        self.params = {}     # id(parameter or buffer) -> dotted path
+        self.datas = []      # the array each value had when it was made
+        self.arrays = {}     # id(array) -> value id (detach() and .data share the array): see array_value
         self.names = {}      # id(submodule) -> its name in its parent (see enter)
-        self.where = ""      # the module path ops run in now
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
         self.used = set()     # the value ids the ops read
@@ -259,12 +263,22 @@ class _Tracer:
     # ------------------------------------------------------------------ values
     def new_value(self, t):
         values = self.values
-        r = _new(Ref)
-        r.i = i = len(values)
+        i = len(values)
+        r = _REFS[i] if i < _NREFS else Ref(i)
         values.append(t)
+        self.datas.append(t._data)
         self.vals[id(t)] = r
-        self.arrays[id(t._data)] = i
         return r
+
+    def array_value(self, a):
+        """The value whose array is ``a`` (the last made), or None.  The map is brought up to the values made
+        so far when it is asked (a tensor met for the first time, an array argument): rarely, in most traces."""
+        arrays = self.arrays
+        datas = self.datas
+        for i in range(self.arrays_upto, len(datas)):
+            arrays[id(datas[i])] = i
+        self.arrays_upto = len(datas)
+        return arrays.get(id(a))
 
     def rebind(self, t, source):
         """``t`` now holds ``source``'s value (an in-place view op): later uses of ``t`` read that value."""
@@ -272,29 +286,27 @@ class _Tracer:
             r = self.vals.get(id(source))
             if r is not None:
                 self.vals[id(t)] = r
+                self.keep(t)
 
     def alias(self, t, i):
-        r = self.vals[id(t)] = _new(Ref)
-        r.i = i
+        r = self.vals[id(t)] = _REFS[i] if i < _NREFS else Ref(i)
+        self.keep(t)
+        return r
+
+    def keep(self, t):
+        """Keep ``t`` alive while the trace records: ``self.vals`` is keyed by the ids of live tensors only."""
         if self.aliases is None:
             self.aliases = []
         self.aliases.append(t)
-        return r
 
     def ref_of(self, t):
         """The Ref of a tensor met for the first time: an alias of a value's array, else a new value (a
-        parameter or buffer when it is the module's, else a constant)."""
-        a = id(t._data)
-        i = self.arrays.get(a)
+        constant: the traced module's parameters and buffers are values from the start)."""
+        i = self.array_value(t._data)
         if i is not None:  # detach() or .data of a value: the same array
             return self.alias(t, i)
         r = self.new_value(t)
-        i = r.i
-        p = self.params.get(id(t))
-        if p is not None:
-            self.graph.params[i] = p
-        else:
-            self.graph.consts[i] = t
+        self.graph.consts[r.i] = t
         return r
 
     def value_of(self, t):
@@ -308,7 +320,7 @@ class _Tracer:
         r = self.vals.get(id(t))
         if r is not None:
             return r.i
-        i = self.arrays.get(id(t._data))
+        i = self.array_value(t._data)
         if i is not None:
             return self.alias(t, i).i
         return self.new_value(t).i
@@ -346,45 +358,62 @@ class _Tracer:
 
     # ------------------------------------------------------------------ module paths
     def enter(self, module):
-        """Record ``module``'s parameters and buffers by dotted path and each submodule's name (in
-        ``named_modules`` order: a tensor or module met twice keeps its first path); while the trace
-        records, each call of a named submodule extends ``self.where``, the module path ops run in (see
-        :func:`_module_scope`)."""
+        """Make the parameters and buffers of ``module`` values, each under its dotted path (in
+        ``named_modules`` order: a tensor or module met twice keeps its first path), and note each submodule's
+        name: while the trace records, each call of a named submodule extends ``self.where``, the module path
+        ops run in (see :meth:`scope`).  An input that is also a parameter stays an input."""
         self.own(module, "")
-        self.visit(module, "", {id(module)})
+        self.visit(module, "", module)
 
     def own(self, m, dot):
         """Record the parameters and buffers of module ``m`` (at ``dot``, its path and a dot)."""
-        params = self.params
-        for k, t in m._parameters.items():
-            if t is not None and id(t) not in params:
-                params[id(t)] = dot + k
-        if m._buffers:
-            self.own_buffers(m, dot)
+        vals = self.vals
+        values = self.values
+        datas = self.datas
+        params = self.graph.params
+        b = m._buffers
+        for store in (m._parameters, b) if b else (m._parameters,):
+            for k, t in store.items():
+                if t is not None:
+                    key = id(t)
+                    if key not in vals:  # self.new_value(t), inline
+                        i = len(values)
+                        vals[key] = _REFS[i] if i < _NREFS else Ref(i)
+                        values.append(t)
+                        datas.append(t._data)
+                        params[i] = dot + k
 
-    def visit(self, m, dot, seen):
+    def visit(self, m, dot, root):
         """:meth:`enter` below module ``m``, whose own parameters are recorded."""
-        params = self.params
         names = self.names
         for k, c in m._modules.items():
-            if c is None or id(c) in seen:
+            if c is None or c is root:
                 continue
-            seen.add(id(c))
-            names[id(c)] = k
+            key = id(c)
+            if key in names:
+                continue
+            names[key] = k
             cdot = dot + k + "."
-            for pk, t in c._parameters.items():  # self.own(c, cdot), inline: most modules are leaves
-                if t is not None and id(t) not in params:
-                    params[id(t)] = cdot + pk
-            if c._buffers:
-                self.own_buffers(c, cdot)
+            if c._parameters or c._buffers:
+                self.own(c, cdot)
             if c._modules:
-                self.visit(c, cdot, seen)
+                self.visit(c, cdot, root)
 
-    def own_buffers(self, m, dot):
-        params = self.params
-        for k, t in m._buffers.items():
-            if t is not None and id(t) not in params:
-                params[id(t)] = dot + k
+    def scope(self, module, args, kwargs):
+        """``module(*args, **kwargs)`` while this trace records: a named submodule of the traced module extends
+        ``self.where``, the module path ops run in, while it runs in the tracing thread."""
+        leaf = self.names.get(id(module))
+        if leaf is None or get_ident() != self.tid:
+            return module._call(args, kwargs)
+        where = self.where
+        self.where = where + "." + leaf if where else leaf
+        try:  # module._call(args, kwargs), inline (a module call is on every forward's path)
+            if not (module._forward_pre_hooks or module._forward_hooks or module._backward_hooks
+                    or module._backward_pre_hooks):
+                return module.forward(*args, **kwargs)
+            return module._call_with_hooks(args, kwargs)
+        finally:
+            self.where = where
 
     # ------------------------------------------------------------------ ops
     def by_layout(self, a):
@@ -418,7 +447,7 @@ class _Tracer:
             return {k: self.refs(v) for k, v in a.items()}
         self.odd = True
         if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "ndim"):
-            i = self.arrays.get(id(a))
+            i = self.array_value(a)
             if i is None:  # a same-layout view of a value's array (``xp.reshape(index._data, (-1,))``)
                 i = self.by_layout(a)
             if i is not None:
@@ -430,33 +459,35 @@ class _Tracer:
         if get_ident() != self.tid:
             return run(*args)
         out = kind(Op, *args)  # run(*args)
+        kname = _KIND_NAMES[kind]
         vals = self.vals
         ins = []
         rargs = []
         odd = False
         for a in args:  # the top level inline: most arguments are tensors or numbers
-            if isinstance(a, Tensor):
-                r = vals.get(id(a))
-                if r is None:
-                    r = self.ref_of(a)
+            r = vals.get(id(a))  # (the keys are ids of tensors the trace keeps alive: a hit is that tensor)
+            if r is not None:
                 ins.append(r.i)
                 rargs.append(r)
             elif type(a) in _PLAIN:
                 rargs.append(a)
+            elif isinstance(a, Tensor):
+                r = self.ref_of(a)
+                ins.append(r.i)
+                rargs.append(r)
             else:
                 self.ins = ins
                 self.odd = odd
                 rargs.append(self.refs(a))
                 odd = self.odd
         rargs = tuple(rargs)
-        kname = _KIND_NAMES[kind]
         if kname == "create":
             key = Op
             odd = True
         else:
             key = _OP_NAMES.get(Op) or op_key(Op)
         nodes = self.nodes
-        multi = type(out) in (tuple, list)
+        multi = type(out) is tuple or type(out) is list
         if odd:  # an argument that is not plain data: it may be the default random generator
             gen = native(None, args[0] if kname == "create" else (out[0] if multi else out)._dev)
             if any(a is gen for a in args):  # resolved again at each replay
@@ -466,11 +497,10 @@ class _Tracer:
             ids = tuple([self.new_value(o).i for o in out])
         else:  # self.new_value(out), inline
             values = self.values
-            r = _new(Ref)
-            r.i = i = len(values)
+            i = len(values)
+            vals[id(out)] = _REFS[i] if i < _NREFS else Ref(i)
             values.append(out)
-            vals[id(out)] = r
-            self.arrays[id(out._data)] = i
+            self.datas.append(out._data)
             ids = (i,)
         if kname == "inplace":
             self.effects.add(len(nodes))
@@ -488,18 +518,17 @@ class _Tracer:
 
 
 def _module_scope(module, args, kwargs):
-    """``module(*args, **kwargs)`` while a trace records (``Module.__call__`` routes here): a named submodule
-    of the traced module extends the tracer's module path while it runs, in the tracing thread."""
+    """``module(*args, **kwargs)`` while traces record in several threads (``Module.__call__`` routes here; with
+    one trace, to its :meth:`_Tracer.scope`): the tracer of the calling thread, if any, keeps the module path."""
     tracer = getattr(_LOCAL, "tracer", None)
-    leaf = None if tracer is None else tracer.names.get(id(module))
-    if leaf is None:
+    if tracer is None:
         return module._call(args, kwargs)
-    where = tracer.where
-    tracer.where = where + "." + leaf if where else leaf
-    try:
-        return module._call(args, kwargs)
-    finally:
-        tracer.where = where
+    return tracer.scope(module, args, kwargs)
+
+
+def _route_calls():
+    """Point ``Module.__call__`` at the tracers recording now: the one tracer's own scope, or the thread lookup."""
+    _module.CALL_SCOPE[0] = None if not _ACTIVE else _ACTIVE[0].scope if len(_ACTIVE) == 1 else _module_scope
 
 
 def _layout(a):
@@ -609,25 +638,24 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     g = tracer.graph
     flat = []
     g.in_spec = _flatten_args(args, kwargs, flat)
-    g._devices = {str(t._dev) for t in flat}
+    g._devices = [t._dev for t in flat]
     inputs = g.inputs
     for t in flat:
         inputs.append(tracer.input_value(t))
     _LOCAL.tracer = tracer
     _ACTIVE.append(tracer)
-    _module.CALL_SCOPE[0] = _module_scope
+    _route_calls()
     collecting = gc.isenabled()
     gc.disable()  # a trace allocates many small containers and frees none: no cycle collection meanwhile
     try:
         if module is not None:
             tracer.enter(module)
         with dispatch.intercept(tracer.handler, rebind=tracer.rebind):
-            out = fn(*args, **(kwargs or {}))
+            out = fn(*args, **kwargs) if kwargs else fn(*args)
     finally:
         _LOCAL.tracer = None
         _ACTIVE.remove(tracer)
-        if not _ACTIVE:
-            _module.CALL_SCOPE[0] = None
+        _route_calls()
         if collecting:
             gc.enable()
     g.out_spec = _out_spec(out, tracer)
@@ -641,11 +669,10 @@ def _prune(g, effects=None, used=None):
     draws stay (they change state).  ``effects``: the indices of those nodes (read from the nodes when not
     given); ``used``: the value ids the ops read, when known."""
     nodes = g.nodes
-    live = set(_refs_in(g.out_spec))
-    if used is not None:
-        unused = set(range(g.n_values)).difference(used, live, g.inputs, g.params, g.consts)
-        if not unused:
-            return  # every op's result is used by a later op or returned: every op is live (and what they read)
+    spec = g.out_spec
+    live = {spec.i} if type(spec) is Ref else set(_refs_in(spec))
+    if used is not None and len(used.union(live, g.inputs, g.consts)) == g.n_values:
+        return  # every op's result and parameter is read by an op or returned: every op is live
     keep = []
     dead = 0
     for k in range(len(nodes) - 1, -1, -1):
@@ -671,7 +698,8 @@ def _prune(g, effects=None, used=None):
 
 def _out_spec(out, tracer):
     if isinstance(out, Tensor):
-        return Ref(tracer.value_of(out))
+        r = tracer.vals.get(id(out))
+        return r if r is not None else tracer.ref_of(out)  # (a Ref is never changed: the tracer's is shared)
     if type(out) in (tuple, list):
         return type(out)(_out_spec(x, tracer) for x in out)
     if isinstance(out, dict):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import itertools
+
 import numpy as np
 
 from .. import dtypes
@@ -400,18 +402,44 @@ def _flat_scatter(g, n):
 
 @symbolic("AdaptiveMaxPool")
 def _adaptive_max_pool(g, n):
+    """Values and indices (flat positions within each (n, c) plane, as PyTorch's): one ``MaxPool`` when the
+    sizes divide, else one window per output position (PyTorch's bins ``[floor(i*S/O), ceil((i+1)*S/O))``),
+    each reduced by ``ReduceMax`` and ``ArgMax`` (the first maximum in row-major order, as PyTorch picks)."""
     x, osize = n.args
-    sp = g.shape(x)[2:]
-    osize = list(osize)
-    if all(o == 1 for o in osize):
-        y = g.op("GlobalMaxPool", g.x(x))
-    elif all(s % o == 0 for s, o in zip(sp, osize)):
+    sp = list(g.static(g.shape(x)[2:], "pooled size"))
+    osize = [s if o is None else o for s, o in zip(sp, osize)]
+    d = len(sp)
+    if all(s % o == 0 for s, o in zip(sp, osize)):
         k = [s // o for s, o in zip(sp, osize)]
-        y = g.op("MaxPool", g.x(x), kernel_shape_is=k, strides_is=k)
-    else:
-        raise UnsupportedOperatorError(f"onnx.export: adaptive max pooling{g.where()} of size {list(sp)} to "
-                                       f"{osize} (not a divisor) has no ONNX mapping")
-    return [y, None]
+        y, idx = g.op("MaxPool", g.x(x), kernel_shape_is=k, strides_is=k, outputs=2)
+        # ONNX's indices count over the whole tensor: subtract each plane's first index (as in _max_pool)
+        _, every = g.op("MaxPool", g.x(x), kernel_shape_is=[1] * d, strides_is=[1] * d, outputs=2)
+        first = g.op("Slice", every, g.ints([0] * d), g.ints([1] * d), g.ints(list(range(2, 2 + d))))
+        return [y, g.op("Sub", idx, first)]
+    bins = [[(i * s // o, -(-(i + 1) * s // o)) for i in range(o)] for s, o in zip(sp, osize)]
+    strides = [int(np.prod(sp[j + 1:])) for j in range(d)]  # of a plane's flat positions
+    values, indices = [], []
+    for cell in itertools.product(*bins):
+        starts, ends = [b[0] for b in cell], [b[1] for b in cell]
+        window = g.op("Slice", g.x(x), g.ints(starts), g.ints(ends), g.ints(list(range(2, 2 + d))))
+        flat = g.op("Reshape", window, g.ints([0, 0, -1]))
+        values.append(g.op("ReduceMax", flat, g.axes([2]), keepdims_i=1) if g.opset >= 18 else
+                      g.op("ReduceMax", flat, axes_is=[2], keepdims_i=1))
+        local = g.op("ArgMax", flat, axis_i=2, keepdims_i=1)  # the first maximum, row-major in the window
+        pos = None
+        rest = local
+        for j in range(d):  # the window's position (its row-major digits) to the plane's
+            width = int(np.prod([e - b for b, e in zip(starts[j + 1:], ends[j + 1:])]))
+            digit = g.op("Div", rest, g.const(np.asarray(width, np.int64))) if width != 1 else rest
+            if j + 1 < d:
+                rest = g.op("Mod", rest, g.const(np.asarray(width, np.int64)))
+            term = g.op("Mul", g.op("Add", digit, g.const(np.asarray(starts[j], np.int64))),
+                        g.const(np.asarray(strides[j], np.int64)))
+            pos = term if pos is None else g.op("Add", pos, term)
+        indices.append(pos)
+    shape = g.ints([0, 0] + osize)
+    y = g.op("Reshape", g.op("Concat", *values, axis_i=2), shape)
+    return [y, g.op("Reshape", g.op("Concat", *indices, axis_i=2), shape)]
 
 
 @symbolic("ConstantPad")
@@ -667,6 +695,26 @@ def _front_to(g, y, front, width, rest):
     return g.op("Transpose", y, perm_is=perm), perm
 
 
+def _scatter_positions(g, x, idx, val):
+    """``x[idx] = val`` for an index no ``ScatterND`` form covers (a partial slice, ``None`` among index
+    tensors): the positions ``x[idx]`` selects, read by indexing an iota of ``x``'s shape the same way, take
+    ``val`` (broadcast to them) by ``ScatterElements`` into the flattened ``x``."""
+    name = g.x(x)
+    shape = g.op("Shape", name)
+    count = g.squeeze(g.op("ReduceProd", shape, keepdims_i=1), [0])
+    iota = g.op("Reshape", g.op("Range", g.const(np.asarray(0, np.int64)), count,
+                                g.const(np.asarray(1, np.int64))), shape)
+    saved = g.names[x.i]
+    g.names[x.i] = iota
+    try:
+        positions = getitem(g, x, idx)
+    finally:
+        g.names[x.i] = saved
+    flat = g.op("ScatterElements", g.op("Reshape", name, g.ints([-1])), g.op("Reshape", positions, g.ints([-1])),
+                g.op("Reshape", g.op("Expand", val, g.op("Shape", positions)), g.ints([-1])), axis_i=0)
+    return g.op("Reshape", flat, shape)
+
+
 def _advanced_getitem(g, x, idx):
     y, _, indices, front, width, rest = _advanced(g, x, idx)
     out = g.op("GatherND", y, indices)
@@ -696,6 +744,8 @@ def _index_put(g, n):
         if isinstance(v, Ref) and g.shape(v):
             val = g.op("Reshape", val, g.ints([]))
         return g.op("Where", mask, val, g.x(x))
+    if any(e is None or isinstance(e, slice) and e != slice(None) for e in idx):
+        return _scatter_positions(g, x, idx, val)
     y, perm, indices, front, width, rest = _advanced(g, x, idx, writing=True)
     picked = g.op("GatherND", y, indices)
     moved, to_front = _front_to(g, picked, front, width, rest)
@@ -709,6 +759,24 @@ def _index_put(g, n):
 
 
 # --------------------------------------------------------------------------- gathering
+@symbolic("Diagonal")
+def _diagonal(g, n):
+    """``x.diagonal(offset, d1, d2)``: ``d1`` and ``d2`` moved last and flattened, the diagonal's flat positions
+    gathered (the result's last axis, as PyTorch's).  Writes through it reach ``x`` as through any view."""
+    x, offset, d1, d2 = n.args
+    shape = g.shape(x)
+    n1, n2 = g.static([shape[d1], shape[d2]], "diagonal size")
+    rest = [a for a in range(len(shape)) if a not in (d1, d2)]
+    y = g.x(x)
+    if rest + [d1, d2] != list(range(len(shape))):
+        y = g.op("Transpose", y, perm_is=rest + [d1, d2])
+    length = max(0, min(n1 + min(offset, 0), n2 - max(offset, 0)))
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    flat = g.op("Reshape", y, g.ints([0] * len(rest) + [n1 * n2]))
+    pos = g.const(np.asarray([(r0 + i) * n2 + c0 + i for i in range(length)], np.int64))
+    return g.op("Gather", flat, pos, axis_i=len(rest))
+
+
 @symbolic("IndexSelect")
 def _index_select(g, n):
     x, axis, idx = n.args
