@@ -138,22 +138,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, t in enumerate(outputs):
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-    for t in inputs:
-        if not isinstance(t, Tensor):  # a GradientEdge: the gradient flowing into that node's output
-            continue
-        if not t._rg:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    if retain_graph is None:
-        retain_graph = create_graph
-    grads = _make_grads(outputs, grad_outputs, create_graph)
     targets = {}
     edges = []
     for t in inputs:
-        e = grad_edge(t) if isinstance(t, Tensor) else (t.node, t.output_nr)
+        if isinstance(t, Tensor):
+            if not t._rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            e = grad_edge(t)
+        else:  # a GradientEdge: the gradient flowing into that node's output
+            e = (t.node, t.output_nr)
         edges.append(e)
         targets[e] = t
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(outputs, grad_outputs, create_graph)
     captured = run([grad_edge(t) for t in outputs], grads, retain_graph, create_graph, targets=targets,
                    accumulate=False)
+    result = [captured.get(e) for e in edges]
+    for g in result:
+        if g is None:
+            break
+    else:  # every input reached
+        return tuple(result)
     result = []
     for t, e in zip(inputs, edges):
         g = captured.get(e)
