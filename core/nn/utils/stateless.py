@@ -103,8 +103,8 @@ class NamedMemberAccessor:
         try:
             for name, tensor in named_tensors.items():
                 prefix, _, attr = name.rpartition(".")
-                module = memo.get(prefix) if prefix else root
-                if module is not None and attr and isinstance(tensor, Tensor):
+                module = (memo.get(prefix) or self.get_submodule(prefix)) if prefix else root
+                if attr and isinstance(tensor, Tensor):
                     store = module._parameters  # the usual case, swap_tensor's first, inline
                     if attr in store or attr in (store := module._buffers):
                         orig_named_tensors[name] = store[attr]
