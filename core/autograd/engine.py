@@ -138,22 +138,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, t in enumerate(outputs):
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-    for t in inputs:
-        if not isinstance(t, Tensor):  # a GradientEdge: the gradient flowing into that node's output
-            continue
-        if not t._rg:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    if retain_graph is None:
-        retain_graph = create_graph
-    grads = _make_grads(outputs, grad_outputs, create_graph)
     targets = {}
     edges = []
     for t in inputs:
-        e = grad_edge(t) if isinstance(t, Tensor) else (t.node, t.output_nr)
+        if isinstance(t, Tensor):
+            if not t._rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            e = grad_edge(t)
+        else:  # a GradientEdge: the gradient flowing into that node's output
+            e = (t.node, t.output_nr)
         edges.append(e)
         targets[e] = t
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(outputs, grad_outputs, create_graph)
     captured = run([grad_edge(t) for t in outputs], grads, retain_graph, create_graph, targets=targets,
                    accumulate=False)
+    result = [captured.get(e) for e in edges]
+    for g in result:
+        if g is None:
+            break
+    else:  # every input reached
+        return tuple(result)
     result = []
     for t, e in zip(inputs, edges):
         g = captured.get(e)
@@ -186,31 +192,45 @@ def _count_deps(roots):
     return deps
 
 
-def _discover(roots):
-    """Dependency counts of every node reachable from ``roots``, and a post-order."""
+def _discover_needed(roots, target_nodes, count_leaves):
+    """One post-order walk for a run with targets: ``(deps, needed)``.
+
+    ``needed``: the nodes that lead to a target (targets included).  ``deps`` counts only the edges from
+    needed nodes to needed nodes, the only ones that run; leaves are counted when ``count_leaves``, else
+    their gradients wait in the buffers until the end.  Leaves that are not targets are never walked.
+    """
+    leaf = AccumulateGrad
+    needed = {fn for fn in target_nodes if type(fn) is leaf}
     deps = {}
-    order = []
-    seen = set()
-    stack = []
-    for fn, _ in roots:
-        if fn is not None:
-            stack.append((fn, False))
+    seen = {None}
+    stack = [fn for fn, _ in roots if type(fn) is not leaf and fn is not None]
+    pop, push = stack.pop, stack.append
     while stack:
-        fn, done = stack.pop()
-        if done:
-            order.append(fn)
+        fn = pop()
+        if fn is None:  # the marker: the node under it is finished, every child before it (a DAG)
+            fn = pop()
+            nf = fn.next_functions
+            need = fn in target_nodes
+            if not need:
+                for nxt, _ in nf:
+                    if nxt in needed:
+                        need = True
+                        break
+            if need:
+                needed.add(fn)
+                for nxt, _ in nf:
+                    if nxt in needed and (count_leaves or type(nxt) is not leaf):
+                        deps[nxt] = deps.get(nxt, 0) + 1
             continue
-        if fn in seen:  # reached again by another path: its children are already counted
+        if fn in seen:
             continue
-        seen.add(fn)  # on expansion, so that a node's post-order slot follows all of its children
-        stack.append((fn, True))
+        seen.add(fn)
+        push(fn)
+        push(None)
         for nxt, _ in fn.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                stack.append((nxt, False))
-    return deps, order
+            if nxt not in seen and type(nxt) is not leaf:
+                push(nxt)
+    return deps, needed
 
 
 def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True):
@@ -228,15 +248,11 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     """
     filter_state = None
     filtered = targets is not None
-    short = ()  # with targets: the plain nodes that lead to one without being one (the short path's too)
+    target_nodes = ()  # with targets: only the needed nodes run; the plain ones that are no target take the
+    # short path; without accumulate the leaves' gradients wait in the buffers and are captured at the end
     if filtered:
-        deps, order = _discover(roots)
         target_nodes = {e[0] for e in targets}
-        needed = set()
-        for fn in order:  # children before parents
-            if fn in target_nodes or any(n in needed for n, _ in fn.next_functions if n is not None):
-                needed.add(fn)
-        short = {fn for fn in needed if fn._plain and fn not in target_nodes}
+        deps, needed = _discover_needed(roots, target_nodes, accumulate)
     else:
         deps = _count_deps(roots)
     captured = {}
@@ -257,16 +273,19 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
         TASK.current = (roots, filter_state)
     try:
         # without targets a leaf given as a root joins the other gradients for it at the end
+        # with targets, only needed nodes run (leaves only when accumulating into them)
         if len(roots) == 1:  # a DAG: a single root depends on nothing
             fn = roots[0][0]
-            ready = [fn] if fn is not None and (filtered or type(fn) is not AccumulateGrad) else []
+            ready = [fn] if fn is not None and (type(fn) is not AccumulateGrad or filtered and accumulate) \
+                and (not filtered or fn in needed) else []
         else:
             ready = list(dict.fromkeys(fn for fn, _ in roots if fn is not None and deps.get(fn, 0) == 0
-                                       and (filtered or type(fn) is not AccumulateGrad)))
+                                       and (type(fn) is not AccumulateGrad or filtered and accumulate)
+                                       and (not filtered or fn in needed)))
         pop, push = ready.pop, ready.append
         while ready:
             fn = pop()
-            if fn._plain and (not filtered or fn in short):
+            if fn._plain and (not filtered or fn not in target_nodes):
                 gin = buffers.pop(fn, None)
                 if gin is None:  # no gradient reached this node: nothing flows on from it
                     if not retain_graph:
@@ -293,6 +312,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
             for (nxt, nr), g, meta in zip(nf, res, fn._shapes):
                 if nxt is None:
                     continue
+                d = deps.get(nxt)
                 if g is not None:
                     try:
                         arr = g._data
@@ -304,18 +324,23 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                         _check_nan(fn, g, nf.index((nxt, nr)))
                     if g is gin:  # passed through unchanged: someone else holds it too
                         shared.add(id(g))
-                    if nxt.n_outputs == 1:
+                    if d is None and filtered and nxt not in target_nodes:
+                        pass  # with targets: a node that leads to none (a leaf target waits in the buffers)
+                    elif nxt.n_outputs == 1:
                         buf = buffers.get(nxt)
                         buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph)
                     else:
                         _add(buffers, nxt, nr, g, create_graph)
-                d = deps.get(nxt)
-                if d is not None:  # None: a leaf
+                if d is not None:  # None: a leaf (with targets: a leaf target, or a node that leads to none)
                     d -= 1
                     deps[nxt] = d
                     if d == 0:
                         push(nxt)
         for fn, g in buffers.items():  # what is left are the leaves' gradients
+            if filtered:  # without accumulate: the leaf targets' gradients, captured (leaves' hooks do not run)
+                if (fn, 0) in targets:
+                    captured[(fn, 0)] = g
+                continue
             if fn._hooked:
                 _step(fn, [g], deps, ready, retain_graph, create_graph, shared, None)
             else:

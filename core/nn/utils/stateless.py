@@ -99,8 +99,17 @@ class NamedMemberAccessor:
     def swap_tensors_dict(self, named_tensors: dict, allow_missing: bool = False):
         """Swap every ``name: tensor``; returns ``(originals, missing names)``. All or nothing."""
         orig_named_tensors, missing_keys = {}, []
+        memo, root = self.memo, self.module
         try:
             for name, tensor in named_tensors.items():
+                prefix, _, attr = name.rpartition(".")
+                module = (memo.get(prefix) or self.get_submodule(prefix)) if prefix else root
+                if attr and isinstance(tensor, Tensor):
+                    store = module._parameters  # the usual case, swap_tensor's first, inline
+                    if attr in store or attr in (store := module._buffers):
+                        orig_named_tensors[name] = store[attr]
+                        store[attr] = tensor
+                        continue
                 orig = self.swap_tensor(name, tensor, allow_missing=True)
                 if orig is _MISSING:
                     missing_keys.append(name)
@@ -123,49 +132,64 @@ class NamedMemberAccessor:
         return sorted(valid - keys), sorted(keys - valid)
 
 
+_PLAIN: dict = {}  # Module class -> whether it keeps Module's own traversal
+
+
 def _plain_traversal(cls) -> bool:
     """Whether Module class ``cls`` keeps Module's own traversal (named_parameters, named_buffers, ...)."""
-    return (cls.named_parameters is Module.named_parameters and cls.named_buffers is Module.named_buffers
-            and cls.named_modules is Module.named_modules and cls._named_members is Module._named_members)
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = (cls.named_parameters is Module.named_parameters
+                               and cls.named_buffers is Module.named_buffers
+                               and cls.named_modules is Module.named_modules
+                               and cls._named_members is Module._named_members)
+    return plain
 
 
 def _names_of(module: Module) -> dict:
     """``{id(tensor): {every dotted name of it}}`` over the module's parameters and buffers, every path."""
     names_of: dict = {}
+    for name, t in [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]:
+        names_of.setdefault(id(t), set()).add(name)
+    return names_of
+
+
+def _tied_names(module: Module) -> dict:
+    """``{name: {every name of its tensor}}`` for the names whose tensor the module holds under several."""
     # the traversal of named_parameters/named_buffers(remove_duplicate=False), walked over the stores directly
     # (its generators cost a per-sample-gradient call more than the rest of the swap); a module class with
-    # its own traversal gets the general one
+    # its own traversal gets the general one.  A tensor's names are gathered in a set only once it has two.
+    first: dict = {}  # id(tensor) -> its first name, or the set of its names once it has several
+    several = []
     todo = [("", module)]
     while todo:
         prefix, m = todo.pop()
         if not _plain_traversal(type(m)):
-            names_of.clear()
-            for name, t in [*module.named_parameters(remove_duplicate=False),
-                            *module.named_buffers(remove_duplicate=False)]:
-                names_of.setdefault(id(t), set()).add(name)
-            return names_of
+            names_of = _names_of(module)
+            return {name: names for names in names_of.values() if len(names) > 1 for name in names}
         for store in (m._parameters, m._buffers):
             for k, t in store.items():
                 if t is not None:
-                    names = names_of.get(id(t))
+                    i = id(t)
+                    names = first.get(i)
                     if names is None:
-                        names_of[id(t)] = {prefix + k}
+                        first[i] = prefix + k
+                    elif type(names) is str:
+                        first[i] = names = {names, prefix + k}
+                        several.append(names)
                     else:
                         names.add(prefix + k)
         for k, sub in m._modules.items():
             if sub is not None:
                 todo.append((prefix + k + ".", sub))
-    return names_of
+    return {name: names for names in several for name in names}
 
 
 def _untie_named_tensors_map(module: Module, parameters_and_buffers: dict) -> dict:
     """The given tensors, each also entered under every name tied to its own (one tensor, several names)."""
-    names_of = _names_of(module)
-    tied: dict = {}
-    for names in names_of.values():
-        if len(names) > 1:
-            for name in names:
-                tied[name] = names
+    tied = _tied_names(module)
+    if not tied:
+        return parameters_and_buffers
     given_tied = [name for name in parameters_and_buffers if name in tied]
     for name in given_tied:
         names = tied[name]
@@ -184,6 +208,15 @@ def _untie_named_tensors_map(module: Module, parameters_and_buffers: dict) -> di
 def _reparametrize_module(module: Module, parameters_and_buffers: dict, tie_weights: bool = False,
                           strict: bool = False, stack_weights: bool = False):
     """Inside the block, ``module`` holds ``parameters_and_buffers`` in place of its own tensors."""
+    accessor, orig = _swap_in(module, parameters_and_buffers, tie_weights, strict)
+    try:
+        yield
+    finally:
+        _swap_back(accessor, orig, parameters_and_buffers, stack_weights)
+
+
+def _swap_in(module: Module, parameters_and_buffers: dict, tie_weights: bool, strict: bool):
+    """``(accessor, originals)``: the given tensors put in place of the module's (the block's entry)."""
     untied = _untie_named_tensors_map(module, parameters_and_buffers) if tie_weights else parameters_and_buffers
     accessor = NamedMemberAccessor(module)
     if strict:
@@ -196,16 +229,17 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict, tie_weig
         if error_msgs:
             raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(module._get_name(),
                                                                                  "\n\t".join(error_msgs)))
-    orig: dict = {}
-    try:
-        orig, _ = accessor.swap_tensors_dict(untied, allow_missing=True)
-        yield
-    finally:
-        if stack_weights:
-            orig = dict(reversed(orig.items()))
-        new, _ = accessor.swap_tensors_dict(orig, allow_missing=True)
-        # tensors replaced inside the block (e.g. a buffer reassigned in forward) are handed back
-        parameters_and_buffers.update({k: new[k] for k in parameters_and_buffers if k in new})
+    orig, _ = accessor.swap_tensors_dict(untied, allow_missing=True)  # (all or nothing)
+    return accessor, orig
+
+
+def _swap_back(accessor, orig: dict, parameters_and_buffers: dict, stack_weights: bool = False):
+    """The originals put back (the block's exit, exception or not)."""
+    if stack_weights:
+        orig = dict(reversed(orig.items()))
+    new, _ = accessor.swap_tensors_dict(orig, allow_missing=True)
+    # tensors replaced inside the block (e.g. a buffer reassigned in forward) are handed back
+    parameters_and_buffers.update({k: new[k] for k in parameters_and_buffers if k in new})
 
 
 def _functional_call(module: Module, parameters_and_buffers: dict, args=None, kwargs=None, *,
@@ -217,8 +251,11 @@ def _functional_call(module: Module, parameters_and_buffers: dict, args=None, kw
         args = ()
     elif not isinstance(args, tuple):
         args = (args,)
-    with _reparametrize_module(module, parameters_and_buffers, tie_weights=tie_weights, strict=strict):
+    accessor, orig = _swap_in(module, parameters_and_buffers, tie_weights, strict)  # _reparametrize_module's
+    try:
         return module(*args, **kwargs)
+    finally:
+        _swap_back(accessor, orig, parameters_and_buffers)
 
 
 def functional_call(module: Module, parameters_and_buffers: dict, args=None, kwargs=None, *,
