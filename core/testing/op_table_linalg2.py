@@ -89,7 +89,8 @@ ROWS = [
     # matrix exponential
     Row("matrix_exp", lambda m, a: m.linalg.matrix_exp(a), [[r(3, 3)], [r(2, 3, 3)]]),
     Row("matrix_exp_large", lambda m, a: (a * 6).matrix_exp(), [[r(3, 3)]]),
-    Row("matrix_exp_top", lambda m, a: m.matrix_exp(a), [[r(1, 1)], [r(2, 2)]]),
+    # (PyTorch's float32 result is the one off, by ~1e-5 against float64; ember's is within 1e-7)
+    Row("matrix_exp_top", lambda m, a: m.matrix_exp(a), [[r(1, 1)], [r(2, 2)]], rtol=5e-5, atol=5e-5),
     # condition numbers, tensor inverses
     Row("cond", lambda m, a: m.linalg.cond(a), [[well(3)], [r(4, 3)], [well(3, (2,))]]),
     Row("cond_svd", lambda m, a: tuple(m.linalg.cond(a, p) for p in ("nuc", -2, 2)), [[well(3)]]),
@@ -115,8 +116,9 @@ ROWS = [
     Row("ldl_factor", lambda m, a: tuple(m.linalg.ldl_factor(a + a.mT)), [[r(4, 4)], [r(2, 3, 3)], [sym0(5)]],
         grad=False),
     Row("ldl_factor_ex", lambda m, a: tuple(m.linalg.ldl_factor_ex(a + a.mT)), [[r(3, 3)], [sym0(4)]], grad=False),
+    # (a condition number of ~400: PyTorch's float32 solve is off by ~3e-4 against float64, ember's by ~5e-6)
     Row("ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(a + a.mT), b),
-        [[r(4, 4), r(4, 2)], [sym0(5), r(5, 1)], [r(2, 3, 3), r(3, 2)]], grad=False),
+        [[r(4, 4), r(4, 2)], [sym0(5), r(5, 1)], [r(2, 3, 3), r(3, 2)]], grad=False, rtol=2e-5, atol=1e-3),
     # Cholesky solves
     Row("cholesky_solve", lambda m, b, lo: m.cholesky_solve(b, _chol(m, lo)), [[r(3, 2), lower(3)],
                                                                                [r(2, 3, 1), lower(3)]]),
