@@ -887,14 +887,22 @@ def observed() -> bool:
     a backward formula may compute with kernels directly, unseen, when none does."""
     if not _HANDLERS:
         return False
-    running = getattr(_RUNNING, "handlers", ())
-    for h in _HANDLERS:
+    running = getattr(_RUNNING, "handlers", None)
+    return not running or _not_running(running) is not None
+
+
+def _not_running(running):
+    """The innermost handler that is not in ``running`` (this thread's running handlers, not empty), or None."""
+    hs = tuple(_HANDLERS)
+    if len(hs) == 1 and hs[0] is running[-1]:  # (the usual case, one handler running: none)
+        return None
+    for h in reversed(hs):
         for r in running:
             if r is h:
                 break
         else:
-            return True
-    return False
+            return h
+    return None
 
 
 def _intercepted(kind, Op, args):
@@ -907,22 +915,13 @@ def _intercepted(kind, Op, args):
         running = _RUNNING.handlers
     except AttributeError:
         running = _RUNNING.handlers = []
-    handler = None
     if running:  # inside a handler's run: the next handler out, if any
-        hs = tuple(_HANDLERS)
-        if len(hs) != 1 or hs[0] is not running[-1]:  # (the usual case, one handler running: none)
-            for h in reversed(hs):
-                for r in running:
-                    if r is h:
-                        break
-                else:
-                    handler = h
-                    break
+        handler = _not_running(running)
     else:
         try:
             handler = _HANDLERS[-1]
         except IndexError:  # closed by another thread meanwhile
-            pass
+            handler = None
     if handler is None:
         return _PASS if kind in _OWN_KINDS else _unhandled(kind, Op, args)
     running.append(handler)
