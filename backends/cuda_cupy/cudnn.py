@@ -56,6 +56,12 @@ def describe(cp) -> str:
             "part of the ember[cuda] extra, for cuDNN's)")
 
 
+def _out_shape(x_shape, w_shape, stride, padding, dilation) -> tuple:
+    """A convolution's output shape (``padding``: a (before, after) pair per spatial dimension)."""
+    return (x_shape[0], w_shape[0]) + tuple((s + lo + hi - d * (k - 1) - 1) // st + 1 for s, k, st, (lo, hi), d
+                                            in zip(x_shape[2:], w_shape[2:], stride, padding, dilation))
+
+
 def _contiguous(shape) -> list:
     strides, step = [], 1
     for n in reversed(shape):
@@ -80,10 +86,8 @@ class Convolutions:
 
     # ------------------------------------------------------------------ the three kernels
     def conv_forward(self, x, w, b, stride, padding, dilation, groups):
-        sp = tuple((s + lo + hi - d * (k - 1) - 1) // st + 1
-                   for s, k, st, (lo, hi), d in zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
-        shape = (x.shape[0], w.shape[0]) + sp
-        out = self._run("conv_forward", (x, w, b), shape, (stride, padding, dilation),
+        out = self._run("conv_forward", (x, w, b), _out_shape(x.shape, w.shape, stride, padding, dilation),
+                        (stride, padding, dilation),
                         lambda: self.shared["conv_forward"](x, w, b, stride, padding, dilation, groups)[0])
         if out is None:
             return self.shared["conv_forward"](x, w, b, stride, padding, dilation, groups)
@@ -266,13 +270,8 @@ def _legacy(cp, cudnn, shared: dict) -> dict:
                 and w.dtype == x.dtype and all(a is None or a.dtype == x.dtype for a in others)
                 and all(lo == hi for lo, hi in padding))
 
-    def out_shape(x_shape, w_shape, stride, padding, dilation):
-        sp = tuple((s + 2 * p[0] - d * (k - 1) - 1) // st + 1
-                   for s, k, st, p, d in zip(x_shape[2:], w_shape[2:], stride, padding, dilation))
-        return (x_shape[0], w_shape[0]) + sp
-
     def conv_forward(x, w, b, stride, padding, dilation, groups):
-        shape = out_shape(x.shape, w.shape, stride, padding, dilation)
+        shape = _out_shape(x.shape, w.shape, stride, padding, dilation)
         if not usable(x, w, padding, b) or min(shape) <= 0:
             return forward(x, w, b, stride, padding, dilation, groups)
         y = cp.empty(shape, dtype=x.dtype)
