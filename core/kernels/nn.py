@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
-import threading
 
 from . import workspace
 from .linalg import widened
 from .pointwise import _native, fallbacks
 
 
-_SCRATCH_SLOTS = 8
-_REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 
 QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
@@ -26,23 +22,6 @@ QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_f
 def kernels(xp) -> dict:
     as_strided = xp.lib.stride_tricks.as_strided
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
-    local = threading.local()
-
-    def scratch(shape, dtype):
-        """An uninitialised array for im2col columns, reusing the last one of this shape and dtype once
-        nothing refers to it any more (every view holds its base), so a training loop does not fault
-        fresh pages in for each step's columns.  One small pool per thread."""
-        bufs = local.__dict__.setdefault("bufs", {})
-        key = (shape, dtype)
-        buf = bufs.get(key)
-        # held by: the pool, ``buf``, getrefcount's argument.  From CPython 3.14 the interpreter may borrow
-        # references, so the count could miss a holder: there, every call gets a fresh array
-        if buf is None or not _REUSE or sys.getrefcount(buf) > 3:
-            buf = xp.empty(shape, dtype=dtype)
-            if key not in bufs and len(bufs) >= _SCRATCH_SLOTS:
-                del bufs[next(iter(bufs))]
-            bufs[key] = buf
-        return buf
 
     pooled = getattr(xp, "__name__", "") == "numpy"
 
@@ -73,8 +52,8 @@ def kernels(xp) -> dict:
         return out
 
     def copy(v):
-        """A C-contiguous copy of the view ``v`` in a scratch array."""
-        out = scratch(v.shape, v.dtype)
+        """A C-contiguous copy of the view ``v`` in a :func:`fresh` array (im2col's columns)."""
+        out = fresh(v.shape, v.dtype)
         out[...] = v
         return out
 

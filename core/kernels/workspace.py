@@ -14,8 +14,8 @@ of the pool until the graph is freed.
 
 Only NumPy arrays are pooled (CuPy has its own memory pool; other array libraries get ``xp.empty``), and
 only on CPython before 3.14: from 3.14 the interpreter may borrow references, so a count could miss a
-holder, and every call gets a fresh array (as the convolution's column scratch does).  The pool keeps at
-most ``LIMIT`` bytes of buffers nobody uses, dropping the least recently handed-out first.
+holder, and every call gets a fresh array.  The pool keeps at most ``LIMIT`` bytes of buffers nobody uses,
+dropping the least recently handed-out first.
 """
 from __future__ import annotations
 
