@@ -57,8 +57,6 @@ def kernels(xp) -> dict:
                 return xp.swapaxes(xp.reshape(out, bt.shape[:-1] + (a.shape[-2],)), -1, -2)
         return xp.matmul(a, b)
 
-    join = getattr(xp, "concat", None) or xp.concatenate
-
     def outer(a, b):
         """Stacked outer products ``a @ b`` of (..., m, 1) and (..., 1, n) stacks (per-sample weight gradients).
         One broadcast multiply in general (the stacked GEMM with k = 1 is ~5x slower); for a floating stack
@@ -67,11 +65,15 @@ def kernels(xp) -> dict:
         floor, while the GEMM writes each product at full speed (2x faster at 64x128x128 float32).  The
         padded term adds an exact 0 to each product."""
         m, n = a.shape[-2], b.shape[-1]
-        if (m * n < 4096 or a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype
-                or a.dtype not in (xp.float32, xp.float64)):
+        lead = a.shape[:-2]
+        if m * n < 4096 or lead != b.shape[:-2] or a.dtype != b.dtype or a.dtype not in (xp.float32, xp.float64):
             return a * b
-        return xp.matmul(join((a, xp.zeros(a.shape, dtype=a.dtype)), axis=-1),
-                         join((b, xp.zeros(b.shape, dtype=b.dtype)), axis=-2))
+        # padded by one strided copy into zeros (concatenating along the size-1 axis loops element by element)
+        ap = xp.zeros(lead + (m, 2), dtype=a.dtype)
+        ap[..., :1] = a
+        bp = xp.zeros(lead + (2, n), dtype=b.dtype)
+        bp[..., :1, :] = b
+        return xp.matmul(ap, bp)
 
     @widened
     def matmul_wide(a, b):
