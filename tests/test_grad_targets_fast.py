@@ -77,6 +77,24 @@ def test_intermediate_target_gets_its_hooked_gradient(device, torch):
     assert_close(gs, ts)
 
 
+def test_leaf_target_hooks_run_and_change_the_returned_gradient(device, torch):
+    def run(lib, dev):
+        a, b, c = _leaves(lib, dev)
+        log = []
+        a.register_hook(lambda g: log.append("a") or g * 3)
+        c.register_hook(lambda g: log.append("c"))  # returns None: the gradient is kept
+        b.register_post_accumulate_grad_hook(lambda t: log.append("b-acc"))  # grad() accumulates nothing
+        z, side, loss = _graph(lib, a, b, c)
+        ga, gb, gc = lib.autograd.grad(loss, [a, b, c])
+        return log, ga, gb, gc, a.grad
+
+    (log, *got, agrad), (tlog, *want, tagrad) = _both(run, device)
+    assert sorted(log) == sorted(tlog) == ["a", "c"]
+    assert agrad is None and tagrad is None
+    for g, w in zip(got, want):
+        assert_close(g, w)
+
+
 def test_unused_inputs(device, torch):
     def run(lib, dev):
         a, b, c = _leaves(lib, dev)

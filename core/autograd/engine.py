@@ -337,9 +337,10 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     if d == 0:
                         push(nxt)
         for fn, g in buffers.items():  # what is left are the leaves' gradients
-            if filtered:  # without accumulate: the leaf targets' gradients, captured (leaves' hooks do not run)
+            if filtered:  # without accumulate: the leaf targets' gradients, captured after the leaves' hooks
                 if (fn, 0) in targets:
-                    captured[(fn, 0)] = g
+                    t = fn._variable()
+                    captured[(fn, 0)] = g if t is None or not t._hooks else _leaf_hooks(t, g, shared)
                 continue
             if fn._hooked:
                 _step(fn, [g], deps, ready, retain_graph, create_graph, shared, None)
@@ -567,15 +568,21 @@ def _broadcastable(shape, gshape):
     return all(s == g or s == 1 for s, g in zip(reversed(shape), reversed(gshape)))
 
 
+def _leaf_hooks(t, g, shared):
+    """``g`` through leaf ``t``'s tensor hooks, each returning a replacement or None."""
+    for hook in t._hooks:
+        r = hook(g)
+        if r is not None:
+            g = r
+    shared.add(id(g))  # a hook may keep it: .grad gets its own copy
+    return g
+
+
 def _accumulate(t, g, create_graph, shared):
     if g is None or t is None:  # t is None: the leaf has been freed, nobody can see its gradient
         return
     if t._hooks:
-        for hook in t._hooks:
-            r = hook(g)
-            if r is not None:
-                g = r
-        shared.add(id(g))  # a hook may keep it: .grad gets its own copy
+        g = _leaf_hooks(t, g, shared)
     want = t.grad_dtype
     if want is not None and g.dtype is not want:
         g = g.to(want)  # .grad keeps the leaf's grad_dtype
