@@ -116,6 +116,18 @@ def wrap(phys: Tensor, level) -> BatchedTensor:
     return t
 
 
+def wrap_shaped(phys: Tensor, level, shape: tuple, dtype) -> BatchedTensor:
+    """:func:`wrap` where the caller knows the logical shape (a tuple) and the array dtype already."""
+    b = _new(Batched)
+    b.value, b.level, b.shape, b.ndim, b.dtype = phys, level, shape, len(shape), dtype
+    t = _new(BatchedTensor)
+    t._data = b
+    t._dev = phys._dev
+    t._rg = phys._rg
+    t._fn = None
+    return t
+
+
 def batched_at(t, level) -> bool:
     return isinstance(t, Tensor) and type(t._data) is Batched and t._data.level is level
 
