@@ -436,11 +436,11 @@ def _permute_rule(level, kind, Op, args):
 def _shape_rule(level, kind, Op, args):
     x, shape = args
     p = x._data.value
-    if _op_key(Op) == "Expand":
+    if Op is OPS["Expand"]:
         p = phys_of(x, level, len(shape))
-        return wrap(kind(Op, p, (p.shape[0], *shape)), level)
-    Reshape = OPS["Reshape"]  # a view where the physical layout allows it, else a copy
-    return wrap(kind(Reshape, p, (p.shape[0], *shape)), level)
+        return wrap(kind(Op, p, (p._data.shape[0], *shape)), level)
+    # a view where the physical layout allows it, else a copy
+    return wrap(kind(OPS["Reshape"], p, (p._data.shape[0], *shape)), level)
 
 
 def _sum_to_rule(level, kind, Op, args):
@@ -467,20 +467,25 @@ def _getitem_rule(level, kind, Op, args):
 
 def _linear_rule(level, kind, Op, args):
     x, w, b = (args + (None,))[:3]
-    if not batched_at(w, level) and not (b is not None and batched_at(b, level)):
+    wd = w._data
+    w_batched = type(wd) is Batched and wd.level is level
+    if not w_batched and not (b is not None and batched_at(b, level)):
         if x.ndim == 0:
             return NotImplemented
         return wrap(kind(Op, x._data.value, *args[1:]), level)
     # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
     # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
-    xp, wp = expanded(x, level), expanded(w, level)
-    lead = x._data.shape[:-1]
+    xd = x._data
+    xp = xd.value if type(xd) is Batched and xd.level is level else expanded(x, level)
+    wp = wd.value if w_batched else expanded(w, level)
+    lead = xd.shape[:-1]
     if len(lead) != 1:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
     y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
     if len(lead) != 1:
         y = y.reshape((y.shape[0],) + tuple(lead) + (w.shape[0],))
-    return wrap(y, level)
+        return wrap(y, level)
+    return wrap_shaped(y, level, (lead[0], wd.shape[0]), y._data.dtype)
 
 
 def _matmul_rule(level, kind, Op, args):

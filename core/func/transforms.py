@@ -101,8 +101,12 @@ class _Traced:
         """Real gradients back into the structures of the differentiated inputs, at every open level."""
         if len(self.levels) == 1:
             lv = self.levels[0]
-            return self.unflatten([wrap(g, lv) for g in real_grads])
-        return self.unflatten([rewrap(g, self.levels) for g in real_grads])
+            wrapped = [wrap(g, lv) for g in real_grads]
+        else:
+            wrapped = [rewrap(g, self.levels) for g in real_grads]
+        if len(self.specs) == 1:  # (one differentiated argument: its structure rebuilt from the whole list)
+            return [tree_unflatten(wrapped, self.specs[0])]
+        return self.unflatten(wrapped)
 
     def unflatten(self, flat):
         it = iter(flat)
