@@ -354,8 +354,13 @@ def _wrap_out(out, level):
 
 def pointwise(level, kind, Op, args):
     """Elementwise ops: batched operands get singleton dims so that logical broadcasting lines up."""
-    if kind is unary and batched_at(args[0], level):  # one operand: the op over the physical tensor
-        return _wrap_out(kind(Op, args[0]._data.value, *args[1:]), level)
+    if kind is unary:
+        d = args[0]._data
+        if type(d) is Batched and d.level is level:  # one operand: the op over the physical tensor
+            out = kind(Op, d.value, *args[1:])
+            if type(out) is tuple:
+                return tuple(wrap(o, level) for o in out)
+            return wrap(out, level)
     tensors = [a for a in args if isinstance(a, Tensor)]
     n = max(t.ndim for t in tensors)
     rt = None
@@ -553,7 +558,10 @@ def _cross_entropy_rule(level, kind, Op, args):
     """Each sample's cross-entropy (mean or sum over its own rows): the one op over the stacks ``(B, N, C)``
     at ``(B, N)``, one loss per sample, one backward node."""
     x, t, ignore_index, mean = args
-    return wrap(kind(Op, expanded(x, level), expanded(t, level), ignore_index, mean), level)
+    xd, td = x._data, t._data
+    xp = xd.value if type(xd) is Batched and xd.level is level else expanded(x, level)
+    tp = td.value if type(td) is Batched and td.level is level else expanded(t, level)
+    return wrap(kind(Op, xp, tp, ignore_index, mean), level)
 
 
 def _pick_rule(level, kind, Op, args):
