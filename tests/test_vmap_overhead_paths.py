@@ -301,7 +301,8 @@ def test_linear_rule_with_unbatched_input_or_batched_bias_matches_torch(device, 
     bs = rng.standard_normal((5, 2)).astype("float64")
     w1 = rng.standard_normal((2, 4)).astype("float64")
     ex, tx = ember.tensor(x, device=device), torch.tensor(x)
-    out = ember.vmap(EF.linear, in_dims=(None, 0, 0))(ex, ember.tensor(ws, device=device), ember.tensor(bs, device=device))
+    out = ember.vmap(EF.linear, in_dims=(None, 0, 0))(ex, ember.tensor(ws, device=device),
+                                                      ember.tensor(bs, device=device))
     ref = torch.vmap(torch.nn.functional.linear, in_dims=(None, 0, 0))(tx, torch.tensor(ws), torch.tensor(bs))
     assert_close(out, ref.numpy(), rtol=1e-12, atol=1e-12)
     out = ember.vmap(EF.linear, in_dims=(None, None, 0))(ex, ember.tensor(w1, device=device),
