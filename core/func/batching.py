@@ -108,8 +108,13 @@ class BatchedTensor(Tensor):
 
 def wrap(phys: Tensor, level) -> BatchedTensor:
     """The logical tensor at ``level`` over ``phys`` (batch dimension first)."""
+    data = phys._data  # (Batched.__init__, inline: on the path of every op inside vmap)
+    shape = data.shape[1:]
+    b = _new(Batched)
+    b.value, b.level, b.shape, b.dtype = phys, level, shape if type(shape) is tuple else tuple(shape), data.dtype
+    b.ndim = len(b.shape)
     t = _new(BatchedTensor)
-    t._data = Batched(phys, level)
+    t._data = b
     t._dev = phys._dev
     t._rg = phys._rg
     t._fn = None
