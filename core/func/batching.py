@@ -108,8 +108,25 @@ class BatchedTensor(Tensor):
 
 def wrap(phys: Tensor, level) -> BatchedTensor:
     """The logical tensor at ``level`` over ``phys`` (batch dimension first)."""
+    data = phys._data  # (Batched.__init__, inline: on the path of every op inside vmap)
+    shape = data.shape[1:]
+    b = _new(Batched)
+    b.value, b.level, b.shape, b.dtype = phys, level, shape if type(shape) is tuple else tuple(shape), data.dtype
+    b.ndim = len(b.shape)
     t = _new(BatchedTensor)
-    t._data = Batched(phys, level)
+    t._data = b
+    t._dev = phys._dev
+    t._rg = phys._rg
+    t._fn = None
+    return t
+
+
+def wrap_shaped(phys: Tensor, level, shape: tuple, dtype) -> BatchedTensor:
+    """:func:`wrap` where the caller knows the logical shape (a tuple) and the array dtype already."""
+    b = _new(Batched)
+    b.value, b.level, b.shape, b.ndim, b.dtype = phys, level, shape, len(shape), dtype
+    t = _new(BatchedTensor)
+    t._data = b
     t._dev = phys._dev
     t._rg = phys._rg
     t._fn = None
@@ -342,8 +359,13 @@ def _wrap_out(out, level):
 
 def pointwise(level, kind, Op, args):
     """Elementwise ops: batched operands get singleton dims so that logical broadcasting lines up."""
-    if kind is unary and batched_at(args[0], level):  # one operand: the op over the physical tensor
-        return _wrap_out(kind(Op, args[0]._data.value, *args[1:]), level)
+    if kind is unary:
+        d = args[0]._data
+        if type(d) is Batched and d.level is level:  # one operand: the op over the physical tensor
+            out = kind(Op, d.value, *args[1:])
+            if type(out) is tuple:
+                return tuple(wrap(o, level) for o in out)
+            return wrap(out, level)
     tensors = [a for a in args if isinstance(a, Tensor)]
     n = max(t.ndim for t in tensors)
     rt = None
@@ -424,11 +446,11 @@ def _permute_rule(level, kind, Op, args):
 def _shape_rule(level, kind, Op, args):
     x, shape = args
     p = x._data.value
-    if _op_key(Op) == "Expand":
+    if Op is OPS["Expand"]:
         p = phys_of(x, level, len(shape))
-        return wrap(kind(Op, p, (p.shape[0], *shape)), level)
-    Reshape = OPS["Reshape"]  # a view where the physical layout allows it, else a copy
-    return wrap(kind(Reshape, p, (p.shape[0], *shape)), level)
+        return wrap(kind(Op, p, (p._data.shape[0], *shape)), level)
+    # a view where the physical layout allows it, else a copy
+    return wrap(kind(OPS["Reshape"], p, (p._data.shape[0], *shape)), level)
 
 
 def _sum_to_rule(level, kind, Op, args):
@@ -455,20 +477,25 @@ def _getitem_rule(level, kind, Op, args):
 
 def _linear_rule(level, kind, Op, args):
     x, w, b = (args + (None,))[:3]
-    if not batched_at(w, level) and not (b is not None and batched_at(b, level)):
+    wd = w._data
+    w_batched = type(wd) is Batched and wd.level is level
+    if not w_batched and not (b is not None and batched_at(b, level)):
         if x.ndim == 0:
             return NotImplemented
         return wrap(kind(Op, x._data.value, *args[1:]), level)
     # per-sample weights (a gradient transform's): one op over the stacks, its weight gradient laid out as
     # the weight is, a weight repeated over the batch by zero strides multiplied in one GEMM
-    xp, wp = expanded(x, level), expanded(w, level)
-    lead = x._data.shape[:-1]
+    xd = x._data
+    xp = xd.value if type(xd) is Batched and xd.level is level else expanded(x, level)
+    wp = wd.value if w_batched else expanded(w, level)
+    lead = xd.shape[:-1]
     if len(lead) != 1:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
     y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
     if len(lead) != 1:
         y = y.reshape((y.shape[0],) + tuple(lead) + (w.shape[0],))
-    return wrap(y, level)
+        return wrap(y, level)
+    return wrap_shaped(y, level, (lead[0], wd.shape[0]), y._data.dtype)
 
 
 def _matmul_rule(level, kind, Op, args):
@@ -536,7 +563,10 @@ def _cross_entropy_rule(level, kind, Op, args):
     """Each sample's cross-entropy (mean or sum over its own rows): the one op over the stacks ``(B, N, C)``
     at ``(B, N)``, one loss per sample, one backward node."""
     x, t, ignore_index, mean = args
-    return wrap(kind(Op, expanded(x, level), expanded(t, level), ignore_index, mean), level)
+    xd, td = x._data, t._data
+    xp = xd.value if type(xd) is Batched and xd.level is level else expanded(x, level)
+    tp = td.value if type(td) is Batched and td.level is level else expanded(t, level)
+    return wrap(kind(Op, xp, tp, ignore_index, mean), level)
 
 
 def _pick_rule(level, kind, Op, args):

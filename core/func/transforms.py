@@ -20,46 +20,54 @@ from ..dispatch import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor, _wrap
-from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap
+from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap, wrap_shaped
 from .pytree import tree_flatten, tree_map, tree_unflatten
 
 _DEPTH = [0]  # gradient transforms running: inside one, results keep their graph for the outer one
+_FLOATING: dict = {}  # array dtype -> whether its tensors are floating (or complex): may require grad
 
 
 class _Traced:
     """The differentiated inputs of one transform call: fresh tensors at the bottom of every open level."""
 
     def __init__(self, trees):
-        self.levels = list(LEVELS)
-        self.reals, self.trees, self.specs, self.keep_graph = [], [], [], _DEPTH[0] > 0
-        sizes = tuple(lv.size for lv in self.levels)
-        one = self.levels[0] if len(self.levels) == 1 else None
-        reals = self.reals
+        levels = self.levels = list(LEVELS)
+        reals = self.reals = []
+        self.trees, self.specs, self.keep_graph = [], [], _DEPTH[0] > 0
+        sizes = tuple(lv.size for lv in levels)
+        one = levels[0] if len(levels) == 1 else None
         for tree in trees:
             flat, spec = tree_flatten(tree)
             new = []
             for t in flat:
                 if not isinstance(t, Tensor):
                     raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(t).__name__}")
-                if sizes and type(t._data) is not Batched and not t._rg:
+                data = t._data
+                if sizes and type(data) is not Batched and not t._rg:
                     # an unbatched input (a parameter): repeated over every level by zero strides, directly
                     dev = t._dev
-                    fresh = _wrap(dev.kernels["expand"](t._data, sizes + tuple(t._data.shape)), dev)
-                    if t.dtype.category >= FLOAT:
+                    shape = data.shape
+                    shape = shape if type(shape) is tuple else tuple(shape)
+                    fresh = _wrap(dev.kernels["expand"](data, sizes + shape), dev)
+                    floating = _FLOATING.get(data.dtype)
+                    if floating is None:
+                        floating = _FLOATING[data.dtype] = t.dtype.category >= FLOAT
+                    if floating:
                         fresh._rg = True  # (requires_grad_ on a new leaf, its one check made here)
                     else:
                         fresh.requires_grad_()  # (raises as PyTorch does)
                     reals.append(fresh)
-                    new.append(wrap(fresh, one) if one is not None else rewrap(fresh, self.levels))
+                    new.append(wrap_shaped(fresh, one, shape, data.dtype) if one is not None
+                               else rewrap(fresh, levels))
                     continue
-                real = bottom(lift(t, self.levels))
+                real = bottom(lift(t, levels))
                 if real.requires_grad:
                     self.keep_graph = True
                     fresh = real.view_as(real)
                 else:
                     fresh = real.detach().requires_grad_()
-                self.reals.append(fresh)
-                new.append(rewrap(fresh, self.levels))
+                reals.append(fresh)
+                new.append(rewrap(fresh, levels))
             self.trees.append(tree_unflatten(new, spec))
             self.specs.append(spec)
 
@@ -93,8 +101,12 @@ class _Traced:
         """Real gradients back into the structures of the differentiated inputs, at every open level."""
         if len(self.levels) == 1:
             lv = self.levels[0]
-            return self.unflatten([wrap(g, lv) for g in real_grads])
-        return self.unflatten([rewrap(g, self.levels) for g in real_grads])
+            wrapped = [wrap(g, lv) for g in real_grads]
+        else:
+            wrapped = [rewrap(g, self.levels) for g in real_grads]
+        if len(self.specs) == 1:  # (one differentiated argument: its structure rebuilt from the whole list)
+            return [tree_unflatten(wrapped, self.specs[0])]
+        return self.unflatten(wrapped)
 
     def unflatten(self, flat):
         it = iter(flat)

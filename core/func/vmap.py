@@ -5,7 +5,7 @@ import functools
 
 from ..ops.shape import cat
 from ..tensor import Tensor
-from .batching import Level, batched_at, wrap
+from .batching import Batched, BatchedTensor, Level, batched_at, wrap
 from .pytree import LEAF, broadcast_prefix, tree_flatten, tree_unflatten
 
 _RANDOMNESS = ("error", "different", "same")
@@ -133,8 +133,22 @@ def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs):
 
 
 def _unwrap_outputs(func, out, out_dims, level):
-    flat, spec = tree_flatten(out)
     if out_dims == 0 and type(out_dims) is int:  # the usual case: every output batched at the level, in front
+        if type(out) is dict:  # (a dict of tensors, as grad of a dict of parameters gives: rebuilt directly)
+            res = {}
+            for k, o in out.items():
+                d = getattr(o, "_data", None)
+                if type(d) is not Batched or d.level is not level:
+                    break
+                res[k] = d.value
+            else:
+                return res
+        elif type(out) is Tensor or type(out) is BatchedTensor:
+            d = out._data
+            if type(d) is Batched and d.level is level:
+                return d.value
+    flat, spec = tree_flatten(out)
+    if out_dims == 0 and type(out_dims) is int:
         res = []
         for o in flat:
             if not batched_at(o, level):

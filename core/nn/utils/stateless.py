@@ -190,7 +190,13 @@ def _untie_named_tensors_map(module: Module, parameters_and_buffers: dict) -> di
     tied = _tied_names(module)
     if not tied:
         return parameters_and_buffers
+    return _untie(parameters_and_buffers, tied)
+
+
+def _untie(parameters_and_buffers: dict, tied: dict) -> dict:
     given_tied = [name for name in parameters_and_buffers if name in tied]
+    if not given_tied:
+        return parameters_and_buffers
     for name in given_tied:
         names = tied[name]
         given_here = names.intersection(given_tied)
@@ -217,6 +223,10 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict, tie_weig
 
 def _swap_in(module: Module, parameters_and_buffers: dict, tie_weights: bool, strict: bool):
     """``(accessor, originals)``: the given tensors put in place of the module's (the block's entry)."""
+    if tie_weights and not strict:
+        fast = _swap_in_direct(module, parameters_and_buffers)
+        if fast is not None:
+            return fast
     untied = _untie_named_tensors_map(module, parameters_and_buffers) if tie_weights else parameters_and_buffers
     accessor = NamedMemberAccessor(module)
     if strict:
@@ -233,8 +243,84 @@ def _swap_in(module: Module, parameters_and_buffers: dict, tie_weights: bool, st
     return accessor, orig
 
 
+class _Slots(dict):
+    """``{dotted name: (submodule, key)}`` of the tensors :func:`_swap_in_direct` swapped in, and the root."""
+
+    __slots__ = ("module",)
+
+
+def _swap_in_direct(module: Module, parameters_and_buffers: dict):
+    """The usual swap (tied names followed) in one walk over the module tree: each parameter's and buffer's
+    dotted name and submodule found, tied tensors recognised, and the given tensors put in place.  None
+    (nothing swapped) when a given name is not a parameter or buffer of the module, a value is not a Tensor,
+    or the tree has a module with its own traversal or a child shadowed by an attribute: :func:`_swap_in`
+    then takes the general path (this one resolves names and ties as it does)."""
+    where: dict = {}  # dotted name -> (submodule, key)
+    first: dict = {}  # id(tensor) -> its first name, or the set of its names once it has several
+    several = []
+    todo = [("", module)]
+    while todo:
+        prefix, m = todo.pop()
+        if not _plain_traversal(type(m)):
+            return None
+        for store in (m._parameters, m._buffers):
+            for k, t in store.items():
+                name = prefix + k
+                where[name] = (m, k)
+                if t is not None:
+                    i = id(t)
+                    names = first.get(i)
+                    if names is None:
+                        first[i] = name
+                    elif type(names) is str:
+                        first[i] = names = {names, name}
+                        several.append(names)
+                    else:
+                        names.add(name)
+        children = m._modules
+        if children:
+            own = m.__dict__
+            for k, sub in children.items():
+                if sub is not None:
+                    if k in own or hasattr(type(m), k):  # getattr would not find the child: the general path
+                        return None
+                    todo.append((prefix + k + ".", sub))
+    for name, t in parameters_and_buffers.items():
+        if name not in where or not isinstance(t, Tensor):
+            return None
+    untied = parameters_and_buffers
+    if several:
+        untied = _untie(parameters_and_buffers, {name: names for names in several for name in names})
+    slots, orig = _Slots(), {}
+    slots.module = module
+    for name, t in untied.items():
+        m, k = slots[name] = where[name]
+        store = m._parameters  # (a parameter before a buffer of the same name, as swap_tensor looks)
+        if k not in store:
+            store = m._buffers
+        orig[name] = store[k]
+        store[k] = t
+    return slots, orig
+
+
 def _swap_back(accessor, orig: dict, parameters_and_buffers: dict, stack_weights: bool = False):
     """The originals put back (the block's exit, exception or not)."""
+    if type(accessor) is _Slots:  # swapped in directly: put back by the submodules found then
+        new, general = {}, None
+        for name, o in orig.items():
+            m, k = accessor[name]
+            store = m._parameters
+            if k in store or k in (store := m._buffers):
+                new[name] = store[k]
+                store[k] = o
+            else:  # (the forward removed it)
+                general = general or NamedMemberAccessor(accessor.module)
+                general.memo[name.rpartition(".")[0]] = m
+                new[name] = general.swap_tensor(name, o, allow_missing=True)
+        for k in parameters_and_buffers:
+            if k in new:
+                parameters_and_buffers[k] = new[k]
+        return
     if stack_weights:
         orig = dict(reversed(orig.items()))
     new, _ = accessor.swap_tensors_dict(orig, allow_missing=True)
