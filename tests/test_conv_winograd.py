@@ -153,9 +153,12 @@ def test_other_geometries_stay_on_im2col(device, monkeypatch):
 
 def test_rule_picks_winograd_for_wide_layers(device, monkeypatch):
     monkeypatch.setattr(conv_kernels, "WINOGRAD", None)
-    wide = F.conv2d(ember.randn(2, 128, 14, 14, device=device, requires_grad=True),
+    wide = F.conv2d(ember.randn(4, 128, 14, 14, device=device, requires_grad=True),
                     ember.randn(128, 128, 3, 3, device=device), padding=1)
     narrow = F.conv2d(ember.randn(2, 3, 14, 14, device=device, requires_grad=True),
                       ember.randn(8, 3, 3, 3, device=device), padding=1)
+    few_tiles = F.conv2d(ember.randn(2, 128, 4, 4, device=device, requires_grad=True),
+                         ember.randn(128, 128, 3, 3, device=device), padding=1)
     assert wide.grad_fn.cols.ndim == 5
     assert narrow.grad_fn.cols.ndim != 5
+    assert few_tiles.grad_fn.cols.ndim != 5
