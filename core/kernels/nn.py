@@ -1,5 +1,6 @@
-"""Neural-network kernels: convolution and pooling by im2col through strided views and one GEMM,
-softmax family, and fused activations.
+"""Neural-network kernels: convolution and pooling by im2col through strided views and one GEMM (3x3
+stride-1 convolutions with wide channels by Winograd F(2x2, 3x3): 16 smaller GEMMs), softmax family, and
+fused activations.
 
 Spatial arguments are tuples with one entry per spatial dimension (1-D, 2-D, 3-D alike);
 ``padding`` is a tuple of ``(low, high)`` pairs.  Convolution weights are ``(O, C/groups, *k)``.
