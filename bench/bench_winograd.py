@@ -41,11 +41,11 @@ def main(argv=None):
         conv_kernels.WINOGRAD = None
         rule = "winograd" if ember.nn.functional.conv2d(x, w, padding=1).grad_fn.cols.ndim == 5 else "im2col"
 
-        def forward():
+        def forward(x=x, w=w):
             with ember.no_grad():
                 ember.nn.functional.conv2d(x, w, padding=1)
 
-        def step():
+        def step(x=x, w=w, gy=gy):
             ember.nn.functional.conv2d(x, w, padding=1).backward(gy)
 
         line = f"{n}x{c}@{s:<9}{rule:>9}"
