@@ -1,5 +1,6 @@
-"""Neural-network kernels: convolution and pooling by im2col through strided views and one GEMM,
-softmax family, and fused activations.
+"""Neural-network kernels: convolution and pooling by im2col through strided views and one GEMM (3x3
+stride-1 convolutions with wide channels by Winograd F(2x2, 3x3): 16 smaller GEMMs), softmax family, and
+fused activations.
 
 Spatial arguments are tuples with one entry per spatial dimension (1-D, 2-D, 3-D alike);
 ``padding`` is a tuple of ``(low, high)`` pairs.  Convolution weights are ``(O, C/groups, *k)``.
@@ -15,6 +16,10 @@ from .pointwise import _native, fallbacks
 
 
 
+
+# Winograd F(2x2, 3x3) for 2-D convolutions with a 3x3 kernel, stride 1 and dilation 1 in float32/float64:
+# None lets ``winograd_pays`` decide by the layer's geometry; True or False forces the path on or off.
+WINOGRAD = None
 
 QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
@@ -107,14 +112,50 @@ def kernels(xp) -> dict:
             tuple(st[2 + i] * stride[i] for i in range(d)) + st[2 + d:]
         return as_strided(x, shape, strides), osp
 
+    def embed(v, shape, lows):
+        """``v`` copied into a :func:`fresh` array of ``shape`` at offsets ``lows`` of its trailing axes, zeros
+        around it (only the border is zeroed: one pass over the data instead of ``pad``'s allocation + copy)."""
+        lead = len(shape) - len(lows)
+        if tuple(v.shape) == tuple(shape):
+            return copy(v)
+        out = fresh(shape, v.dtype)
+        box = []
+        for i, lo in enumerate(lows):
+            ax = lead + i
+            hi = lo + v.shape[ax]
+            before = (slice(None),) * lead + tuple(box)
+            if lo:
+                out[before + (slice(0, lo),)] = 0
+            if hi < shape[ax]:
+                out[before + (slice(hi, None),)] = 0
+            box.append(slice(lo, hi))
+        out[(slice(None),) * lead + tuple(box)] = v
+        return out
+
+    def padded(v, padding):
+        """``v`` ``(A, B, *S, *rest)`` zero-padded on the axes ``S`` (``padding``: a (low, high) pair each)."""
+        d = len(padding)
+        shape = tuple(v.shape[:2]) + tuple(s + lo + hi for s, (lo, hi) in zip(v.shape[2:2 + d], padding)) + \
+            tuple(v.shape[2 + d:])
+        if not any(lo or hi for lo, hi in padding):
+            return v
+        return embed(v, shape, tuple(lo for lo, _ in padding) + (0,) * (v.ndim - 2 - d))
+
     def im2col(x, k, stride, padding, dilation, groups):
         """Columns in the layout ``batch_major`` picks for this geometry: one copy of a strided view."""
         n = x.shape[0]
-        padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
-        if batch_major(out_spatial(padded, k, stride, dilation)):
-            v, osp = kernel_windows(pad(x, padding), k, stride, dilation)
+        sp = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))
+        if batch_major(out_spatial(sp, k, stride, dilation)):
+            v, osp = kernel_windows(padded(x, padding), k, stride, dilation)
             return copy(v).reshape(n, groups, -1, math.prod(osp)), osp
-        v, osp = kernel_windows(pad(to_batch_last(x, groups), tuple(padding) + ((0, 0),)), k, stride, dilation)
+        d = x.ndim - 2
+        bl = x.reshape((n, groups, x.shape[1] // groups) + x.shape[2:]).transpose((1, 2) + tuple(range(3, 3 + d)) +
+                                                                                (0,))
+        if any(lo or hi for lo, hi in padding):   # batch-last layout and padding in one copy
+            bl = embed(bl, bl.shape[:2] + sp + (n,), tuple(lo for lo, _ in padding) + (0,))
+        else:
+            bl = contiguous(bl)
+        v, osp = kernel_windows(bl, k, stride, dilation)
         return copy(v).reshape(groups, -1, math.prod(osp) * n), osp
 
     def rows_batch_last(g, groups):
@@ -132,6 +173,10 @@ def kernels(xp) -> dict:
         return xp.reshape(v, (x.shape[0], groups, x.shape[1] // groups, -1)), v.shape[2:]
 
     def conv_forward(x, w, b, stride, padding, dilation, groups):
+        """``(y, saved)``: ``saved`` is what the weight gradient reuses (im2col columns, or the Winograd
+        transform of the input)."""
+        if winograd(x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+            return winograd_forward(x, w, b, padding)
         k = w.shape[2:]
         if pointwise(k, padding):
             cols, osp = sampled(x, stride, groups)
@@ -151,6 +196,8 @@ def kernels(xp) -> dict:
 
     def conv_input_grad(g, w, x_shape, stride, padding, dilation, groups):
         """Transposed convolution: one GEMM to columns, then col2im by one contiguous slice-add per offset."""
+        if winograd(x_shape, w.shape, stride, padding, dilation, groups, g.dtype):
+            return winograd_input_grad(g, w, x_shape, padding)
         k = w.shape[2:]
         o = g.shape[1]
         osp = g.shape[2:]
@@ -175,6 +222,9 @@ def kernels(xp) -> dict:
         return from_batch_last(gx[(slice(None), slice(None)) + crop])
 
     def conv_weight_grad(x, g, w_shape, stride, padding, dilation, groups, cols=None):
+        if cols is not None and cols.ndim == 5 or \
+                cols is None and winograd(x.shape, w_shape, stride, padding, dilation, groups, x.dtype):
+            return winograd_weight_grad(x, g, w_shape, padding, cols)
         if cols is None:
             cols, _ = (sampled(x, stride, groups) if pointwise(w_shape[2:], padding)
                        else im2col(x, w_shape[2:], stride, padding, dilation, groups))
@@ -182,6 +232,179 @@ def kernels(xp) -> dict:
             gm = g.reshape(g.shape[0], groups, g.shape[1] // groups, -1)
             return product(gm, cols.swapaxes(-1, -2)).sum(0).reshape(w_shape)
         return product(rows_batch_last(g, groups), cols.transpose(0, 2, 1)).reshape(w_shape)
+
+    # ---------------------------------------------------------------- Winograd F(2x2, 3x3)
+    # Each 2x2 output tile is A^T [(G g G^T) * (B^T d B)] A of its 4x4 input tile d (tiles overlap by 2), the
+    # products summed over input channels: 16 GEMMs, one stacked matmul (16, tiles, C) @ (16, C, O), 2.25x
+    # fewer multiplications than im2col's one GEMM; the transformed input is 4x the input (im2col's columns
+    # are 9x).  The transforms are slice adds, rows first (on the padded image, before tiling), then columns,
+    # on channels-last copies ``(N, H, W, C)``: every pass runs over contiguous channel rows, and the layout
+    # changes are one copy of the input and one of the output.  The backward passes are the exact adjoints
+    # of these linear maps.
+    wino_g = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
+    # G g G^T of a 3x3 kernel as one (16, 9) matrix on the flattened kernel: kron(G, G)
+    wino_gg = tuple(tuple(wino_g[a][r] * wino_g[b][s] for r in range(3) for s in range(3))
+                    for a in range(4) for b in range(4))
+
+    def winograd(x_shape, w_shape, stride, padding, dilation, groups, dtype):
+        """Whether this convolution runs as Winograd F(2x2, 3x3) (``WINOGRAD`` forces it either way)."""
+        if len(w_shape) != 4 or tuple(w_shape[2:]) != (3, 3) or tuple(stride) != (1, 1) or \
+                tuple(dilation) != (1, 1) or groups != 1 or not math.prod(x_shape) or not math.prod(w_shape):
+            return False
+        if dtype != xp.float32 and dtype != xp.float64:
+            return False
+        if WINOGRAD is not None:
+            return bool(WINOGRAD)
+        return winograd_pays(x_shape, w_shape, padding)
+
+    def winograd_pays(x_shape, w_shape, padding):
+        """The rule measured on ResNet-18's layers (OpenBLAS, 2 threads, AVX2 and AVX-512 kernels): Winograd wins
+        where the GEMMs are wide (both channel counts >= 64), there are tiles enough to amortise the weight
+        transform (>= 128: not at 2x2 or 4x4 maps of a small batch), the tiles are mostly used (an odd 7x7
+        output wastes a quarter of them), and the transformed input fits a cache-sized 8 MB where the
+        channels are only 64 wide (at 56x56 the transforms' memory traffic eats the GEMM's savings)."""
+        n, c, h, w = x_shape
+        narrow = min(c, w_shape[0])
+        th, tw = wino_tiles(h, w, padding)
+        ho, wo = h + sum(padding[0]) - 2, w + sum(padding[1]) - 2
+        tiles = n * th * tw
+        return narrow >= 64 and tiles >= 128 and 9 * ho * wo >= 32 * th * tw and \
+            (narrow >= 128 or 64 * tiles * c <= 8 << 20)
+
+    def add(a, b, out):
+        if pooled:
+            xp.add(a, b, out=out)
+        else:
+            out[...] = a + b
+
+    def sub(a, b, out):
+        if pooled:
+            xp.subtract(a, b, out=out)
+        else:
+            out[...] = a - b
+
+    def neg(a, out):
+        if pooled:
+            xp.negative(a, out=out)
+        else:
+            out[...] = -a
+
+    def wino_tiles(h, w, padding):
+        (pt, pb), (pl, pr) = padding
+        return -(-(h + pt + pb - 2) // 2), -(-(w + pl + pr - 2) // 2)
+
+    def bt(d, out):
+        """``out = B^T d`` along one axis of 4-point pieces ``d`` (four arrays; ``out``: four targets)."""
+        sub(d[0], d[2], out[0])
+        add(d[1], d[2], out[1])
+        sub(d[2], d[1], out[2])
+        sub(d[1], d[3], out[3])
+
+    def at(m, out):
+        """``out = A^T m`` along one axis: four pieces to two."""
+        add(m[0], m[1], out[0])
+        add(out[0], m[2], out[0])
+        sub(m[1], m[2], out[1])
+        sub(out[1], m[3], out[1])
+
+    def a_adj(y, out):
+        """``out = A y``: the adjoint of :func:`at`, two pieces to four."""
+        out[0][...] = y[0]
+        add(y[0], y[1], out[1])
+        sub(y[0], y[1], out[2])
+        neg(y[1], out[3])
+
+    def b_adj(d, lo, hi, last):
+        """The adjoint of :func:`bt` on tiles that overlap by two: tile ``j``'s point ``i`` lands at ``2 j + i``.
+        ``lo(k)``/``hi(k)``: the targets of points ``k`` and ``k + 2`` of every tile (pairs ``0..t-1`` and
+        ``1..t`` of the output), ``last``: pair ``t``, which only ``hi`` reaches."""
+        lo(0)[...] = d[0]
+        last[...] = 0
+        sub(d[1], d[2], lo(1))
+        add(lo(1), d[3], lo(1))
+        add(hi(0), d[1], hi(0))
+        add(hi(0), d[2], hi(0))
+        sub(hi(0), d[0], hi(0))
+        sub(hi(1), d[3], hi(1))
+
+    def wino_input(x, padding):
+        """V ``(16, N*th*tw, C)``: ``B^T d B`` of every 4x4 tile ``d`` of padded ``x`` (tile ``(i, j)`` at
+        ``(2i, 2j)``), from one channels-last padded copy."""
+        n, c, h, w = x.shape
+        th, tw = wino_tiles(h, w, padding)
+        p = embed(x.transpose(0, 2, 3, 1), (n, 2 * th + 2, 2 * tw + 2, c), (padding[0][0], padding[1][0], 0))
+        r = fresh((4, n, th, 2 * tw + 2, c), x.dtype)
+        bt([p[:, a:a + 2 * th:2] for a in range(4)], r)
+        v = fresh((4, 4, n, th, tw, c), x.dtype)
+        bt([r[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b] for b in range(4)])
+        return v.reshape(16, n * th * tw, c)
+
+    def wino_weight(w):
+        """U ``(16, O, C)``: ``G g G^T`` of every 3x3 kernel ``g``, one GEMM ``(16, 9) @ (9, O C)``."""
+        o, c = w.shape[:2]
+        return product(xp.asarray(wino_gg, dtype=w.dtype), xp.reshape(w, (o * c, 9)).T).reshape(16, o, c)
+
+    def wino_weight_adjoint(du, w_shape):
+        """``G^T dU G`` for every kernel: the adjoint of :func:`wino_weight`."""
+        o, c = w_shape[:2]
+        return product(du.reshape(16, o * c).T, xp.asarray(wino_gg, dtype=du.dtype)).reshape(w_shape)
+
+    def wino_output(m, n, th, tw, ho, wo):
+        """``A^T m A`` of every tile, cropped to ``(N, O, ho, wo)``, from ``m`` ``(16, N*th*tw, O)``."""
+        o = m.shape[-1]
+        m = m.reshape(4, 4, n, th, tw, o)
+        s = fresh((2, 4, n, th, tw, o), m.dtype)
+        at(m, s)
+        y = fresh((n, 2 * th, 2 * tw, o), m.dtype)
+        yv = y.reshape(n, th, 2, tw, 2, o)
+        at([s[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
+        return contiguous(y[:, :ho, :wo].transpose(0, 3, 1, 2))
+
+    def wino_output_grad(g, th, tw):
+        """dM ``(16, N*th*tw, O)``: the adjoint of :func:`wino_output` applied to ``g``."""
+        n, o = g.shape[:2]
+        gv = embed(g.transpose(0, 2, 3, 1), (n, 2 * th, 2 * tw, o), (0, 0, 0)).reshape(n, th, 2, tw, 2, o)
+        q = fresh((4, 2, n, th, tw, o), g.dtype)
+        a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], q)
+        dm = fresh((4, 4, n, th, tw, o), g.dtype)
+        a_adj([q[:, b] for b in range(2)], [dm[:, b] for b in range(4)])
+        return dm.reshape(16, n * th * tw, o)
+
+    def wino_input_adjoint(dv, x_shape, padding, th, tw):
+        """The adjoint of :func:`wino_input`: overlapping tiles add (columns, then rows), the padding is cropped."""
+        n, c, h, w = x_shape
+        dv = dv.reshape(4, 4, n, th, tw, c)
+        e = fresh((4, n, th, tw + 1, 2, c), dv.dtype)
+        b_adj([dv[:, b] for b in range(4)], lambda k: e[:, :, :, :tw, k], lambda k: e[:, :, :, 1:, k],
+              e[:, :, :, tw])
+        e = e.reshape(4, n, th, 2 * tw + 2, c)
+        p = fresh((n, th + 1, 2, 2 * tw + 2, c), dv.dtype)
+        b_adj([e[a] for a in range(4)], lambda k: p[:, :th, k], lambda k: p[:, 1:, k], p[:, th])
+        p = p.reshape(n, 2 * th + 2, 2 * tw + 2, c)
+        pt, pl = padding[0][0], padding[1][0]
+        return contiguous(p[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2))
+
+    def winograd_forward(x, w, b, padding):
+        """``(y, V)``: V (5-d, unlike im2col's columns) is what :func:`winograd_weight_grad` reuses."""
+        n, _, h, wd = x.shape
+        th, tw = wino_tiles(h, wd, padding)
+        v = wino_input(x, padding)
+        m = product(v, wino_weight(w).swapaxes(-1, -2))
+        y = wino_output(m, n, th, tw, h + sum(padding[0]) - 2, wd + sum(padding[1]) - 2)
+        if b is not None:
+            y += xp.reshape(b, (-1, 1, 1))
+        return y, v.reshape(4, 4, n, th * tw, v.shape[-1])
+
+    def winograd_input_grad(g, w, x_shape, padding):
+        th, tw = wino_tiles(x_shape[2], x_shape[3], padding)
+        dv = product(wino_output_grad(g, th, tw), wino_weight(w))
+        return wino_input_adjoint(dv, x_shape, padding, th, tw)
+
+    def winograd_weight_grad(x, g, w_shape, padding, v=None):
+        th, tw = wino_tiles(x.shape[2], x.shape[3], padding)
+        v = wino_input(x, padding) if v is None else v.reshape(16, -1, v.shape[-1])
+        dm = wino_output_grad(g, th, tw)
+        return wino_weight_adjoint(product(dm.swapaxes(-1, -2), v), w_shape)
 
     def batch_norm_train(x, w, b, eps):
         """Training-mode batch norm over every axis but 1: ``(y, mean, biased variance, 1/std)``, the

@@ -28,6 +28,9 @@ def _needs(ctx, i):
 
 
 class Conv(Op):
+    """The convolution; ``ctx.cols`` keeps what the forward kernel computed from the input for the weight
+    gradient (im2col's columns, or Winograd's transformed input, 4x the input where the columns are 9x)."""
+
     backward_name = "ConvolutionBackward0"
     save_inputs = True
 
@@ -169,7 +172,8 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 @export(to=("nn.functional", "torch"))
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,  # noqa: A002
            groups: int = 1) -> Tensor:
-    """2-D convolution over ``(N, C, H, W)``: im2col through a strided view and one GEMM.
+    """2-D convolution over ``(N, C, H, W)``: im2col through a strided view and one GEMM, or for a 3x3
+    kernel at stride 1 with wide channels Winograd F(2x2, 3x3) (``ember.kernels.nn.WINOGRAD`` forces it).
 
     >>> import ember
     >>> ember.nn.functional.conv2d(ember.ones(1, 1, 3, 3), ember.ones(1, 1, 2, 2)).shape
