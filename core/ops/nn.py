@@ -888,15 +888,9 @@ class BatchNormEval(Op):
     """Inference batch norm as one kernel (``batch_norm_eval``: both passes chunk by chunk, on threads), for
     calls that record no graph; its result equals the composed ops' bit for bit."""
 
-    backward_name = "NativeBatchNormBackward0"
-
     @staticmethod
-    def forward(ctx, k, x, mean, var, w, b, eps):
+    def forward(ctx, k, x, mean, var, w, b, eps):  # (no backward: batch_norm takes it only when none is wanted)
         return k["batch_norm_eval"](x, mean, var, w, b, eps)
-
-    @staticmethod
-    def backward(ctx, g):  # (never recorded: batch_norm takes this path only when no gradient is wanted)
-        raise RuntimeError("batch_norm: the fused inference kernel records no graph")
 
 
 def _eval_fusable(x, mean, var, weight, bias):
