@@ -885,7 +885,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 
 
 class BatchNormEval(Op):
-    """Inference batch norm as one kernel (``batch_norm_eval``: both passes chunk by chunk, on threads), for
+    """Inference batch norm as one kernel (``batch_norm_eval``: both passes into one reused buffer, on threads), for
     calls that record no graph; its result equals the composed ops' bit for bit."""
 
     @staticmethod
