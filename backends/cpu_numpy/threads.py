@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ember.kernels import parallel, workspace
 from ember.runtime import get_num_threads
 
 MIN_SIZE = 1 << 18
@@ -101,7 +102,7 @@ def split_binary(ufunc):
         if plan is None:
             return ufunc(a, b)
         shape, threads = plan
-        out = np.empty(shape, dtype=ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1])
+        out = workspace.empty(shape, ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1])  # reused pages
         nd = len(shape)
 
         def body(lo, hi):
@@ -122,7 +123,7 @@ def relu_backward_large(g, out):
     if plan is None:
         return g * ~np.less_equal(out, zero)
     shape, threads = plan
-    res = np.empty(shape, dtype=np.result_type(g.dtype, np.bool_))
+    res = workspace.empty(shape, np.result_type(g.dtype, np.bool_))
 
     def body(lo, hi):
         keep = np.less_equal(out[lo:hi], zero)
@@ -131,3 +132,16 @@ def relu_backward_large(g, out):
 
     _run_blocks(body, shape[0], threads)
     return res
+
+
+def run_rows(body, n0: int, size: int) -> None:
+    """``body(lo, hi)`` over the blocks of ``range(n0)`` on ``ember.get_num_threads()`` threads (the runner of
+    ``ember.kernels.parallel``: the kernels' split work comes here)."""
+    threads = min(get_num_threads(), n0)
+    if threads < 2 or size < MIN_SIZE:
+        body(0, n0)
+    else:
+        _run_blocks(body, n0, threads)
+
+
+parallel.install(run_rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from . import workspace
+from . import parallel, workspace
 from .linalg import widened
 from .pointwise import _native, fallbacks
 
@@ -420,19 +420,111 @@ def kernels(xp) -> dict:
             y += xp.reshape(b, shape)
         return y, mean, var, invstd
 
+    # input bytes of the planes max pooling hands to one round of ufunc calls: its intermediate stays in cache
+    POOL_CHUNK_BYTES = 1 << 20
+
+    def batch_norm_eval(x, mean, var, w, b, eps):
+        """Inference batch norm, ``x * alpha + beta`` per channel (dim 1) with ``alpha = w / sqrt(var + eps)``
+        and ``beta = b - mean * alpha``, computed as the composed ops compute it, bit for bit.  With NumPy the
+        two passes write into one reused buffer (no fresh pages, no intermediate), the samples split over
+        ``ember.get_num_threads()`` threads when large.  (Cutting the passes into cache-sized chunks was
+        measured slower on ResNet-18's shapes: the extra ufunc calls cost more than the cache saves.)"""
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        alpha = 1 / xp.sqrt(xp.reshape(var, shape) + eps)
+        if w is not None:
+            alpha = alpha * xp.reshape(w, shape)
+        beta = -xp.reshape(mean, shape) * alpha
+        if b is not None:
+            beta = beta + xp.reshape(b, shape)
+        if not pooled or x.dtype != alpha.dtype or x.dtype != beta.dtype or x.size == 0:
+            return x * alpha + beta
+        n, c = x.shape[:2]
+        x3 = xp.reshape(x, (n, c, -1))  # a view when x is contiguous enough, else a copy
+        out = workspace.empty(x3.shape, x.dtype)
+        a2, b2 = xp.reshape(alpha, (c, 1)), xp.reshape(beta, (c, 1))
+        multiply, add = xp.multiply, xp.add
+
+        def body(lo, hi):
+            o = out[lo:hi]
+            multiply(x3[lo:hi], a2, out=o)
+            add(o, b2, out=o)
+
+        parallel.rows(body, n, x.size)
+        return xp.reshape(out, x.shape)
+
     # ---------------------------------------------------------------- pooling
     def pool_windows(x, k, stride, padding, dilation):
         lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
         return windows(pad(x, padding, lowest), k, stride, dilation)
 
     def max_pool(x, k, stride, padding, dilation):
-        """Max over windows: one in-place ``maximum`` pass per kernel offset (NaN propagates)."""
+        """Max over windows (NaN propagates).  With NumPy one spatial axis at a time (the max over a box is
+        the max over each of its sides in turn): per axis a copy and one in-place ``maximum`` per further
+        kernel offset, each over the output positions whose window element at that offset lies inside the
+        input, so the padding is never built; the planes in cache-sized chunks on threads, into reused
+        buffers.  Elsewhere one ``maximum`` pass per kernel offset over the padded input's windows."""
+        if pooled and x.size:
+            return separable_max_pool(x, k, stride, padding, dilation)
         v = pool_windows(x, k, stride, padding, dilation)
         offs = offsets(k)
         best = xp.array(v[(Ellipsis,) + offs[0]], copy=True)
         for off in offs[1:]:
             xp.maximum(best, v[(Ellipsis,) + off], out=best)
         return best
+
+    def axis_taps(size, out, kk, s, d, lo):
+        """For each kernel offset along one axis: ``(o0, o1, start)``, the output positions ``o0:o1`` whose
+        window element at that offset lies inside the input, and that element's input index for ``o0``."""
+        taps = []
+        for j in range(kk):
+            shift = j * d - lo                       # input index of output position o: o * s + shift
+            o0 = max(0, -(shift // s) if shift < 0 else 0)
+            o1 = min(out, (size - 1 - shift) // s + 1) if size - 1 - shift >= 0 else 0
+            if o1 > o0:
+                taps.append((o0, o1, o0 * s + shift))
+        return taps
+
+    def separable_max_pool(x, k, stride, padding, dilation):
+        d = len(k)
+        n, c = x.shape[:2]
+        sp = tuple(x.shape[2:])
+        outs = tuple((sz + lo + hi - dd * (kk - 1) - 1) // st + 1
+                     for sz, kk, st, (lo, hi), dd in zip(sp, k, stride, padding, dilation))
+        rows = xp.reshape(x, (n * c,) + sp)
+        # intermediates: axis i reduced, the axes after it still whole
+        shapes = [(n * c,) + outs[:i + 1] + sp[i + 1:] for i in range(d)]
+        bufs = [workspace.empty(sh, x.dtype) for sh in shapes]
+        taps = [axis_taps(sz, o, kk, st, dd, lo)
+                for sz, o, kk, st, (lo, _), dd in zip(sp, outs, k, stride, padding, dilation)]
+        lowest = None
+        if any(t[0][0] > 0 or t[0][1] < o for t, o in zip(taps, outs)):  # the first tap misses an edge
+            lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        per = max(1, POOL_CHUNK_BYTES // max(1, math.prod(sp) * x.itemsize))
+        chunks = [(r, min(r + per, n * c)) for r in range(0, n * c, per)]
+        maximum = xp.maximum
+
+        def body(lo_, hi_):
+            for r0, r1 in chunks[lo_:hi_]:
+                src = rows[r0:r1]
+                for i in range(d):
+                    dst = bufs[i][r0:r1]
+                    lead = (slice(None),) * (i + 1)
+                    st = stride[i]
+                    for j, (o0, o1, start) in enumerate(taps[i]):
+                        part = src[lead + (slice(start, start + st * (o1 - o0 - 1) + 1, st),)]
+                        target = dst[lead + (slice(o0, o1),)]
+                        if j == 0:
+                            target[...] = part
+                            if o0 > 0:
+                                dst[lead + (slice(0, o0),)] = lowest
+                            if o1 < outs[i]:
+                                dst[lead + (slice(o1, None),)] = lowest
+                        else:
+                            maximum(target, part, out=target)
+                    src = dst
+
+        parallel.rows(body, len(chunks), x.size)
+        return xp.reshape(bufs[-1], (n, c) + outs)
 
     def first_max_masks(x, best, k, stride, padding, dilation):
         """``(offset, mask)`` per kernel offset: where that offset holds its window's first maximum."""
@@ -796,7 +888,7 @@ def kernels(xp) -> dict:
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
-        "batch_norm_train": batch_norm_train,
+        "batch_norm_train": batch_norm_train, "batch_norm_eval": batch_norm_eval,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,

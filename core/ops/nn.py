@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, inplace_result, observed, out_or, unary
@@ -872,12 +873,38 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
         return y
     # inference, as PyTorch's CPU kernel: y = x * alpha + beta with alpha = weight / std and
-    # beta = bias - mean * alpha per channel, two full-size passes
+    # beta = bias - mean * alpha per channel; when no graph is recorded, one kernel (BatchNormEval), else
+    # the same arithmetic as differentiable ops
+    if _eval_fusable(x, running_mean, running_var, weight, bias):
+        return apply(BatchNormEval, x, running_mean, running_var, weight, bias, eps)
     alpha = _bn_scale(running_var.reshape(shape), weight, eps, shape)
     beta = -running_mean.reshape(shape) * alpha
     if bias is not None:
         beta = beta + bias.reshape(shape)
     return x * alpha + beta
+
+
+class BatchNormEval(Op):
+    """Inference batch norm as one kernel (``batch_norm_eval``: both passes into one reused buffer, on threads), for
+    calls that record no graph; its result equals the composed ops' bit for bit."""
+
+    @staticmethod
+    def forward(ctx, k, x, mean, var, w, b, eps):  # (no backward: batch_norm takes it only when none is wanted)
+        return k["batch_norm_eval"](x, mean, var, w, b, eps)
+
+
+def _eval_fusable(x, mean, var, weight, bias):
+    """Whether inference batch norm may run as :class:`BatchNormEval`: floating ``x`` of 2+ dims with
+    statistics (and affine parameters) of its dtype, no gradient to record, and no interception handler
+    watching (tracers, exporters and ``vmap`` see the composed ops they know)."""
+    if x.ndim < 2 or x.dtype not in (dtypes.float32, dtypes.float64) or mean is None or var is None:
+        return False
+    ts = [t for t in (mean, var, weight, bias) if t is not None]
+    if any(t.dtype is not x.dtype for t in ts):
+        return False
+    if is_grad_enabled() and (x.requires_grad or any(t.requires_grad for t in ts)):
+        return False
+    return not observed()
 
 
 def _bn_scale(var, weight, eps, shape):
