@@ -156,32 +156,49 @@ def _names_of(module: Module) -> dict:
 
 def _tied_names(module: Module) -> dict:
     """``{name: {every name of its tensor}}`` for the names whose tensor the module holds under several."""
-    # the traversal of named_parameters/named_buffers(remove_duplicate=False), walked over the stores directly
-    # (its generators cost a per-sample-gradient call more than the rest of the swap); a module class with
-    # its own traversal gets the general one.  A tensor's names are gathered in a set only once it has two.
+    tied = _walk_stores(module)
+    if tied is None:  # a module class with its own traversal: the general one
+        names_of = _names_of(module)
+        return {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    return tied
+
+
+def _walk_stores(module: Module, where: dict | None = None):
+    """The traversal of named_parameters/named_buffers(remove_duplicate=False), walked over the stores directly
+    (its generators cost a per-sample-gradient call more than the rest of the swap): ``{name: {every name of
+    its tensor}}`` for the tensors held under several names, and, given ``where``, each dotted name's
+    ``(submodule, key)`` entered there.  None when a module of the tree has its own traversal, or (with
+    ``where``) a child is shadowed by an attribute (getattr would not find it)."""
     first: dict = {}  # id(tensor) -> its first name, or the set of its names once it has several
     several = []
     todo = [("", module)]
     while todo:
         prefix, m = todo.pop()
         if not _plain_traversal(type(m)):
-            names_of = _names_of(module)
-            return {name: names for names in names_of.values() if len(names) > 1 for name in names}
+            return None
         for store in (m._parameters, m._buffers):
             for k, t in store.items():
+                name = prefix + k
+                if where is not None:
+                    where[name] = (m, k)
                 if t is not None:
                     i = id(t)
                     names = first.get(i)
                     if names is None:
-                        first[i] = prefix + k
+                        first[i] = name
                     elif type(names) is str:
-                        first[i] = names = {names, prefix + k}
+                        first[i] = names = {names, name}
                         several.append(names)
                     else:
-                        names.add(prefix + k)
-        for k, sub in m._modules.items():
-            if sub is not None:
-                todo.append((prefix + k + ".", sub))
+                        names.add(name)
+        children = m._modules
+        if children:
+            own = m.__dict__
+            for k, sub in children.items():
+                if sub is not None:
+                    if where is not None and (k in own or hasattr(type(m), k)):
+                        return None
+                    todo.append((prefix + k + ".", sub))
     return {name: names for names in several for name in names}
 
 
@@ -256,41 +273,13 @@ def _swap_in_direct(module: Module, parameters_and_buffers: dict):
     or the tree has a module with its own traversal or a child shadowed by an attribute: :func:`_swap_in`
     then takes the general path (this one resolves names and ties as it does)."""
     where: dict = {}  # dotted name -> (submodule, key)
-    first: dict = {}  # id(tensor) -> its first name, or the set of its names once it has several
-    several = []
-    todo = [("", module)]
-    while todo:
-        prefix, m = todo.pop()
-        if not _plain_traversal(type(m)):
-            return None
-        for store in (m._parameters, m._buffers):
-            for k, t in store.items():
-                name = prefix + k
-                where[name] = (m, k)
-                if t is not None:
-                    i = id(t)
-                    names = first.get(i)
-                    if names is None:
-                        first[i] = name
-                    elif type(names) is str:
-                        first[i] = names = {names, name}
-                        several.append(names)
-                    else:
-                        names.add(name)
-        children = m._modules
-        if children:
-            own = m.__dict__
-            for k, sub in children.items():
-                if sub is not None:
-                    if k in own or hasattr(type(m), k):  # getattr would not find the child: the general path
-                        return None
-                    todo.append((prefix + k + ".", sub))
+    tied = _walk_stores(module, where)
+    if tied is None:
+        return None
     for name, t in parameters_and_buffers.items():
         if name not in where or not isinstance(t, Tensor):
             return None
-    untied = parameters_and_buffers
-    if several:
-        untied = _untie(parameters_and_buffers, {name: names for names in several for name in names})
+    untied = _untie(parameters_and_buffers, tied) if tied else parameters_and_buffers
     slots, orig = _Slots(), {}
     slots.module = module
     for name, t in untied.items():
