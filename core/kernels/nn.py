@@ -43,13 +43,36 @@ def kernels(xp) -> dict:
                               xp.result_type(a, b))
         return xp.matmul(a, b, out=out)
 
+    def split(body, n, size):
+        """``body(lo, hi)`` over ``range(n)``: with NumPy in blocks on the CPU thread pool when ``size`` elements
+        are worth it (``ember.kernels.parallel``), else once on this thread.  Every body below writes each
+        block of its output from the same block of its inputs by the same ufunc calls, so the result is
+        bit-identical however the range is cut."""
+        if pooled:
+            parallel.rows(body, n, size)
+        else:
+            body(0, n)
+
+    def copy_into(out, v):
+        """``out[...] = v``, cut along the first axis of length >= 2 (the copies of im2col and of the layout
+        changes are memory-bound: one thread does not saturate the memory bus)."""
+        ax = next((i for i, s in enumerate(out.shape) if s >= 2), None)
+        if ax is None or not pooled:
+            out[...] = v
+            return out
+        lead = (slice(None),) * ax
+
+        def body(lo, hi):
+            out[lead + (slice(lo, hi),)] = v[lead + (slice(lo, hi),)]
+
+        split(body, out.shape[ax], out.size)
+        return out
+
     def contiguous(v):
         """A C-contiguous copy of ``v`` in a :func:`fresh` array."""
         if not pooled:
             return xp.ascontiguousarray(v)
-        out = workspace.empty(v.shape, v.dtype)
-        out[...] = v
-        return out
+        return copy_into(workspace.empty(v.shape, v.dtype), v)
 
     def zeroed(shape, dtype):
         out = fresh(shape, dtype)
@@ -58,9 +81,11 @@ def kernels(xp) -> dict:
 
     def copy(v):
         """A C-contiguous copy of the view ``v`` in a :func:`fresh` array (im2col's columns)."""
-        out = fresh(v.shape, v.dtype)
-        out[...] = v
-        return out
+        if not pooled:
+            out = fresh(v.shape, v.dtype)
+            out[...] = v
+            return out
+        return copy_into(fresh(v.shape, v.dtype), v)
 
     def pad(x, padding, value=0):
         if not any(lo or hi for lo, hi in padding):
@@ -115,10 +140,14 @@ def kernels(xp) -> dict:
     def embed(v, shape, lows):
         """``v`` copied into a :func:`fresh` array of ``shape`` at offsets ``lows`` of its trailing axes, zeros
         around it (only the border is zeroed: one pass over the data instead of ``pad``'s allocation + copy)."""
-        lead = len(shape) - len(lows)
         if tuple(v.shape) == tuple(shape):
             return copy(v)
-        out = fresh(shape, v.dtype)
+        return embed_into(fresh(shape, v.dtype), v, lows)
+
+    def fill(out, v, lows):
+        """``v`` into ``out`` at offsets ``lows`` of its trailing axes, the border zeroed (one thread: the
+        bodies run by :func:`split` call this, never a splitting kernel, as the pool does not nest)."""
+        lead = out.ndim - len(lows)
         box = []
         for i, lo in enumerate(lows):
             ax = lead + i
@@ -126,10 +155,24 @@ def kernels(xp) -> dict:
             before = (slice(None),) * lead + tuple(box)
             if lo:
                 out[before + (slice(0, lo),)] = 0
-            if hi < shape[ax]:
+            if hi < out.shape[ax]:
                 out[before + (slice(hi, None),)] = 0
             box.append(slice(lo, hi))
         out[(slice(None),) * lead + tuple(box)] = v
+
+    def embed_into(out, v, lows):
+        """:func:`embed` into ``out``, cut along its first leading axis of length >= 2 (see :func:`split`)."""
+        lead = out.ndim - len(lows)
+        ax = next((i for i in range(lead) if out.shape[i] >= 2), None)
+        if ax is None or not pooled:
+            fill(out, v, lows)
+            return out
+        before = (slice(None),) * ax
+
+        def body(lo, hi):
+            fill(out[before + (slice(lo, hi),)], v[before + (slice(lo, hi),)], lows)
+
+        split(body, out.shape[ax], out.size)
         return out
 
     def padded(v, padding):
@@ -215,9 +258,14 @@ def kernels(xp) -> dict:
         cols = cols.reshape((groups, cg) + tuple(k) + tuple(osp) + (x_shape[0],))
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
         gx = zeroed((groups, cg) + padded + (x_shape[0],), cols.dtype)
-        for off in offsets(k):
-            sl = tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s) for o_, dd, s, m in zip(off, dilation, stride, osp))
-            gx[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + off]
+        sls = [(off, tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s)
+                           for o_, dd, s, m in zip(off, dilation, stride, osp))) for off in offsets(k)]
+
+        def body(lo, hi):  # the input channels lo:hi, the offsets in the same order on every block
+            for off, sl in sls:
+                gx[(slice(None), slice(lo, hi)) + sl] += cols[(slice(None), slice(lo, hi)) + off]
+
+        split(body, cg, cols.size)
         crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
         return from_batch_last(gx[(slice(None), slice(None)) + crop])
 
@@ -332,11 +380,18 @@ def kernels(xp) -> dict:
         ``(2i, 2j)``), from one channels-last padded copy."""
         n, c, h, w = x.shape
         th, tw = wino_tiles(h, w, padding)
-        p = embed(x.transpose(0, 2, 3, 1), (n, 2 * th + 2, 2 * tw + 2, c), (padding[0][0], padding[1][0], 0))
+        xt = x.transpose(0, 2, 3, 1)
+        p = fresh((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
         r = fresh((4, n, th, 2 * tw + 2, c), x.dtype)
-        bt([p[:, a:a + 2 * th:2] for a in range(4)], r)
         v = fresh((4, 4, n, th, tw, c), x.dtype)
-        bt([r[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b] for b in range(4)])
+
+        def body(lo, hi):  # the samples lo:hi, each pass on their rows alone
+            pp, rr = p[lo:hi], r[:, lo:hi]
+            fill(pp, xt[lo:hi], (padding[0][0], padding[1][0], 0))
+            bt([pp[:, a:a + 2 * th:2] for a in range(4)], rr)
+            bt([rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, lo:hi] for b in range(4)])
+
+        split(body, n, v.size)
         return v.reshape(16, n * th * tw, c)
 
     def wino_weight(w):
@@ -354,20 +409,35 @@ def kernels(xp) -> dict:
         o = m.shape[-1]
         m = m.reshape(4, 4, n, th, tw, o)
         s = fresh((2, 4, n, th, tw, o), m.dtype)
-        at(m, s)
         y = fresh((n, 2 * th, 2 * tw, o), m.dtype)
-        yv = y.reshape(n, th, 2, tw, 2, o)
-        at([s[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
-        return contiguous(y[:, :ho, :wo].transpose(0, 3, 1, 2))
+        out = fresh((n, o, ho, wo), m.dtype)
+
+        def body(lo, hi):  # the samples lo:hi
+            ss, yy = s[:, :, lo:hi], y[lo:hi]
+            at(m[:, :, lo:hi], ss)
+            yv = yy.reshape(hi - lo, th, 2, tw, 2, o)
+            at([ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
+            out[lo:hi] = yy[:, :ho, :wo].transpose(0, 3, 1, 2)
+
+        split(body, n, m.size)
+        return out
 
     def wino_output_grad(g, th, tw):
         """dM ``(16, N*th*tw, O)``: the adjoint of :func:`wino_output` applied to ``g``."""
         n, o = g.shape[:2]
-        gv = embed(g.transpose(0, 2, 3, 1), (n, 2 * th, 2 * tw, o), (0, 0, 0)).reshape(n, th, 2, tw, 2, o)
+        gt = g.transpose(0, 2, 3, 1)
+        gp = fresh((n, 2 * th, 2 * tw, o), g.dtype)
         q = fresh((4, 2, n, th, tw, o), g.dtype)
-        a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], q)
         dm = fresh((4, 4, n, th, tw, o), g.dtype)
-        a_adj([q[:, b] for b in range(2)], [dm[:, b] for b in range(4)])
+
+        def body(lo, hi):  # the samples lo:hi
+            qq = q[:, :, lo:hi]
+            fill(gp[lo:hi], gt[lo:hi], (0, 0, 0))
+            gv = gp[lo:hi].reshape(hi - lo, th, 2, tw, 2, o)
+            a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq)
+            a_adj([qq[:, b] for b in range(2)], [dm[:, b, lo:hi] for b in range(4)])
+
+        split(body, n, dm.size)
         return dm.reshape(16, n * th * tw, o)
 
     def wino_input_adjoint(dv, x_shape, padding, th, tw):
@@ -375,14 +445,21 @@ def kernels(xp) -> dict:
         n, c, h, w = x_shape
         dv = dv.reshape(4, 4, n, th, tw, c)
         e = fresh((4, n, th, tw + 1, 2, c), dv.dtype)
-        b_adj([dv[:, b] for b in range(4)], lambda k: e[:, :, :, :tw, k], lambda k: e[:, :, :, 1:, k],
-              e[:, :, :, tw])
-        e = e.reshape(4, n, th, 2 * tw + 2, c)
         p = fresh((n, th + 1, 2, 2 * tw + 2, c), dv.dtype)
-        b_adj([e[a] for a in range(4)], lambda k: p[:, :th, k], lambda k: p[:, 1:, k], p[:, th])
-        p = p.reshape(n, 2 * th + 2, 2 * tw + 2, c)
+        out = fresh((n, c, h, w), dv.dtype)
         pt, pl = padding[0][0], padding[1][0]
-        return contiguous(p[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2))
+
+        def body(lo, hi):  # the samples lo:hi
+            ee, pp = e[:, lo:hi], p[lo:hi]
+            b_adj([dv[:, b, lo:hi] for b in range(4)], lambda k: ee[:, :, :, :tw, k],
+                  lambda k: ee[:, :, :, 1:, k], ee[:, :, :, tw])
+            ee = ee.reshape(4, hi - lo, th, 2 * tw + 2, c)
+            b_adj([ee[a] for a in range(4)], lambda k: pp[:, :th, k], lambda k: pp[:, 1:, k], pp[:, th])
+            pp = pp.reshape(hi - lo, 2 * th + 2, 2 * tw + 2, c)
+            out[lo:hi] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
+
+        split(body, n, dv.size)
+        return out
 
     def winograd_forward(x, w, b, padding):
         """``(y, V)``: V (5-d, unlike im2col's columns) is what :func:`winograd_weight_grad` reuses."""
