@@ -1,6 +1,7 @@
 """Convolutions whose copies and Winograd transforms split over the CPU thread pool: the output and both
 gradients are bit-identical to the single-thread ones (the same operations per element, only partitioned),
-on the Winograd path and on im2col's two column layouts, including blocks of unequal size."""
+on the Winograd path (also a sample at a time through the transforms' scratch) and on im2col's two column
+layouts, including blocks of unequal size."""
 import numpy as np
 import pytest
 
@@ -67,11 +68,14 @@ def test_conv2d_thread_split_bit_identical(device, threads, monkeypatch, shape, 
     run = parallel._RUNNER["run"]
     if run is not None:
         monkeypatch.setitem(parallel._RUNNER, "run", lambda body, k, size: (calls.append(k), run(body, k, size)))
-    for t in (2, 3):
+    scratch = conv_kernels.WINO_SCRATCH
+    # 2 and 3 threads; the Winograd transforms a sample at a time through their scratch, on 1 and 2 threads
+    for t, step in ((2, scratch), (3, scratch), (1, 1), (2, 1)):
+        monkeypatch.setattr(conv_kernels, "WINO_SCRATCH", step)
         split = _conv(device, dtype, x, w, b, p, threads, t)
         for a, b_ in zip(one, split):
             assert a.dtype == b_.dtype and a.shape == b_.shape
-            assert np.array_equal(a, b_), f"{t} threads differ from one"
+            assert np.array_equal(a, b_), f"{t} threads, scratch {step}: differs from one thread"
     if run is not None and device == "cpu":
         assert calls  # the work did go to the pool
 

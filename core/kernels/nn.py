@@ -20,6 +20,8 @@ from .pointwise import _native, fallbacks
 # Winograd F(2x2, 3x3) for 2-D convolutions with a 3x3 kernel, stride 1 and dilation 1 in float32/float64:
 # None lets ``winograd_pays`` decide by the layer's geometry; True or False forces the path on or off.
 WINOGRAD = None
+# bytes of a transform's intermediate passes per round (samples at a time): they stay in cache between passes
+WINO_SCRATCH = 2 << 20
 
 QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
@@ -337,6 +339,11 @@ def kernels(xp) -> dict:
         else:
             out[...] = -a
 
+    def wino_step(n, sample_bytes):
+        """Samples per pass of a transform whose scratch takes ``sample_bytes`` a sample: the scratch of one
+        pass fits ``WINO_SCRATCH`` bytes (at least one sample; all of them on a non-NumPy backend)."""
+        return n if not pooled else max(1, min(n, WINO_SCRATCH // max(sample_bytes, 1)))
+
     def wino_tiles(h, w, padding):
         (pt, pb), (pl, pr) = padding
         return -(-(h + pt + pb - 2) // 2), -(-(w + pl + pr - 2) // 2)
@@ -381,15 +388,19 @@ def kernels(xp) -> dict:
         n, c, h, w = x.shape
         th, tw = wino_tiles(h, w, padding)
         xt = x.transpose(0, 2, 3, 1)
-        p = fresh((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
-        r = fresh((4, n, th, 2 * tw + 2, c), x.dtype)
         v = fresh((4, 4, n, th, tw, c), x.dtype)
+        step = wino_step(n, 6 * th * (2 * tw + 2) * c * x.dtype.itemsize)
 
-        def body(lo, hi):  # the samples lo:hi, each pass on their rows alone
-            pp, rr = p[lo:hi], r[:, lo:hi]
-            fill(pp, xt[lo:hi], (padding[0][0], padding[1][0], 0))
-            bt([pp[:, a:a + 2 * th:2] for a in range(4)], rr)
-            bt([rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, lo:hi] for b in range(4)])
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            p = fresh((k, 2 * th + 2, 2 * tw + 2, c), x.dtype)
+            r = fresh((4, k, th, 2 * tw + 2, c), x.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                pp, rr = p[:j - i], r[:, :j - i]
+                fill(pp, xt[i:j], (padding[0][0], padding[1][0], 0))
+                bt([pp[:, a:a + 2 * th:2] for a in range(4)], rr)
+                bt([rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, i:j] for b in range(4)])
 
         split(body, n, v.size)
         return v.reshape(16, n * th * tw, c)
@@ -408,16 +419,20 @@ def kernels(xp) -> dict:
         """``A^T m A`` of every tile, cropped to ``(N, O, ho, wo)``, from ``m`` ``(16, N*th*tw, O)``."""
         o = m.shape[-1]
         m = m.reshape(4, 4, n, th, tw, o)
-        s = fresh((2, 4, n, th, tw, o), m.dtype)
-        y = fresh((n, 2 * th, 2 * tw, o), m.dtype)
         out = fresh((n, o, ho, wo), m.dtype)
+        step = wino_step(n, 12 * th * tw * o * m.dtype.itemsize)
 
-        def body(lo, hi):  # the samples lo:hi
-            ss, yy = s[:, :, lo:hi], y[lo:hi]
-            at(m[:, :, lo:hi], ss)
-            yv = yy.reshape(hi - lo, th, 2, tw, 2, o)
-            at([ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
-            out[lo:hi] = yy[:, :ho, :wo].transpose(0, 3, 1, 2)
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            s = fresh((2, 4, k, th, tw, o), m.dtype)
+            y = fresh((k, 2 * th, 2 * tw, o), m.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                ss, yy = s[:, :, :j - i], y[:j - i]
+                at(m[:, :, i:j], ss)
+                yv = yy.reshape(j - i, th, 2, tw, 2, o)
+                at([ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
+                out[i:j] = yy[:, :ho, :wo].transpose(0, 3, 1, 2)
 
         split(body, n, m.size)
         return out
@@ -426,16 +441,20 @@ def kernels(xp) -> dict:
         """dM ``(16, N*th*tw, O)``: the adjoint of :func:`wino_output` applied to ``g``."""
         n, o = g.shape[:2]
         gt = g.transpose(0, 2, 3, 1)
-        gp = fresh((n, 2 * th, 2 * tw, o), g.dtype)
-        q = fresh((4, 2, n, th, tw, o), g.dtype)
         dm = fresh((4, 4, n, th, tw, o), g.dtype)
+        step = wino_step(n, 12 * th * tw * o * g.dtype.itemsize)
 
-        def body(lo, hi):  # the samples lo:hi
-            qq = q[:, :, lo:hi]
-            fill(gp[lo:hi], gt[lo:hi], (0, 0, 0))
-            gv = gp[lo:hi].reshape(hi - lo, th, 2, tw, 2, o)
-            a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq)
-            a_adj([qq[:, b] for b in range(2)], [dm[:, b, lo:hi] for b in range(4)])
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            gp = fresh((k, 2 * th, 2 * tw, o), g.dtype)
+            q = fresh((4, 2, k, th, tw, o), g.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                qq = q[:, :, :j - i]
+                fill(gp[:j - i], gt[i:j], (0, 0, 0))
+                gv = gp[:j - i].reshape(j - i, th, 2, tw, 2, o)
+                a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq)
+                a_adj([qq[:, b] for b in range(2)], [dm[:, b, i:j] for b in range(4)])
 
         split(body, n, dm.size)
         return dm.reshape(16, n * th * tw, o)
@@ -444,19 +463,23 @@ def kernels(xp) -> dict:
         """The adjoint of :func:`wino_input`: overlapping tiles add (columns, then rows), the padding is cropped."""
         n, c, h, w = x_shape
         dv = dv.reshape(4, 4, n, th, tw, c)
-        e = fresh((4, n, th, tw + 1, 2, c), dv.dtype)
-        p = fresh((n, th + 1, 2, 2 * tw + 2, c), dv.dtype)
         out = fresh((n, c, h, w), dv.dtype)
         pt, pl = padding[0][0], padding[1][0]
+        step = wino_step(n, 12 * (th + 1) * (tw + 1) * c * dv.dtype.itemsize)
 
-        def body(lo, hi):  # the samples lo:hi
-            ee, pp = e[:, lo:hi], p[lo:hi]
-            b_adj([dv[:, b, lo:hi] for b in range(4)], lambda k: ee[:, :, :, :tw, k],
-                  lambda k: ee[:, :, :, 1:, k], ee[:, :, :, tw])
-            ee = ee.reshape(4, hi - lo, th, 2 * tw + 2, c)
-            b_adj([ee[a] for a in range(4)], lambda k: pp[:, :th, k], lambda k: pp[:, 1:, k], pp[:, th])
-            pp = pp.reshape(hi - lo, 2 * th + 2, 2 * tw + 2, c)
-            out[lo:hi] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            e = fresh((4, k, th, tw + 1, 2, c), dv.dtype)
+            p = fresh((k, th + 1, 2, 2 * tw + 2, c), dv.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                ee, pp = e[:, :j - i], p[:j - i]
+                b_adj([dv[:, b, i:j] for b in range(4)], lambda q: ee[:, :, :, :tw, q],
+                      lambda q: ee[:, :, :, 1:, q], ee[:, :, :, tw])
+                ee = ee.reshape(4, j - i, th, 2 * tw + 2, c)
+                b_adj([ee[a] for a in range(4)], lambda q: pp[:, :th, q], lambda q: pp[:, 1:, q], pp[:, th])
+                pp = pp.reshape(j - i, 2 * th + 2, 2 * tw + 2, c)
+                out[i:j] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
 
         split(body, n, dv.size)
         return out
