@@ -477,7 +477,8 @@ def kernels(xp) -> dict:
                 b_adj([dv[:, b, i:j] for b in range(4)], lambda q, ee=ee: ee[:, :, :, :tw, q],
                       lambda q, ee=ee: ee[:, :, :, 1:, q], ee[:, :, :, tw])
                 ee = ee.reshape(4, j - i, th, 2 * tw + 2, c)
-                b_adj([ee[a] for a in range(4)], lambda q, pp=pp: pp[:, :th, q], lambda q, pp=pp: pp[:, 1:, q], pp[:, th])
+                b_adj([ee[a] for a in range(4)], lambda q, pp=pp: pp[:, :th, q],
+                      lambda q, pp=pp: pp[:, 1:, q], pp[:, th])
                 pp = pp.reshape(j - i, 2 * th + 2, 2 * tw + 2, c)
                 out[i:j] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
 
