@@ -22,6 +22,8 @@ from .pointwise import _native, fallbacks
 WINOGRAD = None
 # bytes of a transform's intermediate passes per round (samples at a time): they stay in cache between passes
 WINO_SCRATCH = 2 << 20
+# the largest transformed input (bytes) for which Winograd pays where the channels are only 64 wide
+WINO_NARROW_BYTES = 32 << 20
 
 QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
@@ -311,15 +313,18 @@ def kernels(xp) -> dict:
         """The rule measured on ResNet-18's layers (OpenBLAS, 2 threads, AVX2 and AVX-512 kernels): Winograd wins
         where the GEMMs are wide (both channel counts >= 64), there are tiles enough to amortise the weight
         transform (>= 128: not at 2x2 or 4x4 maps of a small batch), the tiles are mostly used (an odd 7x7
-        output wastes a quarter of them), and the transformed input fits a cache-sized 8 MB where the
-        channels are only 64 wide (at 56x56 the transforms' memory traffic eats the GEMM's savings)."""
+        output wastes a quarter of them), and, where the channels are only 64 wide, the transformed input is at
+        most ``WINO_NARROW_BYTES`` (32 MB): the transforms run on the thread pool a few samples at a time
+        through cache-sized scratch, which makes ResNet-18's 56x56 stage at batch 8 (26 MB) pay (forward
+        0.9x im2col's time with AVX2 kernels, even with AVX-512 ones), while at 51 MB (batch 16, or 112x112
+        maps) the memory traffic of V and M still eats the GEMM's savings in the forward pass."""
         n, c, h, w = x_shape
         narrow = min(c, w_shape[0])
         th, tw = wino_tiles(h, w, padding)
         ho, wo = h + sum(padding[0]) - 2, w + sum(padding[1]) - 2
         tiles = n * th * tw
         return narrow >= 64 and tiles >= 128 and 9 * ho * wo >= 32 * th * tw and \
-            (narrow >= 128 or 64 * tiles * c <= 8 << 20)
+            (narrow >= 128 or 64 * tiles * c <= WINO_NARROW_BYTES)
 
     def add(a, b, out):
         if pooled:
