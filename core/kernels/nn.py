@@ -314,10 +314,11 @@ def kernels(xp) -> dict:
         where the GEMMs are wide (both channel counts >= 64), there are tiles enough to amortise the weight
         transform (>= 128: not at 2x2 or 4x4 maps of a small batch), the tiles are mostly used (an odd 7x7
         output wastes a quarter of them), and, where the channels are only 64 wide, the transformed input is at
-        most ``WINO_NARROW_BYTES`` (32 MB): the transforms run on the thread pool a few samples at a time
-        through cache-sized scratch, which makes ResNet-18's 56x56 stage at batch 8 (26 MB) pay (forward
-        0.9x im2col's time with AVX2 kernels, even with AVX-512 ones), while at 51 MB (batch 16, or 112x112
-        maps) the memory traffic of V and M still eats the GEMM's savings in the forward pass."""
+        most ``WINO_NARROW_BYTES`` (32 MB): the transforms run a few samples at a time through cache-sized
+        scratch (split over the thread pool), which makes ResNet-18's 56x56 stage at batch 8 (26 MB) pay
+        (0.9x im2col's time forward and forward + backward with AVX2 kernels; about even with AVX-512 ones),
+        while at 51 MB (batch 16, or 112x112 maps) the memory traffic of V and M still eats the GEMM's savings
+        in the forward pass."""
         n, c, h, w = x_shape
         narrow = min(c, w_shape[0])
         th, tw = wino_tiles(h, w, padding)
