@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Winograd F(2x2, 3x3) against im2col on ResNet-18's 3x3 stride-1 convolutions, in one process, interleaved.
 
-    python bench/bench_winograd.py [--threads 2] [--repeat 15] [--shapes 8x128x28,16x64x16]
+    python bench/bench_winograd.py [--threads 2] [--repeat 15] [--shapes 8x128x28,16x64x16] [--no-split]
 
 Each shape ``NxCxS`` is a C -> C convolution of an S x S map, batch N, padding 1 (by default the four stages
 of ``resnet_infer``, 224 px batch 8, and of ``resnet_step``, 64 px batch 16).  For the forward under
@@ -9,6 +9,11 @@ of ``resnet_infer``, 224 px batch 8, and of ``resnet_step``, 64 px batch 16).  F
 alternate call by call, so that load from other processes falls on both alike; the figures are the fastest
 call of each (wall and process CPU time) and the Winograd/im2col ratios, with "rule" saying which path the
 automatic rule picks.  Run it with and without ``OPENBLAS_CORETYPE`` to see both BLAS kernel families.
+``--no-split`` keeps the Winograd transforms and im2col copies on one thread (``ember.kernels.parallel``
+without its runner; BLAS keeps --threads): the gain of the thread split is the difference to a plain run.
+OpenBLAS's idle workers spin for a while after each GEMM (``OPENBLAS_THREAD_TIMEOUT``, default 2**28 cycles)
+and take the core the split would use: with two cores the split pays about 1.6x on the transforms alone, and
+far less between GEMMs unless ``OPENBLAS_THREAD_TIMEOUT`` is small (e.g. 4).
 """
 import argparse
 import os
@@ -24,13 +29,17 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--shapes", default=",".join(RESNET18))
+    ap.add_argument("--no-split", action="store_true", help="the transforms and copies on one thread")
     args = ap.parse_args(argv)
     import ember
     import ember.kernels.nn as conv_kernels
+    from ember.kernels import parallel
     ember.set_num_threads(args.threads)
+    if args.no_split:
+        parallel.install(None)
     rng = np.random.default_rng(0)
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, {args.threads} threads, "
-          f"fastest of {args.repeat}")
+          f"fastest of {args.repeat}{', transforms and copies on one thread' if args.no_split else ''}")
     print(f"{'N x C @ S':<14}{'rule':>9}{'fwd ms im2col/wino':>20}{'wall':>6}{'cpu':>6}"
           f"{'f+b ms im2col/wino':>20}{'wall':>6}{'cpu':>6}")
     for shape in args.shapes.split(","):

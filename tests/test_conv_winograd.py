@@ -162,3 +162,14 @@ def test_rule_picks_winograd_for_wide_layers(device, monkeypatch):
     assert wide.grad_fn.cols.ndim == 5
     assert narrow.grad_fn.cols.ndim != 5
     assert few_tiles.grad_fn.cols.ndim != 5
+
+
+def test_rule_bounds_narrow_layers_by_transformed_size(device, monkeypatch):
+    # 64 channels: Winograd up to WINO_NARROW_BYTES of transformed input (ResNet-18's 56x56 stage at batch 8),
+    # im2col beyond it
+    monkeypatch.setattr(conv_kernels, "WINOGRAD", None)
+    w = ember.randn(64, 64, 3, 3, device=device)
+    x = ember.randn(2, 64, 56, 56, device=device, requires_grad=True)
+    assert F.conv2d(x, w, padding=1).grad_fn.cols.ndim == 5
+    monkeypatch.setattr(conv_kernels, "WINO_NARROW_BYTES", 64 * 2 * 28 * 28 * 64 - 1)
+    assert F.conv2d(x, w, padding=1).grad_fn.cols.ndim != 5

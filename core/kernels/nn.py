@@ -20,6 +20,10 @@ from .pointwise import _native, fallbacks
 # Winograd F(2x2, 3x3) for 2-D convolutions with a 3x3 kernel, stride 1 and dilation 1 in float32/float64:
 # None lets ``winograd_pays`` decide by the layer's geometry; True or False forces the path on or off.
 WINOGRAD = None
+# bytes of a transform's intermediate passes per round (samples at a time): they stay in cache between passes
+WINO_SCRATCH = 2 << 20
+# the largest transformed input (bytes) for which Winograd pays where the channels are only 64 wide
+WINO_NARROW_BYTES = 32 << 20
 
 QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus", "conv_forward",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
@@ -43,13 +47,36 @@ def kernels(xp) -> dict:
                               xp.result_type(a, b))
         return xp.matmul(a, b, out=out)
 
+    def split(body, n, size):
+        """``body(lo, hi)`` over ``range(n)``: with NumPy in blocks on the CPU thread pool when ``size`` elements
+        are worth it (``ember.kernels.parallel``), else once on this thread.  Every body below writes each
+        block of its output from the same block of its inputs by the same ufunc calls, so the result is
+        bit-identical however the range is cut."""
+        if pooled:
+            parallel.rows(body, n, size)
+        else:
+            body(0, n)
+
+    def copy_into(out, v):
+        """``out[...] = v``, cut along the first axis of length >= 2 (the copies of im2col and of the layout
+        changes are memory-bound: one thread does not saturate the memory bus)."""
+        ax = next((i for i, s in enumerate(out.shape) if s >= 2), None)
+        if ax is None or not pooled:
+            out[...] = v
+            return out
+        lead = (slice(None),) * ax
+
+        def body(lo, hi):
+            out[lead + (slice(lo, hi),)] = v[lead + (slice(lo, hi),)]
+
+        split(body, out.shape[ax], out.size)
+        return out
+
     def contiguous(v):
         """A C-contiguous copy of ``v`` in a :func:`fresh` array."""
         if not pooled:
             return xp.ascontiguousarray(v)
-        out = workspace.empty(v.shape, v.dtype)
-        out[...] = v
-        return out
+        return copy_into(workspace.empty(v.shape, v.dtype), v)
 
     def zeroed(shape, dtype):
         out = fresh(shape, dtype)
@@ -58,9 +85,11 @@ def kernels(xp) -> dict:
 
     def copy(v):
         """A C-contiguous copy of the view ``v`` in a :func:`fresh` array (im2col's columns)."""
-        out = fresh(v.shape, v.dtype)
-        out[...] = v
-        return out
+        if not pooled:
+            out = fresh(v.shape, v.dtype)
+            out[...] = v
+            return out
+        return copy_into(fresh(v.shape, v.dtype), v)
 
     def pad(x, padding, value=0):
         if not any(lo or hi for lo, hi in padding):
@@ -115,10 +144,14 @@ def kernels(xp) -> dict:
     def embed(v, shape, lows):
         """``v`` copied into a :func:`fresh` array of ``shape`` at offsets ``lows`` of its trailing axes, zeros
         around it (only the border is zeroed: one pass over the data instead of ``pad``'s allocation + copy)."""
-        lead = len(shape) - len(lows)
         if tuple(v.shape) == tuple(shape):
             return copy(v)
-        out = fresh(shape, v.dtype)
+        return embed_into(fresh(shape, v.dtype), v, lows)
+
+    def fill(out, v, lows):
+        """``v`` into ``out`` at offsets ``lows`` of its trailing axes, the border zeroed (one thread: the
+        bodies run by :func:`split` call this, never a splitting kernel, as the pool does not nest)."""
+        lead = out.ndim - len(lows)
         box = []
         for i, lo in enumerate(lows):
             ax = lead + i
@@ -126,10 +159,24 @@ def kernels(xp) -> dict:
             before = (slice(None),) * lead + tuple(box)
             if lo:
                 out[before + (slice(0, lo),)] = 0
-            if hi < shape[ax]:
+            if hi < out.shape[ax]:
                 out[before + (slice(hi, None),)] = 0
             box.append(slice(lo, hi))
         out[(slice(None),) * lead + tuple(box)] = v
+
+    def embed_into(out, v, lows):
+        """:func:`embed` into ``out``, cut along its first leading axis of length >= 2 (see :func:`split`)."""
+        lead = out.ndim - len(lows)
+        ax = next((i for i in range(lead) if out.shape[i] >= 2), None)
+        if ax is None or not pooled:
+            fill(out, v, lows)
+            return out
+        before = (slice(None),) * ax
+
+        def body(lo, hi):
+            fill(out[before + (slice(lo, hi),)], v[before + (slice(lo, hi),)], lows)
+
+        split(body, out.shape[ax], out.size)
         return out
 
     def padded(v, padding):
@@ -215,9 +262,14 @@ def kernels(xp) -> dict:
         cols = cols.reshape((groups, cg) + tuple(k) + tuple(osp) + (x_shape[0],))
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(x_shape[2:], padding))
         gx = zeroed((groups, cg) + padded + (x_shape[0],), cols.dtype)
-        for off in offsets(k):
-            sl = tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s) for o_, dd, s, m in zip(off, dilation, stride, osp))
-            gx[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + off]
+        sls = [(off, tuple(slice(o_ * dd, o_ * dd + s * (m - 1) + 1, s)
+                           for o_, dd, s, m in zip(off, dilation, stride, osp))) for off in offsets(k)]
+
+        def body(lo, hi):  # the input channels lo:hi, the offsets in the same order on every block
+            for off, sl in sls:
+                gx[(slice(None), slice(lo, hi)) + sl] += cols[(slice(None), slice(lo, hi)) + off]
+
+        split(body, cg, cols.size)
         crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x_shape[2:], padding))
         return from_batch_last(gx[(slice(None), slice(None)) + crop])
 
@@ -261,15 +313,19 @@ def kernels(xp) -> dict:
         """The rule measured on ResNet-18's layers (OpenBLAS, 2 threads, AVX2 and AVX-512 kernels): Winograd wins
         where the GEMMs are wide (both channel counts >= 64), there are tiles enough to amortise the weight
         transform (>= 128: not at 2x2 or 4x4 maps of a small batch), the tiles are mostly used (an odd 7x7
-        output wastes a quarter of them), and the transformed input fits a cache-sized 8 MB where the
-        channels are only 64 wide (at 56x56 the transforms' memory traffic eats the GEMM's savings)."""
+        output wastes a quarter of them), and, where the channels are only 64 wide, the transformed input is at
+        most ``WINO_NARROW_BYTES`` (32 MB): the transforms run a few samples at a time through cache-sized
+        scratch (split over the thread pool), which makes ResNet-18's 56x56 stage at batch 8 (26 MB) pay
+        (0.9x im2col's time forward and forward + backward with AVX2 kernels; about even with AVX-512 ones),
+        while at 51 MB (batch 16, or 112x112 maps) the memory traffic of V and M still eats the GEMM's savings
+        in the forward pass."""
         n, c, h, w = x_shape
         narrow = min(c, w_shape[0])
         th, tw = wino_tiles(h, w, padding)
         ho, wo = h + sum(padding[0]) - 2, w + sum(padding[1]) - 2
         tiles = n * th * tw
         return narrow >= 64 and tiles >= 128 and 9 * ho * wo >= 32 * th * tw and \
-            (narrow >= 128 or 64 * tiles * c <= 8 << 20)
+            (narrow >= 128 or 64 * tiles * c <= WINO_NARROW_BYTES)
 
     def add(a, b, out):
         if pooled:
@@ -288,6 +344,11 @@ def kernels(xp) -> dict:
             xp.negative(a, out=out)
         else:
             out[...] = -a
+
+    def wino_step(n, sample_bytes):
+        """Samples per pass of a transform whose scratch takes ``sample_bytes`` a sample: the scratch of one
+        pass fits ``WINO_SCRATCH`` bytes (at least one sample; all of them on a non-NumPy backend)."""
+        return n if not pooled else max(1, min(n, WINO_SCRATCH // max(sample_bytes, 1)))
 
     def wino_tiles(h, w, padding):
         (pt, pb), (pl, pr) = padding
@@ -332,11 +393,22 @@ def kernels(xp) -> dict:
         ``(2i, 2j)``), from one channels-last padded copy."""
         n, c, h, w = x.shape
         th, tw = wino_tiles(h, w, padding)
-        p = embed(x.transpose(0, 2, 3, 1), (n, 2 * th + 2, 2 * tw + 2, c), (padding[0][0], padding[1][0], 0))
-        r = fresh((4, n, th, 2 * tw + 2, c), x.dtype)
-        bt([p[:, a:a + 2 * th:2] for a in range(4)], r)
+        xt = x.transpose(0, 2, 3, 1)
         v = fresh((4, 4, n, th, tw, c), x.dtype)
-        bt([r[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b] for b in range(4)])
+        step = wino_step(n, 6 * th * (2 * tw + 2) * c * x.dtype.itemsize)
+
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            p = fresh((k, 2 * th + 2, 2 * tw + 2, c), x.dtype)
+            r = fresh((4, k, th, 2 * tw + 2, c), x.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                pp, rr = p[:j - i], r[:, :j - i]
+                fill(pp, xt[i:j], (padding[0][0], padding[1][0], 0))
+                bt([pp[:, a:a + 2 * th:2] for a in range(4)], rr)
+                bt([rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, i:j] for b in range(4)])
+
+        split(body, n, v.size)
         return v.reshape(16, n * th * tw, c)
 
     def wino_weight(w):
@@ -353,36 +425,71 @@ def kernels(xp) -> dict:
         """``A^T m A`` of every tile, cropped to ``(N, O, ho, wo)``, from ``m`` ``(16, N*th*tw, O)``."""
         o = m.shape[-1]
         m = m.reshape(4, 4, n, th, tw, o)
-        s = fresh((2, 4, n, th, tw, o), m.dtype)
-        at(m, s)
-        y = fresh((n, 2 * th, 2 * tw, o), m.dtype)
-        yv = y.reshape(n, th, 2, tw, 2, o)
-        at([s[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
-        return contiguous(y[:, :ho, :wo].transpose(0, 3, 1, 2))
+        out = fresh((n, o, ho, wo), m.dtype)
+        step = wino_step(n, 12 * th * tw * o * m.dtype.itemsize)
+
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            s = fresh((2, 4, k, th, tw, o), m.dtype)
+            y = fresh((k, 2 * th, 2 * tw, o), m.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                ss, yy = s[:, :, :j - i], y[:j - i]
+                at(m[:, :, i:j], ss)
+                yv = yy.reshape(j - i, th, 2, tw, 2, o)
+                at([ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
+                out[i:j] = yy[:, :ho, :wo].transpose(0, 3, 1, 2)
+
+        split(body, n, m.size)
+        return out
 
     def wino_output_grad(g, th, tw):
         """dM ``(16, N*th*tw, O)``: the adjoint of :func:`wino_output` applied to ``g``."""
         n, o = g.shape[:2]
-        gv = embed(g.transpose(0, 2, 3, 1), (n, 2 * th, 2 * tw, o), (0, 0, 0)).reshape(n, th, 2, tw, 2, o)
-        q = fresh((4, 2, n, th, tw, o), g.dtype)
-        a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], q)
+        gt = g.transpose(0, 2, 3, 1)
         dm = fresh((4, 4, n, th, tw, o), g.dtype)
-        a_adj([q[:, b] for b in range(2)], [dm[:, b] for b in range(4)])
+        step = wino_step(n, 12 * th * tw * o * g.dtype.itemsize)
+
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            gp = fresh((k, 2 * th, 2 * tw, o), g.dtype)
+            q = fresh((4, 2, k, th, tw, o), g.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                qq = q[:, :, :j - i]
+                fill(gp[:j - i], gt[i:j], (0, 0, 0))
+                gv = gp[:j - i].reshape(j - i, th, 2, tw, 2, o)
+                a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq)
+                a_adj([qq[:, b] for b in range(2)], [dm[:, b, i:j] for b in range(4)])
+
+        split(body, n, dm.size)
         return dm.reshape(16, n * th * tw, o)
 
     def wino_input_adjoint(dv, x_shape, padding, th, tw):
         """The adjoint of :func:`wino_input`: overlapping tiles add (columns, then rows), the padding is cropped."""
         n, c, h, w = x_shape
         dv = dv.reshape(4, 4, n, th, tw, c)
-        e = fresh((4, n, th, tw + 1, 2, c), dv.dtype)
-        b_adj([dv[:, b] for b in range(4)], lambda k: e[:, :, :, :tw, k], lambda k: e[:, :, :, 1:, k],
-              e[:, :, :, tw])
-        e = e.reshape(4, n, th, 2 * tw + 2, c)
-        p = fresh((n, th + 1, 2, 2 * tw + 2, c), dv.dtype)
-        b_adj([e[a] for a in range(4)], lambda k: p[:, :th, k], lambda k: p[:, 1:, k], p[:, th])
-        p = p.reshape(n, 2 * th + 2, 2 * tw + 2, c)
+        out = fresh((n, c, h, w), dv.dtype)
         pt, pl = padding[0][0], padding[1][0]
-        return contiguous(p[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2))
+        step = wino_step(n, 12 * (th + 1) * (tw + 1) * c * dv.dtype.itemsize)
+
+        def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
+            k = min(step, hi - lo)
+            e = fresh((4, k, th, tw + 1, 2, c), dv.dtype)
+            p = fresh((k, th + 1, 2, 2 * tw + 2, c), dv.dtype)
+            for i in range(lo, hi, k):
+                j = min(i + k, hi)
+                ee, pp = e[:, :j - i], p[:j - i]
+                b_adj([dv[:, b, i:j] for b in range(4)], lambda q, ee=ee: ee[:, :, :, :tw, q],
+                      lambda q, ee=ee: ee[:, :, :, 1:, q], ee[:, :, :, tw])
+                ee = ee.reshape(4, j - i, th, 2 * tw + 2, c)
+                b_adj([ee[a] for a in range(4)], lambda q, pp=pp: pp[:, :th, q],
+                      lambda q, pp=pp: pp[:, 1:, q], pp[:, th])
+                pp = pp.reshape(j - i, 2 * th + 2, 2 * tw + 2, c)
+                out[i:j] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
+
+        split(body, n, dv.size)
+        return out
 
     def winograd_forward(x, w, b, padding):
         """``(y, V)``: V (5-d, unlike im2col's columns) is what :func:`winograd_weight_grad` reuses."""
