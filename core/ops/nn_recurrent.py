@@ -59,6 +59,32 @@ class LSTMLayer(Op):
         return _wrap_all(dout._dev, *grads, *([dw_hr] if ctx.proj else []))
 
 
+class LSTMStack(Op):
+    """Stacked forward LSTM layers (no projections, no dropout between them) over a whole sequence as one op,
+    its time loops run as a wavefront over the layers (``ember.kernels.rnn``)."""
+
+    save_inputs = True
+    backward_name = "LstmBackward0"
+
+    @staticmethod
+    def forward(ctx, k, L, mask, x, *rest):
+        h0s, c0s, params = rest[:L], rest[L:2 * L], rest[2 * L:]
+        out, h, c, ctx.cache = k["lstm_stack_forward"](x, params, h0s, c0s, mask)
+        ctx.L, ctx.mask = L, mask
+        return out, h, c
+
+    @staticmethod
+    def backward(ctx, dout, dh, dc):
+        _no_double_backward("LSTM")
+        L = ctx.L
+        x, params = ctx.inputs[0], [p._data for p in ctx.inputs[1 + 2 * L:]]
+        dx, dh0, dc0, grads = dout._dev.kernels["lstm_stack_backward"](
+            dout._data, dh._data, dc._data, ctx.cache, x._data, params, ctx.mask, ctx.next_functions[0][0] is not None)
+        dh0s = [dh0[i, ...] for i in range(L)]
+        dc0s = [dc0[i, ...] for i in range(L)]
+        return _wrap_all(dout._dev, dx, *dh0s, *dc0s, *grads)
+
+
 class GRULayer(Op):
     """One GRU layer in one direction over a whole sequence, its input projection included."""
 
@@ -183,6 +209,13 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
     if len(params) != num_layers * dirs * per:
         raise RuntimeError(f"{name}: expected {num_layers * dirs * per} weights for num_layers={num_layers}, "
                            f"bidirectional={bidirectional} and has_biases={has_biases}, got {len(params)}")
+    if mode == "LSTM" and dirs == 1 and not proj and num_layers > 1 and not (dropout_p > 0 and train):
+        # a stack of plain layers: one op whose layers run as a wavefront
+        x, h, c = apply(LSTMStack, num_layers, mask, x, *[h0[i] for i in range(num_layers)],
+                        *[c0[i] for i in range(num_layers)], *params)
+        if batch_sizes is not None:
+            return unpad_packed(x, idx), h, c
+        return (x.transpose(0, 1) if batch_first else x), h, c
     hs, cs = [], []
     for layer in range(num_layers):
         outs = []
