@@ -32,6 +32,10 @@ QUIET = {"lstm_stack_forward", "lstm_stack_backward", "lstm_forward", "lstm_back
 # array libraries whose elementwise functions and matmul take ``out=``
 _WRITE_IN_PLACE = {"numpy", "cupy"}
 
+WAVE_CHUNKS = 8
+"""How many chunks of steps a stack of LSTM layers is cut into for its wavefront (more chunks: a shorter
+wave's fill and drain, more hand-offs to the thread pool)."""
+
 
 def kernels(xp) -> dict:
     if getattr(xp, "__name__", "") == "numpy":
@@ -297,8 +301,8 @@ def kernels(xp) -> dict:
     # makes the same calls on the same data in the same order whatever runs beside it, and the chunks do not
     # depend on the number of threads, so the result is bit-identical to running the stages on one thread.
     def chunks(T):
-        """The step ranges of the wavefront: about eight chunks of steps."""
-        k = max(1, -(-T // 8))
+        """The step ranges of the wavefront: about ``WAVE_CHUNKS`` chunks of steps."""
+        k = max(1, -(-T // WAVE_CHUNKS))
         return [(t0, min(t0 + k, T)) for t0 in range(0, T, k)]
 
     def wavefront(stages, L):

@@ -152,6 +152,20 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
     return out, h, None
 
 
+def stackable(mode, num_layers, bidirectional, proj, dropout_p, train) -> bool:
+    """Whether a multi-layer recurrent net runs as one :class:`LSTMStack`: LSTM layers in one direction,
+    without projections and without dropout between them."""
+    return mode == "LSTM" and num_layers > 1 and not bidirectional and not proj and not (dropout_p > 0 and train)
+
+
+def lstm_stack(x, h0, c0, params, mask=None):
+    """Stacked forward LSTM layers over time-major ``x`` ``(T, B, in)`` as one op (their time loops a wavefront
+    over the layers): ``params`` per layer ``w_ih, w_hh`` (then ``b_ih, b_hh``), ``h0``/``c0`` ``(L, B, H)``;
+    ``(out, h_n, c_n)``."""
+    L = h0.shape[0]
+    return apply(LSTMStack, L, mask, x, *[h0[i] for i in range(L)], *[c0[i] for i in range(L)], *params)
+
+
 # --------------------------------------------------------------------------- packed sequences
 def packed_layout(batch_sizes, name="packed sequence"):
     """Where the rows of packed sequences sit in their padded time-major batch ``(T, B, *)``: ``(T, B, t_idx,
@@ -209,10 +223,8 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
     if len(params) != num_layers * dirs * per:
         raise RuntimeError(f"{name}: expected {num_layers * dirs * per} weights for num_layers={num_layers}, "
                            f"bidirectional={bidirectional} and has_biases={has_biases}, got {len(params)}")
-    if mode == "LSTM" and dirs == 1 and not proj and num_layers > 1 and not (dropout_p > 0 and train):
-        # a stack of plain layers: one op whose layers run as a wavefront
-        x, h, c = apply(LSTMStack, num_layers, mask, x, *[h0[i] for i in range(num_layers)],
-                        *[c0[i] for i in range(num_layers)], *params)
+    if stackable(mode, num_layers, bidirectional, proj, dropout_p, train):
+        x, h, c = lstm_stack(x, h0, c0, params, mask)
         if batch_sizes is not None:
             return unpad_packed(x, idx), h, c
         return (x.transpose(0, 1) if batch_first else x), h, c
