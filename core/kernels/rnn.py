@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from . import parallel, workspace
 
-QUIET = {"lstm_stack_forward", "lstm_stack_backward", "lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
+QUIET = {"lstm_stack_forward", "lstm_stack_backward", "lstm_forward", "lstm_backward",
+         "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
 # array libraries whose elementwise functions and matmul take ``out=``
 _WRITE_IN_PLACE = {"numpy", "cupy"}

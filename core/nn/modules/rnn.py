@@ -15,8 +15,8 @@ import warnings
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import arange, empty, from_numpy, zeros
 from ...ops.nn import dropout
-from ...ops.nn_recurrent import gru_cell, lstm_cell, lstm_stack, pad_packed, rnn_relu_cell, rnn_tanh_cell, run_direction, \
-    stackable, unpad_packed
+from ...ops.nn_recurrent import gru_cell, lstm_cell, lstm_stack, pad_packed, rnn_relu_cell, rnn_tanh_cell, \
+    run_direction, stackable, unpad_packed
 from ...ops.shape import cat, stack
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _packed_layout
