@@ -4,7 +4,9 @@ then one recurrent GEMM plus the gate arithmetic per step; the backward through 
 gradients of every step, which leaves the weight and input gradients to one GEMM each and the bias
 gradients to one sum.
 
-The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction.  The cells
+The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction, except a stack of
+plain LSTM layers in one direction (no projections, no dropout between them), which is one op,
+:class:`LSTMStack`, whose layers' time loops run as a wavefront over chunks of steps on the thread pool.  The cells
 (``LSTMCell`` ...) are composed of ember ops and need no op of their own.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..dispatch import apply
 from ..registry import export
+from ..state import ONNX_EXPORTING
 from ..tensor import Tensor, _wrap
 from .creation import from_numpy, zeros
 from .nn import dropout
@@ -154,8 +157,10 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
 
 def stackable(mode, num_layers, bidirectional, proj, dropout_p, train) -> bool:
     """Whether a multi-layer recurrent net runs as one :class:`LSTMStack`: LSTM layers in one direction,
-    without projections and without dropout between them."""
-    return mode == "LSTM" and num_layers > 1 and not bidirectional and not proj and not (dropout_p > 0 and train)
+    without projections and without dropout between them (and not while exporting to ONNX, which maps the
+    per-layer op)."""
+    return (mode == "LSTM" and num_layers > 1 and not bidirectional and not proj and not (dropout_p > 0 and train)
+            and not ONNX_EXPORTING[0])
 
 
 def lstm_stack(x, h0, c0, params, mask=None):
