@@ -159,3 +159,9 @@ def test_stacks_outside_the_wavefront_match_torch(device, torch, kw):
     (eo.sum() + eh.sum()).backward()
     (to.sum() + th.sum()).backward()
     assert_close(ex.grad, tx.grad, rtol=1e-4, atol=1e-5)
+
+
+from ember.testing.op_table_rnn import ROWS  # noqa: E402
+from ember.testing.op_table_shape import row_test  # noqa: E402
+
+test_row = row_test(ROWS)
