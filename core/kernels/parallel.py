@@ -31,19 +31,3 @@ def rows(body, n: int, size: int) -> None:
         body(0, n)
     else:
         run(body, n, size)
-
-
-def tasks(fns) -> None:
-    """Call each of ``fns`` (callables of no argument, independent of one another) once: at once on the
-    installed pool where it has two threads or more, else one after the other on the calling thread."""
-    run = _RUNNER["run"]
-    if run is None or len(fns) < 2:
-        for f in fns:
-            f()
-        return
-
-    def body(lo, hi):
-        for f in fns[lo:hi]:
-            f()
-
-    run(body, len(fns), MIN_SIZE)

@@ -25,17 +25,12 @@ finished sequence keeps its state and outputs zeros (packed sequences).
 """
 from __future__ import annotations
 
-from . import parallel, workspace
+from . import workspace
 
-QUIET = {"lstm_stack_forward", "lstm_stack_backward", "lstm_forward", "lstm_backward",
-         "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
+QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
 # array libraries whose elementwise functions and matmul take ``out=``
 _WRITE_IN_PLACE = {"numpy", "cupy"}
-
-WAVE_CHUNKS = 8
-"""How many chunks of steps a stack of LSTM layers is cut into for its wavefront (more chunks: a shorter
-wave's fill and drain, more hand-offs to the thread pool)."""
 
 
 def kernels(xp) -> dict:
@@ -295,207 +290,6 @@ def kernels(xp) -> dict:
             dw_hr = product(xp.reshape(DHP, (T * B, P)).T, xp.reshape(HP, (T * B, H)))
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0, dc if needs[2] else None, dw_hr
 
-    # ------------------------------------------------------------------ stacked LSTM layers: a wavefront
-    # Layer l's step t needs layer l-1's step t and its own step t-1 only, so the layers of a stack run as a
-    # wavefront over chunks of steps: stage s runs chunk s - l of every layer l at once (on the thread pool;
-    # NumPy releases the GIL in matmul and the ufunc loops), the backward the same in reverse.  Each layer
-    # makes the same calls on the same data in the same order whatever runs beside it, and the chunks do not
-    # depend on the number of threads, so the result is bit-identical to running the stages on one thread.
-    def chunks(T):
-        """The step ranges of the wavefront: about ``WAVE_CHUNKS`` chunks of steps."""
-        k = max(1, -(-T // WAVE_CHUNKS))
-        return [(t0, min(t0 + k, T)) for t0 in range(0, T, k)]
-
-    def wavefront(stages, L):
-        """``stages[l]``: the list of layer ``l``'s chunk callables, in the order they must run (layer ``l``'s
-        chunk ``j`` after layer ``l - 1``'s chunk ``j``); run as a wavefront."""
-        n = len(stages[0])
-        for s in range(n + L - 1):
-            parallel.tasks([stages[l][s - l] for l in range(L) if 0 <= s - l < n])
-
-    def lstm_layer_forward(w_ih, w_hh, b_ih, b_hh, h0, c0, mask, T, B, dt):
-        """One forward LSTM layer run chunk by chunk: ``(run_chunk, state)``; ``run_chunk(x, t0, t1)``
-        (``x`` this layer's input at steps ``t0:t1``) runs those steps and returns its output there."""
-        H = w_hh.shape[1]
-        half = xp.reshape(xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=dt), (4, 1, 1))
-        wT = xp.swapaxes(gate_major(w_ih, LSTM_ORDER, half), 1, 2)            # (4, n, H)
-        bias = None
-        if b_ih is not None:
-            bias = xp.reshape(gate_major(b_ih + b_hh, LSTM_ORDER), (4, 1, H)) * half
-        w_rec = packed_rows(w_hh, LSTM_ORDER, half).T                         # (H, 4H)
-        A = empty((4, T, B, H), dt)
-        HB = empty((T + 1, B, H), dt)
-        CB = empty((T + 1, B, H), dt)
-        TC = empty((T, B, H), dt)
-        out = None if mask is None else xp.zeros((T, B, H), dtype=dt)
-        HB[0, ...] = h0
-        CB[0, ...] = c0
-        rec = xp.empty((B, 4 * H), dtype=dt)
-        rec_g = by_gate(rec, 4)
-        ig = xp.empty((B, H), dtype=dt)
-        in_place = getattr(xp, "__name__", "") in _WRITE_IN_PLACE
-
-        def run_chunk(x, t0, t1):
-            K = t1 - t0
-            x2 = xp.reshape(x, (K * B, x.shape[-1]))
-            if in_place:  # the chunk's input projection straight into its gate-major rows (a view)
-                Ac = xp.reshape(A[:, t0:t1, ...], (4, K * B, H))
-                mm(x2, wT, Ac)
-                if bias is not None:
-                    add(Ac, bias, Ac)
-            else:
-                Ac = xp.matmul(x2, wT)
-                if bias is not None:
-                    Ac = Ac + bias
-                A[:, t0:t1, ...] = xp.reshape(Ac, (4, K, B, H))
-            for t in range(t0, t1):
-                a = A[:, t, ...]
-                mm(HB[t, ...], w_rec, rec)
-                add(a, rec_g, a)
-                tanh(a, a)
-                sig = a[:3, ...]
-                mul(sig, 0.5, sig)
-                add(sig, 0.5, sig)
-                c_new, tc = CB[t + 1, ...], TC[t, ...]
-                mul(a[2, ...], CB[t, ...], c_new)
-                mul(a[1, ...], a[3, ...], ig)
-                add(c_new, ig, c_new)
-                tanh(c_new, tc)
-                mul(a[0, ...], tc, HB[t + 1, ...])
-                if mask is not None:
-                    m = mask[t, ...]
-                    out[t, ...] = m * HB[t + 1, ...]
-                    HB[t + 1, ...] = keep(m, HB[t + 1, ...], HB[t, ...])
-                    CB[t + 1, ...] = keep(m, c_new, CB[t, ...])
-            return (HB if mask is None else out)[t0 + (mask is None):t1 + (mask is None), ...]
-
-        return run_chunk, (A, HB, CB, TC, out)
-
-    def lstm_stack_forward(x, params, h0s, c0s, mask):
-        """``L = len(h0s)`` forward LSTM layers (no projections) over ``x`` ``(T, B, n)``; ``params`` per layer
-        ``w_ih, w_hh`` and, when ``len(params) == 4 L``, ``b_ih, b_hh``.  ``(out, h_n, c_n, cache)`` with
-        ``h_n``, ``c_n`` ``(L, B, H)``."""
-        T, B, _ = x.shape
-        L = len(h0s)
-        per = len(params) // L
-        dt = x.dtype
-        runs, states = [], []
-        for l in range(L):
-            w = params[l * per:(l + 1) * per]
-            run_chunk, state = lstm_layer_forward(w[0], w[1], w[2] if per == 4 else None,
-                                                  w[3] if per == 4 else None, h0s[l], c0s[l], mask, T, B, dt)
-            runs.append(run_chunk)
-            states.append(state)
-        spans = chunks(T)
-        inputs = [[None] * len(spans) for _ in range(L + 1)]  # inputs[l][j]: layer l's input in chunk j
-        inputs[0] = [x[t0:t1, ...] for t0, t1 in spans]
-
-        def stage(l, j):
-            def go():
-                inputs[l + 1][j] = runs[l](inputs[l][j], *spans[j])
-            return go
-
-        wavefront([[stage(l, j) for j in range(len(spans))] for l in range(L)], L)
-        A, HB, CB, TC, masked = states[-1]
-        out = copy(HB[1:T + 1, ...]) if masked is None else masked
-        h_n = xp.stack([s[1][T, ...] for s in states])
-        c_n = xp.stack([s[2][T, ...] for s in states])
-        return out, h_n, c_n, (states, spans)
-
-    def lstm_stack_backward(dout, dh_n, dc_n, cache, x, params, mask, need_x):
-        """Gradients of ``x`` (None unless ``need_x``), ``h0`` and ``c0`` ``(L, B, H)`` and of ``params`` (as
-        :func:`lstm_stack_forward` takes them) of a stack of LSTM layers."""
-        states, spans = cache
-        L = len(states)
-        per = len(params) // L
-        T, B, _ = dout.shape
-        dt = dout.dtype
-        H = states[0][1].shape[-1]
-        grads_in = [[None] * len(spans) for _ in range(L + 1)]  # grads_in[l][j]: d(layer l's output), chunk j
-        grads_in[L] = [dout[t0:t1, ...] for t0, t1 in spans]
-        dGs, dh0, dc0, runs = [], [None] * L, [None] * L, []
-        for l in range(L):
-            A, HB, CB, TC, _ = states[l]
-            w_ih, w_hh = params[l * per], params[l * per + 1]
-            dG = empty((T, B, 4 * H), dt)
-            dGs.append(dG)
-            runs.append(lstm_layer_backward(A, HB, CB, TC, dG, w_ih, w_hh, dh_n[l, ...], dc_n[l, ...], mask,
-                                            need_x or l > 0, dh0, dc0, l))
-
-        def stage(l, j):
-            def go():
-                grads_in[l][j] = runs[l](grads_in[l + 1][j], *spans[j])
-            return go
-
-        n = len(spans)
-        wavefront([[stage(l, j) for j in range(n - 1, -1, -1)] for l in range(L - 1, -1, -1)], L)
-        grads = []
-        for l in range(L):
-            HB = states[l][1]
-            w_ih = params[l * per]
-            below = None if l == 0 else states[l - 1]  # the layer below's output is this one's input
-            layer_in = x if l == 0 else (below[1][1:T + 1, ...] if below[4] is None else below[4])
-            _, dw_ih, db = weight_grads(dGs[l], layer_in, w_ih, LSTM_BACK, LSTM_ORDER, False)
-            d2 = xp.reshape(dGs[l], (T * B, 4 * H))
-            dw_hh = pytorch_order(xp.reshape(product(d2.T, xp.reshape(HB[0:T, ...], (T * B, H))), (4, H, H)),
-                                  LSTM_BACK)
-            grads += [dw_ih, dw_hh] + ([db, xp.array(db, copy=True)] if per == 4 else [])
-        dx = xp.concat(grads_in[0], axis=0) if need_x else None
-        return dx, xp.stack(dh0), xp.stack(dc0), grads
-
-    def lstm_layer_backward(A, HB, CB, TC, dG, w_ih, w_hh, dhT, dcT, mask, need_x, dh0, dc0, l):
-        """One forward LSTM layer's backward, chunk by chunk in reverse: ``run_chunk(dout, t0, t1)`` takes the
-        gradient of the layer's output at steps ``t0:t1``, fills ``dG[t0:t1]`` and returns the gradient of
-        its input there (None unless ``need_x``); after chunk 0 ``dh0[l]``, ``dc0[l]`` hold the state's."""
-        T, B, H = TC.shape
-        dt = TC.dtype
-        F = by_gate(dG, 4)
-        Q = empty((T, B, H), dt)
-        w_rec = packed_rows(w_hh, LSTM_ORDER)              # (4H, H)
-        w_in = packed_rows(w_ih, LSTM_ORDER) if need_x else None
-        dh = xp.empty((B, H), dtype=dt)
-        dct = xp.empty((B, H), dtype=dt)
-        dc = xp.array(dcT, copy=True)
-        R = xp.array(dhT, copy=True)   # the gradient reaching h from the later steps
-        carry = [None, None]
-
-        def run_chunk(dout, t0, t1):
-            # the factors known before the loop, over the chunk's steps (see lstm_backward)
-            Fc, Ac, TCc, Qc = F[:, t0:t1, ...], A[:, t0:t1, ...], TC[t0:t1, ...], Q[t0:t1, ...]
-            mul(Ac, Ac, Fc)
-            sub(Ac[:3, ...], Fc[:3, ...], Fc[:3, ...])
-            sub(1.0, Fc[3, ...], Fc[3, ...])
-            mul(Fc[0, ...], TCc, Fc[0, ...])
-            mul(Fc[1, ...], Ac[3, ...], Fc[1, ...])
-            mul(Fc[2, ...], CB[t0:t1, ...], Fc[2, ...])
-            mul(Fc[3, ...], Ac[1, ...], Fc[3, ...])
-            mul(TCc, TCc, Qc)
-            sub(1.0, Qc, Qc)
-            mul(Qc, Ac[0, ...], Qc)
-            for t in range(t1 - 1, t0 - 1, -1):
-                add(R, dout[t - t0, ...], dh)
-                if mask is not None:
-                    m = mask[t, ...]
-                    carry[0], carry[1] = mask_step(dh, carry[0], m), mask_step(dc, None, m)
-                mul(dh, Q[t, ...], dct)
-                add(dct, dc, dct)
-                g = F[:, t, ...]
-                mul(g[0, ...], dh, g[0, ...])
-                mul(g[1:, ...], dct, g[1:, ...])
-                mul(dct, A[2, t, ...], dc)
-                if carry[1] is not None:
-                    add(dc, carry[1], dc)
-                mm(dG[t, ...], w_rec, R)
-            if t0 == 0:
-                dh0[l] = R if carry[0] is None else R + carry[0]
-                dc0[l] = dc
-            if w_in is None:
-                return None
-            K = t1 - t0
-            return xp.reshape(product(xp.reshape(dG[t0:t1, ...], (K * B, 4 * H)), w_in), (K, B, w_in.shape[1]))
-
-        return run_chunk
-
     # ------------------------------------------------------------------ GRU (gates r, z, n)
     # Gate-major as the LSTM, in PyTorch's order (the sigmoid gates r, z are the slice A[:2]);
     # n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)), h' = n + z (h - n).
@@ -667,6 +461,5 @@ def kernels(xp) -> dict:
         dx, dw_ih, db = weight_grads(F, x, w_ih, (0,), (0,), needs[0])
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0
 
-    return {"lstm_stack_forward": lstm_stack_forward, "lstm_stack_backward": lstm_stack_backward,
-            "lstm_forward": lstm_forward, "lstm_backward": lstm_backward, "gru_forward": gru_forward,
+    return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward, "gru_forward": gru_forward,
             "gru_backward": gru_backward, "rnn_forward": rnn_forward, "rnn_backward": rnn_backward}

@@ -4,9 +4,7 @@ then one recurrent GEMM plus the gate arithmetic per step; the backward through 
 gradients of every step, which leaves the weight and input gradients to one GEMM each and the bias
 gradients to one sum.
 
-The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction, except a stack of
-plain LSTM layers in one direction (no projections, no dropout between them), which is one op,
-:class:`LSTMStack`, whose layers' time loops run as a wavefront over chunks of steps on the thread pool.  The cells
+The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction.  The cells
 (``LSTMCell`` ...) are composed of ember ops and need no op of their own.
 """
 from __future__ import annotations
@@ -18,7 +16,6 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..dispatch import apply
 from ..registry import export
-from ..state import ONNX_EXPORTING
 from ..tensor import Tensor, _wrap
 from .creation import from_numpy, zeros
 from .nn import dropout
@@ -60,32 +57,6 @@ class LSTMLayer(Op):
             None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse, needs)
         grads = [dx, dw_ih, dw_hh] + ([db_ih, db_hh] if ctx.bias else []) + [dh0, dc0]
         return _wrap_all(dout._dev, *grads, *([dw_hr] if ctx.proj else []))
-
-
-class LSTMStack(Op):
-    """Stacked forward LSTM layers (no projections, no dropout between them) over a whole sequence as one op,
-    its time loops run as a wavefront over the layers (``ember.kernels.rnn``)."""
-
-    save_inputs = True
-    backward_name = "LstmBackward0"
-
-    @staticmethod
-    def forward(ctx, k, L, mask, x, *rest):
-        h0s, c0s, params = rest[:L], rest[L:2 * L], rest[2 * L:]
-        out, h, c, ctx.cache = k["lstm_stack_forward"](x, params, h0s, c0s, mask)
-        ctx.L, ctx.mask = L, mask
-        return out, h, c
-
-    @staticmethod
-    def backward(ctx, dout, dh, dc):
-        _no_double_backward("LSTM")
-        L = ctx.L
-        x, params = ctx.inputs[0], [p._data for p in ctx.inputs[1 + 2 * L:]]
-        dx, dh0, dc0, grads = dout._dev.kernels["lstm_stack_backward"](
-            dout._data, dh._data, dc._data, ctx.cache, x._data, params, ctx.mask, ctx.next_functions[0][0] is not None)
-        dh0s = [dh0[i, ...] for i in range(L)]
-        dc0s = [dc0[i, ...] for i in range(L)]
-        return _wrap_all(dout._dev, dx, *dh0s, *dc0s, *grads)
 
 
 class GRULayer(Op):
@@ -155,22 +126,6 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
     return out, h, None
 
 
-def stackable(mode, num_layers, bidirectional, proj, dropout_p, train) -> bool:
-    """Whether a multi-layer recurrent net runs as one :class:`LSTMStack`: LSTM layers in one direction,
-    without projections and without dropout between them (and not while exporting to ONNX, which maps the
-    per-layer op)."""
-    return (mode == "LSTM" and num_layers > 1 and not bidirectional and not proj and not (dropout_p > 0 and train)
-            and not ONNX_EXPORTING[0])
-
-
-def lstm_stack(x, h0, c0, params, mask=None):
-    """Stacked forward LSTM layers over time-major ``x`` ``(T, B, in)`` as one op (their time loops a wavefront
-    over the layers): ``params`` per layer ``w_ih, w_hh`` (then ``b_ih, b_hh``), ``h0``/``c0`` ``(L, B, H)``;
-    ``(out, h_n, c_n)``."""
-    L = h0.shape[0]
-    return apply(LSTMStack, L, mask, x, *[h0[i] for i in range(L)], *[c0[i] for i in range(L)], *params)
-
-
 # --------------------------------------------------------------------------- packed sequences
 def packed_layout(batch_sizes, name="packed sequence"):
     """Where the rows of packed sequences sit in their padded time-major batch ``(T, B, *)``: ``(T, B, t_idx,
@@ -228,11 +183,6 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
     if len(params) != num_layers * dirs * per:
         raise RuntimeError(f"{name}: expected {num_layers * dirs * per} weights for num_layers={num_layers}, "
                            f"bidirectional={bidirectional} and has_biases={has_biases}, got {len(params)}")
-    if stackable(mode, num_layers, bidirectional, proj, dropout_p, train):
-        x, h, c = lstm_stack(x, h0, c0, params, mask)
-        if batch_sizes is not None:
-            return unpad_packed(x, idx), h, c
-        return (x.transpose(0, 1) if batch_first else x), h, c
     hs, cs = [], []
     for layer in range(num_layers):
         outs = []

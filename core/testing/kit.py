@@ -36,7 +36,6 @@ TABLES = ["ember.testing.op_table", "ember.testing.op_table_shape", "ember.testi
           "ember.testing.op_table_linalg2", "ember.testing.op_table_special", "ember.testing.op_table_fft",
           "ember.testing.op_table_breadth", "ember.testing.op_table_gapfill", "ember.testing.op_table_semantics",
           "ember.testing.op_table_func"]
-TABLES += ["ember.testing.op_table_rnn"]
 CHECKS = ("forward", "noncontiguous", "grad", "gradgrad")
 
 

@@ -15,8 +15,8 @@ import warnings
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import arange, empty, from_numpy, zeros
 from ...ops.nn import dropout
-from ...ops.nn_recurrent import gru_cell, lstm_cell, lstm_stack, pad_packed, rnn_relu_cell, rnn_tanh_cell, \
-    run_direction, stackable, unpad_packed
+from ...ops.nn_recurrent import gru_cell, lstm_cell, pad_packed, rnn_relu_cell, rnn_tanh_cell, run_direction, \
+    unpad_packed
 from ...ops.shape import cat, stack
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _packed_layout
@@ -163,13 +163,7 @@ class RNNBase(Module):
                 self._check_hidden(c0, c_shape, "cell")
         hs, cs = [], []
         layer_in = x
-        stacked = stackable(self.mode, self.num_layers, self.bidirectional, self.proj_size > 0, self.dropout,
-                            self.training)
-        if stacked:  # one op for the whole stack, its layers' time loops a wavefront
-            names = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if self.bias else ())
-            params = [getattr(self, f"{n}_l{layer}") for layer in range(self.num_layers) for n in names]
-            layer_in, h_stack, c_stack = lstm_stack(x, h0, c0, params, mask)
-        for layer in range(0 if stacked else self.num_layers):
+        for layer in range(self.num_layers):
             outs = []
             for d in range(D):
                 idx = layer * D + d
@@ -180,8 +174,8 @@ class RNNBase(Module):
             layer_in = outs[0] if D == 1 else _cat_last(outs)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_in = dropout(layer_in, self.dropout, True)
-        h_n = h_stack if stacked else stack(hs, 0)
-        c_n = c_stack if stacked else (stack(cs, 0) if self.mode == "LSTM" else None)
+        h_n = stack(hs, 0)
+        c_n = stack(cs, 0) if self.mode == "LSTM" else None
         output = layer_in
         if exported is not None:
             output = self._repack_exported(output, input, mask_t)
