@@ -57,26 +57,9 @@ def kernels(xp) -> dict:
         else:
             body(0, n)
 
-    def copy_into(out, v):
-        """``out[...] = v``, cut along the first axis of length >= 2 (the copies of im2col and of the layout
-        changes are memory-bound: one thread does not saturate the memory bus)."""
-        ax = next((i for i, s in enumerate(out.shape) if s >= 2), None)
-        if ax is None or not pooled:
-            out[...] = v
-            return out
-        lead = (slice(None),) * ax
-
-        def body(lo, hi):
-            out[lead + (slice(lo, hi),)] = v[lead + (slice(lo, hi),)]
-
-        split(body, out.shape[ax], out.size)
-        return out
-
     def contiguous(v):
         """A C-contiguous copy of ``v`` in a :func:`fresh` array."""
-        if not pooled:
-            return xp.ascontiguousarray(v)
-        return copy_into(workspace.empty(v.shape, v.dtype), v)
+        return copy(v) if pooled else xp.ascontiguousarray(v)
 
     def zeroed(shape, dtype):
         out = fresh(shape, dtype)
@@ -84,12 +67,10 @@ def kernels(xp) -> dict:
         return out
 
     def copy(v):
-        """A C-contiguous copy of the view ``v`` in a :func:`fresh` array (im2col's columns)."""
-        if not pooled:
-            out = fresh(v.shape, v.dtype)
-            out[...] = v
-            return out
-        return copy_into(fresh(v.shape, v.dtype), v)
+        """A C-contiguous copy of the view ``v`` in a :func:`fresh` array (im2col's columns), cut along its first
+        axis of length >= 2 (the copies of im2col and of the layout changes are memory-bound: one thread does
+        not saturate the memory bus)."""
+        return embed_into(fresh(v.shape, v.dtype), v, ())
 
     def pad(x, padding, value=0):
         if not any(lo or hi for lo, hi in padding):
