@@ -19,7 +19,7 @@ import numpy as np
 from ember.kernels import parallel, workspace
 from ember.runtime import get_num_threads
 
-MIN_SIZE = 1 << 18
+MIN_SIZE = parallel.MIN_SIZE
 """Elements below which an op runs on one thread (~50 us of work for a float32 add: the hand-off to the pool
 would eat the gain)."""
 
@@ -136,9 +136,9 @@ def relu_backward_large(g, out):
 
 def run_rows(body, n0: int, size: int) -> None:
     """``body(lo, hi)`` over the blocks of ``range(n0)`` on ``ember.get_num_threads()`` threads (the runner of
-    ``ember.kernels.parallel``: the kernels' split work comes here)."""
+    ``ember.kernels.parallel``: the kernels' split work comes here, ``size`` already checked there)."""
     threads = min(get_num_threads(), n0)
-    if threads < 2 or size < MIN_SIZE:
+    if threads < 2:
         body(0, n0)
     else:
         _run_blocks(body, n0, threads)
