@@ -12,7 +12,10 @@
     python bench/bench_midsize.py --profile resnet_step [--lib ember|torch]
 
 Both libraries get ``set_num_threads(threads)``.  The two contenders' steps are interleaved (ember, torch,
-ember, ...) so that load from other processes falls on both alike; the figures are medians of --repeat steps
+ember, ...) so that load from other processes falls on both alike, with a pause of ``--settle`` seconds (0.3)
+before every timed step: BLAS and OpenMP worker threads spin for up to ~0.1 s after their last job (OpenBLAS
+for 2^28 cycles), and without the pause the spinning workers of one contender's step take the cores from
+the next contender's step (ember's OpenBLAS workers made PyTorch's ResNet-18 step 1.7x slower); the figures are medians of --repeat steps
 after warm-up, in wall time and in process CPU time (all threads), with the interquartile range as the noise;
 "best ratio" compares the fastest step of each (what a quiet machine gives; load from other processes only adds),
 and "faults/step" counts the minor page faults of a step (fresh pages the OS zeroes and maps in, about a
@@ -153,7 +156,7 @@ def quartiles(xs):
     return q[1], q[2] - q[0]
 
 
-def run_interleaved(workload, libs, repeat, warmup):
+def run_interleaved(workload, libs, repeat, warmup, settle=0.3):
     steps = {name: make(workload, lib) for name, lib in libs.items()}
     for _ in range(warmup):
         for s in steps.values():
@@ -163,6 +166,7 @@ def run_interleaved(workload, libs, repeat, warmup):
     faults = {k: [] for k in steps}
     for _ in range(repeat):
         for k, s in steps.items():
+            time.sleep(settle)
             f0 = minor_faults()
             w, c = clocked(s)
             faults[k].append(minor_faults() - f0)
@@ -312,6 +316,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds of idle before each timed step, for the other contender's spinning threads to stop")
     ap.add_argument("--only", help="comma-separated workloads (default: all)")
     ap.add_argument("--rss", action="store_true", help="also the peak RSS of the ResNet-18 step, per subprocess")
     ap.add_argument("--profile", metavar="WORKLOAD")
@@ -341,7 +347,7 @@ def main(argv=None):
     print(f"{'workload':<14}{'ember ms':>16}{'torch ms':>16}{'ratio':>8}{'cpu ratio':>11}{'best ratio':>12}"
           f"{'faults/step e/t':>17}  target")
     for w in names:
-        r = run_interleaved(w, libs, args.repeat, args.warmup)
+        r = run_interleaved(w, libs, args.repeat, args.warmup, args.settle)
         report["workloads"][w] = r
         e = r["ember"]
         line = f"{w:<14}{e['wall_ms'][0]:9.1f} ±{e['wall_ms'][1] / 2:5.1f}"

@@ -84,6 +84,7 @@ class Backend:
     name: str = ""
     nondeterministic_kernels: frozenset = frozenset()
     copied_views: frozenset = frozenset()
+    writes_into: frozenset = frozenset()
     host: bool = False
     api_version: int = API_VERSION
     xp = None
@@ -407,6 +408,14 @@ def _alerting(fn, caller):
     return kernel
 
 
+def _writes_into(table) -> frozenset:
+    """The kernels of ``table`` that write their one result into an ``out=`` array of the first input's shape and
+    dtype: the array library's ufuncs, and functions marked ``writes_into = True``.  In-place ops whose Op is
+    exactly one of these kernels (``kernel_name``) write straight into the tensor's memory."""
+    return frozenset(n for n, fn in table.items() if getattr(fn, "writes_into", False) or
+                     (type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1))
+
+
 class ArrayBackend(Backend):
     """A backend over a NumPy-compatible array module ``xp``, with the shared kernels.
 
@@ -425,6 +434,10 @@ class ArrayBackend(Backend):
             self.kernels.update(overrides)
         for op in self.nondeterministic_kernels & self.kernels.keys():
             self.kernels[op] = _alerting(self.kernels[op], f"{op} on {self.name}")
+        self.writes_into = _writes_into(self.kernels)
+
+    def kernels_changed(self) -> None:
+        self.writes_into = _writes_into(self.kernels)
 
     def overrides(self) -> dict:
         """Kernels this backend does better than the shared library (``{op name: function}``)."""

@@ -583,6 +583,18 @@ def inplace(Op, a: Tensor, *args):
         old = snapshot(a)  # the backward needs a's value before the write
     ctx = _new(Op)
     arrays = [x._data if isinstance(x, Tensor) else x for x in conv]
+    kn = Op.__dict__.get("kernel_name")
+    if kn is not None and not overlapped and kn in a._dev.backend.writes_into:
+        # the kernel writes straight into a's memory (one pass, no temporary); it checks shapes and casts
+        # before writing, and on an error nothing is written: the general path below then reports it
+        if a._fn is not None:
+            _pin_saved_output(a)
+        try:
+            a._dev.kernels[kn](a._data, *arrays, out=a._data)
+        except (ValueError, TypeError):
+            pass
+        else:
+            return write_inplace(a, None, ctx if recording else None, (old, *conv))
     try:
         out = Op.forward(ctx, a._dev.kernels, a._data, *arrays)
     except (ValueError, TypeError) as exc:  # operands that do not broadcast: PyTorch's RuntimeError
@@ -722,14 +734,16 @@ def write_inplace(a: Tensor, out, ctx, inputs, overlapped=False):
 
     When ``a`` is a view, the base's history is rewritten with a
     :class:`CopySlices` node, as PyTorch does.  ``overlapped``: some elements of ``a`` share memory and
-    only the changed ones are written (:func:`write_changed`).
+    only the changed ones are written (:func:`write_changed`).  ``out`` None: the kernel already wrote
+    into ``a``'s memory.
     """
-    if a._fn is not None:
-        _pin_saved_output(a)
-    if overlapped:
-        write_changed(a, out)
-    else:
-        a._dev.kernels["copy_"](a._data, out)
+    if out is not None:
+        if a._fn is not None:
+            _pin_saved_output(a)
+        if overlapped:
+            write_changed(a, out)
+        else:
+            a._dev.kernels["copy_"](a._data, out)
     a._bump()
     if a._base is not None and a._dev.backend.copied_views:
         write_back(a)

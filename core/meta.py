@@ -154,6 +154,7 @@ class MetaBackend(ArrayBackend):
         super().__init__(np)
         library = dict(self.kernels)
         self.kernels = {}
+        self.writes_into = frozenset()  # stand-ins have no memory to write into
         for name, fn in library.items():
             if name in _kernels.MUTATING:
                 self.kernels[name] = _writes_nothing(name, _kernels.MUTATING[name])

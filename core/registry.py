@@ -24,7 +24,8 @@ import sys
 from . import dtypes
 from .autograd.function import Op
 from .autograd.grad_mode import no_grad
-from .dispatch import binary, cast, copy_into_out, inplace_result, unary
+from .dispatch import binary, cast, copy_into_out, inplace, inplace_result, observed, unary
+from .state import is_grad_enabled
 from .tensor import Tensor
 
 NAMESPACE_NAMES = ("torch", "Tensor", "linalg", "nn.functional", "special", "fft")
@@ -99,7 +100,12 @@ def inplace_form(fn, name: str):
     Under autograd it computes from a copy of ``self``: ``fn`` may save its
     input for backward, and ``self`` is about to change.
     """
+    op = getattr(fn, "op", None)
+
     def method(self, *args, **kwargs):
+        if op is not None and not kwargs and _direct(self, args):
+            return inplace(op, self, *args)  # no graph to record: the kernel writes straight into self
+
         def compute(x):
             r = fn(x, *args, **kwargs)
             if r.dtype.category > self.dtype.category:
@@ -113,6 +119,20 @@ def inplace_form(fn, name: str):
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place :func:`{name}`; returns self."
     return method
+
+
+def _direct(a, args) -> bool:
+    """Whether the in-place form of a row op may run as one kernel writing into floating ``a`` (through
+    :func:`ember.dispatch.inplace`): nothing is recorded, nothing intercepts, and any tensor operand has ``a``'s
+    dtype (the out-of-place result then has it too, so the write is exactly the result)."""
+    if not a.dtype.is_floating_point or observed():
+        return False
+    if is_grad_enabled() and a._rg:
+        return False
+    for x in args:
+        if isinstance(x, Tensor) and (x.dtype is not a.dtype or x._rg and is_grad_enabled()):
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- rows
@@ -233,6 +253,8 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
+    if check is None:
+        fn.op = Cls  # on floating input, fn is exactly Cls (its in-place form may write through the kernel)
     export(fn, name, to=to, aliases=aliases, inplace=inplace)
     return Cls, fn
 
@@ -267,5 +289,7 @@ def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=N
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion."
+    if check is None:
+        fn.op = Cls
     export(fn, name, to=to, aliases=aliases, inplace=inplace)
     return Cls, fn

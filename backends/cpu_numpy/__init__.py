@@ -28,12 +28,16 @@ class NumpyBackend(ArrayBackend):
 
         maximum_split = split_binary(maximum)
 
-        def relu(x):
+        def relu(x, out=None):
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
             if zero is None:
                 zero = zero_of(x.dtype)
             # large activations on ember.get_num_threads() threads (bit-identical to one thread)
-            return maximum(x, zero) if x.size < MIN_SIZE else maximum_split(x, zero)
+            if x.size < MIN_SIZE:
+                return maximum(x, zero) if out is None else maximum(x, zero, out=out)
+            return maximum_split(x, zero, out)
+
+        relu.writes_into = True  # relu_ (ReLU(inplace=True)) writes straight into the tensor
 
         def zero_of(dt):
             zero = zeros.get(dt)

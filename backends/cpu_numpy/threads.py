@@ -91,18 +91,21 @@ def _plan(a, b):
 
 
 def split_binary(ufunc):
-    """``ufunc(a, b)``, computed in blocks on several threads when it is large."""
+    """``ufunc(a, b)`` (into ``out`` when given), computed in blocks on several threads when it is large."""
 
-    def kernel(a, b):
+    def kernel(a, b, out=None):
         try:
             small = a.size < MIN_SIZE and b.size < MIN_SIZE  # the small-op path: two attribute reads
         except AttributeError:  # a Python scalar
             small = True
         plan = None if small else _plan(a, b)
         if plan is None:
-            return ufunc(a, b)
+            return ufunc(a, b) if out is None else ufunc(a, b, out=out)
         shape, threads = plan
-        out = workspace.empty(shape, ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1])  # reused pages
+        if out is None:
+            out = workspace.empty(shape, ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1])  # reused pages
+        elif out.shape != shape:
+            return ufunc(a, b, out=out)  # (NumPy's own error)
         nd = len(shape)
 
         def body(lo, hi):

@@ -81,6 +81,7 @@ class CupyBackend(ArrayBackend):
         return {n: _on_device(self.cp, self.runtime, fn, index) for n, fn in self.kernels.items()}
 
     def kernels_changed(self):
+        super().kernels_changed()
         # devices already resolved hold these dicts: refill them in place
         for index, table in self._tables.items():
             table.clear()

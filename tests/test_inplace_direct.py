@@ -1,0 +1,134 @@
+"""In-place elementwise ops that record no graph write their result straight into the tensor's memory: the
+values, the returned object, the storage, the version counter and views must be exactly PyTorch's, and a
+call that fails must leave the tensor as it was."""
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import assert_close
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(7)
+DATA = RNG.standard_normal((6, 5)).astype(np.float32)
+OTHER = RNG.standard_normal((6, 5)).astype(np.float32)
+
+UNARY = ["relu_", "sigmoid_", "tanh_", "exp_", "neg_", "abs_", "sin_", "floor_", "sqrt_"]
+BINARY = ["add_", "sub_", "mul_", "div_", "atan2_", "copysign_", "fmod_"]
+
+
+def _pair(device, data=DATA):
+    return ember.tensor(data, device=device), torch.tensor(data)
+
+
+def _same_storage(e, before):
+    assert e.data_ptr() == before
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("grad_mode", ["no_grad", "plain"])
+def test_unary_inplace_writes_into_self(device, name, grad_mode):
+    e, t = _pair(device, np.abs(DATA) if name == "sqrt_" else DATA)
+    ptr, ver = e.data_ptr(), e._version
+    if grad_mode == "no_grad":
+        with ember.no_grad():
+            r = getattr(e, name)()
+    else:
+        r = getattr(e, name)()
+    getattr(t, name)()
+    assert r is e
+    _same_storage(e, ptr)
+    assert e._version == ver + 1
+    assert e.grad_fn is None
+    assert_close(e, t, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_inplace_writes_into_self(device, name):
+    e, t = _pair(device)
+    o_e, o_t = _pair(device, OTHER)
+    ptr = e.data_ptr()
+    r = getattr(e, name)(o_e)
+    getattr(t, name)(o_t)
+    assert r is e
+    _same_storage(e, ptr)
+    assert_close(e, t, rtol=1e-6, atol=1e-6)
+    assert_close(o_e, o_t)  # the other operand is untouched
+
+
+def test_scalar_and_broadcast_operands(device):
+    e, t = _pair(device)
+    e.mul_(2.5).add_(ember.tensor(OTHER[0], device=device)).sub_(1)
+    t.mul_(2.5).add_(torch.tensor(OTHER[0])).sub_(1)
+    assert_close(e, t, rtol=1e-6, atol=1e-6)
+
+
+def test_mixed_dtype_operand_rounds_as_pytorch(device):
+    e, t = _pair(device)
+    d = RNG.standard_normal((6, 5))
+    e.add_(ember.tensor(d, device=device))
+    t.add_(torch.tensor(d))
+    assert e.dtype == ember.float32
+    assert_close(e, t, rtol=1e-6, atol=1e-6)
+
+
+def test_view_writes_reach_the_base(device):
+    e, t = _pair(device)
+    if not hasattr(e._data, "strides"):
+        pytest.skip("this backend's arrays have no strides: transposes are copies")
+    ve, vt = e.t()[1:4], t.t()[1:4]
+    ve.relu_()
+    vt.relu_()
+    ve.mul_(ember.tensor(OTHER.T[:3].copy(), device=device))
+    vt.mul_(torch.tensor(OTHER.T[:3].copy()))
+    assert_close(e, t, rtol=1e-6, atol=1e-6)
+    assert e._version == ve._version
+
+
+def test_large_relu_inplace_is_exact(device):
+    # large enough for the CPU kernel to split the work over threads
+    data = RNG.standard_normal((8, 64, 32, 32)).astype(np.float32)
+    e, t = _pair(device, data)
+    with ember.no_grad():
+        ember.nn.ReLU(inplace=True)(e)
+    torch.nn.ReLU(inplace=True)(t)
+    np.testing.assert_array_equal(e.cpu().numpy(), t.numpy())
+
+
+def test_bad_broadcast_leaves_self_unchanged(device):
+    e = ember.tensor(DATA[0], device=device)
+    with pytest.raises(RuntimeError, match=r"add_.*\[5\].*\[6, 5\]"):
+        e.add_(ember.tensor(OTHER, device=device))
+    assert_close(e, torch.tensor(DATA[0]))
+    assert e._version == 0
+
+
+def test_integer_tensor_refuses_float_result_unchanged(device):
+    e = ember.tensor([1, 2, 3], device=device)
+    with pytest.raises(RuntimeError, match="Float.*Long|can't be cast"):
+        e.sin_()
+    assert e.tolist() == [1, 2, 3]
+    with pytest.raises(RuntimeError):
+        e.div_(ember.tensor([2, 2, 2], device=device))
+    assert e.tolist() == [1, 2, 3]
+
+
+def test_recorded_inplace_keeps_its_history(device):
+    # with a graph to record, the in-place form keeps the history and the gradient is PyTorch's
+    xe = ember.tensor(DATA, device=device, requires_grad=True)
+    xt = torch.tensor(DATA, requires_grad=True)
+    ye, yt = xe * 2, xt * 2
+    ye.add_(1).mul_(xe).relu_()
+    yt.add_(1).mul_(xt).relu_()
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ye.sum().backward()
+    yt.sum().backward()
+    assert_close(ye, yt, rtol=1e-6, atol=1e-6)
+    assert_close(xe.grad, xt.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_leaf_requiring_grad_still_refused(device):
+    xe = ember.tensor(DATA, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        xe.relu_()
+    assert_close(xe.detach(), torch.tensor(DATA))
