@@ -15,8 +15,9 @@ Both libraries get ``set_num_threads(threads)``.  The two contenders' steps are 
 ember, ...) so that load from other processes falls on both alike, with a pause of ``--settle`` seconds (0.3)
 before every timed step: BLAS and OpenMP worker threads spin for up to ~0.1 s after their last job (OpenBLAS
 for 2^28 cycles), and without the pause the spinning workers of one contender's step take the cores from
-the next contender's step (ember's OpenBLAS workers made PyTorch's ResNet-18 step 1.7x slower); the figures are medians of --repeat steps
-after warm-up, in wall time and in process CPU time (all threads), with the interquartile range as the noise;
+the next contender's step (ember's OpenBLAS workers made PyTorch's ResNet-18 step 1.7x slower).  The figures
+are medians of --repeat steps after warm-up, in wall time and in process CPU time (all threads), with the
+interquartile range as the noise;
 "best ratio" compares the fastest step of each (what a quiet machine gives; load from other processes only adds),
 and "faults/step" counts the minor page faults of a step (fresh pages the OS zeroes and maps in, about a
 microsecond each).
