@@ -22,10 +22,11 @@ from ..autograd.function import OPS
 from ..dispatch import binary, cast, inplace, intercept, result_type, unary
 from ..ops.creation import _create
 from ..ops.nn import LinearStack
-from ..ops.shape import stack
+from ..ops.shape import Expand, Reshape, stack
 from ..tensor import Tensor, _wrap
 
 _new = object.__new__
+_get_ident = threading.get_ident
 LEVELS: list = []  # the open vmap levels, outermost first
 LOOPED: collections.Counter = collections.Counter()  # ops that ran once per sample (no batching rule), by name
 
@@ -190,7 +191,7 @@ class Level:
         LEVELS.remove(self)
 
     def handle(self, kind, Op, args, run):
-        if threading.get_ident() != self.thread:
+        if _get_ident() != self.thread:
             return run(*args)
         rule = _FAST.get(Op, _UNSEEN)
         if rule is _UNSEEN:
@@ -446,11 +447,11 @@ def _permute_rule(level, kind, Op, args):
 def _shape_rule(level, kind, Op, args):
     x, shape = args
     p = x._data.value
-    if Op is OPS["Expand"]:
+    if Op is Expand:
         p = phys_of(x, level, len(shape))
         return wrap(kind(Op, p, (p._data.shape[0], *shape)), level)
     # a view where the physical layout allows it, else a copy
-    return wrap(kind(OPS["Reshape"], p, (p._data.shape[0], *shape)), level)
+    return wrap(kind(Reshape, p, (p._data.shape[0], *shape)), level)
 
 
 def _sum_to_rule(level, kind, Op, args):
@@ -488,10 +489,13 @@ def _linear_rule(level, kind, Op, args):
     xd = x._data
     xp = xd.value if type(xd) is Batched and xd.level is level else expanded(x, level)
     wp = wd.value if w_batched else expanded(w, level)
+    if b is not None:
+        bd = b._data
+        b = bd.value if type(bd) is Batched and bd.level is level else expanded(b, level)
     lead = xd.shape[:-1]
     if len(lead) != 1:
         xp = xp.reshape(xp.shape[0], -1, x.shape[-1])
-    y = kind(LinearStack, xp, wp, None if b is None else expanded(b, level))
+    y = kind(LinearStack, xp, wp, b)
     if len(lead) != 1:
         y = y.reshape((y.shape[0],) + tuple(lead) + (w.shape[0],))
         return wrap(y, level)

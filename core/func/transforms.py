@@ -19,9 +19,10 @@ from ..dtypes import FLOAT
 from ..dispatch import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
+from ..state import GRAD_OFF, INFERENCE_ON, set_grad, set_inference
 from ..tensor import Tensor, _wrap
 from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap, wrap_shaped
-from .pytree import tree_flatten, tree_map, tree_unflatten
+from .pytree import LEAF, tree_flatten, tree_map, tree_unflatten
 
 _DEPTH = [0]  # gradient transforms running: inside one, results keep their graph for the outer one
 _FLOATING: dict = {}  # array dtype -> whether its tensors are floating (or complex): may require grad
@@ -33,11 +34,17 @@ class _Traced:
     def __init__(self, trees):
         levels = self.levels = list(LEVELS)
         reals = self.reals = []
+        # the logical shape of each input (its gradient's, under every level), for as_trees
+        shapes = self.shapes = []
         self.trees, self.specs, self.keep_graph = [], [], _DEPTH[0] > 0
         sizes = tuple(lv.size for lv in levels)
         one = levels[0] if len(levels) == 1 else None
+        dev = expand = None
         for tree in trees:
-            flat, spec = tree_flatten(tree)
+            if isinstance(tree, Tensor):  # (a tensor alone: no structure to flatten)
+                flat, spec = [tree], LEAF
+            else:
+                flat, spec = tree_flatten(tree)
             new = []
             for t in flat:
                 if not isinstance(t, Tensor):
@@ -45,10 +52,12 @@ class _Traced:
                 data = t._data
                 if sizes and type(data) is not Batched and not t._rg:
                     # an unbatched input (a parameter): repeated over every level by zero strides, directly
-                    dev = t._dev
+                    if t._dev is not dev:
+                        dev = t._dev
+                        expand = dev.kernels["expand"]
                     shape = data.shape
                     shape = shape if type(shape) is tuple else tuple(shape)
-                    fresh = _wrap(dev.kernels["expand"](data, sizes + shape), dev)
+                    fresh = _wrap(expand(data, sizes + shape), dev)
                     floating = _FLOATING.get(data.dtype)
                     if floating is None:
                         floating = _FLOATING[data.dtype] = t.dtype.category >= FLOAT
@@ -57,6 +66,7 @@ class _Traced:
                     else:
                         fresh.requires_grad_()  # (raises as PyTorch does)
                     reals.append(fresh)
+                    shapes.append(shape)
                     new.append(wrap_shaped(fresh, one, shape, data.dtype) if one is not None
                                else rewrap(fresh, levels))
                     continue
@@ -67,8 +77,9 @@ class _Traced:
                 else:
                     fresh = real.detach().requires_grad_()
                 reals.append(fresh)
+                shapes.append(None)
                 new.append(rewrap(fresh, levels))
-            self.trees.append(tree_unflatten(new, spec))
+            self.trees.append(new[0] if spec is LEAF else tree_unflatten(new, spec))
             self.specs.append(spec)
 
     def handlers(self):
@@ -101,11 +112,17 @@ class _Traced:
         """Real gradients back into the structures of the differentiated inputs, at every open level."""
         if len(self.levels) == 1:
             lv = self.levels[0]
-            wrapped = [wrap(g, lv) for g in real_grads]
+            wrapped = []
+            for g, shape in zip(real_grads, self.shapes):
+                d = g._data
+                # (an input's gradient has its shape, the engine makes sure: wrapped without reading it)
+                wrapped.append(wrap_shaped(g, lv, shape, d.dtype) if shape is not None and type(d) is not Batched
+                               else wrap(g, lv))
         else:
             wrapped = [rewrap(g, self.levels) for g in real_grads]
         if len(self.specs) == 1:  # (one differentiated argument: its structure rebuilt from the whole list)
-            return [tree_unflatten(wrapped, self.specs[0])]
+            spec = self.specs[0]
+            return [wrapped[0] if spec is LEAF else tree_unflatten(wrapped, spec)]
         return self.unflatten(wrapped)
 
     def unflatten(self, flat):
@@ -138,6 +155,17 @@ def _detached_tree(v):
 
 def _run(func, args, kwargs):
     _DEPTH[0] += 1
+    if not GRAD_OFF and not INFERENCE_ON:
+        # grad mode on and inference mode off in every thread, this one's too: enable_grad would change
+        # nothing on entry, and on exit put back what func left changed
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _DEPTH[0] -= 1
+            if GRAD_OFF:
+                set_grad(True)
+            if INFERENCE_ON:
+                set_inference(False)
     try:
         with enable_grad():
             return func(*args, **kwargs)
@@ -167,6 +195,11 @@ def _split_aux(out, has_aux, name):
 
 
 def _traced_call(func, args, kwargs, argnums, name):
+    if type(argnums) is int and 0 <= argnums < len(args):  # (the usual case: one argument, counted from 0)
+        traced = _Traced([args[argnums]])
+        new_args = list(args)
+        new_args[argnums] = traced.trees[0]
+        return traced, _run(func, new_args, kwargs)
     nums = _check_argnums(argnums, len(args), name)
     traced = _Traced([args[i] for i in nums])
     new_args = list(args)
@@ -196,23 +229,28 @@ def _grad_and_value(func, argnums, has_aux, value):
     from its graph (grad drops it)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
-        out, aux = _split_aux(out, has_aux, "grad_and_value")
-        if not isinstance(out, Tensor):
-            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
-        if out.dim() != 0:
-            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
-                               f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
-        real = traced.real_out(out)
-        arr = real._data  # the seed, straight from the kernel (a factory would pass every open vmap level)
-        seed = _wrap(real._dev.kernels["full"](tuple(arr.shape), 1, arr.dtype), real._dev)
-        grads = traced.as_trees(traced.grads([real], [seed]))
-        g = _pick(grads, argnums)
-        if has_aux:
-            return traced.finish(g), (traced.finish(out) if value else out, traced.finish(aux))
-        return traced.finish(g), traced.finish(out) if value else out
+        return _grad_call(func, argnums, has_aux, value, args, kwargs)
 
     return wrapper
+
+
+def _grad_call(func, argnums, has_aux, value, args, kwargs):
+    """One call of grad_and_value (``value``) or grad: ``(gradient, value)``, ``(gradient, (value, aux))``."""
+    traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
+    out, aux = _split_aux(out, has_aux, "grad_and_value")
+    if not isinstance(out, Tensor):
+        raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+    if out.dim() != 0:
+        raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+                           f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+    real = traced.real_out(out)
+    arr = real._data  # the seed, straight from the kernel (a factory would pass every open vmap level)
+    seed = _wrap(real._dev.kernels["full"](tuple(arr.shape), 1, arr.dtype), real._dev)
+    grads = traced.as_trees(traced.grads([real], [seed]))
+    g = _pick(grads, argnums)
+    if has_aux:
+        return traced.finish(g), (traced.finish(out) if value else out, traced.finish(aux))
+    return traced.finish(g), traced.finish(out) if value else out
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -222,11 +260,9 @@ def grad(func, argnums=0, has_aux=False):
     >>> ember.func.grad(lambda x: x.sin().sum())(ember.tensor([0.0]))
     tensor([1.])
     """
-    gv = _grad_and_value(func, argnums, has_aux, False)
-
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        g, value = gv(*args, **kwargs)
+        g, value = _grad_call(func, argnums, has_aux, False, args, kwargs)
         return (g, value[1]) if has_aux else g
 
     return wrapper

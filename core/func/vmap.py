@@ -36,6 +36,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
+        if chunk_size is None and type(in_dims) is tuple and len(in_dims) == len(args):
+            size = _mapped_size(args, in_dims)
+            if size is not None:
+                return _run_args(func, args, in_dims, size, out_dims, randomness, kwargs)
         flat, spec, dims, size = _flat_inputs(func, in_dims, args)
         if chunk_size is None or chunk_size >= size:
             return _run(func, flat, spec, dims, size, out_dims, randomness, kwargs)
@@ -47,6 +51,61 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return _concat_chunks(func, pieces, out_dims)
 
     return wrapped
+
+
+def _mapped_size(args, in_dims):
+    """The batch size when every argument is mapped whole: a tensor at an int dim in range, or anything at
+    None, at least one mapped and all of one size; else None (the general path checks and explains)."""
+    size = None
+    for a, d in zip(args, in_dims):
+        if d is None:
+            continue
+        if type(d) is not int or not isinstance(a, Tensor):
+            return None
+        shape = a._data.shape
+        if not -len(shape) <= d < len(shape):
+            return None
+        n = shape[d]
+        if size is None:
+            size = n
+        elif n != size:
+            return None
+    return size
+
+
+def _fresh(v):
+    """``tree_unflatten(*tree_flatten(v))`` (what an unmapped argument is passed as: its containers rebuilt,
+    its leaves as they are), without the walk for a leaf or a plain container of leaves."""
+    t = type(v)
+    if t is dict:
+        for x in v.values():
+            if type(x) in _CONTAINERS or isinstance(x, _CONTAINERS):
+                break
+        else:
+            return dict(v)
+    elif t is tuple or t is list:
+        for x in v:
+            if type(x) in _CONTAINERS or isinstance(x, _CONTAINERS):
+                break
+        else:
+            return t(v)
+    elif not isinstance(v, _CONTAINERS):
+        return v
+    flat, spec = tree_flatten(v)
+    return tree_unflatten(flat, spec)
+
+
+_CONTAINERS = (dict, tuple, list)
+
+
+def _run_args(func, args, in_dims, size, out_dims, randomness, kwargs):
+    """:func:`_run` for arguments mapped whole (see :func:`_mapped_size`): no flattening."""
+    level = Level(size, randomness)
+    with level:
+        inputs = [_fresh(a) if d is None else wrap(a if d == 0 or d == -a.dim() else a.movedim(d, 0), level)
+                  for a, d in zip(args, in_dims)]
+        out = func(*inputs, **kwargs)
+    return _unwrap_outputs(func, out, out_dims, level)
 
 
 def _flat_inputs(func, in_dims, args):

@@ -172,9 +172,10 @@ def _walk_stores(module: Module, where: dict | None = None):
     first: dict = {}  # id(tensor) -> its first name, or the set of its names once it has several
     several = []
     todo = [("", module)]
+    plain = _PLAIN.get
     while todo:
         prefix, m = todo.pop()
-        if not _plain_traversal(type(m)):
+        if not (plain(type(m)) or _plain_traversal(type(m))):
             return None
         for store in (m._parameters, m._buffers):
             for k, t in store.items():
