@@ -173,6 +173,8 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
         backward_name = (name if name[:1].isupper() else name.title().replace("_", "")) + "Backward0"
     attrs = {"op_name": name, "forward": staticmethod(forward), "save_inputs": saves in ("input", "both"),
              "save_output": saves in ("output", "both"), "backward_name": backward_name}
+    if not params:
+        attrs["kernel_name"] = kernel  # the forward is the kernel itself (an in-place form may write through it)
     if nondiff_outputs:
         attrs["nondiff_outputs"] = tuple(nondiff_outputs)
     if vjp is not None:

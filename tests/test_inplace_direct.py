@@ -132,3 +132,31 @@ def test_leaf_requiring_grad_still_refused(device):
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         xe.relu_()
     assert_close(xe.detach(), torch.tensor(DATA))
+
+
+@pytest.mark.parametrize("call", ["relu_", "add_", "mul_", "iadd", "tanh_"])
+def test_direct_write_makes_no_copy(device, monkeypatch, call):
+    """Where the backend's kernel writes into ``out=`` (NumPy's ufuncs), the in-place op is that one kernel
+    call: no result array copied into the tensor afterwards."""
+    e = ember.tensor(DATA, device=device)
+    o = ember.tensor(OTHER, device=device)
+    kernels = e._dev.kernels
+    name = {"iadd": "add"}.get(call, call.rstrip("_"))
+    if name not in e._dev.backend.writes_into:
+        pytest.skip(f"this backend's {name} kernel does not write into out=")
+    copies = []
+    real = kernels["copy_"]
+    monkeypatch.setitem(kernels, "copy_", lambda *a, **k: (copies.append(1), real(*a, **k))[1])
+    t = torch.tensor(DATA)
+    with ember.no_grad():
+        if call == "iadd":
+            e += o
+            t += torch.tensor(OTHER)
+        elif call in ("add_", "mul_"):
+            getattr(e, call)(o)
+            getattr(t, call)(torch.tensor(OTHER))
+        else:
+            getattr(e, call)()
+            getattr(t, call)()
+    assert copies == []
+    assert_close(e, t, rtol=1e-6, atol=1e-6)

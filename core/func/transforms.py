@@ -14,12 +14,12 @@ from __future__ import annotations
 import functools
 
 from ..autograd.engine import grad as _autograd_grad
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, inference_mode
 from ..dtypes import FLOAT
 from ..dispatch import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
-from ..state import GRAD_OFF, INFERENCE_ON, set_grad, set_inference
+from ..state import GRAD_OFF, INFERENCE_ON, is_inference, set_grad, set_inference
 from ..tensor import Tensor, _wrap
 from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap, wrap_shaped
 from .pytree import LEAF, tree_flatten, tree_map, tree_unflatten
@@ -173,6 +173,19 @@ def _run(func, args, kwargs):
         _DEPTH[0] -= 1
 
 
+def _outside_inference(call):
+    """``call`` run with inference mode off: a transform inside ``inference_mode`` still records the graph it
+    differentiates, as PyTorch's do (its results are cut from that graph all the same)."""
+    @functools.wraps(call)
+    def run(*args, **kwargs):
+        if INFERENCE_ON and is_inference():
+            with inference_mode(False):
+                return call(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    return run
+
+
 def _check_argnums(argnums, n, name):
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
     if isinstance(argnums, tuple) and not argnums:
@@ -234,6 +247,7 @@ def _grad_and_value(func, argnums, has_aux, value):
     return wrapper
 
 
+@_outside_inference
 def _grad_call(func, argnums, has_aux, value, args, kwargs):
     """One call of grad_and_value (``value``) or grad: ``(gradient, value)``, ``(gradient, (value, aux))``."""
     traced, out = _traced_call(func, args, kwargs, argnums, "grad_and_value")
@@ -269,6 +283,7 @@ def grad(func, argnums=0, has_aux=False):
 
 
 # --------------------------------------------------------------------------- vjp and jvp
+@_outside_inference
 def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives one vector-Jacobian product per primal.
 
@@ -286,6 +301,7 @@ def vjp(func, *primals, has_aux=False):
                                f"returns Tensors, got {type(o)}")
     reals = [traced.real_out(o) for o in flat_out]
 
+    @_outside_inference
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
         flat_ct, ct_spec = tree_flatten(cotangents)
         if ct_spec != out_spec and not (len(flat_out) == 1 and len(flat_ct) == 1):
@@ -325,6 +341,7 @@ def _per_sample(cts, traced, extra, compute):
     return [wrap(stack([r[j] for r in results], 0), top) for j in range(len(results[0]))]
 
 
+@_outside_inference
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J @ tangents)``: the Jacobian-vector product (forward mode), exact.
 
@@ -390,6 +407,7 @@ def linearize(func, *primals):
 # --------------------------------------------------------------------------- Jacobians
 def _jacobian(func, argnums, has_aux, name):
     @functools.wraps(func)
+    @_outside_inference
     def wrapper(*args, **kwargs):
         traced, out = _traced_call(func, args, kwargs, argnums, name)
         out, aux = _split_aux(out, has_aux, name)
