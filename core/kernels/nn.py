@@ -511,6 +511,25 @@ def kernels(xp) -> dict:
     # input bytes of the planes max pooling hands to one round of ufunc calls: its intermediate stays in cache
     POOL_CHUNK_BYTES = 1 << 20
 
+    def layer_norm(x, w, b, nd, eps):
+        """Layer norm over the last ``nd`` axes: ``(y, mean, 1/std)``, the statistics with those axes kept
+        (size 1).  ``y = (x - mean) / std * w + b`` by the same array operations as the composed ops (bit for bit:
+        a traced or exported model replays those), the later passes in place."""
+        axes = tuple(range(x.ndim - nd, x.ndim))
+        mean = xp.mean(x, axis=axes, keepdims=True)
+        d = x - mean
+        std = xp.sqrt(xp.mean(d * d, axis=axes, keepdims=True) + eps)
+        if not pooled:
+            y = d / std
+            y = y if w is None else y * w
+            return (y if b is None else y + b), mean, 1 / std
+        xp.divide(d, std, out=d)
+        if w is not None:
+            xp.multiply(d, w, out=d)
+        if b is not None:
+            xp.add(d, b, out=d)
+        return d, mean, 1 / std
+
     def batch_norm_eval(x, mean, var, w, b, eps):
         """Inference batch norm, ``x * alpha + beta`` per channel (dim 1) with ``alpha = w / sqrt(var + eps)``
         and ``beta = b - mean * alpha``, computed as the composed ops compute it, bit for bit.  With NumPy the
@@ -976,7 +995,7 @@ def kernels(xp) -> dict:
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
-        "batch_norm_train": batch_norm_train, "batch_norm_eval": batch_norm_eval,
+        "batch_norm_train": batch_norm_train, "batch_norm_eval": batch_norm_eval, "layer_norm": layer_norm,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,

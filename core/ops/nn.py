@@ -920,9 +920,64 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    if _layer_norm_fusable(input, weight, bias):
+        return apply(NativeLayerNorm, input, weight, bias, len(ns), eps)[0]
     dims = list(range(input.ndim - len(ns), input.ndim))
     _, d, var = _moments(input, dims)
     return _affine(d / (var + eps).sqrt(), weight, bias, ns)
+
+
+def _layer_norm_fusable(x, weight, bias):
+    """Whether layer norm runs as one node (:class:`NativeLayerNorm`): float32/float64 ``x`` with parameters of
+    its dtype, and no interception handler watching (tracers, exporters and ``vmap`` see the composed ops)."""
+    if x.dtype not in (dtypes.float32, dtypes.float64) or not x.numel():
+        return False
+    if any(t is not None and t.dtype is not x.dtype for t in (weight, bias)):
+        return False
+    return not observed()
+
+
+class NativeLayerNorm(Op):
+    """Layer norm as one node: ``y``, and the mean and 1/std over the normalised axes as outputs without
+    gradients.  The backward is PyTorch's closed form, ``(gx - mean(gx) - xhat * mean(gx * xhat)) / std`` with
+    ``gx = g * weight``; when it is itself differentiated (``create_graph``) the statistics are recomputed from
+    ``x`` by differentiable ops, so every order of derivative is exact."""
+
+    backward_name = "NativeLayerNormBackward0"
+    save_inputs = True
+    nondiff_outputs = (1, 2)
+
+    @staticmethod
+    def forward(ctx, k, x, w, b, nd, eps):
+        y, mean, rstd = k["layer_norm"](x, w, b, nd, eps)
+        ctx.nd, ctx.eps, ctx.mean, ctx.rstd, ctx.affine = nd, eps, mean, rstd, (w is not None, b is not None)
+        return y, mean, rstd
+
+    @staticmethod
+    def backward(ctx, g, _gm=None, _gr=None):
+        x, *params = ctx.inputs
+        has_w, has_b = ctx.affine
+        w = params[0] if has_w else None
+        dims = list(range(x.ndim - ctx.nd, x.ndim))
+        lead = list(range(x.ndim - ctx.nd))
+        if is_grad_enabled():
+            _, d, var = _moments(x, dims)
+            rstd = (var + ctx.eps).rsqrt()
+            xhat = d * rstd
+        else:
+            rstd = _wrap(ctx.rstd, x._dev)
+            xhat = (x - _wrap(ctx.mean, x._dev)) * rstd
+        grads = []
+        if ctx.next_functions[0][0] is not None:
+            gx = g if w is None else g * w
+            grads.append((gx - gx.mean(dims, keepdim=True) - xhat * (gx * xhat).mean(dims, keepdim=True)) * rstd)
+        else:
+            grads.append(None)
+        if has_w:
+            grads.append((g * xhat).sum(lead) if lead else g * xhat)
+        if has_b:
+            grads.append(g.sum(lead) if lead else g)
+        return tuple(grads)
 
 
 @export(to=("nn.functional",))

@@ -57,6 +57,11 @@ NN_ROWS = [
     # training-mode batch norm is one node; its double backward recomputes the statistics from the input
     Row("batch_norm_training", lambda m, x, w, b: _f(m).batch_norm(x, None, None, w, b, True),
         [[r(4, 3, 2), r(3), r(3)], [r(5, 2), None, None], [r(2, 3, 2, 2, nc=True), r(3), None]]),
+    # layer norm is one node too (the statistics recomputed by differentiable ops for the double backward)
+    Row("layer_norm", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-1:], w, b),
+        [[r(4, 3, 5), r(5), r(5)], [r(2, 6), None, None], [r(3, 4, nc=True), r(4), None], [r(7), None, r(7)]]),
+    Row("layer_norm_2d", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-2:], w, b, 1e-3),
+        [[r(2, 3, 4), r(3, 4), r(3, 4)]]),
     Row("cross_entropy_index", lambda m, x, t: _f(m).cross_entropy(x, t), [[r(3, 4), I([0, 3, 1])]]),
     Row("ctc_loss", lambda m, x, t: m.ctc_loss(x.log_softmax(2), t, [6, 5], [2, 3], 0, 2),
         [[r(6, 2, 4), I([[1, 2, 0], [3, 1, 2]])]], gradgrad=False, rtol=1e-4, atol=1e-5),
