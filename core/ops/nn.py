@@ -786,6 +786,20 @@ def _affine(y, weight, bias, shape):
     return y
 
 
+def _normalized(ctx, dims):
+    """``(x, weight, xhat, 1/std)`` for the backward of a normalisation node over ``dims``: the statistics
+    recomputed from ``x`` by differentiable ops when the backward is itself differentiated, else the forward's
+    (``ctx.mean``, ``ctx.invstd``)."""
+    x, *params = ctx.inputs
+    w = params[0] if ctx.affine[0] else None
+    if is_grad_enabled():
+        _, d, var = _moments(x, dims)
+        invstd = (var + ctx.eps).rsqrt()
+        return x, w, d * invstd, invstd
+    invstd = _wrap(ctx.invstd, x._dev)
+    return x, w, (x - _wrap(ctx.mean, x._dev)) * invstd, invstd
+
+
 def _update(running, value, momentum):
     with no_grad():
         running.mul_(1 - momentum).add_(value * momentum)
@@ -811,18 +825,11 @@ class NativeBatchNorm(Op):
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gv=None):
-        x, *params = ctx.inputs
+        nd = ctx.inputs[0].ndim
+        dims = [0] + list(range(2, nd))
+        x, w, xhat, invstd = _normalized(ctx, dims)
         has_w, has_b = ctx.affine
-        w = params[0] if has_w else None
-        dims = [0] + list(range(2, x.ndim))
-        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        if is_grad_enabled():
-            _, d, var = _moments(x, dims)
-            invstd = (var + ctx.eps).rsqrt()
-            xhat = d * invstd
-        else:
-            invstd = _wrap(ctx.invstd, x._dev)
-            xhat = (x - _wrap(ctx.mean, x._dev)) * invstd
+        shape = (1, x.shape[1]) + (1,) * (nd - 2)
         n = x.numel() // x.shape[1]
         gb = g.sum(dims, keepdim=True)
         gw = (g * xhat).sum(dims, keepdim=True)
@@ -950,23 +957,16 @@ class NativeLayerNorm(Op):
     @staticmethod
     def forward(ctx, k, x, w, b, nd, eps):
         y, mean, rstd = k["layer_norm"](x, w, b, nd, eps)
-        ctx.nd, ctx.eps, ctx.mean, ctx.rstd, ctx.affine = nd, eps, mean, rstd, (w is not None, b is not None)
+        ctx.nd, ctx.eps, ctx.mean, ctx.invstd, ctx.affine = nd, eps, mean, rstd, (w is not None, b is not None)
         return y, mean, rstd
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gr=None):
-        x, *params = ctx.inputs
+        ndim = ctx.inputs[0].ndim
+        dims = list(range(ndim - ctx.nd, ndim))
+        lead = list(range(ndim - ctx.nd))
+        x, w, xhat, rstd = _normalized(ctx, dims)
         has_w, has_b = ctx.affine
-        w = params[0] if has_w else None
-        dims = list(range(x.ndim - ctx.nd, x.ndim))
-        lead = list(range(x.ndim - ctx.nd))
-        if is_grad_enabled():
-            _, d, var = _moments(x, dims)
-            rstd = (var + ctx.eps).rsqrt()
-            xhat = d * rstd
-        else:
-            rstd = _wrap(ctx.rstd, x._dev)
-            xhat = (x - _wrap(ctx.mean, x._dev)) * rstd
         grads = []
         if ctx.next_functions[0][0] is not None:
             gx = g if w is None else g * w
