@@ -756,6 +756,11 @@ def write_inplace(a: Tensor, out, ctx, inputs, overlapped=False):
     chain, base = a._view, a._base
     if base is None or chain is None:
         a._fn, a._nr, a._rg = ctx, 0, True
+        if type(ctx).save_output:  # the node's output is a itself, as written (a later write fails its check)
+            if SAVED_HOOKS.stack:
+                pack_output(ctx, a)
+            else:
+                ctx._out = (a._data, a._dev, weakref.ref(a), a._version)
         return a
     cs = CopySlices(base, chain, ctx)
     base._fn, base._nr, base._rg = cs, 0, True

@@ -122,17 +122,20 @@ def inplace_form(fn, name: str):
 
 
 def _direct(a, args) -> bool:
-    """Whether the in-place form of a row op may run as one kernel writing into floating ``a`` (through
-    :func:`ember.dispatch.inplace`): nothing is recorded, nothing intercepts, and any tensor operand has ``a``'s
-    dtype (the out-of-place result then has it too, so the write is exactly the result)."""
+    """Whether the in-place form of a row op may run as its one Op writing into floating ``a`` (through
+    :func:`ember.dispatch.inplace`, which writes with the kernel itself where the backend's kernel takes ``out=``):
+    nothing intercepts, any tensor operand has ``a``'s dtype (the out-of-place result then has it too, so the
+    write is exactly the result), and ``a`` is not a view of which a graph is recorded (that history is rewritten
+    through the composed form)."""
     if not a.dtype.is_floating_point or observed():
         return False
-    if is_grad_enabled() and a._rg:
-        return False
+    recorded = a._rg
     for x in args:
-        if isinstance(x, Tensor) and (x.dtype is not a.dtype or x._rg and is_grad_enabled()):
-            return False
-    return True
+        if isinstance(x, Tensor):
+            if x.dtype is not a.dtype:
+                return False
+            recorded = recorded or x._rg
+    return a._base is None or not recorded or not is_grad_enabled()
 
 
 # --------------------------------------------------------------------------- rows

@@ -160,3 +160,63 @@ def test_direct_write_makes_no_copy(device, monkeypatch, call):
             getattr(t, call)()
     assert copies == []
     assert_close(e, t, rtol=1e-6, atol=1e-6)
+
+
+def _recorded_program(lib, name, x):
+    if name == "relu_then_use":          # relu_ saves its output: using it afterwards is fine
+        y = (x * 2).relu_()
+        return (y * x).sum()
+    if name == "relu_then_sigmoid_":     # ... writing it again breaks relu's saved output
+        y = x * 2
+        y.relu_()
+        return (y.sigmoid_() * x).sum()
+    if name == "sigmoid_then_mul_":
+        y = (x * 2).sigmoid_()
+        y.mul_(3)
+        return y.sum()
+    if name == "tanh_add_":              # add_ saves nothing of self; tanh_'s output is read by its backward
+        y = (x * 2).tanh_()
+        z = y * x
+        y2 = (x * 3).add_(x).tanh_()
+        return z.sum() + (y2 * y2).sum()
+    if name == "view_of_recorded":       # a view's write goes through the base's history (CopySlices)
+        y = x * 2
+        y[1].relu_()
+        return (y * y).sum()
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name", ["relu_then_use", "relu_then_sigmoid_", "sigmoid_then_mul_", "tanh_add_",
+                                  "view_of_recorded"])
+def test_recorded_inplace_matches_torch_including_saved_output_checks(device, name):
+    xe = ember.tensor(DATA.astype(np.float64), device=device, requires_grad=True)
+    xt = torch.tensor(DATA.astype(np.float64), requires_grad=True)
+    errors = []
+    for lib, x in ((torch, xt), (ember, xe)):
+        try:
+            _recorded_program(lib, name, x).backward()
+            errors.append(None)
+        except RuntimeError as e:
+            errors.append("modified by an inplace operation" in str(e))
+    assert errors[0] == errors[1]
+    if errors[0] is None:
+        assert_close(xe.grad, xt.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_recorded_relu_inplace_output_goes_through_saved_tensor_hooks(device):
+    counts = {}
+    for lib in (torch, ember):
+        packed = []
+
+        def pack(t, packed=packed):
+            packed.append(tuple(t.shape))
+            return t
+
+        x = lib.tensor(DATA, requires_grad=True) if lib is torch else \
+            ember.tensor(DATA, device=device, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = (x + 1).relu_()
+        y.sum().backward()
+        counts[lib.__name__] = (packed, x.grad.sum().item())
+    assert counts["ember"][0] == counts["torch"][0]
+    assert counts["ember"][1] == pytest.approx(counts["torch"][1])
