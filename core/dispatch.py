@@ -599,6 +599,8 @@ def inplace(Op, a: Tensor, *args):
         out = Op.forward(ctx, a._dev.kernels, a._data, *arrays)
     except (ValueError, TypeError) as exc:  # operands that do not broadcast: PyTorch's RuntimeError
         raise kernel_error(Op, exc, [a._data] + [x for x in arrays if hasattr(x, "shape")]) from None
+    if type(out) is not a._dev.atype:  # (a NumPy scalar, or a 0-d result some array libraries give as another type)
+        out = a._dev.backend.as_array(out)
     if out.shape != a._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")
