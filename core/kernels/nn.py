@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 
 from . import parallel, workspace
 from .linalg import widened
@@ -308,17 +309,17 @@ def kernels(xp) -> dict:
         return narrow >= 64 and tiles >= 128 and 9 * ho * wo >= 32 * th * tw and \
             (narrow >= 128 or 64 * tiles * c <= WINO_NARROW_BYTES)
 
-    def add(a, b, out):
+    def into(ufunc, op):
+        """``f(a, b, out)``: ``op(a, b)`` written into ``out`` (with NumPy the ufunc's ``out=``, no temporary)."""
         if pooled:
-            xp.add(a, b, out=out)
-        else:
-            out[...] = a + b
+            return lambda a, b, out: ufunc(a, b, out=out)
 
-    def sub(a, b, out):
-        if pooled:
-            xp.subtract(a, b, out=out)
-        else:
-            out[...] = a - b
+        def assign(a, b, out):
+            out[...] = op(a, b)
+        return assign
+
+    add, sub = into(xp.add, operator.add), into(xp.subtract, operator.sub)
+    mul, div = into(xp.multiply, operator.mul), into(xp.divide, operator.truediv)
 
     def neg(a, out):
         if pooled:
@@ -508,28 +509,6 @@ def kernels(xp) -> dict:
             y += xp.reshape(b, shape)
         return y, mean, var, invstd
 
-    # input bytes of the planes max pooling hands to one round of ufunc calls: its intermediate stays in cache
-    POOL_CHUNK_BYTES = 1 << 20
-
-    def layer_norm(x, w, b, nd, eps):
-        """Layer norm over the last ``nd`` axes: ``(y, mean, 1/std)``, the statistics with those axes kept
-        (size 1).  ``y = (x - mean) / std * w + b`` by the same array operations as the composed ops (bit for bit:
-        a traced or exported model replays those), the later passes in place."""
-        axes = tuple(range(x.ndim - nd, x.ndim))
-        mean = xp.mean(x, axis=axes, keepdims=True)
-        d = x - mean
-        std = xp.sqrt(xp.mean(d * d, axis=axes, keepdims=True) + eps)
-        if not pooled:
-            y = d / std
-            y = y if w is None else y * w
-            return (y if b is None else y + b), mean, 1 / std
-        xp.divide(d, std, out=d)
-        if w is not None:
-            xp.multiply(d, w, out=d)
-        if b is not None:
-            xp.add(d, b, out=d)
-        return d, mean, 1 / std
-
     def batch_norm_eval(x, mean, var, w, b, eps):
         """Inference batch norm, ``x * alpha + beta`` per channel (dim 1) with ``alpha = w / sqrt(var + eps)``
         and ``beta = b - mean * alpha``, computed as the composed ops compute it, bit for bit.  With NumPy the
@@ -559,7 +538,25 @@ def kernels(xp) -> dict:
         parallel.rows(body, n, x.size)
         return xp.reshape(out, x.shape)
 
+    def layer_norm(x, w, b, nd, eps):
+        """Layer norm over the last ``nd`` axes: ``(y, mean, 1/std)``, the statistics with those axes kept
+        (size 1).  ``y = (x - mean) / std * w + b`` by the same array operations as the composed ops (bit for bit:
+        a traced or exported model replays those), the later passes in place."""
+        axes = tuple(range(x.ndim - nd, x.ndim))
+        mean = xp.mean(x, axis=axes, keepdims=True)
+        d = x - mean
+        std = xp.sqrt(xp.mean(d * d, axis=axes, keepdims=True) + eps)
+        div(d, std, d)
+        if w is not None:
+            mul(d, w, d)
+        if b is not None:
+            add(d, b, d)
+        return d, mean, 1 / std
+
     # ---------------------------------------------------------------- pooling
+    # input bytes of the planes max pooling hands to one round of ufunc calls: its intermediate stays in cache
+    POOL_CHUNK_BYTES = 1 << 20
+
     def pool_windows(x, k, stride, padding, dilation):
         lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
         return windows(pad(x, padding, lowest), k, stride, dilation)

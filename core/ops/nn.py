@@ -900,18 +900,25 @@ class BatchNormEval(Op):
         return k["batch_norm_eval"](x, mean, var, w, b, eps)
 
 
-def _eval_fusable(x, mean, var, weight, bias):
-    """Whether inference batch norm may run as :class:`BatchNormEval`: floating ``x`` of 2+ dims with
-    statistics (and affine parameters) of its dtype, no gradient to record, and no interception handler
-    watching (tracers, exporters and ``vmap`` see the composed ops they know)."""
-    if x.ndim < 2 or x.dtype not in (dtypes.float32, dtypes.float64) or mean is None or var is None:
+def _one_node(x, others) -> bool:
+    """Whether a normalisation may run as its one-node form: float32/float64 ``x``, the tensors among ``others``
+    (None skipped) of its dtype, and no interception handler watching (tracers, exporters and ``vmap`` see the
+    composed ops they know)."""
+    if x.dtype not in (dtypes.float32, dtypes.float64):
         return False
-    ts = [t for t in (mean, var, weight, bias) if t is not None]
-    if any(t.dtype is not x.dtype for t in ts):
-        return False
-    if is_grad_enabled() and (x.requires_grad or any(t.requires_grad for t in ts)):
+    if any(t is not None and t.dtype is not x.dtype for t in others):
         return False
     return not observed()
+
+
+def _eval_fusable(x, mean, var, weight, bias):
+    """Whether inference batch norm may run as :class:`BatchNormEval`: ``x`` of 2+ dims with statistics, no
+    gradient to record, and :func:`_one_node`."""
+    if x.ndim < 2 or mean is None or var is None:
+        return False
+    if is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, mean, var, weight, bias)):
+        return False
+    return _one_node(x, (mean, var, weight, bias))
 
 
 def _bn_scale(var, weight, eps, shape):
@@ -927,21 +934,11 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
-    if _layer_norm_fusable(input, weight, bias):
+    if input.numel() and _one_node(input, (weight, bias)):
         return apply(NativeLayerNorm, input, weight, bias, len(ns), eps)[0]
     dims = list(range(input.ndim - len(ns), input.ndim))
     _, d, var = _moments(input, dims)
     return _affine(d / (var + eps).sqrt(), weight, bias, ns)
-
-
-def _layer_norm_fusable(x, weight, bias):
-    """Whether layer norm runs as one node (:class:`NativeLayerNorm`): float32/float64 ``x`` with parameters of
-    its dtype, and no interception handler watching (tracers, exporters and ``vmap`` see the composed ops)."""
-    if x.dtype not in (dtypes.float32, dtypes.float64) or not x.numel():
-        return False
-    if any(t is not None and t.dtype is not x.dtype for t in (weight, bias)):
-        return False
-    return not observed()
 
 
 class NativeLayerNorm(Op):
