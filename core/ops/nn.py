@@ -934,6 +934,10 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    for pname, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {pname} to be of same shape as normalized_shape, but got {pname} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(ns)}")
     if input.numel() and _one_node(input, (weight, bias)):
         return apply(NativeLayerNorm, input, weight, bias, len(ns), eps)[0]
     dims = list(range(input.ndim - len(ns), input.ndim))
