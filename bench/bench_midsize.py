@@ -147,6 +147,16 @@ def clocked(fn):
     return time.perf_counter() - w, time.process_time() - c
 
 
+def kernel_plugins():
+    """The CPU kernels plugins serve, as ``plugin: op, op``."""
+    import ember
+    served = {}
+    for dev, op, plugin, *_ in ember.plugins.REGISTRY.overridden():
+        if dev == "cpu":
+            served.setdefault(plugin, []).append(op)
+    return "; ".join(f"{p}: {', '.join(ops)}" for p, ops in served.items())
+
+
 def minor_faults():
     """Page faults of this process so far that the OS served without I/O (fresh pages zeroed and mapped)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
@@ -342,8 +352,10 @@ def main(argv=None):
     if args.conv_layers:
         print(f"NumPy BLAS: {blas_info()}  (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
         return conv_layers(libs, args.repeat)
-    report = {"threads": args.threads, "repeat": args.repeat, "blas": blas_info(), "workloads": {}}
+    report = {"threads": args.threads, "repeat": args.repeat, "blas": blas_info(), "workloads": {},
+              "kernels": kernel_plugins()}
     print(f"NumPy BLAS: {report['blas']}  (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+    print(f"ember CPU kernels from plugins: {report['kernels'] or 'none (all on NumPy)'}")
     names = args.only.split(",") if args.only else WORKLOADS
     print(f"{'workload':<14}{'ember ms':>16}{'torch ms':>16}{'ratio':>8}{'cpu ratio':>11}{'best ratio':>12}"
           f"{'faults/step e/t':>17}  target")

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 import ember
+import ember.testing
 import ember.kernels.nn as conv_kernels
 from ember.kernels import parallel
+
+
+@pytest.fixture(autouse=True)
+def _own_kernels():
+    """These are tests of ember's own convolution kernels: faster ones a plugin installed are set aside."""
+    with ember.testing.builtin_kernels("cpu", "conv_forward", "conv_input_grad", "conv_weight_grad"):
+        yield
+
 
 F = ember.nn.functional
 

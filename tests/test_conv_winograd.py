@@ -9,6 +9,14 @@ import ember.kernels.nn as conv_kernels
 from ember.autograd import gradcheck, gradgradcheck
 from ember.testing import assert_close
 
+
+@pytest.fixture(autouse=True)
+def _own_kernels():
+    """These are tests of ember's own convolution kernels: faster ones a plugin installed are set aside."""
+    with ember.testing.builtin_kernels("cpu", "conv_forward", "conv_input_grad", "conv_weight_grad"):
+        yield
+
+
 F = ember.nn.functional
 
 

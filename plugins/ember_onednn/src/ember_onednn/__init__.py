@@ -1,0 +1,39 @@
+"""ember-onednn: CPU kernels on oneDNN (Intel's deep-learning primitives, the library behind PyTorch's CPU
+convolutions) for ember's ``cpu`` backend.
+
+Installed, it serves float32 convolutions, forward and both gradients, with oneDNN's JIT kernels for the
+machine's vector ISA (AVX-512 where the CPU has it); everything else, and any geometry below the size where
+it pays, stays on the kernels it replaced.  ``EMBER_ONEDNN=0`` leaves every kernel as it was.
+"""
+from __future__ import annotations
+
+import os
+
+import ember.plugins
+
+__version__ = "0.1.0"
+
+PRIORITY = 1
+
+
+def _replaced(op):
+    """The kernel this plugin's ``op`` replaced on the CPU backend."""
+    ours = KERNELS.get(op)
+    for fn, _, _ in reversed(ember.plugins.REGISTRY.replaced.get(("cpu", op), [])):
+        if fn is not ours:
+            return fn
+    raise RuntimeError(f"ember-onednn: no kernel below its {op!r} on the cpu backend")
+
+
+KERNELS: dict = {}
+
+
+@ember.plugins.hookimpl
+def ember_kernels(registry):
+    if os.environ.get("EMBER_ONEDNN", "1") == "0":
+        return
+    from . import conv, matmul
+    KERNELS.update(conv.kernels(_replaced))
+    KERNELS.update(matmul.kernels(_replaced))
+    for op, fn in KERNELS.items():
+        registry.add_kernel("cpu", op, fn, priority=PRIORITY)

@@ -1,0 +1,120 @@
+"""Convolution kernels on oneDNN: forward, the input gradient (the transposed convolution) and the weight
+gradient, for float32 convolutions of 1 to 3 spatial dimensions with any stride, padding, dilation and groups.
+
+Each geometry builds its three primitives once (on first use) and keeps them; the tensors stay row-major
+(``NC...``) outside the kernel and are reordered into the blocked layouts oneDNN picks, as PyTorch does.  A
+convolution below :data:`MIN_WORK` multiply-adds, another dtype, or a geometry oneDNN refuses runs the kernel
+this plugin replaced (NumPy's).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from . import dnnl
+from .dnnl import ANY, CONVOLUTION_DIRECT, DIFF_DST, DIFF_SRC, DIFF_WEIGHTS, DST, ENGINE, FORWARD_TRAINING, \
+    SRC, WEIGHTS, Desc, DnnlError, Primitive, dims, lib
+
+MIN_WORK = 1 << 21
+"""Multiply-adds below which a convolution runs on the replaced kernel: there, the reorders and the calls
+into oneDNN cost more than they save."""
+
+
+class Geometry:
+    """One convolution's shapes and parameters, with its oneDNN primitives (each built on first use)."""
+
+    def __init__(self, x_shape, w_shape, bias, stride, padding, dilation, groups, y_shape):
+        self.groups = groups
+        self.x, self.y, self.b = Desc(x_shape), Desc(y_shape), Desc((w_shape[0],)) if bias else None
+        self.w = Desc(((groups, w_shape[0] // groups) + tuple(w_shape[1:])) if groups > 1 else w_shape)
+        self.w_shape = tuple(w_shape)
+        self.params = (dims(stride), dims([d - 1 for d in dilation]), dims([lo for lo, _ in padding]),
+                       dims([hi for _, hi in padding]))
+        self.any = [Desc(d.shape, ANY) for d in (self.x, self.w, self.y)]
+        b_any = Desc(self.b.shape, ANY) if bias else None
+        self.hint = self._pd(lib.dnnl_convolution_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
+                             CONVOLUTION_DIRECT, self.any[0].h, self.any[1].h, b_any.h if bias else None,
+                             self.any[2].h, *self.params, None)
+        self._fwd = self._data = self._weights = None
+
+    @staticmethod
+    def _pd(ctor, *args):
+        pd = ctypes.c_void_p()
+        dnnl.check(ctor(ctypes.byref(pd), *args), "convolution primitive_desc_create")
+        return pd
+
+    def forward(self):
+        if self._fwd is None:
+            self._fwd = Primitive(self.hint, [(SRC, self.x), (WEIGHTS, self.w)], [(DST, self.y)],
+                                  extra=[self.b] if self.b is not None else ())
+        return self._fwd
+
+    def input_grad(self):
+        if self._data is None:
+            pd = self._pd(lib.dnnl_convolution_backward_data_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
+                          self.any[0].h, self.any[1].h, self.any[2].h, *self.params, self.hint, None)
+            self._data = Primitive(pd, [(DIFF_DST, self.y), (WEIGHTS, self.w)], [(DIFF_SRC, self.x)])
+        return self._data
+
+    def weight_grad(self):
+        if self._weights is None:
+            pd = self._pd(lib.dnnl_convolution_backward_weights_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
+                          self.any[0].h, self.any[1].h, None, self.any[2].h, *self.params, self.hint, None)
+            self._weights = Primitive(pd, [(SRC, self.x), (DIFF_DST, self.y)], [(DIFF_WEIGHTS, self.w)])
+        return self._weights
+
+
+@lru_cache(maxsize=512)
+def geometry(x_shape, w_shape, bias, stride, padding, dilation, groups):
+    """The :class:`Geometry` of a convolution, or None where it runs on the replaced kernel."""
+    d = len(x_shape) - 2
+    if not 1 <= d <= 3 or len(w_shape) != d + 2 or groups < 1 or x_shape[1] != w_shape[1] * groups or \
+            w_shape[0] % groups or any(lo < 0 or hi < 0 for lo, hi in padding):
+        return None
+    osp = tuple((s + lo + hi - dl * (k - 1) - 1) // st + 1
+                for s, (lo, hi), dl, k, st in zip(x_shape[2:], padding, dilation, w_shape[2:], stride))
+    y_shape = (x_shape[0], w_shape[0]) + osp
+    if min(x_shape + w_shape + osp) <= 0 or math.prod(y_shape) * math.prod(w_shape[1:]) < MIN_WORK:
+        return None
+    try:
+        return Geometry(x_shape, w_shape, bias, stride, padding, dilation, groups, y_shape)
+    except DnnlError:
+        return None
+
+
+def _f32(*arrays):
+    return all(a.dtype == np.float32 for a in arrays)
+
+
+def _c(a):
+    return np.ascontiguousarray(a)
+
+
+def kernels(replaced):
+    """The three kernels; ``replaced(op)`` is the kernel each one falls back on."""
+
+    def conv_forward(x, w, b, stride, padding, dilation, groups):
+        g = _f32(x, w) and (b is None or _f32(b)) and \
+            geometry(x.shape, w.shape, b is not None, stride, padding, dilation, groups)
+        if not g:
+            return replaced("conv_forward")(x, w, b, stride, padding, dilation, groups)
+        args = (_c(x), _c(w)) + ((_c(b),) if b is not None else ())
+        return g.forward()(*args)[0], None
+
+    def conv_input_grad(gy, w, x_shape, stride, padding, dilation, groups):
+        g = _f32(gy, w) and geometry(tuple(x_shape), w.shape, False, stride, padding, dilation, groups)
+        if not g or g.y.shape != gy.shape:
+            return replaced("conv_input_grad")(gy, w, x_shape, stride, padding, dilation, groups)
+        return g.input_grad()(_c(gy), _c(w))[0]
+
+    def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None):
+        g = cols is None and _f32(x, gy) and geometry(x.shape, tuple(w_shape), False, stride, padding, dilation,
+                                                        groups)
+        if not g or g.y.shape != gy.shape:
+            return replaced("conv_weight_grad")(x, gy, w_shape, stride, padding, dilation, groups, cols)
+        return g.weight_grad()(_c(x), _c(gy))[0].reshape(w_shape)
+
+    return {"conv_forward": conv_forward, "conv_input_grad": conv_input_grad, "conv_weight_grad": conv_weight_grad}

@@ -1,0 +1,198 @@
+"""The few entry points of oneDNN's C API (v3) that the kernels use, through ctypes.
+
+oneDNN ships as ``libdnnl.so.3`` in the ``onednn-cpu-gomp`` wheel (installed under ``<prefix>/lib``); its
+threads are GNU OpenMP's.  A primitive is built once per geometry and kept (:func:`cached`); a call makes
+memory objects around the caller's arrays, reorders the plain (row-major) inputs into the layouts the
+primitive chose, runs it, and reorders its outputs back.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+
+import numpy as np
+
+from ember.runtime import get_num_threads
+
+# enumerations of oneapi/dnnl/dnnl_types.h (v3)
+F32 = 3
+ANY = 1                              # dnnl_format_tag_any: the primitive picks the layout
+CPU = 1
+FORWARD_TRAINING = 64
+CONVOLUTION_DIRECT = 1
+QUERY_IMPL_INFO = 8
+SRC, DIFF_SRC, WEIGHTS, DIFF_WEIGHTS, DST, DIFF_DST = 129, 130, 131, 132, 133, 134     # dnnl_query_*_md
+ARG = {SRC: 1, DIFF_SRC: 129, WEIGHTS: 33, DIFF_WEIGHTS: 161, DST: 17, DIFF_DST: 145}  # DNNL_ARG_* of each
+ARG_BIAS, ARG_FROM, ARG_TO = 41, 1, 17
+MAX_NDIMS = 12
+
+Dims = ctypes.c_int64 * MAX_NDIMS
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", ctypes.c_void_p)]
+
+
+def _load():
+    names = [os.path.join(p, "lib", "libdnnl.so.3") for p in dict.fromkeys((sys.prefix, sys.base_prefix))]
+    found = ctypes.util.find_library("dnnl")
+    for name in names + ([found] if found else []):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    raise OSError(f"oneDNN (libdnnl.so.3) not found under {', '.join(names)} or on the library path; "
+                  f"install it with pip install onednn-cpu-gomp")
+
+
+lib = _load()
+lib.dnnl_primitive_desc_query_md.restype = ctypes.c_void_p
+lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+_gomp = ctypes.CDLL("libgomp.so.1")
+
+
+class DnnlError(RuntimeError):
+    """A oneDNN call failed (the status is oneDNN's ``dnnl_status_t``)."""
+
+
+def check(status: int, what: str) -> None:
+    if status:
+        raise DnnlError(f"oneDNN {what} failed with status {status}")
+
+
+def dims(values) -> Dims:
+    return Dims(*values)
+
+
+def _handle(ctor, *args, what):
+    h = ctypes.c_void_p()
+    check(ctor(ctypes.byref(h), *args), what)
+    return h
+
+
+ENGINE = _handle(lib.dnnl_engine_create, CPU, ctypes.c_size_t(0), what="engine_create")
+_STREAMS = threading.local()   # a stream per thread: oneDNN streams are not shared between threads
+
+
+def _stream():
+    s = getattr(_STREAMS, "stream", None)
+    if s is None:
+        s = _STREAMS.stream = _handle(lib.dnnl_stream_create, ENGINE, 1, what="stream_create")
+    n = get_num_threads()
+    if getattr(_STREAMS, "threads", None) != n:   # OpenMP's thread count is a per-thread setting
+        _gomp.omp_set_num_threads(n)
+        _STREAMS.threads = n
+    return s
+
+
+def _after_fork():
+    # GNU OpenMP's thread pool does not survive fork(): a forked child runs its regions on one thread
+    _STREAMS.__dict__.clear()
+    _gomp.omp_set_num_threads(1)
+    _STREAMS.threads = 1
+    _STREAMS.stream = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+class Desc:
+    """A memory descriptor (owned: destroyed with the object)."""
+    __slots__ = ("h", "shape")
+
+    def __init__(self, shape, tag=None, strides=None):
+        self.shape = tuple(shape)
+        if tag is None:   # row-major, or the strides (in elements) given
+            if strides is None:
+                strides, s = [], 1
+                for d in reversed(self.shape):
+                    strides.insert(0, s)
+                    s *= d
+            self.h = _handle(lib.dnnl_memory_desc_create_with_strides, len(shape), dims(shape), F32,
+                             dims(strides), what="memory_desc_create")
+        else:
+            self.h = _handle(lib.dnnl_memory_desc_create_with_tag, len(shape), dims(shape), F32, tag,
+                             what="memory_desc_create")
+
+    def __del__(self, destroy=lib.dnnl_memory_desc_destroy):
+        destroy(self.h)
+
+
+class Primitive:
+    """A primitive from its descriptor, with the reorders between each argument's plain layout and the one
+    the primitive chose: ``ins``/``outs`` are ``[(query, plain Desc)]``; calling it with the input arrays
+    (row-major float32) returns the output arrays."""
+
+    def __init__(self, pd, ins, outs, extra=()):
+        self.pd = pd
+        self.contiguous_out = True
+        self.prim = _handle(lib.dnnl_primitive_create, pd, what="primitive_create")
+        self.ins = [self._arg(q, d, into=True) for q, d in ins]
+        self.outs = [self._arg(q, d, into=False) for q, d in outs]
+        self.extra = [(ARG_BIAS, d) for d in extra]   # plain arguments passed as they are (a bias)
+
+    def _arg(self, query, plain, into):
+        chosen = ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(self.pd, query, 0))
+        if lib.dnnl_memory_desc_equal(chosen, plain.h):
+            return ARG[query], plain, None, None, 0
+        src, dst = (plain.h, chosen) if into else (chosen, plain.h)
+        rpd = _handle(lib.dnnl_reorder_primitive_desc_create, src, ENGINE, dst, ENGINE, None,
+                      what="reorder_primitive_desc_create")
+        reorder = _handle(lib.dnnl_primitive_create, rpd, what="primitive_create")
+        lib.dnnl_primitive_desc_destroy(rpd)
+        return ARG[query], plain, chosen, reorder, lib.dnnl_memory_desc_get_size(chosen) // 4
+
+    @property
+    def impl(self) -> str:
+        s = ctypes.c_char_p()
+        check(lib.dnnl_primitive_desc_query(self.pd, QUERY_IMPL_INFO, 0, ctypes.byref(s)), "query impl")
+        return s.value.decode()
+
+    def __call__(self, *arrays):
+        stream = _stream()
+        made, args, outs, back = [], [], [], []
+
+        def memory(md, array):
+            m = _handle(lib.dnnl_memory_create, md, ENGINE, ctypes.c_void_p(array.ctypes.data),
+                        what="memory_create")
+            made.append((m, array))   # the array lives until the memory object is destroyed
+            return m
+
+        try:
+            for (arg, plain, chosen, reorder, size), a in zip(self.ins, arrays):
+                m = memory(plain.h, a)
+                if reorder is not None:
+                    mb = memory(chosen, np.empty(size, np.float32))
+                    self._run(reorder, stream, [(ARG_FROM, m), (ARG_TO, mb)])
+                    m = mb
+                args.append((arg, m))
+            for (arg, d), a in zip(self.extra, arrays[len(self.ins):]):
+                args.append((arg, memory(d.h, a)))
+            for arg, plain, chosen, reorder, size in self.outs:
+                out = np.empty(plain.shape, np.float32)
+                outs.append(out)
+                m = memory(plain.h, out)
+                if reorder is not None:
+                    mb = memory(chosen, np.empty(size, np.float32))
+                    back.append((reorder, mb, m))
+                    m = mb
+                args.append((arg, m))
+            self._run(self.prim, stream, args)
+            for reorder, mb, m in back:
+                self._run(reorder, stream, [(ARG_FROM, mb), (ARG_TO, m)])
+            check(lib.dnnl_stream_wait(stream), "stream_wait")
+        finally:
+            for m, _ in made:
+                lib.dnnl_memory_destroy(m)
+        return outs
+
+    @staticmethod
+    def _run(prim, stream, args):
+        a = (_Arg * len(args))(*[_Arg(k, m) for k, m in args])
+        check(lib.dnnl_primitive_execute(prim, stream, len(args), a), "primitive_execute")
+
+

@@ -1,0 +1,60 @@
+"""float32 matrix products on oneDNN's matmul primitive: 2-D, a stack times a matrix (one GEMM over the
+flattened stack) and equal stacks, the operands read in place through their strides (a transposed view
+needs no copy).  Products below :data:`MIN_WORK` multiply-adds, other dtypes and other shapes run the kernel
+this plugin replaced.  Running the products of a step on oneDNN's OpenMP threads, as its convolutions, also
+keeps a second thread pool (the BLAS's, whose idle workers spin for a while after each call) from taking
+the cores while oneDNN works."""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+import numpy as np
+
+from . import dnnl
+from .dnnl import DST, SRC, WEIGHTS, Desc, DnnlError, Primitive, lib
+
+MIN_WORK = 1 << 21
+"""Multiply-adds below which a product runs on the replaced kernel (the call into oneDNN costs a few
+microseconds)."""
+
+
+def _strides(a):
+    st = a.strides
+    if any(s <= 0 or s % 4 for s in st):
+        return None
+    return tuple(s // 4 for s in st)
+
+
+@lru_cache(maxsize=1024)
+def primitive(a_shape, a_strides, b_shape, b_strides):
+    out_shape = a_shape[:-1] + b_shape[-1:]
+    try:
+        a, b, y = Desc(a_shape, strides=a_strides), Desc(b_shape, strides=b_strides), Desc(out_shape)
+        pd = ctypes.c_void_p()
+        dnnl.check(lib.dnnl_matmul_primitive_desc_create(ctypes.byref(pd), dnnl.ENGINE, a.h, b.h, None, y.h, None),
+                   "matmul primitive_desc_create")
+        return Primitive(pd, [(SRC, a), (WEIGHTS, b)], [(DST, y)])
+    except DnnlError:
+        return None
+
+
+def kernels(replaced):
+    def matmul(a, b):
+        if a.dtype == np.float32 and b.dtype == np.float32 and b.ndim == 2 and 2 <= a.ndim and \
+                a.shape[-1] == b.shape[0] and a.size * b.shape[1] >= MIN_WORK:
+            lead = a.shape[:-1]
+            a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+            sa, sb = _strides(a2), _strides(b)
+            p = sa is not None and sb is not None and primitive(a2.shape, sa, b.shape, sb)
+            if p:
+                return p(a2, b)[0].reshape(lead + (b.shape[1],))
+        elif a.dtype == np.float32 and b.dtype == np.float32 and a.ndim == b.ndim == 3 and \
+                a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1] and a.size * b.shape[2] >= MIN_WORK:
+            sa, sb = _strides(a), _strides(b)
+            p = sa is not None and sb is not None and primitive(a.shape, sa, b.shape, sb)
+            if p:
+                return p(a, b)[0]
+        return replaced("matmul")(a, b)
+
+    return {"matmul": matmul}

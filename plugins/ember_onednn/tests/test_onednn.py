@@ -1,0 +1,253 @@
+"""ember-onednn's kernels against PyTorch (float32 convolutions and products, forward and gradients), the
+kernels they replaced (float64, small work and refused geometries), and the library's threads and fork."""
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+import ember.testing
+import ember_onednn
+from ember_onednn import conv, dnnl, matmul
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.skipif(os.environ.get("EMBER_ONEDNN") == "0", reason="ember-onednn turned off")
+
+CONVS = [  # (input shape, weight shape, keyword arguments)
+    ((4, 8, 20, 20), (16, 8, 3, 3), dict(padding=1)),
+    ((2, 8, 21, 19), (12, 8, 3, 5), dict(stride=2, padding=(1, 2))),
+    ((2, 8, 20, 20), (8, 4, 3, 3), dict(padding=2, dilation=2, groups=2)),
+    ((2, 16, 18, 18), (16, 1, 3, 3), dict(padding=1, groups=16)),
+    ((2, 8, 20, 20), (16, 8, 4, 4), dict(padding="same")),   # asymmetric padding
+    ((3, 16, 64), (32, 16, 5), dict(padding=2, stride=2)),
+    ((2, 4, 10, 12, 12), (8, 4, 3, 3, 3), dict(padding=1)),
+    ((4, 16, 14, 14), (32, 16, 1, 1), dict(stride=2)),
+]
+
+
+@pytest.fixture(autouse=True)
+def _small_work(monkeypatch):
+    # the test geometries are small: take the oneDNN path from a few multiply-adds on
+    monkeypatch.setattr(conv, "MIN_WORK", 1)
+    monkeypatch.setattr(matmul, "MIN_WORK", 1)
+    conv.geometry.cache_clear()
+    matmul.primitive.cache_clear()
+    yield
+    conv.geometry.cache_clear()
+    matmul.primitive.cache_clear()
+
+
+def _pair(shape, dtype=np.float32, seed=0):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def _close(got, want, tol=2e-4):
+    g, w = got.detach().cpu().numpy(), want.detach().numpy()
+    assert g.shape == w.shape and g.dtype == w.dtype
+    np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, float(np.abs(w).max())))
+
+
+BUILT = []
+
+
+@pytest.fixture(autouse=True)
+def _count(monkeypatch):
+    BUILT.clear()
+    real = conv.Geometry.__init__
+
+    def counting(self, *a):
+        real(self, *a)
+        BUILT.append(self)
+    monkeypatch.setattr(conv.Geometry, "__init__", counting)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")   # PyTorch's note on its own padded copy
+@pytest.mark.parametrize("xs, ws, kw", CONVS, ids=[str(i) for i in range(len(CONVS))])
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_forward_and_gradients_match_torch(device, xs, ws, kw, bias):
+    d = len(xs) - 2
+    x, xt = _pair(xs)
+    w, wt = _pair(ws, seed=1)
+    b, bt = _pair((ws[0],), seed=2) if bias else (None, None)
+    fn, tfn = getattr(F, f"conv{d}d"), getattr(torch.nn.functional, f"conv{d}d")
+    y = fn(x.to(device), w.to(device), None if b is None else b.to(device), **kw)
+    yt = tfn(xt, wt, bt, **kw)
+    _close(y, yt)
+    g = np.random.default_rng(3).standard_normal(yt.shape).astype(np.float32)
+    y.backward(ember.tensor(g, device=device))
+    yt.backward(torch.tensor(g))
+    _close(x.grad, xt.grad)
+    _close(w.grad, wt.grad)
+    if bias:
+        _close(b.grad, bt.grad)
+    assert bool(BUILT) == (device == "cpu")
+
+
+@pytest.mark.parametrize("stride, output_padding", [(1, 0), (2, 1), (3, 2)])
+def test_conv_transpose_matches_torch(device, stride, output_padding):
+    x, xt = _pair((2, 8, 9, 9))
+    w, wt = _pair((8, 6, 3, 3), seed=1)
+    y = F.conv_transpose2d(x.to(device), w.to(device), stride=stride, padding=1, output_padding=output_padding)
+    yt = torch.nn.functional.conv_transpose2d(xt, wt, stride=stride, padding=1, output_padding=output_padding)
+    _close(y, yt)
+    y.sum().backward()
+    yt.sum().backward()
+    _close(x.grad, xt.grad)
+    _close(w.grad, wt.grad)
+
+
+def test_second_order_gradients_match_torch(device):
+    x, xt = _pair((2, 4, 8, 8))
+    w, wt = _pair((6, 4, 3, 3), seed=1)
+    y = F.conv2d(x.to(device), w.to(device), padding=1)
+    yt = torch.nn.functional.conv2d(xt, wt, padding=1)
+    (gx,) = ember.autograd.grad((y * y).sum(), x, create_graph=True)
+    (gxt,) = torch.autograd.grad((yt * yt).sum(), xt, create_graph=True)
+    _close(gx, gxt)
+    (gw,) = ember.autograd.grad((gx * gx).sum(), w)
+    (gwt,) = torch.autograd.grad((gxt * gxt).sum(), wt)
+    _close(gw, gwt, tol=5e-4)
+
+
+def test_float64_and_small_work_run_the_replaced_kernel(device, monkeypatch):
+    x, xt = _pair((2, 3, 7, 7), np.float64)
+    w, wt = _pair((4, 3, 3, 3), np.float64, seed=1)
+    _close(F.conv2d(x.to(device), w.to(device)), torch.nn.functional.conv2d(xt, wt), tol=1e-12)
+    assert ember.autograd.gradcheck(lambda a, b: F.conv2d(a, b, stride=2), (x.to(device), w.to(device)))
+    monkeypatch.setattr(conv, "MIN_WORK", 1 << 40)
+    x32, xt32 = _pair((2, 3, 7, 7))
+    _close(F.conv2d(x32.to(device), w.float().detach().to(device)), torch.nn.functional.conv2d(xt32, wt.float()))
+    assert not BUILT
+
+
+def test_kernels_agree_with_the_replaced_ones():
+    cpu = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 8, 17, 17)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    p = ((2, 1), (1, 2)), (1, 1), 1
+    y, saved = cpu["conv_forward"](x, w, None, (2, 2), *p)
+    assert saved is None and BUILT
+    want, cols = ember_onednn._replaced("conv_forward")(x, w, None, (2, 2), *p)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    np.testing.assert_allclose(cpu["conv_input_grad"](g, w, x.shape, (2, 2), *p),
+                               ember_onednn._replaced("conv_input_grad")(g, w, x.shape, (2, 2), *p),
+                               rtol=1e-4, atol=1e-4)
+    got = cpu["conv_weight_grad"](x, g, w.shape, (2, 2), *p)
+    np.testing.assert_allclose(got, ember_onednn._replaced("conv_weight_grad")(x, g, w.shape, (2, 2), *p, cols),
+                               rtol=1e-4, atol=1e-3)
+    # what the replaced forward kept for the weight gradient goes back to the replaced kernel
+    assert cpu["conv_weight_grad"](x, g, w.shape, (2, 2), *p, cols).shape == w.shape
+
+
+def test_bad_input_raises_as_before(device):
+    x = ember.randn(2, 3, 8, 8, device=device)
+    w = ember.randn(4, 5, 3, 3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="channels"):
+        F.conv2d(x, w)
+    assert w.grad is None
+
+
+@pytest.mark.parametrize("shapes", [((33, 47), (47, 29)), ((5, 7, 16), (16, 9)), ((6, 5, 8), (6, 8, 7))])
+def test_matmul_matches_torch(device, shapes):
+    a, at = _pair(shapes[0])
+    b, bt = _pair(shapes[1], seed=1)
+    y = a.to(device) @ b.to(device)
+    yt = at @ bt
+    _close(y, yt)
+    y.sum().backward()
+    yt.sum().backward()
+    _close(a.grad, at.grad)
+    _close(b.grad, bt.grad)
+
+
+def test_matmul_reads_strided_operands_and_falls_back():
+    mm = ember.backend.get_backend("cpu").kernels["matmul"]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((40, 30)).astype(np.float32)
+    b = rng.standard_normal((20, 30)).astype(np.float32)
+    want = a.astype(np.float64) @ b.T.astype(np.float64)
+    np.testing.assert_allclose(mm(a, b.T), want, rtol=1e-4, atol=1e-4)           # a transposed view, read in place
+    assert matmul.primitive.cache_info().currsize == 1
+    np.testing.assert_allclose(mm(a[::-1], b.T), want[::-1], rtol=1e-4, atol=1e-4)   # negative strides: replaced
+    np.testing.assert_allclose(mm(a.astype(np.float64), b.T.astype(np.float64)), want, rtol=1e-12)
+    assert matmul.primitive.cache_info().currsize == 1
+
+
+def test_threads_follow_set_num_threads():
+    gomp = dnnl._gomp
+    before = ember.get_num_threads()
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            F.conv2d(ember.randn(1, 2, 6, 6), ember.randn(2, 2, 3, 3))
+            assert gomp.omp_get_max_threads() == n
+    finally:
+        ember.set_num_threads(before)
+
+
+def test_threads_run_convolutions_at_once():
+    x = ember.randn(2, 4, 12, 12)
+    w = ember.randn(8, 4, 3, 3)
+    want = F.conv2d(x, w, padding=1).numpy()
+    out, errors = [], []
+
+    def work():
+        try:
+            for _ in range(20):
+                out.append(F.conv2d(x, w, padding=1).numpy())
+        except Exception as e:  # reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors and len(out) == 60
+    for o in out:
+        np.testing.assert_array_equal(o, want)
+
+
+def _child(q):
+    x = ember.ones(1, 2, 6, 6)
+    q.put(float(F.conv2d(x, ember.ones(3, 2, 3, 3)).sum()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_runs_convolutions():
+    F.conv2d(ember.randn(2, 4, 12, 12), ember.randn(8, 4, 3, 3))   # the parent's OpenMP pool is up
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    assert q.get(timeout=5) == 1 * 3 * 16 * 18.0
+
+
+def test_turned_off_by_environment():
+    code = "import ember; print(sorted(op for _, op, plugin, *_ in ember.plugins.REGISTRY.overridden() " \
+           "if plugin == 'onednn'))"
+    env = dict(os.environ)
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    env["EMBER_ONEDNN"] = "0"
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert on.stdout.strip() == "['conv_forward', 'conv_input_grad', 'conv_weight_grad', 'matmul']"
+    assert off.stdout.strip() == "[]"
+
+
+def test_builtin_kernels_set_the_plugin_aside():
+    x, w = ember.randn(2, 4, 12, 12), ember.randn(8, 4, 3, 3)
+    with ember.testing.builtin_kernels("cpu", "conv_forward"):
+        inside = F.conv2d(x, w).numpy()
+        assert not BUILT
+    np.testing.assert_allclose(F.conv2d(x, w).numpy(), inside, rtol=1e-4, atol=1e-4)
+    assert BUILT
