@@ -17,13 +17,19 @@ PRIORITY = 1
 
 
 def _replaced(op):
-    """The kernel this plugin's ``op`` replaced on the CPU backend."""
-    ours = KERNELS.get(op)
-    for fn, _, _ in reversed(ember.plugins.REGISTRY.replaced.get(("cpu", op), [])):
-        if fn is not ours:
-            return fn
-    raise RuntimeError(f"ember-onednn: no kernel below its {op!r} on the cpu backend")
+    """The kernel this plugin's ``op`` replaced on the CPU backend (looked up once)."""
+    fn = _BELOW.get(op)
+    if fn is None:
+        ours = KERNELS.get(op)
+        fn = next((f for f, _, _ in reversed(ember.plugins.REGISTRY.replaced.get(("cpu", op), [])) if f is not ours),
+                  None)
+        if fn is None:
+            raise RuntimeError(f"ember-onednn: no kernel below its {op!r} on the cpu backend")
+        _BELOW[op] = fn
+    return fn
 
+
+_BELOW: dict = {}
 
 KERNELS: dict = {}
 
