@@ -26,19 +26,19 @@ into oneDNN cost more than they save."""
 class Geometry:
     """One convolution's shapes and parameters, with its oneDNN primitives (each built on first use)."""
 
-    def __init__(self, x_shape, w_shape, bias, stride, padding, dilation, groups, y_shape):
-        self.groups = groups
-        self.x, self.y, self.b = Desc(x_shape), Desc(y_shape), Desc((w_shape[0],)) if bias else None
+    def __init__(self, x_shape, w_shape, stride, padding, dilation, groups, y_shape):
+        self.x, self.y = Desc(x_shape), Desc(y_shape)
         self.w = Desc(((groups, w_shape[0] // groups) + tuple(w_shape[1:])) if groups > 1 else w_shape)
-        self.w_shape = tuple(w_shape)
         self.params = (dims(stride), dims([d - 1 for d in dilation]), dims([lo for lo, _ in padding]),
                        dims([hi for _, hi in padding]))
         self.any = [Desc(d.shape, ANY) for d in (self.x, self.w, self.y)]
-        b_any = Desc(self.b.shape, ANY) if bias else None
-        self.hint = self._pd(lib.dnnl_convolution_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
-                             CONVOLUTION_DIRECT, self.any[0].h, self.any[1].h, b_any.h if bias else None,
-                             self.any[2].h, *self.params, None)
-        self._fwd = self._data = self._weights = None
+        self.hint = self._forward_pd(None)   # the forward without bias; the gradients' primitives are built on it
+        self._fwd, self._data, self._weights = {}, None, None
+
+    def _forward_pd(self, b_any):
+        return self._pd(lib.dnnl_convolution_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
+                        CONVOLUTION_DIRECT, self.any[0].h, self.any[1].h, None if b_any is None else b_any.h,
+                        self.any[2].h, *self.params, None)
 
     @staticmethod
     def _pd(ctor, *args):
@@ -46,11 +46,15 @@ class Geometry:
         dnnl.check(ctor(ctypes.byref(pd), *args), "convolution primitive_desc_create")
         return pd
 
-    def forward(self):
-        if self._fwd is None:
-            self._fwd = Primitive(self.hint, [(SRC, self.x), (WEIGHTS, self.w)], [(DST, self.y)],
-                                  extra=[self.b] if self.b is not None else ())
-        return self._fwd
+    def forward(self, bias):
+        """The forward primitive, with a bias argument or without."""
+        p = self._fwd.get(bias)
+        if p is None:
+            b = Desc(self.y.shape[1:2])
+            pd = self._forward_pd(Desc(b.shape, ANY)) if bias else self.hint
+            p = self._fwd[bias] = Primitive(pd, [(SRC, self.x), (WEIGHTS, self.w)], [(DST, self.y)],
+                                            extra=[b] if bias else ())
+        return p
 
     def input_grad(self):
         if self._data is None:
@@ -68,7 +72,7 @@ class Geometry:
 
 
 @lru_cache(maxsize=512)
-def geometry(x_shape, w_shape, bias, stride, padding, dilation, groups):
+def geometry(x_shape, w_shape, stride, padding, dilation, groups):
     """The :class:`Geometry` of a convolution, or None where it runs on the replaced kernel."""
     d = len(x_shape) - 2
     if not 1 <= d <= 3 or len(w_shape) != d + 2 or groups < 1 or x_shape[1] != w_shape[1] * groups or \
@@ -80,7 +84,7 @@ def geometry(x_shape, w_shape, bias, stride, padding, dilation, groups):
     if min(x_shape + w_shape + osp) <= 0 or math.prod(y_shape) * math.prod(w_shape[1:]) < MIN_WORK:
         return None
     try:
-        return Geometry(x_shape, w_shape, bias, stride, padding, dilation, groups, y_shape)
+        return Geometry(x_shape, w_shape, stride, padding, dilation, groups, y_shape)
     except DnnlError:
         return None
 
@@ -98,21 +102,20 @@ def kernels(replaced):
 
     def conv_forward(x, w, b, stride, padding, dilation, groups):
         g = _f32(x, w) and (b is None or _f32(b)) and \
-            geometry(x.shape, w.shape, b is not None, stride, padding, dilation, groups)
+            geometry(x.shape, w.shape, stride, padding, dilation, groups)
         if not g:
             return replaced("conv_forward")(x, w, b, stride, padding, dilation, groups)
         args = (_c(x), _c(w)) + ((_c(b),) if b is not None else ())
-        return g.forward()(*args)[0], None
+        return g.forward(b is not None)(*args)[0], None
 
     def conv_input_grad(gy, w, x_shape, stride, padding, dilation, groups):
-        g = _f32(gy, w) and geometry(tuple(x_shape), w.shape, False, stride, padding, dilation, groups)
+        g = _f32(gy, w) and geometry(tuple(x_shape), w.shape, stride, padding, dilation, groups)
         if not g or g.y.shape != gy.shape:
             return replaced("conv_input_grad")(gy, w, x_shape, stride, padding, dilation, groups)
         return g.input_grad()(_c(gy), _c(w))[0]
 
     def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None):
-        g = cols is None and _f32(x, gy) and geometry(x.shape, tuple(w_shape), False, stride, padding, dilation,
-                                                        groups)
+        g = cols is None and _f32(x, gy) and geometry(x.shape, tuple(w_shape), stride, padding, dilation, groups)
         if not g or g.y.shape != gy.shape:
             return replaced("conv_weight_grad")(x, gy, w_shape, stride, padding, dilation, groups, cols)
         return g.weight_grad()(_c(x), _c(gy))[0].reshape(w_shape)

@@ -1,7 +1,7 @@
 """The few entry points of oneDNN's C API (v3) that the kernels use, through ctypes.
 
 oneDNN ships as ``libdnnl.so.3`` in the ``onednn-cpu-gomp`` wheel (installed under ``<prefix>/lib``); its
-threads are GNU OpenMP's.  A primitive is built once per geometry and kept (:func:`cached`); a call makes
+threads are GNU OpenMP's.  A :class:`Primitive` is built once per geometry and kept by its kernel; a call makes
 memory objects around the caller's arrays, reorders the plain (row-major) inputs into the layouts the
 primitive chose, runs it, and reorders its outputs back.
 """
@@ -93,7 +93,6 @@ def _after_fork():
     _STREAMS.__dict__.clear()
     _gomp.omp_set_num_threads(1)
     _STREAMS.threads = 1
-    _STREAMS.stream = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -129,7 +128,6 @@ class Primitive:
 
     def __init__(self, pd, ins, outs, extra=()):
         self.pd = pd
-        self.contiguous_out = True
         self.prim = _handle(lib.dnnl_primitive_create, pd, what="primitive_create")
         self.ins = [self._arg(q, d, into=True) for q, d in ins]
         self.outs = [self._arg(q, d, into=False) for q, d in outs]
