@@ -1,10 +1,14 @@
 """Training-mode batch norm, one graph node (``NativeBatchNormBackward0``): values, running statistics,
-first and second derivatives against PyTorch and float64 finite differences, and forward-mode AD."""
+first and second derivatives against PyTorch and float64 finite differences, and forward-mode AD; the
+backend's own ``batch_norm_train``/``batch_norm_backward`` kernels (set apart from any plugin's) over several
+blocks, and their split over the CPU thread pool (bit-identical to one thread)."""
 import numpy as np
 import pytest
 
 import ember
+import ember.kernels.nn
 import ember.nn.functional as F
+import ember.testing
 from ember.autograd import gradcheck, gradgradcheck
 from ember.testing import assert_close, to_numpy
 
@@ -94,3 +98,46 @@ def test_failed_batch_norm_leaves_running_stats(device):
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         F.batch_norm(ember.randn(1, 3, device=device), rm, rv, training=True)
     assert rm.tolist() == [0.0, 0.0, 0.0] and rv.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("shape", [(9, 8, 40, 40), (33, 5, 7), (7, 600, 2, 3)], ids=str)
+@pytest.mark.parametrize("needs_x", [True, False], ids=["x", "params"])
+def test_own_kernels_over_blocks_match_torch(torch, device, shape, needs_x):
+    # (9, 8, 40, 40): two samples to a block, the last block one sample; (7, 600, 2, 3): one block
+    x, w, b = _inputs(shape, 6)
+    g = np.random.default_rng(7).standard_normal(shape)
+    res = {}
+    with ember.testing.builtin_kernels(device, "batch_norm_train", "batch_norm_backward"):
+        for lib in (ember, torch):
+            dev = device if lib is ember else "cpu"
+            xt, wt, bt = (lib.tensor(a, dtype=lib.float32, device=dev, requires_grad=r)
+                          for a, r in ((x, needs_x), (w, True), (b, True)))
+            y = lib.nn.functional.batch_norm(xt, None, None, wt, bt, True)
+            y.backward(lib.tensor(g, dtype=lib.float32, device=dev))
+            res[lib] = [y, wt.grad, bt.grad] + ([xt.grad] if needs_x else [])
+    assert res[ember][0].dtype == ember.float32
+    for a, e in zip(res[ember], res[torch]):
+        assert_close(to_numpy(a), e.detach().numpy(), rtol=2e-4, atol=2e-4)
+
+
+def test_own_kernels_split_over_threads_bit_for_bit():
+    from ember.backend import get_backend
+    r = np.random.default_rng(8)
+    x = (r.standard_normal((10, 16, 48, 48)) * 3 + 1).astype(np.float32)   # > parallel.MIN_SIZE elements
+    g = r.standard_normal(x.shape).astype(np.float32)
+    w, b = r.standard_normal(16).astype(np.float32), r.standard_normal(16).astype(np.float32)
+    old = ember.get_num_threads()
+    out = []
+    try:
+        with ember.testing.builtin_kernels("cpu", "batch_norm_train", "batch_norm_backward"):
+            k = get_backend("cpu").kernels
+            for t in (1, 2, 3):
+                ember.set_num_threads(t)
+                y, mean, var, invstd = k["batch_norm_train"](x, w, b, 1e-5)
+                out.append([y, mean, var, invstd, *k["batch_norm_backward"](g, x, w, mean, invstd)])
+    finally:
+        ember.set_num_threads(old)
+    assert ember.kernels.nn.BN_BLOCK < x[0].size * 2 and len(out[0]) == 7
+    for other in out[1:]:
+        for a, e in zip(other, out[0]):
+            np.testing.assert_array_equal(a, e)

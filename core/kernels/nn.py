@@ -21,6 +21,8 @@ from .pointwise import _native, fallbacks
 # Winograd F(2x2, 3x3) for 2-D convolutions with a 3x3 kernel, stride 1 and dilation 1 in float32/float64:
 # None lets ``winograd_pays`` decide by the layer's geometry; True or False forces the path on or off.
 WINOGRAD = None
+# elements of one block of batch norm's passes (see ``bn_blocks``)
+BN_BLOCK = 1 << 15
 # bytes of a transform's intermediate passes per round (samples at a time): they stay in cache between passes
 WINO_SCRATCH = 2 << 20
 # the largest transformed input (bytes) for which Winograd pays where the channels are only 64 wide
@@ -495,19 +497,113 @@ def kernels(xp) -> dict:
         dm = wino_output_grad(g, th, tw)
         return wino_weight_adjoint(product(dm.swapaxes(-1, -2), v), w_shape)
 
+    def bn_blocks(x):
+        """``x`` as ``(N, C, S)`` and as ``(N, C*S)``, and its samples cut into blocks of about :data:`BN_BLOCK`
+        elements (with NumPy; one block elsewhere): a block's temporaries stay in cache between its ufunc calls,
+        and per-block partial sums added in block order give the same statistics on any number of threads."""
+        x = xp.ascontiguousarray(x)
+        x3 = xp.reshape(x, x.shape[:2] + (-1,))
+        per = max(1, BN_BLOCK // max(1, x3.shape[1] * x3.shape[2])) if pooled else max(1, x3.shape[0])
+        return x3, xp.reshape(x3, (x3.shape[0], -1)), [slice(i, i + per) for i in range(0, x3.shape[0], per)]
+
+    def bn_sums(body, blocks, c, dtype, size, k=1):
+        """Run ``body(block, out)`` on every block (on the CPU thread pool when large), ``out`` a row of ``k``
+        per-channel partial sums; their totals, shape ``(k, C)``, summed in block order."""
+        parts = xp.empty((len(blocks), k, c), dtype=dtype)
+
+        def run(lo, hi):
+            for i in range(lo, hi):
+                body(blocks[i], parts[i])
+
+        split(run, len(blocks), size)
+        return parts.sum(0)
+
+    def bn_blockwise(body, blocks, size):
+        """``body(block)`` on every block, on the CPU thread pool when large."""
+        def run(lo, hi):
+            for blk in blocks[lo:hi]:
+                body(blk)
+
+        split(run, len(blocks), size)
+
+    def per_channel(v, x3):
+        """The per-channel vector ``v`` repeated over a sample's positions, ``(C*S,)``: against it, a sample
+        row ``(C*S,)`` meets a contiguous operand (NumPy's broadcast of ``(C, 1)`` runs at half the speed)."""
+        return xp.repeat(xp.reshape(v, (-1,)).astype(x3.dtype, copy=False), x3.shape[2])
+
     def batch_norm_train(x, w, b, eps):
         """Training-mode batch norm over every axis but 1: ``(y, mean, biased variance, 1/std)``, the
-        statistics in the shape ``(1, C, 1, ...)``.  Three full-size passes and one temporary."""
-        axes = (0,) + tuple(range(2, x.ndim))
-        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        mean = xp.mean(x, axis=axes, keepdims=True)
-        y = x - mean
-        var = xp.mean(y * y, axis=axes, keepdims=True)
+        statistics in the shape ``(1, C, 1, ...)``.  The variance is the mean of ``(x - mean)**2`` (two
+        passes, as PyTorch's); each pass runs block by block (:func:`bn_blocks`), on threads when large."""
+        c = x.shape[1]
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        x3, x2, blocks = bn_blocks(x)
+        m = x.size // c
+        einsum = xp.einsum
+        y = fresh(x2.shape, x.dtype)
+        y3 = xp.reshape(y, x3.shape)
+
+        def total(blk, out):
+            out[0] = einsum("nci->c", x3[blk])
+
+        mean = (bn_sums(total, blocks, c, x.dtype, x.size)[0] / m).astype(x.dtype, copy=False)
+        mean_row = per_channel(mean, x3)
+
+        def centre(blk, out):
+            xp.subtract(x2[blk], mean_row, out=y[blk])
+            out[0] = einsum("nci,nci->c", y3[blk], y3[blk])
+
+        var = (bn_sums(centre, blocks, c, x.dtype, x.size)[0] / m).astype(x.dtype, copy=False)
         invstd = 1 / xp.sqrt(var + eps)
-        y *= invstd if w is None else invstd * xp.reshape(w, shape)
-        if b is not None:
-            y += xp.reshape(b, shape)
-        return y, mean, var, invstd
+        scale = per_channel(invstd if w is None else invstd * w, x3)
+        shift = None if b is None else per_channel(b, x3)
+
+        def affine(blk):
+            xp.multiply(y[blk], scale, out=y[blk])
+            if shift is not None:
+                xp.add(y[blk], shift, out=y[blk])
+
+        bn_blockwise(affine, blocks, x.size)
+        return (xp.reshape(y, x.shape), xp.reshape(mean, shape), xp.reshape(var, shape),
+                xp.reshape(invstd, shape))
+
+    def batch_norm_backward(g, x, w, mean, invstd, input_grad=True):
+        """The gradients of training-mode batch norm, PyTorch's closed form: ``(gx, gw, gb)`` with
+        ``gb = sum(g)``, ``gw = sum(g * xhat)`` per channel and
+        ``gx = (g - gb / m - xhat * gw / m) * w / std`` (None unless ``input_grad``), ``xhat = (x - mean) / std``
+        over the ``m`` values of a channel; ``mean`` and ``invstd`` as :func:`batch_norm_train` gave them.
+        Two block-wise passes (:func:`bn_blocks`): the sums, then ``gx``."""
+        c = x.shape[1]
+        m = x.size // c
+        x3, x2, blocks = bn_blocks(x)
+        g3, g2, _ = bn_blocks(g)
+        mean_row = per_channel(mean, x3)
+        invstd = xp.reshape(invstd, (c,))
+        einsum = xp.einsum
+
+        def sums(blk, out):
+            d = x2[blk] - mean_row
+            out[0] = einsum("nci->c", g3[blk])
+            out[1] = einsum("nci,nci->c", g3[blk], xp.reshape(d, g3[blk].shape))
+
+        gb, dot = bn_sums(sums, blocks, c, g.dtype, x.size, k=2)
+        gw = dot * invstd
+        if not input_grad:
+            return None, gw, gb
+        k = per_channel(gw * invstd / m, x3)
+        mean_g = per_channel(gb / m, x3)
+        scale = per_channel(invstd if w is None else invstd * w, x3)
+        gx = fresh(x2.shape, g.dtype)
+
+        def grad(blk):
+            d, out = x2[blk] - mean_row, gx[blk]
+            xp.multiply(d, k, out=d)
+            xp.subtract(g2[blk], d, out=out)
+            xp.subtract(out, mean_g, out=out)
+            xp.multiply(out, scale, out=out)
+
+        bn_blockwise(grad, blocks, x.size)
+        return xp.reshape(gx, x.shape), gw, gb
 
     def batch_norm_eval(x, mean, var, w, b, eps):
         """Inference batch norm, ``x * alpha + beta`` per channel (dim 1) with ``alpha = w / sqrt(var + eps)``
@@ -992,7 +1088,8 @@ def kernels(xp) -> dict:
         "max_pool": max_pool, "max_pool_indices": max_pool_indices, "max_pool_backward": max_pool_backward,
         "adaptive_max_pool": adaptive_max_pool,
         "flat_gather": flat_gather, "flat_scatter_add": flat_scatter_add, "constant_pad": pad,
-        "batch_norm_train": batch_norm_train, "batch_norm_eval": batch_norm_eval, "layer_norm": layer_norm,
+        "batch_norm_train": batch_norm_train, "batch_norm_backward": batch_norm_backward,
+        "batch_norm_eval": batch_norm_eval, "layer_norm": layer_norm,
         "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
         "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "embedding_bag_segments": embedding_bag_segments,

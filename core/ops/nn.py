@@ -825,16 +825,22 @@ class NativeBatchNorm(Op):
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gv=None):
+        has_w, has_b = ctx.affine
+        need_x = ctx.next_functions[0][0] is not None
+        if not is_grad_enabled():   # one kernel; the composed form below is for a backward that is differentiated
+            x, *params = ctx.inputs
+            grads = apply(NativeBatchNormGrad, g, x, params[0] if has_w else None, ctx.mean, ctx.invstd, need_x)
+            gx, gw, gb = grads if need_x else (None, *grads)
+            return (gx,) + ((gw,) if has_w else ()) + ((gb,) if has_b else ())
         nd = ctx.inputs[0].ndim
         dims = [0] + list(range(2, nd))
         x, w, xhat, invstd = _normalized(ctx, dims)
-        has_w, has_b = ctx.affine
         shape = (1, x.shape[1]) + (1,) * (nd - 2)
         n = x.numel() // x.shape[1]
         gb = g.sum(dims, keepdim=True)
         gw = (g * xhat).sum(dims, keepdim=True)
         grads = []
-        if ctx.next_functions[0][0] is not None:
+        if need_x:
             scale = invstd if w is None else invstd * w.reshape(shape)
             grads.append((g - gb / n - xhat * (gw / n)) * scale)
         else:
@@ -844,6 +850,18 @@ class NativeBatchNorm(Op):
         if has_b:
             grads.append(gb.reshape(-1))
         return tuple(grads)
+
+
+class NativeBatchNormGrad(Op):
+    """The gradients of :class:`NativeBatchNorm` by one kernel (``batch_norm_backward``), for a backward that
+    records no graph: ``(gx, gw, gb)``, without ``gx`` unless ``input_grad``."""
+
+    backward_name = "NativeBatchNormBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, k, g, x, w, mean, invstd, input_grad):
+        gx, gw, gb = k["batch_norm_backward"](g, x, w, mean, invstd, input_grad)
+        return (gx, gw, gb) if input_grad else (gw, gb)
 
 
 @export(to=("nn.functional",))

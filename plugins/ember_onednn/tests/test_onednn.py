@@ -1,5 +1,6 @@
-"""ember-onednn's kernels against PyTorch (float32 convolutions and products, forward and gradients), the
-kernels they replaced (float64, small work and refused geometries), and the library's threads and fork."""
+"""ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm and max pooling's
+gradient), the kernels they replaced (float64, small work and refused geometries), and the library's threads,
+fork and import order."""
 import multiprocessing
 import os
 import subprocess
@@ -13,7 +14,7 @@ import ember
 import ember.nn.functional as F
 import ember.testing
 import ember_onednn
-from ember_onednn import conv, dnnl, matmul
+from ember_onednn import conv, dnnl, matmul, norm, pool
 
 torch = pytest.importorskip("torch")
 
@@ -36,11 +37,14 @@ def _small_work(monkeypatch):
     # the test geometries are small: take the oneDNN path from a few multiply-adds on
     monkeypatch.setattr(conv, "MIN_WORK", 1)
     monkeypatch.setattr(matmul, "MIN_WORK", 1)
-    conv.geometry.cache_clear()
-    matmul.primitive.cache_clear()
+    monkeypatch.setattr(norm, "MIN_SIZE", 1)
+    monkeypatch.setattr(pool, "MIN_SIZE", 1)
+    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry)
+    for c in caches:
+        c.cache_clear()
     yield
-    conv.geometry.cache_clear()
-    matmul.primitive.cache_clear()
+    for c in caches:
+        c.cache_clear()
 
 
 def _pair(shape, dtype=np.float32, seed=0):
@@ -60,12 +64,20 @@ BUILT = []
 @pytest.fixture(autouse=True)
 def _count(monkeypatch):
     BUILT.clear()
-    real = conv.Geometry.__init__
+    for cls in (conv.Geometry, norm.Geometry, pool.Geometry):
+        monkeypatch.setattr(cls, "__init__", _counting(cls.__init__))
 
-    def counting(self, *a):
+
+def _counting(real):
+    def init(self, *a):
         real(self, *a)
         BUILT.append(self)
-    monkeypatch.setattr(conv.Geometry, "__init__", counting)
+    return init
+
+
+def _built(module):
+    """The geometries of ``module`` built in this test."""
+    return [g for g in BUILT if isinstance(g, module.Geometry)]
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")   # PyTorch's note on its own padded copy
@@ -240,7 +252,8 @@ def test_turned_off_by_environment():
     on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     env["EMBER_ONEDNN"] = "0"
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert on.stdout.strip() == "['conv_forward', 'conv_input_grad', 'conv_weight_grad', 'matmul']"
+    assert on.stdout.strip() == str(sorted(["conv_forward", "conv_input_grad", "conv_weight_grad", "matmul",
+                                            "batch_norm_train", "batch_norm_backward", "max_pool_backward"]))
     assert off.stdout.strip() == "[]"
 
 
@@ -251,3 +264,121 @@ def test_builtin_kernels_set_the_plugin_aside():
         assert not BUILT
     np.testing.assert_allclose(F.conv2d(x, w).numpy(), inside, rtol=1e-4, atol=1e-4)
     assert BUILT
+
+
+NORMS = [(8, 16, 6, 6), (4, 5, 7, 9), (3, 24, 11), (2, 3, 4, 5, 6)]   # 5 and 3 channels: a part-filled block
+
+
+@pytest.mark.parametrize("shape", NORMS, ids=[str(i) for i in range(len(NORMS))])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_matches_torch(device, shape, affine):
+    d = len(shape) - 2
+    m, mt = getattr(ember.nn, f"BatchNorm{d}d")(shape[1], affine=affine), \
+        getattr(torch.nn, f"BatchNorm{d}d")(shape[1], affine=affine)
+    if affine:
+        with torch.no_grad():
+            mt.weight.uniform_(0.5, 1.5)
+            mt.bias.uniform_(-1, 1)
+        m.load_state_dict({k: ember.tensor(v.numpy()) for k, v in mt.state_dict().items()})
+    m.to(device)
+    x, xt = _pair(shape)
+    with torch.no_grad():
+        xt.mul_(3).add_(2)
+    x = ember.tensor(xt.detach().numpy(), requires_grad=True)
+    g = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    y, yt = m(x.to(device)), mt(xt)
+    _close(y, yt)
+    y.backward(ember.tensor(g, device=device))
+    yt.backward(torch.tensor(g))
+    _close(x.grad, xt.grad)
+    for a, b in [(m.running_mean, mt.running_mean), (m.running_var, mt.running_var)] + \
+            ([(m.weight.grad, mt.weight.grad), (m.bias.grad, mt.bias.grad)] if affine else []):
+        _close(a, b)
+    assert _built(norm) or device != "cpu"
+
+
+def test_batch_norm_kernels_agree_with_the_replaced_ones():
+    cpu = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((6, 20, 5, 7)) * 2 + 1).astype(np.float32)
+    w, b = rng.uniform(0.5, 1.5, 20).astype(np.float32), rng.standard_normal(20).astype(np.float32)
+    got, want = cpu["batch_norm_train"](x, w, b, 1e-3), ember_onednn._replaced("batch_norm_train")(x, w, b, 1e-3)
+    assert len(_built(norm)) == 1
+    for a, e in zip(got, want):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    _, mean, _, invstd = want
+    for input_grad in (True, False):
+        got = cpu["batch_norm_backward"](g, x, w, mean, invstd, input_grad)
+        want = ember_onednn._replaced("batch_norm_backward")(g, x, w, mean, invstd, input_grad)
+        assert (got[0] is None) == (want[0] is None) == (not input_grad)
+        for a, e in zip(got, want):
+            if e is not None:
+                np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_float64_small_and_double_backward(device, monkeypatch):
+    x, xt = _pair((4, 3, 5, 5), np.float64)
+    w, wt = _pair((3,), np.float64, seed=1)
+    assert ember.autograd.gradcheck(lambda a, c: F.batch_norm(a, None, None, c, None, training=True),
+                                    (x.to(device), w.to(device)))
+    monkeypatch.setattr(norm, "MIN_SIZE", 1 << 40)
+    x32, xt32 = _pair((4, 3, 5, 5))
+    _close(F.batch_norm(x32.to(device), None, None, training=True),
+           torch.nn.functional.batch_norm(xt32, None, None, training=True))
+    assert not BUILT
+    monkeypatch.setattr(norm, "MIN_SIZE", 1)
+    # a differentiated backward runs the composed form, on the statistics recomputed from x
+    x32 = x32.detach().requires_grad_()
+    (gx,) = ember.autograd.grad((F.batch_norm(x32.to(device), None, None, training=True) ** 3).sum(), x32,
+                                create_graph=True)
+    (gxt,) = torch.autograd.grad((torch.nn.functional.batch_norm(xt32, None, None, training=True) ** 3).sum(),
+                                 xt32, create_graph=True)
+    _close(gx, gxt)
+    _close(ember.autograd.grad((gx * gx).sum(), x32)[0], torch.autograd.grad((gxt * gxt).sum(), xt32)[0], tol=1e-3)
+
+
+POOLS = [((4, 8, 16, 16), dict(kernel_size=3, stride=2, padding=1)),
+         ((2, 3, 10, 10), dict(kernel_size=3, stride=2, ceil_mode=True)),
+         ((2, 4, 15, 15), dict(kernel_size=3, dilation=2, padding=1)),
+         ((2, 4, 30), dict(kernel_size=4, stride=3, padding=2)),
+         ((2, 4, 7, 8, 9), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True))]
+
+
+@pytest.mark.parametrize("shape, kw", POOLS, ids=[str(i) for i in range(len(POOLS))])
+def test_max_pool_gradient_matches_torch(device, shape, kw):
+    fn = f"max_pool{len(shape) - 2}d"
+    x, xt = _pair(shape)
+    y, yt = getattr(F, fn)(x.to(device), **kw), getattr(torch.nn.functional, fn)(xt, **kw)
+    _close(y, yt, tol=0)
+    g = np.random.default_rng(3).standard_normal(yt.shape).astype(np.float32)
+    y.backward(ember.tensor(g, device=device))
+    yt.backward(torch.tensor(g))
+    _close(x.grad, xt.grad, tol=1e-6)
+    assert len(_built(pool)) == (device == "cpu")
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum(device):
+    # ties everywhere: PyTorch gives each window's gradient to its first maximum, and so does oneDNN
+    a = np.repeat(np.arange(6, dtype=np.float32) // 2, 6).reshape(1, 1, 6, 6)
+    x, xt = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    F.max_pool2d(x.to(device), 3, 1, 1).sum().backward()
+    torch.nn.functional.max_pool2d(xt, 3, 1, 1).sum().backward()
+    _close(x.grad, xt.grad, tol=0)
+    cpu = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 3, (3, 4, 10, 10)).astype(np.float32)
+    p = (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)
+    best = cpu["max_pool"](x, *p)
+    g = rng.integers(-4, 5, best.shape).astype(np.float32)   # (sums of overlapping windows: exact in any order)
+    np.testing.assert_array_equal(cpu["max_pool_backward"](g, x, best, *p),
+                                  ember_onednn._replaced("max_pool_backward")(g, x, best, *p))
+    assert _built(pool)
+
+
+def test_imported_before_ember():
+    code = "import ember_onednn.pool, ember_onednn\nimport ember\n" \
+           "print(sorted(op for _, op, plugin, *_ in ember.plugins.REGISTRY.overridden() if plugin == 'onednn'))"
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
+    assert "max_pool_backward" in out.stdout and "conv_forward" in out.stdout

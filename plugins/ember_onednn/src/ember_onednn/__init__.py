@@ -3,13 +3,18 @@ convolutions) for ember's ``cpu`` backend.
 
 Installed, it serves float32 convolutions, forward and both gradients, with oneDNN's JIT kernels for the
 machine's vector ISA (AVX-512 where the CPU has it); everything else, and any geometry below the size where
-it pays, stays on the kernels it replaced.  ``EMBER_ONEDNN=0`` leaves every kernel as it was.
+it pays, stays on the kernels it replaced.  It also serves float32 matrix products large enough to pay,
+training-mode batch norm and max pooling's gradient.  ``EMBER_ONEDNN=0`` leaves every kernel as it was.
 """
 from __future__ import annotations
 
 import os
 
-import ember.plugins
+import pluggy
+
+# ember's hook marker, made here rather than imported: a program that imports this package before ember must
+# not start ember's import (and its plugin loading) while this module is still half-initialised
+hookimpl = pluggy.HookimplMarker("ember")
 
 __version__ = "0.1.0"
 
@@ -20,6 +25,7 @@ def _replaced(op):
     """The kernel this plugin's ``op`` replaced on the CPU backend (looked up once)."""
     fn = _BELOW.get(op)
     if fn is None:
+        import ember.plugins
         ours = KERNELS.get(op)
         fn = next((f for f, _, _ in reversed(ember.plugins.REGISTRY.replaced.get(("cpu", op), [])) if f is not ours),
                   None)
@@ -34,12 +40,12 @@ _BELOW: dict = {}
 KERNELS: dict = {}
 
 
-@ember.plugins.hookimpl
+@hookimpl
 def ember_kernels(registry):
     if os.environ.get("EMBER_ONEDNN", "1") == "0":
         return
-    from . import conv, matmul
-    KERNELS.update(conv.kernels(_replaced))
-    KERNELS.update(matmul.kernels(_replaced))
+    from . import conv, matmul, norm, pool
+    for module in (conv, matmul, norm, pool):
+        KERNELS.update(module.kernels(_replaced))
     for op, fn in KERNELS.items():
         registry.add_kernel("cpu", op, fn, priority=PRIORITY)

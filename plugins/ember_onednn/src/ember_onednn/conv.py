@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import dnnl
-from .dnnl import ANY, CONVOLUTION_DIRECT, DIFF_DST, DIFF_SRC, DIFF_WEIGHTS, DST, ENGINE, FORWARD_TRAINING, \
+from .dnnl import ANY, ARG_BIAS, CONVOLUTION_DIRECT, DIFF_DST, DIFF_SRC, DIFF_WEIGHTS, DST, ENGINE, FORWARD_TRAINING, \
     SRC, WEIGHTS, Desc, DnnlError, Primitive, dims, lib
 
 MIN_WORK = 1 << 21
@@ -53,7 +53,7 @@ class Geometry:
             b = Desc(self.y.shape[1:2])
             pd = self._forward_pd(Desc(b.shape, ANY)) if bias else self.hint
             p = self._fwd[bias] = Primitive(pd, [(SRC, self.x), (WEIGHTS, self.w)], [(DST, self.y)],
-                                            extra=[b] if bias else ())
+                                            raw_ins=[(ARG_BIAS, b)] if bias else ())
         return p
 
     def input_grad(self):

@@ -15,7 +15,6 @@ import threading
 
 import numpy as np
 
-from ember.runtime import get_num_threads
 
 # enumerations of oneapi/dnnl/dnnl_types.h (v3)
 F32 = 3
@@ -25,8 +24,9 @@ FORWARD_TRAINING = 64
 CONVOLUTION_DIRECT = 1
 QUERY_IMPL_INFO = 8
 SRC, DIFF_SRC, WEIGHTS, DIFF_WEIGHTS, DST, DIFF_DST = 129, 130, 131, 132, 133, 134     # dnnl_query_*_md
+WORKSPACE = 135
 ARG = {SRC: 1, DIFF_SRC: 129, WEIGHTS: 33, DIFF_WEIGHTS: 161, DST: 17, DIFF_DST: 145}  # DNNL_ARG_* of each
-ARG_BIAS, ARG_FROM, ARG_TO = 41, 1, 17
+ARG_BIAS, ARG_FROM, ARG_TO, ARG_WORKSPACE = 41, 1, 17, 64
 MAX_NDIMS = 12
 
 Dims = ctypes.c_int64 * MAX_NDIMS
@@ -77,11 +77,19 @@ ENGINE = _handle(lib.dnnl_engine_create, CPU, ctypes.c_size_t(0), what="engine_c
 _STREAMS = threading.local()   # a stream per thread: oneDNN streams are not shared between threads
 
 
+def _threads():
+    """``ember.get_num_threads()`` (ember is imported on first use: this module may load before it)."""
+    global _threads
+    from ember.runtime import get_num_threads
+    _threads = get_num_threads
+    return get_num_threads()
+
+
 def _stream():
     s = getattr(_STREAMS, "stream", None)
     if s is None:
         s = _STREAMS.stream = _handle(lib.dnnl_stream_create, ENGINE, 1, what="stream_create")
-    n = get_num_threads()
+    n = _threads()
     if getattr(_STREAMS, "threads", None) != n:   # OpenMP's thread count is a per-thread setting
         _gomp.omp_set_num_threads(n)
         _STREAMS.threads = n
@@ -121,20 +129,29 @@ class Desc:
         destroy(self.h)
 
 
+def query_md(pd, query):
+    """The memory descriptor a primitive descriptor chose for ``query`` (owned by the primitive descriptor)."""
+    return ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(pd, query, 0))
+
+
 class Primitive:
     """A primitive from its descriptor, with the reorders between each argument's plain layout and the one
-    the primitive chose: ``ins``/``outs`` are ``[(query, plain Desc)]``; calling it with the input arrays
-    (row-major float32) returns the output arrays."""
+    the primitive chose: ``ins``/``outs`` are ``[(query, plain Desc)]``.  ``raw_ins``/``raw_outs`` are
+    ``[(DNNL_ARG_*, Desc or memory descriptor handle)]`` passed as they are (a bias, statistics, a workspace);
+    a raw output is allocated as bytes of the descriptor's size.  Calling it with the arrays of ``ins`` then
+    ``raw_ins`` (``ins`` row-major float32) returns the arrays of ``outs`` then ``raw_outs``."""
 
-    def __init__(self, pd, ins, outs, extra=()):
+    def __init__(self, pd, ins, outs, raw_ins=(), raw_outs=()):
         self.pd = pd
         self.prim = _handle(lib.dnnl_primitive_create, pd, what="primitive_create")
         self.ins = [self._arg(q, d, into=True) for q, d in ins]
         self.outs = [self._arg(q, d, into=False) for q, d in outs]
-        self.extra = [(ARG_BIAS, d) for d in extra]   # plain arguments passed as they are (a bias)
+        self.raw_ins = [(arg, getattr(md, "h", md), md) for arg, md in raw_ins]   # (a Desc is kept alive)
+        self.raw_outs = [(arg, getattr(md, "h", md), lib.dnnl_memory_desc_get_size(getattr(md, "h", md)), md)
+                         for arg, md in raw_outs]
 
     def _arg(self, query, plain, into):
-        chosen = ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(self.pd, query, 0))
+        chosen = query_md(self.pd, query)
         if lib.dnnl_memory_desc_equal(chosen, plain.h):
             return ARG[query], plain, None, None, 0
         src, dst = (plain.h, chosen) if into else (chosen, plain.h)
@@ -168,8 +185,8 @@ class Primitive:
                     self._run(reorder, stream, [(ARG_FROM, m), (ARG_TO, mb)])
                     m = mb
                 args.append((arg, m))
-            for (arg, d), a in zip(self.extra, arrays[len(self.ins):]):
-                args.append((arg, memory(d.h, a)))
+            for (arg, md, _), a in zip(self.raw_ins, arrays[len(self.ins):]):
+                args.append((arg, memory(md, a)))
             for arg, plain, chosen, reorder, size in self.outs:
                 out = np.empty(plain.shape, np.float32)
                 outs.append(out)
@@ -179,6 +196,10 @@ class Primitive:
                     back.append((reorder, mb, m))
                     m = mb
                 args.append((arg, m))
+            for arg, md, size, _ in self.raw_outs:
+                out = np.empty(size, np.uint8)
+                outs.append(out)
+                args.append((arg, memory(md, out)))
             self._run(self.prim, stream, args)
             for reorder, mb, m in back:
                 self._run(reorder, stream, [(ARG_FROM, mb), (ARG_TO, m)])
