@@ -1,6 +1,6 @@
-"""ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm and max pooling's
-gradient), the kernels they replaced (float64, small work and refused geometries), and the library's threads,
-fork and import order."""
+"""ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm, max pooling's
+gradient and LSTM layers), the kernels they replaced (float64, small work and refused geometries), and the
+library's threads, fork and import order."""
 import multiprocessing
 import os
 import subprocess
@@ -14,7 +14,7 @@ import ember
 import ember.nn.functional as F
 import ember.testing
 import ember_onednn
-from ember_onednn import conv, dnnl, matmul, norm, pool
+from ember_onednn import conv, dnnl, lstm, matmul, norm, pool
 
 torch = pytest.importorskip("torch")
 
@@ -39,7 +39,8 @@ def _small_work(monkeypatch):
     monkeypatch.setattr(matmul, "MIN_WORK", 1)
     monkeypatch.setattr(norm, "MIN_SIZE", 1)
     monkeypatch.setattr(pool, "MIN_SIZE", 1)
-    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry)
+    monkeypatch.setattr(lstm, "MIN_WORK", 1)
+    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry, lstm.layer)
     for c in caches:
         c.cache_clear()
     yield
@@ -64,7 +65,7 @@ BUILT = []
 @pytest.fixture(autouse=True)
 def _count(monkeypatch):
     BUILT.clear()
-    for cls in (conv.Geometry, norm.Geometry, pool.Geometry):
+    for cls in (conv.Geometry, norm.Geometry, pool.Geometry, lstm.Layer):
         monkeypatch.setattr(cls, "__init__", _counting(cls.__init__))
 
 
@@ -76,8 +77,8 @@ def _counting(real):
 
 
 def _built(module):
-    """The geometries of ``module`` built in this test."""
-    return [g for g in BUILT if isinstance(g, module.Geometry)]
+    """The geometries (LSTM layers) of ``module`` built in this test."""
+    return [g for g in BUILT if isinstance(g, getattr(module, "Geometry", None) or module.Layer)]
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")   # PyTorch's note on its own padded copy
@@ -253,7 +254,8 @@ def test_turned_off_by_environment():
     env["EMBER_ONEDNN"] = "0"
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert on.stdout.strip() == str(sorted(["conv_forward", "conv_input_grad", "conv_weight_grad", "matmul",
-                                            "batch_norm_train", "batch_norm_backward", "max_pool_backward"]))
+                                            "batch_norm_train", "batch_norm_backward", "max_pool_backward",
+                                            "lstm_forward", "lstm_backward"]))
     assert off.stdout.strip() == "[]"
 
 
@@ -382,3 +384,78 @@ def test_imported_before_ember():
            "print(sorted(op for _, op, plugin, *_ in ember.plugins.REGISTRY.overridden() if plugin == 'onednn'))"
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
     assert "max_pool_backward" in out.stdout and "conv_forward" in out.stdout
+
+
+def _lstm_pair(**kw):
+    mt = torch.nn.LSTM(**kw)
+    m = ember.nn.LSTM(**kw)
+    m.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in mt.state_dict().items()})
+    return m, mt
+
+
+LSTMS = [dict(input_size=4, hidden_size=6), dict(input_size=5, hidden_size=8, num_layers=2, bidirectional=True),
+         dict(input_size=3, hidden_size=7, bias=False, batch_first=True)]
+
+
+@pytest.mark.parametrize("kw", LSTMS, ids=[str(i) for i in range(len(LSTMS))])
+@pytest.mark.parametrize("state", [True, False])
+def test_lstm_matches_torch(device, kw, state):
+    m, mt = _lstm_pair(**kw)
+    m.to(device)
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    x, xt = _pair((3, 7, kw["input_size"]))
+    h, ht = _pair((layers, 3 if kw.get("batch_first") else 7, kw["hidden_size"]), seed=1)
+    c, ct = _pair(h.shape, seed=2)
+    out, (hn, cn) = m(x.to(device), (h.to(device), c.to(device)) if state else None)
+    outt, (hnt, cnt) = mt(xt, (ht, ct) if state else None)
+    for a, b in ((out, outt), (hn, hnt), (cn, cnt)):
+        _close(a, b, tol=1e-5)
+    ((out * out).sum() + 2 * hn.sum() + (cn * cn).sum()).backward()
+    ((outt * outt).sum() + 2 * hnt.sum() + (cnt * cnt).sum()).backward()
+    _close(x.grad, xt.grad, tol=1e-5)
+    if state:
+        _close(h.grad, ht.grad, tol=1e-5)
+        _close(c.grad, ct.grad, tol=1e-5)
+    for p, pt in zip(m.parameters(), mt.parameters()):
+        _close(p.grad, pt.grad, tol=1e-5)
+    assert len(_built(lstm)) == (layers if device == "cpu" else 0)
+
+
+def test_lstm_kernels_agree_with_the_replaced_ones():
+    cpu = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(0)
+    T, B, I, H = 6, 4, 5, 3
+    x, h0, c0 = (rng.standard_normal(s).astype(np.float32) for s in ((T, B, I), (B, H), (B, H)))
+    w_ih, w_hh = rng.standard_normal((4 * H, I)).astype(np.float32), rng.standard_normal((4 * H, H)).astype(np.float32)
+    b_ih, b_hh = rng.standard_normal(4 * H).astype(np.float32), rng.standard_normal(4 * H).astype(np.float32)
+    dout, dh, dc = (rng.standard_normal(s).astype(np.float32) for s in ((T, B, H), (B, H), (B, H)))
+    for reverse in (False, True):
+        for needs in ((True, True, True), (False, False, True)):
+            res = []
+            for fwd, bwd in ((cpu["lstm_forward"], cpu["lstm_backward"]),
+                             (ember_onednn._replaced("lstm_forward"), ember_onednn._replaced("lstm_backward"))):
+                out, h, c, cache = fwd(x, w_ih, w_hh, b_ih, b_hh, h0, c0, None, None, reverse)
+                res.append([out, h, c, *bwd(dout, dh, dc, cache, x, w_ih, w_hh, None, None, reverse, needs)])
+            assert isinstance(cache, tuple) and not isinstance(cache, lstm.Saved)
+            for a, e in zip(*res):
+                assert (a is None) == (e is None)
+                if e is not None:
+                    assert a.shape == e.shape and a.dtype == e.dtype
+                    np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+    assert len(_built(lstm)) == 2
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")   # PyTorch's own note
+def test_lstm_projections_packed_sequences_and_float64_run_the_replaced_kernels(device):
+    m, mt = _lstm_pair(input_size=4, hidden_size=6, proj_size=3)
+    x, xt = _pair((5, 2, 4))
+    _close(m.to(device)(x.to(device))[0], mt(xt)[0], tol=1e-5)
+    m, mt = _lstm_pair(input_size=4, hidden_size=6)
+    packed = ember.nn.utils.rnn.pack_padded_sequence(x.to(device), [5, 3], enforce_sorted=True)
+    packedt = torch.nn.utils.rnn.pack_padded_sequence(xt, [5, 3], enforce_sorted=True)
+    _close(m.to(device)(packed)[0].data, mt(packedt)[0].data, tol=1e-5)
+    assert not _built(lstm)
+    m64 = ember.nn.LSTM(3, 4).double().to(device)
+    x64 = ember.randn(4, 2, 3, dtype=ember.float64, device=device, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a: m64(a)[0], (x64,))
+    assert not _built(lstm)

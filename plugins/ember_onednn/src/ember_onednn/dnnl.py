@@ -23,9 +23,9 @@ CPU = 1
 FORWARD_TRAINING = 64
 CONVOLUTION_DIRECT = 1
 QUERY_IMPL_INFO = 8
-SRC, DIFF_SRC, WEIGHTS, DIFF_WEIGHTS, DST, DIFF_DST = 129, 130, 131, 132, 133, 134     # dnnl_query_*_md
-WORKSPACE = 135
-ARG = {SRC: 1, DIFF_SRC: 129, WEIGHTS: 33, DIFF_WEIGHTS: 161, DST: 17, DIFF_DST: 145}  # DNNL_ARG_* of each
+QUERY_EXEC_ARG_MD = 255
+# DNNL_ARG_*: a primitive's arguments, and what its descriptor is asked for their memory descriptors by
+SRC, DIFF_SRC, WEIGHTS, DIFF_WEIGHTS, DST, DIFF_DST = 1, 129, 33, 161, 17, 145
 ARG_BIAS, ARG_FROM, ARG_TO, ARG_WORKSPACE = 41, 1, 17, 64
 MAX_NDIMS = 12
 
@@ -85,6 +85,15 @@ def _threads():
     return get_num_threads()
 
 
+def _empty(shape, dtype):
+    """``ember.kernels.workspace.empty``: an array on the reused pages of an earlier call where one is idle
+    (megabyte buffers fresh from the OS cost a page fault every 4 KiB); bound on first use, as :func:`_threads`."""
+    global _empty
+    from ember.kernels.workspace import empty
+    _empty = empty
+    return empty(shape, dtype)
+
+
 def _stream():
     s = getattr(_STREAMS, "stream", None)
     if s is None:
@@ -129,14 +138,15 @@ class Desc:
         destroy(self.h)
 
 
-def query_md(pd, query):
-    """The memory descriptor a primitive descriptor chose for ``query`` (owned by the primitive descriptor)."""
-    return ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(pd, query, 0))
+def query_md(pd, arg):
+    """The memory descriptor a primitive descriptor chose for its argument ``arg`` (a ``DNNL_ARG_*``; owned by
+    the primitive descriptor)."""
+    return ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg))
 
 
 class Primitive:
     """A primitive from its descriptor, with the reorders between each argument's plain layout and the one
-    the primitive chose: ``ins``/``outs`` are ``[(query, plain Desc)]``.  ``raw_ins``/``raw_outs`` are
+    the primitive chose: ``ins``/``outs`` are ``[(DNNL_ARG_*, plain Desc)]``.  ``raw_ins``/``raw_outs`` are
     ``[(DNNL_ARG_*, Desc or memory descriptor handle)]`` passed as they are (a bias, statistics, a workspace);
     a raw output is allocated as bytes of the descriptor's size.  Calling it with the arrays of ``ins`` then
     ``raw_ins`` (``ins`` row-major float32) returns the arrays of ``outs`` then ``raw_outs``."""
@@ -144,22 +154,22 @@ class Primitive:
     def __init__(self, pd, ins, outs, raw_ins=(), raw_outs=()):
         self.pd = pd
         self.prim = _handle(lib.dnnl_primitive_create, pd, what="primitive_create")
-        self.ins = [self._arg(q, d, into=True) for q, d in ins]
-        self.outs = [self._arg(q, d, into=False) for q, d in outs]
+        self.ins = [self._arg(a, d, into=True) for a, d in ins]
+        self.outs = [self._arg(a, d, into=False) for a, d in outs]
         self.raw_ins = [(arg, getattr(md, "h", md), md) for arg, md in raw_ins]   # (a Desc is kept alive)
         self.raw_outs = [(arg, getattr(md, "h", md), lib.dnnl_memory_desc_get_size(getattr(md, "h", md)), md)
                          for arg, md in raw_outs]
 
-    def _arg(self, query, plain, into):
-        chosen = query_md(self.pd, query)
+    def _arg(self, arg, plain, into):
+        chosen = query_md(self.pd, arg)
         if lib.dnnl_memory_desc_equal(chosen, plain.h):
-            return ARG[query], plain, None, None, 0
+            return arg, plain, None, None, 0
         src, dst = (plain.h, chosen) if into else (chosen, plain.h)
         rpd = _handle(lib.dnnl_reorder_primitive_desc_create, src, ENGINE, dst, ENGINE, None,
                       what="reorder_primitive_desc_create")
         reorder = _handle(lib.dnnl_primitive_create, rpd, what="primitive_create")
         lib.dnnl_primitive_desc_destroy(rpd)
-        return ARG[query], plain, chosen, reorder, lib.dnnl_memory_desc_get_size(chosen) // 4
+        return arg, plain, chosen, reorder, lib.dnnl_memory_desc_get_size(chosen) // 4
 
     @property
     def impl(self) -> str:
@@ -181,23 +191,23 @@ class Primitive:
             for (arg, plain, chosen, reorder, size), a in zip(self.ins, arrays):
                 m = memory(plain.h, a)
                 if reorder is not None:
-                    mb = memory(chosen, np.empty(size, np.float32))
+                    mb = memory(chosen, _empty((size,), np.float32))
                     self._run(reorder, stream, [(ARG_FROM, m), (ARG_TO, mb)])
                     m = mb
                 args.append((arg, m))
             for (arg, md, _), a in zip(self.raw_ins, arrays[len(self.ins):]):
                 args.append((arg, memory(md, a)))
             for arg, plain, chosen, reorder, size in self.outs:
-                out = np.empty(plain.shape, np.float32)
+                out = _empty(plain.shape, np.float32)
                 outs.append(out)
                 m = memory(plain.h, out)
                 if reorder is not None:
-                    mb = memory(chosen, np.empty(size, np.float32))
+                    mb = memory(chosen, _empty((size,), np.float32))
                     back.append((reorder, mb, m))
                     m = mb
                 args.append((arg, m))
             for arg, md, size, _ in self.raw_outs:
-                out = np.empty(size, np.uint8)
+                out = _empty((size,), np.uint8)
                 outs.append(out)
                 args.append((arg, memory(md, out)))
             self._run(self.prim, stream, args)

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import dnnl
-from .dnnl import ARG_WORKSPACE, DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, WORKSPACE, Desc, \
+from .dnnl import ARG_WORKSPACE, DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, Desc, \
     DnnlError, Primitive, dims, lib
 
 POOLING_MAX = 511
@@ -35,7 +35,7 @@ class Geometry:
         dnnl.check(lib.dnnl_pooling_forward_primitive_desc_create(
             ctypes.byref(fwd), ENGINE, FORWARD_TRAINING, POOLING_MAX, x.h, y.h, *params, None),
             "pooling forward primitive_desc_create")
-        ws = dnnl.query_md(fwd, WORKSPACE)
+        ws = dnnl.query_md(fwd, ARG_WORKSPACE)
         self.forward = Primitive(fwd, [(SRC, x)], [(DST, y)], raw_outs=[(ARG_WORKSPACE, ws)])
         dnnl.check(lib.dnnl_pooling_backward_primitive_desc_create(
             ctypes.byref(bwd), ENGINE, POOLING_MAX, x.h, y.h, *params, fwd, None),

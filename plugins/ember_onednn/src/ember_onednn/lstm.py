@@ -1,0 +1,117 @@
+"""LSTM layers on oneDNN: one layer in one direction over a whole sequence, forward and backward, for float32.
+
+oneDNN's LSTM has PyTorch's gates in PyTorch's order (input, forget, cell, output) and one bias (PyTorch's
+two are summed).  The weights are read as they are: oneDNN's ``ldgoi`` layout is PyTorch's ``(4H, in)``
+row-major matrix.  The training forward leaves the gates of every step in a workspace that the backward
+reads; the kernel keeps it in the cache it hands the backward.  Packed sequences (a mask), projections
+(``proj_size``), other dtypes and work below :data:`MIN_WORK` run on the kernels this plugin replaced.
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+import numpy as np
+
+from . import dnnl
+from .dnnl import ANY, ARG_WORKSPACE, ENGINE, FORWARD_TRAINING, Desc, DnnlError, Primitive, lib
+
+BACKWARD = 128
+LEFT2RIGHT, RIGHT2LEFT = 1, 2
+LDGOI = 31                                # weights (layers, directions, in, gates, out) stored as (.., gates, out, in)
+DIFF_WEIGHTS_OVERWRITE = 1                # dnnl_rnn_flags_diff_weights_overwrite: the backward writes, not adds
+SRC_LAYER, SRC_ITER, SRC_ITER_C, WEIGHTS_LAYER, WEIGHTS_ITER, BIAS, DST_LAYER, DST_ITER, DST_ITER_C = \
+    1, 2, 3, 33, 34, 41, 17, 18, 19
+DIFF = 128                                # DNNL_ARG_DIFF_* = DNNL_ARG_* + 128
+
+MIN_WORK = 1 << 22
+"""Multiply-adds of a layer's forward below which it runs on the replaced kernels."""
+
+
+class Layer:
+    """One LSTM layer's shapes and direction, with its forward and backward primitives."""
+
+    def __init__(self, T, B, I, H, reverse):
+        d = RIGHT2LEFT if reverse else LEFT2RIGHT
+        self.x, self.state, self.out = Desc((T, B, I)), Desc((1, 1, B, H)), Desc((T, B, H))
+        self.w_ih, self.w_hh = Desc((1, 1, I, 4, H), LDGOI), Desc((1, 1, H, 4, H), LDGOI)
+        self.bias = Desc((1, 1, 4, H))
+        w_any = [Desc(w.shape, ANY) for w in (self.w_ih, self.w_hh)]
+        fwd = self._pd(lib.dnnl_lstm_forward_primitive_desc_create, FORWARD_TRAINING, d, self.x.h, self.state.h,
+                       self.state.h, w_any[0].h, w_any[1].h, None, None, self.bias.h, self.out.h, self.state.h,
+                       self.state.h, 0, None)
+        ws = dnnl.query_md(fwd, ARG_WORKSPACE)
+        self.forward = Primitive(
+            fwd, [(SRC_LAYER, self.x), (SRC_ITER, self.state), (SRC_ITER_C, self.state),
+                  (WEIGHTS_LAYER, self.w_ih), (WEIGHTS_ITER, self.w_hh), (BIAS, self.bias)],
+            [(DST_LAYER, self.out), (DST_ITER, self.state), (DST_ITER_C, self.state)], raw_outs=[(ARG_WORKSPACE, ws)])
+        w_any = [Desc(w.shape, ANY) for w in (self.w_ih, self.w_hh)]
+        s = self.state.h
+        bwd = self._pd(lib.dnnl_lstm_backward_primitive_desc_create, BACKWARD, d, self.x.h, s, s, w_any[0].h,
+                       w_any[1].h, None, None, self.bias.h, self.out.h, s, s, self.x.h, s, s, w_any[0].h,
+                       w_any[1].h, None, None, self.bias.h, self.out.h, s, s, DIFF_WEIGHTS_OVERWRITE, fwd, None)
+        self.backward = Primitive(
+            bwd, [(SRC_LAYER, self.x), (SRC_ITER, self.state), (SRC_ITER_C, self.state),
+                  (WEIGHTS_LAYER, self.w_ih), (WEIGHTS_ITER, self.w_hh), (BIAS, self.bias),
+                  (DST_LAYER, self.out), (DST_ITER, self.state), (DST_ITER_C, self.state),
+                  (DIFF + DST_LAYER, self.out), (DIFF + DST_ITER, self.state), (DIFF + DST_ITER_C, self.state)],
+            [(DIFF + SRC_LAYER, self.x), (DIFF + SRC_ITER, self.state), (DIFF + SRC_ITER_C, self.state),
+             (DIFF + WEIGHTS_LAYER, self.w_ih), (DIFF + WEIGHTS_ITER, self.w_hh), (DIFF + BIAS, self.bias)],
+            raw_ins=[(ARG_WORKSPACE, ws)])
+
+    @staticmethod
+    def _pd(ctor, *args):
+        pd = ctypes.c_void_p()
+        dnnl.check(ctor(ctypes.byref(pd), ENGINE, *args), "lstm primitive_desc_create")
+        return pd
+
+
+@lru_cache(maxsize=64)
+def layer(T, B, I, H, reverse):
+    """The :class:`Layer` of these shapes, or None where the layer runs on the replaced kernels."""
+    if min(T, B, I, H) <= 0 or T * B * 4 * H * (I + H) < MIN_WORK:
+        return None
+    try:
+        return Layer(T, B, I, H, reverse)
+    except DnnlError:
+        return None
+
+
+class Saved(tuple):
+    """What the forward keeps for the backward: ``(layer, x, h0, c0, w_ih, w_hh, bias, out, h, c, workspace)``
+    (a class of its own: the backward tells it from the replaced kernel's cache)."""
+
+
+def _c(a):
+    return np.ascontiguousarray(a, np.float32)
+
+
+def kernels(replaced):
+    """``lstm_forward`` and ``lstm_backward``; ``replaced(op)`` is the kernel each falls back on."""
+
+    def lstm_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
+        T, B, I = x.shape
+        H = w_hh.shape[1]
+        arrays = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
+        lay = w_hr is None and mask is None and all(a is None or a.dtype == np.float32 for a in arrays) and \
+            layer(T, B, I, H, bool(reverse))
+        if not lay:
+            return replaced("lstm_forward")(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
+        bias = np.zeros(4 * H, np.float32) if b_ih is None else _c(b_ih + b_hh)
+        ins = (_c(x), _c(h0), _c(c0), _c(w_ih), _c(w_hh), bias)
+        out, h, c, ws = lay.forward(*ins)
+        h, c = h.reshape(B, H), c.reshape(B, H)
+        return out, h, c, Saved((lay,) + ins + (out, h, c, ws))
+
+    def lstm_backward(dout, dhT, dcT, cache, x, w_ih, w_hh, w_hr, mask, reverse, needs):
+        if not isinstance(cache, Saved) or dout.dtype != np.float32:
+            return replaced("lstm_backward")(dout, dhT, dcT, cache, x, w_ih, w_hh, w_hr, mask, reverse, needs)
+        lay, *ins, out, h, c, ws = cache
+        dx, dh0, dc0, dw_ih, dw_hh, db = lay.backward(*ins, out, h, c, _c(dout), _c(dhT), _c(dcT), ws)
+        B, H = h.shape
+        # the weight gradients come back in the weights' own layout, PyTorch's (4H, in) rows
+        dw_ih, dw_hh, db = dw_ih.reshape(4 * H, -1), dw_hh.reshape(4 * H, H), db.reshape(4 * H)
+        return (dx if needs[0] else None, dw_ih, dw_hh, db, db.copy(), dh0.reshape(B, H) if needs[1] else None,
+                dc0.reshape(B, H) if needs[2] else None, None)
+
+    return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward}
