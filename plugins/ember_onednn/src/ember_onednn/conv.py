@@ -8,15 +8,15 @@ this plugin replaced (NumPy's).
 """
 from __future__ import annotations
 
-import ctypes
 import math
 from functools import lru_cache
 
 import numpy as np
 
-from . import dnnl
 from .dnnl import ANY, ARG_BIAS, CONVOLUTION_DIRECT, DIFF_DST, DIFF_SRC, DIFF_WEIGHTS, DST, ENGINE, FORWARD_TRAINING, \
-    SRC, WEIGHTS, Desc, DnnlError, Primitive, dims, lib
+    SRC, WEIGHTS, Desc, DnnlError, Primitive, dims, f32, handle, lib
+
+WHAT = "convolution primitive_desc_create"
 
 MIN_WORK = 1 << 21
 """Multiply-adds below which a convolution runs on the replaced kernel: there, the reorders and the calls
@@ -36,15 +36,9 @@ class Geometry:
         self._fwd, self._data, self._weights = {}, None, None
 
     def _forward_pd(self, b_any):
-        return self._pd(lib.dnnl_convolution_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
-                        CONVOLUTION_DIRECT, self.any[0].h, self.any[1].h, None if b_any is None else b_any.h,
-                        self.any[2].h, *self.params, None)
-
-    @staticmethod
-    def _pd(ctor, *args):
-        pd = ctypes.c_void_p()
-        dnnl.check(ctor(ctypes.byref(pd), *args), "convolution primitive_desc_create")
-        return pd
+        return handle(lib.dnnl_convolution_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
+                      CONVOLUTION_DIRECT, self.any[0].h, self.any[1].h, None if b_any is None else b_any.h,
+                      self.any[2].h, *self.params, None, what=WHAT)
 
     def forward(self, bias):
         """The forward primitive, with a bias argument or without."""
@@ -58,15 +52,15 @@ class Geometry:
 
     def input_grad(self):
         if self._data is None:
-            pd = self._pd(lib.dnnl_convolution_backward_data_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
-                          self.any[0].h, self.any[1].h, self.any[2].h, *self.params, self.hint, None)
+            pd = handle(lib.dnnl_convolution_backward_data_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
+                        self.any[0].h, self.any[1].h, self.any[2].h, *self.params, self.hint, None, what=WHAT)
             self._data = Primitive(pd, [(DIFF_DST, self.y), (WEIGHTS, self.w)], [(DIFF_SRC, self.x)])
         return self._data
 
     def weight_grad(self):
         if self._weights is None:
-            pd = self._pd(lib.dnnl_convolution_backward_weights_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
-                          self.any[0].h, self.any[1].h, None, self.any[2].h, *self.params, self.hint, None)
+            pd = handle(lib.dnnl_convolution_backward_weights_primitive_desc_create, ENGINE, CONVOLUTION_DIRECT,
+                        self.any[0].h, self.any[1].h, None, self.any[2].h, *self.params, self.hint, None, what=WHAT)
             self._weights = Primitive(pd, [(SRC, self.x), (DIFF_DST, self.y)], [(DIFF_WEIGHTS, self.w)])
         return self._weights
 
@@ -89,10 +83,6 @@ def geometry(x_shape, w_shape, stride, padding, dilation, groups):
         return None
 
 
-def _f32(*arrays):
-    return all(a.dtype == np.float32 for a in arrays)
-
-
 def _c(a):
     return np.ascontiguousarray(a)
 
@@ -101,7 +91,7 @@ def kernels(replaced):
     """The three kernels; ``replaced(op)`` is the kernel each one falls back on."""
 
     def conv_forward(x, w, b, stride, padding, dilation, groups):
-        g = _f32(x, w) and (b is None or _f32(b)) and \
+        g = f32(x, w, b) and \
             geometry(x.shape, w.shape, stride, padding, dilation, groups)
         if not g:
             return replaced("conv_forward")(x, w, b, stride, padding, dilation, groups)
@@ -109,13 +99,13 @@ def kernels(replaced):
         return g.forward(b is not None)(*args)[0], None
 
     def conv_input_grad(gy, w, x_shape, stride, padding, dilation, groups):
-        g = _f32(gy, w) and geometry(tuple(x_shape), w.shape, stride, padding, dilation, groups)
+        g = f32(gy, w) and geometry(tuple(x_shape), w.shape, stride, padding, dilation, groups)
         if not g or g.y.shape != gy.shape:
             return replaced("conv_input_grad")(gy, w, x_shape, stride, padding, dilation, groups)
         return g.input_grad()(_c(gy), _c(w))[0]
 
     def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None):
-        g = cols is None and _f32(x, gy) and geometry(x.shape, tuple(w_shape), stride, padding, dilation, groups)
+        g = cols is None and f32(x, gy) and geometry(x.shape, tuple(w_shape), stride, padding, dilation, groups)
         if not g or g.y.shape != gy.shape:
             return replaced("conv_weight_grad")(x, gy, w_shape, stride, padding, dilation, groups, cols)
         return g.weight_grad()(_c(x), _c(gy))[0].reshape(w_shape)

@@ -54,6 +54,11 @@ lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
 _gomp = ctypes.CDLL("libgomp.so.1")
 
 
+def f32(*arrays) -> bool:
+    """Whether every array given (None skipped) is float32, the one dtype the kernels serve."""
+    return all(a is None or a.dtype == np.float32 for a in arrays)
+
+
 class DnnlError(RuntimeError):
     """A oneDNN call failed (the status is oneDNN's ``dnnl_status_t``)."""
 
@@ -67,13 +72,15 @@ def dims(values) -> Dims:
     return Dims(*values)
 
 
-def _handle(ctor, *args, what):
+def handle(ctor, *args, what):
+    """The handle a oneDNN constructor ``ctor(&handle, *args)`` makes (an engine, a primitive descriptor ...);
+    raises :class:`DnnlError` naming ``what`` where it fails."""
     h = ctypes.c_void_p()
     check(ctor(ctypes.byref(h), *args), what)
     return h
 
 
-ENGINE = _handle(lib.dnnl_engine_create, CPU, ctypes.c_size_t(0), what="engine_create")
+ENGINE = handle(lib.dnnl_engine_create, CPU, ctypes.c_size_t(0), what="engine_create")
 _STREAMS = threading.local()   # a stream per thread: oneDNN streams are not shared between threads
 
 
@@ -97,7 +104,7 @@ def _empty(shape, dtype):
 def _stream():
     s = getattr(_STREAMS, "stream", None)
     if s is None:
-        s = _STREAMS.stream = _handle(lib.dnnl_stream_create, ENGINE, 1, what="stream_create")
+        s = _STREAMS.stream = handle(lib.dnnl_stream_create, ENGINE, 1, what="stream_create")
     n = _threads()
     if getattr(_STREAMS, "threads", None) != n:   # OpenMP's thread count is a per-thread setting
         _gomp.omp_set_num_threads(n)
@@ -128,10 +135,10 @@ class Desc:
                 for d in reversed(self.shape):
                     strides.insert(0, s)
                     s *= d
-            self.h = _handle(lib.dnnl_memory_desc_create_with_strides, len(shape), dims(shape), F32,
+            self.h = handle(lib.dnnl_memory_desc_create_with_strides, len(shape), dims(shape), F32,
                              dims(strides), what="memory_desc_create")
         else:
-            self.h = _handle(lib.dnnl_memory_desc_create_with_tag, len(shape), dims(shape), F32, tag,
+            self.h = handle(lib.dnnl_memory_desc_create_with_tag, len(shape), dims(shape), F32, tag,
                              what="memory_desc_create")
 
     def __del__(self, destroy=lib.dnnl_memory_desc_destroy):
@@ -153,21 +160,22 @@ class Primitive:
 
     def __init__(self, pd, ins, outs, raw_ins=(), raw_outs=()):
         self.pd = pd
-        self.prim = _handle(lib.dnnl_primitive_create, pd, what="primitive_create")
+        self.prim = handle(lib.dnnl_primitive_create, pd, what="primitive_create")
         self.ins = [self._arg(a, d, into=True) for a, d in ins]
         self.outs = [self._arg(a, d, into=False) for a, d in outs]
-        self.raw_ins = [(arg, getattr(md, "h", md), md) for arg, md in raw_ins]   # (a Desc is kept alive)
-        self.raw_outs = [(arg, getattr(md, "h", md), lib.dnnl_memory_desc_get_size(getattr(md, "h", md)), md)
-                         for arg, md in raw_outs]
+        self.keep = [md for _, md in (*raw_ins, *raw_outs)]   # the Descs among them live as long as this
+        self.raw_ins = [(arg, getattr(md, "h", md)) for arg, md in raw_ins]
+        self.raw_outs = [(arg, h, lib.dnnl_memory_desc_get_size(h))
+                         for arg, h in ((arg, getattr(md, "h", md)) for arg, md in raw_outs)]
 
     def _arg(self, arg, plain, into):
         chosen = query_md(self.pd, arg)
         if lib.dnnl_memory_desc_equal(chosen, plain.h):
             return arg, plain, None, None, 0
         src, dst = (plain.h, chosen) if into else (chosen, plain.h)
-        rpd = _handle(lib.dnnl_reorder_primitive_desc_create, src, ENGINE, dst, ENGINE, None,
+        rpd = handle(lib.dnnl_reorder_primitive_desc_create, src, ENGINE, dst, ENGINE, None,
                       what="reorder_primitive_desc_create")
-        reorder = _handle(lib.dnnl_primitive_create, rpd, what="primitive_create")
+        reorder = handle(lib.dnnl_primitive_create, rpd, what="primitive_create")
         lib.dnnl_primitive_desc_destroy(rpd)
         return arg, plain, chosen, reorder, lib.dnnl_memory_desc_get_size(chosen) // 4
 
@@ -182,7 +190,7 @@ class Primitive:
         made, args, outs, back = [], [], [], []
 
         def memory(md, array):
-            m = _handle(lib.dnnl_memory_create, md, ENGINE, ctypes.c_void_p(array.ctypes.data),
+            m = handle(lib.dnnl_memory_create, md, ENGINE, ctypes.c_void_p(array.ctypes.data),
                         what="memory_create")
             made.append((m, array))   # the array lives until the memory object is destroyed
             return m
@@ -195,7 +203,7 @@ class Primitive:
                     self._run(reorder, stream, [(ARG_FROM, m), (ARG_TO, mb)])
                     m = mb
                 args.append((arg, m))
-            for (arg, md, _), a in zip(self.raw_ins, arrays[len(self.ins):]):
+            for (arg, md), a in zip(self.raw_ins, arrays[len(self.ins):]):
                 args.append((arg, memory(md, a)))
             for arg, plain, chosen, reorder, size in self.outs:
                 out = _empty(plain.shape, np.float32)
@@ -206,7 +214,7 @@ class Primitive:
                     back.append((reorder, mb, m))
                     m = mb
                 args.append((arg, m))
-            for arg, md, size, _ in self.raw_outs:
+            for arg, md, size in self.raw_outs:
                 out = _empty((size,), np.uint8)
                 outs.append(out)
                 args.append((arg, memory(md, out)))

@@ -8,7 +8,6 @@ reads; the kernel keeps it in the cache it hands the backward.  Packed sequences
 """
 from __future__ import annotations
 
-import ctypes
 from functools import lru_cache
 
 import numpy as np
@@ -37,33 +36,21 @@ class Layer:
         self.w_ih, self.w_hh = Desc((1, 1, I, 4, H), LDGOI), Desc((1, 1, H, 4, H), LDGOI)
         self.bias = Desc((1, 1, 4, H))
         w_any = [Desc(w.shape, ANY) for w in (self.w_ih, self.w_hh)]
-        fwd = self._pd(lib.dnnl_lstm_forward_primitive_desc_create, FORWARD_TRAINING, d, self.x.h, self.state.h,
-                       self.state.h, w_any[0].h, w_any[1].h, None, None, self.bias.h, self.out.h, self.state.h,
-                       self.state.h, 0, None)
+        x, s, w, y = self.x.h, self.state.h, (w_any[0].h, w_any[1].h, None, None, self.bias.h), self.out.h
+        fwd = dnnl.handle(lib.dnnl_lstm_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING, d, x, s, s, *w,
+                          y, s, s, 0, None, what="lstm forward primitive_desc_create")
+        bwd = dnnl.handle(lib.dnnl_lstm_backward_primitive_desc_create, ENGINE, BACKWARD, d, x, s, s, *w, y, s, s,
+                          x, s, s, *w, y, s, s, DIFF_WEIGHTS_OVERWRITE, fwd, None,
+                          what="lstm backward primitive_desc_create")
         ws = dnnl.query_md(fwd, ARG_WORKSPACE)
-        self.forward = Primitive(
-            fwd, [(SRC_LAYER, self.x), (SRC_ITER, self.state), (SRC_ITER_C, self.state),
-                  (WEIGHTS_LAYER, self.w_ih), (WEIGHTS_ITER, self.w_hh), (BIAS, self.bias)],
-            [(DST_LAYER, self.out), (DST_ITER, self.state), (DST_ITER_C, self.state)], raw_outs=[(ARG_WORKSPACE, ws)])
-        w_any = [Desc(w.shape, ANY) for w in (self.w_ih, self.w_hh)]
-        s = self.state.h
-        bwd = self._pd(lib.dnnl_lstm_backward_primitive_desc_create, BACKWARD, d, self.x.h, s, s, w_any[0].h,
-                       w_any[1].h, None, None, self.bias.h, self.out.h, s, s, self.x.h, s, s, w_any[0].h,
-                       w_any[1].h, None, None, self.bias.h, self.out.h, s, s, DIFF_WEIGHTS_OVERWRITE, fwd, None)
-        self.backward = Primitive(
-            bwd, [(SRC_LAYER, self.x), (SRC_ITER, self.state), (SRC_ITER_C, self.state),
-                  (WEIGHTS_LAYER, self.w_ih), (WEIGHTS_ITER, self.w_hh), (BIAS, self.bias),
-                  (DST_LAYER, self.out), (DST_ITER, self.state), (DST_ITER_C, self.state),
-                  (DIFF + DST_LAYER, self.out), (DIFF + DST_ITER, self.state), (DIFF + DST_ITER_C, self.state)],
-            [(DIFF + SRC_LAYER, self.x), (DIFF + SRC_ITER, self.state), (DIFF + SRC_ITER_C, self.state),
-             (DIFF + WEIGHTS_LAYER, self.w_ih), (DIFF + WEIGHTS_ITER, self.w_hh), (DIFF + BIAS, self.bias)],
-            raw_ins=[(ARG_WORKSPACE, ws)])
-
-    @staticmethod
-    def _pd(ctor, *args):
-        pd = ctypes.c_void_p()
-        dnnl.check(ctor(ctypes.byref(pd), ENGINE, *args), "lstm primitive_desc_create")
-        return pd
+        ins = [(SRC_LAYER, self.x), (SRC_ITER, self.state), (SRC_ITER_C, self.state),
+               (WEIGHTS_LAYER, self.w_ih), (WEIGHTS_ITER, self.w_hh), (BIAS, self.bias)]
+        outs = [(DST_LAYER, self.out), (DST_ITER, self.state), (DST_ITER_C, self.state)]
+        self.forward = Primitive(fwd, ins, outs, raw_outs=[(ARG_WORKSPACE, ws)])
+        # the backward reads the forward's arguments and the gradients of its outputs, and writes the
+        # gradients of its inputs
+        self.backward = Primitive(bwd, ins + outs + [(DIFF + a, m) for a, m in outs],
+                                  [(DIFF + a, m) for a, m in ins], raw_ins=[(ARG_WORKSPACE, ws)])
 
 
 @lru_cache(maxsize=64)

@@ -6,7 +6,6 @@ keeps a second thread pool (the BLAS's, whose idle workers spin for a while afte
 the cores while oneDNN works."""
 from __future__ import annotations
 
-import ctypes
 from functools import lru_cache
 
 import numpy as np
@@ -31,9 +30,8 @@ def primitive(a_shape, a_strides, b_shape, b_strides):
     out_shape = a_shape[:-1] + b_shape[-1:]
     try:
         a, b, y = Desc(a_shape, strides=a_strides), Desc(b_shape, strides=b_strides), Desc(out_shape)
-        pd = ctypes.c_void_p()
-        dnnl.check(lib.dnnl_matmul_primitive_desc_create(ctypes.byref(pd), dnnl.ENGINE, a.h, b.h, None, y.h, None),
-                   "matmul primitive_desc_create")
+        pd = dnnl.handle(lib.dnnl_matmul_primitive_desc_create, dnnl.ENGINE, a.h, b.h, None, y.h, None,
+                         what="matmul primitive_desc_create")
         return Primitive(pd, [(SRC, a), (WEIGHTS, b)], [(DST, y)])
     except DnnlError:
         return None

@@ -16,8 +16,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import dnnl
-from .dnnl import DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, Desc, DnnlError, Primitive, lib
+from .dnnl import DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, Desc, DnnlError, Primitive, f32, handle, \
+    lib
+
+WHAT = "batch normalization primitive_desc_create"
 
 BACKWARD = 128
 USE_SCALE, USE_SHIFT = 2, 4
@@ -34,15 +36,10 @@ class Geometry:
     def __init__(self, shape, eps):
         self.plain, self.blocked, self.channels = Desc(shape), Desc(shape, BLOCKED[len(shape)]), Desc(shape[1:2])
         self.eps = eps
-        self.hint = self._pd(lib.dnnl_batch_normalization_forward_primitive_desc_create, FORWARD_TRAINING,
-                             self.blocked.h, self.blocked.h, ctypes.c_float(eps), USE_SCALE | USE_SHIFT, None)
+        self.hint = handle(lib.dnnl_batch_normalization_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING,
+                           self.blocked.h, self.blocked.h, ctypes.c_float(eps), USE_SCALE | USE_SHIFT, None,
+                           what=WHAT)
         self._forward = self._backward = None
-
-    @staticmethod
-    def _pd(ctor, *args):
-        pd = ctypes.c_void_p()
-        dnnl.check(ctor(ctypes.byref(pd), ENGINE, *args), "batch normalization primitive_desc_create")
-        return pd
 
     def forward(self):
         """``(x, scale, shift) -> (y, mean bytes, variance bytes)``."""
@@ -57,8 +54,8 @@ class Geometry:
         """``(x, g, mean, variance, scale) -> (gx, gscale bytes, gshift bytes)``, for an ``eps`` of 0."""
         if self._backward is None:
             b, c = self.blocked.h, self.channels
-            pd = self._pd(lib.dnnl_batch_normalization_backward_primitive_desc_create, BACKWARD, b, b, b,
-                          ctypes.c_float(0.0), USE_SCALE | USE_SHIFT, self.hint, None)
+            pd = handle(lib.dnnl_batch_normalization_backward_primitive_desc_create, ENGINE, BACKWARD, b, b, b,
+                        ctypes.c_float(0.0), USE_SCALE | USE_SHIFT, self.hint, None, what=WHAT)
             self._backward = Primitive(pd, [(SRC, self.plain), (DIFF_DST, self.plain)], [(DIFF_SRC, self.plain)],
                                        raw_ins=[(ARG_MEAN, c), (ARG_VARIANCE, c), (ARG_SCALE, c)],
                                        raw_outs=[(ARG_DIFF_SCALE, c), (ARG_DIFF_SHIFT, c)])
@@ -76,10 +73,6 @@ def geometry(shape, eps):
         return None
 
 
-def _f32(*arrays):
-    return all(a is None or a.dtype == np.float32 for a in arrays)
-
-
 def _vector(v, c, fill):
     return np.full(c, fill, np.float32) if v is None else np.ascontiguousarray(v, np.float32).reshape(c)
 
@@ -88,7 +81,7 @@ def kernels(replaced):
     """``batch_norm_train`` and ``batch_norm_backward``; ``replaced(op)`` is the kernel each falls back on."""
 
     def batch_norm_train(x, w, b, eps):
-        geo = _f32(x, w, b) and geometry(x.shape, float(eps))
+        geo = f32(x, w, b) and geometry(x.shape, float(eps))
         if not geo:
             return replaced("batch_norm_train")(x, w, b, eps)
         c = x.shape[1]
@@ -98,7 +91,7 @@ def kernels(replaced):
         return y, mean, var, 1 / np.sqrt(var + np.float32(eps))
 
     def batch_norm_backward(g, x, w, mean, invstd, input_grad=True):
-        geo = _f32(g, x, w, mean, invstd) and geometry(x.shape, 0.0)
+        geo = f32(g, x, w, mean, invstd) and geometry(x.shape, 0.0)
         if not geo or g.shape != x.shape:
             return replaced("batch_norm_backward")(g, x, w, mean, invstd, input_grad)
         c = x.shape[1]

@@ -7,7 +7,6 @@ each geometry are built once and kept.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 from functools import lru_cache
 
@@ -31,15 +30,12 @@ class Geometry:
         x, y = Desc(x_shape), Desc(y_shape)
         params = (dims(stride), dims(k), dims([d - 1 for d in dilation]), dims([lo for lo, _ in padding]),
                   dims([hi for _, hi in padding]))
-        fwd, bwd = ctypes.c_void_p(), ctypes.c_void_p()
-        dnnl.check(lib.dnnl_pooling_forward_primitive_desc_create(
-            ctypes.byref(fwd), ENGINE, FORWARD_TRAINING, POOLING_MAX, x.h, y.h, *params, None),
-            "pooling forward primitive_desc_create")
+        fwd = dnnl.handle(lib.dnnl_pooling_forward_primitive_desc_create, ENGINE, FORWARD_TRAINING, POOLING_MAX,
+                          x.h, y.h, *params, None, what="pooling forward primitive_desc_create")
         ws = dnnl.query_md(fwd, ARG_WORKSPACE)
         self.forward = Primitive(fwd, [(SRC, x)], [(DST, y)], raw_outs=[(ARG_WORKSPACE, ws)])
-        dnnl.check(lib.dnnl_pooling_backward_primitive_desc_create(
-            ctypes.byref(bwd), ENGINE, POOLING_MAX, x.h, y.h, *params, fwd, None),
-            "pooling backward primitive_desc_create")
+        bwd = dnnl.handle(lib.dnnl_pooling_backward_primitive_desc_create, ENGINE, POOLING_MAX, x.h, y.h, *params,
+                          fwd, None, what="pooling backward primitive_desc_create")
         self.backward = Primitive(bwd, [(DIFF_DST, y)], [(DIFF_SRC, x)], raw_ins=[(ARG_WORKSPACE, ws)])
 
 
@@ -59,7 +55,7 @@ def kernels(replaced):
     """``max_pool_backward``; ``replaced(op)`` is the kernel it falls back on."""
 
     def max_pool_backward(g, x, best, k, stride, padding, dilation):
-        geo = x.dtype == np.float32 and g.dtype == np.float32 and \
+        geo = dnnl.f32(x, g) and \
             geometry(x.shape, g.shape, tuple(k), tuple(stride), tuple(map(tuple, padding)), tuple(dilation))
         if not geo:
             return replaced("max_pool_backward")(g, x, best, k, stride, padding, dilation)
