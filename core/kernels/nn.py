@@ -506,18 +506,6 @@ def kernels(xp) -> dict:
         per = max(1, BN_BLOCK // max(1, x3.shape[1] * x3.shape[2])) if pooled else max(1, x3.shape[0])
         return x3, xp.reshape(x3, (x3.shape[0], -1)), [slice(i, i + per) for i in range(0, x3.shape[0], per)]
 
-    def bn_sums(body, blocks, c, dtype, size, k=1):
-        """Run ``body(block, out)`` on every block (on the CPU thread pool when large), ``out`` a row of ``k``
-        per-channel partial sums; their totals, shape ``(k, C)``, summed in block order."""
-        parts = xp.empty((len(blocks), k, c), dtype=dtype)
-
-        def run(lo, hi):
-            for i in range(lo, hi):
-                body(blocks[i], parts[i])
-
-        split(run, len(blocks), size)
-        return parts.sum(0)
-
     def bn_blockwise(body, blocks, size):
         """``body(block)`` on every block, on the CPU thread pool when large."""
         def run(lo, hi):
@@ -525,6 +513,13 @@ def kernels(xp) -> dict:
                 body(blk)
 
         split(run, len(blocks), size)
+
+    def bn_sums(body, blocks, c, dtype, size, k=1):
+        """Run ``body(block, out)`` on every block (:func:`bn_blockwise`), ``out`` a row of ``k`` per-channel
+        partial sums; their totals, shape ``(k, C)``, summed in block order."""
+        parts = xp.empty((len(blocks), k, c), dtype=dtype)
+        bn_blockwise(lambda i: body(blocks[i], parts[i]), range(len(blocks)), size)
+        return parts.sum(0)
 
     def per_channel(v, x3):
         """The per-channel vector ``v`` repeated over a sample's positions, ``(C*S,)``: against it, a sample
