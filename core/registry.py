@@ -104,7 +104,7 @@ def inplace_form(fn, name: str):
 
     def method(self, *args, **kwargs):
         if op is not None and not kwargs and _direct(self, args):
-            return inplace(op, self, *args)  # no graph to record: the kernel writes straight into self
+            return inplace(op, self, *args)  # the one Op, written into self (recorded where autograd wants it)
 
         def compute(x):
             r = fn(x, *args, **kwargs)
