@@ -47,9 +47,24 @@ def test_pool_keeps_at_most_its_limit_idle(device, pool_everything, monkeypatch)
     monkeypatch.setattr(workspace, "LIMIT", 1000)
     for n in range(1, 40):
         workspace.empty((n, 10), np.float32)       # each dropped at once: idle
-    assert sum(o.nbytes for o in workspace._pool) <= 1000 + 40 * 40
+    assert sum(o.nbytes for o in workspace._owners()) <= 1000 + 40 * 40
     live = [workspace.empty((50, 10), np.float32) for _ in range(3)]  # live buffers are never dropped for space
-    assert all(any(x.base is o for o in workspace._pool) for x in live[-1:])
+    assert all(any(x.base is o for o in workspace._owners()) for x in live[-1:])
+
+
+@reuse
+def test_pool_drops_the_least_recently_handed_out_first(device, pool_everything, monkeypatch):
+    monkeypatch.setattr(workspace, "LIMIT", 250)
+    where = {}
+    for name, n in (("a", 25), ("b", 50), ("a", 25)):  # a, then b, then a again (reused): b is the older
+        x = workspace.empty((n,), np.float32)
+        where[name] = x.__array_interface__["data"][0]
+        del x
+    keep = workspace.empty((75,), np.float32)          # a new buffer: the idle ones (300 bytes) are trimmed
+    held = {o.__array_interface__["data"][0] for o in workspace._owners()}
+    assert where["a"] in held and where["b"] not in held
+    assert workspace.empty((25,), np.float32).__array_interface__["data"][0] == where["a"]
+    assert keep.shape == (75,)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])

@@ -12,13 +12,15 @@ owner), and so does every Tensor over such a view: the owner's reference count t
 still uses its memory.  An autograd graph that keeps a layer's cache for its backward keeps its buffers out
 of the pool until the graph is freed.
 
-Only NumPy arrays are pooled (CuPy has its own memory pool; other array libraries get ``xp.empty``), and
-only on CPython before 3.14: from 3.14 the interpreter may borrow references, so a count could miss a
-holder, and every call gets a fresh array.  The pool keeps at most ``LIMIT`` bytes of buffers nobody uses,
-dropping the least recently handed-out first.
+The pool files its buffers by size and dtype, so a request looks only at the buffers it could take (a
+training step asks some 500 times among a hundred pooled buffers).  Only NumPy arrays are pooled (CuPy has
+its own memory pool; other array libraries get ``xp.empty``), and only on CPython before 3.14: from 3.14
+the interpreter may borrow references, so a count could miss a holder, and every call gets a fresh array.
+The pool keeps at most ``LIMIT`` bytes of buffers nobody uses, dropping the least recently handed-out first.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 
@@ -29,15 +31,23 @@ MIN_BYTES = 64 << 10  # smaller arrays come from NumPy's own cache of small bloc
 REUSE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
 _lock = threading.Lock()
-_pool: list = []   # owners (1-D arrays), least recently handed out first
+_pool: dict = {}    # (bytes, dtype) -> owners (1-D arrays) of that size
+_used: dict = {}    # id(owner) -> when it was last handed out (a tick of _clock)
+_clock = itertools.count()
 
 
-def _counts(pool):
-    return [sys.getrefcount(owner) for owner in pool]
+def _idle_at(bucket) -> int:
+    """The index of the first owner in ``bucket`` that nothing but the pool refers to, or -1."""
+    for i in range(len(bucket)):
+        if sys.getrefcount(bucket[i]) == _IDLE:
+            return i
+    return -1
 
 
-# the count of an owner that only its pool list refers to, taken the same way
-_IDLE = _counts([np.empty(1, np.uint8)])[0]
+# the count of an owner that only its bucket refers to, taken the same way
+_probe = [np.empty(1, np.uint8)]
+_IDLE = sys.getrefcount(_probe[0])
+del _probe
 
 
 def empty(shape, dtype):
@@ -49,34 +59,52 @@ def empty(shape, dtype):
         n *= s
     if n < MIN_BYTES or not REUSE:
         return np.empty(shape, dtype)
+    key = (n, dtype)
     with _lock:
-        counts = _counts(_pool)
-        for i, owner in enumerate(_pool):
-            if owner.nbytes == n and owner.dtype == dtype and counts[i] == _IDLE:
-                del _pool[i]
-                _pool.append(owner)
-                return owner.reshape(shape)
-        owner = np.empty(n // dtype.itemsize, dtype)
-        _trim(counts)
-        _pool.append(owner)
+        bucket = _pool.get(key)
+        if bucket is None:
+            bucket = _pool[key] = []
+        i = _idle_at(bucket)
+        if i >= 0:
+            owner = bucket[i]
+        else:
+            owner = np.empty(n // dtype.itemsize, dtype)
+            _trim()
+            bucket.append(owner)
+        _used[id(owner)] = next(_clock)
     return owner.reshape(shape)
 
 
-def _trim(counts):
+def _owners():
+    """Every pooled owner, in use or idle."""
+    return [owner for bucket in _pool.values() for owner in bucket]
+
+
+def _trim():
     """Forget the least recently handed-out idle buffers while those idle hold more than ``LIMIT`` bytes."""
-    idle = [i for i, c in enumerate(counts) if c == _IDLE]
-    total = sum(_pool[i].nbytes for i in idle)
-    drop = set()
-    for i in idle:
+    idle = []
+    for bucket in _pool.values():
+        for i in range(len(bucket)):
+            if sys.getrefcount(bucket[i]) == _IDLE:
+                idle.append((_used[id(bucket[i])], i, bucket))
+    total = sum(bucket[i].nbytes for _, i, bucket in idle)
+    if total <= LIMIT:
+        return
+    drop = []
+    for _, i, bucket in sorted(idle, key=lambda e: e[0]):
         if total <= LIMIT:
             break
-        drop.add(i)
-        total -= _pool[i].nbytes
-    if drop:
-        _pool[:] = [o for i, o in enumerate(_pool) if i not in drop]
+        total -= bucket[i].nbytes
+        drop.append((bucket, i))
+    for bucket, i in sorted(drop, key=lambda e: -e[1]):  # from the back, so the other indices hold
+        del _used[id(bucket[i])]
+        del bucket[i]
+    for key in [k for k, b in _pool.items() if not b]:
+        del _pool[key]
 
 
 def clear() -> None:
     """Drop every pooled buffer (those in use stay valid; the pool only forgets them)."""
     with _lock:
         _pool.clear()
+        _used.clear()
