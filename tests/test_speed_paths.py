@@ -104,7 +104,10 @@ def test_split_binary_is_bit_identical_to_the_ufunc(two_threads, dtype, shapes, 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("op", ["relu", "relu_backward"])
-def test_split_relu_is_bit_identical_to_one_thread(device, two_threads, dtype, op):
+def test_split_relu_is_bit_identical_to_one_thread(device, two_threads, dtype, op, monkeypatch):
+    from ember_cpu_numpy import threads
+
+    monkeypatch.setattr(threads, "RELU_SPLIT", 1 << 16)  # the blocks of (40, 80, 90) go to two threads
     rng = np.random.default_rng(7)
     a, g = _operands(rng, dtype, ((40, 80, 90), (40, 80, 90)))
 
@@ -123,6 +126,24 @@ def test_split_relu_is_bit_identical_to_one_thread(device, two_threads, dtype, o
     nan = np.isnan(a)
     expect = np.maximum(a, 0) if op == "relu" else np.where((a > 0) | nan, g, 0)
     assert np.array_equal(np.isnan(threaded), np.isnan(expect)) and (threaded[~nan] == expect[~nan]).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("size", [4095, 4096, 1 << 16, (1 << 16) + 1, 300001])
+def test_relu_in_blocks_matches_torch(device, dtype, size):
+    """relu on the CPU compares contiguous inputs block by block against a block of zeros: every size around
+    the block boundaries, strided inputs and relu_ in place give PyTorch's values, nan included."""
+    a = _operands(np.random.default_rng(8), dtype, ((size,), ()))[0]
+    expect = torch.relu(torch.tensor(a)).numpy()
+
+    def same(t, ref):
+        return np.array_equal(ember.testing.to_numpy(t), ref, equal_nan=dtype != "int64")
+
+    x = ember.tensor(a, device=device)
+    assert same(ember.relu(x), expect) and same(ember.relu(x[::2]), expect[::2])
+    y = x.clone()
+    assert ember.relu_(y) is y and same(y, expect)
+    assert same(x, a)  # the input left as it was
 
 
 def test_split_kernels_run_blocks_on_the_pool(two_threads):

@@ -4,7 +4,7 @@ import numpy as np
 import ember
 from ember.backend import ArrayBackend
 
-from .threads import MIN_SIZE, relu_backward_large, split_binary
+from .threads import MIN_SIZE, relu_backward_large, relu_large, split_binary
 
 
 class NumpyBackend(ArrayBackend):
@@ -29,13 +29,14 @@ class NumpyBackend(ArrayBackend):
         maximum_split = split_binary(maximum)
 
         def relu(x, out=None):
+            if x.size >= 4096 and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+                return relu_large(x, out)  # against contiguous zeros; large ones on several threads
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
             if zero is None:
                 zero = zero_of(x.dtype)
-            # large activations on ember.get_num_threads() threads (bit-identical to one thread)
             if x.size < MIN_SIZE:
                 return maximum(x, zero) if out is None else maximum(x, zero, out=out)
-            return maximum_split(x, zero, out)
+            return maximum_split(x, zero, out)  # a large strided one on several threads
 
         relu.writes_into = True  # relu_ (ReLU(inplace=True)) writes straight into the tensor
 
