@@ -82,6 +82,44 @@ def test_trajectory_matches_torch(device, torch, name, kwargs):
             np.testing.assert_allclose(a, p.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=f"{name} step {step}")
 
 
+BLOCKED = [c for c in CASES if c[0] in ("SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
+                                        "Adadelta")]
+
+
+@pytest.mark.parametrize("name,kwargs", BLOCKED, ids=[f"{n}-{i}" for i, (n, _) in enumerate(BLOCKED)])
+def test_large_parameters_update_in_blocks_as_in_one_piece(device, torch, name, kwargs, monkeypatch):
+    """A parameter of several blocks (``ember.kernels.optim.BLOCK``, the last one part-filled) next to a
+    non-contiguous one, on two threads: bit for bit the update of the whole arrays at once, and PyTorch's."""
+    from ember.kernels import optim as kopt
+
+    rng = np.random.default_rng(3)
+    shapes = [(3, kopt.BLOCK - 5), (7, 40)]
+    inits = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+
+    def run(block):
+        monkeypatch.setattr(kopt, "BLOCK", block)
+        params = _ember_params(inits, device)
+        params[1] = ember.tensor(inits[1].T.copy(), device=device).t().requires_grad_(True)  # a strided one
+        return _run_ember(getattr(optim, name)(params, **kwargs), params, grads)
+
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        blocked, whole = run(kopt.BLOCK), run(1 << 40)
+    finally:
+        ember.set_num_threads(before)
+    tparams = [torch.tensor(a, requires_grad=True) for a in inits]
+    topt = getattr(torch.optim, name)(tparams, **kwargs)
+    for step, gs in enumerate(grads):
+        for p, g in zip(tparams, gs):
+            p.grad = torch.tensor(g)
+        topt.step()
+        for a, b, p in zip(blocked[step], whole[step], tparams):
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_allclose(a, p.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=f"{name} step {step}")
+
+
 @pytest.mark.parametrize("name,kwargs", CASES, ids=IDS)
 def test_state_dict_round_trip_continues_identically(device, name, kwargs):
     grads = _grads(12)

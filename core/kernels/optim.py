@@ -5,8 +5,15 @@ state in place and never writes ``g``.  The order of operations follows PyTorch'
 updates, so float32 trajectories agree with it to rounding.  A backend may replace any entry with a
 fused kernel (one pass over memory) under the same name and signature.  Only array-API operations
 and in-place arithmetic are used, so any array-API library serves.
+
+Every rule is elementwise, so with NumPy a large parameter is updated block by block (:data:`BLOCK` elements
+of each array at a time, the blocks on the CPU thread pool): a rule's several passes and temporaries then
+stay in cache, where over whole arrays each pass would go out to memory.  Each element goes through the
+same arithmetic either way, so the result is bit-identical.
 """
 from __future__ import annotations
+
+from . import parallel
 
 
 # the positions of the arrays each update writes: the parameter and its state, never the gradient
@@ -15,7 +22,40 @@ MUTATING = {"sgd_update": (0, 2), "adam_update": (0, 2, 3, 4), "adamax_update": 
             "adadelta_update": (0, 2, 3)}
 
 
+BLOCK = 1 << 16
+"""Elements of each array a blocked update works on at a time: a block of SGD's four arrays (parameter,
+gradient, momentum, temporary) fills a core's 1 MiB L2 cache; smaller blocks cost more in per-call overhead
+than they save.  Over ResNet-18's parameters from a cold cache, 2 threads: SGD with momentum 6.1 ms (7.5
+unblocked), Adam 14.1 ms (24.0 unblocked); blocks of 2^15 give 6.9 and 16.1."""
+
+
 def kernels(xp) -> dict:
+    pooled = getattr(xp, "__name__", "") == "numpy"
+
+    def blocked(rule):
+        """``rule`` run block by block over the flattened arrays when they are large, contiguous NumPy arrays
+        of the parameter's shape (scalars and ``None`` go to every block as they are), the blocks on the CPU
+        thread pool."""
+        def kernel(p, *rest):
+            if not pooled or p.size <= BLOCK or not p.flags.c_contiguous:
+                return rule(p, *rest)
+            at = [i for i, a in enumerate(rest) if isinstance(a, xp.ndarray) and a.ndim]
+            if any(rest[i].shape != p.shape or not rest[i].flags.c_contiguous for i in at):
+                return rule(p, *rest)
+            flat = p.reshape(-1)
+            arrays = [rest[i].reshape(-1) for i in at]
+
+            def body(lo, hi):
+                args = list(rest)  # this thread's own
+                for start in range(lo * BLOCK, min(hi * BLOCK, flat.size), BLOCK):
+                    part = slice(start, start + BLOCK)
+                    for i, a in zip(at, arrays):
+                        args[i] = a[part]
+                    rule(flat[part], *args)
+
+            parallel.rows(body, -(-flat.size // BLOCK), flat.size)
+
+        return kernel
 
     def _grad(p, g, weight_decay, maximize):
         # the effective gradient: never written in place (it is the user's .grad)
@@ -45,17 +85,24 @@ def kernels(xp) -> dict:
         v *= beta2
         v += (1 - beta2) * (g * g)
 
-    def sgd_update(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize):
+    def _sgd(p, g, buf, first, lr, weight_decay, momentum, dampening, nesterov, maximize):
         g = _grad(p, g, weight_decay, maximize)
         if momentum != 0:
-            if buf is None:
-                buf = xp.zeros_like(g)
+            if first:
                 buf[...] = g
             else:
                 buf *= momentum
                 buf += g if dampening == 0 else (1 - dampening) * g  # no temporary in the common case
             g = g + momentum * buf if nesterov else buf
         p -= lr * g
+
+    _sgd_blocked = blocked(_sgd)
+
+    def sgd_update(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize):
+        first = momentum != 0 and buf is None
+        if first:  # the first step: the buffer starts as the gradient
+            buf = xp.empty_like(g)
+        _sgd_blocked(p, g, buf, first, lr, weight_decay, momentum, dampening, nesterov, maximize)
         return buf
 
     def adam_update(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
@@ -133,11 +180,11 @@ def kernels(xp) -> dict:
 
     return {
         "sgd_update": sgd_update,
-        "adam_update": adam_update,
-        "adamax_update": adamax_update,
-        "nadam_update": nadam_update,
-        "radam_update": radam_update,
-        "rmsprop_update": rmsprop_update,
-        "adagrad_update": adagrad_update,
-        "adadelta_update": adadelta_update,
+        "adam_update": blocked(adam_update),
+        "adamax_update": blocked(adamax_update),
+        "nadam_update": blocked(nadam_update),
+        "radam_update": blocked(radam_update),
+        "rmsprop_update": blocked(rmsprop_update),
+        "adagrad_update": blocked(adagrad_update),
+        "adadelta_update": blocked(adadelta_update),
     }
