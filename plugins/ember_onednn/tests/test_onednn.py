@@ -1,5 +1,5 @@
-"""ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm, max pooling's
-gradient and LSTM layers), the kernels they replaced (float64, small work and refused geometries), and the
+"""ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm, the gradients of max
+pooling and relu, and LSTM layers), the kernels they replaced (float64, small work and refused geometries), and the
 library's threads, fork and import order."""
 import multiprocessing
 import os
@@ -14,7 +14,7 @@ import ember
 import ember.nn.functional as F
 import ember.testing
 import ember_onednn
-from ember_onednn import conv, dnnl, lstm, matmul, norm, pool
+from ember_onednn import conv, dnnl, eltwise, lstm, matmul, norm, pool
 
 torch = pytest.importorskip("torch")
 
@@ -40,7 +40,8 @@ def _small_work(monkeypatch):
     monkeypatch.setattr(norm, "MIN_SIZE", 1)
     monkeypatch.setattr(pool, "MIN_SIZE", 1)
     monkeypatch.setattr(lstm, "MIN_WORK", 1)
-    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry, lstm.layer)
+    monkeypatch.setattr(eltwise, "MIN_SIZE", 1)
+    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry, lstm.layer, eltwise.gradient)
     for c in caches:
         c.cache_clear()
     yield
@@ -255,7 +256,7 @@ def test_turned_off_by_environment():
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert on.stdout.strip() == str(sorted(["conv_forward", "conv_input_grad", "conv_weight_grad", "matmul",
                                             "batch_norm_train", "batch_norm_backward", "max_pool_backward",
-                                            "lstm_forward", "lstm_backward"]))
+                                            "lstm_forward", "lstm_backward", "relu_backward"]))
     assert off.stdout.strip() == "[]"
 
 
@@ -377,6 +378,43 @@ def test_max_pool_gradient_goes_to_the_first_maximum(device):
     np.testing.assert_array_equal(cpu["max_pool_backward"](g, x, best, *p),
                                   ember_onednn._replaced("max_pool_backward")(g, x, best, *p))
     assert _built(pool)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 7, 9), (4, 1000)])
+def test_relu_gradient_matches_torch(device, shape):
+    """relu's gradient, nan, infinite and signed-zero inputs among them: a nan output passes its gradient
+    on, every output <= 0 stops it, as PyTorch's threshold_backward."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shape).astype(np.float32)
+    a.reshape(-1)[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]
+    g = rng.standard_normal(shape).astype(np.float32)
+    for inplace in (False, True):
+        x, xt = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        y = ember.nn.ReLU(inplace=inplace)(x.to(device) * 1)
+        yt = torch.nn.ReLU(inplace=inplace)(xt * 1)
+        y.backward(ember.tensor(g, device=device))
+        yt.backward(torch.tensor(g))
+        np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    hits = eltwise.gradient.cache_info().hits + eltwise.gradient.cache_info().misses
+    assert hits == (2 if device == "cpu" else 0)
+
+
+def test_relu_gradient_agrees_with_the_replaced_kernel_and_falls_back(device):
+    cpu = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(5)
+    out = np.maximum(rng.standard_normal((6, 50, 11)), 0).astype(np.float32)
+    out.reshape(-1)[:2] = np.nan
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    got = cpu["relu_backward"](g, out)
+    assert got.shape == g.shape and eltwise.gradient.cache_info().currsize == 1
+    np.testing.assert_array_equal(got, ember_onednn._replaced("relu_backward")(g, out))
+    np.testing.assert_array_equal(cpu["relu_backward"](g[:, ::2], out[:, ::2]),   # strided: copied first
+                                  ember_onednn._replaced("relu_backward")(g[:, ::2], out[:, ::2]))
+    eltwise.gradient.cache_clear()
+    x = ember.tensor(rng.standard_normal((4, 7)), requires_grad=True, device=device)  # float64: NumPy's kernel
+    ember.relu(x).sum().backward()
+    np.testing.assert_array_equal(ember.testing.to_numpy(x.grad), (ember.testing.to_numpy(x) > 0).astype(float))
+    assert eltwise.gradient.cache_info().currsize == 0
 
 
 def test_imported_before_ember():

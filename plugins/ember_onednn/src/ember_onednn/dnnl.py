@@ -1,8 +1,8 @@
 """The few entry points of oneDNN's C API (v3) that the kernels use, through ctypes.
 
 oneDNN ships as ``libdnnl.so.3`` in the ``onednn-cpu-gomp`` wheel (installed under ``<prefix>/lib``); its
-threads are GNU OpenMP's.  A :class:`Primitive` is built once per geometry and kept by its kernel; a call makes
-memory objects around the caller's arrays, reorders the plain (row-major) inputs into the layouts the
+threads are GNU OpenMP's.  A :class:`Primitive` is built once per geometry and kept by its kernel; a call points
+its memory objects at the caller's arrays, reorders the plain (row-major) inputs into the layouts the
 primitive chose, runs it, and reorders its outputs back.
 """
 from __future__ import annotations
@@ -51,6 +51,9 @@ def _load():
 lib = _load()
 lib.dnnl_primitive_desc_query_md.restype = ctypes.c_void_p
 lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+_set_data = lib.dnnl_memory_set_data_handle
+_set_data.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+_execute = lib.dnnl_primitive_execute
 _gomp = ctypes.CDLL("libgomp.so.1")
 
 
@@ -151,12 +154,54 @@ def query_md(pd, arg):
     return ctypes.c_void_p(lib.dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg))
 
 
+class _Bound:
+    """A thread's memory objects for one :class:`Primitive`, made once without buffers: a call points each at
+    its array (``dnnl_memory_set_data_handle``) and runs the prebuilt argument lists."""
+
+    __slots__ = ("mems", "runs")
+
+    def __init__(self, prim):
+        self.mems = []
+
+        def mem(md):
+            self.mems.append(handle(lib.dnnl_memory_create, md, ENGINE, None, what="memory_create"))
+            return self.mems[-1]
+
+        before, main, after = [], [], []
+        for arg, plain, chosen, reorder, _ in prim.ins:
+            m = mem(plain.h)
+            if reorder is not None:
+                mb = mem(chosen)
+                before.append((reorder, [(ARG_FROM, m), (ARG_TO, mb)]))
+                m = mb
+            main.append((arg, m))
+        main += [(arg, mem(md)) for arg, md in prim.raw_ins]
+        for arg, plain, chosen, reorder, _ in prim.outs:
+            m = mem(plain.h)
+            if reorder is not None:
+                mb = mem(chosen)
+                after.append((reorder, [(ARG_FROM, mb), (ARG_TO, m)]))
+                m = mb
+            main.append((arg, m))
+        main += [(arg, mem(md)) for arg, md, _ in prim.raw_outs]
+        self.runs = [(p, len(args), (_Arg * len(args))(*[_Arg(k, m) for k, m in args]))
+                     for p, args in (*before, (prim.prim, main), *after)]
+
+    def __del__(self, destroy=lib.dnnl_memory_destroy):
+        for m in self.mems:
+            destroy(m)
+
+
 class Primitive:
     """A primitive from its descriptor, with the reorders between each argument's plain layout and the one
     the primitive chose: ``ins``/``outs`` are ``[(DNNL_ARG_*, plain Desc)]``.  ``raw_ins``/``raw_outs`` are
     ``[(DNNL_ARG_*, Desc or memory descriptor handle)]`` passed as they are (a bias, statistics, a workspace);
     a raw output is allocated as bytes of the descriptor's size.  Calling it with the arrays of ``ins`` then
-    ``raw_ins`` (``ins`` row-major float32) returns the arrays of ``outs`` then ``raw_outs``."""
+    ``raw_ins`` (``ins`` row-major float32) returns the arrays of ``outs`` then ``raw_outs``.
+
+    Each thread calling it gets memory objects of its own (:class:`_Bound`), made on its first call and
+    pointed at the call's arrays on every call: oneDNN runs a primitive from several threads at once, but a
+    memory object belongs to one call at a time."""
 
     def __init__(self, pd, ins, outs, raw_ins=(), raw_outs=()):
         self.pd = pd
@@ -167,6 +212,7 @@ class Primitive:
         self.raw_ins = [(arg, getattr(md, "h", md)) for arg, md in raw_ins]
         self.raw_outs = [(arg, h, lib.dnnl_memory_desc_get_size(h))
                          for arg, h in ((arg, getattr(md, "h", md)) for arg, md in raw_outs)]
+        self._local = threading.local()
 
     def _arg(self, arg, plain, into):
         chosen = query_md(self.pd, arg)
@@ -187,49 +233,28 @@ class Primitive:
 
     def __call__(self, *arrays):
         stream = _stream()
-        made, args, outs, back = [], [], [], []
-
-        def memory(md, array):
-            m = handle(lib.dnnl_memory_create, md, ENGINE, ctypes.c_void_p(array.ctypes.data),
-                        what="memory_create")
-            made.append((m, array))   # the array lives until the memory object is destroyed
-            return m
-
-        try:
-            for (arg, plain, chosen, reorder, size), a in zip(self.ins, arrays):
-                m = memory(plain.h, a)
-                if reorder is not None:
-                    mb = memory(chosen, _empty((size,), np.float32))
-                    self._run(reorder, stream, [(ARG_FROM, m), (ARG_TO, mb)])
-                    m = mb
-                args.append((arg, m))
-            for (arg, md), a in zip(self.raw_ins, arrays[len(self.ins):]):
-                args.append((arg, memory(md, a)))
-            for arg, plain, chosen, reorder, size in self.outs:
-                out = _empty(plain.shape, np.float32)
-                outs.append(out)
-                m = memory(plain.h, out)
-                if reorder is not None:
-                    mb = memory(chosen, _empty((size,), np.float32))
-                    back.append((reorder, mb, m))
-                    m = mb
-                args.append((arg, m))
-            for arg, md, size in self.raw_outs:
-                out = _empty((size,), np.uint8)
-                outs.append(out)
-                args.append((arg, memory(md, out)))
-            self._run(self.prim, stream, args)
-            for reorder, mb, m in back:
-                self._run(reorder, stream, [(ARG_FROM, mb), (ARG_TO, m)])
-            check(lib.dnnl_stream_wait(stream), "stream_wait")
-        finally:
-            for m, _ in made:
-                lib.dnnl_memory_destroy(m)
+        bound = getattr(self._local, "bound", None)
+        if bound is None:
+            bound = self._local.bound = _Bound(self)
+        # the arrays behind the memory objects, in _Bound's order
+        data, outs = [], []
+        for (_, _, _, reorder, size), a in zip(self.ins, arrays):
+            data.append(a)
+            if reorder is not None:
+                data.append(_empty((size,), np.float32))
+        data += arrays[len(self.ins):len(self.ins) + len(self.raw_ins)]
+        for _, plain, _, reorder, size in self.outs:
+            out = _empty(plain.shape, np.float32)
+            outs.append(out)
+            data.append(out)
+            if reorder is not None:
+                data.append(_empty((size,), np.float32))
+        for _, _, size in self.raw_outs:
+            outs.append(_empty((size,), np.uint8))
+            data.append(outs[-1])
+        for m, a in zip(bound.mems, data):
+            _set_data(m, a.ctypes.data)
+        for prim, n, args in bound.runs:
+            check(_execute(prim, stream, n, args), "primitive_execute")
+        check(lib.dnnl_stream_wait(stream), "stream_wait")
         return outs
-
-    @staticmethod
-    def _run(prim, stream, args):
-        a = (_Arg * len(args))(*[_Arg(k, m) for k, m in args])
-        check(lib.dnnl_primitive_execute(prim, stream, len(args), a), "primitive_execute")
-
-
