@@ -1,5 +1,5 @@
 """ember-onednn's kernels against PyTorch (float32 convolutions, products, batch norm, the gradients of max
-pooling and relu, and LSTM layers), the kernels they replaced (float64, small work and refused geometries), and the
+pooling and relu, SGD and LSTM layers), the kernels they replaced (float64, small work and refused geometries), and the
 library's threads, fork and import order."""
 import multiprocessing
 import os
@@ -14,7 +14,7 @@ import ember
 import ember.nn.functional as F
 import ember.testing
 import ember_onednn
-from ember_onednn import conv, dnnl, eltwise, lstm, matmul, norm, pool
+from ember_onednn import binary, conv, dnnl, lstm, matmul, norm, pool
 
 torch = pytest.importorskip("torch")
 
@@ -40,8 +40,10 @@ def _small_work(monkeypatch):
     monkeypatch.setattr(norm, "MIN_SIZE", 1)
     monkeypatch.setattr(pool, "MIN_SIZE", 1)
     monkeypatch.setattr(lstm, "MIN_WORK", 1)
-    monkeypatch.setattr(eltwise, "MIN_SIZE", 1)
-    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry, lstm.layer, eltwise.gradient)
+    monkeypatch.setattr(binary, "MIN_SIZE", 1)
+    monkeypatch.setattr(binary, "MIN_UPDATE", 1)
+    caches = (conv.geometry, matmul.primitive, norm.geometry, pool.geometry, lstm.layer, binary.gradient,
+              binary.scaled_sum)
     for c in caches:
         c.cache_clear()
     yield
@@ -256,7 +258,7 @@ def test_turned_off_by_environment():
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert on.stdout.strip() == str(sorted(["conv_forward", "conv_input_grad", "conv_weight_grad", "matmul",
                                             "batch_norm_train", "batch_norm_backward", "max_pool_backward",
-                                            "lstm_forward", "lstm_backward", "relu_backward"]))
+                                            "lstm_forward", "lstm_backward", "relu_backward", "sgd_update"]))
     assert off.stdout.strip() == "[]"
 
 
@@ -395,7 +397,7 @@ def test_relu_gradient_matches_torch(device, shape):
         y.backward(ember.tensor(g, device=device))
         yt.backward(torch.tensor(g))
         np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
-    hits = eltwise.gradient.cache_info().hits + eltwise.gradient.cache_info().misses
+    hits = binary.gradient.cache_info().hits + binary.gradient.cache_info().misses
     assert hits == (2 if device == "cpu" else 0)
 
 
@@ -406,15 +408,65 @@ def test_relu_gradient_agrees_with_the_replaced_kernel_and_falls_back(device):
     out.reshape(-1)[:2] = np.nan
     g = rng.standard_normal(out.shape).astype(np.float32)
     got = cpu["relu_backward"](g, out)
-    assert got.shape == g.shape and eltwise.gradient.cache_info().currsize == 1
+    assert got.shape == g.shape and binary.gradient.cache_info().currsize == 1
     np.testing.assert_array_equal(got, ember_onednn._replaced("relu_backward")(g, out))
     np.testing.assert_array_equal(cpu["relu_backward"](g[:, ::2], out[:, ::2]),   # strided: copied first
                                   ember_onednn._replaced("relu_backward")(g[:, ::2], out[:, ::2]))
-    eltwise.gradient.cache_clear()
+    binary.gradient.cache_clear()
     x = ember.tensor(rng.standard_normal((4, 7)), requires_grad=True, device=device)  # float64: NumPy's kernel
     ember.relu(x).sum().backward()
     np.testing.assert_array_equal(ember.testing.to_numpy(x.grad), (ember.testing.to_numpy(x) > 0).astype(float))
-    assert eltwise.gradient.cache_info().currsize == 0
+    assert binary.gradient.cache_info().currsize == 0
+
+
+SGD_SETTINGS = [dict(momentum=0.9), dict(momentum=0.9, dampening=0.3, maximize=True), dict(),
+                dict(maximize=True), dict(momentum=0.5, weight_decay=0.1), dict(momentum=0.9, nesterov=True)]
+
+
+@pytest.mark.parametrize("kw", SGD_SETTINGS, ids=[str(i) for i in range(len(SGD_SETTINGS))])
+def test_sgd_matches_torch(device, kw):
+    """Five SGD steps on a parameter of an odd size: PyTorch's trajectory; settings the primitives do not cover
+    (weight decay, Nesterov) and the first step with momentum run the replaced kernel."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((7, 301)).astype(np.float32)
+    grads = [rng.standard_normal(a.shape).astype(np.float32) for _ in range(5)]
+    p, pt = ember.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+    opt, topt = ember.optim.SGD([p], lr=0.1, **kw), torch.optim.SGD([pt], lr=0.1, **kw)
+    for g in grads:
+        p.grad, pt.grad = ember.tensor(g, device=device), torch.tensor(g)
+        opt.step()
+        topt.step()
+        _close(p, pt, tol=1e-6)
+    served = device == "cpu" and not kw.get("weight_decay") and not kw.get("nesterov")
+    assert (binary.scaled_sum.cache_info().hits > 0) == served
+
+
+def test_sgd_kernel_agrees_with_the_replaced_one_and_falls_back():
+    cpu = ember.backend.get_backend("cpu").kernels
+    below = ember_onednn._replaced("sgd_update")
+    rng = np.random.default_rng(7)
+    p, g, buf = (rng.standard_normal((5, 333)).astype(np.float32) for _ in range(3))
+    cases = [(0.01, 0, 0.9, 0, False, False), (0.01, 0, 0.9, 0.25, False, True), (0.01, 0, 0, 0, False, False),
+             (0.01, 0, 0, 0, False, True)]
+    for args in cases:
+        mine, theirs = [p.copy(), buf.copy()], [p.copy(), buf.copy()]
+        b = None if args[2] == 0 else mine[1]
+        assert cpu["sgd_update"](mine[0], g, b, *args) is b
+        below(theirs[0], g, None if args[2] == 0 else theirs[1], *args)
+        np.testing.assert_array_equal(mine[0], theirs[0])   # each product rounded before the sum, as NumPy's
+        np.testing.assert_array_equal(mine[1], theirs[1])
+    assert binary.scaled_sum.cache_info().currsize == 1
+    binary.scaled_sum.cache_clear()
+    for arrays in [(p.astype(np.float64), g.astype(np.float64), buf.astype(np.float64)),   # float64
+                   (p.T.copy().T, g.T.copy().T, buf.T.copy().T)]:                          # column-major
+        mine = [a.copy(order="K") for a in arrays]
+        theirs = [a.copy(order="K") for a in arrays]
+        cpu["sgd_update"](*mine, 0.01, 0, 0.9, 0, False, False)
+        below(*theirs, 0.01, 0, 0.9, 0, False, False)
+        np.testing.assert_array_equal(mine[0], theirs[0])
+    first = cpu["sgd_update"](p.copy(), g, None, 0.01, 0, 0.9, 0, False, False)   # the first step makes its buffer
+    np.testing.assert_array_equal(first, g)
+    assert binary.scaled_sum.cache_info().currsize == 0
 
 
 def test_imported_before_ember():

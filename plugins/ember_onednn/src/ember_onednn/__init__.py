@@ -44,8 +44,8 @@ KERNELS: dict = {}
 def ember_kernels(registry):
     if os.environ.get("EMBER_ONEDNN", "1") == "0":
         return
-    from . import conv, eltwise, lstm, matmul, norm, pool
-    for module in (conv, eltwise, lstm, matmul, norm, pool):
+    from . import binary, conv, lstm, matmul, norm, pool
+    for module in (binary, conv, lstm, matmul, norm, pool):
         KERNELS.update(module.kernels(_replaced))
     for op, fn in KERNELS.items():
         registry.add_kernel("cpu", op, fn, priority=PRIORITY)

@@ -231,7 +231,9 @@ class Primitive:
         check(lib.dnnl_primitive_desc_query(self.pd, QUERY_IMPL_INFO, 0, ctypes.byref(s)), "query impl")
         return s.value.decode()
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays, out=None):
+        """``out``: arrays for ``outs`` to write into (in place: one may be an input, where the primitive allows
+        it), each row-major float32 of its plain shape; by default they are fresh."""
         stream = _stream()
         bound = getattr(self._local, "bound", None)
         if bound is None:
@@ -243,10 +245,10 @@ class Primitive:
             if reorder is not None:
                 data.append(_empty((size,), np.float32))
         data += arrays[len(self.ins):len(self.ins) + len(self.raw_ins)]
-        for _, plain, _, reorder, size in self.outs:
-            out = _empty(plain.shape, np.float32)
-            outs.append(out)
-            data.append(out)
+        for i, (_, plain, _, reorder, size) in enumerate(self.outs):
+            dest = _empty(plain.shape, np.float32) if out is None else out[i]
+            outs.append(dest)
+            data.append(dest)
             if reorder is not None:
                 data.append(_empty((size,), np.float32))
         for _, _, size in self.raw_outs:
