@@ -8,7 +8,8 @@
   resnet_infer_folded  resnet_infer with every BatchNorm folded into its convolution on both sides
                 (``nn.utils.fusion.fuse_conv_bn_eval``: the explicit inference optimisation)
 
-    python bench/bench_midsize.py [--threads 2] [--repeat 15] [--only resnet_step,lstm_step] [--rss] [--json out]
+    python bench/bench_midsize.py [--threads 2] [--repeat 15] [--only resnet_step,lstm_step] [--rss] [--alone]
+                                  [--json out]
     python bench/bench_midsize.py --profile resnet_step [--lib ember|torch]
 
 Both libraries get ``set_num_threads(threads)``.  The two contenders' steps are interleaved (ember, torch,
@@ -20,7 +21,9 @@ are medians of --repeat steps after warm-up, in wall time and in process CPU tim
 interquartile range as the noise;
 "best ratio" compares the fastest step of each (what a quiet machine gives; load from other processes only adds),
 and "faults/step" counts the minor page faults of a step (fresh pages the OS zeroes and maps in, about a
-microsecond each).
+microsecond each).  Faults depend on the process's history: glibc raises its ``mmap`` threshold after large
+frees, so one contender's allocations can spare the other its faults (PyTorch's ResNet-18 step takes ~9,000
+a step on its own, and 0 to that here, run to run); ``--alone`` also times each contender in a process of its own.
 ``--rss`` runs each contender's ResNet-18 step in its own subprocess and reports its peak resident set (the
 whole process, and the growth over the resident set just before the first step).
 The first line names NumPy's BLAS and its kernel family: conv and LSTM time is mostly GEMM, so an OpenBLAS
@@ -205,6 +208,24 @@ def rss_child(lib_name, workload, steps):
     print(json.dumps({"peak_mib": peak, "growth_mib": peak - before}))
 
 
+def alone_child(lib_name, workload, repeat, warmup, settle):
+    """Run in a subprocess: :func:`run_interleaved` for one library alone, as JSON."""
+    lib = import_lib(lib_name)
+    lib.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    print(json.dumps(run_interleaved(workload, {lib_name: lib}, repeat, warmup, settle)[lib_name]))
+
+
+def measure_alone(threads, workload, repeat, warmup, settle):
+    """Each contender's step timed in a process of its own (no other library moving its allocator's state)."""
+    env = dict(os.environ, BENCH_THREADS=str(threads))
+    res = {}
+    for lib in ("ember", "torch"):
+        out = subprocess.run([sys.executable, __file__, "--alone-child", lib, workload, str(repeat), str(warmup),
+                              str(settle)], env=env, capture_output=True, text=True, check=True)
+        res[lib] = json.loads(out.stdout.strip().splitlines()[-1])
+    return res
+
+
 def proc_status_mib(field):
     with open("/proc/self/status") as f:
         for line in f:
@@ -335,11 +356,16 @@ def main(argv=None):
     ap.add_argument("--lib", default="ember", choices=["ember", "torch"])
     ap.add_argument("--conv-layers", action="store_true",
                     help="each ResNet-18 convolution against PyTorch and the NumPy sgemm floor")
+    ap.add_argument("--alone", action="store_true", help="also time each contender in a process of its own")
     ap.add_argument("--rss-child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--alone-child", nargs=5, help=argparse.SUPPRESS)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     if args.rss_child:
         return rss_child(args.rss_child[0], args.rss_child[1], int(args.rss_child[2]))
+    if args.alone_child:
+        lib, w, repeat, warmup, settle = args.alone_child
+        return alone_child(lib, w, int(repeat), int(warmup), float(settle))
     libs = {"ember": import_lib("ember")}
     try:
         libs["torch"] = import_lib("torch")
@@ -372,6 +398,13 @@ def main(argv=None):
             line += (f"{t['wall_ms'][0]:9.1f} ±{t['wall_ms'][1] / 2:5.1f}{ratio:7.2f}x{cratio:10.2f}x{bratio:11.2f}x"
                      f"{e['faults']:>9.0f}/{t['faults']:<7.0f}  <= {TARGETS[w]}")
         print(line, flush=True)
+        if args.alone and "torch" in r:
+            a = r["alone"] = measure_alone(args.threads, w, args.repeat, args.warmup, args.settle)
+            e, t = a["ember"], a["torch"]
+            print(f"{'  alone':<14}{e['wall_ms'][0]:9.1f} ±{e['wall_ms'][1] / 2:5.1f}{t['wall_ms'][0]:9.1f} "
+                  f"±{t['wall_ms'][1] / 2:5.1f}{e['wall_ms'][0] / t['wall_ms'][0]:7.2f}x"
+                  f"{e['cpu_ms'][0] / t['cpu_ms'][0]:10.2f}x{e['best_ms'] / t['best_ms']:11.2f}x"
+                  f"{e['faults']:>9.0f}/{t['faults']:<7.0f}", flush=True)
     if args.rss and "torch" in libs:
         rss = measure_rss(args.threads)
         report["rss"] = rss
