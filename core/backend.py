@@ -583,10 +583,17 @@ def array_namespace(x):
                     f"ember backend and has no __array_namespace__")
 
 
+LATE_PLUGINS = [lambda: False]
+"""``ember.plugins`` puts its ``register_deferred`` here: a device type no backend provides may belong to a
+plugin whose import was still running when ember loaded it."""
+
+
 def get_backend(type_name: str) -> Backend:
     try:
         return BACKENDS[type_name]
     except KeyError:
+        if LATE_PLUGINS[0]() and type_name in BACKENDS:
+            return BACKENDS[type_name]
         known = ", ".join(sorted(BACKENDS)) or "none"
         raise RuntimeError(f"no ember backend provides device type {type_name!r} (registered: {known})") from None
 

@@ -120,6 +120,45 @@ def test_info_shows_plugins_ops_and_overrides(tmp_path):
         assert text in out, out
 
 
+def test_plugin_imported_before_ember_registers_when_its_import_ends(tmp_path):
+    """``import plugin`` before ``import ember``: ember's import starts inside the plugin's, before the plugin
+    has defined its hooks; the plugin is registered once its own import ends, hooks and all."""
+    install(tmp_path, "fake-twice", "fake_twice", OP_PLUGIN.format(ns="tw", method="twice2"))
+    install(tmp_path, "fake-fastexp", "fake_fastexp", "import ember\n" + KERNEL_PLUGIN)
+    res = run(tmp_path, """
+        import fake_twice, fake_fastexp
+        import ember
+        print(ember.ops.tw.twice(ember.ones(2)).tolist(), ember.ones(1).twice2().item())
+        print(ember.plugins.REGISTRY.kernel_source[("cpu", "exp")])
+    """)
+    assert res.stdout.splitlines() == ["[2.0, 2.0] 2.0", "('fake_fastexp', 5)"], res.stdout + res.stderr
+    assert "PluginWarning" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("autoload", ["0", "1"])
+def test_cpu_backend_imported_before_ember(tmp_path, autoload):
+    res = run(tmp_path, """
+        import ember_cpu_numpy.threads
+        import ember
+        print(ember.ones(3).sum().item(), ember.get_default_device())
+    """, EMBER_DISABLE_PLUGIN_AUTOLOAD=autoload)
+    assert res.stdout.split() == ["3.0", "cpu"], res.stdout + res.stderr
+
+
+def test_plugin_failing_after_it_imported_ember_is_left_out(tmp_path):
+    install(tmp_path, "fake-late", "fake_late", OP_PLUGIN.format(ns="late", method="twice3")
+            + "\nraise ImportError('needs libbar')\n")
+    res = run(tmp_path, """
+        try:
+            import fake_late
+        except ImportError as exc:
+            print("import failed:", exc)
+        import ember
+        print(hasattr(ember.ops, "late"), hasattr(ember.Tensor, "twice3"), ember.ones(2).sum().item())
+    """)
+    assert res.stdout.splitlines() == ["import failed: needs libbar", "False False 2.0"], res.stdout + res.stderr
+
+
 @pytest.mark.parametrize("module", ["ember_swish", "ember_se", "ember_array_api"])
 def test_example_plugins_are_separate_distributions(module):
     import importlib.metadata as md

@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 import warnings
 
 import pluggy
 
 from .. import hookspecs
+from .. import backend as _backend
 from ..backend import API_VERSION, BACKENDS, refresh_kernels
 from ..hookspecs import PluginError
 from ..plugin_ops import add_op as _add_op
@@ -227,21 +229,95 @@ def _entry_points():
     return entry_points(group="ember")
 
 
+_DEFERRED: list = []   # [module, name, dist]: plugins found half-imported, registered once their import ends
+
+
+def _half_imported(obj) -> bool:
+    """Whether ``obj`` is a module whose import is still running (it imported ember, which is loading it)."""
+    return isinstance(obj, types.ModuleType) and bool(getattr(getattr(obj, "__spec__", None), "_initializing", False))
+
+
+class _Watched:
+    """Mixed into a half-imported plugin's module spec: when the import system marks the import finished
+    (``spec._initializing = False``), the deferred plugins are registered."""
+
+    @property
+    def _initializing(self):
+        return self.__dict__.get("_ember_initializing", False)
+
+    @_initializing.setter
+    def _initializing(self, value):
+        self.__dict__["_ember_initializing"] = value
+        if not value:
+            register_deferred()
+
+
+def register_or_defer(module, name: str, dist: str) -> None:
+    """Register plugin ``module``, or, when it is half-imported, once its import has run to the end.
+
+    A program that imports a plugin before ember (``import ember_swish; import ember``, or a pickle naming a
+    plugin's class) starts ember's import from inside the plugin's, before the plugin has defined its hooks:
+    registered then, it would have none.  Such a plugin waits, and is registered as soon as its import ends
+    (or, failing that, when a device type is asked for that no registered backend provides).
+    """
+    if not _half_imported(module):
+        _register(module, name, dist)
+        return
+    _DEFERRED.append([module, name, dist])
+    spec = module.__spec__
+    if not isinstance(spec, _Watched):
+        initializing = spec._initializing
+        spec.__class__ = _WATCHED.setdefault(type(spec), type("Watched" + type(spec).__name__,
+                                                               (_Watched, type(spec)), {}))
+        spec._initializing = initializing
+
+
+_WATCHED: dict = {}
+
+
+def is_deferred(module) -> bool:
+    """Whether ``module`` waits to be registered until its import ends."""
+    return any(item[0] is module for item in _DEFERRED)
+
+_backend.LATE_PLUGINS[0] = lambda: register_deferred()
+
+
+def register_deferred() -> bool:
+    """Register the deferred plugins whose import has ended; whether any was."""
+    done = [item for item in _DEFERRED if not _half_imported(item[0])]
+    for item in done:
+        _DEFERRED.remove(item)
+    registered = False
+    for module, name, dist in done:
+        if sys.modules.get(module.__name__) is not module:  # its import failed
+            continue
+        try:
+            _register(module, name, dist)
+            registered = True
+        except Exception as exc:  # noqa: BLE001 - as at import: reported, the others stay
+            warnings.warn(f"ember plugin {name!r} from distribution {dist} failed to load and was skipped: "
+                          f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=2)
+    if registered:
+        refresh_kernels()
+    return registered
+
+
 def load_entry_points() -> None:
     """Load every plugin advertised under the ``ember`` entry-point group.
 
     A plugin that fails is reported with a :class:`PluginWarning` naming its
-    distribution; the others load and ember stays importable.
+    distribution; the others load and ember stays importable.  A plugin whose own
+    import started ember's is registered when its import ends (:func:`register_or_defer`).
     """
     seen = set()
     for ep in _entry_points():
         dist = getattr(ep, "dist", None)
         dist_name = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "unknown distribution"
-        if ep.name in seen or pm.has_plugin(ep.name):
+        if ep.name in seen or pm.has_plugin(ep.name) or ep.name in (item[1] for item in _DEFERRED):
             continue
         seen.add(ep.name)
         try:
-            _register(ep.load(), ep.name, dist_name)
+            register_or_defer(ep.load(), ep.name, dist_name)
         except Exception as exc:  # noqa: BLE001 - any plugin failure must not break import
             warnings.warn(
                 f"ember plugin {ep.name!r} from distribution {dist_name} failed to load and was skipped: "
