@@ -168,22 +168,19 @@ class _Bound:
             return self.mems[-1]
 
         before, main, after = [], [], []
-        for arg, plain, chosen, reorder, _ in prim.ins:
-            m = mem(plain.h)
-            if reorder is not None:
-                mb = mem(chosen)
-                before.append((reorder, [(ARG_FROM, m), (ARG_TO, mb)]))
-                m = mb
-            main.append((arg, m))
-        main += [(arg, mem(md)) for arg, md in prim.raw_ins]
-        for arg, plain, chosen, reorder, _ in prim.outs:
-            m = mem(plain.h)
-            if reorder is not None:
-                mb = mem(chosen)
-                after.append((reorder, [(ARG_FROM, mb), (ARG_TO, m)]))
-                m = mb
-            main.append((arg, m))
-        main += [(arg, mem(md)) for arg, md, _ in prim.raw_outs]
+        raw_outs = [(arg, md) for arg, md, _ in prim.raw_outs]
+        for group, raw, into in ((prim.ins, prim.raw_ins, True), (prim.outs, raw_outs, False)):
+            for arg, plain, chosen, reorder, _ in group:
+                m = mem(plain.h)
+                if reorder is not None:   # the plain array is reordered into the chosen layout, or back
+                    mb = mem(chosen)
+                    if into:
+                        before.append((reorder, [(ARG_FROM, m), (ARG_TO, mb)]))
+                    else:
+                        after.append((reorder, [(ARG_FROM, mb), (ARG_TO, m)]))
+                    m = mb
+                main.append((arg, m))
+            main += [(arg, mem(md)) for arg, md in raw]
         self.runs = [(p, len(args), (_Arg * len(args))(*[_Arg(k, m) for k, m in args]))
                      for p, args in (*before, (prim.prim, main), *after)]
 
