@@ -29,12 +29,15 @@ class NumpyBackend(ArrayBackend):
         maximum_split = split_binary(maximum)
 
         def relu(x, out=None):
-            if x.size >= 4096 and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
-                return relu_large(x, out)  # against contiguous zeros; large ones on several threads
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
             if zero is None:
                 zero = zero_of(x.dtype)
-            if x.size < MIN_SIZE:
+            n = x.size
+            if n < 4096:
+                return maximum(x, zero) if out is None else maximum(x, zero, out=out)
+            if x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+                return relu_large(x, out)  # against contiguous zeros; large ones on several threads
+            if n < MIN_SIZE:
                 return maximum(x, zero) if out is None else maximum(x, zero, out=out)
             return maximum_split(x, zero, out)  # a large strided one on several threads
 
