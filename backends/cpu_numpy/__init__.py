@@ -32,14 +32,15 @@ class NumpyBackend(ArrayBackend):
             zero = zeros.get(x.dtype)  # a Python 0 would cost NumPy a scalar conversion per call
             if zero is None:
                 zero = zero_of(x.dtype)
+            # zero first: where x is -0.0, maximum returns its second operand, PyTorch's -0.0
             n = x.size
             if n < 4096:
-                return maximum(x, zero) if out is None else maximum(x, zero, out=out)
+                return maximum(zero, x) if out is None else maximum(zero, x, out=out)
             if x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
                 return relu_large(x, out)  # against contiguous zeros; large ones on several threads
             if n < MIN_SIZE:
-                return maximum(x, zero) if out is None else maximum(x, zero, out=out)
-            return maximum_split(x, zero, out)  # a large strided one on several threads
+                return maximum(zero, x) if out is None else maximum(zero, x, out=out)
+            return maximum_split(zero, x, out)  # a large strided one on several threads
 
         relu.writes_into = True  # relu_ (ReLU(inplace=True)) writes straight into the tensor
 

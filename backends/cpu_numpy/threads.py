@@ -131,7 +131,7 @@ _ZEROS: dict = {}
 
 
 def relu_large(x, out=None):
-    """``maximum(x, 0)`` (into ``out`` when given) for a C-contiguous ``x`` of 4096 elements or more: block by
+    """``maximum(0, x)`` (into ``out`` when given) for a C-contiguous ``x`` of 4096 elements or more: block by
     block against a contiguous block of zeros, the blocks on several threads when ``x`` is large."""
     zeros = _ZEROS.get(x.dtype)
     if zeros is None:
@@ -141,13 +141,13 @@ def relu_large(x, out=None):
     n = x.size
     flat, dest = x.reshape(-1), out.reshape(-1)
     if n <= ZERO_BLOCK:
-        np.maximum(flat, zeros[:n], out=dest)
+        np.maximum(zeros[:n], flat, out=dest)
         return out
 
     def body(lo, hi):
         for start in range(lo * ZERO_BLOCK, min(hi * ZERO_BLOCK, n), ZERO_BLOCK):
             end = min(start + ZERO_BLOCK, n)
-            np.maximum(flat[start:end], zeros[:end - start], out=dest[start:end])
+            np.maximum(zeros[:end - start], flat[start:end], out=dest[start:end])
 
     blocks = -(-n // ZERO_BLOCK)
     if n < RELU_SPLIT:
