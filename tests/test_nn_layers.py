@@ -190,6 +190,40 @@ def test_wrong_input_shape_names_layer(device, build, shape, msg):
     assert msg in str(info.value)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_bag_scale_grad_by_freq(torch, device, mode, padding_idx):
+    """Each weight row's gradient divided by how often its index occurs in the input.  The reference is PyTorch's
+    ``embedding`` with ``scale_grad_by_freq``, reduced per bag: PyTorch 2.13's own CPU ``embedding_bag`` divides
+    some rows by another index's count (pytorch/pytorch#190063)."""
+    w = np.random.default_rng(2).standard_normal((6, 4))
+    inp, offs = np.array([1, 2, 1, 4, 1, 3, 0, 0, 3]), np.array([0, 3, 5])
+    g = np.random.default_rng(3).standard_normal((3, 4))
+    ew = ember.tensor(w, device=device, requires_grad=True)
+    got = nn.functional.embedding_bag(ember.tensor(inp, device=device), ew, ember.tensor(offs, device=device),
+                                      mode=mode, scale_grad_by_freq=True, padding_idx=padding_idx)
+    tw = torch.tensor(w, requires_grad=True)
+    rows = torch.nn.functional.embedding(torch.tensor(inp), tw, padding_idx=padding_idx, scale_grad_by_freq=True)
+    bag = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    if padding_idx is not None:
+        rows = rows * (torch.tensor(inp) != padding_idx).unsqueeze(1)
+    want = torch.zeros(3, 4, dtype=rows.dtype).index_add(0, bag, rows)
+    if mode == "mean":
+        kept = torch.ones(len(inp)) if padding_idx is None else (torch.tensor(inp) != padding_idx).double()
+        want = want / torch.zeros(3, dtype=kept.dtype).index_add(0, bag, kept).clamp(min=1).unsqueeze(1)
+    np.testing.assert_allclose(to_numpy(got), want.detach().numpy(), rtol=1e-12)
+    got.backward(ember.tensor(g, device=device))
+    want.backward(torch.tensor(g))
+    np.testing.assert_allclose(to_numpy(ew.grad), tw.grad.numpy(), rtol=1e-12)
+    # the module passes the setting on, and shows it as PyTorch's does
+    bag = nn.EmbeddingBag.from_pretrained(ember.tensor(w, device=device), freeze=False, mode=mode,
+                                          scale_grad_by_freq=True, padding_idx=padding_idx)
+    bag(ember.tensor(inp, device=device), ember.tensor(offs, device=device)).backward(ember.tensor(g, device=device))
+    np.testing.assert_allclose(to_numpy(bag.weight.grad), tw.grad.numpy(), rtol=1e-12)
+    assert repr(bag) == repr(torch.nn.EmbeddingBag.from_pretrained(tw, mode=mode, scale_grad_by_freq=True,
+                                                                   padding_idx=padding_idx))
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_forms(torch, device, mode):
     """2-D input, include_last_offset, empty bags, per-sample weights: values and weight gradients as PyTorch."""

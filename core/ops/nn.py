@@ -615,10 +615,11 @@ def _bags(input, offsets, include_last_offset):
     return input, offsets[:-1] if include_last_offset else offsets
 
 
-def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample_weights, padding_idx):
+def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample_weights, padding_idx,
+                   scale_grad_by_freq=False):
     """The bags' reductions, the bag of each index, the number of kept indices of each bag, and (mode 'max')
     the kept values."""
-    emb = embedding(input, weight, padding_idx, max_norm, norm_type)
+    emb = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -642,11 +643,15 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,  # noqa: A002
                   norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None) -> Tensor:
-    """Sums or means of bags of embeddings: ``input`` 2-D (one bag per row) or 1-D with ``offsets``."""
+    """Sums, means or maxima of bags of embeddings: ``input`` 2-D (one bag per row) or 1-D with ``offsets``.
+    ``scale_grad_by_freq`` divides each weight row's gradient by how often its index occurs in ``input``."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     flat, offs = _bags(input, offsets, include_last_offset)
-    return _embedding_bag(flat, weight, offs, max_norm, norm_type, mode, per_sample_weights, padding_idx)[0]
+    return _embedding_bag(flat, weight, offs, max_norm, norm_type, mode, per_sample_weights, padding_idx,
+                          scale_grad_by_freq)[0]
 
 
 _BAG_MODES = ("sum", "mean", "max")
@@ -662,7 +667,8 @@ def torch_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_
     float32 'sum' fast path leaves ``offset2bag`` empty)."""
     name = _BAG_MODES[mode]
     flat, offs = _bags(indices, offsets, include_last_offset)
-    out, bag, counts, kept = _embedding_bag(flat, weight, offs, None, 2, name, per_sample_weights, padding_idx)
+    out, bag, counts, kept = _embedding_bag(flat, weight, offs, None, 2, name, per_sample_weights, padding_idx,
+                                            scale_grad_by_freq and name != "max")  # (ignored for max, as there)
     if name == "sum":
         zeros = counts.new_zeros(counts.shape)
         return out, bag, zeros, zeros.clone()

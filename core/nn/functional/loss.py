@@ -18,24 +18,45 @@ from ...registry import export
 from ...tensor import Tensor
 
 
+def _weighted(loss, weight, shape, reduction, by_weight):
+    """``loss * weight`` reduced as PyTorch's weighted losses reduce it: 'mean' is the sum over the weights' sum
+    (``by_weight``: squared and absolute errors) or the plain mean (Huber)."""
+    if tuple(weight.shape) != tuple(shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean" and by_weight:
+        return loss.sum() / weight.sum()
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    return reduce_loss(loss, reduction, "")
+
+
 @export(to=("nn.functional",))
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
              weight=None) -> Tensor:
-    """Mean squared error.
+    """Mean squared error; ``weight`` (of the input's shape) scales each element's error.
 
     >>> import ember
     >>> ember.nn.functional.mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.])).item()
     2.0
     """
+    shape = input.shape
+    reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("mse_loss", input, target)
     d = input - target
-    return reduce_loss(d * d, legacy_reduction(reduction, size_average, reduce), "mse_loss")
+    if weight is not None:
+        return _weighted(d * d, weight, shape, reduction, True)
+    return reduce_loss(d * d, reduction, "mse_loss")
 
 
 @export(to=("nn.functional",))
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:  # noqa: A002
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None) -> Tensor:  # noqa: A002
+    shape = input.shape
+    reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("l1_loss", input, target)
-    return reduce_loss((input - target).abs(), legacy_reduction(reduction, size_average, reduce), "l1_loss")
+    if weight is not None:
+        return _weighted((input - target).abs(), weight, shape, reduction, True)
+    return reduce_loss((input - target).abs(), reduction, "l1_loss")
 
 
 @export(to=("nn.functional",))
@@ -48,9 +69,13 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @export(to=("nn.functional",))
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:  # noqa: A002
+    shape = input.shape
     input, target = broadcast_target("huber_loss", input, target)
     d = (input - target).abs()
-    return reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
+    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        return _weighted(loss, weight, shape, reduction, False)
+    return reduce_loss(loss, reduction, "huber_loss")
 
 
 @export(to=("nn.functional",))

@@ -76,6 +76,7 @@ class EmbeddingBag(Module):
         self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
         self.max_norm, self.norm_type, self.padding_idx = max_norm, norm_type, padding_idx
         self.include_last_offset = include_last_offset
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
             self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device, dtype=dtype))
             init.normal_(self.weight)
@@ -86,11 +87,21 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
-        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, False, self.mode,
-                               False, per_sample_weights, self.include_last_offset, self.padding_idx)
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx!r}"
+        return s
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
