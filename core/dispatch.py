@@ -802,6 +802,19 @@ def out_or(r, out):
     return r if out is None else copy_into_out(out, r)
 
 
+def outs_or(r, out):
+    """``r``, a named tuple of results, each written into its tensor of ``out`` when one is given (then the same
+    named tuple of ``out``'s tensors)."""
+    if out is None:
+        return r
+    if not isinstance(out, (tuple, list)) or len(out) != len(r):
+        raise TypeError(f"argument 'out' must be a tuple of {len(r)} Tensors, not {type(out).__name__}"
+                        f"{'' if not isinstance(out, (tuple, list)) else f' of length {len(out)}'}")
+    for o, v in zip(out, r):
+        copy_into_out(o, v)
+    return type(r)(*out)
+
+
 # --------------------------------------------------------------------------- views
 def view_op(Op, a, *params):
     """Apply an Op whose output shares ``a``'s storage (and so its version counter)."""

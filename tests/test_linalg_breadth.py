@@ -222,6 +222,48 @@ def test_out_arguments(torch, device):
     _close(out, torch.linalg.householder_product(ta, tb[:, 0]))
 
 
+@pytest.mark.filterwarnings("ignore:torch.qr is deprecated")
+def test_decompositions_write_their_out_tuples(torch, device):
+    """Every several-result decomposition writes each result into its tensor of ``out`` (resized from empty)
+    and returns them; the values are PyTorch's (up to the signs a decomposition leaves free)."""
+    a, ta = _pair(torch, _data(4, 3, seed=2), device)
+    sq, tsq = _pair(torch, _data(3, 3, seed=3) @ _data(3, 3, seed=3).T + 3 * np.eye(3), device)
+    calls = [("linalg.qr", a, ta, 2, lambda m, x, o: m.linalg.qr(x, out=o)),
+             ("qr", a, ta, 2, lambda m, x, o: m.qr(x, out=o)),
+             ("linalg.svd", a, ta, 3, lambda m, x, o: m.linalg.svd(x, full_matrices=False, out=o)),
+             ("svd", a, ta, 3, lambda m, x, o: m.svd(x, out=o)),
+             ("slogdet", sq, tsq, 2, lambda m, x, o: m.slogdet(x, out=o)),
+             ("linalg.eigh", sq, tsq, 2, lambda m, x, o: m.linalg.eigh(x, out=o)),
+             ("linalg.cholesky_ex", sq, tsq, 2, lambda m, x, o: m.linalg.cholesky_ex(x, out=o))]
+    for name, x, tx, n, call in calls:
+        dts = [ember.int32 if name.endswith("cholesky_ex") and i == 1 else ember.float64 for i in range(n)]
+        outs = tuple(ember.empty(0, dtype=dt, device=device) for dt in dts)
+        got = call(ember, x, outs)
+        assert all(g is o for g, o in zip(got, outs)), name
+        want = call(torch, tx, None)
+        for o, w in zip(outs, want):
+            _close(o.abs(), w.abs(), msg=name)
+    with pytest.raises(TypeError, match="tuple of 2 Tensors"):
+        ember.linalg.qr(a, out=ember.empty(0, device=device))
+
+
+def test_pinv_tolerances(torch, device):
+    """Singular values at or below ``max(atol, rtol * the largest)`` are dropped: ``atol`` and ``rtol`` as numbers
+    or per-matrix tensors, ``rtol`` defaulting to 0 where a positive ``atol`` is given."""
+    a, ta = _pair(torch, _data(2, 4, 3, seed=4), device)
+    s = torch.linalg.svdvals(ta)
+    mid = float(s[:, 1].mean())  # between singular values: some are dropped
+    for kw in ({}, {"atol": mid}, {"atol": 100.0}, {"atol": mid, "rtol": 0.9}, {"atol": -1.0}, {"rtol": 0.7},
+               {"hermitian": False, "atol": mid}):
+        _close(ember.linalg.pinv(a, **kw), torch.linalg.pinv(ta, **kw), msg=str(kw))
+    atol, rtol = np.array([0.0, mid]), np.array([0.6, 0.0])
+    _close(ember.linalg.pinv(a, atol=ember.tensor(atol, device=device)), torch.linalg.pinv(ta, atol=torch.tensor(atol)))
+    _close(ember.linalg.pinv(a, atol=ember.tensor(atol, device=device), rtol=ember.tensor(rtol, device=device)),
+           torch.linalg.pinv(ta, atol=torch.tensor(atol), rtol=torch.tensor(rtol)))
+    h, th = _pair(torch, _data(3, 3, seed=5) @ _data(3, 3, seed=5).T, device)
+    _close(ember.linalg.pinv(h, hermitian=True, atol=1.0), torch.linalg.pinv(th, hermitian=True, atol=1.0))
+
+
 # --------------------------------------------------------------------------- bad input
 def _t(m, d, data, dtype="float32"):
     return m.tensor(data, dtype=getattr(m, dtype), device=d if m.__name__ == "ember" else "cpu")

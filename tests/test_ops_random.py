@@ -91,6 +91,28 @@ def test_normal_overloads(device, torch):
     assert ember.equal(a, ember.normal(mean, std, generator=g))
 
 
+def test_samplers_write_into_out(device, torch):
+    """``out=`` takes the samples (resized from empty), with the draws the same generator gives without it."""
+    g = ember.Generator(device)
+    draws = [(lambda o: ember.normal(0.0, 1.0, (5,), out=o, generator=g),
+              lambda: ember.normal(0.0, 1.0, (5,), device=device, generator=g)),
+             (lambda o: ember.normal(ember.zeros(5, device=device), 2.0, out=o, generator=g),
+              lambda: ember.normal(ember.zeros(5, device=device), 2.0, generator=g)),
+             (lambda o: ember.bernoulli(ember.full((5,), 0.5, device=device), out=o, generator=g),
+              lambda: ember.bernoulli(ember.full((5,), 0.5, device=device), generator=g)),
+             (lambda o: ember.multinomial(ember.tensor([0.2, 0.8], device=device), 5, True, out=o, generator=g),
+              lambda: ember.multinomial(ember.tensor([0.2, 0.8], device=device), 5, True, generator=g))]
+    for i, (into, fresh) in enumerate(draws):
+        out = ember.empty(0, dtype=ember.int64 if i == 3 else ember.float32, device=device)
+        g.manual_seed(7)
+        assert into(out) is out and tuple(out.shape) == (5,)
+        g.manual_seed(7)
+        assert ember.equal(out, fresh())
+    r = ember.randint_like(ember.zeros(3, device=device), 5, requires_grad=True)
+    t = torch.randint_like(torch.zeros(3), 5, requires_grad=True)
+    assert r.requires_grad == t.requires_grad and str(r.dtype)[6:] == str(t.dtype)[6:]
+
+
 def test_bad_inputs_leave_tensor_untouched(device):
     t = ember.zeros(4, device=device)
     for call, match in [(lambda: t.uniform_(2.0, 1.0), "uniform_ expects"), (lambda: t.normal_(0.0, -1.0), "std >= 0"),

@@ -117,10 +117,12 @@ def kernels(xp) -> dict:
     def solve(a, b):
         return la.solve(a, b)
 
-    def pinv(a, rtol, hermitian):
-        # by SVD, dropping singular values below rtol * the largest
+    def pinv(a, atol, rtol, hermitian):
+        # by SVD, dropping singular values at or below max(atol, rtol * the largest); atol and rtol are numbers or
+        # arrays over the batch
         u, s, vh = la.svd(a, full_matrices=False)
-        cut = rtol * xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+        atol, rtol = (t[..., None] if getattr(t, "ndim", 0) else t for t in (atol, rtol))
+        cut = xp.maximum(atol, rtol * xp.max(s, axis=-1, keepdims=True)) if s.shape[-1] else s
         s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
         return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
 

@@ -16,7 +16,7 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, device_error, out_or, result_type, unary
+from ..dispatch import apply, device_error, out_or, outs_or, result_type, unary
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import eye, tensor, zeros
@@ -167,7 +167,7 @@ def slogdet(A: Tensor, *, out=None):
     tensor(1.7918)
     """
     _square(A, "slogdet")
-    return SlogdetResult(*_run(Slogdet, "slogdet", A))
+    return outs_or(SlogdetResult(*_run(Slogdet, "slogdet", A)), out)
 
 
 @export
@@ -307,11 +307,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, o
                 codes.append(_failing_minor(a.detach()))
         lo = stack(factors).reshape(A.shape)
         info = tensor(codes, dtype=dtypes.int32, device=A.device).reshape(batch)
-    if out is not None:
-        out[0].copy_(lo)
-        out[1].copy_(info)
-        return CholeskyExResult(out[0], out[1])
-    return CholeskyExResult(lo, info)
+    return outs_or(CholeskyExResult(lo, info), out)
 
 
 def _failing_minor(a):
@@ -369,8 +365,8 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None):
                            f"'r', or 'complete'")
     if mode == "r":
         q, r = _multi(QR, "qr", A, "reduced")
-        return QRResult(q.new_zeros(0), r)
-    return QRResult(*_multi(QR, "qr", A, mode))
+        return outs_or(QRResult(q.new_zeros(0), r), out)
+    return outs_or(QRResult(*_multi(QR, "qr", A, mode)), out)
 
 
 @export(name="qr")
@@ -381,7 +377,7 @@ def qr_some(input, some: bool = True, *, out=None):  # noqa: A002
     >>> [t.shape for t in ember.ones(3, 2).qr(some=False)]
     [ember.Size([3, 3]), ember.Size([3, 2])]
     """
-    return qr(input, "reduced" if some else "complete")
+    return qr(input, "reduced" if some else "complete", out=out)
 
 
 def _outputs(ctx, dev):
@@ -447,7 +443,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
     if A.dim() < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     _floating(A, "svd")
-    return SVDResult(*_multi(SVD, "svd", A, bool(full_matrices)))
+    return outs_or(SVDResult(*_multi(SVD, "svd", A, bool(full_matrices))), out)
 
 
 @export(name="svd")
@@ -465,9 +461,11 @@ def svd_usv(input, some: bool = True, compute_uv: bool = True, *, out=None):  # 
         s = svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        return SVDUSVResult(input.detach().new_zeros(batch + (m, m)), s, input.detach().new_zeros(batch + (n, n)))
-    u, s, vh = svd(input, full_matrices=not some)
-    return SVDUSVResult(u, s, vh.mT)
+        r = SVDUSVResult(input.detach().new_zeros(batch + (m, m)), s, input.detach().new_zeros(batch + (n, n)))
+    else:
+        u, s, vh = svd(input, full_matrices=not some)
+        r = SVDUSVResult(u, s, vh.mT)
+    return outs_or(r, out)
 
 
 @export(to=LINALG)
@@ -504,7 +502,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803
     _square(A, "eigh")
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    return EighResult(*_multi(Eigh, "eigh", A, UPLO))
+    return outs_or(EighResult(*_multi(Eigh, "eigh", A, UPLO)), out)
 
 
 @export(to=LINALG)
@@ -529,7 +527,7 @@ def _pinv_vjp(ctx, g):
     return ga
 
 
-Pinv = op_class("Pinv", "pinv", saves="both", vjp=_pinv_vjp, backward_name="LinalgPinvBackward0", arity=3)
+Pinv = op_class("Pinv", "pinv", saves="both", vjp=_pinv_vjp, backward_name="LinalgPinvBackward0", arity=4)
 
 
 def _eps(a):
@@ -548,9 +546,14 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) 
     if A.dim() < 2:
         raise RuntimeError("linalg.pinv: The input tensor A must have at least 2 dimensions.")
     _floating(A, "pinv")
+    # singular values at or below max(atol, rtol * the largest) count as zero; rtol defaults to eps * max(m, n),
+    # or 0 where a positive atol is given (as matrix_rank)
+    default = _eps(A) * max(A.shape[-2], A.shape[-1])
     if rtol is None:
-        rtol = _eps(A) * max(A.shape[-2], A.shape[-1])
-    return out_or(unary(Pinv, A, float(rtol), bool(hermitian)), out)
+        rtol = default if atol is None else (atol <= 0) * default
+    tols = [t.to(device=A.device, dtype=A.real.dtype).detach()._data if isinstance(t, Tensor) else float(t)
+            for t in (0.0 if atol is None else atol, rtol)]
+    return out_or(unary(Pinv, A, *tols, bool(hermitian)), out)
 
 
 @export

@@ -21,7 +21,7 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, device_error, out_or, result_type, unary
+from ..dispatch import apply, device_error, out_or, outs_or, result_type, unary
 from ..registry import export, op_class
 from ..tensor import Tensor
 from .creation import arange, eye, randn
@@ -73,15 +73,6 @@ def _batched(a, b):
 
 def _eye(m, n, like):
     return eye(m, n, dtype=like.dtype, device=like.device)
-
-
-def _write_out(out, result, cls):
-    """``out=`` for a function with several results: each written into its tensor of ``out``."""
-    if out is None:
-        return result
-    for o, r in zip(out, result):
-        out_or(r, o)
-    return cls(*out)
 
 
 # --------------------------------------------------------------------------- triangular solve
@@ -140,7 +131,7 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitrian
     _matrices(A, "triangular_solve")
     a = A.mT if transpose else A
     x = solve_triangular(a, b, upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
-    return _write_out(out, TriangularSolveResult(x, A.clone()), TriangularSolveResult)
+    return outs_or(TriangularSolveResult(x, A.clone()), out)
 
 
 # --------------------------------------------------------------------------- LU
@@ -228,7 +219,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, o
     lu, pivots, info = _lu_factor_ex(A, "linalg.lu_factor_ex", pivot)
     if check_errors:
         _check_info(info, "linalg.lu_factor_ex", _lu_zero)
-    return _write_out(out, LUFactorExResult(lu, pivots, info), LUFactorExResult)
+    return outs_or(LUFactorExResult(lu, pivots, info), out)
 
 
 def _lu_zero(i):
@@ -256,7 +247,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out=None):
     """
     lu, pivots, info = _lu_factor_ex(A, "linalg.lu_factor", pivot)
     _check_info(info, "torch.linalg.lu_factor", _lu_zero)
-    return _write_out(out, LUFactorResult(lu, pivots), LUFactorResult)
+    return outs_or(LUFactorResult(lu, pivots), out)
 
 
 def _check_pivots(LU, pivots, op):
@@ -284,7 +275,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
     empty = LU_data.detach().new_empty(0)
     lo, up = _lu_parts(LU_data) if unpack_data else (empty, empty)
     p = _permutation(LU_pivots, LU_data) if unpack_pivots else empty
-    return _write_out(out, LUUnpackResult(p, lo, up), LUUnpackResult)
+    return outs_or(LUUnpackResult(p, lo, up), out)
 
 
 @export(to=LINALG)
@@ -299,7 +290,7 @@ def lu(A: Tensor, *, pivot: bool = True, out=None):
     """
     lu_, pivots, _ = _lu_factor_ex(A, "linalg.lu", pivot)
     lo, up = _lu_parts(lu_)
-    return _write_out(out, LUResult(_permutation(pivots, lu_), lo, up), LUResult)
+    return outs_or(LUResult(_permutation(pivots, lu_), lo, up), out)
 
 
 @export(name="lu")
@@ -314,7 +305,7 @@ def lu_legacy(A, pivot: bool = True, get_infos: bool = False, out=None):  # noqa
     """
     lu_, pivots, info = _lu_factor_ex(A, "lu", pivot)
     if get_infos:
-        return _write_out(out, LUWithInfoResult(lu_, pivots, info), LUWithInfoResult)
+        return outs_or(LUWithInfoResult(lu_, pivots, info), out)
     _check_info(info, "torch.linalg.lu_factor", _lu_zero)
     result = (lu_, pivots)
     if out is not None:
@@ -396,7 +387,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out=None):
     else:
         with no_grad():
             result = lu_solve(lu_, pivots, _eye(A.shape[-1], A.shape[-1], A).expand(A.shape))
-    return _write_out(out, InvExResult(result, info), InvExResult)
+    return outs_or(InvExResult(result, info), out)
 
 
 @export(to=LINALG)
@@ -422,7 +413,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         with no_grad():
             result = lu_solve(lu_, pivots.expand(*lu_.shape[:-2], pivots.shape[-1]), b, left=left)
         result = result.squeeze(-1) if vec else result
-    return _write_out(out, SolveExResult(result, info), SolveExResult)
+    return outs_or(SolveExResult(result, info), out)
 
 
 # --------------------------------------------------------------------------- least squares
@@ -686,7 +677,7 @@ def geqrf(input, *, out=None):  # noqa: A002
     """
     _matrices(input, "geqrf", "input")
     with no_grad():
-        return _write_out(out, GeqrfResult(*unary(Geqrf, input)), GeqrfResult)
+        return outs_or(GeqrfResult(*unary(Geqrf, input)), out)
 
 
 # --------------------------------------------------------------------------- Cholesky solves
@@ -755,7 +746,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
         ld, pivots, info = unary(LdlFactor, A)
     if check_errors:
         _check_info(info, "linalg.ldl_factor_ex", _ldl_zero)
-    return _write_out(out, LDLFactorExResult(ld, pivots, info), LDLFactorExResult)
+    return outs_or(LDLFactorExResult(ld, pivots, info), out)
 
 
 @export(to=LINALG)
@@ -769,7 +760,7 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
     _square(A, "ldl_factor")
     ld, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
     _check_info(info, "linalg.ldl_factor", _ldl_zero)
-    return _write_out(out, LDLFactorResult(ld, pivots), LDLFactorResult)
+    return outs_or(LDLFactorResult(ld, pivots), out)
 
 
 @export(to=LINALG)
@@ -830,7 +821,7 @@ def eig(A: Tensor, *, out=None):
     _eig_input(A, "eig")
     with no_grad():
         w, v = unary(Eig, A)
-    return _write_out(out, EigResult(w, v), EigResult)
+    return outs_or(EigResult(w, v), out)
 
 
 @export(to=LINALG)

@@ -7,7 +7,7 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, cast, check_inplace, inplace
+from ..dispatch import apply, cast, check_inplace, inplace, out_or
 from ..random import native
 from ..registry import _type_name, export, op_class
 from ..tensor import Tensor
@@ -206,10 +206,10 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
     [1.0, 1.0, 1.0]
     """
     if p is not None:
-        return bernoulli_(input.new_empty(input.shape), p, generator=generator)
+        return out_or(bernoulli_(input.new_empty(input.shape), p, generator=generator), out)
     _need_float(input, "bernoulli")
     _check_p(input, "bernoulli")
-    return apply(Bernoulli, native(generator, input._dev), input, input._data.dtype)
+    return out_or(apply(Bernoulli, native(generator, input._dev), input, input._data.dtype), out)
 
 
 @export
@@ -234,8 +234,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
             raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
         if not bool((rows.sum(1) > 0).all()):
             raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    out = cast(apply(Multinomial, native(generator, input._dev), rows, num_samples, replacement), dtypes.int64)
-    return out.reshape(tuple(input.shape[:-1]) + (num_samples,))
+    r = cast(apply(Multinomial, native(generator, input._dev), rows, num_samples, replacement), dtypes.int64)
+    return out_or(r.reshape(tuple(input.shape[:-1]) + (num_samples,)), out)
 
 
 @export(to=TORCH)
@@ -261,9 +261,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         s = std.detach() if isinstance(std, Tensor) else std
         r = z * s + m
         ts = [p for p in (mean, std) if isinstance(p, Tensor)]
-        return apply(Drawn, *ts, r._data) if any(t._rg for t in ts) else r
+        return out_or(apply(Drawn, *ts, r._data) if any(t._rg for t in ts) else r, out)
     if size is None:
         raise TypeError("normal(): with scalar mean and std, the size argument is required")
+    if out is not None:
+        return normal_(out.resize_(*size if isinstance(size, (tuple, list)) else (size,)), mean, std,
+                       generator=generator)
     t = normal_(empty(*size if isinstance(size, (tuple, list)) else (size,), dtype=dtype, device=device),
                 mean, std, generator=generator)
     return t.requires_grad_() if requires_grad else t
@@ -287,7 +290,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  requires_grad=False, memory_format=None):
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+    r = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+    return r.requires_grad_() if requires_grad else r
 
 
 @export(to=TORCH)
