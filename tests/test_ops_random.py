@@ -113,6 +113,18 @@ def test_samplers_write_into_out(device, torch):
     assert r.requires_grad == t.requires_grad and str(r.dtype)[6:] == str(t.dtype)[6:]
 
 
+def test_rrelu_draws_its_slopes_from_the_generator_given(device):
+    x = ember.randn(50, device=device) - 1
+    g = ember.Generator(device)
+    g.manual_seed(3)
+    a = ember.rrelu(x, training=True, generator=g)
+    g.manual_seed(3)
+    y = x.clone()
+    ember.rrelu_(y, 1.0 / 8, 1.0 / 3, True, g)
+    g.manual_seed(4)
+    assert ember.equal(a, y) and not ember.equal(a, ember.rrelu(x, training=True, generator=g))
+
+
 def test_bad_inputs_leave_tensor_untouched(device):
     t = ember.zeros(4, device=device)
     for call, match in [(lambda: t.uniform_(2.0, 1.0), "uniform_ expects"), (lambda: t.normal_(0.0, -1.0), "std >= 0"),

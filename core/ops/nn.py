@@ -1191,12 +1191,12 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
                     "rrelu")
 
 
-def _rrelu(x, lower, upper, training, Op):
+def _rrelu(x, lower, upper, training, Op, generator=None):
     if lower > upper:
         raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
                            f"and upper={upper}")
     if training:
-        noise = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        noise = rand(x.shape, dtype=x.dtype, device=x.device, generator=generator) * (upper - lower) + lower
     else:
         noise = x.new_full((), (lower + upper) / 2)
     return apply(Op, x, noise)
@@ -1218,7 +1218,7 @@ RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_v
 def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
                 generator=None) -> Tensor:
     """``torch.rrelu``: :func:`rrelu` with ``generator`` in place of ``inplace``."""
-    return rrelu(input, lower, upper, training)
+    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[0], generator)
 
 
 def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
@@ -1226,7 +1226,9 @@ def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
 
 
 def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, *rest):  # noqa: A002
-    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[1])
+    # (``torch.rrelu_``'s fifth argument is a generator; ``F.rrelu_``'s is ``inplace``)
+    generator = rest[0] if rest and not isinstance(rest[0], bool) else None
+    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[1], generator)
 
 
 # ``F.<name>_``, ``torch.<name>_``: each the out-of-place function written into its input (``inplace_form``),
