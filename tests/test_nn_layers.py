@@ -224,6 +224,15 @@ def test_embedding_bag_scale_grad_by_freq(torch, device, mode, padding_idx):
                                                                    padding_idx=padding_idx))
 
 
+@pytest.mark.parametrize("make", [
+    lambda m: m.Embedding(6, 3), lambda m: m.Embedding(6, 3, 2, 1.5, 1.0, True, True),
+    lambda m: m.EmbeddingBag(6, 3, 1.5, 1.0, True, "sum", padding_idx=2), lambda m: m.LSTM(4, 5),
+    lambda m: m.LSTM(4, 5, 2, False, True, 0.5, True, 3), lambda m: m.RNN(4, 5, nonlinearity="relu"),
+    lambda m: m.GRU(4, 5, 2, dropout=0.25)])
+def test_embedding_and_recurrent_reprs_are_torch_s(torch, make):
+    assert repr(make(nn)) == repr(make(torch.nn))
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_forms(torch, device, mode):
     """2-D input, include_last_offset, empty bags, per-sample weights: values and weight gradients as PyTorch."""

@@ -672,6 +672,12 @@ class Module:
     def extra_repr(self) -> str:
         return ""
 
+    def _changed(self, *settings) -> str:
+        """``, name=value`` for each ``(name, default)`` of ``settings`` whose value differs from its default (the
+        optional part of an ``extra_repr``, as PyTorch shows it)."""
+        return "".join(f", {name}={getattr(self, name)!r}" for name, default in settings
+                       if getattr(self, name) != default)
+
     def __repr__(self):
         lines = []
         extra = self.extra_repr()

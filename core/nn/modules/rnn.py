@@ -84,22 +84,9 @@ class RNNBase(Module):
                 for layer in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.proj_size != 0:
-            s += f", proj_size={self.proj_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        if self.mode == "RNN_RELU":
-            s += ", nonlinearity='relu'"
-        return s
+        return f"{self.input_size}, {self.hidden_size}" + self._changed(
+            ("proj_size", 0), ("num_layers", 1), ("bias", True), ("batch_first", False), ("dropout", 0),
+            ("bidirectional", False))
 
     # ------------------------------------------------------------------ forward
     def _check_input(self, x):
