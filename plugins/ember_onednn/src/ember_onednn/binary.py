@@ -39,7 +39,7 @@ _ZERO = np.zeros(1, np.float32)
 
 
 def _attr(setup):
-    """A primitive attribute made by ``setup(attr)`` (destroyed by the caller with ``lib.dnnl_primitive_attr_destroy``)."""
+    """A primitive attribute made by ``setup(attr)`` (the caller destroys it: ``lib.dnnl_primitive_attr_destroy``)."""
     attr = dnnl.handle(lib.dnnl_primitive_attr_create, what="primitive_attr_create")
     try:
         setup(attr)
