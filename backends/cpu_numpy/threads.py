@@ -144,16 +144,10 @@ def relu_large(x, out=None):
         np.maximum(zeros[:n], flat, out=dest)
         return out
 
-    def body(lo, hi):
-        for start in range(lo * ZERO_BLOCK, min(hi * ZERO_BLOCK, n), ZERO_BLOCK):
-            end = min(start + ZERO_BLOCK, n)
-            np.maximum(zeros[:end - start], flat[start:end], out=dest[start:end])
+    def block(part):
+        np.maximum(zeros[:part.stop - part.start], flat[part], out=dest[part])
 
-    blocks = -(-n // ZERO_BLOCK)
-    if n < RELU_SPLIT:
-        body(0, blocks)
-    else:
-        parallel.rows(body, blocks, n)
+    parallel.each(block, parallel.spans(n, ZERO_BLOCK), n, RELU_SPLIT)
     return out
 
 

@@ -506,19 +506,16 @@ def kernels(xp) -> dict:
         per = max(1, BN_BLOCK // max(1, x3.shape[1] * x3.shape[2])) if pooled else max(1, x3.shape[0])
         return x3, xp.reshape(x3, (x3.shape[0], -1)), [slice(i, i + per) for i in range(0, x3.shape[0], per)]
 
-    def bn_blockwise(body, blocks, size):
-        """``body(block)`` on every block, on the CPU thread pool when large."""
-        def run(lo, hi):
-            for blk in blocks[lo:hi]:
-                body(blk)
-
-        split(run, len(blocks), size)
+    def each(body, items, size):
+        """``body(item)`` for every item: with NumPy on the CPU thread pool when ``size`` elements are worth it
+        (:func:`ember.kernels.parallel.each`), elsewhere in order."""
+        parallel.each(body, items, size if pooled else 0)
 
     def bn_sums(body, blocks, c, dtype, size, k=1):
-        """Run ``body(block, out)`` on every block (:func:`bn_blockwise`), ``out`` a row of ``k`` per-channel
-        partial sums; their totals, shape ``(k, C)``, summed in block order."""
+        """Run ``body(block, out)`` on every block (:func:`each`), ``out`` a row of ``k`` per-channel partial
+        sums; their totals, shape ``(k, C)``, summed in block order."""
         parts = xp.empty((len(blocks), k, c), dtype=dtype)
-        bn_blockwise(lambda i: body(blocks[i], parts[i]), range(len(blocks)), size)
+        each(lambda i: body(blocks[i], parts[i]), range(len(blocks)), size)
         return parts.sum(0)
 
     def per_channel(v, x3):
@@ -558,7 +555,7 @@ def kernels(xp) -> dict:
             if shift is not None:
                 xp.add(y[blk], shift, out=y[blk])
 
-        bn_blockwise(affine, blocks, x.size)
+        each(affine, blocks, x.size)
         return (xp.reshape(y, x.shape), xp.reshape(mean, shape), xp.reshape(var, shape),
                 xp.reshape(invstd, shape))
 
@@ -597,7 +594,7 @@ def kernels(xp) -> dict:
             xp.subtract(out, mean_g, out=out)
             xp.multiply(out, scale, out=out)
 
-        bn_blockwise(grad, blocks, x.size)
+        each(grad, blocks, x.size)
         return xp.reshape(gx, x.shape), gw, gb
 
     def batch_norm_eval(x, mean, var, w, b, eps):
@@ -695,30 +692,28 @@ def kernels(xp) -> dict:
         if any(t[0][0] > 0 or t[0][1] < o for t, o in zip(taps, outs)):  # the first tap misses an edge
             lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
         per = max(1, POOL_CHUNK_BYTES // max(1, math.prod(sp) * x.itemsize))
-        chunks = [(r, min(r + per, n * c)) for r in range(0, n * c, per)]
         maximum = xp.maximum
 
-        def body(lo_, hi_):
-            for r0, r1 in chunks[lo_:hi_]:
-                src = rows[r0:r1]
-                for i in range(d):
-                    dst = bufs[i][r0:r1]
-                    lead = (slice(None),) * (i + 1)
-                    st = stride[i]
-                    for j, (o0, o1, start) in enumerate(taps[i]):
-                        part = src[lead + (slice(start, start + st * (o1 - o0 - 1) + 1, st),)]
-                        target = dst[lead + (slice(o0, o1),)]
-                        if j == 0:
-                            target[...] = part
-                            if o0 > 0:
-                                dst[lead + (slice(0, o0),)] = lowest
-                            if o1 < outs[i]:
-                                dst[lead + (slice(o1, None),)] = lowest
-                        else:
-                            maximum(target, part, out=target)
-                    src = dst
+        def pool(chunk):
+            src = rows[chunk]
+            for i in range(d):
+                dst = bufs[i][chunk]
+                lead = (slice(None),) * (i + 1)
+                st = stride[i]
+                for j, (o0, o1, start) in enumerate(taps[i]):
+                    part = src[lead + (slice(start, start + st * (o1 - o0 - 1) + 1, st),)]
+                    target = dst[lead + (slice(o0, o1),)]
+                    if j == 0:
+                        target[...] = part
+                        if o0 > 0:
+                            dst[lead + (slice(0, o0),)] = lowest
+                        if o1 < outs[i]:
+                            dst[lead + (slice(o1, None),)] = lowest
+                    else:
+                        maximum(target, part, out=target)
+                src = dst
 
-        parallel.rows(body, len(chunks), x.size)
+        parallel.each(pool, parallel.spans(n * c, per), x.size)
         return xp.reshape(bufs[-1], (n, c) + outs)
 
     def first_max_masks(x, best, k, stride, padding, dilation):

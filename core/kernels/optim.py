@@ -45,15 +45,13 @@ def kernels(xp) -> dict:
             flat = p.reshape(-1)
             arrays = [rest[i].reshape(-1) for i in at]
 
-            def body(lo, hi):
-                args = list(rest)  # this thread's own
-                for start in range(lo * BLOCK, min(hi * BLOCK, flat.size), BLOCK):
-                    part = slice(start, start + BLOCK)
-                    for i, a in zip(at, arrays):
-                        args[i] = a[part]
-                    rule(flat[part], *args)
+            def update(part):
+                args = list(rest)
+                for i, a in zip(at, arrays):
+                    args[i] = a[part]
+                rule(flat[part], *args)
 
-            parallel.rows(body, -(-flat.size // BLOCK), flat.size)
+            parallel.each(update, parallel.spans(flat.size, BLOCK), flat.size)
 
         return kernel
 

@@ -31,3 +31,21 @@ def rows(body, n: int, size: int) -> None:
         body(0, n)
     else:
         run(body, n, size)
+
+
+def each(body, items, size: int, split: int = MIN_SIZE) -> None:
+    """``body(item)`` for every item of the sequence ``items``: in blocks of items on the installed pool (:func:`rows`)
+    when the ``size`` elements of the whole work reach ``split``, else in order on this thread."""
+    def run(lo, hi):
+        for item in items[lo:hi]:
+            body(item)
+
+    if size < split:
+        run(0, len(items))
+    else:
+        rows(run, len(items), size)
+
+
+def spans(n: int, block: int) -> list:
+    """``range(n)`` cut into slices of ``block`` elements, the last one part-filled."""
+    return [slice(i, min(i + block, n)) for i in range(0, n, block)]
