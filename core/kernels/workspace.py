@@ -39,10 +39,15 @@ _used: dict = {}    # id(owner) -> when it was last handed out (a tick of _clock
 _clock = itertools.count()
 
 
+def _idle(bucket, i) -> bool:
+    """Whether nothing but the pool refers to ``bucket[i]``."""
+    return sys.getrefcount(bucket[i]) == _IDLE
+
+
 def _idle_at(bucket) -> int:
-    """The index of the first owner in ``bucket`` that nothing but the pool refers to, or -1."""
+    """The index of the first idle owner in ``bucket``, or -1."""
     for i in range(len(bucket)):
-        if sys.getrefcount(bucket[i]) == _IDLE:
+        if _idle(bucket, i):
             return i
     return -1
 
@@ -85,11 +90,8 @@ def _owners():
 
 def _trim():
     """Forget the least recently handed-out idle buffers while those idle hold more than ``LIMIT`` bytes."""
-    idle = []
-    for bucket in _pool.values():
-        for i in range(len(bucket)):
-            if sys.getrefcount(bucket[i]) == _IDLE:
-                idle.append((_used[id(bucket[i])], i, bucket))
+    idle = [(_used[id(bucket[i])], i, bucket) for bucket in _pool.values() for i in range(len(bucket))
+            if _idle(bucket, i)]
     total = sum(bucket[i].nbytes for _, i, bucket in idle)
     if total <= LIMIT:
         return
