@@ -65,7 +65,7 @@ if "cpu" not in plugins.REGISTRY.backends:
     # the CPU backend is the embedded default: present even without autoload or installed metadata
     import ember_cpu_numpy as _cpu  # noqa: E402
 
-    if not plugins.pm.is_registered(_cpu) and not plugins.is_deferred(_cpu):
+    if not plugins.pm.is_registered(_cpu):
         plugins.register_or_defer(_cpu, "cpu", "<manual>")
 if "meta" not in plugins.REGISTRY.backends:
     from . import meta as _meta  # noqa: E402  (the meta device: shapes without data, always present)

@@ -143,6 +143,7 @@ def test_cpu_backend_imported_before_ember(tmp_path, autoload):
         print(ember.ones(3).sum().item(), ember.get_default_device())
     """, EMBER_DISABLE_PLUGIN_AUTOLOAD=autoload)
     assert res.stdout.split() == ["3.0", "cpu"], res.stdout + res.stderr
+    assert "PluginWarning" not in res.stderr, res.stderr  # registered once, not once deferred and once more
 
 
 def test_plugin_failing_after_it_imported_ember_is_left_out(tmp_path):

@@ -230,6 +230,7 @@ def _entry_points():
 
 
 _DEFERRED: list = []   # [module, name, dist]: plugins found half-imported, registered once their import ends
+_WATCHED: dict = {}    # a module spec class -> its subclass with _Watched mixed in
 
 
 def _half_imported(obj) -> bool:
@@ -263,6 +264,8 @@ def register_or_defer(module, name: str, dist: str) -> None:
     if not _half_imported(module):
         _register(module, name, dist)
         return
+    if any(item[0] is module for item in _DEFERRED):
+        return
     _DEFERRED.append([module, name, dist])
     spec = module.__spec__
     if not isinstance(spec, _Watched):
@@ -270,16 +273,6 @@ def register_or_defer(module, name: str, dist: str) -> None:
         spec.__class__ = _WATCHED.setdefault(type(spec), type("Watched" + type(spec).__name__,
                                                                (_Watched, type(spec)), {}))
         spec._initializing = initializing
-
-
-_WATCHED: dict = {}
-
-
-def is_deferred(module) -> bool:
-    """Whether ``module`` waits to be registered until its import ends."""
-    return any(item[0] is module for item in _DEFERRED)
-
-_backend.LATE_PLUGINS[0] = lambda: register_deferred()
 
 
 def register_deferred() -> bool:
@@ -300,6 +293,9 @@ def register_deferred() -> bool:
     if registered:
         refresh_kernels()
     return registered
+
+
+_backend.LATE_PLUGINS[0] = register_deferred
 
 
 def load_entry_points() -> None:
