@@ -79,8 +79,7 @@ def kernels(replaced):
     def lstm_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
         T, B, I = x.shape
         H = w_hh.shape[1]
-        arrays = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
-        lay = w_hr is None and mask is None and all(a is None or a.dtype == np.float32 for a in arrays) and \
+        lay = w_hr is None and mask is None and dnnl.f32(x, w_ih, w_hh, b_ih, b_hh, h0, c0) and \
             layer(T, B, I, H, bool(reverse))
         if not lay:
             return replaced("lstm_forward")(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
