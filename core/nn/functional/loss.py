@@ -18,17 +18,17 @@ from ...registry import export
 from ...tensor import Tensor
 
 
-def _weighted(loss, weight, shape, reduction, by_weight):
+def _weighted(op, loss, weight, shape, reduction, by_weight):
     """``loss * weight`` reduced as PyTorch's weighted losses reduce it: 'mean' is the sum over the weights' sum
     (``by_weight``: squared and absolute errors) or the plain mean (Huber)."""
     if tuple(weight.shape) != tuple(shape):
         raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
     loss = loss * weight
     if reduction == "mean" and by_weight:
         return loss.sum() / weight.sum()
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
-    return reduce_loss(loss, reduction, "")
+    return reduce_loss(loss, reduction, op)
 
 
 @export(to=("nn.functional",))
@@ -45,7 +45,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     input, target = broadcast_target("mse_loss", input, target)
     d = input - target
     if weight is not None:
-        return _weighted(d * d, weight, shape, reduction, True)
+        return _weighted("mse_loss", d * d, weight, shape, reduction, True)
     return reduce_loss(d * d, reduction, "mse_loss")
 
 
@@ -55,7 +55,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("l1_loss", input, target)
     if weight is not None:
-        return _weighted((input - target).abs(), weight, shape, reduction, True)
+        return _weighted("l1_loss", (input - target).abs(), weight, shape, reduction, True)
     return reduce_loss((input - target).abs(), reduction, "l1_loss")
 
 
@@ -74,7 +74,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tenso
     d = (input - target).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
-        return _weighted(loss, weight, shape, reduction, False)
+        return _weighted("huber_loss", loss, weight, shape, reduction, False)
     return reduce_loss(loss, reduction, "huber_loss")
 
 
