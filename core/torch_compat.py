@@ -2,8 +2,13 @@
 
 After :func:`install`, ``import torch``, ``import torch.nn.functional as F``, ``from torch import nn, optim`` and
 ``from torch.utils.data import DataLoader`` give ember's modules, whether or not PyTorch is installed; PyTorch
-itself is never loaded. A name ember does not have raises ``AttributeError("ember has no torch.<name> yet")``
-(``ModuleNotFoundError`` for a submodule), so a program stops at the first gap with the gap's PyTorch name.
+itself is never loaded. ``import torchvision`` resolves to ember-vision the same way. A name ember does not have
+raises ``AttributeError("ember has no torch.<name> yet")`` (``ModuleNotFoundError`` for a submodule), so a program
+stops at the first gap with the gap's PyTorch name.
+
+To the program ember is then PyTorch 2.13: ``torch.__version__`` is :data:`ember.version.__version__` ("2.13.0";
+``ember.__version__`` stays ember's own release number), and ``importlib.metadata.version("torch")`` answers the
+same through a distribution finder that lives only in this process (nothing is written to disk).
 
 From a shell, ``python -m ember run prog.py [args]`` runs a program this way; in a notebook call
 ``ember.torch_compat.install()`` before the first ``import torch``.
@@ -11,31 +16,52 @@ From a shell, ``python -m ember run prog.py [args]`` runs a program this way; in
 >>> import ember.torch_compat
 >>> ember.torch_compat.install()
 >>> import torch
->>> torch.ones(2).sum().item()
-2.0
+>>> torch.ones(2).sum().item(), torch.__version__
+(2.0, '2.13.0')
 """
 from __future__ import annotations
 
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import sys
 import types
 
 __all__ = ["install", "uninstall", "installed"]
 
+# the names a program imports -> ember's package for it, and the release whose API that package follows
+_ROOTS = {"torch": "ember", "torchvision": "ember_vision"}
+_VERSIONS = {"torch": "2.13.0", "torchvision": "0.28.0"}
+
+
+def _root(name: str) -> str:
+    return name.partition(".")[0]
+
 
 def _ember_name(torch_name: str) -> str:
-    return "ember" + torch_name[len("torch"):]
+    root = _root(torch_name)
+    return _ROOTS[root] + torch_name[len(root):]
+
+
+def _aliased(name: str) -> bool:
+    return _root(name) in _ROOTS
 
 
 class _TorchAlias(types.ModuleType):
-    """``torch.<sub>`` as seen by a program: every attribute read, write and delete goes to ember's module."""
+    """``torch.<sub>`` as seen by a program: every attribute read, write and delete goes to ember's module, and
+    ``vars()``/``__dict__`` show that module's members."""
 
     def __init__(self, torch_name: str, target: types.ModuleType):
         super().__init__(torch_name)
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "__path__", [])  # a package, so that ``import torch.x.y`` is looked up here
+        if torch_name in _VERSIONS:
+            object.__setattr__(self, "__version__", _version(torch_name))
+
+    @property
+    def __dict__(self):
+        return object.__getattribute__(self, "_target").__dict__
 
     def __getattr__(self, name):
         target = object.__getattribute__(self, "_target")
@@ -55,11 +81,12 @@ class _TorchAlias(types.ModuleType):
         raise AttributeError(f"ember has no {self.__name__}.{name} yet")
 
     def __setattr__(self, name, value):
-        # the import system's own attributes (__spec__, __loader__, ...) and aliased submodules stay here
-        if name.startswith("__") or isinstance(value, _TorchAlias):
+        if name.startswith("__"):  # the import system's own attributes (__spec__, __loader__, ...) stay here
             object.__setattr__(self, name, value)
-        else:
-            setattr(object.__getattribute__(self, "_target"), name, value)
+            return
+        if isinstance(value, _TorchAlias):  # ``torch.nn`` set back (an import, a monkeypatch's undo): ember's own
+            value = object.__getattribute__(value, "_target")
+        setattr(object.__getattribute__(self, "_target"), name, value)
 
     def __delattr__(self, name):
         delattr(object.__getattribute__(self, "_target"), name)
@@ -71,19 +98,51 @@ class _TorchAlias(types.ModuleType):
         return f"<module {self.__name__!r} (ember's {object.__getattribute__(self, '_target').__name__})>"
 
 
+def _version(name: str):
+    if name == "torch":
+        from .version import __version__
+        return __version__
+    return _VERSIONS[name]
+
+
+class _Distribution(importlib.metadata.Distribution):
+    """The installed-package metadata of ``torch`` (or ``torchvision``) as this process sees it: the version
+    ember implements, held in memory only."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def read_text(self, filename):
+        if filename in ("METADATA", "PKG-INFO"):
+            return (f"Metadata-Version: 2.1\nName: {self._name}\nVersion: {_version(self._name)}\n"
+                    f"Summary: {self._name} API served by {_ROOTS[self._name]}\n")
+        return None
+
+    def locate_file(self, path):
+        return importlib.import_module(_ROOTS[self._name]).__path__[0] + "/" + str(path)
+
+
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds ``torch`` and ``torch.*`` before any other finder, so PyTorch's own files are never imported."""
+    """Finds ``torch``/``torchvision`` and their submodules before any other finder, so PyTorch's own files are
+    never imported, and answers ``importlib.metadata`` for them."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch" and not fullname.startswith("torch."):
+        if not _aliased(fullname):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
+    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+        wanted = context.name
+        if wanted is not None:
+            wanted = wanted.lower().replace("-", "_").replace(".", "_")
+        return iter([_Distribution(n) for n in _ROOTS if wanted is None or wanted == n])
+
     def create_module(self, spec):
+        ember_name = _ember_name(spec.name)
         try:
-            target = importlib.import_module(_ember_name(spec.name))
+            target = importlib.import_module(ember_name)
         except ModuleNotFoundError as e:
-            if e.name is not None and e.name.startswith("ember") and _ember_name(spec.name).startswith(e.name):
+            if e.name is not None and _root(e.name) == _ROOTS[_root(spec.name)] and ember_name.startswith(e.name):
                 raise ModuleNotFoundError(f"ember has no {spec.name} yet", name=spec.name) from None
             raise
         return _TorchAlias(spec.name, target)
@@ -100,15 +159,20 @@ def installed() -> bool:
     return _FINDER in sys.meta_path
 
 
+def _aliased_modules():
+    return [n for n in sys.modules if _aliased(n)]
+
+
 def install() -> None:
-    """Make ``import torch`` (and every ``torch.<sub>``) resolve to ember for the rest of the process.
+    """Make ``import torch`` and ``import torchvision`` (and every submodule) resolve to ember for the rest of the
+    process.
 
     If PyTorch's own modules were imported before (a notebook that already ran ``import torch``), they are
     dropped from ``sys.modules`` so the next import sees ember; objects made from them are unaffected.
     """
     if installed():
         return
-    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+    for name in _aliased_modules():
         if not isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]
     sys.meta_path.insert(0, _FINDER)
@@ -118,6 +182,6 @@ def uninstall() -> None:
     """Undo :func:`install`: ``import torch`` finds PyTorch again (if installed)."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
-    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+    for name in _aliased_modules():
         if isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]

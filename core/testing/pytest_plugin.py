@@ -8,6 +8,11 @@ With ``--ember-backend`` the run also includes the conformance kit
 (:mod:`ember.testing.conformance`: ember's op tables and in-place checks) on
 the named backends; ``--no-ember-kit`` leaves it out.  A suite that already
 imports the kit's tests (ember's own ``tests/test_kit.py``) runs them once.
+
+The plugin loads in every pytest session of an environment where ember is installed, so it keeps to ember's
+own tests (files in ember's source tree or package) unless one of its options (or ``EMBER_TEST_BACKENDS``) is
+given: another project's ``device`` fixture is never parametrized, and a fixture named ``device`` that a
+project defines itself is always left alone.
 """
 from __future__ import annotations
 
@@ -35,6 +40,26 @@ def pytest_addoption(parser):
 
 def _kit_path():
     return _KIT_FILE
+
+
+def _ember_roots():
+    """Where ember's own tests live: its package, and the source checkout around it (when there is one)."""
+    package = os.path.dirname(os.path.abspath(ember.__file__))
+    checkout = os.path.dirname(package)
+    roots = [package]
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")) and os.path.isdir(os.path.join(checkout, "tests")):
+        roots.append(checkout)
+    return [os.path.normcase(r) + os.sep for r in roots]
+
+
+def _asked(config) -> bool:
+    """Whether this run asked for ember's behaviour through its options or environment."""
+    return bool(config.getoption("ember_backend", default=None) or os.environ.get("EMBER_TEST_BACKENDS"))
+
+
+def _ours(path) -> bool:
+    p = os.path.normcase(os.path.abspath(str(path))) + os.sep
+    return any(p.startswith(r) for r in _ember_roots())
 
 
 def pytest_configure(config):
@@ -69,7 +94,9 @@ def _selected(config):
 
 
 def pytest_generate_tests(metafunc):
-    if "device" not in metafunc.fixturenames:
+    if "device" not in metafunc.fixturenames or "device" in getattr(metafunc, "_arg2fixturedefs", {}):
+        return  # no device argument, or the project's own fixture of that name
+    if not (_asked(metafunc.config) or _ours(metafunc.definition.path)):
         return
     names = _selected(metafunc.config)
     params = []
@@ -89,7 +116,10 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line saying how many tests skipped because the PyTorch oracle is absent, and why."""
+    """One line saying how many tests skipped because the PyTorch oracle is absent, and why (ember's runs only)."""
+    config = terminalreporter.config
+    if not (_asked(config) or _ours(config.rootpath)):
+        return
     n = sum(1 for r in terminalreporter.stats.get("skipped", []) if "could not import 'torch'" in str(r.longrepr))
     if n:
         why = ("scripts/test.sh could not reach a package index to install it" if os.environ.get(
