@@ -170,8 +170,11 @@ def quartiles(xs):
     return q[1], q[2] - q[0]
 
 
-def run_interleaved(workload, libs, repeat, warmup, settle=0.3):
-    steps = {name: make(workload, lib) for name, lib in libs.items()}
+def run_interleaved(workload, libs, repeat, warmup, settle=0.3, steps=None):
+    """Medians of ``repeat`` interleaved steps per contender; ``steps`` ({name: step}) built by the caller, or
+    ``make(workload, lib)`` for each of ``libs``."""
+    if steps is None:
+        steps = {name: make(workload, lib) for name, lib in libs.items()}
     for _ in range(warmup):
         for s in steps.values():
             s()
