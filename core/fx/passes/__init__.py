@@ -1,0 +1,2 @@
+"""Passes over fx graphs: :mod:`ember.fx.passes.shape_prop`."""
+from . import shape_prop  # noqa: F401
