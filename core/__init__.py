@@ -44,6 +44,7 @@ from .ops.creation import LEGACY_TYPES as _LEGACY  # noqa: E402
 import sys as _sys  # noqa: E402
 
 from . import registry as _registry  # noqa: E402
+from . import overrides  # noqa: E402  (before the namespaces are shown: their functions carry its check)
 
 _registry.bind("torch", _sys.modules[__name__])
 from ._printing import get_printoptions, set_printoptions  # noqa: E402,F401
@@ -89,6 +90,11 @@ def typename(t) -> str:
     return t.type() if isinstance(t, Tensor) else type(t).__name__
 
 
+for _fn in (is_floating_point, numel, detach):
+    _registry.export(_fn, to=("torch",))
+from . import _C  # noqa: E402,F401
+
+
 
 from . import nn  # noqa: E402
 from . import data, optim, utils  # noqa: E402
@@ -111,6 +117,7 @@ from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
+from . import _dynamo, compiler, version  # noqa: E402,F401  (ember.compile is _dynamo's)
 from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
 from .accelerator import AcceleratorError, OutOfMemoryError, get_device_module  # noqa: E402,F401
 from .accelerator import DeviceEvent as Event, DeviceStream as Stream  # noqa: E402,F401

@@ -159,21 +159,6 @@ def is_warn_always_enabled() -> bool:
     return _WARN_ALWAYS[0]
 
 
-# --------------------------------------------------------------------------------------------------- compile
-@export(to=ONLY_TORCH)
-def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
-            disable: bool = False):
-    """Return ``model`` unchanged: ember runs it eagerly, so its results equal eager mode (PyTorch's contract for
-    ``torch.compile``). Usable as ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``."""
-    if mode is not None and options is not None:
-        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
-    if model is None:
-        return lambda fn: fn
-    if not callable(model):
-        raise RuntimeError(f"compile: expected a callable (a Module or a function), got {type(model).__name__}")
-    return model
-
-
 # -------------------------------------------------------------------------------------------------- denormals
 @export(to=ONLY_TORCH)
 def set_flush_denormal(mode: bool) -> bool:

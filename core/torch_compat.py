@@ -28,6 +28,8 @@ import importlib.metadata
 import sys
 import types
 
+from .version import __version__ as _torch_version
+
 __all__ = ["install", "uninstall", "installed"]
 
 # the names a program imports -> ember's package for it, and the release whose API that package follows
@@ -100,8 +102,7 @@ class _TorchAlias(types.ModuleType):
 
 def _version(name: str):
     if name == "torch":
-        from .version import __version__
-        return __version__
+        return _torch_version
     return _VERSIONS[name]
 
 
@@ -131,8 +132,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
-    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
-        wanted = context.name
+    def find_distributions(self, context=None):
+        wanted = None if context is None else context.name
         if wanted is not None:
             wanted = wanted.lower().replace("-", "_").replace(".", "_")
         return iter([_Distribution(n) for n in _ROOTS if wanted is None or wanted == n])

@@ -15,8 +15,6 @@ True
 from __future__ import annotations
 
 import re
-from typing import Optional
-
 __all__ = ["__version__", "debug", "cuda", "git_version", "hip", "rocm", "xpu", "TorchVersion"]
 
 _PATTERN = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(a|b|rc|alpha|beta|c)[-_.]?(\d*))?(?:[-_.]?post[-_.]?(\d*))?"
@@ -94,8 +92,8 @@ __version__ = TorchVersion("2.13.0")
 debug = False
 # ember links no CUDA toolkit of its own (CUDA arrays come from CuPy, found at run time): None, as PyTorch's CPU
 # build answers; ``ember.cuda.is_available()`` says whether the CUDA backend runs here.
-cuda: Optional[str] = None
+cuda: str | None = None
 git_version = "unknown"
-hip: Optional[str] = None
-rocm: Optional[str] = None
-xpu: Optional[str] = None
+hip: str | None = None
+rocm: str | None = None
+xpu: str | None = None

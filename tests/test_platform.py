@@ -4,7 +4,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 import ember
@@ -52,8 +51,8 @@ def test_alias_reports_pytorchs_version_and_metadata():
 def test_alias_modules_show_members_and_survive_monkeypatch():
     out = under_alias("""
         import torch, torch.distributions, ember, pytest
-        print("Normal" in vars(torch.distributions), torch.distributions.__dict__["Normal"] is torch.distributions.Normal,
-              "Tensor" in vars(torch))
+        d = torch.distributions
+        print("Normal" in vars(d), d.__dict__["Normal"] is d.Normal, "Tensor" in vars(torch))
         mp = pytest.MonkeyPatch()
         fake = object()
         mp.setattr(torch, "cuda", fake)
@@ -117,3 +116,124 @@ def test_pytest_plugin_leaves_other_projects_device_fixture_alone(tmp_path):
     assert p.returncode != 0 and "fixture 'device' not found" in p.stdout
     p = pytest_run("test_nofixture.py", "--ember-backend", "cpu", "--no-ember-kit", cwd=sub)  # asked for: it acts
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout
+
+
+# ------------------------------------------------------------------------------------------------------ pytree
+def _pytree_cases():
+    import collections
+
+    point = collections.namedtuple("Point", "x y")
+    return [None, 1, (1, 2), [1, (2, None)], {"b": 1, "a": [2, 3]}, point(1, [2]),
+            collections.OrderedDict(a=1, b=(2,)), collections.defaultdict(int, {"a": 1}),
+            collections.deque([1, 2], maxlen=3), ((), [], {}), [ember.Size([2, 3])]]
+
+
+@pytest.mark.parametrize("tree", _pytree_cases(), ids=lambda t: type(t).__name__)
+def test_pytree_flatten_matches_pytorch(torch, tree):
+    from ember.utils import _pytree as ours
+
+    theirs = pytest.importorskip("torch.utils._pytree")
+    ref_tree = [torch.Size(x) if isinstance(x, ember.Size) else x for x in tree] if isinstance(tree, list) else tree
+    leaves, spec = ours.tree_flatten(tree)
+    ref_leaves, ref_spec = theirs.tree_flatten(ref_tree)
+    assert leaves == ref_leaves
+    assert (spec.num_leaves, spec.num_nodes, spec.is_leaf()) == (ref_spec.num_leaves, ref_spec.num_nodes,
+                                                                 ref_spec.is_leaf())
+    if not isinstance(tree, list) or not any(isinstance(x, ember.Size) for x in tree):
+        assert repr(spec) == repr(ref_spec)
+    back = ours.tree_unflatten(leaves, spec)
+    assert back == tree and type(back) is type(tree)
+
+
+def test_pytree_functions_match_pytorch(torch):
+    from ember.utils import _pytree as ours
+
+    theirs = pytest.importorskip("torch.utils._pytree")
+    tree = {"a": (1, 2.0, "s"), "b": [3, None]}
+    deeper = ((1, [2]), (10, [[20]]))  # a deeper second tree: its subtrees are passed whole
+    assert ours.tree_map(lambda x, y: (x, y), *deeper) == theirs.tree_map(lambda x, y: (x, y), *deeper) == \
+        ((1, 10), [(2, [20])])
+    assert ours.tree_map(lambda x, y: x + y, (1, [2]), (10, [20])) == theirs.tree_map(
+        lambda x, y: x + y, (1, [2]), (10, [20]))
+    assert ours.tree_map_only(int, lambda x: x * 2, tree) == theirs.tree_map_only(int, lambda x: x * 2, tree)
+    assert ours.tree_map_only((int, float), str, tree) == theirs.tree_map_only((int, float), str, tree)
+    assert ours.tree_leaves(tree) == theirs.tree_leaves(tree)
+    assert ours.tree_leaves([1, (2, 3)], is_leaf=lambda x: isinstance(x, tuple)) == [1, (2, 3)]
+    for pred in (lambda x: x is not None, lambda x: isinstance(x, int)):
+        assert ours.tree_all(pred, tree) == theirs.tree_all(pred, tree)
+        assert ours.tree_any(pred, tree) == theirs.tree_any(pred, tree)
+    assert ours.tree_all_only(int, lambda x: x > 0, tree) and not ours.tree_any_only(str, lambda x: x == "t", tree)
+    assert ours.tree_structure((1, 2)) == ours.tree_structure((3, 4)) != ours.tree_structure([3, 4])
+    assert ours.tree_structure({"a": 1}).flatten_up_to({"a": [1]}) == [[1]]
+    for mod in (ours, theirs):  # the same exception types for a structure mismatch
+        with pytest.raises(ValueError, match="Node type mismatch"):
+            mod.tree_map(lambda x, y: x + y, (1, [2]), (10, 20))
+        with pytest.raises(ValueError, match="has length 1"):
+            mod.tree_unflatten([1], mod.tree_structure((1, 2)))
+    assert isinstance(ours.LeafSpec(), ours.TreeSpec) and ours.LeafSpec().is_leaf()
+    assert set(theirs.SUPPORTED_NODES) >= set(ours.SUPPORTED_NODES) - {ember.Size}
+
+
+def test_registered_pytree_node_is_mapped_by_func_transforms(device):
+    from ember.utils import _pytree
+
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    _pytree.register_pytree_node(Pair, lambda p: ([p.a, p.b], None), lambda c, _: Pair(*c))
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            _pytree.register_pytree_node(Pair, lambda p: ([], None), lambda c, _: Pair(*c))
+        x = ember.arange(6.0, device=device).reshape(3, 2)
+        out = ember.func.vmap(lambda p: p.a * p.b.sum())(Pair(x, x * 2))
+        assert ember.equal(out, x * (x * 2).sum(1, keepdim=True))
+        g = ember.func.grad(lambda p: (p.a * p.b).sum())(Pair(x[0], x[1]))
+        assert isinstance(g, Pair) and ember.equal(g.a, x[1]) and ember.equal(g.b, x[0])
+    finally:
+        del _pytree.SUPPORTED_NODES[Pair]
+
+
+# ------------------------------------------------------------------------------------------ compiler, _dynamo
+def test_compile_returns_optimized_module_as_pytorch(torch, device):
+    ref = torch.compile(torch.nn.Linear(2, 3))
+    net = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.ReLU()).to(device)
+    net.tag = "mine"
+    c = ember.compile(net)
+    assert type(c).__name__ == type(ref).__name__ == "OptimizedModule" and isinstance(c, ember._dynamo.OptimizedModule)
+    assert c._orig_mod is net and c.tag == "mine"  # attribute reads fall through to the original
+    assert list(c.state_dict()) == ["_orig_mod.0.weight", "_orig_mod.0.bias"]
+    assert list(ref.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    x = ember.randn(4, 2, device=device)
+    assert ember.equal(c(x), net(x))
+    c.eval()
+    assert not net.training
+    assert ember.compile(net, disable=True) is net
+    fn = ember.compile(lambda t: t * 2)
+    assert ember.equal(fn(x), x * 2)
+
+
+def test_compiler_and_dynamo_names():
+    import ember._dynamo as dynamo
+    import ember.compiler as compiler
+
+    def f(x):
+        return x + 1
+
+    assert not compiler.is_compiling() and not dynamo.is_compiling() and not compiler.is_dynamo_compiling()
+    assert compiler.disable(f) is f and compiler.disable()(f) is f and dynamo.disable(f, recursive=False) is f
+    assert compiler.allow_in_graph(f) is f and dynamo.allow_in_graph(f) is f
+    assert dynamo.mark_static_address(ember.ones(2)) is None and dynamo.reset() is None
+    with pytest.raises(TypeError, match="mark_static_address"):
+        dynamo.mark_static_address(3)
+    with dynamo.config.patch(cache_size_limit=64, verbose=True):
+        assert (dynamo.config.cache_size_limit, dynamo.config.verbose) == (64, True)
+
+    @dynamo.config.patch("suppress_errors", True)
+    def read():
+        return dynamo.config.suppress_errors
+
+    assert read() is True and dynamo.config.suppress_errors is False
+    assert dynamo.config.cache_size_limit == 8 and dynamo.config.get_config_copy()["optimize_ddp"] is True
+    with pytest.raises(AttributeError, match="no_such_setting"):
+        dynamo.config.patch(no_such_setting=1)

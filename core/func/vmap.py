@@ -113,7 +113,7 @@ def _flat_inputs(func, in_dims, args):
     if type(in_dims) is tuple and len(in_dims) == len(args):
         # the usual case, a tensor or None (for a whole argument) per argument: checked and sized directly
         sizes, dims, i = set(), [], 0
-        for c, d in zip(spec.children, in_dims):
+        for c, d in zip(spec.children_specs, in_dims):
             n = c.num_leaves
             if d is None:
                 dims.extend([None] * n)
@@ -171,12 +171,12 @@ def _arg_path(spec, index):
 
 
 def _find(s, i, trail):
-    if s.kind is None:
+    if s.type is None:
         return trail if i == 0 else None
-    for k, c in enumerate(s.children):
+    for k, c in enumerate(s.children_specs):
         n = c.num_leaves
         if i < n:
-            key = repr(s.meta[k]) if s.kind is dict else str(k)
+            key = repr(s.context[k]) if s.type is dict else str(k)
             return _find(c, i, trail + [key])
         i -= n
     return None

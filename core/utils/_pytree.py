@@ -1,0 +1,321 @@
+"""``ember.utils._pytree`` (``torch.utils._pytree``): nested containers flattened into leaves and a structure.
+
+A *pytree* is a leaf, or a container whose type is registered (tuple, list, dict, namedtuple, OrderedDict,
+defaultdict, deque and ``ember.Size`` out of the box; more through :func:`register_pytree_node`) holding pytrees.
+:func:`tree_flatten` gives its leaves in order and a :class:`TreeSpec`; :func:`tree_unflatten` builds it back.
+``None`` is a leaf, as in PyTorch. ``ember.func``'s transforms flatten their arguments with these functions, so a
+type registered here is mapped over by ``vmap`` and ``grad`` too.
+
+>>> from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
+>>> leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
+>>> leaves, tree_unflatten([x * 10 for x in leaves], spec)
+([1, 2, 3], {'a': (10, 20), 'b': [30]})
+>>> tree_map(lambda x, y: x + y, (1, [2]), (10, [20]))
+(11, [22])
+"""
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from ..tensor import Size
+
+__all__ = ["PyTree", "TreeSpec", "LeafSpec", "NodeDef", "SUPPORTED_NODES", "register_pytree_node", "tree_flatten",
+           "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_map_", "tree_map_only",
+           "tree_all", "tree_any", "tree_all_only", "tree_any_only", "tree_iter", "treespec_pprint"]
+
+PyTree = Any
+
+
+class NodeDef(NamedTuple):
+    """How a registered container type flattens (``node -> (children, context)``) and unflattens
+    (``(children, context) -> node``)."""
+    type: type
+    flatten_fn: Callable
+    unflatten_fn: Callable
+    flatten_with_keys_fn: Callable | None = None
+
+
+SUPPORTED_NODES: dict[type, NodeDef] = {}
+
+
+def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable, *,
+                         serialized_type_name: str | None = None, to_dumpable_context: Callable | None = None,
+                         from_dumpable_context: Callable | None = None,
+                         flatten_with_keys_fn: Callable | None = None) -> None:
+    """Make ``cls`` a container: ``flatten_fn(node) -> (children, context)`` and
+    ``unflatten_fn(children, context) -> node``.
+
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> register_pytree_node(Pair, lambda p: ([p.a, p.b], None), lambda c, _: Pair(*c))
+    >>> tree_flatten(Pair(1, (2, 3)))[0]
+    [1, 2, 3]
+    """
+    if cls in SUPPORTED_NODES:
+        raise ValueError(f"{cls} is already registered as pytree node.")
+    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
+
+
+def _is_namedtuple_instance(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _node_type(x):
+    """The key of ``x``'s entry in :data:`SUPPORTED_NODES` (``namedtuple`` for every namedtuple), or None."""
+    t = type(x)
+    if t in SUPPORTED_NODES:
+        return t
+    if _is_namedtuple_instance(x):
+        return collections.namedtuple
+    return None
+
+
+class TreeSpec:
+    """The structure of a flattened pytree: its node type, the context that type's unflatten needs, and one
+    spec per child (a leaf's type is None)."""
+
+    __slots__ = ("type", "context", "children_specs", "num_leaves", "num_nodes")
+
+    def __init__(self, type: Any, context: Any, children_specs: list[TreeSpec]):
+        self.type, self.context, self.children_specs = type, context, children_specs
+        leaves, nodes = (1, 1) if type is None else (0, 1)
+        for c in children_specs:
+            leaves += c.num_leaves
+            nodes += c.num_nodes
+        self.num_leaves, self.num_nodes = leaves, nodes
+
+    @property
+    def num_children(self) -> int:
+        return len(self.children_specs)
+
+    def is_leaf(self) -> bool:
+        return self.type is None
+
+    def children(self) -> list[TreeSpec]:
+        return list(self.children_specs)
+
+    def child(self, index: int) -> TreeSpec:
+        return self.children_specs[index]
+
+    def unflatten(self, leaves: Iterable[Any]) -> PyTree:
+        """The pytree of this structure holding ``leaves``."""
+        leaves = list(leaves)
+        if len(leaves) != self.num_leaves:
+            raise ValueError(f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but the spec refers "
+                             f"to a pytree that holds {self.num_leaves} items ({self}).")
+        return _build(self, iter(leaves))
+
+    def flatten_up_to(self, tree: PyTree) -> list[PyTree]:
+        """The subtrees of ``tree`` at this spec's leaves (``tree`` has at least this structure)."""
+        out: list = []
+        _up_to(self, tree, out)
+        return out
+
+    def __eq__(self, other):
+        if not isinstance(other, TreeSpec):
+            return NotImplemented
+        return (self.type, self.context, list(self.children_specs)) == \
+            (other.type, other.context, list(other.children_specs))
+
+    __hash__ = None
+
+    def __repr__(self, indent: int = 0):
+        if self.type is None:
+            return "*"
+        name = "namedtuple" if self.type is collections.namedtuple else self.type.__name__
+        pad = " " * (indent + 2)
+        kids = f",\n{pad}".join(c.__repr__(indent + 2) for c in self.children_specs)
+        return f"TreeSpec({name}, {self.context}, [{kids}])"
+
+
+class LeafSpec(TreeSpec):
+    """The spec of a leaf."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__(None, None, [])
+
+
+_LEAF = LeafSpec()
+
+
+def tree_flatten(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> tuple[list[Any], TreeSpec]:
+    """``(leaves, spec)``: the leaves of ``tree`` in order, and its structure. ``is_leaf(x)`` True stops the
+    descent at ``x``."""
+    leaves: list = []
+    return leaves, _walk(tree, leaves, is_leaf)
+
+
+# module-level recursion (a closure calling itself is a reference cycle, and the leaves it holds -- tensors of
+# a transform -- would live until the cycle collector ran); dicts, tuples and lists take a direct path
+def _walk(v, leaves, is_leaf):
+    if is_leaf is not None and is_leaf(v):
+        leaves.append(v)
+        return _LEAF
+    t = type(v)
+    if t is list or t is tuple:
+        return TreeSpec(t, None, _children(v, leaves, is_leaf))
+    if t is dict:
+        return TreeSpec(dict, list(v), _children(v.values(), leaves, is_leaf))
+    key = _node_type(v)
+    if key is None:
+        leaves.append(v)
+        return _LEAF
+    children, context = SUPPORTED_NODES[key].flatten_fn(v)
+    return TreeSpec(key, context, _children(children, leaves, is_leaf))
+
+
+def _children(values, leaves, is_leaf):
+    """The specs of a node's children, plain leaves appended directly (the common case: no call each)."""
+    specs = []
+    for x in values:
+        if is_leaf is None and type(x) not in SUPPORTED_NODES and not isinstance(x, tuple):
+            leaves.append(x)
+            specs.append(_LEAF)
+        else:
+            specs.append(_walk(x, leaves, is_leaf))
+    return specs
+
+
+def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
+    """The inverse of :func:`tree_flatten`."""
+    if not isinstance(treespec, TreeSpec):
+        raise TypeError(f"tree_unflatten(leaves, treespec): Expected `treespec` to be instance of TreeSpec but "
+                        f"got item of type {type(treespec)}.")
+    return treespec.unflatten(leaves)
+
+
+def _build(s, it):
+    if s.type is None:
+        return next(it)
+    items = [next(it) if c.type is None else _build(c, it) for c in s.children_specs]
+    if s.type is tuple or s.type is list:
+        return s.type(items)
+    if s.type is dict:
+        return dict(zip(s.context, items))
+    return SUPPORTED_NODES[s.type].unflatten_fn(items, s.context)
+
+
+def _up_to(s, tree, out):
+    if s.type is None:
+        out.append(tree)
+        return
+    key = _node_type(tree)
+    if key is not s.type:
+        raise ValueError(f"Node type mismatch; expected {s.type}, but got {type(tree)}.")
+    children, context = SUPPORTED_NODES[key].flatten_fn(tree)
+    if len(children) != s.num_children:
+        raise ValueError(f"Node arity mismatch; expected {s.num_children}, but got {len(children)}.")
+    if context != s.context:
+        raise ValueError(f"Node context mismatch for custom node type {s.type}.")
+    for c, child in zip(s.children_specs, children):
+        _up_to(c, child, out)
+
+
+def tree_leaves(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> list[Any]:
+    """The leaves of ``tree`` in order."""
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_iter(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None):
+    """An iterator over the leaves of ``tree``."""
+    return iter(tree_leaves(tree, is_leaf))
+
+
+def tree_structure(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> TreeSpec:
+    """The :class:`TreeSpec` of ``tree``."""
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+             is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """``tree`` with each leaf ``x`` replaced by ``func(x, *(the same leaf of each of rests))``; each of
+    ``rests`` has ``tree``'s structure (or a deeper one, whose subtrees are then passed whole)."""
+    leaves, spec = tree_flatten(tree, is_leaf)
+    if not rests:
+        return spec.unflatten([func(x) for x in leaves])
+    others = [spec.flatten_up_to(r) for r in rests]
+    return spec.unflatten([func(*xs) for xs in zip(leaves, *others)])
+
+
+def tree_map_(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+              is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """Call ``func`` on each leaf (with the matching leaves of ``rests``) for its effect; returns ``tree``."""
+    leaves, spec = tree_flatten(tree, is_leaf)
+    for xs in zip(leaves, *[spec.flatten_up_to(r) for r in rests]):
+        func(*xs)
+    return tree
+
+
+def _only(type_or_types_or_pred) -> Callable[[Any], bool]:
+    if isinstance(type_or_types_or_pred, (type, tuple)) or hasattr(type_or_types_or_pred, "__args__"):
+        return lambda x: isinstance(x, type_or_types_or_pred)
+    if callable(type_or_types_or_pred):
+        return type_or_types_or_pred
+    raise TypeError("Argument must be a type, a tuple of types, or a callable.")
+
+
+def tree_map_only(type_or_types_or_pred, /, func: Callable[[Any], Any], tree: PyTree,
+                  is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """:func:`tree_map` on the leaves of the given type(s) (or passing the predicate); other leaves kept.
+
+    >>> tree_map_only(int, lambda x: x * 2, (1, "a", 2.0))
+    (2, 'a', 2.0)
+    """
+    pred = _only(type_or_types_or_pred)
+    return tree_map(lambda x: func(x) if pred(x) else x, tree, is_leaf=is_leaf)
+
+
+def tree_all(pred: Callable[[Any], bool], tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """Whether ``pred`` holds for every leaf."""
+    return all(map(pred, tree_leaves(tree, is_leaf)))
+
+
+def tree_any(pred: Callable[[Any], bool], tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """Whether ``pred`` holds for some leaf."""
+    return any(map(pred, tree_leaves(tree, is_leaf)))
+
+
+def tree_all_only(type_or_types, pred: Callable[[Any], bool], tree: PyTree,
+                  is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """Whether ``pred`` holds for every leaf of the given type(s)."""
+    only = _only(type_or_types)
+    return all(pred(x) for x in tree_leaves(tree, is_leaf) if only(x))
+
+
+def tree_any_only(type_or_types, pred: Callable[[Any], bool], tree: PyTree,
+                  is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """Whether ``pred`` holds for some leaf of the given type(s)."""
+    only = _only(type_or_types)
+    return any(pred(x) for x in tree_leaves(tree, is_leaf) if only(x))
+
+
+def treespec_pprint(treespec: TreeSpec) -> str:
+    """A one-line picture of a structure with ``*`` for each leaf."""
+    return repr(tree_unflatten([_Star()] * treespec.num_leaves, treespec))
+
+
+class _Star:
+    def __repr__(self):
+        return "*"
+
+
+# ------------------------------------------------------------------------------------ the built-in containers
+def _seq_flatten(x):
+    return list(x), None
+
+
+register_pytree_node(tuple, _seq_flatten, lambda c, _: tuple(c))
+register_pytree_node(list, _seq_flatten, lambda c, _: list(c))
+register_pytree_node(dict, lambda d: (list(d.values()), list(d)), lambda c, keys: dict(zip(keys, c)))
+register_pytree_node(collections.namedtuple, lambda t: (list(t), type(t)), lambda c, cls: cls(*c))
+register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), list(d)),
+                     lambda c, keys: collections.OrderedDict(zip(keys, c)))
+register_pytree_node(collections.defaultdict, lambda d: (list(d.values()), [d.default_factory, list(d)]),
+                     lambda c, ctx: collections.defaultdict(ctx[0], zip(ctx[1], c)))
+register_pytree_node(collections.deque, lambda d: (list(d), d.maxlen),
+                     lambda c, maxlen: collections.deque(c, maxlen=maxlen))
+register_pytree_node(Size, _seq_flatten, lambda c, _: Size(c))
