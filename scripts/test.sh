@@ -16,4 +16,11 @@ if ! python -m pip install -q "torch==2.13.0+cpu" --extra-index-url https://down
   echo "scripts/test.sh: could not install the PyTorch oracle (torch==2.13.0+cpu): no package index reachable" >&2
   export EMBER_ORACLE_UNREACHABLE=1
 fi
+# torchvision's pure-Python package, imported only in the reference processes of the vision tests (its C++ ops do
+# not load against the CPU build of PyTorch); kept out of site-packages so that ember's own torchvision stays the
+# one a plain `import torchvision` finds under the alias.
+if [ -z "${EMBER_ORACLE_UNREACHABLE:-}" ] && [ ! -d .cache/torchvision-ref/torchvision ]; then
+  python -m pip install -q --no-deps --target .cache/torchvision-ref "torchvision==0.28.0" 2>/dev/null \
+    || echo "scripts/test.sh: torchvision 0.28.0 not reachable: the comparisons against it skip" >&2
+fi
 python -m pytest -q "$@"

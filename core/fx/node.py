@@ -18,6 +18,10 @@ from __future__ import annotations
 import builtins
 import operator
 import types
+from typing import Any, Callable, Union
+
+Target = Union[Callable[..., Any], str]  # what a node calls or reads
+Argument = Any  # a node argument: a Node, a constant, or tuples, lists, dicts and slices of them
 
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
 
