@@ -1,23 +1,14 @@
-"""Complex dtypes against PyTorch on every backend: promotion, creation, printing, the complex ops of
-ember.testing.op_table_fft (values, gradients in PyTorch's conjugate convention, gradcheck/gradgradcheck),
-views of the parts, and the errors of ordering ops."""
+"""Complex dtypes against PyTorch on every backend: promotion, creation, printing, views of
+the parts, Wirtinger gradients and the errors of ordering ops (the rows of ember.testing.rows_complex, every
+check, run in tests/test_kit.py)."""
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from ember.testing import assert_close, kit
-from ember.testing.op_table_fft import COMPLEX_ROWS
-from ember.testing.op_table_shape import row_test
+from ember.testing import assert_close
 
 torch = pytest.importorskip("torch")
-
-test_row = row_test(COMPLEX_ROWS)
-
-
-@pytest.mark.parametrize("case", kit.cases(COMPLEX_ROWS), ids=kit.case_id)
-def test_kit(case, device):
-    kit.run_case(case, device)
 
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",

@@ -1,24 +1,14 @@
-"""``ember.fft``, the window functions, ``stft`` and ``istft`` against PyTorch on every backend: the rows of
-ember.testing.op_table_fft (values, dtypes, gradients in float32/float64 against torch; float32, non-contiguous,
-gradcheck and gradgradcheck through the conformance kit), then arguments, ``out=`` and errors."""
+"""``ember.fft``, the window functions, ``stft`` and ``istft`` against PyTorch on every backend: names,
+dtypes, arguments, ``out=`` and errors (the rows of ember.testing.rows_fft, every check, run in
+tests/test_kit.py)."""
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from ember.testing import assert_close, kit
-from ember.testing.op_table_fft import FFT_ROWS, STFT_ROWS, WINDOW_ROWS
-from ember.testing.op_table_shape import row_test
+from ember.testing import assert_close
 
 torch = pytest.importorskip("torch")
-
-ROWS = FFT_ROWS + WINDOW_ROWS + STFT_ROWS
-test_row = row_test(ROWS)
-
-
-@pytest.mark.parametrize("case", kit.cases(ROWS), ids=kit.case_id)
-def test_kit(case, device):
-    kit.run_case(case, device)
 
 
 NAMES = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",

@@ -1,8 +1,9 @@
-"""The conformance kit: ember's op tables on every backend, and the kit's own checks.
+"""The conformance kit: every op table of ember on every backend, and the kit's own checks.
 
 The op-table and in-place tests are imported from ember.testing.conformance, the module
 ``pytest --ember-backend NAME`` runs for outside backends: ember tests itself with the same kit.
 """
+import pathlib
 import subprocess
 import sys
 
@@ -14,7 +15,9 @@ from ember.backend import ArrayBackend
 from ember.plugins import hookimpl, register, unregister
 from ember.testing import OpCheckError, check_op, kit
 from ember.testing.conformance import test_inplace_semantics, test_op_table  # noqa: F401 - run here
-from ember.testing.op_table_shape import Row, r
+from ember.testing.row import Row, Sampler
+
+r = Sampler(0).r
 
 
 class BrokenBackend(ArrayBackend):
@@ -95,6 +98,33 @@ def test_kit_cases_cover_every_check():
     checks = {c[2] for c in kit.cases(ROWS)}
     assert checks == set(kit.CHECKS)
     assert kit.case_id((ROWS[0], 0, "grad")) == "exp-0-grad"
+
+
+def test_kit_runs_every_table():
+    here = pathlib.Path(kit.__file__).parent
+    on_disk = {f"ember.testing.{p.stem}" for p in here.glob("rows_*.py")}
+    assert on_disk == set(kit.TABLES)
+    rows = kit.tables()
+    names = [row.name for row in rows]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    assert len(rows) >= 830  # every row of every table, the nn and batch-norm rows included
+
+
+def test_kit_checks_gradients_against_the_reference(broken):
+    # forward right, gradient wrong: only the gradient checks see it
+    dev = broken("brokenreluback", {"relu_backward": lambda g, out: g * (out > 0) * 2})
+    rows = [Row("relu", lambda m, x: m.relu(x), [[r(2, 3)]])]
+    failures = kit.run(rows, dev)
+    assert any(f.startswith("op 'relu', sample 0, check 'backward'") for f in failures), failures
+    assert not any("check 'forward'" in f for f in failures), failures
+
+
+def test_rows_skip_with_their_reason(broken):
+    dev = broken("brokenexp3", {"exp": _wrong_exp})
+    row = Row("exp", lambda m, x: m.exp(x), [[r(2, 3)]], skips={dev: "exp is wrong there on purpose"})
+    assert kit.run([row], dev) == []
+    assert kit.skip_reason((row, 0, "forward"), dev) == f"exp on {dev}: exp is wrong there on purpose"
+    assert kit.skip_reason((row, 0, "forward"), "cpu") is None
 
 
 def test_check_op_passes_and_fails(device):

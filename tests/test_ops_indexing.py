@@ -1,13 +1,9 @@
-"""Indexing ops: the INDEX_ROWS of ember.testing.op_table_shape against PyTorch (float64 forward and
-gradients in float32/float64; tests/test_kit.py runs the same rows' float32/int64/non-contiguous forward,
-gradcheck and gradgradcheck on every backend), then bad input.
-"""
+"""Indexing ops against PyTorch: bad input, failed in-place ops, devices (the rows of
+ember.testing.rows_indexing, every check, run in tests/test_kit.py on every backend)."""
 import numpy as np
 import pytest
 
-from ember.testing.op_table_shape import INDEX_ROWS, bad_input_test, row_test
-
-test_row = row_test(INDEX_ROWS)
+from ember.testing.case import bad_input_test
 
 
 def _z(m, d, *shape):

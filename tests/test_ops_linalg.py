@@ -1,12 +1,10 @@
-"""Linear-algebra ops: the LINALG_ROWS of ember.testing.op_table_shape against PyTorch (float64 forward and
-gradients in float32/float64; tests/test_kit.py runs the same rows' float32/int64/non-contiguous forward,
-gradcheck and gradgradcheck on every backend), then bad input.
-"""
+"""Linear-algebra ops: bad input against PyTorch (the rows of ember.testing.rows_linalg, every check, run in
+tests/test_kit.py on every backend)."""
+import numpy as np
 import pytest
 
-from ember.testing.op_table_shape import LINALG_ROWS, bad_input_test, row_test
-
-test_row = row_test(LINALG_ROWS)
+import ember
+from ember.testing.case import bad_input_test
 
 
 def _t(m, d, data):
@@ -46,3 +44,13 @@ def test_linalg_error_is_a_runtime_error(device):
     with pytest.raises(ember.linalg.LinAlgError, match="linalg.inv"):
         ember.linalg.inv(ember.zeros(2, 2, device=device))
     assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+
+
+def test_addmv_inplace_at_top_level(device, torch):
+    a, m, v = np.arange(2.0), np.arange(6.0).reshape(2, 3), np.ones(3)
+    x = ember.tensor(a, device=device)
+    r = ember.addmv_(x, ember.tensor(m, device=device), ember.tensor(v, device=device), beta=2, alpha=3)
+    tx = torch.tensor(a)
+    torch.addmv_(tx, torch.tensor(m), torch.tensor(v), beta=2, alpha=3)
+    assert r is x
+    np.testing.assert_allclose(x.numpy(), tx.numpy())

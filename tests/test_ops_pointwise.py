@@ -1,18 +1,11 @@
-"""Pointwise ops against PyTorch: the POINTWISE_ROWS of ember.testing.op_table (values, dtypes, gradients,
-gradcheck and gradgradcheck in float64) on every backend."""
+"""Pointwise ops against PyTorch on every backend: operators, errors, ``out=`` and in-place forms (the rows of
+ember.testing.rows_pointwise, every check, run in tests/test_kit.py)."""
 import pytest
 
 import ember
 from ember.testing import assert_close
-from ember.testing.op_table import INT_ROWS, POINTWISE_ROWS
-from ember.testing.op_table_shape import cases, run_row
 
 pytest.importorskip("torch")
-
-
-@pytest.mark.parametrize("row,k", cases(POINTWISE_ROWS + INT_ROWS))
-def test_row(row, k, device):
-    run_row(row, k, device)
 
 
 def test_operators_and_inplace_forms(device, torch):

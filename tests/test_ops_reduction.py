@@ -1,17 +1,11 @@
-"""Reductions against PyTorch: the REDUCTION_ROWS of ember.testing.op_table on every backend."""
+"""Reductions against PyTorch on every backend: named results, errors, ``unique``, in-place and ``out=`` forms
+(the rows of ember.testing.rows_reduction, every check, run in tests/test_kit.py)."""
 import pytest
 
 import ember
 from ember.testing import assert_close
-from ember.testing.op_table import REDUCTION_ROWS
-from ember.testing.op_table_shape import cases, run_row
 
 pytest.importorskip("torch")
-
-
-@pytest.mark.parametrize("row,k", cases(REDUCTION_ROWS))
-def test_row(row, k, device):
-    run_row(row, k, device)
 
 
 def test_max_returns_named_tuple(device):

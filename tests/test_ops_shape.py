@@ -1,11 +1,7 @@
-"""Shape and movement ops: the SHAPE_ROWS of ember.testing.op_table_shape against PyTorch (float64 forward and
-gradients in float32/float64; tests/test_kit.py runs the same rows' float32/int64/non-contiguous forward,
-gradcheck and gradgradcheck on every backend), then bad input.
-"""
+"""Shape and movement ops: bad input against PyTorch (the rows of ember.testing.rows_shape, every check, run in
+tests/test_kit.py on every backend)."""
 
-from ember.testing.op_table_shape import SHAPE_ROWS, bad_input_test, row_test
-
-test_row = row_test(SHAPE_ROWS)
+from ember.testing.case import bad_input_test
 
 
 # bad input: (name, call, exception, message pattern); torch must raise the same exception type

@@ -1,27 +1,19 @@
-"""Special functions and the pointwise ops around them against PyTorch: the rows of
-ember.testing.op_table_special (values and dtypes, gradients against PyTorch in float32 and float64; the
-conformance kit adds gradcheck, gradgradcheck and non-contiguous inputs) on every backend, the in-place
-forms in both namespaces, and PyTorch's errors."""
+"""Special functions and the pointwise ops around them against PyTorch on every backend: the names shown,
+the in-place forms in both namespaces, and PyTorch's errors (the rows of ember.testing.rows_special, every
+check, run in tests/test_kit.py)."""
 import numpy as np
 import pytest
 
 import ember
 from ember.testing import kit
-from ember.testing.op_table_special import ROWS
-from ember.testing.op_table_shape import bad_input_test, cases, run_row
+from ember.testing.case import bad_input_test
 
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("row,k", cases(ROWS))
-def test_row_against_torch(row, k, device):
-    run_row(row, k, device)
-
-
 
 def test_rows_are_in_the_conformance_kit():
-    # tests/test_kit.py runs them (non-contiguous inputs, float64 gradcheck and gradgradcheck) on every backend
-    assert "ember.testing.op_table_special" in kit.TABLES and {r.name for r in ROWS} <= {r.name for r in kit.tables()}
+    assert "ember.testing.rows_special" in kit.TABLES
 
 
 SPECIAL_NAMES = [n for n in dir(torch.special) if not n.startswith("_") and callable(getattr(torch.special, n))

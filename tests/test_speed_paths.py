@@ -1,25 +1,16 @@
-"""The CPU fast paths behind bench/bench_midsize.py against PyTorch on every backend: the rows of
-ember.testing.op_table_speed (values and gradients in float32/float64, gradcheck and gradgradcheck through the
-conformance kit), then the batch-norm module in eval and train mode, running statistics included, and the
-thread-split elementwise kernels of the CPU backend against one thread, bit for bit."""
+"""The CPU fast paths behind bench/bench_midsize.py against PyTorch on every backend (their batch-norm rows, every
+check, run in tests/test_kit.py with ember.testing.rows_nn): the batch-norm module in eval and train mode,
+running statistics included, and the thread-split elementwise kernels of the CPU backend against one thread,
+bit for bit."""
 import threading
 
 import numpy as np
 import pytest
 
 import ember
-from ember.testing import assert_close, kit
-from ember.testing.op_table_shape import row_test
-from ember.testing.op_table_speed import SPEED_ROWS
+from ember.testing import assert_close
 
 torch = pytest.importorskip("torch")
-
-test_row = row_test(SPEED_ROWS)
-
-
-@pytest.mark.parametrize("case", kit.cases(SPEED_ROWS), ids=kit.case_id)
-def test_kit(case, device):
-    kit.run_case(case, device)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -1,21 +1,16 @@
-"""The solves, factorizations and legacy names of ember.ops.linalg_solve: the rows of
-ember.testing.op_table_linalg2 against PyTorch on every backend (float64 values and gradients; float32 and
-non-contiguous forward, gradcheck and gradgradcheck through the conformance kit), then what rows cannot say:
-namespaces, invariants of decompositions that are unique only up to signs, errors and ``out=``.  (The kit's checks
-of these rows run in tests/test_kit.py with every table.)"""
+"""The solves, factorizations and legacy names of ember.ops.linalg_solve against PyTorch on every backend, what
+rows cannot say: namespaces, invariants of decompositions that are unique only up to signs, ``lobpcg``, errors and
+``out=`` (the rows, every check, run in tests/test_kit.py with ember.testing.rows_linalg)."""
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.testing import assert_close, to_numpy
-from ember.testing.op_table_linalg2 import ROWS
-from ember.testing.op_table_shape import bad_input_test, row_test
+from ember.testing.case import bad_input_test
 
 # PyTorch warns once per process on its deprecated forms; the rows call them on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated:UserWarning")
-
-test_row = row_test(ROWS)
 
 
 def _data(*shape, seed=0):
@@ -309,3 +304,43 @@ BAD = [
 ]
 
 test_bad_input = bad_input_test(BAD)
+
+
+# --------------------------------------------------------------------------- lobpcg
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("generalized", [False, True])
+def test_lobpcg_matches_pytorchs_eigenvalues(device, torch, largest, generalized):
+    if ember.device(device).type == "meta":
+        pytest.skip("meta tensors have no values to iterate on")
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((24, 24))
+    a = m @ m.T
+    b = None
+    if generalized:
+        mb = rng.standard_normal((24, 24))
+        b = mb @ mb.T + 24 * np.eye(24)
+    E, X = ember.lobpcg(ember.tensor(a, device=device), k=3, B=None if b is None else ember.tensor(b, device=device),
+                        largest=largest)
+    Et, _ = torch.lobpcg(torch.tensor(a), k=3, B=None if b is None else torch.tensor(b), largest=largest)
+    np.testing.assert_allclose(to_numpy(E), Et.numpy(), rtol=1e-6)
+    bx = to_numpy(X) if b is None else b @ to_numpy(X)
+    np.testing.assert_allclose(a @ to_numpy(X), bx * to_numpy(E), atol=1e-5 * np.abs(a).max())
+
+
+def test_lobpcg_eigenvalue_gradient_and_errors(device, torch):
+    if ember.device(device).type == "meta":
+        pytest.skip("meta tensors have no values to iterate on")
+    d = np.diag(np.arange(1.0, 13.0))
+    A = ember.tensor(d, device=device, requires_grad=True)
+    E, X = ember.lobpcg(A, k=2)
+    np.testing.assert_allclose(to_numpy(E), [12.0, 11.0])
+    E.sum().backward()
+    expected = np.zeros((12, 12))
+    expected[10, 10] = expected[11, 11] = 1.0
+    np.testing.assert_allclose(to_numpy(A.grad), expected, atol=1e-6)
+    with pytest.raises(ValueError, match="3 x the number"):
+        ember.lobpcg(ember.eye(5, dtype=ember.float64, device=device), k=2)
+    with pytest.raises(AssertionError, match="square"):
+        ember.lobpcg(ember.zeros(6, 5, dtype=ember.float64, device=device), k=1)
+    with pytest.raises(ValueError, match="method"):
+        ember.lobpcg(ember.eye(9, dtype=ember.float64, device=device), k=1, method="fast")

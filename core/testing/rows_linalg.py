@@ -1,12 +1,11 @@
-"""Op table rows for the solves, factorizations and legacy linear-algebra names of :mod:`ember.ops.linalg_solve`
-(and the wide-matrix QR gradient): each call works for ``m`` = ``ember`` and ``m`` = ``torch`` alike.
+"""Op table: linear algebra: products, ``einsum``, decompositions, solves, factorizations and the legacy
+names (``torch.lu``, ``triangular_solve``, ``chain_matmul``, ...).  Row format and checks: :mod:`ember.testing.row`.
 
 Decompositions that LAPACK defines exactly (LU with partial pivoting, ``geqrf``'s Householder vectors) are
 compared as they are; the rows keep inputs away from ties in pivoting.  Triangular factors given to the
 Cholesky solves are made triangular inside the call (``l.tril()``), so that gradients are those of the
-entries the op reads, in both libraries.  PyTorch warns (once per process) on its deprecated forms
-(``torch.lu``, ``torch.triangular_solve``, ``torch.chain_matmul``, ...); the rows call them with that warning
-silenced.
+entries the op reads, in both libraries.  PyTorch warns (once per process) on its deprecated forms; the
+rows of the solves call them with that warning silenced.
 """
 from __future__ import annotations
 
@@ -15,9 +14,11 @@ import warnings
 
 import numpy as np
 
-from .op_table_shape import F, Row, r, well
+from .row import F, Row, Sampler
 
-_RNG = np.random.RandomState(4321)
+_S = Sampler(3456)
+r, well = _S.r, _S.well
+_RNG = _S.rng
 
 
 def lower(n, batch=()):
@@ -40,7 +41,61 @@ def _chol(m, lo):
     return lo.tril() + m.eye(lo.shape[-1], dtype=lo.dtype, device=lo.device)
 
 
-ROWS = [
+def _quiet(op):
+    @functools.wraps(op)
+    def call(m, *args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", ".*deprecated", UserWarning)
+            return op(m, *args)
+
+    return call
+
+
+PRODUCT_ROWS = [
+    Row("matmul", lambda m, x, y: x @ y, [[r(2, 3), r(3, 4)], [r(3), r(3, 2)], [r(2, 3), r(3)], [r(3), r(3)],
+                                          [r(2, 1, 2, 3), r(3, 3, 2)], [r(2, 3, nc=True), r(3, 2, nc=True)]]),
+    Row("mm", lambda m, x, y: m.mm(x, y), [[r(2, 3), r(3, 4)], [r(0, 3), r(3, 2)]]),
+    Row("matmul_empty", lambda m, x, y: x @ y, [[r(2, 0), r(0, 3)], [r(0, 2, 3), r(3, 4)]]),
+    Row("bmm", lambda m, x, y: x.bmm(y), [[r(2, 2, 3), r(2, 3, 4)]]),
+    Row("mv", lambda m, x, y: m.mv(x, y), [[r(2, 3), r(3)]]),
+    Row("dot", lambda m, x, y: x.dot(y), [[r(3), r(3)]]),
+    Row("vdot", lambda m, x, y: m.vdot(x, y), [[r(3), r(3)]]),
+    Row("addmm", lambda m, a, x, y: m.addmm(a, x, y, beta=0.5, alpha=2), [[r(2, 4), r(2, 3), r(3, 4)],
+                                                                         [r(4), r(2, 3), r(3, 4)]]),
+    Row("addmv", lambda m, a, x, y: m.addmv(a, x, y, alpha=3), [[r(2), r(2, 3), r(3)]]),
+    Row("addbmm", lambda m, a, x, y: m.addbmm(a, x, y), [[r(2, 4), r(3, 2, 3), r(3, 3, 4)]]),
+    Row("baddbmm", lambda m, a, x, y: m.baddbmm(a, x, y, beta=2), [[r(3, 2, 4), r(3, 2, 3), r(3, 3, 4)]]),
+    Row("addr", lambda m, a, x, y: m.addr(a, x, y), [[r(2, 3), r(2), r(3)]]),
+    Row("einsum_bmm", lambda m, x, y: m.einsum("bij,bjk->bik", x, y), [[r(2, 2, 3), r(2, 3, 4)]]),
+    Row("einsum_ellipsis", lambda m, x, y: m.einsum("...ij,...jk", x, y), [[r(2, 2, 3), r(3, 4)]]),
+    Row("einsum_sum", lambda m, x: m.einsum("ij->j", x), [[r(2, 3)]]),
+    Row("einsum_outer", lambda m, x, y: m.einsum("i,j->ij", x, y), [[r(2), r(3)]]),
+    Row("einsum_trace", lambda m, x: m.einsum("ii", x), [[r(3, 3)]]),
+    Row("einsum_diag", lambda m, x, y: m.einsum("bii,bi->bi", x, y), [[r(2, 3, 3), r(2, 3)]]),
+    Row("einsum_empty", lambda m, x, y: m.einsum("ij,jk->ik", x, y), [[r(2, 0), r(0, 3)]]),
+    Row("einsum_three", lambda m, x, y, z: m.einsum("ij,jk,kl->il", x, y, z), [[r(2, 3), r(3, 4), r(4, 2)]]),
+    Row("tensordot", lambda m, x, y: m.tensordot(x, y, dims=([1, 0], [0, 2])), [[r(3, 2, 4), r(2, 4, 3)]]),
+    Row("tensordot_int", lambda m, x, y: m.tensordot(x, y, 1), [[r(2, 3), r(3, 2)]]),
+    Row("kron", lambda m, x, y: m.kron(x, y), [[r(2, 3), r(2, 2)], [r(2), r(2, 3)]]),
+    Row("cross", lambda m, x, y: m.linalg.cross(x, y), [[r(2, 3), r(2, 3)], [r(1, 3), r(2, 3)]]),
+    Row("inv", lambda m, x: m.linalg.inv(x), [[well(3)], [well(2, (2,))]]),
+    Row("det", lambda m, x: m.linalg.det(x), [[well(3)], [well(2, (2,))]]),
+    Row("slogdet", lambda m, x: m.linalg.slogdet(x)[1], [[well(3)]]),
+    Row("solve", lambda m, a, b: m.linalg.solve(a, b), [[well(3), r(3, 2)], [well(3), r(3)], [well(3, (2,)), r(3, 1)]]),
+    Row("cholesky", lambda m, a: m.linalg.cholesky(a @ a.mT + m.eye(3, dtype=a.dtype, device=a.device)), [[r(3, 3)]]),
+    Row("qr", lambda m, a: m.linalg.qr(a), [[r(4, 3)], [r(3, 3)]]),
+    Row("svd_vals", lambda m, a: m.linalg.svdvals(a), [[r(4, 3)]]),
+    Row("svd_abs", lambda m, a: tuple(t.abs() for t in m.linalg.svd(a, full_matrices=False)), [[r(4, 3)], [r(3, 4)]],
+        gradgrad=False),
+    Row("eigh", lambda m, a: tuple(t.abs() for t in m.linalg.eigh(a + a.mT)), [[r(3, 3)]]),
+    Row("eigvalsh", lambda m, a: m.linalg.eigvalsh(a + a.mT), [[r(3, 3)]]),
+    Row("pinv", lambda m, a: m.linalg.pinv(a), [[r(4, 3)], [r(2, 3)]]),
+    Row("matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), [[r(3, 3)]]),
+    Row("matrix_power_neg", lambda m, a: m.linalg.matrix_power(a, -2), [[well(3)]]),
+]
+
+# solves, factorizations and legacy names
+SOLVE_ROWS = [
     # triangular solves
     Row("solve_triangular_upper", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True),
         [[well(3), r(3, 2)], [well(3, (2,)), r(3, 4)], [well(3), r(2, 3, 1)]]),
@@ -137,17 +192,7 @@ ROWS = [
     Row("frobenius_norm_keepdim", lambda m, a: m.frobenius_norm(a, (-1, -2), True), [[r(2, 3, 4)]]),
     Row("chain_matmul", lambda m, a, b, c: m.chain_matmul(a, b, c), [[r(2, 5), r(5, 3), r(3, 4)]]),
 ]
-
-
-def _quiet(op):
-    @functools.wraps(op)
-    def call(m, *args):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", ".*deprecated", UserWarning)
-            return op(m, *args)
-
-    return call
-
-
-for _row in ROWS:
+for _row in SOLVE_ROWS:
     _row.op = _quiet(_row.op)
+
+ROWS = PRODUCT_ROWS + SOLVE_ROWS

@@ -1,7 +1,7 @@
-"""The second round of nn names: every row of ``ember.testing.op_table_nn2`` against PyTorch (forward and
-gradients in float32/float64) and through the conformance kit (float64 gradcheck and gradgradcheck on every
-backend); the new layers against PyTorch's with the same weights; Module hooks and state-dict hooks against
-PyTorch's call order and arguments; PyTorch's module paths; bad input with PyTorch's exception types."""
+"""nn's layers, hooks and paths against PyTorch (the rows of its functions, every check, run in
+tests/test_kit.py with ember.testing.rows_nn): the layers against PyTorch's with the same weights; Module hooks
+and state-dict hooks against PyTorch's call order and arguments; PyTorch's module paths; ``nn.attention``'s
+switches; bad input with PyTorch's exception types."""
 import importlib
 import warnings
 
@@ -10,16 +10,8 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.testing import assert_close, kit
-from ember.testing.op_table_nn2 import NN2_ROWS
-from ember.testing.op_table_shape import bad_input_test, row_test
-
-test_row = row_test(NN2_ROWS)
-
-
-@pytest.mark.parametrize("case", kit.cases(NN2_ROWS, ("grad", "gradgrad", "noncontiguous")), ids=kit.case_id)
-def test_gradcheck(case, device):
-    kit.run_case(case, device)
+from ember.testing import assert_close
+from ember.testing.case import bad_input_test
 
 
 R = np.random.default_rng(7)
@@ -540,3 +532,24 @@ def test_grid_sample_and_affine_grid_default_align_corners_warn(device):
     assert_close(y, x)  # the identity map samples every pixel at its centre
     assert F.GRID_SAMPLE_INTERPOLATION_MODES == {"bilinear": 0, "nearest": 1, "bicubic": 2}
     assert F.GRID_SAMPLE_PADDING_MODES == {"zeros": 0, "border": 1, "reflection": 2}
+
+
+# --------------------------------------------------------------------------------------------- nn.attention
+def test_sdpa_kernel_sets_and_restores_the_switches(torch):
+    from ember.nn.attention import SDPBackend, sdpa_kernel
+
+    from torch.nn.attention import SDPBackend as TB
+    assert {k: int(v) for k, v in SDPBackend.__members__.items()} == {k: int(v) for k, v in TB.__members__.items()}
+    cuda = ember.backends.cuda
+    before = (cuda.flash_sdp_enabled(), cuda.math_sdp_enabled(), cuda.mem_efficient_sdp_enabled())
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.EFFICIENT_ATTENTION]) as r:
+        assert r == {}
+        assert (cuda.flash_sdp_enabled(), cuda.math_sdp_enabled(), cuda.mem_efficient_sdp_enabled()) == \
+            (False, True, True)
+        q = ember.randn(1, 2, 3, 4)
+        assert ember.nn.functional.scaled_dot_product_attention(q, q, q).shape == (1, 2, 3, 4)
+    assert (cuda.flash_sdp_enabled(), cuda.math_sdp_enabled(), cuda.mem_efficient_sdp_enabled()) == before
+    with pytest.raises(AssertionError, match="SDPBackend"):
+        with sdpa_kernel("math"):
+            pass
+    assert ember.nn.attention.can_use_flash_attention(None) is False

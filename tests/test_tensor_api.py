@@ -1,7 +1,6 @@
-"""PyTorch's shape, indexing, creation and reduction names: the rows of ember.testing.op_table_breadth against
-PyTorch on every backend (float64 forward and gradients in float32/float64; tests/test_kit.py runs the same rows'
-float32/int64/non-contiguous forward, gradcheck and gradgradcheck), then bad input and the behaviour rows cannot
-show.
+"""PyTorch's tensor-level names of shape, indexing, creation and reductions against PyTorch on every backend: bad
+input and the behaviour rows cannot show (storage, metadata, legacy factories, files, safe globals); their rows,
+every check, run in tests/test_kit.py with ember.testing.rows_shape, rows_indexing, rows_reduction and rows_creation.
 """
 import io
 import pickle
@@ -11,13 +10,10 @@ import pytest
 
 import ember
 from ember.testing import assert_close
-from ember.testing.op_table_breadth import ROWS
-from ember.testing.op_table_shape import bad_input_test, row_test
+from ember.testing.case import bad_input_test
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings(r"ignore:index_reduce\(\) is in beta")  # PyTorch's own warning
-
-test_row = row_test(ROWS)
 
 
 def _t(m, d, data, **kw):

@@ -1,13 +1,15 @@
-"""Op table rows for the special functions and the pointwise ops around them (same row format as
-:mod:`ember.testing.op_table_shape`): ``ember.special``, the gamma family and Bessel functions at top
+"""Op table rows for the special functions and the pointwise ops around them (row format and
+checks: :mod:`ember.testing.row`): ``ember.special``, the gamma family and Bessel functions at top
 level, ``sgn``/``copysign``/``heaviside``/``gcd``/``frexp``/... and the in-place forms of them all."""
 from __future__ import annotations
 
 import numpy as np
 
-from .op_table_shape import B, F, I, Row, r
+from .row import B, F, I, Row, Sampler
 
-_RNG = np.random.RandomState(4321)
+_S = Sampler(4321)
+r = _S.r
+_RNG = _S.rng
 
 
 def uniform(lo, hi, *shape, grad=True):

@@ -1,23 +1,56 @@
-"""Op table rows for the second round of neural-network ops (same row format as
-:mod:`ember.testing.op_table_shape`): grid sampling and affine grids, the pooling variants (``*_with_indices``,
-power-average, fractional, 3-d adaptive and unpooling), the class-margin losses, RMS normalisation,
-channel shuffle, ``pdist``, the in-place functional activations, multi-head attention as a function, and the
-top-level recurrent functions and cells of ``torch.*``, and ``nn.grad``'s convolution gradients.
+"""Op table: neural-network ops (``nn.functional`` and the fused ops of :mod:`ember.ops.nn`, ``nn_conv``,
+``nn_loss`` and ``nn_recurrent``).  Row format and checks: :mod:`ember.testing.row`.
 
-Each row runs in PyTorch and ember alike (``m`` is either module); the random ops take their draws as
-inputs (``_random_samples``) or run in eval mode, so both libraries compute the same thing.
+Every fused op is here once, with its gradient and, where it has one, its double backward (which brings in the
+ops its backward is made of: the transposed convolutions, the max-pooling gradient, the flat scatter and
+gather).  The random ops take their draws as inputs (``_random_samples``) or run in eval mode, so both
+libraries compute the same thing.  Batch normalisation runs through a per-channel scale and shift, in training
+(batch statistics) and in inference (running statistics, as PyTorch's CPU kernel: ``x * alpha + beta``);
+running statistics are constant inputs (PyTorch gives them no gradient), and their update in training mutates
+them, so it is tested on the module (``tests/test_speed_paths.py``).  ``F.linear_cross_entropy`` runs
+on its reference path and chunked over the batch (``LinearCrossEntropyOptions``: class indices without label
+smoothing, as PyTorch's chunked path); the chunked path computes its gradients in forward, as PyTorch's does,
+so it has no second derivative (``gradgrad=False``), like PyTorch's.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .op_table_shape import F, I, Row, r
+from .row import F, I, Row, Sampler
 
-_RNG = np.random.RandomState(4321)
+_S = Sampler(6789)
+r = _S.r
+_RNG = _S.rng
 
 
 def _f(m):
     return m.nn.functional
+
+
+def _layer(kind):
+    """One ``nn.<kind>`` layer (bias, one direction) applied with the sample's weights; ``(output, *h_n)``."""
+    def op(m, x, w_ih, w_hh, b_ih, b_hh):
+        mod = getattr(m.nn, kind)(x.shape[-1], w_hh.shape[1])
+        for name, w in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), (w_ih, w_hh, b_ih, b_hh)):
+            delattr(mod, name)
+            setattr(mod, name, w)
+        out, h = mod(x)
+        return (out, *h) if isinstance(h, tuple) else (out, h)
+    return op
+
+
+def _vjp(fn):
+    """The vector-Jacobian product of ``fn`` at ``x`` with ``g``, itself differentiable: a row of the ops a
+    backward is made of (``fn(m, x, *rest)``; the rows' other arguments follow ``g``)."""
+    def op(m, x, g, *rest):
+        with m.enable_grad():  # the finite differences of gradcheck run under no_grad
+            return m.autograd.grad(fn(m, x, *rest), x, g, create_graph=True)[0]
+    return op
+
+
+def _gates(kind, n_in=3, hidden=2):
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind] * hidden
+    return [r(4, 2, n_in), r(g, n_in), r(g, hidden), r(g), r(g)]
 
 
 def _u(*shape):
@@ -101,7 +134,67 @@ def _recurrent_samples(kind, layers, dirs, bias, batch_first):
     return [[x, *states, *_flat_params(kind, layers, dirs, 3, 4, bias)]]
 
 
-NN2_ROWS = [
+def _bn(m, x, rm, rv, w=None, b=None, training=False):
+    return m.nn.functional.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5)
+
+
+def _probs(n, c):
+    p = _RNG.rand(n, c) + 0.1
+    return F(p / p.sum(1, keepdims=True), grad=False)
+
+
+def _lce(chunk=None, **kw):
+    def op(m, x, w, t, *rest):
+        opts = None if chunk is None else m.nn.LinearCrossEntropyOptions(batch_chunk_size=chunk, chunking_method=None)
+        extra = dict(kw)
+        if rest:
+            extra["linear_bias"] = rest[0]
+        if len(rest) > 1:
+            extra["weight"] = rest[1]
+        return m.nn.functional.linear_cross_entropy(x, w, t, options=opts, **extra)
+    return op
+
+
+_IDX = I([0, 4, 2, -100, 1, 3, 4])
+_CW = F(_RNG.rand(5) + 0.5, grad=False)
+
+
+_P = np.array([[0.05, 0.5, 0.93], [0.3, 0.71, 0.12]])
+_Q = np.array([[0.1, 0.9, 0.4], [0.8, 0.25, 0.05]])  # inside (0, 1): finite differences move them
+
+ROWS = [
+    Row("linear", lambda m, x, w, b: _f(m).linear(x, w, b), [[r(2, 3), r(4, 3), r(4)], [r(2, 2, 3), r(4, 3), None]]),
+    Row("softmax", lambda m, x: m.softmax(x, 1), [[r(2, 3)], [r(2, 3, 2, nc=True)]]),
+    Row("log_softmax", lambda m, x: x.log_softmax(0), [[r(3, 2)], [r(4)]]),
+    Row("softplus", lambda m, x: _f(m).softplus(x * 3, 2.0, 1.5), [[r(2, 3)]]),
+    Row("hardtanh", lambda m, x: _f(m).hardtanh(x, -0.3, 0.2), [[r(3, 4)]]),
+    Row("pad_constant", lambda m, x: _f(m).pad(x, (1, 2, 0, 1), value=0.5), [[r(2, 3)], [r(1, 2, 3)]]),
+    Row("conv2d", lambda m, x, w, b: m.conv2d(x, w, b, 1, 1), [[r(1, 2, 4, 4), r(3, 2, 3, 3), r(3)]]),
+    Row("conv_transpose1d", lambda m, x, w: m.conv_transpose1d(x, w, None, 2), [[r(1, 2, 3), r(2, 3, 2)]]),
+    Row("max_pool2d_indices", lambda m, x: _f(m).max_pool2d(x, 2, 1, return_indices=True), [[r(1, 2, 4, 4)]]),
+    Row("adaptive_max_pool2d", lambda m, x: _f(m).adaptive_max_pool2d(x, (2, 3), return_indices=True),
+        [[r(1, 2, 5, 5)]]),
+    Row("max_unpool2d", lambda m, x: _f(m).max_unpool2d(*_f(m).max_pool2d(x, 2, return_indices=True), 2),
+        [[r(1, 2, 4, 4)]]),
+    Row("max_pool2d_backward", _vjp(lambda m, x: _f(m).max_pool2d(x, 2, 1)), [[r(1, 2, 4, 4), r(1, 2, 3, 3)]]),
+    Row("max_unpool2d_backward", _vjp(lambda m, v, idx: _f(m).max_unpool2d(v, idx, 2)),
+        [[r(1, 2, 2, 2), r(1, 2, 4, 4), I([[[[0, 3], [9, 14]], [[5, 2], [8, 15]]]])]]),
+    # training-mode batch norm is one node; its double backward recomputes the statistics from the input
+    Row("batch_norm_training", lambda m, x, w, b: _f(m).batch_norm(x, None, None, w, b, True),
+        [[r(4, 3, 2), r(3), r(3)], [r(5, 2), None, None], [r(2, 3, 2, 2, nc=True), r(3), None]]),
+    # layer norm is one node too (the statistics recomputed by differentiable ops for the double backward)
+    Row("layer_norm", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-1:], w, b),
+        [[r(4, 3, 5), r(5), r(5)], [r(2, 6), None, None], [r(3, 4, nc=True), r(4), None], [r(7), None, r(7)]]),
+    Row("layer_norm_2d", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-2:], w, b, 1e-3),
+        [[r(2, 3, 4), r(3, 4), r(3, 4)]]),
+    Row("cross_entropy_index", lambda m, x, t: _f(m).cross_entropy(x, t), [[r(3, 4), I([0, 3, 1])]]),
+    Row("ctc_loss", lambda m, x, t: m.ctc_loss(x.log_softmax(2), t, [6, 5], [2, 3], 0, 2),
+        [[r(6, 2, 4), I([[1, 2, 0], [3, 1, 2]])]], gradgrad=False, rtol=1e-4, atol=1e-5),
+    # the fused recurrent layers have no double backward (as in PyTorch)
+    Row("lstm", _layer("LSTM"), [_gates("LSTM")], gradgrad=False, rtol=1e-4, atol=1e-5),
+    Row("gru", _layer("GRU"), [_gates("GRU")], gradgrad=False, rtol=1e-4, atol=1e-5),
+    Row("rnn", _layer("RNN"), [_gates("RNN")], gradgrad=False, rtol=1e-4, atol=1e-5),
+    # grid sampling, pooling variants, margin losses, normalisations, attention, recurrent functions and cells
     *_grid_rows(),
     Row("affine_grid_2d", lambda m, t: _f(m).affine_grid(t, (2, 3, 4, 5), False), [[_theta2()]]),
     Row("affine_grid_2d_align", lambda m, t: _f(m).affine_grid(t, (2, 1, 3, 2), True), [[_theta2()]]),
@@ -156,7 +249,7 @@ NN2_ROWS = [
     Row("channel_shuffle", lambda m, x: _f(m).channel_shuffle(x, 2), [[r(2, 4, 3, 2)]], ints=True),
     # PyTorch has no derivative for native_channel_shuffle
     Row("native_channel_shuffle", lambda m, x: m.native_channel_shuffle(x, 3), [[r(1, 6, 2)]], grad=False),
-    Row("pdist", lambda m, x: m.pdist(x), [[r(5, 3)]]),
+    Row("pdist_default", lambda m, x: m.pdist(x), [[r(5, 3)]]),
     Row("pdist_p", lambda m, x: _f(m).pdist(x, 1.5), [[r(4, 3)]]),
     Row("pdist_inf", lambda m, x: m.pdist(x, float("inf")), [[r(4, 3)]], gradgrad=False),
     Row("pdist_one", lambda m, x: m.pdist(x, 1), [[r(4, 3)]], gradgrad=False),
@@ -206,6 +299,30 @@ NN2_ROWS = [
     Row("rnn_tanh_cell", lambda m, x, h, wi, wh: m.rnn_tanh_cell(x, h, wi, wh), [[r(2, 3), r(2, 4), r(4, 3), r(4, 4)]]),
     Row("rnn_relu_cell", lambda m, x, h, wi, wh, bi, bh: m.rnn_relu_cell(x, h, wi, wh, bi, bh),
         [[r(2, 3), r(2, 4), r(4, 3), r(4, 4), r(4), r(4)]]),
+    # batch normalisation through a per-channel scale and shift
+    Row("batch_norm_eval_affine", lambda m, x, rm, rv, w, b: _bn(m, x, rm, rv, w, b),
+        [[r(3, 4, 5, 2), r(4, grad=False), r(4, positive=True, grad=False), r(4), r(4)]]),
+    Row("batch_norm_eval_plain", lambda m, x, rm, rv: _bn(m, x, rm, rv),
+        [[r(3, 4, 5), r(4, grad=False), r(4, positive=True, grad=False)]]),
+    Row("batch_norm_eval_nc", lambda m, x, rm, rv, w: _bn(m, x, rm, rv, w),
+        [[r(2, 3, 4, 4, nc=True), r(3, grad=False), r(3, positive=True, grad=False), r(3)]]),
+    Row("batch_norm_train_affine", lambda m, x, w, b: _bn(m, x, None, None, w, b, True),
+        [[r(4, 3, 3, 2), r(3), r(3)]]),
+    Row("batch_norm_train_plain", lambda m, x: _bn(m, x, None, None, training=True), [[r(5, 3, 4)]]),
+    # F.linear_cross_entropy, on its reference path and chunked
+    Row("linear_cross_entropy", _lce(), [[r(7, 3), r(5, 3), I([0, 4, 2, 1, 1, 3, 4])]]),
+    Row("linear_cross_entropy_kdim", _lce(), [[r(2, 3), r(5, 2, 3), I([[0, 4], [2, 1]])]]),
+    Row("linear_cross_entropy_chunked_mean", _lce(2), [[r(7, 3), r(5, 3), _IDX, r(5), _CW]], gradgrad=False),
+    Row("linear_cross_entropy_smooth_probs", _lce(label_smoothing=0.1), [[r(7, 3), r(5, 3), _probs(7, 5), r(5), _CW]]),
+    Row("linear_cross_entropy_smooth_none", _lce(reduction="none", label_smoothing=0.2),
+        [[r(7, 3), r(5, 3), _IDX, r(5), _CW]]),
+    Row("linear_cross_entropy_chunked_sum", _lce(3, reduction="sum"), [[r(7, 3), r(5, 3), _IDX, r(5)]],
+        gradgrad=False),
+    Row("linear_cross_entropy_chunked_none", _lce(2, reduction="none"), [[r(7, 3), r(5, 3), _IDX, r(5), _CW]],
+        gradgrad=False),
+    Row("linear_cross_entropy_chunked_nobias", _lce(4), [[r(7, 3), r(5, 3), _IDX]], gradgrad=False),
+    Row("binary_cross_entropy", lambda m, p, t: m.nn.functional.binary_cross_entropy(p, t),
+        [[F(_P), F(_Q)], [F(_P), F(_Q, grad=False)]]),
+    Row("binary_cross_entropy none", lambda m, p, t: m.nn.functional.binary_cross_entropy(p, t, reduction="none"),
+        [[F(_P), F(_Q)]]),
 ]
-
-ROWS = NN2_ROWS
