@@ -5,12 +5,13 @@
 
 Each shape ``NxCxS`` is a C -> C convolution of an S x S map, batch N, padding 1 (by default the four stages
 of ``resnet_infer``, 224 px batch 8, and of ``resnet_step``, 64 px batch 16).  For the forward under
-``no_grad`` and for forward + backward, the two paths (``ember.kernels.nn.WINOGRAD`` forced off and on)
+``no_grad`` and for forward + backward, the two paths (``ember.kernels.conv.WINOGRAD`` forced off and on)
 alternate call by call, so that load from other processes falls on both alike; the figures are the fastest
 call of each (wall and process CPU time) and the Winograd/im2col ratios, with "rule" saying which path the
 automatic rule picks.  Run it with and without ``OPENBLAS_CORETYPE`` to see both BLAS kernel families.
-``--no-split`` keeps the Winograd transforms and im2col copies on one thread (``ember.kernels.parallel``
-without its runner; BLAS keeps --threads): the gain of the thread split is the difference to a plain run.
+``--no-split`` keeps the Winograd transforms and im2col copies on one thread (the CPU backend's block runner,
+``ember_cpu_numpy.threads``, making one call; BLAS keeps --threads): the gain of the thread split is the
+difference to a plain run.
 OpenBLAS's idle workers spin for a while after each GEMM (``OPENBLAS_THREAD_TIMEOUT``, default 2**28 cycles)
 and take the core the split would use: with two cores the split pays about 1.6x on the transforms alone, and
 far less between GEMMs unless ``OPENBLAS_THREAD_TIMEOUT`` is small (e.g. 4).
@@ -32,11 +33,11 @@ def main(argv=None):
     ap.add_argument("--no-split", action="store_true", help="the transforms and copies on one thread")
     args = ap.parse_args(argv)
     import ember
-    import ember.kernels.nn as conv_kernels
-    from ember.kernels import parallel
+    import ember.kernels.conv as conv_kernels
     ember.set_num_threads(args.threads)
     if args.no_split:
-        parallel.install(None)
+        from ember_cpu_numpy import threads
+        threads._run_blocks = lambda body, n, parts: body(0, n)
     rng = np.random.default_rng(0)
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, {args.threads} threads, "
           f"fastest of {args.repeat}{', transforms and copies on one thread' if args.no_split else ''}")

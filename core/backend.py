@@ -19,8 +19,11 @@ Required (:class:`ArrayBackend` provides all of them from a NumPy-compatible
 
 Optional, each with its default: availability, numbered devices and the
 current device, synchronisation, device properties, streams and events,
-memory statistics, pinned host memory, IPC handles (``ember.multiprocessing``)
-and collectives (``ember.distributed``).  So a new array library becomes a
+memory statistics, pinned host memory, IPC handles (``ember.multiprocessing``),
+collectives (``ember.distributed``), and the two hooks through which the
+shared kernels use a backend's strategy: an allocator
+(:attr:`Backend.allocate`, default ``xp.empty``) and a block runner
+(:attr:`Backend.run_blocks`, default one call).  So a new array library becomes a
 backend in a few lines::
 
     class MyBackend(ember.backend.ArrayBackend):
@@ -79,12 +82,27 @@ class Backend:
     view kernels, ``"diagonal"``, ``"windows"``, ``"as_strided"``, that return copies on this backend because
     its arrays cannot express those views; an in-place write through such a view is then written back into
     its base by the core; :class:`ArrayBackend` fills it from the kernel library).
+
+    Two optional hooks hand the backend's strategy to the shared kernels (:mod:`ember.kernels.strategy`),
+    read once when :class:`ArrayBackend` builds its kernel table:
+
+    * ``allocate(shape, dtype)``: an uninitialised C-contiguous array for a kernel's large results and
+      scratch (convolution columns and outputs, recurrent buffers, batch norm's outputs).  Default None:
+      ``xp.empty``.  The CPU backend hands out reused pages (``ember_cpu_numpy.workspace``).
+    * ``run_blocks(body, n, size)``: run ``body(lo, hi)`` over blocks that cover ``range(n)``, in any
+      order or at once (``size``: the elements of the whole work, to judge whether splitting pays; each
+      block writes its own part of the output).  Default None: one call ``body(0, n)``, and the kernels
+      work on whole arrays.  Given a runner (and ufuncs with ``out=``), the kernels take their blocked
+      forms: work cut into cache-sized blocks handed to the runner.  The CPU backend runs the blocks on
+      its thread pool (``ember_cpu_numpy.threads``).
     """
 
     name: str = ""
     nondeterministic_kernels: frozenset = frozenset()
     copied_views: frozenset = frozenset()
     writes_into: frozenset = frozenset()
+    allocate = None
+    run_blocks = None
     host: bool = False
     api_version: int = API_VERSION
     xp = None
@@ -180,6 +198,8 @@ class Backend:
 
     def array_dtype(self, d: dtypes.dtype):
         """The array library's dtype for ember dtype ``d``.  Default: the NumPy dtype ``d.np``."""
+        if d in dtypes.NAMED_ONLY:
+            raise NotImplementedError(f"ember has no {d.name} tensors yet (the dtype is known by name only)")
         if d.np is None:
             raise TypeError(f"{d} tensors need the ml_dtypes package, which is not installed (pip install "
                             f"'ember[bfloat16]')")
@@ -419,15 +439,16 @@ def _writes_into(table) -> frozenset:
 class ArrayBackend(Backend):
     """A backend over a NumPy-compatible array module ``xp``, with the shared kernels.
 
-    Provides the required parts: the kernel table (:func:`ember.kernels.library` of ``xp``,
-    updated with :meth:`overrides`), copies through ``xp.asarray`` and NumPy random generators.
+    Provides the required parts: the kernel table (:func:`ember.kernels.library` of ``xp`` and the
+    backend's ``allocate`` and ``run_blocks`` hooks, updated with :meth:`overrides`), copies through
+    ``xp.asarray`` and NumPy random generators.
     """
 
     def __init__(self, xp, overrides: dict | None = None):
         super().__init__()
         self.xp = xp
         self.array_type = self.array_type or type(xp.zeros(1))
-        self.kernels = kernels.library(xp)
+        self.kernels = kernels.library(xp, self.allocate, self.run_blocks)
         self.copied_views = kernels.copied_views(xp)
         self.kernels.update(self.overrides())
         if overrides:

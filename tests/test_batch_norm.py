@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember
-import ember.kernels.nn
+import ember.kernels.norm
 import ember.nn.functional as F
 import ember.testing
 from ember.autograd import gradcheck, gradgradcheck
@@ -123,7 +123,7 @@ def test_own_kernels_over_blocks_match_torch(torch, device, shape, needs_x):
 def test_own_kernels_split_over_threads_bit_for_bit():
     from ember.backend import get_backend
     r = np.random.default_rng(8)
-    x = (r.standard_normal((10, 16, 48, 48)) * 3 + 1).astype(np.float32)   # > parallel.MIN_SIZE elements
+    x = (r.standard_normal((10, 16, 48, 48)) * 3 + 1).astype(np.float32)   # > the thread pool's MIN_SIZE elements
     g = r.standard_normal(x.shape).astype(np.float32)
     w, b = r.standard_normal(16).astype(np.float32), r.standard_normal(16).astype(np.float32)
     old = ember.get_num_threads()
@@ -137,7 +137,7 @@ def test_own_kernels_split_over_threads_bit_for_bit():
                 out.append([y, mean, var, invstd, *k["batch_norm_backward"](g, x, w, mean, invstd)])
     finally:
         ember.set_num_threads(old)
-    assert ember.kernels.nn.BN_BLOCK < x[0].size * 2 and len(out[0]) == 7
+    assert ember.kernels.norm.BN_BLOCK < x[0].size * 2 and len(out[0]) == 7
     for other in out[1:]:
         for a, e in zip(other, out[0]):
             np.testing.assert_array_equal(a, e)

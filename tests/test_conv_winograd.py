@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-import ember.kernels.nn as conv_kernels
+import ember.kernels.conv as conv_kernels
 from ember.autograd import gradcheck, gradgradcheck
 from ember.testing import assert_close
 

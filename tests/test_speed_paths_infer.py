@@ -10,7 +10,6 @@ import pytest
 
 import ember
 from ember.autograd import gradcheck
-from ember.kernels import parallel
 from ember.testing import assert_close, to_numpy
 
 torch = pytest.importorskip("torch")
@@ -221,7 +220,8 @@ def test_thread_split_kernels_are_bit_identical_to_one_thread(device, threads, d
 
 
 def test_kernel_blocks_run_on_the_backends_pool(threads):
-    pytest.importorskip("ember_cpu_numpy")
+    cpu = pytest.importorskip("ember_cpu_numpy")
+    run_blocks, min_size = ember.backend.get_backend("cpu").run_blocks, cpu.threads.MIN_SIZE  # the contract's hook
     ember.set_num_threads(2)
     seen, blocks = set(), []
     lock = threading.Lock()
@@ -231,14 +231,14 @@ def test_kernel_blocks_run_on_the_backends_pool(threads):
             seen.add(threading.get_ident())
             blocks.append((lo, hi))
 
-    parallel.rows(body, 9, parallel.MIN_SIZE)
+    run_blocks(body, 9, min_size)
     assert sorted(blocks) == [(0, 5), (5, 9)] and len(seen) == 2
     blocks.clear()
-    parallel.rows(body, 9, parallel.MIN_SIZE - 1)  # small work: one call on this thread
+    run_blocks(body, 9, min_size - 1)  # small work: one call on this thread
     assert blocks == [(0, 9)]
     ember.set_num_threads(1)
     blocks.clear()
-    parallel.rows(body, 9, parallel.MIN_SIZE)
+    run_blocks(body, 9, min_size)
     assert blocks == [(0, 9)]
 
 

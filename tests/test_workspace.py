@@ -1,4 +1,4 @@
-"""The kernels' workspace pool (reused pages for large buffers) and the layers running on it (recurrent
+"""The CPU backend's page pool (reused pages for large buffers, the backend's allocator hook) and the layers running on it (recurrent
 layers, convolutions): a buffer is handed out again only once nothing refers to it, so live outputs, saved
 caches and retained graphs stay intact; the layers still match PyTorch and gradcheck (and gradgradcheck) in
 float64 with every buffer pooled."""
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.kernels import workspace
+from ember_cpu_numpy import workspace
 from ember.testing import assert_close
 
 nn = ember.nn

@@ -1,9 +1,14 @@
-"""The CPU backend: ember on NumPy.  Registered through the ``ember`` entry point."""
+"""The CPU backend: ember on NumPy.  Registered through the ``ember`` entry point.
+
+Its strategy reaches the shared kernels through the backend contract's two hooks: the page pool
+(:mod:`.workspace`) is its allocator, the thread pool (:mod:`.threads`) its block runner.
+"""
 import numpy as np
 
 import ember
 from ember.backend import ArrayBackend
 
+from . import threads, workspace
 from .threads import MIN_SIZE, relu_backward_large, relu_large, split_binary
 
 
@@ -11,6 +16,8 @@ class NumpyBackend(ArrayBackend):
     name = "cpu"
     host = True
     array_type = np.ndarray
+    allocate = staticmethod(workspace.empty)  # large kernel arrays on the reused pages of earlier calls
+    run_blocks = staticmethod(threads.run_blocks)  # kernels' blocks on ember.get_num_threads() threads
 
     def __init__(self):
         super().__init__(np)  # NumPy's error state is left alone: the kernels that need it turn reports off
@@ -79,9 +86,18 @@ class NumpyBackend(ArrayBackend):
             except (TypeError, ValueError):  # x does not export a contiguous buffer
                 return np.broadcast_to(x, shape)
 
+        shared_uniform = self.kernels["uniform"]
+
+        def uniform(gen, shape, dtype, low=0.0, high=1.0):
+            if dtype == np.float32 and low == 0.0 and high == 1.0:
+                # float32 uniforms drawn as float32 (24 random bits each, as PyTorch's): half the time of drawing
+                # float64 ones and rounding them (dropout masks are most of a Transformer step's random draws)
+                return gen.random(size=shape, dtype=dtype)
+            return shared_uniform(gen, shape, dtype, low, high)
+
         # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
         # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
-        return {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand}
+        return {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform}
 
 
 @ember.plugins.hookimpl

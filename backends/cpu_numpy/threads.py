@@ -6,6 +6,10 @@ dimension, each thread runs the very same ufunc loop on its block (written in pl
 the caller's thread takes the first block.  Each element goes through the same arithmetic as on one thread,
 so the result is bit-identical.  Below ``MIN_SIZE`` elements, for a first dimension too short to cut, or
 with one thread, a kernel is the plain ufunc call.
+
+:func:`run_blocks` is the backend's block-runner hook (``NumpyBackend.run_blocks``): the shared kernels'
+work that splits into blocks of rows (convolution copies and transforms, batch norm's passes, pooling, the
+optimizer updates) runs here.
 """
 from __future__ import annotations
 
@@ -16,12 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ember.kernels import parallel, workspace
+from ember.kernels.strategy import over, spans
 from ember.runtime import get_num_threads
 
-MIN_SIZE = parallel.MIN_SIZE
-"""Elements below which an op runs on one thread (~50 us of work for a float32 add: the hand-off to the pool
-would eat the gain)."""
+from . import workspace
+
+MIN_SIZE = 1 << 18
+"""Elements below which an op or a kernel's blocks run on one thread (~50 us of work for a float32 add: the
+hand-off to the pool, ~20 us, would eat the gain)."""
 
 _POOL: dict = {"workers": 0, "executor": None}
 _LOCK = threading.Lock()
@@ -147,7 +153,12 @@ def relu_large(x, out=None):
     def block(part):
         np.maximum(zeros[:part.stop - part.start], flat[part], out=dest[part])
 
-    parallel.each(block, parallel.spans(n, ZERO_BLOCK), n, RELU_SPLIT)
+    blocks = spans(n, ZERO_BLOCK)
+    run = over(block, blocks)
+    if n < RELU_SPLIT:
+        run(0, len(blocks))
+    else:
+        run_blocks(run, len(blocks), n)
     return out
 
 
@@ -170,14 +181,12 @@ def relu_backward_large(g, out):
     return res
 
 
-def run_rows(body, n0: int, size: int) -> None:
-    """``body(lo, hi)`` over the blocks of ``range(n0)`` on ``ember.get_num_threads()`` threads (the runner of
-    ``ember.kernels.parallel``: the kernels' split work comes here, ``size`` already checked there)."""
-    threads = min(get_num_threads(), n0)
+def run_blocks(body, n0: int, size: int) -> None:
+    """``body(lo, hi)`` over the blocks of ``range(n0)`` on ``ember.get_num_threads()`` threads when the
+    ``size`` elements of the whole work reach :data:`MIN_SIZE`, else the one call ``body(0, n0)`` on this
+    thread (the block-runner hook of the backend contract)."""
+    threads = min(get_num_threads(), n0) if size >= MIN_SIZE else 1
     if threads < 2:
         body(0, n0)
     else:
         _run_blocks(body, n0, threads)
-
-
-parallel.install(run_rows)

@@ -6,10 +6,14 @@ better.  Kernels take and return arrays of ``xp``; they never see Tensors.
 Non-view kernels return fresh arrays.
 
 The table is assembled from the modules in ``MODULES``, one per op family of
-``ember.ops`` (pointwise, reduction, shape, indexing, linalg, nn, random,
-creation, sorting), with the recurrent time loops (``rnn``), the CTC
+``ember.ops`` (pointwise, reduction, shape, indexing, linalg, random, creation,
+sorting, fft; the neural-network kernels by family: conv, pool, norm,
+activation, resize), with the recurrent time loops (``rnn``), the CTC
 recursions (``ctc``) and the optimizer updates (``optim``) in their own;
-each has a ``kernels(xp) -> dict`` function.  A module's
+each ends in a ``kernels(xp, strategy=None) -> dict`` function that binds its
+kernels for ``xp`` and the backend's strategy (:mod:`.strategy`: the
+backend's allocator and block runner, which the kernels that allocate large
+arrays or cut their work into blocks use; plain defaults when None).  A module's
 ``MUTATING`` maps its kernels that write into array arguments (``copy_``, the
 optimizer updates, ...) to the positions of the arguments they write: a
 backend that retries a failed kernel another way must not let a first
@@ -21,8 +25,10 @@ import importlib
 
 import numpy as _np
 
-MODULES = ["pointwise", "reduction", "shape", "indexing", "linalg", "nn", "rnn", "ctc", "random", "creation",
-           "sorting", "optim", "fft"]
+from .strategy import Strategy
+
+MODULES = ["pointwise", "reduction", "shape", "indexing", "linalg", "conv", "pool", "norm", "activation", "resize",
+           "rnn", "ctc", "random", "creation", "sorting", "optim", "fft"]
 
 
 def _mutating() -> dict:
@@ -99,14 +105,16 @@ def fp_quiet_end(token) -> None:
         _NUMPY_QUIET[0].reset(token)
 
 
-def library(xp) -> dict:
-    """The kernel table for array module ``xp``."""
+def library(xp, allocate=None, run_blocks=None) -> dict:
+    """The kernel table for array module ``xp``, with a backend's two hooks (``ember.backend.Backend.allocate``
+    and ``run_blocks``; None: ``xp.empty`` and one call, see :mod:`.strategy`)."""
     table = {}
     wrap = _ignoring_fp_errors()
+    strategy = Strategy(xp, allocate, run_blocks)
     for name in MODULES:
         mod = importlib.import_module(f"{__name__}.{name}")
         quiet = getattr(mod, "QUIET", ())
-        for op, fn in mod.kernels(xp).items():
+        for op, fn in mod.kernels(xp, strategy).items():
             if op in table:
                 raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
             table[op] = wrap(fn) if op in quiet and fn is not None else fn

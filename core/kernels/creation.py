@@ -5,7 +5,7 @@ from __future__ import annotations
 MUTATING = {"fill_": (0,)}  # writes value into every element of argument 0
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     def full(shape, value, dtype):
         return xp.full(shape, value, dtype=dtype)
 

@@ -19,7 +19,7 @@ NEG_INF = -math.inf
 
 QUIET = {"ctc_loss", "ctc_loss_backward"}  # log(0) of impossible alignments is -inf
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
 
     def lse3(a, b, c):

@@ -8,7 +8,7 @@ PyTorch's does.
 from __future__ import annotations
 
 
-def kernels(xp):
+def kernels(xp, strategy=None):
     fft = xp.fft
 
     def _as(r, dtype):  # NumPy before 2.0 computes in double precision

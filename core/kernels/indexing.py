@@ -1,5 +1,5 @@
 """Indexing kernels: subscripts (``x[index]`` read, written, accumulated), gather/scatter and index_* along a
-dimension, masks, ``nonzero``.
+dimension, masks, ``nonzero``, and the index arrays of embedding bags and of a matrix's upper triangle.
 
 Indices arrive already checked (in range, integer); these never validate.
 Accumulating writes use ``ufunc.at`` so repeated indices add up.
@@ -44,7 +44,7 @@ def segmented_product(xp, out, index, values):
     return xp.reshape(flat, out.shape)
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
 
     INTS = {xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8}
 
@@ -149,7 +149,30 @@ def kernels(xp) -> dict:
             return xp.zeros((int(bool(x)), 0), dtype=xp.int64)
         return xp.asarray(xp.stack(xp.nonzero(x), axis=-1), dtype=xp.int64)
 
+    astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
+
+    def embedding_bag_segments(offsets, n, keep):
+        """Bags of ``n`` entries starting at ``offsets`` (ascending, the first 0): each entry's bag, and the
+        number of entries of each bag where ``keep`` (every entry where ``keep`` is None)."""
+        at = xp.arange(n, dtype=offsets.dtype)
+        bag = xp.searchsorted(offsets, at, side="right") - 1
+        kept = xp.cumsum(astype(keep, xp.int64)) if keep is not None else astype(at, xp.int64) + 1
+        kept = xp.concatenate((xp.zeros(1, dtype=xp.int64), kept))  # kept entries before each position
+        ends = xp.concatenate((offsets[1:], xp.full(1, n, dtype=offsets.dtype)))
+        return astype(bag, xp.int64), xp.take(kept, ends) - xp.take(kept, offsets)
+
+    def triu_pairs(n):
+        """``(2, n (n - 1) / 2)`` int64: the row and column of each entry above the diagonal, row by row."""
+        i, j = xp.triu_indices(n, 1) if hasattr(xp, "triu_indices") else _np_triu(n)
+        return xp.stack([xp.asarray(i, dtype=xp.int64), xp.asarray(j, dtype=xp.int64)])
+
+    def _np_triu(n):
+        r = xp.arange(n)
+        keep = r[:, None] < r[None, :]
+        return xp.broadcast_to(r[:, None], (n, n))[keep], xp.broadcast_to(r[None, :], (n, n))[keep]
+
     return {
+        "embedding_bag_segments": embedding_bag_segments, "triu_pairs": triu_pairs,
         "getitem": getitem, "setitem": setitem, "index_put_acc": index_put_acc, "take_along": take_along,
         "gather": gather, "scatter": scatter, "scatter_reduce": scatter_reduce, "index_add": index_add,
         "index_copy": index_copy, "index_fill": index_fill, "index_select": index_select,

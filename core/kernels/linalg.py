@@ -34,7 +34,7 @@ def _repeated(a):
     return st is not None and (not st[0] if len(st) == 3 else not any(st[:-2]))
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     la = xp.linalg
 
     atype = type(xp.zeros(1))

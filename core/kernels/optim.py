@@ -6,14 +6,14 @@ updates, so float32 trajectories agree with it to rounding.  A backend may repla
 fused kernel (one pass over memory) under the same name and signature.  Only array-API operations
 and in-place arithmetic are used, so any array-API library serves.
 
-Every rule is elementwise, so with NumPy a large parameter is updated block by block (:data:`BLOCK` elements
-of each array at a time, the blocks on the CPU thread pool): a rule's several passes and temporaries then
-stay in cache, where over whole arrays each pass would go out to memory.  Each element goes through the
+Every rule is elementwise, so on a backend with a block runner (the CPU's) a large parameter is updated block by
+block (:data:`BLOCK` elements of each array at a time, the blocks on the runner): a rule's several passes and
+temporaries then stay in cache, where over whole arrays each pass would go out to memory.  Each element goes through the
 same arithmetic either way, so the result is bit-identical.
 """
 from __future__ import annotations
 
-from . import parallel
+from .strategy import Strategy, spans
 
 
 # the positions of the arrays each update writes: the parameter and its state, never the gradient
@@ -29,15 +29,16 @@ than they save.  Over ResNet-18's parameters from a cold cache, 2 threads: SGD w
 unblocked), Adam 14.1 ms (24.0 unblocked); blocks of 2^15 give 6.9 and 16.1."""
 
 
-def kernels(xp) -> dict:
-    pooled = getattr(xp, "__name__", "") == "numpy"
+def kernels(xp, strategy=None) -> dict:
+    s = strategy or Strategy(xp)
+    in_blocks = s.blocked
 
     def blocked(rule):
-        """``rule`` run block by block over the flattened arrays when they are large, contiguous NumPy arrays
-        of the parameter's shape (scalars and ``None`` go to every block as they are), the blocks on the CPU
-        thread pool."""
+        """``rule`` run block by block over the flattened arrays when they are large, contiguous arrays of the
+        parameter's shape and the backend has a block runner (scalars and ``None`` go to every block as they
+        are), the blocks on the runner."""
         def kernel(p, *rest):
-            if not pooled or p.size <= BLOCK or not p.flags.c_contiguous:
+            if not in_blocks or p.size <= BLOCK or not p.flags.c_contiguous:
                 return rule(p, *rest)
             at = [i for i, a in enumerate(rest) if isinstance(a, xp.ndarray) and a.ndim]
             if any(rest[i].shape != p.shape or not rest[i].flags.c_contiguous for i in at):
@@ -51,7 +52,7 @@ def kernels(xp) -> dict:
                     args[i] = a[part]
                 rule(flat[part], *args)
 
-            parallel.each(update, parallel.spans(flat.size, BLOCK), flat.size)
+            s.each(update, spans(flat.size, BLOCK), flat.size)
 
         return kernel
 

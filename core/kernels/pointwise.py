@@ -109,7 +109,7 @@ _GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0
                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     def relu(x):
         return xp.maximum(x, 0)
 

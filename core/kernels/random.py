@@ -25,17 +25,11 @@ _DIRICHLET_C = (
 )
 
 
-def kernels(xp) -> dict:
-    numpy = getattr(xp, "__name__", "") == "numpy"
-
+def kernels(xp, strategy=None) -> dict:
     def as_(a, dtype):
         return xp.asarray(a, dtype=dtype)
 
     def uniform(gen, shape, dtype, low=0.0, high=1.0):
-        if numpy and dtype == xp.float32 and low == 0.0 and high == 1.0:
-            # float32 uniforms drawn as float32 (24 random bits each, as PyTorch's): half the time of drawing
-            # float64 ones and rounding them (dropout masks are most of a Transformer step's random draws)
-            return gen.random(size=shape, dtype=dtype)
         return gen.uniform(low, high, size=shape).astype(dtype, copy=False)
 
     def normal(gen, shape, dtype, mean=0.0, std=1.0):

@@ -23,7 +23,7 @@ def scan(xp, op, x, axis):
     return xp.moveaxis(y, 0, axis)
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     def sum_(x, axis=None, keepdims=False, dtype=None):
         return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 

@@ -13,36 +13,30 @@ a step runs over contiguous memory (NumPy's loops over a gate's slice of a
 ``(B, 4H)`` row block cost about three times as much).  The GEMMs keep one
 call per step (a BLAS call has a fixed cost, more so with threads): a step's
 recurrent product ``(B, 4H)`` is read through a gate-major view, and the gate
-gradients are written into ``(T, B, 4H)`` rows.  With NumPy and CuPy the
-arithmetic writes in place (``out=``); for other array libraries the same code
-assigns into the buffers.
+gradients are written into ``(T, B, 4H)`` rows.  Where the array library has
+ufuncs (NumPy, CuPy) the arithmetic writes in place (``out=``); for other array
+libraries the same code assigns into the buffers.
 
-With NumPy the large buffers (gate activations, states, gate gradients, weight gradients) come from
-``ember.kernels.workspace``: pages reused from earlier calls rather than faulted in fresh each time.
+The large buffers (gate activations, states, gate gradients, weight gradients) come from the backend's
+allocator (:mod:`ember.kernels.strategy`): on the CPU, pages reused from earlier calls rather than faulted
+in fresh each time.
 
 ``mask`` (T, B, 1), when given, is 1 where a sequence is still running: a
 finished sequence keeps its state and outputs zeros (packed sequences).
 """
 from __future__ import annotations
 
-from . import workspace
+from .strategy import Strategy, is_ufunc
 
 QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
-# array libraries whose elementwise functions and matmul take ``out=``
-_WRITE_IN_PLACE = {"numpy", "cupy"}
 
+def kernels(xp, strategy=None) -> dict:
+    s = strategy or Strategy(xp)
+    empty = s.empty  # the backend's allocator: on the CPU reused pages, no page faults for every call's buffers
 
-def kernels(xp) -> dict:
-    if getattr(xp, "__name__", "") == "numpy":
-        def empty(shape, dtype):  # reused pages: no page faults for the large buffers of every call
-            return workspace.empty(shape, dtype)
-    else:
-        def empty(shape, dtype):
-            return xp.empty(shape, dtype=dtype)
-
-    if getattr(xp, "__name__", "") in _WRITE_IN_PLACE:
-        if getattr(xp, "__name__", "") == "numpy":
+    if s.writes_out:
+        if all(is_ufunc(fn) for fn in (xp.subtract, xp.multiply, xp.tanh, xp.matmul)):
             # the ufuncs themselves, the output positional: the time loops make ~16 of these calls a step,
             # and a Python wrapper and a keyword cost about a fifth of a small call
             add, sub, mul, tanh, mm = xp.add, xp.subtract, xp.multiply, xp.tanh, xp.matmul
@@ -66,7 +60,7 @@ def kernels(xp) -> dict:
             xp.maximum(a, 0, out=out)
 
         def product(a, b):
-            """``a @ b`` (2-D) into a workspace buffer."""
+            """``a @ b`` (2-D) into an allocated buffer."""
             out = empty((a.shape[0], b.shape[1]), a.dtype)
             xp.matmul(a, b, out=out)
             return out

@@ -16,7 +16,7 @@ def copied_views(xp) -> frozenset:
     return frozenset() if has_strides(xp) else frozenset({"diagonal", "windows", "as_strided"})
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     strided = xp.lib.stride_tricks.as_strided
 
     def reshape(x, shape):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 
-def kernels(xp) -> dict:
+def kernels(xp, strategy=None) -> dict:
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
 
     def sort(x, axis, descending, stable):

@@ -96,10 +96,12 @@ def _threads():
 
 
 def _empty(shape, dtype):
-    """``ember.kernels.workspace.empty``: an array on the reused pages of an earlier call where one is idle
-    (megabyte buffers fresh from the OS cost a page fault every 4 KiB); bound on first use, as :func:`_threads`."""
+    """The CPU backend's allocator hook (``Backend.allocate``): an array on the reused pages of an earlier call
+    where one is idle (megabyte buffers fresh from the OS cost a page fault every 4 KiB); ``numpy.empty`` where
+    the backend has none.  Bound on first use, as :func:`_threads`."""
     global _empty
-    from ember.kernels.workspace import empty
+    from ember.backend import get_backend
+    empty = get_backend("cpu").allocate or np.empty
     _empty = empty
     return empty(shape, dtype)
 

@@ -1,5 +1,6 @@
-"""Reused buffers for kernels that allocate large arrays on every call (the recurrent layers' gate and state
-buffers).
+"""The CPU backend's page pool: reused buffers for kernels that allocate large arrays on every call (the recurrent
+layers' gate and state buffers, the convolutions' columns and outputs).  It is the backend's allocator hook
+(``NumpyBackend.allocate``), through which the shared kernels get their large arrays.
 
 A fresh NumPy array of more than about 128 KiB comes from ``mmap`` (or from a heap top that ``free`` trims
 back): its pages are faulted in and zeroed by the operating system on first touch, about a microsecond per
@@ -13,9 +14,9 @@ still uses its memory.  An autograd graph that keeps a layer's cache for its bac
 of the pool until the graph is freed.
 
 The pool files its buffers by size and dtype, so a request looks only at the buffers it could take (a
-training step asks some 500 times among a hundred pooled buffers).  Only NumPy arrays are pooled (CuPy has
-its own memory pool; other array libraries get ``xp.empty``), and only on CPython before 3.14: from 3.14
-the interpreter may borrow references, so a count could miss a holder, and every call gets a fresh array.
+training step asks some 500 times among a hundred pooled buffers).  Buffers are reused only on CPython before
+3.14: from 3.14 the interpreter may borrow references, so a count could miss a holder, and every call gets a
+fresh array.
 The pool keeps at most ``LIMIT`` bytes of buffers nobody uses, dropping the least recently handed-out first.
 """
 from __future__ import annotations

@@ -1,0 +1,180 @@
+"""Activation kernels, and the softmax family with softmax's fused cross-entropy (log-softmax and the negative
+log-likelihood of class indices in one pass, with the gradient it needs)."""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from .pointwise import _native, fallbacks
+from .strategy import bind
+
+QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
+         "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
+
+
+def softmax(xp, x, axis):
+    if x.size == 0:
+        return xp.zeros_like(x)
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def log_softmax(xp, x, axis):
+    if x.size == 0:
+        return xp.zeros_like(x)
+    s = x - xp.max(x, axis=axis, keepdims=True)
+    s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
+    return s
+
+
+def cross_entropy_index(xp, x, t, ignore_index, mean):
+    """Fused log-softmax + NLL of ``x`` ``(N, C)`` at class indices ``t`` ``(N,)``, summed or averaged over
+    the rows not ignored.  Returns the loss, the per-row weights ``(N, 1)`` (0 where ignored, ``1/count``
+    for the mean), the one-hot targets ``(N, C)``, the smallest and largest target kept (bounds check) and
+    None.  A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front) gives one loss per
+    sample ``(...)``, each summed or averaged over its own rows (NaN for a mean over no row, its gradient
+    0), and last the gradient for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
+    c = x.shape[-1]
+    keep = t != ignore_index
+    every = bool(xp.all(keep))
+    safe = t if every else xp.where(keep, t, 0)
+    bounds = (int(xp.min(safe)), int(xp.max(safe))) if safe.size else (0, 0)
+    if x.size == 0:
+        logp = e = xp.zeros_like(x)
+    else:  # log_softmax and softmax as their kernels compute them, sharing exp(x - max) and its sum
+        s = x - xp.max(x, axis=-1, keepdims=True)
+        e = xp.exp(s)
+        total = xp.sum(e, axis=-1, keepdims=True)
+        s -= xp.log(total)
+        logp = s
+    idx = safe if 0 <= bounds[0] and bounds[1] < c else xp.clip(safe, 0, c - 1)  # (out of bounds: checked after)
+    # each row's entry at its target, taken from the flat array (take_along_axis costs ~3 us of Python)
+    picked = xp.reshape(xp.take(xp.reshape(logp, (-1,)), xp.reshape(idx, (-1,)) + xp.arange(0, logp.size, c)),
+                        idx.shape) if c else xp.zeros(idx.shape, dtype=x.dtype)
+    onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
+    if x.ndim > 2:
+        loss, coef = cross_entropy_stack(xp, x, keep, every, picked, mean)
+        if x.size:
+            e /= total
+        e -= onehot
+        if not (every and coef == 1):
+            e *= coef
+        return loss, coef, onehot, bounds, e
+    count = int(keep.sum())
+    scale = (1.0 / count if count else 0.0) if mean else 1.0
+    coef = keep.astype(x.dtype) * x.dtype.type(scale)
+    loss = -xp.sum(picked * coef)
+    if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
+        loss = loss + x.dtype.type(math.nan)
+    return loss, coef[:, None], onehot, bounds, None
+
+
+def cross_entropy_stack(xp, x, keep, every, picked, mean):
+    """Per-sample losses ``(...)`` of a stack and the weight of each row, ``(..., N, 1)`` or one number
+    (0-dim) when every row is kept."""
+    dtype = x.dtype
+    if every:  # each sample's rows all kept: one weight, 1 or 1 / N
+        n = picked.shape[-1]
+        scale = 1.0 / n if mean and n else 1.0
+        loss = -(picked[..., 0] if n == 1 else xp.sum(picked, axis=-1))
+        if scale != 1.0:
+            loss *= dtype.type(scale)
+        elif mean and not n:
+            loss = loss + dtype.type(math.nan)
+        return loss, xp.asarray(scale, dtype=dtype)
+    w = keep.astype(dtype)
+    if not mean:
+        return -xp.sum(picked * w, axis=-1), w[..., None]
+    count = xp.sum(w, axis=-1, keepdims=True)
+    empty = count == 0
+    w = w / xp.where(empty, xp.ones_like(count), count)
+    loss = -xp.sum(picked * w, axis=-1)
+    if bool(xp.any(empty)):
+        loss = xp.where(empty[..., 0], xp.asarray(math.nan, dtype=dtype), loss)
+    return loss, w[..., None]
+
+
+def cross_entropy_index_backward(xp, x, onehot, coef, g):
+    """``(softmax(x) - onehot) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to
+    ``x`` (a 0-dim ``g``; for a stack, one per sample)."""
+    e = softmax(xp, x, -1)
+    e -= onehot
+    e *= coef * g[..., None, None]
+    return e
+
+
+def softplus(xp, x, beta, threshold):
+    bx = x * beta
+    return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
+
+
+def neg_part(xp, x):  # min(x, 0): keeps exp() of the branch where() drops finite
+    return xp.minimum(x, xp.zeros_like(x))
+
+
+def elu(xp, x, alpha, scale, input_scale):
+    # PyTorch's elu (elu, selu and celu): scale x above 0, alpha scale (exp(input_scale x) - 1) below
+    return xp.where(x > 0, x * scale, xp.expm1(neg_part(xp, x) * input_scale) * (alpha * scale))
+
+
+def leaky_relu(xp, x, slope):  # slope: a number, or an array of slopes (rrelu's noise)
+    return xp.where(x > 0, x, x * slope)
+
+
+def threshold(xp, x, th, value):
+    return xp.where(x > th, x, xp.full_like(x, value))
+
+
+def hardsigmoid(xp, x):
+    return xp.clip(x + 3, 0, 6) / 6
+
+
+def silu(xp, x):
+    return x / (1 + xp.exp(-x))
+
+
+def gelu(xp, erf, x, approximate):
+    """``erf``: the error function for ``xp``'s arrays (bound by :func:`kernels`)."""
+    if approximate == "tanh":
+        return x * 0.5 * (1 + xp.tanh((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)))
+    return x * 0.5 * (1 + erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def log_sigmoid(xp, x):
+    return neg_part(xp, x) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def softshrink(xp, x, lambd):
+    return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, xp.zeros_like(x)))
+
+
+def hardshrink(xp, x, lambd):
+    return xp.where(xp.abs(x) > lambd, x, xp.zeros_like(x))
+
+
+def glu(xp, x, axis):
+    a, b = xp.split(x, 2, axis=axis)
+    return a / (1 + xp.exp(-b))
+
+
+def hardswish(xp, x):
+    return x * hardsigmoid(xp, x)
+
+
+def mish(xp, x):
+    return x * xp.tanh(softplus(xp, x, 1.0, 20.0))
+
+
+def kernels(xp, strategy=None) -> dict:
+    """The activation and softmax kernels bound for ``xp``."""
+    table = bind(xp, {
+        "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
+        "cross_entropy_index_backward": cross_entropy_index_backward,
+        "nn_softplus": softplus, "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold,
+        "nn_hardsigmoid": hardsigmoid, "nn_hardswish": hardswish, "nn_silu": silu, "nn_mish": mish,
+        "nn_log_sigmoid": log_sigmoid, "nn_softshrink": softshrink, "nn_hardshrink": hardshrink,
+        "nn_prelu": leaky_relu, "nn_glu": glu})
+    table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"])
+    table["nn_gelu"].__name__ = "gelu"
+    return table
