@@ -55,6 +55,9 @@ from . import linalg, special  # noqa: E402,F401
 from . import backends, runtime  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from .dtypes import chalf, complex32  # noqa: E402,F401
+from .dtypes import (  # noqa: E402,F401
+    float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64,
+)
 
 globals().update(_LEGACY)
 
@@ -88,6 +91,17 @@ def detach(t):
 def typename(t) -> str:
     return t.type() if isinstance(t, Tensor) else type(t).__name__
 
+
+
+# PyTorch's constants: ``torch.inf``, ``torch.nan``, ``torch.pi``, ``torch.e``, and ``None`` as ``newaxis``
+from math import e, inf, nan, pi  # noqa: E402,F401
+
+newaxis = None
+
+
+def _assert(condition, message):
+    """``assert condition, message`` as a function call (what traced and scripted code writes)."""
+    assert condition, message
 
 
 from . import nn  # noqa: E402

@@ -76,10 +76,27 @@ complex128 = cdouble = dtype("complex128", np.complex128, COMPLEX, "ComplexDoubl
 complex32 = chalf = dtype("complex32", None, COMPLEX, "ComplexHalfTensor")
 complex32.itemsize = 4
 
+
+def _named(name: str, category: int, itemsize: int, signed: bool) -> dtype:
+    """A PyTorch dtype ember knows by name only (no tensor has it yet), as complex32."""
+    d = dtype(name, None, category, None)
+    d.itemsize, d.is_signed = itemsize, signed
+    return d
+
+
+# PyTorch's wider unsigned and float8 dtypes, named so that code listing dtypes imports; no tensor has them yet
+uint16, uint32, uint64 = (_named(f"uint{8 * n}", INT, n, False) for n in (2, 4, 8))
+float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = (
+    _named(n, FLOAT, 1, True) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"))
+float8_e8m0fnu = _named("float8_e8m0fnu", FLOAT, 1, False)
+NAMED_ONLY = (complex32, uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+              float8_e8m0fnu)
+
 ALL = (float16, float32, float64, bfloat16, uint8, int8, int16, int32, int64, bool, complex64, complex128)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
               cfloat=complex64, cdouble=complex128, complex32=complex32, chalf=complex32)
+_NAMES.update({d.name: d for d in NAMED_ONLY})
 FROM_NP = {d.np: d for d in ALL if d.np is not None}
 LEGACY = {d.legacy: d for d in ALL}
 

@@ -9,6 +9,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import secrets
 
 from .backend import BACKENDS, resolve
@@ -128,3 +129,32 @@ def default_states() -> list:
 def restore_default_states(states) -> None:
     for g, state in states:
         g.set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str = "cuda"):
+    """Random draws inside the block leave the CPU generator, and those of ``devices`` of ``device_type``
+    (every such device when None), as they were before it.
+
+    >>> import ember
+    >>> with ember.random.fork_rng():
+    ...     a = ember.rand(2)
+    >>> ember.equal(a, ember.rand(2))
+    True
+    """
+    if not enabled:
+        yield
+        return
+    gens = [default_generator("cpu")]
+    backend = BACKENDS.get(device_type)
+    if device_type != "cpu" and backend is not None and backend.is_available():
+        if devices is None:
+            devices = range(backend.device_count() if backend.has_index() else 1)
+        for d in devices:
+            gens.append(default_generator(f"{device_type}:{d}" if isinstance(d, int) else d))
+    saved = [(g, g.get_state()) for g in gens]
+    try:
+        yield
+    finally:
+        restore_default_states(saved)

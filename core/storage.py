@@ -1,6 +1,11 @@
 """Storages: the flat memory a tensor views (``untyped_storage()``, legacy ``storage()``)."""
 from __future__ import annotations
 
+import os
+
+import numpy as np
+
+from .backend import resolve
 from .shared_memory import is_shared  # noqa: F401
 
 
@@ -14,6 +19,27 @@ class UntypedStorage:
     @classmethod
     def _of(cls, t):
         return cls(t._storage_root(), t.device)
+
+    @classmethod
+    def from_file(cls, filename, shared: bool = False, nbytes: int = 0) -> "UntypedStorage":
+        """``nbytes`` bytes of a file as a CPU storage: ``shared=True`` maps the file, so writes reach it.
+
+        >>> import ember, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "b.bin")
+        >>> open(path, "wb").write(bytes([1, 2, 3]))
+        3
+        >>> ember.UntypedStorage.from_file(path, nbytes=3).tolist()
+        [1, 2, 3]
+        """
+        have = os.path.getsize(filename)
+        if nbytes < 0 or have < nbytes:
+            raise RuntimeError(f"unable to read {nbytes} bytes from file {filename}: it holds {have} bytes "
+                               f"(UntypedStorage.from_file)")
+        if shared and nbytes:
+            root = np.memmap(filename, dtype=np.uint8, mode="r+", shape=(nbytes,))
+        else:
+            root = np.fromfile(filename, dtype=np.uint8, count=nbytes)
+        return cls(root, resolve("cpu"))
 
     def nbytes(self) -> int:
         return int(self._root.nbytes)
