@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 from .serialization import load as _load
 
 _HUB_DIR = [None]
-_HASH = re.compile(r"-([a-f0-9]*)\.")
+HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")  # the sha256 prefix in a checkpoint's name, ``name-<hash>.ext``
 VAR_DEPENDENCY = "dependencies"
 MODULE_HUBCONF = "hubconf.py"
 
@@ -41,9 +41,15 @@ def get_dir() -> str:
     """The hub cache: :func:`set_dir`'s, else ``$EMBER_HOME/hub`` (``EMBER_HOME`` defaults to ``~/.cache/ember``)."""
     if _HUB_DIR[0] is not None:
         return _HUB_DIR[0]
+    return os.path.join(_get_torch_home(), "hub")
+
+
+def _get_torch_home() -> str:
+    """ember's cache root, the role ``TORCH_HOME`` plays for PyTorch: ``$EMBER_HOME``, else
+    ``$XDG_CACHE_HOME/ember`` (``~/.cache/ember``)."""
     home = os.environ.get("EMBER_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.join("~", ".cache")), "ember")
-    return os.path.join(os.path.expanduser(home), "hub")
+    return os.path.expanduser(home)
 
 
 def set_dir(d) -> None:
@@ -145,7 +151,7 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     model_dir = os.path.expanduser(model_dir or os.path.join(get_dir(), "checkpoints"))
     name = file_name or os.path.basename(urlparse(url).path)
     path = os.path.join(model_dir, name)
-    m = _HASH.search(name)
+    m = HASH_REGEX.search(name)
     prefix = m.group(1) if check_hash and m and m.group(1) else None
     if not os.path.isfile(path):
         download_url_to_file(url, path, prefix, progress=progress)

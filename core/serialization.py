@@ -41,6 +41,7 @@ import threading
 import zipfile
 import zlib
 from collections import OrderedDict
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -55,6 +56,9 @@ FORMAT = "ember"
 VERSION = 1
 PREFIX = "ember/"
 DTYPES = {d.name: d for d in dtypes.ALL}
+# what ``load(map_location=...)`` accepts, as PyTorch's type names it: a function of (tensor, saved location),
+# a device or its name, or a dict from saved location to target
+MAP_LOCATION = Optional[Union[Callable[[Tensor, str], Tensor], _device, str, dict]]
 
 
 # other checkpoint formats: ``(recognises(zip member names), read(zf, names, map_location, weights_only))``,
@@ -384,8 +388,11 @@ def storage_view(arr: np.ndarray, offset: int, shape: tuple, strides: tuple, sav
         t = _wrap(dev.kernels["as_strided"](root[0]._data, shape, strides, offset), dev)
         return _finish_tensor(t, requires_grad, is_param)
     if callable(target):
-        t = target(t, saved_location)
-    elif target.type != "cpu":
+        mapped = target(t, saved_location)
+        if mapped is not None:
+            return _finish_tensor(mapped, requires_grad, is_param)
+        target = _target(None, saved_location)  # None from the function: the default, where it was saved
+    if target.type != "cpu":
         t = t.to(target)
     return _finish_tensor(t, requires_grad, is_param)
 

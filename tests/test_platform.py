@@ -237,3 +237,142 @@ def test_compiler_and_dynamo_names():
     assert dynamo.config.cache_size_limit == 8 and dynamo.config.get_config_copy()["optimize_ddp"] is True
     with pytest.raises(AttributeError, match="no_such_setting"):
         dynamo.config.patch(no_such_setting=1)
+
+
+# ----------------------------------------------------------------------------------- constants and small names
+def test_constants_and_dtype_names_as_pytorch(torch):
+    for name in ("inf", "nan", "pi", "e"):
+        mine, ref = getattr(ember, name), getattr(torch, name)
+        assert (mine == ref) or (mine != mine and ref != ref)
+    assert ember.newaxis is torch.newaxis is None
+    x = ember.arange(3.0)
+    assert x[ember.newaxis].shape == (1, 3)
+    for name in ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                 "float8_e8m0fnu"):
+        mine, ref = getattr(ember, name), getattr(torch, name)
+        assert (mine.itemsize, mine.is_floating_point, mine.is_signed) == (ref.itemsize, ref.is_floating_point,
+                                                                           ref.is_signed), name
+        assert repr(mine) == f"ember.{name}"
+    with pytest.raises(NotImplementedError, match="no uint16 tensors yet"):
+        ember.zeros(2, dtype=ember.uint16)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ember.float8_e5m2)) is ember.float8_e5m2
+
+
+def test_assert_as_pytorch(torch):
+    for mod in (ember, torch):
+        mod._assert(True, "fine")
+        with pytest.raises(AssertionError, match="went wrong"):
+            mod._assert(False, "went wrong")
+
+
+def test_fork_rng_restores_the_generators(torch):
+    for mod in (ember, torch):
+        mod.manual_seed(3)
+        with mod.random.fork_rng():
+            inside = mod.rand(4)
+        assert mod.equal(inside, mod.rand(4))
+        with mod.random.fork_rng(enabled=False):
+            a = mod.rand(2)
+        assert not mod.equal(a, mod.rand(2))
+
+
+def test_hub_serialization_and_model_zoo_names(tmp_path, monkeypatch, torch):
+    import ember.hub as hub
+
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path / "home"))
+    assert hub._get_torch_home() == str(tmp_path / "home") and hub.get_dir() == str(tmp_path / "home" / "hub")
+    assert hub.HASH_REGEX.pattern == torch.hub.HASH_REGEX.pattern
+    assert hub.HASH_REGEX.search("resnet18-f37072fd.pth").group(1) == "f37072fd"
+    from ember.utils import model_zoo
+
+    assert model_zoo.load_url is hub.load_state_dict_from_url
+    assert "Callable" in str(ember.serialization.MAP_LOCATION)
+
+
+def test_load_map_location_function_returning_none_keeps_default(tmp_path, torch):
+    path = tmp_path / "ckpt.pt"
+    ember.save({"w": ember.arange(3.0)}, path)
+    seen = []
+
+    def fn(storage, location):
+        seen.append(location)
+
+    out = ember.load(path, map_location=fn)
+    assert seen == ["cpu"] and out["w"].device.type == "cpu" and out["w"].tolist() == [0.0, 1.0, 2.0]
+    torch.save({"w": torch.arange(3.0)}, tmp_path / "ref.pt")
+    assert torch.load(tmp_path / "ref.pt", map_location=lambda s, loc: None)["w"].tolist() == [0.0, 1.0, 2.0]
+    assert ember.load(path, map_location=lambda t, loc: t * 2)["w"].tolist() == [0.0, 2.0, 4.0]
+
+
+def test_untyped_storage_from_file(tmp_path, torch):
+    path = tmp_path / "bytes.bin"
+    path.write_bytes(bytes([5, 6, 7, 8]))
+    mine, ref = ember.UntypedStorage.from_file(str(path), False, 4), torch.UntypedStorage.from_file(str(path),
+                                                                                                     False, 4)
+    assert mine.tolist() == ref.tolist() == [5, 6, 7, 8] and mine.nbytes() == ref.nbytes() == 4
+    assert ember.UntypedStorage.from_file(str(path), True, 4).tolist() == [5, 6, 7, 8]
+    with pytest.raises(RuntimeError, match="bytes.bin"):
+        ember.UntypedStorage.from_file(str(path), False, 16)
+
+
+def test_jit_names():
+    from ember.jit.annotations import BroadcastingList2
+
+    def f(x):
+        return x
+
+    assert ember.jit._script_if_tracing(f) is f and ember.jit._overload_method(f) is f
+    assert BroadcastingList2[int] == list[int] or BroadcastingList2[int].__origin__ is list
+
+
+# ---------------------------------------------------------------------------------------- data and distributed
+def test_datasets_and_samplers_are_generic(torch):
+    from ember.utils.data import Dataset, IterableDataset, Sampler
+
+    for cls in (Dataset, IterableDataset, Sampler):
+        assert cls[int].__origin__ is cls
+
+    class Squares(Dataset[int]):
+        def __getitem__(self, i):
+            return i * i
+
+        def __len__(self):
+            return 4
+
+    assert list(ember.utils.data.DataLoader(Squares(), batch_size=2))[1].tolist() == [4, 9]
+
+
+def test_dataloader_internals_by_pytorchs_names():
+    from ember.utils.data import DataLoader, TensorDataset
+    from ember.utils.data.dataloader import _BaseDataLoaderIter
+
+    loader = DataLoader(TensorDataset(ember.arange(4)), batch_size=2)
+    it = iter(loader)
+    assert isinstance(it, _BaseDataLoaderIter) and iter(it) is it and len(it) == 2
+    import ember.utils.data._utils.collate as collate
+
+    assert collate.default_collate is ember.utils.data.default_collate
+    assert ember.utils.data._utils.worker.get_worker_info() is None
+
+
+def test_distributed_names(torch):
+    import ember.distributed as dist
+    from ember.distributed.tensor import DeviceMesh, DTensor, Partial, Replicate, Shard, distribute_tensor
+
+    import torch.distributed as tdist
+    from torch.distributed import tensor as tt
+
+    for name in ("MPI", "nccl", "Gloo", "something"):
+        assert dist.Backend(name) == tdist.Backend(name)
+    assert dist.Backend.MPI == tdist.Backend.MPI and dist.Backend.UNDEFINED == tdist.Backend.UNDEFINED
+    for mine, ref in ((Shard(1), tt.Shard(1)), (Replicate(), tt.Replicate()), (Partial(), tt.Partial())):
+        assert (repr(mine), str(mine)) == (repr(ref), str(ref))
+        assert (mine.is_shard(), mine.is_replicate(), mine.is_partial()) == (ref.is_shard(), ref.is_replicate(),
+                                                                               ref.is_partial())
+    assert Shard(0) == Shard(0) != Shard(1) and len({Replicate(), Replicate()}) == 1
+    assert issubclass(DTensor, ember.Tensor) and not isinstance(ember.ones(1), DTensor)
+    for make in (DTensor, DeviceMesh, lambda: distribute_tensor(ember.ones(2))):
+        with pytest.raises(NotImplementedError, match="ember has no working"):
+            make()

@@ -8,6 +8,7 @@ Start the processes with ``python -m ember.distributed.run --nproc N script.py``
 >>> t = ember.tensor([float(dist.get_rank())])     # doctest: +SKIP
 >>> dist.all_reduce(t, op=dist.ReduceOp.SUM)       # doctest: +SKIP
 """
+from .backend_name import Backend
 from .collectives import (
     ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, barrier, broadcast,
     broadcast_object_list, destroy_process_group, gather, get_backend, get_rank, get_world_size, init_process_group,
@@ -15,8 +16,8 @@ from .collectives import (
     reduce_scatter_tensor, scatter, send,
 )
 
-__all__ = ["ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier",
-           "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "get_backend", "get_rank",
-           "get_world_size", "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available",
+__all__ = ["Backend", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
+           "barrier", "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "get_backend",
+           "get_rank", "get_world_size", "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available",
            "is_nccl_available", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
            "send"]

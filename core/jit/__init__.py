@@ -261,6 +261,18 @@ def is_scripting() -> bool:
     return False
 
 
+def _script_if_tracing(fn):
+    """Script ``fn`` only while a trace records: ember's trace records the ops ``fn`` runs and its scripting
+    is eager, so ``fn`` is returned unchanged."""
+    return fn
+
+
+def _overload_method(func):
+    """Declare one signature of an overloaded TorchScript method; the body that follows in the class replaces
+    it, so in eager mode ``func`` is returned unchanged."""
+    return func
+
+
 def interface(obj):
     """A class decorator for TorchScript interfaces; returns the class unchanged (eager)."""
     return obj

@@ -6,6 +6,7 @@
 >>> [b[0].tolist() for b in loader]
 [[0, 1, 2], [3, 4, 5]]
 """
+from . import _utils  # noqa: F401
 from ._worker import WorkerInfo, get_worker_info
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader

@@ -153,16 +153,20 @@ class DataLoader:
 
 
 
-class _SingleProcessIter:
+class _BaseDataLoaderIter:
+    """What iterating a DataLoader gives, in one process or with workers (PyTorch's name, for isinstance)."""
+
+    def __iter__(self):
+        return self
+
+
+class _SingleProcessIter(_BaseDataLoaderIter):
     def __init__(self, loader: DataLoader):
         loader._base_seed()  # drawn as with workers, so shuffling does not depend on num_workers
         self._loader = loader
         self._indices = iter(loader._index_sampler)
         self._fetcher = _worker._Fetcher(loader.dataset, loader._auto_collation, loader.collate_fn,
                                          loader.drop_last, loader._iterable)
-
-    def __iter__(self):
-        return self
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -193,7 +197,7 @@ class _LoaderSettings:
         return self.length
 
 
-class _MultiProcessIter:
+class _MultiProcessIter(_BaseDataLoaderIter):
     """Worker processes fed through per-worker index queues; results reassembled in order."""
 
     def __init__(self, loader: DataLoader):
@@ -235,9 +239,6 @@ class _MultiProcessIter:
         self._cycle = itertools.cycle(range(self._n))
         for _ in range(loader.prefetch_factor * self._n):
             self._put_task()
-
-    def __iter__(self):
-        return self
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -345,6 +346,9 @@ class _MultiProcessIter:
 
     def __del__(self):
         self._shutdown()
+
+
+_SingleProcessDataLoaderIter, _MultiProcessingDataLoaderIter = _SingleProcessIter, _MultiProcessIter  # PyTorch's
 
 
 def _exit_reason(code) -> str:

@@ -13,14 +13,18 @@ from __future__ import annotations
 import bisect
 import math
 import warnings
-from typing import Sequence
+from typing import Generic, Sequence, TypeVar
 
 from ...ops.creation import randperm
 from ...random import default_generator
 
 
-class Dataset:
-    """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
+    """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``); generic in its
+    sample type, as PyTorch's (``Dataset[int]``)."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -29,7 +33,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset that is a stream: subclasses implement ``__iter__``; use ``get_worker_info`` to shard."""
 
     def __iter__(self):

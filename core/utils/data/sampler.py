@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Generic, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -16,8 +16,12 @@ from ...ops.creation import rand, randint, randperm
 from ...random import Generator
 
 
-class Sampler:
-    """Base class: an iterable of indices (or of index lists, for batch samplers)."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    """Base class: an iterable of indices (or of index lists, for batch samplers); generic in what it yields,
+    as PyTorch's (``Sampler[int]``)."""
 
     def __init__(self, data_source=None):
         pass
