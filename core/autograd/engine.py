@@ -138,6 +138,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, t in enumerate(outputs):
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     targets = {}
     edges = []
     for t in inputs:
@@ -169,6 +172,45 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize):
+    """``grad`` with ``is_grads_batched``: dimension 0 of each grad_output is a batch of cotangents, all run in
+    one vmapped backward pass (as PyTorch does), each result with the batch dimension in front."""
+    from ..func.vmap import vmap  # cycle: vmap batches the ops, floors above the engine that runs them
+    Tensor = _tensor.Tensor
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"grad: with is_grads_batched=True grad_outputs[{i}] must be a Tensor whose first "
+                               f"dimension is the batch, got {type(g).__name__}")
+        if g._data.ndim == 0 or tuple(g._data.shape[1:]) != tuple(out._data.shape):
+            raise RuntimeError(f"If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                               f"as the batch dimension. The sizes of the remaining dimensions are expected to "
+                               f"match the shape of corresponding output, but a mismatch was detected: "
+                               f"grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "
+                               f"{out.shape}. If you only want some tensors in `grad_output` to be considered "
+                               f"batched, consider using vmap.")
+    unused = [False] * len(inputs)
+
+    def one(*gos):
+        res = grad(outputs, inputs, gos, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+        filled = []
+        for k, (g, t) in enumerate(zip(res, inputs)):
+            if g is None:  # (vmap returns tensors only: a zero stands in, put back to None below)
+                unused[k] = True
+                g = t.new_zeros(t.shape)
+            filled.append(g)
+        return tuple(filled)
+
+    result = []
+    for g, was_unused in zip(vmap(one)(*grad_outputs), unused):
+        if was_unused and not materialize:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+            g = None
         result.append(g)
     return tuple(result)
 
@@ -426,8 +468,11 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
 
 
 def _sum_grads(a, b, create_graph):
-    """Two gradients for one edge, added (straight on the arrays when no graph is being built)."""
-    if create_graph or a._data.shape != b._data.shape or a._data.dtype != b._data.dtype:
+    """Two gradients for one edge, added (straight on the arrays when no graph is being built and both are
+    plain tensors: a subclass, such as a vmap-batched gradient, adds through its op)."""
+    T = _tensor.Tensor
+    if create_graph or type(a) is not T or type(b) is not T or a._data.shape != b._data.shape \
+            or a._data.dtype != b._data.dtype:
         return a + b
     return _tensor._wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
 

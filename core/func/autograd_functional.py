@@ -219,7 +219,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     """The Jacobian of ``func`` at ``inputs``: for output ``i`` and input ``j`` a tensor of shape
     ``out_i.shape + in_j.shape``, nested as PyTorch nests it (a Tensor, or tuples over outputs and inputs).
 
-    ``strategy="reverse-mode"`` runs one backward pass per output element; ``strategy="forward-mode"``
+    ``strategy="reverse-mode"`` runs one backward pass per output element, or with ``vectorize=True`` one
+    vmapped backward pass per output over all its elements (``is_grads_batched``); ``strategy="forward-mode"``
     (which needs ``vectorize=True``) one forward pass with dual tensors per input element (see
     :mod:`ember.autograd.forward_ad`): the better choice when outputs outnumber inputs.
 
@@ -256,6 +257,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                                "supported together. Please either set `strict=False` or `vectorize=False`.")
         jac = []
         for i, out in enumerate(outputs):
+            if vectorize:
+                jac.append(_jacobian_rows_batched(out, inputs, create_graph))
+                continue
             rows = tuple([] for _ in inputs)
             flat = out.reshape(-1)
             for e in range(out.nelement()):
@@ -277,6 +281,19 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         if strategy == "forward-mode":  # PyTorch nests forward-mode Jacobians in lists
             jac = [list(row) for row in jac]
         return _untuple(jac, (is_out_tuple, is_in_tuple))
+
+
+def _jacobian_rows_batched(out, inputs, create_graph):
+    """One output's Jacobian blocks (``out.shape + in.shape`` per input) from one backward pass over the basis of
+    its cotangents at once (``is_grads_batched``)."""
+    n = out.nelement()
+    grads = (None,) * len(inputs)
+    if n and out.requires_grad:
+        basis = eye(n, dtype=out.dtype, device=out.device).reshape((n,) + tuple(out.shape))
+        grads = _grad((out,), inputs, (basis,), retain_graph=True, create_graph=create_graph, allow_unused=True,
+                      is_grads_batched=True)
+    return tuple((out.new_zeros((n,) + tuple(inp.shape)) if g is None else g).reshape(out.shape + inp.shape)
+                 for g, inp in zip(grads, inputs))
 
 
 def _jacobian_forward(func, inputs):

@@ -7,11 +7,14 @@ gradient of a per-sample loss with respect to it is per sample: ``vmap(grad(loss
 gives per-sample gradients from one batched forward and backward.  Nested transforms keep the graph
 (``create_graph``) so an outer transform differentiates the inner one's result.  Forward-mode products
 (``jvp``, ``jacfwd``) are exact, computed by the double-vjp trick: the vjp ``u -> J^T u`` is linear in
-``u``, and its vjp against ``v`` is ``J v``.
+``u``, and its vjp against ``v`` is ``J v``.  Jacobians take every basis vector in one pass, as ``torch.func``
+does: ``jacrev`` vmaps the backward pass over the one-hot cotangents, ``jacfwd`` vmaps the vjp's own backward
+over the one-hot tangents (the batching rules run the backward formulas on the whole stack).
 """
 from __future__ import annotations
 
 import functools
+import math
 
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, inference_mode
@@ -317,8 +320,11 @@ def vjp(func, *primals, has_aux=False):
             return [rewrap(g, traced.levels) for g in traced.grads(reals, cts, create_graph=cg,
                                                                     retain_graph=retain_graph)]
 
-        extra = [lv for lv in LEVELS if lv not in traced.levels]
-        grads = traced.unflatten(_per_sample(flat_ct, traced, extra, compute))
+        if traced.levels:
+            extra = [lv for lv in LEVELS if lv not in traced.levels]
+            grads = traced.unflatten(_per_sample(flat_ct, traced, extra, compute))
+        else:  # the graph holds no batched tensor: cotangents batched by a vmap around vjp_fn run in one pass
+            grads = traced.unflatten(compute(flat_ct))
         return tuple(grads) if cg else traced.finish(tuple(grads))
 
     result = (traced.finish(out), vjp_fn)
@@ -405,39 +411,98 @@ def linearize(func, *primals):
 
 
 # --------------------------------------------------------------------------- Jacobians
-def _jacobian(func, argnums, has_aux, name):
+def _basis(n, real, prefix, shape, dtype=None):
+    """The ``n`` one-hot vectors of a logical ``shape`` as one physical tensor ``(n,) + real.shape``: each sample
+    of a new vmap level is one basis vector, repeated over the ``prefix`` open levels by zero strides."""
+    eye_ = eye(n, dtype=real.dtype if dtype is None else dtype, device=real.device)
+    return eye_.reshape((n,) + (1,) * prefix + tuple(shape)).expand((n,) + tuple(real.shape))
+
+
+def _batched(compute, basis, chunk_size):
+    """``compute`` (one logical cotangent or tangent -> a list of real tensors) over every basis vector in one
+    vmapped run (``chunk_size`` vectors at a time): the results stacked in front."""
+    from .vmap import vmap  # cycle: vmap imports the batching rules, which import this module's neighbours
+    return vmap(lambda v: tuple(compute(v)), chunk_size=chunk_size)(basis)
+
+
+def _jacobian(func, argnums, has_aux, name, chunk_size=None):
+    forward = name == "jacfwd"
+
     @functools.wraps(func)
     @_outside_inference
     def wrapper(*args, **kwargs):
         traced, out = _traced_call(func, args, kwargs, argnums, name)
         out, aux = _split_aux(out, has_aux, name)
         flat_out, out_spec = tree_flatten(out)
-        prefix = len(traced.levels)
-        per_output = []
         for o in flat_out:
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{name}(f, ...)(*args): expected f(*args) to return only tensors, got "
                                    f"unsupported type {type(o)}")
-            real = traced.real_out(o)
-            n = o.numel()
-            rows = [[] for _ in traced.reals]
-            basis = eye(n, dtype=real.dtype, device=real.device) if n else None
-            for e in range(n):
-                onehot = basis[e].reshape(o.shape).expand(real.shape)
-                for j, g in enumerate(traced.grads([real], [onehot])):
-                    rows[j].append(g)
-            jacs = []
-            for r, inp in zip(rows, traced.reals):
-                lead, shape = tuple(inp.shape[:prefix]), tuple(inp.shape[prefix:])
-                j = stack(r, prefix) if r else inp.new_zeros(lead + (0,) + shape)
-                jacs.append(rewrap(j.reshape(lead + tuple(o.shape) + shape), traced.levels))
-            it = iter(jacs)
+        reals = [traced.real_out(o) for o in flat_out]
+        shapes = [tuple(o.shape) for o in flat_out]
+        blocks = (_forward_blocks if forward else _reverse_blocks)(traced, reals, shapes, chunk_size)
+        per_output = []
+        for row in blocks:
+            it = iter([rewrap(j, traced.levels) for j in row])
             trees = [tree_unflatten([next(it) for _ in range(s.num_leaves)], s) for s in traced.specs]
             per_output.append(traced.finish(_pick(trees, argnums)))
         res = tree_unflatten(per_output, out_spec)
         return (res, traced.finish(aux)) if has_aux else res
 
     return wrapper
+
+
+def _reverse_blocks(traced, reals, shapes, chunk_size):
+    """Jacobian blocks (real tensors, ``lead + out shape + in shape``) by reverse mode: per output, one
+    backward pass vmapped over the basis of its cotangents."""
+    prefix = len(traced.levels)
+    blocks = []
+    for real, shape in zip(reals, shapes):
+        n = math.prod(shape)
+        if n:
+            rows = _batched(lambda ct, real=real: traced.grads([real], [ct]), _basis(n, real, prefix, shape),
+                            chunk_size)
+        else:
+            rows = [r.new_zeros((0,) + tuple(r.shape)) for r in traced.reals]
+        blocks.append([_block(r, inp, prefix, shape, False) for r, inp in zip(rows, traced.reals)])
+    return blocks
+
+
+def _forward_blocks(traced, reals, shapes, chunk_size):
+    """Jacobian blocks by forward products: the vjp ``u -> J^T u`` is built once as a graph, and its own
+    backward against each input's tangent basis (one vmapped pass per input) gives the columns ``J v``."""
+    prefix = len(traced.levels)
+    dummies = [zeros_like(r).requires_grad_() for r in reals]
+    with enable_grad():
+        back = traced.grads(reals, dummies, create_graph=True)
+    handlers = traced.handlers()
+    cols = []  # per input: per output, (in numel,) + the output's real shape
+
+    def products(b, v):
+        if not b.requires_grad:
+            return [zeros_like(r) for r in reals]
+        with set_aside(handlers):
+            res = _autograd_grad([b], dummies, [v], allow_unused=True, retain_graph=True,
+                                 create_graph=traced.keep_graph)
+        return [zeros_like(r) if g is None else g for g, r in zip(res, reals)]
+
+    for b, inp in zip(back, traced.reals):
+        shape = tuple(inp.shape[prefix:])
+        n = math.prod(shape)
+        if n:
+            cols.append(_batched(lambda v, b=b: products(b, v), _basis(n, inp, prefix, shape), chunk_size))
+        else:
+            cols.append([r.new_zeros((0,) + tuple(r.shape)) for r in reals])
+    return [[_block(c[k], inp, prefix, shape, True)
+             for c, inp in zip(cols, traced.reals)] for k, (real, shape) in enumerate(zip(reals, shapes))]
+
+
+def _block(stacked, inp, prefix, out_shape, by_columns):
+    """One Jacobian block ``lead + out_shape + in_shape`` from a stack of products: of rows (``stacked`` is
+    ``(out numel,) + lead + in_shape``) or ``by_columns`` (``(in numel,) + lead + out_shape``)."""
+    lead, in_shape = tuple(inp.shape[:prefix]), tuple(inp.shape[prefix:])
+    moved = stacked.movedim(0, -1) if by_columns else stacked.movedim(0, prefix)
+    return moved.reshape(lead + tuple(out_shape) + in_shape)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
@@ -451,7 +516,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
-    return _jacobian(func, argnums, has_aux, "jacrev")
+    return _jacobian(func, argnums, has_aux, "jacrev", chunk_size)
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
