@@ -1,5 +1,9 @@
 """``ember.ops.<namespace>.<name>``: operators added by plugins through the ``ember_ops`` hook.
 
+A thin layer over :mod:`ember.library`: a plugin op is a library operator without a schema (its function is
+called as given), published in the same namespaces, with the same reserved names, and a kernel op is the same
+kind of Op class, run through :func:`ember.dispatch.apply`.
+
 A plugin op is one of:
 
 * a function of tensors written with ember ops (no backward needed);
@@ -18,27 +22,14 @@ tensor([2., 2.])
 from __future__ import annotations
 
 import sys
-import types
 
-from .autograd.function import Function, Op
+from .autograd.function import Function
 from .dispatch import apply
 from .hookspecs import PluginError
-from .registry import bind, drop, export, unexport
+from .library import NAMESPACES, OWNERS, OpDef, OpNamespace, add_def, check_namespace, drop_def  # noqa: F401
+from .library import make_op_class
+from .registry import export, unexport
 from .tensor import Tensor
-
-
-class OpNamespace(types.SimpleNamespace):
-    """The operators of one plugin namespace."""
-
-    def __init__(self, name):
-        super().__init__()
-        self._name = name
-
-    def __getattr__(self, op):
-        raise AttributeError(f"ember.ops.{self._name} has no operator {op!r}")
-
-
-NAMESPACES: dict = {}
 
 
 def _refuse(registry, qualname, what):
@@ -56,13 +47,8 @@ def kernel_op(qualname: str, forward, backward, origin: str):
     def fwd(ctx, k, *arrays):
         return k.get(key, forward)(*arrays)
 
-    attrs = {"forward": staticmethod(fwd), "save_inputs": True, "save_output": True, "_origin": origin,
-             "backward_name": qualname.rsplit(".", 1)[-1].title().replace("_", "") + "Backward0"}
-    if backward is not None:
-        attrs["backward"] = staticmethod(backward)
-    else:
-        attrs["backward"] = staticmethod(_not_differentiable(qualname, origin))
-    return type(attrs["backward_name"], (Op,), attrs)
+    return make_op_class(qualname, fwd, backward if backward is not None else _not_differentiable(qualname, origin),
+                         origin, qualname.rsplit(".", 1)[-1])
 
 
 def _not_differentiable(qualname, origin):
@@ -81,36 +67,40 @@ def _op_caller(OpCls):
 
 def add_op(registry, namespace: str, name: str, fn=None, *, forward=None, backward=None, kernels=None,
            method=None, module=None, differentiable: bool = True, **extra):
-    """Register ``ember.ops.<namespace>.<name>``; see :func:`ember.plugins.Registry.add_op`."""
+    """Register ``ember.ops.<namespace>.<name>``; see :func:`ember.plugins.Registry.add_op`.
+
+    The op becomes an :mod:`ember.library` operator without a schema: its function is called as given."""
     qualname = f"ember.ops.{namespace}.{name}"
     if extra:
         raise _refuse(registry, qualname, f"got unknown options {sorted(extra)}")
     if not (namespace.isidentifier() and name.isidentifier()):
         raise _refuse(registry, qualname, "needs a namespace and name that are Python identifiers")
-    owner = registry.ops.get(namespace, {}).get(name)
-    if owner is not None and owner["plugin"] != registry.current:
-        raise PluginError(f"op clash: {qualname} is provided by plugin {registry.describe(owner['plugin'])} and "
+    try:
+        check_namespace(namespace, f"op {qualname}")
+    except ValueError as exc:
+        raise _refuse(registry, qualname, f"cannot be registered: {exc}") from None
+    owner = OWNERS.get((namespace, name))
+    if owner is not None and owner != registry.current:
+        theirs = "ember.library" if owner == "library" else f"plugin {registry.describe(owner)}"
+        raise PluginError(f"op clash: {qualname} is provided by {theirs} and "
                           f"plugin {registry.describe(registry.current)}; uninstall or disable one of them")
     origin = f" (op {qualname} from plugin {registry.describe(registry.current)})"
-    call = _callable(registry, qualname, fn, forward, backward, differentiable, origin)
+    call, OpCls = _callable(registry, qualname, fn, forward, backward, differentiable, origin)
     if kernels:
         for dev_type, k in kernels.items():
             registry.add_kernel(dev_type, qualname, k)
     if module is not None and not isinstance(module, type):
         raise _refuse(registry, qualname, f"module= must be a Module class, got {type(module).__name__}")
+    d = add_def(OpDef(namespace, name, None, getattr(fn, "__doc__", None), call=call, Op=OpCls), registry.current)
     registry.ops.setdefault(namespace, {})[name] = {
-        "fn": call, "plugin": registry.current, "method": method, "module": module,
+        "fn": d.packet, "def": d, "plugin": registry.current, "method": method, "module": module,
         "differentiable": differentiable, "kernels": sorted(kernels or ())}
-    ns = NAMESPACES.get(namespace)
-    if ns is None:
-        ns = NAMESPACES[namespace] = OpNamespace(namespace)
-        bind(f"ops.{namespace}", ns)
-    export(call, name, to=(f"ops.{namespace}",))
+    ns = NAMESPACES[namespace]
     if method:
         mname = method if isinstance(method, str) else name
         if hasattr(Tensor, mname) and registry.methods.get(mname) is None:
             raise _refuse(registry, qualname, f"cannot become Tensor.{mname}: ember already defines it")
-        export(_as_method(call), mname, to=("Tensor",))
+        export(_as_method(d.packet), mname, to=("Tensor",))
         registry.methods[mname] = registry.current
     if module is not None:
         nn = _nn()
@@ -131,16 +121,17 @@ def _callable(registry, qualname, fn, forward, backward, differentiable, origin)
         if differentiable and backward is None:
             raise _refuse(registry, qualname, "claims to be differentiable but has no backward "
                                               "(give backward= or differentiable=False)")
-        return _op_caller(kernel_op(qualname, forward, backward, origin))
+        OpCls = kernel_op(qualname, forward, backward, origin)
+        return _op_caller(OpCls), OpCls
     if isinstance(fn, type) and issubclass(fn, Function):
         if differentiable and fn.backward is Function.backward and fn.vjp is Function.vjp:
             raise _refuse(registry, qualname, f"claims to be differentiable but Function {fn.__name__} has no "
                                               "backward (define backward or pass differentiable=False)")
         fn._backward_cls._origin = origin
-        return fn.apply
+        return fn.apply, None
     if not callable(fn):
         raise _refuse(registry, qualname, f"is not callable (got {type(fn).__name__})")
-    return fn
+    return fn, None
 
 
 def _as_method(call):
@@ -169,14 +160,12 @@ def remove_ops(registry, plugin: str) -> None:
                 continue
             del ops[name]
             removed.append(entry)
-            unexport(f"ops.{namespace}", name)
             ns = NAMESPACES.get(namespace)
             if ns is not None and entry["module"] is not None:
                 ns.__dict__.pop(entry["module"].__name__, None)
+            drop_def(entry["def"])
         if not ops:
             del registry.ops[namespace]
-            NAMESPACES.pop(namespace, None)
-            drop(f"ops.{namespace}")
     nn = sys.modules.get("ember.nn")
     for entry in removed:
         mod = entry["module"]
