@@ -1,5 +1,5 @@
-"""The CPU backend's page pool (reused pages for large buffers, the backend's allocator hook) and the layers running on it (recurrent
-layers, convolutions): a buffer is handed out again only once nothing refers to it, so live outputs, saved
+"""The CPU backend's page pool (reused pages for large buffers, its allocator hook) and the layers running on it
+(recurrent layers, convolutions): a buffer is handed out again only once nothing refers to it, so live outputs, saved
 caches and retained graphs stay intact; the layers still match PyTorch and gradcheck (and gradgradcheck) in
 float64 with every buffer pooled."""
 import numpy as np

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..dtypes import bfloat16 as _bfloat16
+from .strategy import bind
 
 _BF16 = getattr(_bfloat16.np, "type", None)  # NumPy's BLAS has no bfloat16 (ml_dtypes' products come back in float32)
 
@@ -32,6 +33,151 @@ def _repeated(a):
     """Whether every matrix of stack ``a`` is the same memory (zero strides over the stack dimensions)."""
     st = getattr(a, "strides", None)
     return st is not None and (not st[0] if len(st) == 3 else not any(st[:-2]))
+
+
+def _flat(xp, a):
+    """``a`` as a stack of matrices (one leading dimension) and its batch shape."""
+    return xp.reshape(a, (-1,) + tuple(a.shape[-2:])), tuple(a.shape[:-2])
+
+
+def matrix_exp(xp, a):
+    """``exp(a)`` of each matrix of ``a``."""
+    # scaling and squaring with the degree-13 Pade approximant (Higham 2005), the scaling chosen per matrix
+    flat, batch = _flat(xp, a)
+    n = flat.shape[-1]
+    if flat.shape[0] == 0 or n == 0:
+        return xp.array(a, copy=True)
+    b = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+         129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0,
+         960960.0, 16380.0, 182.0, 1.0)
+    theta = 5.371920351148152 if flat.dtype == xp.float64 else 3.925724783138660
+    norm = xp.max(xp.sum(xp.abs(flat), axis=-2), axis=-1)
+    s = xp.maximum(0, xp.ceil(xp.log2(xp.maximum(norm, 1e-300) / theta))).astype(xp.int64)
+    x = flat / (2.0 ** s).astype(flat.dtype)[:, None, None]
+    ident = xp.broadcast_to(xp.eye(n, dtype=flat.dtype), x.shape)
+    x2 = x @ x
+    x4 = x2 @ x2
+    x6 = x4 @ x2
+    u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * ident)
+    v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * ident
+    r = xp.linalg.solve(v - u, v + u)
+    for i in range(int(xp.max(s))):
+        r = xp.where((s > i)[:, None, None], r @ r, r)
+    return xp.reshape(r, batch + (n, n))
+
+
+def _ldl_one(xp, a):
+    # LAPACK's sytf2 (lower): Bunch-Kaufman diagonal pivoting, 1x1 and 2x2 blocks; one matrix (the block
+    # sizes differ between matrices of a batch)
+    a = xp.tril(a)
+    n = a.shape[-1]
+    piv = [0] * n
+    info = 0
+    alpha = (1 + 17 ** 0.5) / 8
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = float(abs(a[k, k]))
+        if k < n - 1:
+            imax = k + 1 + int(xp.argmax(xp.abs(a[k + 1:, k])))
+            colmax = float(abs(a[imax, k]))
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0:
+            info = info or k + 1
+            kp = k
+        else:
+            if absakk >= alpha * colmax:
+                kp = k
+            else:
+                rowmax = float(xp.max(xp.abs(a[imax, k:imax]))) if imax > k else 0.0
+                if imax < n - 1:
+                    rowmax = max(rowmax, float(xp.max(xp.abs(a[imax + 1:, imax]))))
+                if absakk >= alpha * colmax * (colmax / rowmax):
+                    kp = k
+                elif float(abs(a[imax, imax])) >= alpha * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                if kp < n - 1:
+                    t = a[kp + 1:, kk].copy()
+                    a[kp + 1:, kk] = a[kp + 1:, kp]
+                    a[kp + 1:, kp] = t
+                t = a[kk + 1:kp, kk].copy()
+                a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                a[kp, kk + 1:kp] = t
+                t = a[kk, kk].copy()
+                a[kk, kk] = a[kp, kp]
+                a[kp, kp] = t
+                if kstep == 2:
+                    t = a[k + 1, k].copy()
+                    a[k + 1, k] = a[kp, k]
+                    a[kp, k] = t
+            if kstep == 1:
+                if k < n - 1:
+                    x = a[k + 1:, k] / a[k, k]
+                    a[k + 1:, k + 1:] -= xp.tril(xp.outer(x, a[k + 1:, k]))
+                    a[k + 1:, k] = x
+            elif k < n - 2:
+                d21 = a[k + 1, k]
+                d11 = a[k + 1, k + 1] / d21
+                d22 = a[k, k] / d21
+                d21 = 1 / (d11 * d22 - 1) / d21
+                wk = d21 * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
+                wkp1 = d21 * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
+                a[k + 2:, k + 2:] -= xp.tril(xp.outer(a[k + 2:, k], wk) + xp.outer(a[k + 2:, k + 1], wkp1))
+                a[k + 2:, k] = wk
+                a[k + 2:, k + 1] = wkp1
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return a, piv, info
+
+
+def _ldl_solve_one(xp, ld, piv, b):
+    # LAPACK's sytrs (lower): L D L^T X = B with the interchanges of sytf2
+    n = ld.shape[-1]
+    b = xp.array(b, copy=True)
+
+    def swap(i, j):
+        if i != j:
+            t = b[i].copy()
+            b[i] = b[j]
+            b[j] = t
+
+    k = 0
+    while k < n:
+        if piv[k] > 0:
+            swap(k, piv[k] - 1)
+            b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
+            b[k] /= ld[k, k]
+            k += 1
+        else:
+            swap(k + 1, -piv[k] - 1)
+            b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
+            akm1k = ld[k + 1, k]
+            akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1
+            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            b[k] = (ak * bkm1 - bk) / denom
+            b[k + 1] = (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:
+        if piv[k] > 0:
+            b[k] -= ld[k + 1:, k] @ b[k + 1:]
+            swap(k, piv[k] - 1)
+            k -= 1
+        else:
+            b[k] -= ld[k + 1:, k] @ b[k + 1:]
+            b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
+            swap(k, -piv[k] - 1)
+            k -= 2
+    return b
 
 
 def kernels(xp, strategy=None) -> dict:
@@ -126,14 +272,10 @@ def kernels(xp, strategy=None) -> dict:
         s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
         return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
 
-    def _flat(a):
-        """``a`` as a stack of matrices (one leading dimension) and its batch shape."""
-        return xp.reshape(a, (-1,) + tuple(a.shape[-2:])), tuple(a.shape[:-2])
-
     def lu_factor(a):
         # LAPACK's getf2 (partial pivoting, the first largest pivot), one column at a time over the whole batch:
         # (LU, 1-based int32 pivots, info: 0 or the 1-based index of the first zero pivot)
-        lu, batch = _flat(a)
+        lu, batch = _flat(xp, a)
         lu = xp.array(lu, copy=True)
         b, m, n = lu.shape
         k = min(m, n)
@@ -180,33 +322,9 @@ def kernels(xp, strategy=None) -> dict:
             x[..., i, :] = r if unitriangular else r / a[..., i, i:i + 1]
         return x
 
-    def matrix_exp(a):
-        # scaling and squaring with the degree-13 Pade approximant (Higham 2005), the scaling chosen per matrix
-        flat, batch = _flat(a)
-        n = flat.shape[-1]
-        if flat.shape[0] == 0 or n == 0:
-            return xp.array(a, copy=True)
-        b = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
-             129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0,
-             960960.0, 16380.0, 182.0, 1.0)
-        theta = 5.371920351148152 if flat.dtype == xp.float64 else 3.925724783138660
-        norm = xp.max(xp.sum(xp.abs(flat), axis=-2), axis=-1)
-        s = xp.maximum(0, xp.ceil(xp.log2(xp.maximum(norm, 1e-300) / theta))).astype(xp.int64)
-        x = flat / (2.0 ** s).astype(flat.dtype)[:, None, None]
-        ident = xp.broadcast_to(xp.eye(n, dtype=flat.dtype), x.shape)
-        x2 = x @ x
-        x4 = x2 @ x2
-        x6 = x4 @ x2
-        u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * ident)
-        v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * ident
-        r = la.solve(v - u, v + u)
-        for i in range(int(xp.max(s))):
-            r = xp.where((s > i)[:, None, None], r @ r, r)
-        return xp.reshape(r, batch + (n, n))
-
     def geqrf(a):
         # LAPACK's geqr2: Householder reflectors H_j = I - tau_j v_j v_j^T (v_j[j] = 1, stored below R's diagonal)
-        flat, batch = _flat(a)
+        flat, batch = _flat(xp, a)
         r = xp.array(flat, copy=True)
         bs, m, n = r.shape
         k = min(m, n)
@@ -233,138 +351,26 @@ def kernels(xp, strategy=None) -> dict:
         c = xp.result_type(a.dtype, xp.complex64)
         return w.astype(c), v.astype(c)
 
-    def _ldl_one(a):
-        # LAPACK's sytf2 (lower): Bunch-Kaufman diagonal pivoting, 1x1 and 2x2 blocks; one matrix (the block
-        # sizes differ between matrices of a batch)
-        a = xp.tril(a)
-        n = a.shape[-1]
-        piv = [0] * n
-        info = 0
-        alpha = (1 + 17 ** 0.5) / 8
-        k = 0
-        while k < n:
-            kstep = 1
-            absakk = float(abs(a[k, k]))
-            if k < n - 1:
-                imax = k + 1 + int(xp.argmax(xp.abs(a[k + 1:, k])))
-                colmax = float(abs(a[imax, k]))
-            else:
-                imax, colmax = k, 0.0
-            if max(absakk, colmax) == 0:
-                info = info or k + 1
-                kp = k
-            else:
-                if absakk >= alpha * colmax:
-                    kp = k
-                else:
-                    rowmax = float(xp.max(xp.abs(a[imax, k:imax]))) if imax > k else 0.0
-                    if imax < n - 1:
-                        rowmax = max(rowmax, float(xp.max(xp.abs(a[imax + 1:, imax]))))
-                    if absakk >= alpha * colmax * (colmax / rowmax):
-                        kp = k
-                    elif float(abs(a[imax, imax])) >= alpha * rowmax:
-                        kp = imax
-                    else:
-                        kp, kstep = imax, 2
-                kk = k + kstep - 1
-                if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
-                    if kp < n - 1:
-                        t = a[kp + 1:, kk].copy()
-                        a[kp + 1:, kk] = a[kp + 1:, kp]
-                        a[kp + 1:, kp] = t
-                    t = a[kk + 1:kp, kk].copy()
-                    a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
-                    a[kp, kk + 1:kp] = t
-                    t = a[kk, kk].copy()
-                    a[kk, kk] = a[kp, kp]
-                    a[kp, kp] = t
-                    if kstep == 2:
-                        t = a[k + 1, k].copy()
-                        a[k + 1, k] = a[kp, k]
-                        a[kp, k] = t
-                if kstep == 1:
-                    if k < n - 1:
-                        x = a[k + 1:, k] / a[k, k]
-                        a[k + 1:, k + 1:] -= xp.tril(xp.outer(x, a[k + 1:, k]))
-                        a[k + 1:, k] = x
-                elif k < n - 2:
-                    d21 = a[k + 1, k]
-                    d11 = a[k + 1, k + 1] / d21
-                    d22 = a[k, k] / d21
-                    d21 = 1 / (d11 * d22 - 1) / d21
-                    wk = d21 * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
-                    wkp1 = d21 * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
-                    a[k + 2:, k + 2:] -= xp.tril(xp.outer(a[k + 2:, k], wk) + xp.outer(a[k + 2:, k + 1], wkp1))
-                    a[k + 2:, k] = wk
-                    a[k + 2:, k + 1] = wkp1
-            if kstep == 1:
-                piv[k] = kp + 1
-            else:
-                piv[k] = piv[k + 1] = -(kp + 1)
-            k += kstep
-        return a, piv, info
-
     def ldl_factor(a):
-        flat, batch = _flat(a)
-        parts = [_ldl_one(xp.array(m, copy=True)) for m in flat]
+        flat, batch = _flat(xp, a)
+        parts = [_ldl_one(xp, xp.array(m, copy=True)) for m in flat]
         n = a.shape[-1]
         ld = xp.stack([p[0] for p in parts]) if parts else xp.zeros(flat.shape, dtype=a.dtype)
         piv = xp.asarray([p[1] for p in parts], dtype=xp.int32).reshape((-1, n))
         info = xp.asarray([p[2] for p in parts], dtype=xp.int32)
         return xp.reshape(ld, a.shape), xp.reshape(piv, batch + (n,)), xp.reshape(info, batch)
 
-    def _ldl_solve_one(ld, piv, b):
-        # LAPACK's sytrs (lower): L D L^T X = B with the interchanges of sytf2
-        n = ld.shape[-1]
-        b = xp.array(b, copy=True)
-
-        def swap(i, j):
-            if i != j:
-                t = b[i].copy()
-                b[i] = b[j]
-                b[j] = t
-
-        k = 0
-        while k < n:
-            if piv[k] > 0:
-                swap(k, piv[k] - 1)
-                b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
-                b[k] /= ld[k, k]
-                k += 1
-            else:
-                swap(k + 1, -piv[k] - 1)
-                b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
-                akm1k = ld[k + 1, k]
-                akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
-                denom = akm1 * ak - 1
-                bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
-                b[k] = (ak * bkm1 - bk) / denom
-                b[k + 1] = (akm1 * bk - bkm1) / denom
-                k += 2
-        k = n - 1
-        while k >= 0:
-            if piv[k] > 0:
-                b[k] -= ld[k + 1:, k] @ b[k + 1:]
-                swap(k, piv[k] - 1)
-                k -= 1
-            else:
-                b[k] -= ld[k + 1:, k] @ b[k + 1:]
-                b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
-                swap(k, -piv[k] - 1)
-                k -= 2
-        return b
-
     def ldl_solve(ld, piv, b):
-        lf, _ = _flat(ld)
-        bf, batch = _flat(b)
+        lf, _ = _flat(xp, ld)
+        bf, batch = _flat(xp, b)
         pf = xp.reshape(piv, (-1, piv.shape[-1])).tolist()
-        out = [_ldl_solve_one(lf[i], pf[i], bf[i]) for i in range(bf.shape[0])]
+        out = [_ldl_solve_one(xp, lf[i], pf[i], bf[i]) for i in range(bf.shape[0])]
         return xp.reshape(xp.stack(out) if out else bf, b.shape)
 
     return {
         "ldl_factor": ldl_factor, "ldl_solve": ldl_solve,
         "lu_factor": lu_factor, "lu_permutation": lu_permutation, "solve_triangular": solve_triangular,
-        "matrix_exp": matrix_exp, "geqrf": geqrf, "eig": eig,
+        **bind(xp, {"matrix_exp": matrix_exp}), "geqrf": geqrf, "eig": eig,
         "matmul": matmul, "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,
         "cholesky": cholesky, "qr": qr, "svd": svd, "eigh": eigh, "pinv": pinv,
     }

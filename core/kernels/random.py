@@ -25,6 +25,15 @@ _DIRICHLET_C = (
 )
 
 
+def digamma_pos(xp, a):
+    """digamma for a > 0: the recurrence up to a + 8, then the asymptotic series."""
+    acc = sum(1.0 / (a + k) for k in range(8))
+    y = a + 8.0
+    inv2 = 1.0 / (y * y)
+    poly = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    return xp.log(y) - 0.5 / y - poly - acc
+
+
 def kernels(xp, strategy=None) -> dict:
     def as_(a, dtype):
         return xp.asarray(a, dtype=dtype)
@@ -89,14 +98,6 @@ def kernels(xp, strategy=None) -> dict:
     def binomial(gen, count, prob):
         return as_(gen.binomial(count.astype("int64"), prob), prob.dtype)
 
-    def digamma_pos(a):
-        """digamma for a > 0: the recurrence up to a + 8, then the asymptotic series."""
-        acc = sum(1.0 / (a + k) for k in range(8))
-        y = a + 8.0
-        inv2 = 1.0 / (y * y)
-        poly = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
-        return xp.log(y) - 0.5 / y - poly - acc
-
     def standard_gamma_grad(alpha, x):
         """dx/dalpha of a standard Gamma(alpha) draw x at fixed CDF, -(dF/dalpha) / f (implicit
         reparameterisation): a Taylor series of the CDF for x < 0.8, Rice's saddle-point expansion for
@@ -115,7 +116,7 @@ def kernels(xp, strategy=None) -> dict:
             s2 = s2 + numer / (denom * denom)
         pow_xa = zs ** a
         pdf = zs ** (a - 1) * xp.exp(-zs)
-        cdf_a = (xp.log(zs) - digamma_pos(a)) * pow_xa * s1 - pow_xa * s2
+        cdf_a = (xp.log(zs) - digamma_pos(xp, a)) * pow_xa * s1 - pow_xa * s2
         small = -cdf_a / pdf
         small = xp.where(xp.isnan(small), 0.0, small)
         # Rice saddle point, for large alpha (with its own form near the mode)
@@ -155,7 +156,7 @@ def kernels(xp, strategy=None) -> dict:
         boundary = t * xd * (1 - xd)
 
         def grad_alpha_small(x, a, b):  # x near 0
-            factor = digamma_pos(a) - digamma_pos(a + b) - xp.log(x)
+            factor = digamma_pos(xp, a) - digamma_pos(xp, a + b) - xp.log(x)
             numer = xp.ones_like(x)
             series = numer / a * (factor + 1 / a)
             for i in range(1, 11):
@@ -166,7 +167,7 @@ def kernels(xp, strategy=None) -> dict:
             return xp.where(xp.isnan(out), 0.0, out)
 
         def grad_beta_small(x, a, b):
-            factor = digamma_pos(a + b) - digamma_pos(b)
+            factor = digamma_pos(xp, a + b) - digamma_pos(xp, b)
             numer, betas, dbetas = xp.ones_like(x), xp.ones_like(x), xp.zeros_like(x)
             series = factor / a
             for i in range(1, 9):
@@ -212,7 +213,7 @@ def kernels(xp, strategy=None) -> dict:
                     cp, cq = _DIRICHLET_C[0][i][j], _DIRICHLET_C[1][i][j]
                     p = p + ua * (cp[0] + lb * (cp[1] + lb * (cp[2] + lb * cp[3])))
                     q = q + ua * (cq[0] + lb * (cq[1] + lb * (cq[2] + lb * cq[3])))
-            approx = x * (digamma_pos(t) - digamma_pos(a)) / (t - a)
+            approx = x * (digamma_pos(xp, t) - digamma_pos(xp, a)) / (t - a)
             return p / q * approx
 
         out = xp.where(

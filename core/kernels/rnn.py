@@ -26,13 +26,16 @@ finished sequence keeps its state and outputs zeros (packed sequences).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from .strategy import Strategy, is_ufunc
 
 QUIET = {"lstm_forward", "lstm_backward", "gru_forward", "gru_backward", "rnn_forward", "rnn_backward"}
 
 
-def kernels(xp, strategy=None) -> dict:
-    s = strategy or Strategy(xp)
+def _helpers(xp, s) -> SimpleNamespace:
+    """The buffers and in-place arithmetic the recurrent kernels share, for ``xp`` and the backend's
+    strategy ``s``."""
     empty = s.empty  # the backend's allocator: on the CPU reused pages, no page faults for every call's buffers
 
     if s.writes_out:
@@ -164,12 +167,26 @@ def kernels(xp, strategy=None) -> dict:
             dx = xp.reshape(product(d2, packed_rows(w_ih, order)), x.shape)
         return dx, dw, db
 
-    # ------------------------------------------------------------------ LSTM (gates i, f, g, o)
-    # The gates in the order (o, i, f, g): the three sigmoid gates are the slice A[:3] and the gates the cell
-    # gradient multiplies are A[1:].  A sigmoid is one tanh, sigmoid(z) = (1 + tanh(z / 2)) / 2, with the
-    # halving folded into the weights, so one tanh activates all four gates of a step.
-    LSTM_ORDER = (3, 0, 1, 2)  # (o, i, f, g) from PyTorch's (i, f, g, o)
-    LSTM_BACK = (1, 2, 3, 0)   # PyTorch's block j is internal block LSTM_BACK[j]
+    return SimpleNamespace(empty=empty, relu_into=relu_into, product=product, add=add, sub=sub, mul=mul,
+                           tanh=tanh, mm=mm, copy=copy, steps=steps, keep=keep, mask_step=mask_step,
+                           gate_major=gate_major, pytorch_order=pytorch_order, project=project,
+                           packed_rows=packed_rows, by_gate=by_gate, weight_grads=weight_grads)
+
+
+# ------------------------------------------------------------------ LSTM (gates i, f, g, o)
+# The gates in the order (o, i, f, g): the three sigmoid gates are the slice A[:3] and the gates the cell
+# gradient multiplies are A[1:].  A sigmoid is one tanh, sigmoid(z) = (1 + tanh(z / 2)) / 2, with the
+# halving folded into the weights, so one tanh activates all four gates of a step.
+LSTM_ORDER = (3, 0, 1, 2)  # (o, i, f, g) from PyTorch's (i, f, g, o)
+LSTM_BACK = (1, 2, 3, 0)   # PyTorch's block j is internal block LSTM_BACK[j]
+
+
+def _lstm(xp, h) -> dict:
+    """LSTM: forward and backward over a whole sequence, on the shared helpers ``h``."""
+    empty, product, add, sub, mul, tanh = h.empty, h.product, h.add, h.sub, h.mul, h.tanh
+    mm, copy, steps, keep, mask_step, gate_major = h.mm, h.copy, h.steps, h.keep, h.mask_step, h.gate_major
+    pytorch_order, project, packed_rows = h.pytorch_order, h.project, h.packed_rows
+    by_gate, weight_grads = h.by_gate, h.weight_grads
 
     def lstm_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
         T, B, _ = x.shape
@@ -283,11 +300,21 @@ def kernels(xp, strategy=None) -> dict:
         if w_hr is not None:
             dw_hr = product(xp.reshape(DHP, (T * B, P)).T, xp.reshape(HP, (T * B, H)))
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0, dc if needs[2] else None, dw_hr
+    return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward}
 
-    # ------------------------------------------------------------------ GRU (gates r, z, n)
-    # Gate-major as the LSTM, in PyTorch's order (the sigmoid gates r, z are the slice A[:2]);
-    # n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)), h' = n + z (h - n).
-    GRU_ORDER = (0, 1, 2)
+
+# ------------------------------------------------------------------ GRU (gates r, z, n)
+# Gate-major as the LSTM, in PyTorch's order (the sigmoid gates r, z are the slice A[:2]);
+# n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)), h' = n + z (h - n).
+GRU_ORDER = (0, 1, 2)
+
+
+def _gru(xp, h) -> dict:
+    """GRU: forward and backward over a whole sequence, on the shared helpers ``h``."""
+    empty, product, add, sub, mul, tanh = h.empty, h.product, h.add, h.sub, h.mul, h.tanh
+    mm, copy, steps, keep, mask_step, gate_major = h.mm, h.copy, h.steps, h.keep, h.mask_step, h.gate_major
+    pytorch_order, project, packed_rows = h.pytorch_order, h.project, h.packed_rows
+    by_gate, weight_grads = h.by_gate, h.weight_grads
 
     def gru_forward(x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse):
         T, B, _ = x.shape
@@ -388,8 +415,18 @@ def kernels(xp, strategy=None) -> dict:
         F[2, ...] = DN                                      # the input side of n: dn
         dx, dw_ih, db_ih = weight_grads(dG, x, w_ih, GRU_ORDER, GRU_ORDER, needs[0])
         return dx, dw_ih, dw_hh, db_ih, db_hh, dh0
+    return {"gru_forward": gru_forward, "gru_backward": gru_backward}
 
-    # ------------------------------------------------------------------ Elman RNN (tanh or relu)
+
+# ------------------------------------------------------------------ Elman RNN (tanh or relu)
+
+
+def _rnn(xp, h) -> dict:
+    """Elman RNN (tanh or relu): forward and backward over a whole sequence, on the shared helpers ``h``."""
+    empty, relu_into, product, add, sub, mul = h.empty, h.relu_into, h.product, h.add, h.sub, h.mul
+    tanh, mm, copy, steps, keep, mask_step = h.tanh, h.mm, h.copy, h.steps, h.keep, h.mask_step
+    project, weight_grads = h.project, h.weight_grads
+
     def activate(relu, a, out):
         if relu:
             relu_into(a, out)
@@ -454,6 +491,10 @@ def kernels(xp, strategy=None) -> dict:
         dw_hh = product(dG.T, xp.reshape(HB[r:r + T, ...], (T * B, H)))
         dx, dw_ih, db = weight_grads(F, x, w_ih, (0,), (0,), needs[0])
         return dx, dw_ih, dw_hh, db, xp.array(db, copy=True), dh0
+    return {"rnn_forward": rnn_forward, "rnn_backward": rnn_backward}
 
-    return {"lstm_forward": lstm_forward, "lstm_backward": lstm_backward, "gru_forward": gru_forward,
-            "gru_backward": gru_backward, "rnn_forward": rnn_forward, "rnn_backward": rnn_backward}
+
+def kernels(xp, strategy=None) -> dict:
+    """The recurrent kernels bound for ``xp`` and the backend's hooks (``strategy``, plain by default)."""
+    h = _helpers(xp, strategy or Strategy(xp))
+    return {**_lstm(xp, h), **_gru(xp, h), **_rnn(xp, h)}
