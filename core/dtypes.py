@@ -293,3 +293,72 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# --------------------------------------------------------------------------- promotion kinds and the output cast
+# PyTorch's elementwise type-promotion kinds (``ELEMENTWISE_TYPE_PROMOTION_KIND``), as an op's declaration names
+# them (``Op.promotion``): what the promoted type of the operands becomes for the computation and the result.
+PROMOTION_KINDS = {
+    "default": "the promoted type of the operands",
+    "int_to_float": "the promoted type, bool and integers becoming the default float dtype",
+    "always_bool": "computes in the promoted type, the result is bool (comparisons, predicates)",
+    "complex_to_float": "the promoted type, the result of a complex one is its real type (abs)",
+    "keep": "the input's own type, integers included (rounding: an integer is already its result)",
+    "bool_to_long": "the promoted type, bool becoming int64 (square: ``pow(x, 2)``)",
+    "float_only": "the promoted type, which must be floating or complex (no integer kernel in PyTorch)",
+}
+
+
+def computation_dtype(kind: str, rt: dtype) -> dtype:
+    """The dtype an op of promotion ``kind`` computes in, given its operands' promoted type ``rt``.
+
+    >>> import ember
+    >>> computation_dtype("int_to_float", ember.int64), computation_dtype("default", ember.int64)
+    (ember.float32, ember.int64)
+    """
+    if kind == "int_to_float" and rt.category < FLOAT:
+        return _default[0]
+    if kind == "bool_to_long" and rt is bool:
+        return int64
+    return rt
+
+
+def result_dtype(kind: str, rt: dtype) -> dtype:
+    """The dtype of the result of an op of promotion ``kind`` whose operands promote to ``rt`` (what the
+    meta device and the ONNX exporter infer without running the op).
+
+    >>> import ember
+    >>> result_dtype("always_bool", ember.float32), result_dtype("complex_to_float", ember.complex128)
+    (ember.bool, ember.float64)
+    """
+    if kind == "always_bool":
+        return bool
+    if kind == "complex_to_float":
+        return rt.to_real()
+    return computation_dtype(kind, rt)
+
+
+def check_kind(kind: str, op: str, rt: dtype, device_type: str = "cpu") -> None:
+    """PyTorch's NotImplementedError for an op of promotion kind "float_only" given bool or integer operands."""
+    if kind == "float_only" and rt.category < FLOAT:
+        raise NotImplementedError(f'"{op}_{device_type}" not implemented for \'{type_name(rt)}\'')
+
+
+def type_name(d: dtype) -> str:
+    """PyTorch's name of a dtype in its messages ('Long', 'Float', 'Bool', ...)."""
+    return d.legacy[:-len("Tensor")]
+
+
+def check_out_cast(op: str, result: dtype, out: dtype) -> None:
+    """The one output-cast rule (in-place forms, ``out=``, exported graphs): a result of a higher category than
+    the tensor written into (float into an integer tensor, complex into a real one) raises PyTorch's error.
+
+    >>> import ember
+    >>> check_out_cast("add_", ember.float32, ember.int64)
+    Traceback (most recent call last):
+    RuntimeError: add_: result type Float can't be cast to the desired output type Long
+    """
+    if result.category > out.category:
+        prefix = f"{op}: " if op else ""
+        raise RuntimeError(f"{prefix}result type {type_name(result)} can't be cast to the desired output type "
+                           f"{type_name(out)}")

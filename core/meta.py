@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as _kernels
+from .autograd.function import OPS
 from .backend import ArrayBackend
 from .plugins import hookimpl
 
@@ -140,7 +141,9 @@ def _shape_kernels():
     return table
 
 
-DATA_DEPENDENT = ("nonzero", "unique", "unique_consecutive", "bincount", "embedding_bag_segments")
+def data_dependent_kernels() -> set:
+    """The kernels of the ops whose declaration tags them "data-dependent" (``nonzero``, ``unique``, ...)."""
+    return {getattr(Op, "kernel_name", key) for key, Op in OPS.items() if "data-dependent" in Op.tags}
 
 
 class MetaBackend(ArrayBackend):
@@ -155,10 +158,11 @@ class MetaBackend(ArrayBackend):
         library = dict(self.kernels)
         self.kernels = {}
         self.writes_into = frozenset()  # stand-ins have no memory to write into
+        data_dependent = data_dependent_kernels()
         for name, fn in library.items():
             if name in _kernels.MUTATING:
                 self.kernels[name] = _writes_nothing(name, _kernels.MUTATING[name])
-            elif name in DATA_DEPENDENT:
+            elif name in data_dependent:
                 self.kernels[name] = _data_dependent(name)
             else:
                 self.kernels[name] = _wrapped(name, fn)

@@ -108,9 +108,10 @@ def inplace_form(fn, name: str):
 
         def compute(x):
             r = fn(x, *args, **kwargs)
-            if r.dtype.category > self.dtype.category:
-                raise RuntimeError(f"{name}_: result type {_type_name(r.dtype)} can't be cast to the desired "
-                                   f"output type {_type_name(self.dtype)}")
+            dtypes.check_out_cast(name + "_", r.dtype, self.dtype)
+            if r.shape != self.shape:  # an operand that broadcasts self to a larger shape
+                raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                                   f"{list(r.shape)}")
             return r
 
         # an operand that needs a gradient may make fn save self too (``a.igamma_(x)`` saves ``a``)
@@ -140,7 +141,8 @@ def _direct(a, args) -> bool:
 
 # --------------------------------------------------------------------------- rows
 def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
-             base=Op, arity: int | None = None, params: tuple = (), nondiff_outputs: tuple = ()) -> type:
+             base=Op, arity: int | None = None, params: tuple = (), nondiff_outputs: tuple = (),
+             tags=None, promotion: str | None = None, onnx: str | None = None, autocast: dict | None = None) -> type:
     """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
 
     ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
@@ -153,6 +155,8 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
     arguments there are in all.  ``nondiff_outputs``: the indices of outputs
     that carry no gradient.  A capitalised ``name`` (a class name, "Hardtanh")
     is the grad_fn's name with ``Backward0`` added; a lower-case one is title-cased.
+    ``tags``, ``promotion``, ``onnx`` and ``autocast`` are the op's facts that vmap, dispatch, the ONNX
+    exporter and autocast read (see :class:`ember.autograd.function.Op`); unset, the base's hold.
     """
     kernel = kernel or name
     if params or arity is not None:
@@ -180,14 +184,17 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
         attrs["kernel_name"] = kernel  # the forward is the kernel itself (an in-place form may write through it)
     if nondiff_outputs:
         attrs["nondiff_outputs"] = tuple(nondiff_outputs)
+    facts = {"tags": tags, "promotion": promotion, "onnx": onnx, "autocast": autocast}
+    attrs.update({k: v for k, v in facts.items() if v is not None})
+    if promotion is not None and promotion not in dtypes.PROMOTION_KINDS:
+        raise ValueError(f"op_class {name!r}: unknown promotion kind {promotion!r} "
+                         f"(known: {list(dtypes.PROMOTION_KINDS)})")
     if vjp is not None:
         attrs["backward"] = staticmethod(vjp)
     return type(backward_name, (base,), attrs)
 
 
-def _type_name(d) -> str:
-    """PyTorch's name of a dtype in its messages ('Long', 'Float', 'Bool', ...)."""
-    return d.legacy[:-len("Tensor")]
+_type_name = dtypes.type_name
 
 
 def check_tensor(x, op: str):
@@ -197,41 +204,43 @@ def check_tensor(x, op: str):
     return x
 
 
-def _to_float(x):
-    return cast(x, dtypes.get_default_dtype())
-
-
-def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=_to_float, check=None, backward=None,
-             aliases=(), inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None, out: bool = True):
+def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotion: str = "int_to_float",
+             integer=None, check=None, backward=None, aliases=(), inplace: bool = True, to=TORCH_TENSOR,
+             doc: str | None = None, out: bool = True, tags=("pointwise",), onnx: str | None = None,
+             autocast: dict | None = None):
     """A one-tensor elementwise op from its row; returns ``(Op, function)``.
 
     ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
-    output ``y``.  ``integer(x)`` says what an integer or bool input becomes:
-    by default it computes in the default float dtype; a row may instead give
-    the integer result itself (``lambda x: x.clone()`` for rounding), or
-    ``integer=None`` computes in the input's dtype whatever it is.
+    output ``y``.  ``promotion`` is the op's promotion kind (:data:`ember.dtypes.PROMOTION_KINDS`):
+    by default ("int_to_float") an integer or bool input computes in the
+    default float dtype; "default" computes in the input's dtype whatever it
+    is.  ``integer(x)``, where given, is the result for an integer or bool input
+    itself (``lambda x: x.clone()`` for rounding, of promotion kind "keep").
     ``check(input)`` may refuse an input; ``backward(ctx, g)`` replaces ``vjp``
     where the gradient needs more than the saved tensors.  ``out=False``: the
-    function takes no ``out=`` (as ``torch.relu``).
+    function takes no ``out=`` (as ``torch.relu``).  ``tags``, ``onnx`` and
+    ``autocast`` are declared on the Op (:func:`op_class`).
     """
     if vjp is not None:
         def backward(ctx, g):
             return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
-    Cls = op_class(name, kernel, saves=saves, vjp=backward, arity=1)
+    Cls = op_class(name, kernel, saves=saves, vjp=backward, arity=1, tags=tags, promotion=promotion, onnx=onnx,
+                   autocast=autocast)
+    to_float = promotion == "int_to_float"
 
-    if integer is None and check is None and not out:
+    if integer is None and not to_float and check is None and not out:
         def fn(input):  # noqa: A002
             if type(input) is not Tensor:
                 check_tensor(input, name)
             return unary(Cls, input)
-    elif integer is None and check is None:
+    elif integer is None and not to_float and check is None:
         def fn(input, *, out=None):  # noqa: A002
             if type(input) is not Tensor:
                 check_tensor(input, name)
             if out is None:
                 return unary(Cls, input)
             return copy_into_out(out, unary(Cls, input))
-    elif integer is None:
+    elif integer is None and not to_float:
         def fn(input, *, out=None):  # noqa: A002
             if type(input) is not Tensor:
                 check_tensor(input, name)
@@ -242,10 +251,10 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, integer=
         def fn(input, *, out=None):  # noqa: A002
             check_tensor(input, name)
             if input.dtype.category < dtypes.FLOAT:
-                x = integer(input)
-                if x.dtype.category < dtypes.FLOAT:  # the integer form is the result
-                    return x if out is None else copy_into_out(out, x)
-                input = x
+                if integer is not None:  # the integer form is the result
+                    r = integer(input)
+                    return r if out is None else copy_into_out(out, r)
+                input = cast(input, dtypes.computation_dtype(promotion, input.dtype))
             r = unary(Cls, input)
             return r if out is None else copy_into_out(out, r)
 
@@ -272,14 +281,17 @@ def binary_result(r, a, b, op):
 
 
 def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=None, aliases=(),
-              inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None, backward_name=None):
+              inplace: bool = True, to=TORCH_TENSOR, doc: str | None = None, backward_name=None,
+              promotion: str = "default", tags=("pointwise",), onnx: str | None = None, autocast: dict | None = None):
     """A two-operand elementwise op (broadcasting, PyTorch's promotion) from its row; returns ``(Op, function)``.
 
     ``vjp(ctx, g)`` returns the two gradients; without one the result carries
     no gradient (comparisons, bitwise ops).  ``check(input, other)`` may
-    refuse operands before anything is computed.
+    refuse operands before anything is computed.  ``promotion``, ``tags``,
+    ``onnx`` and ``autocast`` are declared on the Op (:func:`op_class`).
     """
-    Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name, arity=2)
+    Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name, arity=2, tags=tags,
+                   promotion=promotion, onnx=onnx, autocast=autocast)
 
     def fn(input, other, *, out=None):  # noqa: A002
         if check is not None:

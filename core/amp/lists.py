@@ -12,10 +12,14 @@ constituent Ops then follow their own rows), and the policy on the CPU and on CU
 * ``None``: not on that device's list; the op runs in its inputs' types.
 
 Eligible: a floating tensor on the autocast device type that is not float64 (PyTorch's ``is_eligible``).
+An op whose declaration carries its policy (``autocast={"cuda": FP32}`` on the row, as the pointwise functions
+with a wide range do) takes it from there: the declaration comes first, and ``ROWS`` holds the rest.
 Where one ember Op serves several PyTorch ops of different policies, the Op takes the policy of the first
 row that names it, and the later rows say where PyTorch differs (``docs/amp.md`` lists those cases).
 """
 from __future__ import annotations
+
+from ..autograd.function import OPS
 
 LOWER, FP32, PROMOTE = "lower_precision_fp", "fp32", "promote"
 
@@ -52,23 +56,8 @@ ROWS = (
     ("rnn_tanh_cell",             None,                 None,     LOWER),
     ("rnn_relu_cell",             None,                 None,     LOWER),
     ("mkldnn_rnn_layer",          "LSTMLayer",          LOWER,    None),     # nn.LSTM's layer on the CPU
-    # ---- float32: pointwise functions with a wide range (CUDA)
-    ("acos",                      "acos",               None,     FP32),
-    ("asin",                      "asin",               None,     FP32),
-    ("cosh",                      "cosh",               None,     FP32),
-    ("erfinv",                    "erfinv",             None,     FP32),
-    ("exp",                       "exp",                None,     FP32),
-    ("expm1",                     "expm1",              None,     FP32),
-    ("log",                       "log",                None,     FP32),
-    ("log10",                     "log10",              None,     FP32),
-    ("log2",                      "log2",               None,     FP32),
-    ("log1p",                     "log1p",              None,     FP32),
-    ("reciprocal",                "reciprocal",         None,     FP32),
-    ("rsqrt",                     "rsqrt",              None,     FP32),
-    ("sinh",                      "sinh",               None,     FP32),
-    ("tan",                       "tan",                None,     FP32),
-    ("pow",                       "Pow",                None,     FP32),
-    ("softplus",                  "Softplus",           None,     FP32),
+    # ---- float32: pointwise functions with a wide range (CUDA): acos, asin, cosh, erfinv, exp, expm1, log,
+    # log10, log2, log1p, reciprocal, rsqrt, sinh, tan, pow, softplus declare it on their rows
     # ---- float32: reductions and normalisations
     ("sum",                       "Sum",                None,     FP32),     # fp32_set_opt_dtype
     ("prod",                      "Prod",               FP32,     FP32),
@@ -151,10 +140,18 @@ ROWS = (
 LIST_COLUMN = {"cpu": 2, "cuda": 3}
 
 
+def declared_policy(Op, device_type: str):
+    """The policy an Op's declaration gives on ``device_type`` (None where it gives none)."""
+    decl = Op.autocast
+    if not decl:
+        return None
+    return decl.get(device_type) if device_type in LIST_COLUMN else decl.get(device_type, decl.get("cuda"))
+
+
 def policies(device_type: str) -> dict:
-    """``{ember Op name: policy}`` for ``device_type``: the first row naming an Op decides its policy."""
+    """``{ember Op name: policy}`` for ``device_type``: an Op's declaration, else the first row naming it."""
     col = LIST_COLUMN.get(device_type, 3)
-    out: dict = {}
+    out: dict = {key: declared_policy(Op, device_type) for key, Op in OPS.items() if Op.autocast}
     for row in ROWS:
         op = row[1]
         if op is not None and op not in out:

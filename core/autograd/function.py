@@ -244,6 +244,8 @@ def unpack_saved(saved):
 
 
 OPS: dict = {}  # every Op class by name ("Mul", "Cast", a row's name, a plugin op's qualified name)
+# the kinds of op a declaration's ``tags`` name (PyTorch's ``tags`` in native_functions.yaml, those ember reads)
+TAGS = frozenset({"pointwise", "reduction", "view", "data-dependent", "nondeterministic", "random"})
 
 
 class Op(Node):
@@ -254,18 +256,38 @@ class Op(Node):
       ``save_output``: keep the output (``ctx.output``);
       ``nondiff_outputs``: indices of outputs that carry no gradient (indices of ``max``);
       ``backward_name``: the grad_fn's name when not ``<Class>Backward0``;
-      ``op_name``: its key in :data:`OPS` when not the class's own name.
+      ``op_name``: its key in :data:`OPS` when not the class's own name (set on every Op class: the one key
+      that vmap rules, ONNX symbolics, autocast and forward-mode rules are written against).
+
+    The op's cross-cutting facts, read by every subsystem rather than kept in side tables:
+      ``tags``: what kind of op it is, a frozenset of :data:`TAGS` ("pointwise": vmap maps it over the
+      batch as it is; "data-dependent": its result's shape depends on the values, so meta tensors refuse it);
+      ``promotion``: PyTorch's type-promotion kind, one of :data:`ember.dtypes.PROMOTION_KINDS`
+      ("default", "int_to_float", "always_bool", "keep", ...);
+      ``onnx``: the ONNX operator computing it, where the mapping is one-to-one (its symbolic is derived);
+      ``autocast``: ``{device type: policy}`` under ``ember.autocast`` ("lower_precision_fp", "fp32",
+      "promote"; a device type not named follows "cuda"'s entry).
     """
 
     save_inputs = False
     save_output = False
     nondiff_outputs = ()
+    tags: frozenset = frozenset()
+    promotion = "default"
+    onnx = None
+    autocast = None
     _op = True
     _plain = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        OPS[cls.__dict__.get("op_name") or cls.__name__] = cls
+        key = cls.op_name = cls.__dict__.get("op_name") or cls.__name__
+        tags = cls.__dict__.get("tags")
+        if tags is not None:
+            cls.tags = frozenset(tags)
+            if not cls.tags <= TAGS:
+                raise ValueError(f"Op {key}: unknown tags {sorted(cls.tags - TAGS)} (known: {sorted(TAGS)})")
+        OPS[key] = cls
         name = cls.__dict__.get("backward_name") or cls.__name__ + "Backward0"
         cls.__name__ = cls.__qualname__ = name
 

@@ -217,9 +217,7 @@ class Level:
             self._check_random()
             if self.randomness == "same":
                 return self._loop(kind, Op, args, same=True)
-        rule = RULES.get(name)
-        if rule is None and kind is binary and name != "Matmul":
-            rule = pointwise
+        rule = rule_of(Op, name)
         if kind is inplace:
             if not batched_at(args[0], self):
                 raise RuntimeError(f"vmap: {_op_label(Op)}_(self, *extra_args) is not possible because there exists a "
@@ -282,8 +280,17 @@ def _fast_rule(Op):
     if not isinstance(Op, str):
         name = _op_key(Op)
         if name not in RANDOM_OPS:
-            rule = RULES.get(name)
+            rule = rule_of(Op, name)
     _FAST[Op] = rule
+    return rule
+
+
+def rule_of(Op, name):
+    """The batching rule of ``Op`` (its key in OPS: ``name``): its own in :data:`RULES`, else :func:`pointwise`
+    for an op whose declaration tags it "pointwise", else None (it runs once per sample)."""
+    rule = RULES.get(name)
+    if rule is None and "pointwise" in getattr(Op, "tags", ()):
+        return pointwise
     return rule
 
 
@@ -590,19 +597,8 @@ def _index_select_rule(level, kind, Op, args):
     return wrap(kind(Op, x._data.value, _norm_dim(axis, max(x.ndim, 1)) + 1, idx), level)
 
 
-POINTWISE_OPS = (
-    "Add AddScaled Sub Mul Div DivRounding Pow Atan2 Cast Clamp ClampScalar Fmod Hardtanh Hypot Lerp LogAddExp "
-    "LogAddExp2 Maximum Minimum NanToNum ReluGrad Remainder Softplus Where Xlogy Copy Fill MaskedFill NormSqrt "
-    "MishBackward0 nan_zeroed clone contiguous abs acos acosh asin asinh atan atanh bitwise_and bitwise_left_shift "
-    "bitwise_not bitwise_or bitwise_right_shift bitwise_xor ceil cos cosh eq erf erfc erfinv exp exp2 expm1 floor "
-    "frac ge gt isfinite isinf isnan le log log10 log1p log2 logical_and logical_not logical_or logical_xor lt neg "
-    "ne reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc bernoulli poisson Sampled "
-    "Elu Elu_ Celu Celu_ LeakyRelu LeakyRelu_ Threshold Threshold_ Softshrink Hardshrink Hardsigmoid Hardswish "
-    "Silu Mish Gelu LogSigmoid RreluWithNoise RreluWithNoise_ PreluKernel"
-).split()
-
-RULES = {name: pointwise for name in POINTWISE_OPS}
-RULES.update({
+# rules for ops that are not pointwise (those follow from their declaration's tags: see rule_of), by OPS key
+RULES = {
     "Sum": _axes_rule(1), "Mean": _axes_rule(1), "Var": _axes_rule(1), "Amax": _axes_rule(1),
     "Amin": _axes_rule(1), "LogSumExp": _axes_rule(1), "Prod": _axes_rule(1, all_when_none=False),
     "Softmax": _dim_rule(1), "LogSoftmax": _dim_rule(1), "Cumsum": _dim_rule(1), "Cumprod": _dim_rule(1),
@@ -619,7 +615,7 @@ RULES.update({
     "CrossEntropyIndex": _cross_entropy_rule,
     "Gather": _pick_rule, "IndexSelect": _index_select_rule,
     "ToDevice": lambda level, kind, Op, args: wrap(kind(Op, args[0]._data.value, *args[1:]), level),
-})
+}
 
 __all__ = ["Batched", "BatchedTensor", "Level", "LEVELS", "LOOPED", "wrap", "lift", "bottom", "rewrap",
            "batched_at"]

@@ -165,7 +165,7 @@ def _handler(kind, Op, args, run):
         out = run(*args)
     else:
         out = run(*args)
-        rule = _RULES.get(getattr(Op, "__name__", None)) if CLOSED_FORMS[0] else None
+        rule = _RULES.get(getattr(Op, "op_name", None)) if CLOSED_FORMS[0] else None
         tangents = None
         if rule is not None:
             hooks = SAVED_HOOKS.stack
@@ -235,18 +235,19 @@ def _pointwise(fn):
     return rule
 
 
-_RULES = dict.fromkeys(("AddBackward0", "SubBackward0", "NegBackward0", "SumBackward0", "MeanBackward0",
-                        "CatBackward0", "StackBackward0", "CloneBackward0"), _linear)
-_RULES.update(dict.fromkeys(("MulBackward0", "MmBackward0", "MatmulBackward0", "BmmBackward0"), _bilinear))
+# closed forms by OPS key (the op's declaration); every other op takes the generic double-vjp
+_RULES = dict.fromkeys(("Add", "AddScaled", "Sub", "neg", "Sum", "Mean", "Cat", "Stack", "clone", "contiguous"),
+                       _linear)
+_RULES.update(dict.fromkeys(("Mul", "Matmul"), _bilinear))
 _RULES.update({
-    "ExpBackward0": _pointwise(lambda x, y: y),
-    "SinBackward0": _pointwise(lambda x, y: x.cos()),
-    "CosBackward0": _pointwise(lambda x, y: -x.sin()),
-    "TanhBackward0": _pointwise(lambda x, y: 1 - y * y),
-    "SigmoidBackward0": _pointwise(lambda x, y: y * (1 - y)),
-    "ReluBackward0": _pointwise(lambda x, y: x > 0),
-    "LogBackward0": _pointwise(lambda x, y: x.reciprocal()),
-    "SqrtBackward0": _pointwise(lambda x, y: (2 * y).reciprocal()),
+    "exp": _pointwise(lambda x, y: y),
+    "sin": _pointwise(lambda x, y: x.cos()),
+    "cos": _pointwise(lambda x, y: -x.sin()),
+    "tanh": _pointwise(lambda x, y: 1 - y * y),
+    "sigmoid": _pointwise(lambda x, y: y * (1 - y)),
+    "relu": _pointwise(lambda x, y: x > 0),
+    "log": _pointwise(lambda x, y: x.reciprocal()),
+    "sqrt": _pointwise(lambda x, y: (2 * y).reciprocal()),
 })
 
 

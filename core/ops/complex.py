@@ -234,9 +234,9 @@ def _angle_vjp(ctx, g):
     return where(z == 0, g.new_zeros(()), g * z / (z * z.conj()).real * 1j)
 
 
-Angle = op_class("Angle", "complex_angle", saves="input", vjp=_angle_vjp)
+Angle = op_class("Angle", "complex_angle", saves="input", vjp=_angle_vjp, tags=("pointwise",))
 RealAngle = op_class("RealAngle", "real_angle", vjp=lambda ctx, g: g * 0, backward_name="AngleBackward0",
-                     params=("pi",))
+                     params=("pi",), tags=("pointwise",))
 
 
 @export
@@ -259,7 +259,7 @@ def _conj_vjp(ctx, g):
     return conj_physical(g)
 
 
-Conj = op_class("Conj", "complex_conj", vjp=_conj_vjp, backward_name="ConjPhysicalBackward0")
+Conj = op_class("Conj", "complex_conj", vjp=_conj_vjp, backward_name="ConjPhysicalBackward0", tags=("pointwise",))
 
 
 @export

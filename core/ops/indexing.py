@@ -688,7 +688,7 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A0
     return out_or(gather(input.expand(sx), d, indices.expand(si)), out)
 
 
-Nonzero = op_class("nonzero")
+Nonzero = op_class("nonzero", tags=("data-dependent",))
 
 
 @export

@@ -23,6 +23,7 @@ TENSOR = ("Tensor",)
 
 # --------------------------------------------------------------------------- ops used only in place
 class Copy(Op):
+    tags = ("pointwise",)
     backward_name = "CopyBackwards"
 
     @staticmethod
@@ -35,6 +36,7 @@ class Copy(Op):
 
 
 class Fill(Op):
+    tags = ("pointwise",)
     @staticmethod
     def forward(ctx, k, x, value):
         return k["full"](x.shape, value, x.dtype)
@@ -133,8 +135,8 @@ def _arith_(Cls, name):
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         if alpha != 1:
             other = pw.mul(other, alpha)
-        if Cls is pw.Div and self.dtype.category < dtypes.FLOAT:
-            raise RuntimeError(f"result type Float can't be cast to the desired output type {self.dtype}")
+        if Cls.promotion != "default" and self.dtype.category < dtypes.FLOAT:  # div_ on an integer tensor
+            dtypes.check_out_cast(name, dtypes.computation_dtype(Cls.promotion, self.dtype), self.dtype)
         if not isinstance(other, (Tensor,) + _SCALARS):
             raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
         return inplace(Cls, self, other)

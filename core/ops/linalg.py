@@ -581,7 +581,8 @@ def _norm_sqrt_vjp(ctx, g):
     return (g / (2 * y)).masked_fill(y == 0, 0)
 
 
-NormSqrt = op_class("NormSqrt", "sqrt", saves="output", vjp=_norm_sqrt_vjp, backward_name="NormBackward1", arity=1)
+NormSqrt = op_class("NormSqrt", "sqrt", saves="output", vjp=_norm_sqrt_vjp, backward_name="NormBackward1", arity=1,
+                    tags=("pointwise",), onnx="Sqrt")
 
 
 @export(to=LINALG)

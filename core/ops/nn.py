@@ -66,7 +66,8 @@ def _softplus_vjp(ctx, g):
     return where(bx > ctx.threshold, g, g * sigmoid(bx))
 
 
-Softplus = op_class("Softplus", "nn_softplus", saves="input", vjp=_softplus_vjp, params=("beta", "threshold"))
+Softplus = op_class("Softplus", "nn_softplus", saves="input", vjp=_softplus_vjp, params=("beta", "threshold"),
+                    tags=("pointwise",), autocast={"cuda": "fp32"})
 
 
 def _hardtanh_vjp(ctx, g):
@@ -75,7 +76,7 @@ def _hardtanh_vjp(ctx, g):
     return where(x > ctx.lo, where(x < ctx.hi, g, zero), zero)
 
 
-Hardtanh = op_class("Hardtanh", "clamp", saves="input", vjp=_hardtanh_vjp, params=("lo", "hi"))
+Hardtanh = op_class("Hardtanh", "clamp", saves="input", vjp=_hardtanh_vjp, params=("lo", "hi"), tags=("pointwise",))
 
 
 def _softmax_dim(x, dim, op, stacklevel=3):
@@ -158,7 +159,7 @@ def _prelu_vjp(ctx, g):
     return where(pos, g, g * w), where(pos, g.new_zeros(()), g * x)
 
 
-PreluKernel = op_class("PreluKernel", "nn_prelu", saves="input", vjp=_prelu_vjp, arity=2)
+PreluKernel = op_class("PreluKernel", "nn_prelu", saves="input", vjp=_prelu_vjp, arity=2, tags=("pointwise",))
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
@@ -191,10 +192,11 @@ def _act(input, name, ops, inplace, *params):  # noqa: A002
 
 def _rows(name, kernel, vjp, params=(), inplace_node=False):
     """The Op of activation ``name`` (``<name>Backward0``) and the one its in-place form records."""
-    Op = op_class(name, kernel, saves="input", vjp=vjp, params=params)
+    Op = op_class(name, kernel, saves="input", vjp=vjp, params=params, tags=("pointwise",))
     if not inplace_node:
         return Op, Op
-    return Op, op_class(name + "_", kernel, saves="input", vjp=vjp, params=params, backward_name=name + "Backward1")
+    return Op, op_class(name + "_", kernel, saves="input", vjp=vjp, params=params, backward_name=name + "Backward1",
+                        tags=("pointwise",))
 
 
 def _zero(g):
@@ -600,7 +602,7 @@ def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scal
 
 
 # Each index's bag, and each bag's number of kept indices (not differentiable).
-EmbeddingBagSegments = op_class("EmbeddingBagSegments", "embedding_bag_segments", arity=3)
+EmbeddingBagSegments = op_class("EmbeddingBagSegments", "embedding_bag_segments", arity=3, tags=("data-dependent",))
 
 
 def _bags(input, offsets, include_last_offset):
@@ -1208,9 +1210,9 @@ def _rrelu_vjp(ctx, g):
 
 
 # the slopes (``noise``) are an input without gradient: a number, or drawn per element in training
-RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2),
+RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2, tags=("pointwise",)),
          op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
-                  backward_name="RreluWithNoiseBackward1"))
+                  backward_name="RreluWithNoiseBackward1", tags=("pointwise",)))
 
 
 @export(to=("torch",))

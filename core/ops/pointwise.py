@@ -34,6 +34,10 @@ def _add_vjp(ctx, g):
     return g, g
 
 
+# autocast policy of the functions PyTorch runs in float32 under CUDA autocast (a wide range of values)
+FP32_ON_CUDA = {"cuda": "fp32"}
+
+
 def _cj(v):
     """``conj(v)`` for a complex tensor or number, else ``v``: complex vjps are ``g * conj(f'(z))``."""
     if isinstance(v, Tensor):
@@ -41,12 +45,13 @@ def _cj(v):
     return v.conjugate()  # a number (ints and floats are their own conjugates)
 
 
-Add = op_class("Add", "add", vjp=_add_vjp, arity=2)
+Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
 
 
 class AddScaled(Op):
     """``x + alpha * y``."""
 
+    tags = ("pointwise",)
     backward_name = "AddBackward0"
 
     @staticmethod
@@ -63,7 +68,7 @@ def _sub_vjp(ctx, g):
     return g, -g
 
 
-Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2)
+Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2, tags=("pointwise",), onnx="Sub")
 
 
 def _mul_vjp(ctx, g):
@@ -73,7 +78,7 @@ def _mul_vjp(ctx, g):
     return g * b, g * a
 
 
-Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2)
+Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2, tags=("pointwise",), onnx="Mul")
 
 
 def _div_vjp(ctx, g):
@@ -86,12 +91,14 @@ def _div_vjp(ctx, g):
     return g / b, gb
 
 
-Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2)
+Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2,
+               tags=("pointwise",), promotion="int_to_float", onnx="Div")
 
 
 class DivRounding(Op):
     """Division rounded toward zero ('trunc') or down ('floor'); zero gradient almost everywhere."""
 
+    tags = ("pointwise",)
     backward_name = "DivBackward1"
 
     @staticmethod
@@ -127,7 +134,8 @@ def _pow_vjp_complex(ctx, g, a, b):
     return ga, gb
 
 
-Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2)
+Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2, tags=("pointwise",), onnx="Pow",
+               autocast=FP32_ON_CUDA)
 
 
 def _is_zero(b):
@@ -144,7 +152,7 @@ def _relu_grad_vjp(ctx, gg):
 
 
 ReluGrad = op_class("ReluGrad", "relu_backward", vjp=_relu_grad_vjp, backward_name="ThresholdBackwardBackward0",
-                    params=("out",))
+                    params=("out",), tags=("pointwise",))
 
 
 def _where_vjp(ctx, g):
@@ -153,7 +161,7 @@ def _where_vjp(ctx, g):
     return None, where(c, g, zero), where(c, zero, g)
 
 
-Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3)
+Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3, tags=("pointwise",))
 
 
 # A dtype conversion; the gradient converts back.
@@ -163,7 +171,7 @@ def _cast_vjp(ctx, g):
     return g
 
 
-Cast = op_class("Cast", "astype", vjp=_cast_vjp, backward_name="ToCopyBackward0", arity=2)
+Cast = op_class("Cast", "astype", vjp=_cast_vjp, backward_name="ToCopyBackward0", arity=2, tags=("pointwise",))
 
 
 # --------------------------------------------------------------------------- public functions
@@ -403,13 +411,13 @@ def _same(x):
     return x.clone()
 
 
-Exp, exp = unary_op("exp", lambda g, x, y: g * _cj(y), saves="output")
+Exp, exp = unary_op("exp", lambda g, x, y: g * _cj(y), saves="output", onnx="Exp", autocast=FP32_ON_CUDA)
 # d/dx 2**x = 2**x ln 2
 Exp2, exp2 = unary_op("exp2", lambda g, x, y: g * y * 0.6931471805599453, saves="output", to=SPECIAL)
-Log, log = unary_op("log", lambda g, x, y: g / _cj(x))
-Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output")
-Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", integer=None, check=_refuse_bool_neg,
-                    aliases=("negative",), doc="``-input``.")
+Log, log = unary_op("log", lambda g, x, y: g / _cj(x), onnx="Log", autocast=FP32_ON_CUDA)
+Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output", onnx="Sqrt")
+Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", promotion="default", check=_refuse_bool_neg,
+                    aliases=("negative",), doc="``-input``.", onnx="Neg")
 def _abs_vjp(g, x, y):
     if x.dtype.category == dtypes.COMPLEX:  # g * z / |z| (0 at 0), written so that it differentiates again
         r = abs(x)
@@ -417,47 +425,53 @@ def _abs_vjp(g, x, y):
     return g * x.sign()
 
 
-Abs, abs = unary_op("abs", _abs_vjp, integer=None, aliases=("absolute",),  # noqa: A001
-                    doc="Elementwise absolute value.")
-Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", integer=_sign_of_integer,
-                      doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).")
-Relu, relu = unary_op("relu", saves="output", integer=None, backward=_relu_backward, out=False,
-                      doc="``max(input, 0)``.")
-Tanh, tanh = unary_op("tanh", lambda g, x, y: g * _cj(1 - y * y), saves="output")
-Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * _cj(y * (1 - y)), saves="output")
+Abs, abs = unary_op("abs", _abs_vjp, promotion="complex_to_float", aliases=("absolute",),  # noqa: A001
+                    doc="Elementwise absolute value.", onnx="Abs")
+Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_sign_of_integer,
+                      doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
+Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
+                      doc="``max(input, 0)``.", onnx="Relu")
+Tanh, tanh = unary_op("tanh", lambda g, x, y: g * _cj(1 - y * y), saves="output", onnx="Tanh")
+Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * _cj(y * (1 - y)), saves="output", onnx="Sigmoid")
 export(sigmoid, "expit", to=("special",))
-Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()))
-Cos, cos = unary_op("cos", lambda g, x, y: -g * _cj(x.sin()))
-Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output")
-Asin, asin = unary_op("asin", lambda g, x, y: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
-Acos, acos = unary_op("acos", lambda g, x, y: -g * (1 - x * x).rsqrt(), aliases=("arccos",))
-Atan, atan = unary_op("atan", lambda g, x, y: g / (1 + x * x), aliases=("arctan",))
-Sinh, sinh = unary_op("sinh", lambda g, x, y: g * x.cosh())
-Cosh, cosh = unary_op("cosh", lambda g, x, y: g * x.sinh())
-Asinh, asinh = unary_op("asinh", lambda g, x, y: g * (x * x + 1).rsqrt(), aliases=("arcsinh",))
-Acosh, acosh = unary_op("acosh", lambda g, x, y: g * (x * x - 1).rsqrt(), aliases=("arccosh",))
-Atanh, atanh = unary_op("atanh", lambda g, x, y: g / (1 - x * x), aliases=("arctanh",))
-Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output", to=SPECIAL)
-Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL)
-Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453))
-Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046))
-Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * _cj(y * y * y), saves="output")
-Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
+Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()), onnx="Sin")
+Cos, cos = unary_op("cos", lambda g, x, y: -g * _cj(x.sin()), onnx="Cos")
+Tan, tan = unary_op("tan", lambda g, x, y: g * (1 + y * y), saves="output", onnx="Tan", autocast=FP32_ON_CUDA)
+Asin, asin = unary_op("asin", lambda g, x, y: g * (1 - x * x).rsqrt(), aliases=("arcsin",),
+                      onnx="Asin", autocast=FP32_ON_CUDA)
+Acos, acos = unary_op("acos", lambda g, x, y: -g * (1 - x * x).rsqrt(), aliases=("arccos",),
+                      onnx="Acos", autocast=FP32_ON_CUDA)
+Atan, atan = unary_op("atan", lambda g, x, y: g / (1 + x * x), aliases=("arctan",), onnx="Atan")
+Sinh, sinh = unary_op("sinh", lambda g, x, y: g * x.cosh(), onnx="Sinh", autocast=FP32_ON_CUDA)
+Cosh, cosh = unary_op("cosh", lambda g, x, y: g * x.sinh(), onnx="Cosh", autocast=FP32_ON_CUDA)
+Asinh, asinh = unary_op("asinh", lambda g, x, y: g * (x * x + 1).rsqrt(), aliases=("arcsinh",), onnx="Asinh")
+Acosh, acosh = unary_op("acosh", lambda g, x, y: g * (x * x - 1).rsqrt(), aliases=("arccosh",), onnx="Acosh")
+Atanh, atanh = unary_op("atanh", lambda g, x, y: g / (1 - x * x), aliases=("arctanh",), onnx="Atanh")
+Expm1, expm1 = unary_op("expm1", lambda g, x, y: g * (y + 1), saves="output", to=SPECIAL, autocast=FP32_ON_CUDA)
+Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL, autocast=FP32_ON_CUDA)
+Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453), autocast=FP32_ON_CUDA)
+Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046), autocast=FP32_ON_CUDA)
+Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * _cj(y * y * y), saves="output", autocast=FP32_ON_CUDA)
+Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL, onnx="Erf")
 Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
 Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
-                          to=SPECIAL)
-Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output")
-Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), integer=lambda x: pow(x, 2))
-Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", integer=_same)
-Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", integer=_same)
-Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none", integer=_same, to=(), inplace=False)
-Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", integer=_same, aliases=("fix",))
-Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", integer=lambda x: x * 0)
+                          to=SPECIAL, autocast=FP32_ON_CUDA)
+Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output",
+                                  onnx="Reciprocal", autocast=FP32_ON_CUDA)
+Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
+                          integer=lambda x: pow(x, 2))
+Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor")
+Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil")
+Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none",
+                              promotion="keep", integer=_same, to=(), inplace=False, onnx="Round")
+Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, aliases=("fix",))
+Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", promotion="keep", integer=lambda x: x * 0)
 Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none")
 Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none")
 # the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
-Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign", integer=_sign_of_integer,
+Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign",
+                    promotion="keep", integer=_sign_of_integer,
                     doc="Elementwise sign (``sign`` for real numbers; a bool tensor is its own sign).")
 
 
@@ -502,8 +516,9 @@ def ndtri(input, *, out=None):  # noqa: A002
 
 
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
-Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.")
-Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.")
+Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.", onnx="Equal",
+                   promotion="always_bool")
+Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.", promotion="always_bool")
 
 
 def _ordered(name):
@@ -519,13 +534,13 @@ def _ordered(name):
 
 
 Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.",
-                   check=_ordered("lt"))
+                   check=_ordered("lt"), onnx="Less", promotion="always_bool")
 Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.",
-                   check=_ordered("le"))
+                   check=_ordered("le"), onnx="LessOrEqual", promotion="always_bool")
 Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.",
-                   check=_ordered("gt"))
+                   check=_ordered("gt"), onnx="Greater", promotion="always_bool")
 Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.",
-                   check=_ordered("ge"))
+                   check=_ordered("ge"), onnx="GreaterOrEqual", promotion="always_bool")
 
 
 # --------------------------------------------------------------------------- binary math
@@ -535,7 +550,7 @@ def _minimum_vjp(ctx, g):
     return g * pick, g * (1 - pick)
 
 
-Minimum = op_class("Minimum", "minimum", saves="input", vjp=_minimum_vjp, arity=2)
+Minimum = op_class("Minimum", "minimum", saves="input", vjp=_minimum_vjp, arity=2, tags=("pointwise",), onnx="Min")
 
 
 def _maximum_vjp(ctx, g):
@@ -544,7 +559,7 @@ def _maximum_vjp(ctx, g):
     return g * pick, g * (1 - pick)
 
 
-Maximum = op_class("Maximum", "maximum", saves="input", vjp=_maximum_vjp, arity=2)
+Maximum = op_class("Maximum", "maximum", saves="input", vjp=_maximum_vjp, arity=2, tags=("pointwise",), onnx="Max")
 
 
 def _atan2_vjp(ctx, g):
@@ -553,7 +568,8 @@ def _atan2_vjp(ctx, g):
     return g * b / d, -g * a / d
 
 
-Atan2 = op_class("Atan2", "atan2", saves="input", vjp=_atan2_vjp, arity=2)
+Atan2 = op_class("Atan2", "atan2", saves="input", vjp=_atan2_vjp, arity=2,
+                 tags=("pointwise",), promotion="int_to_float")
 
 
 def _clamp_vjp(ctx, g):
@@ -562,7 +578,7 @@ def _clamp_vjp(ctx, g):
     return g * (below.logical_or(above)).logical_not(), g * below, g * above
 
 
-Clamp = op_class("Clamp", "clamp", saves="input", vjp=_clamp_vjp, arity=3)
+Clamp = op_class("Clamp", "clamp", saves="input", vjp=_clamp_vjp, arity=3, tags=("pointwise",))
 
 
 # Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast).
@@ -572,7 +588,7 @@ def _clamp_scalar_vjp(ctx, g):
 
 
 ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_vjp, backward_name="ClampBackward1",
-                       params=("lo", "hi"))
+                       params=("lo", "hi"), tags=("pointwise",))
 
 
 def _lerp_vjp(ctx, g):
@@ -581,7 +597,7 @@ def _lerp_vjp(ctx, g):
     return g * (1 - w), g * w, gw
 
 
-Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3)
+Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",))
 
 
 def _fmod_vjp(ctx, g):
@@ -590,7 +606,7 @@ def _fmod_vjp(ctx, g):
     return g, gb
 
 
-Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2)
+Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2, tags=("pointwise",))
 
 
 def _remainder_vjp(ctx, g):
@@ -599,7 +615,7 @@ def _remainder_vjp(ctx, g):
     return g, gb
 
 
-Remainder = op_class("Remainder", "remainder", saves="input", vjp=_remainder_vjp, arity=2)
+Remainder = op_class("Remainder", "remainder", saves="input", vjp=_remainder_vjp, arity=2, tags=("pointwise",))
 
 
 def _masked_fill_vjp(ctx, g):
@@ -610,7 +626,7 @@ def _masked_fill_vjp(ctx, g):
     return g.masked_fill(mask, 0), None
 
 
-MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3)
+MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3, tags=("pointwise",))
 
 
 def _nan_to_num_vjp(ctx, g):
@@ -618,7 +634,7 @@ def _nan_to_num_vjp(ctx, g):
     return g * x.isfinite()
 
 
-NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4)
+NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4, tags=("pointwise",))
 
 
 def _no_complex(name, *operands):
@@ -644,9 +660,14 @@ def maximum(input, other, *, out=None):  # noqa: A002
 def atan2(input, other, *, out=None):  # noqa: A002
     """Elementwise ``atan(input / other)`` in the right quadrant (integers in the promoted float type)."""
     if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
-        rt = result_type(input, other)
-        input = cast(input, rt if rt.category >= dtypes.FLOAT else dtypes.get_default_dtype())
+        input = _computing(Atan2, input, other)
     return out_or(binary(Atan2, input, other), out)
+
+
+def _computing(Op, input, other):
+    """Tensor ``input`` in the dtype ``Op`` computes in with ``other`` (its declared promotion kind applied to
+    the operands' promoted type): where an integer input becomes floating (``atan2``, ``copysign``)."""
+    return cast(input, dtypes.computation_dtype(Op.promotion, result_type(input, other)))
 
 
 def _integral(v):
@@ -784,8 +805,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: 
     return out_or(unary(NanToNum, input, nan, posinf, neginf), out)
 
 
-def _predicate(kernel):
-    Cls = op_class(kernel)
+def _predicate(kernel, onnx=None):
+    Cls = op_class(kernel, tags=("pointwise",), promotion="always_bool", onnx=onnx)
 
     def fn(input):  # noqa: A002
         check_tensor(input, kernel)
@@ -797,13 +818,13 @@ def _predicate(kernel):
     return export(fn)
 
 
-isnan = _predicate("isnan")
+isnan = _predicate("isnan", onnx="IsNaN")
 isinf = _predicate("isinf")
 isfinite = _predicate("isfinite")
 
 
-def _logical(kernel, n):
-    Cls = op_class(kernel)
+def _logical(kernel, n, onnx):
+    Cls = op_class(kernel, tags=("pointwise",), promotion="always_bool", onnx=onnx)
 
     def fn(input, other=None, *, out=None):  # noqa: A002
         check_tensor(input, kernel)
@@ -822,10 +843,10 @@ def _logical(kernel, n):
     return export(fn, inplace=True)
 
 
-logical_and = _logical("logical_and", 2)
-logical_or = _logical("logical_or", 2)
-logical_xor = _logical("logical_xor", 2)
-logical_not = _logical("logical_not", 1)
+logical_and = _logical("logical_and", 2, "And")
+logical_or = _logical("logical_or", 2, "Or")
+logical_xor = _logical("logical_xor", 2, "Xor")
+logical_not = _logical("logical_not", 1, "Not")
 
 
 def _integer_operands(name):
@@ -840,18 +861,18 @@ def _integer_operands(name):
 
 
 _, bitwise_and = binary_op("bitwise_and", check=_integer_operands("bitwise_and"),
-                           doc="Elementwise bitwise AND of integer or bool tensors.")
+                           doc="Elementwise bitwise AND of integer or bool tensors.", onnx="BitwiseAnd")
 _, bitwise_or = binary_op("bitwise_or", check=_integer_operands("bitwise_or"),
-                          doc="Elementwise bitwise OR of integer or bool tensors.")
+                          doc="Elementwise bitwise OR of integer or bool tensors.", onnx="BitwiseOr")
 _, bitwise_xor = binary_op("bitwise_xor", check=_integer_operands("bitwise_xor"),
-                           doc="Elementwise bitwise XOR of integer or bool tensors.")
+                           doc="Elementwise bitwise XOR of integer or bool tensors.", onnx="BitwiseXor")
 _, bitwise_left_shift = binary_op("bitwise_left_shift", check=_integer_operands("bitwise_left_shift"),
                                   backward_name="LshiftBackward0",
                                   doc="Elementwise ``input << other`` of integer tensors.")
 _, bitwise_right_shift = binary_op("bitwise_right_shift", check=_integer_operands("bitwise_right_shift"),
                                    backward_name="RshiftBackward0",
                                    doc="Elementwise ``input >> other`` of integer tensors.")
-BitwiseNot = op_class("bitwise_not")
+BitwiseNot = op_class("bitwise_not", tags=("pointwise",), onnx="BitwiseNot")
 
 
 @export(inplace=True)
@@ -896,12 +917,15 @@ def _xlogy_vjp(ctx, g):
     return ga, gb
 
 
-Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2)
+Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
+                 tags=("pointwise",), promotion="int_to_float")
 
 
 class LogAddExp(Op):
     """``log(exp(x) + exp(y))``; the subclass below is the same in base 2."""
 
+    tags = ("pointwise",)
+    promotion = "float_only"
     save_inputs = True
     kernel = "logaddexp"
 
@@ -934,7 +958,7 @@ def _hypot_vjp(ctx, g):
     return g * a / ctx.output, g * b / ctx.output
 
 
-Hypot = op_class("Hypot", "hypot", saves="both", vjp=_hypot_vjp, arity=2)
+Hypot = op_class("Hypot", "hypot", saves="both", vjp=_hypot_vjp, arity=2, tags=("pointwise",), promotion="float_only")
 
 
 @export(to=SPECIAL, inplace=True)
@@ -963,9 +987,7 @@ def _float_tensors(Cls, name):
         for arg, v, pos in (("input", input, 1), ("other", other, 2)):
             if not isinstance(v, Tensor):
                 raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
-        rt = result_type(input, other)
-        if rt.category < dtypes.FLOAT:
-            raise NotImplementedError(f'"{name}_{input.device.type}" not implemented for \'{_type_name(rt)}\'')
+        dtypes.check_kind(Cls.promotion, name, result_type(input, other), input.device.type)
         return out_or(binary(Cls, input, other), out)
 
     fn.__name__ = fn.__qualname__ = name
@@ -1046,9 +1068,7 @@ def _addc_pair(name, combine):
             tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
                                 for t in (tensor1, tensor2))
         rt, term = term_of(self, tensor1, tensor2, value)
-        if rt.category > self.dtype.category:
-            raise RuntimeError(f"{name}_: result type {_type_name(rt)} can't be cast to the desired output type "
-                               f"{_type_name(self.dtype)}")
+        dtypes.check_out_cast(name + "_", rt, self.dtype)
         if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
             raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(term.shape)}")
@@ -1121,8 +1141,8 @@ def _fmin_vjp(ctx, g):
     return g.masked_fill(first.logical_not(), 0), g.masked_fill(first, 0)
 
 
-Fmax = op_class("Fmax", "fmax", saves="input", vjp=_fmax_vjp, arity=2)
-Fmin = op_class("Fmin", "fmin", saves="input", vjp=_fmin_vjp, arity=2)
+Fmax = op_class("Fmax", "fmax", saves="input", vjp=_fmax_vjp, arity=2, tags=("pointwise",))
+Fmin = op_class("Fmin", "fmin", saves="input", vjp=_fmin_vjp, arity=2, tags=("pointwise",))
 
 
 def _two_tensors(name, a, b):
@@ -1167,7 +1187,8 @@ def _copysign_vjp(ctx, g):
     return ga, gb
 
 
-Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2)
+Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2,
+                    tags=("pointwise",), promotion="int_to_float")
 
 
 @export(inplace=True)
@@ -1182,14 +1203,13 @@ def copysign(input, other, *, out=None):  # noqa: A002
     if not isinstance(other, (Tensor, int, float, bool)):
         raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
                         f"{type(other).__name__}")
-    if result_type(input, other).category < dtypes.FLOAT:
-        input = cast(input, dtypes.get_default_dtype())
+    input = _computing(Copysign, input, other)
     if not isinstance(other, Tensor):
         other = _full(float(other), input.dtype, input)
     return out_or(binary(Copysign, input, other), out)
 
 
-Heaviside = op_class("heaviside", arity=2)
+Heaviside = op_class("heaviside", arity=2, tags=("pointwise",))
 
 
 @export(inplace=True)
@@ -1230,6 +1250,7 @@ _, lcm = binary_op("lcm", check=_integral_tensors("lcm"),
 class Frexp(Op):
     """Mantissa in [0.5, 1) and int32 exponent: ``input = mantissa * 2 ** exponent``."""
 
+    tags = ("pointwise",)
     nondiff_outputs = (1,)
 
     @staticmethod
@@ -1303,7 +1324,7 @@ def _nextafter_vjp(ctx, g):
     return g, g * 0  # as PyTorch: the step itself has no slope
 
 
-Nextafter = op_class("Nextafter", "nextafter", vjp=_nextafter_vjp, arity=2)
+Nextafter = op_class("Nextafter", "nextafter", vjp=_nextafter_vjp, arity=2, tags=("pointwise",), promotion="float_only")
 nextafter = _float_tensors(Nextafter, "nextafter")
 nextafter.__doc__ = """The next representable floating value after ``input`` toward ``other``.
 

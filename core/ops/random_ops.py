@@ -26,6 +26,7 @@ class Sampled(Op):
     """
 
     tensor_args = True  # params are data of the draw, not inputs
+    tags = ("pointwise", "random", "nondeterministic")
 
     @staticmethod
     def forward(ctx, k, x, kernel, generator, params, real=None):
@@ -63,8 +64,8 @@ def _zero_vjp(ctx, g):
 
 
 # samples with the shape of their parameter tensor (the generator comes first: apply passes it through)
-Bernoulli = op_class("bernoulli", vjp=_zero_vjp)
-Poisson = op_class("poisson", vjp=_zero_vjp)
+Bernoulli = op_class("bernoulli", vjp=_zero_vjp, tags=("pointwise", "random", "nondeterministic"))
+Poisson = op_class("poisson", vjp=_zero_vjp, tags=("pointwise", "random", "nondeterministic"))
 Multinomial = op_class("multinomial")
 StandardGammaGrad = op_class("standard_gamma_grad")  # not differentiable itself, as in PyTorch
 Binomial = op_class("binomial", vjp=lambda ctx, g: (g.new_zeros(g.shape), g.new_zeros(g.shape)))

@@ -616,7 +616,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
 # --------------------------------------------------------------------------- NaN-ignoring reductions, diff, counting
 # NaN replaced by 0; the gradient is ``g * (x == x)`` as in PyTorch's nansum (NaN where ``g`` is infinite)
 NanZeroed = op_class("nan_zeroed", "nan_to_num", saves="input", backward_name="NansumBackward0",
-                     vjp=lambda ctx, g: g * ctx.inputs[0].isnan().logical_not())
+                     vjp=lambda ctx, g: g * ctx.inputs[0].isnan().logical_not(), tags=("pointwise",))
 
 
 @export
@@ -687,7 +687,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A
 
 
 Histc = op_class("histc")
-Bincount = op_class("bincount")
+Bincount = op_class("bincount", tags=("data-dependent",))
 
 
 @export

@@ -136,8 +136,9 @@ def _identity_vjp(ctx, g):
     return g
 
 
-Clone = op_class("clone", "copy", vjp=_identity_vjp)
-Contiguous = op_class("contiguous", vjp=_identity_vjp, backward_name="CloneBackward0")
+Clone = op_class("clone", "copy", vjp=_identity_vjp, tags=("pointwise",), onnx="Identity")
+Contiguous = op_class("contiguous", vjp=_identity_vjp, backward_name="CloneBackward0",
+                      tags=("pointwise",), onnx="Identity")
 
 
 # --------------------------------------------------------------------------- x[index]

@@ -164,10 +164,10 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_types.mode(vals, idx)
 
 
-Unique = op_class("Unique", "unique", arity=2)
+Unique = op_class("Unique", "unique", arity=2, tags=("data-dependent",))
 
 
-UniqueConsecutive = op_class("UniqueConsecutive", "unique_consecutive", arity=2)
+UniqueConsecutive = op_class("UniqueConsecutive", "unique_consecutive", arity=2, tags=("data-dependent",))
 
 
 def _unique_result(r, return_inverse, return_counts):

@@ -33,7 +33,7 @@ def _polygamma_vjp(ctx, g):
     return g * unary(Polygamma, x, ctx.n + 1)
 
 
-Polygamma = op_class("Polygamma", "polygamma", saves="input", vjp=_polygamma_vjp, params=("n",))
+Polygamma = op_class("Polygamma", "polygamma", saves="input", vjp=_polygamma_vjp, params=("n",), tags=("pointwise",))
 Lgamma, lgamma = unary_op("lgamma", lambda g, x, y: g * digamma(x))
 export(lgamma, "gammaln", to=ONLY)
 Digamma, digamma = unary_op("digamma", lambda g, x, y: g * unary(Polygamma, x, 1), to=SPECIAL)
@@ -116,9 +116,9 @@ def _zeta_vjp(ctx, g):
 
 
 Gammainc = op_class("Gammainc", "gammainc", saves="input", vjp=_gammainc_vjp, backward_name="IgammaBackward0",
-                    arity=2)
+                    arity=2, tags=("pointwise",))
 Gammaincc = op_class("Gammaincc", "gammaincc", saves="input", vjp=_gammaincc_vjp, backward_name="IgammacBackward0",
-                     arity=2)
+                     arity=2, tags=("pointwise",))
 
 
 def _float_operands(name, a, b, tensors=False, kernel_name=None):
@@ -172,7 +172,7 @@ gammaincc = _binary_float(Gammaincc, "gammaincc", tensors=True, doc="""The regul
     """)
 export(gammainc, "igamma", to=TOP, inplace=True)
 export(gammaincc, "igammac", to=TOP, inplace=True)
-Zeta = op_class("Zeta", "zeta", saves="input", vjp=_zeta_vjp, arity=2)
+Zeta = op_class("Zeta", "zeta", saves="input", vjp=_zeta_vjp, arity=2, tags=("pointwise",))
 zeta = _binary_float(Zeta, "zeta", doc="""The Hurwitz zeta function ``sum((k + other) ** -input for k >= 0)``
     (either operand may be a number; gradient for ``other`` only).
 
@@ -192,7 +192,7 @@ def _xlog1py_vjp(ctx, g):
     return ga, gb
 
 
-Xlog1py = op_class("Xlog1py", "xlog1py", saves="input", vjp=_xlog1py_vjp, arity=2)
+Xlog1py = op_class("Xlog1py", "xlog1py", saves="input", vjp=_xlog1py_vjp, arity=2, tags=("pointwise",))
 xlog1py = _binary_float(Xlog1py, "xlog1py", doc="""``input * log1p(other)``, 0 where ``input`` is 0 (unless
     ``other`` is NaN).
 
@@ -211,7 +211,7 @@ POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_po
 
 
 def _polynomial(name):
-    Cls = op_class(name, arity=2)
+    Cls = op_class(name, arity=2, tags=("pointwise",))
 
     def fn(input, n, *, out=None):  # noqa: A002
         x, m = _float_operands(name, input, n)
