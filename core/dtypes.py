@@ -190,6 +190,19 @@ def scalar_category(x) -> "int":
     raise TypeError(f"unsupported scalar of type {type(x).__name__}")
 
 
+def fill_value(x, d: dtype):
+    """A number written into a tensor of dtype ``d`` as a fill value (``fill_``, ``index_fill_``, ``scatter_``'s
+    ``value``), cast as PyTorch casts it rather than promoted: a float into an integer dtype truncates toward
+    zero, into bool tests for nonzero. Other numbers come back as they are.
+
+    >>> fill_value(-2.7, int64), fill_value(0.5, bool)
+    (-2, True)
+    """
+    if isinstance(x, (_pyfloat, np.floating)) and d.category < FLOAT:
+        return _pybool(x) if d.category == BOOL else _pyint(x)
+    return x
+
+
 def default_for_category(cat: int, like: dtype | None = None) -> dtype:
     if cat == BOOL:
         return bool

@@ -443,6 +443,15 @@ class Tensor:
         a = self._dev._backend.to_numpy(self._data)
         return a if dtype is None else a.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc's result on a tensor comes back as a CPU tensor, as in PyTorch (bool as uint8, PyTorch's
+        choice here); an array of a dtype ember lacks stays an array."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        if array.dtype not in dtypes.FROM_NP:
+            return array
+        return _wrap(np.asarray(array), resolve("cpu"))
+
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
@@ -489,7 +498,7 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        if self._data.ndim == 0:  # a number's format, the empty spec included (``f"{t}"`` of a 0-d tensor)
             return format(self.item(), spec)
         return repr(self)
 

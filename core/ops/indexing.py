@@ -420,7 +420,7 @@ def _scatter_impl(run, x, dim, index, src, value, reduce):
         return run(ScatterReduce, x, d, idx, src, names[reduce], True)
     if isinstance(src, Tensor):
         return run(Scatter, x, d, idx, src)
-    return run(ScatterValue, x, d, idx, _to_array_scalar(src, "scatter"))
+    return run(ScatterValue, x, d, idx, dtypes.fill_value(_to_array_scalar(src, "scatter"), x.dtype))
 
 
 @export
@@ -572,7 +572,7 @@ def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002
                                f"{value.dim()} dimension(s).")
         mask = _index_op(apply, IndexFill, input.detach().new_zeros(input.shape), dim, index, 1, "index_fill")
         return _index_op(apply, IndexFill, input, dim, index, 0, "index_fill") + mask * value
-    return _index_op(apply, IndexFill, input, dim, index, value, "index_fill")
+    return _index_op(apply, IndexFill, input, dim, index, dtypes.fill_value(value, input.dtype), "index_fill")
 
 
 @export(name="__contains__", to=TENSOR)
@@ -799,7 +799,7 @@ def index_copy_(self, dim, index, source):
 @export(to=TENSOR)
 def index_fill_(self, dim, index, value):
     """In-place :func:`index_fill`."""
-    return _index_op(inplace, IndexFill, self, dim, index, value, "index_fill_")
+    return _index_op(inplace, IndexFill, self, dim, index, dtypes.fill_value(value, self.dtype), "index_fill_")
 
 
 @export(to=TENSOR)

@@ -101,7 +101,7 @@ def fill_(self, value):
         if value._rg:
             return copy_(self, value)
         value = value.item()
-    return inplace(Fill, self, value)
+    return inplace(Fill, self, dtypes.fill_value(value, self.dtype))
 
 
 @export(to=("torch", "Tensor"))

@@ -791,9 +791,12 @@ def masked_fill(input, mask, value):  # noqa: A002
     if mask._dev is not input._dev:
         raise device_error("masked_fill", input, mask)
     err = broadcast_error([tuple(input.shape), tuple(mask.shape)])
-    if err or mask.dim() > input.dim():
+    if err:
         raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast to the input's shape "
                            f"{list(input.shape)}")
+    shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    if shape != tuple(input.shape):  # the input broadcasts too, as in PyTorch (not in the in-place form)
+        input = input.expand(shape)
     return apply(MaskedFill, input, mask, value)
 
 
