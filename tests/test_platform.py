@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import ember
@@ -376,3 +377,107 @@ def test_distributed_names(torch):
     for make in (DTensor, DeviceMesh, lambda: distribute_tensor(ember.ones(2))):
         with pytest.raises(NotImplementedError, match="ember has no working"):
             make()
+
+
+# ------------------------------------------------------------------------------- behaviours libraries rely on
+def _int_fills(m):
+    z = lambda dt=m.int64: m.zeros(3, dtype=dt)  # noqa: E731
+    idx = m.tensor([0, 2])
+    mask = m.tensor([True, False, True])
+    return [z().fill_(0.0), z().fill_(-2.7), z(m.bool).fill_(0.5), z().scatter_(0, idx, 1.0),
+            z().scatter_(0, idx, -1.5), z().scatter(0, idx, value=2.5), z(m.int32).index_fill_(0, idx, 2.5),
+            z(m.int32).index_fill(0, idx, -0.5), z().masked_fill_(mask, 3.7), z().masked_fill(mask, -3.7)]
+
+
+def test_float_scalar_into_integer_tensor_casts_as_pytorch(torch):
+    for mine, ref in zip(_int_fills(ember), _int_fills(torch)):
+        assert mine.tolist() == ref.tolist() and str(mine.dtype)[6:] == str(ref.dtype)[6:]
+
+
+def test_stack_of_expanded_and_transposed_inputs_is_contiguous(torch):
+    for m in (ember, torch):
+        parts = [m.ones(3, 1).expand(3, 4), m.arange(12.0).reshape(4, 3).t()]
+        out = m.stack(parts, 1)
+        assert out.is_contiguous() and out.stride() == (8, 4, 1)
+    assert ember.stack([ember.arange(12.0).reshape(4, 3).t()] * 2).tolist() == \
+        torch.stack([torch.arange(12.0).reshape(4, 3).t()] * 2).tolist()
+
+
+def test_masked_fill_broadcasts_self(torch):
+    mask = [[True, False, True], [False, False, True]]
+    x = ember.arange(3.0, requires_grad=True)
+    y = x.masked_fill(ember.tensor(mask), -1.0)
+    tx = torch.arange(3.0, requires_grad=True)
+    ty = tx.masked_fill(torch.tensor(mask), -1.0)
+    assert y.tolist() == ty.tolist()
+    y.sum().backward()
+    ty.sum().backward()
+    assert x.grad.tolist() == tx.grad.tolist()
+    for m in (ember, torch):  # the in-place form cannot grow self
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            m.ones(3).masked_fill_(m.tensor(mask), 0.0)
+
+
+def test_format_of_zero_dim_tensor(torch):
+    for spec in ("", ".2f", ">5", "e"):
+        for v in (0, 2.5, -3):
+            if spec in (".2f", "e") and isinstance(v, int):
+                continue
+            assert format(ember.tensor(v), spec) == format(torch.tensor(v), spec)
+    assert f"{ember.tensor(7)}" == "7" and format(ember.ones(2), "") == repr(ember.ones(2))
+
+
+def test_numpy_ufuncs_on_tensors_return_tensors(torch):
+    import warnings
+
+    t, r = ember.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # PyTorch's own __array_wrap__ lacks NumPy 2's args
+        cases = [(np.exp(t), np.exp(r)), (np.greater(t, 0), np.greater(r, 0)), (np.add(np.ones(2), t),
+                                                                                  np.add(np.ones(2), r)),
+                 (np.sqrt(ember.tensor(4.0)), np.sqrt(torch.tensor(4.0)))]
+    for mine, ref in cases:
+        assert isinstance(mine, ember.Tensor) and mine.tolist() == pytest.approx(ref.tolist())
+        assert str(mine.dtype)[6:] == str(ref.dtype)[6:] and mine.shape == tuple(ref.shape)
+
+
+def test_module_apply_calls_children_overrides_and_replicate(torch):
+    for m in (ember, torch):
+        class Tracked(m.nn.Linear):
+            calls = []
+
+            def _apply(self, fn, recurse=True):
+                self.calls.append(fn)
+                return super()._apply(fn, recurse)
+
+        net = m.nn.Sequential(m.nn.Sequential(Tracked(2, 2)), m.nn.ReLU())
+        net.double()
+        net.to(m.float32)
+        assert len(Tracked.calls) == 2 and net[0][0].weight.dtype == m.float32
+        r = net._replicate_for_data_parallel()
+        assert type(r) is type(net) and r is not net and r[0] is net[0] and r._is_replica
+        assert len(r._parameters) == 0 and r._modules is not net._modules and r._buffers is not net._buffers
+
+
+def test_linear_reads_the_current_weight(torch):
+    for m in (ember, torch):
+        lin = m.nn.Linear(3, 2)
+        lin.weight = m.nn.Parameter(m.ones(5, 4))
+        lin.bias = None
+        assert tuple(lin(m.ones(1, 4)).shape) == (1, 5)
+        with pytest.raises(RuntimeError):
+            lin(m.ones(1, 3))
+
+
+def test_sdpa_grouped_query_attention(torch):
+    q, k, v = np.random.randn(2, 6, 3, 4), np.random.randn(2, 2, 3, 4), np.random.randn(2, 2, 3, 4)
+    for causal in (False, True):
+        mine = ember.nn.functional.scaled_dot_product_attention(*map(ember.tensor, (q, k, v)), is_causal=causal,
+                                                                enable_gqa=True)
+        ref = torch.nn.functional.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)), is_causal=causal,
+                                                               enable_gqa=True)
+        np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=1e-10, atol=1e-12)
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match="must divide the number of heads"):
+            m.nn.functional.scaled_dot_product_attention(m.ones(1, 3, 2, 4), m.ones(1, 2, 2, 4), m.ones(1, 2, 2, 4),
+                                                         enable_gqa=True)

@@ -6,7 +6,7 @@ import math
 from ...ops.creation import ones
 from ...ops.nn import cosine_similarity, dropout, pairwise_distance, softmax  # noqa: F401  (re-exported)
 from ...ops.pointwise import where
-from ...ops.shape import tril
+from ...ops.shape import repeat_interleave, tril
 from ...registry import export
 from ...tensor import Tensor
 
@@ -15,7 +15,20 @@ from ...tensor import Tensor
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """``softmax(q k^T * scale + mask) v``; a bool mask keeps the True positions."""
+    """``softmax(q k^T * scale + mask) v``; a bool mask keeps the True positions. ``enable_gqa``: key and value
+    may have fewer heads (dim -3) than the query, each shared by a group of query heads.
+
+    >>> import ember
+    >>> q, kv = ember.randn(1, 4, 3, 8), ember.randn(1, 2, 3, 8)
+    >>> ember.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True).shape
+    ember.Size([1, 4, 3, 8])
+    """
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if kv_heads == 0 or heads % kv_heads or value.shape[-3] != kv_heads:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        key = repeat_interleave(key, heads // kv_heads, dim=-3)
+        value = repeat_interleave(value, heads // kv_heads, dim=-3)
     L, S = query.shape[-2], key.shape[-2]
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * s

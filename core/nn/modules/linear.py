@@ -40,9 +40,10 @@ class Linear(Module):
         reset_fan_in_uniform(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
-        if input.ndim == 0 or input.shape[-1] != self.in_features:
-            raise RuntimeError(f"{type(self).__name__}(in_features={self.in_features}): expected input of shape "
-                               f"[*, {self.in_features}], got {list(input.shape)}")
+        k = self.weight.shape[-1]  # the current weight's, which code may have replaced (PyTorch reads it too)
+        if input.ndim == 0 or input.shape[-1] != k:
+            raise RuntimeError(f"{type(self).__name__}(in_features={k}): expected input of shape [*, {k}], got "
+                               f"{list(input.shape)}")
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:

@@ -426,21 +426,34 @@ class Module:
 
     # ------------------------------------------------------------------ conversion
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
-        for m in (self.modules() if recurse else (self,)):
-            for p in m._parameters.values():
-                if p is None:
-                    continue
-                new = fn(p)
-                if new is not p:
-                    p.data = new.detach()
-                if p.grad is not None:
-                    g = fn(p.grad)
-                    if g is not p.grad:
-                        p.grad = g
-            for k, b in m._buffers.items():
-                if b is not None:
-                    m._buffers[k] = fn(b)
+        """Apply ``fn`` to every parameter (in place, through ``.data``), gradient and buffer; each child's own
+        ``_apply`` is called first, so a Module that overrides it (to convert state of its own) takes part."""
+        if recurse:
+            for child in self.children():
+                child._apply(fn)
+        for p in self._parameters.values():
+            if p is None:
+                continue
+            new = fn(p)
+            if new is not p:
+                p.data = new.detach()
+            if p.grad is not None:
+                g = fn(p.grad)
+                if g is not p.grad:
+                    p.grad = g
+        for k, b in self._buffers.items():
+            if b is not None:
+                self._buffers[k] = fn(b)
         return self
+
+    def _replicate_for_data_parallel(self) -> Module:
+        """A shallow copy for one device of ``nn.DataParallel``: the same children and buffers (copied dicts) and
+        no parameters of its own yet (the replication fills them); a Module overrides this to copy more."""
+        replica = object.__new__(type(self))
+        replica.__dict__ = self.__dict__.copy()
+        replica.__dict__.update(_parameters=OrderedDict(), _buffers=self._buffers.copy(),
+                                _modules=self._modules.copy(), _is_replica=True)
+        return replica
 
     def to(self, *args, **kwargs) -> Module:
         """Move and/or cast parameters and buffers (floating ones only for a dtype), in place."""

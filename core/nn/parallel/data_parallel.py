@@ -106,9 +106,8 @@ def replicate(module: Module, devices: list, detach: bool = False) -> list:
 def _copy_module(m, dev, detach, memo):
     if id(m) in memo:
         return memo[id(m)]
-    r = object.__new__(type(m))
+    r = m._replicate_for_data_parallel()
     memo[id(m)] = r
-    r.__dict__.update(m.__dict__)
     params = OrderedDict()
     for k, p in m._parameters.items():
         if p is not None and id(p) not in memo:
