@@ -72,7 +72,7 @@ def _covered():
         for sample in row.samples:
             try:
                 args = kit.build(ember, sample, "float64", "cpu")
-                outs = [o for o in kit._outputs(row.op(ember, *args)) if isinstance(o, ember.Tensor)]
+                outs = [o for o in kit.outputs(row.op(ember, *args)) if isinstance(o, ember.Tensor)]
             except Exception:  # noqa: BLE001 - error-case samples make no graph
                 continue
             covered |= _nodes_of(outs)

@@ -19,7 +19,7 @@ import numpy as np
 import ember
 
 from . import assert_close
-from .row import CHECKS, RowFailure, case_id, check, skip_reason  # noqa: F401 - the kit's interface
+from .row import CHECKS, RowFailure, build, case_id, check, outputs, skip_reason  # noqa: F401 - the kit's interface
 from .row import cases as _row_cases
 
 FAMILIES = ("pointwise", "reduction", "shape", "indexing", "creation", "linalg", "special", "fft", "complex",
