@@ -481,3 +481,19 @@ def test_sdpa_grouped_query_attention(torch):
         with pytest.raises(RuntimeError, match="must divide the number of heads"):
             m.nn.functional.scaled_dot_product_attention(m.ones(1, 3, 2, 4), m.ones(1, 2, 2, 4), m.ones(1, 2, 2, 4),
                                                          enable_gqa=True)
+
+
+def test_ops_load_library(tmp_path, torch):
+    import glob
+    import os
+
+    with pytest.raises(OSError, match="No such file"):
+        ember.ops.load_library(tmp_path / "missing.so")
+    built_on_libtorch = glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorchbind_test.so"))
+    if built_on_libtorch:
+        with pytest.raises(RuntimeError, match="libtorch.*ember.library"):
+            ember.ops.load_library(built_on_libtorch[0])
+        assert os.path.realpath(built_on_libtorch[0]) not in ember.ops.loaded_libraries
+    plain = np._core._multiarray_umath.__file__  # a shared library with no libtorch in it
+    ember.ops.load_library(plain)
+    assert os.path.realpath(plain) in ember.ops.loaded_libraries

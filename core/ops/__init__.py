@@ -19,6 +19,7 @@ from . import (conversion, creation, indexing, inplace, interop, linalg, nn, nn_
 from . import linalg_solve  # noqa: F401,E402 - the triangular/LU solves, lstsq, matrix_exp
 from . import special_fns  # noqa: F401
 from . import complex, fft  # noqa: F401,E402
+from .shared_libraries import load_library, loaded_libraries  # noqa: F401,E402
 
 registry.bind("Tensor", Tensor)
 
