@@ -303,38 +303,34 @@ def wino_tiles(h, w, padding):
     return -(-(h + pt + pb - 2) // 2), -(-(w + pl + pr - 2) // 2)
 
 
-def bt(s, d, out):
+def bt(d, out, add, sub):
     """``out = B^T d`` along one axis of 4-point pieces ``d`` (four arrays; ``out``: four targets)."""
-    add, sub, _ = _arith(s)
     sub(d[0], d[2], out[0])
     add(d[1], d[2], out[1])
     sub(d[2], d[1], out[2])
     sub(d[1], d[3], out[3])
 
 
-def at(s, m, out):
+def at(m, out, add, sub):
     """``out = A^T m`` along one axis: four pieces to two."""
-    add, sub, _ = _arith(s)
     add(m[0], m[1], out[0])
     add(out[0], m[2], out[0])
     sub(m[1], m[2], out[1])
     sub(out[1], m[3], out[1])
 
 
-def a_adj(s, y, out):
+def a_adj(y, out, add, sub, neg):
     """``out = A y``: the adjoint of :func:`at`, two pieces to four."""
-    add, sub, neg = _arith(s)
     out[0][...] = y[0]
     add(y[0], y[1], out[1])
     sub(y[0], y[1], out[2])
     neg(y[1], out[3])
 
 
-def b_adj(s, d, lo, hi, last):
+def b_adj(d, lo, hi, last, add, sub):
     """The adjoint of :func:`bt` on tiles that overlap by two: tile ``j``'s point ``i`` lands at ``2 j + i``.
     ``lo(k)``/``hi(k)``: the targets of points ``k`` and ``k + 2`` of every tile (pairs ``0..t-1`` and
     ``1..t`` of the output), ``last``: pair ``t``, which only ``hi`` reaches."""
-    add, sub, _ = _arith(s)
     lo(0)[...] = d[0]
     last[...] = 0
     sub(d[1], d[2], lo(1))
@@ -352,6 +348,7 @@ def wino_input(s, x, padding):
     th, tw = wino_tiles(h, w, padding)
     xt = x.transpose(0, 2, 3, 1)
     v = s.empty((4, 4, n, th, tw, c), x.dtype)
+    add, sub, _ = _arith(s)
     step = wino_step(s, n, 6 * th * (2 * tw + 2) * c * x.dtype.itemsize)
 
     def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
@@ -362,8 +359,8 @@ def wino_input(s, x, padding):
             j = min(i + k, hi)
             pp, rr = p[:j - i], r[:, :j - i]
             fill(pp, xt[i:j], (padding[0][0], padding[1][0], 0))
-            bt(s, [pp[:, a:a + 2 * th:2] for a in range(4)], rr)
-            bt(s, [rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, i:j] for b in range(4)])
+            bt([pp[:, a:a + 2 * th:2] for a in range(4)], rr, add, sub)
+            bt([rr[:, :, :, b:b + 2 * tw:2] for b in range(4)], [v[:, b, i:j] for b in range(4)], add, sub)
 
     s.rows(body, n, v.size)
     return v.reshape(16, n * th * tw, c)
@@ -388,6 +385,7 @@ def wino_output(s, m, n, th, tw, ho, wo):
     o = m.shape[-1]
     m = m.reshape(4, 4, n, th, tw, o)
     out = s.empty((n, o, ho, wo), m.dtype)
+    add, sub, _ = _arith(s)
     step = wino_step(s, n, 12 * th * tw * o * m.dtype.itemsize)
 
     def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
@@ -397,9 +395,10 @@ def wino_output(s, m, n, th, tw, ho, wo):
         for i in range(lo, hi, k):
             j = min(i + k, hi)
             ss, yy = r[:, :, :j - i], y[:j - i]
-            at(s, m[:, :, i:j], ss)
+            at(m[:, :, i:j], ss, add, sub)
             yv = yy.reshape(j - i, th, 2, tw, 2, o)
-            at(s, [ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)])
+            at([ss[:, b] for b in range(4)], [yv[:, :, :, :, b].transpose(2, 0, 1, 3, 4) for b in range(2)], add,
+               sub)
             out[i:j] = yy[:, :ho, :wo].transpose(0, 3, 1, 2)
 
     s.rows(body, n, m.size)
@@ -411,6 +410,7 @@ def wino_output_grad(s, g, th, tw):
     n, o = g.shape[:2]
     gt = g.transpose(0, 2, 3, 1)
     dm = s.empty((4, 4, n, th, tw, o), g.dtype)
+    add, sub, neg = _arith(s)
     step = wino_step(s, n, 12 * th * tw * o * g.dtype.itemsize)
 
     def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
@@ -422,8 +422,8 @@ def wino_output_grad(s, g, th, tw):
             qq = q[:, :, :j - i]
             fill(gp[:j - i], gt[i:j], (0, 0, 0))
             gv = gp[:j - i].reshape(j - i, th, 2, tw, 2, o)
-            a_adj(s, [gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq)
-            a_adj(s, [qq[:, b] for b in range(2)], [dm[:, b, i:j] for b in range(4)])
+            a_adj([gv[:, :, a].transpose(3, 0, 1, 2, 4) for a in range(2)], qq, add, sub, neg)
+            a_adj([qq[:, b] for b in range(2)], [dm[:, b, i:j] for b in range(4)], add, sub, neg)
 
     s.rows(body, n, dm.size)
     return dm.reshape(16, n * th * tw, o)
@@ -435,6 +435,7 @@ def wino_input_adjoint(s, dv, x_shape, padding, th, tw):
     dv = dv.reshape(4, 4, n, th, tw, c)
     out = s.empty((n, c, h, w), dv.dtype)
     pt, pl = padding[0][0], padding[1][0]
+    add, sub, _ = _arith(s)
     step = wino_step(s, n, 12 * (th + 1) * (tw + 1) * c * dv.dtype.itemsize)
 
     def body(lo, hi):  # the samples lo:hi, ``step`` at a time through scratch that stays in cache
@@ -444,11 +445,11 @@ def wino_input_adjoint(s, dv, x_shape, padding, th, tw):
         for i in range(lo, hi, k):
             j = min(i + k, hi)
             ee, pp = e[:, :j - i], p[:j - i]
-            b_adj(s, [dv[:, b, i:j] for b in range(4)], lambda q, ee=ee: ee[:, :, :, :tw, q],
-                  lambda q, ee=ee: ee[:, :, :, 1:, q], ee[:, :, :, tw])
+            b_adj([dv[:, b, i:j] for b in range(4)], lambda q, ee=ee: ee[:, :, :, :tw, q],
+                  lambda q, ee=ee: ee[:, :, :, 1:, q], ee[:, :, :, tw], add, sub)
             ee = ee.reshape(4, j - i, th, 2 * tw + 2, c)
-            b_adj(s, [ee[a] for a in range(4)], lambda q, pp=pp: pp[:, :th, q],
-                  lambda q, pp=pp: pp[:, 1:, q], pp[:, th])
+            b_adj([ee[a] for a in range(4)], lambda q, pp=pp: pp[:, :th, q],
+                  lambda q, pp=pp: pp[:, 1:, q], pp[:, th], add, sub)
             pp = pp.reshape(j - i, 2 * th + 2, 2 * tw + 2, c)
             out[i:j] = pp[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
 
