@@ -13,7 +13,7 @@ from ._special import lgamma
 from .continuous import Gamma
 from .distribution import Distribution, expand_params
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, finfo_of, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Binomial",
            "Multinomial", "Poisson", "Geometric", "NegativeBinomial"]
@@ -191,11 +191,14 @@ class Categorical(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
-        value, log_pmf = ember.broadcast_tensors(value, self.logits)
-        return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
+        log_pmf = self.logits
+        if value.shape[:-1] != log_pmf.shape[:-1]:  # (values of the batch shape, the usual case: nothing to expand)
+            value, log_pmf = ember.broadcast_tensors(value, log_pmf)
+            value = value[..., :1]
+        return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        logits = self.logits.clamp(min=ember.finfo(self.logits.dtype).min)
+        logits = self.logits.clamp(min=finfo_of(self.logits.dtype).min)
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):

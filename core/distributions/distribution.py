@@ -53,7 +53,7 @@ class Distribution:
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
                     continue  # lazily built parameters are not checked
                 value = getattr(self, param)
-                if not bool(constraint.check(value).all()):
+                if not constraints.holds(constraint, value):
                     raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape "
                                      f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
                                      f"{constraint!r}, but found invalid values:\n{value}")
@@ -148,7 +148,7 @@ class Distribution:
                           "initialize the distribution with `validate_args=False` to turn off validation.",
                           stacklevel=2)
             return
-        if not bool(support.check(value).all()):
+        if not constraints.holds(support, value):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to "
                              f"be within the support ({support!r}) of the distribution {self!r}, but found "
                              f"invalid values:\n{value}")

@@ -47,9 +47,20 @@ def logits_to_probs(logits, is_binary: bool = False):
     return ember.softmax(logits, dim=-1)
 
 
+_FINFO: dict = {}
+
+
+def finfo_of(dtype):
+    """``ember.finfo(dtype)``, made once per dtype (the hot paths of tiny distributions ask for it every call)."""
+    info = _FINFO.get(dtype)
+    if info is None:
+        info = _FINFO[dtype] = ember.finfo(dtype)
+    return info
+
+
 def clamp_probs(probs):
     """Clamp probabilities into the open interval ``(eps, 1 - eps)`` of their dtype."""
-    eps = ember.finfo(probs.dtype).eps
+    eps = finfo_of(probs.dtype).eps
     return probs.clamp(min=eps, max=1 - eps)
 
 
