@@ -7,10 +7,13 @@ Compilation is eager today, so :func:`is_compiling` is False and :func:`disable`
 >>> ember.compiler.is_compiling()
 False
 """
-from ._dynamo import allow_in_graph, config, disable, is_compiling, is_dynamo_compiling, reset
+from ._dynamo import (  # noqa: F401
+    allow_in_graph, config, disable, is_compiling, is_dynamo_compiling, list_backends, reset, set_stance,
+)
+from ._dynamo.eval_frame import compile  # noqa: F401
 
-__all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "is_compiling", "is_dynamo_compiling",
-           "list_backends", "reset"]
+__all__ = ["allow_in_graph", "assume_constant_result", "compile", "config", "cudagraph_mark_step_begin", "disable",
+           "is_compiling", "is_dynamo_compiling", "list_backends", "nested_compile_region", "reset", "set_stance"]
 
 
 def assume_constant_result(fn):
@@ -18,6 +21,12 @@ def assume_constant_result(fn):
     return fn
 
 
-def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """The compiler backends ``ember.compile(backend=...)`` accepts by name."""
-    return ["inductor"]
+def cudagraph_mark_step_begin() -> None:
+    """Mark the start of a training or inference step for CUDA graphs: none are captured, nothing to mark."""
+
+
+def nested_compile_region(fn=None, options=None):
+    """Compile ``fn`` once and reuse it at each call site (a decorator): returns ``fn``, run eagerly."""
+    if fn is None:
+        return lambda f: f
+    return fn

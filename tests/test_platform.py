@@ -175,6 +175,31 @@ def test_pytree_functions_match_pytorch(torch):
     assert set(theirs.SUPPORTED_NODES) >= set(ours.SUPPORTED_NODES) - {ember.Size}
 
 
+def test_pytree_key_paths_match_pytorch(torch):
+    import collections
+
+    from ember.utils import _pytree as ours
+
+    theirs = pytest.importorskip("torch.utils._pytree")
+    point = collections.namedtuple("Point", "x y")
+    tree = {"a": [1, (2, point(3, 4))], "b": collections.OrderedDict(c=5), "d": collections.deque([6])}
+    mine, ref = ours.tree_flatten_with_path(tree)[0], theirs.tree_flatten_with_path(tree)[0]
+    assert [ours.keystr(kp) for kp, _ in mine] == [theirs.keystr(kp) for kp, _ in ref]
+    assert [x for _, x in mine] == [x for _, x in ref]
+    assert [repr(k) for kp, _ in mine for k in kp] == [repr(k) for kp, _ in ref for k in kp]
+    assert all(ours.key_get(tree, kp) == x for kp, x in mine)
+    assert ours.tree_map_with_path(lambda kp, x, y: (ours.keystr(kp), x + y), tree, tree) == \
+        theirs.tree_map_with_path(lambda kp, x, y: (theirs.keystr(kp), x + y), tree, tree)
+    assert ours.tree_leaves_with_path([7]) == [((ours.SequenceKey(0),), 7)]
+    for x in (1, [1], [], point(1, 2), None):
+        assert ours.tree_is_leaf(x) == theirs.tree_is_leaf(x)
+    for x in (point, point(1, 2), (1,), tuple):
+        assert ours.is_namedtuple(x) == theirs.is_namedtuple(x)
+    seen = []
+    ours.tree_map_only_(int, seen.append, (1, "a", [2]))
+    assert seen == [1, 2]
+
+
 def test_registered_pytree_node_is_mapped_by_func_transforms(device):
     from ember.utils import _pytree
 
@@ -238,6 +263,19 @@ def test_compiler_and_dynamo_names():
     assert dynamo.config.cache_size_limit == 8 and dynamo.config.get_config_copy()["optimize_ddp"] is True
     with pytest.raises(AttributeError, match="no_such_setting"):
         dynamo.config.patch(no_such_setting=1)
+    x = ember.ones(2, 3)
+    assert dynamo.mark_dynamic(x, 0) is None and dynamo.maybe_mark_dynamic(x, 1) is None
+    assert dynamo.mark_static(x) is None and dynamo.graph_break() is None
+    with pytest.raises(TypeError, match="mark_dynamic"):
+        dynamo.mark_dynamic([1], 0)
+    assert dynamo.disallow_in_graph(f) is f and dynamo.optimize("inductor")(f) is f
+    assert "inductor" in compiler.list_backends() and compiler.nested_compile_region(f) is f
+    assert compiler.cudagraph_mark_step_begin() is None
+    assert isinstance(compiler.compile(ember.nn.ReLU()), dynamo.OptimizedModule)
+    stance = dynamo.eval_frame._STANCE
+    with compiler.set_stance("force_eager"):
+        assert stance[0] == "force_eager"
+    assert stance[0] == "default"
 
 
 # ----------------------------------------------------------------------------------- constants and small names

@@ -10,8 +10,12 @@ function, :func:`reset` has no cache to clear, ``config`` records settings. A co
 (False, True)
 """
 from . import config
-from .eval_frame import OptimizedModule, allow_in_graph, disable, is_compiling, mark_static_address, reset
+from .eval_frame import (
+    OptimizedModule, allow_in_graph, disable, disallow_in_graph, forbid_in_graph, graph_break, is_compiling,
+    list_backends, mark_dynamic, mark_static, mark_static_address, maybe_mark_dynamic, optimize, reset, set_stance,
+)
 
-__all__ = ["config", "OptimizedModule", "allow_in_graph", "disable", "is_compiling", "mark_static_address",
-           "reset", "is_dynamo_compiling"]
+__all__ = ["config", "OptimizedModule", "allow_in_graph", "disable", "disallow_in_graph", "forbid_in_graph",
+           "graph_break", "is_compiling", "is_dynamo_compiling", "list_backends", "mark_dynamic", "mark_static",
+           "mark_static_address", "maybe_mark_dynamic", "optimize", "reset", "set_stance"]
 is_dynamo_compiling = is_compiling

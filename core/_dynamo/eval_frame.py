@@ -7,6 +7,8 @@ Module is an :class:`OptimizedModule` holding the original as ``_orig_mod`` (its
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..nn.modules.module import Module
 from ..registry import export
 from ..tensor import Tensor
@@ -93,3 +95,70 @@ def mark_static_address(t, guard: bool = True) -> None:
 
 def reset() -> None:
     """Forget compiled code and guards: nothing is cached while compilation is eager."""
+
+
+def _check_tensor(name: str, t) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} expects a tensor but received {type(t).__name__}")
+
+
+def mark_dynamic(t, index, *, hint_override=None, min=None, max=None, specialize_on=None) -> None:  # noqa: A002
+    """Mark dimension(s) ``index`` of ``t`` as varying between calls (a guard hint): eager runs need none."""
+    _check_tensor("mark_dynamic", t)
+
+
+def maybe_mark_dynamic(t, index) -> None:
+    """Like :func:`mark_dynamic`, without insisting: a hint eager runs need not."""
+    _check_tensor("maybe_mark_dynamic", t)
+
+
+def mark_static(t, index=None) -> None:
+    """Mark dimension(s) of ``t`` (or a module) as fixed between calls: a hint eager runs need not."""
+
+
+def graph_break() -> None:
+    """End the captured graph here: eager code has no graph to end."""
+
+
+def disallow_in_graph(fn):
+    """Keep ``fn`` out of compiled graphs (a graph break at each call): eager already runs it as Python."""
+    return fn
+
+
+forbid_in_graph = disallow_in_graph
+
+
+def optimize(*args, **kwargs):
+    """The older spelling of ``ember.compile``'s decorator: ``optimize(backend)(fn)``."""
+    return lambda fn: compile(fn)
+
+
+def list_backends(exclude_tags=("debug", "experimental")) -> list:
+    """The compiler backends ``ember.compile(backend=...)`` accepts by name."""
+    return ["inductor"]
+
+
+_STANCE = ["default"]
+
+
+class _Stance(contextlib.ContextDecorator):
+    """The stance set, and the one before it, restored at the end of a ``with`` block or decorated call."""
+
+    def __init__(self, stance: str, prior: str):
+        self.stance, self.prior = stance, prior
+
+    def __enter__(self):
+        _STANCE[0] = self.stance
+        return self
+
+    def __exit__(self, *exc):
+        _STANCE[0] = self.prior
+        return False
+
+
+def set_stance(stance: str = "default", *, skip_guard_eval_unsafe: bool = False, force_backend=None):
+    """Set how compiled code behaves ("default", "force_eager", "eager_on_recompile", "fail_on_recompile"):
+    for the rest of the program, or for a ``with`` block or a decorated function. Compiled code runs eagerly
+    under every stance today."""
+    prior, _STANCE[0] = _STANCE[0], stance
+    return _Stance(stance, prior)

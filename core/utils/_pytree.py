@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..tensor import Size
 
 __all__ = ["PyTree", "TreeSpec", "LeafSpec", "NodeDef", "SUPPORTED_NODES", "register_pytree_node", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_map_", "tree_map_only",
-           "tree_all", "tree_any", "tree_all_only", "tree_any_only", "tree_iter", "treespec_pprint"]
+           "tree_all", "tree_any", "tree_all_only", "tree_any_only", "tree_iter", "treespec_pprint", "tree_is_leaf",
+           "tree_map_only_", "SequenceKey", "MappingKey", "GetAttrKey", "KeyEntry", "KeyPath", "keystr", "key_get",
+           "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "is_namedtuple",
+           "is_namedtuple_class", "is_namedtuple_instance"]
 
 PyTree = Any
 
@@ -58,8 +62,22 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
     SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
 
 
-def _is_namedtuple_instance(x) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+def is_namedtuple_class(cls) -> bool:
+    """Whether ``cls`` is a namedtuple type."""
+    return isinstance(cls, type) and issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+
+
+def is_namedtuple_instance(obj) -> bool:
+    """Whether ``obj`` is a namedtuple."""
+    return is_namedtuple_class(type(obj))
+
+
+def is_namedtuple(obj) -> bool:
+    """Whether ``obj`` is a namedtuple or a namedtuple type."""
+    return is_namedtuple_class(obj if isinstance(obj, type) else type(obj))
+
+
+_is_namedtuple_instance = is_namedtuple_instance
 
 
 def _node_type(x):
@@ -269,6 +287,20 @@ def tree_map_only(type_or_types_or_pred, /, func: Callable[[Any], Any], tree: Py
     return tree_map(lambda x: func(x) if pred(x) else x, tree, is_leaf=is_leaf)
 
 
+def tree_map_only_(type_or_types_or_pred, /, func: Callable[[Any], Any], tree: PyTree,
+                   is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """Call ``func`` on the leaves of the given type(s) for its effect; returns ``tree``."""
+    pred = _only(type_or_types_or_pred)
+    return tree_map_(lambda x: func(x) if pred(x) else None, tree, is_leaf=is_leaf)
+
+
+def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """Whether ``tree`` is a leaf: not a registered container (or ``is_leaf`` says so)."""
+    if is_leaf is not None and is_leaf(tree):
+        return True
+    return _node_type(tree) is None
+
+
 def tree_all(pred: Callable[[Any], bool], tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
     """Whether ``pred`` holds for every leaf."""
     return all(map(pred, tree_leaves(tree, is_leaf)))
@@ -301,6 +333,106 @@ def treespec_pprint(treespec: TreeSpec) -> str:
 class _Star:
     def __repr__(self):
         return "*"
+
+
+# ------------------------------------------------------------------------------------------------- key paths
+@dataclass(frozen=True)
+class SequenceKey:
+    """A child of a sequence, by position (shown ``[0]``)."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence):
+        return sequence[self.idx]
+
+
+@dataclass(frozen=True)
+class MappingKey:
+    """A child of a mapping, by key (shown ``['a']``)."""
+    key: Any
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+    def get(self, mapping):
+        return mapping[self.key]
+
+
+@dataclass(frozen=True)
+class GetAttrKey:
+    """A child reached as an attribute (shown ``.name``): a namedtuple's fields."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+    def get(self, obj):
+        return getattr(obj, self.name)
+
+
+KeyEntry = Any
+KeyPath = tuple
+
+
+def keystr(kp: KeyPath) -> str:
+    """A key path as the Python expression that reaches the leaf: ``['a'][0].x``."""
+    return "".join(str(k) for k in kp)
+
+
+def key_get(obj, kp: KeyPath):
+    """The part of ``obj`` at key path ``kp``."""
+    for k in kp:
+        obj = k.get(obj)
+    return obj
+
+
+def _keyed_children(node, key):
+    """``[(key entry, child)]`` of a container whose node type is ``key``."""
+    entry = SUPPORTED_NODES[key]
+    if entry.flatten_with_keys_fn is not None:
+        return entry.flatten_with_keys_fn(node)[0]
+    if key is collections.namedtuple:
+        return [(GetAttrKey(f), v) for f, v in zip(type(node)._fields, node)]
+    if isinstance(node, dict):
+        return [(MappingKey(k), v) for k, v in node.items()]
+    if isinstance(node, (tuple, list, collections.deque)):
+        return [(SequenceKey(i), v) for i, v in enumerate(node)]
+    raise ValueError(f"Did not find a flatten_with_keys_fn for type: {key}. Please pass a flatten_with_keys_fn "
+                     f"argument to register_pytree_node.")
+
+
+def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None):
+    """``([(key path, leaf)], spec)``: :func:`tree_flatten` with the path to each leaf.
+
+    >>> [keystr(kp) for kp, _ in tree_flatten_with_path({"a": [1, 2]})[0]]
+    ["['a'][0]", "['a'][1]"]
+    """
+    out: list = []
+    _with_path(tree, (), is_leaf, out)
+    return out, tree_structure(tree, is_leaf)
+
+
+def _with_path(node, path, is_leaf, out):
+    if tree_is_leaf(node, is_leaf):
+        out.append((path, node))
+        return
+    for k, child in _keyed_children(node, _node_type(node)):
+        _with_path(child, (*path, k), is_leaf, out)
+
+
+def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> list:
+    """``[(key path, leaf)]`` in order."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+                       is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """:func:`tree_map` with ``func(key path, leaf, *matching leaves of rests)``."""
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [spec.flatten_up_to(r) for r in rests]
+    return spec.unflatten([func(kp, x, *xs) for (kp, x), *xs in zip(pairs, *others)])
 
 
 # ------------------------------------------------------------------------------------ the built-in containers
