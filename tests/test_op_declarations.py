@@ -30,7 +30,6 @@ POLICIES = {lists.LOWER, lists.FP32, lists.PROMOTE, None}
 def _side_tables():
     return {
         "vmap rules (func/batching.py RULES)": set(batching.RULES),
-        "vmap random ops (func/batching.py RANDOM_OPS)": set(batching.RANDOM_OPS),
         "ONNX mappings (onnx/_symbolic.py SYMBOLICS)": set(_symbolic.SYMBOLICS),
         "ONNX reasons (onnx/_symbolic.py NOT_EXPORTED)": set(_symbolic.NOT_EXPORTED),
         "autocast rows (amp/lists.py ROWS)": {row[1] for row in lists.ROWS if row[1] is not None},
@@ -104,6 +103,20 @@ def test_data_dependent_ops_are_refused_on_meta():
             meta.kernels[OPS[key].kernel_name](np.zeros(3))
     with pytest.raises(NotImplementedError, match="depends on the values"):
         ember.empty(4, device="meta").nonzero()
+
+
+def test_random_ops_follow_vmaps_randomness_mode_as_pytorchs(device):
+    # the "random" tag, not a list of names: binomial (missing from the old list) is refused in "error" mode
+    torch = pytest.importorskip("torch")
+    counts = ember.full((3, 2), 5.0, device=device)
+    with pytest.raises(RuntimeError) as want:
+        torch.vmap(lambda c: torch.binomial(c, torch.full(c.shape, 0.5)), randomness="error")(torch.full((3, 2), 5.0))
+    with pytest.raises(RuntimeError) as got:
+        ember.vmap(lambda c: ember.binomial(c, ember.full(c.shape, 0.5, device=device)), randomness="error")(counts)
+    assert str(got.value).startswith(str(want.value)[:60])
+    drawn = ember.vmap(lambda c: ember.binomial(c, ember.full(c.shape, 0.5, device=device)),
+                       randomness="different")(counts)
+    assert drawn.shape == (3, 2) and bool(((drawn >= 0) & (drawn <= 5)).all())
 
 
 # --------------------------------------------------------------------------- promotion kinds against PyTorch

@@ -167,7 +167,11 @@ def rewrap(real: Tensor, levels) -> Tensor:
 # --------------------------------------------------------------------------- the handler of one level
 RANDOM_FACTORIES = {"rand", "randn", "randint", "normal", "randperm", "rand_like", "randn_like", "randint_like",
                     "bernoulli", "multinomial", "poisson"}
-RANDOM_OPS = {"Sampled", "bernoulli", "poisson", "multinomial"}
+
+
+def _random(Op) -> bool:
+    """Whether ``Op`` draws random numbers (its declaration's "random" tag): vmap's randomness mode applies."""
+    return "random" in getattr(Op, "tags", ())
 
 
 class Level:
@@ -210,10 +214,10 @@ class Level:
             if _has_level(a, self):
                 break
         else:
-            if name in RANDOM_OPS:
+            if _random(Op):
                 self._check_random()
             return run(*args)
-        if name in RANDOM_OPS:
+        if _random(Op):
             self._check_random()
             if self.randomness == "same":
                 return self._loop(kind, Op, args, same=True)
@@ -279,7 +283,7 @@ def _fast_rule(Op):
     rule = None
     if not isinstance(Op, str):
         name = _op_key(Op)
-        if name not in RANDOM_OPS:
+        if not _random(Op):
             rule = rule_of(Op, name)
     _FAST[Op] = rule
     return rule

@@ -48,6 +48,8 @@ class Sampled(Op):
 class Drawn(Op):
     """A sample whose distribution parameters require grad: zero gradient to each, as in PyTorch."""
 
+    tags = ("random",)
+
     @staticmethod
     def forward(ctx, k, *args):
         ctx.n = len(args) - 1
@@ -66,9 +68,10 @@ def _zero_vjp(ctx, g):
 # samples with the shape of their parameter tensor (the generator comes first: apply passes it through)
 Bernoulli = op_class("bernoulli", vjp=_zero_vjp, tags=("pointwise", "random", "nondeterministic"))
 Poisson = op_class("poisson", vjp=_zero_vjp, tags=("pointwise", "random", "nondeterministic"))
-Multinomial = op_class("multinomial")
+Multinomial = op_class("multinomial", tags=("random", "nondeterministic"))
 StandardGammaGrad = op_class("standard_gamma_grad")  # not differentiable itself, as in PyTorch
-Binomial = op_class("binomial", vjp=lambda ctx, g: (g.new_zeros(g.shape), g.new_zeros(g.shape)))
+Binomial = op_class("binomial", vjp=lambda ctx, g: (g.new_zeros(g.shape), g.new_zeros(g.shape)),
+                    tags=("random", "nondeterministic"))
 
 
 def _standard_gamma_vjp(ctx, g):
@@ -77,7 +80,8 @@ def _standard_gamma_vjp(ctx, g):
 
 
 # a standard Gamma(alpha) draw, differentiable in alpha by implicit reparameterisation
-StandardGamma = op_class("StandardGamma", "standard_gamma", saves="both", vjp=_standard_gamma_vjp)
+StandardGamma = op_class("StandardGamma", "standard_gamma", saves="both", vjp=_standard_gamma_vjp,
+                         tags=("random", "nondeterministic"))
 DirichletGrad = op_class("dirichlet_grad")  # not differentiable itself, as in PyTorch
 
 
@@ -89,7 +93,8 @@ def _sample_dirichlet_vjp(ctx, g):
 
 
 # a Dirichlet(alpha) draw (normalised Gamma draws), differentiable in alpha by implicit reparameterisation
-SampleDirichlet = op_class("SampleDirichlet", "dirichlet", saves="both", vjp=_sample_dirichlet_vjp)
+SampleDirichlet = op_class("SampleDirichlet", "dirichlet", saves="both", vjp=_sample_dirichlet_vjp,
+                           tags=("random", "nondeterministic"))
 
 
 def _need_float(t, op, complex_ok=False):

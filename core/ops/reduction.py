@@ -53,6 +53,8 @@ def _restore(g, in_shape, axes, keepdim):
 
 
 class Sum(Op):
+    tags = ("reduction",)
+
     @staticmethod
     def forward(ctx, k, x, axes, keepdim, dtype):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
@@ -64,6 +66,8 @@ class Sum(Op):
 
 
 class Mean(Op):
+    tags = ("reduction",)
+
     @staticmethod
     def forward(ctx, k, x, axes, keepdim, dtype):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
@@ -172,6 +176,7 @@ export(return_types, "return_types", to=("torch",))
 
 
 class Amax(Op):
+    tags = ("reduction",)
     save_inputs = True
     save_output = True
 
@@ -235,6 +240,8 @@ def _minmax_reduce(Cls, kernel, input, dim, keepdim, name=None):
 class MaxDim(Op):
     """Values and indices along one dimension; the gradient flows to the chosen index."""
 
+    tags = ("reduction",)
+
     nondiff_outputs = (1,)
     backward_name = "MaxBackward0"
 
@@ -295,6 +302,8 @@ def _nondiff(Cls, input, *params):  # noqa: A002
 class Argmax(Op):
     """Indices of the largest values along ``dim`` (of the flattened input when None); not differentiable."""
 
+    tags = ("reduction",)
+
     @staticmethod
     def forward(ctx, k, x, dim, keepdim, kernel):
         if dim is not None:
@@ -349,7 +358,7 @@ def _prod_vjp(ctx, g):
     return g * others
 
 
-Prod = op_class("Prod", "prod", saves="both", vjp=_prod_vjp, params=("axis", "keepdim"))
+Prod = op_class("Prod", "prod", saves="both", vjp=_prod_vjp, params=("axis", "keepdim"), tags=("reduction",))
 
 
 @export
@@ -363,6 +372,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 
 class Var(Op):
+    tags = ("reduction",)
     save_inputs = True
 
     @staticmethod
@@ -450,14 +460,15 @@ def _log_sum_exp_vjp(ctx, g):
     return g * (x - y).exp()
 
 
-LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"))
+LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"),
+                     tags=("reduction",), promotion="int_to_float")
 
 
 @export(to=("torch", "Tensor", "special"))
 def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
-    if input.dtype.category < dtypes.FLOAT:
-        input = cast(input, dtypes.get_default_dtype())
+    if input.dtype.category < dtypes.FLOAT:  # its promotion kind: integers compute in the default float dtype
+        input = cast(input, dtypes.computation_dtype(LogSumExp.promotion, input.dtype))
     axes = dims_arg(dim, input.dim(), "logsumexp")
     if axes is None:
         axes = tuple(range(input.dim()))
@@ -572,7 +583,7 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
 
 
 def _bool_reduce(kernel):
-    Cls = op_class(kernel)
+    Cls = op_class(kernel, tags=("reduction",))
 
     def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         axes = dims_arg(dim, input.dim(), kernel)
@@ -588,7 +599,7 @@ def _bool_reduce(kernel):
 
 all = _bool_reduce("all")  # noqa: A001
 any = _bool_reduce("any")  # noqa: A001
-CountNonzero = op_class("count_nonzero")
+CountNonzero = op_class("count_nonzero", tags=("reduction",))
 
 
 @export
@@ -759,7 +770,8 @@ def _logcumsumexp_vjp(ctx, g):
     return (rev(lg.where(g > 0, low)) + x).exp() - (rev(lg.where(g < 0, low)) + x).exp()
 
 
-LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp, params=("dim",))
+LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp,
+                        params=("dim",), promotion="int_to_float")
 
 
 @export
@@ -771,8 +783,8 @@ def logcumsumexp(input, dim, *, out=None):  # noqa: A002
     tensor([0.0000, 0.6931, 1.0986])
     """
     check_tensor(input, "logcumsumexp")
-    if input.dtype.category < dtypes.FLOAT:
-        input = cast(input, dtypes.get_default_dtype())
+    if input.dtype.category < dtypes.FLOAT:  # its promotion kind: integers compute in the default float dtype
+        input = cast(input, dtypes.computation_dtype(LogCumSumExp.promotion, input.dtype))
     if input.dim() == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
         return out_or(input.clone(), out)

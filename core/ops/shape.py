@@ -48,6 +48,8 @@ def infer_shape(shape, numel, op="view"):
 
 
 class View(Op):
+    tags = ("view",)
+
     @staticmethod
     def forward(ctx, k, x, shape):
         ctx.in_shape = x.shape
@@ -60,6 +62,8 @@ class View(Op):
 
 class ViewDtype(Op):
     """``x.view(dtype)``: the bytes reinterpreted (not differentiable, as in PyTorch)."""
+
+    tags = ("view",)
 
     @staticmethod
     def forward(ctx, k, x, dtype):
@@ -108,7 +112,7 @@ def _permute_vjp(ctx, g):
     return g.permute(inv)
 
 
-Permute = op_class("Permute", "permute", vjp=_permute_vjp, params=("dims",))
+Permute = op_class("Permute", "permute", vjp=_permute_vjp, params=("dims",), tags=("view",))
 
 
 class Transpose(Permute):
@@ -120,6 +124,7 @@ class T(Permute):
 
 
 class Expand(Op):
+    tags = ("view",)
     zero_strides = True  # its output may have dimensions of stride 0 (dispatch.internal_overlap)
 
     @staticmethod
@@ -158,11 +163,14 @@ class Getitem(Op):
 
 
 class SliceView(Getitem):
+    tags = ("view",)
     backward_name = "SliceBackward0"
 
 
 class SelectView(Getitem):
     """A basic index whose last step selects an integer position (``x[0]``, ``x[:, 1]``)."""
+
+    tags = ("view",)
 
     backward_name = "SelectBackward0"
 
@@ -170,11 +178,15 @@ class SelectView(Getitem):
 class UnsqueezeView(Getitem):
     """A basic index whose last step inserts an axis (``x[None]``, ``x[0, None]``)."""
 
+    tags = ("view",)
+
     backward_name = "UnsqueezeBackward0"
 
 
 class AliasView(Getitem):
     """``x[...]``: the whole tensor."""
+
+    tags = ("view",)
 
     backward_name = "AliasBackward0"
 
@@ -469,6 +481,8 @@ Stack = op_class("Stack", "stack", vjp=_stack_vjp, params=("axis",))
 class Split(Op):
     """Pieces between cut points along ``axis`` (views of the input)."""
 
+    tags = ("view",)
+
     backward_name = "SplitWithSizesBackward0"
     multi_view = True  # in-place changes of the outputs are refused under autograd, as in PyTorch
 
@@ -483,6 +497,7 @@ class Split(Op):
 
 
 class Unbind(Op):
+    tags = ("view",)
     multi_view = True
     @staticmethod
     def forward(ctx, k, x, axis):
@@ -945,6 +960,7 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
 
 
 class Diagonal(Op):
+    tags = ("view",)
     view_kernel = "diagonal"  # a copy on backends without strides: writes through it go back by scatter_back
 
     @staticmethod
@@ -1144,6 +1160,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
 # --------------------------------------------------------------------------- strided windows
 class Unfold(Op):
+    tags = ("view",)
     view_kernel = "windows"  # a copy on backends without strides: writes through it go back by scatter_back
 
     @staticmethod
@@ -1191,6 +1208,7 @@ def unfold(self, dimension: int, size: int, step: int) -> Tensor:
 
 
 class AsStrided(Op):
+    tags = ("view",)
     view_kernel = "as_strided"  # a copy on backends without strides: writes through it go back by scatter_back
     zero_strides = True
 
