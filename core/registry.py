@@ -290,6 +290,9 @@ def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=N
     refuse operands before anything is computed.  ``promotion``, ``tags``,
     ``onnx`` and ``autocast`` are declared on the Op (:func:`op_class`).
     """
+    if promotion not in ("default", "always_bool"):  # (the generated function applies no other kind)
+        raise ValueError(f"binary_op {name!r}: promotion kind {promotion!r} needs its own function; declare the "
+                         f"Op with op_class")
     Cls = op_class(name, kernel, saves=saves, vjp=vjp, backward_name=backward_name, arity=2, tags=tags,
                    promotion=promotion, onnx=onnx, autocast=autocast)
 

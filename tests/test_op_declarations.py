@@ -147,6 +147,29 @@ def test_unary_promotion_kinds_give_pytorchs_result_types(dtype):
     assert checked > 30 and not wrong
 
 
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_binary_promotion_kinds_give_pytorchs_result_types(dtype):
+    torch = pytest.importorskip("torch")
+    checked, wrong = 0, []
+    for key, Op in sorted(OPS.items()):
+        name = key.lower()
+        if "pointwise" not in Op.tags or getattr(Op, "kernel_name", None) is None or \
+                Op.forward.__code__.co_argcount != 4 or not hasattr(torch, name) or not hasattr(ember, name):
+            continue
+        x = torch.tensor([3, 0, 2]).to(getattr(torch, dtype))
+        try:
+            want = getattr(torch, name)(x, x).dtype
+        except (RuntimeError, NotImplementedError):
+            continue
+        got = dtypes.result_dtype(Op.promotion, getattr(dtypes, dtype))
+        e = ember.tensor([3, 0, 2]).to(getattr(ember, dtype))
+        ran = getattr(ember, name)(e, e).dtype
+        if str(want) != f"torch.{got.name}" or ran is not got:
+            wrong.append(f"{key} ({Op.promotion}): PyTorch {want}, declared {got}, ran {ran}")
+        checked += 1
+    assert checked > 10 and not wrong
+
+
 def test_the_output_cast_check_is_pytorchs():
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError) as want:

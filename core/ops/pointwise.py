@@ -974,8 +974,9 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     tensor([0., 0.])
     """
     if isinstance(input, Tensor) or isinstance(other, Tensor):
-        if result_type(input, other).category < dtypes.FLOAT:
-            d = dtypes.get_default_dtype()
+        rt = result_type(input, other)
+        d = dtypes.computation_dtype(Xlogy.promotion, rt)
+        if d is not rt:  # integer operands compute in the default float dtype
             input, other = (cast(v, d) if isinstance(v, Tensor) else float(v) for v in (input, other))
         # a number operand as a 0-d tensor of the other's dtype: the kernel's log of it keeps that dtype
         ref = input if isinstance(input, Tensor) else other
