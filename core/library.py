@@ -35,14 +35,14 @@ from .autograd.function import Op
 from .autograd.grad_mode import no_grad
 from .backend import device as _device
 from .backend import resolve
-from .dispatch import apply
+from .dispatch import AUTOCAST, apply
 from .registry import bind, drop, export, unexport
 from .state import is_grad_enabled
 from .tensor import Tensor, _wrap
 
 __all__ = ["Library", "custom_op", "define", "impl", "register_kernel", "register_fake", "register_autograd",
-           "register_vmap", "infer_schema", "get_ctx", "opcheck", "CustomOpDef", "OpOverload", "OpOverloadPacket",
-           "FunctionSchema", "parse_schema"]
+           "register_vmap", "register_autocast", "infer_schema", "get_ctx", "opcheck", "CustomOpDef", "OpOverload",
+           "OpOverloadPacket", "FunctionSchema", "parse_schema"]
 
 
 # --------------------------------------------------------------------------- schema
@@ -492,6 +492,7 @@ class OpDef:
         self.kernels: dict = {}    # device type (None: any device) -> Tensor-level kernel
         self.fake = None
         self.backward_fn = self.setup_context = self.vmap = None
+        self.autocast: dict = {}   # device type -> the dtype floating inputs are cast to under autocast
         self.composite = call      # a plugin op's function, or a CompositeImplicitAutograd kernel: called as is
         if Op is None and schema is not None:
             origin = f" (op ember.ops.{namespace}.{name} from plugin 'library')"
@@ -507,6 +508,8 @@ class OpDef:
         tensors = [v for v in values if isinstance(v, Tensor)]
         if not tensors:  # nothing to take a device from: the default device's kernel, as a plain call
             return self._run(resolve(None), values, None)
+        if self.autocast and getattr(AUTOCAST, "on", None) and tensors[0]._dev.type in AUTOCAST.on:
+            values = self._autocast(values, tensors[0]._dev.type)
         for a, v in zip(self.schema.arguments, values):
             if a.mutable and v is not None:
                 for t in (v if a.is_list else (v,)):
@@ -522,6 +525,16 @@ class OpDef:
         if not rets:
             return None
         return list(out) if rets[0].is_list else out
+
+    def _autocast(self, values, dev_type):
+        to = self.autocast.get(dev_type)
+        if to is None:
+            return values
+
+        def cast(v):
+            return v.to(to) if isinstance(v, Tensor) and v.is_floating_point() and v._dev.type == dev_type else v
+
+        return [cast(v) if a.is_tensor and not a.mutable else v for a, v in zip(self.schema.arguments, values)]
 
     def kernel_for(self, dev_type):
         k = self.kernels.get(dev_type)
@@ -804,6 +817,12 @@ def register_autograd(op, backward: Callable, /, *, setup_context: Callable | No
         raise RuntimeError(f"register_autograd({d.qualname}): an operator that mutates its arguments "
                            f"{d.schema.mutated} cannot have an autograd formula")
     d.backward_fn, d.setup_context = backward, setup_context
+
+
+def register_autocast(op, device_type: str, cast_inputs, /, *, lib: Library | None = None) -> None:
+    """Under ``ember.autocast`` on ``device_type``, ``op``'s floating Tensor inputs are cast to ``cast_inputs``
+    (``torch.library.register_autocast``); without it the op runs on its inputs as given."""
+    opdef(op, "register_autocast").autocast[device_type] = cast_inputs
 
 
 class _VmapInfo:

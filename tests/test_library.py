@@ -383,6 +383,37 @@ def test_profiler_and_interception_see_the_op(mysin):
     assert any(mysin._name in e.name for e in prof.events())
 
 
+def test_autocast_casts_inputs_as_registered():
+    seen = []
+
+    @custom_op(f"{_ns()}::recorded", mutates_args=())
+    def recorded(x: Tensor) -> Tensor:
+        seen.append(x.dtype)
+        return x * 2
+
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        recorded(ember.ones(2))
+    ember.library.register_autocast(recorded._name, "cpu", ember.bfloat16)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert recorded(ember.ones(2)).dtype == ember.bfloat16
+    assert recorded(ember.ones(2)).dtype == ember.float32
+    assert seen == [ember.float32, ember.bfloat16, ember.float32]
+
+
+def test_check_op_runs_opchecks_checks_on_a_library_op(device, mysin):
+    ns = _ns()
+
+    @custom_op(f"{ns}::badfake", mutates_args=())
+    def badfake(x: Tensor) -> Tensor:
+        return x * 1
+
+    badfake.register_fake(lambda x: ember.empty(1, dtype=ember.float64, device=x.device))
+    ember.testing.check_op(mysin, [(ember.randn(3, device=device, requires_grad=True),)], devices=[device],
+                           reference=ember.sin)
+    with pytest.raises(OpCheckError, match="test_faketensor failed .*Shapes"):
+        ember.testing.check_op(badfake, [(ember.zeros(2, device=device),)], devices=[device])
+
+
 def test_onnx_export_with_a_custom_symbolic(mysin):
     pytest.importorskip("onnx")
 

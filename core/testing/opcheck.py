@@ -28,6 +28,16 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
+def _custom_op(fn):
+    """The :mod:`ember.library` operator ``fn`` is, when it has a schema (else None)."""
+    qual = getattr(fn, "_name", None) or (fn.name() if callable(getattr(fn, "name", None)) else None)
+    try:
+        d = opdef(qual) if isinstance(qual, str) else None
+    except (RuntimeError, ValueError):
+        return None
+    return d if d is not None and d.schema is not None else None
+
+
 def _outs(r) -> tuple:
     return tuple(r) if isinstance(r, (tuple, list)) else (r,)
 
@@ -112,12 +122,15 @@ def check_op(fn: Callable, sample_inputs: Sequence, reference: Callable | None =
     >>> check_op(lambda t: t * t, [(x,)], reference=lambda t: t.pow(2))
     """
     name = _name(fn)
+    custom = _custom_op(fn)
     samples = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in sample_inputs]
     if not samples:
         raise OpCheckError(f"{name}: check_op needs at least one sample input")
     for device in devices or SESSION_BACKENDS or available_backends():
         for i, sample in enumerate(samples):
             _check_forward(fn, sample, reference, device, name, i)
+            if custom is not None:  # an op with a schema: opcheck's checks of what it writes and its fake kernel
+                opcheck(fn, _moved(sample, device), test_utils=("test_schema", "test_faketensor"))
             _check_grads(fn, sample, device, name, i, gradgrad)
 
 
