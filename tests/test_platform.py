@@ -200,6 +200,26 @@ def test_pytree_key_paths_match_pytorch(torch):
     assert seen == [1, 2]
 
 
+def test_pytree_has_every_public_name_and_serializes_as_pytorch(torch):
+    import collections
+
+    from ember.utils import _pytree as ours
+
+    theirs = pytest.importorskip("torch.utils._pytree")
+    assert [n for n in theirs.__all__ if not hasattr(ours, n)] == []
+    for tree in [{"a": [1, (2, None)]}, collections.OrderedDict(a=1), collections.defaultdict(int, {"a": 1}),
+                 collections.deque([1], maxlen=2), None, ()]:
+        text = ours.treespec_dumps(ours.tree_structure(tree))
+        assert text == theirs.treespec_dumps(theirs.tree_structure(tree))
+        assert ours.treespec_loads(text) == ours.tree_structure(tree)
+    point = collections.namedtuple("Point", "x y")
+    for mod in (ours, theirs):
+        with pytest.raises(NotImplementedError, match="namedtuple"):
+            mod.treespec_dumps(mod.tree_structure(point(1, 2)))
+        with pytest.raises(ValueError, match="protocol"):
+            mod.treespec_loads('[7, {"type": null, "context": null, "children_spec": []}]')
+
+
 def test_registered_pytree_node_is_mapped_by_func_transforms(device):
     from ember.utils import _pytree
 

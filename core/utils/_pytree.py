@@ -16,6 +16,8 @@ type registered here is mapped over by ``vmap`` and ``grad`` too.
 from __future__ import annotations
 
 import collections
+import importlib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -27,9 +29,17 @@ __all__ = ["PyTree", "TreeSpec", "LeafSpec", "NodeDef", "SUPPORTED_NODES", "regi
            "tree_all", "tree_any", "tree_all_only", "tree_any_only", "tree_iter", "treespec_pprint", "tree_is_leaf",
            "tree_map_only_", "SequenceKey", "MappingKey", "GetAttrKey", "KeyEntry", "KeyPath", "keystr", "key_get",
            "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "is_namedtuple",
-           "is_namedtuple_class", "is_namedtuple_instance"]
+           "is_namedtuple_class", "is_namedtuple_instance", "treespec_dumps", "treespec_loads", "Context",
+           "FlattenFn", "UnflattenFn", "DumpableContext", "ToDumpableContextFn", "FromDumpableContextFn",
+           "PyTreeSpec", "is_structseq", "is_structseq_class", "is_structseq_instance"]
 
 PyTree = Any
+Context = Any
+DumpableContext = Any
+FlattenFn = Callable[[PyTree], "tuple[list, Context]"]
+UnflattenFn = Callable[[Iterable, Context], PyTree]
+ToDumpableContextFn = Callable[[Context], DumpableContext]
+FromDumpableContextFn = Callable[[DumpableContext], Context]
 
 
 class NodeDef(NamedTuple):
@@ -42,6 +52,9 @@ class NodeDef(NamedTuple):
 
 
 SUPPORTED_NODES: dict[type, NodeDef] = {}
+# for treespec_dumps/loads: type -> (its serialized name, to_dumpable_context, from_dumpable_context), and back
+SUPPORTED_SERIALIZED_TYPES: dict = {}
+SERIALIZED_TYPE_TO_PYTHON_TYPE: dict = {}
 
 
 def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable, *,
@@ -60,6 +73,9 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
     if cls in SUPPORTED_NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
     SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
+    if serialized_type_name is not None:
+        SUPPORTED_SERIALIZED_TYPES[cls] = (serialized_type_name, to_dumpable_context, from_dumpable_context)
+        SERIALIZED_TYPE_TO_PYTHON_TYPE[serialized_type_name] = cls
 
 
 def is_namedtuple_class(cls) -> bool:
@@ -78,6 +94,22 @@ def is_namedtuple(obj) -> bool:
 
 
 _is_namedtuple_instance = is_namedtuple_instance
+
+
+def is_structseq_class(cls) -> bool:
+    """Whether ``cls`` is a C struct sequence type (``os.stat_result``); ember's result tuples are namedtuples."""
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "n_sequence_fields") and \
+        hasattr(cls, "n_fields") and hasattr(cls, "n_unnamed_fields")
+
+
+def is_structseq_instance(obj) -> bool:
+    """Whether ``obj`` is a C struct sequence."""
+    return is_structseq_class(type(obj))
+
+
+def is_structseq(obj) -> bool:
+    """Whether ``obj`` is a struct sequence or its type."""
+    return is_structseq_class(obj if isinstance(obj, type) else type(obj))
 
 
 def _node_type(x):
@@ -158,6 +190,7 @@ class LeafSpec(TreeSpec):
 
 
 _LEAF = LeafSpec()
+PyTreeSpec = TreeSpec  # PyTorch's name for the C++ pytree's spec; ember has the one kind
 
 
 def tree_flatten(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> tuple[list[Any], TreeSpec]:
@@ -435,19 +468,89 @@ def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
     return spec.unflatten([func(kp, x, *xs) for (kp, x), *xs in zip(pairs, *others)])
 
 
+# ----------------------------------------------------------------------------------------------- serializing
+_PROTOCOL = 1
+
+
+def treespec_dumps(treespec: TreeSpec, protocol: int | None = None) -> str:
+    """A structure as JSON text (PyTorch's format, protocol 1), for :func:`treespec_loads`.
+
+    >>> treespec_loads(treespec_dumps(tree_structure({"a": [1, (2,)]}))) == tree_structure({"a": [0, (0,)]})
+    True
+    """
+    if not isinstance(treespec, TreeSpec):
+        raise TypeError(f"treespec_dumps(treespec, protocol): Expected `treespec` to be instance of TreeSpec but "
+                        f"got item of type {type(treespec)}.")
+    if protocol not in (None, _PROTOCOL):
+        raise ValueError(f"Unknown protocol {protocol}. Available protocols: [{_PROTOCOL}]")
+    return json.dumps([_PROTOCOL, _dumpable(treespec)])
+
+
+def _dumpable(s: TreeSpec) -> dict:
+    if s.type is None:
+        return {"type": None, "context": None, "children_spec": []}
+    entry = SUPPORTED_SERIALIZED_TYPES.get(s.type)
+    if entry is None:
+        raise NotImplementedError(f"No registered serialization name for {s.type} found. Please update your "
+                                  f"register_pytree_node call with a `serialized_type_name` kwarg.")
+    name, to_dumpable, _ = entry
+    context = to_dumpable(s.context) if to_dumpable is not None else json.dumps(s.context)
+    return {"type": name, "context": context, "children_spec": [_dumpable(c) for c in s.children_specs]}
+
+
+def treespec_loads(serialized: str) -> TreeSpec:
+    """The structure :func:`treespec_dumps` wrote."""
+    protocol, data = json.loads(serialized)
+    if protocol != _PROTOCOL:
+        raise ValueError(f"Unknown protocol {protocol}. Available protocols: [{_PROTOCOL}]")
+    return _loaded(data)
+
+
+def _loaded(d: dict) -> TreeSpec:
+    if d["type"] is None:
+        return _LEAF
+    cls = SERIALIZED_TYPE_TO_PYTHON_TYPE.get(d["type"])
+    if cls is None:
+        raise NotImplementedError(f"No registered serialization name for {d['type']} found.")
+    from_dumpable = SUPPORTED_SERIALIZED_TYPES[cls][2]
+    context = from_dumpable(d["context"]) if from_dumpable is not None else json.loads(d["context"])
+    return TreeSpec(cls, context, [_loaded(c) for c in d["children_spec"]])
+
+
+def _defaultdict_to_dumpable(context) -> dict:
+    factory, keys = context
+    return {"default_factory_module": factory.__module__, "default_factory_name": factory.__qualname__,
+            "dict_context": keys}
+
+
+def _defaultdict_from_dumpable(d: dict):
+    factory = getattr(importlib.import_module(d["default_factory_module"]), d["default_factory_name"])
+    return [factory, d["dict_context"]]
+
+
+def _namedtuple_to_dumpable(cls):
+    raise NotImplementedError(f"Can't serialize TreeSpec of namedtuple class {cls} because we didn't register a "
+                              f"serializated_type_name.")
+
+
 # ------------------------------------------------------------------------------------ the built-in containers
 def _seq_flatten(x):
     return list(x), None
 
 
-register_pytree_node(tuple, _seq_flatten, lambda c, _: tuple(c))
-register_pytree_node(list, _seq_flatten, lambda c, _: list(c))
-register_pytree_node(dict, lambda d: (list(d.values()), list(d)), lambda c, keys: dict(zip(keys, c)))
-register_pytree_node(collections.namedtuple, lambda t: (list(t), type(t)), lambda c, cls: cls(*c))
+register_pytree_node(tuple, _seq_flatten, lambda c, _: tuple(c), serialized_type_name="builtins.tuple")
+register_pytree_node(list, _seq_flatten, lambda c, _: list(c), serialized_type_name="builtins.list")
+register_pytree_node(dict, lambda d: (list(d.values()), list(d)), lambda c, keys: dict(zip(keys, c)),
+                     serialized_type_name="builtins.dict")
+register_pytree_node(collections.namedtuple, lambda t: (list(t), type(t)), lambda c, cls: cls(*c),
+                     serialized_type_name="collections.namedtuple", to_dumpable_context=_namedtuple_to_dumpable)
 register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), list(d)),
-                     lambda c, keys: collections.OrderedDict(zip(keys, c)))
+                     lambda c, keys: collections.OrderedDict(zip(keys, c)),
+                     serialized_type_name="collections.OrderedDict")
 register_pytree_node(collections.defaultdict, lambda d: (list(d.values()), [d.default_factory, list(d)]),
-                     lambda c, ctx: collections.defaultdict(ctx[0], zip(ctx[1], c)))
+                     lambda c, ctx: collections.defaultdict(ctx[0], zip(ctx[1], c)),
+                     serialized_type_name="collections.defaultdict", to_dumpable_context=_defaultdict_to_dumpable,
+                     from_dumpable_context=_defaultdict_from_dumpable)
 register_pytree_node(collections.deque, lambda d: (list(d), d.maxlen),
-                     lambda c, maxlen: collections.deque(c, maxlen=maxlen))
+                     lambda c, maxlen: collections.deque(c, maxlen=maxlen), serialized_type_name="collections.deque")
 register_pytree_node(Size, _seq_flatten, lambda c, _: Size(c))
