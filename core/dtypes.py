@@ -375,3 +375,69 @@ def check_out_cast(op: str, result: dtype, out: dtype) -> None:
         prefix = f"{op}: " if op else ""
         raise RuntimeError(f"{prefix}result type {type_name(result)} can't be cast to the desired output type "
                            f"{type_name(out)}")
+
+
+# --------------------------------------------------------------------------- scalar operands
+SCALARS = (_pyint, _pyfloat, _pybool, _pycomplex, np.number, np.bool_)  # what an op takes as a scalar operand
+
+
+def _half_scalar(v):
+    if isinstance(v, (_pyint, _pyfloat)) and not isinstance(v, _pybool) and abs(v) > 65504 and v == v:
+        return _pyfloat("inf") if v > 0 else _pyfloat("-inf")
+    return v
+
+
+def _scalar_fixes():
+    """Array dtypes whose Python-scalar operands need PyTorch's treatment before the kernel sees them:
+    integers wrap into the range (``int8 * 1000`` computes with ``1000 - 1024``; NumPy would raise), and
+    bfloat16 takes the scalar in its own type (its library would widen the result to float32)."""
+    fixes = {}
+    for d in ALL:
+        if d.np is None or d is bool:
+            continue
+        if d.category == INT:
+            info = np.iinfo(d.np)
+            fixes[d] = (_pyint(info.min), _pyint(info.max), None)
+        elif d is bfloat16:
+            fixes[d] = (None, None, d.np.type)
+        elif d is float16:  # beyond its range a number is +-inf (NumPy would warn while casting)
+            fixes[d] = (None, None, _half_scalar)
+    return fixes
+
+
+SCALAR_FIX = _scalar_fixes()  # ember dtype -> (low, high, cast): see fix_scalar
+
+
+def fix_scalar(v, d: dtype):
+    """Python scalar ``v`` as an operand of a tensor of dtype ``d``: wrapped into an integer type's range,
+    taken in bfloat16's own type, beyond float16's range an infinity.
+
+    >>> import ember
+    >>> fix_scalar(1000, ember.int8)
+    -24
+    """
+    fix = SCALAR_FIX.get(d)
+    if fix is None:
+        return v
+    lo, hi, cast_to = fix
+    if cast_to is not None:
+        return cast_to(v) if isinstance(v, (_pyint, _pyfloat)) else v
+    if type(v) is _pyint and not lo <= v <= hi:
+        return (v - lo) % (hi - lo + 1) + lo
+    return v
+
+
+def int_value(v, d: dtype):
+    """Python int ``v`` stored in integer dtype ``d`` as PyTorch stores it (``full``, ``where``, ``clamp``):
+    refused when it overflows (an unsigned type also takes negatives down to ``-max``), else wrapped.
+
+    >>> import ember
+    >>> int_value(-255, ember.uint8)
+    1
+    """
+    if type(v) is not _pyint or d.category != INT or d.np is None:
+        return v
+    info = np.iinfo(d.np)
+    if not (-_pyint(info.max) if info.min == 0 else _pyint(info.min)) <= v <= _pyint(info.max):
+        raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {v})")
+    return fix_scalar(v, d)

@@ -24,7 +24,9 @@ import sys
 from . import dtypes
 from .autograd.function import Op
 from .autograd.grad_mode import no_grad
-from .dispatch import binary, cast, copy_into_out, inplace, inplace_result, observed, unary
+from .dispatch import binary, cast, unary
+from .interception import observed
+from .writes import copy_into_out, inplace, inplace_result
 from .state import is_grad_enabled
 from .tensor import Tensor
 

@@ -267,10 +267,10 @@ def test_autocast_in_both_threads_at_once(device):
 def test_no_autocast_leaves_dispatch_without_a_handler():
     from ember import dispatch
 
-    assert not dispatch._HANDLERS
+    assert not dispatch.HANDLERS
     with ember.autocast("cpu"):
-        assert len(dispatch._HANDLERS) == 1
-    assert not dispatch._HANDLERS
+        assert len(dispatch.HANDLERS) == 1
+    assert not dispatch.HANDLERS
 
 
 def test_weight_cast_cache(device):

@@ -1,9 +1,9 @@
 """The core's floors: imports only go down, and the module-level import graph has no cycle.
 
-Floors, bottom up: dtypes/storage/backend/kernels -> tensor -> autograd -> dispatch/registry -> ops -> the rest
-(nn, optim, utils.data, serialization, linalg, distributed, ...).  A module may import its own floor and the
-floors below.  An import inside a function is allowed upward only where it breaks a genuine cycle, and then it
-says so in a ``# cycle:`` comment on its line or the line above.
+Floors, bottom up: dtypes/storage/backend/kernels -> tensor -> autograd -> dispatch/interception/writes/registry
+-> ops -> the rest (nn, optim, utils.data, serialization, linalg, distributed, ...).  A module may import its own
+floor and the floors below.  An import inside a function is allowed upward only where it breaks a genuine cycle,
+and then it says so in a ``# cycle:`` comment on its line or the line above.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ FLOORS = {
     "ember.layouts": 0,
     "ember.tensor": 1, "ember.random": 1,
     "ember.autograd": 2,
-    "ember.dispatch": 3, "ember.registry": 3,
+    "ember.dispatch": 3, "ember.interception": 3, "ember.writes": 3, "ember.registry": 3,
     "ember.ops": 4,
     "ember": 5,
 }

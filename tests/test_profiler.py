@@ -251,7 +251,7 @@ def test_profiler_and_autocast_together(device):
     assert names.count("aten::to") == 2 and names[-1] == "aten::matmul"
     from ember import dispatch
 
-    assert not dispatch._HANDLERS
+    assert not dispatch.HANDLERS
 
 
 def test_autograd_profiler(device):

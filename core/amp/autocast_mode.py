@@ -15,7 +15,7 @@ import threading
 import warnings
 import weakref
 
-from .. import dispatch, dtypes
+from .. import dispatch, dtypes, writes
 from ..autograd.function import OPS
 from ..backend import BACKENDS
 from ..tensor import Tensor
@@ -339,7 +339,7 @@ def _widest(args, device_type, fast):
 
 def _handler(kind, Op, args, run):
     on = getattr(dispatch.AUTOCAST, "on", None)
-    if not on or kind is dispatch.view_op or kind is dispatch.inplace or isinstance(Op, str):
+    if not on or kind is dispatch.view_op or kind is writes.inplace or isinstance(Op, str):
         return run(*args)
     first = _first_tensor(args)
     if first is None:

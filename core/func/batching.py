@@ -19,8 +19,10 @@ import threading
 import numpy as np
 
 from ..autograd.function import OPS
-from ..dispatch import binary, cast, inplace, intercept, result_type, unary
-from ..ops.creation import _create
+from ..dispatch import binary, cast, result_type, unary
+from ..interception import intercept
+from ..writes import inplace
+from ..ops.creation import create as _create
 from ..ops.nn import LinearStack
 from ..ops.shape import Expand, Reshape, stack
 from ..tensor import Tensor, _wrap

@@ -24,7 +24,9 @@ from typing import NamedTuple
 from ..autograd.engine import grad as _grad
 from ..autograd.function import SAVED_HOOKS
 from ..autograd.grad_mode import STATE, enable_grad
-from ..dispatch import apply, binary, inplace, intercept, unary, view_op
+from ..dispatch import apply, binary, unary, view_op
+from ..interception import intercept
+from ..writes import inplace
 from ..tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..autograd import graph
 from ..autograd.graph import saved_tensors_hooks
-from ..dispatch import inplace, intercept
+from ..interception import intercept
+from ..writes import inplace
 from ..tensor import Tensor
 
 

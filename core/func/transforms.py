@@ -19,7 +19,7 @@ import math
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, inference_mode
 from ..dtypes import FLOAT
-from ..dispatch import set_aside
+from ..interception import set_aside
 from ..ops.creation import eye, zeros_like
 from ..ops.shape import stack
 from ..state import GRAD_OFF, INFERENCE_ON, is_inference, set_grad, set_inference

@@ -31,19 +31,16 @@ import warnings
 
 import numpy as np
 
-from .. import dispatch, dtypes
+from .. import dtypes
 from ..autograd.function import OPS
 from ..backend import device as _device
 from ..backend import resolve
+from ..interception import KIND_NAMES, KINDS, intercept
 from ..nn.modules import module as _module
-from ..ops import conversion, creation
 from ..ops.shape import cat as _cat
 from ..random import default_generator, default_states, native, restore_default_states
 from ..tensor import Tensor, _ptr
 
-KINDS = {"unary": dispatch.unary, "binary": dispatch.binary, "apply": dispatch.apply, "view_op": dispatch.view_op,
-         "inplace": dispatch.inplace, "create": creation._create, "move": conversion._moved}
-_KIND_NAMES = {fn: name for name, fn in KINDS.items()}
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 _LOCAL = threading.local()
 
@@ -459,7 +456,7 @@ class _Tracer:
         if get_ident() != self.tid:
             return run(*args)
         out = kind(Op, *args)  # run(*args)
-        kname = _KIND_NAMES[kind]
+        kname = KIND_NAMES[kind]
         vals = self.vals
         ins = []
         rargs = []
@@ -650,7 +647,7 @@ def capture(fn, args, kwargs=None, module=None) -> tuple:
     try:
         if module is not None:
             tracer.enter(module)
-        with dispatch.intercept(tracer.handler, rebind=tracer.rebind):
+        with intercept(tracer.handler, rebind=tracer.rebind):
             out = fn(*args, **kwargs) if kwargs else fn(*args)
     finally:
         _LOCAL.tracer = None

@@ -23,7 +23,7 @@ from ..autograd.function import OPS
 from ..autograd.grad_mode import no_grad
 from ..export import dynamic_dims
 from ..jit._graph import Ref, _flatten, _refs_in, capture_dynamic, check_devices
-from ..ops.creation import _create
+from ..ops.creation import create as _create
 from ..state import ONNX_EXPORTING
 from ..tensor import Tensor
 from ._builder import GraphContext, OnnxExporterError, UnsupportedOperatorError, _onnx, elem_type

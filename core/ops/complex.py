@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, broadcast_error, cast, out_or, same_device, unary, view_op
+from ..dispatch import apply, broadcast_error, cast, same_device, unary, view_op
+from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, check_tensor, export, op_class
 from ..tensor import Tensor
-from .creation import _create
+from .creation import create as _create
 from .pointwise import where
 
 TORCH, TENSOR = ("torch",), ("Tensor",)

@@ -7,7 +7,8 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ..backend import device as _device_cls
 from ..backend import resolve
-from ..dispatch import _HANDLERS, _intercepted, cast, record
+from ..dispatch import cast, record
+from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..registry import export
 from ..layouts import check_memory_format
 from ..tensor import Tensor, _wrap
@@ -37,8 +38,10 @@ class ToDevice(Op):
 def _to_device(t, dev, non_blocking=False, copy=False):
     if t._dev is dev:
         return t.clone() if copy else t
-    if _HANDLERS:  # a move is an op like any other for tracing and profiling (kind: this function's twin)
-        return _intercepted(_moved, ToDevice, (t, dev, non_blocking, copy))
+    if HANDLERS:  # a move is an op like any other for tracing and profiling (kind: this function's twin)
+        r = intercepted(move, ToDevice, (t, dev, non_blocking, copy))
+        if r is not PASS:
+            return r
     ctx = ToDevice.__new__(ToDevice)
     out = ToDevice.forward(ctx, None, t._data, t._dev, dev, non_blocking)
     if t._rg and STATE.enabled:
@@ -46,7 +49,9 @@ def _to_device(t, dev, non_blocking=False, copy=False):
     return _wrap(out, dev)
 
 
-def _moved(Op, t, dev, non_blocking, copy):
+@dispatch_kind
+def move(Op, t, dev, non_blocking, copy):
+    """The dispatch kind of a move between devices (``Op`` is :class:`ToDevice`): ``t`` on ``dev``."""
     return _to_device(t, dev, non_blocking, copy)
 
 

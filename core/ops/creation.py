@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import resolve, set_default_device
-from ..dispatch import _HANDLERS, _intercepted, int_value
+from ..dtypes import int_value
+from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
 from ..registry import export
@@ -47,17 +48,20 @@ def _size(size, op):
     return tuple(out)
 
 
-def _create(op, dev, requires_grad, out, kernel, *args):
+@dispatch_kind
+def create(op, dev, requires_grad, out, kernel, *args):
     """A fresh tensor on ``dev`` from ``kernel(*args)``: the one point where every factory makes its array.
 
     ``kernel`` is a kernel name, a composite ``fn(kernels, *args)`` of this module, or None for an array
     already on ``dev`` (``args[0]``: host data copied there, or shared memory).  The result is written into
     ``out`` when one is given (its device and dtype were chosen by the caller), else returned, requiring grad
-    when asked.  Interceptable like every op (see :class:`ember.dispatch.intercept`): the handler sees
+    when asked.  A dispatch kind like every op's (see :class:`ember.interception.intercept`): the handler sees
     ``kind`` this function and ``Op`` the factory's name.
     """
-    if _HANDLERS:
-        return _intercepted(_create, op, (dev, requires_grad, out, kernel, *args))
+    if HANDLERS:
+        r = intercepted(create, op, (dev, requires_grad, out, kernel, *args))
+        if r is not PASS:
+            return r
     k = dev.kernels
     if type(kernel) is str:
         arr = k[kernel](*args)
@@ -83,7 +87,7 @@ def _create(op, dev, requires_grad, out, kernel, *args):
     return t
 
 
-# composites: recipes of several kernels that _create runs like one kernel
+# composites: recipes of several kernels that create runs like one kernel
 def _steps(k, n, step, start, wide, nd):
     """``start + step * i`` for ``i < n``, computed in array dtype ``wide`` and converted to ``nd``."""
     return k["astype"](k["arange"](0, n, 1, wide) * step + start, nd)
@@ -166,7 +170,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
             from None
-    t = _create("tensor", dev, requires_grad, None, None, dev.backend.from_numpy(host, dev.index, copy=False))
+    t = create("tensor", dev, requires_grad, None, None, dev.backend.from_numpy(host, dev.index, copy=False))
     if pin_memory:
         t = t.pin_memory()
     return t
@@ -220,13 +224,13 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported. (You can probably work around this by making a copy "
                          "of your array  with array.copy().) ")
-    return _create("from_numpy", resolve("cpu"), False, None, None, ndarray)
+    return create("from_numpy", resolve("cpu"), False, None, None, ndarray)
 
 
 def _filled(op, size, value, dtype, device, requires_grad, out=None):
     size = _size(size, op)
     dev, _, nd = _dev_dtype(device, dtype, out)
-    return _create(op, dev, requires_grad, out, "full", size, value, nd)
+    return create(op, dev, requires_grad, out, "full", size, value, nd)
 
 
 @export(to=TORCH)
@@ -264,7 +268,7 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     """An uninitialised tensor."""
     size = _size(size, "empty")
     dev, _, nd = _dev_dtype(device, dtype, out)
-    return _create("empty", dev, requires_grad, out, "empty", size, nd)
+    return create("empty", dev, requires_grad, out, "empty", size, nd)
 
 
 def _like(fn, t, dtype, device, requires_grad, *extra):
@@ -307,7 +311,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if n < 0 or m < 0:
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
     dev, _, nd = _dev_dtype(device, dtype, out)
-    return _create("eye", dev, requires_grad, out, "eye", n, m, nd)
+    return create("eye", dev, requires_grad, out, "eye", n, m, nd)
 
 
 @export(to=TORCH)
@@ -333,7 +337,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     dev, d, nd = _dev_dtype(device, dtype, out)
     n = max(0, math.ceil((hi - lo) / by))
     wide = dev.backend.array_dtype(dtypes.float64 if d.category >= 2 else dtypes.int64)
-    return _create("arange", dev, requires_grad, out, _steps, n, by, lo, wide, nd)
+    return create("arange", dev, requires_grad, out, _steps, n, by, lo, wide, nd)
 
 
 @export(to=TORCH)
@@ -346,8 +350,8 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         start, end = 0, start
     dev, _, nd = _dev_dtype(device, dtype, out)
     n = int(math.floor((end - start) / step)) + 1
-    return _create("range", dev, requires_grad, out, _steps, n, step, start, dev.backend.array_dtype(dtypes.float64),
-                   nd)
+    return create("range", dev, requires_grad, out, _steps, n, step, start, dev.backend.array_dtype(dtypes.float64),
+                  nd)
 
 
 @export(to=TORCH)
@@ -357,8 +361,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dev, _, nd = _dev_dtype(device, dtype, out)
     start, end = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
-    return _create("linspace", dev, requires_grad, out, _linear, start, end, steps,
-                   dev.backend.array_dtype(dtypes.float64), nd)
+    return create("linspace", dev, requires_grad, out, _linear, start, end, steps,
+                  dev.backend.array_dtype(dtypes.float64), nd)
 
 
 @export(to=TORCH)
@@ -366,8 +370,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
              requires_grad=False) -> Tensor:
     """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
     dev, _, nd = _dev_dtype(device, dtype, out)
-    return _create("logspace", dev, requires_grad, out, _powers, dev.backend.xp, base, start, end, steps,
-                   dev.backend.array_dtype(dtypes.float64), nd)
+    return create("logspace", dev, requires_grad, out, _powers, dev.backend.xp, base, start, end, steps,
+                  dev.backend.array_dtype(dtypes.float64), nd)
 
 
 def complex_draw(k, kernel, generator, shape, nd, real, *params):
@@ -382,9 +386,9 @@ def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *arg
     dev, d, nd = _dev_dtype(device, dtype, out)
     if d.is_complex:  # each part from N(0, 1/2) for randn, so that E|z|^2 = 1; each from U[0, 1) for rand
         args = (0.0, math.sqrt(0.5)) if kernel == "normal" else args
-        return _create(op, dev, requires_grad, out, complex_draw, kernel, native(generator, dev), size, nd,
-                       dev.backend.array_dtype(d.to_real()), *args)
-    return _create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)
+        return create(op, dev, requires_grad, out, complex_draw, kernel, native(generator, dev), size, nd,
+                      dev.backend.array_dtype(d.to_real()), *args)
+    return create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)
 
 
 @export(to=TORCH)
@@ -424,7 +428,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
-    return _create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
+    return create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
 
 
 @export(to=TORCH)
@@ -500,8 +504,8 @@ def _tri_indices(op, lower, row, col, offset, dtype, device):
     if d not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"\"{op}\" not implemented for '{d.legacy[:-6]}'")
     dev = resolve(device)
-    return _create(op, dev, False, None, "tri_indices", int(row), int(col), int(offset), dev.backend.array_dtype(d),
-                   lower)
+    return create(op, dev, False, None, "tri_indices", int(row), int(col), int(offset), dev.backend.array_dtype(d),
+                  lower)
 
 
 @export(to=TORCH)
@@ -634,7 +638,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
                       "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
                       stacklevel=2)
     arr = np.frombuffer(buffer, dtype=d.np, count=count, offset=offset)
-    t = _create("frombuffer", resolve("cpu"), False, None, None, arr)
+    t = create("frombuffer", resolve("cpu"), False, None, None, arr)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -677,7 +681,7 @@ def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=
         arr = np.ndarray(arr.shape, arr.dtype, buffer=arr) if size else arr
     else:
         arr = np.fromfile(filename, dtype=d.np, count=size)
-    t = _create("from_file", resolve("cpu"), False, None, None, arr)
+    t = create("from_file", resolve("cpu"), False, None, None, arr)
     if device is not None and resolve(device) is not t._dev:
         t = t.to(device)
     if requires_grad:

@@ -21,7 +21,8 @@ import warnings
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import cast, out_or, unary
+from ..dispatch import cast, unary
+from ..writes import out_or
 from ..registry import _type_name, check_tensor, export
 from ..tensor import _wrap_dim
 from .complex import conj, real, view_as_real

@@ -12,7 +12,8 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..dispatch import apply, device_error, inplace, out_or, unary, view_op
+from ..dispatch import apply, device_error, unary, view_op
+from ..writes import inplace, out_or
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import tensor, zeros

@@ -11,7 +11,9 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import _SCALARS, apply, check_overlap, inplace
+from ..dispatch import apply
+from ..dtypes import SCALARS as _SCALARS
+from ..writes import check_overlap, inplace
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from . import pointwise as pw

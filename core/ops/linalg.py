@@ -11,7 +11,8 @@ import string
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, autocasting, binary, cast, copy_into_out, out_or, unary
+from ..dispatch import apply, autocasting, binary, cast, unary
+from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye

@@ -21,7 +21,8 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, device_error, out_or, outs_or, result_type, unary
+from ..dispatch import apply, device_error, result_type, unary
+from ..writes import out_or, outs_or
 from ..registry import export, op_class
 from ..tensor import Tensor
 from .creation import arange, eye, randn

@@ -22,11 +22,14 @@ import warnings
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, autocasting, inplace_result, observed, out_or, unary
+from ..dispatch import apply, autocasting, unary
+from ..interception import observed
+from ..writes import inplace_result, out_or
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..state import is_grad_enabled
 from ..tensor import Tensor, _wrap, _wrap_dim
-from .creation import _create, arange, rand
+from .creation import arange, rand
+from .creation import create as _create
 from .pointwise import erf, sigmoid, where
 from .shape import cat
 

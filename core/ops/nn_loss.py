@@ -15,7 +15,8 @@ import warnings
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
-from ..dispatch import apply, broadcast_error, observed
+from ..dispatch import apply, broadcast_error
+from ..interception import observed
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap

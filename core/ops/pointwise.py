@@ -18,8 +18,9 @@ from sys import getrefcount as _refcount
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE, no_grad
-from ..dispatch import (_SCALARS, apply, binary, broadcast_error, cast, check_inplace, device_error, int_value,
-                        out_or, promote, result_type, unary)
+from ..dispatch import apply, binary, broadcast_error, cast, device_error, promote, result_type, unary
+from ..dtypes import int_value, SCALARS as _SCALARS
+from ..writes import check_inplace, out_or
 from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
                         unary_op)
 from .. import dispatch
@@ -328,7 +329,7 @@ _ELIDE_MIN = 1 << 16 if (sys.implementation.name == "cpython" and sys.version_in
 
 
 def _elidable(t, other, min_category):
-    if t._rg or t._base is not None or t._fn is not None or dispatch._HANDLERS:  # intercepted ops are never elided
+    if t._rg or t._base is not None or t._fn is not None or dispatch.HANDLERS:  # intercepted ops are never elided
         return False
     arr = t._data
     if _refcount(arr) != 3 or getattr(arr, "base", None) is not None or arr.size < _ELIDE_MIN:

@@ -7,7 +7,8 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, cast, check_inplace, inplace, out_or
+from ..dispatch import apply, cast
+from ..writes import check_inplace, inplace, out_or
 from ..random import native
 from ..registry import _type_name, export, op_class
 from ..tensor import Tensor

@@ -12,7 +12,8 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, cast, out_or, unary, view_op
+from ..dispatch import apply, cast, unary, view_op
+from ..writes import out_or
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones

@@ -14,11 +14,13 @@ from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
 from .. import dispatch
-from ..dispatch import apply, cast, out_or, result_type, unary, view_op
+from ..dispatch import apply, cast, result_type, unary, view_op
+from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, export, op_class
 from ..layouts import check_memory_format
 from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
-from .creation import _create, arange
+from .creation import arange
+from .creation import create as _create
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -1695,7 +1697,7 @@ def _view_inplace(view, name):
         self._data, self._fn, self._nr = r._data, r._fn, r._nr
         if r._view is not None and self._base is not None:
             self._view = r._view
-        if dispatch._HANDLERS:
+        if dispatch.HANDLERS:
             dispatch.rebound(self, r)
         return self
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, device_error, out_or, result_type
+from ..dispatch import apply, device_error, result_type
+from ..writes import out_or
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from . import pointwise

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from ..dispatch import binary, cast, out_or, result_type, unary
+from ..dispatch import binary, cast, result_type, unary
+from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
 from ..tensor import Tensor
 from .creation import arange, full

@@ -67,7 +67,7 @@ def op_name(Op) -> str:
         return f"aten::{Op}"
     name = _OP_NAMES.get(Op)
     if name is None:
-        key = next((k for k, v in OPS.items() if v is Op), None) or dispatch._op_name(Op)
+        key = next((k for k, v in OPS.items() if v is Op), None) or dispatch.op_name(Op)
         base = _RENAMED.get(key) or re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
         name = _OP_NAMES[Op] = f"aten::{base}"
     return name

@@ -20,7 +20,7 @@ import warnings
 from ..autograd.engine import grad as _grad
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..dispatch import intercept
+from ..interception import intercept
 from ..random import default_generator
 from ..tensor import Tensor
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...ops.nn import batch_norm, group_norm, instance_norm, layer_norm, pad, pnorm  # noqa: F401  (re-exported)
 from ...ops.nn_conv import avg_pool2d
-from ...dispatch import out_or
+from ...writes import out_or
 from ...registry import export
 from ...tensor import Tensor
 

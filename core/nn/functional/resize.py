@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ...ops.creation import _create
+from ...ops.creation import create as _create
 from ...ops.nn import pixel_shuffle, pixel_unshuffle  # noqa: F401  (re-exported)
 from ...ops.nn_conv import adaptive_avg
 from ...registry import export
