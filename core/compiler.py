@@ -11,14 +11,21 @@ from ._dynamo import (  # noqa: F401
     allow_in_graph, config, disable, is_compiling, is_dynamo_compiling, list_backends, reset, set_stance,
 )
 from ._dynamo.eval_frame import compile  # noqa: F401
+from .export import EXPORTING
 
 __all__ = ["allow_in_graph", "assume_constant_result", "compile", "config", "cudagraph_mark_step_begin", "disable",
-           "is_compiling", "is_dynamo_compiling", "list_backends", "nested_compile_region", "reset", "set_stance"]
+           "is_compiling", "is_dynamo_compiling", "is_exporting", "list_backends", "nested_compile_region", "reset",
+           "set_stance"]
 
 
 def assume_constant_result(fn):
     """Treat ``fn``'s result as a constant while compiling: returns ``fn`` (compilation is eager)."""
     return fn
+
+
+def is_exporting() -> bool:
+    """Whether the calling code runs inside ``ember.export``'s capture of a forward pass."""
+    return EXPORTING[0] > 0
 
 
 def cudagraph_mark_step_begin() -> None:

@@ -292,6 +292,17 @@ def test_compiler_and_dynamo_names():
     assert "inductor" in compiler.list_backends() and compiler.nested_compile_region(f) is f
     assert compiler.cudagraph_mark_step_begin() is None
     assert isinstance(compiler.compile(ember.nn.ReLU()), dynamo.OptimizedModule)
+
+    class Probe(ember.nn.Module):
+        def forward(self, x):
+            self.seen = compiler.is_exporting()
+            return x * 2
+
+    probe = Probe()
+    ember.export.export(probe, (ember.ones(2),))
+    assert probe.seen and not compiler.is_exporting()
+    probe(ember.ones(2))
+    assert not probe.seen
     stance = dynamo.eval_frame._STANCE
     with compiler.set_stance("force_eager"):
         assert stance[0] == "force_eager"

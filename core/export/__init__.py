@@ -143,6 +143,9 @@ class ExportedProgram:
     __repr__ = __str__
 
 
+EXPORTING = [0]  # above 0 while export runs a forward to capture it (ember.compiler.is_exporting)
+
+
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False, preserve_module_call_signature=(),
            prefer_deferred_runtime_asserts_over_guards=False):
     """Capture ``mod(*args, **kwargs)`` as an :class:`ExportedProgram`.
@@ -159,7 +162,11 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False, preserv
     _flatten((args, dict(kwargs or {})), flat)
     check_devices(flat, "export")
     dyn = dynamic_dims(mod.forward, args, kwargs, dynamic_shapes)
-    graph, _ = capture_dynamic(mod, args, kwargs or {}, mod, dyn, "export")
+    EXPORTING[0] += 1
+    try:
+        graph, _ = capture_dynamic(mod, args, kwargs or {}, mod, dyn, "export")
+    finally:
+        EXPORTING[0] -= 1
     return ExportedProgram(graph, TracedModule(graph, mod), (args, dict(kwargs or {})))
 
 
