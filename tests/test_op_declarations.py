@@ -128,7 +128,7 @@ def _unary_rows():
                   hasattr(ember, k) and hasattr(torch, k))
 
 
-@pytest.mark.parametrize("dtype", ["int64", "bool", "float64"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float64", "complex128"])
 def test_unary_promotion_kinds_give_pytorchs_result_types(dtype):
     torch = pytest.importorskip("torch")
     checked, wrong = 0, []
@@ -144,7 +144,7 @@ def test_unary_promotion_kinds_give_pytorchs_result_types(dtype):
         if str(want) != f"torch.{got.name}" or ran is not got:
             wrong.append(f"{key} ({Op.promotion}): PyTorch {want}, declared {got}, ran {ran}")
         checked += 1
-    assert checked > 30 and not wrong
+    assert checked > 20 and not wrong
 
 
 @pytest.mark.parametrize("dtype", ["int64", "bool"])

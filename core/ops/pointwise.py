@@ -635,7 +635,8 @@ def _nan_to_num_vjp(ctx, g):
     return g * x.isfinite()
 
 
-NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4, tags=("pointwise",))
+NanToNum = op_class("NanToNum", "nan_to_num", saves="input", vjp=_nan_to_num_vjp, arity=4, tags=("pointwise",),
+                    promotion="keep")  # an integer input is its own result (nan_to_num returns a copy)
 
 
 def _no_complex(name, *operands):
