@@ -406,7 +406,7 @@ class CustomOp(Op):
     def needs_input_grad(self) -> tuple:
         edges, out = iter(self.next_functions), []
         for n in self._lib_layout:
-            flags = [next(edges)[0] is not None for _ in range(n)]
+            flags = [next(edges, (None, 0))[0] is not None for _ in range(n)]  # (no edges yet in setup_context)
             out.append(any(flags) if n else False)
         return tuple(out)
 
@@ -667,6 +667,16 @@ def opdef(op, what: str = "lookup") -> OpDef:
     return d
 
 
+def _declared(op, what: str) -> OpDef:
+    """:func:`opdef`, for a registration that needs the op's schema (a plugin's ``add_op`` op has none)."""
+    d = opdef(op, what)
+    if d.schema is None:
+        raise RuntimeError(f"{what}: {d.qualname} is a plugin op registered with add_op, which has no schema; "
+                           f"declare it with ember.library.custom_op or Library.define to give it kernels, a fake "
+                           f"kernel, an autograd formula or a batching rule")
+    return d
+
+
 def _new_op(qualname: str, schema: str | FunctionSchema, what: str, doc=None) -> OpDef:
     namespace, sep, name = qualname.partition("::")
     if not sep or not name.isidentifier():
@@ -706,6 +716,7 @@ class Library:
     """A set of registrations in namespace ``ns``: ``"DEF"`` defines its operators (one per namespace),
     ``"FRAGMENT"`` defines more, ``"IMPL"`` only adds kernels.  ``_destroy()`` takes its operators away.
 
+    >>> import ember
     >>> lib = Library("doclib", "DEF")
     >>> lib.define("twice(Tensor x) -> Tensor")
     'twice'
@@ -745,7 +756,7 @@ class Library:
         """Register ``fn`` as ``op_name``'s kernel for ``dispatch_key`` ("CPU", "CUDA", "Meta",
         "CompositeExplicitAutograd" (any device), "CompositeImplicitAutograd" (a composite of ember ops))."""
         qual = op_name if not isinstance(op_name, str) or "::" in op_name else f"{self.ns}::{op_name}"
-        d = opdef(qual, f"Library({self.ns!r}).impl")
+        d = _declared(qual, f"Library({self.ns!r}).impl")
         key = dispatch_key or self.dispatch_key
         if key in ("CompositeImplicitAutograd", "Autograd"):
             d.composite = fn
@@ -782,14 +793,15 @@ def register_kernel(op, device_types, func=None, /, *, lib: Library | None = Non
     """``func`` becomes ``op``'s kernel on ``device_types`` ("cpu", "cuda", ...; None: every device type).
 
     The kernel takes and returns Tensors; it runs without autograd (see :func:`register_autograd`)."""
-    d = opdef(op, "register_kernel")
+    d = _declared(op, "register_kernel")
 
     def register(fn):
         for t in ([device_types] if device_types is None or isinstance(device_types, str) else device_types):
-            if t is not None and t.split(":")[0] == "meta":
+            t = _KEYS.get(t, t.split(":")[0].lower()) if t is not None else None  # "CPU", "default", "cuda:0"
+            if t == "meta":
                 d.fake = fn
             else:
-                d.kernels[None if t is None else t.split(":")[0]] = fn
+                d.kernels[t] = fn
         return fn
 
     return register if func is None else register(func)
@@ -798,7 +810,7 @@ def register_kernel(op, device_types, func=None, /, *, lib: Library | None = Non
 def register_fake(op, func=None, /, *, lib: Library | None = None, _stacklevel: int = 1):
     """``func`` computes ``op``'s output shapes and dtypes from its inputs' (the meta device runs it;
     :func:`opcheck` compares it with the real kernel).  A decorator without ``func``."""
-    d = opdef(op, "register_fake")
+    d = _declared(op, "register_fake")
 
     def register(fn):
         d.fake = fn
@@ -812,7 +824,7 @@ def register_autograd(op, backward: Callable, /, *, setup_context: Callable | No
     """``op``'s gradient: ``setup_context(ctx, inputs, output)`` runs after forward (``ctx.save_for_backward``,
     attributes); ``backward(ctx, *grads)`` returns one gradient per argument (None for non-Tensors), written
     with ember ops (so it is itself differentiable)."""
-    d = opdef(op, "register_autograd")
+    d = _declared(op, "register_autograd")
     if d.schema.mutated:
         raise RuntimeError(f"register_autograd({d.qualname}): an operator that mutates its arguments "
                            f"{d.schema.mutated} cannot have an autograd formula")
@@ -822,7 +834,7 @@ def register_autograd(op, backward: Callable, /, *, setup_context: Callable | No
 def register_autocast(op, device_type: str, cast_inputs, /, *, lib: Library | None = None) -> None:
     """Under ``ember.autocast`` on ``device_type``, ``op``'s floating Tensor inputs are cast to ``cast_inputs``
     (``torch.library.register_autocast``); without it the op runs on its inputs as given."""
-    opdef(op, "register_autocast").autocast[device_type] = cast_inputs
+    _declared(op, "register_autocast").autocast[device_type] = cast_inputs
 
 
 class _VmapInfo:
@@ -836,7 +848,7 @@ def register_vmap(op, func=None, /, *, lib: Library | None = None):
     op once per sample."""
     from .func import batching  # cycle: ember.func is built on ember's public namespaces, which import this module
 
-    d = opdef(op, "register_vmap")
+    d = _declared(op, "register_vmap")
 
     def register(fn):
         d.vmap = fn

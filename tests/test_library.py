@@ -183,7 +183,7 @@ def test_library_define_impl_and_fake(device):
     frag = Library(ns, "FRAGMENT")
     frag.define("neg(Tensor x) -> Tensor")
 
-    @ember.library.register_kernel(f"{ns}::neg", "cpu")
+    @ember.library.impl(f"{ns}::neg", "CPU")
     def _(x):
         return -x
 
@@ -444,6 +444,9 @@ def test_plugin_ops_are_library_ops():
         assert op.name() == "libplugns::double"
         with pytest.raises(RuntimeError, match="libplugns::double.* multiple times"):
             custom_op("libplugns::double", lambda x: x, mutates_args=(), schema="(Tensor x) -> Tensor")
+        with pytest.raises(RuntimeError, match="register_fake: libplugns::double is a plugin op .* no schema"):
+            ember.library.register_fake("libplugns::double", lambda x: x)
+        assert opcheck(op, (ember.ones(2, dtype=ember.float64, requires_grad=True),))["test_schema"] == "SUCCESS"
     finally:
         REGISTRY.forget("libplug")
     assert not hasattr(ember.ops, "libplugns")
