@@ -70,11 +70,32 @@ class NodePathTracer(fx.Tracer):
         return f"{name}_{int(last[len(name) + 1:]) + 1 if last != name else 1}"
 
 
+def _default_tracer_kwargs(kwargs) -> dict:
+    """torchvision's defaults: the Modules of ``ops`` are leaves and its functions are recorded whole (with
+    ``math``'s), added to what the caller gives."""
+    import importlib
+    import inspect
+    import math
+
+    kwargs = dict(kwargs or {})
+    try:
+        ops = importlib.import_module("ember_vision.ops")
+    except ImportError:
+        ops = None
+    modules, leaves = [math], []
+    if ops is not None:
+        modules.append(ops)
+        leaves = [c for _, c in inspect.getmembers(ops, inspect.isclass) if issubclass(c, nn.Module)]
+    kwargs["autowrap_modules"] = tuple(dict.fromkeys(tuple(kwargs.get("autowrap_modules", ())) + tuple(modules)))
+    kwargs["leaf_modules"] = list(dict.fromkeys(list(kwargs.get("leaf_modules", ())) + leaves))
+    return kwargs
+
+
 def _trace(model, train: bool, tracer_kwargs, concrete_args):
     was_training = model.training
     model.train(train)
     try:
-        tracer = NodePathTracer(**(tracer_kwargs or {}))
+        tracer = NodePathTracer(**_default_tracer_kwargs(tracer_kwargs))
         graph = tracer.trace(model, concrete_args)
     finally:
         model.train(was_training)
