@@ -184,7 +184,7 @@ def _neg_part(x):
     return where(x > 0, x.new_zeros(()), x)
 
 
-# Activations with PyTorch's nodes (``EluBackward0``, ...): one Op each, its kernel in ember.kernels.nn.  Where
+# Activations with PyTorch's nodes (``EluBackward0``, ...): one Op each, its kernel in ember.kernels.activation.  Where
 # PyTorch's in-place form records another node (``EluBackward1``), a second class with that name.
 def _act(input, name, ops, inplace, *params):  # noqa: A002
     """``input`` through the activation Op ``ops[0]``; with ``inplace`` written into ``input`` by ``ops[1]``."""

@@ -173,7 +173,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,  # noqa: A002
            groups: int = 1) -> Tensor:
     """2-D convolution over ``(N, C, H, W)``: im2col through a strided view and one GEMM, or for a 3x3
-    kernel at stride 1 with wide channels Winograd F(2x2, 3x3) (``ember.kernels.nn.WINOGRAD`` forces it).
+    kernel at stride 1 with wide channels Winograd F(2x2, 3x3) (``ember.kernels.conv.WINOGRAD`` forces it).
 
     >>> import ember
     >>> ember.nn.functional.conv2d(ember.ones(1, 1, 3, 3), ember.ones(1, 1, 2, 2)).shape
