@@ -142,13 +142,11 @@ def inplace(Op, a: Tensor, *args):
             if x._dev is not a._dev:
                 x = scalar_to(x, a._dev)
             if x.dtype is not dt:
-                if x.dtype.category > dt.category:
-                    raise RuntimeError(f"{name}: result type {x.dtype} can't be cast to the desired output type {dt}")
+                dtypes.check_out_cast(name, x.dtype, dt)
                 x = cast(x, dt)
         elif isinstance(x, SCALARS) and not isinstance(x, (bool, np.bool_)) \
                 and dtypes.scalar_category(x) > dt.category:
-            raise RuntimeError(f"{name}: result type {dtypes.default_for_category(dtypes.scalar_category(x))} "
-                               f"can't be cast to the desired output type {dt}")
+            dtypes.check_out_cast(name, dtypes.default_for_category(dtypes.scalar_category(x)), dt)
         elif isinstance(x, SCALARS) and (d := a.dtype) in SCALAR_FIX:
             x = fix_scalar(x, d)
         conv.append(x)
@@ -206,8 +204,8 @@ def inplace_result(a: Tensor, compute, name: str, recording: bool = False):
     if overlapped and recording:
         raise RuntimeError(OVERLAP_ERROR)  # (PyTorch's deprecated write into shared memory: not under autograd)
     r = compute(snapshot(a) if recording else a)
-    if r.dtype.category > a.dtype.category:
-        raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the desired output type {a.dtype}")
+    if r.dtype is not a.dtype:
+        dtypes.check_out_cast(name, r.dtype, a.dtype)
     if overlapped:
         return write_inplace(a, r.to(a.dtype)._data, None, (), True)
     if not (is_grad_enabled() and r._rg and r._fn is not None) or a._base is not None or HANDLERS or \
@@ -356,8 +354,8 @@ def copy_into_out(out: Tensor, r: Tensor) -> Tensor:
     if is_grad_enabled() and (r._rg or out._rg):
         raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
                            "of the arguments requires grad.")
-    if r.dtype.category > out.dtype.category:
-        raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {out.dtype}")
+    if r.dtype is not out.dtype:
+        dtypes.check_out_cast("", r.dtype, out.dtype)
     if out._dev is not r._dev:
         raise device_error("out=", r, out)
     if out._data.shape != r._data.shape:
