@@ -9,6 +9,8 @@ rightmost dimensions, True where the value lies in the set.
 from __future__ import annotations
 
 import ember
+from ember.func.batching import Batched
+from ember.kernels import fp_quiet_begin, fp_quiet_end
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval", "is_dependent",
@@ -70,14 +72,21 @@ def holds(constraint, value) -> bool:
     A check written for arrays as well (``array_check``) runs on a plain tensor's array directly, without op
     dispatch or graph recording: the few values of a tiny distribution cost microseconds, not an op each.
     Bounds given as tensors take the tensor path.
-    An independent constraint's reduction changes nothing about "all", so its base check is used."""
+    An independent constraint's reduction changes nothing about "all", so its base check is used; inside
+    vmap every sample is checked."""
     c = constraint
-    if type(value) is ember.Tensor:
+    if isinstance(value, ember.Tensor):
         arr = value._data
+        while type(arr) is Batched:  # inside vmap: the values of every sample at once (batch dimensions first)
+            arr = arr.value._data
         while type(c) is _IndependentConstraint and arr.ndim >= c.event_dim:
             c = c.base_constraint
         if c.array_check and arr.ndim >= c.event_dim and not any(isinstance(v, ember.Tensor) for v in vars(c).values()):
-            return bool(c.check(arr).all())
+            quiet = fp_quiet_begin()  # (as the ops would: inf - inf in a check is a False, not a warning)
+            try:
+                return bool(c.check(arr).all())
+            finally:
+                fp_quiet_end(quiet)
     return bool(constraint.check(value).all())
 
 
