@@ -305,33 +305,44 @@ _CHECKS = {
 def bind_args(schema: FunctionSchema, args: tuple, kwargs: dict) -> list:
     """The values of every argument of ``schema`` in order, defaults filled in; RuntimeError as PyTorch's on
     too many, unknown, missing or mistyped arguments."""
-    decl = f"Declaration: {schema}"
     params = schema.arguments
-    positional = [a for a in params if not a.kwarg_only]
-    if len(args) > len(positional):
-        raise RuntimeError(f"{schema.name}() expected at most {len(positional)} argument(s) but received "
-                           f"{len(args)} argument(s). {decl}")
-    names = {a.name for a in params}
-    for k in kwargs:
-        if k not in names:
-            raise RuntimeError(f"Unknown keyword argument '{k}' for operator '{schema.name}'. Schema: {schema}")
+    if kwargs:
+        names = {a.name for a in params}
+        for k in kwargs:
+            if k not in names:
+                raise RuntimeError(f"Unknown keyword argument '{k}' for operator '{schema.name}'. Schema: {schema}")
     values = []
     for i, a in enumerate(params):
-        if i < len(args):
-            if a.name in kwargs:
-                raise RuntimeError(f"{schema.name}() got multiple values for argument '{a.name}'. {decl}")
+        if i < len(args) and not a.kwarg_only:
+            if kwargs and a.name in kwargs:
+                raise RuntimeError(f"{schema.name}() got multiple values for argument '{a.name}'. "
+                                   f"Declaration: {schema}")
             v = args[i]
         elif a.name in kwargs:
             v = kwargs[a.name]
         elif a.has_default:
             v = a.default
         else:
-            raise RuntimeError(f"{schema.name}() is missing value for argument '{a.name}'. {decl}")
-        if not _type_ok(a, v):
-            raise RuntimeError(f"{schema.name}() Expected a value of type '{a.type_str()}' for argument '{a.name}' "
-                               f"but instead found type '{type(v).__name__}'.\nPosition: {i}\nValue: {v!r}\n{decl}")
+            raise _too_many(schema, args) or RuntimeError(f"{schema.name}() is missing value for argument "
+                                                          f"'{a.name}'. Declaration: {schema}")
+        if not (a.type == "Tensor" and not a.is_list and isinstance(v, Tensor)) and not _type_ok(a, v):
+            raise _too_many(schema, args) or RuntimeError(
+                f"{schema.name}() Expected a value of type '{a.type_str()}' for argument '{a.name}' but instead "
+                f"found type '{type(v).__name__}'.\nPosition: {i}\nValue: {v!r}\nDeclaration: {schema}")
         values.append(v)
-    return values
+    return values if len(args) <= len(values) else _raise(_too_many(schema, args))
+
+
+def _too_many(schema, args):
+    n = sum(not a.kwarg_only for a in schema.arguments)
+    if len(args) > n:
+        return RuntimeError(f"{schema.name}() expected at most {n} argument(s) but received {len(args)} "
+                            f"argument(s). Declaration: {schema}")
+    return None
+
+
+def _raise(exc):
+    raise exc
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -516,7 +527,10 @@ class OpDef:
                     if t._rg and is_grad_enabled():
                         raise RuntimeError(f"{self.qualname}: argument {a.name!r} is written in place and requires "
                                            f"grad; autograd does not track a custom op's writes into its inputs")
-        out = apply(self.Op, *values)
+        try:
+            out = apply(self.Op, *values)
+        except _Raised as r:
+            raise r.exc from None
         for a, v in zip(self.schema.arguments, values):
             if a.mutable and v is not None:
                 for t in (v if a.is_list else (v,)):
@@ -574,8 +588,11 @@ class OpDef:
                 kwargs[a.name] = v
             else:
                 args.append(v)
-        with no_grad():
-            out = self.kernel_for(dev.type)(*args, **kwargs)
+        try:
+            with no_grad():
+                out = self.kernel_for(dev.type)(*args, **kwargs)
+        except (ValueError, TypeError) as exc:  # the kernel's own error, past apply's reading of kernel errors
+            raise _Raised(exc) from None
         outs = self._check_outputs(out, dev, ids)
         if ctx is None:
             return out
@@ -629,6 +646,14 @@ class OpDef:
             if n:
                 flat.extend(g if isinstance(g, (list, tuple)) else [g] * n if g is None else [g])
         return tuple(flat)
+
+
+class _Raised(Exception):
+    """Carries a kernel's ValueError or TypeError through :func:`ember.dispatch.apply` unchanged."""
+
+    def __init__(self, exc):
+        super().__init__(str(exc))
+        self.exc = exc
 
 
 def _writes_nothing(*args, **kwargs):

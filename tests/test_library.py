@@ -288,6 +288,19 @@ def test_kernel_returning_an_input_or_the_wrong_type_is_refused():
         wrong(ember.ones(1))
 
 
+def test_a_kernel_refusing_a_dtype_raises_its_own_error():
+    @custom_op(f"{_ns()}::floats_only", mutates_args=())
+    def floats_only(x: Tensor) -> Tensor:
+        if not x.is_floating_point():
+            raise TypeError(f"floats_only: expected a floating tensor, got {x.dtype}")
+        return x * 2
+
+    x = ember.arange(3)
+    with pytest.raises(TypeError, match="^floats_only: expected a floating tensor, got ember.int64$"):
+        floats_only(x)
+    assert x.tolist() == [0, 1, 2]
+
+
 def test_per_device_kernels(device):
     ns = _ns()
     calls = []
