@@ -53,4 +53,4 @@ def test_addmv_inplace_at_top_level(device, torch):
     tx = torch.tensor(a)
     torch.addmv_(tx, torch.tensor(m), torch.tensor(v), beta=2, alpha=3)
     assert r is x
-    np.testing.assert_allclose(x.numpy(), tx.numpy())
+    np.testing.assert_allclose(x.cpu().numpy(), tx.numpy())

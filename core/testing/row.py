@@ -88,11 +88,6 @@ class Sampler:
         """Random float data of ``shape``, in [-0.5, 0.5) or (``positive``) [0.5, 1.5)."""
         return F(self.rng.rand(*shape) + (0.5 if positive else -0.5), nc, grad)
 
-    def spd(self, n, batch=()) -> F:
-        """A symmetric positive-definite matrix (batch)."""
-        a = self.rng.rand(*batch, n, n)
-        return F(a @ np.swapaxes(a, -1, -2) + n * np.eye(n))
-
     def well(self, n, batch=()) -> F:
         """A well-conditioned square matrix (batch)."""
         return F(self.rng.rand(*batch, n, n) - 0.5 + 2 * np.eye(n))
