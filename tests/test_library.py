@@ -348,6 +348,14 @@ def test_traced_and_replayed_as_one_op(device, mysin, tmp_path):
     ember.jit.save(traced, tmp_path / "f.pt")
     ember.testing.assert_close(ember.jit.load(tmp_path / "f.pt")(y), f(y))
 
+    class M(ember.nn.Module):
+        def forward(self, x):
+            return f(x)
+
+    exported = ember.export.export(M(), (x,))
+    assert f"ember.ops.{mysin._name.replace('::', '.')}" in str(exported)
+    ember.testing.assert_close(exported.module()(y), f(y))
+
 
 def test_second_order_gradient_through_the_saved_input(mysin):
     x = ember.tensor([0.3, 1.1], dtype=ember.float64, requires_grad=True)
