@@ -58,6 +58,11 @@ def wrap(fn_or_name):
     return fn_or_name
 
 
+def is_wrapped(fn) -> bool:
+    """Whether ``fn`` is a function that :func:`wrap` marked."""
+    return any(globs.get(name) is fn for globs, name in _WRAPPED)
+
+
 def _find_proxy(*objects):
     found = []
 

@@ -403,6 +403,7 @@ class _CodeWriter:
         self.names = _Namespace()
         self.names._used.update(self.globals)
         self.names._used.update(n.name for n in graph.nodes)  # a global never shadows a node's value
+        self.wrapped: dict = {}  # global names of functions marked by fx.wrap
 
     def add_global(self, hint: str, obj) -> str:
         """A global name under which the generated code reads ``obj``."""
@@ -450,7 +451,13 @@ class _CodeWriter:
             return name
         if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
             return fn.__name__
-        return self.add_global(getattr(fn, "__name__", "fn"), fn)
+        hint = f"{getattr(fn, '__module__', None) or ''}_{getattr(fn, '__qualname__', getattr(fn, '__name__', 'fn'))}"
+        name = self.add_global(hint, fn)
+        from ._symbolic_trace import is_wrapped
+
+        if is_wrapped(fn):  # re-tracing the generated code keeps recording it as one node
+            self.wrapped.setdefault(name, None)
+        return name
 
     def args_text(self, args, kwargs) -> str:
         parts = [self.repr_arg(a) for a in args] + [f"{k} = {self.repr_arg(v)}" for k, v in kwargs.items()]
@@ -486,7 +493,8 @@ class _CodeWriter:
         lines = body or ["pass"]
         for hook in self.graph._codegen_hooks:
             lines = hook(lines)
-        src = (f"\n\n\ndef forward({', '.join([self.root] + params)}):\n"
+        header = "\n".join(f'torch.fx._symbolic_trace.wrap("{w}")' for w in self.wrapped)
+        src = (f"\n{header}\n\ndef forward({', '.join([self.root] + params)}):\n"
                + "".join(f"    {ln}\n" for ln in lines) + "    ")
         return PythonCode(src, self.globals)
 
