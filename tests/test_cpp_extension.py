@@ -94,6 +94,13 @@ def test_second_load_comes_from_the_cache_without_compiling(build_root, monkeypa
         load_inline("cached", FFI, functions=["my_lib_add_forward"], extra_cflags=["-O1"])
 
 
+def test_a_build_directory_of_ones_own(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()  # as PyTorch users make it before the call
+    ext = load_inline("own_dir", FFI, functions=["my_lib_add_forward"], build_directory=str(mine))
+    assert os.listdir(mine) == ["own_dir.so"] and ext.__file__ == str(mine / "own_dir.so")
+
+
 def test_failed_build_shows_the_compiler_output_and_leaves_nothing(build_root):
     broken = "int broken(const ember_view *x) { return undeclared_name + 1; }"
     with pytest.raises(RuntimeError, match=r"(?s)Error building extension 'broken'.*undeclared_name"):

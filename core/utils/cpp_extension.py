@@ -30,6 +30,7 @@ tensor([0., 2., 4.])
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -150,16 +151,16 @@ def _run_compiler(cmd: list, cwd: str, verbose: bool) -> str:
 
 
 def _build(name, sources: dict, cflags, ldflags, include_dirs, build_dir, verbose) -> str:
-    """Compile ``sources`` (``{file name: text}``) into ``<build_dir>/<name>.so`` through a temporary directory
-    renamed into place, so that the cache never holds a half-built library; returns the library's path."""
+    """Compile ``sources`` (``{file name: text}``) into ``<build_dir>/<name>.so``: in a temporary directory whose
+    finished library is renamed into place (atomic: the cache never holds a half-built library, and concurrent
+    builds of one extension each land a whole one); returns the library's path."""
     lib = os.path.join(build_dir, f"{name}.so")
     if os.path.exists(lib):
         if verbose:
             print(f"ember.utils.cpp_extension: {name}: using the cached build in {build_dir}", file=sys.stderr)
         return lib
-    root = os.path.dirname(build_dir)
-    os.makedirs(root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=root)
+    os.makedirs(build_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".build-", dir=build_dir)
     try:
         objects = []
         for fname, text in sources.items():
@@ -171,21 +172,21 @@ def _build(name, sources: dict, cflags, ldflags, include_dirs, build_dir, verbos
             _run_compiler(cmd, tmp, verbose)
             objects.append(fname + ".o")
         _run_compiler([*_compiler(True).split(), "-shared", *objects, "-o", f"{name}.so", *ldflags], tmp, verbose)
-        try:
-            os.rename(tmp, build_dir)  # atomic: another process's identical build may have landed first
-        except OSError:
-            if not os.path.exists(lib):
-                raise
+        os.replace(os.path.join(tmp, f"{name}.so"), lib)
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"Error building extension '{name}': {' '.join(exc.cmd)} exited with {exc.returncode}:\n"
                            f"{exc.stdout}{exc.stderr}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(build_dir)  # only when empty: a build that failed leaves no directory behind
     return lib
 
 
 def _key(*parts) -> str:
+    """The cache key of a build: the header, the compilers named by $CXX/$CC, the sources and the flags."""
     h = hashlib.sha256()
+    h.update(f"{os.environ.get('CXX', '')}\0{os.environ.get('CC', '')}".encode())
     with open(os.path.join(_HEADER_DIR, "ember", "extension.h"), "rb") as f:
         h.update(f.read())
     for p in parts:
