@@ -1,13 +1,21 @@
-"""The hot path builds its result Tensors inline (``unary``, ``binary``, ``record``, the factories' ``create``)
-instead of calling ``tensor._wrap``: each inline wrap must set exactly the fields ``_wrap`` sets (plus the graph
-position where it records), so that a field added to one is not missed by the others."""
+"""The hot path's two shortcuts, held to the slow path's facts.
+
+Inline wraps: ``unary``, ``binary``, ``record`` and the factories' ``create`` build their result Tensors inline
+instead of calling ``tensor._wrap``; each must set exactly the fields ``_wrap`` sets (plus the graph position where
+it records), so that a field added to one is not missed by the others.  Dispatch kinds: every function that hands
+an op to the interception handlers is registered in ``interception.KINDS``, the table the tracer replays from.
+"""
+import importlib
 import inspect
+import pathlib
+import re
 
 import pytest
 
 import ember
 from ember import dispatch
 from ember.autograd.function import OPS
+from ember.interception import KIND_NAMES, KINDS
 from ember.ops import creation
 from ember.tensor import Tensor, _wrap
 
@@ -55,3 +63,20 @@ def test_every_inline_wrap_has_a_row():
     sites = {name for mod in (dispatch, creation) for name, fn in vars(mod).items()
              if inspect.isfunction(fn) and fn.__module__ == mod.__name__ and "_new(Tensor)" in inspect.getsource(fn)}
     assert sites == {"unary", "binary", "record", "create"}
+
+
+def test_every_intercepted_kind_is_registered():
+    """Each ``intercepted(kind, ...)`` call in the core names a function of KINDS, and the tracer replays from it."""
+    core = pathlib.Path(ember.__file__).parent
+    calls = {}
+    for path in core.rglob("*.py"):
+        if path.name == "interception.py":  # (its docstring shows the call with a placeholder)
+            continue
+        for kind in re.findall(r"\bintercepted\((\w+),", path.read_text()):
+            rel = path.relative_to(core).with_suffix("")
+            calls[kind] = getattr(importlib.import_module(".".join(("ember", *rel.parts))), kind)
+    assert set(calls) == set(KINDS) == {"unary", "binary", "apply", "view_op", "inplace", "create", "move"}
+    assert all(KINDS[name] is fn and KIND_NAMES[fn] == name for name, fn in calls.items())
+    from ember.jit import _graph
+
+    assert _graph.KINDS is KINDS
