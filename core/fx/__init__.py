@@ -12,9 +12,9 @@
 ['placeholder', 'call_function', 'call_method', 'output']
 """
 from . import passes  # noqa: F401
-from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
+from ._symbolic_trace import PH, Tracer, wrap
 from .graph import Graph, PythonCode
-from .graph_module import GraphModule
+from .graph_module import GraphModule, symbolic_trace
 from .interpreter import Interpreter, Transformer
 from .node import Node, has_side_effect, map_aggregate, map_arg
 from .proxy import Attribute, Proxy, TraceError

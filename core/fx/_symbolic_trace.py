@@ -25,12 +25,14 @@ import enum
 import inspect
 import math
 
+from ..backend import device
+from ..dtypes import dtype
+from ..nn import Module, Parameter, Sequential
+from ..nn.modules import module as module_mod
+from ..tensor import Tensor
 from .graph import Graph
-from .graph_module import GraphModule
-from .node import map_aggregate
+from .node import _WRAPPED, map_aggregate
 from .proxy import Proxy, TracerBase
-
-_WRAPPED: list = []  # (globals dict, name) of the functions fx.wrap marked, patched during every trace
 
 
 class _PH:
@@ -56,11 +58,6 @@ def wrap(fn_or_name):
         raise NotImplementedError(f"wrap: {name} must be a global function of the calling module")
     _WRAPPED.append((frame.f_globals, name))
     return fn_or_name
-
-
-def is_wrapped(fn) -> bool:
-    """Whether ``fn`` is a function that :func:`wrap` marked."""
-    return any(globs.get(name) is fn for globs, name in _WRAPPED)
 
 
 def _find_proxy(*objects):
@@ -145,8 +142,6 @@ class Tracer(TracerBase):
     # ------------------------------------------------------------------ customisation points
     def is_leaf_module(self, m, module_qualified_name: str) -> bool:
         """Whether a call of ``m`` is one node (ember.nn's own modules, except Sequential) or traced through."""
-        from ..nn import Sequential
-
         mod = type(m).__module__ or ""
         return (mod.startswith("ember.nn") or mod.startswith("torch.nn")) and not isinstance(m, Sequential)
 
@@ -170,9 +165,6 @@ class Tracer(TracerBase):
     def getattr(self, attr: str, attr_val, parameter_proxy_cache: dict):
         """What reading ``module.attr`` gives while tracing: a ``get_attr`` proxy for a parameter (and a
         buffer), the value itself otherwise."""
-        from ..nn import Parameter
-        from ..tensor import Tensor
-
         def proxy_of(named):
             for name, p in named:
                 if attr_val is p:
@@ -192,10 +184,6 @@ class Tracer(TracerBase):
         return attr_val
 
     def create_other_arg(self, a):
-        import ember
-        from ..nn import Parameter
-        from ..tensor import Tensor
-
         if isinstance(a, Parameter):
             for name, p in self.root.named_parameters():
                 if a is p:
@@ -211,7 +199,7 @@ class Tracer(TracerBase):
                 setattr(self.root, qualname, a)
                 self.tensor_attrs[id(a)] = qualname
             return self.create_node("get_attr", qualname, (), {})
-        if isinstance(a, (ember.dtype, ember.device, enum.Enum, type)) or callable(a) or a.__class__.__module__ in (
+        if isinstance(a, (dtype, device, enum.Enum, type)) or callable(a) or a.__class__.__module__ in (
                 "ember", "ember.layouts", "ember.dtypes"):
             return a
         raise NotImplementedError(f"argument of type: {type(a)}")
@@ -254,10 +242,6 @@ class Tracer(TracerBase):
 
     def trace(self, root, concrete_args=None) -> Graph:
         """Trace ``root`` (a Module, whose ``forward`` is traced, or a function) into a new :class:`Graph`."""
-        from ..nn import Module
-        from ..nn.modules import module as module_mod
-        from ..tensor import Tensor
-
         is_module = isinstance(root, Module)
         if is_module:
             self.root = root
@@ -312,25 +296,3 @@ class Tracer(TracerBase):
             name = getattr(f, "__name__", None)
             if name and fn_globals.get(name) is f:
                 patcher.set_item(fn_globals, name, _recording(f))
-
-
-def symbolic_trace(root, concrete_args=None) -> GraphModule:
-    """Trace ``root`` (a Module or a function) into a :class:`GraphModule` with the same behaviour.
-
-    >>> import ember, ember.fx
-    >>> gm = ember.fx.symbolic_trace(lambda x: x * 2 + 1)
-    >>> print(gm.code.strip())
-    def forward(self, x):
-        mul = x * 2;  x = None
-        add = mul + 1;  mul = None
-        return add
-    """
-    tracer = Tracer()
-    graph = tracer.trace(root, concrete_args)
-    from ..nn import Module
-
-    name = type(root).__name__ if isinstance(root, Module) else getattr(root, "__name__", "GraphModule")
-    if name == "<lambda>":
-        name = "GraphModule"
-    return GraphModule(tracer.root, graph, name)
-

@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
+import importlib
 import inspect
 import keyword
 import math
@@ -30,7 +31,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .node import Node, _format_arg, map_arg
+from ..backend import device
+from ..dtypes import dtype
+from .node import Node, _format_arg, is_wrapped, map_arg, public_name
 
 # the operator functions written as Python expressions in generated code
 _MAGIC = {
@@ -41,30 +44,6 @@ _MAGIC = {
     "pos": "+{}", "neg": "-{}", "invert": "~{}",
 }
 _MAGIC_FNS = {getattr(operator, k): v for k, v in _MAGIC.items() if hasattr(operator, k)}
-
-
-def public_name(fn) -> str | None:
-    """``fn``'s path among ember's public namespaces, spelled as PyTorch's (``torch.relu``,
-    ``torch.nn.functional.gelu``, ``torch.linalg.norm``), or None if it is not one of them."""
-    from ..registry import NAMESPACES  # floor above fx's users: looked up when code is generated
-
-    for ns, prefix in (("torch", "torch"), ("nn.functional", "torch.nn.functional"), ("linalg", "torch.linalg"),
-                       ("special", "torch.special"), ("fft", "torch.fft")):
-        name = getattr(fn, "__name__", None)
-        if name is not None and NAMESPACES.get(ns, {}).get(name) is fn:
-            return f"{prefix}.{name}"
-    mod = getattr(fn, "__module__", None) or ""
-    if mod == "ember" or mod.startswith("ember."):
-        import importlib
-
-        for path in (mod, "ember", "ember.nn.functional"):
-            try:
-                owner = importlib.import_module(path)
-            except ImportError:
-                continue
-            if getattr(owner, getattr(fn, "__name__", ""), None) is fn:
-                return "torch" + path[len("ember"):] + "." + fn.__name__
-    return None
 
 
 def _snake(name: str) -> str:
@@ -395,11 +374,10 @@ class _CodeWriter:
     use it was (``;  x = y = None``), so values are freed as early as the graph allows."""
 
     def __init__(self, graph: Graph, root: str):
-        import ember
-
+        ember = importlib.import_module("ember")  # the package whose public paths the code is written in
         self.graph, self.root = graph, root
         self.globals = {"torch": ember, "ember": ember, "inf": math.inf, "nan": math.nan,
-                        "device": ember.device, "builtins": builtins}
+                        "device": device, "builtins": builtins}
         self.names = _Namespace()
         self.names._used.update(self.globals)
         self.names._used.update(n.name for n in graph.nodes)  # a global never shadows a node's value
@@ -417,8 +395,6 @@ class _CodeWriter:
         return name
 
     def repr_arg(self, a) -> str:
-        import ember
-
         if isinstance(a, Node):
             return a.name
         if isinstance(a, tuple) and hasattr(a, "_fields"):
@@ -433,11 +409,12 @@ class _CodeWriter:
             return "{" + ", ".join(f"{k!r}: {self.repr_arg(v)}" for k, v in a.items()) + "}"
         if isinstance(a, slice):
             return f"slice({self.repr_arg(a.start)}, {self.repr_arg(a.stop)}, {self.repr_arg(a.step)})"
-        if isinstance(a, ember.dtype):
-            return f"torch.{a.name}" if hasattr(ember, a.name) else self.add_global(a.name, a)
+        if isinstance(a, dtype):
+            public = getattr(self.globals["torch"], a.name, None) is a
+            return f"torch.{a.name}" if public else self.add_global(a.name, a)
         if isinstance(a, float) and (math.isinf(a) or math.isnan(a)):
             return repr(a) if not math.isinf(a) else ("inf" if a > 0 else "-inf")
-        if isinstance(a, (ember.device,)):
+        if isinstance(a, device):
             return f"device({str(a)!r})"
         if isinstance(a, (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))):
             return repr(a)
@@ -453,8 +430,6 @@ class _CodeWriter:
             return fn.__name__
         hint = f"{getattr(fn, '__module__', None) or ''}_{getattr(fn, '__qualname__', getattr(fn, '__name__', 'fn'))}"
         name = self.add_global(hint, fn)
-        from ._symbolic_trace import is_wrapped
-
         if is_wrapped(fn):  # re-tracing the generated code keeps recording it as one node
             self.wrapped.setdefault(name, None)
         return name

@@ -11,8 +11,10 @@ import copy
 import itertools
 import linecache
 
-from ..nn import Module
-from .graph import Graph
+from ..nn import Module, Parameter
+from ..tensor import Tensor
+from ._symbolic_trace import Tracer
+from .graph import Graph, _CodeWriter
 
 _KEYS = itertools.count()
 
@@ -39,9 +41,6 @@ def _copy_attr(src: Module, dst: Module, target: str) -> None:
             setattr(dst, item, t)
         src, dst = f, t
     orig = getattr(src, field)
-    from ..nn import Parameter
-    from ..tensor import Tensor
-
     if isinstance(orig, Tensor) and not isinstance(orig, Parameter):  # a plain tensor attribute: a buffer here
         persistent = field not in getattr(src, "_non_persistent_buffers_set", ())
         dst.register_buffer(field, orig, persistent=persistent)
@@ -123,6 +122,7 @@ class GraphModule(Module):
         """Generate ``forward`` again from the graph (after changing it)."""
         code = self._graph.python_code(root_module="self")
         self.__dict__["_code"] = code.src
+        self.__dict__["_code_globals"] = code.globals
         cls = type(self)
         cls.forward = _exec_forward(code.src, code.globals)
         return code
@@ -187,14 +187,14 @@ class GraphModule(Module):
 
     # ------------------------------------------------------------------ copies and pickling
     def __reduce__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
-        return _rebuild, (state, self._code, type(self).__name__)
+        state = {k: v for k, v in self.__dict__.items() if k not in _GENERATED}
+        return _rebuild, (state, _import_block(self._code_globals) + self._code, type(self).__name__)
 
     def __deepcopy__(self, memo):
         res = Module.__new__(Module)
         memo[id(self)] = res
         fake = Module()
-        fake.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}, memo)
+        fake.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in _GENERATED}, memo)
         gm = GraphModule(fake, copy.deepcopy(self.graph, memo), type(self).__name__)
         memo[id(self)] = gm
         return gm
@@ -205,11 +205,28 @@ class GraphModule(Module):
         return gm
 
 
+_GENERATED = ("_graph", "_code", "_code_globals")  # made again from the graph, never pickled or copied
+
+
+def _import_block(globals_: dict) -> str:
+    """Import lines giving generated code the globals it reads beyond the standard ones (functions and
+    classes importable by module and qualified name), for code compiled in another process."""
+    standard = _CodeWriter(Graph(), "self").globals
+    lines = []
+    for name, obj in globals_.items():
+        if name in standard:
+            continue
+        mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+        if mod and qual and "<" not in qual:
+            head, _, tail = qual.rpartition(".")
+            lines.append(f"from {mod} import {qual} as {name}" if not head else
+                         f"from {mod} import {head.split('.')[0]} as _{name}_owner; {name} = _{name}_owner."
+                         f"{'.'.join(qual.split('.')[1:])}")
+    return "".join(line + "\n" for line in lines)
+
+
 def _rebuild(state: dict, code: str, class_name: str) -> GraphModule:
     """A pickled GraphModule back: its attributes, and its graph traced again from its source."""
-    from ._symbolic_trace import Tracer
-    from .graph import _CodeWriter
-
     class Loaded(Module):
         pass
 
@@ -223,4 +240,23 @@ def _rebuild(state: dict, code: str, class_name: str) -> GraphModule:
 
     graph = KeepModules().trace(root)
     return GraphModule(root, graph, class_name)
+
+
+def symbolic_trace(root, concrete_args=None) -> GraphModule:
+    """Trace ``root`` (a Module or a function) into a :class:`GraphModule` with the same behaviour.
+
+    >>> import ember, ember.fx
+    >>> gm = ember.fx.symbolic_trace(lambda x: x * 2 + 1)
+    >>> print(gm.code.strip())
+    def forward(self, x):
+        mul = x * 2;  x = None
+        add = mul + 1;  mul = None
+        return add
+    """
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if isinstance(root, Module) else getattr(root, "__name__", "GraphModule")
+    if name == "<lambda>":
+        name = "GraphModule"
+    return GraphModule(tracer.root, graph, name)
 

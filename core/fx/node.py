@@ -16,9 +16,12 @@ doubly linked list, in execution order.
 from __future__ import annotations
 
 import builtins
+import importlib
 import operator
 import types
 from typing import Any, Callable, Union
+
+from ..registry import NAMESPACES
 
 Target = Union[Callable[..., Any], str]  # what a node calls or reads
 Argument = Any  # a node argument: a Node, a constant, or tuples, lists, dicts and slices of them
@@ -27,6 +30,34 @@ OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module",
 
 # call_function targets with side effects: dead-code elimination keeps them even without users
 _SIDE_EFFECTS: set = set()
+_WRAPPED: list = []  # (globals dict, name) of the functions fx.wrap marked, patched during every trace
+
+
+def is_wrapped(fn) -> bool:
+    """Whether ``fn`` is a function that :func:`ember.fx.wrap` marked."""
+    return any(globs.get(name) is fn for globs, name in _WRAPPED)
+
+
+def public_name(fn) -> str | None:
+    """``fn``'s path among ember's public namespaces, spelled as PyTorch's (``torch.relu``,
+    ``torch.nn.functional.gelu``, ``torch.linalg.norm``), or None if it is not one of them."""
+    name = getattr(fn, "__name__", None)
+    if name is None:
+        return None
+    for ns, prefix in (("torch", "torch"), ("nn.functional", "torch.nn.functional"), ("linalg", "torch.linalg"),
+                       ("special", "torch.special"), ("fft", "torch.fft")):
+        if NAMESPACES.get(ns, {}).get(name) is fn:
+            return f"{prefix}.{name}"
+    mod = getattr(fn, "__module__", None) or ""
+    if mod == "ember" or mod.startswith("ember."):
+        for path in (mod, "ember", "ember.nn.functional"):
+            try:
+                owner = importlib.import_module(path)
+            except ImportError:
+                continue
+            if getattr(owner, name, None) is fn:
+                return "torch" + path[len("ember"):] + "." + name
+    return None
 
 
 def has_side_effect(fn):
@@ -64,8 +95,6 @@ def _qualified_name(fn) -> str:
     """A readable dotted name of a call target (``operator.add``, ``torch.relu``)."""
     if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
         return fn.__name__
-    from .graph import public_name  # the graph module knows ember's public paths
-
     name = public_name(fn)
     if name is not None:
         return name

@@ -11,6 +11,7 @@ import dis
 import inspect
 import operator
 
+from ..overrides import is_tensor_method_or_property
 from .graph import _MAGIC
 from .node import Node, map_aggregate
 
@@ -152,8 +153,6 @@ class Proxy:
             raise RuntimeError(f"Found multiple different tracers {list(tracers)} while trying to trace "
                                f"operations {orig_method}")
         tracer = next(iter(tracers))
-        from ..overrides import is_tensor_method_or_property
-
         if is_tensor_method_or_property(orig_method):
             return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .graph_module import GraphModule, _copy_attr
+from .graph_module import GraphModule, _copy_attr, symbolic_trace
 from .node import Node, map_arg
 
 
@@ -73,8 +73,6 @@ def _match_args(pa, ga, m, pattern_mod, target_mod, anchors) -> bool:
 
 
 def _traced(fn_or_module):
-    from ._symbolic_trace import symbolic_trace
-
     return fn_or_module if isinstance(fn_or_module, GraphModule) else symbolic_trace(fn_or_module)
 
 

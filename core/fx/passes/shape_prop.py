@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...layouts import contiguous_format
+from ...tensor import Tensor
 from ..interpreter import Interpreter
 from ..node import map_aggregate
 
@@ -29,9 +31,7 @@ class TensorMetadata(NamedTuple):
 
 
 def _extract_tensor_metadata(t) -> TensorMetadata:
-    import ember
-
-    fmt = ember.contiguous_format if t.is_contiguous() else None
+    fmt = contiguous_format if t.is_contiguous() else None
     return TensorMetadata(t.shape, t.dtype, t.requires_grad, t.stride(), fmt, False, {})
 
 
@@ -39,8 +39,6 @@ class ShapeProp(Interpreter):
     """An Interpreter that records tensor metadata on every node it runs."""
 
     def run_node(self, n):
-        from ...tensor import Tensor
-
         result = super().run_node(n)
         found = []
 

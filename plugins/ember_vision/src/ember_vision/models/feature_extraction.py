@@ -17,6 +17,9 @@ name that is a module's path (``layer2``) means the last node inside that module
 """
 from __future__ import annotations
 
+import importlib
+import inspect
+import math
 import re
 import warnings
 
@@ -73,10 +76,6 @@ class NodePathTracer(fx.Tracer):
 def _default_tracer_kwargs(kwargs) -> dict:
     """torchvision's defaults: the Modules of ``ops`` are leaves and its functions are recorded whole (with
     ``math``'s), added to what the caller gives."""
-    import importlib
-    import inspect
-    import math
-
     kwargs = dict(kwargs or {})
     try:
         ops = importlib.import_module("ember_vision.ops")
