@@ -16,6 +16,7 @@ project defines itself is always left alone.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
@@ -62,6 +63,20 @@ def _ours(path) -> bool:
     return any(p.startswith(r) for r in _ember_roots())
 
 
+@functools.cache
+def _ember_project(rootpath: str) -> bool:
+    """Whether the session runs in ember's own repository (its tests against an installed, non-editable ember)."""
+    try:
+        with open(os.path.join(rootpath, "pyproject.toml"), encoding="utf-8") as f:
+            return 'name = "ember"' in f.read()
+    except OSError:
+        return False
+
+
+def _acts(config, path) -> bool:
+    return _asked(config) or _ours(path) or _ember_project(str(config.rootpath))
+
+
 def pytest_configure(config):
     SESSION_BACKENDS[:] = _selected(config) or []
     if config.getoption("ember_backend", default=None) and config.getoption("ember_kit", default=True):
@@ -96,7 +111,7 @@ def _selected(config):
 def pytest_generate_tests(metafunc):
     if "device" not in metafunc.fixturenames or "device" in getattr(metafunc, "_arg2fixturedefs", {}):
         return  # no device argument, or the project's own fixture of that name
-    if not (_asked(metafunc.config) or _ours(metafunc.definition.path)):
+    if not _acts(metafunc.config, metafunc.definition.path):
         return
     names = _selected(metafunc.config)
     params = []
@@ -118,7 +133,7 @@ def pytest_generate_tests(metafunc):
 def pytest_terminal_summary(terminalreporter):
     """One line saying how many tests skipped because the PyTorch oracle is absent, and why (ember's runs only)."""
     config = terminalreporter.config
-    if not (_asked(config) or _ours(config.rootpath)):
+    if not _acts(config, config.rootpath):
         return
     n = sum(1 for r in terminalreporter.stats.get("skipped", []) if "could not import 'torch'" in str(r.longrepr))
     if n:
