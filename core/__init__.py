@@ -44,6 +44,7 @@ from .ops.creation import LEGACY_TYPES as _LEGACY  # noqa: E402
 import sys as _sys  # noqa: E402
 
 from . import registry as _registry  # noqa: E402
+from . import overrides  # noqa: E402  (before the namespaces are shown: their functions carry its check)
 
 _registry.bind("torch", _sys.modules[__name__])
 from ._printing import get_printoptions, set_printoptions  # noqa: E402,F401
@@ -90,6 +91,11 @@ def detach(t):
 
 def typename(t) -> str:
     return t.type() if isinstance(t, Tensor) else type(t).__name__
+
+
+for _fn in (is_floating_point, numel, detach):
+    _registry.export(_fn, to=("torch",))
+from . import _C  # noqa: E402,F401
 
 
 

@@ -58,8 +58,18 @@ def export(fn=None, name: str | None = None, *, to=TORCH_TENSOR, aliases=(), inp
 
 def _set(ns, name, fn):
     NAMESPACES.setdefault(ns, {})[name] = fn
+    shown = public(ns, name, fn)
     for target in _BOUND.get(ns, ()):
-        setattr(target, name, fn)
+        setattr(target, name, shown)
+
+
+def _as_is(ns, name, fn):
+    return fn
+
+
+# What an object bound to namespace ``ns`` shows as ``name``: ``fn`` itself until ember.overrides replaces this
+# with ``fn`` behind its ``__torch_function__`` check (NAMESPACES always holds the functions themselves).
+public = _as_is
 
 
 def show_module(path: str, module) -> None:
@@ -74,7 +84,7 @@ def bind(ns: str, target) -> None:
     """Show every name of namespace ``ns`` on ``target`` (a module or a class), now and as they are added."""
     _BOUND.setdefault(ns, []).append(target)
     for name, fn in NAMESPACES.setdefault(ns, {}).items():
-        setattr(target, name, fn)
+        setattr(target, name, public(ns, name, fn))
 
 
 def bound(ns: str) -> tuple:

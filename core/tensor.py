@@ -7,6 +7,7 @@ autograd entry points.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 import weakref
 
@@ -47,6 +48,68 @@ class _Handle:
 
 
 RemovableHandle = _Handle
+
+
+# --------------------------------------------------------------------------- the __torch_function__ state
+class _TorchFunctionState(threading.local):
+    """This thread's ``__torch_function__`` state: ``level`` 0 (enabled), 1 (subclasses disabled) or 2 (all
+    disabled, modes too), and ``modes``, the stack of TorchFunctionModes (innermost last)."""
+
+    level = 0
+    modes = ()
+
+
+TORCH_FUNCTION = _TorchFunctionState()
+# run with each Tensor subclass whose __torch_function__ dispatches (ember.overrides adds the Tensor methods' checks)
+SUBCLASS_HOOKS: list = []
+
+
+class DisableTorchFunctionSubclass:
+    """Within the block, ``__torch_function__`` of Tensor subclasses and Tensor-likes is not called (modes still are).
+
+    >>> import ember
+    >>> with DisableTorchFunctionSubclass():
+    ...     TORCH_FUNCTION.level
+    1
+    """
+
+    level = 1
+
+    def __init__(self):
+        self._outer = []
+
+    def __enter__(self):
+        old = TORCH_FUNCTION.level
+        self._outer.append(old)
+        TORCH_FUNCTION.level = max(old, self.level)
+        return self
+
+    def __exit__(self, *exc):
+        TORCH_FUNCTION.level = self._outer.pop()
+
+
+class DisableTorchFunction(DisableTorchFunctionSubclass):
+    """Within the block, no ``__torch_function__`` is called: neither subclasses' nor modes'."""
+
+    level = 2
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """The ``__torch_function__`` of a subclass that takes no part in dispatch (``nn.Parameter``): ``func`` itself."""
+    with DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
+
+
+def _convert(ret, cls):
+    """``ret`` with each Tensor in it (nested in tuples and lists) made an instance of ``cls``."""
+    if cls is Tensor:
+        return ret
+    if isinstance(ret, Tensor) and not isinstance(ret, cls):
+        return ret.as_subclass(cls)
+    if isinstance(ret, (tuple, list)):
+        items = [_convert(r, cls) for r in ret]
+        return type(ret)(*items) if hasattr(ret, "_fields") else type(ret)(items)
+    return ret
 
 
 class Size(tuple):
@@ -109,6 +172,42 @@ class Tensor:
 
     def __init__(self, *args, **kwargs):
         pass
+
+    # ------------------------------------------------------------------ subclasses
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Run ``func`` with subclass dispatch off and give its Tensor results the class ``cls``.
+
+        The default of every subclass: ``ember.add(t.as_subclass(T), 1)`` is a ``T``.
+        """
+        if kwargs is None:
+            kwargs = {}
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        with DisableTorchFunctionSubclass():
+            ret = func(*args, **kwargs)
+            # a field read (.grad) keeps its identity: never re-wrapped
+            return ret if func == Tensor.grad.__get__ else _convert(ret, cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__torch_function__ is not _disabled_torch_function_impl:
+            for hook in SUBCLASS_HOOKS:
+                hook(cls)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad: bool = False, **kwargs):
+        """A ``cls`` sharing ``data``'s storage and version counter, a leaf that requires grad if ``require_grad``."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
+        t = _new(cls)
+        t._data, t._dev, t._rg, t._fn = data._data, data._dev, False, None
+        t._base = data if data._base is None else data._base
+        if require_grad:
+            t.requires_grad = True
+        return t
 
     # ------------------------------------------------------------------ metadata
     @property

@@ -1,4 +1,6 @@
 """The op registry (one export path for every namespace) and dispatch's interception point."""
+import inspect
+
 import pytest
 
 import ember
@@ -24,7 +26,8 @@ def test_a_unary_row_gives_function_method_inplace_and_gradient(device, scratch)
     dev.backend.kernels["cube_kernel_test"] = lambda a: a * a * a
     try:
         x = ember.tensor([1.0, -2.0, 0.5], dtype=ember.float64, device=device, requires_grad=True)
-        assert ember.cube_test is fn and ember.Tensor.cube_test is fn
+        # what a namespace shows is the function itself behind the __torch_function__ check (ember.overrides)
+        assert inspect.unwrap(ember.cube_test) is fn and inspect.unwrap(ember.Tensor.cube_test) is fn
         assert ember.cube_test(x).tolist() == [1.0, -8.0, 0.125]
         assert x.cube_test().grad_fn.name() == "CubeTestBackward0" and OPS["cube_test"] is Cls
         assert gradcheck(ember.cube_test, (x,))
@@ -44,7 +47,7 @@ def test_export_reaches_bound_namespaces_and_unexport_takes_it_back(scratch):
     registry.export(twice, "twice_test", aliases=("double_test",), inplace=True)
     scratch += [("torch", n) for n in ("twice_test", "double_test")]
     scratch += [("Tensor", n) for n in ("twice_test", "double_test", "twice_test_", "double_test_")]
-    assert ember.double_test is twice and ember.Tensor.twice_test is twice
+    assert inspect.unwrap(ember.double_test) is twice and inspect.unwrap(ember.Tensor.twice_test) is twice
     t = ember.ones(2)
     assert t.double_test_() is t and t.tolist() == [2.0, 2.0]
     registry.unexport("torch", "double_test")
@@ -82,7 +85,7 @@ def test_namespaces_are_what_pytorch_calls_them():
     assert ns["torch"]["arcsin"] is ns["torch"]["asin"] and ns["Tensor"]["arcsin_"].__name__ == "asin_"
     # in-place forms at top level exactly where PyTorch has them (torch.sin_, no torch.pow_)
     assert ns["torch"]["sin_"] is ns["Tensor"]["sin_"] and "pow_" in ns["Tensor"] and "pow_" not in ns["torch"]
-    assert ember.linalg.det is ns["linalg"]["det"]
+    assert inspect.unwrap(ember.linalg.det) is ns["linalg"]["det"]
 
 
 # --------------------------------------------------------------------------- interception

@@ -25,7 +25,7 @@ from ..writes import inplace
 from ..ops.creation import create as _create
 from ..ops.nn import LinearStack
 from ..ops.shape import Expand, Reshape, stack
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _disabled_torch_function_impl, _wrap
 
 _new = object.__new__
 _get_ident = threading.get_ident
@@ -75,6 +75,7 @@ class BatchedTensor(Tensor):
     """A tensor inside ``vmap``: the shape of one sample; the physical tensor (batch first) carries the data."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl  # vmap's own rules, not subclass dispatch
 
     def detach(self):
         return wrap(self._data.value.detach(), self._data.level)

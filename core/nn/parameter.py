@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ops.creation import empty
-from ..tensor import Tensor
+from ..tensor import Tensor, _disabled_torch_function_impl
 
 _new = object.__new__
 
@@ -17,6 +17,7 @@ class Parameter(Tensor):
     """
 
     _is_param = True
+    __torch_function__ = _disabled_torch_function_impl  # ops on a Parameter give plain Tensors, without dispatch
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -54,6 +55,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     >>> [name for name, _ in m.named_buffers()]
     ['steps']
     """
+
+    __torch_function__ = _disabled_torch_function_impl  # its instances are plain Tensors
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
@@ -120,6 +123,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape is not known yet."""
 
     cls_to_become = Tensor
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         return _placeholder(cls, requires_grad, device, dtype)
