@@ -566,3 +566,32 @@ def test_ops_load_library(tmp_path, torch):
     plain = np._core._multiarray_umath.__file__  # a shared library with no libtorch in it
     ember.ops.load_library(plain)
     assert os.path.realpath(plain) in ember.ops.loaded_libraries
+
+
+def test_c_extension_functions_libraries_call(torch):
+    from ember._c_functions import _get_tracing_state, _log_api_usage_once, _nn
+
+    assert _log_api_usage_once("torchmetrics.metric.Accuracy") is None
+    with pytest.raises(TypeError, match="event"):
+        _log_api_usage_once(3)
+    cases = [(("cpu", "float64"), {"non_blocking": True}), (("tensor16",), {}), ((), {"dtype": "int32"}),
+             (("cpu",), {"memory_format": "channels_last"})]
+    for args, kwargs in cases:
+        def conv(m, x):
+            if x == "tensor16":
+                return m.ones(1, dtype=m.float16)
+            if x in ("float64", "int32"):
+                return getattr(m, x)
+            return getattr(m, x) if x == "channels_last" else x
+        mine = _nn._parse_to(*[conv(ember, a) for a in args], **{k: conv(ember, v) for k, v in kwargs.items()})
+        ref = torch._C._nn._parse_to(*[conv(torch, a) for a in args], **{k: conv(torch, v) for k, v in kwargs.items()})
+        assert [str(x).replace("torch.", "") for x in ref] == [str(x).replace("ember.", "") for x in mine]
+    assert _get_tracing_state() is None is torch._C._get_tracing_state()
+    seen = []
+
+    def f(x):
+        seen.append(_get_tracing_state())
+        return x * 2
+
+    ember.jit.trace(f, (ember.ones(2),))
+    assert seen and all(seen)
