@@ -13,5 +13,7 @@ from .overrides import (  # noqa: F401
 from .overrides import _pop_mode as _pop_torch_function_stack, _push_mode as _push_on_torch_function_stack  # noqa: F401
 from .tensor import DisableTorchFunction, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl  # noqa: F401
 
+from ._c_functions import _get_tracing_state, _log_api_usage_once, _nn  # noqa: F401,E402
+
 _TensorMeta = type(Tensor)  # Tensor's metaclass (plain ``type``: ember's Tensor is a Python class)
 TensorBase = Tensor

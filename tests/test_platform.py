@@ -571,6 +571,10 @@ def test_ops_load_library(tmp_path, torch):
 def test_c_extension_functions_libraries_call(torch):
     from ember._c_functions import _get_tracing_state, _log_api_usage_once, _nn
 
+    import ember._C._nn
+
+    assert ember._C._log_api_usage_once is _log_api_usage_once and ember._C._nn is _nn is ember._C._nn
+    assert ember._C._get_tracing_state is _get_tracing_state
     assert _log_api_usage_once("torchmetrics.metric.Accuracy") is None
     with pytest.raises(TypeError, match="event"):
         _log_api_usage_once(3)
