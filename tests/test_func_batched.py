@@ -192,3 +192,19 @@ def test_functional_jacobian_and_hessian_vectorized(device, create_graph, engine
         hes = AF.hessian(s, inputs, create_graph=create_graph, vectorize=True)
         res.append((jac, hes))
     _close(*res)
+
+
+@pytest.mark.parametrize("name", ["jacfwd", "hessian", "jacrev_chunked", "jacrev_of_vmap"])
+def test_transforms_under_and_over_vmap(device, name):
+    W, X = _data((3, 4), (5, 4), seed=8)
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        Wl = lib.tensor(W, device=dev)
+
+        def f(x, lib=lib, Wl=Wl):
+            return lib.tanh(Wl @ x) * x[:3]
+        F = lib.func
+        t = {"jacfwd": lib.vmap(F.jacfwd(f)), "hessian": lib.vmap(F.hessian(f)),
+             "jacrev_chunked": lib.vmap(F.jacrev(f, chunk_size=2)), "jacrev_of_vmap": F.jacrev(lib.vmap(f))}[name]
+        res.append(t(lib.tensor(X, device=dev)))
+    _close(*res)
