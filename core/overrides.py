@@ -122,7 +122,7 @@ def _checked_property(prop: property) -> property:
         return _dispatch(checked.__get__, fget, (self,), {})
 
     def set_(self, value):
-        if type(self) is Tensor and not _modes and type(value) in (Tensor, type(None)):
+        if type(self) is Tensor and not _modes and (type(value) is Tensor or type(value) in _PLAIN):
             return fset(self, value)
         return _dispatch(checked.__set__, fset, (self, value), {})
 

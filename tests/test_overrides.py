@@ -123,6 +123,8 @@ LOGGED_PROGRAM = [
     ("in place", lambda lib, x, p: x.clone().add_(1)),
     ("unbind", lambda lib, x, p: x.unbind(0)),
     ("len", lambda lib, x, p: len(x)),
+    ("property write", lambda lib, x, p: setattr(x, "requires_grad", True)),
+    ("grad read", lambda lib, x, p: x.grad),
 ]
 
 
