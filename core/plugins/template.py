@@ -31,6 +31,7 @@ where = ["src"]
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 filterwarnings = ["error"]
+ember_device = true   # tests taking `device` run on every ember backend installed
 ''',
     "README.md": '''\
 # $dist

@@ -11,8 +11,9 @@ imports the kit's tests (ember's own ``tests/test_kit.py``) runs them once.
 
 The plugin loads in every pytest session of an environment where ember is installed, so it keeps to ember's
 own tests (files in ember's source tree or package) unless one of its options (or ``EMBER_TEST_BACKENDS``) is
-given: another project's ``device`` fixture is never parametrized, and a fixture named ``device`` that a
-project defines itself is always left alone.
+given, or the project opts in with ``ember_device = true`` in its pytest configuration (as the plugins that
+``python -m ember.plugins new`` writes do): another project's ``device`` fixture is never parametrized, and a
+fixture named ``device`` that a project defines itself is always left alone.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def pytest_addoption(parser):
                     help="run tensor tests on this ember backend only (repeatable; default: every available one)")
     group.addoption("--no-ember-kit", dest="ember_kit", action="store_false", default=True,
                     help="with --ember-backend, do not add ember's conformance kit to the run")
+    parser.addini("ember_device", type="bool", default=False,
+                  help="parametrize this project's tests that take a `device` argument over ember's backends")
 
 
 def _kit_path():
@@ -54,8 +57,10 @@ def _ember_roots():
 
 
 def _asked(config) -> bool:
-    """Whether this run asked for ember's behaviour through its options or environment."""
-    return bool(config.getoption("ember_backend", default=None) or os.environ.get("EMBER_TEST_BACKENDS"))
+    """Whether this run asked for ember's behaviour through its options, its environment or the project's
+    ``ember_device`` setting."""
+    return bool(config.getoption("ember_backend", default=None) or os.environ.get("EMBER_TEST_BACKENDS")
+                or config.getini("ember_device"))
 
 
 def _ours(path) -> bool:
