@@ -133,6 +133,7 @@ from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
 from . import _dynamo, compiler, version  # noqa: E402,F401  (ember.compile is _dynamo's)
 from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
+from . import sparse  # noqa: E402,F401  (sparse_coo_tensor, sparse_csr_tensor, spmm, Tensor.to_sparse)
 from .accelerator import AcceleratorError, OutOfMemoryError, get_device_module  # noqa: E402,F401
 from .accelerator import DeviceEvent as Event, DeviceStream as Stream  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401

@@ -1,0 +1,64 @@
+"""``ember.sparse``: sparse tensors (COO and CSR) and the functions made for them.
+
+>>> import ember
+>>> a = ember.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3., 4., 5.], (2, 3))
+>>> ember.sparse.mm(a, ember.ones(3, 1)).tolist()
+[[3.0], [9.0]]
+>>> ember.sparse.sum(a, 1).to_dense().tolist()
+[3.0, 9.0]
+"""
+from __future__ import annotations
+
+from ..registry import export
+from .ops import addmm as _addmm
+from .ops import (  # noqa: F401
+    log_softmax, mm, softmax, sparse_coo_tensor, sparse_csr_tensor, to_dense, to_sparse, to_sparse_csr,
+)
+from .ops import sum as _sum
+from .tensor import SparseTensor  # noqa: F401
+
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
+
+
+def addmm(mat, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * mat + alpha * (mat1 @ mat2)`` for a sparse ``mat1`` and dense ``mat`` and ``mat2``, with
+    gradients to all three."""
+    return _addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def sum(input, dim=None, dtype=None):  # noqa: A001,A002
+    """The sum of a sparse tensor's values, over all dimensions (a dense scalar) or over ``dim``."""
+    if not isinstance(input, SparseTensor):
+        return input.sum(dtype=dtype) if dim is None else input.sum(dim, dtype=dtype)
+    return _sum(input, dim, dtype=dtype)
+
+
+def _strided_only(name: str):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``{name}`` of a sparse tensor (a strided tensor has none: RuntimeError)."
+    return method
+
+
+def _sparse_dim(self) -> int:
+    """The number of sparse dimensions: 0 for a strided tensor."""
+    return 0
+
+
+def _dense_dim(self) -> int:
+    """The number of dense dimensions: all of a strided tensor's."""
+    return self.ndim
+
+
+export(sparse_coo_tensor, to=("torch",))
+export(sparse_csr_tensor, to=("torch",))
+export(mm, "spmm", to=("torch",))
+export(to_sparse, to=("Tensor",), aliases=("to_sparse_coo",))
+export(to_sparse_csr, to=("Tensor",))
+export(to_dense, to=("Tensor",))
+export(_sparse_dim, "sparse_dim", to=("Tensor",))
+export(_dense_dim, "dense_dim", to=("Tensor",))
+for _name in ("indices", "values", "_indices", "_values", "coalesce", "is_coalesced", "_nnz", "crow_indices",
+              "col_indices"):
+    export(_strided_only(_name), to=("Tensor",))

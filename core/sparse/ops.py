@@ -1,0 +1,512 @@
+"""What sparse tensors do: construction, conversion, structure, arithmetic, products, reductions and softmax.
+
+Every result is computed from ``values`` with ember's differentiable ops (``index_add``, ``index_select``,
+``scatter_reduce``), so the gradient of a dense result reaches ``values`` and the dense operands.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import dtypes
+from ..dispatch import result_type
+from ..ops.creation import arange, as_tensor, zeros
+from ..ops.shape import cat, repeat_interleave, stack
+from ..tensor import Tensor
+from .tensor import COO, CSR, SparseTensor, implements, make, make_csr
+
+BOTH = (COO, CSR)
+
+
+# --------------------------------------------------------------------------- helpers
+def _linear(indices, shape):
+    """Each column of ``indices`` as one row-major position in ``shape``."""
+    lin = indices[0]
+    for d in range(1, len(shape)):
+        lin = lin * shape[d] + indices[d]
+    return lin
+
+
+def _unravel(lin, shape):
+    rows = []
+    for n in reversed(shape):
+        rows.append(lin.remainder(n))
+        lin = lin.div(n, rounding_mode="floor")
+    return stack(rows[::-1]) if rows else lin.reshape(0, -1)
+
+
+def _sd(s) -> int:
+    return s._sp_i.shape[0]
+
+
+def _coo(s):
+    """``s`` as a COO tensor (a CSR tensor's rows expanded from ``crow_indices``)."""
+    if s._sp_layout is COO:
+        return s
+    crow = s._sp_crow
+    rows = repeat_interleave(arange(crow.shape[0] - 1, device=crow.device), crow[1:] - crow[:-1])
+    return make(stack([rows, s._sp_i]), s._sp_v, s.shape, True)
+
+
+def _index_tensor(indices, device):
+    if isinstance(indices, Tensor):
+        return indices.to(device=device, dtype=dtypes.int64) if device is not None else indices.long()
+    return as_tensor(indices, dtype=dtypes.int64, device=device)
+
+
+def _value_tensor(values, dtype, device):
+    values = values if isinstance(values, Tensor) else as_tensor(values, dtype=dtype, device=device)
+    return values.to(device=device if device is not None else values.device, dtype=dtype or values.dtype)
+
+
+# --------------------------------------------------------------------------- construction
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,
+                      check_invariants=None, is_coalesced=None):
+    """A COO sparse tensor with ``values[k]`` at position ``indices[:, k]`` (duplicates add up).
+
+    >>> import ember
+    >>> s = ember.sparse_coo_tensor([[0, 1], [2, 0]], [3., 4.], (2, 3))
+    >>> s.to_dense().tolist()
+    [[0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]
+    """
+    values = _value_tensor(values, dtype, device)
+    indices = _index_tensor(indices, values.device)
+    if indices.ndim != 2:
+        raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
+    if indices.shape[1] != values.shape[0]:
+        raise RuntimeError(f"sparse_coo_tensor: indices and values must have same nnz, but got nnz from indices: "
+                           f"{indices.shape[1]}, nnz from values: {values.shape[0]}")
+    sd, nnz = indices.shape
+    if size is None:
+        top = indices.amax(1).tolist() if nnz else [-1] * sd
+        size = [m + 1 for m in top] + list(values.shape[1:])
+    size = tuple(int(n) for n in size)
+    if len(size) != sd + values.ndim - 1:
+        raise RuntimeError(f"sparse_coo_tensor: number of dimensions must be sparse_dim ({sd}) + dense_dim "
+                           f"({values.ndim - 1}), but got {len(size)}")
+    if tuple(values.shape[1:]) != size[sd:]:
+        raise RuntimeError(f"sparse_coo_tensor: values has incorrect size, expected {[nnz, *size[sd:]]}, "
+                           f"got {list(values.shape)}")
+    if nnz:
+        low, high = indices.amin(1).tolist(), indices.amax(1).tolist()
+        for d in range(sd):
+            if low[d] < 0:
+                raise RuntimeError(f"sparse_coo_tensor: found negative index {low[d]} for dim {d}")
+            if high[d] >= size[d]:
+                raise RuntimeError(f"sparse_coo_tensor: size is inconsistent with indices: for dim {d}, size is "
+                                   f"{size[d]} but found index {high[d]}")
+    if requires_grad:
+        values = values.detach().requires_grad_()
+    return make(indices, values, size, bool(is_coalesced) or nnz == 0)
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      requires_grad=False, check_invariants=None):
+    """A CSR sparse matrix: row ``i`` holds ``values[crow[i]:crow[i+1]]`` at columns ``col[crow[i]:crow[i+1]]``.
+
+    >>> import ember
+    >>> ember.sparse_csr_tensor([0, 1, 2], [1, 0], [5., 6.], (2, 2)).to_dense().tolist()
+    [[0.0, 5.0], [6.0, 0.0]]
+    """
+    values = _value_tensor(values, dtype, device)
+    crow = _index_tensor(crow_indices, values.device)
+    col = _index_tensor(col_indices, values.device)
+    if crow.ndim != 1 or col.ndim != 1 or col.shape[0] != values.shape[0]:
+        raise RuntimeError("sparse_csr_tensor: expected 1-D crow_indices and col_indices with as many columns as "
+                           f"values, got {list(crow.shape)}, {list(col.shape)} and values {list(values.shape)}")
+    if size is None:
+        size = (crow.shape[0] - 1, int(col.max()) + 1 if col.shape[0] else 0, *values.shape[1:])
+    size = tuple(int(n) for n in size)
+    if len(size) != 2 + values.ndim - 1 or crow.shape[0] != size[0] + 1:
+        raise RuntimeError(f"sparse_csr_tensor: crow_indices of length {crow.shape[0]} and values "
+                           f"{list(values.shape)} do not fit size {size}")
+    if col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= size[1]):
+        raise RuntimeError(f"sparse_csr_tensor: col_indices must be in [0, {size[1]})")
+    if requires_grad:
+        values = values.detach().requires_grad_()
+    return make_csr(crow, col, values, size)
+
+
+# --------------------------------------------------------------------------- conversion
+def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+    """This tensor in the COO layout (``sparse_dim`` leading dimensions sparse, all by default), or in
+    ``layout``.
+
+    >>> import ember
+    >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse().indices().tolist()
+    [[0, 1], [1, 0]]
+    """
+    if layout is CSR:
+        return to_sparse_csr(self)
+    if layout not in (None, COO) or blocksize is not None:
+        raise NotImplementedError(f"to_sparse: layout {layout} is not supported (ember has sparse_coo and "
+                                  "sparse_csr)")
+    if isinstance(self, SparseTensor):
+        coo = _coo(self)
+        if sparse_dim is not None and sparse_dim != _sd(coo):
+            raise RuntimeError(f"to_sparse: conversion from {self.layout} to {COO} with sparse_dim {sparse_dim} "
+                               f"is not supported (the tensor has sparse_dim {_sd(coo)})")
+        return coo
+    sd = self.ndim if sparse_dim is None else sparse_dim
+    if dense_dim is not None:
+        sd = self.ndim - dense_dim
+    if not 0 < sd <= self.ndim:
+        raise RuntimeError(f"to_sparse: sparse_dim must be in [1, {self.ndim}], but got {sd}")
+    sshape = tuple(self.shape[:sd])
+    mask = self != 0
+    if sd < self.ndim:
+        mask = mask.reshape(*sshape, -1).any(-1)
+    indices = mask.nonzero().t()
+    flat = self.reshape(math.prod(sshape), *self.shape[sd:])
+    return make(indices, flat.index_select(0, _linear(indices, sshape)), self.shape, True)
+
+
+@implements("to_sparse_csr", layouts=BOTH)
+def to_sparse_csr(self, dense_dim=None):
+    """This 2-D tensor in the CSR layout."""
+    if isinstance(self, SparseTensor) and self._sp_layout is CSR:
+        return self
+    if self.ndim != 2:
+        raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {self.ndim}-D")
+    coo = coalesce(self) if isinstance(self, SparseTensor) else to_sparse(self)
+    rows, cols = coo._sp_i
+    counts = zeros(self.shape[0] + 1, dtype=dtypes.int64, device=rows.device).index_add(0, rows + 1,
+                                                                                      rows.new_ones(rows.shape))
+    return make_csr(counts.cumsum(0), cols, coo._sp_v, self.shape)
+
+
+@implements("to_dense", layouts=BOTH)
+def to_dense(self, dtype=None, *, masked_grad=None):
+    """This tensor in the strided layout (a strided tensor is returned as it is)."""
+    if not isinstance(self, SparseTensor):
+        return self if dtype in (None, self.dtype) else self.to(dtype)
+    s = _coo(self)
+    sd, values = _sd(s), s._sp_v if dtype is None else s._sp_v.to(dtype)
+    sshape = tuple(s.shape[:sd])
+    flat = zeros(math.prod(sshape), *s.shape[sd:], dtype=values.dtype, device=values.device)
+    return flat.index_add(0, _linear(s._sp_i, sshape), values).reshape(s.shape)
+
+
+@implements("to_sparse", "to_sparse_coo", layouts=BOTH)
+def _to_sparse_of_sparse(self, *args, **kwargs):
+    return to_sparse(self, *args, **kwargs)
+
+
+@implements("coalesce")
+def coalesce(self):
+    """This COO tensor with its indices sorted and unique (values at repeated indices added)."""
+    if self._sp_c:
+        return self
+    sd = _sd(self)
+    sshape = tuple(self.shape[:sd])
+    unique, inverse = _linear(self._sp_i, sshape).unique(sorted=True, return_inverse=True)
+    v = self._sp_v
+    summed = zeros(unique.shape[0], *v.shape[1:], dtype=v.dtype, device=v.device).index_add(0, inverse, v)
+    return make(_unravel(unique, sshape), summed, self.shape, True)
+
+
+@implements("to", layouts=BOTH)
+def _to(self, *args, **kwargs):
+    if args and isinstance(args[0], Tensor):  # a.to(other): other's device and dtype
+        args = (args[0].device, args[0].dtype, *args[1:])
+    return _move(self, self._sp_v.to(*args, **kwargs))
+
+
+for _name in ("cpu", "cuda", "double", "float", "half", "long", "int"):
+    def _convert(self, *args, _name=_name, **kwargs):
+        return _move(self, getattr(self._sp_v, _name)(*args, **kwargs))
+    implements(_name, layouts=BOTH)(_convert)
+
+
+def _move(self, v):
+    structure = [getattr(self, f).to(v.device) for f in ("_sp_crow", "_sp_i") if f in self.__dict__]
+    if self._sp_layout is CSR:
+        return make_csr(*structure, v, self.shape)
+    return make(structure[0], v, self.shape, self._sp_c)
+
+
+@implements("detach", layouts=BOTH)
+def detach(self):
+    """This tensor's structure with its values detached from the graph."""
+    return self._with_values(self._sp_v.detach())
+
+
+@implements("clone", layouts=BOTH)
+def clone(self, *, memory_format=None):
+    """A copy of the indices and values (differentiable in the values)."""
+    return _move(self, self._sp_v.clone())
+
+
+# --------------------------------------------------------------------------- structure
+@implements("is_coalesced")
+def is_coalesced(self) -> bool:
+    """Whether the indices are known sorted and unique."""
+    return self._sp_c
+
+
+@implements("indices")
+def indices(self):
+    """The indices of a coalesced COO tensor (``[sparse_dim, nnz]``)."""
+    if not self._sp_c:
+        raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call .coalesce() first")
+    return self._sp_i
+
+
+@implements("values", layouts=BOTH)
+def values(self):
+    """The values (``[nnz, *dense_shape]``); for COO, of a coalesced tensor."""
+    if not self._sp_c:
+        raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
+    return self._sp_v
+
+
+@implements("_indices")
+def _indices(self):
+    return self._sp_i
+
+
+@implements("_values")
+def _values(self):
+    return self._sp_v
+
+
+@implements("crow_indices", layouts=(CSR,))
+def crow_indices(self):
+    """The compressed row pointers of a CSR tensor."""
+    return self._sp_crow
+
+
+@implements("col_indices", layouts=(CSR,))
+def col_indices(self):
+    """The column of each value of a CSR tensor."""
+    return self._sp_i
+
+
+@implements("sparse_dim", layouts=BOTH)
+def sparse_dim(self) -> int:
+    """The number of sparse (leading) dimensions."""
+    return 2 if self._sp_layout is CSR else _sd(self)
+
+
+@implements("dense_dim", layouts=BOTH)
+def dense_dim(self) -> int:
+    """The number of dense (trailing) dimensions, those of each value."""
+    return self._sp_v.ndim - 1
+
+
+@implements("_nnz", layouts=BOTH)
+def _nnz(self) -> int:
+    return self._sp_v.shape[0]
+
+
+@implements("t", "transpose")
+def transpose(self, dim0=0, dim1=1):
+    """The transpose of two sparse dimensions (``t()``: of a matrix); the result is not coalesced."""
+    sd = _sd(self)
+    if self.ndim < 2:
+        return self
+    d0, d1 = (d % self.ndim for d in (dim0, dim1))
+    if max(d0, d1) >= sd:
+        raise NotImplementedError(f"transpose: dimensions {dim0} and {dim1} must both be sparse dimensions of a "
+                                  f"tensor of layout {COO} (sparse_dim {sd})")
+    order = list(range(self.ndim))
+    order[d0], order[d1] = d1, d0
+    shape = [self.shape[d] for d in order]
+    return make(self._sp_i[order[:sd]], self._sp_v, shape, False)
+
+
+# --------------------------------------------------------------------------- arithmetic
+def _check_same_shape(a, b, op):
+    if tuple(a.shape) != tuple(b.shape):
+        raise RuntimeError(f"{op}: the sizes of the sparse operands must match, got {list(a.shape)} and "
+                           f"{list(b.shape)}")
+
+
+@implements("add", "__add__", "__radd__", layouts=BOTH)
+def add(input, other, *, alpha=1, out=None):  # noqa: A002
+    """``input + alpha * other`` with a sparse ``other``: dense + sparse is dense, sparse + sparse is COO
+    (sparse + dense raises, as in PyTorch)."""
+    if out is not None:
+        raise NotImplementedError(f"add: out= is not supported for a tensor of layout {COO}")
+    a_sparse, b_sparse = isinstance(input, SparseTensor), isinstance(other, SparseTensor)
+    if not (a_sparse and b_sparse):
+        if not isinstance(input if b_sparse else other, Tensor):
+            raise NotImplementedError(f"add: a number added to a tensor of layout {COO} is not supported")
+        if a_sparse:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        a = input
+        b = to_dense(other) if b_sparse else other
+        return a.add(b, alpha=alpha)
+    a, b = _coo(input), _coo(other)
+    _check_same_shape(a, b, "add")
+    if _sd(a) != _sd(b):
+        raise RuntimeError(f"add: sparse operands must have the same sparse_dim, got {_sd(a)} and {_sd(b)}")
+    dtype = result_type(a._sp_v, b._sp_v)
+    vb = b._sp_v.to(dtype) if alpha == 1 else b._sp_v.to(dtype) * alpha
+    s = make(cat([a._sp_i, b._sp_i], 1), cat([a._sp_v.to(dtype), vb]), a.shape, False)
+    return coalesce(s) if a._sp_c and b._sp_c else s
+
+
+@implements("sub", "__sub__", layouts=BOTH)
+def sub(input, other, *, alpha=1, out=None):  # noqa: A002
+    """``input - alpha * other`` where either is sparse."""
+    return add(input, other, alpha=-alpha, out=out)
+
+
+def _scalar(x) -> bool:
+    return isinstance(x, numbers.Number) or (isinstance(x, Tensor) and not isinstance(x, SparseTensor)
+                                             and x.ndim == 0)
+
+
+@implements("mul", "__mul__", "__rmul__", layouts=BOTH)
+def mul(input, other, *, out=None):  # noqa: A002
+    """A sparse tensor times a number, a 0-d tensor or a dense tensor of its shape: sparse, same indices."""
+    s, x = (input, other) if isinstance(input, SparseTensor) else (other, input)
+    if out is not None or isinstance(x, SparseTensor):
+        raise NotImplementedError(f"mul: of two tensors of layout {s.layout} (or with out=) is not supported")
+    if _scalar(x):
+        return s._with_values(s._sp_v * x)
+    if s._sp_layout is CSR or tuple(x.shape) != tuple(s.shape):
+        raise NotImplementedError(f"mul: a tensor of layout {s.layout} times a dense tensor of shape "
+                                  f"{list(x.shape)} is not supported (only of the same shape, for {COO})")
+    sd = _sd(s)
+    flat = x.reshape(math.prod(s.shape[:sd]), *s.shape[sd:])
+    return s._with_values(s._sp_v * flat.index_select(0, _linear(s._sp_i, tuple(s.shape[:sd]))))
+
+
+@implements("div", "__truediv__", layouts=BOTH)
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    """A sparse tensor divided by a number or 0-d tensor."""
+    if not isinstance(input, SparseTensor) or not _scalar(other):
+        raise NotImplementedError(f"div: only a sparse tensor divided by a scalar is supported for layout {COO}")
+    return input._with_values(input._sp_v.div(other, rounding_mode=rounding_mode))
+
+
+@implements("neg", "__neg__", layouts=BOTH)
+def neg(input):  # noqa: A002
+    """The sparse tensor with its values negated."""
+    return input._with_values(-input._sp_v)
+
+
+# --------------------------------------------------------------------------- products
+def _sparse_dense_mm(s, d):
+    """``s @ d`` for a 2-D COO ``s`` and a dense matrix ``d``: each value times its column's row of ``d``,
+    added into its row."""
+    rows, cols = s._sp_i
+    products = s._sp_v.unsqueeze(1) * d.index_select(0, cols)
+    out = zeros(s.shape[0], d.shape[1], dtype=products.dtype, device=products.device)
+    return out.index_add(0, rows, products)
+
+
+@implements("mm", "spmm", "smm", layouts=BOTH)
+def mm(mat1, mat2, reduce=None, *, out=None):
+    """The matrix product with a sparse operand: sparse @ dense and dense @ sparse are dense, sparse @ sparse
+    is COO.
+
+    >>> import ember
+    >>> s = ember.tensor([[0., 2.], [3., 0.]]).to_sparse()
+    >>> ember.sparse.mm(s, ember.ones(2, 1)).tolist()
+    [[2.0], [3.0]]
+    """
+    if reduce is not None or out is not None:
+        raise NotImplementedError("mm: reduce= and out= are not supported with a sparse operand")
+    for m in (mat1, mat2):
+        if not isinstance(m, Tensor) or m.ndim != 2:
+            raise RuntimeError(f"mm: expected 2-D matrices, got {getattr(m, 'ndim', type(m).__name__)}-D")
+        if isinstance(m, SparseTensor) and m._sp_v.ndim != 1:
+            raise NotImplementedError(f"mm: a hybrid sparse operand (dense_dim {m._sp_v.ndim - 1}) is not "
+                                      "supported")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mm: mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"mm: expected mat1 and mat2 to have the same dtype, but got: {mat1.dtype} != "
+                           f"{mat2.dtype}")
+    a_sparse, b_sparse = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if not (a_sparse or b_sparse):
+        return mat1.mm(mat2)
+    if a_sparse and b_sparse:
+        return to_sparse(_sparse_dense_mm(_coo(mat1), to_dense(mat2)))
+    if a_sparse:
+        return _sparse_dense_mm(_coo(mat1), mat2)
+    return _sparse_dense_mm(transpose(_coo(mat2)), mat1.t()).t()
+
+
+@implements("matmul", "__matmul__", layouts=BOTH)
+def matmul(input, other, *, out=None):  # noqa: A002
+    """``input @ other`` with a sparse matrix operand (a dense vector operand is taken as a column/row)."""
+    if isinstance(other, Tensor) and not isinstance(other, SparseTensor) and other.ndim == 1:
+        return mm(input, other.unsqueeze(1), out=out).squeeze(1)
+    if isinstance(input, Tensor) and not isinstance(input, SparseTensor) and input.ndim == 1:
+        return mm(input.unsqueeze(0), other, out=out).squeeze(0)
+    return mm(input, other, out=out)
+
+
+@implements("addmm", layouts=BOTH)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` or ``mat2`` and a dense ``input``."""
+    if isinstance(input, SparseTensor):
+        raise RuntimeError(f"addmm: an input of layout {input.layout} is not supported (give a dense input)")
+    product = mm(mat1, mat2, out=out)
+    if isinstance(product, SparseTensor):
+        product = to_dense(product)
+    product = product if alpha == 1 else product * alpha
+    return product if beta == 0 else product + (input if beta == 1 else input * beta)
+
+
+# --------------------------------------------------------------------------- reductions and softmax
+@implements("sum")
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
+    """The sum of all values (a dense 0-d tensor), or over ``dim``: COO while sparse dimensions remain, else
+    dense."""
+    v = input._sp_v if dtype is None else input._sp_v.to(dtype)
+    if dim is None:
+        return v.sum()
+    if keepdim:
+        raise NotImplementedError(f"sum: keepdim=True is not supported for a tensor of layout {COO}")
+    dims = {d % input.ndim for d in ((dim,) if isinstance(dim, int) else dim)}
+    sd = _sd(input)
+    dense_dims = [d - sd + 1 for d in sorted(dims) if d >= sd]
+    if dense_dims:
+        v = v.sum(dense_dims)
+    kept = [d for d in range(sd) if d not in dims]
+    if not kept:
+        return v.sum(0)
+    shape = [n for d, n in enumerate(input.shape) if d not in dims]
+    return coalesce(make(input._sp_i[kept], v, shape, False))
+
+
+def _softmax(input, dim, dtype, log: bool):  # noqa: A002
+    if not isinstance(input, SparseTensor) or input._sp_layout is not COO:
+        raise NotImplementedError(f"sparse.{'log_' if log else ''}softmax: expected a tensor of layout {COO}")
+    s = coalesce(input)
+    v = s._sp_v if dtype is None else s._sp_v.to(dtype)
+    sd, dim = _sd(s), dim % s.ndim
+    if dim >= sd:  # along a dense dimension: each value's own softmax
+        v = v.log_softmax(dim - sd + 1) if log else v.softmax(dim - sd + 1)
+        return make(s._sp_i, v, s.shape, True)
+    # along a sparse dimension: over the specified entries sharing the other sparse indices
+    others = [d for d in range(sd) if d != dim]
+    if others:
+        groups = _linear(s._sp_i[others], [s.shape[d] for d in others])
+        _, inverse = groups.unique(sorted=True, return_inverse=True)
+    else:
+        inverse = zeros(v.shape[0], dtype=dtypes.int64, device=v.device)
+    n = int(inverse.max()) + 1 if v.shape[0] else 0
+    index = inverse.reshape(-1, *[1] * (v.ndim - 1)).expand(v.shape)
+    empty = zeros(n, *v.shape[1:], dtype=v.dtype, device=v.device)
+    shift = empty.scatter_reduce(0, index, v.detach(), "amax", include_self=False).index_select(0, inverse)
+    z = v - shift
+    totals = empty.index_add(0, inverse, z.exp()).index_select(0, inverse)
+    return make(s._sp_i, z - totals.log() if log else z.exp() / totals, s.shape, True)
+
+
+def softmax(input, dim, *, dtype=None):  # noqa: A002
+    """Softmax of a COO tensor along ``dim`` over its specified entries (unspecified ones count as -inf);
+    the result has the input's indices."""
+    return _softmax(input, dim, dtype, log=False)
+
+
+def log_softmax(input, dim, *, dtype=None):  # noqa: A002
+    """Log-softmax of a COO tensor along ``dim`` over its specified entries (see :func:`softmax`)."""
+    return _softmax(input, dim, dtype, log=True)

@@ -1,0 +1,168 @@
+"""The sparse tensor: a Tensor subclass that holds its indices and values and answers the functions it supports.
+
+A sparse tensor of layout ``ember.sparse_coo`` holds ``indices`` (int64, ``[sparse_dim, nnz]``) and ``values``
+(``[nnz, *dense_shape]``); one of layout ``ember.sparse_csr`` holds ``crow_indices``, ``col_indices`` and
+``values``.  Its own storage is a zero-stride view of one zero, so shape, dtype and device read as a dense
+tensor's do.  Every public function or method called on it reaches :meth:`SparseTensor.__torch_function__`:
+the supported ones (``HANDLERS``, filled by :func:`implements`) compute on ``values`` with ember's own
+differentiable ops, so gradients reach ``values`` and the dense operands on every backend; any other raises
+``NotImplementedError`` naming the function and the layout.  Subclass dispatch is switched on when the first
+sparse tensor is made, so programs without sparse tensors keep Tensor's plain method path.
+"""
+from __future__ import annotations
+
+from .. import layouts
+from ..ops.creation import zeros
+from ..overrides import _PROPERTY_NAMES
+from ..tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
+
+HANDLERS: dict = {}  # function or method name -> (implementation, layouts it accepts)
+# reads that a sparse tensor answers as its dense shape would (its storage has that shape, dtype and device)
+METADATA = frozenset({
+    "shape", "dtype", "device", "size", "dim", "ndim", "numel", "nelement", "is_cuda", "is_cpu", "is_meta",
+    "is_floating_point", "is_complex", "is_signed", "element_size", "itemsize", "get_device", "__len__",
+})
+COO, CSR = layouts.sparse_coo, layouts.sparse_csr
+
+
+def implements(*names, layouts=(COO,)):
+    """Register the decorated function as what ``names`` (functions and methods) do on sparse tensors of
+    ``layouts``."""
+    def register(fn):
+        for name in names:
+            HANDLERS[name] = (fn, layouts)
+        return fn
+    return register
+
+
+def _func_name(func) -> str:
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, property):  # a property read: ember.Tensor.<name>.__get__
+        return _PROPERTY_NAMES.get(owner, "?")
+    return func.__name__
+
+
+def _sparse_args(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        for item in (a if isinstance(a, (tuple, list)) else (a,)):
+            if isinstance(item, SparseTensor):
+                yield item
+
+
+def _torch_function(cls, func, types, args=(), kwargs=None):
+    kwargs = kwargs or {}
+    name = _func_name(func)
+    impl, accepted = HANDLERS.get(name, (None, ()))
+    sparse = list(_sparse_args(args, kwargs))
+    if impl is not None and all(s._sp_layout in accepted for s in sparse):
+        return impl(*args, **kwargs)
+    if name in METADATA:
+        with DisableTorchFunctionSubclass():
+            return func(*args, **kwargs)
+    layout = sparse[0]._sp_layout if sparse else COO
+    raise NotImplementedError(f"{name}: not supported for a tensor of layout {layout} (ember's sparse tensors "
+                              f"support: {', '.join(sorted(n for n, (_, ls) in HANDLERS.items() if layout in ls))})")
+
+
+class SparseTensor(Tensor):
+    """A tensor of layout ``ember.sparse_coo`` or ``ember.sparse_csr`` (made by ``ember.sparse_coo_tensor``,
+    ``ember.sparse_csr_tensor``, ``Tensor.to_sparse``)."""
+
+    # dispatch is switched on by make() when the first sparse tensor is built (see the module's docstring)
+    __torch_function__ = _disabled_torch_function_impl
+
+    @property
+    def layout(self):
+        return self._sp_layout
+
+    @property
+    def is_sparse(self) -> bool:
+        return self._sp_layout is COO
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        return self._sp_layout is CSR
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._sp_v.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        self._sp_v.requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True):
+        """Make ``values`` (and so this tensor) a leaf that records gradients."""
+        self._sp_v.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        g = self._sp_v.grad
+        return None if g is None else self._with_values(g)
+
+    @property
+    def grad_fn(self):
+        return self._sp_v.grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._sp_v.is_leaf
+
+    def _with_values(self, values):
+        """This tensor's structure with other ``values`` (same nnz)."""
+        if self._sp_layout is CSR:
+            return make_csr(self._sp_crow, self._sp_i, values, self.shape)
+        return make(self._sp_i, values, self.shape, self._sp_c)
+
+    def __iter__(self):
+        raise NotImplementedError(f"iteration: not supported for a tensor of layout {self._sp_layout}")
+
+    def __array__(self, *args, **kwargs):
+        raise NotImplementedError(f"numpy conversion: not supported for a tensor of layout {self._sp_layout}; "
+                                  "call to_dense() first")
+
+    def __repr__(self):
+        if self._sp_layout is CSR:
+            parts = [("crow_indices", self._sp_crow), ("col_indices", self._sp_i), ("values", self._sp_v)]
+        else:
+            parts = [("indices", self._sp_i), ("values", self._sp_v)]
+        lines = []
+        for k, (field, t) in enumerate(parts):
+            lead = ("tensor(" if k == 0 else "       ") + field + "="
+            body = repr(t.detach()).replace("\n", "\n" + " " * len(lead))
+            lines.append(lead + body + ",")
+        tail = f"       size={tuple(self.shape)}, nnz={self._sp_v.shape[0]}, layout={self._sp_layout}"
+        if self.grad_fn is not None:
+            tail += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            tail += ", requires_grad=True"
+        return "\n".join(lines + [tail + ")"])
+
+    __str__ = __repr__
+
+
+def _switch_on() -> None:
+    SparseTensor.__torch_function__ = classmethod(_torch_function)
+    for hook in SUBCLASS_HOOKS:
+        hook(SparseTensor)
+
+
+def _shell(values, size):
+    if SparseTensor.__torch_function__ is _disabled_torch_function_impl:
+        _switch_on()
+    return Tensor._make_subclass(SparseTensor, zeros((), dtype=values.dtype, device=values.device).expand(*size))
+
+
+def make(indices, values, size, coalesced: bool = False):
+    """A COO tensor of ``size`` holding ``indices`` and ``values`` as they are (no copy, no check)."""
+    t = _shell(values, size)
+    t.__dict__.update(_sp_layout=COO, _sp_i=indices, _sp_v=values, _sp_c=coalesced)
+    return t
+
+
+def make_csr(crow, col, values, size):
+    """A CSR tensor of ``size`` holding ``crow``, ``col`` and ``values`` as they are (no copy, no check)."""
+    t = _shell(values, size)
+    t.__dict__.update(_sp_layout=CSR, _sp_crow=crow, _sp_i=col, _sp_v=values, _sp_c=True)
+    return t
