@@ -1,7 +1,7 @@
 """``ember.compiler`` (``torch.compiler``): the public face of ``ember.compile``'s machinery.
 
-Compilation is eager today, so :func:`is_compiling` is False and :func:`disable` returns the function given
-(see :mod:`ember._dynamo`).
+:func:`is_compiling` is True while ``ember.compile`` captures a call, :func:`disable` keeps a function out of
+compiled graphs (see :mod:`ember._dynamo`).
 
 >>> import ember
 >>> ember.compiler.is_compiling()

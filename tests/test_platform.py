@@ -267,7 +267,8 @@ def test_compiler_and_dynamo_names():
         return x + 1
 
     assert not compiler.is_compiling() and not dynamo.is_compiling() and not compiler.is_dynamo_compiling()
-    assert compiler.disable(f) is f and compiler.disable()(f) is f and dynamo.disable(f, recursive=False) is f
+    for off in (compiler.disable(f), compiler.disable()(f), dynamo.disable(f, recursive=False)):
+        assert off.__wrapped__ is f and off(1) == 2 and ember.compile(off) is off
     assert compiler.allow_in_graph(f) is f and dynamo.allow_in_graph(f) is f
     assert dynamo.mark_static_address(ember.ones(2)) is None and dynamo.reset() is None
     with pytest.raises(TypeError, match="mark_static_address"):
@@ -288,7 +289,7 @@ def test_compiler_and_dynamo_names():
     assert dynamo.mark_static(x) is None and dynamo.graph_break() is None
     with pytest.raises(TypeError, match="mark_dynamic"):
         dynamo.mark_dynamic([1], 0)
-    assert dynamo.disallow_in_graph(f) is f and dynamo.optimize("inductor")(f) is f
+    assert dynamo.disallow_in_graph(f) is f and dynamo.optimize("inductor")(f).__wrapped__ is f
     assert "inductor" in compiler.list_backends() and compiler.nested_compile_region(f) is f
     assert compiler.cudagraph_mark_step_begin() is None
     assert isinstance(compiler.compile(ember.nn.ReLU()), dynamo.OptimizedModule)

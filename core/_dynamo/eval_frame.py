@@ -1,24 +1,30 @@
 """What ``ember.compile`` returns, and the decorators that steer compilation (``disable``, ``allow_in_graph``).
 
-Compilation is eager today: a compiled function or module computes exactly what the original does, on the same
-code path. The wrappers keep PyTorch's shapes so that code handling compiled models works unchanged: a compiled
-Module is an :class:`OptimizedModule` holding the original as ``_orig_mod`` (its ``state_dict`` keys gain the
+``ember.compile`` captures each call at the op level, guards it and replays it (see :mod:`.compiled`). The
+wrappers keep PyTorch's shapes so that code handling compiled models works unchanged: a compiled Module is an
+:class:`OptimizedModule` holding the original as ``_orig_mod`` (its ``state_dict`` keys gain the
 ``_orig_mod.`` prefix, as in PyTorch).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from ..nn.modules.module import Module
 from ..registry import export
 from ..tensor import Tensor
+from .compiled import STANCE as _STANCE
+from .compiled import CompiledFunction, current_capture, note_break, reset_all
+
+BACKENDS = ("inductor", "ember", "eager", "aot_eager")
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 ONLY_TORCH = ("torch",)
 
 
 class OptimizedModule(Module):
-    """A compiled Module: ``_orig_mod`` is the module given to ``ember.compile``; calls run it (eagerly), and
-    attribute reads it lacks fall through to it.
+    """A compiled Module: ``_orig_mod`` is the module given to ``ember.compile``; calls run its compiled
+    variants, and attribute reads it lacks fall through to it.
 
     >>> import ember
     >>> m = ember.compile(ember.nn.Linear(2, 3))
@@ -31,9 +37,10 @@ class OptimizedModule(Module):
         self._orig_mod = mod
         self.dynamo_ctx = dynamo_ctx
         self.training = mod.training
+        self.__dict__["_compiled"] = CompiledFunction(mod, mod, **(dynamo_ctx or {}))
 
     def forward(self, *args, **kwargs):
-        return self._orig_mod(*args, **kwargs)
+        return self.__dict__["_compiled"](*args, **kwargs)
 
     def __getattr__(self, name):
         try:
@@ -48,12 +55,20 @@ class OptimizedModule(Module):
 @export(to=ONLY_TORCH)
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
             disable: bool = False):
-    """Compile ``model`` (a Module or a function). ember runs the result eagerly, so its results equal eager
-    mode (PyTorch's contract for ``torch.compile``): a function comes back as it is, a Module as an
-    :class:`OptimizedModule` around it. Usable as ``ember.compile(m)``, ``@ember.compile`` and
-    ``@ember.compile(mode=...)``.
+    """Compile ``model`` (a Module or a function): each new kind of call (shapes, dtypes, devices,
+    ``requires_grad``, grad mode, training flags) is captured at the op level once, and later calls replay it
+    with pre-resolved kernels, so the Python cost of each op is gone; results equal eager mode's. A call that
+    cannot be captured whole (a graph break: ``.item()``, data-dependent control flow...) runs eagerly, or
+    raises with ``fullgraph=True``. ``backend``: ``"inductor"`` or ``"ember"`` (raw-kernel replay),
+    ``"eager"``/``"aot_eager"`` (the captured ops through dispatch); a callable backend is not called (the
+    graph replays through dispatch). ``dynamic`` is accepted: every new shape is its own variant. A function
+    comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
+    ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``.
 
     >>> import ember
+    >>> f = ember.compile(lambda x: (x * 2).relu())
+    >>> f(ember.tensor([-1.0, 3.0]))
+    tensor([0., 6.])
     >>> ember.compile(ember.nn.ReLU())._orig_mod
     ReLU()
     """
@@ -64,22 +79,46 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
                                   options=options, disable=disable)
     if not callable(model):
         raise RuntimeError(f"compile: expected a callable (a Module or a function), got {type(model).__name__}")
-    if isinstance(model, Module) and not disable:
-        return OptimizedModule(model)
-    return model
+    if mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in MODES if m)}")
+    if isinstance(backend, str) and backend not in BACKENDS:
+        raise RuntimeError(f"compile: invalid backend {backend!r}; the backends are {', '.join(BACKENDS)}")
+    if disable or getattr(model, "_ember_disabled", False):
+        return model
+    settings = {"fullgraph": fullgraph, "backend": backend if isinstance(backend, str) else "eager",
+                "dynamic": dynamic}
+    if isinstance(model, Module):
+        return OptimizedModule(model, settings)
+    compiled = CompiledFunction(model, None, **settings)
+
+    @functools.wraps(model)
+    def compiled_call(*args, **kwargs):
+        return compiled(*args, **kwargs)
+
+    compiled_call._compiled = compiled  # (its variants, for inspection)
+    compiled_call._torchdynamo_orig_callable = model
+    return compiled_call
 
 
 def is_compiling() -> bool:
-    """Whether the code calling this is being traced by the compiler: never, as ember compiles eagerly."""
-    return False
+    """Whether the code calling this runs under ``ember.compile``'s capture (in this thread)."""
+    return current_capture() is not None
 
 
 def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
-    """Run ``fn`` eagerly even inside a compiled region (a decorator, with or without arguments): ember's
-    compiled code runs eagerly already, so ``fn`` is returned as it is."""
+    """Run ``fn`` eagerly (a decorator, with or without arguments): ``ember.compile(fn)`` returns ``fn``, and a
+    compiled function calling ``fn`` has a graph break there (its call runs eagerly)."""
     if fn is None:
-        return lambda f: f
-    return fn
+        return lambda f: disable(f, recursive, reason=reason)
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+
+    @functools.wraps(fn)
+    def run_eagerly(*args, **kwargs):
+        note_break(f"a call of {name}, marked ember.compiler.disable" + (f" ({reason})" if reason else ""))
+        return fn(*args, **kwargs)
+
+    run_eagerly._ember_disabled = True
+    return run_eagerly
 
 
 def allow_in_graph(fn):
@@ -94,7 +133,8 @@ def mark_static_address(t, guard: bool = True) -> None:
 
 
 def reset() -> None:
-    """Forget compiled code and guards: nothing is cached while compilation is eager."""
+    """Forget compiled code and guards: every compiled function captures its next call afresh."""
+    reset_all()
 
 
 def _check_tensor(name: str, t) -> None:
@@ -117,7 +157,8 @@ def mark_static(t, index=None) -> None:
 
 
 def graph_break() -> None:
-    """End the captured graph here: eager code has no graph to end."""
+    """End the captured graph here: under ``ember.compile`` the call runs eagerly (a graph break)."""
+    note_break("graph_break() called")
 
 
 def disallow_in_graph(fn):
@@ -130,15 +171,13 @@ forbid_in_graph = disallow_in_graph
 
 def optimize(*args, **kwargs):
     """The older spelling of ``ember.compile``'s decorator: ``optimize(backend)(fn)``."""
-    return lambda fn: compile(fn)
+    backend = args[0] if args else kwargs.get("backend", "inductor")
+    return lambda fn: compile(fn, backend=backend)
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
     """The compiler backends ``ember.compile(backend=...)`` accepts by name."""
-    return ["inductor"]
-
-
-_STANCE = ["default"]
+    return ["aot_eager", "eager", "ember", "inductor"]
 
 
 class _Stance(contextlib.ContextDecorator):

@@ -244,6 +244,7 @@ class _Tracer:
     arrays_upto = 0      # the values whose arrays are in self.arrays (see array_value)
     where = ""           # the module path ops run in now
     ins = odd = None     # refs' working state
+    on_conversion = None  # on_conversion(tensor, what): called for each tensor->Python conversion instead of warning
 
     def __init__(self):
         self.graph = g = Graph()
@@ -589,6 +590,9 @@ _GUARDED: list = []
 
 def _warn_conversion(t, what):
     tracer = getattr(_LOCAL, "tracer", None)
+    if tracer is not None and tracer.on_conversion is not None and get_ident() == tracer.tid:
+        tracer.on_conversion(t, what)  # a compiler's capture: any conversion ends the graph
+        return
     if tracer is not None and get_ident() == tracer.tid and \
             not sys._getframe(2).f_globals.get("__name__", "").startswith("ember."):
         r = tracer.vals.get(id(t))
@@ -624,14 +628,17 @@ def _guard_conversions():
         _GUARDED.append(True)
 
 
-def capture(fn, args, kwargs=None, module=None) -> tuple:
-    """Run ``fn(*args, **kwargs)`` once, recording every op; returns ``(graph, result)``."""
+def capture(fn, args, kwargs=None, module=None, on_conversion=None) -> tuple:
+    """Run ``fn(*args, **kwargs)`` once, recording every op; returns ``(graph, result)``.  ``on_conversion(t,
+    what)``, when given, hears of every tensor->Python conversion (``item``, ``bool``, ``numpy``...) instead of
+    the trace warning about it."""
     if getattr(_LOCAL, "tracer", None) is not None:
         raise RuntimeError("trace: a trace is already being recorded in this thread (nested tracing is not "
                            "supported)")
     if not _GUARDED:
         _guard_conversions()
     tracer = _Tracer()
+    tracer.on_conversion = on_conversion
     g = tracer.graph
     flat = []
     g.in_spec = _flatten_args(args, kwargs, flat)
@@ -768,12 +775,7 @@ class Program:
         sizes = [tuple(t._data.shape) for t in flat_inputs]
         for fn, Op, args, direct, general, outs, multi, kind in self.steps:
             if general:
-                a = _subst(args, env, sizes)
-                if kind == "create":
-                    a = _fresh_create(a)
-                elif any(type(x) is Gen for x in a):
-                    dev = next(x for x in a if isinstance(x, Tensor))._dev
-                    a = [native(None, dev) if type(x) is Gen else x for x in a]
+                a = replay_args(kind, args, env, sizes)
             else:
                 a = args.copy() if direct else args
                 for j, i in direct:
@@ -785,6 +787,18 @@ class Program:
             else:
                 env[outs[0]] = out
         return _subst(g.out_spec, env, sizes)
+
+
+def replay_args(kind, args, env, sizes):
+    """A node's arguments for a call of its kind: values from ``env`` (value id -> tensor), sizes from
+    ``sizes`` (the inputs' shapes), the default generator resolved, a factory's host constant copied."""
+    a = _subst(args, env, sizes)
+    if kind == "create":
+        return _fresh_create(a)
+    if any(type(x) is Gen for x in a):
+        dev = next(x for x in a if isinstance(x, Tensor))._dev
+        a = [native(None, dev) if type(x) is Gen else x for x in a]
+    return a
 
 
 def _fresh_create(a):

@@ -1,0 +1,319 @@
+"""What ``ember.compile`` builds: a callable that captures each new kind of call once and replays it.
+
+A call is captured at the op level (``ember.jit``'s :func:`capture`, at the interception point every op
+passes) the first time its *guards* are met: the flattened inputs' shapes, dtypes, devices and
+``requires_grad``, the other arguments' values, the grad and inference modes, and the training flags of the
+compiled module's submodules. The captured run is the call itself, so its result is eager's. Later calls
+that meet the same guards replay the graph (a :class:`Variant`): the generated raw-kernel function of
+:mod:`.replay` when no autograd graph is needed, else the graph's ops through dispatch, which records the
+autograd graph exactly as eager mode does (so gradients and optimizer steps are eager's). A guard miss
+captures a new variant, up to ``config.cache_size_limit``; past it calls run eagerly.
+
+A *graph break* is anything the op-level capture cannot see: a tensor turned into a Python value
+(``item``, ``tolist``, ``bool`` in data-dependent control flow, ``numpy``), a backward pass run inside
+the function, a call of a function marked :func:`disable`, :func:`graph_break`, an output that is not
+tensors in tuples, lists and dicts. The variant with a break runs eagerly at every call (never a wrong
+result); ``fullgraph=True`` raises :class:`Unsupported` instead, and :func:`explain` reports the breaks.
+Python side effects other than tensor writes (a counter in ``self``, a print) happen at the capture only.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+
+from ..autograd import engine as _engine
+from ..jit._graph import Program, Ref, TracerWarning, capture
+from ..nn.modules.module import Module
+from ..state import is_grad_enabled, is_inference
+from ..tensor import Tensor
+from . import config
+from .exc import Unsupported
+from .replay import generate
+
+_LOCAL = threading.local()  # .capture: the _Capture recording in this thread
+_ALL = weakref.WeakSet()     # every CompiledFunction, for reset()
+STANCE = ["default"]
+
+
+class _Capture:
+    """The state of one capture: the graph breaks met."""
+
+    def __init__(self, fullgraph):
+        self.fullgraph = fullgraph
+        self.breaks = []
+        self.converted = None  # the tensor of the last conversion met
+        self.tid = threading.get_ident()
+
+    def note(self, reason):
+        if self.fullgraph:
+            raise Unsupported(f"ember.compile(fullgraph=True): graph break: {reason}")
+        self.breaks.append(reason)
+
+
+def current_capture():
+    """The capture recording in this thread, or None."""
+    return getattr(_LOCAL, "capture", None)
+
+
+def note_break(reason: str) -> None:
+    """Record a graph break in this thread's capture, if one is recording (raises under ``fullgraph=True``)."""
+    c = current_capture()
+    if c is not None:
+        c.note(reason)
+
+
+def _on_conversion(t, what):
+    c = current_capture()
+    if c is not None and c.converted is not t:  # (bool(t) calls t.item(): one break)
+        c.converted = t
+        c.note(f"data-dependent: a tensor converted to {what} (Tensor.item, tolist, bool, numpy or the like)")
+
+
+def _backward_breaks(run):
+    def traced_run(*args, **kwargs):
+        c = current_capture()
+        if c is not None and c.tid == threading.get_ident():
+            c.note("a backward pass (Tensor.backward or autograd.grad) inside the compiled function")
+        return run(*args, **kwargs)
+    return traced_run
+
+
+# --------------------------------------------------------------------------- guards
+def _guard_key(obj, flat):
+    """A hashable key of ``obj``'s structure, non-tensor values and tensor metadata; tensors go to ``flat``."""
+    if isinstance(obj, Tensor):
+        flat.append(obj)
+        a = obj._data
+        return (a.shape, a.dtype, obj._dev, obj._rg)
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(_guard_key(x, flat) for x in obj))
+    if t is dict:
+        return (t, tuple((k, _guard_key(v, flat)) for k, v in obj.items()))
+    hash(obj)  # (an unhashable argument: the caller runs eagerly)
+    return (t, obj)
+
+
+def _out_spec(out, flat):
+    """``out`` with tensors replaced by their index in ``flat``; None for a structure that cannot be rebuilt."""
+    if isinstance(out, Tensor):
+        flat.append(out)
+        return Ref(len(flat) - 1)
+    t = type(out)
+    if t is tuple or t is list:
+        parts = [_out_spec(x, flat) for x in out]
+        return None if any(p is None and x is not None for p, x in zip(parts, out)) else t(parts)
+    if isinstance(out, tuple) and hasattr(out, "_fields"):
+        parts = [_out_spec(x, flat) for x in out]
+        return None if any(p is None and x is not None for p, x in zip(parts, out)) else (t, parts)
+    if t is dict:
+        parts = {k: _out_spec(v, flat) for k, v in out.items()}
+        return None if any(parts[k] is None and v is not None for k, v in out.items()) else parts
+    if out is None or t in (int, float, bool, str, complex):
+        return ("const", out)
+    return None
+
+
+def _rebuild(spec, outs):
+    t = type(spec)
+    if t is Ref:
+        return outs[spec.i]
+    if t is list:
+        return [_rebuild(x, outs) for x in spec]
+    if t is dict:
+        return {k: _rebuild(v, outs) for k, v in spec.items()}
+    if spec[0] == "const":
+        return spec[1]
+    if t is tuple and type(spec[0]) is type and issubclass(spec[0], tuple):  # a namedtuple
+        return spec[0](*[_rebuild(x, outs) for x in spec[1]])
+    return tuple(_rebuild(x, outs) for x in spec)
+
+
+def _param_slots(module, graph):
+    """``[(store, key)]`` for the graph's parameters and buffers: the dict each lives in, read at every call."""
+    slots = []
+    for path in graph.params.values():
+        m = module
+        *owners, key = path.split(".")
+        for name in owners:
+            m = m._modules[name]
+        slots.append((m._parameters if key in m._parameters else m._buffers, key))
+    return slots
+
+
+class Variant:
+    """One compiled variant: the graph, its dispatch replay, its raw replay (None when it has none), or the
+    graph breaks that make it run eagerly."""
+
+    __slots__ = ("graph", "program", "fast", "source", "slots", "consts", "out_spec", "breaks")
+
+    def __init__(self, breaks=(), graph=None, out_spec=None):
+        self.breaks = list(breaks)
+        self.graph, self.out_spec = graph, out_spec
+        self.program = self.fast = self.source = None
+        self.slots, self.consts = [], []
+
+    def run(self, flat):
+        g = self.graph
+        params = [store[key] for store, key in self.slots]
+        tensors = flat + params + self.consts
+        fast = self.fast
+        if fast is not None and (not is_grad_enabled() or not any(t._rg for t in tensors)):
+            outs = fast(tensors)
+        else:
+            by_path = dict(zip(g.params.values(), params))
+            outs = self.program.run(flat, by_path.__getitem__)
+        return _rebuild(self.out_spec, outs)
+
+
+class CompiledFunction:
+    """``fn`` compiled: a cache of :class:`Variant` keyed by guards (see the module docstring)."""
+
+    def __init__(self, fn, module=None, fullgraph=False, backend="inductor", dynamic=None):
+        self.fn, self.module, self.fullgraph, self.backend, self.dynamic = fn, module, fullgraph, backend, dynamic
+        self.modules = list(module.modules()) if module is not None else []
+        self.cache = {}
+        _ALL.add(self)
+
+    def key(self, args, kwargs, flat):
+        parts = [is_grad_enabled(), is_inference(), tuple(m.training for m in self.modules)]
+        try:
+            parts.append(_guard_key(args, flat))
+            if kwargs:
+                parts.append(_guard_key(kwargs, flat))
+            return tuple(parts)
+        except TypeError:  # an unhashable argument
+            return None
+
+    def __call__(self, *args, **kwargs):
+        if STANCE[0] == "force_eager" or current_capture() is not None:  # inside a capture: the outer one records
+            return self.fn(*args, **kwargs)
+        flat = []
+        key = self.key(args, kwargs, flat)
+        if key is None:
+            return self.fn(*args, **kwargs)
+        v = self.cache.get(key)
+        if v is not None:
+            if v.graph is None:
+                return self.fn(*args, **kwargs)
+            return v.run(flat)
+        if self.cache:
+            if STANCE[0] == "fail_on_recompile":
+                raise RuntimeError("ember.compile: a recompilation was needed under set_stance('fail_on_recompile')")
+            if STANCE[0] == "eager_on_recompile" or len(self.cache) >= config.cache_size_limit:
+                return self.fn(*args, **kwargs)
+        v, out = self.capture(args, kwargs, flat)
+        self.cache[key] = v
+        return out
+
+    def capture(self, args, kwargs, flat=None):
+        """Run the call once under capture; returns ``(variant, result)``."""
+        if flat is None:
+            flat = []
+            _guard_key((args, kwargs), flat)
+        state = _Capture(self.fullgraph)
+        holder = []
+
+        def body(*a, **k):
+            out = self.fn(*a, **k)
+            outs = []
+            holder.append(out)
+            holder.append(_out_spec(out, outs))
+            return tuple(outs)
+
+        run = _engine.run
+        _LOCAL.capture = state
+        _engine.run = _backward_breaks(run)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TracerWarning)
+                graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+        finally:
+            _engine.run = run
+            _LOCAL.capture = None
+        out, spec = holder
+        if spec is None:
+            state.note(f"an output of type {type(out).__name__} (only tensors in tuples, lists and dicts are "
+                       "rebuilt from a graph)")
+        if state.breaks:
+            return Variant(state.breaks), out
+        return self.build(graph, spec, flat), out
+
+    def build(self, graph, spec, flat):
+        v = Variant(graph=graph, out_spec=spec)
+        try:
+            v.program = Program(graph)
+        except RuntimeError as exc:
+            note = f"the graph cannot be replayed ({exc})"
+            if self.fullgraph:
+                raise Unsupported(note) from None
+            return Variant([note])
+        v.slots = _param_slots(self.module, graph) if graph.params else []
+        v.consts = list(graph.consts.values())
+        if self.backend in ("inductor", "ember") and flat:
+            devs = {t._dev for t in flat + [s[k] for s, k in v.slots] + v.consts}
+            if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
+                order = list(graph.inputs) + list(graph.params) + list(graph.consts)
+                v.fast, v.source = generate(graph, order, devs.pop())
+        return v
+
+    def reset(self):
+        self.cache.clear()
+
+
+def reset_all():
+    """Forget every compiled variant of every compiled function."""
+    for cf in list(_ALL):
+        cf.reset()
+
+
+class ExplainOutput:
+    """What :func:`explain` found: ``graphs``, ``graph_count``, ``graph_break_count``, ``break_reasons``
+    (each with ``reason``), ``op_count`` and ``ops_per_graph``."""
+
+    def __init__(self, graphs, breaks):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.break_reasons = [BreakReason(r) for r in breaks]
+        self.graph_break_count = len(breaks)
+        self.ops_per_graph = [g.ops() for g in graphs]
+        self.op_count = sum(len(o) for o in self.ops_per_graph)
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        lines += [f"  Break Reason {i + 1}:\n    Reason: {b.reason}" for i, b in enumerate(self.break_reasons)]
+        return "\n".join(lines)
+
+
+class BreakReason:
+    """One graph break: ``reason`` says what could not be captured."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        self.user_stack = []
+
+    def __repr__(self):
+        return f"BreakReason({self.reason!r})"
+
+
+def explain(f, *extra_args, **extra_kwargs):
+    """``explain(f)(*args, **kwargs)`` runs ``f`` once under capture and reports its graphs and graph breaks
+    (``torch._dynamo.explain``). A call with a break runs eagerly as a whole in ember, so it has no graph.
+
+    >>> import ember
+    >>> def f(x):
+    ...     return x * 2 if x.sum() > 0 else x
+    >>> ember._dynamo.explain(f)(ember.ones(3)).graph_break_count
+    1
+    """
+    def inner(*args, **kwargs):
+        module = f if isinstance(f, Module) else None
+        cf = CompiledFunction(f, module, backend="eager")
+        v, _ = cf.capture(args, kwargs)
+        return ExplainOutput([v.graph] if v.graph is not None else [], v.breaks)
+
+    if extra_args or extra_kwargs:
+        return inner(*extra_args, **extra_kwargs)
+    return inner

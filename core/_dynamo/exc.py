@@ -1,0 +1,12 @@
+"""``ember._dynamo.exc`` (``torch._dynamo.exc``): the compiler's errors."""
+
+
+class TorchDynamoException(RuntimeError):
+    """The base of the compiler's errors."""
+
+
+class Unsupported(TorchDynamoException):
+    """Something in a ``fullgraph=True`` compiled function cannot be captured (a graph break)."""
+
+
+__all__ = ["TorchDynamoException", "Unsupported"]

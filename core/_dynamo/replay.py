@@ -1,0 +1,203 @@
+"""The compiled forward: a captured graph turned into one generated Python function on backend arrays.
+
+For a call that records no autograd graph (grad mode off, or nothing requiring grad), most ops need none of
+dispatch's per-call work: the device, dtypes and shapes were fixed when the graph was captured and are
+guarded. :func:`generate` writes one straight-line function in which each such op is a direct call of its
+kernel, ``Op.forward(ctx, kernels, arrays...)``, on raw arrays, with no Tensor built, no interception check
+and no promotion test. The rest (views, in-place writes, factories, random draws, ops whose operands need a
+promotion) go through their dispatch kind as in eager mode, on tensors made for them. Results are the same
+kernel calls on the same arrays as eager's, so they are bit-identical.
+
+Passes on the way: dead ops were pruned at capture; values that depend on no input, parameter or random
+draw (a mask built by ``ones``/``tril`` in the forward) are computed once here and kept as constants, in
+graphs with no in-place op (where nothing could write into such a constant).
+
+No ``out=`` buffers: on the CPU backend an ``out=`` ufunc call measured no faster than the allocating one at
+the bench's sizes (NumPy's small-array cache already recycles the buffers), and it would forbid returning
+a result twice.
+"""
+from __future__ import annotations
+
+from .. import dtypes
+from ..jit._graph import ARef, Gen, Ref, Sym, _refs_in, lookup_op, replay_args
+from ..interception import KINDS
+from ..tensor import _wrap
+
+_RAW_KINDS = frozenset(("unary", "binary", "apply"))
+_PY_SCALARS = (int, float, bool)
+
+
+def _raw_arg(a):
+    """Whether argument ``a`` can be passed to a kernel as it is recorded (a Ref becomes its array)."""
+    ta = type(a)
+    if ta is Ref or ta is ARef:
+        return True
+    if ta is list or ta is tuple:
+        refs = [type(x) is Ref for x in a]
+        return all(refs) or not any(_has_value(x) for x in a)
+    return not _has_value(a)
+
+
+def _has_value(a):
+    ta = type(a)
+    if ta in (Ref, ARef, Sym, Gen):
+        return True
+    if ta is tuple or ta is list:
+        return any(_has_value(x) for x in a)
+    if ta is slice:
+        return _has_value((a.start, a.stop, a.step))
+    if ta is dict:
+        return _has_value(tuple(a.values()))
+    return False
+
+
+def _is_raw(n, meta):
+    """Whether node ``n`` can call its kernel directly: dispatch would do nothing but unwrap and wrap."""
+    if n.kind not in _RAW_KINDS or not all(_raw_arg(a) for a in n.args):
+        return False
+    if n.kind != "binary":
+        return n.kind == "unary" or any(type(a) in (Ref, list, tuple) for a in n.args)
+    a, b = n.args[0], n.args[1]
+    if type(a) is Ref and type(b) is Ref:
+        return meta[a.i][1] is meta[b.i][1]
+    t, s = (a, b) if type(a) is Ref else (b, a)
+    if type(t) is not Ref or type(s) not in _PY_SCALARS:
+        return False
+    d = meta[t.i][1]
+    return dtypes.scalar_category(s) <= d.category and d not in dtypes.SCALAR_FIX
+
+
+class _Writer:
+    """The generated function's lines and namespace; each value lives as ``t<i>`` (tensor) and/or ``a<i>``."""
+
+    def __init__(self, dev):
+        self.lines = []
+        self.ns = {"W": _wrap, "D": dev, "K": dev.kernels, "A": dev.backend.as_array, "AT": dev.atype,
+                   "N": object.__new__}
+        self.tensor, self.array = set(), set()
+        self.dev = dev
+
+    def const(self, name, v):
+        self.ns[name] = v
+        return name
+
+    def as_array(self, i):
+        if i not in self.array:
+            self.lines.append(f"a{i} = t{i}._data")
+            self.array.add(i)
+        return f"a{i}"
+
+    def as_tensor(self, i):
+        if i not in self.tensor:
+            self.lines.append(f"t{i} = W(a{i}, D)")
+            self.tensor.add(i)
+        return f"t{i}"
+
+    def arg(self, k, j, a):
+        ta = type(a)
+        if ta is Ref or ta is ARef:
+            return self.as_array(a.i)
+        if (ta is list or ta is tuple) and a and all(type(x) is Ref for x in a):
+            return "[" + ", ".join(self.as_array(x.i) for x in a) + "]"
+        if ta in _PY_SCALARS or a is None:
+            return repr(a) if ta is not float or a == a and abs(a) != float("inf") else self.const(f"c{k}_{j}", a)
+        return self.const(f"c{k}_{j}", a)
+
+
+def _raw_call(w, k, n, Op):
+    F = w.const(f"F{k}", Op.forward)
+    O = w.const(f"O{k}", Op)
+    args = ", ".join(w.arg(k, j, a) for j, a in enumerate(n.args))
+    return f"{F}(N({O}), K, {args})"
+
+
+def _fallback(kind, Op, args, ins):
+    fn = KINDS[kind]
+
+    def step(*tensors):
+        return fn(Op, *replay_args(kind, args, dict(zip(ins, tensors)), None))
+    return step
+
+
+def _foldable(n, folded, effects):
+    if n.kind == "create":
+        return not any(type(a) is Gen for a in n.args) and not effects
+    return n.kind in _RAW_KINDS and bool(n.ins) and all(i in folded for i in n.ins) and not effects
+
+
+def generate(graph, order, dev, fold=True):
+    """A function ``replay(tensors)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the tensors of
+    the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text."""
+    w = _Writer(dev)
+    meta = graph.meta
+    effects = any(n.kind == "inplace" for n in graph.nodes)
+    w.tensor.update(order)
+    folded = {}  # value id -> array computed here once
+    returned = set(_refs_in(graph.out_spec))  # (a result is the caller's to change: never a kept constant)
+    body = w.lines
+    for k, n in enumerate(graph.nodes):
+        Op = n.op if n.kind == "create" else lookup_op(n.op)
+        if fold and returned.isdisjoint(n.outs) and _foldable(n, folded, effects) and \
+                (n.kind == "create" or _is_raw(n, meta)):
+            if n.kind == "create":
+                out = _fallback(n.kind, Op, n.args, [])()
+                outs = out if n.multi else (out,)
+                folded.update((i, o._data) for i, o in zip(n.outs, outs))
+            else:
+                arrays = [folded[a.i] if type(a) in (Ref, ARef) else
+                          [folded[x.i] for x in a] if type(a) in (list, tuple) and a and type(a[0]) is Ref else a
+                          for a in n.args]
+                out = Op.forward(object.__new__(Op), dev.kernels, *arrays)
+                outs = out if n.multi else (out,)
+                folded.update((i, o if type(o) is dev.atype else dev.backend.as_array(o))
+                              for i, o in zip(n.outs, outs))
+            for i in n.outs:
+                w.const(f"a{i}", folded[i])
+                w.array.add(i)
+            continue
+        if _is_raw(n, meta):
+            call = _raw_call(w, k, n, Op)
+            if n.multi:
+                body.append(f"r{k} = {call}")
+                for j, i in enumerate(n.outs):
+                    body.append(f"a{i} = r{k}[{j}] if type(r{k}[{j}]) is AT else A(r{k}[{j}])")
+            else:
+                i = n.outs[0]
+                body.append(f"a{i} = {call}")
+                body.append(f"if type(a{i}) is not AT: a{i} = A(a{i})")
+            w.array.update(n.outs)
+            continue
+        ins = sorted(set(_refs_in(n.args)))
+        step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins))
+        names = ", ".join(w.as_tensor(i) for i in ins)
+        targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
+        body.append(f"{targets} = {step}({names})")
+        w.tensor.update(n.outs)
+        w.array.difference_update(n.outs)
+    tainted = set(folded)  # values that may be views of a kept constant: their results are copied out
+    for n in graph.nodes:
+        if n.kind != "binary" and n.ins and not tainted.isdisjoint(n.ins):
+            tainted.update(n.outs)
+    copy = w.const("COPY", dev.kernels["copy"])
+    for i in sorted(returned & tainted):
+        if i in w.tensor:
+            body.append(f"t{i} = W({copy}(t{i}._data), D)")
+        else:
+            body.append(f"a{i} = {copy}(a{i})")
+    result = _spec_code(graph.out_spec, w)
+    head = f"def replay(T):\n    {', '.join(f't{i}' for i in order)}{',' if len(order) == 1 else ''} = T\n" \
+        if order else "def replay(T):\n"
+    src = head + "".join(f"    {line}\n" for line in body) + f"    return {result}\n"
+    exec(compile(src, "<ember.compile replay>", "exec"), w.ns)  # noqa: S102 - code generated above
+    return w.ns["replay"], src
+
+
+def _spec_code(spec, w):
+    ts = type(spec)
+    if ts is Ref:
+        return w.as_tensor(spec.i)
+    if ts is tuple:
+        return "(" + "".join(_spec_code(x, w) + ", " for x in spec) + ")"
+    if ts is list:
+        return "[" + ", ".join(_spec_code(x, w) for x in spec) + "]"
+    raise TypeError(f"ember.compile: unexpected output structure {ts.__name__}")
