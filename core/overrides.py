@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import threading
 import types as _types
 import warnings
 
@@ -41,7 +42,7 @@ __all__ = [
     "enable_reentrant_dispatch", "get_default_nowrap_functions", "get_ignored_functions",
     "get_overridable_functions", "get_testing_overrides", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic", "is_tensor_like", "is_tensor_method_or_property",
-    "resolve_name", "wrap_torch_function",
+    "redispatch_function", "resolve_name", "wrap_torch_function",
 ]
 
 # Tensor attributes that never dispatch: construction and the subclass machinery itself, Python's object
@@ -69,6 +70,7 @@ _modes = 0            # modes pushed in any thread: nonzero sends every call to 
 _tensor_armed = False  # whether Tensor's methods and properties carry the check yet
 _SHOWN: dict = {}      # (namespace, name, function) -> what the namespace shows for it
 _PROPERTY_NAMES: dict = {}  # checked Tensor property -> its name
+_SKIP = threading.local()   # .once: the next check in this thread lets its call through (redispatch_function)
 
 
 # --------------------------------------------------------------------------- the check
@@ -132,11 +134,21 @@ def _checked_property(prop: property) -> property:
 
 def _dispatch(public, fn, args, kwargs):
     """The slow path of the check: hand the call over if something overrides it, else call ``fn``."""
+    if _skipped():
+        return fn(*args, **kwargs)
     overloaded = _get_overloaded_args(_relevant(args, kwargs))
     if overloaded or (TORCH_FUNCTION.modes and TORCH_FUNCTION.level < 2):
         method = OPERATOR_METHODS.get(public.__name__) if public.__qualname__.startswith("Tensor.") else None
         return _handle(getattr(Tensor, method, public) if method else public, overloaded, args, kwargs)
     return fn(*args, **kwargs)
+
+
+def _skipped() -> bool:
+    """Whether this check is the one hop :func:`redispatch_function` skips (it is skipped once)."""
+    if getattr(_SKIP, "once", False):
+        _SKIP.once = False
+        return True
+    return False
 
 
 def _relevant(args, kwargs):
@@ -260,6 +272,8 @@ def has_torch_function(relevant_args) -> bool:
     >>> has_torch_function((ember.ones(1), 2))
     False
     """
+    if _skipped():
+        return False
     if TORCH_FUNCTION.modes and TORCH_FUNCTION.level < 2:
         return True
     return bool(_get_overloaded_args(relevant_args))
@@ -293,6 +307,16 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     7
     """
     return _handle(public_api, _get_overloaded_args(relevant_args), args, kwargs, python_message=True)
+
+
+def redispatch_function(func, types, args, kwargs):
+    """Call ``func`` from a ``__torch_function__`` with its own check skipped once: the functions it calls in
+    turn still dispatch (a subclass sees the ops inside a composite; a mode does while it is entered again)."""
+    _SKIP.once = True
+    try:
+        return func(*args, **(kwargs or {}))
+    finally:
+        _SKIP.once = False
 
 
 def wrap_torch_function(dispatcher):

@@ -356,6 +356,42 @@ def test_mode_not_implemented_falls_to_the_subclass(lib):
             lib.add(plain, 1)
 
 
+@LIBS
+def test_redispatch_function_skips_one_hop(lib):
+    """PyTorch's redispatch_function examples: a subclass sees the ops inside a composite, a mode re-entered
+    sees them all."""
+    ov = lib.overrides
+    log = []
+
+    def scaled_mul(a, b):
+        if ov.has_torch_function((a, b)):
+            return ov.handle_torch_function(scaled_mul, (a, b), a, b)
+        return a * b + 1
+
+    class LoggingTensor(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args, kwargs=None):
+            log.append(func.__name__)
+            return ov.redispatch_function(func, types, args, kwargs)
+
+    r = scaled_mul(lib.tensor([3.0]).as_subclass(LoggingTensor), lib.tensor([4.0]).as_subclass(LoggingTensor))
+    assert log == ["scaled_mul", "mul"] and r.tolist() == [13.0]
+
+    class LoggingMode(ov.TorchFunctionMode):
+        def __torch_function__(self, func, types, args, kwargs=None):
+            log.append(func.__name__)
+            with self:
+                return ov.redispatch_function(func, types, args, kwargs)
+
+    log.clear()
+    a, b = lib.tensor([3.0]), lib.tensor([4.0])
+    with LoggingMode():
+        r = scaled_mul(a, b)
+    # a mode entered again inside its handler also sees the property reads of ember's own Python kernels' entry
+    # (binary reads .dtype of a scalar operand's partner), where PyTorch's C++ reads none
+    assert [n for n in log if n != "__get__"] == ["scaled_mul", "mul", "add"] and r.tolist() == [13.0]
+
+
 # --------------------------------------------------------------------------- ember.overrides
 class Catch:
     """A Tensor-like that answers every call with the function it got."""
