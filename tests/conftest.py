@@ -4,6 +4,10 @@ import pytest
 import ember
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running checks, run only when selected with -m slow")
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     ember.manual_seed(0)

@@ -5,12 +5,38 @@
 >>> sorted(model.state_dict())[:2]
 ['bn1.bias', 'bn1.num_batches_tracked']
 """
-from ._api import Weights, WeightsEnum, get_dir, load_state_dict_from_url
+from ._api import (
+    Weights, WeightsEnum, get_dir, get_model, get_model_builder, get_model_weights, get_weight, list_models,
+    load_state_dict_from_url, register_model,
+)
+from .densenet import (
+    DenseNet, DenseNet121_Weights, DenseNet161_Weights, DenseNet169_Weights, DenseNet201_Weights, densenet121,
+    densenet161, densenet169, densenet201,
+)
+from .shufflenetv2 import (
+    ShuffleNet_V2_X0_5_Weights, ShuffleNet_V2_X1_0_Weights, ShuffleNet_V2_X1_5_Weights, ShuffleNet_V2_X2_0_Weights,
+    ShuffleNetV2, shufflenet_v2_x0_5, shufflenet_v2_x1_0, shufflenet_v2_x1_5, shufflenet_v2_x2_0,
+)
+from .squeezenet import SqueezeNet, SqueezeNet1_0_Weights, SqueezeNet1_1_Weights, squeezenet1_0, squeezenet1_1
 from .alexnet import AlexNet, AlexNet_Weights, alexnet
 from .lenet import LeNet5, lenet5
 from .mobilenetv2 import MobileNet_V2_Weights, MobileNetV2, mobilenet_v2
-from .resnet import ResNet, ResNet18_Weights, ResNet34_Weights, ResNet50_Weights, resnet18, resnet34, resnet50
+from .mnasnet import (
+    MNASNet, MNASNet0_5_Weights, MNASNet0_75_Weights, MNASNet1_0_Weights, MNASNet1_3_Weights, mnasnet0_5,
+    mnasnet0_75, mnasnet1_0, mnasnet1_3,
+)
+from .resnet import (
+    ResNet, ResNet18_Weights, ResNet34_Weights, ResNet50_Weights, ResNet101_Weights, ResNet152_Weights,
+    ResNeXt50_32X4D_Weights, ResNeXt101_32X8D_Weights, ResNeXt101_64X4D_Weights, Wide_ResNet50_2_Weights,
+    Wide_ResNet101_2_Weights, resnet18, resnet34, resnet50, resnet101, resnet152, resnext50_32x4d, resnext101_32x8d,
+    resnext101_64x4d, wide_resnet50_2, wide_resnet101_2,
+)
 from .vgg import (
     VGG, VGG11_BN_Weights, VGG11_Weights, VGG16_BN_Weights, VGG16_Weights, VGG19_BN_Weights, VGG19_Weights, vgg11,
     vgg11_bn, vgg16, vgg16_bn, vgg19, vgg19_bn,
 )
+
+for _builder, _weights in [(alexnet, AlexNet_Weights), (mobilenet_v2, MobileNet_V2_Weights), (vgg11, VGG11_Weights),
+                           (vgg11_bn, VGG11_BN_Weights), (vgg16, VGG16_Weights), (vgg16_bn, VGG16_BN_Weights),
+                           (vgg19, VGG19_Weights), (vgg19_bn, VGG19_BN_Weights)]:
+    register_model(_weights)(_builder)  # builders declared before the registry existed

@@ -8,6 +8,7 @@ needed, no code from the file runs).
 from __future__ import annotations
 
 import enum
+import fnmatch
 from typing import NamedTuple
 
 import ember
@@ -63,11 +64,76 @@ def _weights_enum(name: str, url: str):
     return WeightsEnum(name, {"IMAGENET1K_V1": Weights(url), "DEFAULT": Weights(url)})
 
 
+def weights_enum(name: str, default: str = "IMAGENET1K_V1", **urls: str):
+    """A ``*_Weights`` enum with one member per ``urls`` entry (``IMAGENET1K_V1=url, ...``) and ``DEFAULT``."""
+    members = {key: Weights(url) for key, url in urls.items()}
+    return WeightsEnum(name, {**members, "DEFAULT": members[default]})
+
+
+BUILTIN_MODELS: dict = {}
+
+
+def register_model(weights_cls, name: str | None = None):
+    """Register a builder under ``name`` (its own name by default) for :func:`get_model`, with its weights enum."""
+    def wrapper(fn):
+        key = name or fn.__name__
+        if key in BUILTIN_MODELS:
+            raise ValueError(f"An entry is already registered under the name '{key}'.")
+        BUILTIN_MODELS[key] = fn
+        fn._weights_enum = weights_cls
+        return fn
+    return wrapper
+
+
+def list_models(module=None, include=None, exclude=None) -> list[str]:
+    """The sorted names of registered builders, optionally only those of ``module`` and filtered by ``include``
+    / ``exclude`` shell-style patterns (a string or several)."""
+    names = {k for k, fn in BUILTIN_MODELS.items()
+             if module is None or fn.__module__.rsplit(".", 1)[0] == module.__name__}
+    if include:
+        names = {n for pattern in ([include] if isinstance(include, str) else include)
+                 for n in fnmatch.filter(names, pattern)}
+    for pattern in ([exclude] if isinstance(exclude, str) else exclude or ()):
+        names -= set(fnmatch.filter(names, pattern))
+    return sorted(names)
+
+
+def get_model_builder(name: str):
+    """The builder registered under ``name`` (lower case)."""
+    try:
+        return BUILTIN_MODELS[name.lower()]
+    except KeyError:
+        raise ValueError(f"Unknown model {name}") from None
+
+
+def get_model(name: str, **config):
+    """``get_model_builder(name)(**config)``: the model registered under ``name``."""
+    return get_model_builder(name)(**config)
+
+
+def get_model_weights(name):
+    """The weights enum of a builder, given as the builder or its registered name."""
+    fn = get_model_builder(name) if isinstance(name, str) else name
+    try:
+        return fn._weights_enum
+    except AttributeError:
+        raise ValueError(f"The model builder {fn!r} has no registered weights enum.") from None
+
+
+def get_weight(name: str):
+    """The weights member named ``"ResNet50_Weights.IMAGENET1K_V2"``."""
+    enum_name, _, member = name.partition(".")
+    for fn in BUILTIN_MODELS.values():
+        if fn._weights_enum.__name__ == enum_name:
+            return fn._weights_enum[member]
+    raise ValueError(f"Unknown weights enum name: {enum_name}")
+
+
 def build(model_cls_args, weights_cls, weights, pretrained: bool, kwargs: dict, progress: bool = True):
     """Construct a model (``(cls, args)``) and load ``weights`` (or ``DEFAULT`` when ``pretrained``)."""
     weights = weights_cls.verify(weights)
-    if weights is None and pretrained:
-        weights = weights_cls.DEFAULT
+    if weights is None and pretrained:  # the legacy flag means the first ImageNet weights, as in torchvision
+        weights = weights_cls.IMAGENET1K_V1
     if weights is not None:
         given = kwargs.setdefault("num_classes", weights.num_classes)
         if given != weights.num_classes:
