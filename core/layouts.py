@@ -1,7 +1,8 @@
 """``ember.layout`` and ``ember.memory_format``: the types of PyTorch's layout and memory-format constants.
 
-ember stores every tensor strided, in one memory order: ``strided`` is the one layout its tensors have, and
-every ``memory_format=`` argument (``Tensor.contiguous``, ``to``, ``clone``, ``empty_like``, ...) is accepted
+ember stores a dense tensor strided, in one memory order; the sparse tensors of ``ember.sparse`` have the
+layouts ``sparse_coo`` and ``sparse_csr`` (the other sparse layouts and ``jagged`` are names only).  Every
+``memory_format=`` argument (``Tensor.contiguous``, ``to``, ``clone``, ``empty_like``, ...) is accepted
 and gives that order.  ``Tensor.is_contiguous(memory_format=...)`` answers from the strides, as PyTorch does.
 
 >>> import ember
@@ -46,7 +47,8 @@ class _Constant:
 
 
 class layout(_Constant):  # noqa: N801  (PyTorch's spelling)
-    """The memory layout of a tensor: ``ember.strided`` for every ember tensor."""
+    """The memory layout of a tensor: ``ember.strided`` for a dense one, ``ember.sparse_coo`` or
+    ``ember.sparse_csr`` for a sparse one."""
 
     __slots__ = ()
     _registry: dict = {}

@@ -193,8 +193,25 @@ def test_transpose_to_detach_and_leaf_grad(device):
     (leaf_t.to_dense() * torch.arange(9.0).reshape(3, 3)).sum().backward()
     assert leaf_e.grad.layout is ember.sparse_coo
     close(leaf_e.grad, leaf_t.grad)
+    dup_e = ember.sparse_coo_tensor(IDX, VAL, (3, 3), requires_grad=True)
+    dup_t = torch.sparse_coo_tensor(IDX, VAL, (3, 3), requires_grad=True)
+    (dup_e.to_dense() * ember.arange(9.0).reshape(3, 3)).sum().backward()
+    (dup_t.to_dense() * torch.arange(9.0).reshape(3, 3)).sum().backward()
+    assert dup_e.grad.coalesce().indices().tolist() == dup_t.grad.coalesce().indices().tolist()
+    close(dup_e.grad, dup_t.grad)
     plain = ember.sparse_coo_tensor([[0]], [1.0], (2,)).requires_grad_()
     assert plain.requires_grad
+
+
+def test_legacy_constructors(device):
+    with pytest.warns(UserWarning, match="deprecated"):
+        e = ember.sparse.FloatTensor(ember.LongTensor(IDX), ember.tensor(VAL), ember.Size([3, 3]))
+    with pytest.warns(UserWarning, match="deprecated"):
+        t = torch.sparse.FloatTensor(torch.LongTensor(IDX), torch.tensor(VAL), torch.Size([3, 3]))
+    assert e.dtype == ember.float32 and e.layout is ember.sparse_coo
+    close(e, t)
+    empty = ember.sparse.DoubleTensor(2, 3)
+    assert (empty.shape, empty.dtype, empty._nnz()) == (ember.Size([2, 3]), ember.float64, 0)
 
 
 def test_csr(device):

@@ -9,6 +9,10 @@
 """
 from __future__ import annotations
 
+import warnings
+
+from .. import dtypes
+from ..ops.creation import zeros
 from ..registry import export
 from .ops import addmm as _addmm
 from .ops import (  # noqa: F401
@@ -17,7 +21,8 @@ from .ops import (  # noqa: F401
 from .ops import sum as _sum
 from .tensor import SparseTensor  # noqa: F401
 
-__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum", "FloatTensor", "DoubleTensor", "HalfTensor",
+           "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
 
 
 def addmm(mat, mat1, mat2, *, beta=1, alpha=1):
@@ -31,6 +36,27 @@ def sum(input, dim=None, dtype=None):  # noqa: A001,A002
     if not isinstance(input, SparseTensor):
         return input.sum(dtype=dtype) if dim is None else input.sum(dim, dtype=dtype)
     return _sum(input, dim, dtype=dtype)
+
+
+def _legacy_constructor(name: str, dtype):
+    def constructor(*args, device=None):
+        if all(isinstance(a, int) for a in args):  # FloatTensor(2, 3): an empty sparse tensor of that size
+            return sparse_coo_tensor(zeros(len(args), 0, dtype=dtypes.int64, device=device),
+                                     zeros(0, dtype=dtype, device=device), args)
+        warnings.warn(f"ember.sparse.{name}(indices, values, shape, *, device=) is deprecated.  Please use "
+                      "ember.sparse_coo_tensor(indices, values, shape, dtype=, device=).", UserWarning, stacklevel=2)
+        return sparse_coo_tensor(*args, dtype=dtype, device=device)
+    constructor.__name__ = constructor.__qualname__ = name
+    constructor.__doc__ = (f"The legacy constructor ``{name}(indices, values, size)`` (or ``{name}(*size)``, "
+                           f"empty): a COO tensor of dtype {dtype}.")
+    return constructor
+
+
+for _name, _dtype in (("FloatTensor", dtypes.float32), ("DoubleTensor", dtypes.float64),
+                      ("HalfTensor", dtypes.float16), ("BFloat16Tensor", dtypes.bfloat16),
+                      ("LongTensor", dtypes.int64), ("IntTensor", dtypes.int32), ("ShortTensor", dtypes.int16),
+                      ("CharTensor", dtypes.int8), ("ByteTensor", dtypes.uint8)):
+    globals()[_name] = _legacy_constructor(_name, _dtype)
 
 
 def _strided_only(name: str):
