@@ -26,14 +26,19 @@ torch, ember, ...) with ``bench_midsize``'s idle pause (``--settle``) before eac
 ``run_interleaved``; the figures are medians of wall time, with the geometric mean of the ratios.
 ``--quick`` takes 3 timed steps after one warm-up, for a fast look.
 
-Each row is a column per mode in ``MODES``; only ``eager`` exists now (``compiled`` columns, ember.compile
-against torch.compile, belong there).
+Each row is a column per mode in ``MODES``: ``eager``, and ``compiled``, where each Module among a step's
+default arguments (and a ``forward`` function) goes through ``ember.compile`` and, with ``--torch-compile``,
+``torch.compile`` (inductor; without the flag PyTorch stays eager in that column). The loss, backward and
+optimizer step stay as written. The first call of a compiled step (capture, code generation, inductor's
+compilation) is timed apart and printed as ``first call``.
 """
 import argparse
 import json
 import math
 import os
 import sys
+import time
+import types
 
 import numpy as np
 
@@ -42,7 +47,21 @@ from bench_midsize import blas_info, import_lib, run_interleaved  # noqa: E402
 
 WORKLOADS = ["char_gpt", "nanogpt_sdpa", "actor_critic", "bilstm_crf", "hessian", "jacrev2", "ntk", "chain100",
              "transformer"]
-MODES = {"eager": lambda step, lib: step}  # mode -> how a step is prepared (compile would wrap the model here)
+TORCH_COMPILE = [False]  # --torch-compile: PyTorch's contender in the compiled column uses torch.compile
+
+
+def compiled(step, lib):
+    """``step`` with each Module among its default arguments, and a function named ``forward``, compiled."""
+    if lib.__name__ == "torch" and not TORCH_COMPILE[0]:
+        return step
+
+    def prepare(d):
+        return lib.compile(d) if isinstance(d, lib.nn.Module) or getattr(d, "__name__", "") == "forward" else d
+    defaults = tuple(prepare(d) for d in step.__defaults__ or ())
+    return types.FunctionType(step.__code__, step.__globals__, step.__name__, defaults, step.__closure__)
+
+
+MODES = {"eager": lambda step, lib: step, "compiled": compiled}  # mode -> how a step is prepared
 
 
 def to_lib(lib, arr):
@@ -327,13 +346,16 @@ def make_chain(libs, rng, n_ops=100, size=64):
         x = to_lib(lib, x0).requires_grad_()
         w = to_lib(lib, w0).requires_grad_()
 
-        def step(x=x, w=w):
-            x.grad = w.grad = None
+        def forward(x, w):
             h = x
             for i in range(n_ops // 5):  # five ops a round
                 h = (h * w + 0.5).tanh() - h * 0.1
                 h = h.sigmoid() if i % 2 else h.relu()
-            loss = h.sum()
+            return h.sum()
+
+        def step(x=x, w=w, forward=forward):
+            x.grad = w.grad = None
+            loss = forward(x, w)
             loss.backward()
             return loss
         steps[name] = step
@@ -404,7 +426,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="3 timed steps after 1 warm-up")
     ap.add_argument("--only", help="comma-separated workloads (default: all)")
     ap.add_argument("--json")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: all)")
+    ap.add_argument("--torch-compile", action="store_true", help="PyTorch's compiled column uses torch.compile")
     args = ap.parse_args(argv)
+    TORCH_COMPILE[0] = args.torch_compile
+    modes = {m: MODES[m] for m in args.modes.split(",")}
     if args.quick:
         args.repeat, args.warmup = 3, 1
     libs = {"ember": import_lib("ember")}
@@ -421,13 +447,22 @@ def main(argv=None):
         raise SystemExit(f"unknown workloads {unknown}; choose from {WORKLOADS}")
     report = {"threads": args.threads, "repeat": args.repeat, "workloads": {}}
     print(f"{'workload':<14}{'mode':<8}{'ember ms':>16}{'torch ms':>16}{'ratio':>8}{'best ratio':>12}")
-    ratios = {mode: [] for mode in MODES}
+    ratios = {mode: [] for mode in modes}
     for w in names:
         steps = build(w, libs)
-        for mode, prepare in MODES.items():
+        for mode, prepare in modes.items():
             prepared = {k: prepare(s, libs[k]) for k, s in steps.items()}
+            if mode != "eager":
+                first = {}
+                for k, s in prepared.items():
+                    t0 = time.perf_counter()
+                    s()
+                    first[k] = 1e3 * (time.perf_counter() - t0)
+                print(f"{w:<14}{mode:<8} first call " + ", ".join(f"{k} {v:.0f} ms" for k, v in first.items()))
             r = run_interleaved(w, libs, args.repeat, args.warmup, args.settle, steps=prepared)
             report["workloads"].setdefault(w, {})[mode] = r
+            if mode != "eager":
+                r["first_call_ms"] = first
             e = r["ember"]
             line = f"{w:<14}{mode:<8}{e['wall_ms'][0]:9.2f} ±{e['wall_ms'][1] / 2:5.2f}"
             if "torch" in r:
