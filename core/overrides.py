@@ -565,9 +565,23 @@ def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None, memory_
     return Tensor._make_subclass(cls, empty(size, dtype=dtype, device="meta"), requires_grad)
 
 
+def _dispatching_subclass(cls) -> None:
+    """A Tensor subclass whose ``__torch_function__`` dispatches was defined (or switched on): arm Tensor."""
+    _PLAIN.discard(cls)
+    _arm_tensor()
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
 Tensor._make_wrapper_subclass = staticmethod(_make_wrapper_subclass)
 registry.public = _shown
-SUBCLASS_HOOKS.append(_arm_tensor)
+SUBCLASS_HOOKS.append(_dispatching_subclass)
+if any(sub.__torch_function__ is not _disabled_torch_function_impl for sub in _subclasses(Tensor)):
+    _arm_tensor()  # one was defined before this module loaded
 for _ns in MODULE_NAMESPACES:  # the namespaces bound before this module loaded
     for _name, _fn in NAMESPACES.get(_ns, {}).items():
         registry._set(_ns, _name, _fn)
