@@ -87,9 +87,13 @@ class MNIST(VisionDataset):
         return gz
 
     def download(self) -> None:
-        """Fetch each missing file, trying the mirrors in order; checked by MD5."""
+        """Fetch each missing file, trying the mirrors in order; checked by MD5.
+
+        A file already extracted (``train-images-idx3-ubyte``) counts as present, as in torchvision.
+        """
         for name, md5 in self.resources:
-            if check_integrity(os.path.join(self.raw_folder, name), md5):
+            path = os.path.join(self.raw_folder, name)
+            if os.path.isfile(os.path.splitext(path)[0]) or check_integrity(path, md5):
                 continue
             errors = []
             for mirror in self.mirrors:
