@@ -27,6 +27,16 @@ _INTS = (int, np.integer)
 _new = object.__new__
 
 
+def _size_arg(dims, size, op):
+    """The shape from ``zeros(2, 3)``, ``zeros((2, 3))`` or PyTorch's keyword form ``zeros(size=(2, 3))``."""
+    if size is None:
+        return dims
+    if dims:
+        raise TypeError(f"{op}() received an invalid combination of arguments: the shape given both positionally "
+                        f"and as size=")
+    return (size,)
+
+
 def _size(size, op):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
@@ -234,15 +244,17 @@ def _filled(op, size, value, dtype, device, requires_grad, out=None):
 
 
 @export(to=TORCH)
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+def zeros(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
     """A tensor of zeros: ``ember.zeros(2, 3)``."""
-    return _filled("zeros", size, 0, dtype, device, requires_grad, out)
+    return _filled("zeros", _size_arg(dims, size, "zeros"), 0, dtype, device, requires_grad, out)
 
 
 @export(to=TORCH)
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+def ones(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False) -> Tensor:
     """A tensor of ones: ``ember.ones(2, 3)``."""
-    return _filled("ones", size, 1, dtype, device, requires_grad, out)
+    return _filled("ones", _size_arg(dims, size, "ones"), 1, dtype, device, requires_grad, out)
 
 
 @export(to=TORCH)
@@ -263,10 +275,10 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 
 
 @export(to=TORCH)
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None) -> Tensor:
     """An uninitialised tensor."""
-    size = _size(size, "empty")
+    size = _size(_size_arg(dims, size, "empty"), "empty")
     dev, _, nd = _dev_dtype(device, dtype, out)
     return create("empty", dev, requires_grad, out, "empty", size, nd)
 
@@ -392,17 +404,17 @@ def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *arg
 
 
 @export(to=TORCH)
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def rand(*dims, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False) -> Tensor:
     """Uniform samples on [0, 1)."""
-    return _random("rand", "uniform", size, generator, dtype, device, requires_grad, out)
+    return _random("rand", "uniform", _size_arg(dims, size, "rand"), generator, dtype, device, requires_grad, out)
 
 
 @export(to=TORCH)
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def randn(*dims, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
     """Standard normal samples."""
-    return _random("randn", "normal", size, generator, dtype, device, requires_grad, out)
+    return _random("randn", "normal", _size_arg(dims, size, "randn"), generator, dtype, device, requires_grad, out)
 
 
 @export(to=TORCH)

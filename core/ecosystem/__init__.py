@@ -1,0 +1,284 @@
+"""The ecosystem harness: PyTorch libraries measured by their own test suites, under PyTorch and under ember.
+
+Each library in :data:`LIBRARIES` is installed with ``--no-deps`` (plus the non-PyTorch dependencies the main
+environment lacks) into a private target directory, never into the environment's site-packages. Its test files come
+from its source distribution on the package index (``pip download --no-binary :all: --no-deps``); nothing of a
+library's test code is kept in ember's repository. The chosen subset then runs twice with pytest: once as it is
+(``torch`` is PyTorch, the oracle) and once with ``ember.torch_compat.install()`` run by a ``sitecustomize`` module
+ahead of everything else, so ``import torch`` is ember. Where a source distribution lacks its tests the row says so
+and ember's own canonical-usage test of that library (``tests/ecosystem/canonical/``) runs instead.
+
+>>> from ember.ecosystem import LIBRARIES
+>>> LIBRARIES["einops"].version
+'0.8.2'
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+__all__ = ["LIBRARIES", "Library", "Result", "cache_dir", "prepare", "run_subset", "compare", "table"]
+
+MODES = ("torch", "ember")
+_SITECUSTOMIZE = "import ember.torch_compat\nember.torch_compat.install()\n"
+_REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Library:
+    """One library of the comparison: its pinned release, where its tests sit and which of them run.
+
+    ``tests`` are pytest arguments relative to the unpacked source distribution (``full``: the whole subset the issue
+    names; ``smoke``: the small subset for CI and busy machines). ``deps`` are its non-PyTorch requirements;
+    ``canonical`` is ember's own test file of the library's canonical usage, run when the sdist has no tests."""
+
+    name: str
+    dist: str
+    version: str
+    deps: tuple = ()
+    full: tuple = ()
+    smoke: tuple = ()
+    canonical: str = ""
+    env: tuple = ()  # (name, value) pairs its test suite reads
+
+    @property
+    def spec(self) -> str:
+        return f"{self.dist}=={self.version}"
+
+
+# versions: current releases that support PyTorch 2.13's API (kept equal to the ``ecosystem`` extra in pyproject)
+LIBRARIES = {lib.name: lib for lib in (
+    Library("einops", "einops", "0.8.2", full=("einops/tests",), smoke=("einops/tests",),
+            env=(("EINOPS_TEST_BACKENDS", "torch"),)),
+    Library("skorch", "skorch", "1.4.0", deps=("scikit-learn", "scipy", "tabulate", "tqdm"),
+            full=("skorch/tests", "--ignore=skorch/tests/llm", "--ignore=skorch/tests/test_hf.py",
+                  "-m", "not cuda"),
+            smoke=("skorch/tests/test_history.py", "skorch/tests/test_dataset.py", "skorch/tests/test_setter.py")),
+    Library("pyro", "pyro-ppl", "1.9.2", deps=("opt-einsum", "pyro-api", "tqdm"),
+            full=("tests/distributions", "tests/infer/test_svi.py", "tests/infer/test_elbo_mapdata.py"),
+            smoke=("tests/test_primitives.py", "tests/test_settings.py", "tests/test_util.py"),
+            canonical="pyro"),
+    Library("torchmetrics", "torchmetrics", "1.9.0", deps=("lightning-utilities", "packaging"),
+            full=("tests/unittests/classification", "tests/unittests/regression"), canonical="torchmetrics"),
+    Library("timm", "timm", "1.0.31", deps=("huggingface-hub", "safetensors", "pyyaml"),
+            full=("tests/test_layers.py", "tests/test_models.py", "-k", "fx or resnet18 or vit_tiny or convnext_atto"),
+            smoke=("tests/test_layers.py",), canonical="timm"),
+    Library("transformers", "transformers", "5.24.0",
+            deps=("huggingface-hub", "safetensors", "tokenizers", "regex", "pyyaml", "filelock", "tqdm"),
+            full=("tests/models/gpt2/test_modeling_gpt2.py", "tests/models/llama/test_modeling_llama.py",
+                  "tests/models/bert/test_modeling_bert.py", "tests/models/vit/test_modeling_vit.py"),
+            canonical="transformers"),
+    Library("lightning", "lightning", "2.6.6",
+            deps=("lightning-utilities", "torchmetrics", "fsspec", "pyyaml", "packaging", "tqdm"),
+            full=("tests/tests_pytorch/trainer", "tests/tests_pytorch/checkpointing", "tests/tests_pytorch/loops"),
+            canonical="lightning"),
+)}
+
+
+@dataclasses.dataclass
+class Result:
+    """Counts of one pytest run: one library, one mode (``torch`` or ``ember``), one subset."""
+
+    library: str
+    mode: str
+    source: str  # "sdist" or "canonical"
+    subset: str
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    note: str = ""
+    failures: list = dataclasses.field(default_factory=list)
+
+
+def cache_dir() -> Path:
+    """Where sdists, private installs and run directories live (``EMBER_ECOSYSTEM_DIR``, else the user cache)."""
+    return Path(os.environ.get("EMBER_ECOSYSTEM_DIR", Path.home() / ".cache" / "ember" / "ecosystem"))
+
+
+def _pip(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _missing(deps) -> list:
+    """The requirements the main environment does not already satisfy (those go to the private target)."""
+    out = []
+    for dep in deps:
+        try:
+            importlib.metadata.distribution(dep)
+        except importlib.metadata.PackageNotFoundError:
+            out.append(dep)
+    return out
+
+
+def prepare(lib: Library, root: Path | None = None) -> tuple[Path, Path, bool]:
+    """Install ``lib`` into its private site directory and unpack its sdist.
+
+    Returns ``(site, source, has_tests)``; raises ``RuntimeError`` naming pip's message when the index is
+    unreachable or the release is missing."""
+    root = (root or cache_dir()) / f"{lib.name}-{lib.version}"
+    site, source, sdists = root / "site", root / "src", root.parent / "sdist"
+    if not (site / ".done").exists():
+        shutil.rmtree(site, ignore_errors=True)
+        for args in ([lib.spec], _missing(lib.deps + ("pytest-timeout",))):
+            if args:
+                proc = _pip("install", "--quiet", "--no-deps", "--target", str(site), *args)
+                if proc.returncode:
+                    raise RuntimeError(f"ecosystem: pip install {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+        (site / ".done").touch()
+    if not source.exists():
+        sdists.mkdir(parents=True, exist_ok=True)
+        found = [p for p in sdists.glob("*.tar.gz") if _sdist_of(p, lib)]
+        if not found:
+            proc = _pip("download", "--quiet", "--no-binary", ":all:", "--no-deps", "-d", str(sdists), lib.spec)
+            if proc.returncode:
+                raise RuntimeError(f"ecosystem: pip download {lib.spec} failed:\n{proc.stderr[-2000:]}")
+            found = [p for p in sdists.glob("*.tar.gz") if _sdist_of(p, lib)]
+        tmp = root / "unpack"
+        shutil.rmtree(tmp, ignore_errors=True)
+        with tarfile.open(found[0]) as tar:
+            tar.extractall(tmp, filter="data")
+        (only,) = tmp.iterdir()
+        only.rename(source)
+        tmp.rmdir()
+    return site, source, any(_exists(source, arg) for arg in lib.full + lib.smoke)
+
+
+def _sdist_of(path: Path, lib: Library) -> bool:
+    stem = path.name[: -len(".tar.gz")]
+    return stem.replace("-", "_").lower() == f"{lib.dist}_{lib.version}".replace("-", "_").lower()
+
+
+def _exists(source: Path, arg: str) -> bool:
+    return not arg.startswith("-") and (source / arg.split("::")[0]).exists()
+
+
+def _present(source: Path, subset) -> list:
+    """The subset's pytest arguments whose paths the sdist has (options and their values are kept)."""
+    out, value_next = [], False
+    for arg in subset:
+        if value_next or arg.startswith("-") or _exists(source, arg):
+            out.append(arg)
+        value_next = arg in ("-k", "-m")
+    return out
+
+
+def _env(lib: Library, mode: str, site: Path, inject: Path) -> dict:
+    env = dict(os.environ, **dict(lib.env))
+    paths = [str(inject)] if mode == "ember" else []
+    paths += [str(site), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 60, budget: int = 300,
+               root: Path | None = None) -> Result:
+    """Run ``lib``'s chosen tests once in ``mode`` ("torch": PyTorch itself; "ember": the alias) and count them."""
+    if mode not in MODES:
+        raise ValueError(f"run_subset: mode must be one of {MODES}, got {mode!r}")
+    site, source, has_tests = prepare(lib, root)
+    subset = lib.smoke if smoke and lib.smoke else lib.full
+    args = _present(source, subset)
+    if has_tests and any(_exists(source, a) for a in args):
+        cwd, origin = source, "sdist"
+    elif lib.canonical:
+        cwd, args, origin = _REPO / "tests" / "ecosystem" / "canonical", [f"test_{lib.canonical}.py"], "canonical"
+    else:
+        return Result(lib.name, mode, "none", "", note="the sdist has no tests and there is no canonical test")
+    inject = site.parent / "inject"
+    inject.mkdir(exist_ok=True)
+    (inject / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    xml = site.parent / f"junit-{mode}-{origin}.xml"
+    xml.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o",
+           "filterwarnings=", f"--rootdir={cwd}", f"--timeout={timeout}", f"--junitxml={xml}", *args]
+    result = Result(lib.name, mode, origin, " ".join(args))
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=_env(lib, mode, site, inject), capture_output=True, text=True,
+                              timeout=budget)
+        if not xml.exists():
+            result.note = ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1][:200]
+    except subprocess.TimeoutExpired:
+        result.note = f"stopped after {budget}s"
+    if xml.exists():
+        _count(xml, result)
+    return result
+
+
+def _count(xml: Path, result: Result) -> None:
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        name = f"{case.get('classname')}::{case.get('name')}"
+        if "skipped" in kinds:
+            result.skipped += 1
+        elif "error" in kinds:
+            result.errors += 1
+            result.failures.append((name, _message(case, "error")))
+        elif "failure" in kinds:
+            result.failed += 1
+            result.failures.append((name, _message(case, "failure")))
+        else:
+            result.passed += 1
+
+
+def _message(case, tag) -> str:
+    node = case.find(tag)
+    return (node.get("message") or "").splitlines()[0][:200] if node is not None else ""
+
+
+def compare(names=None, *, smoke: bool = False, timeout: int = 60, budget: int = 300, log=print) -> list:
+    """Run each named library (all of :data:`LIBRARIES` by default) under PyTorch and under ember."""
+    results = []
+    for name in names or LIBRARIES:
+        lib = LIBRARIES[name]
+        for mode in MODES:
+            try:
+                res = run_subset(lib, mode, smoke=smoke, timeout=timeout, budget=budget)
+            except RuntimeError as exc:
+                res = Result(name, mode, "none", "", note=str(exc).splitlines()[0])
+            log(f"{name:13s} {mode:6s} {res.source:9s} passed={res.passed} failed={res.failed} "
+                f"errors={res.errors} skipped={res.skipped} {res.note}")
+            results.append(res)
+    return results
+
+
+def table(results, *, date: str | None = None) -> str:
+    """The comparison as a Markdown table: counts per library and mode, and ember's pass count over PyTorch's."""
+    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    torch_version = _version("torch")
+    lines = [f"Run {date}; PyTorch {torch_version} (oracle) vs ember {_version('ember')} under the alias "
+             f"(torch.__version__ {_alias_version()}).", "",
+             "| library | version | tests from | subset | mode | passed | failed | errors | skipped | ratio |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    by_lib = {}
+    for res in results:
+        by_lib.setdefault(res.library, {})[res.mode] = res
+    for name, modes in by_lib.items():
+        base = modes.get("torch")
+        for mode, res in modes.items():
+            ratio = f"{res.passed / base.passed:.1%}" if mode == "ember" and base and base.passed else ""
+            lines.append(f"| {name} | {LIBRARIES[name].version} | {res.source} | `{res.subset}` | {mode} | "
+                         f"{res.passed} | {res.failed} | {res.errors} | {res.skipped} | {ratio} |"
+                         + (f" {res.note}" if res.note else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _alias_version() -> str:
+    from ..version import __version__
+    return __version__

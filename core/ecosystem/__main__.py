@@ -1,0 +1,55 @@
+"""``python -m ember.ecosystem [LIBRARY ...] [--smoke] [--write docs/ecosystem.md]``: the ecosystem comparison.
+
+Runs each library's chosen tests under PyTorch and under ember (see :mod:`ember.ecosystem`), prints the counts and
+the failures under ember, and with ``--write`` puts the table into the Markdown file between its markers.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import LIBRARIES, compare, table
+
+BEGIN, END = "<!-- ecosystem-table:begin -->", "<!-- ecosystem-table:end -->"
+
+
+def write_table(path: Path, text: str) -> None:
+    """Replace the text between the table markers of ``path`` (appending the markers when they are absent)."""
+    doc = path.read_text() if path.exists() else ""
+    if BEGIN in doc and END in doc:
+        head, _, rest = doc.partition(BEGIN)
+        doc = f"{head}{BEGIN}\n{text}{END}{rest.partition(END)[2]}"
+    else:
+        doc = f"{doc}\n{BEGIN}\n{text}{END}\n"
+    path.write_text(doc)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ember.ecosystem", description=__doc__.splitlines()[0])
+    parser.add_argument("libraries", nargs="*", metavar="LIBRARY",
+                        help=f"libraries to run (default: all of {', '.join(LIBRARIES)})")
+    parser.add_argument("--smoke", action="store_true", help="each library's small subset")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds per test (pytest-timeout)")
+    parser.add_argument("--budget", type=int, default=1800, help="seconds per library and mode")
+    parser.add_argument("--write", type=Path, help="Markdown file whose table to replace")
+    parser.add_argument("--failures", type=int, default=40, help="failures under ember to print per library")
+    ns = parser.parse_args(argv)
+    unknown = sorted(set(ns.libraries) - set(LIBRARIES))
+    if unknown:
+        parser.error(f"unknown libraries {unknown}; choose from {', '.join(LIBRARIES)}")
+    results = compare(ns.libraries or None, smoke=ns.smoke, timeout=ns.timeout, budget=ns.budget)
+    for res in results:
+        if res.mode == "ember" and res.failures:
+            print(f"\n{res.library}: {len(res.failures)} failures/errors under ember")
+            for name, message in res.failures[: ns.failures]:
+                print(f"  {name}: {message}")
+    text = table(results)
+    print("\n" + text)
+    if ns.write:
+        write_table(ns.write, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
