@@ -104,6 +104,9 @@ class _StorageTable:
         self._by_root: dict = {}
 
     def add(self, t: Tensor) -> dict:
+        if t.is_sparse or t.is_sparse_csr:  # its storage is a zero-stride shell, not its data
+            raise NotImplementedError(f"save: a tensor of layout {t.layout} cannot be saved; save its indices and "
+                                      "values (or to_dense()) instead")
         arr, dev = t._data, t._dev
         root = t._storage_root()
         shares = (root is not arr and _dense(root) and hasattr(arr, "strides")

@@ -1,6 +1,9 @@
 """Sparse tensors (COO and CSR) against PyTorch: construction, conversion, structure, arithmetic, products,
 reductions, softmax and the gradients to values and to the dense operands; a GCN's sparse usage trained for a
 few steps with PyTorch's losses."""
+import copy
+import io
+
 import numpy as np
 import pytest
 
@@ -165,6 +168,10 @@ def test_addition_and_scalars(device):
     close(both_e, both_t)
     close(se.coalesce() + se.coalesce(), st.coalesce() + st.coalesce())
     assert (se.coalesce() + se.coalesce()).is_coalesced()
+    acc_e, acc_t = de.detach().clone(), dt.detach().clone()
+    acc_e += se
+    acc_t += st
+    close(acc_e, acc_t)
     close(se * 2.5, st * 2.5)
     close(3 * se, 3 * st)
     close(se / 2, st / 2)
@@ -201,6 +208,19 @@ def test_transpose_to_detach_and_leaf_grad(device):
     close(dup_e.grad, dup_t.grad)
     plain = ember.sparse_coo_tensor([[0]], [1.0], (2,)).requires_grad_()
     assert plain.requires_grad
+
+
+def test_gradcheck_through_products_and_softmax(device):
+    idx = [[0, 1, 1, 2], [2, 0, 2, 1]]
+    dense = ember.randn(3, 2, dtype=ember.float64, device=device, requires_grad=True)
+    values = ember.randn(4, dtype=ember.float64, device=device, requires_grad=True)
+
+    def f(v, d):
+        s = ember.sparse_coo_tensor(idx, v, (3, 3))
+        return ember.sparse.softmax(s, 1).to_dense() @ d + ember.spmm(s.t(), d)
+
+    assert ember.autograd.gradcheck(f, (values, dense))
+    assert ember.autograd.gradgradcheck(f, (values, dense))
 
 
 def test_legacy_constructors(device):
@@ -248,6 +268,10 @@ def test_csr(device):
     (lambda s: ember.mm(s, ember.ones(2, 2, dtype=ember.float64)), RuntimeError, "cannot be multiplied"),
     (lambda s: ember.addmm(s, s, ember.ones(3, 3, dtype=ember.float64)), RuntimeError, "addmm"),
     (lambda s: s + 1, NotImplementedError, "add"),
+    (lambda s: s.add_(s), NotImplementedError, "add_.*sparse_coo"),
+    (lambda s: ember.save(s, io.BytesIO()), NotImplementedError, "save.*sparse_coo"),
+    (lambda s: ember.save({"adj": s.to_sparse_csr()}, io.BytesIO()), NotImplementedError, "save.*sparse_csr"),
+    (lambda s: copy.deepcopy(s), NotImplementedError, "sparse_coo"),
     (lambda s: s + ember.ones(3, 3, dtype=ember.float64), RuntimeError, r"add\(sparse, dense\) is not supported"),
     (lambda s: ember.ones(2).indices(), RuntimeError, "Strided"),
     (lambda s: ember.sparse_coo_tensor([[0, 3]], [1.0, 2.0], (3,)), RuntimeError, "inconsistent"),

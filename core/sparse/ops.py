@@ -347,6 +347,14 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
     return coalesce(s) if a._sp_c and b._sp_c else s
 
 
+@implements("add_", "__iadd__", layouts=BOTH)
+def add_(input, other, *, alpha=1):  # noqa: A002
+    """``input += alpha * other`` for a dense ``input`` and a sparse ``other``."""
+    if isinstance(input, SparseTensor):
+        raise NotImplementedError(f"add_: an in-place update of a tensor of layout {input.layout} is not supported")
+    return input.add_(to_dense(other), alpha=alpha)
+
+
 @implements("sub", "__sub__", layouts=BOTH)
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other`` where either is sparse."""
