@@ -28,6 +28,7 @@ from ..nn.modules.module import Module
 from ..state import is_grad_enabled, is_inference
 from ..tensor import Tensor
 from . import config
+from .aot import joint_body, split
 from .exc import Unsupported
 from .replay import generate
 
@@ -43,6 +44,7 @@ class _Capture:
         self.fullgraph = fullgraph
         self.breaks = []
         self.converted = None  # the tensor of the last conversion met
+        self.internal = False  # the compiler's own backward pass (aot) runs
         self.tid = threading.get_ident()
 
     def note(self, reason):
@@ -73,7 +75,7 @@ def _on_conversion(t, what):
 def _backward_breaks(run):
     def traced_run(*args, **kwargs):
         c = current_capture()
-        if c is not None and c.tid == threading.get_ident():
+        if c is not None and c.tid == threading.get_ident() and not c.internal:
             c.note("a backward pass (Tensor.backward or autograd.grad) inside the compiled function")
         return run(*args, **kwargs)
     return traced_run
@@ -146,12 +148,12 @@ class Variant:
     """One compiled variant: the graph, its dispatch replay, its raw replay (None when it has none), or the
     graph breaks that make it run eagerly."""
 
-    __slots__ = ("graph", "program", "fast", "source", "slots", "consts", "out_spec", "breaks")
+    __slots__ = ("graph", "program", "fast", "aot", "source", "slots", "consts", "out_spec", "breaks")
 
     def __init__(self, breaks=(), graph=None, out_spec=None):
         self.breaks = list(breaks)
         self.graph, self.out_spec = graph, out_spec
-        self.program = self.fast = self.source = None
+        self.program = self.fast = self.aot = self.source = None
         self.slots, self.consts = [], []
 
     def run(self, flat):
@@ -161,6 +163,8 @@ class Variant:
         fast = self.fast
         if fast is not None and (not is_grad_enabled() or not any(t._rg for t in tensors)):
             outs = fast(tensors)
+        elif self.aot is not None and is_grad_enabled() and self.aot.matches(tensors):
+            outs = self.aot.run(tensors)
         else:
             by_path = dict(zip(g.params.values(), params))
             outs = self.program.run(flat, by_path.__getitem__)
@@ -213,14 +217,15 @@ class CompiledFunction:
             flat = []
             _guard_key((args, kwargs), flat)
         state = _Capture(self.fullgraph)
-        holder = []
-
-        def body(*a, **k):
-            out = self.fn(*a, **k)
-            outs = []
-            holder.append(out)
-            holder.append(_out_spec(out, outs))
-            return tuple(outs)
+        holder = {}
+        if is_grad_enabled() and self.backend in ("inductor", "ember"):
+            body = joint_body(self.fn, _out_spec, holder, state)
+        else:
+            def body(*a, **k):
+                out = self.fn(*a, **k)
+                outs = []
+                holder["out"], holder["spec"] = out, _out_spec(out, outs)
+                return tuple(outs)
 
         run = _engine.run
         _LOCAL.capture = state
@@ -232,16 +237,24 @@ class CompiledFunction:
         finally:
             _engine.run = run
             _LOCAL.capture = None
-        out, spec = holder
+        out, spec = holder["out"], holder["spec"]
         if spec is None:
             state.note(f"an output of type {type(out).__name__} (only tensors in tuples, lists and dicts are "
                        "rebuilt from a graph)")
         if state.breaks:
             return Variant(state.breaks), out
-        return self.build(graph, spec, flat), out
+        return self.build(graph, spec, flat, holder), out
 
-    def build(self, graph, spec, flat):
+    def build(self, graph, spec, flat, holder):
         v = Variant(graph=graph, out_spec=spec)
+        aot = None
+        if "tracer" in holder:  # a joint graph: its backward part becomes the aot step, the rest the forward
+            devs = {t._dev for t in holder["tracer"].values}
+            if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
+                order = list(graph.inputs) + list(graph.params) + list(graph.consts)
+                aot = split(graph, holder, order, devs.pop())
+            graph.nodes = [n for n in graph.nodes if id(n) in holder["fwd"]]
+            graph.out_spec = graph.out_spec[:len(holder["outs"])]
         try:
             v.program = Program(graph)
         except RuntimeError as exc:
@@ -256,6 +269,7 @@ class CompiledFunction:
             if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
                 order = list(graph.inputs) + list(graph.params) + list(graph.consts)
                 v.fast, v.source = generate(graph, order, devs.pop())
+        v.aot = aot
         return v
 
     def reset(self):

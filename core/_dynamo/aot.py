@@ -1,0 +1,135 @@
+"""Training graphs ahead of time: the backward of a captured call, captured with it and replayed as one
+autograd Function.
+
+ember's backward formulas are written with ember ops, so a backward pass run while a capture records passes
+the interception point like the forward. :func:`joint_body` runs the compiled function, then
+``autograd.grad`` of its differentiable outputs with respect to every tensor that requires grad (inputs,
+parameters, captured tensors), with stand-in output gradients; the one graph recorded holds the forward and
+the backward. :func:`split` cuts it where the backward began: the forward part returns the outputs and the
+values the backward reads (the saved values); the backward part maps those and the output gradients to the
+gradients. Each part becomes a generated raw-kernel function (:mod:`.replay`), and :class:`CompiledStep`
+runs them as the forward and backward of one autograd Function, so ``loss.backward()`` runs the compiled
+backward and the gradients reach the leaves through the engine, as eager mode's do.
+
+The split is refused (the dispatch replay serves the call) when the backward used a tensor it did not
+compute with a recorded op (a gradient summed or filled outside the ops), or reads a forward value that a
+later in-place op changed.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ..autograd.engine import grad as _grad
+from ..autograd.function import Function
+from ..jit import _graph
+from ..jit._graph import Ref, _refs_in
+from ..tensor import Tensor, _wrap
+from .replay import generate
+
+
+def joint_body(fn, out_spec, holder, state):
+    """``fn`` followed by the gradients of its differentiable outputs (the function the joint capture runs)."""
+    def body(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        outs = []
+        holder["out"], holder["spec"] = out, out_spec(out, outs)
+        tracer = _graph._LOCAL.tracer
+        holder["fwd"] = {id(n) for n in tracer.nodes}
+        holder["n_values"] = len(tracer.values)
+        g = tracer.graph
+        seen, leaves = set(), []
+        for i in list(g.inputs) + list(g.params) + list(g.consts):
+            t = tracer.values[i]
+            if t._rg and id(t) not in seen:
+                seen.add(id(t))
+                leaves.append(t)
+        diff = [o for o in outs if o._rg and o.dtype.is_floating_point]
+        gouts = [_wrap(o._dev.kernels["copy"](o._data), o._dev) for o in diff]  # stand-ins, met by the backward
+        grads = ()
+        if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
+            state.internal = True
+            try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
+                grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
+            except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
+                grads = ()
+            finally:
+                state.internal = False
+        holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
+        return tuple(outs) + tuple(x for x in grads if x is not None)
+    return body
+
+
+def split(graph, holder, order, dev):
+    """The compiled forward and backward of a joint graph, or None where it cannot be split safely."""
+    tracer = holder["tracer"]
+    vals = tracer.vals
+    fwd_ids = holder["fwd"]
+    fwd = [n for n in graph.nodes if id(n) in fwd_ids]
+    bwd = [n for n in graph.nodes if id(n) not in fwd_ids]
+    gout_ids = [vals[id(t)].i if id(t) in vals else None for t in holder["gouts"]]
+    made = {i for n in bwd for i in n.outs}
+    read = {i for n in bwd for i in _refs_in(n.args)}
+    late = [i for i in graph.consts if i >= holder["n_values"] and i not in gout_ids]
+    if late or not bwd:
+        return None
+    saved = sorted(read - made - set(gout_ids))
+    saved_set = set(saved)
+    if any(n.kind == "inplace" and n.args[0].i in saved_set for n in fwd):
+        return None
+    out_ids = [vals[id(o)].i for o in holder["outs"]]
+    diff_pos = [k for k, o in enumerate(holder["outs"]) if any(o is d for d in holder["diff"])]
+    grads = holder["grads"]
+    grad_ids = [vals[id(g)].i if g is not None else None for g in grads]
+    leaf_ids = [vals[id(t)].i for t in holder["leaves"]]
+    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, out_spec=tuple(Ref(i) for i in out_ids + saved))
+    used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
+    b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta,
+                              out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
+    forward, fsrc = generate(f_graph, order, dev)
+    backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev)
+    pos = {i: j for j, i in reversed(list(enumerate(order)))}
+    return CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
+                        used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos[i] for i in leaf_ids],
+                        has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
+
+
+class CompiledStep:
+    """A split joint graph: ``run(tensors)`` computes the outputs through :class:`_Joint` (one autograd node)."""
+
+    def __init__(self, forward, backward, n_out, diff_pos, used_gouts, leaf_pos, has_grad, source):
+        self.forward, self.backward = forward, backward
+        self.n_out, self.diff_pos, self.used_gouts = n_out, diff_pos, used_gouts
+        self.leaf_pos, self.has_grad, self.source = leaf_pos, has_grad, source
+
+    def matches(self, tensors):
+        """Whether exactly the captured leaves require grad now."""
+        return {id(tensors[j]) for j in self.leaf_pos} == {id(t) for t in tensors if t._rg}
+
+    def run(self, tensors):
+        call = SimpleNamespace(step=self, tensors=tensors, outs=None)
+        diff = _Joint.apply(call, *[tensors[j] for j in self.leaf_pos])
+        outs = list(call.outs)
+        for k, t in zip(self.diff_pos, diff):
+            outs[k] = t
+        return tuple(outs)
+
+
+class _Joint(Function):
+    """The compiled forward and backward of one captured call, as one autograd Function."""
+
+    @staticmethod
+    def forward(ctx, call, *leaves):
+        step = call.step
+        values = step.forward(call.tensors)
+        call.outs = values[:step.n_out]
+        ctx.step, ctx.saved = step, values[step.n_out:]
+        return tuple(call.outs[k] for k in step.diff_pos)
+
+    @staticmethod
+    def backward(ctx, *gouts):
+        step = ctx.step
+        gs = [gouts[k] for k in step.used_gouts]
+        if any(not isinstance(g, Tensor) for g in gs):
+            raise RuntimeError("ember.compile: the compiled backward needs every output's gradient")
+        computed = iter(step.backward(list(ctx.saved) + gs))
+        return (None, *[next(computed) if h else None for h in step.has_grad])
