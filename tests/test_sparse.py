@@ -253,6 +253,9 @@ def test_csr(device):
         assert e.crow_indices().tolist() == t.crow_indices().tolist()
         assert e.col_indices().tolist() == t.col_indices().tolist()
         close(e, t)
+    pe, pt = ce @ ce, ct @ ct
+    assert pe.layout is ember.sparse_csr and pt.layout == torch.sparse_csr
+    close(pe, pt)
     back = ce.to_sparse()
     assert back.layout is ember.sparse_coo and back.indices().tolist() == ct.to_sparse().indices().tolist()
 
@@ -272,6 +275,8 @@ def test_csr(device):
     (lambda s: ember.save(s, io.BytesIO()), NotImplementedError, "save.*sparse_coo"),
     (lambda s: ember.save({"adj": s.to_sparse_csr()}, io.BytesIO()), NotImplementedError, "save.*sparse_csr"),
     (lambda s: copy.deepcopy(s), NotImplementedError, "sparse_coo"),
+    (lambda s: ember.nn.Parameter(s), NotImplementedError, "Parameter.*sparse_coo"),
+    (lambda s: s.as_subclass(ember.Tensor), NotImplementedError, "as_subclass.*sparse_coo"),
     (lambda s: s + ember.ones(3, 3, dtype=ember.float64), RuntimeError, r"add\(sparse, dense\) is not supported"),
     (lambda s: ember.ones(2).indices(), RuntimeError, "Strided"),
     (lambda s: ember.sparse_coo_tensor([[0, 3]], [1.0, 2.0], (3,)), RuntimeError, "inconsistent"),

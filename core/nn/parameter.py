@@ -24,6 +24,8 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor as data, got {type(data).__name__}")
+        if data.is_sparse or data.is_sparse_csr:  # a sparse tensor's storage is a shell, not its data
+            raise NotImplementedError(f"Parameter: a tensor of layout {data.layout} cannot be a Parameter in ember")
         p = _new(cls)
         p._data = data._data
         p._dev = data._dev

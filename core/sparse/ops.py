@@ -409,7 +409,7 @@ def _sparse_dense_mm(s, d):
 @implements("mm", "spmm", "smm", layouts=BOTH)
 def mm(mat1, mat2, reduce=None, *, out=None):
     """The matrix product with a sparse operand: sparse @ dense and dense @ sparse are dense, sparse @ sparse
-    is COO.
+    is sparse (CSR for two CSR operands, else COO; computed through a dense product).
 
     >>> import ember
     >>> s = ember.tensor([[0., 2.], [3., 0.]]).to_sparse()
@@ -434,7 +434,8 @@ def mm(mat1, mat2, reduce=None, *, out=None):
     if not (a_sparse or b_sparse):
         return mat1.mm(mat2)
     if a_sparse and b_sparse:
-        return to_sparse(_sparse_dense_mm(_coo(mat1), to_dense(mat2)))
+        product = to_sparse(_sparse_dense_mm(_coo(mat1), to_dense(mat2)))
+        return to_sparse_csr(product) if mat1._sp_layout is mat2._sp_layout is CSR else product
     if a_sparse:
         return _sparse_dense_mm(_coo(mat1), mat2)
     return _sparse_dense_mm(transpose(_coo(mat2)), mat1.t()).t()

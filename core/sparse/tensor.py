@@ -122,6 +122,10 @@ class SparseTensor(Tensor):
             return make_csr(self._sp_crow, self._sp_i, values, self.shape)
         return make(self._sp_i, values, self.shape, self._sp_c)
 
+    def as_subclass(self, cls):
+        """Refused: another class would see this tensor's zero-stride storage as its data."""
+        raise NotImplementedError(f"as_subclass: not supported for a tensor of layout {self._sp_layout}")
+
     def __iter__(self):
         raise NotImplementedError(f"iteration: not supported for a tensor of layout {self._sp_layout}")
 
