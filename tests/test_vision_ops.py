@@ -29,9 +29,19 @@ ROIS = np.array([[0, 1.0, 1.0, 5.0, 6.0], [1, 0.0, 0.0, 10.0, 8.0], [0, 2.3, 1.1
 ROI_ALIGN_CASES = [dict(output_size=(2, 3), spatial_scale=1.0, sampling_ratio=-1, aligned=False),
                    dict(output_size=(3, 3), spatial_scale=0.5, sampling_ratio=2, aligned=True),
                    dict(output_size=(4, 2), spatial_scale=1.0, sampling_ratio=-1, aligned=True)]
+PYRAMID = {"f1": RNG.standard_normal((2, 3, 16, 16)), "f2": RNG.standard_normal((2, 5, 8, 8)),
+           "f3": RNG.standard_normal((2, 2, 4, 4))}
+PYR_BOXES = [np.array([[2.0, 3.0, 20.0, 30.0], [0.0, 0.0, 60.0, 50.0], [10.0, 12.0, 14.0, 15.0]]),
+             np.array([[5.0, 5.0, 55.0, 58.0], [30.0, 1.0, 40.0, 9.0]])]
 MASKS = np.zeros((3, 6, 7), dtype=np.uint8)
 MASKS[0, 1:4, 2:6] = 1
 MASKS[1, 5, 0] = 1
+
+
+def _json(a):
+    if isinstance(a, dict):
+        return json.dumps({k: v.tolist() for k, v in a.items()})
+    return json.dumps([v.tolist() for v in a])
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +73,20 @@ def ref():
                     se=ops.SqueezeExcitation(8, 2), mlp=ops.MLP(4, [8, 8, 3], norm_layer=torch.nn.LayerNorm),
                     frozen=ops.FrozenBatchNorm2d(4))
         out["keys"] = {{k: list(m.state_dict()) for k, m in mods.items()}}
+        from torchvision.ops import poolers
+        from torchvision.ops.feature_pyramid_network import LastLevelMaxPool, LastLevelP6P7
+        poolers.roi_align = lambda inp, r, output_size, spatial_scale, sampling_ratio: _roi_align(
+            inp, r, spatial_scale, *output_size, sampling_ratio, False)
+        pyr = {{k: torch.tensor(v, dtype=torch.float64) for k, v in {_json(PYRAMID)}.items()}}
+        msra = ops.MultiScaleRoIAlign(["f1", "f3"], 3, 2)
+        pboxes = [torch.tensor(b, dtype=torch.float64) for b in {_json(PYR_BOXES)}]
+        out["msra"] = t(msra(dict(pyr, f1=pyr["f1"][:, :2]), pboxes, [(64, 64), (60, 64)]))
+        torch.manual_seed(0)
+        fpn = ops.FeaturePyramidNetwork([3, 5, 2], 4, extra_blocks=LastLevelMaxPool()).double()
+        fout = fpn(pyr)
+        out["fpn_state"] = {{k: t(v) for k, v in fpn.state_dict().items()}}
+        out["fpn_out"] = {{k: t(v) for k, v in fout.items()}}
+        out["p6p7_keys"] = list(ops.FeaturePyramidNetwork([3, 5], 4, extra_blocks=LastLevelP6P7(5, 4)).state_dict())
         out["reprs"] = {{k: repr(m) for k, m in mods.items()}}
         print(json.dumps(out))
     """)
@@ -325,3 +349,113 @@ def test_stochastic_depth(device):
     assert len(set(whole.flatten().tolist())) == 1
     mod = ops.StochasticDepth(0.5, "row").eval()
     assert mod(x) is x and repr(mod) == "StochasticDepth(p=0.5, mode=row)"
+
+
+def test_multiscale_roi_align_and_fpn_match_torchvision(ref, device):
+    pyr = {k: _t(v, device) for k, v in PYRAMID.items()}
+    boxes = [_t(b, device) for b in PYR_BOXES]
+    msra = ops.MultiScaleRoIAlign(["f1", "f3"], 3, 2)
+    out = msra({"f1": pyr["f1"][:, :2], "f2": pyr["f2"], "f3": pyr["f3"]}, boxes, [(64, 64), (60, 64)])
+    expected = np.asarray(ref["msra"])
+    assert out.shape == expected.shape == (5, 2, 3, 3)
+    _close(out, expected, 1e-10)
+    fpn = ops.FeaturePyramidNetwork([3, 5, 2], 4, extra_blocks=ops.feature_pyramid_network.LastLevelMaxPool())
+    fpn = fpn.double().to(device)
+    state = {k: _t(v, device) for k, v in ref["fpn_state"].items()}
+    fpn.load_state_dict(state)
+    got = fpn(pyr)
+    assert list(got) == list(ref["fpn_out"]) == ["f1", "f2", "f3", "pool"]
+    for k, v in ref["fpn_out"].items():
+        _close(got[k], v, 1e-10)
+    p6p7 = ops.feature_pyramid_network.LastLevelP6P7(5, 4)
+    assert list(ops.FeaturePyramidNetwork([3, 5], 4, extra_blocks=p6p7).state_dict()) == ref["p6p7_keys"]
+    with pytest.raises(TypeError, match="extra_blocks should be of type ExtraFPNBlock"):
+        ops.FeaturePyramidNetwork([3], 4, extra_blocks=ember.nn.ReLU())
+
+
+def test_ps_roi_ops_brute_force(device):
+    feat = RNG.standard_normal((2, 12, 9, 11))
+    out_size = (2, 3)
+    full = _roi_align_numpy(feat, ROIS, out_size, 0.8, -1, True)
+    expected = np.zeros((len(ROIS), 2) + out_size)
+    for c in range(2):
+        for i in range(2):
+            for j in range(3):
+                expected[:, c, i, j] = full[:, (c * 2 + i) * 3 + j, i, j]
+    _close(ops.ps_roi_align(_t(feat, device), _t(ROIS, device), out_size, 0.8), expected, 1e-10)
+    rnd = lambda v: math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)  # noqa: E731
+    pooled = np.zeros_like(expected)
+    for r, (b, *box) in enumerate(ROIS):
+        x1, y1, x2, y2 = (rnd(v * 0.8) for v in box)
+        bh, bw = max(y2 - y1, 1) / 2, max(x2 - x1, 1) / 3
+        for c in range(2):
+            for i in range(2):
+                for j in range(3):
+                    hs, he = (min(max(math.floor(i * bh) + y1, 0), 9), min(max(math.ceil((i + 1) * bh) + y1, 0), 9))
+                    ws, we = (min(max(math.floor(j * bw) + x1, 0), 11),
+                              min(max(math.ceil((j + 1) * bw) + x1, 0), 11))
+                    if he > hs and we > ws:
+                        pooled[r, c, i, j] = feat[int(b), (c * 2 + i) * 3 + j, hs:he, ws:we].mean()
+    _close(ops.PSRoIPool(out_size, 0.8)(_t(feat, device), _t(ROIS, device)), pooled, 1e-10)
+    x = _t(feat[:, :4, :5, :6], device).requires_grad_()
+    assert ember.autograd.gradcheck(lambda t: ops.ps_roi_align(t, _t(ROIS[:3] * 0.5, device), 2, 1.0, 2), (x,))
+    assert ember.autograd.gradcheck(lambda t: ops.ps_roi_pool(t, _t(ROIS[:3] * 0.5, device), 2, 1.0), (x,))
+    with pytest.raises(RuntimeError, match="multiple of pooling height"):
+        ops.ps_roi_align(_t(feat, device), _t(ROIS, device), 5)
+
+
+def _deform_numpy(x, offset, weight, bias, stride, pad, dil, mask):
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    oh, ow = offset.shape[2:]
+    g = offset.shape[1] // (2 * kh * kw)
+    groups = c // cg
+
+    def sample(img, y, xx):
+        if y <= -1 or y >= h or xx <= -1 or xx >= w:
+            return 0.0
+        y0, x0 = math.floor(y), math.floor(xx)
+        total = 0.0
+        for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+            for xq, wx in ((x0, 1 - (xx - x0)), (x0 + 1, xx - x0)):
+                if 0 <= yy < h and 0 <= xq < w:
+                    total += wy * wx * img[yy, xq]
+        return total
+
+    out = np.zeros((n, o, oh, ow))
+    for b in range(n):
+        for oc in range(o):
+            grp = oc // (o // groups)
+            for i in range(oh):
+                for j in range(ow):
+                    acc = bias[oc]
+                    for ci in range(cg):
+                        ch = grp * cg + ci
+                        og = ch // (c // g)
+                        for ki in range(kh):
+                            for kj in range(kw):
+                                k = ki * kw + kj
+                                dy, dx = offset[b, (og * kh * kw + k) * 2:(og * kh * kw + k) * 2 + 2, i, j]
+                                v = sample(x[b, ch], i * stride - pad + ki * dil + dy, j * stride - pad + kj * dil + dx)
+                                m = 1.0 if mask is None else mask[b, og * kh * kw + k, i, j]
+                                acc += weight[oc, ci, ki, kj] * v * m
+                    out[b, oc, i, j] = acc
+    return out
+
+
+def test_deform_conv2d_brute_force_and_gradcheck(device):
+    rng = np.random.default_rng(3)
+    x, weight, bias = rng.standard_normal((2, 4, 5, 6)), rng.standard_normal((6, 2, 3, 3)), rng.standard_normal(6)
+    offset = rng.uniform(-2, 2, (2, 2 * 2 * 9, 3, 3))
+    mask = rng.uniform(size=(2, 2 * 9, 3, 3))
+    for m in (None, mask):
+        got = ops.deform_conv2d(_t(x, device), _t(offset, device), _t(weight, device), _t(bias, device), stride=2,
+                                padding=1, dilation=1, mask=None if m is None else _t(m, device))
+        _close(got, _deform_numpy(x, offset, weight, bias, 2, 1, 1, m), 1e-10)
+    args = [_t(a, device).requires_grad_() for a in (x[:1, :, :4, :4], offset[:1, :, :2, :2] * 0.7 + 0.13,
+                                                       weight, bias, mask[:1, :, :2, :2])]
+    assert ember.autograd.gradcheck(lambda *a: ops.deform_conv2d(*a[:4], stride=2, padding=1, mask=a[4]), args)
+    mod = ops.DeformConv2d(4, 6, 3, padding=1, groups=2).to(device)
+    assert mod(_t(x, device, ember.float32), ember.zeros(2, 18, 5, 6, device=device)).shape == (2, 6, 5, 6)
+    with pytest.raises(RuntimeError, match="offset output dims"):
+        mod(_t(x, device, ember.float32), ember.zeros(2, 18, 4, 6, device=device))
