@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from fakegpu import registered
 
 torch = pytest.importorskip("torch")
 # PyTorch warns that its sparse invariant checks are off and that CSR support is in beta
@@ -221,6 +222,29 @@ def test_gradcheck_through_products_and_softmax(device):
 
     assert ember.autograd.gradcheck(f, (values, dense))
     assert ember.autograd.gradgradcheck(f, (values, dense))
+
+
+def test_to_sparse_gradient_reaches_the_dense_input(device):
+    xe, xt = dense_pair(device, (3, 3))
+    we, wt = dense_pair(device, (3, 2), seed=3)
+    ember.sparse.mm(xe.relu().to_sparse(), we).sum().backward()
+    torch.sparse.mm(xt.relu().to_sparse(), wt).sum().backward()
+    np.testing.assert_allclose(xe.grad.cpu().numpy(), xt.grad.numpy())
+
+
+def test_sparse_tensors_stay_on_their_device():
+    with registered(2):
+        dev = "fakegpu:1"
+        v = ember.tensor(VAL, device=dev, requires_grad=True)
+        s = ember.sparse_coo_tensor(IDX, v, (3, 3))
+        d = ember.ones(3, 2, device=dev, requires_grad=True)
+        y = ember.spmm(s, d) + ember.mm(d.t(), s.t()).t() + ember.sparse.softmax(s, 1).to_dense() @ d
+        y.sum().backward()
+        assert {str(t.device) for t in (s, s.coalesce().indices(), s.to_sparse_csr(), y, v.grad, d.grad)} == {dev}
+        moved = s.to("cpu")
+        assert str(moved.device) == str(moved._indices().device) == "cpu"
+        with pytest.raises(RuntimeError, match="same device"):
+            ember.spmm(s, ember.ones(3, 2))
 
 
 def test_legacy_constructors(device):
