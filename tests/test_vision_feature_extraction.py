@@ -8,7 +8,7 @@ from ember_vision import models
 from ember_vision.models.feature_extraction import create_feature_extractor, get_graph_node_names
 
 
-@pytest.mark.parametrize("name", ["resnet18", "vgg11_bn"])
+@pytest.mark.parametrize("name", ["resnet18", "vgg11_bn", "mobilenet_v2"])
 def test_node_names_match_torchvision(name):
     ref = vision_reference.run(f"""
         from torchvision.models.feature_extraction import get_graph_node_names

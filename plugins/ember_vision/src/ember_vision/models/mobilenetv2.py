@@ -4,6 +4,7 @@ from __future__ import annotations
 import ember
 from ember import nn
 
+from ..ops.misc import Conv2dNormActivation
 from ._api import _weights_enum, build
 
 MobileNet_V2_Weights = _weights_enum("MobileNet_V2_Weights",
@@ -15,19 +16,6 @@ def _make_divisible(v: float, divisor: int, min_value: int | None = None) -> int
     min_value = min_value or divisor
     new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
     return new_v + divisor if new_v < 0.9 * v else new_v
-
-
-class Conv2dNormActivation(nn.Sequential):
-    """Conv2d (same padding, no bias), BatchNorm2d, ReLU6."""
-
-    def __init__(self, in_planes: int, out_planes: int, kernel_size: int = 3, stride: int = 1, groups: int = 1,
-                 norm_layer=None, activation_layer=None):
-        norm_layer = norm_layer or nn.BatchNorm2d
-        activation_layer = activation_layer or nn.ReLU6
-        super().__init__(
-            nn.Conv2d(in_planes, out_planes, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
-            norm_layer(out_planes), activation_layer(inplace=True))
-        self.out_channels = out_planes
 
 
 class InvertedResidual(nn.Module):
@@ -42,8 +30,10 @@ class InvertedResidual(nn.Module):
         self.use_res_connect = stride == 1 and inp == oup
         layers = []
         if expand_ratio != 1:
-            layers.append(Conv2dNormActivation(inp, hidden, kernel_size=1, norm_layer=norm_layer))
-        layers += [Conv2dNormActivation(hidden, hidden, stride=stride, groups=hidden, norm_layer=norm_layer),
+            layers.append(Conv2dNormActivation(inp, hidden, kernel_size=1, norm_layer=norm_layer,
+                                               activation_layer=nn.ReLU6))
+        layers += [Conv2dNormActivation(hidden, hidden, stride=stride, groups=hidden, norm_layer=norm_layer,
+                                        activation_layer=nn.ReLU6),
                    nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), norm_layer(oup)]
         self.conv = nn.Sequential(*layers)
         self.out_channels = oup
@@ -64,13 +54,14 @@ class MobileNetV2(nn.Module):
         norm_layer = norm_layer or nn.BatchNorm2d
         input_channel = _make_divisible(32 * width_mult, round_nearest)
         self.last_channel = _make_divisible(1280 * max(1.0, width_mult), round_nearest)
-        features = [Conv2dNormActivation(3, input_channel, stride=2, norm_layer=norm_layer)]
+        features = [Conv2dNormActivation(3, input_channel, stride=2, norm_layer=norm_layer, activation_layer=nn.ReLU6)]
         for t, c, n, s in SETTINGS:
             output_channel = _make_divisible(c * width_mult, round_nearest)
             for i in range(n):
                 features.append(InvertedResidual(input_channel, output_channel, s if i == 0 else 1, t, norm_layer))
                 input_channel = output_channel
-        features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1, norm_layer=norm_layer))
+        features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1, norm_layer=norm_layer,
+                                             activation_layer=nn.ReLU6))
         self.features = nn.Sequential(*features)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
         for m in self.modules():
