@@ -18,3 +18,32 @@ def test_factory_takes_size_keyword(device, name):
         getattr(torch, name)(2, size=(2,))
     with pytest.raises(TypeError, match=name):
         getattr(ember, name)(2, size=(2,), device=device)
+
+
+def _store_session(dist):
+    """The same store calls on ember's and PyTorch's TCPStore (skorch's DistributedHistory uses set/get/wait)."""
+    import datetime
+    import threading
+
+    master = dist.TCPStore("127.0.0.1", 0, world_size=1, is_master=True)
+    worker = dist.TCPStore("127.0.0.1", master.port, is_master=False, wait_for_workers=False)
+    out = []
+    master.set("a", "1")
+    worker.set("b", b"\x00\x01")
+    out += [worker.get("a"), master.get("b"), master.add("n", 2), worker.add("n", -5)]
+    out += [master.compare_set("a", "1", "2"), master.compare_set("a", "9", "3"), worker.get("a")]
+    out += [master.check(["a", "b"]), master.check(["a", "zz"]), worker.delete_key("b"), worker.check(["b"])]
+    threading.Timer(0.2, master.set, ("late", "x")).start()
+    worker.wait(["late"])
+    out.append(worker.get("late"))
+    with pytest.raises(RuntimeError, match="[Tt]imeout"):
+        worker.wait(["never"], datetime.timedelta(milliseconds=100))
+    return out
+
+
+def test_tcp_store_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    import ember.distributed
+
+    assert _store_session(ember.distributed) == _store_session(torch.distributed)
+    assert issubclass(ember.distributed.DistStoreError, RuntimeError)

@@ -171,6 +171,10 @@ def _present(source: Path, subset) -> list:
     return out
 
 
+def _option_values(subset) -> set:
+    return {b for a, b in zip(subset, subset[1:]) if a in ("-k", "-m")}
+
+
 def _env(lib: Library, mode: str, site: Path, inject: Path) -> dict:
     env = dict(os.environ, **dict(lib.env))
     paths = [str(inject)] if mode == "ember" else []
@@ -191,7 +195,7 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if has_tests and any(_exists(source, a) for a in args):
         cwd, origin = source, "sdist"
     elif lib.canonical:
-        cwd, args, origin = _REPO / "tests" / "ecosystem" / "canonical", [f"test_{lib.canonical}.py"], "canonical"
+        cwd, args, origin = _REPO / "tests" / "ecosystem" / "canonical", [f"usage_{lib.canonical}.py"], "canonical"
     else:
         return Result(lib.name, mode, "none", "", note="the sdist has no tests and there is no canonical test")
     inject = site.parent / "inject"
@@ -199,16 +203,20 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     (inject / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     xml = site.parent / f"junit-{mode}-{origin}.xml"
     xml.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o",
-           "filterwarnings=", f"--rootdir={cwd}", f"--timeout={timeout}", f"--junitxml={xml}", *args]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "filterwarnings=",
+           f"--rootdir={cwd}", f"--confcutdir={cwd}", "--continue-on-collection-errors", f"--timeout={timeout}",
+           f"--junitxml={xml}", *args]
     result = Result(lib.name, mode, origin, " ".join(args))
+    if origin == "canonical":
+        result.note = "sdist lacks " + " ".join(a for a in subset if not a.startswith("-") and not _exists(source, a)
+                                                 and a not in _option_values(subset))
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=_env(lib, mode, site, inject), capture_output=True, text=True,
                               timeout=budget)
         if not xml.exists():
-            result.note = ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1][:200]
+            result.note += ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1][:200]
     except subprocess.TimeoutExpired:
-        result.note = f"stopped after {budget}s"
+        result.note += f"stopped after {budget}s"
     if xml.exists():
         _count(xml, result)
     return result
