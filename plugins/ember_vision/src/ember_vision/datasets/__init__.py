@@ -1,12 +1,16 @@
-"""Vision datasets: folders of images, FakeData, MNIST, FashionMNIST and CIFAR-10.
+"""Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
+STL-10 and FER2013.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
-from .cifar import CIFAR10
+from .cifar import CIFAR10, CIFAR100
 from .fakedata import FakeData
 from .folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder, default_loader, find_classes, make_dataset
-from .mnist import MNIST, FashionMNIST, read_idx
+from .fer2013 import FER2013
+from .mnist import EMNIST, KMNIST, MNIST, FashionMNIST, read_idx
+from .stl10 import STL10
+from .svhn import SVHN
 from .vision import VisionDataset
 from . import utils

@@ -1,4 +1,4 @@
-"""MNIST and FashionMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
+"""MNIST, FashionMNIST, KMNIST and EMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
 
 >>> read_idx.__name__
 'read_idx'
@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
+import string
 
 import numpy as np
 from PIL import Image
 
 import ember
 
-from .utils import check_integrity, download_url
+from .utils import check_integrity, download_and_extract_archive, download_url, extract_archive, verify_str_arg
 from .vision import VisionDataset
 
 # IDX type byte -> big-endian dtype
@@ -56,12 +58,17 @@ class MNIST(VisionDataset):
         self.train = train
         if download:
             self.download()
-        prefix = "train" if train else "t10k"
-        self.data = ember.from_numpy(read_idx(self._file(f"{prefix}-images-idx3-ubyte")))
-        self.targets = ember.from_numpy(read_idx(self._file(f"{prefix}-labels-idx1-ubyte")).astype(np.int64))
+        images, labels = self._stems()
+        self.data = ember.from_numpy(read_idx(self._file(images)))
+        self.targets = ember.from_numpy(read_idx(self._file(labels)).astype(np.int64))
         if self.data.shape[0] != self.targets.shape[0]:
             raise RuntimeError(f"{type(self).__name__}: {self.data.shape[0]} images but {self.targets.shape[0]} "
                                f"labels in {self.raw_folder}")
+
+    def _stems(self) -> tuple:
+        """The (images, labels) file names of this split in ``raw_folder``, without ``.gz``."""
+        prefix = "train" if self.train else "t10k"
+        return f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
 
     @property
     def raw_folder(self) -> str:
@@ -125,3 +132,56 @@ class FashionMNIST(MNIST):
     ]
     classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                "Ankle boot"]
+
+
+class KMNIST(MNIST):
+    """Kuzushiji-MNIST: cursive Japanese characters, in MNIST's format."""
+
+    mirrors = ["http://codh.rois.ac.jp/kmnist/dataset/kmnist/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "bdb82020997e1d708af4cf47b453dcf7"),
+        ("train-labels-idx1-ubyte.gz", "e144d726b3acfaa3e44228e80efcd344"),
+        ("t10k-images-idx3-ubyte.gz", "5c965bf0a639b31b8f53240b1b52f4d7"),
+        ("t10k-labels-idx1-ubyte.gz", "7320c461ea6c1c855c0b718fb2a4b134"),
+    ]
+    classes = ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"]
+
+
+_EMNIST_MERGED = set("cijklmopsuvwxyz")
+_EMNIST_ALL = sorted(string.digits + string.ascii_letters)
+
+
+class EMNIST(MNIST):
+    """Extended MNIST: ``split`` is one of ``splits``; files ``emnist-<split>-<train|test>-*`` in ``raw_folder``."""
+
+    url = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+    md5 = "58c8d27c78d21e728a6bc7b3cc06412e"
+    splits = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
+    classes_split_dict = {
+        "byclass": _EMNIST_ALL,
+        "bymerge": [c for c in _EMNIST_ALL if c not in _EMNIST_MERGED],
+        "balanced": [c for c in _EMNIST_ALL if c not in _EMNIST_MERGED],
+        "letters": ["N/A"] + list(string.ascii_lowercase),
+        "digits": list(string.digits),
+        "mnist": list(string.digits),
+    }
+
+    def __init__(self, root, split: str, **kwargs):
+        self.split = verify_str_arg(split, "split", self.splits)
+        self.classes = self.classes_split_dict[split]
+        super().__init__(root, **kwargs)
+
+    def _stems(self) -> tuple:
+        prefix = f"emnist-{self.split}-{'train' if self.train else 'test'}"
+        return f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
+
+    def download(self) -> None:
+        """Fetch and unpack ``gzip.zip`` (all splits) unless this split's files are already there."""
+        if all(os.path.isfile(os.path.join(self.raw_folder, s)) for s in self._stems()):
+            return
+        download_and_extract_archive(self.url, self.raw_folder, md5=self.md5)
+        unpacked = os.path.join(self.raw_folder, "gzip")
+        for name in os.listdir(unpacked):
+            if name.endswith(".gz"):
+                extract_archive(os.path.join(unpacked, name), self.raw_folder)
+        shutil.rmtree(unpacked)

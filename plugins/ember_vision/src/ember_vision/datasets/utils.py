@@ -13,6 +13,8 @@ import hashlib
 import os
 import shutil
 import tarfile
+import zipfile
+import zlib
 import urllib.error
 from urllib.parse import urlparse
 
@@ -71,8 +73,21 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
 
 
 def extract_archive(from_path: str, to_path: str | None = None) -> str:
-    """Extract a ``.tar``/``.tar.gz``/``.tgz`` (safely: no paths outside ``to_path``) or a ``.gz`` file."""
+    """Extract a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` (safely: no paths outside ``to_path``) or a ``.gz`` file.
+
+    A truncated or corrupt archive raises the archive module's own exception (``tarfile.ReadError``,
+    ``EOFError``, ``zipfile.BadZipFile``, ``gzip.BadGzipFile``) with a message naming the file.
+    """
     to_path = to_path or os.path.dirname(from_path)
+    try:
+        return _extract(from_path, to_path)
+    except (tarfile.ReadError, tarfile.CompressionError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile,
+            zlib.error) as e:
+        raise type(e)(f"extract_archive: {from_path} is truncated or corrupt ({e}); delete it and "
+                      f"download it again") from e
+
+
+def _extract(from_path: str, to_path: str) -> str:
     if from_path.endswith((".tar", ".tar.gz", ".tgz")):
         with tarfile.open(from_path) as tar:
             if hasattr(tarfile, "data_filter"):
@@ -85,12 +100,25 @@ def extract_archive(from_path: str, to_path: str | None = None) -> str:
                         raise RuntimeError(f"extract_archive: {from_path} holds an unsafe member {m.name!r}")
                 tar.extractall(to_path)
         return to_path
+    if from_path.endswith(".zip"):
+        with zipfile.ZipFile(from_path) as archive:
+            root = os.path.realpath(to_path)
+            for name in archive.namelist():
+                dest = os.path.realpath(os.path.join(root, name))
+                if os.path.commonpath([root, dest]) != root:
+                    raise RuntimeError(f"extract_archive: {from_path} holds an unsafe member {name!r}")
+            archive.extractall(to_path)
+        return to_path
     if from_path.endswith(".gz"):
         out = os.path.join(to_path, os.path.basename(from_path)[:-3])
-        with gzip.open(from_path, "rb") as src, open(out, "wb") as dst:
-            shutil.copyfileobj(src, dst, CHUNK)
+        try:
+            with gzip.open(from_path, "rb") as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, CHUNK)
+        except BaseException:
+            os.remove(out)  # no partial file is left behind
+            raise
         return out
-    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .gz)")
+    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .zip, .gz)")
 
 
 def download_and_extract_archive(url: str, download_root: str, extract_root: str | None = None,
@@ -98,3 +126,13 @@ def download_and_extract_archive(url: str, download_root: str, extract_root: str
     """``download_url`` then ``extract_archive`` into ``extract_root`` (default ``download_root``)."""
     path = download_url(url, download_root, filename, md5)
     return extract_archive(path, extract_root or download_root)
+
+
+def verify_str_arg(value, arg: str | None = None, valid_values=None, custom_msg: str | None = None):
+    """``value`` when it is a str among ``valid_values`` (any str when None); else ``ValueError`` naming ``arg``."""
+    if not isinstance(value, str):
+        raise ValueError(f"Expected type str{f' for argument {arg}' if arg else ''}, but got type {type(value)}.")
+    if valid_values is not None and value not in valid_values:
+        raise ValueError(custom_msg or f"Unknown value '{value}' for argument {arg}. "
+                                       f"Valid values are {{{', '.join(repr(v) for v in valid_values)}}}.")
+    return value

@@ -1,0 +1,292 @@
+"""More torchvision datasets in ember-vision: KMNIST, EMNIST, CIFAR100, SVHN, STL10, FER2013.
+
+Each test writes tiny fake files in torchvision's on-disk layout; the same files are read by torchvision 0.28
+in a reference process (checksums patched to the fakes' on both sides) and the items compared. Downloads
+come from a loopback HTTP server started by the test; nothing reaches the internet.
+"""
+import gzip
+import hashlib
+import io
+import os
+import pickle
+import struct
+import sys
+import tarfile
+import zipfile
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ember_vision")
+pytest.importorskip("PIL")
+from ember_vision import datasets  # noqa: E402
+from ember_vision.datasets import utils as dutils  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "plugins", "ember_vision", "tests"))
+import local_server  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+import vision_reference  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+def idx_bytes(array: np.ndarray) -> bytes:
+    return bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}i", *array.shape) + array.tobytes()
+
+
+def write(path, data: bytes) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return md5(data)
+
+
+def mnist_split_bytes(prefix, n):
+    return {f"{prefix}-images-idx3-ubyte": idx_bytes(RNG.integers(0, 256, (n, 28, 28), dtype=np.uint8)),
+            f"{prefix}-labels-idx1-ubyte": idx_bytes(RNG.integers(0, 10, n).astype(np.uint8))}
+
+
+def fake_kmnist(root):
+    files = {**mnist_split_bytes("train", 5), **mnist_split_bytes("t10k", 3)}
+    for name, data in files.items():
+        write(os.path.join(root, "KMNIST", "raw", name), data)
+    return files
+
+
+def fake_emnist(root):
+    files = {**mnist_split_bytes("emnist-letters-train", 4), **mnist_split_bytes("emnist-letters-test", 3)}
+    for name, data in files.items():
+        write(os.path.join(root, "EMNIST", "raw", name), data)
+    return files
+
+
+def fake_cifar100(root):
+    def batch(n):
+        return pickle.dumps({"data": RNG.integers(0, 256, (n, 3072), dtype=np.uint8),
+                             "fine_labels": RNG.integers(0, 100, n).tolist(),
+                             "coarse_labels": RNG.integers(0, 20, n).tolist()})
+    folder = os.path.join(root, "cifar-100-python")
+    meta = pickle.dumps({"fine_label_names": [f"c{i}" for i in range(100)],
+                         "coarse_label_names": [f"s{i}" for i in range(20)]})
+    return {name: write(os.path.join(folder, name), data)
+            for name, data in (("train", batch(4)), ("test", batch(3)), ("meta", meta))}
+
+
+def fake_svhn(root, n=5):
+    scipy_io = pytest.importorskip("scipy.io")
+    buf = io.BytesIO()
+    scipy_io.savemat(buf, {"X": RNG.integers(0, 256, (32, 32, 3, n), dtype=np.uint8),
+                           "y": np.array([[10], [1], [2], [10], [9]][:n], np.uint8)})
+    return write(os.path.join(root, "train_32x32.mat"), buf.getvalue())
+
+
+def stl10_files(n_train=4, n_test=3, n_unlabeled=2):
+    def images(n):
+        return RNG.integers(0, 256, (n, 3, 96, 96), dtype=np.uint8).tobytes()
+    return {"train_X.bin": images(n_train), "train_y.bin": RNG.integers(1, 11, n_train).astype(np.uint8).tobytes(),
+            "unlabeled_X.bin": images(n_unlabeled), "test_X.bin": images(n_test),
+            "test_y.bin": RNG.integers(1, 11, n_test).astype(np.uint8).tobytes(),
+            "class_names.txt": "\n".join(f"k{i}" for i in range(10)).encode() + b"\n",
+            "fold_indices.txt": b"0 2\n1 3\n" + b"0\n" * 8}
+
+
+def fake_stl10(root):
+    files = stl10_files()
+    return {name: write(os.path.join(root, "stl10_binary", name), data) for name, data in files.items()}
+
+
+def fake_fer2013(root):
+    def pixels():
+        return " ".join(str(v) for v in RNG.integers(0, 256, 48 * 48))
+    train = "emotion,pixels\n" + "".join(f"{i % 7},{pixels()}\n" for i in range(3))
+    test = "pixels\n" + "".join(f"{pixels()}\n" for _ in range(2))
+    return {"train": write(os.path.join(root, "fer2013", "train.csv"), train.encode()),
+            "test": write(os.path.join(root, "fer2013", "test.csv"), test.encode())}
+
+
+def _items(ds):
+    """Length, classes and the first and last items (pixels as nested lists) of a dataset, JSON-ready."""
+    out = []
+    for i in (0, len(ds) - 1):
+        img, target = ds[i]
+        out.append([np.asarray(img).tolist(), target, img.mode])
+    return [len(ds), list(getattr(ds, "classes", []) or []), out]
+
+
+REF_ITEMS = """
+import numpy as np
+def items(ds):
+    out = []
+    for i in (0, len(ds) - 1):
+        img, target = ds[i]
+        out.append([np.asarray(img).tolist(), target, img.mode])
+    return [len(ds), list(getattr(ds, "classes", []) or []), out]
+"""
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("fakes"))
+    return root, {"cifar100": fake_cifar100(root), "svhn": fake_svhn(root), "stl10": fake_stl10(root),
+                  "fer": fake_fer2013(root), "kmnist": fake_kmnist(root), "emnist": fake_emnist(root)}
+
+
+def _ember_all(root, md5s, monkeypatch):
+    C = datasets.CIFAR100
+    monkeypatch.setattr(C, "train_list", [["train", md5s["cifar100"]["train"]]])
+    monkeypatch.setattr(C, "test_list", [["test", md5s["cifar100"]["test"]]])
+    monkeypatch.setattr(C, "meta", {**C.meta, "md5": md5s["cifar100"]["meta"]})
+    monkeypatch.setitem(datasets.SVHN.split_list, "train", ["unused", "train_32x32.mat", md5s["svhn"]])
+    s = md5s["stl10"]
+    monkeypatch.setattr(datasets.STL10, "train_list", [[n, s[n]] for n in ("train_X.bin", "train_y.bin",
+                                                                          "unlabeled_X.bin")])
+    monkeypatch.setattr(datasets.STL10, "test_list", [[n, s[n]] for n in ("test_X.bin", "test_y.bin")])
+    monkeypatch.setattr(datasets.FER2013, "_RESOURCES", {
+        **datasets.FER2013._RESOURCES, "train": ("train.csv", md5s["fer"]["train"]),
+        "test": ("test.csv", md5s["fer"]["test"])})
+    return {
+        "kmnist_train": _items(datasets.KMNIST(root)), "kmnist_test": _items(datasets.KMNIST(root, train=False)),
+        "emnist": _items(datasets.EMNIST(root, "letters", train=False)),
+        "cifar100": _items(C(root)), "cifar100_test": _items(C(root, train=False)),
+        "svhn": _items(datasets.SVHN(root)),
+        "stl10_train": _items(datasets.STL10(root)), "stl10_test": _items(datasets.STL10(root, split="test")),
+        "stl10_fold": _items(datasets.STL10(root, folds=1)),
+        "stl10_all": _items(datasets.STL10(root, split="train+unlabeled")),
+        "stl10_unlabeled": _items(datasets.STL10(root, split="unlabeled")),
+        "fer_train": _items(datasets.FER2013(root)), "fer_test": _items(datasets.FER2013(root, split="test")),
+    }
+
+
+def test_datasets_match_torchvision(fakes, monkeypatch):
+    root, md5s = fakes
+    mine = _ember_all(root, md5s, monkeypatch)
+    assert mine["svhn"][2][0][1] == 0 and mine["stl10_unlabeled"][2][0][1] == -1
+    assert mine["fer_test"][2][0][1] is None and mine["emnist"][1][0] == "N/A"
+    ref = vision_reference.run(REF_ITEMS + f"""
+from torchvision import datasets as D
+root, m = {root!r}, {md5s!r}
+D.CIFAR100.train_list = [["train", m["cifar100"]["train"]]]
+D.CIFAR100.test_list = [["test", m["cifar100"]["test"]]]
+D.CIFAR100.meta = dict(D.CIFAR100.meta, md5=m["cifar100"]["meta"])
+D.SVHN.split_list["train"] = ["unused", "train_32x32.mat", m["svhn"]]
+s = m["stl10"]
+D.STL10.train_list = [[n, s[n]] for n in ("train_X.bin", "train_y.bin", "unlabeled_X.bin")]
+D.STL10.test_list = [[n, s[n]] for n in ("test_X.bin", "test_y.bin")]
+D.FER2013._RESOURCES = dict(D.FER2013._RESOURCES, train=("train.csv", m["fer"]["train"]),
+                           test=("test.csv", m["fer"]["test"]))
+print(json.dumps({{
+    "kmnist_train": items(D.KMNIST(root)), "kmnist_test": items(D.KMNIST(root, train=False)),
+    "emnist": items(D.EMNIST(root, "letters", train=False)),
+    "cifar100": items(D.CIFAR100(root)), "cifar100_test": items(D.CIFAR100(root, train=False)),
+    "svhn": items(D.SVHN(root)),
+    "stl10_train": items(D.STL10(root)), "stl10_test": items(D.STL10(root, split="test")),
+    "stl10_fold": items(D.STL10(root, folds=1)),
+    "stl10_all": items(D.STL10(root, split="train+unlabeled")),
+    "stl10_unlabeled": items(D.STL10(root, split="unlabeled")),
+    "fer_train": items(D.FER2013(root)), "fer_test": items(D.FER2013(root, split="test")),
+}}))
+""")
+    assert set(ref) == set(mine)
+    for key in ref:
+        assert mine[key] == ref[key], key
+
+
+def test_bad_arguments_and_missing_files(tmp_path):
+    with pytest.raises(ValueError, match="Unknown value 'nope' for argument split"):
+        datasets.SVHN(str(tmp_path), split="nope")
+    with pytest.raises(ValueError, match="argument split"):
+        datasets.EMNIST(str(tmp_path), split="bytes")
+    with pytest.raises(ValueError, match=r"folds should be in the range \[0, 10\)"):
+        datasets.STL10(str(tmp_path), folds=10)
+    with pytest.raises(RuntimeError, match="train_32x32.mat.*download=True"):
+        datasets.SVHN(str(tmp_path))
+    with pytest.raises(RuntimeError, match="train_X.bin.*download=True"):
+        datasets.STL10(str(tmp_path))
+    with pytest.raises(RuntimeError, match="train.csv not found"):
+        datasets.FER2013(str(tmp_path))
+    with pytest.raises(RuntimeError, match="emnist-digits-train-images-idx3-ubyte"):
+        datasets.EMNIST(str(tmp_path), "digits")
+    with pytest.raises(RuntimeError, match="cifar-100-python.train"):
+        datasets.CIFAR100(str(tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
+def test_kmnist_and_emnist_download(tmp_path, monkeypatch):
+    kmnist = {name + ".gz": gzip.compress(data) for name, data in
+              {**mnist_split_bytes("train", 3), **mnist_split_bytes("t10k", 2)}.items()}
+    emnist = {**mnist_split_bytes("emnist-digits-train", 3), **mnist_split_bytes("emnist-digits-test", 2)}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in emnist.items():
+            z.writestr(f"gzip/{name}.gz", gzip.compress(data))
+    with local_server.serve({**kmnist, "gzip.zip": buf.getvalue()}) as (url, httpd):
+        monkeypatch.setattr(datasets.KMNIST, "mirrors", [url])
+        monkeypatch.setattr(datasets.KMNIST, "resources", [(n, md5(d)) for n, d in kmnist.items()])
+        ds = datasets.KMNIST(str(tmp_path), train=False, download=True)
+        assert len(ds) == 2 and ds.classes[1] == "ki"
+        assert np.array_equal(ds.data.numpy()[1], np.frombuffer(gzip.decompress(kmnist["t10k-images-idx3-ubyte.gz"]),
+                                                                np.uint8, offset=16).reshape(2, 28, 28)[1])
+        monkeypatch.setattr(datasets.EMNIST, "url", url + "gzip.zip")
+        monkeypatch.setattr(datasets.EMNIST, "md5", md5(buf.getvalue()))
+        ds = datasets.EMNIST(str(tmp_path), "digits", download=True)
+        assert len(ds) == 3 and ds.classes == list("0123456789")
+        raw = os.path.join(tmp_path, "EMNIST", "raw")
+        assert sorted(os.listdir(raw)) == sorted(["gzip.zip", *emnist])
+        n = len(httpd.ranges)
+        datasets.EMNIST(str(tmp_path), "digits", train=False, download=True)  # already there: no request
+        assert len(httpd.ranges) == n
+
+
+def test_svhn_download_and_checksum_mismatch(tmp_path, monkeypatch):
+    source = tmp_path / "source"
+    good = fake_svhn(str(source))
+    blob = (source / "train_32x32.mat").read_bytes()
+    with local_server.serve({"train_32x32.mat": blob}) as (url, _):
+        monkeypatch.setitem(datasets.SVHN.split_list, "train", [url + "train_32x32.mat", "train_32x32.mat", "0" * 32])
+        root = tmp_path / "bad"
+        with pytest.raises(RuntimeError, match="checksum mismatch for .*train_32x32.mat"):
+            datasets.SVHN(str(root), download=True)
+        assert os.listdir(root) == []  # nothing partial left behind
+        monkeypatch.setitem(datasets.SVHN.split_list, "train", [url + "train_32x32.mat", "train_32x32.mat", good])
+        ds = datasets.SVHN(str(tmp_path / "good"), download=True)
+        assert len(ds) == 5 and [int(v) for v in ds.labels] == [0, 1, 2, 0, 9]
+
+
+def _tar_gz(files: dict, folder: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{folder}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_stl10_download_and_truncated_archive(tmp_path, monkeypatch):
+    files = stl10_files()
+    archive = _tar_gz(files, "stl10_binary")
+    truncated = archive[: len(archive) // 2]
+    names = ("train_X.bin", "train_y.bin", "unlabeled_X.bin", "test_X.bin", "test_y.bin")
+    monkeypatch.setattr(datasets.STL10, "train_list", [[n, md5(files[n])] for n in names[:3]])
+    monkeypatch.setattr(datasets.STL10, "test_list", [[n, md5(files[n])] for n in names[3:]])
+    with local_server.serve({"stl.tar.gz": archive, "cut.tar.gz": truncated}) as (url, _):
+        monkeypatch.setattr(datasets.STL10, "url", url + "cut.tar.gz")
+        monkeypatch.setattr(datasets.STL10, "tgz_md5", md5(truncated))
+        with pytest.raises((tarfile.TarError, EOFError), match="stl10_binary.tar.gz is truncated or corrupt"):
+            datasets.STL10(str(tmp_path / "cut"), download=True)
+        monkeypatch.setattr(datasets.STL10, "url", url + "stl.tar.gz")
+        monkeypatch.setattr(datasets.STL10, "tgz_md5", md5(archive))
+        ds = datasets.STL10(str(tmp_path / "ok"), split="test", download=True)
+        assert len(ds) == 3 and ds.classes[0] == "k0" and ds[0][0].size == (96, 96)
+
+
+def test_extract_gz_truncated_leaves_nothing(tmp_path):
+    path = tmp_path / "blob.bin.gz"
+    path.write_bytes(gzip.compress(os.urandom(5000))[:-40])
+    with pytest.raises(EOFError, match="blob.bin.gz is truncated"):
+        dutils.extract_archive(str(path))
+    assert os.listdir(tmp_path) == ["blob.bin.gz"]
