@@ -34,6 +34,10 @@ FAMILIES = {
                  ("densenet201", {}, 64)],
     "shufflenet": [("shufflenet_v2_x0_5", {}, 64), ("shufflenet_v2_x1_0", {}, 64), ("shufflenet_v2_x1_5", {}, 64),
                    ("shufflenet_v2_x2_0", {}, 64)],
+    "googlenet": [("googlenet", {"init_weights": False}, 64),
+                  ("googlenet", {"init_weights": False, "transform_input": True, "aux_logits": False}, 64)],
+    "inception": [("inception_v3", {"init_weights": False}, 75),
+                  ("inception_v3", {"init_weights": False, "transform_input": True}, 96)],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",
@@ -123,3 +127,33 @@ def test_bad_kwargs_match_torchvision():
         models.resnet50(replace_stride_with_dilation=[True])
     with pytest.raises(NotImplementedError, match="Dilation > 1 not supported in BasicBlock"):
         models.resnet18(replace_stride_with_dilation=[False, False, True])
+
+
+@pytest.mark.parametrize("name,kwargs,size", [("inception_v3", {"init_weights": False}, 64),
+                                              ("squeezenet1_0", {}, 16)])
+def test_input_below_minimum_size_raises_like_torchvision(name, kwargs, size):
+    want = vision_reference.run(f"""
+m = torchvision.models.get_model({name!r}, num_classes=4, **{kwargs!r}).eval()
+try:
+    m(torch.randn(1, 3, {size}, {size}))
+except Exception as e:
+    print(json.dumps([type(e).__name__, str(e)]))
+""")
+    model = models.get_model(name, num_classes=4, **kwargs).eval()
+    x = ember.randn(1, 3, size, size)
+    before = x.clone()
+    with pytest.raises(RuntimeError) as info:
+        model(x)
+    assert want[0] == type(info.value).__name__
+    assert want[1].split(". ")[-1] in str(info.value)  # the reason, after the sizes (formatted differently)
+    assert ember.equal(x, before)
+
+
+@pytest.mark.parametrize("name,fields,size", [("googlenet", ("logits", "aux_logits2", "aux_logits1"), 96),
+                                              ("inception_v3", ("logits", "aux_logits"), 299)])
+def test_training_mode_returns_auxiliary_logits(name, fields, size):
+    model = models.get_model(name, num_classes=5, init_weights=False).train()
+    out = model(ember.randn(2, 3, size, size))
+    assert out._fields == fields
+    assert all(tuple(t.shape) == (2, 5) for t in out)
+    assert tuple(model.eval()(ember.randn(2, 3, 96, 96)).shape) == (2, 5)

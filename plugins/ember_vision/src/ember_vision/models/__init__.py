@@ -21,6 +21,8 @@ from .squeezenet import SqueezeNet, SqueezeNet1_0_Weights, SqueezeNet1_1_Weights
 from .alexnet import AlexNet, AlexNet_Weights, alexnet
 from .lenet import LeNet5, lenet5
 from .mobilenetv2 import MobileNet_V2_Weights, MobileNetV2, mobilenet_v2
+from .googlenet import GoogLeNet, GoogLeNet_Weights, GoogLeNetOutputs, googlenet
+from .inception import Inception3, Inception_V3_Weights, InceptionOutputs, inception_v3
 from .mnasnet import (
     MNASNet, MNASNet0_5_Weights, MNASNet0_75_Weights, MNASNet1_0_Weights, MNASNet1_3_Weights, mnasnet0_5,
     mnasnet0_75, mnasnet1_0, mnasnet1_3,
