@@ -333,19 +333,31 @@ def _graph(m, device, n=12, feats=6, seed=0):
     return features.to_sparse(), m.tensor(rng.integers(0, 3, n), device=dev), adj.to_sparse()
 
 
+def _graph_conv(m):
+    """A graph convolution layer: ``adj @ (x @ kernel)``, the product with the adjacency a sparse one."""
+    class GraphConv(m.nn.Module):
+        def __init__(self, kernel):
+            super().__init__()
+            self.kernel = m.nn.Parameter(kernel)
+
+        def forward(self, x, adj):
+            return m.spmm(adj, m.mm(x, self.kernel))
+    return GraphConv
+
+
 def test_gcn_training_matches_pytorch(device):
     losses = {}
     for m in (ember, torch):
         features, labels, adj = _graph(m, device)
         dev = device if m is ember else "cpu"
         rng = np.random.default_rng(1)
-        w1 = m.tensor(rng.standard_normal((6, 8)) * 0.3, dtype=m.float32, device=dev, requires_grad=True)
-        w2 = m.tensor(rng.standard_normal((8, 3)) * 0.3, dtype=m.float32, device=dev, requires_grad=True)
-        opt = m.optim.Adam([w1, w2], lr=0.05)
+        layers = [_graph_conv(m)(m.tensor(rng.standard_normal(shape) * 0.3, dtype=m.float32, device=dev))
+                  for shape in ((6, 8), (8, 3))]
+        opt = m.optim.Adam([p for layer in layers for p in layer.parameters()], lr=0.05)
         losses[m] = []
         for _ in range(5):
-            hidden = m.relu(m.spmm(adj, m.mm(features, w1)))
-            out = m.nn.functional.log_softmax(m.spmm(adj, m.mm(hidden, w2)), dim=1)
+            hidden = m.relu(layers[0](features, adj))
+            out = m.nn.functional.log_softmax(layers[1](hidden, adj), dim=1)
             loss = m.nn.functional.nll_loss(out, labels)
             opt.zero_grad()
             loss.backward()
