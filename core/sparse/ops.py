@@ -128,6 +128,7 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 
 
 # --------------------------------------------------------------------------- conversion
+@implements("to_sparse", "to_sparse_coo", layouts=BOTH)
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """This tensor in the COO layout (``sparse_dim`` leading dimensions sparse, all by default), or in
     ``layout``.
@@ -170,9 +171,9 @@ def to_sparse_csr(self, dense_dim=None):
         raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {self.ndim}-D")
     coo = coalesce(self) if isinstance(self, SparseTensor) else to_sparse(self)
     rows, cols = coo._sp_i
-    counts = zeros(self.shape[0] + 1, dtype=dtypes.int64, device=rows.device).index_add(0, rows + 1,
-                                                                                      rows.new_ones(rows.shape))
-    return make_csr(counts.cumsum(0), cols, coo._sp_v, self.shape)
+    per_row = zeros(self.shape[0] + 1, dtype=dtypes.int64, device=rows.device)
+    per_row = per_row.index_add(0, rows + 1, rows.new_ones(rows.shape))  # row i's count at i + 1
+    return make_csr(per_row.cumsum(0), cols, coo._sp_v, self.shape)
 
 
 @implements("to_dense", layouts=BOTH)
@@ -185,11 +186,6 @@ def to_dense(self, dtype=None, *, masked_grad=None):
     sshape = tuple(s.shape[:sd])
     flat = zeros(math.prod(sshape), *s.shape[sd:], dtype=values.dtype, device=values.device)
     return flat.index_add(0, _linear(s._sp_i, sshape), values).reshape(s.shape)
-
-
-@implements("to_sparse", "to_sparse_coo", layouts=BOTH)
-def _to_sparse_of_sparse(self, *args, **kwargs):
-    return to_sparse(self, *args, **kwargs)
 
 
 @implements("coalesce")
