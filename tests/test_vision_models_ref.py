@@ -38,6 +38,8 @@ FAMILIES = {
                   ("googlenet", {"init_weights": False, "transform_input": True, "aux_logits": False}, 64)],
     "inception": [("inception_v3", {"init_weights": False}, 75),
                   ("inception_v3", {"init_weights": False, "transform_input": True}, 96)],
+    "mobilenet_v3": [("mobilenet_v3_small", {}, 64), ("mobilenet_v3_large", {}, 64),
+                     ("mobilenet_v3_large", {"width_mult": 0.75, "reduced_tail": True, "dilated": True}, 64)],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",

@@ -27,6 +27,9 @@ from .mnasnet import (
     MNASNet, MNASNet0_5_Weights, MNASNet0_75_Weights, MNASNet1_0_Weights, MNASNet1_3_Weights, mnasnet0_5,
     mnasnet0_75, mnasnet1_0, mnasnet1_3,
 )
+from .mobilenetv3 import (
+    MobileNet_V3_Large_Weights, MobileNet_V3_Small_Weights, MobileNetV3, mobilenet_v3_large, mobilenet_v3_small,
+)
 from .resnet import (
     ResNet, ResNet18_Weights, ResNet34_Weights, ResNet50_Weights, ResNet101_Weights, ResNet152_Weights,
     ResNeXt50_32X4D_Weights, ResNeXt101_32X8D_Weights, ResNeXt101_64X4D_Weights, Wide_ResNet50_2_Weights,
