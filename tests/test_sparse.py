@@ -247,6 +247,19 @@ def test_sparse_tensors_stay_on_their_device():
             ember.spmm(s, ember.ones(3, 2))
 
 
+def test_sparse_mask(device):
+    se, st, _, _ = pair(device)
+    xe, xt = dense_pair(device, (3, 3))
+    ye, yt = xe.sparse_mask(se), xt.sparse_mask(st)
+    assert ye._indices().tolist() == yt._indices().tolist() and ye.is_coalesced() == yt.is_coalesced()
+    np.testing.assert_allclose(ye._values().detach().cpu().numpy(), yt._values().detach().numpy())
+    ye.to_dense().pow(2).sum().backward()
+    yt.to_dense().pow(2).sum().backward()
+    np.testing.assert_allclose(xe.grad.cpu().numpy(), xt.grad.numpy())
+    with pytest.raises(NotImplementedError, match="sparse_mask"):
+        xe.sparse_mask(xe)
+
+
 def test_legacy_constructors(device):
     with pytest.warns(UserWarning, match="deprecated"):
         e = ember.sparse.FloatTensor(ember.LongTensor(IDX), ember.tensor(VAL), ember.Size([3, 3]))

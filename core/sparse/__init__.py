@@ -16,7 +16,8 @@ from ..ops.creation import zeros
 from ..registry import export
 from .ops import addmm as _addmm
 from .ops import (  # noqa: F401
-    log_softmax, mm, softmax, sparse_coo_tensor, sparse_csr_tensor, to_dense, to_sparse, to_sparse_csr,
+    log_softmax, mm, softmax, sparse_coo_tensor, sparse_csr_tensor, sparse_mask, to_dense, to_sparse,
+    to_sparse_csr,
 )
 from .ops import sum as _sum
 from .tensor import SparseTensor  # noqa: F401
@@ -83,6 +84,7 @@ export(mm, "spmm", to=("torch",))
 export(to_sparse, to=("Tensor",), aliases=("to_sparse_coo",))
 export(to_sparse_csr, to=("Tensor",))
 export(to_dense, to=("Tensor",))
+export(sparse_mask, to=("Tensor",))
 export(_sparse_dim, "sparse_dim", to=("Tensor",))
 export(_dense_dim, "dense_dim", to=("Tensor",))
 for _name in ("indices", "values", "_indices", "_values", "coalesce", "is_coalesced", "_nnz", "crow_indices",

@@ -311,6 +311,27 @@ def transpose(self, dim0=0, dim1=1):
     return make(self._sp_i[order[:sd]], self._sp_v, shape, False)
 
 
+@implements("sparse_mask")
+def sparse_mask(self, mask):
+    """The entries of the dense ``self`` at the positions ``mask`` (COO) specifies, with ``mask``'s indices.
+
+    >>> import ember
+    >>> m = ember.sparse_coo_tensor([[0, 1], [1, 0]], [1., 1.], (2, 2))
+    >>> ember.tensor([[1., 2.], [3., 4.]]).sparse_mask(m)._values().tolist()
+    [2.0, 3.0]
+    """
+    if isinstance(self, SparseTensor) or not isinstance(mask, SparseTensor):
+        raise NotImplementedError("sparse_mask: expected a strided tensor and a mask of layout "
+                                  f"{COO}, got {self.layout} and {mask.layout}")
+    if tuple(self.shape) != tuple(mask.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} "
+                           f"but mask has size {list(mask.shape)}")
+    sd = _sd(mask)
+    sshape = tuple(mask.shape[:sd])
+    flat = self.reshape(math.prod(sshape), *self.shape[sd:])
+    return make(mask._sp_i, flat.index_select(0, _linear(mask._sp_i, sshape)), self.shape, mask._sp_c)
+
+
 # --------------------------------------------------------------------------- arithmetic
 def _check_same_shape(a, b, op):
     if tuple(a.shape) != tuple(b.shape):
