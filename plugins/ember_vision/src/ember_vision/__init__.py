@@ -10,7 +10,7 @@ True
 import importlib
 
 __version__ = "0.1.0"
-_SUBMODULES = ("datasets", "io", "models", "ops", "transforms", "utils")
+_SUBMODULES = ("datasets", "io", "models", "ops", "transforms", "tv_tensors", "utils")
 __all__ = list(_SUBMODULES)
 
 

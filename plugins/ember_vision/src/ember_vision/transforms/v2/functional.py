@@ -1,0 +1,258 @@
+"""transforms.v2.functional: each op on images, videos, masks, bounding boxes and key points alike.
+
+Images and videos go through the v1 tensor kernels (any leading batch dimensions); masks use nearest
+interpolation; boxes and points have their coordinates mapped, their canvas size updated, and boxes are
+clamped to the canvas after a crop, as in torchvision. A TVTensor in gives the same TVTensor type out.
+"""
+from __future__ import annotations
+
+import numbers
+
+import ember
+from ember import Tensor
+
+from ... import tv_tensors
+from ...ops.boxes import box_convert
+from .. import functional as F1
+from ..functional import InterpolationMode
+
+_FMT = {tv_tensors.BoundingBoxFormat.XYXY: "xyxy", tv_tensors.BoundingBoxFormat.XYWH: "xywh",
+        tv_tensors.BoundingBoxFormat.CXCYWH: "cxcywh"}
+
+
+def _plain(t: Tensor) -> Tensor:
+    return t.as_subclass(Tensor) if isinstance(t, tv_tensors.TVTensor) else t
+
+
+def _rewrap(out: Tensor, like, **metadata):
+    return tv_tensors.wrap(out, like=like, **metadata) if isinstance(like, tv_tensors.TVTensor) else out
+
+
+def get_size(inpt) -> list[int]:
+    """``[height, width]`` of an image, video or mask, or the canvas size of boxes and key points."""
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        return list(inpt.canvas_size)
+    if isinstance(inpt, Tensor):
+        return list(inpt.shape[-2:])
+    w, h = inpt.size  # PIL
+    return [h, w]
+
+
+def _on_image(inpt, fn, mask_fn=None):
+    """Apply ``fn`` to an image/video/plain tensor/PIL image (``mask_fn`` to a mask), keeping its type."""
+    if isinstance(inpt, tv_tensors.Mask):
+        t = _plain(inpt)
+        flat = t.reshape(-1, 1, *t.shape[-2:])
+        out = (mask_fn or fn)(flat)
+        return _rewrap(out.reshape(*t.shape[:-2], *out.shape[-2:]), inpt)
+    if isinstance(inpt, Tensor):
+        t = _plain(inpt)
+        flat = t.reshape(-1, *t.shape[-3:]) if t.ndim > 4 else t
+        out = fn(flat)
+        return _rewrap(out.reshape(*t.shape[:-3], *out.shape[-3:]) if t.ndim > 4 else out, inpt)
+    return fn(inpt)
+
+
+def _on_boxes(boxes: "tv_tensors.BoundingBoxes", fn, canvas_size, clamp: bool = False):
+    """Map xyxy coordinates through ``fn`` in the boxes' own format; ``canvas_size`` is the new canvas."""
+    fmt = _FMT[boxes.format]
+    xyxy = box_convert(_plain(boxes).to(ember.float64 if boxes.dtype == ember.float64 else ember.float32), fmt,
+                       "xyxy")
+    xyxy = fn(xyxy)
+    if clamp:
+        h, w = canvas_size
+        xyxy = ember.stack([xyxy[:, 0].clamp(0, w), xyxy[:, 1].clamp(0, h), xyxy[:, 2].clamp(0, w),
+                            xyxy[:, 3].clamp(0, h)], 1)
+    out = box_convert(xyxy, "xyxy", fmt)
+    out = out.round().to(boxes.dtype) if not boxes.dtype.is_floating_point else out.to(boxes.dtype)
+    return tv_tensors.wrap(out, like=boxes, canvas_size=tuple(canvas_size))
+
+
+def clamp_bounding_boxes(inpt, format=None, canvas_size=None):
+    """Boxes clamped to their canvas."""
+    return _on_boxes(inpt, lambda b: b, canvas_size or inpt.canvas_size, clamp=True)
+
+
+def _points(inpt, fn, canvas_size):
+    return tv_tensors.wrap(fn(_plain(inpt)), like=inpt, canvas_size=tuple(canvas_size))
+
+
+def horizontal_flip(inpt):
+    """Mirror left-right."""
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        w = inpt.canvas_size[1]
+        return _on_boxes(inpt, lambda b: ember.stack([w - b[:, 2], b[:, 1], w - b[:, 0], b[:, 3]], 1),
+                         inpt.canvas_size)
+    if isinstance(inpt, tv_tensors.KeyPoints):
+        w = inpt.canvas_size[1]
+        return _points(inpt, lambda p: ember.stack([w - p[..., 0], p[..., 1]], -1), inpt.canvas_size)
+    return _on_image(inpt, F1.hflip)
+
+
+def vertical_flip(inpt):
+    """Mirror top-bottom."""
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        h = inpt.canvas_size[0]
+        return _on_boxes(inpt, lambda b: ember.stack([b[:, 0], h - b[:, 3], b[:, 2], h - b[:, 1]], 1),
+                         inpt.canvas_size)
+    if isinstance(inpt, tv_tensors.KeyPoints):
+        h = inpt.canvas_size[0]
+        return _points(inpt, lambda p: ember.stack([p[..., 0], h - p[..., 1]], -1), inpt.canvas_size)
+    return _on_image(inpt, F1.vflip)
+
+
+def _scale(inpt, old, new):
+    sy, sx = new[0] / old[0], new[1] / old[1]
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        return _on_boxes(inpt, lambda b: b * ember.tensor([sx, sy, sx, sy], dtype=b.dtype, device=b.device), new)
+    return _points(inpt, lambda p: p * ember.tensor([sx, sy], dtype=p.dtype if p.dtype.is_floating_point
+                                                    else ember.float32, device=p.device), new)
+
+
+def _resize_tensor(t: Tensor, hw, interpolation, antialias: bool) -> Tensor:
+    mode = F1._mode(interpolation)
+    x = t if t.is_floating_point() else t.float()
+    if mode == "nearest":  # torchvision's tensor nearest: source index floor(i * in / out)
+        out = ember.nn.functional.interpolate(x.reshape(-1, *x.shape[-3:]), size=tuple(hw), mode="nearest")
+        return out.reshape(*x.shape[:-2], *hw).to(t.dtype)
+    if antialias:
+        return F1.resize(t, list(hw), interpolation)
+    out = ember.nn.functional.interpolate(x.reshape(-1, *x.shape[-3:]) if x.ndim != 4 else x, size=tuple(hw),
+                                          mode=mode, align_corners=False).reshape(*x.shape[:-2], *hw)
+    return out if t.is_floating_point() else out.round().clamp(0, 255).to(t.dtype)
+
+
+def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias: bool = True):
+    """Resize to ``size`` ``[h, w]``, or the smaller edge to ``size`` keeping the aspect ratio (at most
+    ``max_size``); boxes and points are scaled, masks use nearest interpolation. ``antialias=False`` gives
+    plain bilinear/bicubic interpolation on tensors (PIL images are always antialiased)."""
+    old = get_size(inpt)
+    if isinstance(size, numbers.Number):
+        size = [size]
+    new = list(F1._output_size(ember.empty(1, *old), list(size) if len(size) > 1 else size[0], max_size))
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        return _scale(inpt, old, new)
+    return _on_image(inpt, lambda t: _resize_tensor(t, new, interpolation, antialias)
+                     if isinstance(t, Tensor) else F1.resize(t, new, interpolation),
+                     lambda m: _resize_tensor(m, new, InterpolationMode.NEAREST, False))
+
+
+def crop(inpt, top: int, left: int, height: int, width: int):
+    """The ``height x width`` window at ``(top, left)`` (zero-padded outside); boxes are shifted and
+    clamped to the new canvas."""
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        return _on_boxes(inpt, lambda b: b - ember.tensor([left, top, left, top], dtype=b.dtype, device=b.device),
+                         (height, width), clamp=True)
+    if isinstance(inpt, tv_tensors.KeyPoints):
+        return _points(inpt, lambda p: p - ember.tensor([left, top], dtype=p.dtype, device=p.device),
+                       (height, width))
+    return _on_image(inpt, lambda t: F1.crop(t, top, left, height, width))
+
+
+def center_crop(inpt, output_size):
+    """The centred ``output_size`` window (padded with zeros when larger than the input)."""
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else (
+        (output_size[0], output_size[0]) if len(output_size) == 1 else tuple(output_size))
+    h, w = get_size(inpt)
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        # torchvision shifts coordinates by the rounded (possibly negative) anchor, without the image's padding
+        return crop(inpt, int(round((h - oh) / 2.0)), int(round((w - ow) / 2.0)), oh, ow)
+    if oh > h or ow > w:
+        pads = [(ow - w) // 2 if ow > w else 0, (oh - h) // 2 if oh > h else 0,
+                (ow - w + 1) // 2 if ow > w else 0, (oh - h + 1) // 2 if oh > h else 0]
+        inpt = pad(inpt, pads)
+        h, w = get_size(inpt)
+        if oh == h and ow == w:
+            return inpt
+    return crop(inpt, int(round((h - oh) / 2.0)), int(round((w - ow) / 2.0)), oh, ow)
+
+
+def resized_crop(inpt, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR,
+                 antialias: bool = True):
+    """:func:`crop` then :func:`resize`."""
+    return resize(crop(inpt, top, left, height, width), size, interpolation, antialias=antialias)
+
+
+def _pad_sides(padding):
+    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
+    if len(p) not in (1, 2, 4):
+        raise ValueError(f"Padding must be an int or a 1, 2, or 4 element of tuple or list, got {len(p)} elements")
+    return (p * 4)[:4] if len(p) == 1 else (p * 2 if len(p) == 2 else p)
+
+
+def pad(inpt, padding, fill=0, padding_mode: str = "constant"):
+    """Pad the borders (``padding`` an int, (left/right, top/bottom) or (left, top, right, bottom)); boxes and
+    points move with the top-left corner."""
+    left, top, right, bottom = _pad_sides(padding)
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        h, w = inpt.canvas_size
+        new = (h + top + bottom, w + left + right)
+        if isinstance(inpt, tv_tensors.KeyPoints):
+            return _points(inpt, lambda p: p + ember.tensor([left, top], dtype=p.dtype, device=p.device), new)
+        return _on_boxes(inpt, lambda b: b + ember.tensor([left, top, left, top], dtype=b.dtype, device=b.device),
+                         new)
+    return _on_image(inpt, lambda t: F1.pad(t, [left, top, right, bottom], fill if fill is not None else 0,
+                                            padding_mode))
+
+
+def normalize(inpt, mean, std, inplace: bool = False):
+    """``(image - mean) / std`` per channel, on float images (other types pass through)."""
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)):
+        return inpt
+    return _on_image(inpt, lambda t: F1.normalize(t, mean, std, inplace))
+
+
+_MAX = {ember.uint8: 255, ember.int8: 127, ember.int16: 32767, ember.int32: 2 ** 31 - 1, ember.int64: 2 ** 63 - 1}
+
+
+def to_dtype(inpt, dtype=ember.float32, scale: bool = False):
+    """Convert ``inpt`` to ``dtype``; with ``scale=True`` images' values are rescaled between integer ranges and
+    [0, 1] for floats, as torchvision does (other types are only cast)."""
+    t = _plain(inpt)
+    if not scale or isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)) \
+            or t.dtype == dtype:
+        return _rewrap(t.to(dtype), inpt)
+    fin, fout = t.is_floating_point(), dtype.is_floating_point
+    if fin and fout:
+        out = t.to(dtype)
+    elif not fin and fout:
+        out = t.to(dtype) / _MAX[t.dtype]
+    elif fin and not fout:
+        out = (t * (_MAX[dtype] + 1.0 - 0.001)).to(dtype)
+    else:
+        bits_in, bits_out = _MAX[t.dtype].bit_length(), _MAX[dtype].bit_length()
+        out = (t.to(dtype) << (bits_out - bits_in)) if bits_out > bits_in else (t >> (bits_in - bits_out)).to(dtype)
+    return _rewrap(out, inpt)
+
+
+def rgb_to_grayscale(inpt, num_output_channels: int = 1):
+    """Luma of an RGB image (1 or 3 output channels); other types pass through."""
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)):
+        return inpt
+    return _on_image(inpt, lambda t: F1.rgb_to_grayscale(t, num_output_channels))
+
+
+to_grayscale = rgb_to_grayscale
+
+
+def rotate(inpt, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None,
+           fill=0):
+    """Rotate images and masks counter-clockwise by ``angle`` degrees (boxes are not supported yet)."""
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        raise NotImplementedError("rotate: ember-vision's v2 rotate does not transform bounding boxes or key "
+                                  "points yet")
+    return _on_image(inpt, lambda t: F1.rotate(t, angle, interpolation, expand, center, fill),
+                     lambda m: F1.rotate(m, angle, InterpolationMode.NEAREST, expand, center, fill))
+
+
+def to_image(inpt) -> "tv_tensors.Image":
+    """A PIL image, NumPy array (HWC) or tensor (CHW) as an :class:`~ember_vision.tv_tensors.Image`."""
+    import numpy as np
+    if isinstance(inpt, np.ndarray):
+        inpt = ember.from_numpy(np.atleast_3d(inpt)).permute(2, 0, 1).contiguous()
+    return tv_tensors.Image(_plain(inpt) if isinstance(inpt, Tensor) else inpt)
+
+
+def to_pure_tensor(inpt) -> Tensor:
+    """A TVTensor as a plain Tensor."""
+    return _plain(inpt)
