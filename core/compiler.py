@@ -19,7 +19,8 @@ __all__ = ["allow_in_graph", "assume_constant_result", "compile", "config", "cud
 
 
 def assume_constant_result(fn):
-    """Treat ``fn``'s result as a constant while compiling: returns ``fn`` (compilation is eager)."""
+    """Treat ``fn``'s result as a constant while compiling: returns ``fn``, whose ops are captured like any
+    other (a conversion to a Python value inside it is a graph break)."""
     return fn
 
 
@@ -33,7 +34,8 @@ def cudagraph_mark_step_begin() -> None:
 
 
 def nested_compile_region(fn=None, options=None):
-    """Compile ``fn`` once and reuse it at each call site (a decorator): returns ``fn``, run eagerly."""
+    """Compile ``fn`` once and reuse it at each call site (a decorator): returns ``fn``, captured into the graph
+    of the compiled function that calls it."""
     if fn is None:
         return lambda f: f
     return fn

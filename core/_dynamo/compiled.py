@@ -5,9 +5,10 @@ passes) the first time its *guards* are met: the flattened inputs' shapes, dtype
 ``requires_grad``, the other arguments' values, the grad and inference modes, and the training flags of the
 compiled module's submodules. The captured run is the call itself, so its result is eager's. Later calls
 that meet the same guards replay the graph (a :class:`Variant`): the generated raw-kernel function of
-:mod:`.replay` when no autograd graph is needed, else the graph's ops through dispatch, which records the
-autograd graph exactly as eager mode does (so gradients and optimizer steps are eager's). A guard miss
-captures a new variant, up to ``config.cache_size_limit``; past it calls run eagerly.
+:mod:`.replay` when no autograd graph is needed; where one is, the forward and the backward compiled ahead
+of time as one autograd Function (:mod:`.aot`), or, where that split is refused, the graph's ops through
+dispatch, which records the autograd graph exactly as eager mode does. A guard miss captures a new variant,
+up to ``config.cache_size_limit``; past it calls run eagerly.
 
 A *graph break* is anything the op-level capture cannot see: a tensor turned into a Python value
 (``item``, ``tolist``, ``bool`` in data-dependent control flow, ``numpy``), a backward pass run inside

@@ -12,9 +12,13 @@ Passes on the way: dead ops were pruned at capture; values that depend on no inp
 draw (a mask built by ``ones``/``tril`` in the forward) are computed once here and kept as constants, in
 graphs with no in-place op (where nothing could write into such a constant).
 
-No ``out=`` buffers: on the CPU backend an ``out=`` ufunc call measured no faster than the allocating one at
-the bench's sizes (NumPy's small-array cache already recycles the buffers), and it would forbid returning
-a result twice.
+:mod:`.aot` generates a training call's forward and backward with the same function.
+
+No elementwise fusion yet: each pointwise op is its own kernel call (numba is not installed here, and a
+generated NumPy expression would still make one call per op). No ``out=`` buffers: kernels are called
+through their Op's ``forward``, which has no ``out=``, and on 64-element float32 arrays NumPy's ``out=``
+form measured slower than the allocating one (``add`` 1.8 vs 1.2 us, ``tanh`` 3.6 vs 1.0 us); it pays from
+about 4096 elements (10-25% faster), sizes where the per-op Python cost no longer dominates.
 """
 from __future__ import annotations
 
