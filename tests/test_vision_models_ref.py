@@ -40,6 +40,8 @@ FAMILIES = {
                   ("inception_v3", {"init_weights": False, "transform_input": True}, 96)],
     "mobilenet_v3": [("mobilenet_v3_small", {}, 64), ("mobilenet_v3_large", {}, 64),
                      ("mobilenet_v3_large", {"width_mult": 0.75, "reduced_tail": True, "dilated": True}, 64)],
+    "efficientnet": [("efficientnet_b0", {}, 64), *((f"efficientnet_b{i}", {}, 64) for i in range(1, 8)),
+                     *((f"efficientnet_v2_{v}", {}, 64) for v in "sml")],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",

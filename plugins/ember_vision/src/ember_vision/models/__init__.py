@@ -21,6 +21,13 @@ from .squeezenet import SqueezeNet, SqueezeNet1_0_Weights, SqueezeNet1_1_Weights
 from .alexnet import AlexNet, AlexNet_Weights, alexnet
 from .lenet import LeNet5, lenet5
 from .mobilenetv2 import MobileNet_V2_Weights, MobileNetV2, mobilenet_v2
+from .efficientnet import (
+    EfficientNet, EfficientNet_B0_Weights, EfficientNet_B1_Weights, EfficientNet_B2_Weights, EfficientNet_B3_Weights,
+    EfficientNet_B4_Weights, EfficientNet_B5_Weights, EfficientNet_B6_Weights, EfficientNet_B7_Weights,
+    EfficientNet_V2_L_Weights, EfficientNet_V2_M_Weights, EfficientNet_V2_S_Weights, efficientnet_b0,
+    efficientnet_b1, efficientnet_b2, efficientnet_b3, efficientnet_b4, efficientnet_b5, efficientnet_b6,
+    efficientnet_b7, efficientnet_v2_l, efficientnet_v2_m, efficientnet_v2_s,
+)
 from .googlenet import GoogLeNet, GoogLeNet_Weights, GoogLeNetOutputs, googlenet
 from .inception import Inception3, Inception_V3_Weights, InceptionOutputs, inception_v3
 from .mnasnet import (
