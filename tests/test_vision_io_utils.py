@@ -121,3 +121,89 @@ def test_read_video_needs_pyav(tmp_path):
             vio.read_video(str(tmp_path / "clip.mp4"))
     with pytest.raises(ValueError, match="output_format"):
         vio.read_video("clip.mp4", output_format="HWC")
+
+
+# ---- drawing utils, compared with torchvision 0.28 on the same inputs ----
+
+def _draw_inputs():
+    rng = np.random.default_rng(3)
+    return {
+        "image": rng.integers(0, 256, (3, 24, 32)).tolist(),
+        "grey": rng.integers(0, 256, (1, 24, 32)).tolist(),
+        "boxes": [[1, 2, 20, 15], [5, 5, 30, 22.7], [10, 0, 10, 8]],
+        "masks": (rng.random((3, 24, 32)) > 0.6).tolist(),
+        "keypoints": [[[3, 4], [20, 10], [28, 20]], [[10, 12], [15, 18.5], [2, 22]]],
+        "visibility": [[True, True, False], [True, True, True]],
+        "flow": (rng.standard_normal((2, 2, 6, 7)) * 3).astype(np.float32).tolist(),
+    }
+
+
+DRAW_CASES = """
+import numpy as np
+u = utils
+img = T(x["image"], dtype=U8)
+out = {
+    "boxes": u.draw_bounding_boxes(img, T(x["boxes"]), labels=["a", "bb", "c"], width=2),
+    "boxes_fill": u.draw_bounding_boxes(img, T(x["boxes"]), colors=["red", (0, 255, 0), "#0000ff"], fill=True),
+    "boxes_grey": u.draw_bounding_boxes(T(x["grey"], dtype=U8), T(x["boxes"]), colors="yellow"),
+    "boxes_labels": u.draw_bounding_boxes(img, T(x["boxes"]), labels=["x", "y", "z"], fill_labels=True,
+                                          label_background_colors="white"),
+    "boxes_float": u.draw_bounding_boxes(img.float() / 255, T(x["boxes"])),
+    "masks": u.draw_segmentation_masks(img, T(x["masks"], dtype=BOOL), alpha=0.6),
+    "masks_colors": u.draw_segmentation_masks(img, T(x["masks"], dtype=BOOL)[0], colors="blue"),
+    "masks_float": u.draw_segmentation_masks(img.float() / 255, T(x["masks"], dtype=BOOL), alpha=0.3),
+    "keypoints": u.draw_keypoints(img, T(x["keypoints"]), connectivity=[(0, 1), (1, 2)], colors="red",
+                                  radius=1, width=2, visibility=T(x["visibility"], dtype=BOOL)),
+    "keypoints_plain": u.draw_keypoints(img, T(x["keypoints"])),
+    "flow": u.flow_to_image(T(x["flow"])),
+    "flow_one": u.flow_to_image(T(x["flow"])[1]),
+}
+result = {k: [str(v.dtype).split(".")[-1], v.float().numpy().round(6).tolist()] for k, v in out.items()}
+"""
+
+
+def test_draw_utils_match_torchvision(device):
+    from ember_vision import utils
+    x = _draw_inputs()
+    ref = vision_reference.run(f"""
+from torchvision import utils
+x = {x!r}
+T, U8, BOOL = torch.tensor, torch.uint8, torch.bool
+""" + DRAW_CASES + "\nprint(json.dumps(result))")
+    scope = {"utils": utils, "x": x, "U8": ember.uint8, "BOOL": ember.bool,
+             "T": lambda v, dtype=None: ember.tensor(v, dtype=dtype, device=device)}
+    exec(DRAW_CASES, scope)
+    for key, (dtype, want) in ref.items():
+        got = scope["out"][key]
+        assert got.device == ember.device(device) and str(got.dtype).split(".")[-1] == dtype, key
+        got, want = got.float().cpu().numpy(), np.array(want, np.float32)
+        assert got.shape == want.shape, key
+        if key.startswith("flow"):  # float32 rounding may move a floor by one level
+            assert np.abs(got - want).max() <= 1 and (got != want).mean() < 0.02, key
+        else:
+            np.testing.assert_allclose(got, want, atol=1e-6, err_msg=key)
+
+
+def test_draw_utils_bad_input():
+    from ember_vision import utils
+    img = ember.zeros((3, 8, 8), dtype=ember.uint8)
+    before = img.clone()
+    with pytest.raises(ValueError, match=r"Boxes need to be in \(xmin, ymin, xmax, ymax\)"):
+        utils.draw_bounding_boxes(img, ember.tensor([[5.0, 1, 2, 4]]))
+    with pytest.raises(ValueError, match="Pass individual images, not batches"):
+        utils.draw_bounding_boxes(img[None], ember.tensor([[0.0, 0, 2, 2]]))
+    with pytest.raises(ValueError, match=r"Number of boxes \(1\) and labels \(2\) mismatch"):
+        utils.draw_bounding_boxes(img, ember.tensor([[0.0, 0, 2, 2]]), labels=["a", "b"])
+    with pytest.raises(ValueError, match="The masks must be of dtype bool"):
+        utils.draw_segmentation_masks(img, ember.zeros((8, 8)))
+    with pytest.raises(ValueError, match="same height and width"):
+        utils.draw_segmentation_masks(img, ember.zeros((1, 4, 8), dtype=ember.bool))
+    with pytest.raises(ValueError, match=r"Number of colors must be equal or larger .* 1 < 2"):
+        utils.draw_segmentation_masks(img, ember.zeros((2, 8, 8), dtype=ember.bool), colors=["red"])
+    with pytest.raises(ValueError, match=r"keypoints must be of shape \(num_instances, K, 2\)"):
+        utils.draw_keypoints(img, ember.zeros((3, 2)))
+    with pytest.raises(ValueError, match="Flow should be of dtype torch.float"):
+        utils.flow_to_image(ember.zeros((2, 4, 4), dtype=ember.float64))
+    with pytest.raises(ValueError, match=r"Input flow should have shape \(2, H, W\)"):
+        utils.flow_to_image(ember.zeros((3, 4, 4)))
+    assert ember.equal(img, before)
