@@ -47,3 +47,26 @@ def test_tcp_store_matches_pytorch():
 
     assert _store_session(ember.distributed) == _store_session(torch.distributed)
     assert issubclass(ember.distributed.DistStoreError, RuntimeError)
+
+
+def test_register_kl_accepts_any_class():
+    """pyro registers KL pairs against its own abstract ``Distribution`` base (not a subclass of PyTorch's);
+    PyTorch accepts any class there, and a registered pair is found for instances of subclasses of both."""
+    torch = pytest.importorskip("torch")
+    import ember
+
+    for lib in (torch, ember):
+        class Base:  # pyro's abstract base: no relation to lib.distributions.Distribution
+            pass
+
+        class Point(lib.distributions.Normal, Base):
+            pass
+
+        class Other(lib.distributions.Distribution, Base):
+            arg_constraints = {}
+
+        lib.distributions.kl.register_kl(Point, Base)(lambda p, q, lib=lib: lib.tensor(7.0))
+        p = Point(lib.tensor(0.0), lib.tensor(1.0))
+        assert lib.distributions.kl_divergence(p, Other()).item() == 7.0
+        with pytest.raises(TypeError):
+            lib.distributions.kl.register_kl(Point(0.0, 1.0), Base)

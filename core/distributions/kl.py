@@ -36,10 +36,10 @@ def register_kl(type_p, type_q):
     >>> @register_kl(Normal, Normal)  # doctest: +SKIP
     ... def kl_normal_normal(p, q): ...
     """
-    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
-        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
-        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+    # any class is accepted, as PyTorch does: pyro registers pairs with its own abstract Distribution base
+    for name, kind in (("type_p", type_p), ("type_q", type_q)):
+        if not isinstance(kind, type):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {kind}")
 
     def decorator(fun):
         _KL_REGISTRY[type_p, type_q] = fun

@@ -265,8 +265,8 @@ def table(results, *, date: str | None = None) -> str:
     torch_version = _version("torch")
     lines = [f"Run {date}; PyTorch {torch_version} (oracle) vs ember {_version('ember')} under the alias "
              f"(torch.__version__ {_alias_version()}).", "",
-             "| library | version | tests from | subset | mode | passed | failed | errors | skipped | ratio |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| library | version | tests from | subset | mode | passed | failed | errors | skipped | ratio | note |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     by_lib = {}
     for res in results:
         by_lib.setdefault(res.library, {})[res.mode] = res
@@ -275,8 +275,7 @@ def table(results, *, date: str | None = None) -> str:
         for mode, res in modes.items():
             ratio = f"{res.passed / base.passed:.1%}" if mode == "ember" and base and base.passed else ""
             lines.append(f"| {name} | {LIBRARIES[name].version} | {res.source} | `{res.subset}` | {mode} | "
-                         f"{res.passed} | {res.failed} | {res.errors} | {res.skipped} | {ratio} |"
-                         + (f" {res.note}" if res.note else ""))
+                         f"{res.passed} | {res.failed} | {res.errors} | {res.skipped} | {ratio} | {res.note} |")
     return "\n".join(lines) + "\n"
 
 

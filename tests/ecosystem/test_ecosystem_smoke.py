@@ -1,0 +1,45 @@
+"""CI's smoke subset of the ecosystem comparison: einops' whole suite, from its sdist, under PyTorch and under ember.
+
+The full comparison is ``python -m ember.ecosystem`` (``bash scripts/ecosystem.sh``); see docs/ecosystem.md. This
+test skips when the package index cannot be reached or PyTorch (the oracle) is absent."""
+import subprocess
+import sys
+
+import pytest
+
+from ember import ecosystem
+
+
+def _index_reachable(dist: str) -> bool:
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", dist], capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def einops_results():
+    pytest.importorskip("torch")
+    lib = ecosystem.LIBRARIES["einops"]
+    if not _index_reachable(lib.dist):
+        pytest.skip("the package index is unreachable")
+    try:
+        return {mode: ecosystem.run_subset(lib, mode, smoke=True, timeout=60, budget=240) for mode in ecosystem.MODES}
+    except RuntimeError as exc:
+        pytest.skip(f"einops could not be fetched: {exc}")
+
+
+def test_einops_suite_passes_under_ember_as_under_pytorch(einops_results):
+    base, ours = einops_results["torch"], einops_results["ember"]
+    assert base.source == ours.source == "sdist"
+    assert base.passed >= 50, base
+    assert ours.passed >= 0.99 * base.passed, ours.failures
+
+
+def test_table_reports_both_modes(einops_results):
+    text = ecosystem.table(list(einops_results.values()), date="today")
+    rows = [line for line in text.splitlines() if line.startswith("| einops")]
+    assert [row.split(" | ")[4] for row in rows] == ["torch", "ember"]
+    assert rows[1].split(" | ")[9].endswith("%")
