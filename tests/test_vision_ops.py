@@ -68,7 +68,7 @@ def ref():
         out["focal_mean"] = t(ops.sigmoid_focal_loss(logits, targets, alpha=-1, gamma=1.5, reduction="mean"))
         rois = torch.tensor({ROIS.tolist()}, dtype=torch.float64)
         out["roi_align"] = [t(_roi_align(x, rois, c["spatial_scale"], *c["output_size"], c["sampling_ratio"],
-                                         c["aligned"])) for c in {json.dumps(ROI_ALIGN_CASES).replace('false', 'False').replace('true', 'True')}]
+                                         c["aligned"])) for c in {ROI_ALIGN_CASES!r}]
         mods = dict(cna=ops.Conv2dNormActivation(3, 8), cna3=ops.Conv3dNormActivation(3, 4, norm_layer=None),
                     se=ops.SqueezeExcitation(8, 2), mlp=ops.MLP(4, [8, 8, 3], norm_layer=torch.nn.LayerNorm),
                     frozen=ops.FrozenBatchNorm2d(4))
@@ -459,3 +459,24 @@ def test_deform_conv2d_brute_force_and_gradcheck(device):
     assert mod(_t(x, device, ember.float32), ember.zeros(2, 18, 5, 6, device=device)).shape == (2, 6, 5, 6)
     with pytest.raises(RuntimeError, match="offset output dims"):
         mod(_t(x, device, ember.float32), ember.zeros(2, 18, 4, 6, device=device))
+
+
+def test_drop_block(device):
+    x = ember.ones(2, 3, 9, 9, device=device)
+    ember.manual_seed(0)
+    out = ops.drop_block2d(x, 0.3, 3)
+    zeros = (out == 0).cpu().numpy()
+    kept = out[out != 0]
+    assert zeros.any() and kept.numel() > 0
+    assert ember.allclose(kept, ember.full_like(kept, out.numel() / kept.numel()), rtol=1e-4)
+    # seeds are drawn where a whole block fits, so every dropped position lies in a fully dropped 3x3 window
+    for n, c, i, j in zip(*np.nonzero(zeros)):
+        assert any(zeros[n, c, a:a + 3, b:b + 3].all() for a in range(max(i - 2, 0), min(i, 6) + 1)
+                   for b in range(max(j - 2, 0), min(j, 6) + 1))
+    assert ops.DropBlock2d(0.5, 3).eval()(x) is x and ops.drop_block2d(x, 0.0, 3) is x
+    assert ops.DropBlock3d(0.2, 3)(ember.ones(1, 2, 5, 5, 5, device=device)).shape == (1, 2, 5, 5, 5)
+    with pytest.raises(ValueError, match="block size should be odd"):
+        ops.drop_block2d(x, 0.3, 4)
+    with pytest.raises(ValueError, match="input should be 4 dimensional"):
+        ops.drop_block2d(x[0], 0.3, 3)
+    assert repr(ops.DropBlock2d(0.1, 3)) == "DropBlock2d(p=0.1, block_size=3, inplace=False)"

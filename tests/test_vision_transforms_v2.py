@@ -56,7 +56,8 @@ def ref():
         out["normalize"] = F.normalize(f, [0.5, 0.4, 0.3], [0.2, 0.3, 0.4]).tolist()
         out["to_uint8"] = F.to_dtype(f, torch.uint8, scale=True).tolist()
         out["gray"] = F.rgb_to_grayscale(img).tolist()
-        target = dict(boxes=F.crop(boxes, 2, 3, 10, 12), labels=torch.tensor([1, 2, 3]), masks=F.crop(mask, 2, 3, 10, 12))
+        target = dict(boxes=F.crop(boxes, 2, 3, 10, 12), labels=torch.tensor([1, 2, 3]),
+                      masks=F.crop(mask, 2, 3, 10, 12))
         san = v2.SanitizeBoundingBoxes()(F.crop(img, 2, 3, 10, 12), target)[1]
         out["sanitize"] = [san["boxes"].tolist(), san["labels"].tolist(), san["masks"].shape[0]]
         pipe = v2.Compose([v2.RandomHorizontalFlip(p=1.0), v2.Resize((10, 15)), v2.CenterCrop(8),

@@ -7,6 +7,7 @@ from .boxes import (batched_nms, box_area, box_convert, box_iou, clip_boxes_to_i
 from .ciou_loss import complete_box_iou_loss
 from .deform_conv import DeformConv2d, deform_conv2d
 from .diou_loss import distance_box_iou_loss
+from .drop_block import DropBlock2d, DropBlock3d, drop_block2d, drop_block3d
 from .feature_pyramid_network import FeaturePyramidNetwork
 from .focal_loss import sigmoid_focal_loss
 from .giou_loss import generalized_box_iou_loss
@@ -24,4 +25,5 @@ __all__ = ["masks_to_boxes", "deform_conv2d", "DeformConv2d", "nms", "batched_nm
            "ps_roi_pool", "PSRoIPool", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "sigmoid_focal_loss",
            "stochastic_depth", "StochasticDepth", "FrozenBatchNorm2d", "Conv2dNormActivation",
            "Conv3dNormActivation", "SqueezeExcitation", "MLP", "Permute", "generalized_box_iou_loss",
-           "distance_box_iou_loss", "complete_box_iou_loss"]
+           "distance_box_iou_loss", "complete_box_iou_loss", "drop_block2d", "DropBlock2d", "drop_block3d",
+           "DropBlock3d"]

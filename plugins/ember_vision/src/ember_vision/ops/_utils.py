@@ -54,7 +54,8 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
         return loss.mean() if loss.numel() > 0 else 0.0 * loss.sum()
     if reduction == "sum":
         return loss.sum()
-    raise ValueError(f"Invalid Value for arg 'reduction': '{reduction} \n Supported reduction modes: 'none', 'mean', 'sum'")
+    raise ValueError(f"Invalid Value for arg 'reduction': '{reduction} \n "
+                     "Supported reduction modes: 'none', 'mean', 'sum'")
 
 
 def _loss_inter_union(boxes1: Tensor, boxes2: Tensor):
