@@ -182,12 +182,19 @@ class CompiledFunction:
         _ALL.add(self)
 
     def key(self, args, kwargs, flat):
-        parts = [is_grad_enabled(), is_inference(), tuple(m.training for m in self.modules)]
+        head = (is_grad_enabled(), is_inference(), tuple([m.training for m in self.modules]))
+        if not kwargs:  # the usual call, tensors only: their metadata, inline
+            metas = []
+            for a in args:
+                if type(a) is not Tensor:
+                    break
+                d = a._data
+                metas.append((d.shape, d.dtype, a._dev, a._rg))
+            else:
+                flat.extend(args)
+                return head, tuple(metas)
         try:
-            parts.append(_guard_key(args, flat))
-            if kwargs:
-                parts.append(_guard_key(kwargs, flat))
-            return tuple(parts)
+            return head, _guard_key(args, flat), _guard_key(kwargs, flat) if kwargs else None
         except TypeError:  # an unhashable argument
             return None
 
