@@ -345,3 +345,16 @@ def test_frozen_parameters_switch_variants_safely(device):
     cm(x).sum().backward()  # the captured leaves changed: the dispatch replay records the graph instead
     assert np.array_equal(_np(m.weight.grad), first)  # a frozen weight gains nothing
     assert np.array_equal(_np(m.bias.grad), np.full(2, 2, np.float32))
+
+
+def test_double_backward_through_a_compiled_backward_raises(device):
+    f = ember.compile(lambda x: (x * x * x).sum())
+    x = ember.ones(3, device=device, requires_grad=True)
+    f(x)
+    with pytest.raises(RuntimeError, match="create_graph"):
+        ember.autograd.grad(f(x), x, create_graph=True)
+    g = ember.compile(lambda x: (x * x * x).sum(), backend="aot_eager")
+    g(x)
+    (gx,) = ember.autograd.grad(g(x), x, create_graph=True)
+    (ggx,) = ember.autograd.grad(gx.sum(), x)
+    assert np.array_equal(_np(ggx), np.full(3, 6, np.float32))

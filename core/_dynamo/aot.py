@@ -23,6 +23,7 @@ from ..autograd.engine import grad as _grad
 from ..autograd.function import Function
 from ..jit import _graph
 from ..jit._graph import Ref, _refs_in
+from ..state import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from .replay import generate
 
@@ -127,6 +128,9 @@ class _Joint(Function):
 
     @staticmethod
     def backward(ctx, *gouts):
+        if is_grad_enabled():
+            raise RuntimeError("ember.compile: a compiled backward cannot be differentiated again "
+                               "(create_graph=True); compile with backend='aot_eager' for higher-order gradients")
         step = ctx.step
         gs = [gouts[k] for k in step.used_gouts]
         if any(not isinstance(g, Tensor) for g in gs):
