@@ -290,3 +290,80 @@ def test_extract_gz_truncated_leaves_nothing(tmp_path):
     with pytest.raises(EOFError, match="blob.bin.gz is truncated"):
         dutils.extract_archive(str(path))
     assert os.listdir(tmp_path) == ["blob.bin.gz"]
+
+
+def _img(path, size=(6, 5), mode="RGB"):
+    from PIL import Image
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    shape = (size[1], size[0], 3) if mode == "RGB" else (size[1], size[0])
+    Image.fromarray(RNG.integers(0, 256, shape, dtype=np.uint8), mode).save(path)
+
+
+def fake_image_lists(root):
+    """Food101, DTD and GTSRB trees (PNG/PPM so pixels survive exactly; names as torchvision expects)."""
+    import json
+    food = os.path.join(root, "food-101")
+    meta = {"train": {"ramen": ["ramen/1", "ramen/2"], "apple_pie": ["apple_pie/7"]}, "test": {"ramen": ["ramen/3"]}}
+    for split, classes in meta.items():
+        write(os.path.join(food, "meta", f"{split}.json"), json.dumps(classes).encode())
+        for stems in classes.values():
+            for stem in stems:
+                _img(os.path.join(food, "images", f"{stem}.jpg"))
+    dtd = os.path.join(root, "dtd", "dtd")
+    lines = {"train1": ["banded/b_1.jpg", "zigzag/z_1.jpg", "banded/b_2.jpg"], "test3": ["zigzag/z_2.jpg"]}
+    for name, entries in lines.items():
+        write(os.path.join(dtd, "labels", f"{name}.txt"), ("\n".join(entries) + "\n").encode())
+        for entry in entries:
+            _img(os.path.join(dtd, "images", entry))
+    gt = os.path.join(root, "gtsrb", "GTSRB")
+    for cls, n in (("00000", 2), ("00002", 1)):
+        for i in range(n):
+            _img(os.path.join(gt, "Training", cls, f"{i:05d}_00000.ppm"))
+        write(os.path.join(gt, "Training", cls, f"GT-{cls}.csv"), b"Filename;ClassId\n")
+    for i in range(2):
+        _img(os.path.join(gt, "Final_Test", "Images", f"{i:05d}.ppm"), mode="L" if i else "RGB")
+    write(os.path.join(root, "gtsrb", "GT-final_test.csv"),
+          b"Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n00000.ppm;6;5;0;0;5;4;16\n"
+          b"00001.ppm;6;5;0;0;5;4;1\n")
+
+
+IMAGE_LIST_CASES = """
+cases = {
+    "food_train": D.Food101(root), "food_test": D.Food101(root, split="test"),
+    "dtd_train": D.DTD(root), "dtd_test": D.DTD(root, split="test", partition=3),
+    "gtsrb_train": D.GTSRB(root), "gtsrb_test": D.GTSRB(root, split="test"),
+}
+"""
+
+
+def test_image_list_datasets_match_torchvision(tmp_path):
+    root = str(tmp_path)
+    fake_image_lists(root)
+    scope = {"D": datasets, "root": root}
+    exec(IMAGE_LIST_CASES, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["food_train"][1] == ["apple_pie", "ramen"] and mine["gtsrb_test"][2][1][1:] == [1, "RGB"]
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n"
+                               + IMAGE_LIST_CASES + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+
+
+def test_image_list_missing_and_download(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="food-101.*download=True"):
+        datasets.Food101(str(tmp_path))
+    with pytest.raises(ValueError, match="partition"):
+        datasets.DTD(str(tmp_path), partition=11)
+    with pytest.raises(RuntimeError, match="Training.*download=True"):
+        datasets.GTSRB(str(tmp_path))
+    source = tmp_path / "source"
+    fake_image_lists(str(source))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(source / "dtd" / "dtd", arcname="dtd")
+    archive = buf.getvalue()
+    with local_server.serve({"dtd.tar.gz": archive}) as (url, _):
+        monkeypatch.setattr(datasets.DTD, "_URL", url + "dtd.tar.gz")
+        monkeypatch.setattr(datasets.DTD, "_MD5", md5(archive))
+        ds = datasets.DTD(str(tmp_path / "dl"), download=True)
+    assert len(ds) == 3 and ds.classes == ["banded", "zigzag"] and ds[1][1] == 1
+    assert sorted(os.listdir(tmp_path / "dl" / "dtd")) == ["dtd", "dtd.tar.gz"]

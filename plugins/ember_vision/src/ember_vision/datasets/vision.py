@@ -28,3 +28,21 @@ class VisionDataset(Dataset):
         if self.transform is not None:
             lines.append(f"    Transform: {self.transform!r}")
         return "\n".join(lines)
+
+
+class _ImageListDataset(VisionDataset):
+    """A dataset that is a list of image files with integer labels: ``_image_files``, ``_labels``, ``loader``."""
+
+    _image_files: list
+    _labels: list
+
+    def __getitem__(self, index: int):
+        return self._apply(self.loader(self._image_files[index]), self._labels[index])
+
+    def __len__(self) -> int:
+        return len(self._image_files)
+
+
+def not_found(path) -> RuntimeError:
+    """torchvision's error for a dataset whose files are missing, naming where they were looked for."""
+    return RuntimeError(f"Dataset not found (looked in {path}). You can use download=True to download it")
