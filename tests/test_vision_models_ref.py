@@ -42,6 +42,10 @@ FAMILIES = {
                      ("mobilenet_v3_large", {"width_mult": 0.75, "reduced_tail": True, "dilated": True}, 64)],
     "efficientnet": [("efficientnet_b0", {}, 64), *((f"efficientnet_b{i}", {}, 64) for i in range(1, 8)),
                      *((f"efficientnet_v2_{v}", {}, 64) for v in "sml")],
+    # regnet_y_128gf (644M parameters) is left out: its stages are checked by test_regnet_block_params
+    "regnet": [("regnet_y_400mf", {}, 64), ("regnet_x_400mf", {}, 64),
+               *((f"regnet_{a}", {}, 64) for a in ("y_800mf", "y_1_6gf", "y_3_2gf", "y_8gf", "y_16gf", "y_32gf",
+                                                    "x_800mf", "x_1_6gf", "x_3_2gf", "x_8gf", "x_16gf", "x_32gf"))],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",
@@ -161,3 +165,29 @@ def test_training_mode_returns_auxiliary_logits(name, fields, size):
     assert out._fields == fields
     assert all(tuple(t.shape) == (2, 5) for t in out)
     assert tuple(model.eval()(ember.randn(2, 3, 96, 96)).shape) == (2, 5)
+
+
+def test_regnet_block_params_match_torchvision():
+    """Every RegNet's stage depths, widths and group widths, from the float32 quantisation rule."""
+    from ember_vision.models import regnet
+
+    names = models.list_models(include="regnet*")
+    want = vision_reference.run(f"""
+from torchvision.models import regnet
+out = {{}}
+for name in {names!r}:
+    captured = {{}}
+    def fake(params, weights, progress, **kwargs):
+        captured["p"] = params
+    orig, regnet._regnet = regnet._regnet, fake
+    getattr(regnet, name)()
+    regnet._regnet = orig
+    p = captured["p"]
+    out[name] = [p.depths, p.widths, p.group_widths]
+print(json.dumps(out))
+""")
+    assert len(names) == 15
+    for name in names:
+        depth, w_0, w_a, w_m, group_width, _ = regnet._ARCHS[name[len("regnet_"):]]
+        p = regnet.BlockParams.from_init_params(depth, w_0, w_a, w_m, group_width)
+        assert [p.depths, p.widths, p.group_widths] == want[name], name

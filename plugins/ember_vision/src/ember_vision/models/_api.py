@@ -133,7 +133,7 @@ def build(model_cls_args, weights_cls, weights, pretrained: bool, kwargs: dict, 
     """Construct a model (``(cls, args)``) and load ``weights`` (or ``DEFAULT`` when ``pretrained``)."""
     weights = weights_cls.verify(weights)
     if weights is None and pretrained:  # the legacy flag means the first ImageNet weights, as in torchvision
-        weights = weights_cls.IMAGENET1K_V1
+        weights = weights_cls.__members__.get("IMAGENET1K_V1", weights_cls.DEFAULT)
     if weights is not None:
         given = kwargs.setdefault("num_classes", weights.num_classes)
         if given != weights.num_classes:
