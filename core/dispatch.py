@@ -185,29 +185,13 @@ def binary(Op, a, b, *params):
                 x, y = a._data, b._data
             rg = a._rg or b._rg
         elif isinstance(b, SCALARS):
-            if type(b) not in _PY_SCALARS:
-                b = b.item()
-            x, y, dev = a._data, b, a._dev
-            cat = dtypes.scalar_category(b)
-            if cat > _category(x, dev):
-                a = cast(a, dtypes.default_for_category(cat, a.dtype))
-                x = a._data
-            elif (d := a.dtype) in SCALAR_FIX:  # ember dtypes: other libraries' must not meet NumPy's
-                y = fix_scalar(y, d)
-            rg = a._rg
+            a, x, y = _with_scalar(a, b)
+            dev, rg = a._dev, a._rg
         else:
             return NotImplemented
     elif isinstance(a, SCALARS) and isinstance(b, Tensor):
-        if type(a) not in _PY_SCALARS:
-            a = a.item()
-        x, y, dev = a, b._data, b._dev
-        cat = dtypes.scalar_category(a)
-        if cat > _category(y, dev):
-            b = cast(b, dtypes.default_for_category(cat, b.dtype))
-            y = b._data
-        elif (d := b.dtype) in SCALAR_FIX:
-            x = fix_scalar(x, d)
-        rg = b._rg
+        b, y, x = _with_scalar(b, a)
+        dev, rg = b._dev, b._rg
     else:
         return NotImplemented
     ctx = _new(Op)
@@ -225,11 +209,30 @@ def binary(Op, a, b, *params):
     return t
 
 
-def _category(arr, dev):
-    d = arr.dtype
-    if isinstance(d, np.dtype):  # other libraries' dtypes must not be compared with NumPy's
-        return dtypes.FROM_NP[d].category
-    return dev.backend.dtype_of(arr).category
+_PY_CATEGORY = {bool: dtypes.BOOL, int: dtypes.INT, float: dtypes.FLOAT, complex: dtypes.COMPLEX}
+_NP_DTYPE = {n: (d, d.category, d in SCALAR_FIX) for n, d in dtypes.FROM_NP.items()}
+
+
+def _with_scalar(t, s):
+    """``(t, array, scalar)`` for tensor ``t`` meeting scalar ``s`` in a binary op.
+
+    A scalar of a higher category than ``t``'s dtype (a float with an integer tensor) casts ``t`` to that
+    category's default dtype; otherwise the scalar is fixed for ``t``'s dtype (see ``fix_scalar``).
+    A NumPy scalar promotes as the Python scalar it holds.
+    """
+    if type(s) not in _PY_SCALARS:
+        s = s.item()
+    arr = t._data
+    nd = arr.dtype
+    known = _NP_DTYPE.get(nd) if isinstance(nd, np.dtype) else None  # other libraries' dtypes must not meet NumPy's
+    d, tcat, fix = known if known is not None else (t.dtype, t.dtype.category, t.dtype in SCALAR_FIX)
+    cat = _PY_CATEGORY.get(type(s))
+    if cat is None:
+        cat = dtypes.scalar_category(s)  # raises for what is no scalar
+    if cat > tcat:
+        t = cast(t, dtypes.default_for_category(cat, d))
+        return t, t._data, s
+    return t, arr, fix_scalar(s, d) if fix else s
 
 
 @dispatch_kind
