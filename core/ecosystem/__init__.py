@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +27,7 @@ import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-__all__ = ["LIBRARIES", "Library", "Result", "cache_dir", "prepare", "run_subset", "compare", "table"]
+__all__ = ["LIBRARIES", "Library", "Result", "cache_dir", "prepare", "run_subset", "compare", "stored_results", "table"]
 
 MODES = ("torch", "ember")
 _SITECUSTOMIZE = "import ember.torch_compat\nember.torch_compat.install()\n"
@@ -68,7 +70,7 @@ LIBRARIES = {lib.name: lib for lib in (
             canonical="pyro"),
     Library("torchmetrics", "torchmetrics", "1.9.0", deps=("lightning-utilities", "packaging"),
             full=("tests/unittests/classification", "tests/unittests/regression"), canonical="torchmetrics"),
-    Library("timm", "timm", "1.0.31", deps=("huggingface-hub", "safetensors", "pyyaml"),
+    Library("timm", "timm", "1.0.31", deps=("huggingface-hub", "safetensors", "pyyaml", "torchvision==0.28.0"),
             full=("tests/test_layers.py", "tests/test_models.py", "-k", "fx or resnet18 or vit_tiny or convnext_atto"),
             smoke=("tests/test_layers.py",), canonical="timm"),
     Library("transformers", "transformers", "5.24.0",
@@ -96,6 +98,7 @@ class Result:
     errors: int = 0
     skipped: int = 0
     note: str = ""
+    date: str = ""
     failures: list = dataclasses.field(default_factory=list)
 
 
@@ -113,7 +116,7 @@ def _missing(deps) -> list:
     out = []
     for dep in deps:
         try:
-            importlib.metadata.distribution(dep)
+            importlib.metadata.distribution(re.split("[=<>!~]", dep)[0])
         except importlib.metadata.PackageNotFoundError:
             out.append(dep)
     return out
@@ -219,7 +222,20 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
         result.note += f"stopped after {budget}s"
     if xml.exists():
         _count(xml, result)
+    result.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    (site.parent / f"result-{mode}.json").write_text(json.dumps(dataclasses.asdict(result)))
     return result
+
+
+def stored_results(root: Path | None = None) -> list:
+    """The latest result of every library and mode run so far (kept beside each private install)."""
+    out = []
+    for lib in LIBRARIES.values():
+        for mode in MODES:
+            path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}.json"
+            if path.exists():
+                out.append(Result(**json.loads(path.read_text())))
+    return out
 
 
 def _count(xml: Path, result: Result) -> None:
@@ -263,10 +279,11 @@ def table(results, *, date: str | None = None) -> str:
     """The comparison as a Markdown table: counts per library and mode, and ember's pass count over PyTorch's."""
     date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     torch_version = _version("torch")
-    lines = [f"Run {date}; PyTorch {torch_version} (oracle) vs ember {_version('ember')} under the alias "
+    lines = [f"Table written {date}; PyTorch {torch_version} (oracle) vs ember {_version('ember')} under the alias "
              f"(torch.__version__ {_alias_version()}).", "",
-             "| library | version | tests from | subset | mode | passed | failed | errors | skipped | ratio | note |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| library | version | tests from | subset | mode | run | passed | failed | errors | skipped | ratio "
+             "| note |",
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     by_lib = {}
     for res in results:
         by_lib.setdefault(res.library, {})[res.mode] = res
@@ -275,7 +292,8 @@ def table(results, *, date: str | None = None) -> str:
         for mode, res in modes.items():
             ratio = f"{res.passed / base.passed:.1%}" if mode == "ember" and base and base.passed else ""
             lines.append(f"| {name} | {LIBRARIES[name].version} | {res.source} | `{res.subset}` | {mode} | "
-                         f"{res.passed} | {res.failed} | {res.errors} | {res.skipped} | {ratio} | {res.note} |")
+                         f"{res.date} | {res.passed} | {res.failed} | {res.errors} | {res.skipped} | {ratio} | "
+                         f"{res.note} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """``python -m ember.ecosystem [LIBRARY ...] [--smoke] [--write docs/ecosystem.md]``: the ecosystem comparison.
 
 Runs each library's chosen tests under PyTorch and under ember (see :mod:`ember.ecosystem`), prints the counts and
-the failures under ember, and with ``--write`` puts the table into the Markdown file between its markers.
+the failures under ember, and with ``--write`` puts the table of every library's latest run into the Markdown file
+between its markers.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import LIBRARIES, compare, table
+from . import LIBRARIES, compare, stored_results, table
 
 BEGIN, END = "<!-- ecosystem-table:begin -->", "<!-- ecosystem-table:end -->"
 
@@ -46,8 +47,8 @@ def main(argv=None) -> int:
                 print(f"  {name}: {message}")
     text = table(results)
     print("\n" + text)
-    if ns.write:
-        write_table(ns.write, text)
+    if ns.write:  # every library's latest run, this one's included
+        write_table(ns.write, table(stored_results()))
     return 0
 
 

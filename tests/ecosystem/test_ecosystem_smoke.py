@@ -42,4 +42,4 @@ def test_table_reports_both_modes(einops_results):
     text = ecosystem.table(list(einops_results.values()), date="today")
     rows = [line for line in text.splitlines() if line.startswith("| einops")]
     assert [row.split(" | ")[4] for row in rows] == ["torch", "ember"]
-    assert rows[1].split(" | ")[9].endswith("%")
+    assert rows[1].split(" | ")[10].endswith("%")

@@ -1,9 +1,8 @@
 """Lightning's canonical usage: a fit and a validate of a small LightningModule, run by the ecosystem harness under
 PyTorch and under ember (Lightning's sdist has no tests_pytorch)."""
-import pytest
 
-torch = pytest.importorskip("torch")
-L = pytest.importorskip("lightning")
+import torch
+import lightning as L
 
 
 class Regressor(L.LightningModule):

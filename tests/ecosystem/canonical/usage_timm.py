@@ -2,8 +2,8 @@
 harness under PyTorch and under ember where the sdist lacks the chosen tests."""
 import pytest
 
-torch = pytest.importorskip("torch")
-timm = pytest.importorskip("timm")
+import torch
+import timm
 
 
 @pytest.mark.parametrize("name", ["resnet18", "vit_tiny_patch16_224", "convnext_atto", "efficientnet_b0"])
