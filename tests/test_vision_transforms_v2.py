@@ -32,6 +32,8 @@ CASES = {
     "center_crop_pad": "F.center_crop({x}, [25, 33])",
     "pad": "F.pad({x}, [1, 2, 3, 4])",
     "resized_crop": "F.resized_crop({x}, 4, 5, 12, 16, [6, 8])",
+    "affine": "F.affine({x}, 25.0, [2, -3], 0.9, [10.0, 5.0])",
+    "affine_centre": "F.affine({x}, -40.0, [0, 0], 1.2, [0.0, 0.0], center=[8, 6])",
 }
 
 
@@ -163,5 +165,7 @@ def test_random_transforms_draw_once_per_call(device):
     assert v2.ColorJitter(0.3, 0.3, 0.3, 0.1)(img).dtype == ember.uint8
     assert type(v2.ToPureTensor()(img)) is ember.Tensor and type(v2.ToImage()(ember.zeros(3, 4, 4))) is tv.Image
     assert v2.RandomRotation(30)(img, mask)[1].shape == mask.shape
+    i, b, m = v2.RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.1), shear=5)(img, boxes, mask)
+    assert i.shape == img.shape and m.shape == mask.shape and b.canvas_size == (20, 30)
     with pytest.raises(ValueError, match="Padding must be"):
         v2.Pad([1, 2, 3])

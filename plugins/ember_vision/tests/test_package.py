@@ -12,5 +12,5 @@ def test_entry_point_and_alias():
     (ep,) = [e for e in entry_points(group="ember") if e.name == "vision"]
     assert ep.value == "ember_vision._plugin"
     assert ember.vision is ember_vision
-    assert sorted(ember_vision.__all__) == ["datasets", "models", "transforms", "utils"]
+    assert sorted(ember_vision.__all__) == ["datasets", "io", "models", "ops", "transforms", "tv_tensors", "utils"]
     assert ember_vision.transforms.Compose([lambda x: x + 1])(1) == 2

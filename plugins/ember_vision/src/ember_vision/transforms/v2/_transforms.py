@@ -299,6 +299,43 @@ class RandomRotation(Transform):
         return F.rotate(inpt, params["angle"], self.interpolation, self.expand, self.center, self.fill)
 
 
+class RandomAffine(Transform):
+    """A random affine map: rotation from ``degrees``, translation up to ``translate`` (fractions of the
+    size), ``scale`` and ``shear`` ranges; boxes follow their corners."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None):
+        super().__init__()
+        self.degrees = [-degrees, degrees] if isinstance(degrees, numbers.Number) else list(degrees)
+        if translate is not None and not all(0.0 <= t <= 1.0 for t in translate):
+            raise ValueError("translation values should be between 0 and 1")
+        if scale is not None and any(s <= 0 for s in scale):
+            raise ValueError("scale values should be positive")
+        self.translate, self.scale = translate, scale
+        self.shear = [-shear, shear] if isinstance(shear, numbers.Number) else shear
+        self.interpolation, self.fill, self.center = interpolation, fill, center
+
+    def make_params(self, flat_inputs):
+        height, width = _query_size(flat_inputs)
+        draw = lambda lo, hi: ember.empty(1).uniform_(lo, hi).item()  # noqa: E731
+        angle = draw(*self.degrees)
+        tx = ty = 0
+        if self.translate is not None:
+            dx, dy = float(self.translate[0] * width), float(self.translate[1] * height)
+            tx, ty = int(round(draw(-dx, dx))), int(round(draw(-dy, dy)))
+        scale = draw(*self.scale) if self.scale is not None else 1.0
+        shear = [0.0, 0.0]
+        if self.shear is not None:
+            shear[0] = draw(self.shear[0], self.shear[1])
+            if len(self.shear) == 4:
+                shear[1] = draw(self.shear[2], self.shear[3])
+        return dict(angle=angle, translate=[tx, ty], scale=scale, shear=shear)
+
+    def transform(self, inpt, params):
+        return F.affine(inpt, params["angle"], params["translate"], params["scale"], params["shear"],
+                        self.interpolation, self.fill, self.center)
+
+
 class Normalize(Transform):
     """See :func:`functional.normalize`."""
 

@@ -6,6 +6,7 @@ clamped to the canvas after a crop, as in torchvision. A TVTensor in gives the s
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import ember
@@ -243,6 +244,77 @@ def rotate(inpt, angle: float, interpolation=InterpolationMode.NEAREST, expand: 
                                   "points yet")
     return _on_image(inpt, lambda t: F1.rotate(t, angle, interpolation, expand, center, fill),
                      lambda m: F1.rotate(m, angle, InterpolationMode.NEAREST, expand, center, fill))
+
+
+def _affine_matrix(center, angle, translate, scale, shear, inverted):
+    """torchvision's affine matrix (rotation about ``center``, shear, scale, then translation), as
+    ``[a, b, c, d, e, f]``; ``inverted`` maps output pixels back to input pixels."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    (cx, cy), (tx, ty) = center, translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    if inverted:
+        m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+        m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
+        m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
+        return m
+    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
+    m[2] += cx - m[0] * cx - m[1] * cy + tx
+    m[5] += cy - m[3] * cx - m[4] * cy + ty
+    return m
+
+
+def _affine_tensor(t: Tensor, matrix, interpolation, fill) -> Tensor:
+    """Sample ``t`` (``[..., C, H, W]``) at the inverse-affine positions of its own grid (zeros outside)."""
+    h, w = t.shape[-2:]
+    x = (t if t.is_floating_point() else t.float()).reshape(-1, *t.shape[-3:])
+    theta = ember.tensor(matrix, dtype=x.dtype, device=x.device).reshape(1, 2, 3)
+    xs = ember.linspace(-w * 0.5 + 0.5, w * 0.5 - 0.5, w, dtype=x.dtype, device=x.device)
+    ys = ember.linspace(-h * 0.5 + 0.5, h * 0.5 - 0.5, h, dtype=x.dtype, device=x.device)
+    base = ember.stack([xs[None, :].expand(h, w), ys[:, None].expand(h, w), ember.ones(h, w, dtype=x.dtype,
+                                                                                     device=x.device)], -1)
+    scale = ember.tensor([0.5 * w, 0.5 * h], dtype=x.dtype, device=x.device)
+    grid = (base.reshape(1, h * w, 3) @ (theta.transpose(1, 2) / scale)).reshape(1, h, w, 2)
+    mode = F1._mode(interpolation)
+    out = ember.nn.functional.grid_sample(x, grid.expand(x.shape[0], h, w, 2), mode=mode, padding_mode="zeros",
+                                          align_corners=False)
+    if fill:
+        inside = ember.nn.functional.grid_sample(ember.ones(1, 1, h, w, dtype=x.dtype, device=x.device), grid,
+                                                 mode=mode, padding_mode="zeros", align_corners=False)
+        out = out + (1 - inside) * ember.tensor(fill if isinstance(fill, (list, tuple)) else [fill],
+                                                dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
+    out = out.reshape(t.shape)
+    return out if t.is_floating_point() else out.round().to(t.dtype)
+
+
+def affine(inpt, angle: float, translate, scale: float, shear, interpolation=InterpolationMode.NEAREST, fill=0,
+           center=None):
+    """Rotate by ``angle`` degrees (clockwise, as torchvision), shear by ``shear`` degrees, scale by ``scale`` and
+    translate by ``translate`` pixels about ``center`` (the image centre); boxes become the bounding boxes of
+    their transformed corners, clamped to the canvas."""
+    shear = [float(shear), 0.0] if isinstance(shear, numbers.Number) else [float(v) for v in shear] + [0.0] * (
+        2 - len(shear))
+    translate = [float(v) for v in translate]
+    h, w = get_size(inpt)
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        c = center if center is not None else [w * 0.5, h * 0.5]
+        m = _affine_matrix(c, angle, translate, scale, shear, inverted=False)
+
+        def corners(b):
+            xs = ember.stack([b[:, 0], b[:, 2], b[:, 2], b[:, 0]], 1)
+            ys = ember.stack([b[:, 1], b[:, 1], b[:, 3], b[:, 3]], 1)
+            nx, ny = m[0] * xs + m[1] * ys + m[2], m[3] * xs + m[4] * ys + m[5]
+            return ember.stack([nx.amin(1), ny.amin(1), nx.amax(1), ny.amax(1)], 1)
+
+        return _on_boxes(inpt, corners, (h, w), clamp=True)
+    if isinstance(inpt, tv_tensors.KeyPoints):
+        raise NotImplementedError("affine: key points are not supported yet")
+    c = [0.0, 0.0] if center is None else [center[0] - w * 0.5, center[1] - h * 0.5]
+    m = _affine_matrix(c, angle, translate, scale, shear, inverted=True)
+    return _on_image(inpt, lambda t: _affine_tensor(t, m, interpolation, fill),
+                     lambda t: _affine_tensor(t, m, InterpolationMode.NEAREST, 0))
 
 
 def to_image(inpt) -> "tv_tensors.Image":
