@@ -70,3 +70,13 @@ def test_register_kl_accepts_any_class():
         assert lib.distributions.kl_divergence(p, Other()).item() == 7.0
         with pytest.raises(TypeError):
             lib.distributions.kl.register_kl(Point(0.0, 1.0), Base)
+
+
+def test_reduce_op_members_are_red_op_type():
+    """Lightning reads ``ReduceOp.RedOpType`` at import: the type of ``ReduceOp``'s members."""
+    torch = pytest.importorskip("torch")
+    import ember.distributed
+
+    for dist in (torch.distributed, ember.distributed):
+        assert all(isinstance(getattr(dist.ReduceOp, op), dist.ReduceOp.RedOpType) for op in ("SUM", "MAX", "AVG"))
+        assert not isinstance("sum", dist.ReduceOp.RedOpType)

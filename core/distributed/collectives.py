@@ -32,6 +32,9 @@ class ReduceOp(enum.Enum):
     BXOR = "bxor"
 
 
+ReduceOp.RedOpType = ReduceOp  # PyTorch's type of the members (Lightning annotates with ReduceOp.RedOpType)
+
+
 def _mpi():
     from mpi4py import MPI
 
