@@ -358,3 +358,14 @@ def test_double_backward_through_a_compiled_backward_raises(device):
     (gx,) = ember.autograd.grad(g(x), x, create_graph=True)
     (ggx,) = ember.autograd.grad(gx.sum(), x)
     assert np.array_equal(_np(ggx), np.full(3, 6, np.float32))
+
+
+def test_interception_and_subclasses_see_eager_ops(device):
+    f = ember.compile(lambda x: (x * 2).sin())
+    x = ember.randn(4, 3, device=device)
+    f(x)
+    assert np.array_equal(_np(ember.func.vmap(f)(x)), _np(ember.func.vmap(lambda x: (x * 2).sin())(x)))
+    traced = ember.jit.trace(lambda x: f(x) + 1, (x,))  # the trace records f's ops: new inputs flow through
+    assert np.array_equal(_np(traced(x * 3)), _np((x * 3 * 2).sin() + 1))
+    p = nn.Parameter(x.clone())
+    assert np.array_equal(_np(f(p)), _np((p * 2).sin()))

@@ -24,8 +24,10 @@ import warnings
 import weakref
 
 from ..autograd import engine as _engine
+from ..interception import HANDLERS
 from ..jit._graph import Program, Ref, TracerWarning, capture
 from ..nn.modules.module import Module
+from ..overrides import _is_torch_function_mode_enabled
 from ..state import is_grad_enabled, is_inference
 from ..tensor import Tensor
 from . import config
@@ -172,6 +174,15 @@ class Variant:
         return _rebuild(self.out_spec, outs)
 
 
+def _own_torch_function(cls) -> bool:
+    """Whether tensor subclass ``cls`` overrides ``__torch_function__`` (its calls then run eagerly)."""
+    f = cls.__torch_function__
+    return getattr(f, "__func__", f) is not _TENSOR_TF
+
+
+_TENSOR_TF = Tensor.__torch_function__.__func__
+
+
 class CompiledFunction:
     """``fn`` compiled: a cache of :class:`Variant` keyed by guards (see the module docstring)."""
 
@@ -194,12 +205,14 @@ class CompiledFunction:
                 flat.extend(args)
                 return head, tuple(metas)
         try:
-            return head, _guard_key(args, flat), _guard_key(kwargs, flat) if kwargs else None
+            key = head, _guard_key(args, flat), _guard_key(kwargs, flat) if kwargs else None
         except TypeError:  # an unhashable argument
             return None
+        return None if any(type(t) is not Tensor and _own_torch_function(type(t)) for t in flat) else key
 
     def __call__(self, *args, **kwargs):
-        if STANCE[0] == "force_eager" or current_capture() is not None:  # inside a capture: the outer one records
+        if STANCE[0] == "force_eager" or current_capture() is not None or HANDLERS or \
+                _is_torch_function_mode_enabled():  # a tracer, autocast, vmap or a mode must see every op: eager
             return self.fn(*args, **kwargs)
         flat = []
         key = self.key(args, kwargs, flat)
