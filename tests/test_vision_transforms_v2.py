@@ -33,6 +33,7 @@ CASES = {
     "pad": "F.pad({x}, [1, 2, 3, 4])",
     "resized_crop": "F.resized_crop({x}, 4, 5, 12, 16, [6, 8])",
     "affine": "F.affine({x}, 25.0, [2, -3], 0.9, [10.0, 5.0])",
+    "rotate": "F.rotate({x}, 30.0)",
     "affine_centre": "F.affine({x}, -40.0, [0, 0], 1.2, [0.0, 0.0], center=[8, 6])",
 }
 

@@ -238,10 +238,14 @@ to_grayscale = rgb_to_grayscale
 
 def rotate(inpt, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None,
            fill=0):
-    """Rotate images and masks counter-clockwise by ``angle`` degrees (boxes are not supported yet)."""
+    """Rotate counter-clockwise by ``angle`` degrees about ``center`` (the image centre); without ``expand``
+    this is :func:`affine` by ``-angle``, so boxes follow their corners (``expand`` supports images and masks
+    only)."""
+    if not expand:
+        return affine(inpt, -angle, [0.0, 0.0], 1.0, [0.0, 0.0], interpolation, fill, center)
     if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
         raise NotImplementedError("rotate: ember-vision's v2 rotate does not transform bounding boxes or key "
-                                  "points yet")
+                                  "points with expand=True yet")
     return _on_image(inpt, lambda t: F1.rotate(t, angle, interpolation, expand, center, fill),
                      lambda m: F1.rotate(m, angle, InterpolationMode.NEAREST, expand, center, fill))
 
