@@ -9,6 +9,10 @@ from ._api import (
     Weights, WeightsEnum, get_dir, get_model, get_model_builder, get_model_weights, get_weight, list_models,
     load_state_dict_from_url, register_model,
 )
+from .convnext import (
+    ConvNeXt, ConvNeXt_Base_Weights, ConvNeXt_Large_Weights, ConvNeXt_Small_Weights, ConvNeXt_Tiny_Weights,
+    convnext_base, convnext_large, convnext_small, convnext_tiny,
+)
 from .densenet import (
     DenseNet, DenseNet121_Weights, DenseNet161_Weights, DenseNet169_Weights, DenseNet201_Weights, densenet121,
     densenet161, densenet169, densenet201,
