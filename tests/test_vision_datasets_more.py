@@ -108,24 +108,23 @@ def fake_fer2013(root):
             "test": write(os.path.join(root, "fer2013", "test.csv"), test.encode())}
 
 
-def _items(ds):
-    """Length, classes and the first and last items (pixels as nested lists) of a dataset, JSON-ready."""
-    out = []
-    for i in (0, len(ds) - 1):
-        img, target = ds[i]
-        out.append([np.asarray(img).tolist(), target, img.mode])
-    return [len(ds), list(getattr(ds, "classes", []) or []), out]
-
-
-REF_ITEMS = """
+ITEMS = """
 import numpy as np
+def plain(t):
+    if hasattr(t, "mode"):
+        return [np.asarray(t).tolist(), t.mode]
+    return [plain(v) for v in t] if isinstance(t, tuple) else t
 def items(ds):
     out = []
     for i in (0, len(ds) - 1):
         img, target = ds[i]
-        out.append([np.asarray(img).tolist(), target, img.mode])
+        out.append([np.asarray(img).tolist(), plain(target), img.mode])
     return [len(ds), list(getattr(ds, "classes", []) or []), out]
 """
+REF_ITEMS = ITEMS
+_scope = {}
+exec(ITEMS, _scope)
+_items = _scope["items"]  # length, classes, first and last items (pixels as nested lists), JSON-ready
 
 
 @pytest.fixture(scope="module")
@@ -322,6 +321,21 @@ def fake_image_lists(root):
         write(os.path.join(gt, "Training", cls, f"GT-{cls}.csv"), b"Filename;ClassId\n")
     for i in range(2):
         _img(os.path.join(gt, "Final_Test", "Images", f"{i:05d}.ppm"), mode="L" if i else "RGB")
+    scipy_io = pytest.importorskip("scipy.io")
+    flowers = os.path.join(root, "flowers-102")
+    for i in range(1, 6):
+        _img(os.path.join(flowers, "jpg", f"image_{i:05d}.jpg"))
+    os.makedirs(flowers, exist_ok=True)
+    scipy_io.savemat(os.path.join(flowers, "imagelabels.mat"), {"labels": np.array([[3, 1, 102, 2, 3]])})
+    scipy_io.savemat(os.path.join(flowers, "setid.mat"), {"trnid": np.array([[2, 5, 1]]), "valid": np.array([[3]]),
+                                                          "tstid": np.array([[4, 3]])})
+    pets = os.path.join(root, "oxford-iiit-pet")
+    rows = ["Abyssinian_1 1 1 1", "great_pyrenees_2 2 2 1", "Abyssinian_3 1 1 1", "yorkshire_terrier_9 37 2 25"]
+    write(os.path.join(pets, "annotations", "trainval.txt"), ("\n".join(rows[:3]) + "\n").encode())
+    write(os.path.join(pets, "annotations", "test.txt"), (rows[3] + "\n").encode())
+    for row in rows:
+        _img(os.path.join(pets, "images", row.split()[0] + ".jpg"))
+        _img(os.path.join(pets, "annotations", "trimaps", row.split()[0] + ".png"), mode="L")
     write(os.path.join(root, "gtsrb", "GT-final_test.csv"),
           b"Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n00000.ppm;6;5;0;0;5;4;16\n"
           b"00001.ppm;6;5;0;0;5;4;1\n")
@@ -332,18 +346,36 @@ cases = {
     "food_train": D.Food101(root), "food_test": D.Food101(root, split="test"),
     "dtd_train": D.DTD(root), "dtd_test": D.DTD(root, split="test", partition=3),
     "gtsrb_train": D.GTSRB(root), "gtsrb_test": D.GTSRB(root, split="test"),
+    "flowers_train": D.Flowers102(root), "flowers_test": D.Flowers102(root, split="test"),
+    "pets": D.OxfordIIITPet(root, target_types=["category", "binary-category", "segmentation"]),
+    "pets_test": D.OxfordIIITPet(root, split="test"), "pets_seg": D.OxfordIIITPet(root, target_types="segmentation"),
+    "pets_none": D.OxfordIIITPet(root, target_types=[]),
 }
 """
 
 
-def test_image_list_datasets_match_torchvision(tmp_path):
+FLOWERS_MD5 = """
+import hashlib, os
+for key in ("label", "setid"):
+    name = D.Flowers102._file_dict[key][0]
+    with open(os.path.join(root, "flowers-102", name), "rb") as f:
+        D.Flowers102._file_dict[key] = (name, hashlib.md5(f.read()).hexdigest())
+"""
+
+
+def test_image_list_datasets_match_torchvision(tmp_path, monkeypatch):
     root = str(tmp_path)
     fake_image_lists(root)
+    patched = {"D": datasets, "root": root}
+    monkeypatch.setattr(datasets.Flowers102, "_file_dict", dict(datasets.Flowers102._file_dict))
+    exec(FLOWERS_MD5, patched)
     scope = {"D": datasets, "root": root}
     exec(IMAGE_LIST_CASES, scope)
     mine = {k: _items(v) for k, v in scope["cases"].items()}
     assert mine["food_train"][1] == ["apple_pie", "ramen"] and mine["gtsrb_test"][2][1][1:] == [1, "RGB"]
+    assert mine["flowers_train"][2][0][1] == 0 and mine["pets"][1] == ["Abyssinian", "Great Pyrenees"]
     ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n"
+                               + FLOWERS_MD5
                                + IMAGE_LIST_CASES + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
     assert ref == mine
 
@@ -355,6 +387,12 @@ def test_image_list_missing_and_download(tmp_path, monkeypatch):
         datasets.DTD(str(tmp_path), partition=11)
     with pytest.raises(RuntimeError, match="Training.*download=True"):
         datasets.GTSRB(str(tmp_path))
+    with pytest.raises(RuntimeError, match="flowers-102.jpg.*download=True"):
+        datasets.Flowers102(str(tmp_path))
+    with pytest.raises(ValueError, match="Unknown value 'mask' for argument target_types"):
+        datasets.OxfordIIITPet(str(tmp_path), target_types=["category", "mask"])
+    with pytest.raises(RuntimeError, match="oxford-iiit-pet.*download=True"):
+        datasets.OxfordIIITPet(str(tmp_path))
     source = tmp_path / "source"
     fake_image_lists(str(source))
     buf = io.BytesIO()
@@ -367,3 +405,14 @@ def test_image_list_missing_and_download(tmp_path, monkeypatch):
         ds = datasets.DTD(str(tmp_path / "dl"), download=True)
     assert len(ds) == 3 and ds.classes == ["banded", "zigzag"] and ds[1][1] == 1
     assert sorted(os.listdir(tmp_path / "dl" / "dtd")) == ["dtd", "dtd.tar.gz"]
+
+
+def test_joint_transforms(tmp_path):
+    fake_image_lists(str(tmp_path))
+    ds = datasets.OxfordIIITPet(str(tmp_path), target_types=["category", "binary-category"],
+                                transforms=lambda img, target: (img.size, target[::-1]))
+    assert ds[1] == ((6, 5), (1, 1)) and ds[0] == ((6, 5), (0, 0))
+    ds = datasets.DTD(str(tmp_path), transform=lambda img: img.mode, target_transform=lambda t: t + 10)
+    assert ds[1] == ("RGB", 11) and ds.transforms is not None
+    with pytest.raises(ValueError, match="Only transforms or transform/target_transform"):
+        datasets.OxfordIIITPet(str(tmp_path), transforms=print, transform=print)

@@ -1,5 +1,5 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD and GTSRB.
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102 and OxfordIIITPet.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -8,11 +8,13 @@ STL-10, FER2013, Food101, DTD and GTSRB.
 from .cifar import CIFAR10, CIFAR100
 from .dtd import DTD
 from .fakedata import FakeData
+from .flowers102 import Flowers102
 from .food101 import Food101
 from .folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder, default_loader, find_classes, make_dataset
 from .fer2013 import FER2013
 from .gtsrb import GTSRB
 from .mnist import EMNIST, KMNIST, MNIST, FashionMNIST, read_idx
+from .oxford_iiit_pet import OxfordIIITPet
 from .stl10 import STL10
 from .svhn import SVHN
 from .vision import VisionDataset

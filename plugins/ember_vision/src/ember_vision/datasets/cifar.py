@@ -81,7 +81,7 @@ class CIFAR10(VisionDataset):
     meta = {"filename": "batches.meta", "key": "label_names", "md5": "5ff9c542aee3614f3951f8cda6e48888"}
 
     def __init__(self, root, train: bool = True, transform=None, target_transform=None, download: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
             self.download()

@@ -21,7 +21,7 @@ class DTD(_ImageListDataset):
             raise ValueError(f"Parameter 'partition' should be an integer with `1 <= partition <= 10`, "
                              f"but got {partition} instead")
         self._partition = partition
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._base_folder = os.path.join(self.root, "dtd")
         self._data_folder = os.path.join(self._base_folder, "dtd")
         images = os.path.join(self._data_folder, "images")

@@ -19,7 +19,7 @@ class FakeData(VisionDataset):
 
     def __init__(self, size: int = 1000, image_size=(3, 224, 224), num_classes: int = 10, transform=None,
                  target_transform=None, random_offset: int = 0):
-        super().__init__(None, transform, target_transform)
+        super().__init__(None, transform=transform, target_transform=target_transform)
         self.size, self.image_size = int(size), tuple(image_size)
         self.num_classes, self.random_offset = int(num_classes), int(random_offset)
 

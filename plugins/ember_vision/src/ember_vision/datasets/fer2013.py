@@ -25,7 +25,7 @@ class FER2013(VisionDataset):
 
     def __init__(self, root, split: str = "train", transform=None, target_transform=None):
         self._split = verify_str_arg(split, "split", ("train", "test"))
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         folder = os.path.join(self.root, "fer2013")
         kind = next((k for k in ("fer", "icml") if os.path.exists(os.path.join(folder, self._RESOURCES[k][0]))),
                     split)

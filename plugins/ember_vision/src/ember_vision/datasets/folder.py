@@ -86,7 +86,7 @@ class DatasetFolder(VisionDataset):
 
     def __init__(self, root, loader, extensions=None, transform=None, target_transform=None,
                  is_valid_file=None, allow_empty: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         classes, class_to_idx = self.find_classes(self.root)
         self.samples = make_dataset(self.root, class_to_idx, extensions, is_valid_file, allow_empty)
         self.loader, self.extensions = loader, extensions

@@ -17,7 +17,7 @@ class Food101(_ImageListDataset):
 
     def __init__(self, root, split: str = "train", transform=None, target_transform=None, download: bool = False,
                  loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))
         self._base_folder = os.path.join(self.root, "food-101")
         self._meta_folder = os.path.join(self._base_folder, "meta")

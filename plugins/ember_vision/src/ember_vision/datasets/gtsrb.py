@@ -27,7 +27,7 @@ class GTSRB(_ImageListDataset):
                           ("GTSRB_Final_Test_GT.zip", "fe31e9c9270bbcd7b84b7f21a9d9d9e5")]}
 
     def __init__(self, root, split: str = "train", transform=None, target_transform=None, download: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))
         self._base_folder = os.path.join(self.root, "gtsrb")
         self._target_folder = os.path.join(self._base_folder, "GTSRB",

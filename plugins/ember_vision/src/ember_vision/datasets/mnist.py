@@ -54,7 +54,7 @@ class MNIST(VisionDataset):
                "8 - eight", "9 - nine"]
 
     def __init__(self, root, train: bool = True, transform=None, target_transform=None, download: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
             self.download()

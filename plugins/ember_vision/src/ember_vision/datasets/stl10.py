@@ -31,7 +31,7 @@ class STL10(VisionDataset):
 
     def __init__(self, root, split: str = "train", folds=None, transform=None, target_transform=None,
                  download: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", self.splits)
         if folds is not None and not isinstance(folds, int):
             raise ValueError(f"Expected type None or int for argument folds, but got type {type(folds)}.")

@@ -23,7 +23,7 @@ class SVHN(VisionDataset):
     }
 
     def __init__(self, root, split: str = "train", transform=None, target_transform=None, download: bool = False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", tuple(self.split_list))
         self.url, self.filename, self.file_md5 = self.split_list[split]
         if download:
