@@ -416,3 +416,45 @@ def test_joint_transforms(tmp_path):
     assert ds[1] == ("RGB", 11) and ds.transforms is not None
     with pytest.raises(ValueError, match="Only transforms or transform/target_transform"):
         datasets.OxfordIIITPet(str(tmp_path), transforms=print, transform=print)
+
+
+def fake_voc(root):
+    from PIL import Image
+    voc = os.path.join(root, "VOCdevkit", "VOC2012")
+    names = ["2008_000001", "2008_000002"]
+    for folder in ("Segmentation", "Main"):
+        write(os.path.join(voc, "ImageSets", folder, "train.txt"), ("\n".join(names) + "\n").encode())
+    objects = ["<object><name>dog</name><difficult>0</difficult><bndbox><xmin>1</xmin><ymin>2</ymin>"
+               "<xmax>5</xmax><ymax>4</ymax></bndbox><part><name>head</name></part></object>",
+               "<object><name>cat</name><bndbox><xmin>0</xmin><ymin>0</ymin><xmax>3</xmax><ymax>3</ymax></bndbox>"
+               "</object>"]
+    for i, name in enumerate(names):
+        _img(os.path.join(voc, "JPEGImages", name + ".jpg"))
+        mask = Image.fromarray(RNG.integers(0, 21, (5, 6), dtype=np.uint8), "P")
+        mask.putpalette([v for c in range(256) for v in (c, 255 - c, c // 2)])
+        os.makedirs(os.path.join(voc, "SegmentationClass"), exist_ok=True)
+        mask.save(os.path.join(voc, "SegmentationClass", name + ".png"))
+        xml = (f"<annotation><folder>VOC2012</folder><filename>{name}.jpg</filename><size><width>6</width>"
+               f"<height>5</height><depth>3</depth></size><segmented> 1 </segmented><empty></empty>"
+               + "".join(objects[: i + 1]) + "</annotation>")
+        write(os.path.join(voc, "Annotations", name + ".xml"), xml.encode())
+    return voc
+
+
+def test_voc_matches_torchvision(tmp_path):
+    root = str(tmp_path)
+    fake_voc(root)
+    cases = "cases = {'seg': D.VOCSegmentation(root), 'det': D.VOCDetection(root, year='2012')}\n"
+    scope = {"D": datasets, "root": root}
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    det = mine["det"][2]
+    assert det[0][1]["annotation"]["object"][0]["name"] == "dog" and len(det[1][1]["annotation"]["object"]) == 2
+    assert mine["seg"][2][0][1][1] == "P"
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n" + cases
+                               + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(ValueError, match="Unknown value 'test' for argument image_set"):
+        datasets.VOCDetection(root, year="2012", image_set="test")
+    with pytest.raises(RuntimeError, match="VOC2007.*download=True"):
+        datasets.VOCSegmentation(root, year="2007")

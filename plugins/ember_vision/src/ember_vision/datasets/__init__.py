@@ -1,5 +1,5 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD, GTSRB, Flowers102 and OxfordIIITPet.
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet and VOC.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -18,4 +18,5 @@ from .oxford_iiit_pet import OxfordIIITPet
 from .stl10 import STL10
 from .svhn import SVHN
 from .vision import VisionDataset
+from .voc import VOCDetection, VOCSegmentation
 from . import utils
