@@ -48,6 +48,9 @@ FAMILIES = {
                                                     "x_800mf", "x_1_6gf", "x_3_2gf", "x_8gf", "x_16gf", "x_32gf"))],
     "convnext": [("convnext_tiny", {}, 64), ("convnext_small", {}, 64), ("convnext_base", {}, 64),
                  ("convnext_large", {}, 64)],
+    # vit_h_14 (632M parameters) is left out
+    "vit": [("vit_b_16", {"image_size": 64}, 64), ("vit_b_32", {"image_size": 64}, 64),
+            ("vit_l_16", {"image_size": 32}, 32), ("vit_l_32", {"image_size": 64}, 64)],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",

@@ -22,6 +22,10 @@ from .shufflenetv2 import (
     ShuffleNetV2, shufflenet_v2_x0_5, shufflenet_v2_x1_0, shufflenet_v2_x1_5, shufflenet_v2_x2_0,
 )
 from .squeezenet import SqueezeNet, SqueezeNet1_0_Weights, SqueezeNet1_1_Weights, squeezenet1_0, squeezenet1_1
+from .vision_transformer import (
+    ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Weights, ViT_L_16_Weights, ViT_L_32_Weights, VisionTransformer,
+    vit_b_16, vit_b_32, vit_h_14, vit_l_16, vit_l_32,
+)
 from .alexnet import AlexNet, AlexNet_Weights, alexnet
 from .lenet import LeNet5, lenet5
 from .mobilenetv2 import MobileNet_V2_Weights, MobileNetV2, mobilenet_v2

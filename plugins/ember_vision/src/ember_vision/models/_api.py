@@ -29,10 +29,12 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
 
 
 class Weights(NamedTuple):
-    """A pretrained checkpoint: its URL and the number of classes it predicts."""
+    """A pretrained checkpoint: its URL, the number of classes it predicts, and torchvision's other metadata
+    the builder needs (``min_size``: the input side it was trained at, for models built for one size)."""
 
     url: str
     num_classes: int = 1000
+    meta: dict | None = None
 
 
 class WeightsEnum(enum.Enum):
@@ -45,6 +47,10 @@ class WeightsEnum(enum.Enum):
     @property
     def num_classes(self) -> int:
         return self.value.num_classes
+
+    @property
+    def meta(self) -> dict:
+        return {"num_classes": self.value.num_classes, **(self.value.meta or {})}
 
     def get_state_dict(self, progress: bool = True, check_hash: bool = True) -> dict:
         return load_state_dict_from_url(self.url, progress=progress, check_hash=check_hash)
@@ -65,8 +71,9 @@ def _weights_enum(name: str, url: str):
 
 
 def weights_enum(name: str, default: str = "IMAGENET1K_V1", **urls: str):
-    """A ``*_Weights`` enum with one member per ``urls`` entry (``IMAGENET1K_V1=url, ...``) and ``DEFAULT``."""
-    members = {key: Weights(url) for key, url in urls.items()}
+    """A ``*_Weights`` enum with one member per ``urls`` entry (``IMAGENET1K_V1=url`` or a :class:`Weights`)
+    and ``DEFAULT``."""
+    members = {key: url if isinstance(url, Weights) else Weights(url) for key, url in urls.items()}
     return WeightsEnum(name, {**members, "DEFAULT": members[default]})
 
 
