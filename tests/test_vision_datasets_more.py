@@ -458,3 +458,27 @@ def test_voc_matches_torchvision(tmp_path):
         datasets.VOCDetection(root, year="2012", image_set="test")
     with pytest.raises(RuntimeError, match="VOC2007.*download=True"):
         datasets.VOCSegmentation(root, year="2007")
+
+
+def test_coco(tmp_path):
+    import json
+    for name in ("b.jpg", "a.png"):
+        _img(str(tmp_path / "imgs" / name), mode="L")
+    ann = {"images": [{"id": 9, "file_name": "b.jpg"}, {"id": 4, "file_name": "a.png"}, {"id": 7, "file_name": "a.png"}],
+           "annotations": [{"id": 1, "image_id": 9, "bbox": [0, 0, 2, 2], "category_id": 3, "caption": "a b"},
+                           {"id": 2, "image_id": 4, "bbox": [1, 1, 2, 3], "category_id": 1, "caption": "c"},
+                           {"id": 3, "image_id": 9, "bbox": [2, 2, 1, 1], "category_id": 3, "caption": "d e"}],
+           "categories": [{"id": 1, "name": "x"}, {"id": 3, "name": "y"}]}
+    (tmp_path / "ann.json").write_text(json.dumps(ann))
+    det = datasets.CocoDetection(str(tmp_path / "imgs"), str(tmp_path / "ann.json"))
+    assert det.ids == [4, 7, 9] and len(det) == 3
+    img, target = det[2]
+    assert img.mode == "RGB" and img.size == (6, 5) and [a["id"] for a in target] == [1, 3]
+    assert det[1][1] == [] and det[0][1][0]["bbox"] == [1, 1, 2, 3]
+    caps = datasets.CocoCaptions(str(tmp_path / "imgs"), str(tmp_path / "ann.json"),
+                                 transforms=lambda i, t: (i.mode, t))
+    assert caps[2] == ("RGB", ["a b", "d e"])
+    with pytest.raises(ValueError, match="Index must be of type integer"):
+        det[np.int64(0).item() + 0.0]
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        datasets.CocoDetection(str(tmp_path), str(tmp_path / "missing.json"))

@@ -1,11 +1,12 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet and VOC.
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC and COCO.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
 from .cifar import CIFAR10, CIFAR100
+from .coco import CocoCaptions, CocoDetection
 from .dtd import DTD
 from .fakedata import FakeData
 from .flowers102 import Flowers102
