@@ -80,3 +80,24 @@ def test_reduce_op_members_are_red_op_type():
     for dist in (torch.distributed, ember.distributed):
         assert all(isinstance(getattr(dist.ReduceOp, op), dist.ReduceOp.RedOpType) for op in ("SUM", "MAX", "AVG"))
         assert not isinstance("sum", dist.ReduceOp.RedOpType)
+
+
+def test_fx_wrap_as_decorator(tmp_path, monkeypatch):
+    """timm marks functions with ``@torch.fx.wrap`` at module level; the traced graph calls them as one node."""
+    torch = pytest.importorskip("torch")
+    import importlib
+
+    import ember
+    import ember.fx  # noqa: F401
+
+    for lib, modname in ((torch, "wrapped_torch"), (ember, "wrapped_ember")):
+        (tmp_path / f"{modname}.py").write_text(
+            f"import {lib.__name__}.fx\nimport {lib.__name__} as lib\n\n\n"
+            "@lib.fx.wrap\ndef grid(x):\n    return x * int(x.shape[0])\n\n\n"
+            "def f(x):\n    return grid(x) + 1\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        mod = importlib.import_module(modname)
+        gm = lib.fx.symbolic_trace(mod.f)
+        calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        assert calls[0] is mod.grid, calls
+        assert gm(lib.ones(3)).tolist() == [4.0, 4.0, 4.0]

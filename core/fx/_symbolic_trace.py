@@ -54,7 +54,8 @@ def wrap(fn_or_name):
     name = fn_or_name if isinstance(fn_or_name, str) else getattr(fn_or_name, "__name__", None)
     if not isinstance(name, str):
         raise TypeError(f"wrap: expected a function or its name, got {fn_or_name!r}")
-    if callable(fn_or_name) and frame.f_globals.get(name) is not fn_or_name:
+    # as a decorator (``@wrap``, as timm uses it) the function is not bound to its name yet
+    if callable(fn_or_name) and frame.f_globals.get(name, fn_or_name) is not fn_or_name:
         raise NotImplementedError(f"wrap: {name} must be a global function of the calling module")
     _WRAPPED.append((frame.f_globals, name))
     return fn_or_name
