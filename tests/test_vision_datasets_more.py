@@ -111,6 +111,8 @@ def fake_fer2013(root):
 ITEMS = """
 import numpy as np
 def plain(t):
+    if hasattr(t, "tolist"):
+        return [t.tolist(), str(t.dtype).split(".")[-1]]
     if hasattr(t, "mode"):
         return [np.asarray(t).tolist(), t.mode]
     return [plain(v) for v in t] if isinstance(t, tuple) else t
@@ -482,3 +484,48 @@ def test_coco(tmp_path):
         det[np.int64(0).item() + 0.0]
     with pytest.raises(FileNotFoundError, match="missing.json"):
         datasets.CocoDetection(str(tmp_path), str(tmp_path / "missing.json"))
+
+
+def fake_celeba(root, md5s=None):
+    folder = os.path.join(root, "celeba")
+    names = [f"{i:06d}.jpg" for i in range(1, 6)]
+    for n in names:
+        _img(os.path.join(folder, "img_align_celeba", n))
+    attrs = ["Bald", "Smiling", "Young"]
+    texts = {
+        "list_eval_partition.txt": "".join(f"{n} {p}\n" for n, p in zip(names, (0, 2, 1, 2, 0))),
+        "identity_CelebA.txt": "".join(f"{n} {i * 7}\n" for i, n in enumerate(names)),
+        "list_bbox_celeba.txt": "5\nimage_id x_1 y_1 width height\n"
+                                + "".join(f"{n}   {i} {i + 1}  10 12\n" for i, n in enumerate(names)),
+        "list_landmarks_align_celeba.txt": "5\nlefteye_x lefteye_y\n"
+                                           + "".join(f"{n} {i} {2 * i}\n" for i, n in enumerate(names)),
+        "list_attr_celeba.txt": "5\n" + " ".join(attrs) + " \n"
+                                + "".join(f"{n} {' '.join(RNG.choice(['-1', ' 1'], 3))}\n" for n in names),
+    }
+    return {name: write(os.path.join(folder, name), text.encode()) for name, text in texts.items()}
+
+
+CELEBA_CASES = """
+cases = {"train": D.CelebA(root), "all": D.CelebA(root, split="all", target_type=["identity", "bbox", "landmarks"]),
+         "test": D.CelebA(root, split="TEST", target_type="landmarks"), "none": D.CelebA(root, target_type=[])}
+"""
+
+
+def test_celeba_matches_torchvision(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    md5s = fake_celeba(root)
+    files = [(i, md5s.get(name, m), name) for i, m, name in datasets.CelebA.file_list]
+    monkeypatch.setattr(datasets.CelebA, "file_list", files)
+    scope = {"D": datasets, "root": root}
+    exec(CELEBA_CASES, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["train"][0] == 2 and mine["test"][0] == 2 and mine["all"][0] == 5 and mine["none"][2][0][1] is None
+    assert scope["cases"]["train"].attr_names == ["Bald", "Smiling", "Young", ""]  # the trailing space, as torchvision
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n"
+                               f"D.CelebA.file_list = {files!r}\n" + CELEBA_CASES
+                               + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(ValueError, match='Target type "age" is not recognized'):
+        datasets.CelebA(root, target_type="age")[0]
+    with pytest.raises(RuntimeError, match="list_attr_celeba.txt.*download=True"):
+        datasets.CelebA(str(tmp_path / "empty"))
