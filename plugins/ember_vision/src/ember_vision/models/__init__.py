@@ -22,6 +22,10 @@ from .shufflenetv2 import (
     ShuffleNetV2, shufflenet_v2_x0_5, shufflenet_v2_x1_0, shufflenet_v2_x1_5, shufflenet_v2_x2_0,
 )
 from .squeezenet import SqueezeNet, SqueezeNet1_0_Weights, SqueezeNet1_1_Weights, squeezenet1_0, squeezenet1_1
+from .swin_transformer import (
+    Swin_B_Weights, Swin_S_Weights, Swin_T_Weights, Swin_V2_B_Weights, Swin_V2_S_Weights, Swin_V2_T_Weights,
+    SwinTransformer, swin_b, swin_s, swin_t, swin_v2_b, swin_v2_s, swin_v2_t,
+)
 from .vision_transformer import (
     ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Weights, ViT_L_16_Weights, ViT_L_32_Weights, VisionTransformer,
     vit_b_16, vit_b_32, vit_h_14, vit_l_16, vit_l_32,
