@@ -529,3 +529,28 @@ def test_celeba_matches_torchvision(tmp_path, monkeypatch):
         datasets.CelebA(root, target_type="age")[0]
     with pytest.raises(RuntimeError, match="list_attr_celeba.txt.*download=True"):
         datasets.CelebA(str(tmp_path / "empty"))
+
+
+def test_caltech101_matches_torchvision(tmp_path):
+    scipy_io = pytest.importorskip("scipy.io")
+    base = os.path.join(str(tmp_path), "caltech101")
+    for cls, n in (("airplanes", 2), ("BACKGROUND_Google", 1), ("ant", 1)):
+        for i in range(1, n + 1):
+            _img(os.path.join(base, "101_ObjectCategories", cls, f"image_{i:04d}.jpg"), mode="L" if cls == "ant" else "RGB")
+            folder = os.path.join(base, "Annotations", {"airplanes": "Airplanes_Side_2"}.get(cls, cls))
+            os.makedirs(folder, exist_ok=True)
+            scipy_io.savemat(os.path.join(folder, f"annotation_{i:04d}.mat"),
+                             {"obj_contour": np.arange(6, dtype=np.float64).reshape(2, 3) * i})
+    cases = ("cases = {'cat': D.Caltech101(root), 'both': D.Caltech101(root, target_type=['category', 'annotation'])}\n"
+             "for ds in cases.values():\n"
+             "    ds.target_transform = lambda t: [t[0], t[1].tolist()] if isinstance(t, tuple) else t\n")
+    scope = {"D": datasets, "root": str(tmp_path)}
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert scope["cases"]["cat"].categories == ["airplanes", "ant"] and mine["cat"][0] == 3
+    assert mine["both"][2][1][1] == [1, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]] and mine["both"][2][1][2] == "L"
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {str(tmp_path)!r}\n"
+                               + cases + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(RuntimeError, match="101_ObjectCategories.*download=True"):
+        datasets.Caltech101(str(tmp_path / "none"))

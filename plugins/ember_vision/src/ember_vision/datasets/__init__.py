@@ -1,10 +1,11 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO and CelebA.
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA and Caltech101.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
+from .caltech import Caltech101
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
 from .coco import CocoCaptions, CocoDetection
