@@ -554,3 +554,28 @@ def test_caltech101_matches_torchvision(tmp_path):
     assert ref == mine
     with pytest.raises(RuntimeError, match="101_ObjectCategories.*download=True"):
         datasets.Caltech101(str(tmp_path / "none"))
+
+
+def test_archived_image_folders_match_torchvision(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    for path in ("eurosat/2750/Forest/Forest_1.jpg", "eurosat/2750/River/River_1.jpg", "eurosat/2750/River/River_2.jpg",
+                 "country211/valid/AD/1.jpg", "country211/valid/ZW/2.jpg", "country211/train/AD/3.jpg",
+                 "rendered-sst2/valid/negative/0.png", "rendered-sst2/valid/positive/1.png"):
+        _img(os.path.join(root, *path.split("/")))
+    cases = ("cases = {'eurosat': D.EuroSAT(root), 'country': D.Country211(root, split='valid'),\n"
+             "         'sst2': D.RenderedSST2(root, split='val')}\n")
+    scope = {"D": datasets, "root": root}
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["eurosat"][0] == 3 and scope["cases"]["country"].root == root
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n" + cases
+                               + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(RuntimeError, match="2750.*download=True"):
+        datasets.EuroSAT(str(tmp_path / "none"))
+    archive = _tar_gz({"test/NZ/9.jpg": (tmp_path / "country211" / "train" / "AD" / "3.jpg").read_bytes()}, "country211")
+    with local_server.serve({"c.tgz": archive}) as (url, _):
+        monkeypatch.setattr(datasets.Country211, "_URL", url + "c.tgz")
+        monkeypatch.setattr(datasets.Country211, "_MD5", md5(archive))
+        ds = datasets.Country211(str(tmp_path / "dl"), split="test", download=True)
+    assert ds.classes == ["NZ"] and len(ds) == 1 and ds[0][0].size == (6, 5)

@@ -1,5 +1,6 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA and Caltech101.
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101,
+EuroSAT, Country211 and RenderedSST2.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -13,6 +14,7 @@ from .dtd import DTD
 from .fakedata import FakeData
 from .flowers102 import Flowers102
 from .food101 import Food101
+from .folder_sets import Country211, EuroSAT, RenderedSST2
 from .folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder, default_loader, find_classes, make_dataset
 from .fer2013 import FER2013
 from .gtsrb import GTSRB
