@@ -579,3 +579,26 @@ def test_archived_image_folders_match_torchvision(tmp_path, monkeypatch):
         monkeypatch.setattr(datasets.Country211, "_MD5", md5(archive))
         ds = datasets.Country211(str(tmp_path / "dl"), split="test", download=True)
     assert ds.classes == ["NZ"] and len(ds) == 1 and ds[0][0].size == (6, 5)
+
+
+def test_usps_semeion_match_torchvision(tmp_path, monkeypatch):
+    import bz2
+    root = str(tmp_path)
+    rows = ["%d " % (i % 10 + 1) + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(RNG.uniform(-1, 1, 256)))
+            for i in range(4)]
+    write(os.path.join(root, "usps.t.bz2"), bz2.compress(("\n".join(rows) + "\n").encode()))
+    table = np.concatenate([RNG.integers(0, 2, (3, 256)), np.eye(10)[[4, 0, 9]]], 1)
+    semeion_md5 = write(os.path.join(root, "semeion.data"),
+                        "".join(" ".join(f"{v:.4f}" for v in r) + " \n" for r in table).encode())
+    monkeypatch.setattr(datasets.SEMEION, "md5_checksum", semeion_md5)
+    cases = "cases = {'usps': D.USPS(root, train=False), 'semeion': D.SEMEION(root, download=False)}\n"
+    scope = {"D": datasets, "root": root}
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["semeion"][2][0][1] == 4 and mine["usps"][2][1][1] == 3
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n"
+                               f"D.SEMEION.md5_checksum = {semeion_md5!r}\n" + cases
+                               + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(RuntimeError, match="usps.bz2.*download=True"):
+        datasets.USPS(root)

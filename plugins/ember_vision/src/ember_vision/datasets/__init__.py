@@ -1,6 +1,6 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101,
-EuroSAT, Country211 and RenderedSST2.
+EuroSAT, Country211, RenderedSST2, USPS and SEMEION.
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -10,6 +10,7 @@ from .caltech import Caltech101
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
 from .coco import CocoCaptions, CocoDetection
+from .digits import SEMEION, USPS
 from .dtd import DTD
 from .fakedata import FakeData
 from .flowers102 import Flowers102
