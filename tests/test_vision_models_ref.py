@@ -53,6 +53,7 @@ FAMILIES = {
             ("vit_l_16", {"image_size": 32}, 32), ("vit_l_32", {"image_size": 64}, 64)],
     "swin": [("swin_t", {}, 64), ("swin_v2_t", {}, 64), ("swin_s", {}, 64), ("swin_b", {}, 64),
              ("swin_v2_s", {}, 64), ("swin_v2_b", {}, 64), ("swin_t", {"num_classes": 7}, 72)],
+    "maxvit": [("maxvit_t", {}, 224)],
     "mnasnet": [("mnasnet0_5", {}, 64), ("mnasnet0_75", {}, 64), ("mnasnet1_0", {}, 64), ("mnasnet1_3", {}, 64)],
 }
 CASES = [pytest.param(name, kwargs, size, id=name if i == 0 or not kwargs else f"{name}-{family}-kwargs",

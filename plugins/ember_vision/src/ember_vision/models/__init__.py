@@ -42,6 +42,7 @@ from .efficientnet import (
 )
 from .googlenet import GoogLeNet, GoogLeNet_Weights, GoogLeNetOutputs, googlenet
 from .inception import Inception3, Inception_V3_Weights, InceptionOutputs, inception_v3
+from .maxvit import MaxVit, MaxVit_T_Weights, maxvit_t
 from .mnasnet import (
     MNASNet, MNASNet0_5_Weights, MNASNet0_75_Weights, MNASNet1_0_Weights, MNASNet1_3_Weights, mnasnet0_5,
     mnasnet0_75, mnasnet1_0, mnasnet1_3,

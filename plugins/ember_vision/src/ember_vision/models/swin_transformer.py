@@ -28,6 +28,13 @@ def _patch_merging_pad(x):
     return ember.cat([x[..., 0::2, 0::2, :], x[..., 1::2, 0::2, :], x[..., 0::2, 1::2, :], x[..., 1::2, 1::2, :]], -1)
 
 
+def relative_position_index(height: int, width: int):
+    """[H*W, H*W] indices into a (2H-1)(2W-1)-row table of the offset between each pair of window positions."""
+    coords = ember.flatten(ember.stack(ember.meshgrid(ember.arange(height), ember.arange(width), indexing="ij")), 1)
+    rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0)  # H*W, H*W, 2
+    return (rel[:, :, 0] + (height - 1)) * (2 * width - 1) + (rel[:, :, 1] + (width - 1))
+
+
 def _get_relative_position_bias(table, index, window_size):
     n = window_size[0] * window_size[1]
     return table[index].view(n, n, -1).permute(2, 0, 1).contiguous().unsqueeze(0)
@@ -138,11 +145,7 @@ class ShiftedWindowAttention(nn.Module):
         nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
 
     def define_relative_position_index(self):
-        wh, ww = self.window_size
-        coords = ember.flatten(ember.stack(ember.meshgrid(ember.arange(wh), ember.arange(ww), indexing="ij")), 1)
-        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0)  # Wh*Ww, Wh*Ww, 2
-        index = (rel[:, :, 0] + (wh - 1)) * (2 * ww - 1) + (rel[:, :, 1] + (ww - 1))
-        self.register_buffer("relative_position_index", index.flatten())
+        self.register_buffer("relative_position_index", relative_position_index(*self.window_size).flatten())
 
     def get_relative_position_bias(self):
         return _get_relative_position_bias(self.relative_position_bias_table, self.relative_position_index,
