@@ -78,11 +78,19 @@ def _dispatches(t) -> bool:
     """Whether arguments of type ``t`` have a ``__torch_function__`` that takes part in dispatch."""
     if t is Tensor or t in _PLAIN:
         return False
-    if getattr(t, "__torch_function__", _disabled_torch_function_impl) is _disabled_torch_function_impl:
+    impl = getattr(t, "__torch_function__", _disabled_torch_function_impl)
+    if impl is _disabled_torch_function_impl or _foreign(impl):
         if t is not list and t is not tuple:
             _PLAIN.add(t)
         return False
     return True
+
+
+def _foreign(impl) -> bool:
+    """Whether ``impl`` is another framework's own ``__torch_function__`` (real PyTorch's tensors, passed to
+    ``ember.from_dlpack`` say): it knows nothing of ember's functions and would only hand the call back."""
+    mod = getattr(getattr(impl, "__func__", impl), "__module__", None) or ""
+    return mod == "torch" or mod.startswith("torch.")
 
 
 def _plain(seq) -> bool:
