@@ -602,3 +602,38 @@ def test_usps_semeion_match_torchvision(tmp_path, monkeypatch):
     assert ref == mine
     with pytest.raises(RuntimeError, match="usps.bz2.*download=True"):
         datasets.USPS(root)
+
+
+def test_qmnist_matches_torchvision(tmp_path):
+    root = str(tmp_path)
+    raw = os.path.join(root, "QMNIST", "raw")
+    labels = RNG.integers(0, 70000, (3, 8)).astype(">i4")
+    labels[:, 0] %= 10
+    write(os.path.join(raw, "qmnist-test-images-idx3-ubyte"),
+          idx_bytes(RNG.integers(0, 256, (3, 28, 28), dtype=np.uint8)))
+    write(os.path.join(raw, "qmnist-test-labels-idx2-int"),
+          bytes([0, 0, 0x0C, 2]) + struct.pack(">2i", 3, 8) + labels.tobytes())
+    cases = "cases = {'compat': D.QMNIST(root, what='test'), 'full': D.QMNIST(root, train=False, compat=False)}\n"
+    scope = {"D": datasets, "root": root}
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["compat"][2][0][1] == int(labels[0, 0]) and mine["full"][2][1][1][0] == labels[2].tolist()
+    ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {root!r}\n" + cases
+                               + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
+    assert ref == mine
+    with pytest.raises(ValueError, match="Unknown value 'val' for argument what"):
+        datasets.QMNIST(root, what="val")
+
+
+def test_extract_xz_and_bz2(tmp_path):
+    import bz2
+    import lzma
+    for name, data in (("a.bin.xz", lzma.compress(b"xz data")), ("b.bin.bz2", bz2.compress(b"bz2 data"))):
+        (tmp_path / name).write_bytes(data)
+        out = dutils.extract_archive(str(tmp_path / name))
+        with open(out, "rb") as f:
+            assert f.read() == (b"xz data" if name.endswith("xz") else b"bz2 data")
+    (tmp_path / "c.bin.xz").write_bytes(lzma.compress(os.urandom(3000))[:-30])
+    with pytest.raises((EOFError, lzma.LZMAError), match="c.bin.xz is truncated"):
+        dutils.extract_archive(str(tmp_path / "c.bin.xz"))
+    assert not (tmp_path / "c.bin").exists()

@@ -19,7 +19,7 @@ from .folder_sets import Country211, EuroSAT, RenderedSST2
 from .folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder, default_loader, find_classes, make_dataset
 from .fer2013 import FER2013
 from .gtsrb import GTSRB
-from .mnist import EMNIST, KMNIST, MNIST, FashionMNIST, read_idx
+from .mnist import EMNIST, KMNIST, MNIST, QMNIST, FashionMNIST, read_idx
 from .oxford_iiit_pet import OxfordIIITPet
 from .stl10 import STL10
 from .svhn import SVHN

@@ -1,4 +1,4 @@
-"""MNIST, FashionMNIST, KMNIST and EMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
+"""MNIST, FashionMNIST, KMNIST, EMNIST and QMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
 
 >>> read_idx.__name__
 'read_idx'
@@ -185,3 +185,44 @@ class EMNIST(MNIST):
             if name.endswith(".gz"):
                 extract_archive(os.path.join(unpacked, name), self.raw_folder)
         shutil.rmtree(unpacked)
+
+
+_QMNIST_URL = "https://raw.githubusercontent.com/facebookresearch/qmnist/master/"
+
+
+class QMNIST(MNIST):
+    """MNIST's reconstruction with extended labels: ``targets`` int64 ``(N, 8)``; with ``compat`` an item's
+    target is the class (column 0) alone. ``what``: train, test, test10k, test50k or nist."""
+
+    subsets = {"train": "train", "test": "test", "test10k": "test", "test50k": "test", "nist": "nist"}
+    resources = {
+        "train": [(_QMNIST_URL + "qmnist-train-images-idx3-ubyte.gz", "ed72d4157d28c017586c42bc6afe6370"),
+                  (_QMNIST_URL + "qmnist-train-labels-idx2-int.gz", "0058f8dd561b90ffdd0f734c6a30e5e4")],
+        "test": [(_QMNIST_URL + "qmnist-test-images-idx3-ubyte.gz", "1394631089c404de565df7b7aeaf9412"),
+                 (_QMNIST_URL + "qmnist-test-labels-idx2-int.gz", "5b5b05890a5e13444e108efe57b788aa")],
+        "nist": [(_QMNIST_URL + "xnist-images-idx3-ubyte.xz", "7f124b3b8ab81486c9d8c2749c17f834"),
+                 (_QMNIST_URL + "xnist-labels-idx2-int.xz", "5ed0e788978e45d4a8bd4b7caec3d79d")],
+    }
+
+    def __init__(self, root, what: str | None = None, compat: bool = True, train: bool = True, **kwargs):
+        what = what if what is not None else ("train" if train else "test")
+        self.what = verify_str_arg(what, "what", tuple(self.subsets))
+        self.compat = compat
+        super().__init__(root, train, **kwargs)
+        rows = {"test10k": slice(0, 10000), "test50k": slice(10000, None)}.get(what, slice(None))
+        self.data, self.targets = self.data[rows], self.targets[rows]
+
+    def _stems(self) -> tuple:
+        return tuple(os.path.splitext(os.path.basename(url))[0] for url, _ in self.resources[self.subsets[self.what]])
+
+    def download(self) -> None:
+        """Fetch and unpack this subset's two files unless they are already there."""
+        if all(os.path.isfile(os.path.join(self.raw_folder, s)) for s in self._stems()):
+            return
+        for url, md5 in self.resources[self.subsets[self.what]]:
+            download_and_extract_archive(url, self.raw_folder, md5=md5)
+
+    def __getitem__(self, index: int):
+        target = self.targets[index]
+        return self._apply(Image.fromarray(self.data[index].numpy(), mode="L"),
+                           int(target[0]) if self.compat else target)

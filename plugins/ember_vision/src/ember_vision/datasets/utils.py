@@ -8,8 +8,10 @@ HTTP ``Range`` request on the next call; the file takes its final name only once
 """
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
+import lzma
 import os
 import shutil
 import tarfile
@@ -73,7 +75,8 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
 
 
 def extract_archive(from_path: str, to_path: str | None = None) -> str:
-    """Extract a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` (safely: no paths outside ``to_path``) or a ``.gz`` file.
+    """Extract a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` (safely: no paths outside ``to_path``) or a ``.gz``/``.xz``/``.bz2``
+    file.
 
     A truncated or corrupt archive raises the archive module's own exception (``tarfile.ReadError``,
     ``EOFError``, ``zipfile.BadZipFile``, ``gzip.BadGzipFile``) with a message naming the file.
@@ -82,7 +85,7 @@ def extract_archive(from_path: str, to_path: str | None = None) -> str:
     try:
         return _extract(from_path, to_path)
     except (tarfile.ReadError, tarfile.CompressionError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile,
-            zlib.error) as e:
+            zlib.error, lzma.LZMAError) as e:
         raise type(e)(f"extract_archive: {from_path} is truncated or corrupt ({e}); delete it and "
                       f"download it again") from e
 
@@ -109,16 +112,17 @@ def _extract(from_path: str, to_path: str) -> str:
                     raise RuntimeError(f"extract_archive: {from_path} holds an unsafe member {name!r}")
             archive.extractall(to_path)
         return to_path
-    if from_path.endswith(".gz"):
-        out = os.path.join(to_path, os.path.basename(from_path)[:-3])
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(os.path.splitext(from_path)[1])
+    if opener is not None:
+        out = os.path.join(to_path, os.path.splitext(os.path.basename(from_path))[0])
         try:
-            with gzip.open(from_path, "rb") as src, open(out, "wb") as dst:
+            with opener(from_path, "rb") as src, open(out, "wb") as dst:
                 shutil.copyfileobj(src, dst, CHUNK)
         except BaseException:
             os.remove(out)  # no partial file is left behind
             raise
         return out
-    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .zip, .gz)")
+    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .zip, .gz, .xz, .bz2)")
 
 
 def download_and_extract_archive(url: str, download_root: str, extract_root: str | None = None,
