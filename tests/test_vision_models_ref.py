@@ -6,7 +6,6 @@ an input batch and its eval-mode logits are saved to files.  ember-vision's buil
 that ``state_dict`` with ``strict=True`` and must give the same logits within 1e-4 of their scale.  One model
 per family runs by default; the rest are marked ``slow`` (``-m slow`` runs them).
 """
-import json
 import os
 import sys
 

@@ -206,7 +206,8 @@ def _make_builder(variant: str):
         return build((EfficientNet, args), weights_cls, weights, pretrained, kwargs, progress)
 
     builder.__name__ = builder.__qualname__ = f"efficientnet_{variant}"
-    builder.__doc__ = f"EfficientNet{'V2-' + variant[-1].upper() if variant.startswith('v2') else '-' + variant.upper()}."
+    label = "V2-" + variant[-1].upper() if variant.startswith("v2") else "-" + variant.upper()
+    builder.__doc__ = f"EfficientNet{label}."
     return register_model(weights_cls)(builder), weights_cls
 
 

@@ -19,6 +19,9 @@ MobileNet_V3_Small_Weights = weights_enum("MobileNet_V3_Small_Weights",
                                           IMAGENET1K_V1=_URL + "mobilenet_v3_small-047dcff4.pth")
 
 
+_HARD_SE = partial(SElayer, scale_activation=nn.Hardsigmoid)
+
+
 class InvertedResidualConfig:
     """One block: channels (scaled by ``width_mult``), kernel, squeeze-excitation, activation ("RE" ReLU or
     "HS" hard-swish), stride and dilation."""
@@ -42,8 +45,7 @@ class InvertedResidualConfig:
 class InvertedResidual(nn.Module):
     """1x1 expand (when wider), depthwise k x k, optional squeeze-excitation (hard-sigmoid gate), 1x1 project."""
 
-    def __init__(self, cnf: InvertedResidualConfig, norm_layer, se_layer=partial(SElayer,
-                                                                                 scale_activation=nn.Hardsigmoid)):
+    def __init__(self, cnf: InvertedResidualConfig, norm_layer, se_layer=_HARD_SE):
         super().__init__()
         if not 1 <= cnf.stride <= 2:
             raise ValueError("illegal stride value")

@@ -14,6 +14,9 @@ from ._api import Weights, build, register_model, weights_enum
 _URL = "https://download.pytorch.org/models/"
 
 
+_LAYER_NORM = partial(nn.LayerNorm, eps=1e-6)
+
+
 class ConvStemConfig(NamedTuple):
     out_channels: int
     kernel_size: int
@@ -55,7 +58,7 @@ class EncoderBlock(nn.Module):
     """Pre-norm self-attention and MLP, each with a residual connection."""
 
     def __init__(self, num_heads: int, hidden_dim: int, mlp_dim: int, dropout: float, attention_dropout: float,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 norm_layer=_LAYER_NORM):
         super().__init__()
         self.num_heads = num_heads
         self.ln_1 = norm_layer(hidden_dim)
@@ -77,7 +80,7 @@ class Encoder(nn.Module):
     """Learned position embedding, ``layers`` (``encoder_layer_{i}``), final LayerNorm ``ln``."""
 
     def __init__(self, seq_length: int, num_layers: int, num_heads: int, hidden_dim: int, mlp_dim: int,
-                 dropout: float, attention_dropout: float, norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 dropout: float, attention_dropout: float, norm_layer=_LAYER_NORM):
         super().__init__()
         self.pos_embedding = nn.Parameter(ember.empty(1, seq_length, hidden_dim).normal_(std=0.02))
         self.dropout = nn.Dropout(dropout)
@@ -98,7 +101,7 @@ class VisionTransformer(nn.Module):
 
     def __init__(self, image_size: int, patch_size: int, num_layers: int, num_heads: int, hidden_dim: int,
                  mlp_dim: int, dropout: float = 0.0, attention_dropout: float = 0.0, num_classes: int = 1000,
-                 representation_size: int | None = None, norm_layer=partial(nn.LayerNorm, eps=1e-6),
+                 representation_size: int | None = None, norm_layer=_LAYER_NORM,
                  conv_stem_configs: list[ConvStemConfig] | None = None):
         super().__init__()
         if image_size % patch_size != 0:
