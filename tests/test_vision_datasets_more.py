@@ -549,6 +549,14 @@ def test_caltech101_matches_torchvision(tmp_path):
     mine = {k: _items(v) for k, v in scope["cases"].items()}
     assert scope["cases"]["cat"].categories == ["airplanes", "ant"] and mine["cat"][0] == 3
     assert mine["both"][2][1][1] == [1, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]] and mine["both"][2][1][2] == "L"
+    for cls, n in (("001.ak47", 2), ("002.bat", 1)):
+        for i in range(1, n + 1):
+            _img(os.path.join(str(tmp_path), "caltech256", "256_ObjectCategories", cls, f"{cls[:3]}_{i:04d}.jpg"))
+    write(os.path.join(str(tmp_path), "caltech256", "256_ObjectCategories", "002.bat", "notes.txt"), b"x")
+    cases += "cases['c256'] = D.Caltech256(root)\n"
+    exec(cases, scope)
+    mine = {k: _items(v) for k, v in scope["cases"].items()}
+    assert mine["c256"][0] == 3 and mine["c256"][2][1][1] == 1
     ref = vision_reference.run(REF_ITEMS + f"from torchvision import datasets as D\nroot = {str(tmp_path)!r}\n"
                                + cases + "print(json.dumps({k: items(v) for k, v in cases.items()}))")
     assert ref == mine

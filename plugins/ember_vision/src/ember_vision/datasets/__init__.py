@@ -6,7 +6,7 @@ EuroSAT, Country211, RenderedSST2, USPS and SEMEION.
 >>> len(datasets.FakeData(size=3))
 3
 """
-from .caltech import Caltech101
+from .caltech import Caltech101, Caltech256
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
 from .coco import CocoCaptions, CocoDetection

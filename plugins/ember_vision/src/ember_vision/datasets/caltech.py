@@ -73,3 +73,34 @@ class Caltech101(VisionDataset):
 
     def __len__(self) -> int:
         return len(self.index)
+
+
+class Caltech256(VisionDataset):
+    """256 object categories from ``root/caltech256/256_ObjectCategories/<NNN.name>/<NNN>_<MMMM>.jpg``."""
+
+    _URL = "https://data.caltech.edu/records/nyy15-4j048/files/256_ObjectCategories.tar"
+    _MD5 = "67b4f42ca05d46448c6bb8ecd2220f6d"
+
+    def __init__(self, root, transform=None, target_transform=None, download: bool = False):
+        super().__init__(os.path.join(root, "caltech256"), transform=transform, target_transform=target_transform)
+        os.makedirs(self.root, exist_ok=True)
+        folder = os.path.join(self.root, "256_ObjectCategories")
+        if download and not os.path.exists(folder):
+            download_and_extract_archive(self._URL, self.root, filename="256_ObjectCategories.tar", md5=self._MD5)
+        if not os.path.exists(folder):
+            raise RuntimeError(f"Dataset not found or corrupted ({folder}). You can use download=True to download it")
+        self.categories = sorted(os.listdir(folder))
+        self.index, self.y = [], []
+        for i, c in enumerate(self.categories):
+            n = sum(name.endswith(".jpg") for name in os.listdir(os.path.join(folder, c)))
+            self.index.extend(range(1, n + 1))
+            self.y.extend([i] * n)
+
+    def __getitem__(self, index: int):
+        cls = self.y[index]
+        image = Image.open(os.path.join(self.root, "256_ObjectCategories", self.categories[cls],
+                                        f"{cls + 1:03d}_{self.index[index]:04d}.jpg"))
+        return self._apply(image, cls)
+
+    def __len__(self) -> int:
+        return len(self.index)
