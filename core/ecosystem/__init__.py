@@ -223,18 +223,21 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if xml.exists():
         _count(xml, result)
     result.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    (site.parent / f"result-{mode}.json").write_text(json.dumps(dataclasses.asdict(result)))
+    kind = "smoke" if smoke else "full"
+    (site.parent / f"result-{mode}-{kind}.json").write_text(json.dumps(dataclasses.asdict(result)))
     return result
 
 
 def stored_results(root: Path | None = None) -> list:
-    """The latest result of every library and mode run so far (kept beside each private install)."""
+    """The latest result of every library, subset (full, smoke) and mode run so far (kept beside each private
+    install)."""
     out = []
     for lib in LIBRARIES.values():
-        for mode in MODES:
-            path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}.json"
-            if path.exists():
-                out.append(Result(**json.loads(path.read_text())))
+        for kind in ("full", "smoke"):
+            for mode in MODES:
+                path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}-{kind}.json"
+                if path.exists():
+                    out.append(Result(**json.loads(path.read_text())))
     return out
 
 
@@ -284,10 +287,10 @@ def table(results, *, date: str | None = None) -> str:
              "| library | version | tests from | subset | mode | run | passed | failed | errors | skipped | ratio "
              "| note |",
              "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    by_lib = {}
+    runs = {}  # (library, subset) -> {mode: result}
     for res in results:
-        by_lib.setdefault(res.library, {})[res.mode] = res
-    for name, modes in by_lib.items():
+        runs.setdefault((res.library, res.subset), {})[res.mode] = res
+    for (name, _), modes in runs.items():
         base = modes.get("torch")
         for mode, res in modes.items():
             ratio = f"{res.passed / base.passed:.1%}" if mode == "ember" and base and base.passed else ""
