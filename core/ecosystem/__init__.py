@@ -27,6 +27,8 @@ import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..version import __version__ as _torch_version
+
 __all__ = ["LIBRARIES", "Library", "Result", "cache_dir", "prepare", "run_subset", "compare", "stored_results", "table"]
 
 MODES = ("torch", "ember")
@@ -283,7 +285,7 @@ def table(results, *, date: str | None = None) -> str:
     date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     torch_version = _version("torch")
     lines = [f"Table written {date}; PyTorch {torch_version} (oracle) vs ember {_version('ember')} under the alias "
-             f"(torch.__version__ {_alias_version()}).", "",
+             f"(torch.__version__ {_torch_version}).", "",
              "| library | version | tests from | subset | mode | run | passed | failed | errors | skipped | ratio "
              "| note |",
              "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -307,6 +309,3 @@ def _version(dist: str) -> str:
         return "absent"
 
 
-def _alias_version() -> str:
-    from ..version import __version__
-    return __version__
