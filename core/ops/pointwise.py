@@ -76,7 +76,8 @@ def _mul_vjp(ctx, g):
     a, b = ctx.inputs
     if g.dtype.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
-    return g * b, g * a
+    nf = ctx.next_functions  # an operand without a gradient edge (a scalar, a constant) gets no product
+    return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
 
 
 Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2, tags=("pointwise",), onnx="Mul")
