@@ -40,11 +40,14 @@ class Linear(Module):
         reset_fan_in_uniform(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
-        k = self.weight.shape[-1]  # the current weight's, which code may have replaced (PyTorch reads it too)
+        # the current weight's width, which code may have replaced (PyTorch reads it too); read once, since a
+        # parametrized weight is computed on each read (spectral norm's power iteration would run twice)
+        weight = self.weight
+        k = weight.shape[-1]
         if input.ndim == 0 or input.shape[-1] != k:
             raise RuntimeError(f"{type(self).__name__}(in_features={k}): expected input of shape [*, {k}], got "
                                f"{list(input.shape)}")
-        return F.linear(input, self.weight, self.bias)
+        return F.linear(input, weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
