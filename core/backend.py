@@ -200,8 +200,6 @@ class Backend:
         """The array library's dtype for ember dtype ``d``.  Default: the NumPy dtype ``d.np``."""
         if d in dtypes.NAMED_ONLY:
             raise NotImplementedError(f"ember has no {d.name} tensors yet (the dtype is known by name only)")
-        if d in dtypes.NAMED_ONLY:
-            raise NotImplementedError(f"ember has no {d} tensors yet (the dtype is known by name only)")
         if d.np is None:
             raise TypeError(f"{d} tensors need the ml_dtypes package, which is not installed (pip install "
                             f"'ember[bfloat16]')")

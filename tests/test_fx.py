@@ -288,6 +288,9 @@ def test_wrap_records_a_function_as_one_node():
     assert [c.target.__name__ for c in calls] == ["helper_fn"]
     assert gm(ember.tensor([2.0])).tolist() == [7.0]
     assert helper_fn(ember.tensor([2.0]), 3).tolist() == [6.0]  # unpatched after the trace
+    assert gm.code.startswith('\ntorch.fx._symbolic_trace.wrap("test_fx_helper_fn")\n\ndef forward(self, x):')
+    loaded = pickle.loads(pickle.dumps(gm))  # the code is traced again, the function still one node
+    assert [n.target for n in loaded.graph.nodes if n.op == "call_function"] == [helper_fn, operator.add]
 
 
 def test_pickle_copy_and_print_readable(capsys):
