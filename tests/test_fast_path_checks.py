@@ -204,21 +204,18 @@ def test_tensor_scalar_op_version_check_and_errors(device):
     assert x.tolist() == [1.0, 2.0] and x.grad is None
 
 
-# --------------------------------------------------------------------------- einsum's BLAS path
+# --------------------------------------------------------------------------- einsum of two operands
 @pytest.mark.parametrize("equation,shapes", [
-    ("ij,jk->ik", [(64, 64), (64, 64)]),  # large contractions: NumPy's optimize (tensordot)
+    ("ij,jk->ik", [(64, 64), (64, 64)]),
     ("bhqd,bhkd->bhqk", [(8, 4, 32, 16), (8, 4, 32, 16)]),
     ("ij,kj", [(80, 40), (70, 40)]),  # implicit output
-    ("i,i", [(5000,), (5000,)]),  # small or elementwise: the plain loop
+    ("i,i", [(5000,), (5000,)]),
     ("bi,bj->bij", [(32, 32), (32, 32)]),
     ("...ij,...jk->...ik", [(2, 64, 64), (2, 64, 64)]),
 ])
 def test_einsum_two_operands_against_pytorch(device, equation, shapes):
-    from ember.kernels.linalg import _contracts_much
-
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(s) for s in shapes]
-    assert _contracts_much(equation, *arrays) == (equation in ("ij,jk->ik", "bhqd,bhkd->bhqk", "ij,kj"))
     res = []
     for lib, dev in _both(device):
         xs = [lib.tensor(a, device=dev, dtype=lib.float32, requires_grad=True) for a in arrays]

@@ -10,32 +10,6 @@ from .strategy import bind
 _BF16 = getattr(_bfloat16.np, "type", None)  # NumPy's BLAS has no bfloat16 (ml_dtypes' products come back in float32)
 
 
-# A two-operand einsum is worth NumPy's optimize (a BLAS tensordot) once its loop nest is large and sums over
-# several values per output element; below that the path search costs more (about 10 us) than it saves.
-# Measured on one core: a 64x64 matmul 120 us -> 45 us, (8,4,32,16) attention scores 245 us -> 42 us; a 16x16
-# matmul 5 us -> 18 us, outer and elementwise products always slower.
-_OPTIMIZE_MIN_LOOP = 1 << 17
-_OPTIMIZE_MIN_SUM = 8
-
-
-def _contracts_much(equation, a, b):
-    """Whether ``einsum(equation, a, b)`` loops over at least ``_OPTIMIZE_MIN_LOOP`` index values and sums at
-    least ``_OPTIMIZE_MIN_SUM`` terms per output element (explicit labels only; an ellipsis says no)."""
-    if a.size * b.size < _OPTIMIZE_MIN_LOOP:  # the loop nest is at most this large
-        return False
-    ins, arrow, out = equation.replace(" ", "").partition("->")
-    la, _, lb = ins.partition(",")
-    if "." in ins or len(la) != a.ndim or len(lb) != b.ndim:
-        return False
-    dims = dict(zip(la, a.shape))
-    dims.update(zip(lb, b.shape))
-    if not arrow:  # implicit output: the labels seen once
-        out = [c for c in dims if (la + lb).count(c) == 1]
-    loop = math.prod(dims.values())
-    summed = math.prod(n for c, n in dims.items() if c not in out)
-    return loop >= _OPTIMIZE_MIN_LOOP and summed >= _OPTIMIZE_MIN_SUM
-
-
 def widened(fn):
     """``fn`` computing bfloat16 operands in float32 and rounding its floating results back to bfloat16
     (as PyTorch's bfloat16 GEMMs accumulate in float32)."""
@@ -262,11 +236,10 @@ def kernels(xp, strategy=None) -> dict:
         return matmul(a, b)
 
     def einsum(equation, *operands):
-        optimize = len(operands) > 2 or len(operands) == 2 and _contracts_much(equation, *operands)
         if operands and getattr(operands[0].dtype, "type", None) is _BF16:
             return xp.einsum(equation, *[o.astype("float32") for o in operands],
-                             optimize=optimize).astype(_BF16)
-        return xp.einsum(equation, *operands, optimize=optimize)
+                             optimize=len(operands) > 2).astype(_BF16)
+        return xp.einsum(equation, *operands, optimize=len(operands) > 2)
 
     def slogdet(a):
         sign, logabs = la.slogdet(a)
