@@ -466,7 +466,8 @@ def test_coco(tmp_path):
     import json
     for name in ("b.jpg", "a.png"):
         _img(str(tmp_path / "imgs" / name), mode="L")
-    ann = {"images": [{"id": 9, "file_name": "b.jpg"}, {"id": 4, "file_name": "a.png"}, {"id": 7, "file_name": "a.png"}],
+    ann = {"images": [{"id": 9, "file_name": "b.jpg"}, {"id": 4, "file_name": "a.png"},
+                      {"id": 7, "file_name": "a.png"}],
            "annotations": [{"id": 1, "image_id": 9, "bbox": [0, 0, 2, 2], "category_id": 3, "caption": "a b"},
                            {"id": 2, "image_id": 4, "bbox": [1, 1, 2, 3], "category_id": 1, "caption": "c"},
                            {"id": 3, "image_id": 9, "bbox": [2, 2, 1, 1], "category_id": 3, "caption": "d e"}],
@@ -536,7 +537,8 @@ def test_caltech101_matches_torchvision(tmp_path):
     base = os.path.join(str(tmp_path), "caltech101")
     for cls, n in (("airplanes", 2), ("BACKGROUND_Google", 1), ("ant", 1)):
         for i in range(1, n + 1):
-            _img(os.path.join(base, "101_ObjectCategories", cls, f"image_{i:04d}.jpg"), mode="L" if cls == "ant" else "RGB")
+            _img(os.path.join(base, "101_ObjectCategories", cls, f"image_{i:04d}.jpg"),
+                 mode="L" if cls == "ant" else "RGB")
             folder = os.path.join(base, "Annotations", {"airplanes": "Airplanes_Side_2"}.get(cls, cls))
             os.makedirs(folder, exist_ok=True)
             scipy_io.savemat(os.path.join(folder, f"annotation_{i:04d}.mat"),
@@ -581,7 +583,8 @@ def test_archived_image_folders_match_torchvision(tmp_path, monkeypatch):
     assert ref == mine
     with pytest.raises(RuntimeError, match="2750.*download=True"):
         datasets.EuroSAT(str(tmp_path / "none"))
-    archive = _tar_gz({"test/NZ/9.jpg": (tmp_path / "country211" / "train" / "AD" / "3.jpg").read_bytes()}, "country211")
+    image = (tmp_path / "country211" / "train" / "AD" / "3.jpg").read_bytes()
+    archive = _tar_gz({"test/NZ/9.jpg": image}, "country211")
     with local_server.serve({"c.tgz": archive}) as (url, _):
         monkeypatch.setattr(datasets.Country211, "_URL", url + "c.tgz")
         monkeypatch.setattr(datasets.Country211, "_MD5", md5(archive))
@@ -592,7 +595,7 @@ def test_archived_image_folders_match_torchvision(tmp_path, monkeypatch):
 def test_usps_semeion_match_torchvision(tmp_path, monkeypatch):
     import bz2
     root = str(tmp_path)
-    rows = ["%d " % (i % 10 + 1) + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(RNG.uniform(-1, 1, 256)))
+    rows = [f"{i % 10 + 1} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(RNG.uniform(-1, 1, 256)))
             for i in range(4)]
     write(os.path.join(root, "usps.t.bz2"), bz2.compress(("\n".join(rows) + "\n").encode()))
     table = np.concatenate([RNG.integers(0, 2, (3, 256)), np.eye(10)[[4, 0, 9]]], 1)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-REF_DIR = Path(os.environ.get("EMBER_TORCHVISION_REF", Path(__file__).resolve().parents[1] / ".cache" / "torchvision-ref"))
+REF_DIR = Path(os.environ.get("EMBER_TORCHVISION_REF",
+                              Path(__file__).resolve().parents[1] / ".cache" / "torchvision-ref"))
 
 _PRELUDE = """
 import json, sys, types

@@ -17,8 +17,8 @@ from .collectives import (
 )
 from .store import DistStoreError, Store, TCPStore
 
-__all__ = ["Backend", "DistStoreError", "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
-           "barrier", "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "get_backend",
-           "get_rank", "get_world_size", "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available",
-           "is_nccl_available", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
-           "send"]
+__all__ = ["Backend", "DistStoreError", "ReduceOp", "Store", "TCPStore", "Work", "all_gather",
+           "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier", "broadcast",
+           "broadcast_object_list", "destroy_process_group", "gather", "get_backend", "get_rank", "get_world_size",
+           "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+           "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send"]

@@ -15,7 +15,6 @@ from .continuous import (
     Beta, Cauchy, Exponential, Gamma, Gumbel, HalfNormal, Laplace, Normal, Pareto, Uniform,
 )
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
-from .distribution import Distribution
 from .extra import ContinuousBernoulli
 from .exp_family import ExponentialFamily
 from .multivariate import (

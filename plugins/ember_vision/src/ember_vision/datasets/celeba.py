@@ -43,7 +43,8 @@ class CelebA(VisionDataset):
         if missing:
             raise RuntimeError(f"Dataset not found or corrupted ({missing}). You can use download=True to download it")
         part = {"train": 0, "valid": 1, "test": 2, "all": None}[
-            verify_str_arg(split.lower() if isinstance(split, str) else split, "split", ("train", "valid", "test", "all"))]
+            verify_str_arg(split.lower() if isinstance(split, str) else split, "split",
+                           ("train", "valid", "test", "all"))]
         names, splits, _ = self._load("list_eval_partition.txt")
         keep = np.ones(len(names), bool) if part is None else splits[:, 0] == part
         self.filename = [n for n, k in zip(names, keep) if k]

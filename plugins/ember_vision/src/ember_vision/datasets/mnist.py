@@ -1,4 +1,5 @@
-"""MNIST, FashionMNIST, KMNIST, EMNIST and QMNIST from the official IDX files (``.gz`` or extracted) in ``root/<Name>/raw``.
+"""MNIST, FashionMNIST, KMNIST, EMNIST and QMNIST from the official IDX files (``.gz`` or extracted) in
+``root/<Name>/raw``.
 
 >>> read_idx.__name__
 'read_idx'

@@ -75,7 +75,8 @@ def download_url(url: str, root: str, filename: str | None = None, md5: str | No
 
 
 def extract_archive(from_path: str, to_path: str | None = None) -> str:
-    """Extract a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` (safely: no paths outside ``to_path``) or a ``.gz``/``.xz``/``.bz2``
+    """Extract a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` (safely: no paths outside ``to_path``) or a
+    ``.gz``/``.xz``/``.bz2``
     file.
 
     A truncated or corrupt archive raises the archive module's own exception (``tarfile.ReadError``,
@@ -122,7 +123,8 @@ def _extract(from_path: str, to_path: str) -> str:
             os.remove(out)  # no partial file is left behind
             raise
         return out
-    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} (.tar, .tar.gz, .tgz, .zip, .gz, .xz, .bz2)")
+    raise ValueError(f"extract_archive: unsupported archive type of {from_path!r} "
+                     "(.tar, .tar.gz, .tgz, .zip, .gz, .xz, .bz2)")
 
 
 def download_and_extract_archive(url: str, download_root: str, extract_root: str | None = None,

@@ -1,6 +1,7 @@
 """torchvision.io on Pillow: read, decode, encode and write JPEG/PNG (and what Pillow reads) as uint8 tensors.
 
-Decoded images are ``(C, H, W)`` uint8 tensors (16-bit PNGs: int32, where torchvision has uint16); encoded images are 1-D uint8 tensors
+Decoded images are ``(C, H, W)`` uint8 tensors (16-bit PNGs: int32, where torchvision has uint16); encoded images
+are 1-D uint8 tensors
 of the file's bytes. ``read_video`` decodes through PyAV when it is installed.
 
 >>> ImageReadMode["RGB"].value
@@ -132,7 +133,8 @@ def _image_array(input, op: str) -> np.ndarray:  # noqa: A002
                            f"{f'{input.dim()}-D {input.dtype}' if ember.is_tensor(input) else type(input).__name__}")
     c = input.shape[0]
     if c not in (1, 3) + ((2, 4) if op.endswith("png") else ()):
-        raise RuntimeError(f"{op}: the number of channels must be {'1, 2, 3 or 4' if op.endswith('png') else '1 or 3'}, "
+        allowed = "1, 2, 3 or 4" if op.endswith("png") else "1 or 3"
+        raise RuntimeError(f"{op}: the number of channels must be {allowed}, "
                            f"got {c}")
     array = input.detach().cpu().numpy().transpose(1, 2, 0)
     return np.ascontiguousarray(array[:, :, 0] if c == 1 else array)
