@@ -65,11 +65,12 @@ from .resnet import (
     resnext101_64x4d, wide_resnet50_2, wide_resnet101_2,
 )
 from .vgg import (
-    VGG, VGG11_BN_Weights, VGG11_Weights, VGG16_BN_Weights, VGG16_Weights, VGG19_BN_Weights, VGG19_Weights, vgg11,
-    vgg11_bn, vgg16, vgg16_bn, vgg19, vgg19_bn,
+    VGG, VGG11_BN_Weights, VGG11_Weights, VGG13_BN_Weights, VGG13_Weights, VGG16_BN_Weights, VGG16_Weights,
+    VGG19_BN_Weights, VGG19_Weights, vgg11, vgg11_bn, vgg13, vgg13_bn, vgg16, vgg16_bn, vgg19, vgg19_bn,
 )
 
 for _builder, _weights in [(alexnet, AlexNet_Weights), (mobilenet_v2, MobileNet_V2_Weights), (vgg11, VGG11_Weights),
-                           (vgg11_bn, VGG11_BN_Weights), (vgg16, VGG16_Weights), (vgg16_bn, VGG16_BN_Weights),
+                           (vgg11_bn, VGG11_BN_Weights), (vgg13, VGG13_Weights), (vgg13_bn, VGG13_BN_Weights),
+                           (vgg16, VGG16_Weights), (vgg16_bn, VGG16_BN_Weights),
                            (vgg19, VGG19_Weights), (vgg19_bn, VGG19_BN_Weights)]:
     register_model(_weights)(_builder)  # builders declared before the registry existed

@@ -9,6 +9,8 @@ from ._api import _weights_enum, build
 _URL = "https://download.pytorch.org/models/"
 VGG11_Weights = _weights_enum("VGG11_Weights", _URL + "vgg11-8a719046.pth")
 VGG11_BN_Weights = _weights_enum("VGG11_BN_Weights", _URL + "vgg11_bn-6002323d.pth")
+VGG13_Weights = _weights_enum("VGG13_Weights", _URL + "vgg13-19584684.pth")
+VGG13_BN_Weights = _weights_enum("VGG13_BN_Weights", _URL + "vgg13_bn-abd245e5.pth")
 VGG16_Weights = _weights_enum("VGG16_Weights", _URL + "vgg16-397923af.pth")
 VGG16_BN_Weights = _weights_enum("VGG16_BN_Weights", _URL + "vgg16_bn-6c64b313.pth")
 VGG19_Weights = _weights_enum("VGG19_Weights", _URL + "vgg19-dcbb9e9d.pth")
@@ -17,6 +19,7 @@ VGG19_BN_Weights = _weights_enum("VGG19_BN_Weights", _URL + "vgg19_bn-c79401a0.p
 # output channels of each 3x3 conv; "M" is a 2x2 max pool
 CFGS = {
     "A": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "B": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
     "D": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
     "E": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
 }
@@ -79,6 +82,16 @@ def vgg11(*, weights=None, progress: bool = True, pretrained: bool = False, **kw
 def vgg11_bn(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> VGG:
     """VGG-11 with batch norm."""
     return _vgg("A", True, VGG11_BN_Weights, weights, pretrained, progress, kwargs)
+
+
+def vgg13(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> VGG:
+    """VGG-13 (configuration "B": ten 3x3 convolutions)."""
+    return _vgg("B", False, VGG13_Weights, weights, pretrained, progress, kwargs)
+
+
+def vgg13_bn(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> VGG:
+    """VGG-13 with batch normalization."""
+    return _vgg("B", True, VGG13_BN_Weights, weights, pretrained, progress, kwargs)
 
 
 def vgg16(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> VGG:
