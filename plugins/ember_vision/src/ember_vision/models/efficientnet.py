@@ -13,7 +13,7 @@ from ember import nn
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..ops.stochastic_depth import StochasticDepth
 from ._api import build, register_model, weights_enum
-from .mobilenetv2 import _make_divisible
+from .mobilenetv2 import _make_divisible, init_mobile_weights
 
 _URL = "https://download.pytorch.org/models/"
 
@@ -135,18 +135,7 @@ class EfficientNet(nn.Module):
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), nn.Linear(last_out, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Linear):
-                init_range = 1.0 / math.sqrt(m.out_features)
-                nn.init.uniform_(m.weight, -init_range, init_range)
-                nn.init.zeros_(m.bias)
+        init_mobile_weights(self, lambda w: nn.init.uniform_(w, -1 / math.sqrt(w.shape[0]), 1 / math.sqrt(w.shape[0])))
 
     def forward(self, x):
         return self.classifier(ember.flatten(self.avgpool(self.features(x)), 1))

@@ -47,6 +47,22 @@ SETTINGS = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 
             [6, 320, 1, 1]]
 
 
+def init_mobile_weights(model: nn.Module, linear=lambda w: nn.init.normal_(w, 0, 0.01)) -> None:
+    """The initialisation torchvision's mobile networks share: He-normal (fan-out) convolutions, unit norms, zero
+    biases, and ``linear(weight)`` for the classifier's layers."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear):
+            linear(m.weight)
+            nn.init.zeros_(m.bias)
+
+
 class MobileNetV2(nn.Module):
     def __init__(self, num_classes: int = 1000, width_mult: float = 1.0, round_nearest: int = 8,
                  dropout: float = 0.2, norm_layer=None):
@@ -64,17 +80,7 @@ class MobileNetV2(nn.Module):
                                              activation_layer=nn.ReLU6))
         self.features = nn.Sequential(*features)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, 0.01)
-                nn.init.zeros_(m.bias)
+        init_mobile_weights(self)
 
     def forward(self, x):
         x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))

@@ -9,7 +9,7 @@ from ember import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation as SElayer
 from ._api import build, register_model, weights_enum
-from .mobilenetv2 import _make_divisible
+from .mobilenetv2 import _make_divisible, init_mobile_weights
 
 _URL = "https://download.pytorch.org/models/"
 MobileNet_V3_Large_Weights = weights_enum("MobileNet_V3_Large_Weights", "IMAGENET1K_V2",
@@ -94,17 +94,7 @@ class MobileNetV3(nn.Module):
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Sequential(nn.Linear(6 * last_in, last_channel), nn.Hardswish(inplace=True),
                                         nn.Dropout(p=dropout, inplace=True), nn.Linear(last_channel, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, 0.01)
-                nn.init.zeros_(m.bias)
+        init_mobile_weights(self)
 
     def forward(self, x):
         return self.classifier(ember.flatten(self.avgpool(self.features(x)), 1))
