@@ -23,7 +23,7 @@ about 4096 elements (10-25% faster), sizes where the per-op Python cost no longe
 from __future__ import annotations
 
 from .. import dtypes
-from ..jit._graph import ARef, Gen, Ref, Sym, _refs_in, lookup_op, replay_args
+from ..jit._graph import ARef, Gen, Ref, _refs_in, has_ref, lookup_op, replay_args
 from ..interception import KINDS
 from ..tensor import _wrap
 
@@ -38,21 +38,8 @@ def _raw_arg(a):
         return True
     if ta is list or ta is tuple:
         refs = [type(x) is Ref for x in a]
-        return all(refs) or not any(_has_value(x) for x in a)
-    return not _has_value(a)
-
-
-def _has_value(a):
-    ta = type(a)
-    if ta in (Ref, ARef, Sym, Gen):
-        return True
-    if ta is tuple or ta is list:
-        return any(_has_value(x) for x in a)
-    if ta is slice:
-        return _has_value((a.start, a.stop, a.step))
-    if ta is dict:
-        return _has_value(tuple(a.values()))
-    return False
+        return all(refs) or not any(has_ref(x) for x in a)
+    return not has_ref(a)
 
 
 def _is_raw(n, meta):

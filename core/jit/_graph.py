@@ -732,16 +732,17 @@ def _subst(a, env, sizes):
     return a
 
 
-def _has_ref(a):
+def has_ref(a) -> bool:
+    """Whether graph argument ``a`` holds a graph value (a Ref, Sym or Gen) anywhere inside it."""
     ta = type(a)
     if ta is Ref or ta is Sym or ta is Gen or ta is ARef:
         return True
     if ta is tuple or ta is list:
-        return any(_has_ref(x) for x in a)
+        return any(has_ref(x) for x in a)
     if ta is slice:
-        return _has_ref((a.start, a.stop, a.step))
+        return has_ref((a.start, a.stop, a.step))
     if ta is dict:
-        return _has_ref(tuple(a.values()))
+        return has_ref(tuple(a.values()))
     return False
 
 
@@ -759,7 +760,7 @@ class Program:
                                    f"plugin op whose plugin is not installed?)")
             args = n.args
             direct = [(j, a.i) for j, a in enumerate(args) if type(a) is Ref]
-            nested = any(_has_ref(a) for j, a in enumerate(args) if type(a) is not Ref)
+            nested = any(has_ref(a) for j, a in enumerate(args) if type(a) is not Ref)
             fresh = n.kind == "create" and args[3] is None and len(args) > 4 and not isinstance(args[4], (Ref, Gen))
             steps.append((fn, Op, list(args), direct, nested or fresh, n.outs, n.multi, n.kind))
         self.steps = steps
