@@ -37,6 +37,7 @@ ember and PyTorch, next to the floor NumPy's BLAS sets for it: one sgemm of the 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -72,8 +73,9 @@ def resnet18(lib):
     src = open(spec.origin).read()
     src = src.replace("import ember\n", "import torch as ember\n")
     src = src.replace("from ember import nn", "from torch import nn")
-    src = src.replace("from ._api import _weights_enum, build",
-                      "def _weights_enum(*a):\n    return None\n\nbuild = None")
+    # ember-vision's weights and registry helpers mean nothing to the torch copy: stand-ins that do nothing
+    src = re.sub(r"^from \._api import .*$", "_weights_enum = weights_enum = build = lambda *a, **k: None\n"
+                 "register_model = lambda *a, **k: (lambda f: f)", src, flags=re.M)
     ns = {"__name__": "torch_resnet"}
     exec(compile(src, spec.origin, "exec"), ns)
     return ns["ResNet"](ns["BasicBlock"], [2, 2, 2, 2])
