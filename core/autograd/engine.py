@@ -176,10 +176,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+VMAP: list = [None]  # ember.func.vmap, which batches the ops on floors above the engine, enters itself here
+
+
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize):
     """``grad`` with ``is_grads_batched``: dimension 0 of each grad_output is a batch of cotangents, all run in
     one vmapped backward pass (as PyTorch does), each result with the batch dimension in front."""
-    from ..func.vmap import vmap  # cycle: vmap batches the ops, floors above the engine that runs them
+    vmap = VMAP[0]
     Tensor = _tensor.Tensor
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(g, Tensor):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from ..autograd import engine
 from ..ops.shape import cat
 from ..tensor import Tensor
 from .batching import Batched, BatchedTensor, Level, batched_at, wrap
@@ -250,3 +251,6 @@ def _concat_chunks(func, pieces, out_dims):
         parts = [f[0][i] for f in flats]
         res.append(parts[0] if d is None else cat(parts, d))
     return tree_unflatten(res, spec)
+
+
+engine.VMAP[0] = vmap  # grad(is_grads_batched=True) runs its one batched backward through it
