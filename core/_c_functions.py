@@ -33,11 +33,12 @@ class _TracingState:
 _TRACING = _TracingState()
 
 
+IS_TRACING: list = [lambda: False]  # ember.jit enters its is_tracing here when it loads (no trace before that)
+
+
 def _get_tracing_state():
     """The tracing state while ``ember.jit.trace`` records (true as a condition), else None."""
-    from .jit import is_tracing  # cycle: ember.jit imports nn, which ember's __init__ loads after this module
-
-    return _TRACING if is_tracing() else None
+    return _TRACING if IS_TRACING[0]() else None
 
 
 def _parse_to(*args, **kwargs):

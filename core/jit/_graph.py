@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes
+from .. import _c_functions, dtypes
 from ..autograd.function import OPS
 from ..backend import device as _device
 from ..backend import resolve
@@ -223,6 +223,9 @@ def _spec_show(spec):
 def is_tracing() -> bool:
     """Whether a trace is being recorded in this thread."""
     return getattr(_LOCAL, "tracer", None) is not None
+
+
+_c_functions.IS_TRACING[0] = is_tracing  # what ember._C._get_tracing_state asks
 
 
 _ACTIVE: list = []  # the tracers recording now, in any thread (the conversion guard's cheap test)
