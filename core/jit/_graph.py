@@ -591,13 +591,20 @@ _CONVERSIONS = (("item", "a Python number"), ("__bool__", "a Python boolean"), (
 _GUARDED: list = []
 
 
+def _caller_module(frame) -> str:
+    """The module that asked for a conversion: ``frame``'s, past the ``__torch_function__`` check's wrappers
+    (which stand between a Tensor method and its caller once a subclass has armed them)."""
+    while frame is not None and frame.f_globals.get("__name__") == "ember.overrides":
+        frame = frame.f_back
+    return "" if frame is None else frame.f_globals.get("__name__", "")
+
+
 def _warn_conversion(t, what):
     tracer = getattr(_LOCAL, "tracer", None)
     if tracer is not None and tracer.on_conversion is not None and get_ident() == tracer.tid:
         tracer.on_conversion(t, what)  # a compiler's capture: any conversion ends the graph
         return
-    if tracer is not None and get_ident() == tracer.tid and \
-            not sys._getframe(2).f_globals.get("__name__", "").startswith("ember."):
+    if tracer is not None and get_ident() == tracer.tid and not _caller_module(sys._getframe(2)).startswith("ember."):
         r = tracer.vals.get(id(t))
         if r is not None and r.i in tracer.derived_values():
             warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't "
