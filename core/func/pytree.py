@@ -3,8 +3,8 @@ so a container type registered there is flattened by ``vmap``, ``grad`` and ``ja
 broadcast that ``vmap``'s ``in_dims`` and ``out_dims`` need."""
 from __future__ import annotations
 
-from ..utils._pytree import _LEAF as LEAF
-from ..utils._pytree import TreeSpec, tree_flatten, tree_map, tree_unflatten
+from .._pytree import _LEAF as LEAF
+from .._pytree import TreeSpec, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["LEAF", "TreeSpec", "tree_flatten", "tree_unflatten", "tree_map", "broadcast_prefix"]
 

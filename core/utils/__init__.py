@@ -1,2 +1,7 @@
 """ember.utils: data loading (``ember.utils.data``) and interchange helpers."""
 from . import data, pt_reader  # noqa: F401  (pt_reader enters PyTorch's format among the checkpoint readers)
+from .. import _pytree
+from ..registry import show_module
+
+# PyTorch's torch.utils._pytree; the code sits low in the core (ember.func builds on it)
+show_module("ember.utils._pytree", _pytree)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..tensor import Size
+from .tensor import Size
 
 __all__ = ["PyTree", "TreeSpec", "LeafSpec", "NodeDef", "SUPPORTED_NODES", "register_pytree_node", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_map_", "tree_map_only",
