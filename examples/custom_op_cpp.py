@@ -95,5 +95,8 @@ def main(namespace: str = "cppdemo") -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0] + " It writes only its build cache.").parse_args()
     for key, value in main().items():
         print(f"{key}: {value}")
