@@ -11,7 +11,7 @@ tensor([[3., 3.],
 from . import plugins
 from .plugins import autoload_enabled as _autoload_enabled
 
-__version__ = "0.1.0"
+from .version import EMBER_RELEASE as __version__  # noqa: E402  (ember's own release; see ember.version)
 
 # dtypes and promotion
 from . import dtypes  # noqa: E402

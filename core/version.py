@@ -15,6 +15,8 @@ True
 from __future__ import annotations
 
 import re
+EMBER_RELEASE = "0.1.0"  # ember's own release: ``ember.__version__``
+
 __all__ = ["__version__", "debug", "cuda", "git_version", "hip", "rocm", "xpu", "TorchVersion"]
 
 _PATTERN = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(a|b|rc|alpha|beta|c)[-_.]?(\d*))?(?:[-_.]?post[-_.]?(\d*))?"

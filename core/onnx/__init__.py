@@ -26,6 +26,7 @@ from ..jit._graph import Ref, _flatten, _refs_in, capture_dynamic, check_devices
 from ..ops.creation import create as _create
 from ..state import ONNX_EXPORTING
 from ..tensor import Tensor
+from ..version import EMBER_RELEASE
 from ._builder import GraphContext, OnnxExporterError, UnsupportedOperatorError, _onnx, elem_type
 from ._symbolic import SYMBOLICS, map_create
 
@@ -439,8 +440,7 @@ class _Views:
 
 
 def _version():
-    import ember  # cycle: ember/__init__ imports this module; the version is read at export time
-    return ember.__version__
+    return EMBER_RELEASE
 
 
 def _resolve(module, path):
