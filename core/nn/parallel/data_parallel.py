@@ -16,10 +16,10 @@ from collections import OrderedDict
 
 from ...accelerator import current_accelerator
 from ...autograd.grad_mode import STATE
+from ...backend import BACKENDS  # the registry's table of backends by device type
 from ...backend import device as _device
 from ...backend import resolve
 from ...ops.shape import cat
-from ...plugins import REGISTRY
 from ...tensor import Tensor
 from ..modules.module import Module
 
@@ -27,7 +27,7 @@ __all__ = ["DataParallel", "data_parallel", "gather", "parallel_apply", "replica
 
 
 def _accelerator(kind):
-    b = REGISTRY.backends.get(kind)
+    b = BACKENDS.get(kind)
     return b is not None and kind != "cpu" and b.has_index() and b.is_available()
 
 
@@ -43,7 +43,7 @@ def _as_device(d, kind) -> _device:
     if isinstance(d, int) and not isinstance(d, bool):
         return _device("cpu") if d == -1 else _device(kind, d)
     d = _device(d)
-    return d if d.index is not None or d.type == "cpu" else _device(d.type, REGISTRY.backends[d.type].current_device())
+    return d if d.index is not None or d.type == "cpu" else _device(d.type, BACKENDS[d.type].current_device())
 
 
 # --------------------------------------------------------------------------- scatter and gather
@@ -185,7 +185,7 @@ class DataParallel(Module):
             self.device_ids, self.output_device, self.src_device_obj = [], None, None
             return
         if device_ids is None:
-            device_ids = list(range(REGISTRY.backends[kind].device_count()))
+            device_ids = list(range(BACKENDS[kind].device_count()))
         devices = [_as_device(d, kind) for d in device_ids]
         if not devices:
             raise ValueError("DataParallel: device_ids must name at least one device")
