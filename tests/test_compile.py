@@ -121,6 +121,8 @@ def branchy(x):
     lambda x: x * float(x.numpy().sum()),
 ])
 def test_graph_break_runs_eagerly(device, body):
+    if device == "array_api":
+        pytest.skip("a graph break's eager rerun converts through NumPy, which the array-API device refuses")
     f = ember.compile(body)
     for v in ([1.0, 2.0], [-3.0, -4.0], [5.0, -1.0]):
         x = ember.tensor(v, device=device)

@@ -30,6 +30,9 @@ def _grad_rows(lib, y, x, basis, batched, **kw):
 
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_batched_backward_with_hooks_anomaly_retain_and_create_graph(device, create_graph):
+    if device == "array_api":
+        pytest.skip("anomaly mode's NaN check reads batched gradients with the backend's isnan, which the strict "
+                    "array API refuses")
     # x is used twice: the two gradients meet in the engine's buffer (batched, added through their op)
     W, x0 = np.random.default_rng(0).standard_normal((3, 4)), np.linspace(-1, 1, 4)
     res = []
@@ -61,6 +64,9 @@ def test_batched_backward_frees_the_graph_without_retain(device):
 
 
 def test_batched_backward_anomaly_names_the_nan(device):
+    if device == "array_api":
+        pytest.skip("anomaly mode's NaN check reads batched gradients with the backend's isnan, which the strict "
+                    "array API refuses")
     for lib, dev in _both(device):
         x = lib.tensor([0.0, 1.0], device=dev, dtype=lib.float64, requires_grad=True)
         y = x.sqrt() * 0  # the backward of sqrt at 0 gives inf * 0 = nan
@@ -110,6 +116,8 @@ def test_categorical_log_prob_fast_path(device, retain):
 
 @pytest.mark.parametrize("case", ["probs", "sample", "shape"])
 def test_tiny_distribution_validation_errors(device, case):
+    if device == "array_api":
+        pytest.skip("the strict array API warns on NaN in a reduction where NumPy's error state is quieted")
     for lib, dev in _both(device):
         good = lib.tensor([0.25, 0.75], device=dev)
         with pytest.raises(ValueError) as err:
@@ -150,6 +158,8 @@ _SCALAR_CASES = [  # (dtype, scalar): promotion up a category, integer wrap-arou
 
 @pytest.mark.parametrize("dtype,scalar", _SCALAR_CASES)
 def test_tensor_scalar_ops_promote_as_pytorch(device, dtype, scalar):
+    if device == "array_api" and dtype == "float16":
+        pytest.skip("array_api_strict has no float16")
     x0 = np.array([-2, 0, 1, 3])
     for name in ("add", "mul", "sub", "div"):
         res = []

@@ -163,6 +163,8 @@ result = {k: [str(v.dtype).split(".")[-1], v.float().numpy().round(6).tolist()] 
 
 
 def test_draw_utils_match_torchvision(device):
+    if device == "array_api":
+        pytest.skip("the drawing utils render through Pillow on host NumPy arrays")
     from ember_vision import utils
     x = _draw_inputs()
     ref = vision_reference.run(f"""
