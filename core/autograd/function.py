@@ -281,6 +281,8 @@ class Op(Node):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "_overload_of" in cls.__dict__:  # a node name of an overload (see named_node): not an op of its own
+            return
         key = cls.op_name = cls.__dict__.get("op_name") or cls.__name__
         tags = cls.__dict__.get("tags")
         if tags is not None:
@@ -298,6 +300,33 @@ class Op(Node):
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError
+
+
+_NAMED: dict = {}  # (node class, grad_fn name) -> the class that only renames it
+
+
+def named_node(cls, name: str) -> type:
+    """Node class ``cls`` under the grad_fn name ``name``.
+
+    PyTorch names a node per overload (``sum(x)`` leaves ``SumBackward0``, ``sum(x, dim)`` ``SumBackward1``) and
+    names the root node of an op that ember composes (``dist`` is ``DistBackward0``).  The class returned
+    changes nothing but the name: it shares ``cls``'s key in :data:`OPS`, and every table keyed by the op (vmap,
+    ONNX, autocast, tracing) sees the op itself, since dispatch only ever applies ``cls``.
+    """
+    base = cls.__dict__.get("_overload_of", cls)
+    twin = _NAMED.get((base, name))
+    if twin is None:
+        twin = _NAMED[(base, name)] = type(base)(name, (base,), {"__slots__": (), "_overload_of": base})
+        twin.__qualname__ = name
+    return twin
+
+
+def rename_node(t, name: str):
+    """Give the node that made tensor ``t`` (a composite's last node, made by that call) PyTorch's name ``name``."""
+    fn = t._fn
+    if fn is not None and fn._op:
+        fn.__class__ = named_node(type(fn), name)
+    return t
 
 
 class AccumulateGrad(Node):

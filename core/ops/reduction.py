@@ -10,7 +10,7 @@ from builtins import range as builtins_range
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, unary, view_op
 from ..writes import out_or
@@ -133,6 +133,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     if d is not None:
         input = cast(input, d)
     r = unary(Sum, input, axes, keepdim, None if d is None else input._data.dtype)  # int32 sums stay int32
+    if dim is not None:
+        rename_node(r, "SumBackward1")  # PyTorch's node of the sum.dim_IntList overload
     return out_or(r, out)
 
 
@@ -145,7 +147,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {input.dtype.name.capitalize()}")
     axes = dims_arg(dim, input.dim(), "mean")
-    return out_or(unary(Mean, input, axes, keepdim, None), out)
+    r = unary(Mean, input, axes, keepdim, None)
+    return out_or(r if dim is None else rename_node(r, "MeanBackward1"), out)
 
 
 # --------------------------------------------------------------------------- more reductions
@@ -369,7 +372,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if d is not None:
         input = cast(input, d)
     axis = None if dim is None else _wrap_dim(dim, input.dim(), "prod")
-    return unary(Prod, input, axis, keepdim)
+    r = unary(Prod, input, axis, keepdim)
+    return r if dim is None else rename_node(r, "ProdBackward1")
 
 
 class Var(Op):
@@ -641,7 +645,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A0
     """
     if input.dtype.category >= dtypes.FLOAT:
         input = unary(NanZeroed, input, 0.0, math.inf, -math.inf)
-    return sum(input, dim, keepdim, dtype=dtype, out=out)
+    return rename_node(sum(input, dim, keepdim, dtype=dtype, out=out), "NansumBackward0")
 
 
 @export
@@ -850,7 +854,7 @@ def dist(input, other, p=2):  # noqa: A002
     if input.dtype.category < dtypes.FLOAT or other.dtype.category < dtypes.FLOAT:
         bad = input if input.dtype.category < dtypes.FLOAT else other
         raise RuntimeError(f"dist(): expected a floating point or complex tensor, got {_type_name(bad.dtype)}")
-    return vector_norm(input - other, float(p))
+    return rename_node(vector_norm(input - other, float(p)), "DistBackward0")
 
 
 def _weights_arg(w, name, n, integral):

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -266,7 +266,7 @@ def reshape(self, *shape):
     shape = infer_shape(_shape_arg(shape, "reshape"), self.numel(), "reshape")
     if self.is_contiguous():
         return view_op(Reshape, self, shape)
-    return unary(Reshape, self, shape)
+    return rename_node(unary(Reshape, self, shape), "UnsafeViewBackward0")  # PyTorch's node of a copying reshape
 
 
 @export
@@ -410,7 +410,9 @@ def squeeze(self, dim=None):
     else:
         dims = {_wrap_dim(d, n, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
         shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
-    return view_op(View, self, shape)
+    # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims)
+    return rename_node(view_op(View, self, shape),
+                       "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
 
 
 @export
@@ -425,7 +427,7 @@ def unsqueeze(self, dim):
     d = _wrap_dim(dim, n, "unsqueeze")
     shape = list(self.shape)
     shape.insert(d, 1)
-    return view_op(View, self, tuple(shape))
+    return rename_node(view_op(View, self, tuple(shape)), "UnsqueezeBackward0")
 
 
 def _T(self):
@@ -687,6 +689,8 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     bounds = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
     outs = unary(Split, tensor, bounds, d)
+    if not isinstance(split_size_or_sections, (list, tuple, Size)):
+        rename_node(outs[0], "SplitBackward0")  # PyTorch's node of split(int); split_with_sizes keeps its own
     return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
 
 
@@ -1642,12 +1646,20 @@ def _copy_of(view, name, to=TORCH):
     def fn(input, *args, out=None, **kwargs):  # noqa: A002
         r = view(input, *args, **kwargs)
         if isinstance(r, tuple):
-            return tuple(clone(t) for t in r)
-        return out_or(clone(r), out)
+            return tuple(_copy_node(clone(t), t, input) for t in r)
+        return out_or(_copy_node(clone(r), r, input), out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"A copy of :func:`{view.__name__}`'s result (it shares no storage with ``input``)."
     return export(fn, name, to=to)
+
+
+def _copy_node(c, r, input):  # noqa: A002
+    """Name the node of copy ``c`` of view ``r`` as PyTorch names a ``*_copy`` op's: the view's name + ``_copy``."""
+    fn = r._fn
+    if fn is not None and fn is not input._fn:
+        rename_node(c, type(fn).__name__ + "_copy")
+    return c
 
 
 def _alias(input):  # noqa: A002
@@ -1687,13 +1699,19 @@ slice_copy = _copy_of(_slice_copy, "slice_copy")
 
 
 # --------------------------------------------------------------------------- in-place view ops (x.unsqueeze_(0))
-def _view_inplace(view, name):
-    """``name``: ``self`` becomes ``view(self, ...)`` (same storage, new shape; history through the view)."""
+def _view_inplace(view, name, shift=1):
+    """``name``: ``self`` becomes ``view(self, ...)`` (same storage, new shape; history through the view).
+
+    PyTorch numbers the in-place overloads' nodes after the out-of-place ones: ``shift`` is the distance
+    (``squeeze_(dim)`` is ``SqueezeBackward4``, ``squeeze(dim)`` ``SqueezeBackward1``)."""
     def method(self, *args, **kwargs):
         if STATE.enabled and self._rg and self._fn is None:
             raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place "
                                f"operation.")
         r = view(self, *args, **kwargs)
+        if r._fn is not None and r._fn is not self._fn:
+            n = type(r._fn).__name__
+            rename_node(r, n[:-1] + str(int(n[-1]) + shift))
         self._data, self._fn, self._nr = r._data, r._fn, r._nr
         if r._view is not None and self._base is not None:
             self._view = r._view
@@ -1708,7 +1726,7 @@ def _view_inplace(view, name):
 
 t_ = export(_view_inplace(t, "t_"), "t_", to=TENSOR)
 unsqueeze_ = export(_view_inplace(unsqueeze, "unsqueeze_"), "unsqueeze_", to=TENSOR)
-squeeze_ = export(_view_inplace(squeeze, "squeeze_"), "squeeze_", to=TENSOR)
+squeeze_ = export(_view_inplace(squeeze, "squeeze_", 3), "squeeze_", to=TENSOR)
 transpose_ = export(_view_inplace(transpose, "transpose_"), "transpose_", to=TENSOR, aliases=("swapaxes_", "swapdims_"))
 as_strided_ = export(_view_inplace(as_strided, "as_strided_"), "as_strided_", to=TORCH + TENSOR)
 
