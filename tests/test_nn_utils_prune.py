@@ -99,7 +99,7 @@ def test_iterative_pruning_composes_like_torch(torch, device):
         P.l1_unstructured(mod, "weight", amount=0.25)
         P.ln_structured(mod, "weight", amount=0.34, n=1, dim=1)
     same_pruning(em, tm)
-    hooks = [h for h, _ in em._forward_pre_hooks.values()]
+    hooks = list(em._forward_pre_hooks.values())
     assert len(hooks) == 1 and isinstance(hooks[0], prune.PruningContainer) and len(hooks[0]) == 4
     assert [type(m).__name__ for m in hooks[0]] == ["L1Unstructured", "LnStructured", "L1Unstructured",
                                                      "LnStructured"]

@@ -3,6 +3,7 @@ deprecated non-full ones (a hook on the grad_fn of the module's output)."""
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 
 from ...autograd.function import Function
 from ...ops.nn import Linear
@@ -50,6 +51,84 @@ class _Inputs(Function):
             if r is not None:
                 grads = tuple(r) if isinstance(r, (tuple, list)) else (r,)
         return (None, *grads)
+
+
+class RemovableHandle:
+    """What a ``register_*_hook`` of a Module returns: ``remove()`` deletes the hook (by its integer ``id``) from
+    the module's hook dict and from the flag dicts beside it (``_forward_hooks_with_kwargs``, ...).
+
+    >>> import ember
+    >>> m = ember.nn.Linear(2, 2)
+    >>> h = m.register_forward_hook(lambda mod, args, out: None, with_kwargs=True)
+    >>> h.id in m._forward_hooks and h.id in m._forward_hooks_with_kwargs
+    True
+    >>> h.remove(); (h.id in m._forward_hooks, h.id in m._forward_hooks_with_kwargs)
+    (False, False)
+    """
+
+    next_id: int = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        extras = [extra_dict] if isinstance(extra_dict, dict) else (extra_dict or [])
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
+
+    def remove(self) -> None:
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            d = ref()
+            if d is not None:
+                d.pop(self.id, None)
+
+    def __getstate__(self):
+        return self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref)
+
+    def __setstate__(self, state) -> None:
+        hooks, self.id = state[0], state[1]
+        self.hooks_dict_ref = weakref.ref(OrderedDict() if hooks is None else hooks)  # None: a dead reference
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in (state[2] if len(state) > 2 and state[2] else ()))
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class WrappedHook:
+    """A hook stored in a Module's hook dict that is called with the module first (``hook(module, *args)``), the
+    module held weakly as PyTorch's ``_WrappedHook`` holds it (``register_load_state_dict_pre_hook``)."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        self.__name__ = getattr(hook, "__name__", type(hook).__name__)
+        self.with_module = module is not None
+        if self.with_module:
+            self.module = weakref.ref(module)
+
+    def __call__(self, *args):
+        if not self.with_module:
+            return self.hook(*args)
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args)
+
+    def __getstate__(self):
+        state = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            state["module"] = self.module()
+        return state
+
+    def __setstate__(self, state):
+        self.hook, self.with_module = state["hook"], state["with_module"]
+        self.__name__ = getattr(self.hook, "__name__", type(self.hook).__name__)
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
 
 
 def call_with_backward_hooks(module, args, kwargs):

@@ -27,7 +27,7 @@ from ...ops.conversion import _parse_to
 from ...ops.creation import empty_like
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
-from .hooks import LegacyHook, call_with_backward_hooks
+from .hooks import LegacyHook, RemovableHandle, WrappedHook, call_with_backward_hooks
 
 # scope(module, args, kwargs), which calls ``module._call(args, kwargs)``, while a trace records
 CALL_SCOPE: list = [None]
@@ -67,15 +67,20 @@ class Module:
         _set(self, "_parameters", OrderedDict())
         _set(self, "_buffers", OrderedDict())
         _set(self, "_non_persistent_buffers_set", set())
-        _set(self, "_modules", OrderedDict())
-        _set(self, "_forward_pre_hooks", OrderedDict())
-        _set(self, "_forward_hooks", OrderedDict())
-        _set(self, "_backward_hooks", OrderedDict())
+        # hook dicts as PyTorch keeps them: {handle id: hook}, the call flags in dicts of their own
         _set(self, "_backward_pre_hooks", OrderedDict())
+        _set(self, "_backward_hooks", OrderedDict())
+        _set(self, "_is_full_backward_hook", None)
+        _set(self, "_forward_hooks", OrderedDict())
+        _set(self, "_forward_hooks_with_kwargs", OrderedDict())
+        _set(self, "_forward_hooks_always_called", OrderedDict())
+        _set(self, "_forward_pre_hooks", OrderedDict())
+        _set(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
         _set(self, "_state_dict_hooks", OrderedDict())
         _set(self, "_state_dict_pre_hooks", OrderedDict())
         _set(self, "_load_state_dict_pre_hooks", OrderedDict())
         _set(self, "_load_state_dict_post_hooks", OrderedDict())
+        _set(self, "_modules", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -100,15 +105,30 @@ class Module:
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
-        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
-            if with_kwargs:
+        # (args, kwargs, ids of the forward hooks run, output so far) as the hooks leave them: on an exception the
+        # always_call hooks not yet run see them
+        state = [args, kwargs, set(), None]
+        try:
+            return self._run_hooks(args, kwargs, state)
+        except Exception:
+            self._run_always_called(*state)
+            raise
+
+    def _run_hooks(self, args, kwargs, state):
+        with_kwargs = self._forward_pre_hooks_with_kwargs
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in with_kwargs:
                 r = hook(self, args, kwargs)
                 if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
                     args, kwargs = r
                 continue
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
+        state[0], state[1] = args, kwargs
         full = self._backward_hooks and self._is_full_backward_hook
         if full or self._backward_pre_hooks:
             out = call_with_backward_hooks(self, args, kwargs)
@@ -116,11 +136,29 @@ class Module:
             out = self.forward(*args, **kwargs)
         if self._backward_hooks and self._is_full_backward_hook is False:
             self._attach_non_full_backward_hooks(args, out)
-        for hook, with_kwargs in list(self._forward_hooks.values()):
-            r = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+        with_kwargs = self._forward_hooks_with_kwargs
+        called = state[2]
+        for hid, hook in list(self._forward_hooks.items()):
+            called.add(hid)
+            state[3] = out
+            r = hook(self, args, kwargs, out) if hid in with_kwargs else hook(self, args, out)
             if r is not None:
                 out = r
         return out
+
+    def _run_always_called(self, args, kwargs, called, out):
+        """The ``always_call`` forward hooks not yet run when forward (or a hook) raised, as PyTorch runs them:
+        with the output so far (None when forward raised), an exception of theirs only warned about."""
+        for hid, hook in list(self._forward_hooks.items()):
+            if hid not in self._forward_hooks_always_called or hid in called:
+                continue
+            try:
+                r = hook(self, args, kwargs, out) if hid in self._forward_hooks_with_kwargs else hook(self, args, out)
+                if r is not None:
+                    out = r
+            except Exception as e:  # noqa: BLE001 - the forward's own error is the one raised
+                warnings.warn("module forward hook with ``always_call=True`` raised an exception that was silenced "
+                              f"as another error was raised in forward: {e}", stacklevel=3)
 
     # ------------------------------------------------------------------ registration
     def _attach_non_full_backward_hooks(self, args, out):
@@ -533,7 +571,10 @@ class Module:
         if hooks:
             for hook in self._state_dict_hooks.values():
                 r = hook(self, destination, prefix, {"version": self._version})
-                if r is not None:
+                if getattr(hook, "_from_public_api", False):
+                    if r is not None:
+                        raise RuntimeError("state_dict post-hook must return None")
+                elif r is not None:
                     destination = r
         return destination
 
@@ -614,25 +655,38 @@ class Module:
             owner._buffers[name] = src
 
     # ------------------------------------------------------------------ hooks
-    def _hook(self, store, hook, prepend=False):
-        key = object()
-        store[key] = hook
+    def _hook(self, store, hook, prepend=False, flags=()) -> RemovableHandle:
+        """Store ``hook`` in ``store`` under a new handle's id; ``flags``: ``(flag dict, set?)`` pairs that mark
+        the id (``_forward_hooks_with_kwargs``, ...), each removed with the hook."""
+        handle = RemovableHandle(store, extra_dict=[d for d, _ in flags] or None)
+        store[handle.id] = hook
+        for d, on in flags:
+            if on:
+                d[handle.id] = True
         if prepend:
-            store.move_to_end(key, last=False)
-        return _DictHandle(store, key)
+            store.move_to_end(handle.id, last=False)
+        return handle
 
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> "_DictHandle":
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
         """``hook(module, args)`` runs before forward and may return new args; with ``with_kwargs``,
-        ``hook(module, args, kwargs)`` may return new ``(args, kwargs)``."""
-        return self._hook(self._forward_pre_hooks, (hook, with_kwargs), prepend)
+        ``hook(module, args, kwargs)`` may return new ``(args, kwargs)``.
+
+        >>> import ember
+        >>> m = ember.nn.Identity()
+        >>> h = m.register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+        >>> m(ember.zeros(1))
+        tensor([1.])
+        """
+        return self._hook(self._forward_pre_hooks, hook, prepend, ((self._forward_pre_hooks_with_kwargs, with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False) -> "_DictHandle":
+                              always_call: bool = False) -> RemovableHandle:
         """``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with ``with_kwargs``) runs after
-        forward; it may return a new output."""
-        return self._hook(self._forward_hooks, (hook, with_kwargs), prepend)
+        forward; it may return a new output.  With ``always_call`` it runs even when forward raises."""
+        return self._hook(self._forward_hooks, hook, prepend, ((self._forward_hooks_with_kwargs, with_kwargs),
+                                                               (self._forward_hooks_always_called, always_call)))
 
-    def register_full_backward_hook(self, hook, prepend: bool = False) -> "_DictHandle":
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the module's input gradients are computed."""
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
@@ -640,7 +694,7 @@ class Module:
         _set(self, "_is_full_backward_hook", True)
         return self._hook(self._backward_hooks, hook, prepend)
 
-    def register_backward_hook(self, hook) -> "_DictHandle":
+    def register_backward_hook(self, hook) -> RemovableHandle:
         """Deprecated (use :meth:`register_full_backward_hook`): ``hook(module, grad_input, grad_output)`` runs on
         the backward of the last op of ``forward`` (the grad_fn of its first output), with that op's input and
         output gradients, which PyTorch documents as possibly not the module's."""
@@ -650,31 +704,33 @@ class Module:
         _set(self, "_is_full_backward_hook", False)
         return self._hook(self._backward_hooks, hook)
 
-    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> "_DictHandle":
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_output)`` runs before the module's backward; it may return new grad_output."""
         return self._hook(self._backward_pre_hooks, hook, prepend)
 
-    def register_state_dict_pre_hook(self, hook) -> "_DictHandle":
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """``hook(module, prefix, keep_vars)`` runs before each module's entries are saved."""
         return self._hook(self._state_dict_pre_hooks, hook)
 
-    def register_state_dict_post_hook(self, hook) -> "_DictHandle":
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata)`` runs after each module's entries are saved; it
         must return None (edit ``state_dict`` in place)."""
-        def public(m, d, p, lm):
-            if hook(m, d, p, lm) is not None:
-                raise RuntimeError("state_dict post-hook must return None")
-        return self._hook(self._state_dict_hooks, public)
+        hook._from_public_api = True  # as PyTorch marks it: its result must be None (checked in state_dict)
+        return self._hook(self._state_dict_hooks, hook)
 
-    def _register_state_dict_hook(self, hook) -> "_DictHandle":
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
         """The private form: ``hook`` may return a new state dict."""
         return self._hook(self._state_dict_hooks, hook)
 
-    def register_load_state_dict_pre_hook(self, hook) -> "_DictHandle":
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, error_msgs)``."""
-        return self._hook(self._load_state_dict_pre_hooks, lambda sd, p, *rest: hook(self, sd, p, *rest))
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
-    def register_load_state_dict_post_hook(self, hook) -> "_DictHandle":
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """The private form: ``hook(state_dict, prefix, ...)``, or with ``with_module`` the module first."""
+        return self._hook(self._load_state_dict_pre_hooks, WrappedHook(hook, self if with_module else None))
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` runs after ``load_state_dict``."""
         return self._hook(self._load_state_dict_post_hooks, hook)
 
@@ -708,25 +764,22 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:  # a module pickled before a dict existed (or by an older PyTorch) gets it empty
+            if name not in self.__dict__:
+                _set(self, name, OrderedDict())
+        if "_non_persistent_buffers_set" not in self.__dict__:
+            _set(self, "_non_persistent_buffers_set", set())
+        if "_is_full_backward_hook" not in self.__dict__:
+            _set(self, "_is_full_backward_hook", None)
 
     def __getstate__(self):
         return self.__dict__.copy()
 
 
-class _DictHandle:
-    """Removes a hook from its module's ordered dict (``handle.remove()``)."""
-
-    def __init__(self, store, key):
-        self.store, self.key = store, key
-
-    def remove(self):
-        self.store.pop(self.key, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
+_HOOK_DICTS = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+               "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
 
 
 def _strict_errors(errors, missing, unexpected):

@@ -28,8 +28,8 @@ _DEPRECATED = ("`torch.nn.utils.weight_norm` is deprecated in favor of "
 
 
 def _pre_hooks(module):
-    """``(key, hook)`` of the module's forward pre-hooks (ember stores each with its ``with_kwargs`` flag)."""
-    return [(k, v[0]) for k, v in module._forward_pre_hooks.items()]
+    """``(key, hook)`` of the module's forward pre-hooks."""
+    return list(module._forward_pre_hooks.items())
 
 
 class WeightNorm:
