@@ -371,6 +371,15 @@ def _namespace_objects():
     return {ns: registry.bound(ns)[0] for ns in NAMESPACE_NAMES if registry.bound(ns)}
 
 
+def _behind_check(v, checked) -> bool:
+    """Whether ``v`` is a checked object or wraps one (a conversion the jit tracer wrapped after arming)."""
+    while v is not None:
+        if id(v) in checked:
+            return True
+        v = getattr(v, "__wrapped__", None) if callable(v) else None
+    return False
+
+
 @functools.lru_cache(maxsize=1)
 def _overridable(generation):
     """``(overridable functions by namespace, {function: dotted name})`` while ``generation`` (how many
@@ -380,7 +389,7 @@ def _overridable(generation):
     for ns, obj in _namespace_objects().items():
         path = "ember.Tensor" if ns == "Tensor" else "ember" if ns == "torch" else f"ember.{ns}"
         for name, v in sorted(vars(obj).items()):
-            if id(v) not in checked:
+            if not _behind_check(v, checked):
                 continue
             if isinstance(v, property):
                 overridable.setdefault(v, []).append(v.__get__)

@@ -248,6 +248,22 @@ def test_plain_path_has_no_check_until_a_dispatching_type_appears():
     assert out.stdout.strip() == "ok", out.stderr
 
 
+def test_conversions_wrapped_by_a_later_trace_stay_overridable():
+    # the checks switch on first, then the first jit trace wraps the tensor->Python conversions around them
+    code = (
+        "import ember\n"
+        "from ember import overrides\n"
+        "class Sub(ember.Tensor): pass\n"
+        "ember.jit.trace(lambda x: x * 2, (ember.ones(2),))\n"
+        "listed = overrides.get_overridable_functions()[ember.Tensor]\n"
+        "assert all(getattr(ember.Tensor, n) in listed for n in ('item', 'tolist', '__bool__', 'numpy')), n\n"
+        "assert overrides.resolve_name(ember.Tensor.item) == 'ember.Tensor.item'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
 def test_disable_torch_function_subclass_and_all(device):
     class Marked(ember.Tensor):
         pass
