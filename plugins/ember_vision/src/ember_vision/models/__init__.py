@@ -74,3 +74,5 @@ for _builder, _weights in [(alexnet, AlexNet_Weights), (mobilenet_v2, MobileNet_
                            (vgg16, VGG16_Weights), (vgg16_bn, VGG16_BN_Weights),
                            (vgg19, VGG19_Weights), (vgg19_bn, VGG19_BN_Weights)]:
     register_model(_weights)(_builder)  # builders declared before the registry existed
+
+from . import segmentation  # noqa: E402  (after the backbones it builds on)

@@ -1,0 +1,108 @@
+"""Same weights, same outputs: ember-vision's segmentation, video and optical-flow builders against
+torchvision 0.28's.
+
+As in ``test_vision_models_ref.py``: the model is built in the torchvision reference process
+(:mod:`vision_reference`) with a fixed seed, its batch-norm statistics and near-zero parameters randomised;
+its ``state_dict``, the inputs and the eval-mode outputs are saved.  ember-vision's builder of the same name
+loads the ``state_dict`` with ``strict=True`` and must give the same outputs within 1e-4 of their scale.
+One model per family runs by default; the rest are marked ``slow`` (``-m slow`` runs them).
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+
+pytest.importorskip("ember_vision")
+from ember_vision import models  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import vision_reference  # noqa: E402
+
+sys.path.pop(0)
+
+_SEG = {"weights_backbone": None, "num_classes": 5}
+# (builder, builder kwargs, input shapes); the first model of each family runs in the default suite
+FAMILIES = {
+    "segmentation": [("lraspp_mobilenet_v3_large", _SEG, [(2, 3, 40, 48)]),
+                     ("fcn_resnet50", {**_SEG, "aux_loss": True}, [(1, 3, 32, 40)]),
+                     ("deeplabv3_mobilenet_v3_large", {**_SEG, "aux_loss": True}, [(2, 3, 40, 48)]),
+                     ("deeplabv3_resnet50", {**_SEG, "aux_loss": True}, [(1, 3, 32, 32)]),
+                     ("deeplabv3_resnet101", _SEG, [(1, 3, 32, 32)]),
+                     ("fcn_resnet101", _SEG, [(1, 3, 32, 32)])],
+}
+
+_REFERENCE = """
+import numpy as np
+torch.manual_seed(0)
+model = torchvision.models.get_model({name!r}, **{kwargs!r})
+with torch.no_grad():
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+    for p in model.parameters():
+        if p.abs().max() < 1e-4:  # zero-initialised: give it weight
+            p.normal_(0, 0.05)
+model.eval()
+xs = [torch.randn(*shape) for shape in {shapes!r}]
+with torch.no_grad():
+    y = model(*xs)
+if isinstance(y, dict):
+    ys = dict(y)
+elif isinstance(y, (list, tuple)):
+    ys = {{"last": y[-1]}}
+else:
+    ys = {{"out": y}}
+torch.save(model.state_dict(), {dir!r} + "/state.pt")
+np.savez({dir!r} + "/x.npz", *[x.numpy() for x in xs])
+np.savez({dir!r} + "/y.npz", **{{k: v.numpy() for k, v in ys.items()}})
+print(json.dumps(sorted(ys)))
+"""
+
+
+def _cases(families):
+    return [pytest.param(name, kwargs, shapes, id=f"{name}-{i}", marks=() if i == 0 else pytest.mark.slow)
+            for cases in families.values() for i, (name, kwargs, shapes) in enumerate(cases)]
+
+
+def _outputs(y) -> dict:
+    if isinstance(y, dict):
+        return dict(y)
+    if isinstance(y, (list, tuple)):
+        return {"last": y[-1]}
+    return {"out": y}
+
+
+@pytest.mark.parametrize("name,kwargs,shapes", _cases(FAMILIES))
+def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes):
+    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("slow: run with -m slow")
+    keys = vision_reference.run(_REFERENCE.format(name=name, kwargs=kwargs, shapes=shapes, dir=str(tmp_path)))
+    model = models.get_model(name, **kwargs)
+    model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
+    model.eval()
+    with np.load(tmp_path / "x.npz") as xs:
+        inputs = [ember.from_numpy(xs[k]) for k in sorted(xs.files, key=lambda f: int(f.split("_")[1]))]
+    with ember.no_grad():
+        got = _outputs(model(*inputs))
+    assert sorted(got) == keys
+    with np.load(tmp_path / "y.npz") as want:
+        for key in keys:
+            scale = float(np.abs(want[key]).max())
+            assert scale > 0
+            np.testing.assert_allclose(got[key].numpy(), want[key], rtol=0, atol=1e-4 * scale, err_msg=key)
+
+
+def test_segmentation_arguments_follow_torchvision():
+    with pytest.raises(ValueError, match="The parameter 'num_classes' expected value 21 but got 5 instead"):
+        models.get_model("fcn_resnet50", weights="DEFAULT", num_classes=5)
+    with pytest.raises(NotImplementedError, match="This model does not use auxiliary loss"):
+        models.get_model("lraspp_mobilenet_v3_large", weights_backbone=None, aux_loss=True)
+    weights = models.get_model_weights("deeplabv3_resnet50")
+    assert weights.DEFAULT is weights.COCO_WITH_VOC_LABELS_V1
+    assert weights.DEFAULT.meta["categories"][:2] == ["__background__", "aeroplane"]
+    model = models.get_model("deeplabv3_resnet50", weights_backbone=None)
+    assert model.aux_classifier is None and model.classifier[-1].out_channels == 21
