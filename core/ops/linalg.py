@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, export, op_class
@@ -78,7 +78,12 @@ def matmul(input, other, *, out=None):  # noqa: A002
     if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype and not autocasting(input):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
+    if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
+        rename_node(r, _MATMUL_NODE.get((len(sa), len(sb)), "UnsafeViewBackward0"))
     return r if out is None else copy_into_out(out, r)
+
+
+_MATMUL_NODE = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (1, 2): "SqueezeBackward4"}
 
 
 @export
@@ -121,7 +126,7 @@ def bmm(input, mat2, *, out=None) -> Tensor:  # noqa: A002
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch1 and batch2 must have same number of batches, got {input.shape[0]} and "
                            f"{mat2.shape[0]}")
-    return matmul(input, mat2, out=out)
+    return rename_node(matmul(input, mat2, out=out), "BmmBackward0")
 
 
 @export
@@ -165,11 +170,11 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     return dot(input.conj() if input.is_complex() else input, other, out=out)
 
 
-def _scaled_sum(input, prod, beta, alpha, out):
+def _scaled_sum(input, prod, beta, alpha, out, node):
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
-    return out_or(r, out)
+    return out_or(rename_node(r, node), out)  # the node PyTorch's fused op leaves
 
 
 @export(inplace=True)
@@ -181,7 +186,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A
     tensor([[3., 2.],
             [2., 3.]])
     """
-    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out)
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out, "AddmmBackward0")
 
 
 @export(inplace=True)
@@ -192,7 +197,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A00
     >>> ember.addmv(ember.ones(2), ember.eye(2), ember.tensor([1., 2.]))
     tensor([2., 3.])
     """
-    return _scaled_sum(input, mv(mat, vec), beta, alpha, out)
+    return _scaled_sum(input, mv(mat, vec), beta, alpha, out, "AddmvBackward0")
 
 
 # PyTorch shows this in-place form as ``torch.addmv_`` too: the Tensor method the registry derived
@@ -207,7 +212,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # n
     >>> ember.baddbmm(ember.zeros(3, 2, 2), ember.ones(3, 2, 4), ember.ones(3, 4, 2)).shape
     ember.Size([3, 2, 2])
     """
-    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out)
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out, "BaddbmmBackward0")
 
 
 @export(inplace=True)
@@ -219,7 +224,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # no
     tensor([[12., 12.],
             [12., 12.]])
     """
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out)
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out, "AddbmmBackward0")
 
 
 @export(inplace=True)
@@ -231,7 +236,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A0
     tensor([[1., 1.],
             [2., 2.]])
     """
-    return _scaled_sum(input, vec1.outer(vec2), beta, alpha, out)
+    return _scaled_sum(input, vec1.outer(vec2), beta, alpha, out, "AddrBackward0")
 
 
 # --------------------------------------------------------------------------- einsum and friends

@@ -20,7 +20,7 @@ import math
 import warnings
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, unary
 from ..interception import observed
@@ -526,7 +526,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if len(sw) == 1:
         out = input.matmul(weight)
         return out + bias if bias is not None else out
-    return apply(Linear, input, weight, bias)
+    out = apply(Linear, input, weight, bias)
+    if bias is None or len(si) != 2:  # PyTorch's node of the matmul/addmm it composes (AddmmBackward0 here)
+        rename_node(out, _LINEAR_NODE[min(len(si), 3), bias is None])
+    return out
+
+
+_LINEAR_NODE = {(1, True): "SqueezeBackward4", (1, False): "ViewBackward0", (2, True): "MmBackward0",
+                (3, True): "UnsafeViewBackward0", (3, False): "ViewBackward0"}
 
 
 @export(to=("nn.functional", "torch"))

@@ -16,7 +16,7 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import apply, binary, broadcast_error, cast, device_error, promote, result_type, unary
 from ..dtypes import int_value, SCALARS as _SCALARS
@@ -775,8 +775,8 @@ def clamp_max(input, max):  # noqa: A002
 def lerp(input, end, weight, *, out=None):  # noqa: A002
     """``input + weight * (end - input)``."""
     if not isinstance(weight, Tensor):
-        return out_or(input + weight * (end - input), out)
-    return out_or(apply(Lerp, input, end, weight), out)
+        return out_or(rename_node(input + weight * (end - input), "LerpBackward0"), out)
+    return out_or(rename_node(apply(Lerp, input, end, weight), "LerpBackward1"), out)
 
 
 @export(inplace=True)
@@ -1060,6 +1060,7 @@ def _addc(name, input, tensor1, tensor2, value):
 def _addc_pair(name, combine):
     """``name(input, tensor1, tensor2, *, value=1, out=None)``: ``input + combine(value * tensor1, tensor2)``,
     and its in-place method (one in-place add of the combined term)."""
+    node = name.capitalize() + "Backward0"  # the node PyTorch's fused op leaves
 
     def term_of(input, tensor1, tensor2, value):  # noqa: A002
         rt, value = _addc(name, input, tensor1, tensor2, value)
@@ -1067,7 +1068,7 @@ def _addc_pair(name, combine):
 
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
         _, term = term_of(input, tensor1, tensor2, value)
-        return out_or(add(input, term), out)
+        return out_or(rename_node(add(input, term), node), out)
 
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")
@@ -1127,7 +1128,8 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
     tensor([1.])
     """
     check_tensor(input, "rsub")
-    return sub(other, input, alpha=alpha)
+    r = sub(other, input, alpha=alpha)
+    return rename_node(r, "RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
 
 
 signbit = _predicate("signbit")

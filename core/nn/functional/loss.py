@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ...autograd.function import rename_node
 from ...autograd.grad_mode import no_grad
 from ...ops.nn_loss import (  # noqa: F401  (re-exported)
     binary_cross_entropy, binary_cross_entropy_with_logits, broadcast_target, cosine_embedding_loss, cross_entropy,
@@ -46,7 +47,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     d = input - target
     if weight is not None:
         return _weighted("mse_loss", d * d, weight, shape, reduction, True)
-    return reduce_loss(d * d, reduction, "mse_loss")
+    return rename_node(reduce_loss(d * d, reduction, "mse_loss"), "MseLossBackward0")
 
 
 @export(to=("nn.functional",))
@@ -64,7 +65,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     input, target = broadcast_target("smooth_l1_loss", input, target)
     d = (input - target).abs()
     loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
-    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss")
+    return rename_node(reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss"),
+                       "SmoothL1LossBackward0")
 
 
 @export(to=("nn.functional",))
@@ -75,7 +77,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tenso
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
         return _weighted("huber_loss", loss, weight, shape, reduction, False)
-    return reduce_loss(loss, reduction, "huber_loss")
+    return rename_node(reduce_loss(loss, reduction, "huber_loss"), "HuberLossBackward0")
 
 
 @export(to=("nn.functional",))
