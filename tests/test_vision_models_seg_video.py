@@ -32,6 +32,9 @@ FAMILIES = {
                      ("deeplabv3_resnet50", {**_SEG, "aux_loss": True}, [(1, 3, 32, 32)]),
                      ("deeplabv3_resnet101", _SEG, [(1, 3, 32, 32)]),
                      ("fcn_resnet101", _SEG, [(1, 3, 32, 32)])],
+    "video_resnet": [("r2plus1d_18", {}, [(1, 3, 4, 32, 32)]), ("r3d_18", {}, [(2, 3, 4, 32, 40)]),
+                     ("mc3_18", {"num_classes": 7}, [(1, 3, 6, 32, 32)])],
+    "s3d": [("s3d", {"num_classes": 10}, [(1, 3, 14, 224, 224)])],
 }
 
 _REFERENCE = """
