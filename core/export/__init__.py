@@ -19,10 +19,15 @@ import inspect
 from .. import nn
 from .. import jit as _jit
 from ..jit import TracedModule
-from ..jit._graph import _flatten, capture_dynamic, check_devices
+from ..jit._graph import Ref, _flatten, _refs_in, _unflatten, capture_dynamic, check_devices
 from ..tensor import Tensor
+from .graph import (
+    ExportedModule, ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec, TensorArgument, from_fx,
+    input_names, lookup, non_persistent, positions, to_fx,
+)
 
-__all__ = ["export", "ExportedProgram", "Dim", "ShapesCollection", "save", "load"]
+__all__ = ["export", "ExportedProgram", "Dim", "ShapesCollection", "save", "load", "ExportGraphSignature",
+           "InputKind", "InputSpec", "OutputKind", "OutputSpec", "TensorArgument"]
 
 
 class Dim:
@@ -102,23 +107,48 @@ def dynamic_dims(fn, args, kwargs, dynamic_shapes) -> list:
 
 
 class ExportedProgram:
-    """A captured forward pass: ``.graph``, ``.state_dict``, ``.module()``, ``.example_inputs``."""
+    """A captured forward pass (PyTorch's ``torch.export.ExportedProgram``).
 
-    def __init__(self, graph, module, example_inputs):
-        self.graph = graph
-        self._module = module
+    ``graph_module`` is an fx :class:`~ember.fx.GraphModule` whose placeholders are the parameters, buffers,
+    lifted constants and then the user's tensor inputs (``graph_signature`` says which is which), whose
+    ``call_function`` nodes call ember's ops (``ops.Linear.apply``) and whose output is the flat tuple of
+    results; ``module()`` is the same graph with the state read from attributes, called like the exported
+    module.  See :mod:`ember.export.graph` for how the graph relates to the op-level record."""
+
+    def __init__(self, graph, state, example_inputs, names=None, nonpersistent=()):
         self.example_inputs = example_inputs
-        self.state_dict = {p: module._resolve(p) for p in graph.params.values()}
-        self.constants = dict(graph.consts)
+        self._in_spec, self._out_spec = graph.in_spec, positions(graph.out_spec)
+        self._dynamic = list(graph.dynamic)
+        names = names or [f"arg{k}" for k in range(len(graph.inputs))]
+        self.graph_module, self.graph_signature, self.constants = to_fx(graph, state, names,
+                                                                        nonpersistent=nonpersistent)
+        self.state_dict = {s.target: state[s.target] for s in self.graph_signature.input_specs
+                           if s.kind in (InputKind.PARAMETER, InputKind.BUFFER)}
         self.range_constraints = {}
+        self._names = names
 
     @property
-    def graph_module(self) -> TracedModule:
-        return self._module
+    def graph(self):
+        """The fx graph of ``graph_module``."""
+        return self.graph_module.graph
 
-    def module(self) -> TracedModule:
-        """A module replaying the graph (it shares the exported module's parameters and buffers)."""
-        return self._module
+    def op_graph(self):
+        """The op-level graph (what replays and what the ONNX exporter maps), read from ``graph_module``: an
+        fx pass applied to it is seen by every reader."""
+        g = from_fx(self.graph_module, self.graph_signature, self.constants)
+        g.in_spec = self._in_spec
+        g.out_spec = _unflatten(self._out_spec, dict(enumerate(_refs_in(g.out_spec))))
+        g.out_spec = _as_refs(g.out_spec)
+        g.dynamic = list(self._dynamic)
+        return g
+
+    def module(self):
+        """A GraphModule running the program, called like the exported module (it shares the program's
+        parameters and buffers)."""
+        g = self.op_graph()
+        gm = to_fx(g, self.state_dict, self._names, lifted=False, cls=ExportedModule)
+        gm._in_spec, gm._out_spec = self._in_spec, self._out_spec
+        return gm
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Unable to call ExportedProgram directly. You should use `exported_program.module()` "
@@ -137,10 +167,28 @@ class ExportedProgram:
     def buffers(self):
         return iter(t for t in self.state_dict.values() if not isinstance(t, nn.Parameter))
 
+    def named_buffers(self):
+        return iter((k, t) for k, t in self.state_dict.items() if not isinstance(t, nn.Parameter))
+
     def __str__(self):
-        return f"ExportedProgram:\n{self.graph}"
+        code = self.graph_module.print_readable(print_output=False)
+        code = "\n".join("    " + ln for ln in code.splitlines())
+        sig = "\n".join("    " + ln for ln in str(self.graph_signature).splitlines())
+        return f"ExportedProgram:\n{code}\nGraph signature:\n{sig}\nRange constraints: {self.range_constraints}\n"
 
     __repr__ = __str__
+
+
+def _as_refs(spec):
+    """An out_spec whose leaves are value ids (from :func:`_unflatten`) with Ref leaves again."""
+    t = type(spec)
+    if t is int:
+        return Ref(spec)
+    if t in (tuple, list):
+        return t(_as_refs(x) for x in spec)
+    if t is dict:
+        return {k: _as_refs(v) for k, v in spec.items()}
+    return spec
 
 
 EXPORTING = [0]  # above 0 while export runs a forward to capture it (ember.compiler.is_exporting)
@@ -167,15 +215,35 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False, preserv
         graph, _ = capture_dynamic(mod, args, kwargs or {}, mod, dyn, "export")
     finally:
         EXPORTING[0] -= 1
-    return ExportedProgram(graph, TracedModule(graph, mod), (args, dict(kwargs or {})))
+    state = {p: lookup(mod, p) for p in graph.params.values()}
+    return ExportedProgram(graph, state, (args, dict(kwargs or {})), input_names(mod.forward, args, kwargs),
+                           non_persistent(mod))
+
+
+def _state_module(state: dict) -> nn.Module:
+    """A module holding ``state`` (dotted path -> parameter or buffer) at those paths."""
+    root = nn.Module()
+    for path, t in state.items():
+        m = root
+        *mods, leaf = path.split(".")
+        for name in mods:
+            if name not in m._modules:
+                m.add_module(name, nn.Module())
+            m = m._modules[name]
+        if isinstance(t, nn.Parameter):
+            m.register_parameter(leaf, t)
+        else:
+            m.register_buffer(leaf, t)
+    return root
 
 
 def save(ep, f, **kwargs):
     """Write an :class:`ExportedProgram` as ``ember.jit.save`` does (a graph as data, no code)."""
-    _jit.save(ep.module(), f)
+    _jit.save(TracedModule(ep.op_graph(), _state_module(ep.state_dict)), f)
 
 
 def load(f, **kwargs):
     """Read a program written by :func:`save`; ``.module()`` replays it."""
     m = _jit.load(f)
-    return ExportedProgram(m.graph, m, None)
+    g = m._graph
+    return ExportedProgram(g, {p: m._resolve(p) for p in g.params.values()}, None)

@@ -423,6 +423,9 @@ class _CodeWriter:
         return self.add_global(_snake(type(a).__name__), a)
 
     def call_name(self, fn) -> str:
+        spell = getattr(fn, "fx_code_name", None)  # a target with its own spelling (export's op overloads)
+        if spell is not None:
+            return spell(self.add_global)
         name = public_name(fn)
         if name is not None:
             return name

@@ -21,7 +21,7 @@ import numpy as np
 from .. import nn, plugins
 from ..autograd.function import OPS
 from ..autograd.grad_mode import no_grad
-from ..export import dynamic_dims
+from ..export import ExportedProgram, _state_module, dynamic_dims
 from ..jit._graph import Ref, _flatten, _refs_in, capture_dynamic, check_devices
 from ..ops.creation import create as _create
 from ..state import ONNX_EXPORTING
@@ -181,7 +181,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
            dynamic_axes=None, training=TrainingMode.EVAL, operator_export_type=OperatorExportTypes.ONNX,
            do_constant_folding=True, custom_opsets=None, export_modules_as_functions=False,
            autograd_inlining=True):
-    """Export ``model`` (an ``nn.Module`` or a function of tensors) run on ``args`` to ONNX.
+    """Export ``model`` (an ``nn.Module`` or a function of tensors) run on ``args``, or an
+    ``ExportedProgram`` (its graph as it stands), to ONNX.
 
     Writes ``f`` (a path or a binary file object) when given, only once the whole graph has mapped and
     passed ``onnx.checker.check_model``; returns an :class:`ONNXProgram`.  ``input_names``/``output_names``
@@ -194,6 +195,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ValueError(f"onnx.export: opset_version {opset} is not supported; ember exports opsets "
                          f"{MIN_OPSET} to {MAX_OPSET}")
+    if isinstance(model, ExportedProgram):  # the program's graph, as any fx pass on its graph_module left it
+        graph = model.op_graph()
+        in_names = list(input_names or model.graph_signature.user_inputs)
+        proto = _build(onnx, graph, _state_module(model.state_dict), opset, in_names, output_names, {},
+                       export_params, keep_initializers_as_inputs, custom_opsets)
+        return _finish(onnx, proto, f, verbose)
     args, kwargs = _args_of(args, kwargs)
     flat = []
     _flatten((args, kwargs), flat)
@@ -217,6 +224,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         ONNX_EXPORTING[0] = False
     proto = _build(onnx, graph, module, opset, in_names, output_names, labels, export_params,
                    keep_initializers_as_inputs, custom_opsets)
+    return _finish(onnx, proto, f, verbose)
+
+
+def _finish(onnx, proto, f, verbose):
+    """Check ``proto``, print it when ``verbose``, write it to ``f`` when given; the :class:`ONNXProgram`."""
     onnx.checker.check_model(proto)
     if verbose:
         printer = getattr(onnx, "printer", None)
