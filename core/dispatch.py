@@ -15,7 +15,8 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import OPS, SAVED_HOOKS, VOLATILE, anomaly_trace, grad_edge, pack_output, pack_saved
+from .autograd.function import (OPS, SAVED_HOOKS, VOLATILE, anomaly_trace, grad_edge, pack_output, pack_saved,
+                                saved_for)
 from .autograd.grad_mode import STATE, enable_grad
 from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
@@ -314,6 +315,9 @@ def link(ctx, inputs):
     ctx.next_functions = tuple(edges)
     ctx._shapes = tuple(metas)
     if type(ctx).save_inputs:
+        uses = type(ctx).save_for
+        if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
+            inputs = saved_for(uses, inputs, edges)
         if SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)

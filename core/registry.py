@@ -154,11 +154,13 @@ def _direct(a, args) -> bool:
 # --------------------------------------------------------------------------- rows
 def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
              base=Op, arity: int | None = None, params: tuple = (), nondiff_outputs: tuple = (),
-             tags=None, promotion: str | None = None, onnx: str | None = None, autocast: dict | None = None) -> type:
+             tags=None, promotion: str | None = None, onnx: str | None = None, autocast: dict | None = None,
+             save_for: tuple | None = None) -> type:
     """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
 
     ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
-    one gradient per input and reads ``ctx.inputs`` / ``ctx.output``.
+    one gradient per input and reads ``ctx.inputs`` / ``ctx.output``; ``save_for`` keeps an input only
+    for the gradients that read it (:class:`ember.autograd.function.Op`).
     Without ``vjp`` the op is not differentiable (its outputs carry none).
     ``arity``, where known, is the number of arguments forward takes.
     ``params`` names the trailing forward arguments that the forward keeps on
@@ -196,7 +198,7 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
         attrs["kernel_name"] = kernel  # the forward is the kernel itself (an in-place form may write through it)
     if nondiff_outputs:
         attrs["nondiff_outputs"] = tuple(nondiff_outputs)
-    facts = {"tags": tags, "promotion": promotion, "onnx": onnx, "autocast": autocast}
+    facts = {"tags": tags, "promotion": promotion, "onnx": onnx, "autocast": autocast, "save_for": save_for}
     attrs.update({k: v for k, v in facts.items() if v is not None})
     if promotion is not None and promotion not in dtypes.PROMOTION_KINDS:
         raise ValueError(f"op_class {name!r}: unknown promotion kind {promotion!r} "

@@ -224,6 +224,20 @@ class _Packed:
         return t
 
 
+def saved_for(uses, inputs, edges):
+    """``inputs`` with None for each Tensor that no needed gradient reads (``uses``: see ``Op.save_for``)."""
+    kept = []
+    for t, u in zip(inputs, uses):
+        if isinstance(t, Tensor):
+            for i in u:
+                if edges[i][0] is not None:
+                    break
+            else:
+                t = None
+        kept.append(t)
+    return kept
+
+
 def pack_saved(ctx, values):
     """Save ``values`` on ``ctx`` through this thread's innermost saved-tensor hooks."""
     pack, unpack = SAVED_HOOKS.stack[-1]
@@ -253,6 +267,9 @@ class Op(Node):
 
     Class options:
       ``save_inputs``: keep the Tensor inputs for backward (``ctx.inputs``);
+      ``save_for``: with ``save_inputs``, one tuple per input of the inputs whose gradient reads it: an input
+      is kept only when one of those needs a gradient, else ``ctx.inputs`` holds None in its place (``Mul``:
+      ``((1,), (0,))``, PyTorch's rule: ``a * b`` keeps ``b`` for ``a``'s gradient only);
       ``save_output``: keep the output (``ctx.output``);
       ``nondiff_outputs``: indices of outputs that carry no gradient (indices of ``max``);
       ``backward_name``: the grad_fn's name when not ``<Class>Backward0``;
@@ -270,6 +287,7 @@ class Op(Node):
     """
 
     save_inputs = False
+    save_for = None
     save_output = False
     nondiff_outputs = ()
     tags: frozenset = frozenset()

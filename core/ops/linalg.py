@@ -24,25 +24,27 @@ EVERYWHERE = ("linalg", "torch", "Tensor")
 
 
 def _matmul_vjp(ctx, g):
-    a, b = ctx.inputs
+    a, b = ctx.inputs  # each kept only for the other's gradient (save_for)
     if g.dtype.category == dtypes.COMPLEX:  # the adjoint: g @ b^H, a^H @ g
-        a, b = a.conj(), b.conj()
+        a, b = a if a is None else a.conj(), b if b is None else b.conj()
     ga = gb = None
-    if a.dim() == 1 and b.dim() == 1:
-        return g * b, g * a
-    if ctx.next_functions[0][0] is not None:
-        if b.dim() == 1:
+    na, nb = len(ctx._shapes[0][0]), len(ctx._shapes[1][0])
+    nf = ctx.next_functions
+    if na == 1 and nb == 1:
+        return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
+    if nf[0][0] is not None:
+        if nb == 1:
             ga = g.unsqueeze(-1) * b
-        elif a.dim() == 1:
+        elif na == 1:
             ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
         else:
             ga = g @ b.mT
-    if ctx.next_functions[1][0] is not None:
-        if a.dim() == 1:
+    if nf[1][0] is not None:
+        if na == 1:
             gb = a.unsqueeze(-1) * g.unsqueeze(-2)
-        elif b.dim() == 1:
+        elif nb == 1:
             gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
-        elif b.dim() == 2 and a.dim() > 2:
+        elif nb == 2 and na > 2:
             # a stack times one matrix: the weight gradient is one GEMM over the flattened stack
             gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
         else:
@@ -50,7 +52,8 @@ def _matmul_vjp(ctx, g):
     return ga, gb
 
 
-Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2)
+Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2,
+                  save_for=((1,), (0,)))
 
 
 @export(to=EVERYWHERE)

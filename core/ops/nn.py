@@ -435,6 +435,7 @@ class Linear(Op):
 
     backward_name = "AddmmBackward0"
     save_inputs = True
+    save_for = ((1,), (0,), ())  # the input for the weight's gradient, the weight for the input's; never the bias
 
     @staticmethod
     def forward(ctx, k, x, w, b):
@@ -456,8 +457,8 @@ def _adjoint(ctx, g):
     """A linear map's saved input and weight, conjugated for a complex gradient (the adjoint:
     ``g @ conj(w)``, ``g^T @ conj(x)``), and its next functions."""
     x, w = ctx.inputs[0], ctx.inputs[1]
-    if g.is_complex():
-        x, w = x.conj(), w.conj()
+    if g.is_complex():  # (either may be None: not kept where no gradient reads it)
+        x, w = x if x is None else x.conj(), w if w is None else w.conj()
     return x, w, ctx.next_functions
 
 

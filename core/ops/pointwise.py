@@ -40,10 +40,11 @@ FP32_ON_CUDA = {"cuda": "fp32"}
 
 
 def _cj(v):
-    """``conj(v)`` for a complex tensor or number, else ``v``: complex vjps are ``g * conj(f'(z))``."""
+    """``conj(v)`` for a complex tensor or number, else ``v`` (None, an input not saved, stays None): complex
+    vjps are ``g * conj(f'(z))``."""
     if isinstance(v, Tensor):
         return v.conj() if v.dtype.category == dtypes.COMPLEX else v
-    return v.conjugate()  # a number (ints and floats are their own conjugates)
+    return v if v is None else v.conjugate()  # a number (ints and floats are their own conjugates)
 
 
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
@@ -80,7 +81,9 @@ def _mul_vjp(ctx, g):
     return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
 
 
-Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2, tags=("pointwise",), onnx="Mul")
+# each factor is kept for the other's gradient only
+Mul = op_class("Mul", "mul", saves="input", vjp=_mul_vjp, arity=2, tags=("pointwise",), onnx="Mul",
+               save_for=((1,), (0,)))
 
 
 def _div_vjp(ctx, g):
@@ -93,8 +96,8 @@ def _div_vjp(ctx, g):
     return g / b, gb
 
 
-Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2,
-               tags=("pointwise",), promotion="int_to_float", onnx="Div")
+Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2,  # the dividend: for the divisor's gradient only
+               tags=("pointwise",), promotion="int_to_float", onnx="Div", save_for=((1,), (0, 1)))
 
 
 class DivRounding(Op):
