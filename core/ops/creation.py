@@ -160,6 +160,94 @@ def _to_host(data):
     return data
 
 
+# --------------------------------------------------------------------------- reading Python data
+_NUMBERS = frozenset((float, int, bool, complex))
+_LEAVES = (float, int, bool, complex, np.generic, Tensor)
+
+
+def _is_sequence(x) -> bool:
+    """PyTorch's sequence protocol (``PySequence_Check``): a type with ``__getitem__`` that is not a mapping."""
+    t = type(x)
+    return t is list or t is tuple or (hasattr(t, "__getitem__") and not isinstance(x, (dict, Tensor, np.generic)))
+
+
+def _shape_of(data, op):
+    """The shape read down the first elements, as PyTorch reads it (a tensor element is one number)."""
+    shape, x = [], data
+    while True:
+        if isinstance(x, np.ndarray):
+            return shape + list(x.shape)
+        if isinstance(x, str):
+            raise ValueError(f"{op}(): too many dimensions 'str' (expected numbers, not text)")
+        if not _is_sequence(x):
+            return shape
+        n = len(x)
+        shape.append(n)
+        if n == 0:
+            return shape
+        x = x[0]
+
+
+def _check_leaf(x, op):
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"{op}(): new(): invalid data type '{type(x).__name__}' (expected numbers)")
+    if not isinstance(x, _LEAVES):
+        raise RuntimeError(f"{op}(): Could not infer dtype of {type(x).__name__} (expected a number, a sequence "
+                           f"of numbers, a NumPy array or a tensor)")
+    if isinstance(x, Tensor) and x.numel() != 1:
+        raise ValueError(f"{op}(): only one element tensors can be converted to Python scalars (got a tensor of "
+                         f"shape {list(x.shape)} inside the data)")
+
+
+def _read(x, shape, d, op):
+    """``x`` at depth ``d`` as nested lists of numbers, one-element tensors and arrays of ``shape[d:]``."""
+    if d == len(shape):
+        if _is_sequence(x) or isinstance(x, np.ndarray):
+            raise TypeError(f"{op}(): expected a number at dimension {d}, got {type(x).__name__}")
+        _check_leaf(x, op)
+        return x._dev.backend.to_numpy(x.detach()._data).reshape(()) if isinstance(x, Tensor) else x
+    if isinstance(x, np.ndarray):
+        if list(x.shape) != shape[d:]:
+            raise ValueError(f"{op}(): expected sequence of length {shape[d]} at dim {d} (got an array of shape "
+                             f"{list(x.shape)})")
+        return x
+    if not _is_sequence(x) or isinstance(x, (str, bytes)):
+        _check_leaf(x, op)
+        raise TypeError(f"{op}(): not a sequence: expected a sequence of length {shape[d]} at dim {d}, got "
+                        f"{type(x).__name__}")
+    n = len(x)
+    if n != shape[d]:
+        raise ValueError(f"{op}(): expected sequence of length {shape[d]} at dim {d} (got {n})")
+    items = x if type(x) is list or type(x) is tuple else [x[i] for i in builtins_range(n)]
+    if d + 1 == len(shape):
+        for e in items:
+            if type(e) not in _NUMBERS:
+                break
+        else:  # numbers only: the usual innermost list
+            return items
+    return [_read(e, shape, d + 1, op) for e in items]
+
+
+def _python_data(data, op):
+    """``data`` (a number, a NumPy array or scalar, or a sequence of them at any depth by PyTorch's sequence
+    protocol: lists, tuples, ``range``, ``deque``, ``array.array``, any type with ``__len__`` and ``__getitem__``,
+    one-element tensors as items) as what NumPy reads: nested lists, numbers, arrays.  Refuses what PyTorch
+    refuses, with its exception types: text, mappings, sets, iterators, ragged nests."""
+    if isinstance(data, (np.ndarray, *_LEAVES)):
+        return data
+    if type(data) is list:
+        for e in data:
+            if type(e) not in _NUMBERS:
+                break
+        else:  # a flat list of numbers: the usual case
+            return data
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"{op}(): new(): invalid data type '{type(data).__name__}' (expected numbers)")
+    if not _is_sequence(data):
+        _check_leaf(data, op)
+    return _read(data, _shape_of(data, op), 0, op)
+
+
 @export(to=TORCH)
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors).
@@ -173,6 +261,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
                       "sourceTensor.clone().detach().requires_grad_(True), rather than ember.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
+    data = _python_data(data, "tensor")
     d = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     dev = resolve(device if device is not None else (data.device if isinstance(data, Tensor) else None))
     try:
