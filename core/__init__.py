@@ -115,6 +115,7 @@ from . import data, optim, utils  # noqa: E402
 from . import func  # noqa: E402
 from .func import vmap  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
+from .archive_reader import PyTorchFileReader  # noqa: E402,F401
 from . import hub  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
@@ -131,6 +132,7 @@ from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
+from .jit import ScriptModule  # noqa: E402,F401  (torch.ScriptModule: the scripted modules' base)
 from . import _dynamo, compiler, version  # noqa: E402,F401  (ember.compile is _dynamo's)
 from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
 from . import sparse  # noqa: E402,F401  (sparse_coo_tensor, sparse_csr_tensor, spmm, Tensor.to_sparse)

@@ -122,6 +122,12 @@ def _node_type(x):
     return None
 
 
+def _get_node_type(tree: Any) -> Any:
+    """PyTorch's node-type key of ``tree``: ``namedtuple`` for every namedtuple, else ``type(tree)`` (a leaf's
+    type too, so ``_get_node_type(x) in SUPPORTED_NODES`` tells whether ``x`` is a node)."""
+    return collections.namedtuple if is_namedtuple_class(type(tree)) else type(tree)
+
+
 class TreeSpec:
     """The structure of a flattened pytree: its node type, the context that type's unflatten needs, and one
     spec per child (a leaf's type is None)."""

@@ -101,3 +101,129 @@ def test_fx_wrap_as_decorator(tmp_path, monkeypatch):
         calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
         assert calls[0] is mod.grid, calls
         assert gm(lib.ones(3)).tolist() == [4.0, 4.0, 4.0]
+
+
+_GROUP_SCRIPT = """
+import socket, sys
+import {lib}.distributed as dist
+from {lib}.distributed.constants import default_pg_timeout
+out = [dist.group.WORLD, dist.GroupMember.WORLD, dist.GroupMember.NON_GROUP_MEMBER, default_pg_timeout.seconds]
+sock = socket.socket(); sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]; sock.close()
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{{port}}", rank=0, world_size=1)
+pg = dist.group.WORLD
+out += [isinstance(pg, dist.ProcessGroup), pg is dist.GroupMember.WORLD, pg.rank(), pg.size(), pg.name()]
+dist.destroy_process_group()
+out.append(dist.group.WORLD)
+print(out)
+"""
+
+
+def test_process_group_world_matches_pytorch():
+    """Lightning imports ``ProcessGroup``, ``group`` and ``constants.default_pg_timeout``: ``group.WORLD`` is None
+    until a process group starts, then the default group, with its rank, size and backend name."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    runs = {lib: subprocess.run([sys.executable, "-c", _GROUP_SCRIPT.format(lib=lib)], capture_output=True,
+                                text=True, timeout=120) for lib in ("torch", "ember")}
+    for lib, proc in runs.items():
+        assert proc.returncode == 0, f"{lib}: {proc.stderr[-2000:]}"
+    assert runs["ember"].stdout == runs["torch"].stdout
+    assert runs["ember"].stdout.startswith("[None, None, -100, 1800, True, True, 0, 1, 'gloo', None]")
+
+
+def test_is_torchelastic_launched(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import ember.distributed
+
+    for value in (None, "run-1"):
+        if value is None:
+            monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+        else:
+            monkeypatch.setenv("TORCHELASTIC_RUN_ID", value)
+        assert ember.distributed.is_torchelastic_launched() is torch.distributed.is_torchelastic_launched()
+
+
+def test_file_reader_reads_archive_records(tmp_path):
+    """``torch.PyTorchFileReader`` (Lightning's lazy checkpoint loading) lists and reads an archive's records."""
+    torch = pytest.importorskip("torch")
+    import ember
+
+    for lib in (torch, ember):
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save({"w": lib.ones(2)}, str(path))
+        with open(path, "rb") as fh:
+            for reader in (lib.PyTorchFileReader(str(path)), lib.PyTorchFileReader(fh)):
+                records = reader.get_all_records()
+                assert "data.pkl" in records or "data.json" in records
+                first = records[0]
+                assert reader.has_record(first) and not reader.has_record("nope")
+                assert isinstance(reader.get_record(first), bytes)
+                assert reader.get_record_size(first) == len(reader.get_record(first))
+                with pytest.raises(RuntimeError, match="nope"):
+                    reader.get_record("nope")
+        with pytest.raises(RuntimeError):
+            lib.PyTorchFileReader(str(tmp_path / "missing.pt"))
+
+
+def test_pytree_get_node_type():
+    """Lightning's pytree helpers ask ``_get_node_type(x) in SUPPORTED_NODES``."""
+    torch = pytest.importorskip("torch")
+    import collections
+
+    import ember.utils._pytree as ours
+
+    theirs = torch.utils._pytree
+    point = collections.namedtuple("Point", "x y")
+    for tree in [(1, 2), [1], {"a": 1}, point(1, 2), 3, "s", None, 2.5]:
+        got = ours._get_node_type(tree)
+        assert (got in ours.SUPPORTED_NODES) == (theirs._get_node_type(tree) in theirs.SUPPORTED_NODES)
+        assert got is (collections.namedtuple if isinstance(tree, point) else type(tree))
+
+
+def _flops(lib, conv):
+    from importlib import import_module
+
+    FlopCounterMode = import_module(f"{lib.__name__}.utils.flop_counter").FlopCounterMode
+    lib.manual_seed(0)
+    if conv:
+        net = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3, padding=1, groups=1), lib.nn.ReLU(),
+                                lib.nn.Conv2d(4, 8, 3, stride=2, groups=2), lib.nn.Flatten(), lib.nn.Linear(8 * 9, 2))
+        x = lib.randn(2, 3, 8, 8)
+    else:
+        net = lib.nn.Sequential(lib.nn.Linear(3, 5), lib.nn.ReLU(), lib.nn.Sequential(lib.nn.Linear(5, 2)))
+        x = lib.randn(4, 3)
+    counter = FlopCounterMode(display=False, depth=3)
+    with counter:
+        out = net(x)
+        fwd = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
+        out.sum().backward()
+        batched = lib.randn(2, 4, 3) @ lib.randn(3, 6)  # a batched product folds into one GEMM
+    both = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
+    return counter.get_total_flops(), fwd, both, batched.shape
+
+
+@pytest.mark.parametrize("conv", [False, True], ids=["linear", "conv"])
+def test_flop_counter_matches_pytorch(conv):
+    """Lightning's model summary counts flops with ``FlopCounterMode``: totals and per-module counts, forward and
+    backward, as PyTorch counts them."""
+    torch = pytest.importorskip("torch")
+    import ember
+
+    ours, theirs = _flops(ember, conv), _flops(torch, conv)
+    assert ours[0] == theirs[0] and ours[0] > 0
+    assert ours[1:] == theirs[1:]
+
+
+def test_small_platform_names():
+    """``torch.ScriptModule``, ``torch.utils.hooks.RemovableHandle`` and ``torch.profiler.kineto_available``:
+    names Lightning reads at import."""
+    torch = pytest.importorskip("torch")
+    import ember
+    import ember.utils.hooks
+
+    assert issubclass(ember.jit.ScriptModule, ember.ScriptModule)
+    handle = ember.nn.Linear(1, 1).register_forward_hook(lambda *a: None)
+    assert isinstance(handle, ember.utils.hooks.RemovableHandle)
+    assert ember.profiler.kineto_available() is torch.profiler.kineto_available() is True

@@ -8,17 +8,20 @@ Start the processes with ``python -m ember.distributed.run --nproc N script.py``
 >>> t = ember.tensor([float(dist.get_rank())])     # doctest: +SKIP
 >>> dist.all_reduce(t, op=dist.ReduceOp.SUM)       # doctest: +SKIP
 """
+from . import constants
 from .backend_name import Backend
 from .collectives import (
-    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, barrier, broadcast,
-    broadcast_object_list, destroy_process_group, gather, get_backend, get_rank, get_world_size, init_process_group,
-    irecv, is_available, is_initialized, is_mpi_available, is_nccl_available, isend, recv, reduce, reduce_scatter,
-    reduce_scatter_tensor, scatter, send,
+    GroupMember, ProcessGroup, ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce,
+    barrier, broadcast, broadcast_object_list, destroy_process_group, gather, get_backend, get_rank, get_world_size,
+    group, init_process_group, irecv, is_available, is_initialized, is_mpi_available, is_nccl_available,
+    is_torchelastic_launched, isend, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
 )
 from .store import DistStoreError, Store, TCPStore
 
-__all__ = ["Backend", "DistStoreError", "ReduceOp", "Store", "TCPStore", "Work", "all_gather",
-           "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier", "broadcast",
-           "broadcast_object_list", "destroy_process_group", "gather", "get_backend", "get_rank", "get_world_size",
-           "init_process_group", "irecv", "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-           "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send"]
+__all__ = ["Backend", "DistStoreError", "GroupMember", "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work",
+           "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier",
+           "broadcast", "broadcast_object_list", "constants", "destroy_process_group", "gather",
+           "get_backend", "get_rank", "get_world_size", "group", "init_process_group", "irecv",
+           "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+           "is_torchelastic_launched", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+           "scatter", "send"]

@@ -8,6 +8,7 @@ NCCL on CUDA); everything else is staged through host memory.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from ..backend import BACKENDS
 from ..tensor import Tensor
 
-_STATE = {"comm": None, "backend": None, "excepthook": None}
+_STATE = {"comm": None, "backend": None, "pg": None, "excepthook": None}
 _OPS: dict = {}  # ReduceOp -> MPI.Op, filled when MPI is first imported
 
 
@@ -66,6 +67,12 @@ def is_initialized() -> bool:
     return _STATE["comm"] is not None
 
 
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by torchelastic (``torchrun``): its environment holds
+    ``TORCHELASTIC_RUN_ID``, as PyTorch checks."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
 def is_mpi_available() -> bool:
     return is_available()
 
@@ -101,7 +108,8 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
         if want not in (-1, None) and want != got:
             comm.Free()
             raise ValueError(f"init_process_group(): {name}={want} but MPI started this process with {name}={got}")
-    _STATE.update(comm=comm, backend="mpi" if backend is None else str(backend).lower(), excepthook=sys.excepthook)
+    name = "mpi" if backend is None else str(backend).lower()
+    _STATE.update(comm=comm, backend=name, pg=ProcessGroup(comm, name), excepthook=sys.excepthook)
     sys.excepthook = _abort_on_error
 
 
@@ -122,7 +130,7 @@ def destroy_process_group(group=None) -> None:
         b.release_collectives(comm)
     comm.Free()
     sys.excepthook = _STATE["excepthook"]
-    _STATE.update(comm=None, backend=None, excepthook=None)
+    _STATE.update(comm=None, backend=None, pg=None, excepthook=None)
 
 
 def _comm(op: str):
@@ -144,8 +152,60 @@ def get_world_size(group=None) -> int:
 
 
 def get_backend(group=None) -> str:
+    """The name of the backend the process group was started with (``"mpi"``, ``"gloo"``, ``"nccl"``)."""
     _comm("get_backend")
     return _STATE["backend"]
+
+
+class ProcessGroup:
+    """A group of processes that run collectives together; ``group.WORLD`` is the one that
+    :func:`init_process_group` starts (ember has no sub-groups yet: every group is the whole job).
+
+    >>> import ember.distributed as dist
+    >>> dist.init_process_group("mpi")                              # doctest: +SKIP
+    >>> dist.group.WORLD.rank(), dist.group.WORLD.size()           # doctest: +SKIP
+    (0, 1)
+    """
+
+    def __init__(self, comm, backend: str):
+        self._comm, self._backend = comm, backend
+
+    def rank(self) -> int:
+        """This process's rank in the group."""
+        return self._comm.Get_rank()
+
+    def size(self) -> int:
+        """The number of processes in the group."""
+        return self._comm.Get_size()
+
+    def name(self) -> str:
+        """The backend's name, as :func:`get_backend` gives it."""
+        return self._backend
+
+    @property
+    def group_name(self) -> str:
+        return "0"
+
+    def __repr__(self):
+        return f"<ProcessGroup {self._backend} rank={self.rank()} size={self.size()}>"
+
+
+class _WorldMeta(type):
+    """``WORLD`` read on the class: the default process group, None before :func:`init_process_group`."""
+
+    @property
+    def WORLD(cls):
+        return _STATE["pg"]
+
+
+class group(metaclass=_WorldMeta):
+    """The process groups by name, as in PyTorch: ``group.WORLD`` is the default group (None until one starts)."""
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """``GroupMember.WORLD`` is ``group.WORLD``; ``NON_GROUP_MEMBER`` is the rank of a process outside a group."""
+
+    NON_GROUP_MEMBER = -100
 
 
 class Work:

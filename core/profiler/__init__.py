@@ -24,5 +24,12 @@ show_module(f"{autograd.__name__}.profiler_util", autograd_profiler_util)
 show_module(f"{autograd.__name__}.profiler_legacy", autograd_profiler_legacy)
 autograd.ProfilerActivity = ProfilerActivity  # torch.autograd re-exports it
 
-__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "profile",
-           "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]
+
+def kineto_available() -> bool:
+    """Whether :class:`profile` (PyTorch's Kineto profiler: activities, schedules, traces) is available: always,
+    ember's profiler serves that API on every backend."""
+    return True
+
+
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "kineto_available",
+           "profile", "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]
