@@ -35,6 +35,10 @@ FAMILIES = {
     "video_resnet": [("r2plus1d_18", {}, [(1, 3, 4, 32, 32)]), ("r3d_18", {}, [(2, 3, 4, 32, 40)]),
                      ("mc3_18", {"num_classes": 7}, [(1, 3, 6, 32, 32)])],
     "s3d": [("s3d", {"num_classes": 10}, [(1, 3, 14, 224, 224)])],
+    # 20 frames x 64 px: 10 x 16 x 16 tokens, padded to whole 8 x 7 x 7 windows and shifted; the second case's
+    # clip is shorter than a window in time (the window shrinks there and is not shifted)
+    "swin3d": [("swin3d_t", {}, [(1, 3, 20, 64, 64)]), ("swin3d_t", {"num_classes": 5}, [(2, 3, 4, 40, 48)]),
+               ("swin3d_s", {}, [(1, 3, 4, 64, 64)]), ("swin3d_b", {}, [(1, 3, 4, 64, 64)])],
 }
 
 _REFERENCE = """

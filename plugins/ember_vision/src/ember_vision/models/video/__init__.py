@@ -4,3 +4,6 @@ from .resnet import (
     MC3_18_Weights, R2Plus1D_18_Weights, R3D_18_Weights, VideoResNet, mc3_18, r2plus1d_18, r3d_18,
 )
 from .s3d import S3D, S3D_Weights, s3d
+from .swin_transformer import (
+    Swin3D_B_Weights, Swin3D_S_Weights, Swin3D_T_Weights, SwinTransformer3d, swin3d_b, swin3d_s, swin3d_t,
+)
