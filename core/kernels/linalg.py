@@ -40,6 +40,20 @@ def _flat(xp, a):
     return xp.reshape(a, (-1,) + tuple(a.shape[-2:])), tuple(a.shape[:-2])
 
 
+def finite_svd(xp, a, full_matrices):
+    """``svd`` of each matrix of ``a``, guarding LAPACK against non-finite input (its SVD never returns on some
+    matrices holding inf): as PyTorch, a matrix holding NaN fails to converge (``ValueError``) and a matrix
+    holding inf gets NaN factors; the finite matrices of the stack are decomposed as usual."""
+    finite = xp.isfinite(a)
+    if bool(xp.all(finite)):
+        return tuple(xp.linalg.svd(a, full_matrices=full_matrices))
+    if bool(xp.any(xp.isnan(a))):
+        raise ValueError("the input matrix contained non-finite values")
+    bad = ~xp.all(finite, axis=(-2, -1))[..., None]
+    u, s, vh = xp.linalg.svd(xp.where(bad[..., None], 0, a), full_matrices=full_matrices)
+    return xp.where(bad[..., None], xp.nan, u), xp.where(bad, xp.nan, s), xp.where(bad[..., None], xp.nan, vh)
+
+
 def matrix_exp(xp, a):
     """``exp(a)`` of each matrix of ``a``."""
     # scaling and squaring with the degree-13 Pade approximant (Higham 2005), the scaling chosen per matrix
@@ -249,7 +263,7 @@ def kernels(xp, strategy=None) -> dict:
         return tuple(la.qr(a, mode=mode))
 
     def svd(a, full_matrices):
-        return tuple(la.svd(a, full_matrices=full_matrices))
+        return finite_svd(xp, a, full_matrices)
 
     def eigh(a, uplo):
         # the lower triangle of a's transpose is a's upper one
@@ -266,7 +280,7 @@ def kernels(xp, strategy=None) -> dict:
     def pinv(a, atol, rtol, hermitian):
         # by SVD, dropping singular values at or below max(atol, rtol * the largest); atol and rtol are numbers or
         # arrays over the batch
-        u, s, vh = la.svd(a, full_matrices=False)
+        u, s, vh = finite_svd(xp, a, False)
         atol, rtol = (t[..., None] if getattr(t, "ndim", 0) else t for t in (atol, rtol))
         cut = xp.maximum(atol, rtol * xp.max(s, axis=-1, keepdims=True)) if s.shape[-1] else s
         s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
