@@ -371,3 +371,66 @@ def test_interception_and_subclasses_see_eager_ops(device):
     assert np.array_equal(_np(traced(x * 3)), _np((x * 3 * 2).sin() + 1))
     p = nn.Parameter(x.clone())
     assert np.array_equal(_np(f(p)), _np((p * 2).sin()))
+
+
+# --------------------------------------------------------------------------- the character GPT as one graph
+def char_gpt(vocab=11, block=8, width=16, heads=2, layers=2):
+    """nanoGPT's layout, small: token and position embeddings, masked attention written out, a tied head."""
+    F = nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.register_buffer("mask", ember.tril(ember.ones(block, block)).view(1, 1, block, block))
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (C // heads) ** 0.5)
+            att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+            x = x + self.proj((F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, C))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(block, width)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.head = nn.Linear(width, vocab, bias=False)
+            self.head.weight = self.wte.weight
+
+        def forward(self, idx, targets):
+            x = self.wte(idx) + self.wpe(ember.arange(idx.size(1), device=idx.device))
+            logits = self.head(self.blocks(x))
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    return GPT()
+
+
+def test_char_gpt_training_step_is_one_graph(device):
+    ember.manual_seed(0)
+    model = char_gpt().to(device)
+    rng = np.random.default_rng(0)
+    idx = ember.tensor(rng.integers(0, 11, (3, 8)), device=device)
+    tgt = ember.tensor(rng.integers(0, 11, (3, 8)), device=device)
+    report = ember._dynamo.explain(model)(idx, tgt)
+    assert report.graph_break_count == 0 and report.graph_count == 1  # embedding's bounds check is in the graph
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model, fullgraph=True)
+    for _ in range(2):  # the capture, then the compiled forward and backward
+        model.zero_grad()
+        twin.zero_grad()
+        loss, want = compiled(idx, tgt), twin(idx, tgt)
+        loss.backward()
+        want.backward()
+        np.testing.assert_allclose(_np(loss), _np(want), rtol=1e-5)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-4, atol=1e-6)
+    bad = idx.clone()
+    bad[0, 0] = 11
+    with pytest.raises(IndexError, match="embedding: index out of range in self"):
+        compiled(bad, tgt)  # the replayed graph still checks the indices

@@ -161,6 +161,16 @@ def kernels(xp, strategy=None) -> dict:
         ends = xp.concatenate((offsets[1:], xp.full(1, n, dtype=offsets.dtype)))
         return astype(bag, xp.int64), xp.take(kept, ends) - xp.take(kept, offsets)
 
+    def index_in_range(index, size, op):
+        """``index`` itself, once every entry is in ``[-size, size)`` (a bounds check as a kernel: a captured
+        graph runs it at every call, where a check reading the values into Python would end the graph)."""
+        if index.size:
+            lo, hi = int(xp.min(index)), int(xp.max(index))
+            if lo < -size or hi >= size:
+                raise IndexError(f"{op}: index out of range in self (indices span [{lo}, {hi}] for a weight of "
+                                 f"{size} rows)")
+        return index
+
     def triu_pairs(n):
         """``(2, n (n - 1) / 2)`` int64: the row and column of each entry above the diagonal, row by row."""
         i, j = xp.triu_indices(n, 1) if hasattr(xp, "triu_indices") else _np_triu(n)
@@ -172,7 +182,7 @@ def kernels(xp, strategy=None) -> dict:
         return xp.broadcast_to(r[:, None], (n, n))[keep], xp.broadcast_to(r[None, :], (n, n))[keep]
 
     return {
-        "embedding_bag_segments": embedding_bag_segments, "triu_pairs": triu_pairs,
+        "embedding_bag_segments": embedding_bag_segments, "triu_pairs": triu_pairs, "index_in_range": index_in_range,
         "getitem": getitem, "setitem": setitem, "index_put_acc": index_put_acc, "take_along": take_along,
         "gather": gather, "scatter": scatter, "scatter_reduce": scatter_reduce, "index_add": index_add,
         "index_copy": index_copy, "index_fill": index_fill, "index_select": index_select,

@@ -452,6 +452,11 @@ def _reshape(g, n):
     return g.op("Reshape", g.x(x), g.ints(shape))
 
 
+@symbolic("IndexInRange")
+def _index_in_range(g, n):
+    return g.op("Identity", g.x(n.args[0]))  # (ONNX's Gather leaves an index out of range undefined)
+
+
 @symbolic("Transpose", "T", "Permute")
 def _transpose(g, n):
     x, perm = n.args

@@ -582,12 +582,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """
     idx = index_tensor(input, "embedding")
     n = weight.shape[0]
-    flat = idx.reshape(-1)
-    if flat.numel():
-        lo, hi = int(flat.cpu().numpy().min()), int(flat.cpu().numpy().max())
-        if lo < -n or hi >= n:
-            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
-                             f"{n} rows)")
+    flat = apply(IndexInRange, idx.reshape(-1), n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, flat, max_norm, norm_type)
     out = weight.index_select(0, flat)
@@ -601,6 +596,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         keep = (flat != pad).unsqueeze(-1)
         out = where(keep, out, out.detach())
     return out.reshape(tuple(idx.shape) + (weight.shape[1],))
+
+
+# The bounds check of an index as an op (not differentiable): ``index`` itself, or an IndexError.
+IndexInRange = op_class("IndexInRange", "index_in_range", arity=3, tags=("data-dependent",))
 
 
 @export(to=("torch",))
@@ -834,6 +833,7 @@ class NativeBatchNorm(Op):
 
     backward_name = "NativeBatchNormBackward0"
     save_inputs = True
+    save_for = ((0, 1, 2), (0, 1, 2), ())  # never the bias
     nondiff_outputs = (1, 2)
 
     @staticmethod
