@@ -227,10 +227,11 @@ class _Packed:
 def saved_for(uses, inputs, edges):
     """``inputs`` with None for each Tensor that no needed gradient reads (``uses``: see ``Op.save_for``)."""
     kept = []
+    n = len(edges)  # (an op given fewer tensors than it declares, a scalar in their place: ``where(c, x, 0.0)``)
     for t, u in zip(inputs, uses):
         if isinstance(t, Tensor):
             for i in u:
-                if edges[i][0] is not None:
+                if i < n and edges[i][0] is not None:
                     break
             else:
                 t = None

@@ -87,7 +87,8 @@ def _solve_triangular_vjp(ctx, g):
 
 
 SolveTriangular = op_class("SolveTriangular", "solve_triangular", saves="both", vjp=_solve_triangular_vjp,
-                           backward_name="LinalgSolveTriangularBackward0", params=("upper", "unit"), arity=4)
+                           backward_name="LinalgSolveTriangularBackward0", params=("upper", "unit"), arity=4,
+                           save_for=((0, 1), ()))  # the right-hand side is never read
 
 
 @export(to=LINALG)

@@ -33,6 +33,7 @@ class Conv(Op):
 
     backward_name = "ConvolutionBackward0"
     save_inputs = True
+    save_for = ((0, 1, 2), (0, 1, 2), ())  # input and weight for every gradient, never the bias
 
     @staticmethod
     def forward(ctx, k, x, w, b, params):

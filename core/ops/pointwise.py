@@ -166,7 +166,8 @@ def _where_vjp(ctx, g):
     return None, where(c, g, zero), where(c, zero, g)
 
 
-Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3, tags=("pointwise",))
+Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3, tags=("pointwise",),
+                 save_for=((1, 2), (), ()))  # only the condition
 
 
 # A dtype conversion; the gradient converts back.
@@ -189,6 +190,7 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
     tensor([2.5000, 3.5000])
     """
     if alpha != 1:
+        alpha = _alpha("add", alpha, input, other)
         if not isinstance(input, Tensor) or not isinstance(other, Tensor):
             return add(input, mul(other, alpha), out=out)
         r = binary_result(binary(AddScaled, input, other, alpha), input, other, "add")
@@ -203,8 +205,18 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     if any(isinstance(v, (bool, np.bool_)) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)):
         _bool_sub_error(input, other)
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, _alpha("sub", alpha, input, other))
     return out_or(binary_result(binary(Sub, input, other), input, other, "sub"), out)
+
+
+def _alpha(op, alpha, input, other):
+    """``alpha`` checked against the result dtype as PyTorch checks it, and wrapped into an integer one."""
+    if isinstance(alpha, Tensor):
+        return alpha
+    rt = result_type(input, other)
+    if rt.category <= dtypes.INT and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+    return dtypes.fix_scalar(dtypes.checked_scalar(alpha, rt), rt)
 
 
 def _bool_sub_error(a, b):
@@ -231,12 +243,10 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
                              f"'{rounding_mode}'")
         integral = all(v.dtype.category <= dtypes.INT if isinstance(v, Tensor) else not isinstance(v, float)
                        for v in (input, other))
-        if integral and any(isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)) \
-                and not any(isinstance(v, Tensor) and v.dtype.category == dtypes.INT for v in (input, other)) \
-                and all(isinstance(v, Tensor) for v in (input, other)):
+        if integral and result_type(input, other) is dtypes.bool:  # a Python bool operand counts, as in PyTorch
             raise NotImplementedError(f"div: \"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
         if integral:
-            _int_zero_check("div", other)
+            _int_zero_check("div", other, input)
         return out_or(binary_result(binary(DivRounding, input, other, rounding_mode, integral), input, other, "div"),
                       out)
     a_int = not isinstance(input, Tensor) or input.dtype.category < dtypes.FLOAT
@@ -255,6 +265,15 @@ def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
 @export(inplace=True)
 def pow(input, exponent, *, out=None):  # noqa: A001,A002
     """``input ** exponent`` elementwise."""
+    if isinstance(input, Tensor) and input.dtype is dtypes.bool and type(exponent) is bool:
+        # PyTorch's bool ** Python bool: x ** True is x, x ** False is True (any other bool power is refused)
+        return out_or(input.clone() if exponent else full(input.shape, True, device=input._dev), out)
+    if result_type(input, exponent) is dtypes.bool:
+        raise NotImplementedError("pow: \"pow\" not implemented for 'Bool'")
+    if isinstance(input, Tensor) and input.dtype.category == dtypes.INT and type(exponent) is int:
+        if exponent < 0:
+            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+        int_value(exponent, input.dtype)  # an exponent beyond the dtype's range is refused, as in PyTorch
     return out_or(binary_result(binary(Pow, input, exponent), input, exponent, "pow"), out)
 
 
@@ -611,7 +630,7 @@ def _fmod_vjp(ctx, g):
     return g, gb
 
 
-Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2, tags=("pointwise",))
+Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2, tags=("pointwise",), save_for=((1,), (1,)))
 
 
 def _remainder_vjp(ctx, g):
@@ -620,7 +639,8 @@ def _remainder_vjp(ctx, g):
     return g, gb
 
 
-Remainder = op_class("Remainder", "remainder", saves="input", vjp=_remainder_vjp, arity=2, tags=("pointwise",))
+Remainder = op_class("Remainder", "remainder", saves="input", vjp=_remainder_vjp, arity=2, tags=("pointwise",),
+                      save_for=((1,), (1,)))  # the operands for the divisor's gradient only
 
 
 def _masked_fill_vjp(ctx, g):
@@ -631,7 +651,8 @@ def _masked_fill_vjp(ctx, g):
     return g.masked_fill(mask, 0), None
 
 
-MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3, tags=("pointwise",))
+MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3, tags=("pointwise",),
+                       save_for=((), (0, 2), ()))  # only the mask
 
 
 def _nan_to_num_vjp(ctx, g):
@@ -686,8 +707,12 @@ def _no_bool(op, input, other):
         raise NotImplementedError(f"{op}: \"{op}_cpu\" not implemented for 'Bool'")
 
 
-def _int_zero_check(op, divisor):
-    """PyTorch raises on integer division by zero, where the array library would give 0 with a warning."""
+def _int_zero_check(op, divisor, dividend=None):
+    """PyTorch raises on integer division by zero, where the array library would give 0 with a warning.
+
+    A Python divisor counts as the value it takes in the dividend's dtype (256 is 0 for a uint8 tensor)."""
+    if isinstance(dividend, Tensor) and type(divisor) is int:
+        divisor = dtypes.fix_scalar(divisor, dividend.dtype)
     if (divisor == 0) if not isinstance(divisor, Tensor) else bool((divisor == 0).any()):
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
 
@@ -697,7 +722,7 @@ def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
     _no_bool("fmod", input, other)
     if _integral(input) and _integral(other):
-        _int_zero_check("fmod", other)
+        _int_zero_check("fmod", other, input)
     return out_or(binary_result(binary(Fmod, input, other), input, other, "fmod"), out)
 
 
@@ -711,7 +736,7 @@ def remainder(input, other, *, out=None):  # noqa: A002
     """
     _no_bool("remainder", input, other)
     if _integral(input) and _integral(other):
-        _int_zero_check("remainder", other)
+        _int_zero_check("remainder", other, input)
     return out_or(binary_result(binary(Remainder, input, other), input, other, "remainder"), out)
 
 
@@ -776,9 +801,23 @@ def clamp_max(input, max):  # noqa: A002
 
 @export(inplace=True)
 def lerp(input, end, weight, *, out=None):  # noqa: A002
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)``; ``end`` (and a weight tensor of one or more dimensions) must have
+    ``input``'s dtype, as in PyTorch.
+
+    >>> import ember
+    >>> ember.lerp(ember.tensor([0.0, 2.0]), ember.tensor([4.0, 4.0]), 0.5)
+    tensor([2., 3.])
+    """
+    for name, v in (("end", end), ("weight", weight)):
+        if isinstance(input, Tensor) and isinstance(v, Tensor) and v.dtype is not input.dtype \
+                and (name == "end" or v.dim() > 0):
+            raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got dtype {v.dtype.name}")
+    if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"lerp: \"lerp_kernel_{kind}\" not implemented for '{_type_name(input.dtype)}'")
     if not isinstance(weight, Tensor):
         return out_or(rename_node(input + weight * (end - input), "LerpBackward0"), out)
+    weight = cast(weight, input.dtype)  # a 0-d weight of another dtype computes in input's
     return out_or(rename_node(apply(Lerp, input, end, weight), "LerpBackward1"), out)
 
 
@@ -803,6 +842,8 @@ def masked_fill(input, mask, value):  # noqa: A002
     shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     if shape != tuple(input.shape):  # the input broadcasts too, as in PyTorch (not in the in-place form)
         input = input.expand(shape)
+    if not isinstance(value, Tensor):
+        value = dtypes.fill_value(value, input.dtype)
     return apply(MaskedFill, input, mask, value)
 
 
@@ -1194,13 +1235,13 @@ def _copysign_vjp(ctx, g):
         zero = a == 0
         ratio = where(zero, a.new_zeros(()), ctx.output / where(zero, a.new_ones(()), a))  # +-1, 0 at a == 0
         ga = g * ratio
-    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+    if ctx.next_functions[1][0] is not None:
         gb = g * 0
     return ga, gb
 
 
 Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2,
-                    tags=("pointwise",), promotion="int_to_float")
+                    tags=("pointwise",), promotion="int_to_float", save_for=((0,), ()))
 
 
 @export(inplace=True)
