@@ -132,6 +132,7 @@ from . import profiler  # noqa: E402,F401
 from .utils.safetensors import load_file as load_safetensors  # noqa: E402
 from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
+from . import testing  # noqa: E402,F401  (PyTorch imports torch.testing with torch: assert_close after import torch)
 from .jit import ScriptModule  # noqa: E402,F401  (torch.ScriptModule: the scripted modules' base)
 from . import _dynamo, compiler, version  # noqa: E402,F401  (ember.compile is _dynamo's)
 from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)

@@ -40,7 +40,7 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Callable, Optional, Union
 
 import numpy as np
@@ -215,9 +215,21 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
         _Pickler(buf, table, max(pickle_protocol, 2)).dump(obj)
         body, name = buf.getvalue(), "data.pkl"
     if isinstance(f, (str, os.PathLike)):
-        _atomic_write(os.fspath(f), lambda fh: _write_zip(fh, body, name, table))
+        _atomic_write(_save_target(os.fspath(f)), lambda fh: _write_zip(fh, body, name, table))
     else:
         _write_zip(f, body, name, table)
+
+
+def _save_target(path: str) -> str:
+    """The file a save to ``path`` replaces: a symlink's target (the link stays a link, as PyTorch writes through
+    it), else ``path``; PyTorch's RuntimeError when its directory is missing or it is a directory itself."""
+    real = os.path.realpath(path) if os.path.islink(path) else path
+    parent = os.path.dirname(real)
+    if parent and not os.path.isdir(parent):
+        raise RuntimeError(f"Parent directory {parent} does not exist.")
+    if os.path.isdir(real):
+        raise RuntimeError(f"save: cannot write to {path}: it is a directory")
+    return real
 
 
 def _write_zip(fh, body: bytes, name: str, table: _StorageTable) -> None:
@@ -254,6 +266,7 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_temporaries(path: str) -> list:
     """Remove the temporaries that saves to ``path`` by processes no longer running left behind; returns them."""
+    path = os.path.realpath(path)  # a save through a symlink writes beside its target
     directory = os.path.dirname(os.path.abspath(path))
     prefix = _tmp_prefix(path)
     removed = []
@@ -532,9 +545,97 @@ class safe_globals:  # noqa: N801 - PyTorch's name
         _SAFE_GLOBALS = _SAFE_GLOBALS.difference(set(self.safe_globals))
 
 
+# Python 2's names that protocol-2 pickles spell (PyTorch's torch._utils mapping, a subset of Python's own):
+# Python 3 writes ``builtins.set`` as ``__builtin__.set`` at protocol 2, which every whole-module pickle holds
+IMPORT_MAPPING = {"__builtin__": "builtins", "copy_reg": "copyreg", "Queue": "queue", "repr": "reprlib",
+                  "_abcoll": "collections.abc", "UserDict": "collections", "UserList": "collections",
+                  "UserString": "collections", "whichdb": "dbm", "StringIO": "io", "cStringIO": "io"}
+NAME_MAPPING = {
+    ("__builtin__", "xrange"): ("builtins", "range"), ("__builtin__", "reduce"): ("functools", "reduce"),
+    ("__builtin__", "intern"): ("sys", "intern"), ("__builtin__", "unichr"): ("builtins", "chr"),
+    ("__builtin__", "unicode"): ("builtins", "str"), ("__builtin__", "long"): ("builtins", "int"),
+    ("__builtin__", "basestring"): ("builtins", "str"), ("itertools", "izip"): ("builtins", "zip"),
+    ("itertools", "imap"): ("builtins", "map"), ("itertools", "ifilter"): ("builtins", "filter"),
+    ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
+    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserDict", "UserDict"): ("collections", "UserDict"),
+    ("UserList", "UserList"): ("collections", "UserList"), ("UserString", "UserString"): ("collections", "UserString"),
+    ("exceptions", "StandardError"): ("builtins", "Exception"),
+}
+# never resolved, even when the user marks one of their globals safe (as PyTorch's blocklist)
+BLOCKED_MODULES = ("sys", "os", "posix", "nt")
+
+
+def python3_name(module: str, name: str) -> tuple:
+    """``(module, name)`` of a pickle's GLOBAL in Python 3's spelling (``__builtin__.set`` is ``builtins.set``)."""
+    if (module, name) in NAME_MAPPING:
+        return NAME_MAPPING[module, name]
+    return IMPORT_MAPPING.get(module, module), name
+
+
+def _latin1_encode(text, encoding="latin1"):
+    # protocol-2 pickles spell bytes as _codecs.encode(str, 'latin1'): the only encoding honoured here
+    if encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(f"Weights only load failed: _codecs.encode with encoding {encoding!r}")
+    return text.encode(encoding)
+
+
+def _default_globals() -> dict:
+    """What ``weights_only`` loading allows without being told, by full name: PyTorch's default allow-list (plain
+    containers, ``set``, ``complex``, ``bytearray``, bytes, ``Size``, ``device``, the dtypes, ``Parameter``,
+    ``Tensor``), each also under ember's own path."""
+    if _DEFAULTS:
+        return _DEFAULTS
+    found = {"collections.OrderedDict": OrderedDict, "collections.Counter": Counter, "builtins.set": set,
+             "builtins.complex": complex, "builtins.bytearray": bytearray, "_codecs.encode": _latin1_encode,
+             "torch.Size": Size, "torch.device": _device, "torch.Tensor": Tensor,
+             "torch.nn.parameter.Parameter": Parameter}
+    found.update((f"torch.{d.name}", d) for d in vars(dtypes).values() if isinstance(d, dtypes.dtype))
+    for obj in list(found.values()):
+        if isinstance(obj, type):
+            found.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    _DEFAULTS.update(found)
+    return _DEFAULTS
+
+
+_DEFAULTS: dict = {}
+
+
+def _ember_path(full: str) -> str:
+    """A dotted name with PyTorch's package spelled as ember's (``torch.nn.Linear`` -> ``ember.nn.Linear``)."""
+    return "ember" + full[5:] if full == "torch" or full.startswith("torch.") else full
+
+
+def _named_object(module: str, name: str):
+    """The object ``module.name`` denotes among ember's already imported modules (no import: a checkpoint's names
+    never load code), or None."""
+    mod = sys.modules.get(_ember_path(module))
+    if mod is None or not _ember_path(module).startswith("ember"):
+        return None
+    obj = mod
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
 def allowed_global(module: str, name: str):
-    """The user-marked safe global ``module.name``, or None (checkpoint readers call this)."""
+    """The object a ``weights_only`` pickle's GLOBAL ``module.name`` may resolve to, or None (checkpoint readers
+    call this): PyTorch's default allow-list or a global the user marked safe.  Python 2 spellings are read as
+    Python 3's, and a ``torch.*`` name as ember's: a checkpoint naming ``torch.nn.modules.linear.Linear`` loads
+    under ``safe_globals([ember.nn.Linear])``.  A global of a blocked module (``os``, ``sys``) always raises."""
+    module, name = python3_name(module, name)
     full = f"{module}.{name}"
+    if module in BLOCKED_MODULES:
+        raise pickle.UnpicklingError(f"Weights only load failed: Trying to load unsupported GLOBAL {full} whose "
+                                     f"module {module} is blocked.")
+    found = _default_globals().get(full)
+    if found is None and full.startswith("ember."):
+        found = _default_globals().get("torch." + full[6:])
+    if found is not None:
+        return found
+    named = _named_object(module, name)
     for g in _SAFE_GLOBALS:
         if isinstance(g, tuple):
             if len(g) != 2:
@@ -543,9 +644,9 @@ def allowed_global(module: str, name: str):
             if type(g[1]) is not str:
                 raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: "
                                 f"{type(g[1])}")
-            if g[1] == full:
+            if _ember_path(g[1]) == _ember_path(full):
                 return g[0]
-        elif f"{g.__module__}.{g.__qualname__}" == full:
+        elif _ember_path(f"{g.__module__}.{g.__qualname__}") == _ember_path(full) or (named is not None and g is named):
             return g
     return None
 
@@ -559,11 +660,6 @@ def unsupported_global(module: str, name: str) -> pickle.UnpicklingError:
         f"class/function; or pass weights_only=False only if you trust the file's source.")
 
 
-_PLAIN_GLOBALS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set"): set,
-                  ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
-                  ("builtins", "slice"): slice}
-
-
 class _Unpickler(pickle.Unpickler):
     def __init__(self, f, st: _Storages, weights_only: bool = False):
         super().__init__(f)
@@ -573,9 +669,7 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if not self.weights_only:
             return super().find_class(module, name)
-        obj = _PLAIN_GLOBALS.get((module, name))
-        if obj is None:
-            obj = allowed_global(module, name)
+        obj = allowed_global(module, name)
         if obj is None:
             raise unsupported_global(module, name)
         return obj

@@ -159,3 +159,200 @@ def test_hook_handles_survive_pickling_and_deepcopy(device):
     m3 = pickle.loads(pickle.dumps(nn.LazyLinear(2)))  # a lazy module keeps handles of its own hooks
     m3(ember.ones(1, 5))
     assert m3.weight.shape == (2, 5) and not m3._forward_pre_hooks and not m3._load_state_dict_pre_hooks
+
+
+# ---------------------------------------------------------------------------- weights_only loading of whole models
+def test_name_mappings_and_blocklist_are_torchs(torch):
+    from torch import _utils
+    from torch import _weights_only_unpickler as wou
+    assert ember.serialization.IMPORT_MAPPING == _utils.IMPORT_MAPPING
+    assert ember.serialization.NAME_MAPPING == _utils.NAME_MAPPING
+    assert set(ember.serialization.BLOCKED_MODULES) == set(wou._blocklisted_modules)
+
+
+def test_default_allow_list_sweeps_torchs(torch):
+    """Every plain global PyTorch's weights_only unpickler allows by default resolves in ember to the same object
+    (ember's twin for PyTorch's own types); storage classes, quantization schemes and tensor-rebuild helpers are
+    PyTorch's internals that ember.utils.pt_reader reads its archives with."""
+    from torch import _weights_only_unpickler as wou
+    swept = 0
+    for full, obj in wou._get_allowed_globals().items():
+        module, _, name = full.rpartition(".")
+        if isinstance(obj, torch.dtype):
+            if not isinstance(getattr(ember, name, None), ember.dtype):
+                continue  # a dtype ember does not have (float8, uint1 ...)
+            expected = getattr(ember, name)
+        elif module in ("builtins", "collections"):
+            expected = obj
+        elif full in ("torch.Size", "torch.device", "torch.Tensor"):
+            expected = getattr(ember, name)
+        elif full == "torch.nn.parameter.Parameter":
+            expected = ember.nn.Parameter
+        elif full == "_codecs.encode":
+            assert ember.serialization.allowed_global(module, name)("\xff", "latin1") == b"\xff"
+            swept += 1
+            continue
+        else:
+            continue
+        assert ember.serialization.allowed_global(module, name) is expected, full
+        swept += 1
+    assert swept >= 20
+    assert ember.serialization.allowed_global("__builtin__", "set") is set
+    assert ember.serialization.allowed_global("ember.tensor", "Size") is ember.Size
+    assert ember.serialization.allowed_global("builtins", "frozenset") is None  # as PyTorch: not by default
+    with pytest.raises(Exception, match="blocked"):
+        ember.serialization.allowed_global("os", "system")
+    with ember.serialization.safe_globals([(print, "posix.system")]), pytest.raises(Exception, match="blocked"):
+        ember.serialization.allowed_global("posix", "system")
+
+
+def _torch_model(tnn):
+    return tnn.Sequential(tnn.Conv2d(1, 2, 3), tnn.BatchNorm2d(2), tnn.ReLU(), tnn.Flatten(), tnn.Dropout(0.2),
+                          tnn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_whole_torch_model_loads_under_safe_globals(torch, device, tmp_path, protocol):
+    tm = _torch_model(torch.nn).eval()
+    path = tmp_path / "model.pt"
+    if protocol == 2:
+        torch.save(tm, path)  # PyTorch's default protocol
+    else:
+        torch.save(tm, path, pickle_protocol=protocol)
+    with pytest.raises(Exception, match="Unsupported global"):
+        ember.load(path)
+    classes = [nn.Sequential, nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.Flatten, nn.Dropout, nn.Linear]
+    with ember.serialization.safe_globals(classes):
+        em = ember.load(path, map_location=device)
+    assert isinstance(em, nn.modules.container.Sequential) and isinstance(em[1], nn.modules.batchnorm._BatchNorm)
+    x = np.random.default_rng(0).standard_normal((2, 1, 4, 4)).astype(np.float32)
+    em.eval()
+    np.testing.assert_allclose(em(ember.tensor(x, device=device)).detach().cpu().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert [n for n, _ in em.named_parameters()] == [n for n, _ in tm.named_parameters()]
+
+
+class WordLanguageModel(nn.Module):
+    """pytorch/examples' word_language_model RNNModel, trimmed: embedding, dropout, an LSTM and a decoder."""
+
+    def __init__(self, ntoken=20, ninp=6, nhid=5, nlayers=2):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=0.5)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, inp, hidden):
+        output, hidden = self.rnn(self.drop(self.encoder(inp)), hidden)
+        return self.decoder(self.drop(output)), hidden
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_word_language_model_pattern(device, tmp_path, protocol):
+    import ember as torch  # the example's own spelling
+    model = WordLanguageModel().to(device)
+    path = str(tmp_path / "model.pt")
+    with open(path, "wb") as f:
+        torch.save(model, f, pickle_protocol=protocol)
+    with open(path, "rb") as f:
+        safe = [WordLanguageModel, torch.nn.modules.dropout.Dropout, torch.nn.modules.linear.Linear,
+                torch.nn.modules.rnn.LSTM, torch.nn.modules.sparse.Embedding]
+        with torch.serialization.safe_globals(safe):
+            loaded = torch.load(f)
+        loaded.rnn.flatten_parameters()
+    assert torch.serialization.get_safe_globals() == []
+    inp = torch.randint(0, 20, (4, 3), device=device)
+    model.eval(), loaded.eval()
+    assert torch.equal(model(inp, None)[0], loaded(inp, None)[0])
+
+
+def test_save_through_symlink_keeps_the_link(tmp_path, device):
+    target = tmp_path / "real.pt"
+    ember.save({"a": ember.zeros(1, device=device)}, target)
+    link = tmp_path / "link.pt"
+    link.symlink_to(target.name)
+    ember.save({"a": ember.ones(2, device=device)}, link)
+    assert link.is_symlink() and list(tmp_path.iterdir()) and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["link.pt", "real.pt"]
+    assert ember.load(target)["a"].tolist() == [1.0, 1.0]
+
+
+def test_save_errors_as_torch(torch, tmp_path):
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match=r"Parent directory \S*missing does not exist"):
+            lib.save({"a": 1}, tmp_path / "missing" / "f.pt")
+        with pytest.raises(RuntimeError):
+            lib.save({"a": 1}, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- what ``import ember`` loads
+_SWEEP = """
+import sys
+import {lib}
+def attr(path):
+    obj = {lib}
+    for part in path.split('.')[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return True
+print([n for n in sys.argv[1:] if not attr(n)])
+"""
+
+
+def _torch_submodules(torch):
+    """Public ``torch.<a>.<b>...`` modules (three levels) that are attributes after only ``import torch``."""
+    import types
+    found = []
+
+    def walk(mod, depth):
+        for n in dir(mod):
+            if n.startswith("_"):
+                continue
+            try:
+                v = getattr(mod, n)
+            except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is not an eager module
+                continue
+            if isinstance(v, types.ModuleType) and v.__name__ == f"{mod.__name__}.{n}" and v.__name__ not in found:
+                found.append(v.__name__)
+                if depth < 3:
+                    walk(v, depth + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        walk(torch, 1)
+    return found
+
+
+def test_eager_submodules_as_torch(torch):
+    """Every module PyTorch makes an attribute with ``import torch`` that ember has is one after ``import ember``
+    (in a fresh interpreter: this process has imported more)."""
+    import importlib.util
+    import subprocess
+    import sys
+    names = ["ember" + n[5:] for n in _torch_submodules(torch)]
+    code = _SWEEP.format(lib="ember")
+    lacking = eval(subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True,
+                                  check=True).stdout)
+
+    def exists(name):
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ImportError:  # a parent that is not a package
+            return False
+    have = [n for n in lacking if exists(n)]
+    assert "ember.testing" in names and "ember.nn.modules.container" in names
+    assert have == []
+
+
+def test_nn_modules_submodules_as_torch(torch):
+    import types
+    subs = sorted(n for n in dir(torch.nn.modules) if isinstance(getattr(torch.nn.modules, n), types.ModuleType))
+    assert [n for n in subs if not isinstance(getattr(nn.modules, n, None), types.ModuleType)] == []
+    assert sorted(nn.modules.__all__) == sorted(torch.nn.modules.__all__)
+    assert nn.utils.__name__ == "ember.nn.utils"
+    for sub in subs:
+        for name in dir(getattr(torch.nn.modules, sub)):
+            theirs = getattr(getattr(torch.nn.modules, sub), name)
+            if isinstance(theirs, type) and issubclass(theirs, torch.nn.Module) and hasattr(nn, name):
+                assert getattr(getattr(nn.modules, sub), name, None) is getattr(nn, name), f"{sub}.{name}"

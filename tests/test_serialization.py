@@ -118,7 +118,7 @@ def test_malicious_pickles_are_refused_without_running(tmp_path):
     zipped = tmp_path / "zipped.pt"
     zipped.write_bytes(_torch_like_zip(payload))
     # open pickles as io.open, as _io.open from Python 3.12 on
-    with pytest.raises(pickle.UnpicklingError, match="global '_?io.open'|global 'builtins.open'"):
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL (_?io|builtins).open"):
         ember.load(zipped)
     with pytest.raises(pickle.UnpicklingError):
         ember.load(zipped, weights_only=False)
@@ -234,7 +234,7 @@ def test_torch_checkpoints_load_with_equal_values(torch, tmp_path):
 def test_torch_whole_model_is_refused(torch, tmp_path):
     path = tmp_path / "model.pth"
     torch.save(torch.nn.Linear(2, 2), path)
-    with pytest.raises(pickle.UnpicklingError, match="global 'torch.nn.modules.linear.Linear'"):
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.nn.modules.linear.Linear was not an allowed global"):
         ember.load(path)
 
 

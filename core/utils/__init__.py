@@ -1,5 +1,6 @@
 """ember.utils: data loading (``ember.utils.data``) and interchange helpers."""
 from . import data, pt_reader  # noqa: F401  (pt_reader enters PyTorch's format among the checkpoint readers)
+from . import checkpoint, hooks  # noqa: F401  (attributes after import, as PyTorch's torch.utils.checkpoint/hooks)
 from .. import _pytree
 from ..registry import show_module
 

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..backend import device as _device
 from ..serialization import (ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, allowed_global,
-                             check_entry_size, storage_view)
+                             check_entry_size, storage_view, unsupported_global)
 from ..tensor import Size
 
 STORAGE_DTYPES = {
@@ -84,12 +84,9 @@ class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         obj = _allowed(module, name)
         if obj is None:
-            obj = allowed_global(module, name)  # marked safe with ember.serialization.add_safe_globals
+            obj = allowed_global(module, name)  # PyTorch's defaults, or marked safe with add_safe_globals
         if obj is None:
-            raise pickle.UnpicklingError(
-                f"Weights only load failed: the checkpoint refers to the global '{module}.{name}', which is not a "
-                "tensor, storage or plain container. ember does not run code from checkpoints; save a state_dict "
-                "instead of a whole object.")
+            raise unsupported_global(module, name)
         return obj
 
     def persistent_load(self, pid):

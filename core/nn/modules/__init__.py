@@ -42,3 +42,14 @@ from .lazy import (  # noqa: F401,E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
     LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
 )
+# every submodule PyTorch's torch.nn.modules imports, an attribute as there (pickled models and isinstance checks
+# name them: torch.nn.modules.container.Sequential, torch.nn.modules.batchnorm._BatchNorm, ...)
+from . import (  # noqa: F401,E402
+    _functions, activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,
+    instancenorm, lazy, linear, linear_cross_entropy_options, loss, module, normalization, padding, pixelshuffle,
+    pooling, rnn, sparse, transformer, upsampling, utils,
+)
+
+# ``from ember.nn.modules import *`` (ember.nn does it) takes the layer classes, not these submodules: ``utils``
+# here is not ``ember.nn.utils``
+__all__ = sorted(n for n, v in list(globals().items()) if isinstance(v, type) and not n.startswith("_"))

@@ -78,6 +78,14 @@ class RNNBase(Module):
             for name in self._flat_weights_names:
                 getattr(self, name).uniform_(-stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """PyTorch packs the weights into one cuDNN buffer here; ember's recurrent kernels read each weight where
+        it is, so there is nothing to pack (as PyTorch on the CPU, where this does nothing either).
+
+        >>> import ember
+        >>> ember.nn.LSTM(2, 3).flatten_parameters()
+        """
+
     @property
     def all_weights(self):
         return [[getattr(self, n) for n in self._flat_weights_names if n.endswith(f"_l{layer}" + s)]
