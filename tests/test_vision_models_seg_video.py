@@ -37,14 +37,17 @@ FAMILIES = {
     "s3d": [("s3d", {"num_classes": 10}, [(1, 3, 14, 224, 224)])],
     # 20 frames x 64 px: 10 x 16 x 16 tokens, padded to whole 8 x 7 x 7 windows and shifted; the second case's
     # clip is shorter than a window in time (the window shrinks there and is not shifted)
+    # the full MViTs take 16 frames of 224 x 224 (test_small_mvit_matches_torchvision runs small ones)
+    "mvit": [("mvit_v2_s", {}, [(1, 3, 16, 224, 224)]), ("mvit_v1_b", {}, [(1, 3, 16, 224, 224)])],
     "swin3d": [("swin3d_t", {}, [(1, 3, 20, 64, 64)]), ("swin3d_t", {"num_classes": 5}, [(2, 3, 4, 40, 48)]),
                ("swin3d_s", {}, [(1, 3, 4, 64, 64)]), ("swin3d_b", {}, [(1, 3, 4, 64, 64)])],
 }
 
 _REFERENCE = """
 import numpy as np
+from torchvision.models.video.mvit import MSBlockConfig, MViT
 torch.manual_seed(0)
-model = torchvision.models.get_model({name!r}, **{kwargs!r})
+model = {build}
 with torch.no_grad():
     for m in model.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
@@ -70,9 +73,13 @@ print(json.dumps(sorted(ys)))
 """
 
 
+SLOW_FAMILIES = {"mvit"}  # the default suite runs test_small_mvit_matches_torchvision instead
+
+
 def _cases(families):
-    return [pytest.param(name, kwargs, shapes, id=f"{name}-{i}", marks=() if i == 0 else pytest.mark.slow)
-            for cases in families.values() for i, (name, kwargs, shapes) in enumerate(cases)]
+    return [pytest.param(name, kwargs, shapes, id=f"{name}-{i}",
+                         marks=() if i == 0 and family not in SLOW_FAMILIES else pytest.mark.slow)
+            for family, cases in families.items() for i, (name, kwargs, shapes) in enumerate(cases)]
 
 
 def _outputs(y) -> dict:
@@ -83,12 +90,10 @@ def _outputs(y) -> dict:
     return {"out": y}
 
 
-@pytest.mark.parametrize("name,kwargs,shapes", _cases(FAMILIES))
-def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes):
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
-    keys = vision_reference.run(_REFERENCE.format(name=name, kwargs=kwargs, shapes=shapes, dir=str(tmp_path)))
-    model = models.get_model(name, **kwargs)
+def _compare(tmp_path, build: str, model, shapes):
+    """Build ``build`` (an expression) in torchvision and load its randomised state into ``model``: the same
+    outputs for the same inputs."""
+    keys = vision_reference.run(_REFERENCE.format(build=build, shapes=shapes, dir=str(tmp_path)))
     model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
     model.eval()
     with np.load(tmp_path / "x.npz") as xs:
@@ -101,6 +106,30 @@ def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes):
             scale = float(np.abs(want[key]).max())
             assert scale > 0
             np.testing.assert_allclose(got[key].numpy(), want[key], rtol=0, atol=1e-4 * scale, err_msg=key)
+
+
+@pytest.mark.parametrize("name,kwargs,shapes", _cases(FAMILIES))
+def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes):
+    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("slow: run with -m slow")
+    _compare(tmp_path, f"torchvision.models.get_model({name!r}, **{kwargs!r})", models.get_model(name, **kwargs),
+             shapes)
+
+
+# three blocks, the second pooling queries 2x in space and widening the tokens
+_SMALL_MVIT = """MViT(spatial_size=(32, 32), temporal_size=4, residual_pool={v2}, residual_with_cls_embed=False,
+    rel_pos_embed={v2}, proj_after_attn={v2}, num_classes=6, block_setting=[
+    MSBlockConfig(1, 16, 16, [3, 3, 3], [3, 3, 3], [1, 1, 1], [1, 2, 2]),
+    MSBlockConfig(2, 16, 32, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 2, 2]),
+    MSBlockConfig(2, 32, 32, [], [3, 3, 3], [], [1, 1, 1])])"""
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_small_mvit_matches_torchvision(tmp_path, v2):
+    from ember_vision.models.video import MSBlockConfig, MViT  # noqa: F401  (names in _SMALL_MVIT)
+
+    model = eval(_SMALL_MVIT.format(v2=v2))
+    _compare(tmp_path, _SMALL_MVIT.format(v2=v2), model, [(2, 3, 4, 32, 32)])
 
 
 def test_segmentation_arguments_follow_torchvision():
