@@ -356,3 +356,21 @@ def test_nn_modules_submodules_as_torch(torch):
             theirs = getattr(getattr(torch.nn.modules, sub), name)
             if isinstance(theirs, type) and issubclass(theirs, torch.nn.Module) and hasattr(nn, name):
                 assert getattr(getattr(nn.modules, sub), name, None) is getattr(nn, name), f"{sub}.{name}"
+
+
+# ---------------------------------------------------------------------------- plugins raising BaseException
+@pytest.mark.parametrize("raise_, kind", [("raise SystemExit(3)", "SystemExit"), ("import sys; sys.exit()", "SystemExit"),
+                                          ("raise GeneratorExit('odd')", "GeneratorExit")])
+def test_plugin_raising_base_exception_is_reported_and_import_goes_on(tmp_path, raise_, kind):
+    from test_plugins_entry_points import install, run
+    install(tmp_path, "fake-exit", "fake_exit", raise_ + "\n")
+    res = run(tmp_path, "import ember; print('ok', ember.ones(2).sum().item())")
+    assert res.returncode == 0 and "ok 2.0" in res.stdout, res.stderr
+    assert f"'fake_exit' from distribution fake-exit 1.0 failed to load and was skipped: {kind}" in res.stderr
+
+
+def test_keyboard_interrupt_in_a_plugin_still_interrupts(tmp_path):
+    from test_plugins_entry_points import install, run
+    install(tmp_path, "fake-int", "fake_int", "raise KeyboardInterrupt\n")
+    res = run(tmp_path, "import ember; print('ok')")
+    assert res.returncode != 0 and "ok" not in res.stdout and "KeyboardInterrupt" in res.stderr

@@ -195,7 +195,7 @@ def _register(plugin, name, dist):
     with REGISTRY.registering(name, dist):
         try:
             pm.register(plugin, name=name)
-        except Exception:
+        except BaseException:  # a hook's SystemExit too: the half-registered plugin is taken out either way
             with contextlib.suppress(Exception):
                 pm.unregister(name=name)
             REGISTRY.forget(name)
@@ -287,9 +287,10 @@ def register_deferred() -> bool:
         try:
             _register(module, name, dist)
             registered = True
-        except Exception as exc:  # noqa: BLE001 - as at import: reported, the others stay
-            warnings.warn(f"ember plugin {name!r} from distribution {dist} failed to load and was skipped: "
-                          f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=2)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - as at import: reported, the others stay
+            _report_failure(name, dist, exc)
     if registered:
         refresh_kernels()
     return registered
@@ -314,10 +315,16 @@ def load_entry_points() -> None:
         seen.add(ep.name)
         try:
             register_or_defer(ep.load(), ep.name, dist_name)
-        except Exception as exc:  # noqa: BLE001 - any plugin failure must not break import
-            warnings.warn(
-                f"ember plugin {ep.name!r} from distribution {dist_name} failed to load and was skipped: "
-                f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=2)
+        except KeyboardInterrupt:  # the user's own interrupt stops the import, as anywhere else
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any plugin failure, SystemExit too, must not break import
+            _report_failure(ep.name, dist_name, exc)
+
+
+def _report_failure(name: str, dist: str, exc: BaseException) -> None:
+    """The warning for a plugin that raised (at import or registration) and was left out."""
+    warnings.warn(f"ember plugin {name!r} from distribution {dist} failed to load and was skipped: "
+                  f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
 
 
 def autoload_enabled() -> bool:
