@@ -37,6 +37,8 @@ FAMILIES = {
     "s3d": [("s3d", {"num_classes": 10}, [(1, 3, 14, 224, 224)])],
     # 20 frames x 64 px: 10 x 16 x 16 tokens, padded to whole 8 x 7 x 7 windows and shifted; the second case's
     # clip is shorter than a window in time (the window shrinks there and is not shifted)
+    # two 128 x 128 frames (16 x 16 features, the smallest the 4-level pyramid takes), 12 updates; the final flow
+    "raft": [("raft_small", {}, [(1, 3, 128, 128)] * 2), ("raft_large", {}, [(1, 3, 128, 136)] * 2)],
     # the full MViTs take 16 frames of 224 x 224 (test_small_mvit_matches_torchvision runs small ones)
     "mvit": [("mvit_v2_s", {}, [(1, 3, 16, 224, 224)]), ("mvit_v1_b", {}, [(1, 3, 16, 224, 224)])],
     "swin3d": [("swin3d_t", {}, [(1, 3, 20, 64, 64)]), ("swin3d_t", {"num_classes": 5}, [(2, 3, 4, 40, 48)]),
