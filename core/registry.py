@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from . import dtypes
+from .arguments import numpy_names
 from .autograd.function import Op
 from .autograd.grad_mode import no_grad
 from .dispatch import binary, cast, unary
@@ -46,6 +47,7 @@ def export(fn=None, name: str | None = None, *, to=TORCH_TENSOR, aliases=(), inp
     if fn is None:
         return lambda f: export(f, name, to=to, aliases=aliases, inplace=inplace)
     name = name or fn.__name__
+    fn = numpy_names(to, (name, *aliases), fn)
     for ns in to:
         for n in (name, *aliases):
             _set(ns, n, fn)
@@ -155,12 +157,13 @@ def _direct(a, args) -> bool:
 def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=None, backward_name=None,
              base=Op, arity: int | None = None, params: tuple = (), nondiff_outputs: tuple = (),
              tags=None, promotion: str | None = None, onnx: str | None = None, autocast: dict | None = None,
-             save_for: tuple | None = None) -> type:
+             save_for: tuple | None = None, saved_names: tuple | None = None) -> type:
     """An Op whose forward is ``k[kernel](*arrays, *params)`` and whose backward is ``vjp``.
 
     ``saves`` is "input", "output", "both" or "none"; ``vjp(ctx, g)`` returns
     one gradient per input and reads ``ctx.inputs`` / ``ctx.output``; ``save_for`` keeps an input only
-    for the gradients that read it (:class:`ember.autograd.function.Op`).
+    for the gradients that read it (:class:`ember.autograd.function.Op`); ``saved_names`` are PyTorch's
+    names of the saved inputs (``grad_fn._saved_<name>``).
     Without ``vjp`` the op is not differentiable (its outputs carry none).
     ``arity``, where known, is the number of arguments forward takes.
     ``params`` names the trailing forward arguments that the forward keeps on
@@ -198,7 +201,8 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
         attrs["kernel_name"] = kernel  # the forward is the kernel itself (an in-place form may write through it)
     if nondiff_outputs:
         attrs["nondiff_outputs"] = tuple(nondiff_outputs)
-    facts = {"tags": tags, "promotion": promotion, "onnx": onnx, "autocast": autocast, "save_for": save_for}
+    facts = {"tags": tags, "promotion": promotion, "onnx": onnx, "autocast": autocast, "save_for": save_for,
+             "saved_names": saved_names}
     attrs.update({k: v for k, v in facts.items() if v is not None})
     if promotion is not None and promotion not in dtypes.PROMOTION_KINDS:
         raise ValueError(f"op_class {name!r}: unknown promotion kind {promotion!r} "
@@ -283,7 +287,7 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
     fn.__doc__ = doc or f"Elementwise ``{name}`` (differentiable; integers compute in the default float dtype)."
     if check is None:
         fn.op = Cls  # on floating input, fn is exactly Cls (its in-place form may write through the kernel)
-    export(fn, name, to=to, aliases=aliases, inplace=inplace)
+    fn = export(fn, name, to=to, aliases=aliases, inplace=inplace)
     return Cls, fn
 
 
@@ -325,5 +329,5 @@ def binary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, check=N
     fn.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion."
     if check is None:
         fn.op = Cls
-    export(fn, name, to=to, aliases=aliases, inplace=inplace)
+    fn = export(fn, name, to=to, aliases=aliases, inplace=inplace)
     return Cls, fn

@@ -31,6 +31,7 @@ import traceback
 import warnings
 import weakref
 
+from ..backend import resolve as resolve_device
 from ..tensor import RemovableHandle, Tensor, _Handle, _wrap  # noqa: F401
 from ..state import is_grad_enabled
 from .grad_mode import STATE, no_grad
@@ -174,6 +175,55 @@ class Node:
         self._out = None
         self._released = True
 
+    # -- saved values by PyTorch's names: ``_saved_self``, ``_saved_other``, ``_saved_result``, ``_raw_saved_*``
+    saved_names = None  # PyTorch's name of each saved input, in input order (None: not one PyTorch saves)
+
+    def _slots_saved(self) -> dict:
+        """``{PyTorch's name: input index, or "result"}`` for what this node keeps."""
+        cls = type(self)
+        names = cls.saved_names
+        if names is None:  # a one- or two-operand op keeps ``self`` and ``other``
+            names = ("self", "other") if getattr(cls, "save_inputs", False) and len(self._shapes) <= 2 else ()
+        slots = {n: i for i, n in enumerate(names[:len(self._shapes)]) if n is not None}
+        if getattr(cls, "save_output", False) and (self._out is not None or self._released):
+            slots["result"] = "result"
+        return slots
+
+    def __getattr__(self, name):
+        # only reached for names the class and instance lack (never on the hot path)
+        raw = name.startswith("_raw_saved_")
+        if raw or name.startswith("_saved_"):
+            key = name[11:] if raw else name[7:]
+            slot = self._slots_saved().get(key) if self._op else None
+            if slot is not None:
+                return SavedTensor(self, slot) if raw else self._value_saved(slot)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        names = list(super().__dir__())
+        if self._op:
+            names += [f"_{p}saved_{k}" for k in self._slots_saved() for p in ("", "raw_")]
+        return names
+
+    def _value_saved(self, slot):
+        """The value saved at ``slot`` (version-checked, through its hooks), None where it was not kept."""
+        self._check_released()
+        if slot == "result":
+            return self.output
+        v = self._saved[slot]
+        if type(v) is _Packed:
+            return v.unpack()
+        if isinstance(v, Tensor):
+            ver = self._vers[slot]
+            b = v._base
+            if ver is not None and (v if b is None else b)._ver != ver:
+                self._check_version(v, ver, slot)
+            return v
+        if v is None:
+            return None
+        # a Python number operand: PyTorch keeps it as a 0-d tensor (int64, float64 or complex128)
+        return _wrap(resolve_device("cpu").backend.as_array(v), resolve_device("cpu"))
+
 
 # --------------------------------------------------------------------------- saved-tensor hooks
 class _SavedHooks(threading.local):
@@ -258,6 +308,37 @@ def unpack_saved(saved):
     return tuple(v.unpack() if type(v) is _Packed else v for v in saved)
 
 
+class SavedTensor:
+    """One value a node keeps for backward (``grad_fn._raw_saved_self``): ``register_hooks(pack, unpack)`` packs
+    it now and unpacks it wherever it is read (the backward included), once per saved value."""
+
+    __slots__ = ("node", "slot")
+
+    def __init__(self, node, slot):
+        self.node, self.slot = node, slot
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Replace the saved value by ``pack_hook(value)``; reading it calls ``unpack_hook(packed)``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks: expected two callables (pack_hook, unpack_hook)")
+        node, slot = self.node, self.slot
+        node._check_released()
+        held = node._out if slot == "result" else node._saved[slot]
+        if type(held) is _Packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. Hint: "
+                               "only one pair of hooks is allowed at a time.")
+        if held is None or (slot != "result" and not isinstance(held, Tensor)):
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        value = node._value_saved(slot)  # (version-checked)
+        if slot == "result":
+            node._out = _Packed(value, pack_hook, unpack_hook, output=True)
+        else:
+            saved = list(node._saved)
+            saved[slot] = _Packed(value, pack_hook, unpack_hook)
+            node._saved = tuple(saved)
+        node._packed = True
+
+
 OPS: dict = {}  # every Op class by name ("Mul", "Cast", a row's name, a plugin op's qualified name)
 # the kinds of op a declaration's ``tags`` name (PyTorch's ``tags`` in native_functions.yaml, those ember reads)
 TAGS = frozenset({"pointwise", "reduction", "view", "data-dependent", "nondeterministic", "random"})
@@ -324,27 +405,33 @@ class Op(Node):
 _NAMED: dict = {}  # (node class, grad_fn name) -> the class that only renames it
 
 
-def named_node(cls, name: str) -> type:
+def named_node(cls, name: str, saved_names: tuple | None = None) -> type:
     """Node class ``cls`` under the grad_fn name ``name``.
 
     PyTorch names a node per overload (``sum(x)`` leaves ``SumBackward0``, ``sum(x, dim)`` ``SumBackward1``) and
     names the root node of an op that ember composes (``dist`` is ``DistBackward0``).  The class returned
     changes nothing but the name: it shares ``cls``'s key in :data:`OPS`, and every table keyed by the op (vmap,
-    ONNX, autocast, tracing) sees the op itself, since dispatch only ever applies ``cls``.
+    ONNX, autocast, tracing) sees the op itself, since dispatch only ever applies ``cls``.  ``saved_names``:
+    the overload's names of the saved inputs, where they differ (``mv`` keeps ``self`` and ``vec``).
     """
     base = cls.__dict__.get("_overload_of", cls)
-    twin = _NAMED.get((base, name))
+    key = (base, name, saved_names)
+    twin = _NAMED.get(key)
     if twin is None:
-        twin = _NAMED[(base, name)] = type(base)(name, (base,), {"__slots__": (), "_overload_of": base})
+        attrs = {"__slots__": (), "_overload_of": base}
+        if saved_names is not None:
+            attrs["saved_names"] = saved_names
+        twin = _NAMED[key] = type(base)(name, (base,), attrs)
         twin.__qualname__ = name
     return twin
 
 
-def rename_node(t, name: str):
-    """Give the node that made tensor ``t`` (a composite's last node, made by that call) PyTorch's name ``name``."""
+def rename_node(t, name: str, saved_names: tuple | None = None):
+    """Give the node that made tensor ``t`` (a composite's last node, made by that call) PyTorch's name ``name``
+    (and its names of the saved inputs, where given)."""
     fn = t._fn
     if fn is not None and fn._op:
-        fn.__class__ = named_node(type(fn), name)
+        fn.__class__ = named_node(type(fn), name, saved_names)
     return t
 
 

@@ -53,7 +53,7 @@ def _matmul_vjp(ctx, g):
 
 
 Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2,
-                  save_for=((1,), (0,)))
+                  save_for=((1,), (0,)), saved_names=("self", "mat2"))
 
 
 @export(to=EVERYWHERE)
@@ -82,11 +82,13 @@ def matmul(input, other, *, out=None):  # noqa: A002
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     r = binary(Matmul, input, other)
     if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
-        rename_node(r, _MATMUL_NODE.get((len(sa), len(sb)), "UnsafeViewBackward0"))
+        rename_node(r, *_MATMUL_NODE.get((len(sa), len(sb)), ("UnsafeViewBackward0", ())))
     return r if out is None else copy_into_out(out, r)
 
 
-_MATMUL_NODE = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (1, 2): "SqueezeBackward4"}
+# PyTorch's node and its names of the saved operands, by the operands' ranks
+_MATMUL_NODE = {(1, 1): ("DotBackward0", ("self", "tensor")), (2, 1): ("MvBackward0", ("self", "vec")),
+                (1, 2): ("SqueezeBackward4", ())}
 
 
 @export

@@ -31,7 +31,7 @@ from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import arange, rand
 from .creation import create as _create
 from .pointwise import erf, sigmoid, where
-from .shape import cat
+from .shape import broadcast_tensors, cat
 
 
 def torch_form(name: str):
@@ -217,7 +217,7 @@ def _leaky_relu_vjp(ctx, g):
 
 
 def _threshold_vjp(ctx, g):
-    return where(ctx.inputs[0] > ctx.th, g, _zero(g))
+    return where(ctx.inputs[0] <= ctx.th, _zero(g), g)  # (a NaN threshold or input passes the gradient)
 
 
 def _shrink_vjp(ctx, g):
@@ -436,6 +436,7 @@ class Linear(Op):
     backward_name = "AddmmBackward0"
     save_inputs = True
     save_for = ((1,), (0,), ())  # the input for the weight's gradient, the weight for the input's; never the bias
+    saved_names = ()  # (PyTorch's addmm keeps the weight transposed, as mat2: not this node's values)
 
     @staticmethod
     def forward(ctx, k, x, w, b):
@@ -1096,6 +1097,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     >>> ember.nn.functional.cosine_similarity(ember.tensor([[1., 0.]]), ember.tensor([[1., 1.]])).tolist()
     [0.7071067690849304]
     """
+    if x1.shape != x2.shape:  # broadcast first: a 0-d or smaller operand's norm is taken over the common shape
+        x1, x2 = broadcast_tensors(x1, x2)
     w12 = (x1 * x2).sum(dim)
     w = (x1 * x1).sum(dim) * (x2 * x2).sum(dim)
     return w12 / where(w > eps * eps, w, w.new_full((), eps * eps)).sqrt()

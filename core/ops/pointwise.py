@@ -98,6 +98,7 @@ def _div_vjp(ctx, g):
 
 Div = op_class("Div", "div", saves="input", vjp=_div_vjp, arity=2,  # the dividend: for the divisor's gradient only
                tags=("pointwise",), promotion="int_to_float", onnx="Div", save_for=((1,), (0, 1)))
+Mul.scalar_in_float32 = Div.scalar_in_float32 = True  # a half tensor meets a Python number in float32, as in PyTorch
 
 
 class DivRounding(Op):
@@ -140,7 +141,7 @@ def _pow_vjp_complex(ctx, g, a, b):
 
 
 Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2, tags=("pointwise",), onnx="Pow",
-               autocast=FP32_ON_CUDA)
+               autocast=FP32_ON_CUDA, saved_names=("self", "exponent"))
 
 
 def _is_zero(b):
@@ -167,7 +168,7 @@ def _where_vjp(ctx, g):
 
 
 Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3, tags=("pointwise",),
-                 save_for=((1, 2), (), ()))  # only the condition
+                 save_for=((1, 2), (), ()), saved_names=("condition",))  # only the condition
 
 
 # A dtype conversion; the gradient converts back.
@@ -274,6 +275,8 @@ def pow(input, exponent, *, out=None):  # noqa: A001,A002
         if exponent < 0:
             raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
         int_value(exponent, input.dtype)  # an exponent beyond the dtype's range is refused, as in PyTorch
+    if isinstance(input, Tensor) and input.dtype in dtypes.HALF_TYPES and isinstance(exponent, (int, float)):
+        dtypes.checked_scalar(exponent, input.dtype)  # (a float32 or float64 one computes to inf instead)
     return out_or(binary_result(binary(Pow, input, exponent), input, exponent, "pow"), out)
 
 
@@ -652,7 +655,7 @@ def _masked_fill_vjp(ctx, g):
 
 
 MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3, tags=("pointwise",),
-                       save_for=((), (0, 2), ()))  # only the mask
+                       save_for=((), (0, 2), ()), saved_names=(None, "mask"))  # only the mask
 
 
 def _nan_to_num_vjp(ctx, g):
@@ -768,7 +771,7 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     if x.dtype is dtypes.bool and not any(isinstance(a, Tensor) for a in args[1:]):
         raise NotImplementedError("clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'")
     if x.dtype.category == dtypes.FLOAT and not isinstance(args[1], Tensor) and not isinstance(args[2], Tensor):
-        lo, hi = args[1], args[2]
+        lo, hi = (None if v is None else dtypes.checked_scalar(v, x.dtype) for v in args[1:])  # PyTorch's range check
         return out_or(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
                     out)
     for i, extreme in ((1, -float("inf")), (2, float("inf"))):
@@ -904,8 +907,8 @@ def _integer_operands(name):
         for v in (input, other):
             if isinstance(v, Tensor) and v.dtype.category > dtypes.INT:
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_type_name(v.dtype)}'")
-            if isinstance(v, float):
-                raise RuntimeError(f"{name}: expected integer or bool operands, got a float")
+            if isinstance(v, float):  # the float promotes the result to Float, which has no kernel
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float'")
 
     return check
 
@@ -1241,7 +1244,7 @@ def _copysign_vjp(ctx, g):
 
 
 Copysign = op_class("Copysign", "copysign", saves="both", vjp=_copysign_vjp, arity=2,
-                    tags=("pointwise",), promotion="int_to_float", save_for=((0,), ()))
+                    tags=("pointwise",), promotion="int_to_float", save_for=((0,), ()), saved_names=("self",))
 
 
 @export(inplace=True)
