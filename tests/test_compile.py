@@ -434,3 +434,111 @@ def test_char_gpt_training_step_is_one_graph(device):
     bad[0, 0] = 11
     with pytest.raises(IndexError, match="embedding: index out of range in self"):
         compiled(bad, tgt)  # the replayed graph still checks the indices
+
+
+# --------------------------------------------------------------------------- dynamic shapes
+def _dynamic_variants(compiled):
+    return [v.graph.dynamic for v in _variants(compiled) if v.graph is not None]
+
+
+def test_automatic_dynamic_after_a_batch_change(device):
+    calls = []
+
+    def f(x, w):
+        calls.append(1)
+        return (x @ w).relu().view(x.shape[0], -1).sum(1)
+
+    g = ember.compile(f)
+    w = ember.randn(4, 3, device=device)
+    with ember.no_grad():
+        for b in (5, 6, 7, 9):
+            x = ember.randn(b, 4, device=device)
+            np.testing.assert_array_equal(_np(g(x, w)), _np(f(x, w)))
+        assert _dynamic_variants(g) == [(), [(0, 0)]]  # static first; the recompile made the batch symbolic
+        n = len(calls)
+        g(ember.randn(12, 4, device=device), w)
+        assert len(calls) == n  # replayed, not captured again
+        x = ember.randn(1, 4, device=device)
+        np.testing.assert_array_equal(_np(g(x, w)), _np(f(x, w)))  # size 1 specialises: its own variant
+    assert len(_variants(g)) == 3
+
+
+def test_dynamic_true_mark_dynamic_and_dynamic_false(device):
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+    twin = copy.deepcopy(m)
+    dyn = ember.compile(m, dynamic=True)
+    for b in (3, 5, 8):
+        x = ember.randn(b, 4, device=device)
+        y, want = dyn(x), twin(x)
+        y.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(_np(y), _np(want), rtol=1e-6, atol=1e-7)
+    for p, q in zip(m.parameters(), twin.parameters()):
+        np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-5, atol=1e-6)
+    assert _dynamic_variants(dyn) == [[(0, 0)]]  # the feature dim stays static: Linear specialises on it
+    x = ember.randn(6, 4, device=device)
+    ember._dynamo.mark_dynamic(x, 0)
+    marked = ember.compile(m)
+    marked(x)
+    assert _dynamic_variants(marked) == [[(0, 0)]]
+    static = ember.compile(m, dynamic=False)
+    for b in (3, 5, 8):
+        static(ember.randn(b, 4, device=device))
+    assert _dynamic_variants(static) == [(), (), ()]
+
+
+def test_dims_captured_as_one_size_are_guarded_equal(device):
+    def f(x, y):
+        return x.reshape(x.shape[0], -1).sum(1).view(-1, 1) * y.view(y.shape[0], -1).mean(1).view(1, -1)
+
+    g = ember.compile(f)
+    with ember.no_grad():
+        for bx, by in ((4, 4), (5, 5), (6, 7), (8, 8), (3, 9)):
+            x, y = ember.randn(bx, 3, device=device), ember.randn(by, 2, device=device)
+            np.testing.assert_array_equal(_np(g(x, y)), _np(f(x, y)))
+
+
+class Tally(nn.Module):
+    """A linear layer that sums its inputs into a buffer, in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.register_buffer("total", ember.zeros(3))
+
+    def forward(self, x):
+        self.total.add_(x.detach().sum(0))
+        return self.lin(x)
+
+
+def test_dynamic_capture_updates_buffers_once(device):
+    for m, dynamic in ((Tally(), True), (nn.BatchNorm1d(3), False)):  # BatchNorm: n / (n - 1) is per size
+        m = m.to(device)
+        twin = copy.deepcopy(m)
+        g = ember.compile(m)
+        for b in (4, 5, 6, 7):
+            x = ember.randn(b, 3, device=device)
+            np.testing.assert_allclose(_np(g(x)), _np(twin(x)), rtol=1e-5, atol=1e-6)
+        for (name, t), u in zip(m.named_buffers(), twin.buffers()):
+            np.testing.assert_allclose(_np(t), _np(u), rtol=1e-5, atol=1e-6, err_msg=name)
+        assert ([(0, 0)] in _dynamic_variants(g)) == dynamic
+
+
+def test_char_gpt_training_step_with_a_changing_batch(device):
+    ember.manual_seed(0)
+    model = char_gpt().to(device)
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    rng = np.random.default_rng(1)
+    for b in (3, 4, 5, 2):
+        idx = ember.tensor(rng.integers(0, 11, (b, 8)), device=device)
+        tgt = ember.tensor(rng.integers(0, 11, (b, 8)), device=device)
+        model.zero_grad()
+        twin.zero_grad()
+        loss, want = compiled(idx, tgt), twin(idx, tgt)
+        loss.backward()
+        want.backward()
+        np.testing.assert_allclose(_np(loss), _np(want), rtol=1e-5)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-4, atol=1e-6)
+    assert _dynamic_variants(compiled) == [(), [(0, 0), (1, 0)]]  # the two inputs' batch axis, as one size

@@ -25,7 +25,7 @@ import weakref
 
 from ..autograd import engine as _engine
 from ..interception import HANDLERS
-from ..jit._graph import Program, Ref, TracerWarning, capture
+from ..jit._graph import Program, Ref, TracerWarning, capture, capture_dynamic
 from ..nn.modules.module import Module
 from ..overrides import _is_torch_function_mode_enabled
 from ..state import is_grad_enabled, is_inference
@@ -85,19 +85,26 @@ def _backward_breaks(run):
 
 
 # --------------------------------------------------------------------------- guards
-def _guard_key(obj, flat):
-    """A hashable key of ``obj``'s structure, non-tensor values and tensor metadata; tensors go to ``flat``."""
+def _guard_key(obj, flat, dyn=None):
+    """A hashable key of ``obj``'s structure, non-tensor values and tensor metadata; tensors go to ``flat``.
+    ``dyn``: the ``(flat index, dim)`` that are dynamic (see :func:`_masked`)."""
     if isinstance(obj, Tensor):
         flat.append(obj)
         a = obj._data
-        return (a.shape, a.dtype, obj._dev, obj._rg)
+        return (_masked(a.shape, len(flat) - 1, dyn) if dyn else a.shape, a.dtype, obj._dev, obj._rg)
     t = type(obj)
     if t is tuple or t is list:
-        return (t, tuple(_guard_key(x, flat) for x in obj))
+        return (t, tuple(_guard_key(x, flat, dyn) for x in obj))
     if t is dict:
-        return (t, tuple((k, _guard_key(v, flat)) for k, v in obj.items()))
+        return (t, tuple((k, _guard_key(v, flat, dyn)) for k, v in obj.items()))
     hash(obj)  # (an unhashable argument: the caller runs eagerly)
     return (t, obj)
+
+
+def _masked(shape, k, dyn):
+    """``shape`` of flat input ``k`` as a guard sees it: a dynamic dim of size 2 or more is None (one variant
+    serves every such size); sizes 0 and 1 stay (they specialise, as PyTorch's 0/1 specialisation does)."""
+    return tuple([None if s >= 2 and (k, j) in dyn else s for j, s in enumerate(shape)])
 
 
 def _out_spec(out, flat):
@@ -190,11 +197,16 @@ class CompiledFunction:
         self.fn, self.module, self.fullgraph, self.backend, self.dynamic = fn, module, fullgraph, backend, dynamic
         self.modules = list(module.modules()) if module is not None else []
         self.cache = {}
+        self.dyn = set()     # (flat input index, dim) whose size is symbolic in the variants captured from now on
+        self.static = set()  # dims that could not be made dynamic (the function specialises on their size)
+        self.ties = []       # groups of dynamic dims captured as one size: guarded to be equal
+        self.last = None     # the shapes of the flat inputs of the last capture (automatic dynamic compares)
         _ALL.add(self)
 
     def key(self, args, kwargs, flat):
         head = (is_grad_enabled(), is_inference(), tuple([m.training for m in self.modules]))
-        if not kwargs:  # the usual call, tensors only: their metadata, inline
+        dyn = self.dyn
+        if not kwargs and not dyn:  # the usual call, tensors only: their metadata, inline
             metas = []
             for a in args:
                 if type(a) is not Tensor:
@@ -204,11 +216,43 @@ class CompiledFunction:
             else:
                 flat.extend(args)
                 return head, tuple(metas)
+            flat.clear()
         try:
-            key = head, _guard_key(args, flat), _guard_key(kwargs, flat) if kwargs else None
+            key = head, _guard_key(args, flat, dyn), _guard_key(kwargs, flat, dyn) if kwargs else None
         except TypeError:  # an unhashable argument
             return None
-        return None if any(type(t) is not Tensor and _own_torch_function(type(t)) for t in flat) else key
+        if any(type(t) is not Tensor and _own_torch_function(type(t)) for t in flat):
+            return None
+        if self.ties:  # the sizes captured as one are guarded to be equal
+            sizes = [t._data.shape for t in flat]
+            key += (tuple([len({sizes[k][j] if k < len(sizes) and j < len(sizes[k]) else None
+                                for k, j in group}) == 1 for group in self.ties]),)
+        return key
+
+    def widen(self, flat) -> bool:
+        """Make dynamic the dims this call asks to be: every dim with ``dynamic=True``, those marked by
+        :func:`mark_dynamic`, and (automatic dynamic, PyTorch's default) those whose size changed since the
+        last capture.  Whether any dim became dynamic."""
+        if self.dynamic is False:
+            return False
+        new = set()
+        last = self.last if config.automatic_dynamic_shapes and self.last is not None and \
+            len(self.last) == len(flat) else None
+        for k, t in enumerate(flat):
+            shape = t._data.shape
+            if self.dynamic:
+                new.update((k, j) for j in range(len(shape)))
+            marks = t.__dict__.get("_dynamo_dynamic_indices")
+            if marks:
+                new.update((k, j % len(shape)) for j in marks if -len(shape) <= j < len(shape))
+            if last is not None and len(last[k]) == len(shape):
+                new.update((k, j) for j, (a, b) in enumerate(zip(shape, last[k])) if a != b)
+            fixed = t.__dict__.get("_dynamo_static_indices")
+            if fixed:
+                new.difference_update((k, j % len(shape)) for j in fixed if -len(shape) <= j < len(shape))
+        new -= self.dyn | self.static
+        self.dyn |= new
+        return bool(new)
 
     def __call__(self, *args, **kwargs):
         if STANCE[0] == "force_eager" or current_capture() is not None or HANDLERS or \
@@ -219,6 +263,10 @@ class CompiledFunction:
         if key is None:
             return self.fn(*args, **kwargs)
         v = self.cache.get(key)
+        if v is None and self.widen(flat):  # the guards changed: a variant with these dims symbolic may serve
+            flat = []
+            key = self.key(args, kwargs, flat)
+            v = self.cache.get(key)
         if v is not None:
             if v.graph is None:
                 return self.fn(*args, **kwargs)
@@ -228,7 +276,10 @@ class CompiledFunction:
                 raise RuntimeError("ember.compile: a recompilation was needed under set_stance('fail_on_recompile')")
             if STANCE[0] == "eager_on_recompile" or len(self.cache) >= config.cache_size_limit:
                 return self.fn(*args, **kwargs)
+        guards = set(self.dyn), list(self.ties)
         v, out = self.capture(args, kwargs, flat)
+        if (self.dyn, self.ties) != guards:  # the variant's guards: the dims found dynamic, their ties
+            key = self.key(args, kwargs, [])
         self.cache[key] = v
         return out
 
@@ -237,9 +288,11 @@ class CompiledFunction:
         if flat is None:
             flat = []
             _guard_key((args, kwargs), flat)
+        self.last = [tuple(t._data.shape) for t in flat]
+        dims = sorted((k, j) for k, j in self.dyn if k < len(flat) and j < flat[k].ndim and flat[k].shape[j] >= 2)
         state = _Capture(self.fullgraph)
         holder = {}
-        if is_grad_enabled() and self.backend in ("inductor", "ember"):
+        if is_grad_enabled() and self.backend in ("inductor", "ember") and not dims:
             body = joint_body(self.fn, _out_spec, holder, state)
         else:
             def body(*a, **k):
@@ -254,7 +307,12 @@ class CompiledFunction:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
-                graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+                if dims:
+                    graph, outs = self.capture_dynamic(body, args, kwargs, flat, dims)
+                    if holder["spec"] is not None:  # the call's own results (the body ran again since)
+                        holder["out"] = _rebuild(holder["spec"], outs)
+                else:
+                    graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
         finally:
             _engine.run = run
             _LOCAL.capture = None
@@ -265,6 +323,43 @@ class CompiledFunction:
         if state.breaks:
             return Variant(state.breaks), out
         return self.build(graph, spec, flat, holder), out
+
+    def capture_dynamic(self, body, args, kwargs, flat, dims):
+        """``(graph, results)`` of ``body`` with ``dims`` symbolic.  Dims of one size in this call are captured as one
+        size (a batch axis of two inputs) and guarded to stay equal.  Where the function specialises on a
+        dim's size (its ops change with it), that dim stays static: when the whole set fails, each group is
+        tried alone (its effects on buffers and random state undone) and the graph captured with those that
+        hold."""
+        by_size = {}
+        for k, j in dims:
+            by_size.setdefault(flat[k].shape[j], []).append((k, j))
+        groups = list(by_size.values())
+        got = self.try_dynamic(body, args, kwargs, groups, keep=True)
+        if got is None and len(groups) > 1:
+            held = [g for g in groups if self.try_dynamic(body, args, kwargs, [g], keep=False) is not None]
+            got = self.try_dynamic(body, args, kwargs, held, keep=True) if held else None
+            groups = held
+        if got is None:
+            groups = []
+            got = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+        kept = {d for g in groups for d in g}
+        self.static.update(d for d in dims if d not in kept)
+        self.dyn.difference_update(self.static)
+        self.ties = [tuple(g) for g in groups if len(g) > 1] or self.ties
+        return got
+
+    def try_dynamic(self, body, args, kwargs, groups, keep):
+        """``(graph, results of the call)`` of ``body`` with the dims of ``groups`` symbolic (each group one
+        size), or None where the function specialises on one of them."""
+        dims = [d for g in groups for d in g]
+        tied = {g[0]: g[1:] for g in groups if len(g) > 1}
+        try:
+            return capture_dynamic(body, args, kwargs, self.module, dims, "ember.compile", tied,
+                                   on_conversion=_on_conversion, keep=keep)
+        except Unsupported:
+            raise
+        except Exception:  # noqa: BLE001 - the grown trace failed or changed the graph: not dynamic
+            return None
 
     def build(self, graph, spec, flat, holder):
         v = Variant(graph=graph, out_spec=spec)
@@ -285,7 +380,7 @@ class CompiledFunction:
             return Variant([note])
         v.slots = _param_slots(self.module, graph) if graph.params else []
         v.consts = list(graph.consts.values())
-        if self.backend in ("inductor", "ember") and flat:
+        if self.backend in ("inductor", "ember") and flat and not graph.dynamic:
             devs = {t._dev for t in flat + [s[k] for s, k in v.slots] + v.consts}
             if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
                 order = list(graph.inputs) + list(graph.params) + list(graph.consts)

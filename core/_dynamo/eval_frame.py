@@ -61,7 +61,10 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     cannot be captured whole (a graph break: ``.item()``, data-dependent control flow...) runs eagerly, or
     raises with ``fullgraph=True``. ``backend``: ``"inductor"`` or ``"ember"`` (raw-kernel replay),
     ``"eager"``/``"aot_eager"`` (the captured ops through dispatch); a callable backend is not called (the
-    graph replays through dispatch). ``dynamic`` is accepted: every new shape is its own variant. A function
+    graph replays through dispatch). ``dynamic``: None (the default) captures static shapes first and, when
+    a call's sizes differ from the last capture's, a graph with those sizes symbolic (automatic dynamic
+    shapes, as PyTorch's); True makes every dim symbolic from the first call, False keeps every shape its own
+    variant. A function
     comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
     ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``.
 
@@ -142,18 +145,38 @@ def _check_tensor(name: str, t) -> None:
         raise TypeError(f"{name} expects a tensor but received {type(t).__name__}")
 
 
+def _mark(t, index, attr):
+    dims = t.__dict__.setdefault(attr, set())
+    dims.update(index if isinstance(index, (list, tuple)) else (index,))
+
+
 def mark_dynamic(t, index, *, hint_override=None, min=None, max=None, specialize_on=None) -> None:  # noqa: A002
-    """Mark dimension(s) ``index`` of ``t`` as varying between calls (a guard hint): eager runs need none."""
+    """Mark dimension(s) ``index`` of ``t`` as varying between calls: a compiled function called with ``t``
+    captures a graph in which those sizes are symbolic (where it does not specialise on them), guarded by
+    size >= 2, and replays it for every such size.
+
+    >>> import ember
+    >>> x = ember.ones(4, 3)
+    >>> ember._dynamo.mark_dynamic(x, 0)
+    >>> f = ember.compile(lambda x: x.sum(0))
+    >>> f(x).shape
+    ember.Size([3])
+    """
     _check_tensor("mark_dynamic", t)
+    _mark(t, index, "_dynamo_dynamic_indices")
 
 
 def maybe_mark_dynamic(t, index) -> None:
-    """Like :func:`mark_dynamic`, without insisting: a hint eager runs need not."""
+    """Like :func:`mark_dynamic`; a dim the function specialises on stays static without complaint."""
     _check_tensor("maybe_mark_dynamic", t)
+    _mark(t, index, "_dynamo_dynamic_indices")
 
 
 def mark_static(t, index=None) -> None:
-    """Mark dimension(s) of ``t`` (or a module) as fixed between calls: a hint eager runs need not."""
+    """Mark dimension(s) ``index`` of tensor ``t`` (all of them when None) as fixed between calls: automatic
+    dynamic shapes leave them static.  On a module, a hint with no effect here."""
+    if isinstance(t, Tensor):
+        _mark(t, range(t.ndim) if index is None else index, "_dynamo_static_indices")
 
 
 def graph_break() -> None:

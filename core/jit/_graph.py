@@ -868,14 +868,16 @@ def _restore(saved):
         b.detach().copy_(v)
 
 
-def capture_dynamic(fn, args, kwargs, module, dynamic, where="export", tied=None):
+def capture_dynamic(fn, args, kwargs, module, dynamic, where="export", tied=None, on_conversion=None,
+                    keep=False):
     """:func:`capture`, with ``dynamic`` (a list of ``(flat input index, dim)``) made symbolic.
 
     One more trace per dynamic dimension, with that dimension one longer: integers in the op arguments
     that change with it become :class:`Sym` (``a * size + b``); a graph whose ops change raises.  The
-    module's buffers and the random state are left as they were before (as ``torch.export`` leaves them).
-    ``tied`` maps a dimension of ``dynamic`` to the others that always have its size (a batch axis shared by
-    two inputs): they grow with it rather than alone.
+    module's buffers and the random state are left as they were before (as ``torch.export`` leaves them),
+    or, with ``keep``, as the first trace (the call itself) left them.  ``tied`` maps a dimension of
+    ``dynamic`` to the others that always have its size (a batch axis shared by two inputs): they grow with
+    it rather than alone.  ``on_conversion`` as in :func:`capture`.
     """
     tied = tied or {}
     followers = {m for group in tied.values() for m in group}
@@ -884,7 +886,9 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export", tied=None
     flat = []
     spec = _flatten((tuple(args), dict(kwargs or {})), flat)
     try:
-        graph, out = capture(fn, args, kwargs, module)
+        graph, out = capture(fn, args, kwargs, module, on_conversion=on_conversion)
+        if keep:
+            after, rng_after = _snapshot(module), _rng_state()
         for inp, dim in dynamic:
             if (inp, dim) in followers:
                 continue
@@ -900,8 +904,10 @@ def capture_dynamic(fn, args, kwargs, module, dynamic, where="export", tied=None
             a2, k2 = _unflatten(spec, grown)
             _restore(saved)
             _set_rng_state(rng)
-            g2, _ = capture(fn, a2, k2, module)
+            g2, _ = capture(fn, a2, k2, module, on_conversion=on_conversion)
             _merge(graph, g2, inp, dim, t.shape[dim], [tuple(x.shape) for x in flat], where)
+        if keep:
+            saved, rng = after, rng_after
     finally:
         _restore(saved)
         _set_rng_state(rng)
@@ -957,6 +963,8 @@ def _merge(g, g2, inp, dim, size, sizes, where):
         if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(b, "shape"):
             if tuple(a.shape) != tuple(b.shape):
                 fail(n, f"uses a constant array whose shape changes ({list(a.shape)}, then {list(b.shape)})")
+        elif ta in (float, complex) and a != b and not (a != a and b != b):
+            fail(n, f"has a number computed from the size ({a!r}, then {b!r})")  # (n / (n - 1), say)
         return a
 
     for n, n2 in zip(g.nodes, g2.nodes):
