@@ -52,6 +52,8 @@ def cross_entropy_index(xp, x, t, ignore_index, mean):
     # each row's entry at its target, taken from the flat array (take_along_axis costs ~3 us of Python)
     picked = xp.reshape(xp.take(xp.reshape(logp, (-1,)), xp.reshape(idx, (-1,)) + xp.arange(0, logp.size, c)),
                         idx.shape) if c else xp.zeros(idx.shape, dtype=x.dtype)
+    if not every:  # an ignored row's entry may be -inf (a masked logit): it must not make 0 * inf = NaN
+        picked = xp.where(keep, picked, 0)
     onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
     if x.ndim > 2:
         loss, coef = cross_entropy_stack(xp, x, keep, every, picked, mean)
@@ -123,7 +125,7 @@ def leaky_relu(xp, x, slope):  # slope: a number, or an array of slopes (rrelu's
 
 
 def threshold(xp, x, th, value):
-    return xp.where(x > th, x, xp.full_like(x, value))
+    return xp.where(x <= th, xp.full_like(x, value), x)  # PyTorch's test: a NaN threshold or input keeps x
 
 
 def hardsigmoid(xp, x):

@@ -20,6 +20,7 @@ from ..tensor import Tensor, _wrap
 from .creation import arange, eye, rand, tensor
 from .nn import pad, torch_form
 from .pointwise import where
+from .shape import cat
 
 
 def _needs(ctx, i):
@@ -34,6 +35,7 @@ class Conv(Op):
     backward_name = "ConvolutionBackward0"
     save_inputs = True
     save_for = ((0, 1, 2), (0, 1, 2), ())  # input and weight for every gradient, never the bias
+    saved_names = ("input", "weight")
 
     @staticmethod
     def forward(ctx, k, x, w, b, params):
@@ -498,13 +500,15 @@ def _osize(output_size, x, d):
     return tuple(s if o is None else int(o) for o, s in zip(osz, x.shape[-d:]))
 
 
-def _adaptive_matrix(s, o, like):
-    """``(o, s)`` averaging matrix over PyTorch's adaptive windows ``[floor(i*s/o), ceil((i+1)*s/o))``."""
-    i = np.arange(o)[:, None]
-    a, b = (i * s) // o, -(-((i + 1) * s) // o)
-    j = np.arange(s)[None, :]
-    m = ((j >= a) & (j < b)) / (b - a)
-    return tensor(m, dtype=like.dtype, device=like.device)
+def _adaptive_mean(x, axis, o):
+    """Means of ``x`` along ``axis`` over PyTorch's adaptive windows ``[floor(i*s/o), ceil((i+1)*s/o))``: one
+    reshaped mean where the windows tile the axis, else one mean per window (a window's inf stays in it)."""
+    s = x.shape[axis]
+    if o and s % o == 0:
+        return x.reshape(tuple(x.shape[:axis]) + (o, s // o) + tuple(x.shape[axis + 1:])).mean(axis + 1)
+    parts = [x.narrow(axis, (i * s) // o, -(-((i + 1) * s) // o) - (i * s) // o).mean(axis, keepdim=True)
+             for i in range(o)]
+    return cat(parts, axis) if parts else x.narrow(axis, 0, 0)
 
 
 def adaptive_avg(op, d, x, output_size):
@@ -513,9 +517,7 @@ def adaptive_avg(op, d, x, output_size):
     osz = _osize(output_size, x, d)
     out = x
     for i in range(d):
-        axis = 2 + i
-        m = _adaptive_matrix(x.shape[axis], osz[i], x)
-        out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
+        out = _adaptive_mean(out, 2 + i, osz[i])
     return out.squeeze(0) if unb else out
 
 

@@ -101,7 +101,7 @@ def _picked(logp, target, weight, ignore_index):
     w = keep.to(logp.dtype)
     if weight is not None:
         w = w * weight.index_select(0, safe.reshape(-1)).reshape(safe.shape)
-    return nll * w, w
+    return where(keep, nll * w, nll.new_zeros(())), w  # (an ignored row's -inf logit gives no 0 * inf = NaN)
 
 
 def _weighted_mean(loss, w):

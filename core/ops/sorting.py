@@ -206,13 +206,29 @@ def equal(input, other) -> bool:  # noqa: A002
 
 @export
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
-    """Elementwise ``|input - other| <= atol + rtol * |other|`` (a bool tensor)."""
+    """Elementwise ``input == other`` or, for finite differences, ``|input - other| <= atol + rtol * |other|``
+    (a bool tensor); both tensors of one dtype, as PyTorch requires.
+
+    >>> import ember
+    >>> ember.isclose(ember.tensor([1., 2., float("inf")]), ember.tensor([1. + 1e-9, 2.1, float("inf")])).tolist()
+    [True, False, True]
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"isclose(): {input.dtype} did not match {other.dtype}")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol < 0:
+            raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {tol}")
     with no_grad():
-        a, b = input.detach(), other.detach() if isinstance(other, Tensor) else other
-        close = (a - b).abs() <= atol + rtol * (b.abs() if isinstance(b, Tensor) else abs(b))
-        close = close.logical_or(a == b)
+        a, b = input.detach(), other.detach()
+        close = a == b
         if equal_nan:
-            close = close.logical_or(a.isnan().logical_and(b.isnan() if isinstance(b, Tensor) else False))
+            close = close.logical_or(a.isnan().logical_and(b.isnan()))
+        if not (a.is_floating_point() or a.is_complex()):
+            a, b = a.double(), b.double()
+        err = (a - b).abs()  # an inf against a different value is never close: its error is not finite
+        close = close.logical_or(err.isfinite().logical_and(err <= atol + rtol * b.abs()))
     return close
 
 
