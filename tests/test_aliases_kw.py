@@ -116,3 +116,104 @@ def test_refused_data_names_the_op():
         ember.tensor([[1], [2, 3]])
     with pytest.raises(RuntimeError, match=r"tensor\(\): Could not infer dtype of set"):
         ember.tensor({1})
+
+
+# --------------------------------------------------------------------------- NumPy-style keyword names
+def _x(lib):
+    g = np.random.default_rng(0)
+    return lib.tensor(g.standard_normal((3, 4)))
+
+
+# (call, with the library as ``lib`` and a 3x4 float64 tensor as ``x``): each spelled with the NumPy names
+KEYWORD_CALLS = [
+    "x.sum(axis=1)", "x.sum(axis=1, keepdims=True)", "lib.sum(x, axis=0)", "lib.sum(x=x)", "lib.sum(a=x, axis=1)",
+    "lib.mean(x, axis=(0, 1))", "x.mean(axis=0, keepdims=True)", "lib.amax(x, axis=1)", "x.argmax(axis=1)",
+    "lib.max(x, axis=1).values", "lib.std(x, axis=1)", "lib.var(x, axis=0, keepdims=True)",
+    "lib.logsumexp(x, axis=1)", "lib.cumsum(x, axis=1)", "lib.softmax(x, axis=1)", "x.squeeze(axis=0)",
+    "lib.cat([x, x], axis=0)", "lib.stack([x, x], axis=1)", "lib.flatten(x=x)", "lib.prod(x, axis=1)",
+    "lib.add(x1=x, x2=x)", "lib.add(x, x2=x, alpha=2)", "x.add(x2=x)", "lib.mul(x1=x, x2=2.0)",
+    "lib.lt(x1=x, x2=x.t().t())", "lib.matmul(x1=x, x2=x.t())", "lib.where(x > 0, x=x, other=-x)",
+    "lib.exp(x=x)", "lib.exp(a=x)", "lib.abs(x1=x)", "lib.linalg.vector_norm(x=x, axis=1)",
+    "lib.linalg.norm(x, axis=0)", "lib.special.expit(x=x)", "lib.fft.fft(x=x, axis=1).real",
+    "lib.nn.functional.linear(x=x, weight=x)", "lib.nn.functional.softplus(x=x)",
+    # refused as PyTorch refuses: an alias and its name together, a name PyTorch's Python function lacks
+    "lib.sum(x, 0, axis=0)", "x.sum(dim=0, axis=0)", "lib.add(x, x, x2=x)", "lib.sum()",
+    "lib.nn.functional.softmax(x, axis=0)", "lib.norm(x, axis=0)", "x.sum(x=x)",
+]
+
+
+@pytest.mark.parametrize("call", KEYWORD_CALLS)
+def test_numpy_keyword_names_as_pytorch(call, device):
+    def run(lib, x):
+        try:
+            r = eval(call, {"lib": lib, "x": x})  # noqa: S307 - the calls of the table above
+        except Exception as exc:  # noqa: BLE001 - the exception's type is the outcome compared
+            return type(exc)
+        return r.detach().cpu().numpy() if hasattr(r, "detach") else r
+
+    expected, got = run(torch, _x(torch)), run(ember, _x(ember).to(device))
+    if isinstance(expected, type):
+        assert got is expected
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def _c_bound(obj) -> bool:
+    return type(obj).__name__ in ("builtin_function_or_method", "method_descriptor")
+
+
+def test_alias_tables_match_pytorch():
+    """Every ember function with a parameter that has NumPy names takes them exactly where PyTorch's does."""
+    import inspect
+    import types
+
+    from ember import arguments
+    from ember.registry import NAMESPACES
+
+    owners = {"torch": torch, "Tensor": torch.Tensor, "linalg": torch.linalg, "special": torch.special,
+              "fft": torch.fft, "nn.functional": torch.nn.functional}
+    wrong = []
+    for ns, owner in owners.items():
+        for name, fn in NAMESPACES[ns].items():
+            theirs = getattr(owner, name, None)
+            if name.startswith("_") or theirs is None or type(fn) is not types.FunctionType:
+                continue
+            params = inspect.signature(fn).parameters
+            names = [a for p in params if not (ns == "Tensor" and p == next(iter(params)))
+                     for a in arguments.NUMPY_NAMES.get(p, ()) if a not in params]
+            if not names or (fn.__module__ or "").partition(".")[0] != "ember":
+                continue
+            if arguments.takes_numpy_names(ns, name) != _c_bound(theirs):
+                wrong.append(f"{ns}.{name}: table says {arguments.takes_numpy_names(ns, name)}")
+            elif _c_bound(theirs) and not all(a in (fn.__kwdefaults__ or {}) for a in names):
+                wrong.append(f"{ns}.{name}: takes none of {names}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_aliases_cost_no_wrapper():
+    """The functions themselves take the aliases: the method and the namespace show one function."""
+    from ember.registry import NAMESPACES
+
+    assert ember.Tensor.sum is NAMESPACES["Tensor"]["sum"] and "__wrapped__" not in vars(ember.Tensor.sum)
+    assert str(__import__("inspect").signature(ember.Tensor.sum)) == "(input, dim=None, keepdim=False, *, dtype=None, out=None)"
+
+
+FACTORY_CALLS = [
+    "lib.empty(size=(2, 3)).shape", "lib.zeros(size=(2, 3))", "lib.ones(size=[4])", "lib.zeros(size=lib.Size([2]))",
+    "lib.full(size=(2,), fill_value=3)", "lib.full(size=(2,), fill_value=1.5)", "lib.rand(size=(2, 3)).shape",
+    "lib.randn(size=(3,)).shape", "lib.randint(3, size=(2,)).shape", "lib.randint(1, 5, size=(4,)).shape",
+    "lib.ones(2).new_zeros(size=(2, 3))", "lib.ones(2).new_ones(size=(3,))", "lib.ones(2).new_empty(size=(2,)).shape",
+    "lib.ones(size=2)", "lib.zeros(2, size=(2,))",
+]
+
+
+@pytest.mark.parametrize("call", FACTORY_CALLS)
+def test_factory_size_keyword_as_pytorch(call):
+    def run(lib):
+        try:
+            r = eval(call, {"lib": lib})  # noqa: S307 - the calls of the table above
+        except Exception as exc:  # noqa: BLE001 - the exception's type is the outcome compared
+            return type(exc)
+        return tuple(r) if isinstance(r, tuple) else (str(r.dtype).split(".")[-1], r.tolist())
+
+    assert run(ember) == run(torch)

@@ -18,7 +18,7 @@ CORE = pathlib.Path(__file__).resolve().parents[1] / "core"
 FLOORS = {
     "ember.dtypes": 0, "ember.state": 0, "ember.storage": 0, "ember.shared_memory": 0, "ember.backend": 0,
     "ember.kernels": 0, "ember.hookspecs": 0, "ember._printing": 0,
-    "ember.layouts": 0,
+    "ember.layouts": 0, "ember.arguments": 0,
     "ember.tensor": 1, "ember.random": 1,
     "ember.autograd": 2,
     "ember.dispatch": 3, "ember.interception": 3, "ember.writes": 3, "ember.registry": 3,

@@ -147,7 +147,8 @@ def _new_filled(name):
     fn = getattr(creation, name)
 
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return fn(*size, size=kw.get("size"), dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
     method.__name__ = "new_" + name
     return export(method, to=TENSOR)

@@ -34,6 +34,8 @@ def _size_arg(dims, size, op):
     if dims:
         raise TypeError(f"{op}() received an invalid combination of arguments: the shape given both positionally "
                         f"and as size=")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
     return (size,)
 
 

@@ -379,21 +379,21 @@ def clone(self, *, memory_format=None):
 
 
 @export
-def flatten(self, start_dim=0, end_dim=-1):
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     """Merge dimensions ``start_dim..end_dim`` into one.
 
     >>> import ember
     >>> ember.zeros(2, 3, 4).flatten(1).shape
     ember.Size([2, 12])
     """
-    n = self.dim()
+    n = input.dim()
     if n == 0:
-        return reshape(self, 1)
+        return reshape(input, 1)
     s, e = _wrap_dim(start_dim, n, "flatten"), _wrap_dim(end_dim, n, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = self.shape
-    return reshape(self, tuple(shape[:s]) + (math.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
+    shape = input.shape
+    return reshape(input, tuple(shape[:s]) + (math.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
 
 
 @export
