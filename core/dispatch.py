@@ -421,6 +421,8 @@ def view_op(Op, a, *params):
         out._vv = b._ver
     if not is_grad_enabled() and (a._nograd_view or not is_inference()):
         out._nograd_view = True
+        if a._rg:  # PyTorch's view of a tensor that requires grad: requires grad too, a leaf no gradient reaches
+            out._rg = True
     return out
 
 

@@ -472,7 +472,7 @@ def grad_edge(t):
     fn = t._fn
     if fn is not None:
         return (fn, t._nr)
-    if not t._rg:
+    if not t._rg or t._nograd_view:  # (a view made under no_grad: no gradient flows into it, as in PyTorch)
         return (None, 0)
     node = t._acc
     if node is None:

@@ -662,8 +662,11 @@ def _slice_views(a, outs, axis, picks):
     """Make the outputs of a multi-view op views of ``a``: each replays as ``a[..., pick, ...]`` along ``axis``."""
     base = a._base if a._base is not None else a
     lead = (slice(None),) * axis
+    nograd = not STATE.enabled  # views made under no_grad, as ember.dispatch.view_op marks them
     for o, pick in zip(outs, picks):
         o._base, o._view = base, (a._view, SliceView, (lead + (pick, Ellipsis),))
+        if nograd:
+            o._nograd_view, o._rg = True, a._rg
     return outs
 
 
