@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
-RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
+RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "box": Image.BOX,
+            "hamming": Image.HAMMING, "lanczos": Image.LANCZOS}
 
 
 def size(img):
@@ -78,3 +79,43 @@ def adjust_hue(img, factor: float):
 
 def rotate(img, angle: float, mode: str, expand: bool, center, fill):
     return img.rotate(angle, RESAMPLE[mode], expand=expand, center=center, fillcolor=_fill(img, fill))
+
+
+def invert(img):
+    return ImageOps.invert(img)
+
+
+def posterize(img, bits: int):
+    return ImageOps.posterize(img, bits)
+
+
+def solarize(img, threshold: float):
+    return ImageOps.solarize(img, threshold)
+
+
+def autocontrast(img):
+    return ImageOps.autocontrast(img)
+
+
+def equalize(img):
+    return ImageOps.equalize(img)
+
+
+def adjust_sharpness(img, factor: float):
+    return ImageEnhance.Sharpness(img).enhance(factor)
+
+
+def _transform_fill(img, fill):
+    """torchvision's fill for PIL's ``transform``: 0 by default, one value for every band."""
+    fill = 0 if fill is None else fill
+    if isinstance(fill, (list, tuple)) and len(fill) == 1:
+        fill = fill[0]
+    return {"fillcolor": _fill(img, fill)}
+
+
+def affine(img, matrix, mode: str, fill):
+    return img.transform(img.size, Image.AFFINE, matrix, RESAMPLE[mode], **_transform_fill(img, fill))
+
+
+def perspective(img, coeffs, mode: str, fill):
+    return img.transform(img.size, Image.PERSPECTIVE, coeffs, RESAMPLE[mode], **_transform_fill(img, fill))

@@ -57,6 +57,9 @@ def _back(out, img):
 
 def _resize_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
     """``(n_out, n_in)`` weights of PIL's antialiased resampling (the filter widens when shrinking)."""
+    if mode not in FILTERS:
+        raise ValueError(f"resize: interpolation {mode!r} works on PIL images only; tensors take nearest, "
+                         f"bilinear or bicubic")
     filt, _ = FILTERS[mode]
     scale = n_in / n_out
     center = (np.arange(n_out) + 0.5) * scale
@@ -244,3 +247,139 @@ def normalize(img, mean, std):
     if bool((s == 0).any()):
         raise ValueError(f"normalize: std evaluated to zero after conversion to {dt}, leading to division by zero")
     return (img - m) / s
+
+
+# -- AutoAugment's colour operations
+def invert(img):
+    return (bound(img) if img.is_floating_point() else int(bound(img))) - img
+
+
+def posterize(img, bits: int):
+    """Keep the top ``bits`` bits of each uint8 value."""
+    return img & -int(2 ** (8 - bits))
+
+
+def solarize(img, threshold: float):
+    return ember.where(img >= threshold, invert(img), img)
+
+
+def autocontrast(img):
+    """Stretch each channel to the full range (a flat channel is left as it is)."""
+    x = _as_float(img)
+    low, high = x.amin(dim=(-2, -1), keepdim=True), x.amax(dim=(-2, -1), keepdim=True)
+    flat = high == low
+    scale = ember.where(flat, ember.ones_like(high), bound(img) / ember.where(flat, ember.ones_like(high), high - low))
+    low = ember.where(flat, ember.zeros_like(low), low)
+    return ((x - low) * scale).clamp(0, bound(img)).to(img.dtype)
+
+
+def _equalize_channel(chan):
+    """PIL's histogram equalisation of one uint8 channel: a look-up table from the cumulative histogram, the
+    last non-empty bin excluded from the step."""
+    hist = ember.bincount(chan.reshape(-1).long(), minlength=256)
+    nonzero = hist[hist != 0]
+    step = int(nonzero[:-1].sum().item()) // 255
+    if step == 0:
+        return chan
+    lut = ember.div(ember.cumsum(hist, 0) + step // 2, step, rounding_mode="floor")
+    lut = F.pad(lut, [1, 0])[:-1].clamp(0, 255)
+    return lut[chan.long()].to(ember.uint8)
+
+
+def equalize(img):
+    flat = img.reshape(-1, *img.shape[-2:])
+    return ember.stack([_equalize_channel(c) for c in flat]).reshape(img.shape)
+
+
+def adjust_sharpness(img, factor: float):
+    """Blend with a smoothed copy (3x3 kernel, centre weight 5, border pixels kept)."""
+    if img.shape[-1] <= 2 or img.shape[-2] <= 2:
+        return img
+    c = channels(img)
+    kernel = ember.ones(3, 3, device=img.device)
+    kernel[1, 1] = 5.0
+    kernel = (kernel / kernel.sum()).expand(c, 1, 3, 3)
+    x = _as_float(img).reshape(-1, c, *img.shape[-2:])
+    smooth = _back(F.conv2d(x, kernel, groups=c), img).reshape(*img.shape[:-2], *(s - 2 for s in img.shape[-2:]))
+    degenerate = img.clone()
+    degenerate[..., 1:-1, 1:-1] = smooth
+    return _blend(img, degenerate, factor, img)
+
+
+# -- geometry through a sampling grid (torchvision's tensor affine, perspective and elastic transforms)
+def grid_transform(img, grid, mode: str, fill):
+    """Sample ``img`` at ``grid`` ([1, H, W, 2] in [-1, 1]); outside is zero, or ``fill`` when given (nearest:
+    pixels whose sample is mostly outside; bilinear: blended by the inside fraction)."""
+    x = _as_float(img).reshape(-1, *img.shape[-3:])
+    grid = grid.to(x.dtype).expand(x.shape[0], *grid.shape[1:])
+    if fill is not None:
+        x = ember.cat((x, ember.ones_like(x[:, :1])), dim=1)
+    out = F.grid_sample(x, grid, mode=mode, padding_mode="zeros", align_corners=False)
+    if fill is not None:
+        out, mask = out[:, :-1], out[:, -1:].expand_as(out[:, :-1])
+        values = list(fill) if isinstance(fill, (tuple, list)) else [float(fill)]
+        fill_img = ember.tensor(values, dtype=out.dtype, device=out.device).view(1, -1, 1, 1).expand_as(out)
+        if mode == "nearest":
+            out = ember.where(mask < 0.5, fill_img, out)
+        else:
+            out = out * mask + (1.0 - mask) * fill_img
+    out = out.reshape(*img.shape[:-2], *out.shape[-2:])
+    return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)
+
+
+def _base_grid(h: int, w: int, like):
+    """[1, H, W, 3] pixel-centre coordinates (x, y, 1) from the image centre."""
+    xs = ember.linspace(-w * 0.5 + 0.5, w * 0.5 - 0.5, w, dtype=like, device=None)
+    ys = ember.linspace(-h * 0.5 + 0.5, h * 0.5 - 0.5, h, dtype=like, device=None)
+    return ember.stack([xs[None, :].expand(h, w), ys[:, None].expand(h, w), ember.ones(h, w, dtype=like)], -1)[None]
+
+
+def affine(img, matrix, mode: str, fill):
+    """Sample at the inverse-affine positions ``matrix`` ([a, b, c, d, e, f], centre-origin pixels)."""
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    dtype = img.dtype if img.is_floating_point() else ember.float32
+    theta = ember.tensor(matrix, dtype=dtype).reshape(1, 2, 3)
+    scale = ember.tensor([0.5 * w, 0.5 * h], dtype=dtype)
+    grid = (_base_grid(h, w, dtype).reshape(1, h * w, 3) @ (theta.transpose(1, 2) / scale)).reshape(1, h, w, 2)
+    return grid_transform(img, grid.to(img.device), mode, fill)
+
+
+def perspective(img, coeffs, mode: str, fill):
+    """Sample at ``((a x + b y + c) / (g x + h y + 1), (d x + e y + f) / (g x + h y + 1))`` for each output
+    pixel centre ``(x, y)``."""
+    oh, ow = int(img.shape[-2]), int(img.shape[-1])
+    dtype = img.dtype if img.is_floating_point() else ember.float32
+    theta1 = ember.tensor([[coeffs[0], coeffs[1], coeffs[2]], [coeffs[3], coeffs[4], coeffs[5]]], dtype=dtype)
+    theta2 = ember.tensor([[coeffs[6], coeffs[7], 1.0]] * 2, dtype=dtype)
+    xs = ember.linspace(0.5, ow - 0.5, ow, dtype=dtype)
+    ys = ember.linspace(0.5, oh - 0.5, oh, dtype=dtype)
+    base = ember.stack([xs[None, :].expand(oh, ow), ys[:, None].expand(oh, ow), ember.ones(oh, ow, dtype=dtype)], -1)
+    base = base.reshape(oh * ow, 3)
+    scale = ember.tensor([0.5 * ow, 0.5 * oh], dtype=dtype)
+    grid = (base @ (theta1.t() / scale)) / (base @ theta2.t()) - 1.0
+    return grid_transform(img, grid.reshape(1, oh, ow, 2).to(img.device), mode, fill)
+
+
+def elastic(img, displacement, mode: str, fill):
+    """Sample at the identity grid plus ``displacement`` ([1, H, W, 2], in [-1, 1] units)."""
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    ys = ember.linspace((-h + 1) / h, (h - 1) / h, h)
+    xs = ember.linspace((-w + 1) / w, (w - 1) / w, w)
+    identity = ember.stack([xs[None, :].expand(h, w), ys[:, None].expand(h, w)], -1)[None]
+    return grid_transform(img, identity.to(img.device) + displacement.to(img.device), mode, fill)
+
+
+def gaussian_blur(img, kernel_size, sigma):
+    """Separable Gaussian of ``kernel_size`` (kx, ky) and ``sigma`` (sx, sy), reflect-padded."""
+    dtype = img.dtype if img.is_floating_point() else ember.float32
+    k1 = []
+    for k, s in zip(kernel_size, sigma):
+        x = ember.linspace(-(k - 1) * 0.5, (k - 1) * 0.5, k, dtype=dtype, device=img.device)
+        pdf = ember.exp(-0.5 * (x / s) ** 2)
+        k1.append(pdf / pdf.sum())
+    c = channels(img)
+    kernel = (k1[1][:, None] @ k1[0][None, :]).expand(c, 1, kernel_size[1], kernel_size[0])
+    x = _as_float(img).to(dtype).reshape(-1, c, *img.shape[-2:])
+    pad = [kernel_size[0] // 2, kernel_size[0] // 2, kernel_size[1] // 2, kernel_size[1] // 2]
+    out = F.conv2d(F.pad(x, pad, mode="reflect"), kernel, groups=c).reshape(img.shape)
+    return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)

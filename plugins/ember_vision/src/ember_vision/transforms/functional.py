@@ -28,6 +28,10 @@ class InterpolationMode(str, enum.Enum):
     NEAREST = "nearest"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
+    # PIL's filters (PIL images only, as in torchvision)
+    BOX = "box"
+    HAMMING = "hamming"
+    LANCZOS = "lanczos"
 
 
 def _impl(img, op: str, min_dim: int = 2):
@@ -282,3 +286,161 @@ def erase(img, i: int, j: int, h: int, w: int, v, inplace: bool = False):
         img[..., i:i + h, j:j + w] = v
         return img
     return _tensor.erase(img, i, j, h, w, v)
+
+
+def get_dimensions(img) -> list:
+    """``[channels, height, width]`` of a PIL image or tensor."""
+    w, h = get_image_size(img)
+    return [get_image_num_channels(img), h, w]
+
+
+def invert(img):
+    """Each value subtracted from the maximum (255 for uint8, 1.0 for float)."""
+    _channels_in(img, "invert", (1, 3))
+    return _impl(img, "invert", 3).invert(img)
+
+
+def posterize(img, bits: int):
+    """Keep the ``bits`` (0-8) most significant bits of each uint8 value."""
+    if not 0 <= bits <= 8:
+        raise ValueError(f"posterize: The number if bits should be between 0 and 8. Got {bits}")
+    impl = _impl(img, "posterize", 3)
+    if impl is _tensor and img.dtype != ember.uint8:
+        raise TypeError(f"posterize: Only torch.uint8 image tensors are supported, but found {img.dtype}")
+    _channels_in(img, "posterize", (1, 3))
+    return impl.posterize(img, int(bits))
+
+
+def solarize(img, threshold: float):
+    """Invert the values at or above ``threshold``."""
+    impl = _impl(img, "solarize", 3)
+    _channels_in(img, "solarize", (1, 3))
+    if impl is _tensor and threshold > _tensor.bound(img):
+        raise TypeError("solarize: Threshold should be less than bound of img.")
+    return impl.solarize(img, threshold)
+
+
+def autocontrast(img):
+    """Rescale each channel so that its darkest value becomes 0 and its lightest the maximum."""
+    _channels_in(img, "autocontrast", (1, 3))
+    return _impl(img, "autocontrast", 3).autocontrast(img)
+
+
+def equalize(img):
+    """Histogram equalisation of each channel (uint8 tensors of 3 or 4 dimensions, or PIL images)."""
+    impl = _impl(img, "equalize", 3)
+    if impl is _tensor:
+        if img.ndim > 4:
+            raise TypeError(f"equalize: Input image tensor should have 3 or 4 dimensions, but found {img.ndim}")
+        if img.dtype != ember.uint8:
+            raise TypeError(f"equalize: Only torch.uint8 image tensors are supported, but found {img.dtype}")
+    _channels_in(img, "equalize", (1, 3))
+    return impl.equalize(img)
+
+
+def adjust_sharpness(img, sharpness_factor: float):
+    """Blend with a smoothed copy: 0 smooth, 1 unchanged, 2 twice as sharp."""
+    impl = _impl(img, "adjust_sharpness")
+    _channels_in(img, "adjust_sharpness", (1, 3))
+    return impl.adjust_sharpness(img, _factor("adjust_sharpness", sharpness_factor))
+
+
+def _fill_list(img, fill):
+    """A tensor's fill as one float per channel (None stays None)."""
+    if fill is None or not isinstance(img, ember.Tensor):
+        return fill
+    values = [float(fill)] if isinstance(fill, numbers.Number) else [float(v) for v in fill]
+    c = _tensor.channels(img)
+    if len(values) not in (1, c):
+        raise ValueError(f"The number of elements in 'fill' cannot broadcast to match the number of channels of "
+                         f"the image ({len(values)} != {c})")
+    return values
+
+
+def _grid_mode(img, interpolation, op: str) -> str:
+    mode = _mode(interpolation)
+    if isinstance(img, ember.Tensor) and mode not in ("nearest", "bilinear"):
+        raise ValueError(f"{op}: Interpolation mode '{mode}' is unsupported with Tensor input")
+    return mode
+
+
+def affine(img, angle: float, translate, scale: float, shear, interpolation=InterpolationMode.NEAREST, fill=None,
+           center=None):
+    """Rotate by ``angle`` degrees (clockwise), translate by ``translate`` pixels, scale and shear (degrees,
+    one value or ``(x, y)``) about ``center`` (the image centre), keeping the size."""
+    from .v2.functional import _affine_matrix  # the one affine matrix (v2 imports this module)
+
+    impl = _impl(img, "affine")
+    if not isinstance(translate, (list, tuple)) or len(translate) != 2:
+        raise TypeError("affine: Argument translate should be a sequence of length 2")
+    if scale <= 0.0:
+        raise ValueError("affine: Argument scale should be positive")
+    shear = [float(shear), 0.0] if isinstance(shear, numbers.Number) else [float(v) for v in shear] + [0.0] * (
+        2 - len(shear))
+    w, h = get_image_size(img)
+    if impl is _pil:  # PIL's pixel grid has its origin at the top-left corner
+        c = [w * 0.5, h * 0.5] if center is None else list(center)
+    else:
+        c = [0.0, 0.0] if center is None else [center[0] - w * 0.5, center[1] - h * 0.5]
+    matrix = _affine_matrix(c, float(angle), [float(t) for t in translate], float(scale), shear, inverted=True)
+    return impl.affine(img, matrix, _grid_mode(img, interpolation, "affine"), _fill_list(img, fill))
+
+
+def _get_perspective_coeffs(startpoints, endpoints) -> list:
+    """The 8 coefficients mapping ``endpoints`` (output corners) back to ``startpoints`` (input corners), by
+    least squares in double precision."""
+    if len(startpoints) != 4 or len(endpoints) != 4:
+        raise ValueError(f"Please provide exactly four corners, got {len(startpoints)} startpoints and "
+                         f"{len(endpoints)} endpoints.")
+    rows = []
+    for (ex, ey), (sx, sy) in zip(endpoints, startpoints):
+        rows.append([ex, ey, 1, 0, 0, 0, -sx * ex, -sx * ey])
+        rows.append([0, 0, 0, ex, ey, 1, -sy * ex, -sy * ey])
+    b = np.asarray(startpoints, dtype=np.float64).reshape(8)
+    solution = np.linalg.lstsq(np.asarray(rows, dtype=np.float64), b, rcond=None)[0]
+    return solution.astype(np.float32).tolist()
+
+
+def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """The perspective transform taking the four ``startpoints`` corners ``[top-left, top-right, bottom-right,
+    bottom-left]`` to ``endpoints``."""
+    impl = _impl(img, "perspective")
+    coeffs = _get_perspective_coeffs(startpoints, endpoints)
+    return impl.perspective(img, coeffs, _grid_mode(img, interpolation, "perspective"), _fill_list(img, fill))
+
+
+def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """Move each pixel by ``displacement`` ([1, H, W, 2], in the [-1, 1] units of ``grid_sample``); PIL images
+    go through a tensor and back."""
+    if not isinstance(displacement, ember.Tensor) or tuple(displacement.shape[-1:]) != (2,) \
+            or displacement.ndim != 4 or displacement.shape[0] != 1:
+        raise ValueError(f"elastic_transform: displacement should be a [1, H, W, 2] tensor, got "
+                         f"{getattr(displacement, 'shape', type(displacement).__name__)}")
+    if isinstance(img, Image.Image):
+        return to_pil_image(elastic_transform(pil_to_tensor(img), displacement, interpolation, fill), mode=img.mode)
+    _impl(img, "elastic_transform", 3)
+    if tuple(displacement.shape[1:3]) != tuple(img.shape[-2:]):
+        raise ValueError(f"elastic_transform: displacement of shape {tuple(displacement.shape)} does not match the "
+                         f"image's size {tuple(img.shape[-2:])}")
+    return _tensor.elastic(img, displacement, _grid_mode(img, interpolation, "elastic_transform"),
+                           _fill_list(img, fill))
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    """Blur with a Gaussian of odd ``kernel_size`` (int or ``(kx, ky)``) and ``sigma`` (default
+    ``0.3 * ((k - 1) * 0.5 - 1) + 0.8``); PIL images go through a tensor and back."""
+    kernel_size = [kernel_size, kernel_size] if isinstance(kernel_size, int) else list(kernel_size)
+    if len(kernel_size) != 2:
+        raise ValueError(f"If kernel_size is a sequence its length should be 2. Got {len(kernel_size)}")
+    if any(k % 2 == 0 or k < 0 for k in kernel_size):
+        raise ValueError(f"kernel_size should have odd and positive integers. Got {kernel_size}")
+    if sigma is None:
+        sigma = [k * 0.15 + 0.35 for k in kernel_size]
+    sigma = [float(sigma)] * 2 if isinstance(sigma, (int, float)) else [float(s) for s in sigma] * (
+        2 if len(sigma) == 1 else 1)
+    if any(s <= 0 for s in sigma):
+        raise ValueError(f"sigma should have positive values. Got {sigma}")
+    if isinstance(img, Image.Image):
+        return to_pil_image(gaussian_blur(pil_to_tensor(img), kernel_size, sigma), mode=img.mode)
+    _impl(img, "gaussian_blur", 3)
+    return _tensor.gaussian_blur(img, kernel_size, sigma)

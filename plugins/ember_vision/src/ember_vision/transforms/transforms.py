@@ -336,3 +336,82 @@ class RandomErasing(_Repr):
                              f"(shape {tuple(img.shape)})")
         i, j, h, w, v = self.get_params(img, self.scale, self.ratio, value)
         return F.erase(img, i, j, h, w, v, self.inplace)
+
+
+def _fill_per_channel(img, fill):
+    if isinstance(img, ember.Tensor) and fill is not None:
+        c = F.get_dimensions(img)[0]
+        return [float(fill)] * c if isinstance(fill, numbers.Number) else [float(v) for v in fill]
+    return fill
+
+
+class RandomPerspective(_Repr):
+    """With probability ``p``, a perspective transform moving each corner inwards by up to ``distortion_scale``
+    of half the image's side."""
+
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation=InterpolationMode.BILINEAR,
+                 fill=0):
+        if fill is None:
+            fill = 0
+        elif not isinstance(fill, (Sequence, numbers.Number)):
+            raise TypeError("Fill should be either a sequence or a number.")
+        self.distortion_scale, self.p, self.interpolation, self.fill = distortion_scale, p, interpolation, fill
+
+    @staticmethod
+    def get_params(width: int, height: int, distortion_scale: float):
+        """``(startpoints, endpoints)``: the image's corners and their random images, top-left first, clockwise."""
+        dx, dy = int(distortion_scale * (width // 2)), int(distortion_scale * (height // 2))
+        topleft = [_randint(0, dx + 1), _randint(0, dy + 1)]
+        topright = [_randint(width - dx - 1, width), _randint(0, dy + 1)]
+        botright = [_randint(width - dx - 1, width), _randint(height - dy - 1, height)]
+        botleft = [_randint(0, dx + 1), _randint(height - dy - 1, height)]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return startpoints, [topleft, topright, botright, botleft]
+
+    def __call__(self, img):
+        fill = _fill_per_channel(img, self.fill)
+        _, height, width = F.get_dimensions(img)
+        if _coin(self.p):
+            startpoints, endpoints = self.get_params(width, height, self.distortion_scale)
+            return F.perspective(img, startpoints, endpoints, self.interpolation, fill)
+        return img
+
+
+def _pair_of_floats(value, name: str) -> list:
+    if isinstance(value, float):
+        return [value, value]
+    if isinstance(value, Sequence) and len(value) in (1, 2) and all(isinstance(v, float) for v in value):
+        return [value[0], value[0]] if len(value) == 1 else list(value)
+    raise TypeError(f"{name} should be a float or a sequence of 1 or 2 floats. Got {value!r}")
+
+
+class ElasticTransform(_Repr):
+    """Displace every pixel by smoothed uniform noise: ``alpha`` the strength, ``sigma`` the smoothness (each a
+    float or ``(x, y)``)."""
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0):
+        self.alpha = _pair_of_floats(alpha, "alpha")
+        self.sigma = _pair_of_floats(sigma, "sigma")
+        if not isinstance(fill, (int, float, list, tuple)):
+            raise TypeError(f"fill should be int or float or a list or tuple of them. Got {type(fill)}")
+        self.interpolation = interpolation
+        self.fill = [float(fill)] if isinstance(fill, (int, float)) else [float(f) for f in fill]
+
+    @staticmethod
+    def get_params(alpha, sigma, size):
+        """A [1, H, W, 2] displacement: uniform noise in [-1, 1], Gaussian-smoothed (kernel 8 sigma + 1, made
+        odd), scaled by alpha over the side."""
+        parts = []
+        for axis, side in ((0, size[1]), (1, size[0])):
+            d = ember.rand([1, 1] + list(size)) * 2 - 1
+            if sigma[axis] > 0.0:
+                k = int(8 * sigma[axis] + 1)
+                k += 1 - k % 2
+                d = F.gaussian_blur(d, [k, k], sigma)
+            parts.append(d * alpha[axis] / side)
+        return ember.cat(parts, 1).permute(0, 2, 3, 1)
+
+    def __call__(self, img):
+        _, height, width = F.get_dimensions(img)
+        displacement = self.get_params(self.alpha, self.sigma, [height, width])
+        return F.elastic_transform(img, displacement, self.interpolation, self.fill)
