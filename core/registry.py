@@ -27,7 +27,7 @@ from .autograd.function import Op
 from .autograd.grad_mode import no_grad
 from .dispatch import binary, cast, unary
 from .interception import observed
-from .writes import copy_into_out, inplace, inplace_result
+from .writes import check_partial_overlap, copy_into_out, inplace, inplace_result
 from .state import is_grad_enabled
 from .tensor import Tensor
 
@@ -117,6 +117,9 @@ def inplace_form(fn, name: str):
     op = getattr(fn, "op", None)
 
     def method(self, *args, **kwargs):
+        for x in (*args, *kwargs.values()):
+            if isinstance(x, Tensor) and (x._base is not None or self._base is not None):
+                check_partial_overlap(self, x)  # (only views can share part of self's memory)
         if op is not None and not kwargs and _direct(self, args):
             return inplace(op, self, *args)  # the one Op, written into self (recorded where autograd wants it)
 

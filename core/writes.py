@@ -21,6 +21,7 @@ from .dispatch import cast, device_error, kernel_error, link, op_name, refresh_v
 from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
 from .state import ACTIVE, is_grad_enabled, is_inference
+from .storage import _addressable, _ptr
 from .tensor import Tensor, _wrap
 
 _new = object.__new__
@@ -66,6 +67,32 @@ def internal_overlap(t: Tensor) -> bool:
         strides = probe.strides
     shape = t._data.shape
     return 0 not in shape and any(st == 0 and n > 1 for st, n in zip(strides, shape))
+
+
+PARTIAL_OVERLAP_ERROR = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                         "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _dense_span(arr):
+    """``(first byte, end byte, strides)`` of a dense array (C or Fortran order), else None."""
+    flags = getattr(arr, "flags", None)
+    if flags is None or not (flags.c_contiguous or flags.f_contiguous) or not _addressable(arr):
+        return None
+    start = _ptr(arr)
+    return start, start + arr.nbytes, arr.strides
+
+
+def check_partial_overlap(a: Tensor, x: Tensor) -> None:
+    """PyTorch's error when operand ``x`` of a write into ``a`` shares some but not all of ``a``'s memory
+    (``x[1:].add_(x[:-1])``).  The same elements (``x.add_(x)``), disjoint ones, and layouts that are not dense
+    (too hard to tell, as PyTorch says) pass."""
+    if (a if a._base is None else a._base) is not (x if x._base is None else x._base):
+        return
+    sa, sx = _dense_span(a._data), _dense_span(x._data)
+    if sa is None or sx is None or sa == sx:
+        return
+    if sa[0] < sx[1] and sx[0] < sa[1]:
+        raise RuntimeError(PARTIAL_OVERLAP_ERROR)
 
 
 def check_overlap(t: Tensor) -> None:
@@ -139,6 +166,8 @@ def inplace(Op, a: Tensor, *args):
         if isinstance(x, Tensor):
             if x._dev is not a._dev and not (x._dev.type == "cpu" and x._data.ndim == 0):
                 raise device_error(name, a, x)
+            if x._base is not None or a._base is not None:  # (only views can share part of a's memory)
+                check_partial_overlap(a, x)
             if x._dev is not a._dev:
                 x = scalar_to(x, a._dev)
             if x.dtype is not dt:

@@ -341,12 +341,12 @@ def isreal(input):  # noqa: A002
 
 # --------------------------------------------------------------------------- conjugate transposes
 @export(to=TENSOR)
-def adjoint(self):
+def adjoint(input):  # noqa: A002
     """The conjugate transpose of the last two dimensions."""
-    if self.dim() < 2:
+    if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{self.dim()}-D tensor.")
-    return conj(self.transpose(-2, -1))
+    return conj(input.transpose(-2, -1))
 
 
 export(adjoint, to=TORCH)

@@ -290,35 +290,35 @@ def permute(self, *dims):
 
 
 @export(aliases=("swapaxes", "swapdims"))
-def transpose(self, dim0, dim1):
+def transpose(input, dim0, dim1):  # noqa: A002
     """A view with two dimensions swapped.
 
     >>> import ember
     >>> ember.zeros(2, 3, 4).transpose(0, 2).shape
     ember.Size([4, 3, 2])
     """
-    n = self.dim()
+    n = input.dim()
     if n == 0:
-        return view_op(Transpose, self, ())
+        return view_op(Transpose, input, ())
     d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return view_op(Transpose, self, tuple(dims))
+    return view_op(Transpose, input, tuple(dims))
 
 
 
 @export
-def t(self):
+def t(input):  # noqa: A002
     """Transpose of a tensor of at most 2 dimensions.
 
     >>> import ember
     >>> ember.tensor([[1, 2, 3]]).t().shape
     ember.Size([3, 1])
     """
-    n = self.dim()
+    n = input.dim()
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
-    return view_op(T, self, tuple(range(n))[::-1])
+    return view_op(T, input, tuple(range(n))[::-1])
 
 
 @export(to=TENSOR)
@@ -372,10 +372,10 @@ def contiguous(self, memory_format=None):
 
 
 @export
-def clone(self, *, memory_format=None):
+def clone(input, *, memory_format=None):  # noqa: A002
     """A copy that stays in the graph."""
-    check_memory_format(memory_format, self.ndim, "clone")
-    return unary(Clone, self)
+    check_memory_format(memory_format, input.ndim, "clone")
+    return unary(Clone, input)
 
 
 @export
@@ -397,37 +397,37 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
 
 
 @export
-def squeeze(self, dim=None):
+def squeeze(input, dim=None):  # noqa: A002
     """Drop dimensions of size one (all, or those in ``dim``).
 
     >>> import ember
     >>> ember.zeros(1, 3, 1).squeeze().shape
     ember.Size([3])
     """
-    n = self.dim()
+    n = input.dim()
     if dim is None:
-        shape = tuple(s for s in self.shape if s != 1)
+        shape = tuple(s for s in input.shape if s != 1)
     else:
         dims = {_wrap_dim(d, n, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
-        shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
+        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
     # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims)
-    return rename_node(view_op(View, self, shape),
+    return rename_node(view_op(View, input, shape),
                        "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
 
 
 @export
-def unsqueeze(self, dim):
+def unsqueeze(input, dim):  # noqa: A002
     """Insert a dimension of size one at ``dim``.
 
     >>> import ember
     >>> ember.tensor([1, 2]).unsqueeze(1).shape
     ember.Size([2, 1])
     """
-    n = self.dim() + 1
+    n = input.dim() + 1
     d = _wrap_dim(dim, n, "unsqueeze")
-    shape = list(self.shape)
+    shape = list(input.shape)
     shape.insert(d, 1)
-    return rename_node(view_op(View, self, tuple(shape)), "UnsqueezeBackward0")
+    return rename_node(view_op(View, input, tuple(shape)), "UnsqueezeBackward0")
 
 
 def _T(self):
