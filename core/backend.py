@@ -450,9 +450,9 @@ class ArrayBackend(Backend):
         self.array_type = self.array_type or type(xp.zeros(1))
         self.kernels = kernels.library(xp, self.allocate, self.run_blocks)
         self.copied_views = kernels.copied_views(xp)
-        self.kernels.update(self.overrides())
+        self.kernels.update(kernels.quieted(self.overrides()))
         if overrides:
-            self.kernels.update(overrides)
+            self.kernels.update(kernels.quieted(overrides))
         for op in self.nondeterministic_kernels & self.kernels.keys():
             self.kernels[op] = _alerting(self.kernels[op], f"{op} on {self.name}")
         self.writes_into = _writes_into(self.kernels)

@@ -187,11 +187,15 @@ def binary(Op, a, b, *params):
             rg = a._rg or b._rg
         elif isinstance(b, SCALARS):
             a, x, y = _with_scalar(a, b)
+            if x is None:
+                return _half_with_scalar(Op, a, b, params, True)
             dev, rg = a._dev, a._rg
         else:
             return NotImplemented
     elif isinstance(a, SCALARS) and isinstance(b, Tensor):
         b, y, x = _with_scalar(b, a)
+        if y is None:
+            return _half_with_scalar(Op, b, a, params, False)
         dev, rg = b._dev, b._rg
     else:
         return NotImplemented
@@ -233,7 +237,23 @@ def _with_scalar(t, s):
     if cat > tcat:
         t = cast(t, dtypes.default_for_category(cat, d))
         return t, t._data, s
+    if fix and d in dtypes.HALF_TYPES and not dtypes.holds(d, s):
+        return t, None, s  # computed in float32 (see _half_with_scalar)
     return t, arr, fix_scalar(s, d) if fix else s
+
+
+def _half_with_scalar(Op, t, s, params, tensor_first):
+    """A float16 or bfloat16 tensor with a Python number the dtype cannot hold exactly, as PyTorch computes it.
+
+    An Op that declares ``scalar_in_float32`` (mul, div) computes in float32 and rounds once to the tensor's
+    dtype (``float16([1e-3]) * 1e5`` is 100.06, not inf); the others take the number rounded to the dtype.
+    """
+    if not getattr(Op, "scalar_in_float32", False):
+        s = dtypes.rounded(t.dtype, s)  # now held exactly: the plain path
+        return binary(Op, t, s, *params) if tensor_first else binary(Op, s, t, *params)
+    wide = cast(t, dtypes.float32)
+    r = binary(Op, wide, s, *params) if tensor_first else binary(Op, s, wide, *params)
+    return cast(r, t.dtype) if isinstance(r, Tensor) and r.dtype is dtypes.float32 else r
 
 
 @dispatch_kind

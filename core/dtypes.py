@@ -191,15 +191,25 @@ def scalar_category(x) -> "int":
 
 
 def fill_value(x, d: dtype):
-    """A number written into a tensor of dtype ``d`` as a fill value (``fill_``, ``index_fill_``, ``scatter_``'s
-    ``value``), cast as PyTorch casts it rather than promoted: a float into an integer dtype truncates toward
-    zero, into bool tests for nonzero. Other numbers come back as they are.
+    """A number written into a tensor of dtype ``d`` as a fill value (``fill_``, ``full``, ``masked_fill``,
+    ``index_fill_``, ``scatter_``'s ``value``), cast as PyTorch casts it rather than promoted: a float into an
+    integer dtype truncates toward zero, into bool tests for nonzero; a number the dtype's range cannot hold
+    raises PyTorch's RuntimeError (integers: see :func:`int_value`). Other numbers come back as they are.
 
     >>> fill_value(-2.7, int64), fill_value(0.5, bool)
     (-2, True)
     """
-    if isinstance(x, (_pyfloat, np.floating)) and d.category < FLOAT:
-        return _pybool(x) if d.category == BOOL else _pyint(x)
+    if d.category == INT and d.np is not None:
+        if isinstance(x, (_pyfloat, np.floating)):
+            info = np.iinfo(d.np)
+            if not info.min <= x <= info.max:  # NaN and infinities too, as PyTorch refuses them
+                raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {x})")
+            return _pyint(x)
+        return int_value(_pyint(x), d) if isinstance(x, (_pyint, np.integer)) and not isinstance(x, _pybool) else x
+    if isinstance(x, (_pyfloat, np.floating)) and d.category == BOOL:
+        return _pybool(x)
+    if d.category == FLOAT and isinstance(x, (_pyint, _pyfloat)):
+        return checked_scalar(x, d)  # a finite number beyond the range is refused, as in PyTorch
     return x
 
 
@@ -406,6 +416,26 @@ def _scalar_fixes():
 
 
 SCALAR_FIX = _scalar_fixes()  # ember dtype -> (low, high, cast): see fix_scalar
+HALF_TYPES = frozenset(d for d in (float16, bfloat16) if d.np is not None)  # compute with scalars in float32
+
+
+def rounded(d: dtype, v) -> float:
+    """Python number ``v`` rounded to floating dtype ``d`` (beyond its range an infinity), as a Python float."""
+    with np.errstate(over="ignore"):
+        return _pyfloat(d.np.type(v))
+
+
+def holds(d: dtype, v) -> bool:
+    """Whether floating dtype ``d`` holds the Python number ``v`` exactly.
+
+    >>> holds(float16, 0.5), holds(float16, 0.1), holds(float16, 1e5), holds(float16, float('inf'))
+    (True, False, False, True)
+    """
+    if v - v != 0:  # infinities and NaN
+        return True
+    if not abs(v) <= finfo(d).max:
+        return False
+    return _pyfloat(d.np.type(v)) == v
 
 
 def fix_scalar(v, d: dtype):
@@ -425,6 +455,22 @@ def fix_scalar(v, d: dtype):
     if type(v) is _pyint and not lo <= v <= hi:
         return (v - lo) % (hi - lo + 1) + lo
     return v
+
+
+def checked_scalar(v, d: dtype):
+    """Python number ``v`` as a parameter of an op computing in dtype ``d`` (``alpha``, ``pow``'s exponent),
+    refused with PyTorch's error when ``d`` cannot hold it: an integer beyond an integer type's range (see
+    :func:`int_value`), a finite float beyond a float type's.
+
+    >>> import ember
+    >>> checked_scalar(-1, ember.uint8)
+    255
+    """
+    if d.category == FLOAT and d.np is not None and isinstance(v, (_pyint, _pyfloat)) and not isinstance(v, _pybool):
+        if abs(v) > finfo(d).max and v - v == 0:  # finite, and too large
+            raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {v})")
+        return v
+    return int_value(v, d)
 
 
 def int_value(v, d: dtype):

@@ -177,7 +177,11 @@ def inplace(Op, a: Tensor, *args):
                 and dtypes.scalar_category(x) > dt.category:
             dtypes.check_out_cast(name, dtypes.default_for_category(dtypes.scalar_category(x)), dt)
         elif isinstance(x, SCALARS) and (d := a.dtype) in SCALAR_FIX:
-            x = fix_scalar(x, d)
+            if d in dtypes.HALF_TYPES and getattr(Op, "scalar_in_float32", False) and not dtypes.holds(d, x):
+                with np.errstate(over="ignore"):  # computed in float32, rounded once into a, as in PyTorch
+                    x = np.float32(x)
+            else:
+                x = fix_scalar(x, d)
         conv.append(x)
     recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a

@@ -21,6 +21,7 @@ attempt's partial writes count twice.
 """
 from __future__ import annotations
 
+import contextvars
 import importlib
 
 import numpy as _np
@@ -55,20 +56,31 @@ def _ignoring_fp_errors():
             def guarded(*args, **kwargs):
                 with state(all="ignore"):
                     return fn(*args, **kwargs)
+            guarded.__wrapped__ = fn
             return guarded
         return wrap
 
     var, quiet = _NUMPY_QUIET
     set_, reset = var.set, var.reset
+    # The kernel runs inside one context that holds the quiet state (entering it is a fraction of the cost of
+    # setting and resetting the variable, and keeps add/mul cheap).  A context is entered by one caller at a
+    # time: another thread, or a kernel nested in one, takes the slower path of setting the variable.
+    run = _QUIET_CONTEXT.run
 
     def wrap(fn):
         def guarded(*args, **kwargs):
+            try:
+                return run(fn, *args, **kwargs)
+            except RuntimeError as exc:
+                if not str(exc).startswith("cannot enter context"):
+                    raise
             token = set_(quiet)
             try:
                 return fn(*args, **kwargs)
             finally:
                 reset(token)
         guarded.__name__ = getattr(fn, "__name__", "kernel")
+        guarded.__wrapped__ = fn  # (a compiled replay calls it inside its own quiet region)
         return guarded
     return wrap
 
@@ -83,6 +95,9 @@ def _numpy_quiet():
 
 
 _NUMPY_QUIET = _numpy_quiet()
+_QUIET_CONTEXT = contextvars.Context()
+if _NUMPY_QUIET is not None:
+    _QUIET_CONTEXT.run(_NUMPY_QUIET[0].set, _NUMPY_QUIET[1])
 
 
 def fp_quiet_begin():
@@ -103,6 +118,19 @@ def fp_quiet_end(token) -> None:
         token.__exit__(None, None, None)
     else:
         _NUMPY_QUIET[0].reset(token)
+
+
+def quiet_names() -> frozenset:
+    """The kernel names that run with NumPy's floating-point reports off: every module's ``QUIET``."""
+    return frozenset().union(*(getattr(importlib.import_module(f"{__name__}.{m}"), "QUIET", ()) for m in MODULES))
+
+
+def quieted(table: dict) -> dict:
+    """``table`` (a backend's own kernels) with those named in :func:`quiet_names` run quietly, as the shared
+    library runs its own: a backend's faster ``astype`` must not report an overflow that the shared one hides."""
+    wrap = _ignoring_fp_errors()
+    names = quiet_names()
+    return {op: wrap(fn) if op in names and fn is not None else fn for op, fn in table.items()}
 
 
 def library(xp, allocate=None, run_blocks=None) -> dict:

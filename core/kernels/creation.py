@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 MUTATING = {"fill_": (0,)}  # writes value into every element of argument 0
+QUIET = {"full", "fill_"}  # a fill value beyond the dtype's range becomes +-inf silently, as in PyTorch
 
 
 def kernels(xp, strategy=None) -> dict:

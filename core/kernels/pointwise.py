@@ -75,6 +75,19 @@ def fallbacks(xp) -> dict:
     return {"erf": wrap(erf), "erfc": wrap(erfc), "erfinv": wrap(erfinv)}
 
 
+def _int_power(xp, x, y):
+    """Integer ``x ** y`` for an integer array ``y``, as PyTorch computes it: a negative exponent gives 1 for
+    base 1, +-1 for base -1 (by the exponent's parity) and 0 for any other base (NumPy refuses them)."""
+    if not hasattr(x, "dtype"):  # a Python base takes the exponent's dtype, as PyTorch's promotion says
+        x = xp.asarray(x, dtype=y.dtype)
+    neg = y < 0
+    r = xp.power(x, xp.where(neg, xp.zeros_like(y), y))
+    one, zero = xp.ones_like(r), xp.zeros_like(r)
+    odd = (y % 2) != 0
+    minus_one = xp.where(odd, zero - one, one)  # (-1) ** y for a negative y
+    return xp.where(neg, xp.where(x == 1, one, xp.where(x == -1, minus_one, zero)), r)
+
+
 def _log_add(xp, exp, log):
     """``log(exp(x) + exp(y))`` for an exp/log pair, without overflow (for libraries without logaddexp)."""
 
@@ -87,8 +100,12 @@ def _log_add(xp, exp, log):
 
 
 # kernels that meet zeros, negative arguments or overflow on ordinary inputs: NumPy's floating-point error
-# reports are off while they run (see ember.kernels.library); the special functions (ember.kernels.special) too
-QUIET = {"div", "div_into", "pow", "sqrt", "rsqrt", "log", "log2", "log10", "log1p", "exp", "exp2", "expm1",
+# reports are off while they run (see ember.kernels.library); the special functions (ember.kernels.special) too.
+# Arithmetic and casts overflow to +-inf (and inf - inf is NaN) silently, as in PyTorch; comparisons,
+# maximum and minimum report NaN operands in some libraries (ml_dtypes' bfloat16)
+QUIET = {"add", "sub", "mul", "add_into", "sub_into", "mul_into", "astype", "clamp", "masked_fill", "gt", "ge",
+         "lt", "le", "eq", "ne", "minimum", "maximum", "fmax", "fmin", "where", "nan_to_num", "sin", "cos",
+         "div", "div_into", "pow", "sqrt", "rsqrt", "log", "log2", "log10", "log1p", "exp", "exp2", "expm1",
          "reciprocal", "asin", "acos", "atanh", "acosh", "sinh", "cosh", "tan", "xlogy", "fmod", "remainder",
          "floor_divide", "int_div_floor", "int_div_trunc", "sigmoid", "erfinv", "logaddexp", "logaddexp2", "hypot",
          "lerp", "nextafter", "frexp", "erfc", "erf", "square",
@@ -191,9 +208,16 @@ def kernels(xp, strategy=None) -> dict:
         m, e = xp.frexp(x)
         return m, e.astype(xp.int32)
 
+    signed = tuple(getattr(xp, n) for n in ("int8", "int16", "int32", "int64") if hasattr(xp, n))
+
+    def power(x, y):
+        if getattr(y, "dtype", None) in signed:  # (operands promoted: a signed exponent has a signed base)
+            return _int_power(xp, x, y)
+        return xp.power(x, y)
+
     table = {
         "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
-        "exp": xp.exp, "log": xp.log, "pow": xp.power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": sign,
+        "exp": xp.exp, "log": xp.log, "pow": power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": sign,
         "relu": relu, "relu_backward": relu_backward,
         "gt": xp.greater, "ge": xp.greater_equal, "lt": xp.less, "le": xp.less_equal, "eq": xp.equal,
         "ne": xp.not_equal, "where": where, "astype": astype,

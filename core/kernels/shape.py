@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 MUTATING = {"copy_": (0,), "diagonal_scatter": (0,)}  # copy_ writes src into dst; diagonal_scatter along its diagonal
+QUIET = {"copy_"}  # a copy into another dtype overflows to +-inf (or NaN into integers) silently, as in PyTorch
 
 
 def has_strides(xp) -> bool:

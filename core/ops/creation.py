@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import resolve, set_default_device
-from ..dtypes import int_value
 from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
@@ -356,9 +355,9 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    if dtype is not None and type(fill_value) is int:
+    if dtype is not None and type(fill_value) in (int, float):
         try:
-            fill_value = int_value(fill_value, dtypes.as_dtype(dtype))
+            fill_value = dtypes.fill_value(fill_value, dtypes.as_dtype(dtype))
         except RuntimeError as exc:
             raise RuntimeError(f"full: {exc}") from None
     return _filled("full", (size,) if not isinstance(size, int) else (size,), fill_value, dtype, device,
@@ -484,9 +483,14 @@ def complex_draw(k, kernel, generator, shape, nd, real, *params):
     return k["astype"](k["make_complex"](re, k[kernel](generator, shape, real, *params), shape), nd)
 
 
+_FLOAT_SAMPLERS = {"uniform": "check_uniform_bounds", "normal": "normal_kernel_cpu"}  # PyTorch's kernel names
+
+
 def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *args):
     size = _size(size, op)
     dev, d, nd = _dev_dtype(device, dtype, out)
+    if kernel in _FLOAT_SAMPLERS and d.category < dtypes.FLOAT:  # PyTorch has no integer or bool kernel for these
+        raise NotImplementedError(f"{op}: \"{_FLOAT_SAMPLERS[kernel]}\" not implemented for '{dtypes.type_name(d)}'")
     if d.is_complex:  # each part from N(0, 1/2) for randn, so that E|z|^2 = 1; each from U[0, 1) for rand
         args = (0.0, math.sqrt(0.5)) if kernel == "normal" else args
         return create(op, dev, requires_grad, out, complex_draw, kernel, native(generator, dev), size, nd,

@@ -325,7 +325,8 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
-    return div(other, self)
+    # ``number / tensor`` is ``tensor.reciprocal() * number`` in PyTorch (its rounding, and MulBackward0)
+    return mul(reciprocal(self), other)
 
 
 def _rpow(self, other):

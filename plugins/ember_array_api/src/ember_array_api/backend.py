@@ -118,10 +118,6 @@ class ArrayAPIBackend(ArrayBackend):
         def permutation(gen, n, dtype):
             return raw.asarray(gen.permutation(n), dtype=dtype)
 
-        def power(a, b):
-            with np.errstate(all="ignore"):  # IEEE results without reports, as ember's own pow kernel gives
-                return xp.power(a, b)
-
         def contiguous(x):
             # the standard has no memory layout: a fresh array is the only safe "contiguous" result
             return raw.asarray(x, copy=True)
@@ -129,8 +125,7 @@ class ArrayAPIBackend(ArrayBackend):
         return {"copy": copy, "astype": astype, "view": view, "fill_": fill_, "copy_": copy_,
                 "uniform": uniform, "normal": normal, "randint": random("integers"), "permutation": permutation,
                 "contiguous": contiguous, "empty": lambda shape, dtype: raw.empty(tuple(shape), dtype=dtype),
-                "full": lambda shape, value, dtype: raw.full(tuple(shape), value, dtype=dtype),
-                "pow": power}
+                "full": lambda shape, value, dtype: raw.full(tuple(shape), value, dtype=dtype)}
 
 
 def _ember_dtypes():
