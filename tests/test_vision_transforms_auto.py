@@ -236,3 +236,44 @@ def test_bad_input_raises_like_torchvision():
     with pytest.raises(TypeError, match="alpha should be"):
         T.ElasticTransform(alpha=5)
     assert ember.equal(img, ember.zeros(3, 8, 8))
+
+
+# -- transforms.v2: the same draws as v1 for the same seed, carried to every image (masks: nearest)
+def _v2():
+    from ember_vision import tv_tensors
+    from ember_vision.transforms import v2
+    return v2, tv_tensors
+
+
+@pytest.mark.parametrize("name,args", [("AutoAugment", ()), ("RandAugment", (3, 15)), ("TrivialAugmentWide", ()),
+                                       ("RandomErasing", (1.0,)), ("RandomPerspective", (0.4, 1.0))])
+def test_v2_transform_draws_and_applies_like_v1(name, args):
+    v2, tv_tensors = _v2()
+    arr = np.random.default_rng(4).integers(0, 256, (3, H, W), dtype=np.uint8)
+    image = tv_tensors.Image(ember.from_numpy(arr))
+    for seed in range(4):
+        got = _seeded(lambda: getattr(v2, name)(*args)(image), seed)
+        want = _seeded(lambda: getattr(T, name)(*args)(ember.from_numpy(arr)), seed)
+        assert isinstance(got, tv_tensors.Image)
+        assert np.array_equal(got.as_subclass(ember.Tensor).numpy(), want.numpy()), seed
+
+
+def test_v2_geometry_moves_masks_with_images_and_refuses_boxes():
+    v2, tv_tensors = _v2()
+    arr = np.random.default_rng(5).integers(0, 256, (3, H, W), dtype=np.uint8)
+    image, mask = tv_tensors.Image(ember.from_numpy(arr)), tv_tensors.Mask(ember.from_numpy(arr[0] > 128))
+    image_out, mask_out = _seeded(lambda: v2.ElasticTransform(alpha=20.0, sigma=2.0)(image, mask))
+    disp = _seeded(lambda: T.ElasticTransform.get_params([20.0, 20.0], [2.0, 2.0], [H, W]))
+    assert np.array_equal(image_out.as_subclass(ember.Tensor).numpy(),
+                          F.elastic_transform(ember.from_numpy(arr), disp, fill=[0.0] * 3).numpy())
+    want_mask = F.elastic_transform(mask.as_subclass(ember.Tensor)[None], disp, F.InterpolationMode.NEAREST,
+                                    fill=[0.0])[0]
+    assert isinstance(mask_out, tv_tensors.Mask) and np.array_equal(mask_out.numpy(), want_mask.numpy())
+    boxes = tv_tensors.BoundingBoxes(ember.tensor([[1.0, 2.0, 8.0, 9.0]]), format="XYXY", canvas_size=(H, W))
+    with pytest.raises(TypeError, match="does not support BoundingBoxes"):
+        v2.AutoAugment()(image, boxes)
+    with pytest.raises(NotImplementedError, match="bounding boxes"):
+        v2.RandomPerspective(p=1.0)(image, boxes)
+    assert v2.functional.equalize(boxes) is boxes  # colour ops leave boxes alone
+    assert isinstance(v2.functional.posterize(image, 2), tv_tensors.Image)
+    assert isinstance(v2.AugMix()(image), tv_tensors.Image)

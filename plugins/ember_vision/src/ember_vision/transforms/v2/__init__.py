@@ -3,12 +3,16 @@ points (:mod:`ember_vision.tv_tensors`) through one set of random parameters per
 from ... import tv_tensors  # noqa: F401  (the types these transforms dispatch on)
 from . import functional
 from ..functional import InterpolationMode
-from ._transforms import (CenterCrop, ColorJitter, Compose, CutMix, Grayscale, MixUp, Normalize, Pad, RandomAffine,
-                          RandomApply, RandomChoice, RandomCrop, RandomGrayscale, RandomHorizontalFlip,
-                          RandomResizedCrop, RandomRotation, RandomVerticalFlip, Resize, SanitizeBoundingBoxes,
-                          ToDtype, ToImage, ToPureTensor, Transform)
+from ..autoaugment import AutoAugmentPolicy
+from ._transforms import (AugMix, AutoAugment, CenterCrop, ColorJitter, Compose, CutMix, ElasticTransform, Grayscale,
+                          MixUp, Normalize, Pad, RandAugment, RandomAffine, RandomApply, RandomChoice, RandomCrop,
+                          RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomPerspective, RandomResizedCrop,
+                          RandomRotation, RandomVerticalFlip, Resize, SanitizeBoundingBoxes, ToDtype, ToImage,
+                          ToPureTensor, Transform, TrivialAugmentWide)
 
 __all__ = ["functional", "InterpolationMode", "Transform", "Compose", "RandomAffine", "RandomApply",
            "RandomChoice", "RandomHorizontalFlip", "RandomVerticalFlip", "Resize", "CenterCrop", "Pad", "RandomCrop",
            "RandomResizedCrop", "RandomRotation", "Normalize", "Grayscale", "RandomGrayscale", "ColorJitter",
-           "ToImage", "ToPureTensor", "ToDtype", "SanitizeBoundingBoxes", "MixUp", "CutMix"]
+           "ToImage", "ToPureTensor", "ToDtype", "SanitizeBoundingBoxes", "MixUp", "CutMix", "AutoAugmentPolicy",
+           "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "RandomErasing", "RandomPerspective",
+           "ElasticTransform"]

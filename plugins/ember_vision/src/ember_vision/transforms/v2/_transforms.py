@@ -13,7 +13,10 @@ import ember
 from ember import Tensor, nn
 
 from ... import tv_tensors
+from .. import autoaugment as _v1_auto
 from .. import functional as F1
+from .. import transforms as F1_classes
+from ..autoaugment import AutoAugmentPolicy, _apply_op, _fill_for
 from . import functional as F
 from .functional import InterpolationMode
 
@@ -564,3 +567,146 @@ class CutMix(_BaseMixUpCutMix):
         out = x.clone()
         out[..., y1:y2, x1:x2] = x.roll(1, 0)[..., y1:y2, x1:x2]
         return out, 1.0 - float((x2 - x1) * (y2 - y1)) / (w * h)
+
+
+# -- automatic augmentation, erasing, perspective and elastic distortion: one draw per call, on every image
+class _ImageTransform(Transform):
+    """Transforms that act on images and videos (and PIL/plain-tensor images) only; a sample holding
+    bounding boxes or masks is refused, as torchvision's auto-augment transforms do."""
+
+    _refused = (tv_tensors.BoundingBoxes, tv_tensors.Mask)
+
+    def forward(self, *inputs):
+        sample = inputs if len(inputs) > 1 else inputs[0]
+        leaves = []
+        _flatten(sample, leaves)
+        refused = [type(x).__name__ for x in leaves if isinstance(x, self._refused)]
+        if refused:
+            raise TypeError(f"{type(self).__name__}() does not support {', '.join(sorted(set(refused)))} inputs")
+        return super().forward(*inputs)
+
+
+class _AutoAugmentBase(_ImageTransform):
+    """Wraps the v1 policy ``self._policy``: its ops are drawn once per call for the sample's size."""
+
+    def make_params(self, flat_inputs):
+        h, w = _query_size(flat_inputs)
+        return {"steps": self._policy.draw(h, w)}
+
+    def transform(self, inpt, params):
+        def apply(img):
+            fill = _fill_for(img, self._policy.fill)
+            for op_name, magnitude in params["steps"]:
+                img = _apply_op(img, op_name, magnitude, self._policy.interpolation, fill)
+            return img
+        return F._on_image(inpt, apply)
+
+
+class AutoAugment(_AutoAugmentBase):
+    """See :class:`ember_vision.transforms.AutoAugment`."""
+
+    def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__()
+        self._policy = _v1_auto.AutoAugment(policy, interpolation, fill)
+        self.policy, self.interpolation, self.fill = policy, interpolation, fill
+
+
+class RandAugment(_AutoAugmentBase):
+    """See :class:`ember_vision.transforms.RandAugment`."""
+
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31,
+                 interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__()
+        self._policy = _v1_auto.RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)
+        self.num_ops, self.magnitude, self.num_magnitude_bins = num_ops, magnitude, num_magnitude_bins
+        self.interpolation, self.fill = interpolation, fill
+
+
+class TrivialAugmentWide(_AutoAugmentBase):
+    """See :class:`ember_vision.transforms.TrivialAugmentWide`."""
+
+    def __init__(self, num_magnitude_bins: int = 31, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__()
+        self._policy = _v1_auto.TrivialAugmentWide(num_magnitude_bins, interpolation, fill)
+        self.num_magnitude_bins, self.interpolation, self.fill = num_magnitude_bins, interpolation, fill
+
+
+class AugMix(_ImageTransform):
+    """See :class:`ember_vision.transforms.AugMix` (each image of the sample mixed with its own chains)."""
+
+    def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
+                 all_ops: bool = True, interpolation=InterpolationMode.BILINEAR, fill=None):
+        super().__init__()
+        self._augmix = _v1_auto.AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill)
+        self.severity, self.mixture_width, self.chain_depth, self.alpha = severity, mixture_width, chain_depth, alpha
+        self.all_ops, self.interpolation, self.fill = all_ops, interpolation, fill
+
+    def transform(self, inpt, params):
+        return F._on_image(inpt, self._augmix)
+
+
+class RandomErasing(Transform):
+    """See :class:`ember_vision.transforms.RandomErasing`: one rectangle per call, erased in every image and
+    video; boxes and masks pass through."""
+
+    def __init__(self, p: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace: bool = False):
+        super().__init__()
+        self._v1 = F1_classes.RandomErasing(p, scale, ratio, value, inplace)
+        self.p, self.scale, self.ratio, self.value, self.inplace = p, tuple(scale), tuple(ratio), value, inplace
+
+    def forward(self, *inputs):
+        if ember.rand(1).item() >= self.p:
+            return inputs if len(inputs) > 1 else inputs[0]
+        return super().forward(*inputs)
+
+    def make_params(self, flat_inputs):
+        image = next(x for x in flat_inputs if isinstance(x, Tensor) and not isinstance(
+            x, (tv_tensors.BoundingBoxes, tv_tensors.Mask, tv_tensors.KeyPoints)))
+        value = None if self.value == "random" else self.value
+        return dict(zip("ijhwv", self._v1.get_params(F._plain(image), self.scale, self.ratio, value)))
+
+    def transform(self, inpt, params):
+        if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.Mask, tv_tensors.KeyPoints)) or _is_pil(inpt):
+            return inpt
+        return F.erase(inpt, params["i"], params["j"], params["h"], params["w"], params["v"], self.inplace)
+
+
+class RandomPerspective(Transform):
+    """See :class:`ember_vision.transforms.RandomPerspective` (images, videos and masks)."""
+
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation=InterpolationMode.BILINEAR,
+                 fill=0):
+        super().__init__()
+        if not 0 <= distortion_scale <= 1:
+            raise ValueError("Argument distortion_scale value should be between 0 and 1")
+        self.distortion_scale, self.p, self.interpolation, self.fill = distortion_scale, p, interpolation, fill
+
+    def forward(self, *inputs):
+        if ember.rand(1).item() >= self.p:
+            return inputs if len(inputs) > 1 else inputs[0]
+        return super().forward(*inputs)
+
+    def make_params(self, flat_inputs):
+        h, w = _query_size(flat_inputs)
+        start, end = F1_classes.RandomPerspective.get_params(w, h, self.distortion_scale)
+        return {"startpoints": start, "endpoints": end}
+
+    def transform(self, inpt, params):
+        fill = _fill_for(inpt, self.fill) if isinstance(inpt, Tensor) else self.fill
+        return F.perspective(inpt, params["startpoints"], params["endpoints"], self.interpolation, fill)
+
+
+class ElasticTransform(Transform):
+    """See :class:`ember_vision.transforms.ElasticTransform` (images, videos and masks)."""
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0):
+        super().__init__()
+        self._v1 = F1_classes.ElasticTransform(alpha, sigma, interpolation, fill)
+        self.alpha, self.sigma, self.interpolation, self.fill = self._v1.alpha, self._v1.sigma, interpolation, fill
+
+    def make_params(self, flat_inputs):
+        return {"displacement": self._v1.get_params(self.alpha, self.sigma, _query_size(flat_inputs))}
+
+    def transform(self, inpt, params):
+        fill = _fill_for(inpt, self.fill) if isinstance(inpt, Tensor) else self.fill
+        return F.elastic(inpt, params["displacement"], self.interpolation, fill)

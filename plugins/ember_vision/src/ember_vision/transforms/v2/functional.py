@@ -332,3 +332,51 @@ def to_image(inpt) -> "tv_tensors.Image":
 def to_pure_tensor(inpt) -> Tensor:
     """A TVTensor as a plain Tensor."""
     return _plain(inpt)
+
+
+def _image_only(name: str, fn):
+    """A v2 op that changes pixel values only: images, videos, PIL images and plain tensors; masks, boxes and
+    key points pass through unchanged."""
+    def op(inpt, *args, **kwargs):
+        if isinstance(inpt, (tv_tensors.Mask, tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+            return inpt
+        return _on_image(inpt, lambda t: fn(t, *args, **kwargs))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"v1's :func:`~ember_vision.transforms.functional.{fn.__name__}` on images and videos; other " \
+                 "inputs pass through."
+    return op
+
+
+invert = _image_only("invert", F1.invert)
+posterize = _image_only("posterize", F1.posterize)
+solarize = _image_only("solarize", F1.solarize)
+autocontrast = _image_only("autocontrast", F1.autocontrast)
+equalize = _image_only("equalize", F1.equalize)
+adjust_sharpness = _image_only("adjust_sharpness", F1.adjust_sharpness)
+gaussian_blur = _image_only("gaussian_blur", F1.gaussian_blur)
+erase = _image_only("erase", F1.erase)
+
+
+def _refuse_points(name: str, inpt):
+    if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        raise NotImplementedError(f"{name}: ember-vision's v2 {name} does not transform bounding boxes or key "
+                                  "points yet")
+
+
+def perspective(inpt, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """v1's :func:`~ember_vision.transforms.functional.perspective` on images and videos, and on masks with
+    nearest sampling."""
+    _refuse_points("perspective", inpt)
+    return _on_image(inpt, lambda t: F1.perspective(t, startpoints, endpoints, interpolation, fill),
+                     lambda m: F1.perspective(m, startpoints, endpoints, InterpolationMode.NEAREST, fill))
+
+
+def elastic(inpt, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """v1's :func:`~ember_vision.transforms.functional.elastic_transform` on images and videos, and on masks
+    with nearest sampling."""
+    _refuse_points("elastic", inpt)
+    return _on_image(inpt, lambda t: F1.elastic_transform(t, displacement, interpolation, fill),
+                     lambda m: F1.elastic_transform(m, displacement, InterpolationMode.NEAREST, fill))
+
+
+elastic_transform = elastic
