@@ -227,3 +227,54 @@ def test_small_platform_names():
     handle = ember.nn.Linear(1, 1).register_forward_hook(lambda *a: None)
     assert isinstance(handle, ember.utils.hooks.RemovableHandle)
     assert ember.profiler.kineto_available() is torch.profiler.kineto_available() is True
+
+
+@pytest.mark.parametrize("name", ["BOX", "HAMMING", "LANCZOS"])
+def test_vision_interpolation_modes_of_pil(name):
+    """timm maps ``InterpolationMode.BOX``/``HAMMING``/``LANCZOS`` at import; torchvision resizes a PIL image with
+    PIL's own filter of that name, and refuses them for a tensor."""
+    pytest.importorskip("ember_vision")
+    import numpy as np
+    from PIL import Image
+
+    import ember
+    from ember_vision.transforms import functional as F
+
+    mode = getattr(F.InterpolationMode, name)
+    assert mode.value == name.lower()
+    img = Image.fromarray((np.arange(48 * 64 * 3) % 251).astype(np.uint8).reshape(48, 64, 3))
+    got = F.resize(img, [20, 30], mode)
+    assert np.array_equal(np.asarray(got), np.asarray(img.resize((30, 20), getattr(Image, name))))
+    with pytest.raises(ValueError, match=name.lower()):
+        F.resize(ember.zeros(3, 8, 8), [4, 4], mode)
+
+
+@pytest.mark.parametrize("name", ["gelu", "elu", "selu", "celu", "leaky_relu", "hardswish", "hardsigmoid", "mish",
+                                  "softplus", "silu"])
+def test_activations_keep_bfloat16(name):
+    """timm runs each model again after ``model.to(torch.bfloat16)`` and checks the output's dtype: an activation
+    of a bfloat16 tensor is bfloat16, with PyTorch's values to bfloat16's precision."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    import ember
+
+    data = np.linspace(-4, 4, 33, dtype=np.float32)
+    got = getattr(ember.nn.functional, name)(ember.tensor(data).to(ember.bfloat16))
+    want = getattr(torch.nn.functional, name)(torch.tensor(data).to(torch.bfloat16))
+    assert got.dtype == ember.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_max_pool_bfloat16():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    import ember
+
+    data = np.random.default_rng(0).standard_normal((2, 3, 7, 7)).astype(np.float32)
+    got, gi = ember.nn.functional.max_pool2d(ember.tensor(data).to(ember.bfloat16), 3, 2, 1, return_indices=True)
+    want, wi = torch.nn.functional.max_pool2d(torch.tensor(data).to(torch.bfloat16), 3, 2, 1, return_indices=True)
+    assert got.dtype == ember.bfloat16
+    assert np.array_equal(got.float().numpy(), want.float().numpy())
+    assert np.array_equal(gi.numpy(), wi.numpy())

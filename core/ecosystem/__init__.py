@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata
+import io
 import json
 import os
 import re
@@ -29,9 +30,11 @@ from pathlib import Path
 
 from ..version import __version__ as _torch_version
 
-__all__ = ["LIBRARIES", "Library", "Result", "cache_dir", "prepare", "run_subset", "compare", "stored_results", "table"]
+__all__ = ["LIBRARIES", "Library", "Result", "add_snapshot_tests", "cache_dir", "compare", "prepare", "run_subset",
+           "stored_results", "table"]
 
 MODES = ("torch", "ember")
+SNAPSHOT_MARK = ".tests-from-snapshot"  # in an unpacked sdist: its tests came from this repository snapshot
 _SITECUSTOMIZE = "import ember.torch_compat\nember.torch_compat.install()\n"
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -52,11 +55,23 @@ class Library:
     smoke: tuple = ()
     canonical: str = ""
     env: tuple = ()  # (name, value) pairs its test suite reads
+    oracle_prelude: str = ""  # code the oracle's run executes before the tests (its ``sitecustomize``)
 
     @property
     def spec(self) -> str:
         return f"{self.dist}=={self.version}"
 
+
+# The package index's torchvision is the CUDA build, whose compiled operators do not load beside the CPU PyTorch;
+# its import then stops at the fake kernel it registers for ``torchvision::nms``. The oracle declares the two
+# operators it registers unconditionally, so torchvision imports as a build without its C++ operators (calling
+# one raises torchvision's own error) and timm's tests, which use none of them, run.
+_TORCHVISION_WITHOUT_OPS = """\
+import torch.library
+_TORCHVISION = torch.library.Library("torchvision", "DEF")
+for _op in ("nms", "qnms"):
+    _TORCHVISION.define(_op + "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+"""
 
 # versions: current releases that support PyTorch 2.13's API (kept equal to the ``ecosystem`` extra in pyproject)
 LIBRARIES = {lib.name: lib for lib in (
@@ -73,8 +88,8 @@ LIBRARIES = {lib.name: lib for lib in (
     Library("torchmetrics", "torchmetrics", "1.9.0", deps=("lightning-utilities", "packaging"),
             full=("tests/unittests/classification", "tests/unittests/regression"), canonical="torchmetrics"),
     Library("timm", "timm", "1.0.31", deps=("huggingface-hub", "safetensors", "pyyaml", "torchvision==0.28.0"),
-            full=("tests/test_layers.py", "tests/test_models.py", "-k", "fx or resnet18 or vit_tiny or convnext_atto"),
-            smoke=("tests/test_layers.py",), canonical="timm"),
+            full=("tests/test_models.py", "-k", "resnet18 or vit_tiny_patch16_224 or convnext_atto"),
+            smoke=("tests/test_layers.py",), canonical="timm", oracle_prelude=_TORCHVISION_WITHOUT_OPS),
     Library("transformers", "transformers", "5.24.0",
             deps=("huggingface-hub", "safetensors", "tokenizers", "regex", "pyyaml", "filelock", "tqdm"),
             full=("tests/models/gpt2/test_modeling_gpt2.py", "tests/models/llama/test_modeling_llama.py",
@@ -82,7 +97,10 @@ LIBRARIES = {lib.name: lib for lib in (
             canonical="transformers"),
     Library("lightning", "lightning", "2.6.6",
             deps=("lightning-utilities", "torchmetrics", "fsspec", "pyyaml", "packaging", "tqdm"),
-            full=("tests/tests_pytorch/trainer", "tests/tests_pytorch/checkpointing", "tests/tests_pytorch/loops"),
+            full=("tests/tests_pytorch/trainer/flags", "tests/tests_pytorch/trainer/test_states.py",
+                  "tests/tests_pytorch/loops/test_training_loop.py",
+                  "tests/tests_pytorch/loops/test_evaluation_loop.py", "tests/tests_pytorch/loops/test_progress.py",
+                  "tests/tests_pytorch/checkpointing/test_checkpoint_callback_frequency.py"),
             canonical="lightning"),
 )}
 
@@ -182,37 +200,52 @@ def _option_values(subset) -> set:
 
 def _env(lib: Library, mode: str, site: Path, inject: Path) -> dict:
     env = dict(os.environ, **dict(lib.env))
-    paths = [str(inject)] if mode == "ember" else []
-    paths += [str(site), env.get("PYTHONPATH", "")]
+    paths = [str(inject), str(site), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
+def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None = None) -> Path:
+    """Put the test folders of ``lib``'s subsets from a repository snapshot (``git_dir`` at ``ref``) beside its
+    unpacked sdist, for a library whose sdist lacks them; later runs say the tests came from that snapshot."""
+    _, source, _ = prepare(lib, root)
+    tops = sorted({a.split("/")[0] for a in lib.full + lib.smoke if not a.startswith("-") and "/" in a})
+    archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", ref, *tops], capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(source, filter="data")
+    (source / SNAPSHOT_MARK).write_text(f"{Path(git_dir).resolve().parent.name.replace('+', '/')} {ref}")
+    return source
+
+
 def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 60, budget: int = 300,
-               root: Path | None = None) -> Result:
-    """Run ``lib``'s chosen tests once in ``mode`` ("torch": PyTorch itself; "ember": the alias) and count them."""
+               root: Path | None = None, canonical: bool = False) -> Result:
+    """Run ``lib``'s chosen tests once in ``mode`` ("torch": PyTorch itself; "ember": the alias) and count them
+    (``canonical``: ember's canonical-usage test of the library instead)."""
     if mode not in MODES:
         raise ValueError(f"run_subset: mode must be one of {MODES}, got {mode!r}")
     site, source, has_tests = prepare(lib, root)
     subset = lib.smoke if smoke and lib.smoke else lib.full
     args = _present(source, subset)
-    if has_tests and any(_exists(source, a) for a in args):
-        cwd, origin = source, "sdist"
+    if has_tests and any(_exists(source, a) for a in args) and not canonical:
+        cwd, origin = source, "snapshot" if (source / SNAPSHOT_MARK).exists() else "sdist"
     elif lib.canonical:
         cwd, args, origin = _REPO / "tests" / "ecosystem" / "canonical", [f"usage_{lib.canonical}.py"], "canonical"
     else:
         return Result(lib.name, mode, "none", "", note="the sdist has no tests and there is no canonical test")
-    inject = site.parent / "inject"
+    inject = site.parent / f"inject-{mode}"
     inject.mkdir(exist_ok=True)
-    (inject / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    (inject / "sitecustomize.py").write_text(_SITECUSTOMIZE if mode == "ember" else lib.oracle_prelude)
     xml = site.parent / f"junit-{mode}-{origin}.xml"
     xml.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "filterwarnings=",
            f"--rootdir={cwd}", f"--confcutdir={cwd}", "--continue-on-collection-errors", f"--timeout={timeout}",
-           f"--junitxml={xml}", *args]
+           f"--junitxml={xml}", *(("-p", "no:ember") if mode == "torch" else ()), *args]  # the oracle: no ember
     result = Result(lib.name, mode, origin, " ".join(args))
-    if origin == "canonical":
+    if origin == "snapshot":
+        result.note = "tests from " + (source / SNAPSHOT_MARK).read_text().strip() + "; "
+    if origin == "canonical" and not has_tests:
         result.note = "sdist lacks " + " ".join(a for a in subset if not a.startswith("-") and not _exists(source, a)
                                                  and a not in _option_values(subset))
     try:
@@ -226,7 +259,7 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
         _count(xml, result)
     result.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     kind = "smoke" if smoke else "full"
-    (site.parent / f"result-{mode}-{kind}.json").write_text(json.dumps(dataclasses.asdict(result)))
+    (site.parent / f"result-{mode}-{kind}-{origin}.json").write_text(json.dumps(dataclasses.asdict(result)))
     return result
 
 
@@ -236,10 +269,11 @@ def stored_results(root: Path | None = None) -> list:
     out = []
     for lib in LIBRARIES.values():
         for kind in ("full", "smoke"):
-            for mode in MODES:
-                path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}-{kind}.json"
-                if path.exists():
-                    out.append(Result(**json.loads(path.read_text())))
+            for origin in ("sdist", "snapshot", "canonical"):
+                for mode in MODES:
+                    path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}-{kind}-{origin}.json"
+                    if path.exists():
+                        out.append(Result(**json.loads(path.read_text())))
     return out
 
 
@@ -264,14 +298,15 @@ def _message(case, tag) -> str:
     return (node.get("message") or "").splitlines()[0][:200] if node is not None else ""
 
 
-def compare(names=None, *, smoke: bool = False, timeout: int = 60, budget: int = 300, log=print) -> list:
+def compare(names=None, *, smoke: bool = False, timeout: int = 60, budget: int = 300, canonical: bool = False,
+            log=print) -> list:
     """Run each named library (all of :data:`LIBRARIES` by default) under PyTorch and under ember."""
     results = []
     for name in names or LIBRARIES:
         lib = LIBRARIES[name]
         for mode in MODES:
             try:
-                res = run_subset(lib, mode, smoke=smoke, timeout=timeout, budget=budget)
+                res = run_subset(lib, mode, smoke=smoke, timeout=timeout, budget=budget, canonical=canonical)
             except RuntimeError as exc:
                 res = Result(name, mode, "none", "", note=str(exc).splitlines()[0])
             log(f"{name:13s} {mode:6s} {res.source:9s} passed={res.passed} failed={res.failed} "

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import LIBRARIES, compare, stored_results, table
+from . import LIBRARIES, add_snapshot_tests, compare, stored_results, table
 
 BEGIN, END = "<!-- ecosystem-table:begin -->", "<!-- ecosystem-table:end -->"
 
@@ -35,11 +35,20 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=1800, help="seconds per library and mode")
     parser.add_argument("--write", type=Path, help="Markdown file whose table to replace")
     parser.add_argument("--failures", type=int, default=40, help="failures under ember to print per library")
+    parser.add_argument("--canonical", action="store_true", help="ember's canonical-usage test of each library")
+    parser.add_argument("--snapshot", metavar="GIT_DIR@REF",
+                        help="first put the named library's tests from this repository snapshot beside its sdist")
     ns = parser.parse_args(argv)
     unknown = sorted(set(ns.libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"unknown libraries {unknown}; choose from {', '.join(LIBRARIES)}")
-    results = compare(ns.libraries or None, smoke=ns.smoke, timeout=ns.timeout, budget=ns.budget)
+    if ns.snapshot:
+        if len(ns.libraries) != 1:
+            parser.error("--snapshot takes exactly one LIBRARY")
+        git_dir, _, ref = ns.snapshot.rpartition("@")
+        add_snapshot_tests(LIBRARIES[ns.libraries[0]], Path(git_dir), ref or "HEAD")
+    results = compare(ns.libraries or None, smoke=ns.smoke, timeout=ns.timeout, budget=ns.budget,
+                      canonical=ns.canonical)
     for res in results:
         if res.mode == "ember" and res.failures:
             print(f"\n{res.library}: {len(res.failures)} failures/errors under ember")

@@ -168,6 +168,17 @@ def mish(xp, x):
     return x * xp.tanh(softplus(xp, x, 1.0, 20.0))
 
 
+def _keep_low_precision(fn):
+    """``fn`` whose result keeps a bfloat16 input's dtype: ml_dtypes' bfloat16 times a Python float is float32, so
+    a formula with float constants widens it (kind "V": ml_dtypes' types; NumPy's own keep their dtype)."""
+    def kernel(x, *args):
+        out = fn(x, *args)
+        return out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "V" else out
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
 def kernels(xp, strategy=None) -> dict:
     """The activation and softmax kernels bound for ``xp``."""
     table = bind(xp, {
@@ -179,4 +190,4 @@ def kernels(xp, strategy=None) -> dict:
         "nn_prelu": leaky_relu, "nn_glu": glu})
     table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"])
     table["nn_gelu"].__name__ = "gelu"
-    return table
+    return {name: _keep_low_precision(fn) if name.startswith("nn_") else fn for name, fn in table.items()}

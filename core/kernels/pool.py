@@ -29,7 +29,7 @@ def windows(s, x, k, stride, dilation):
 
 def pool_windows(s, x, k, stride, padding, dilation):
     xp = s.xp
-    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    lowest = xp.iinfo(x.dtype).min if x.dtype.kind in "iu" else -xp.inf  # bfloat16 is kind "V"
     return windows(s, pad(s, x, padding, lowest), k, stride, dilation)
 
 
@@ -78,7 +78,7 @@ def separable_max_pool(s, x, k, stride, padding, dilation):
             for sz, o, kk, st, (lo, _), dd in zip(sp, outs, k, stride, padding, dilation)]
     lowest = None
     if any(t[0][0] > 0 or t[0][1] < o for t, o in zip(taps, outs)):  # the first tap misses an edge
-        lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        lowest = xp.iinfo(x.dtype).min if x.dtype.kind in "iu" else -xp.inf  # bfloat16 is kind "V"
     per = max(1, POOL_CHUNK_BYTES // max(1, math.prod(sp) * x.itemsize))
     maximum = xp.maximum
 
