@@ -345,7 +345,7 @@ def adjoint(input):  # noqa: A002
     """The conjugate transpose of the last two dimensions."""
     if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
-                           f"{self.dim()}-D tensor.")
+                           f"{input.dim()}-D tensor.")
     return conj(input.transpose(-2, -1))
 
 
