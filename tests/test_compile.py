@@ -542,3 +542,53 @@ def test_char_gpt_training_step_with_a_changing_batch(device):
         for p, q in zip(model.parameters(), twin.parameters()):
             np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-4, atol=1e-6)
     assert _dynamic_variants(compiled) == [(), [(0, 0), (1, 0)]]  # the two inputs' batch axis, as one size
+
+
+# --------------------------------------------------------------------------- elementwise fusion
+def _sources(compiled):
+    return "".join(v.source or "" for v in _variants(compiled)) + \
+        "".join(v.aot.source for v in _variants(compiled) if v.aot is not None)
+
+
+def _ufunc_kernels(device):
+    """Whether the device's kernels are ufuncs (NumPy, CuPy), which write into a buffer with ``out=``."""
+    tanh = ember.ones(1, device=device)._dev.kernels["tanh"]
+    return hasattr(getattr(tanh, "__wrapped__", tanh), "nout")
+
+
+@pytest.mark.parametrize("size", [(64,), (3, 4096), ()])
+def test_pointwise_runs_fuse_with_buffer_reuse_and_equal_eager(device, size):
+    def f(x, w):
+        a = x * w  # returned: its buffer is never reused
+        b = (a + 1).tanh()
+        c = b.reshape(-1)  # a view of b read after the run: b is not written into
+        d = ((b * 2 - 0.5).sigmoid() * w).relu()
+        return a, c, d.exp() - 1
+
+    x, w = ember.randn(*size, device=device), ember.randn(*size, device=device)
+    g = ember.compile(f)
+    with ember.no_grad():
+        want = f(x, w)
+        for _ in range(2):
+            for a, b in zip(g(x, w), want):
+                np.testing.assert_allclose(_np(a), _np(b), rtol=1e-6, atol=1e-7)
+    src = _sources(g)
+    if _ufunc_kernels(device):
+        assert "def run0(" in src and ("out=" in src) == bool(size)
+
+
+def test_fused_training_step_equals_eager(device):
+    x = ember.randn(4, 64, device=device, requires_grad=True)
+    w = ember.randn(64, device=device, requires_grad=True)
+    g = ember.compile(chain)
+    for _ in range(3):
+        x.grad = w.grad = None
+        s, m = g(x, w)
+        (s.sum() + m).backward()
+        got = _np(x.grad), _np(w.grad)
+        x.grad = w.grad = None
+        s, m = chain(x, w)
+        (s.sum() + m).backward()
+        np.testing.assert_allclose(got[0], _np(x.grad), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1], _np(w.grad), rtol=1e-5, atol=1e-6)
+    assert "def run" in _sources(g)

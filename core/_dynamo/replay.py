@@ -14,11 +14,9 @@ graphs with no in-place op (where nothing could write into such a constant).
 
 :mod:`.aot` generates a training call's forward and backward with the same function.
 
-No elementwise fusion yet: each pointwise op is its own kernel call (numba is not installed here, and a
-generated NumPy expression would still make one call per op). No ``out=`` buffers: kernels are called
-through their Op's ``forward``, which has no ``out=``, and on 64-element float32 arrays NumPy's ``out=``
-form measured slower than the allocating one (``add`` 1.8 vs 1.2 us, ``tanh`` 3.6 vs 1.0 us); it pays from
-about 4096 elements (10-25% faster), sizes where the per-op Python cost no longer dominates.
+Runs of consecutive pointwise ops whose Op's forward is only its kernel are fused (:mod:`.fusion`): one
+generated function per run calls the kernels directly inside one floating-point-error guard, and writes a
+ufunc's result into the buffer of an operand that dies there (``out=``).
 """
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from .. import dtypes
 from ..jit._graph import ARef, Gen, Ref, _refs_in, has_ref, lookup_op, replay_args
 from ..interception import KINDS
 from ..tensor import _wrap
+from . import fusion
 
 _RAW_KINDS = frozenset(("unary", "binary", "apply"))
 _PY_SCALARS = (int, float, bool)
@@ -67,6 +66,8 @@ class _Writer:
                    "N": object.__new__}
         self.tensor, self.array = set(), set()
         self.dev = dev
+        self.meta = {}
+        self.fused = []  # the sources of the elementwise runs (see .fusion)
 
     def const(self, name, v):
         self.ns[name] = v
@@ -116,16 +117,44 @@ def _foldable(n, folded, effects):
     return n.kind in _RAW_KINDS and bool(n.ins) and all(i in folded for i in n.ins) and not effects
 
 
-def generate(graph, order, dev, fold=True):
+def _emit_raw(w, k, n, Op):
+    """The lines of raw node ``n``: its Op's forward on arrays."""
+    call = _raw_call(w, k, n, Op)
+    if n.multi:
+        w.lines.append(f"r{k} = {call}")
+        for j, i in enumerate(n.outs):
+            w.lines.append(f"a{i} = r{k}[{j}] if type(r{k}[{j}]) is AT else A(r{k}[{j}])")
+    else:
+        i = n.outs[0]
+        w.lines.append(f"a{i} = {call}")
+        w.lines.append(f"if type(a{i}) is not AT: a{i} = A(a{i})")
+    w.array.update(n.outs)
+
+
+def generate(graph, order, dev, fold=True, fuse=True):
     """A function ``replay(tensors)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the tensors of
-    the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text."""
+    the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.  ``fuse``:
+    runs of pointwise ops become one function each (:mod:`.fusion`)."""
     w = _Writer(dev)
-    meta = graph.meta
+    meta = w.meta = graph.meta
     effects = any(n.kind == "inplace" for n in graph.nodes)
     w.tensor.update(order)
     folded = {}  # value id -> array computed here once
     returned = set(_refs_in(graph.out_spec))  # (a result is the caller's to change: never a kept constant)
     body = w.lines
+    last_use = {}
+    for k, n in enumerate(graph.nodes):
+        for i in (n.ins if n.ins is not None else _refs_in(n.args)):
+            last_use[i] = k
+    run = []
+
+    def flush():
+        if len(run) > 1:
+            body.append(fusion.emit(run, w, last_use, returned, len(w.fused)))
+        elif run:
+            _emit_raw(w, *run[0])
+        run.clear()
+
     for k, n in enumerate(graph.nodes):
         Op = n.op if n.kind == "create" else lookup_op(n.op)
         if fold and returned.isdisjoint(n.outs) and _foldable(n, folded, effects) and \
@@ -146,17 +175,13 @@ def generate(graph, order, dev, fold=True):
                 w.const(f"a{i}", folded[i])
                 w.array.add(i)
             continue
-        if _is_raw(n, meta):
-            call = _raw_call(w, k, n, Op)
-            if n.multi:
-                body.append(f"r{k} = {call}")
-                for j, i in enumerate(n.outs):
-                    body.append(f"a{i} = r{k}[{j}] if type(r{k}[{j}]) is AT else A(r{k}[{j}])")
-            else:
-                i = n.outs[0]
-                body.append(f"a{i} = {call}")
-                body.append(f"if type(a{i}) is not AT: a{i} = A(a{i})")
-            w.array.update(n.outs)
+        raw = _is_raw(n, meta)
+        if raw and fuse and fusion.fusable(n, Op, dev.kernels):
+            run.append((k, n, Op))
+            continue
+        flush()
+        if raw:
+            _emit_raw(w, k, n, Op)
             continue
         ins = sorted(set(_refs_in(n.args)))
         step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins))
@@ -165,6 +190,7 @@ def generate(graph, order, dev, fold=True):
         body.append(f"{targets} = {step}({names})")
         w.tensor.update(n.outs)
         w.array.difference_update(n.outs)
+    flush()
     tainted = set(folded)  # values that may be views of a kept constant: their results are copied out
     for n in graph.nodes:
         if n.kind != "binary" and n.ins and not tainted.isdisjoint(n.ins):
@@ -180,7 +206,7 @@ def generate(graph, order, dev, fold=True):
         if order else "def replay(T):\n"
     src = head + "".join(f"    {line}\n" for line in body) + f"    return {result}\n"
     exec(compile(src, "<ember.compile replay>", "exec"), w.ns)  # noqa: S102 - code generated above
-    return w.ns["replay"], src
+    return w.ns["replay"], "".join(w.fused) + src
 
 
 def _spec_code(spec, w):

@@ -1,0 +1,93 @@
+"""Elementwise fusion for the compiled replay: a run of pointwise ops as one generated NumPy function.
+
+:func:`~.replay.generate` writes each op of a captured graph as a call of its Op's forward.  For a pointwise
+Op whose forward is nothing but its kernel (``k["mul"](a, b)``: an ``op_class`` without parameters), that
+indirection, and the floating-point-error guard each such kernel enters, is pure overhead.  A run of such
+ops, consecutive in the graph, becomes one function of the arrays it reads and returns the arrays read after
+it; inside, each op is a direct call of its (unguarded) kernel, and the whole function runs once inside the
+error guard.  Where a kernel is a ufunc and one of its operands is a result of the run that nothing reads
+later (not returned, not saved for a backward, same shape and dtype as the result), the ufunc writes into
+that operand's buffer (``out=``): a chain of ``n`` ops allocates about one array instead of ``n``.
+
+The kernels are the same and run on the same values in the same order, so results are eager mode's (an
+``out=`` ufunc computes the same loop).
+"""
+from __future__ import annotations
+
+from ..jit._graph import Ref
+from ..kernels import _ignoring_fp_errors
+
+_QUIET = _ignoring_fp_errors()
+_NUMBERS = (int, float, bool)
+
+
+def plain_kernel(Op):
+    """The kernel name of ``Op`` when its forward only calls that kernel on its arguments, else None."""
+    name = getattr(Op, "kernel_name", None)  # (set by op_class where the forward is the kernel, no parameters)
+    code = getattr(Op.forward, "__code__", None)
+    if name is None or code is None or not code.co_filename.startswith("<op_class"):
+        return None
+    return name
+
+
+def fusable(n, Op, kernels) -> bool:
+    """Whether node ``n`` (already found raw) can join an elementwise run: one result of a pointwise Op whose
+    forward is its kernel, on values and Python numbers."""
+    if n.multi or "pointwise" not in getattr(Op, "tags", ()):
+        return False
+    name = plain_kernel(Op)
+    return name is not None and name in kernels and \
+        all(type(a) is Ref or type(a) in _NUMBERS for a in n.args)
+
+
+def _ufunc(fn) -> bool:
+    return getattr(fn, "nout", None) == 1 and hasattr(fn, "nin")
+
+
+def emit(run, w, last_use, kept, gid) -> str:
+    """Write elementwise run ``run`` (``[(node index, node, Op)]``) as function ``G<gid>`` in the namespace of
+    writer ``w``; returns the line calling it.  ``last_use``: value id -> index of the last node reading it;
+    ``kept``: the values the replay returns (never written into)."""
+    meta = w.meta
+    end = run[-1][0]
+    made, owned, ins, lines = {}, set(), [], []
+    for k, n, Op in run:
+        kernel = w.dev.kernels[plain_kernel(Op)]
+        base = getattr(kernel, "__wrapped__", kernel)  # (the whole run is inside the error guard)
+        fn = w.const(f"U{k}", base)
+        args = []
+        for j, a in enumerate(n.args):
+            if type(a) is Ref:
+                if a.i not in made and a.i not in ins:
+                    ins.append(a.i)
+                args.append(made.get(a.i, f"x{a.i}"))
+            else:
+                args.append(w.arg(k, j, a))
+        out = n.outs[0]
+        shape = meta[out][0]
+        into = None
+        if _ufunc(base) and shape:
+            into = next((a.i for a in n.args if type(a) is Ref and a.i in owned and last_use.get(a.i) == k
+                         and a.i not in kept and meta[a.i] == meta[out]), None)
+        if into is not None:  # the operand's buffer is free from here on: the result goes into it
+            lines.append(f"{fn}({', '.join(args)}, out={made[into]})")
+            owned.discard(into)
+            made[out] = made[into]
+        else:
+            made[out] = f"v{out}"
+            lines.append(f"v{out} = {fn}({', '.join(args)})")
+            if not shape:  # (a ufunc on 0-d arrays returns a NumPy scalar)
+                lines.append(f"if type(v{out}) is not AT: v{out} = A(v{out})")
+        if _ufunc(base) and shape:
+            owned.add(out)
+    outs = [i for i in made if i in kept or last_use.get(i, -1) > end]
+    src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
+        f"    return ({''.join(made[i] + ', ' for i in outs)})\n"
+    exec(compile(src, f"<ember.compile elementwise run {gid}>", "exec"), w.ns)  # noqa: S102 - generated above
+    w.ns[f"G{gid}"] = _QUIET(w.ns[f"run{gid}"])
+    call_args = ", ".join(w.as_array(i) for i in ins)
+    w.array.update(outs)
+    w.tensor.difference_update(outs)
+    w.fused.append(src)
+    targets = "".join(f"a{i}, " for i in outs)
+    return f"{targets or '_'} = G{gid}({call_args})"
