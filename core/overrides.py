@@ -110,16 +110,35 @@ def _checked(fn):
             t = type(a)
             if t is not Tensor and t not in _PLAIN and not ((t is tuple or t is list) and _plain(a)):
                 return _dispatch(public, fn, args, kwargs)
-        if kwargs:
-            for a in kwargs.values():
-                t = type(a)
-                if t is not Tensor and t not in _PLAIN and not ((t is tuple or t is list) and _plain(a)):
-                    return _dispatch(public, fn, args, kwargs)
-            return fn(*args, **kwargs)
-        return fn(*args)
+        try:
+            if kwargs:
+                for a in kwargs.values():
+                    t = type(a)
+                    if t is not Tensor and t not in _PLAIN and not ((t is tuple or t is list) and _plain(a)):
+                        return _dispatch(public, fn, args, kwargs)
+                return fn(*args, **kwargs)
+            return fn(*args)
+        except AttributeError as exc:  # (free on the plain path: Python's exceptions cost only when raised)
+            raise _not_a_tensor(fn, args, kwargs, exc) from None
 
     functools.update_wrapper(public, fn)
     return public
+
+
+def _not_a_tensor(fn, args, kwargs, exc: AttributeError) -> Exception:
+    """PyTorch's TypeError where ``fn`` took a number for a Tensor argument (ember's code then found no tensor
+    attribute on it: ``'float' object has no attribute 'dim'``); any other AttributeError unchanged."""
+    text = str(exc)
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    given = [*((names[i] if i < len(names) else None, a) for i, a in enumerate(args)), *kwargs.items()]
+    for i, (name, a) in enumerate(given):
+        if type(a) in (bool, int, float, complex) and text.startswith(f"'{type(a).__name__}' object has no"):
+            where = f"'{name}' (position {i + 1})" if i < len(args) else f"'{name}'"
+            return TypeError(f"{fn.__name__}(): argument {where} must be Tensor, not {type(a).__name__}")
+    return exc
 
 
 def _checked_property(prop: property) -> property:
