@@ -460,7 +460,12 @@ def test_automatic_dynamic_after_a_batch_change(device):
         assert len(calls) == n  # replayed, not captured again
         x = ember.randn(1, 4, device=device)
         np.testing.assert_array_equal(_np(g(x, w)), _np(f(x, w)))  # size 1 specialises: its own variant
-    assert len(_variants(g)) == 3
+        assert len(_variants(g)) == 3
+        static = _variants(g)[0]
+        seen = []
+        static.fast = lambda tensors, run=static.fast: seen.append(1) or run(tensors)
+        g(ember.randn(5, 4, device=device), w)
+        assert seen  # a size with a static variant of its own replays that one (the fastest)
 
 
 def test_dynamic_true_mark_dynamic_and_dynamic_false(device):

@@ -203,9 +203,10 @@ class CompiledFunction:
         self.last = None     # the shapes of the flat inputs of the last capture (automatic dynamic compares)
         _ALL.add(self)
 
-    def key(self, args, kwargs, flat):
+    def key(self, args, kwargs, flat, dyn=()):
+        """The guards of a call (None: run it eagerly); its tensors go to ``flat``.  ``dyn``: the dims whose
+        size the key leaves out (a dynamic variant's key); without, the exact shapes (a static variant's)."""
         head = (is_grad_enabled(), is_inference(), tuple([m.training for m in self.modules]))
-        dyn = self.dyn
         if not kwargs and not dyn:  # the usual call, tensors only: their metadata, inline
             metas = []
             for a in args:
@@ -223,7 +224,7 @@ class CompiledFunction:
             return None
         if any(type(t) is not Tensor and _own_torch_function(type(t)) for t in flat):
             return None
-        if self.ties:  # the sizes captured as one are guarded to be equal
+        if dyn and self.ties:  # the sizes captured as one are guarded to be equal
             sizes = [t._data.shape for t in flat]
             key += (tuple([len({sizes[k][j] if k < len(sizes) and j < len(sizes[k]) else None
                                 for k, j in group}) == 1 for group in self.ties]),)
@@ -259,14 +260,12 @@ class CompiledFunction:
                 _is_torch_function_mode_enabled():  # a tracer, autocast, vmap or a mode must see every op: eager
             return self.fn(*args, **kwargs)
         flat = []
-        key = self.key(args, kwargs, flat)
+        key = self.key(args, kwargs, flat)  # a static variant first: it replays fastest
         if key is None:
             return self.fn(*args, **kwargs)
         v = self.cache.get(key)
-        if v is None and self.widen(flat):  # the guards changed: a variant with these dims symbolic may serve
-            flat = []
-            key = self.key(args, kwargs, flat)
-            v = self.cache.get(key)
+        if v is None and (self.widen(flat) or self.dyn):  # a variant with some sizes symbolic may serve
+            v = self.cache.get(self.key(args, kwargs, [], self.dyn))
         if v is not None:
             if v.graph is None:
                 return self.fn(*args, **kwargs)
@@ -276,10 +275,9 @@ class CompiledFunction:
                 raise RuntimeError("ember.compile: a recompilation was needed under set_stance('fail_on_recompile')")
             if STANCE[0] == "eager_on_recompile" or len(self.cache) >= config.cache_size_limit:
                 return self.fn(*args, **kwargs)
-        guards = set(self.dyn), list(self.ties)
         v, out = self.capture(args, kwargs, flat)
-        if (self.dyn, self.ties) != guards:  # the variant's guards: the dims found dynamic, their ties
-            key = self.key(args, kwargs, [])
+        if v.graph is not None and v.graph.dynamic:  # guarded by everything but its symbolic sizes
+            key = self.key(args, kwargs, [], self.dyn)
         self.cache[key] = v
         return out
 
