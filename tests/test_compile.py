@@ -455,6 +455,7 @@ def test_automatic_dynamic_after_a_batch_change(device):
             x = ember.randn(b, 4, device=device)
             np.testing.assert_array_equal(_np(g(x, w)), _np(f(x, w)))
         assert _dynamic_variants(g) == [(), [(0, 0)]]  # static first; the recompile made the batch symbolic
+        assert all(v.fast is not None for v in _variants(g))  # both replay raw kernels
         n = len(calls)
         g(ember.randn(12, 4, device=device), w)
         assert len(calls) == n  # replayed, not captured again

@@ -378,7 +378,7 @@ class CompiledFunction:
             return Variant([note])
         v.slots = _param_slots(self.module, graph) if graph.params else []
         v.consts = list(graph.consts.values())
-        if self.backend in ("inductor", "ember") and flat and not graph.dynamic:
+        if self.backend in ("inductor", "ember") and flat:
             devs = {t._dev for t in flat + [s[k] for s, k in v.slots] + v.consts}
             if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
                 order = list(graph.inputs) + list(graph.params) + list(graph.consts)

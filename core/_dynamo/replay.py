@@ -21,7 +21,7 @@ ufunc's result into the buffer of an operand that dies there (``out=``).
 from __future__ import annotations
 
 from .. import dtypes
-from ..jit._graph import ARef, Gen, Ref, _refs_in, has_ref, lookup_op, replay_args
+from ..jit._graph import ARef, Ref, Sym, _refs_in, has_ref, lookup_op, replay_args
 from ..interception import KINDS
 from ..tensor import _wrap
 from . import fusion
@@ -68,6 +68,7 @@ class _Writer:
         self.dev = dev
         self.meta = {}
         self.fused = []  # the sources of the elementwise runs (see .fusion)
+        self.sized = False  # whether the inputs' shapes are read (a graph with dynamic sizes)
 
     def const(self, name, v):
         self.ns[name] = v
@@ -103,17 +104,35 @@ def _raw_call(w, k, n, Op):
     return f"{F}(N({O}), K, {args})"
 
 
-def _fallback(kind, Op, args, ins):
+def _fallback(kind, Op, args, ins, sized=False):
+    """A step calling ``Op`` through its dispatch kind on the tensors of value ids ``ins``; ``sized``: it
+    takes the inputs' shapes first (its arguments hold sizes that follow a dynamic dimension)."""
     fn = KINDS[kind]
 
     def step(*tensors):
         return fn(Op, *replay_args(kind, args, dict(zip(ins, tensors)), None))
-    return step
+
+    def sized_step(sizes, *tensors):
+        return fn(Op, *replay_args(kind, args, dict(zip(ins, tensors)), sizes))
+    return sized_step if sized else step
+
+
+def _has_sym(a) -> bool:
+    ta = type(a)
+    if ta is Sym:
+        return True
+    if ta is tuple or ta is list:
+        return any(_has_sym(x) for x in a)
+    if ta is slice:
+        return _has_sym((a.start, a.stop, a.step))
+    if ta is dict:
+        return _has_sym(tuple(a.values()))
+    return False
 
 
 def _foldable(n, folded, effects):
     if n.kind == "create":
-        return not any(type(a) is Gen for a in n.args) and not effects
+        return not any(has_ref(a) for a in n.args) and not effects  # (no random draw, no dynamic size)
     return n.kind in _RAW_KINDS and bool(n.ins) and all(i in folded for i in n.ins) and not effects
 
 
@@ -184,8 +203,12 @@ def generate(graph, order, dev, fold=True, fuse=True):
             _emit_raw(w, k, n, Op)
             continue
         ins = sorted(set(_refs_in(n.args)))
-        step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins))
-        names = ", ".join(w.as_tensor(i) for i in ins)
+        sized = _has_sym(n.args)
+        step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins, sized))
+        names = ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins])
+        if sized and not w.sized:  # the inputs' shapes, read once
+            w.sized = True
+            body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]")
         targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
         body.append(f"{targets} = {step}({names})")
         w.tensor.update(n.outs)
