@@ -14,7 +14,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, device_error, unary, view_op
 from ..writes import inplace, out_or
-from ..registry import export, op_class
+from ..registry import _type_name, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import tensor, zeros
 from .pointwise import where
@@ -39,7 +39,7 @@ def _convert_index(t, index, op="index"):
                 raise RuntimeError(f"{op}: indices should be either on cpu or on the same device as the indexed "
                                    f"tensor ({t.device}), got {i.device}")
             cat = i.dtype.category
-            if cat > 1:
+            if cat > 1 or i.dtype.name in ("int8", "int16"):  # PyTorch takes int64, int32, uint8 and bool only
                 raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, "
                                  f"got {i.dtype}")
             arr = i._data if i._dev is t._dev else xp.asarray(i._dev.backend.to_numpy(i._data))
@@ -201,8 +201,11 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index.dtype.name not in dtypes_ok:
+        if len(dtypes_ok) == 1 and op.startswith("index_copy"):
+            raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_type_name(index.dtype)}")
         want = " or ".join(dtypes_ok)
-        raise RuntimeError(f"{op}(): Expected dtype {want} for index, but got {index.dtype}")
+        error = IndexError if op.startswith("index_fill") else RuntimeError  # PyTorch's classes
+        raise error(f"{op}(): Expected dtype {want} for index, but got {index.dtype}")
     if index._dev is not t._dev:
         raise device_error(op, t, index)
     if vector and index.dim() > 1:
@@ -218,7 +221,8 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
     if arr.size:
         bad = _first_out_of_range(xp, arr, size, negative_ok)
         if bad is not None:
-            if vector:
+            # (PyTorch's index_add of rows, unlike the other vector-indexed ops, raises RuntimeError)
+            if vector and not (op.startswith("index_add") and t.dim() > 1):
                 raise IndexError(f"{op}(): index out of range in self (index {bad} for dimension {dim} with "
                                  f"size {size})")
             raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with size {size}")
@@ -525,7 +529,10 @@ def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
 
 
 def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
-    d, idx = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, vector=True)
+    # PyTorch's index_copy and index_fill take int64 indices only; index_fill also takes negative ones
+    long_only = Cls is IndexCopy or Cls is IndexFill
+    d, idx = _dim_index(x, dim, index, op, dtypes_ok=("int64",) if long_only else _INDEX_DTYPES, vector=True,
+                        negative_ok=Cls is IndexFill)
     if Cls is IndexFill:
         return run(Cls, x, d, idx, _to_array_scalar(src, op))
     _index_src_check(x, d, index, src, op)
@@ -675,6 +682,9 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:  # noqa: A0
     >>> ember.take_along_dim(ember.tensor([[10, 30, 20]]), ember.tensor([[1]]), 1)
     tensor([[30]])
     """
+    if isinstance(indices, Tensor) and indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_type_name(indices.dtype)}")
     if dim is None:
         return out_or(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
     d = _wrap_dim(dim, input.dim(), "take_along_dim")
