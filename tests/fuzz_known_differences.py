@@ -42,10 +42,11 @@ KNOWN = [
     Known("refuses", r".*", r"Expected a floating point or complex tensor as input. Got ember.complex", "open",
           "complex linear algebra (svd, qr, solve, lstsq, geqrf, triangular solves) is refused"),
     Known("accepts", r".*_forms|.*_out", r"must be Tensor, not (float|int|bool)|invalid combination of arguments - "
-          r"got \(Tensor, max=float, min=Tensor\)", "open",
+          r"got \(Tensor, max=(float|Tensor), min=(Tensor|float)\)", "open",
           "a number where PyTorch demands a Tensor (atan2, maximum, minimum, logical_*, fmax, fmin, hypot, "
           "heaviside, clamp(min=Tensor, max=number)): ember's binary ops take numbers for every operand"),
-    Known("accepts", r"conv\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|\w*cross_entropy\w*",
+    Known("accepts", r"conv\w*|cosine_similarity\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|"
+          r"\w*cross_entropy\w*",
           r"expected scalar type|same dtype|common dtype|dtype as input|but found", "open",
           "operands of two dtypes (or integer operands) that PyTorch's kernels refuse: ember promotes them"),
     Known("exception", r".*", r"^(RuntimeError|IndexError|NotImplementedError|TypeError|ValueError) where PyTorch "
@@ -58,9 +59,10 @@ KNOWN = [
     Known("exception", r"linear_cross_entropy\w*", r"^TypeError where PyTorch raised AttributeError", "deliberate",
           "PyTorch's Python linear_cross_entropy reads .dim() of a number (AttributeError); ember raises the "
           "TypeError PyTorch's functions raise for a number where a Tensor is required"),
-    Known("flags", r"geqrf|ldl_factor|native_group_norm|detach_copy|lu_factor\w*", r"requires_grad", "open",
+    Known("flags", r"geqrf\w*|trapezoid|ldl_factor|native_group_norm|detach_copy|lu_factor\w*", r"requires_grad",
+          "open",
           "requires_grad of outputs PyTorch marks differentiable (geqrf, ldl_factor, group norm's statistics, "
-          "detach_copy)"),
+          "detach_copy) or not (trapezoid of an empty input)"),
     Known("dtype", r"ldexp\w*|matrix_exp\w*", r"is float32, PyTorch's (float16|bfloat16)", "open",
           "float16/bfloat16 results computed in float32 and not rounded back"),
     Known("values", r"nanmean|nan_to_num|addcdiv|grid_sample\w*", r".", "open",
@@ -71,8 +73,13 @@ KNOWN = [
     Known("refuses", r"empty_reductions|soft_margin_loss|relu_grad", r".", "open",
           "complex amax of an empty input, soft_margin_loss's broadcast target, relu's gradient at integer output "
           "gradients"),
-    Known("accepts", r"kron", r"view size is not compatible", "deliberate",
-          "PyTorch 2.13's kron fails on some non-contiguous inputs (it views where it must reshape)"),
+    Known("accepts", r"kron|conv_tbc", r"view size is not compatible", "deliberate",
+          "PyTorch 2.13's kron and conv_tbc fail on some non-contiguous inputs (they view where they must "
+          "reshape)"),
+    Known("accepts", r"\w*fft\w*", r"MKL FFT error", "deliberate",
+          "PyTorch's MKL refuses some empty transforms; ember returns the empty result"),
+    Known("grad", r"native_channel_shuffle", r"derivative for aten::native_channel_shuffle is not implemented",
+          "deliberate", "ember differentiates native_channel_shuffle (a permutation); PyTorch has no formula"),
 ]
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 import ember
 
+from .compare import has_dtype
 from .kit import TABLES  # the kit's list of tables is the one list of them
 from .row import B, F, I
 
@@ -134,18 +135,19 @@ def _mutate_float(rng, arg: F, dtype: str, empty: bool) -> Arg:
     return Arg(data, dtype, how, arg.grad and dtype in FLOATING and not dtype.startswith("complex"))
 
 
-def mutate(rng, sample, empty: bool = True) -> list:
+def mutate(rng, sample, empty: bool = True, dtypes=DTYPES) -> list:
     """A random variant of ``sample`` (its :class:`F` inputs retyped, reshaped, made scalars or views; integer
-    arguments and index tensors sometimes out of range or 0-d); ``empty=False``: no empty inputs."""
+    arguments and index tensors sometimes out of range or 0-d); ``empty=False``: no empty inputs; the dtypes
+    drawn from ``dtypes``."""
     u = rng.rand()
-    common = "float32" if u < 0.35 else DTYPES[rng.randint(len(DTYPES))]
+    common = "float32" if u < 0.35 else dtypes[rng.randint(len(dtypes))]
     mixed = rng.rand() < 0.1
     out = []
     first = True
     for arg in sample:
         if isinstance(arg, F):
             # only the first input is made empty: PyTorch 2.13 crashes on some empty weights (conv3d's backward)
-            dtype = DTYPES[rng.randint(len(DTYPES))] if mixed else common
+            dtype = dtypes[rng.randint(len(dtypes))] if mixed else common
             out.append(_mutate_float(rng, arg, dtype, empty and first))
             first = False
         elif isinstance(arg, I):
@@ -230,7 +232,8 @@ def _call(lib, row, args) -> Outcome:
         diff = [r for r in res if isinstance(r, lib.Tensor) and r.requires_grad and r.is_floating_point()]
         if leaves and diff:
             try:
-                loss = sum((r.to(lib.float64) * lib.tensor(_weights(tuple(r.shape)))).sum() for r in diff)
+                loss = sum((r.to(lib.float64) * lib.tensor(_weights(tuple(r.shape)), device=r.device)).sum()
+                           for r in diff)
                 out.grads = lib.autograd.grad(loss, leaves, allow_unused=True)
             except Exception as exc:  # noqa: BLE001
                 out.grad_error = exc
@@ -342,7 +345,7 @@ def compare(row, args, device="cpu") -> list:
     before = [_host(a) if isinstance(a, ember.Tensor) else None for a in eargs]
     e = _call(ember, row, eargs)
     if t.error is not None and e.error is None:
-        return [("accepts", f"PyTorch raised {type(t.error).__name__}: {str(t.error)[:200]}")]
+        return [("accepts", f"PyTorch raised {type(t.error).__name__}: {str(t.error)[:400]}")]
     if e.error is not None and t.error is None:
         return [("refuses", f"{type(e.error).__name__}: {str(e.error)[:200]}")]
     if e.error is not None:
@@ -361,15 +364,17 @@ def compare(row, args, device="cpu") -> list:
 # --------------------------------------------------------------------------- a run
 def run(calls: int = 1000, seed: int = 0, known=None, ops=None, trace=None, device="cpu") -> Report:
     """``calls`` random calls (seeded) over every row (or the rows named in ``ops``), ember's inputs on
-    ``device``; ``known(kind, op, call,
+    ``device`` (the rows that run there, the dtypes it has); ``known(kind, op, call,
     detail)`` says whether a disagreement is a listed, deliberate one; ``trace(call)`` sees each call first."""
     rng = np.random.RandomState(seed)
-    table = [r for r in rows() if ops is None or r.name in ops]
+    kind = str(device).split(":")[0]
+    table = [r for r in rows() if (ops is None or r.name in ops) and kind not in r.skips]
+    dtypes = tuple(d for d in DTYPES if has_dtype(device, getattr(ember, d)))
     report = Report()
     for _ in range(calls):
         row = table[rng.randint(len(table))]
         sample = row.samples[rng.randint(len(row.samples))]
-        args = mutate(rng, sample, not any(row.name.startswith(k) for k in ORACLE_CRASHES))
+        args = mutate(rng, sample, not any(row.name.startswith(k) for k in ORACLE_CRASHES), dtypes)
         call = describe(row, args)
         if trace is not None:
             trace(call)

@@ -23,19 +23,23 @@ DIM_REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "lo
 def _unary(name):
     def op(m, x):
         f = getattr(m, name)
-        return f(x), getattr(x * 1, name + "_")(), f(x, out=m.empty(0, dtype=x.dtype))
+        return f(x), getattr(x * 1, name + "_")(), f(x, out=m.empty(0, dtype=x.dtype, device=x.device))
     return op
+
+
+NO_INPLACE = {"maximum", "minimum", "fmax", "fmin"}  # (PyTorch has no in-place form of these)
 
 
 def _binary(name):
     def op(m, x, y):
         f = getattr(m, name)
-        return f(x, y), getattr(x, name)(y), getattr(x.clone(), name + "_")(y)
+        inplace = () if name in NO_INPLACE else (getattr(x.clone(), name + "_")(y),)
+        return (f(x, y), getattr(x, name)(y), *inplace)
     return op
 
 
 def _binary_out(name):
-    return lambda m, x, y: getattr(m, name)(x, y, out=m.empty(0, dtype=x.dtype))
+    return lambda m, x, y: getattr(m, name)(x, y, out=m.empty(0, dtype=x.dtype, device=x.device))
 
 
 def _reduction(name):
@@ -66,7 +70,8 @@ ROWS = (
             [[r(4), I(np.array([0, 2, 2])), r(3)]]),
         Row("embedding_forms", lambda m, i, w, p: m.nn.functional.embedding(i, w, padding_idx=p),
             [[I(np.array([[0, 2], [1, 3]])), r(4, 3), 1], [I(np.array([1, 0])), r(4, 3), -1]]),
-        Row("mv_forms", lambda m, a, v: (m.mv(a, v), a.mv(v), m.mv(a, v, out=m.empty(0, dtype=a.dtype))),
+        Row("mv_forms",
+            lambda m, a, v: (m.mv(a, v), a.mv(v), m.mv(a, v, out=m.empty(0, dtype=a.dtype, device=a.device))),
             [[r(2, 3), r(3)]]),
         Row("solve_forms", lambda m, a, b: m.linalg.solve(a, b), [[Sampler(1).well(3), r(3, 2)]]),
         Row("cosine_similarity_forms", lambda m, x, y, d: m.nn.functional.cosine_similarity(x, y, d),
