@@ -3,9 +3,10 @@
 PyTorch's C-bound functions and methods (``python_arg_parser.cpp``) take ``axis=`` for ``dim``, ``keepdims=``
 for ``keepdim``, ``x=`` / ``a=`` / ``x1=`` for ``input`` and ``x2=`` for ``other``.  The registry passes each
 function it exports through :func:`numpy_names`, which reads the parameters once and gives back the same
-function recompiled from its own source with those aliases added as keyword-only parameters: no wrapper, so a
-call costs what it did.  The recompiled code is cached beside the module's bytecode, keyed by the source's
-modification time and size, so an import compiles only what changed.
+function recompiled from its own source with a ``**`` parameter that catches the aliases and a one-line
+preamble that takes them in when one is given: no wrapper, so the method and the namespace still show one
+function (the cost of a call: an empty keyword dict and one test).  The recompiled code is cached beside the
+module's bytecode, keyed by the source's modification time and size, so an import compiles only what changed.
 
 >>> import ember
 >>> ember.ones(2, 3).sum(axis=1, keepdims=True).shape
@@ -21,6 +22,7 @@ import sys
 import types
 
 NUMPY_NAMES = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"), "other": ("x2",)}
+ALIAS_OF = {alias: name for name, aliases in NUMPY_NAMES.items() for alias in aliases}
 ALIASED_NAMESPACES = ("torch", "Tensor", "linalg", "special", "fft")
 # The functions PyTorch writes in Python (torch/functional.py, torch/_tensor.py) take no aliases; in
 # nn.functional it is the other way round: only its C-bound functions take them.  tests/test_aliases_kw.py
@@ -34,7 +36,7 @@ C_BOUND_FUNCTIONAL = frozenset({
     "native_channel_shuffle", "pdist", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "conv_transpose3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "conv_tbc"})
 
-_FORMAT = 1           # the cache's format: raised when the generated code changes
+_FORMAT = 2           # the cache's format: raised when the generated code changes
 _NO = object()        # no value given for an alias
 _ALIASED: dict = {}   # function -> the same function taking its aliases
 _TAKING: set = set()  # ids of the functions made here
@@ -66,44 +68,59 @@ def numpy_names(namespaces, names, fn):
     return _ALIASED[fn]
 
 
-def _taken(value, default, alias_value, name, alias, op):
-    if value is not default:
-        raise TypeError(f"{op}() got multiple values for argument '{name}' (also given as '{alias}')")
-    return alias_value
+def _take(given, op, names, values, defaults):
+    """The values of the parameters ``names`` once the aliases in ``given`` are taken in (the rare path: an
+    alias given, or a parameter that an alias could have given missing), with PyTorch's TypeErrors."""
+    values = list(values)
+    for alias, value in given.items():
+        target = ALIAS_OF.get(alias)
+        if target not in names:
+            raise TypeError(f"{op}() got an unexpected keyword argument '{alias}'")
+        i = names.index(target)
+        if values[i] is not defaults[i]:
+            raise TypeError(f"{op}() got multiple values for argument '{target}' (also given as '{alias}')")
+        values[i] = value
+    for name, value in zip(names, values):
+        if value is _NO:
+            raise TypeError(f"{op}() missing required argument '{name}'")
+    return values
 
 
 def _with_aliases(fn):
-    """``fn`` recompiled with the keyword-only aliases of its parameters added; its body first takes an alias
-    given into its parameter.  None when ``fn`` has nothing to alias."""
+    """``fn`` recompiled to take the aliases of its parameters: it gains a ``**`` parameter that catches them,
+    and its body starts by taking them in when one is given.  None when ``fn`` has nothing to alias."""
     if "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:
         return None
     P = inspect.Parameter
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())
-    aliases = [(a, p) for i, p in enumerate(params) if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)
-               for a in NUMPY_NAMES.get(p.name, ()) if a not in sig.parameters]
-    if not aliases:
+    if any(p.kind is P.VAR_KEYWORD for p in params):
+        return None
+    targets = [p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)
+               and any(a not in sig.parameters for a in NUMPY_NAMES.get(p.name, ()))]
+    if not targets:
         return None
     # a required positional parameter that an alias may give, and the required ones after it, default to _NO
     positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
-    targets = {p.name for _, p in aliases}
     first = next((i for i, p in enumerate(positional) if p.name in targets and p.default is P.empty), None)
     loose = [p.name for p in positional[first:] if p.default is P.empty] if first is not None else []
     kw_loose = [p.name for p in params if p.kind is P.KEYWORD_ONLY and p.default is P.empty and p.name in targets]
+    names = [p.name for p in params if p.name in targets or p.name in loose or p.name in kw_loose]
     c = fn.__code__
-    key = (c.co_firstlineno, c.co_name, tuple(a for a, _ in aliases), tuple(loose), tuple(kw_loose))
+    key = (c.co_firstlineno, c.co_name, tuple(names), tuple(loose), tuple(kw_loose))
     code = _cached(c.co_filename, key)
     if code is None:
-        code = _compile(fn, params, aliases, loose, kw_loose)
+        code = _compile(fn, names, loose + kw_loose)
         if code is None:
             return None
         _store(c.co_filename, key, code)
     cells = dict(zip(c.co_freevars, fn.__closure__ or ()))
-    cells.update(_ember_NO=types.CellType(_NO), _ember_taken=types.CellType(_taken),
-                 _ember_default=types.CellType({p.name: p.default for p in params if p.default is not P.empty}))
+    defaults = tuple(_NO if sig.parameters[n].default is P.empty else sig.parameters[n].default for n in names)
+    cells.update(_ember_NO=types.CellType(_NO), _ember_take=types.CellType(_take),
+                 _ember_defaults=types.CellType(defaults))
     new = types.FunctionType(code, fn.__globals__, fn.__name__, (_NO,) * len(loose) + (fn.__defaults__ or ()),
                              tuple(cells[v] for v in code.co_freevars))
-    new.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **{n: _NO for n in kw_loose}, **{a: _NO for a, _ in aliases}}
+    new.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **{n: _NO for n in kw_loose}} or None
     for attr in ("__qualname__", "__doc__", "__module__", "__annotations__"):
         setattr(new, attr, getattr(fn, attr))
     new.__dict__.update(fn.__dict__)
@@ -111,32 +128,26 @@ def _with_aliases(fn):
     return new
 
 
-def _compile(fn, params, aliases, loose, kw_loose):
-    """The code of ``fn``'s definition with the aliases and their preamble added (None without its source)."""
+def _compile(fn, names, required):
+    """The code of ``fn``'s definition with the ``**`` parameter and the preamble that takes the aliases of
+    ``names`` in (None without its source).  ``required``: the parameters now defaulting to ``_NO``."""
     node = _def_node(fn)
     if node is None:
         return None
-    P = inspect.Parameter
     args = node.args
-    n_defaults = len(loose) + len(fn.__defaults__ or ())
-    args.defaults = [ast.Constant(None) for _ in range(n_defaults)]  # the values are set on the function
+    args.defaults = [ast.Constant(None) for _ in range(len(fn.__defaults__ or ()) + sum(
+        n in required for n in (a.arg for a in args.posonlyargs + args.args)))]  # the values are set on the function
     args.kw_defaults = [ast.Constant(None) for _ in args.kwonlyargs]
-    for a, _ in aliases:
-        args.kwonlyargs.append(ast.arg(a))
-        args.kw_defaults.append(ast.Constant(None))
-    lines = []
-    for a, p in aliases:
-        default = "_ember_NO" if p.default is P.empty else f"_ember_default[{p.name!r}]"
-        lines.append(f"if {a} is not _ember_NO:\n    {p.name} = _ember_taken({p.name}, {default}, {a}, "
-                     f"{p.name!r}, {a!r}, {fn.__name__!r})")
-    lines += [f"if {n} is _ember_NO:\n    raise TypeError(\"{fn.__name__}() missing required argument '{n}'\")"
-              for n in loose + kw_loose]
-    preamble = ast.parse("\n".join(lines)).body
+    args.kwarg = ast.arg("_ember_kw")
+    test = " or ".join(["_ember_kw"] + [f"{n} is _ember_NO" for n in required])
+    values = ", ".join(names) + ("," if len(names) == 1 else "")
+    preamble = ast.parse(f"if {test}:\n    {values} = _ember_take(_ember_kw, {fn.__name__!r}, {tuple(names)!r}, "
+                         f"({values}), _ember_defaults)").body
     ast.increment_lineno(ast.Module(body=preamble, type_ignores=[]), node.lineno - 1)
     first = node.body[0] if node.body else None
     doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
     body = node.body[:1] + preamble + node.body[1:] if doc else preamble + node.body
-    free = list(fn.__code__.co_freevars) + ["_ember_NO", "_ember_taken", "_ember_default"]
+    free = list(fn.__code__.co_freevars) + ["_ember_NO", "_ember_take", "_ember_defaults"]
     node.name = "_ember_fn"  # not fn's own name: the body may call the module's function of that name
     node.body = []
     maker = ast.FunctionDef(name="_ember_make", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],

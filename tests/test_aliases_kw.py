@@ -185,7 +185,7 @@ def test_alias_tables_match_pytorch():
                 continue
             if arguments.takes_numpy_names(ns, name) != _c_bound(theirs):
                 wrong.append(f"{ns}.{name}: table says {arguments.takes_numpy_names(ns, name)}")
-            elif _c_bound(theirs) and not all(a in (fn.__kwdefaults__ or {}) for a in names):
+            elif _c_bound(theirs) and id(fn) not in arguments._TAKING:
                 wrong.append(f"{ns}.{name}: takes none of {names}")
     assert not wrong, "\n".join(wrong)
 
@@ -196,7 +196,7 @@ def test_aliases_cost_no_wrapper():
 
     fn = NAMESPACES["Tensor"]["sum"]  # (what Tensor shows until a dispatching subclass arms its methods)
     assert __import__("inspect").unwrap(ember.Tensor.sum) is fn and "__wrapped__" not in vars(fn)
-    assert NAMESPACES["torch"]["sum"] is fn and "axis" in fn.__kwdefaults__
+    assert NAMESPACES["torch"]["sum"] is fn and fn.__code__.co_flags & __import__("inspect").CO_VARKEYWORDS
     assert str(__import__("inspect").signature(ember.Tensor.sum)) == "(input, dim=None, keepdim=False, *, dtype=None, out=None)"
 
 
