@@ -172,5 +172,6 @@ def test_sweep_node_names_of_every_row(device):
     known = KNOWN_DIFFERENT
     if getattr(ember.ones(1, device=device)._data, "strides", None) is None:
         known = known | STRIDED_ROWS
-    new = {case: names for case, names in wrong.items() if case.split("[")[0] not in known}
+    # (a row named "op variant" is listed by its op)
+    new = {case: names for case, names in wrong.items() if case.split("[")[0].split()[0] not in known}
     assert not new, f"grad_fn names that differ from PyTorch's (ember, PyTorch): {new}"
