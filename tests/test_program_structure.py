@@ -374,3 +374,112 @@ def test_keyboard_interrupt_in_a_plugin_still_interrupts(tmp_path):
     install(tmp_path, "fake-int", "fake_int", "raise KeyboardInterrupt\n")
     res = run(tmp_path, "import ember; print('ok')")
     assert res.returncode != 0 and "ok" not in res.stdout and "KeyboardInterrupt" in res.stderr
+
+
+# ---------------------------------------------------------------------------- gradcheck's keywords
+@pytest.mark.parametrize("name", ["gradcheck", "gradgradcheck"])
+def test_gradcheck_signature_is_torchs(torch, name):
+    import inspect
+
+    def params(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+    assert params(getattr(ember.autograd, name)) == params(getattr(torch.autograd, name))
+
+
+def _functions(lib):
+    """Functions of float64 inputs, one row each: name, function, input shapes."""
+    return [("matmul_tanh", lambda a, b: (a @ b).tanh(), [(3, 4), (4, 2)]),
+            ("two_outputs", lambda a, b: (a.sin() * b, a.exp().sum()), [(3,), (3,)]),
+            ("broadcast", lambda a, b: (a + b).pow(2), [(2, 1), (3,)]),
+            ("reduction", lambda a: a.logsumexp(0), [(4, 2)])]
+
+
+GRADCHECK_FLAGS = [{}, dict(check_forward_ad=True), dict(check_batched_grad=True),
+                   dict(check_forward_ad=True, check_batched_forward_grad=True), dict(fast_mode=True),
+                   dict(fast_mode=True, check_forward_ad=True, check_backward_ad=False),
+                   dict(check_grad_dtypes=True, check_undefined_grad=False), dict(nondet_tol=1e-12, masked=False)]
+
+
+@pytest.mark.parametrize("flags", GRADCHECK_FLAGS, ids=lambda f: ",".join(f) or "default")
+def test_gradcheck_flags_sweep_as_torch(torch, device, flags):
+    rng = np.random.default_rng(0)
+    for name, fn, shapes in _functions(ember):
+        arrays = [rng.standard_normal(s) for s in shapes]
+        mine = ember.autograd.gradcheck(fn, [ember.tensor(a, device=device, requires_grad=True) for a in arrays],
+                                        **flags)
+        theirs = torch.autograd.gradcheck(fn, [torch.tensor(a, requires_grad=True) for a in arrays], **flags)
+        assert mine is theirs is True, name
+
+
+@pytest.mark.parametrize("flags", [{}, dict(check_fwd_over_rev=True), dict(check_batched_grad=True),
+                                   dict(gen_non_contig_grad_outputs=True), dict(fast_mode=True)],
+                         ids=lambda f: ",".join(f) or "default")
+def test_gradgradcheck_flags_as_torch(torch, device, flags):
+    rng = np.random.default_rng(1)
+    for name, fn, shapes in _functions(ember)[:3]:
+        arrays = [rng.standard_normal(s) for s in shapes]
+        mine = ember.autograd.gradgradcheck(fn, [ember.tensor(a, device=device, requires_grad=True)
+                                                 for a in arrays], **flags)
+        theirs = torch.autograd.gradgradcheck(fn, [torch.tensor(a, requires_grad=True) for a in arrays], **flags)
+        assert mine is theirs is True, name
+
+
+def _custom(lib, kind):
+    """A custom Function whose backward is wrong in the way ``kind`` names (its forward is ``x * 3``)."""
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            if kind == "wrong":
+                return g * 2
+            if kind == "noisy":
+                return g * (3 + lib.randn(g.shape, dtype=g.dtype) * 1e-9)
+            return g * 3 + (g == 0).all().to(g.dtype)  # right Jacobian, but nonzero for zero grad_outputs
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 3
+    return F.apply
+
+
+@pytest.mark.parametrize("kind, flags, message", [
+    ("wrong", {}, "Jacobian mismatch"),
+    ("wrong", dict(fast_mode=True), "Jacobian mismatch"),
+    ("wrong", dict(check_forward_ad=True, check_backward_ad=False), None),
+    ("noisy", {}, "not reentrant"),
+    ("noisy", dict(nondet_tol=1e-6), None),
+    ("ignores_grad_output", {}, "backward not multiplied by grad_output"),
+])
+def test_gradcheck_failures_as_torch(torch, device, kind, flags, message):
+    x = np.random.default_rng(2).standard_normal(4)
+    for lib, t in ((torch, torch.tensor(x, requires_grad=True)),
+                   (ember, ember.tensor(x, device=device, requires_grad=True))):
+        fn = _custom(lib, kind)
+        if message is None:
+            assert lib.autograd.gradcheck(fn, (t,), **flags) is True
+            continue
+        with pytest.raises(RuntimeError, match=message):  # GradcheckError, a RuntimeError in both
+            lib.autograd.gradcheck(fn, (t,), **flags)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert lib.autograd.gradcheck(fn, (t,), raise_exception=False, **flags) is False
+
+
+def test_gradcheck_flag_combinations_refused_as_torch(torch):
+    x = torch.ones(1, dtype=torch.float64, requires_grad=True)
+    e = ember.ones(1, dtype=ember.float64, requires_grad=True)
+    cases = [("gradcheck", dict(check_backward_ad=False)),
+             ("gradcheck", dict(check_batched_grad=True, check_backward_ad=False, check_forward_ad=True)),
+             ("gradcheck", dict(check_batched_forward_grad=True)),
+             ("gradgradcheck", dict(check_rev_over_rev=False)),
+             ("gradgradcheck", dict(check_rev_over_rev=False, check_fwd_over_rev=True))]
+    for name, kw in cases:
+        messages = []
+        for lib, t in ((torch, x), (ember, e)):
+            with pytest.raises(AssertionError) as info:
+                getattr(lib.autograd, name)(lambda a: a * 2, (t,), **kw)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
