@@ -37,8 +37,10 @@ FAMILIES = {
     "s3d": [("s3d", {"num_classes": 10}, [(1, 3, 14, 224, 224)])],
     # 20 frames x 64 px: 10 x 16 x 16 tokens, padded to whole 8 x 7 x 7 windows and shifted; the second case's
     # clip is shorter than a window in time (the window shrinks there and is not shifted)
-    # two 128 x 128 frames (16 x 16 features, the smallest the 4-level pyramid takes), 12 updates; the final flow
-    "raft": [("raft_small", {}, [(1, 3, 128, 128)] * 2), ("raft_large", {}, [(1, 3, 128, 136)] * 2)],
+    # two 128 x 128 frames (16 x 16 features, the smallest the 4-level pyramid takes); the final flow after 3
+    # updates (12, the default, under -m slow)
+    "raft": [("raft_small", {}, [(1, 3, 128, 128)] * 2, {"num_flow_updates": 3}),
+             ("raft_large", {}, [(1, 3, 128, 136)] * 2), ("raft_small", {}, [(2, 3, 128, 128)] * 2)],
     # the full MViTs take 16 frames of 224 x 224 (test_small_mvit_matches_torchvision runs small ones)
     "mvit": [("mvit_v2_s", {}, [(1, 3, 16, 224, 224)]), ("mvit_v1_b", {}, [(1, 3, 16, 224, 224)])],
     "swin3d": [("swin3d_t", {}, [(1, 3, 20, 64, 64)]), ("swin3d_t", {"num_classes": 5}, [(2, 3, 4, 40, 48)]),
@@ -48,6 +50,7 @@ FAMILIES = {
 _REFERENCE = """
 import numpy as np
 from torchvision.models.video.mvit import MSBlockConfig, MViT
+from torchvision.models.video.swin_transformer import SwinTransformer3d
 torch.manual_seed(0)
 model = {build}
 with torch.no_grad():
@@ -61,7 +64,7 @@ with torch.no_grad():
 model.eval()
 xs = [torch.randn(*shape) for shape in {shapes!r}]
 with torch.no_grad():
-    y = model(*xs)
+    y = model(*xs, **{forward_kwargs!r})
 if isinstance(y, dict):
     ys = dict(y)
 elif isinstance(y, (list, tuple)):
@@ -75,13 +78,19 @@ print(json.dumps(sorted(ys)))
 """
 
 
-SLOW_FAMILIES = {"mvit"}  # the default suite runs test_small_mvit_matches_torchvision instead
+# fixed-size architectures too heavy for the default suite; test_small_*_matches_torchvision run small ones
+SLOW_FAMILIES = {"mvit", "s3d", "swin3d"}
 
 
 def _cases(families):
-    return [pytest.param(name, kwargs, shapes, id=f"{name}-{i}",
-                         marks=() if i == 0 and family not in SLOW_FAMILIES else pytest.mark.slow)
-            for family, cases in families.items() for i, (name, kwargs, shapes) in enumerate(cases)]
+    """(builder, kwargs, input shapes, forward kwargs) params; the first of each family runs by default."""
+    params = []
+    for family, cases in families.items():
+        for i, (name, kwargs, shapes, *forward_kwargs) in enumerate(cases):
+            slow = i > 0 or family in SLOW_FAMILIES
+            params.append(pytest.param(name, kwargs, shapes, (forward_kwargs or [{}])[0], id=f"{name}-{i}",
+                                       marks=pytest.mark.slow if slow else ()))
+    return params
 
 
 def _outputs(y) -> dict:
@@ -92,16 +101,18 @@ def _outputs(y) -> dict:
     return {"out": y}
 
 
-def _compare(tmp_path, build: str, model, shapes):
+def _compare(tmp_path, build: str, model, shapes, forward_kwargs=None):
     """Build ``build`` (an expression) in torchvision and load its randomised state into ``model``: the same
-    outputs for the same inputs."""
-    keys = vision_reference.run(_REFERENCE.format(build=build, shapes=shapes, dir=str(tmp_path)))
+    outputs for the same inputs (and forward keyword arguments)."""
+    forward_kwargs = forward_kwargs or {}
+    keys = vision_reference.run(_REFERENCE.format(build=build, shapes=shapes, dir=str(tmp_path),
+                                                  forward_kwargs=forward_kwargs))
     model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
     model.eval()
     with np.load(tmp_path / "x.npz") as xs:
         inputs = [ember.from_numpy(xs[k]) for k in sorted(xs.files, key=lambda f: int(f.split("_")[1]))]
     with ember.no_grad():
-        got = _outputs(model(*inputs))
+        got = _outputs(model(*inputs, **forward_kwargs))
     assert sorted(got) == keys
     with np.load(tmp_path / "y.npz") as want:
         for key in keys:
@@ -110,12 +121,12 @@ def _compare(tmp_path, build: str, model, shapes):
             np.testing.assert_allclose(got[key].numpy(), want[key], rtol=0, atol=1e-4 * scale, err_msg=key)
 
 
-@pytest.mark.parametrize("name,kwargs,shapes", _cases(FAMILIES))
-def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes):
+@pytest.mark.parametrize("name,kwargs,shapes,forward_kwargs", _cases(FAMILIES))
+def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes, forward_kwargs):
     if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
         pytest.skip("slow: run with -m slow")
     _compare(tmp_path, f"torchvision.models.get_model({name!r}, **{kwargs!r})", models.get_model(name, **kwargs),
-             shapes)
+             shapes, forward_kwargs)
 
 
 # three blocks, the second pooling queries 2x in space and widening the tokens
@@ -144,3 +155,14 @@ def test_segmentation_arguments_follow_torchvision():
     assert weights.DEFAULT.meta["categories"][:2] == ["__background__", "aeroplane"]
     model = models.get_model("deeplabv3_resnet50", weights_backbone=None)
     assert model.aux_classifier is None and model.classifier[-1].out_channels == 21
+
+
+# two stages of one block each; 6 frames x 20 x 24 px -> 3 x 5 x 6 tokens: windows of 2 x 3 x 4 padded and shifted
+_SMALL_SWIN3D = """SwinTransformer3d(patch_size=[2, 4, 4], embed_dim=16, depths=[2, 1], num_heads=[1, 2],
+    window_size=[2, 3, 4], num_classes=5)"""
+
+
+def test_small_swin3d_matches_torchvision(tmp_path):
+    from ember_vision.models.video import SwinTransformer3d  # noqa: F401  (the name in _SMALL_SWIN3D)
+
+    _compare(tmp_path, _SMALL_SWIN3D, eval(_SMALL_SWIN3D), [(2, 3, 6, 20, 24)])
