@@ -70,6 +70,7 @@ def _norm_default(v) -> str:
         return v
     text = str(v) if isinstance(v, _Literal) else repr(v)
     text = re.sub(r"^(torch|ember)\.", "", str(text))
+    text = {"long": "int64"}.get(text, text)  # dtype names PyTorch documents by their legacy alias
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):

@@ -17,7 +17,7 @@ from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
 from ..registry import export
-from ..layouts import check_memory_format
+from ..layouts import check_memory_format, dense_in_format, suggested_format
 from ..tensor import Tensor
 from .interop import from_dlpack
 
@@ -369,8 +369,19 @@ def empty(*dims, size=None, out=None, dtype=None, layout=None, device=None, requ
           memory_format=None) -> Tensor:
     """An uninitialised tensor."""
     size = _size(_size_arg(dims, size, "empty"), "empty")
+    check_memory_format(memory_format, len(size), "empty")
     dev, _, nd = _dev_dtype(device, dtype, out)
-    return create("empty", dev, requires_grad, out, "empty", size, nd)
+    t = create("empty", dev, requires_grad, out, "empty", size, nd)
+    return t if memory_format is None or out is not None else _formatted(t, t, memory_format)
+
+
+def _formatted(r, like, memory_format):
+    """Fresh tensor ``r`` (shaped like ``like``) laid out in ``memory_format``; by default (None or
+    ``preserve_format``) in ``like``'s channels-last order where ``like`` has one, as PyTorch's ``*_like`` are."""
+    fmt = suggested_format(like, memory_format)
+    if fmt is not None:
+        r._data = dense_in_format(r._dev.kernels, r._data, fmt)
+    return r
 
 
 def _like(fn, t, dtype, device, requires_grad, *extra):
@@ -383,27 +394,28 @@ def _like(fn, t, dtype, device, requires_grad, *extra):
 @export(to=TORCH)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     check_memory_format(memory_format, input.ndim, "zeros_like")
-    return _like(zeros, input, dtype, device, requires_grad)
+    return _formatted(_like(zeros, input, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     check_memory_format(memory_format, input.ndim, "ones_like")
-    return _like(ones, input, dtype, device, requires_grad)
+    return _formatted(_like(ones, input, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
     check_memory_format(memory_format, input.ndim, "empty_like")
-    return _like(empty, input, dtype, device, requires_grad)
+    return _formatted(_like(empty, input, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None):
     check_memory_format(memory_format, input.ndim, "full_like")
-    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
-                device=device if device is not None else input.device, requires_grad=requires_grad)
+    return _formatted(full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+                           device=device if device is not None else input.device, requires_grad=requires_grad),
+                      input, memory_format)
 
 
 @export(to=TORCH)
@@ -530,22 +542,33 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 
 
 @export(to=TORCH)
-def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+def randperm(n, *, generator=None, out=None, dtype=dtypes.int64, layout=None, device=None, requires_grad=False,
+             pin_memory=False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
-    return create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
+    t = create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
+    return t.pin_memory() if pin_memory else t
 
 
 @export(to=TORCH)
-def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
-    return _like(rand, input, dtype, device, requires_grad)
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
+              memory_format=None):
+    """Uniform draws on ``[0, 1)`` of ``input``'s shape (and its dtype and device unless given)."""
+    return _formatted(_random_like(rand, input, generator, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
-def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
-    return _like(randn, input, dtype, device, requires_grad)
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
+               memory_format=None):
+    """Standard normal draws of ``input``'s shape (and its dtype and device unless given)."""
+    return _formatted(_random_like(randn, input, generator, dtype, device, requires_grad), input, memory_format)
+
+
+def _random_like(fn, t, generator, dtype, device, requires_grad):
+    return fn(t.shape, generator=generator, dtype=dtype if dtype is not None else t.dtype,
+              device=device if device is not None else t.device, requires_grad=requires_grad)
 
 
 # --------------------------------------------------------------------------- legacy constructors
@@ -616,7 +639,7 @@ def _tri_indices(op, lower, row, col, offset, dtype, device):
 
 
 @export(to=TORCH)
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None) -> Tensor:
     """The ``(2, n)`` coordinates of the lower triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
 
     >>> import ember
@@ -628,7 +651,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) ->
 
 
 @export(to=TORCH)
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None) -> Tensor:
     """The ``(2, n)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
 
     >>> import ember
