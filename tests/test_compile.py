@@ -482,6 +482,7 @@ def test_dynamic_true_mark_dynamic_and_dynamic_false(device):
     for p, q in zip(m.parameters(), twin.parameters()):
         np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-5, atol=1e-6)
     assert _dynamic_variants(dyn) == [[(0, 0)]]  # the feature dim stays static: Linear specialises on it
+    assert _variants(dyn)[0].aot is not None  # forward and backward compiled ahead of time, batch symbolic
     x = ember.randn(6, 4, device=device)
     ember._dynamo.mark_dynamic(x, 0)
     marked = ember.compile(m)

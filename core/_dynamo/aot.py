@@ -24,7 +24,8 @@ from ..autograd.function import Function
 from ..jit import _graph
 from ..jit._graph import Ref, _refs_in
 from ..state import is_grad_enabled
-from ..tensor import Tensor, _wrap
+from ..ops.creation import ones_like
+from ..tensor import Tensor
 from .replay import generate
 
 
@@ -45,7 +46,7 @@ def joint_body(fn, out_spec, holder, state):
                 seen.add(id(t))
                 leaves.append(t)
         diff = [o for o in outs if o._rg and o.dtype.is_floating_point]
-        gouts = [_wrap(o._dev.kernels["copy"](o._data), o._dev) for o in diff]  # stand-ins, met by the backward
+        gouts = [ones_like(o) for o in diff]  # stand-ins (made by recorded ops: their sizes may be symbolic)
         grads = ()
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
             state.internal = True
@@ -65,9 +66,10 @@ def split(graph, holder, order, dev):
     tracer = holder["tracer"]
     vals = tracer.vals
     fwd_ids = holder["fwd"]
-    fwd = [n for n in graph.nodes if id(n) in fwd_ids]
-    bwd = [n for n in graph.nodes if id(n) not in fwd_ids]
     gout_ids = [vals[id(t)].i if id(t) in vals else None for t in holder["gouts"]]
+    fwd = [n for n in graph.nodes if id(n) in fwd_ids]
+    stand_ins = set(gout_ids)
+    bwd = [n for n in graph.nodes if id(n) not in fwd_ids and stand_ins.isdisjoint(n.outs)]
     made = {i for n in bwd for i in n.outs}
     read = {i for n in bwd for i in _refs_in(n.args)}
     late = [i for i in graph.consts if i >= holder["n_values"] and i not in gout_ids]
@@ -82,20 +84,25 @@ def split(graph, holder, order, dev):
     grads = holder["grads"]
     grad_ids = [vals[id(g)].i if g is not None else None for g in grads]
     leaf_ids = [vals[id(t)].i for t in holder["leaves"]]
-    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, out_spec=tuple(Ref(i) for i in out_ids + saved))
+    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs,
+                              out_spec=tuple(Ref(i) for i in out_ids + saved))
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
-    b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta,
+    b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta, inputs=None,  # (its sizes: the forward's inputs')
                               out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
     forward, fsrc = generate(f_graph, order, dev)
     backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev)
     pos = {i: j for j, i in reversed(list(enumerate(order)))}
-    return CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
+    step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
                         used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos[i] for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
+    step.n_inputs = len(graph.inputs) if graph.dynamic else 0  # (a dynamic graph's backward reads their sizes)
+    return step
 
 
 class CompiledStep:
     """A split joint graph: ``run(tensors)`` computes the outputs through :class:`_Joint` (one autograd node)."""
+
+    n_inputs = 0  # the inputs whose sizes the backward reads (a graph with dynamic sizes)
 
     def __init__(self, forward, backward, n_out, diff_pos, used_gouts, leaf_pos, has_grad, source):
         self.forward, self.backward = forward, backward
@@ -124,6 +131,7 @@ class _Joint(Function):
         values = step.forward(call.tensors)
         call.outs = values[:step.n_out]
         ctx.step, ctx.saved = step, values[step.n_out:]
+        ctx.sizes = [t._data.shape for t in call.tensors[:step.n_inputs]] if step.n_inputs else None
         return tuple(call.outs[k] for k in step.diff_pos)
 
     @staticmethod
@@ -135,5 +143,5 @@ class _Joint(Function):
         gs = [gouts[k] for k in step.used_gouts]
         if any(not isinstance(g, Tensor) for g in gs):
             raise RuntimeError("ember.compile: the compiled backward needs every output's gradient")
-        computed = iter(step.backward(list(ctx.saved) + gs))
+        computed = iter(step.backward(list(ctx.saved) + gs, ctx.sizes))
         return (None, *[next(computed) if h else None for h in step.has_grad])

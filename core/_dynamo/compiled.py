@@ -154,6 +154,16 @@ def _param_slots(module, graph):
     return slots
 
 
+def _plain_body(fn, holder):
+    """``fn`` returning its tensors flat, its result and their structure left in ``holder``."""
+    def body(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        outs = []
+        holder["out"], holder["spec"] = out, _out_spec(out, outs)
+        return tuple(outs)
+    return body
+
+
 class Variant:
     """One compiled variant: the graph, its dispatch replay, its raw replay (None when it has none), or the
     graph breaks that make it run eagerly."""
@@ -289,15 +299,13 @@ class CompiledFunction:
         self.last = [tuple(t._data.shape) for t in flat]
         dims = sorted((k, j) for k, j in self.dyn if k < len(flat) and j < flat[k].ndim and flat[k].shape[j] >= 2)
         state = _Capture(self.fullgraph)
-        holder = {}
-        if is_grad_enabled() and self.backend in ("inductor", "ember") and not dims:
-            body = joint_body(self.fn, _out_spec, holder, state)
-        else:
-            def body(*a, **k):
-                out = self.fn(*a, **k)
-                outs = []
-                holder["out"], holder["spec"] = out, _out_spec(out, outs)
-                return tuple(outs)
+        runs = []  # what each run of the function left (a dynamic capture runs it more than once)
+        joint = [is_grad_enabled() and self.backend in ("inductor", "ember")]  # with the backward, ahead of time
+
+        def body(*a, **k):
+            h = {}
+            runs.append(h)
+            return (joint_body(self.fn, _out_spec, h, state) if joint[0] else _plain_body(self.fn, h))(*a, **k)
 
         run = _engine.run
         _LOCAL.capture = state
@@ -305,15 +313,18 @@ class CompiledFunction:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
-                if dims:
-                    graph, outs = self.capture_dynamic(body, args, kwargs, flat, dims)
-                    if holder["spec"] is not None:  # the call's own results (the body ran again since)
-                        holder["out"] = _rebuild(holder["spec"], outs)
+                if dims:  # with the backward where its sizes can be symbolic too, else the forward alone
+                    got = self.capture_dynamic(body, runs, args, kwargs, flat, dims, settle=not joint[0])
+                    if got is None:  # (the backward then recorded through dispatch at each call)
+                        joint[0] = False
+                        got = self.capture_dynamic(body, runs, args, kwargs, flat, dims)
+                    graph = got[0]
                 else:
                     graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
         finally:
             _engine.run = run
             _LOCAL.capture = None
+        holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
         if spec is None:
             state.note(f"an output of type {type(out).__name__} (only tensors in tuples, lists and dicts are "
@@ -322,35 +333,44 @@ class CompiledFunction:
             return Variant(state.breaks), out
         return self.build(graph, spec, flat, holder), out
 
-    def capture_dynamic(self, body, args, kwargs, flat, dims):
+    def capture_dynamic(self, body, runs, args, kwargs, flat, dims, settle=True):
         """``(graph, results)`` of ``body`` with ``dims`` symbolic.  Dims of one size in this call are captured as one
         size (a batch axis of two inputs) and guarded to stay equal.  Where the function specialises on a
         dim's size (its ops change with it), that dim stays static: when the whole set fails, each group is
         tried alone (its effects on buffers and random state undone) and the graph captured with those that
-        hold."""
-        by_size = {}
-        for k, j in dims:
-            by_size.setdefault(flat[k].shape[j], []).append((k, j))
-        groups = list(by_size.values())
-        got = self.try_dynamic(body, args, kwargs, groups, keep=True)
+        hold.  Where none holds: None when not ``settle``, else the graph with static sizes."""
+        groups = self.groups(flat, dims)
+        got = self.try_dynamic(body, runs, args, kwargs, groups, keep=True)
         if got is None and len(groups) > 1:
-            held = [g for g in groups if self.try_dynamic(body, args, kwargs, [g], keep=False) is not None]
-            got = self.try_dynamic(body, args, kwargs, held, keep=True) if held else None
+            held = [g for g in groups if self.try_dynamic(body, runs, args, kwargs, [g], keep=False) is not None]
+            got = self.try_dynamic(body, runs, args, kwargs, held, keep=True) if held else None
             groups = held
         if got is None:
+            if not settle:  # (the caller tries another way)
+                return None
             groups = []
+            runs.clear()
             got = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
         kept = {d for g in groups for d in g}
         self.static.update(d for d in dims if d not in kept)
         self.dyn.difference_update(self.static)
-        self.ties = [tuple(g) for g in groups if len(g) > 1] or self.ties
+        self.ties = [g for g in groups if len(g) > 1] or self.ties
         return got
 
-    def try_dynamic(self, body, args, kwargs, groups, keep):
+    @staticmethod
+    def groups(flat, dims) -> list:
+        """``dims`` grouped by their size in this call (each group captured as one size)."""
+        by_size = {}
+        for k, j in dims:
+            by_size.setdefault(flat[k].shape[j], []).append((k, j))
+        return [tuple(g) for g in by_size.values()]
+
+    def try_dynamic(self, body, runs, args, kwargs, groups, keep):
         """``(graph, results of the call)`` of ``body`` with the dims of ``groups`` symbolic (each group one
         size), or None where the function specialises on one of them."""
         dims = [d for g in groups for d in g]
         tied = {g[0]: g[1:] for g in groups if len(g) > 1}
+        runs.clear()
         try:
             return capture_dynamic(body, args, kwargs, self.module, dims, "ember.compile", tied,
                                    on_conversion=_on_conversion, keep=keep)

@@ -151,9 +151,10 @@ def _emit_raw(w, k, n, Op):
 
 
 def generate(graph, order, dev, fold=True, fuse=True):
-    """A function ``replay(tensors)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the tensors of
-    the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.  ``fuse``:
-    runs of pointwise ops become one function each (:mod:`.fusion`)."""
+    """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
+    tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
+    Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
+    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`)."""
     w = _Writer(dev)
     meta = w.meta = graph.meta
     effects = any(n.kind == "inplace" for n in graph.nodes)
@@ -206,7 +207,7 @@ def generate(graph, order, dev, fold=True, fuse=True):
         sized = _has_sym(n.args)
         step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins, sized))
         names = ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins])
-        if sized and not w.sized:  # the inputs' shapes, read once
+        if sized and not w.sized and graph.inputs is not None:  # the inputs' shapes, read once (else given)
             w.sized = True
             body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]")
         targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
@@ -225,8 +226,8 @@ def generate(graph, order, dev, fold=True, fuse=True):
         else:
             body.append(f"a{i} = {copy}(a{i})")
     result = _spec_code(graph.out_spec, w)
-    head = f"def replay(T):\n    {', '.join(f't{i}' for i in order)}{',' if len(order) == 1 else ''} = T\n" \
-        if order else "def replay(T):\n"
+    head = f"def replay(T, SZ=None):\n    {', '.join(f't{i}' for i in order)}{',' if len(order) == 1 else ''} = T\n" \
+        if order else "def replay(T, SZ=None):\n"
     src = head + "".join(f"    {line}\n" for line in body) + f"    return {result}\n"
     exec(compile(src, "<ember.compile replay>", "exec"), w.ns)  # noqa: S102 - code generated above
     return w.ns["replay"], "".join(w.fused) + src
