@@ -100,6 +100,47 @@ def channels_last_contiguous(shape, strides, fmt) -> bool:
     return True
 
 
+# each channels-last format: the dimension order outermost first (channels innermost), and its inverse
+_PERMS = {channels_last: ((0, 2, 3, 1), (0, 3, 1, 2)), channels_last_3d: ((0, 2, 3, 4, 1), (0, 4, 1, 2, 3))}
+
+
+def dense_in_format(k, arr, fmt):
+    """Array ``arr`` copied densely in channels-last format ``fmt`` with the kernels ``k`` of its device (a fresh
+    tensor's array; arrays without strides come back as a plain copy)."""
+    perm, inv = _PERMS[fmt]
+    return k["permute"](k["contiguous"](k["permute"](arr, perm)), inv)
+
+
+def to_format(t, fmt, copy: bool = False):
+    """Tensor ``t`` laid out densely in channels-last format ``fmt`` (differentiably): ``t`` itself when it already
+    is and no copy is asked for.
+
+    >>> import ember
+    >>> to_format(ember.zeros(2, 3, 4, 5), ember.channels_last).stride()
+    (60, 1, 15, 3)
+    """
+    if not copy and t.is_contiguous(memory_format=fmt):
+        return t
+    perm, inv = _PERMS[fmt]
+    p = t.permute(perm)
+    q = p.contiguous()
+    if q is p:  # already dense in that order: contiguous() made no copy
+        q = p.clone(memory_format=contiguous_format)
+    return q.permute(inv)
+
+
+def suggested_format(t, fmt=None):
+    """The channels-last format a result of ``t`` takes under ``memory_format=fmt`` (None and
+    ``preserve_format``: ``t``'s own when ``t`` is dense channels-last and not also plainly contiguous, as
+    PyTorch's preserve rule gives), or None for the contiguous order."""
+    if fmt is not None and fmt is not preserve_format:
+        return fmt if fmt in _PERMS else None
+    for f, (perm, _) in _PERMS.items():
+        if t.dim() == len(perm) and not t.is_contiguous() and t.is_contiguous(memory_format=f):
+            return f
+    return None
+
+
 def check_memory_format(fmt, ndim: int, op: str) -> None:
     """PyTorch's checks of a ``memory_format=`` argument: a :class:`memory_format` (or None), and a
     channels-last format only for a tensor of its rank."""

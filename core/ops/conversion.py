@@ -10,7 +10,7 @@ from ..backend import resolve
 from ..dispatch import cast, record
 from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..registry import export
-from ..layouts import check_memory_format
+from ..layouts import check_memory_format, preserve_format
 from ..tensor import Tensor, _wrap
 from . import creation
 from .creation import full, tensor
@@ -86,7 +86,8 @@ def to(self, *args, **kwargs):
     """
     non_blocking = kwargs.pop("non_blocking", False)
     copy = kwargs.pop("copy", False)
-    check_memory_format(kwargs.pop("memory_format", None), self.ndim, "to")
+    fmt = kwargs.pop("memory_format", None)
+    check_memory_format(fmt, self.ndim, "to")
     dev, dt = _parse_to(args, kwargs)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -102,7 +103,9 @@ def to(self, *args, **kwargs):
             t = _to_device(t, d, non_blocking)
             copy = False
     if copy:
-        t = t.clone()
+        t = t.clone(memory_format=fmt)
+    elif fmt is not None and fmt is not preserve_format:
+        t = t.contiguous(memory_format=fmt)
     return t
 
 

@@ -17,7 +17,7 @@ from .. import dispatch
 from ..dispatch import apply, cast, result_type, unary, view_op
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, export, op_class
-from ..layouts import check_memory_format
+from ..layouts import check_memory_format, contiguous_format, preserve_format, suggested_format, to_format
 from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
 from .creation import arange
 from .creation import create as _create
@@ -366,6 +366,11 @@ def contiguous(self, memory_format=None):
     True
     """
     check_memory_format(memory_format, self.ndim, "contiguous")
+    if memory_format is preserve_format and not self.is_contiguous():
+        raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator")
+    fmt = suggested_format(self, memory_format or contiguous_format)
+    if fmt is not None:  # channels_last(_3d): dense with the channels innermost
+        return to_format(self, fmt)
     if self.is_contiguous():
         return self
     return unary(Contiguous, self)
@@ -375,6 +380,11 @@ def contiguous(self, memory_format=None):
 def clone(input, *, memory_format=None):  # noqa: A002
     """A copy that stays in the graph."""
     check_memory_format(memory_format, input.ndim, "clone")
+    fmt = suggested_format(input, memory_format)  # (None and preserve_format keep a channels-last input's order)
+    if fmt is not None:
+        return to_format(input, fmt, copy=True)
+    if memory_format is contiguous_format and not input.is_contiguous():
+        return unary(Contiguous, input)
     return unary(Clone, input)
 
 
