@@ -116,30 +116,49 @@ def _assert_close_pixels(got, want, key, tol: int = 0):
     assert diff.max() <= tol, f"{key}: {int((diff > tol).sum())} values differ, max {diff.max()}"
 
 
-@pytest.mark.parametrize("name", list(CALLS))
-@pytest.mark.parametrize("kind", ["tensor", "pil"])
-def test_functional_op_matches_torchvision(reference, name, kind):
+def _check_call(reference, kind: str, name: str, device=None):
     d, arr, want, _ = reference
-    if kind == "pil" and name in PIL_ONLY_SKIP:
-        pytest.skip("PIL images go through the tensor path")
     img = _inputs(d, arr)[kind]
+    if device is not None:
+        img = img.to(device)
     displacement = ember.from_numpy(np.load(d / "disp.npy"))  # noqa: F841  (used by the call text)
-    before = arr.copy()
-    got = _as_array(eval(CALLS[name]))
-    _assert_close_pixels(got, want[f"{kind}:{name}"], f"{kind}:{name}", tol=1 if kind == "tensor" else 0)
-    if kind == "tensor":
-        assert np.array_equal(img.numpy(), before)  # the input is left as it was
+    got = eval(CALLS[name])
+    if device is not None:
+        assert got.device.type == ember.device(device).type
+        assert np.array_equal(img.cpu().numpy(), arr)  # the input is left as it was
+        got = got.cpu()
+    _assert_close_pixels(_as_array(got), want[f"{kind}:{name}"], f"{kind}:{name}", tol=1 if device else 0)
 
 
-@pytest.mark.parametrize("op,magnitude", OPS, ids=[f"{o}{m}" for o, m in OPS])
-@pytest.mark.parametrize("kind", ["tensor", "pil"])
-def test_augment_op_matches_torchvision(reference, kind, op, magnitude):
+@pytest.mark.parametrize("name", list(CALLS))
+def test_functional_op_matches_torchvision(reference, device, name):
+    _check_call(reference, "tensor", name, device)
+
+
+@pytest.mark.parametrize("name", [n for n in CALLS if n not in PIL_ONLY_SKIP])
+def test_functional_op_on_pil_matches_torchvision(reference, name):
+    _check_call(reference, "pil", name)
+
+
+def _check_op(reference, kind: str, op: str, magnitude: float, device=None):
     d, arr, want, _ = reference
     img = _inputs(d, arr)[kind]
+    if device is not None:
+        img = img.to(device)
     mode = F.InterpolationMode.BILINEAR if op == "Rotate" and magnitude < 0 else F.InterpolationMode.NEAREST
     got = autoaugment._apply_op(img, op, magnitude, mode, None if kind == "pil" else [1.0, 2.0, 3.0])
     key = f"{kind}:op:{op}{magnitude}"
-    _assert_close_pixels(_as_array(got), want[key], key, tol=1 if kind == "tensor" else 0)
+    _assert_close_pixels(_as_array(got.cpu() if device else got), want[key], key, tol=1 if device else 0)
+
+
+@pytest.mark.parametrize("op,magnitude", OPS, ids=[f"{o}{m}" for o, m in OPS])
+def test_augment_op_matches_torchvision(reference, device, op, magnitude):
+    _check_op(reference, "tensor", op, magnitude, device)
+
+
+@pytest.mark.parametrize("op,magnitude", OPS, ids=[f"{o}{m}" for o, m in OPS])
+def test_augment_op_on_pil_matches_torchvision(reference, op, magnitude):
+    _check_op(reference, "pil", op, magnitude)
 
 
 def _space(s):
