@@ -544,25 +544,25 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
 
 
 @export
-def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:  # noqa: A002
+def index_add(input, dim: int, index, source, *, alpha=1, out=None) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``.
 
     >>> import ember
     >>> ember.zeros(3).index_add(0, ember.tensor([0, 0, 2]), ember.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
-    return _index_op(apply, IndexAdd, input, dim, index, source, "index_add", alpha)
+    return out_or(_index_op(apply, IndexAdd, input, dim, index, source, "index_add", alpha), out)
 
 
 @export
-def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002
+def index_copy(input, dim: int, index, source, *, out=None) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
 
     >>> import ember
     >>> ember.zeros(3).index_copy(0, ember.tensor([2]), ember.tensor([5.]))
     tensor([0., 0., 5.])
     """
-    return _index_op(apply, IndexCopy, input, dim, index, source, "index_copy")
+    return out_or(_index_op(apply, IndexCopy, input, dim, index, source, "index_copy"), out)
 
 
 @export

@@ -47,8 +47,8 @@ def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
 
 
 @export
-def msort(input):  # noqa: A002
-    return sort(input, 0).values
+def msort(input, *, out=None):  # noqa: A002
+    return out_or(sort(input, 0).values, out)
 
 
 @export
