@@ -271,3 +271,15 @@ def test_a_foreign_call_cannot_be_lowered(device):
     ep.graph_module.recompile()
     with pytest.raises(RuntimeError, match="not one of ember's graph ops"):
         ep.op_graph()
+
+
+def test_exported_graph_module_pickles(device):
+    import pickle
+    ember.manual_seed(0)
+    m = Net().to(device)
+    ep = export(m, (ember.randn(2, 1, 32, 32, device=device),), dynamic_shapes=({0: Dim("b")},))
+    gm = ep.module()
+    loaded = pickle.loads(pickle.dumps(gm))  # its code is traced again: each op call is one node again
+    assert loaded.code == gm.code and "sym_size_int" in loaded.code
+    y = ember.randn(3, 1, 32, 32, device=device)
+    np.testing.assert_array_equal(_np(loaded(y)[0]), _np(m(y)))

@@ -28,10 +28,12 @@ import inspect
 import operator
 from dataclasses import dataclass
 
+from ..fx._symbolic_trace import _find_proxy
 from ..fx.graph import Graph as FxGraph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node as FxNode
 from ..fx.node import has_side_effect
+from ..fx.proxy import Proxy
 from ..interception import KINDS
 from ..jit._graph import _EFFECTS, ARef, Graph, Node, Ref, Sym, _flatten, _refs_in, _unflatten, lookup_op
 from ..jit._graph import replay_args
@@ -54,6 +56,8 @@ class OpOverload:
         self._Op = None
 
     def __call__(self, *args):
+        if _has_proxy(args):  # fx tracing the generated code (a pickled GraphModule loaded): one node
+            return _find_proxy(args).tracer.create_proxy("call_function", self, args, {})
         Op = self._Op
         if Op is None:
             Op = self._Op = self.op if self.kind == "create" else lookup_op(self.op)
@@ -87,7 +91,8 @@ class _Packet:
 class _Ops:
     """``ops.<Op>.<kind>``: the call targets of exported graphs."""
 
-    __qualname__ = "ops"  # (the name pickled GraphModules import it by)
+    def __init__(self):
+        self.__qualname__ = "ops"  # (the name a pickled GraphModule's code imports it by)
 
     def __getattr__(self, op):
         if op.startswith("__"):
@@ -110,13 +115,24 @@ def overload(kind: str, op: str) -> OpOverload:
     return o
 
 
+def _has_proxy(args) -> bool:
+    for a in args:
+        if type(a) is Proxy or type(a) in (list, tuple) and _find_proxy(a) is not None:
+            return True
+    return False
+
+
 def sym_size_int(t, dim):
     """The size of dimension ``dim`` of ``t``: a dynamic size in an exported graph."""
+    if type(t) is Proxy:
+        return t.tracer.create_proxy("call_function", sym_size_int, (t, dim), {})
     return t.shape[dim]
 
 
 def data(t):
     """``t``'s backend array, for an op that takes its operand as an array."""
+    if type(t) is Proxy:
+        return t.tracer.create_proxy("call_function", data, (t,), {})
     return t._data
 
 
