@@ -141,6 +141,13 @@ def suggested_format(t, fmt=None):
     return None
 
 
+def keep_format(out, like):
+    """``out`` in ``like``'s channels-last order where ``like`` has one (convolution and batch norm results follow
+    their input's format in PyTorch); otherwise ``out`` itself."""
+    fmt = suggested_format(like)
+    return out if fmt is None or out.dim() != like.dim() else to_format(out, fmt)
+
+
 def check_memory_format(fmt, ndim: int, op: str) -> None:
     """PyTorch's checks of a ``memory_format=`` argument: a :class:`memory_format` (or None), and a
     channels-last format only for a tensor of its rank."""

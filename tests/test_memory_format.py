@@ -117,3 +117,22 @@ def test_bad_memory_format_arguments(device):
         ember.empty(2, 3, 4, 5, memory_format=ember.channels_last_3d, device=device)
     with pytest.raises(TypeError, match="memory_format"):
         x.clone(memory_format="channels_last")
+
+
+def test_conv2d_and_batch_norm_keep_a_channels_last_input_format(device, torch):
+    def calls(L, dev):
+        m = L.nn.BatchNorm2d(3).to(dev)
+        m.eval()
+        w6, w1, b = L.ones(6, 3, 3, 3).to(dev), L.ones(6, 3, 1, 1).to(dev), L.ones(6).to(dev)
+        return {"conv2d": lambda x: L.nn.functional.conv2d(x, w6, b),
+                "conv2d 1x1": lambda x: L.nn.functional.conv2d(x, w1),
+                "batch_norm training": lambda x: L.nn.functional.batch_norm(x, None, None, training=True),
+                "batch_norm eval": m, "relu": lambda x: x.relu()}
+    strided = _has_strides(device)
+    e, t = calls(ember, device), calls(torch, "cpu")
+    for start in STARTS:
+        for name in e:
+            x, tx = STARTS[start](ember, (2, 3, 4, 5)).to(device), STARTS[start](torch, (2, 3, 4, 5))
+            got, want = _facts(ember, e[name](x).detach(), strided), _facts(torch, t[name](tx).detach(), strided)
+            assert got[:2] == want[:2] and got[3:] == want[3:], (start, name)
+            ember.testing.assert_close(ember.tensor(got[2]), ember.tensor(want[2]), rtol=1e-5, atol=1e-4)

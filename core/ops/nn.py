@@ -24,6 +24,7 @@ from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, unary
 from ..interception import observed
+from ..layouts import keep_format
 from ..writes import inplace_result, out_or
 from ..registry import NAMESPACES, _type_name, check_tensor, export, inplace_form, op_class
 from ..state import is_grad_enabled
@@ -916,12 +917,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if training and running_mean is not None:
             _update(running_mean, mean.detach().reshape(c), momentum)
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
-        return y
+        return keep_format(y, x)  # (a channels-last input gives a channels-last result, as in PyTorch)
     # inference, as PyTorch's CPU kernel: y = x * alpha + beta with alpha = weight / std and
     # beta = bias - mean * alpha per channel; when no graph is recorded, one kernel (BatchNormEval), else
     # the same arithmetic as differentiable ops
     if _eval_fusable(x, running_mean, running_var, weight, bias):
-        return apply(BatchNormEval, x, running_mean, running_var, weight, bias, eps)
+        return keep_format(apply(BatchNormEval, x, running_mean, running_var, weight, bias, eps), x)
     alpha = _bn_scale(running_var.reshape(shape), weight, eps, shape)
     beta = -running_mean.reshape(shape) * alpha
     if bias is not None:
@@ -1302,10 +1303,13 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     if weight is not None and tuple(weight.shape) != ns:
         raise RuntimeError(f"rms_norm: Expected weight to be of same shape as normalized_shape, but got weight of "
                            f"shape {list(weight.shape)} and normalized_shape = {list(ns)}")
+    low = x.dtype.name in ("float16", "bfloat16")  # computed in float32 (eps too), rounded back, as PyTorch
     if eps is None:
-        eps = _EPS.get(x.dtype.name, 2.0 ** -23)
+        eps = 2.0 ** -23 if low else _EPS.get(x.dtype.name, 2.0 ** -23)
     dims = list(range(x.ndim - len(ns), x.ndim))
-    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    xc = x.float() if low else x
+    y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    y = y.to(x.dtype) if low else y
     return y * weight if weight is not None else y
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
+from ..layouts import keep_format
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import arange, eye, rand, tensor
@@ -157,7 +158,9 @@ def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     if b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0]):
         raise RuntimeError(f"{op}: expected bias of shape [{w.shape[0]}], got {list(b.shape)}")
     out = apply(Conv, x, w, b, (stride, pads, dilation, groups))
-    return out.squeeze(0) if unbatched else out
+    if unbatched:
+        return out.squeeze(0)
+    return keep_format(out, x) if d == 2 else out  # (PyTorch's conv3d gives a contiguous result)
 
 
 @export(to=("nn.functional", "torch"))
