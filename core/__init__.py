@@ -77,20 +77,20 @@ if "meta" not in plugins.REGISTRY.backends:
     plugins.register(_meta, name="meta")
 
 
-def is_floating_point(t):
-    return t.is_floating_point()
+def is_floating_point(input):  # noqa: A002
+    return input.is_floating_point()
 
 
-def numel(t) -> int:
-    return t.numel()
+def numel(input) -> int:  # noqa: A002
+    return input.numel()
 
 
 def detach(t):
     return t.detach()
 
 
-def typename(t) -> str:
-    return t.type() if isinstance(t, Tensor) else type(t).__name__
+def typename(obj) -> str:
+    return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
 
 
 for _fn in (is_floating_point, numel, detach):

@@ -687,9 +687,9 @@ def _init_default():
     return dev
 
 
-def set_default_device(dev) -> None:
-    """Make ``dev`` the device new tensors are created on (``None``: back to automatic)."""
-    _default_device[0] = None if dev is None else resolve(dev)
+def set_default_device(device) -> None:
+    """Make ``device`` the device new tensors are created on (``None``: back to automatic)."""
+    _default_device[0] = None if device is None else resolve(device)
 
 
 def get_default_device() -> device:

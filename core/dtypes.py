@@ -143,34 +143,34 @@ def as_dtype(d) -> dtype:
     raise TypeError(f"cannot interpret {d!r} as an ember dtype")
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype both ``a`` and ``b`` convert to (PyTorch's table).
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype both ``type1`` and ``type2`` convert to (PyTorch's table).
 
     >>> import ember
     >>> ember.promote_types(ember.uint8, ember.int8)
     ember.int16
     """
-    if a is b:
-        return a
+    if type1 is type2:
+        return type1
     try:
-        ca, cb = a.category, b.category
+        ca, cb = type1.category, type2.category
     except AttributeError:
-        raise TypeError(f"promote_types(): arguments must be ember.dtype, not {type(a).__name__} and "
-                        f"{type(b).__name__}") from None
+        raise TypeError(f"promote_types(): arguments must be ember.dtype, not {type(type1).__name__} and "
+                        f"{type(type2).__name__}") from None
     if ca != cb:
-        hi, lo = (a, b) if a.category > b.category else (b, a)
+        hi, lo = (type1, type2) if type1.category > type2.category else (type2, type1)
         if hi.category == COMPLEX and lo is float64:
             return complex128
         if hi is complex32 and lo in (float32, bfloat16):
             return complex64
         return hi
-    if complex32 in (a, b):
-        other = b if a is complex32 else a
+    if complex32 in (type1, type2):
+        other = type2 if type1 is complex32 else type1
         return other if other.itemsize > 4 else complex32
-    if bfloat16 in (a, b):
-        other = b if a is bfloat16 else a
+    if bfloat16 in (type1, type2):
+        other = type2 if type1 is bfloat16 else type1
         return float32 if other is float16 else other
-    return FROM_NP[np.promote_types(a.np, b.np)]
+    return FROM_NP[np.promote_types(type1.np, type2.np)]
 
 
 import builtins as _b  # noqa: E402

@@ -110,8 +110,8 @@ def get_rng_state():
     return default_generator("cpu").get_state()
 
 
-def set_rng_state(state) -> None:
-    default_generator("cpu").set_state(state)
+def set_rng_state(new_state) -> None:
+    default_generator("cpu").set_state(new_state)
 
 
 def default_states() -> list:

@@ -148,20 +148,20 @@ def mv(input, vec, *, out=None) -> Tensor:  # noqa: A002
 
 
 @export
-def dot(input, other, *, out=None) -> Tensor:  # noqa: A002
+def dot(input, tensor, *, out=None) -> Tensor:  # noqa: A002
     """Inner product of two 1-D tensors.
 
     >>> import ember
     >>> ember.dot(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
     tensor(11.)
     """
-    if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
-    if input.shape[0] != other.shape[0]:
+    if input.dim() != 1 or tensor.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
+    if input.shape[0] != tensor.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
-                           f"[{other.shape[0]}] to have the same number of elements, but got {input.shape[0]} "
-                           f"and {other.shape[0]} elements respectively")
-    return matmul(input, other, out=out)
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} "
+                           f"and {tensor.shape[0]} elements respectively")
+    return matmul(input, tensor, out=out)
 
 
 @export

@@ -1352,7 +1352,10 @@ def ldexp(input, other, *, out=None):  # noqa: A002
     tensor([8.])
     """
     _two_tensors("ldexp", input, other)
-    return out_or(mul(input, pow(2.0, other)), out)
+    r = mul(input, pow(2.0, other))
+    if input.is_floating_point() and r.dtype != input.dtype and not (other.is_floating_point() or other.is_complex()):
+        r = r.to(input.dtype)  # integer exponents: float16/bfloat16 stay so (computed in float32, one rounding)
+    return out_or(r, out)
 
 
 @export(inplace=False)
