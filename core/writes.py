@@ -69,8 +69,8 @@ def internal_overlap(t: Tensor) -> bool:
     return 0 not in shape and any(st == 0 and n > 1 for st, n in zip(strides, shape))
 
 
-PARTIAL_OVERLAP_ERROR = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                         "single memory location. Please clone() the tensor before performing the operation.")
+PARTIAL_OVERLAP_ERROR = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+                         "a single memory location. Please clone() the tensor before performing the operation.")
 
 
 def _dense_span(arr):
@@ -285,6 +285,9 @@ def _pin_saved_output(a):
 
 class CopySlices(Node):
     """History of a base tensor after an in-place op on one of its views."""
+
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"  # (PyTorch's name() of the node; its class is CopySlices)
 
     def __init__(self, base, chain, fn):
         self.next_functions = (grad_edge(base),) + fn.next_functions[1:]

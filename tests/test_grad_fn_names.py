@@ -59,6 +59,15 @@ OVERLOADS = {
     "baddbmm": lambda m, x: m.baddbmm(x[:, :, :1], x, x.transpose(1, 2)),
     "addbmm": lambda m, x: m.addbmm(x[0, :, :1], x, x.transpose(1, 2)),
     "mul": lambda m, x: x * x, "exp": lambda m, x: x.exp(), "relu": lambda m, x: x.relu(),
+    "max": lambda m, x: x.max(), "min": lambda m, x: x.min(), "amax": lambda m, x: x.amax(1),
+    "logsumexp": lambda m, x: x.logsumexp(2), "logaddexp": lambda m, x: m.logaddexp(x, x * 2),
+    "logaddexp2": lambda m, x: m.logaddexp2(x, x * 2), "logcumsumexp": lambda m, x: x.logcumsumexp(2),
+    "norm": lambda m, x: x.norm(), "norm_dim": lambda m, x: x.norm(dim=1),
+    "vector_norm": lambda m, x: m.linalg.vector_norm(x), "vector_norm_1": lambda m, x: m.linalg.vector_norm(x, 1),
+    "frobenius_norm": lambda m, x: m.frobenius_norm(x, (0, 2)),
+    "pow_scalar": lambda m, x: x ** 2.5, "pow_tensor": lambda m, x: x ** x, "pow_scalar_base": lambda m, x: 2 ** x,
+    "copy_": lambda m, x: x.detach().clone().copy_(x),
+    "setitem": lambda m, x: (lambda y: (y.__setitem__(0, 1.0), y)[1])(x.clone()),
 }
 
 

@@ -28,6 +28,9 @@ class Copy(Op):
     tags = ("pointwise",)
     backward_name = "CopyBackwards"
 
+    def name(self) -> str:
+        return "torch::autograd::CopyBackwards"  # PyTorch's name() of its copy_ node
+
     @staticmethod
     def forward(ctx, k, x, src):
         return k["expand"](src, x.shape)

@@ -610,7 +610,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{x.dtype.name.capitalize()}")
     if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
-        r = unary(NormSqrt, (x * x).sum(dim, keepdim))
+        r = rename_node(unary(NormSqrt, (x * x).sum(dim, keepdim)), "LinalgVectorNormBackward0")
         return r if out is None else copy_into_out(out, r)
     a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
     if ord == math.inf:
@@ -625,7 +625,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         r = a.sum(dim, keepdim)
     else:
         r = (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
-    return out_or(r, out)
+    return out_or(rename_node(r, "LinalgVectorNormBackward0"), out)
 
 
 @export(to=LINALG)

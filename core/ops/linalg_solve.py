@@ -19,7 +19,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -857,7 +857,7 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:  #
     >>> ember.frobenius_norm(ember.tensor([[3., 0.], [0., 4.]]), (0, 1))
     tensor(5.)
     """
-    return vector_norm(input, 2, dim, keepdim, out=out)
+    return rename_node(vector_norm(input, 2, dim, keepdim, out=out), "NormBackward1")  # PyTorch's node of it
 
 
 @export(to=("torch",))

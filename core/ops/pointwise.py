@@ -277,7 +277,10 @@ def pow(input, exponent, *, out=None):  # noqa: A001,A002
         int_value(exponent, input.dtype)  # an exponent beyond the dtype's range is refused, as in PyTorch
     if isinstance(input, Tensor) and input.dtype in dtypes.HALF_TYPES and isinstance(exponent, (int, float)):
         dtypes.checked_scalar(exponent, input.dtype)  # (a float32 or float64 one computes to inf instead)
-    return out_or(binary_result(binary(Pow, input, exponent), input, exponent, "pow"), out)
+    r = binary(Pow, input, exponent)
+    if isinstance(exponent, Tensor):  # PyTorch's nodes: PowBackward0 for a number exponent, 1 and 2 for tensors
+        rename_node(r, "PowBackward1" if isinstance(input, Tensor) else "PowBackward2")
+    return out_or(binary_result(r, input, exponent, "pow"), out)
 
 
 @export(to=("torch",))
@@ -978,6 +981,8 @@ Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
 class LogAddExp(Op):
     """``log(exp(x) + exp(y))``; the subclass below is the same in base 2."""
 
+    backward_name = "LogaddexpBackward0"
+
     tags = ("pointwise",)
     promotion = "float_only"
     save_inputs = True
@@ -999,7 +1004,7 @@ class LogAddExp(Op):
 
 
 class LogAddExp2(LogAddExp):
-    backward_name = "LogAddExp2Backward0"
+    backward_name = "Logaddexp2Backward0"
     kernel = "logaddexp2"
 
     @staticmethod

@@ -275,8 +275,9 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
     def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         if isinstance(dim, Tensor):  # the elementwise two-tensor form
             return elementwise(input, dim, out=out)
-        if dim is None:
-            return out_or(_minmax_reduce(Red, "a" + kernel, input, None, False, kernel), out)
+        if dim is None:  # PyTorch's node of max()/min() over everything
+            r = _minmax_reduce(Red, "a" + kernel, input, None, False, kernel)
+            return out_or(rename_node(r, kernel.capitalize() + "Backward1"), out)
         d = _wrap_dim(dim, input.dim(), kernel)
         _unordered(kernel, input)
         if input.dim() == 0:
@@ -466,7 +467,7 @@ def _log_sum_exp_vjp(ctx, g):
 
 
 LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"),
-                     tags=("reduction",), promotion="int_to_float")
+                     tags=("reduction",), promotion="int_to_float", backward_name="LogsumexpBackward0")
 
 
 @export(to=("torch", "Tensor", "special"))
@@ -776,7 +777,7 @@ def _logcumsumexp_vjp(ctx, g):
 
 
 LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp,
-                        params=("dim",), promotion="int_to_float")
+                        params=("dim",), promotion="int_to_float", backward_name="LogcumsumexpBackward0")
 
 
 @export
