@@ -283,9 +283,11 @@ def test_script_and_markers_run_eagerly(device):
             return self.helper(self.double(x))
 
     m = M()
-    assert jit.script(m) is m
+    scripted = jit.script(m)
+    assert isinstance(scripted, jit.ScriptModule) and jit.script(scripted) is scripted
     x = ember.randn(3, device=device)
-    _same(jit.script(m)(x), x * 2 + 1)
+    _same(scripted(x), x * 2 + 1)
+    _same(scripted.double(x), x * 2)
     f = jit.script(lambda t: t.relu())
     _same(f(x), x.relu())
     assert jit.ignore(drop=True)(m.helper) == m.helper

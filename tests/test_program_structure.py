@@ -483,3 +483,106 @@ def test_gradcheck_flag_combinations_refused_as_torch(torch):
                 getattr(lib.autograd, name)(lambda a: a * 2, (t,), **kw)
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+# ---------------------------------------------------------------------------- jit.script, script_method, traced forward
+def _branchy(x, k: float = 2.0):
+    if bool(x.sum() > 0):
+        return (x * k).relu()
+    return x - 1
+
+
+def test_script_function_as_torch(torch, device):
+    import ast
+    mine, theirs = ember.jit.script(_branchy), torch.jit.script(_branchy)
+    assert isinstance(mine, ember.jit.ScriptFunction)
+    for a in (np.ones(3), -np.ones(3), np.array([2.0, -1.0, 0.5])):
+        got = mine(ember.tensor(a, device=device), 3.0)
+        np.testing.assert_allclose(got.cpu().numpy(), theirs(torch.tensor(a), 3.0).numpy())
+    tree = ast.parse(mine.code)
+    assert [type(n).__name__ for n in tree.body] == ["FunctionDef"] and tree.body[0].name == "_branchy"
+    assert "return (x * k).relu()" in mine.code and "@" not in mine.code
+    assert [o.lower() for o in mine.graph.ops()] == ["mul", "relu"]  # the first call's branch
+    assert ember.jit.script(mine) is mine and ember.jit.script(ember.nn.Linear) is ember.nn.Linear
+
+
+def test_script_graph_from_example_inputs_or_first_call(device):
+    f = ember.jit.script(lambda t: t.exp())
+    with pytest.raises(RuntimeError, match="first call"):
+        f.graph
+    f(ember.ones(2, device=device))
+    assert [o.lower() for o in f.graph.ops()] == ["exp"]
+    g = ember.jit.script(_branchy, example_inputs=[(ember.ones(2, device=device),)])
+    assert [o.lower() for o in g.graph.ops()] == ["mul", "relu"]
+
+
+class _Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def helper(self, x):
+        return x * self.scale
+
+    def forward(self, x):
+        h = self.fc(x)
+        if bool(h.mean() > 100):
+            return h
+        return self.helper(h).tanh()
+
+
+def test_script_module_as_torch(torch, device, tmp_path):
+    import ast
+    em = _Gate().to(device)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 3))  # the same weights, for the reference
+    sd = {k: v.detach().cpu().numpy() for k, v in em.state_dict().items()}
+    tm[0].load_state_dict({k[3:]: torch.tensor(v) for k, v in sd.items()})
+    scripted = ember.jit.script(em)
+    assert isinstance(scripted, ember.jit.ScriptModule) and not isinstance(scripted, _Gate)
+    assert list(scripted.state_dict()) == list(em.state_dict()) and scripted.fc is em.fc
+    assert [p is q for p, q in zip(scripted.parameters(), em.parameters())] == [True, True]
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    got = scripted(ember.tensor(x, device=device))
+    np.testing.assert_allclose(got.detach().cpu().numpy(), (tm(torch.tensor(x)) * 2.0).tanh().detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert scripted.helper(ember.ones(1, device=device)).tolist() == [2.0] and scripted.scale == 2.0
+    assert scripted.graph.ops() and scripted.forward.graph is scripted.graph
+    assert ast.parse(scripted.code).body[0].name == "forward" and "self.helper(h)" in scripted.code
+    scripted.eval()
+    assert not em.training and not em.fc.training
+    ember.jit.save(scripted, tmp_path / "m.pt")
+    loaded = ember.jit.load(tmp_path / "m.pt")
+    assert ember.equal(loaded(ember.tensor(x, device=device)), scripted(ember.tensor(x, device=device)))
+
+
+def test_script_method_and_traced_forward_as_torch(torch, device):
+    def make(lib):
+        class Double(lib.jit.ScriptModule):
+            @lib.jit.script_method
+            def forward(self, x):
+                return x * 2 + 1
+        return Double()
+    mine, theirs = make(ember), make(torch)
+    assert mine(ember.ones(2, device=device)).tolist() == theirs(torch.ones(2)).tolist()
+    assert type(mine.forward).__name__ == type(theirs.forward).__name__ == "ScriptMethod"
+    assert "x * 2 + 1" in mine.code and "x * 2 + 1" in mine.forward.code
+    traced_e = ember.jit.trace(nn.Linear(3, 2).to(device), ember.randn(4, 3, device=device))
+    traced_t = torch.jit.trace(torch.nn.Linear(3, 2), torch.randn(4, 3))
+    for traced in (traced_e, traced_t):
+        fwd = traced.forward
+        assert type(fwd).__name__ == "ScriptMethod" and fwd.graph is not None and isinstance(fwd.code, str)
+    assert traced_e.forward(ember.ones(1, 3, device=device)).shape == (1, 2)
+    assert traced_e.forward.graph is traced_e.graph
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_flatten_parameters_as_torch(torch, device, cls):
+    em, tm = getattr(nn, cls)(3, 4, 2).to(device), getattr(torch.nn, cls)(3, 4, 2)
+    tm.load_state_dict({k: torch.tensor(v.detach().cpu().numpy()) for k, v in em.state_dict().items()})
+    before = [p.data_ptr() for p in em.parameters()]
+    assert em.flatten_parameters() is None and tm.flatten_parameters() is None
+    assert [p.data_ptr() for p in em.parameters()] == before
+    x = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
+    np.testing.assert_allclose(em(ember.tensor(x, device=device))[0].detach().cpu().numpy(),
+                               tm(torch.tensor(x))[0].detach().numpy(), rtol=1e-5, atol=1e-6)

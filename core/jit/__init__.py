@@ -14,9 +14,11 @@ is specialised to the example inputs, and converting a traced tensor to a Python
 >>> bool((traced(x) == lin(x)).all())
 True
 >>> traced.graph.ops()
-['Addmm']
+['Linear']
 """
 from __future__ import annotations
+
+import inspect
 
 from .. import nn
 from ..backend import resolve
@@ -26,8 +28,9 @@ from ..tensor import Tensor
 from . import annotations  # noqa: F401  (an attribute after import, as torch.jit.annotations)
 from ._graph import Graph, Program, TracerWarning, capture, flat_inputs, is_tracing
 from ._io import decode_graph, encode_graph
+from ._script import ScriptMethod, record, recorded_graph, script_method, source
 
-__all__ = ["trace", "trace_module", "save", "load", "script", "ignore", "unused", "export", "is_scripting",
+__all__ = ["trace", "trace_module", "save", "load", "script", "script_method", "ScriptMethod", "ignore", "unused", "export", "is_scripting",
            "is_tracing", "ScriptModule", "ScriptFunction", "TracedModule", "TracerWarning", "freeze",
            "optimize_for_inference", "annotate", "Final", "Attribute", "Error", "Graph", "fork", "wait",
            "interface", "CompilationUnit"]
@@ -39,7 +42,35 @@ Error = RuntimeError
 
 # --------------------------------------------------------------------------- traced modules
 class ScriptModule(nn.Module):
-    """The base of modules made by ``ember.jit`` (PyTorch's ``torch.jit.ScriptModule``)."""
+    """The base of modules made by ``ember.jit`` (PyTorch's ``torch.jit.ScriptModule``).  A subclass (with
+    ``@jit.script_method`` methods) runs eagerly and records its forward's ``.graph`` on the first call;
+    ``.code`` is its forward's source."""
+
+    def __call__(self, *args, **kwargs):
+        return record(self, super().__call__, args, kwargs, module=self)
+
+    @property
+    def graph(self) -> Graph:
+        return recorded_graph(self)
+
+    inlined_graph = graph
+
+    @property
+    def code(self) -> str:
+        return self._code_of("forward")
+
+    def _code_of(self, name: str) -> str:
+        method = getattr(type(self), name)
+        return source(getattr(method, "fn", method))
+
+    def _resolve(self, path):
+        """The parameter or buffer at dotted ``path`` (a graph's name for it)."""
+        m = self
+        *mods, leaf = path.split(".")
+        for name in mods:
+            m = m._modules[name]
+        t = m._parameters.get(leaf)
+        return t if t is not None else m._buffers[leaf]
 
     def save(self, f, **kwargs):
         save(self, f, **kwargs)
@@ -56,6 +87,9 @@ class _Traced:
 
     @property
     def code(self) -> str:
+        return str(self._graph)
+
+    def _code_of(self, name: str) -> str:
         return str(self._graph)
 
 
@@ -79,20 +113,62 @@ class TracedModule(_Traced, ScriptModule):
         self._graph = graph
         self._program = Program(graph)
 
-    def _resolve(self, path):
-        m = self
-        *mods, leaf = path.split(".")
-        for name in mods:
-            m = m._modules[name]
-        t = m._parameters.get(leaf)
-        return t if t is not None else m._buffers[leaf]
+    __call__ = nn.Module.__call__  # the graph is known: nothing to record
 
+    @script_method
     def forward(self, *args, **kwargs):
         flat = flat_inputs(self._graph, args, kwargs, f"traced {self.original_name}")
         return self._program.run(flat, self._resolve)
 
     def __repr__(self):
         return f"{type(self).__name__}(original_name={self.original_name})"
+
+
+class RecursiveScriptModule(ScriptModule):
+    """What :func:`script` makes of a module: it shares the module's parameters, buffers and children, runs the
+    module's own forward eagerly (Python control flow kept), records ``.graph`` on the first call, and shows
+    the forward's source as ``.code``; other attributes and methods are the module's."""
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self._parameters = module._parameters
+        self._buffers = module._buffers
+        self._non_persistent_buffers_set = module._non_persistent_buffers_set
+        self._modules = module._modules
+        self.training = module.training
+        self.original_name = type(module).__name__
+        object.__setattr__(self, "_original", module)  # not a child: its children are this module's
+        for cls in type(module).__mro__:  # the module's own methods (an exported ``double``) over Module's
+            if cls is nn.Module or issubclass(nn.Module, cls):
+                break
+            for name, value in vars(cls).items():
+                if inspect.isfunction(value) and name != "forward" and not name.startswith("__") \
+                        and name not in self.__dict__:
+                    object.__setattr__(self, name, getattr(module, name))
+
+    @script_method
+    def forward(self, *args, **kwargs):
+        return self._original(*args, **kwargs)
+
+    def _code_of(self, name: str) -> str:
+        return source(getattr(type(self._original), name))
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            original = self.__dict__.get("_original")
+            if original is None:
+                raise
+            return getattr(original, name)
+
+    def train(self, mode: bool = True) -> "RecursiveScriptModule":
+        super().train(mode)
+        self._original.train(mode)
+        return self
+
+    def __repr__(self):
+        return f"RecursiveScriptModule(original_name={self.original_name})"
 
 
 class ScriptFunction(_Traced):
@@ -109,6 +185,30 @@ class ScriptFunction(_Traced):
 
     def save(self, f, **kwargs):
         save(self, f, **kwargs)
+
+
+class _ScriptedFunction(ScriptFunction):
+    """What :func:`script` makes of a function: it runs the function eagerly (Python control flow kept), records
+    ``.graph`` on the first call, and shows the function's source as ``.code``."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self.__name__ = self.name = getattr(fn, "__name__", "scripted")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        return record(self, self._fn, args, kwargs)
+
+    @property
+    def graph(self) -> Graph:
+        return recorded_graph(self)
+
+    inlined_graph = graph
+
+    @property
+    def code(self) -> str:
+        return source(self._fn)
 
 
 def _no_params(path):
@@ -172,13 +272,13 @@ def trace_module(mod, inputs, **kwargs):
 def save(m, f, _extra_files=None):
     """Write a traced module or function to ``f`` in ember's safe checkpoint format (a graph of op names
     plus tensors; loading it runs no code from the file)."""
-    if not isinstance(m, (TracedModule, ScriptFunction)):
-        raise RuntimeError(f"jit.save: expected a module or function made by ember.jit.trace, got "
+    if not isinstance(m, (ScriptModule, ScriptFunction)):
+        raise RuntimeError(f"jit.save: expected a module or function made by ember.jit.trace or script, got "
                            f"{type(m).__name__} (save a plain module's state_dict with ember.save)")
-    g = m.graph
+    g = m.graph  # a scripted one's recorded graph: it loads as a traced module, specialised to that call
     params, buffers = {}, {}
     device = None
-    if isinstance(m, TracedModule):
+    if isinstance(m, ScriptModule):
         for path in g.params.values():
             t = m._resolve(path)
             device = device or t.device
@@ -186,8 +286,8 @@ def save(m, f, _extra_files=None):
     device = getattr(g, "_devices", None) and sorted(map(str, g._devices))[0] or device
     obj = {"format": FORMAT, "version": VERSION, "graph": encode_graph(g, device and resolve(device)),
            "parameters": params,
-           "buffers": buffers, "kind": "module" if isinstance(m, TracedModule) else "function",
-           "name": m.original_name if isinstance(m, TracedModule) else m.name,
+           "buffers": buffers, "kind": "module" if isinstance(m, ScriptModule) else "function",
+           "name": getattr(m, "original_name", type(m).__name__) if isinstance(m, ScriptModule) else m.name,
            "extra_files": dict(_extra_files or {})}
     _save(obj, f)
 
@@ -231,10 +331,25 @@ def load(f, map_location=None, _extra_files=None):
 
 # --------------------------------------------------------------------------- scripting (runs eagerly)
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Return ``obj`` (a function or module) unchanged: ember runs it eagerly, with results identical to eager
-    mode, which is PyTorch's contract for ``torch.jit.script``.  Use :func:`trace` for a graph to save or
-    export."""
-    return obj
+    """A scripted function (:class:`ScriptFunction`) or module (a :class:`ScriptModule`) with ``.graph`` and
+    ``.code``: it runs ``obj`` eagerly, so results and Python control flow are eager mode's (PyTorch's contract
+    for ``torch.jit.script``), and records its graph on the first call (or on ``example_inputs``, a list of
+    argument tuples, or for a module a dict from method to such a list).  ``.code`` is the Python source.
+    Scripted and traced objects, and classes, are returned as they are.
+
+    >>> import ember
+    >>> f = ember.jit.script(lambda t: t.relu() + 1)
+    >>> f(ember.tensor([-1.0, 2.0])), f.graph.ops()
+    (tensor([1., 3.]), ['relu', 'Add'])
+    """
+    if isinstance(obj, (ScriptModule, ScriptFunction, type)) or not callable(obj):
+        return obj
+    scripted = RecursiveScriptModule(obj) if isinstance(obj, nn.Module) else _ScriptedFunction(obj)
+    if isinstance(example_inputs, dict):
+        example_inputs = example_inputs.get(getattr(obj, "forward", None)) or example_inputs.get(obj)
+    if example_inputs:
+        scripted(*example_inputs[0])
+    return scripted
 
 
 def ignore(drop=False, **kwargs):
