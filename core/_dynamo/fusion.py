@@ -80,6 +80,8 @@ def emit(run, w, last_use, kept, gid) -> str:
                 lines.append(f"if type(v{out}) is not AT: v{out} = A(v{out})")
         if _ufunc(base) and shape:
             owned.add(out)
+        else:  # (a kernel that is not a ufunc may return a view of its operand: their buffers stay as they are)
+            owned.difference_update(a.i for a in n.args if type(a) is Ref)
     outs = [i for i in made if i in kept or last_use.get(i, -1) > end]
     src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
         f"    return ({''.join(made[i] + ', ' for i in outs)})\n"
