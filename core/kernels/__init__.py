@@ -161,6 +161,22 @@ def quieted(table: dict) -> dict:
     return {op: wrap(fn) if op in names and fn is not None else fn for op, fn in table.items()}
 
 
+def _keeping_low_precision(fn):
+    """``fn`` whose float16/bfloat16 first argument gets a result of its own dtype: the array library computes
+    some functions only in float32/float64, and PyTorch rounds the result back to the input's precision.  A
+    module lists such kernels in ``LOW_PRECISION``."""
+    def kept(x, *args, **kwargs):
+        out = fn(x, *args, **kwargs)
+        dt = getattr(x, "dtype", None)
+        if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and out.dtype != dt and out.dtype.kind == "f":
+            return out.astype(dt)
+        return out
+
+    kept.__name__ = getattr(fn, "__name__", "kernel")
+    kept.__wrapped__ = fn
+    return kept
+
+
 def library(xp, allocate=None, run_blocks=None) -> dict:
     """The kernel table for array module ``xp``, with a backend's two hooks (``ember.backend.Backend.allocate``
     and ``run_blocks``; None: ``xp.empty`` and one call, see :mod:`.strategy`)."""
@@ -169,11 +185,13 @@ def library(xp, allocate=None, run_blocks=None) -> dict:
     strategy = Strategy(xp, allocate, run_blocks)
     for name in MODULES:
         mod = importlib.import_module(f"{__name__}.{name}")
-        quiet = getattr(mod, "QUIET", ())
+        quiet, low = getattr(mod, "QUIET", ()), getattr(mod, "LOW_PRECISION", ())
         for op, fn in mod.kernels(xp, strategy).items():
             if op in table:
                 raise RuntimeError(f"kernel {op!r} defined twice (in ember.kernels.{name} and an earlier module)")
             table[op] = wrap(fn) if op in quiet and fn is not None else fn
+            if op in low and fn is not None:
+                table[op] = _keeping_low_precision(table[op])
     return table
 
 

@@ -29,6 +29,9 @@ def widened(fn):
 QUIET = {"inv", "det", "slogdet", "solve", "pinv", "matrix_exp", "solve_triangular", "lu_factor", "eig", "eigh",
          "svd", "qr", "cholesky", "ldl_factor", "ldl_solve"}  # singular inputs give inf/NaN as in PyTorch
 
+LOW_PRECISION = {"matrix_exp"}  # (computed in float32 for bfloat16; see ember.kernels.library)
+
+
 def _repeated(a):
     """Whether every matrix of stack ``a`` is the same memory (zero strides over the stack dimensions)."""
     st = getattr(a, "strides", None)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from ..dtypes import bfloat16, finfo
 from . import special as _special
 
 
@@ -117,6 +118,10 @@ QUIET = {"add", "sub", "mul", "add_into", "sub_into", "mul_into", "astype", "cla
          "shifted_chebyshev_polynomial_u",
          "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w"}
 
+# computed in float32/float64 by some array libraries: a float16/bfloat16 input's result is rounded back to its
+# dtype, as PyTorch's (see ember.kernels.library)
+LOW_PRECISION = {"erf", "erfc", "erfinv", "sinc", "lgamma", "deg2rad", "rad2deg", "ldexp", "angle"}
+
 MUTATING = {"add_into": (0,), "sub_into": (0,), "mul_into": (0,), "div_into": (0,)}  # ``x op= y``: into x
 
 # Giles, "Approximating the erfinv function" (GPU Computing Gems), single precision, highest power first
@@ -182,6 +187,10 @@ def kernels(xp, strategy=None) -> dict:
         return xp.where(fix, q + 1, q)
 
     def nan_to_num(x, nan, posinf, neginf):
+        if x.dtype.kind == "V":  # ml_dtypes' bfloat16, which NumPy's nan_to_num leaves as it is: in float32
+            big = float(finfo(bfloat16).max)
+            return xp.nan_to_num(x.astype("float32"), nan=nan, posinf=big if posinf is None else posinf,
+                                 neginf=-big if neginf is None else neginf).astype(x.dtype)
         return xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
     def masked_fill(x, mask, value):

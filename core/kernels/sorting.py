@@ -8,11 +8,13 @@ def kernels(xp, strategy=None) -> dict:
     astype = getattr(xp, "astype", None) or (lambda a, dtype: a.astype(dtype))
 
     def sort(x, axis, descending, stable):
+        # ml_dtypes' bfloat16 (kind "V") sorts NaN among the numbers: its keys in float32, where NaN sorts last
+        key = astype(x, xp.float32) if x.dtype.kind == "V" else x
         if descending:  # the ascending sort of the reversed axis, read backwards: stable, NaN first (largest)
             n = x.shape[axis]
-            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis=axis), axis=axis, kind="stable"), axis=axis)
+            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(key, axis=axis), axis=axis, kind="stable"), axis=axis)
         else:
-            idx = xp.argsort(x, axis=axis, kind="stable")
+            idx = xp.argsort(key, axis=axis, kind="stable")
         return xp.take_along_axis(x, idx, axis=axis), idx
 
     def searchsorted(seq, values, right):

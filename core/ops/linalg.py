@@ -609,6 +609,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     if x.dtype.category < dtypes.FLOAT:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{x.dtype.name.capitalize()}")
+    if x.dtype.name in ("float16", "bfloat16"):  # accumulated in float32 and rounded once, as PyTorch's
+        return out_or(vector_norm(x.float(), ord, dim, keepdim).to(x.dtype), out)
     if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
         r = rename_node(unary(NormSqrt, (x * x).sum(dim, keepdim)), "LinalgVectorNormBackward0")
         return r if out is None else copy_into_out(out, r)
