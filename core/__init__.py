@@ -106,7 +106,10 @@ newaxis = None
 
 
 def _assert(condition, message):
-    """``assert condition, message`` as a function call (what traced and scripted code writes)."""
+    """``assert condition, message`` as a function call (what traced and scripted code writes); a condition
+    with ``__torch_function__`` (fx's Proxy) gets the call, so symbolic tracing records the check."""
+    if type(condition) is not Tensor and overrides.has_torch_function((condition,)):
+        return overrides.handle_torch_function(_assert, (condition,), condition, message)
     assert condition, message
 
 

@@ -278,3 +278,28 @@ def test_max_pool_bfloat16():
     assert got.dtype == ember.bfloat16
     assert np.array_equal(got.float().numpy(), want.float().numpy())
     assert np.array_equal(gi.numpy(), wi.numpy())
+
+
+def test_assert_is_recorded_by_symbolic_trace():
+    """timm's patch embedding checks the input size with ``torch._assert``; fx records the check as a call (a
+    Proxy condition reaches ``__torch_function__``) instead of failing on control flow, and the traced module
+    still raises on a wrong size."""
+    torch = pytest.importorskip("torch")
+    import ember
+    import ember.fx
+
+    def graph_of(lib):
+        class Checked(lib.nn.Module):
+            def forward(self, x):
+                lib._assert(x.shape[0] == 2, "two rows")
+                return x * 2
+
+        gm = lib.fx.symbolic_trace(Checked())
+        assert gm(lib.ones(2)).tolist() == [2.0, 2.0]
+        with pytest.raises(AssertionError, match="two rows"):
+            gm(lib.ones(3))
+        return [(n.op, getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes]
+
+    assert graph_of(ember) == graph_of(torch)
+    with pytest.raises(AssertionError, match="plain"):
+        ember._assert(False, "plain")
