@@ -161,6 +161,12 @@ def quieted(table: dict) -> dict:
     return {op: wrap(fn) if op in names and fn is not None else fn for op, fn in table.items()}
 
 
+def quiet(fn):
+    """``fn`` run with NumPy's floating-point reports off, as the quiet kernels run: for host-side conversions
+    (a tensor built from Python numbers beyond its dtype's range holds +-inf, silently, as in PyTorch)."""
+    return _ignoring_fp_errors()(fn)
+
+
 def _keeping_low_precision(fn):
     """``fn`` whose float16/bfloat16 first argument gets a result of its own dtype: the array library computes
     some functions only in float32/float64, and PyTorch rounds the result back to the input's precision.  A

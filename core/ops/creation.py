@@ -12,6 +12,7 @@ from builtins import range as builtins_range
 import numpy as np
 
 from .. import dtypes
+from ..kernels import quiet
 from ..backend import resolve, set_default_device
 from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
@@ -249,6 +250,9 @@ def _python_data(data, op):
     return _read(data, _shape_of(data, op), 0, op)
 
 
+_quiet_array = quiet(np.array)
+
+
 @export(to=TORCH)
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors).
@@ -266,7 +270,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     d = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     dev = resolve(device if device is not None else (data.device if isinstance(data, Tensor) else None))
     try:
-        host = np.array(_to_host(data), dtype=d.np)
+        host = _quiet_array(_to_host(data), dtype=d.np)
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
             from None
