@@ -275,13 +275,12 @@ class _Packed:
 
 
 def saved_for(uses, inputs, edges):
-    """``inputs`` with None for each Tensor that no needed gradient reads (``uses``: see ``Op.save_for``)."""
+    """``inputs`` with None for each one that no needed gradient reads (``uses``: see ``Op.save_for``)."""
     kept = []
-    n = len(edges)  # (an op given fewer tensors than it declares, a scalar in their place: ``where(c, x, 0.0)``)
     for t, u in zip(inputs, uses):
-        if isinstance(t, Tensor):
+        if u is not None:  # (None: always kept)
             for i in u:
-                if i < n and edges[i][0] is not None:
+                if edges[i][0] is not None:
                     break
             else:
                 t = None
@@ -349,9 +348,10 @@ class Op(Node):
 
     Class options:
       ``save_inputs``: keep the Tensor inputs for backward (``ctx.inputs``);
-      ``save_for``: with ``save_inputs``, one tuple per input of the inputs whose gradient reads it: an input
-      is kept only when one of those needs a gradient, else ``ctx.inputs`` holds None in its place (``Mul``:
-      ``((1,), (0,))``, PyTorch's rule: ``a * b`` keeps ``b`` for ``a``'s gradient only);
+      ``save_for``: with ``save_inputs``, one tuple per input of the inputs whose gradient reads it (None:
+      always kept): an input, or a number operand, is kept only when one of those needs a gradient, else
+      ``ctx.inputs`` holds None in its place (``Mul``: ``((1,), (0,))``, PyTorch's rule: ``a * b`` keeps ``b``
+      for ``a``'s gradient only);
       ``save_output``: keep the output (``ctx.output``);
       ``nondiff_outputs``: indices of outputs that carry no gradient (indices of ``max``);
       ``backward_name``: the grad_fn's name when not ``<Class>Backward0``;

@@ -168,7 +168,7 @@ def _where_vjp(ctx, g):
 
 
 Where = op_class("Where", "where", saves="input", vjp=_where_vjp, arity=3, tags=("pointwise",),
-                 save_for=((1, 2), (), ()), saved_names=("condition",))  # only the condition
+                 save_for=(None, (), ()), saved_names=("condition",))  # only the condition
 
 
 # A dtype conversion; the gradient converts back.
@@ -659,7 +659,7 @@ def _masked_fill_vjp(ctx, g):
 
 
 MaskedFill = op_class("MaskedFill", "masked_fill", saves="input", vjp=_masked_fill_vjp, arity=3, tags=("pointwise",),
-                       save_for=((), (0, 2), ()), saved_names=(None, "mask"))  # only the mask
+                       save_for=((), None, ()), saved_names=(None, "mask"))  # only the mask
 
 
 def _nan_to_num_vjp(ctx, g):
