@@ -591,6 +591,7 @@ def _default_globals() -> dict:
              "torch.Size": Size, "torch.device": _device, "torch.Tensor": Tensor,
              "torch.nn.parameter.Parameter": Parameter}
     found.update((f"torch.{d.name}", d) for d in vars(dtypes).values() if isinstance(d, dtypes.dtype))
+    found["ember.dtypes._by_name"] = dtypes._by_name  # how an ember dtype pickles: a lookup by its name
     for obj in list(found.values()):
         if isinstance(obj, type):
             found.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)

@@ -266,6 +266,40 @@ def test_word_language_model_pattern(device, tmp_path, protocol):
     assert torch.equal(model(inp, None)[0], loaded(inp, None)[0])
 
 
+def _plain_values(lib):
+    from collections import Counter, OrderedDict
+    return {"dtype": lib.float64, "device": lib.device("cpu"), "size": lib.Size([2, 3]), "complex": 1 + 2j,
+            "bytes": b"\x00\xff", "bytearray": bytearray(b"ab"), "set": {1, 2}, "odict": OrderedDict(a=1),
+            "counter": Counter("aab")}
+
+
+class Holder(nn.Module):
+    """A module holding one plain value (ember side of the allow-list sweep)."""
+
+    def __init__(self, value=None):
+        super().__init__()
+        self.value = value
+
+
+@pytest.mark.parametrize("kind", sorted(_plain_values(ember)))
+def test_plain_attributes_of_whole_models_load_as_torch(torch, tmp_path, kind):
+    """A model holding a value of each kind PyTorch's allow-list names loads with only its class marked safe, in
+    ember as in PyTorch (PyTorch's protocol, 2, and ember's files at protocol 4 too)."""
+    theirs = torch.nn.Module()
+    theirs.value = _plain_values(torch)[kind]
+    torch.save(theirs, tmp_path / "t.pt")
+    with torch.serialization.safe_globals([torch.nn.Module]):
+        assert torch.load(tmp_path / "t.pt").value == theirs.value
+    with ember.serialization.safe_globals([nn.Module]):  # PyTorch's file, read by ember
+        got = ember.load(tmp_path / "t.pt").value
+    assert str(got).replace("ember", "torch") == str(theirs.value)
+    mine = Holder(_plain_values(ember)[kind])
+    for protocol in (2, 4):
+        ember.save(mine, tmp_path / "e.pt", pickle_protocol=protocol)
+        with ember.serialization.safe_globals([Holder]):
+            assert ember.load(tmp_path / "e.pt").value == mine.value
+
+
 def test_save_through_symlink_keeps_the_link(tmp_path, device):
     target = tmp_path / "real.pt"
     ember.save({"a": ember.zeros(1, device=device)}, target)
