@@ -251,10 +251,11 @@ class AugMix(nn.Module):
     """AugMix (Hendrycks et al. 2020): ``mixture_width`` chains of 1-3 (or ``chain_depth``) ops of severity
     ``severity``, mixed with Dirichlet weights and blended with the original by a Beta(alpha, alpha) draw."""
 
+    _PARAMETER_MAX = 10
+
     def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
                  all_ops: bool = True, interpolation=InterpolationMode.BILINEAR, fill=None) -> None:
         super().__init__()
-        self._PARAMETER_MAX = 10
         if not 1 <= severity <= self._PARAMETER_MAX:
             raise ValueError(f"The severity must be between [1, {self._PARAMETER_MAX}]. Got {severity} instead.")
         self.severity, self.mixture_width, self.chain_depth = severity, mixture_width, chain_depth

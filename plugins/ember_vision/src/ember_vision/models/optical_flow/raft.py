@@ -32,11 +32,7 @@ def _cna(in_channels: int, out_channels: int, norm_layer, kernel_size: int, stri
 
 class _Residual(nn.Module):
     def forward(self, x):
-        y = x
-        for name in ("convnormrelu1", "convnormrelu2", "convnormrelu3"):
-            if hasattr(self, name):
-                y = getattr(self, name)(y)
-        return self.relu(self.downsample(x) + y)
+        return self.relu(self.downsample(x) + self.branch(x))
 
 
 class ResidualBlock(_Residual):
@@ -51,6 +47,9 @@ class ResidualBlock(_Residual):
                            _cna(in_channels, out_channels, norm_layer, 1, stride, activation_layer=None))
         self.relu = nn.ReLU(inplace=True)
 
+    def branch(self, x):
+        return self.convnormrelu2(self.convnormrelu1(x))
+
 
 class BottleneckBlock(_Residual):
     """1x1 to a quarter of the channels, 3x3 (strided), 1x1 back, each conv-norm-ReLU with biases; ReLU after."""
@@ -63,6 +62,9 @@ class BottleneckBlock(_Residual):
         self.relu = nn.ReLU(inplace=True)
         self.downsample = (nn.Identity() if stride == 1 else
                            _cna(in_channels, out_channels, norm_layer, 1, stride, activation_layer=None))
+
+    def branch(self, x):
+        return self.convnormrelu3(self.convnormrelu2(self.convnormrelu1(x)))
 
 
 class FeatureEncoder(nn.Module):
