@@ -185,7 +185,7 @@ def inplace(Op, a: Tensor, *args):
         conv.append(x)
     recording = is_grad_enabled() and (a._rg or any(isinstance(x, Tensor) and x._rg for x in conv))
     old = a
-    if recording and Op.save_inputs:
+    if recording and Op.save_inputs and _keeps_target(Op, a, conv):
         old = snapshot(a)  # the backward needs a's value before the write
     ctx = _new(Op)
     arrays = [x._data if isinstance(x, Tensor) else x for x in conv]
@@ -211,6 +211,16 @@ def inplace(Op, a: Tensor, *args):
         raise RuntimeError(f"{name}: output with shape {list(a.shape)} doesn't match the broadcast shape "
                            f"{list(out.shape)}")
     return write_inplace(a, out, ctx if recording else None, (old, *conv), overlapped)
+
+
+def _keeps_target(Op, a, operands) -> bool:
+    """Whether ``Op`` keeps its first input (the written tensor's old value) for the gradients needed
+    (``Op.save_for``): ``x.mul_(2)`` reads only the 2, and copies nothing."""
+    uses = Op.save_for
+    if uses is None or uses[0] is None:
+        return True
+    args = (a, *operands)
+    return any(i < len(args) and isinstance(args[i], Tensor) and args[i]._rg for i in uses[0])
 
 
 def snapshot(a: Tensor) -> Tensor:
