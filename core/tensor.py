@@ -580,14 +580,20 @@ class Tensor:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
+    def _one_value(self):
+        """The value of a one-element tensor for float(), int() and complex() (PyTorch's ValueError otherwise)."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._one_value())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._one_value())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._one_value())
 
     def __index__(self):
         if self.dtype.category > dtypes.INT or self.numel() != 1:

@@ -194,6 +194,9 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     _square(A, "solve")
     if A._dev is not B._dev:
         raise device_error("linalg.solve", A, B)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} "
+                           f"and B of type {B.dtype} instead")
     if not left:
         return solve(A.mT, B.mT).mT
     vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))

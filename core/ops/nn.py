@@ -594,6 +594,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         counts = rows.bincount(minlength=n).index_select(0, rows).to(out.dtype).unsqueeze(-1)
         out = out.detach() + (out - out.detach()) / counts
     if padding_idx is not None:
+        if not -n <= padding_idx < n:  # (PyTorch asserts)
+            raise AssertionError(f"embedding: Padding_idx must be within num_embeddings (got {padding_idx} for {n})")
         pad = padding_idx + n if padding_idx < 0 else padding_idx
         keep = (flat != pad).unsqueeze(-1)
         out = where(keep, out, out.detach())

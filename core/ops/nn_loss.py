@@ -172,7 +172,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     """
     reduction = legacy_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if (weight is None and label_smoothing == 0 and reduction != "none" and input.ndim == 2 and target.ndim == 1
             and input.is_floating_point() and not target.is_floating_point() and target.shape[0] == input.shape[0]):
         return apply(CrossEntropyIndex, input, target, ignore_index, reduction == "mean")

@@ -1165,6 +1165,8 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     for t in tensors:
         if t.dim() > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
+        if t.dtype != tensors[0].dtype or t.device != tensors[0].device:
+            raise RuntimeError("torch.meshgrid: expects all tensors to have the same dtype and device")
     ts = [t.reshape(-1) for t in tensors]
     swap = indexing == "xy" and len(ts) >= 2
     if swap:
