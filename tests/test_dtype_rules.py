@@ -102,6 +102,7 @@ INT_OPS = {
     "mul_": lambda L, x, s: x.clone().mul_(s), "add alpha": lambda L, x, s: x.add(x, alpha=s),
     "sub alpha": lambda L, x, s: x.sub(x, alpha=s),
 }
+BOOL_ALPHAS = (2, 0, -1, 1.5, True, False)
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
@@ -109,6 +110,12 @@ def test_integer_tensors_with_out_of_range_numbers_follow_pytorch(device, torch,
     cases = {f"{dtype} {name} {s}": lambda L, op=op, s=s: op(L, L.tensor([0, 1, 100], dtype), s)
              for name, op in INT_OPS.items() for s in INT_SCALARS}
     assert len(cases) == 250
+    assert sweep(device, torch, cases) == {}
+
+
+def test_bool_add_with_alpha_follows_pytorch(device, torch):
+    cases = {f"{d} add alpha {a}": lambda L, a=a, d=d: L.tensor([1, 0], d).add(L.tensor([1, 1], d), alpha=a)
+             for a in BOOL_ALPHAS for d in ("bool", "int64", "float32")}
     assert sweep(device, torch, cases) == {}
 
 
@@ -220,6 +227,8 @@ QUIET_OPS = {
     "masked_fill": lambda x: x.masked_fill(x > 0, 2.0), "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
     "add_": lambda x: x.clone().add_(x), "mul_": lambda x: x.clone().mul_(1e30),
     "copy_": lambda x: ember.zeros(len(EXTREMES), dtype=ember.int32, device=x.device).copy_(x),
+    "sum": lambda x: x.sum(), "sum of pairs": lambda x: x.reshape(5, 2).sum(1), "mean": lambda x: x.mean(),
+    "nansum": lambda x: x.nansum(), "cumsum": lambda x: x.cumsum(0), "prod": lambda x: x.prod(),
 }
 # the CPU backend's own relu (a faster kernel than the shared one) reports bfloat16 NaN through ml_dtypes
 NOT_QUIET_YET = {("relu", "bfloat16")}

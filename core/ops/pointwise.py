@@ -190,7 +190,7 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
     >>> ember.add(ember.tensor([1, 2]), 1.5)
     tensor([2.5000, 3.5000])
     """
-    if alpha != 1:
+    if alpha != 1 or type(alpha) is bool:
         alpha = _alpha("add", alpha, input, other)
         if not isinstance(input, Tensor) or not isinstance(other, Tensor):
             return add(input, mul(other, alpha), out=out)
@@ -205,7 +205,7 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other``."""
     if any(isinstance(v, (bool, np.bool_)) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)):
         _bool_sub_error(input, other)
-    if alpha != 1:
+    if alpha != 1 or type(alpha) is bool:
         other = mul(other, _alpha("sub", alpha, input, other))
     return out_or(binary_result(binary(Sub, input, other), input, other, "sub"), out)
 
@@ -217,6 +217,10 @@ def _alpha(op, alpha, input, other):
     rt = result_type(input, other)
     if rt.category <= dtypes.INT and isinstance(alpha, (float, np.floating)):
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, (bool, np.bool_)) and rt is not dtypes.bool:
+        raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
+    if rt is dtypes.bool:
+        return bool(alpha)  # (a bool sum is a logical or, as in PyTorch)
     return dtypes.fix_scalar(dtypes.checked_scalar(alpha, rt), rt)
 
 
