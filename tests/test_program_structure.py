@@ -470,7 +470,7 @@ def _custom(lib, kind):
             if kind == "wrong":
                 return g * 2
             if kind == "noisy":
-                return g * (3 + lib.randn(g.shape, dtype=g.dtype) * 1e-9)
+                return g * (3 + lib.randn(g.shape, dtype=g.dtype, device=g.device) * 1e-9)
             return g * 3 + (g == 0).all().to(g.dtype)  # right Jacobian, but nonzero for zero grad_outputs
 
         @staticmethod
