@@ -105,6 +105,8 @@ class Module:
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
+        if not self._forward_hooks_always_called:
+            return self._run_hooks(args, kwargs, None)
         # (args, kwargs, ids of the forward hooks run, output so far) as the hooks leave them: on an exception the
         # always_call hooks not yet run see them
         state = [args, kwargs, set(), None]
@@ -128,7 +130,8 @@ class Module:
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
-        state[0], state[1] = args, kwargs
+        if state is not None:
+            state[0], state[1] = args, kwargs
         full = self._backward_hooks and self._is_full_backward_hook
         if full or self._backward_pre_hooks:
             out = call_with_backward_hooks(self, args, kwargs)
@@ -137,10 +140,10 @@ class Module:
         if self._backward_hooks and self._is_full_backward_hook is False:
             self._attach_non_full_backward_hooks(args, out)
         with_kwargs = self._forward_hooks_with_kwargs
-        called = state[2]
         for hid, hook in list(self._forward_hooks.items()):
-            called.add(hid)
-            state[3] = out
+            if state is not None:
+                state[2].add(hid)
+                state[3] = out
             r = hook(self, args, kwargs, out) if hid in with_kwargs else hook(self, args, out)
             if r is not None:
                 out = r
