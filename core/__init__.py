@@ -137,6 +137,7 @@ from .utils.safetensors import save_file as save_safetensors  # noqa: E402
 from . import export, jit, onnx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (PyTorch imports torch.testing with torch: assert_close after import torch)
 from .jit import ScriptModule  # noqa: E402,F401  (torch.ScriptModule: the scripted modules' base)
+from .jit import ScriptMethod  # noqa: E402,F401  (torch.ScriptMethod: a scripted module's forward)
 from . import _dynamo, compiler, version  # noqa: E402,F401  (ember.compile is _dynamo's)
 from . import control_flow  # noqa: E402,F401  (ember.cond, ember.while_loop)
 from . import sparse  # noqa: E402,F401  (sparse_coo_tensor, sparse_csr_tensor, spmm, Tensor.to_sparse)
