@@ -43,3 +43,25 @@ def test_table_reports_both_modes(einops_results):
     rows = [line for line in text.splitlines() if line.startswith("| einops")]
     assert [row.split(" | ")[4] for row in rows] == ["torch", "ember"]
     assert rows[1].split(" | ")[10].endswith("%")
+
+
+def test_stored_results_keep_each_origin(tmp_path):
+    """A library's snapshot run and its canonical run are kept side by side, and the table shows both with their
+    ratios (offline: the results are written as run_subset writes them)."""
+    import dataclasses
+    import json
+
+    lib = ecosystem.LIBRARIES["lightning"]
+    folder = tmp_path / f"{lib.name}-{lib.version}"
+    folder.mkdir()
+    for origin, passed in (("snapshot", 150), ("canonical", 1)):
+        for mode, got in (("torch", passed), ("ember", passed - 1)):
+            res = ecosystem.Result(lib.name, mode, origin, f"subset-{origin}", passed=got, date="today")
+            (folder / f"result-{mode}-full-{origin}.json").write_text(json.dumps(dataclasses.asdict(res)))
+    results = ecosystem.stored_results(tmp_path)
+    assert [(r.source, r.mode) for r in results] == [("snapshot", "torch"), ("snapshot", "ember"),
+                                                     ("canonical", "torch"), ("canonical", "ember")]
+    rows = [line.split(" | ") for line in ecosystem.table(results, date="today").splitlines()
+            if line.startswith("| lightning")]
+    assert [(row[2], row[4], row[10]) for row in rows] == [("snapshot", "torch", ""), ("snapshot", "ember", "99.3%"),
+                                                           ("canonical", "torch", ""), ("canonical", "ember", "0.0%")]
