@@ -335,39 +335,41 @@ print([n for n in sys.argv[1:] if not attr(n)])
 """
 
 
-def _torch_submodules(torch):
-    """Public ``torch.<a>.<b>...`` modules (three levels) that are attributes after only ``import torch``."""
-    import types
-    found = []
-
-    def walk(mod, depth):
-        for n in dir(mod):
-            if n.startswith("_"):
-                continue
-            try:
-                v = getattr(mod, n)
-            except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is not an eager module
-                continue
-            if isinstance(v, types.ModuleType) and v.__name__ == f"{mod.__name__}.{n}" and v.__name__ not in found:
-                found.append(v.__name__)
-                if depth < 3:
-                    walk(v, depth + 1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        walk(torch, 1)
-    return found
+_TORCH_WALK = """
+import json, types, warnings
+import torch
+found = []
+def walk(mod, depth):
+    for n in dir(mod):
+        if n.startswith("_"):
+            continue
+        try:
+            v = getattr(mod, n)
+        except Exception:  # a lazy attribute that fails to load is not an eager module
+            continue
+        if isinstance(v, types.ModuleType) and v.__name__ == mod.__name__ + "." + n and v.__name__ not in found:
+            found.append(v.__name__)
+            if depth < 3:
+                walk(v, depth + 1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    walk(torch, 1)
+print(json.dumps(found))
+"""
 
 
 def test_eager_submodules_as_torch(torch):
-    """Every module PyTorch makes an attribute with ``import torch`` that ember has is one after ``import ember``
-    (in a fresh interpreter: this process has imported more)."""
+    """Every public module (three levels deep) that ``import torch`` makes an attribute and that ember has is one
+    after ``import ember``; both sides in fresh interpreters (this process has imported more)."""
     import importlib.util
+    import json
     import subprocess
     import sys
-    names = ["ember" + n[5:] for n in _torch_submodules(torch)]
-    code = _SWEEP.format(lib="ember")
-    lacking = eval(subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True,
-                                  check=True).stdout)
+
+    def fresh(code, *args):
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
+    names = ["ember" + n[5:] for n in json.loads(fresh(_TORCH_WALK))]
+    lacking = eval(fresh(_SWEEP.format(lib="ember"), *names))
 
     def exists(name):
         try:
