@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
 from ..layouts import keep_format
@@ -408,9 +408,14 @@ def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, retur
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
     if not return_indices:
         out = apply(MaxPool, x, (k, st, pads, dl), False)
-        return out.squeeze(0) if unb else out
+        return out.squeeze(0) if unb else _pool_node(out, "MaxPool{}DWithIndicesBackward0", d)
     out, idx = apply(MaxPool, x, (k, st, pads, dl), True)
-    return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
+    return (out.squeeze(0), idx.squeeze(0)) if unb else (_pool_node(out, "MaxPool{}DWithIndicesBackward0", d), idx)
+
+
+def _pool_node(out, name, d):
+    """``out`` under PyTorch's node name for a ``d``-d pooling (its 1-d pools are 2-d ones squeezed: kept)."""
+    return rename_node(out, name.format(d)) if d > 1 else out
 
 
 @export(to=("nn.functional", "torch"))
@@ -461,7 +466,7 @@ def _avg_pool(op, d, x, kernel_size, stride, padding, ceil_mode, count_include_p
             counts = conv(pad(mask, _torch_pad(extra)), ones, None, st)
             counts = counts[(0, 0) + tuple(slice(0, o) for o in total.shape[2:])]
         out = total / counts
-    return out.squeeze(0) if unb else out
+    return out.squeeze(0) if unb else _pool_node(out, "AvgPool{}DBackward0", d)
 
 
 def _torch_pad(pairs):

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import warnings
 
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
@@ -123,11 +123,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {x.shape[1]} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     loss, w = _picked(x, t, weight, ignore_index)
-    if reduction == "mean":
-        return _weighted_mean(loss, w)
     if reduction == "none" and unbatched:
         return reduce_loss(loss.squeeze(0), reduction, "nll_loss")
-    return reduce_loss(loss, reduction, "nll_loss")
+    r = _weighted_mean(loss, w) if reduction == "mean" else reduce_loss(loss, reduction, "nll_loss")
+    node = _NLL_NODE.get(input.ndim)  # PyTorch's node of its fused kernel (by the input's rank)
+    return r if node is None else rename_node(r, node)
+
+
+_NLL_NODE = {2: "NllLossBackward0", 4: "NllLoss2DBackward0"}
 
 
 class CrossEntropyIndex(Op):
@@ -258,7 +261,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = apply(BinaryCrossEntropy, input, target)
     if weight is not None:
         loss = loss * weight
-    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
+    r = reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
+    return rename_node(r, "BinaryCrossEntropyBackward0")  # PyTorch's one node, the reduction included
 
 
 @export(to=("nn.functional",))
@@ -272,7 +276,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     loss = (1 - target) * input + (sp * lw if lw is not None else sp)
     if weight is not None:
         loss = loss * weight
-    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy_with_logits")
+    r = reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy_with_logits")
+    return rename_node(r, "BinaryCrossEntropyWithLogitsBackward0")  # PyTorch's one node
 
 
 @export(to=("torch",))
