@@ -104,19 +104,16 @@ class Module:
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
-    def _call_with_hooks(self, args, kwargs):
-        if not self._forward_hooks_always_called:
-            return self._run_hooks(args, kwargs, None)
-        # (args, kwargs, ids of the forward hooks run, output so far) as the hooks leave them: on an exception the
-        # always_call hooks not yet run see them
-        state = [args, kwargs, set(), None]
-        try:
-            return self._run_hooks(args, kwargs, state)
-        except Exception:
-            self._run_always_called(*state)
-            raise
-
-    def _run_hooks(self, args, kwargs, state):
+    def _call_with_hooks(self, args, kwargs, state=None):
+        if state is None and self._forward_hooks_always_called:
+            # (args, kwargs, ids of the forward hooks run, output so far) as the hooks leave them: on an exception
+            # the always_call hooks not yet run see them
+            state = [args, kwargs, set(), None]
+            try:
+                return self._call_with_hooks(args, kwargs, state)
+            except Exception:
+                self._run_always_called(*state)
+                raise
         with_kwargs = self._forward_pre_hooks_with_kwargs
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in with_kwargs:
