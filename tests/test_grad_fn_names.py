@@ -67,6 +67,7 @@ OVERLOADS = {
     "frobenius_norm": lambda m, x: m.frobenius_norm(x, (0, 2)),
     "pow_scalar": lambda m, x: x ** 2.5, "pow_tensor": lambda m, x: x ** x, "pow_scalar_base": lambda m, x: 2 ** x,
     "copy_": lambda m, x: x.detach().clone().copy_(x),
+    "fill_": lambda m, x: x.clone().fill_(1.0), "zero_": lambda m, x: x.clone().zero_(),
     "max_pool2d": lambda m, x: _f(m).max_pool2d(x[None], 1), "avg_pool2d": lambda m, x: _f(m).avg_pool2d(x[None], 1),
     "nll_loss": lambda m, x: _f(m).nll_loss(x[:, 0], m.tensor([0, 1])),
     "binary_cross_entropy": lambda m, x: _f(m).binary_cross_entropy(x.sigmoid(), x.detach().sigmoid()),

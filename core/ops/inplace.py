@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, rename_node
 from ..dispatch import apply
 from ..dtypes import SCALARS as _SCALARS
 from ..writes import check_overlap, inplace
@@ -106,13 +106,18 @@ def fill_(self, value):
         if value._rg:
             return copy_(self, value)
         value = value.item()
-    return inplace(Fill, self, dtypes.fill_value(value, self.dtype))
+    return _fill_node(inplace(Fill, self, dtypes.fill_value(value, self.dtype)), "FillBackward2")
+
+
+def _fill_node(t, name):
+    """``t``, whose history is now a Fill node (not a view's), under PyTorch's name for the in-place form."""
+    return rename_node(t, name) if type(t._fn) is Fill else t
 
 
 @export(to=("torch", "Tensor"))
 def zero_(self):
     """Fill with zeros."""
-    return inplace(Fill, self, 0)
+    return _fill_node(inplace(Fill, self, 0), "ZeroBackward0")
 
 
 @export(to=("torch",))
