@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -83,7 +84,7 @@ LIBRARIES = {lib.name: lib for lib in (
             smoke=("skorch/tests/test_history.py", "skorch/tests/test_dataset.py", "skorch/tests/test_setter.py")),
     Library("pyro", "pyro-ppl", "1.9.2", deps=("opt-einsum", "pyro-api", "tqdm"),
             full=("tests/distributions/test_delta.py", "tests/distributions/test_unit.py",
-                  "tests/infer/test_elbo_mapdata.py", "tests/infer/test_predictive.py"),
+                  "tests/infer/test_elbo_mapdata.py"),
             smoke=("tests/test_primitives.py", "tests/test_settings.py", "tests/test_util.py"),
             canonical="pyro"),
     Library("torchmetrics", "torchmetrics", "1.9.0",
@@ -254,13 +255,19 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if origin == "canonical" and not has_tests:
         result.note = "sdist lacks " + " ".join(a for a in subset if not a.startswith("-") and not _exists(source, a)
                                                  and a not in _option_values(subset))
+    proc = subprocess.Popen(cmd, cwd=cwd, env=_env(lib, mode, site, inject), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     try:
-        proc = subprocess.run(cmd, cwd=cwd, env=_env(lib, mode, site, inject), capture_output=True, text=True,
-                              timeout=budget)
+        out, _ = proc.communicate(timeout=budget)
         if not xml.exists():
-            result.note = "; ".join(filter(None, [result.note, ((proc.stdout + proc.stderr).strip().splitlines()
-                                                                 or [""])[-1][:200]]))
-    except subprocess.TimeoutExpired:
+            result.note = "; ".join(filter(None, [result.note, (out.strip().splitlines() or [""])[-1][:200]]))
+    except subprocess.TimeoutExpired:  # as Ctrl-C: pytest stops and still writes the report of what ran
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
         result.note = "; ".join(filter(None, [result.note, f"stopped after {budget}s"]))
     if xml.exists():
         _count(xml, result)
@@ -286,6 +293,8 @@ def stored_results(root: Path | None = None) -> list:
 
 def _count(xml: Path, result: Result) -> None:
     for case in ET.parse(xml).getroot().iter("testcase"):
+        if case.get("name") is None:  # the test running when the budget ran out: not a result
+            continue
         kinds = {child.tag for child in case}
         name = f"{case.get('classname')}::{case.get('name')}"
         if "skipped" in kinds:
