@@ -682,21 +682,25 @@ def _no_complex(name, *operands):
 
 @export(inplace=True)
 def minimum(input, other, *, out=None):  # noqa: A002
-    """Elementwise minimum with broadcasting and type promotion."""
+    """Elementwise minimum with broadcasting and type promotion (two tensors, as PyTorch's)."""
+    _two_tensors("minimum", input, other)
     _no_complex("minimum", input, other)
     return out_or(binary_result(binary(Minimum, input, other), input, other, "minimum"), out)
 
 
 @export(inplace=True)
 def maximum(input, other, *, out=None):  # noqa: A002
-    """Elementwise maximum with broadcasting and type promotion."""
+    """Elementwise maximum with broadcasting and type promotion (two tensors, as PyTorch's)."""
+    _two_tensors("maximum", input, other)
     _no_complex("maximum", input, other)
     return out_or(binary_result(binary(Maximum, input, other), input, other, "maximum"), out)
 
 
 @export(aliases=("arctan2",), inplace=True)
 def atan2(input, other, *, out=None):  # noqa: A002
-    """Elementwise ``atan(input / other)`` in the right quadrant (integers in the promoted float type)."""
+    """Elementwise ``atan(input / other)`` in the right quadrant (integers in the promoted float type); two
+    tensors, as PyTorch's."""
+    _two_tensors("atan2", input, other)
     if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
         input = _computing(Atan2, input, other)
     return out_or(binary(Atan2, input, other), out)
@@ -765,6 +769,9 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
         raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and max is not None:
+        raise TypeError(f"clamp(): min and max must both be Tensors or both numbers, got "
+                        f"{type(min).__name__} and {type(max).__name__}")  # (PyTorch has no mixed overload)
     args = [input, min, max]
     tensors = [a for a in args if isinstance(a, Tensor)]
     if len(tensors) > 1 and any(t.dtype is not input.dtype for t in tensors):
@@ -893,8 +900,9 @@ def _logical(kernel, n, onnx):
             args = [cast(input, dtypes.bool)]
             if n == 2:
                 if not isinstance(other, Tensor):
-                    other = _full(bool(other), dtypes.bool, input)
-                elif other._dev is not input._dev and other.dim() != 0:
+                    raise TypeError(f"{kernel}(): argument 'other' (position 2) must be Tensor, not "
+                                    f"{type(other).__name__}")
+                if other._dev is not input._dev and other.dim() != 0:
                     raise device_error(kernel, input, other)
                 args.append(cast(other.to(input.device), dtypes.bool))
             return out_or(apply(Cls, *args), out)

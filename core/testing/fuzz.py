@@ -1,7 +1,7 @@
 """A differential fuzzer: random calls, valid and invalid, of every op-table row, with PyTorch as the oracle.
 
 Each call takes a row of the op tables (:data:`ember.testing.kit.TABLES`, plus the call forms of
-:mod:`ember.testing.rows_fuzz`: ``dim`` arguments, ``out=``, in-place and method forms) and one of its
+:mod:`ember.testing.fuzz_forms`: ``dim`` arguments, ``out=``, in-place and method forms) and one of its
 samples, and mutates the sample with the seeded generator: a random dtype for the floating inputs (bool,
 integers, float16, bfloat16, float64, complex; sometimes a different one per input), 0-d and empty inputs,
 non-contiguous views, Python scalars in place of tensors, inf/NaN entries, out-of-range integer (``dim``)
@@ -43,7 +43,7 @@ from .compare import has_dtype
 from .kit import TABLES  # the kit's list of tables is the one list of them
 from .row import B, F, I
 
-FORMS_TABLE = "ember.testing.rows_fuzz"
+FORMS_TABLE = "ember.testing.fuzz_forms"
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64")
 FLOATING = {"float32", "float64", "float16", "bfloat16", "complex64", "complex128"}
 # values: (rtol, atol) by result dtype

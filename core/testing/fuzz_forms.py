@@ -1,4 +1,4 @@
-"""Op table: call forms for the differential fuzzer (:mod:`ember.testing.fuzz`): ``dim`` arguments (which the
+"""Call forms for the differential fuzzer (:mod:`ember.testing.fuzz`): ``dim`` arguments (which the
 fuzzer pushes out of range), ``out=``, in-place and method forms, Tensor-or-number operands, index and
 embedding arguments.  The pointwise names come from :mod:`ember.testing.rows_pointwise`; the data from the
 same samplers as the other tables.  These rows are for the fuzzer only (the kit does not run them)."""
