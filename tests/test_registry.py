@@ -74,7 +74,8 @@ def test_every_op_class_is_entered_once_under_its_own_name():
             yield s
             yield from subclasses(s)
 
-    builtin = [c for c in subclasses(Op) if c.__module__.startswith("ember.")]
+    # a per-overload name (SumBackward1) is a twin of its op's class and shares the op's key (named_node)
+    builtin = [c for c in subclasses(Op) if c.__module__.startswith("ember.") and "_overload_of" not in c.__dict__]
     assert len(builtin) > 150
     missing = [c.__name__ for c in builtin if c not in OPS.values()]
     assert not missing, f"Op classes shadowed by another of the same name: {missing}"
