@@ -558,7 +558,8 @@ NAME_MAPPING = {
     ("itertools", "imap"): ("builtins", "map"), ("itertools", "ifilter"): ("builtins", "filter"),
     ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
     ("itertools", "izip_longest"): ("itertools", "zip_longest"),
-    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserDict", "UserDict"): ("collections", "UserDict"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"),
+    ("UserDict", "UserDict"): ("collections", "UserDict"),
     ("UserList", "UserList"): ("collections", "UserList"), ("UserString", "UserString"): ("collections", "UserString"),
     ("exceptions", "StandardError"): ("builtins", "Exception"),
 }

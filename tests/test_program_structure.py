@@ -395,7 +395,8 @@ def test_nn_modules_submodules_as_torch(torch):
 
 
 # ---------------------------------------------------------------------------- plugins raising BaseException
-@pytest.mark.parametrize("raise_, kind", [("raise SystemExit(3)", "SystemExit"), ("import sys; sys.exit()", "SystemExit"),
+@pytest.mark.parametrize("raise_, kind", [("raise SystemExit(3)", "SystemExit"),
+                                          ("import sys; sys.exit()", "SystemExit"),
                                           ("raise GeneratorExit('odd')", "GeneratorExit")])
 def test_plugin_raising_base_exception_is_reported_and_import_goes_on(tmp_path, raise_, kind):
     from test_plugins_entry_points import install, run
@@ -545,7 +546,7 @@ def test_script_function_as_torch(torch, device):
 def test_script_graph_from_example_inputs_or_first_call(device):
     f = ember.jit.script(lambda t: t.exp())
     with pytest.raises(RuntimeError, match="first call"):
-        f.graph
+        _ = f.graph
     f(ember.ones(2, device=device))
     assert [o.lower() for o in f.graph.ops()] == ["exp"]
     g = ember.jit.script(_branchy, example_inputs=[(ember.ones(2, device=device),)])

@@ -199,7 +199,8 @@ class _Check:
         us = [_random_like(t.detach()) for t in self.targets]
         vs = [_random_like(o.detach()) for o in self.outs]
         for ti, (t, u) in enumerate(zip(self.targets, us)):
-            num = [float((d * _host(v)).sum()) for d, v in zip(_directional(self.func, self.inputs, t, u, self.eps), vs)]
+            directional = _directional(self.func, self.inputs, t, u, self.eps)
+            num = [float((d * _host(v)).sum()) for d, v in zip(directional, vs)]
             modes = []
             if backward:
                 modes.append(("", [self._vjp_dot(oi, v, ti, u) for oi, v in enumerate(vs)]))

@@ -30,7 +30,8 @@ from ._graph import Graph, Program, TracerWarning, capture, flat_inputs, is_trac
 from ._io import decode_graph, encode_graph
 from ._script import ScriptMethod, record, recorded_graph, script_method, source
 
-__all__ = ["trace", "trace_module", "save", "load", "script", "script_method", "RecursiveScriptModule", "ignore", "unused", "export", "is_scripting",
+__all__ = ["trace", "trace_module", "save", "load", "script", "script_method", "RecursiveScriptModule", "ignore",
+           "unused", "export", "is_scripting",
            "is_tracing", "ScriptModule", "ScriptFunction", "TracedModule", "TracerWarning", "freeze",
            "optimize_for_inference", "annotate", "Final", "Attribute", "Error", "Graph", "fork", "wait",
            "interface", "CompilationUnit"]

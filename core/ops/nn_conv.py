@@ -10,15 +10,13 @@ scatter and the gather are each other's gradient (``FlatScatter``/``FlatGather``
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
 from ..layouts import keep_format
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
-from .creation import arange, eye, rand, tensor
+from .creation import arange, eye, rand
 from .nn import pad, torch_form
 from .pointwise import where
 from .shape import cat

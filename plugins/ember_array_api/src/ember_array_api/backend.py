@@ -84,7 +84,7 @@ class ArrayAPIBackend(ArrayBackend):
 
     # -- kernels the standard spells differently from NumPy
     def overrides(self) -> dict:
-        xp, raw = self.xp, self.raw
+        raw = self.raw
 
         def copy(x):
             return raw.asarray(x, copy=True)
