@@ -8,7 +8,9 @@ from . import functional
 from .functional import InterpolationMode
 from .autoaugment import AugMix, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from .transforms import (
-    CenterCrop, ColorJitter, Compose, ElasticTransform, Grayscale, Lambda, Normalize, Pad, PILToTensor, RandomApply,
-    RandomCrop, RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomPerspective, RandomResizedCrop,
-    RandomRotation, RandomVerticalFlip, Resize, ToPILImage, ToTensor,
+    CenterCrop, ColorJitter, Compose, ConvertImageDtype, ElasticTransform, FiveCrop, GaussianBlur, Grayscale, Lambda,
+    LinearTransformation, Normalize, Pad, PILToTensor, RandomAdjustSharpness, RandomAffine, RandomApply,
+    RandomAutocontrast, RandomChoice, RandomCrop, RandomEqualize, RandomErasing, RandomGrayscale, RandomHorizontalFlip,
+    RandomInvert, RandomOrder, RandomPerspective, RandomPosterize, RandomResizedCrop, RandomRotation, RandomSolarize,
+    RandomVerticalFlip, Resize, TenCrop, ToPILImage, ToTensor,
 )

@@ -444,3 +444,70 @@ def gaussian_blur(img, kernel_size, sigma=None):
         return to_pil_image(gaussian_blur(pil_to_tensor(img), kernel_size, sigma), mode=img.mode)
     _impl(img, "gaussian_blur", 3)
     return _tensor.gaussian_blur(img, kernel_size, sigma)
+
+
+def adjust_gamma(img, gamma: float, gain: float = 1.0):
+    """``gain * img ** gamma`` on values scaled to ``[0, 1]`` (PIL images through a 256-entry table).
+
+    >>> import ember
+    >>> adjust_gamma(ember.tensor([[[0.25, 1.0]]]), 0.5).tolist()
+    [[[0.5, 1.0]]]
+    """
+    if gamma < 0:
+        raise ValueError(f"adjust_gamma: Gamma should be a non-negative real number, got {gamma}")
+    _channels_in(img, "adjust_gamma", (1, 3))
+    if isinstance(img, Image.Image):
+        table = [int((255 + 1 - 1e-3) * gain * pow(v / 255.0, gamma)) for v in range(256)] * 3
+        return img.convert("RGB").point(table).convert(img.mode)
+    x = img if img.is_floating_point() else convert_image_dtype(img, ember.float32)
+    return convert_image_dtype((gain * x ** gamma).clamp(0, 1), img.dtype)
+
+
+def convert_image_dtype(image, dtype=ember.float32):
+    """A tensor image in ``dtype``, values rescaled between integer ranges and ``[0, 1]`` for floats.
+
+    >>> import ember
+    >>> convert_image_dtype(ember.tensor([0, 255], dtype=ember.uint8)).tolist()
+    [0.0, 1.0]
+    """
+    from .v2.functional import to_dtype  # the one rescaling rule (v2 imports this module)
+
+    if not isinstance(image, ember.Tensor):
+        raise TypeError(f"convert_image_dtype: Input img should be Tensor Image, got {type(image).__name__}")
+    if image.is_floating_point() and not dtype.is_floating_point and (
+            (image.dtype == ember.float32 and dtype in (ember.int32, ember.int64))
+            or (image.dtype == ember.float64 and dtype == ember.int64)):
+        raise RuntimeError(f"convert_image_dtype: The cast from {image.dtype} to {dtype} cannot be performed safely.")
+    return to_dtype(image, dtype, scale=True)
+
+
+def _crop_size(size) -> tuple:
+    if isinstance(size, numbers.Number):
+        return int(size), int(size)
+    if isinstance(size, Sequence) and len(size) == 1:
+        return int(size[0]), int(size[0])
+    if not isinstance(size, Sequence) or len(size) != 2:
+        raise ValueError(f"Please provide only two dimensions (h, w) for size, got {size!r}")
+    return int(size[0]), int(size[1])
+
+
+def five_crop(img, size):
+    """The four corner crops and the central crop of ``size``: ``(top_left, top_right, bottom_left,
+    bottom_right, center)``.
+
+    >>> import ember
+    >>> [c.tolist() for c in five_crop(ember.arange(9).reshape(1, 3, 3), 1)][:2]
+    [[[[0]]], [[[2]]]]
+    """
+    ch, cw = _crop_size(size)
+    w, h = get_image_size(img)
+    if cw > w or ch > h:
+        raise ValueError(f"five_crop: Requested crop size {(ch, cw)} is bigger than input size {(h, w)}")
+    corners = [crop(img, top, left, ch, cw) for top, left in ((0, 0), (0, w - cw), (h - ch, 0), (h - ch, w - cw))]
+    return (*corners, center_crop(img, [ch, cw]))
+
+
+def ten_crop(img, size, vertical_flip: bool = False):
+    """:func:`five_crop` of the image, then of its mirror (left-right, or top-bottom with ``vertical_flip``)."""
+    size = _crop_size(size)
+    return five_crop(img, size) + five_crop(vflip(img) if vertical_flip else hflip(img), size)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import random
 from collections.abc import Sequence
 
 import ember
@@ -415,3 +416,257 @@ class ElasticTransform(_Repr):
         _, height, width = F.get_dimensions(img)
         displacement = self.get_params(self.alpha, self.sigma, [height, width])
         return F.elastic_transform(img, displacement, self.interpolation, self.fill)
+
+
+class ConvertImageDtype(_Repr):
+    """A tensor image in ``dtype``, its values rescaled (see :func:`functional.convert_image_dtype`)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def __call__(self, image):
+        return F.convert_image_dtype(image, self.dtype)
+
+
+class FiveCrop(_Repr):
+    """The four corner crops and the central crop of ``size``, as a tuple."""
+
+    def __init__(self, size):
+        self.size = F._crop_size(size)
+
+    def __call__(self, img):
+        return F.five_crop(img, self.size)
+
+
+class TenCrop(_Repr):
+    """:class:`FiveCrop` of the image and of its mirror (top-bottom with ``vertical_flip``)."""
+
+    def __init__(self, size, vertical_flip: bool = False):
+        self.size, self.vertical_flip = F._crop_size(size), vertical_flip
+
+    def __call__(self, img):
+        return F.ten_crop(img, self.size, self.vertical_flip)
+
+
+def _blur_sigma(sigma) -> tuple:
+    if isinstance(sigma, numbers.Number):
+        if sigma <= 0:
+            raise ValueError(f"GaussianBlur: If sigma is a single number, it must be positive, got {sigma}")
+        return float(sigma), float(sigma)
+    if isinstance(sigma, Sequence) and len(sigma) == 2:
+        if not 0.0 < sigma[0] <= sigma[1]:
+            raise ValueError(f"GaussianBlur: sigma values should be positive and of the form (min, max), got {sigma}")
+        return float(sigma[0]), float(sigma[1])
+    raise ValueError(f"GaussianBlur: sigma should be a single number or a list/tuple with length 2, got {sigma!r}")
+
+
+class GaussianBlur(_Repr):
+    """Blur with an odd ``kernel_size`` and a sigma drawn uniformly from ``sigma`` (a number or ``(min, max)``)."""
+
+    def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        self.kernel_size = _pair(kernel_size, "GaussianBlur")
+        if any(k <= 0 or k % 2 == 0 for k in self.kernel_size):
+            raise ValueError(f"GaussianBlur: Kernel size value should be an odd and positive number, got "
+                             f"{self.kernel_size}")
+        self.sigma = _blur_sigma(sigma)
+
+    @staticmethod
+    def get_params(sigma_min: float, sigma_max: float) -> float:
+        return _uniform(sigma_min, sigma_max)
+
+    def __call__(self, img):
+        sigma = self.get_params(*self.sigma)
+        return F.gaussian_blur(img, self.kernel_size, [sigma, sigma])
+
+
+class LinearTransformation(_Repr):
+    """``(x.flatten() - mean_vector) @ transformation_matrix`` per image (e.g. ZCA whitening), reshaped back."""
+
+    def __init__(self, transformation_matrix, mean_vector):
+        m, v = transformation_matrix, mean_vector
+        if m.ndim != 2 or m.shape[0] != m.shape[1]:
+            raise ValueError(f"LinearTransformation: transformation_matrix should be square. Got {tuple(m.shape)} "
+                             f"rectangular matrix.")
+        if v.shape[0] != m.shape[0]:
+            raise ValueError(f"LinearTransformation: mean_vector should have the same length {v.shape[0]} as any one "
+                             f"of the dimensions of the transformation_matrix [{tuple(m.shape)}]")
+        if m.device != v.device:
+            raise ValueError(f"LinearTransformation: Input tensors should be on the same device. Got {m.device} and "
+                             f"{v.device}")
+        if m.dtype != v.dtype:
+            raise ValueError(f"LinearTransformation: Input tensors should have the same dtype. Got {m.dtype} and "
+                             f"{v.dtype}")
+        self.transformation_matrix, self.mean_vector = m, v
+
+    def __call__(self, tensor):
+        shape = tuple(tensor.shape)
+        n = math.prod(shape[-3:])
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError(f"LinearTransformation: Input tensor and transformation matrix have incompatible shape."
+                             f"[{shape[-3]} x {shape[-2]} x {shape[-1]}] != {self.transformation_matrix.shape[0]}")
+        if tensor.device != self.mean_vector.device:
+            raise ValueError(f"LinearTransformation: Input tensor should be on the same device as transformation "
+                             f"matrix and mean vector. Got {tensor.device} vs {self.mean_vector.device}")
+        flat = tensor.reshape(-1, n) - self.mean_vector
+        return ember.mm(flat, self.transformation_matrix.to(flat.dtype)).reshape(shape)
+
+
+class _RandomOp(_Repr):
+    """Apply ``_op(img, *self._args())`` with probability ``p``."""
+
+    _op = None
+
+    def __init__(self, p: float = 0.5):
+        self.p = p
+
+    def _args(self) -> tuple:
+        return ()
+
+    def __call__(self, img):
+        return type(self)._op(img, *self._args()) if _coin(self.p) else img
+
+
+class RandomAdjustSharpness(_RandomOp):
+    """:func:`functional.adjust_sharpness` by ``sharpness_factor`` with probability ``p``."""
+
+    _op = staticmethod(F.adjust_sharpness)
+
+    def __init__(self, sharpness_factor: float, p: float = 0.5):
+        super().__init__(p)
+        self.sharpness_factor = sharpness_factor
+
+    def _args(self):
+        return (self.sharpness_factor,)
+
+
+class RandomAutocontrast(_RandomOp):
+    """:func:`functional.autocontrast` with probability ``p``."""
+
+    _op = staticmethod(F.autocontrast)
+
+
+class RandomEqualize(_RandomOp):
+    """:func:`functional.equalize` with probability ``p``."""
+
+    _op = staticmethod(F.equalize)
+
+
+class RandomInvert(_RandomOp):
+    """:func:`functional.invert` with probability ``p``."""
+
+    _op = staticmethod(F.invert)
+
+
+class RandomPosterize(_RandomOp):
+    """:func:`functional.posterize` to ``bits`` with probability ``p``."""
+
+    _op = staticmethod(F.posterize)
+
+    def __init__(self, bits: int, p: float = 0.5):
+        super().__init__(p)
+        self.bits = bits
+
+    def _args(self):
+        return (self.bits,)
+
+
+class RandomSolarize(_RandomOp):
+    """:func:`functional.solarize` above ``threshold`` with probability ``p``."""
+
+    _op = staticmethod(F.solarize)
+
+    def __init__(self, threshold: float, p: float = 0.5):
+        super().__init__(p)
+        self.threshold = threshold
+
+    def _args(self):
+        return (self.threshold,)
+
+
+def _sequence(value, name: str, sizes=(2,)):
+    if not isinstance(value, Sequence) or len(value) not in sizes:
+        kind = TypeError if not isinstance(value, Sequence) else ValueError
+        raise kind(f"RandomAffine: {name} should be a sequence of length {' or '.join(map(str, sizes))}, got "
+                   f"{value!r}")
+    return [float(v) for v in value]
+
+
+def _angle_range(value, name: str, sizes=(2,)):
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"RandomAffine: If {name} is a single number, it must be positive, got {value}")
+        return [-float(value), float(value)]
+    return _sequence(value, name, sizes)
+
+
+class RandomAffine(_Repr):
+    """A random affine map keeping the centre: rotation from ``degrees``, translation up to ``translate``
+    (fractions of width and height), ``scale`` and ``shear`` (x range, or x and y ranges) drawn per call."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None):
+        self.degrees = _angle_range(degrees, "degrees")
+        if translate is not None and not all(0.0 <= t <= 1.0 for t in _sequence(translate, "translate")):
+            raise ValueError(f"RandomAffine: translation values should be between 0 and 1, got {translate}")
+        if scale is not None and any(s <= 0 for s in _sequence(scale, "scale")):
+            raise ValueError(f"RandomAffine: scale values should be positive, got {scale}")
+        self.shear = None if shear is None else _angle_range(shear, "shear", (2, 4))
+        if fill is None:
+            fill = 0
+        elif not isinstance(fill, (Sequence, numbers.Number)):
+            raise TypeError("RandomAffine: Fill should be either a sequence or a number.")
+        if center is not None:
+            _sequence(center, "center")
+        self.translate, self.scale, self.interpolation, self.fill, self.center = translate, scale, interpolation, \
+            fill, center
+
+    @staticmethod
+    def get_params(degrees, translate, scale_ranges, shears, img_size):
+        """``(angle, (tx, ty), scale, (shear_x, shear_y))`` for an image of ``img_size`` ``[width, height]``."""
+        angle = _uniform(float(degrees[0]), float(degrees[1]))
+        tx = ty = 0
+        if translate is not None:
+            dx, dy = float(translate[0] * img_size[0]), float(translate[1] * img_size[1])
+            tx, ty = int(round(_uniform(-dx, dx))), int(round(_uniform(-dy, dy)))
+        scale = 1.0 if scale_ranges is None else _uniform(scale_ranges[0], scale_ranges[1])
+        shear_x = shear_y = 0.0
+        if shears is not None:
+            shear_x = _uniform(shears[0], shears[1])
+            if len(shears) == 4:
+                shear_y = _uniform(shears[2], shears[3])
+        return angle, (tx, ty), scale, (shear_x, shear_y)
+
+    def __call__(self, img):
+        fill = _fill_per_channel(img, self.fill)
+        params = self.get_params(self.degrees, self.translate, self.scale, self.shear, F.get_image_size(img))
+        return F.affine(img, *params, interpolation=self.interpolation, fill=fill, center=self.center)
+
+
+class RandomChoice(_Repr):
+    """Apply one of ``transforms``, picked by Python's ``random`` with weights ``p`` (uniform by default)."""
+
+    def __init__(self, transforms, p=None):
+        if not isinstance(transforms, Sequence):
+            raise TypeError("RandomChoice: Argument transforms should be a sequence")
+        if p is not None and not isinstance(p, Sequence):
+            raise TypeError("RandomChoice: Argument p should be a sequence")
+        self.transforms, self.p = transforms, p
+
+    def __call__(self, *args):
+        return random.choices(self.transforms, weights=self.p)[0](*args)
+
+
+class RandomOrder(_Repr):
+    """Apply ``transforms`` in an order shuffled by Python's ``random``."""
+
+    def __init__(self, transforms):
+        if not isinstance(transforms, Sequence):
+            raise TypeError("RandomOrder: Argument transforms should be a sequence")
+        self.transforms = transforms
+
+    def __call__(self, img):
+        order = list(range(len(self.transforms)))
+        random.shuffle(order)
+        for i in order:
+            img = self.transforms[i](img)
+        return img
