@@ -9,6 +9,11 @@ from ._transforms import (AugMix, AutoAugment, CenterCrop, ColorJitter, Compose,
                           RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomPerspective, RandomResizedCrop,
                           RandomRotation, RandomVerticalFlip, Resize, SanitizeBoundingBoxes, ToDtype, ToImage,
                           ToPureTensor, Transform, TrivialAugmentWide)
+from ._more import (JPEG, RGB, ConvertImageDtype, FiveCrop, GaussianBlur, GaussianNoise, Identity, Lambda,
+                    LinearTransformation, PILToTensor, RandomAdjustSharpness, RandomAutocontrast,
+                    RandomChannelPermutation, RandomEqualize, RandomInvert, RandomOrder, RandomPhotometricDistort,
+                    RandomPosterize, RandomSolarize, TenCrop, ToPILImage, ToTensor, UniformTemporalSubsample,
+                    check_type, get_bounding_boxes, get_keypoints, has_all, has_any, query_chw, query_size)
 
 __all__ = ["functional", "InterpolationMode", "Transform", "Compose", "RandomAffine", "RandomApply",
            "RandomChoice", "RandomHorizontalFlip", "RandomVerticalFlip", "Resize", "CenterCrop", "Pad", "RandomCrop",
@@ -16,3 +21,8 @@ __all__ = ["functional", "InterpolationMode", "Transform", "Compose", "RandomAff
            "ToImage", "ToPureTensor", "ToDtype", "SanitizeBoundingBoxes", "MixUp", "CutMix", "AutoAugmentPolicy",
            "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "RandomErasing", "RandomPerspective",
            "ElasticTransform"]
+__all__ += ["Identity", "Lambda", "PILToTensor", "ToPILImage", "ToTensor", "ConvertImageDtype", "RGB", "GaussianNoise",
+            "GaussianBlur", "LinearTransformation", "FiveCrop", "TenCrop", "RandomOrder", "RandomChannelPermutation",
+            "RandomPhotometricDistort", "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize",
+            "RandomInvert", "RandomPosterize", "RandomSolarize", "UniformTemporalSubsample", "JPEG", "check_type",
+            "has_all", "has_any", "query_chw", "query_size", "get_bounding_boxes", "get_keypoints"]
