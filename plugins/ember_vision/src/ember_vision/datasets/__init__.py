@@ -1,12 +1,14 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101,
-EuroSAT, Country211, RenderedSST2, USPS and SEMEION.
+EuroSAT, Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, CLEVRClassification,
+MovingMNIST, Omniglot, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
 from .caltech import Caltech101, Caltech256
+from .clevr import CLEVRClassification
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
 from .coco import CocoCaptions, CocoDetection
@@ -18,11 +20,20 @@ from .food101 import Food101
 from .folder_sets import Country211, EuroSAT, RenderedSST2
 from .folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder, default_loader, find_classes, make_dataset
 from .fer2013 import FER2013
+from .fgvc_aircraft import FGVCAircraft
+from .flickr import Flickr8k, Flickr30k
 from .gtsrb import GTSRB
+from .imagenette import Imagenette
+from .lsun import LSUN, LSUNClass
 from .mnist import EMNIST, KMNIST, MNIST, QMNIST, FashionMNIST, read_idx
+from .moving_mnist import MovingMNIST
+from .omniglot import Omniglot
 from .oxford_iiit_pet import OxfordIIITPet
+from .pcam import PCAM
+from .sbu import SBU
 from .stl10 import STL10
+from .sun397 import SUN397
 from .svhn import SVHN
 from .vision import VisionDataset
 from .voc import VOCDetection, VOCSegmentation
-from . import utils
+from . import country211, eurosat, rendered_sst2, semeion, usps, utils

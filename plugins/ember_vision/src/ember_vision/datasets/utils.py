@@ -35,6 +35,11 @@ def calculate_md5(fpath: str, chunk_size: int = CHUNK) -> str:
     return md5.hexdigest()
 
 
+def check_md5(fpath: str, md5: str, **kwargs) -> bool:
+    """True when the file's MD5 is ``md5`` (``kwargs`` go to :func:`calculate_md5`)."""
+    return md5 == calculate_md5(fpath, **kwargs)
+
+
 def check_integrity(fpath: str, md5: str | None = None) -> bool:
     """True when ``fpath`` exists and (if ``md5`` is given) has that MD5."""
     if not os.path.isfile(fpath):
@@ -132,6 +137,37 @@ def download_and_extract_archive(url: str, download_root: str, extract_root: str
     """``download_url`` then ``extract_archive`` into ``extract_root`` (default ``download_root``)."""
     path = download_url(url, download_root, filename, md5)
     return extract_archive(path, extract_root or download_root)
+
+
+def download_file_from_google_drive(file_id: str, root: str, filename: str | None = None,
+                                    md5: str | None = None) -> str:
+    """Download the Google Drive file ``file_id`` into ``root/filename`` (default: the id) through
+    :func:`download_url`; offline this raises its ``RuntimeError`` naming the URL and the file to place there."""
+    url = f"https://drive.google.com/uc?export=download&id={file_id}&confirm=t"
+    return download_url(url, root, filename or file_id, md5)
+
+
+def list_dir(root: str, prefix: bool = False) -> list:
+    """The directories in ``root`` (their paths when ``prefix``), in ``os.listdir`` order."""
+    root = os.path.expanduser(root)
+    names = [d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))]
+    return [os.path.join(root, d) for d in names] if prefix else names
+
+
+def list_files(root: str, suffix, prefix: bool = False) -> list:
+    """The files in ``root`` whose names end with ``suffix`` (a str or a tuple of them); paths when ``prefix``."""
+    root = os.path.expanduser(root)
+    names = [f for f in os.listdir(root) if os.path.isfile(os.path.join(root, f)) and f.endswith(suffix)]
+    return [os.path.join(root, f) for f in names] if prefix else names
+
+
+def iterable_to_str(iterable) -> str:
+    """The items quoted and comma-separated, as torchvision's error messages list valid values.
+
+    >>> iterable_to_str(["a", 1])
+    "'a', '1'"
+    """
+    return ", ".join(f"'{item}'" for item in iterable)
 
 
 def verify_str_arg(value, arg: str | None = None, valid_values=None, custom_msg: str | None = None):

@@ -1,0 +1,260 @@
+"""torchvision's top-level names, io's GIF/WEBP/AVIF/HEIC decoders, datasets.utils' helpers, and the datasets
+Imagenette, SUN397, FGVCAircraft, CLEVRClassification, MovingMNIST, Omniglot, Flickr8k/30k, SBU, PCAM and LSUN
+on small files in torchvision's on-disk layouts, written by each test."""
+import hashlib
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ember_vision")
+PIL = pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+import ember  # noqa: E402
+import ember_vision  # noqa: E402
+from ember_vision import datasets  # noqa: E402
+from ember_vision import io as vio  # noqa: E402
+from ember_vision.datasets import utils as dutils  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def image(path, value=None, size=(6, 5), mode="RGB"):
+    """Write a small image (every pixel ``value``, else random) and return its pixels."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    shape = (size[1], size[0], 3) if mode == "RGB" else (size[1], size[0])
+    pixels = np.full(shape, value, np.uint8) if value is not None else RNG.integers(0, 256, shape, np.uint8)
+    Image.fromarray(pixels, mode).save(path)
+    return pixels
+
+
+def encoded(img, fmt, **options):
+    buf = io.BytesIO()
+    img.save(buf, fmt, **options)
+    return ember.from_numpy(np.frombuffer(buf.getvalue(), np.uint8).copy())
+
+
+# --------------------------------------------------------------------------- top level
+def test_image_backend_round_trip_and_bad_name():
+    assert ember_vision.get_image_backend() == "PIL"
+    try:
+        ember_vision.set_image_backend("accimage")
+        assert ember_vision.get_image_backend() == "accimage"
+        with pytest.raises(ValueError, match="Invalid backend 'cv2'"):
+            ember_vision.set_image_backend("cv2")
+        assert ember_vision.get_image_backend() == "accimage"
+    finally:
+        ember_vision.set_image_backend("PIL")
+
+
+def test_video_backend_version_and_extension():
+    ember_vision.set_video_backend("pyav")
+    assert ember_vision.get_video_backend() == "pyav"
+    assert ember_vision.disable_beta_transforms_warning() is None
+    assert ember_vision.version.__version__ == "0.28.0"
+    assert ember_vision.version.cuda == ember.version.cuda
+    assert isinstance(ember_vision.version.git_version, str)
+    assert ember_vision.extension._has_ops() is True
+    assert ember_vision.extension._check_cuda_version() == -1
+
+
+# --------------------------------------------------------------------------- io
+def test_decode_gif_single_and_animated():
+    frames = [Image.fromarray(np.full((4, 5, 3), v, np.uint8)) for v in (0, 120, 240)]
+    one = vio.decode_gif(encoded(frames[1], "GIF"))
+    assert one.shape == (3, 4, 5) and one.dtype == ember.uint8
+    assert (one.numpy() == 120).all()
+    many = vio.decode_gif(encoded(frames[0], "GIF", save_all=True, append_images=frames[1:]))
+    assert many.shape == (3, 3, 4, 5)
+    assert [int(many[i, 0, 0, 0]) for i in range(3)] == [0, 120, 240]
+    with pytest.raises(RuntimeError, match="decode_gif: not a GIF"):
+        vio.decode_gif(encoded(frames[0], "PNG"))
+
+
+def test_decode_webp_and_avif_through_pillow():
+    pixels = RNG.integers(0, 256, (6, 7, 4), np.uint8)
+    out = vio.decode_webp(encoded(Image.fromarray(pixels, "RGBA"), "WEBP", lossless=True, exact=True))
+    np.testing.assert_array_equal(out.numpy(), pixels.transpose(2, 0, 1))
+    assert vio.decode_webp(encoded(Image.fromarray(pixels, "RGBA"), "WEBP", lossless=True, exact=True), "RGB").shape == (3, 6, 7)
+    Image.init()
+    if "AVIF" in Image.OPEN:
+        avif = vio.decode_avif(encoded(Image.fromarray(np.full((8, 8, 3), 200, np.uint8)), "AVIF", quality=100))
+        assert avif.shape == (3, 8, 8) and abs(int(avif[0, 4, 4]) - 200) <= 4
+    else:
+        with pytest.raises(RuntimeError, match="decode_avif: the installed Pillow has no AVIF decoder"):
+            vio.decode_avif(ember.zeros(4, dtype=ember.uint8))
+
+
+def test_decode_heic_without_codec_is_a_clear_error():
+    Image.init()
+    if "HEIF" in Image.OPEN:
+        pytest.skip("a HEIF plugin is registered")
+    with pytest.raises(RuntimeError, match="decode_heic: the installed Pillow has no HEIF decoder; install pillow-heif"):
+        vio.decode_heic(ember.zeros(4, dtype=ember.uint8))
+
+
+def test_io_image_module_holds_the_image_functions():
+    assert vio.image.decode_png is vio.decode_png and vio.image.ImageReadMode is vio.ImageReadMode
+    assert set(vio.image.__all__) <= set(vio.__all__)
+
+
+# --------------------------------------------------------------------------- datasets.utils
+def test_list_dir_list_files_check_md5_iterable_to_str(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "x.png").write_bytes(b"png")
+    (tmp_path / "y.txt").write_bytes(b"txt")
+    assert sorted(dutils.list_dir(str(tmp_path))) == ["a", "b"]
+    assert sorted(dutils.list_dir(str(tmp_path), prefix=True)) == [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert dutils.list_files(str(tmp_path), ".png") == ["x.png"]
+    assert sorted(dutils.list_files(str(tmp_path), (".png", ".txt"), prefix=True)) == [
+        str(tmp_path / "x.png"), str(tmp_path / "y.txt")]
+    assert dutils.check_md5(str(tmp_path / "x.png"), hashlib.md5(b"png").hexdigest())
+    assert not dutils.check_md5(str(tmp_path / "x.png"), hashlib.md5(b"other").hexdigest())
+    assert dutils.iterable_to_str(("a", 1)) == "'a', '1'"
+
+
+def test_google_drive_download_offline_names_the_file(tmp_path, monkeypatch):
+    def refuse(url, *args, **kwargs):
+        raise OSError("network unreachable")
+    monkeypatch.setattr(ember.hub, "fetch", refuse)
+    with pytest.raises(RuntimeError, match="abc123"):
+        dutils.download_file_from_google_drive("abc123", str(tmp_path), "f.gz")
+    assert not os.listdir(tmp_path)
+
+
+# --------------------------------------------------------------------------- datasets
+def test_imagenette(tmp_path):
+    root = tmp_path / "imagenette2-160" / "val"
+    a = image(str(root / "n03888257" / "x.JPEG"), 10)
+    image(str(root / "n01440764" / "y.JPEG"), 20)
+    ds = datasets.Imagenette(str(tmp_path), split="val", size="160px")
+    assert len(ds) == 2 and ds.wnids == ["n01440764", "n03888257"]
+    assert ds.classes[1] == ("parachute", "chute") and ds.class_to_idx["chute"] == 1
+    img, label = ds[1]
+    assert label == 1 and abs(int(np.asarray(img)[0, 0, 0]) - int(a[0, 0, 0])) <= 3
+    with pytest.raises(RuntimeError, match="imagenette2-160"):
+        datasets.Imagenette(str(tmp_path), split="train", size="160px")
+    with pytest.raises(ValueError, match="size"):
+        datasets.Imagenette(str(tmp_path), size="10px")
+
+
+def test_sun397(tmp_path):
+    base = tmp_path / "SUN397"
+    base.mkdir()
+    (base / "ClassName.txt").write_text("/a/abbey\n/b/bus_interior\n/o/office/home\n")
+    image(str(base / "o" / "office" / "home" / "sun_1.jpg"), 30)
+    image(str(base / "a" / "abbey" / "sun_2.jpg"), 40)
+    ds = datasets.SUN397(str(tmp_path))
+    assert ds.classes == ["abbey", "bus_interior", "office/home"]
+    labels = sorted(ds[i][1] for i in range(len(ds)))
+    assert labels == [0, 2]
+    with pytest.raises(RuntimeError, match="Dataset not found"):
+        datasets.SUN397(str(tmp_path / "none"))
+
+
+def test_fgvc_aircraft(tmp_path):
+    data = tmp_path / "fgvc-aircraft-2013b" / "data"
+    image(str(data / "images" / "0001.jpg"), 50)
+    image(str(data / "images" / "0002.jpg"), 60)
+    (data / "families.txt").write_text("Boeing 707\nA300\n")
+    (data / "images_family_test.txt").write_text("0001 A300\n0002 Boeing 707\n")
+    ds = datasets.FGVCAircraft(str(tmp_path), split="test", annotation_level="family")
+    assert ds.classes == ["Boeing 707", "A300"] and [ds[i][1] for i in range(2)] == [1, 0]
+    with pytest.raises(ValueError, match="annotation_level"):
+        datasets.FGVCAircraft(str(tmp_path), annotation_level="model")
+
+
+def test_clevr_classification(tmp_path):
+    data = tmp_path / "clevr" / "CLEVR_v1.0"
+    for name in ("CLEVR_val_000001.png", "CLEVR_val_000000.png"):
+        image(str(data / "images" / "val" / name), 70)
+    scenes = {"scenes": [{"image_filename": "CLEVR_val_000000.png", "objects": [{}] * 3},
+                         {"image_filename": "CLEVR_val_000001.png", "objects": [{}] * 5}]}
+    os.makedirs(data / "scenes")
+    (data / "scenes" / "CLEVR_val_scenes.json").write_text(json.dumps(scenes))
+    image(str(data / "images" / "test" / "CLEVR_test_000000.png"), 80)
+    ds = datasets.CLEVRClassification(str(tmp_path), split="val")
+    assert [ds[i][1] for i in range(len(ds))] == [3, 5]
+    assert datasets.CLEVRClassification(str(tmp_path), split="test")[0][1] is None
+
+
+def test_moving_mnist_splits(tmp_path):
+    seq = RNG.integers(0, 256, (20, 3, 8, 8), np.uint8)  # (T, N, H, W) as the .npy holds it
+    os.makedirs(tmp_path / "MovingMNIST")
+    np.save(tmp_path / "MovingMNIST" / "mnist_test_seq.npy", seq)
+    whole = datasets.MovingMNIST(str(tmp_path))
+    assert len(whole) == 3 and whole[1].shape == (20, 1, 8, 8) and whole[1].dtype == ember.uint8
+    np.testing.assert_array_equal(whole[1].numpy()[:, 0], seq[:, 1])
+    train = datasets.MovingMNIST(str(tmp_path), split="train", split_ratio=4)
+    test = datasets.MovingMNIST(str(tmp_path), split="test", split_ratio=4)
+    assert train[0].shape == (4, 1, 8, 8) and test[0].shape == (16, 1, 8, 8)
+    np.testing.assert_array_equal(test[2].numpy()[0, 0], seq[4, 2])
+    with pytest.raises(ValueError, match="split_ratio"):
+        datasets.MovingMNIST(str(tmp_path), split_ratio=20)
+
+
+def test_omniglot(tmp_path):
+    base = tmp_path / "omniglot-py" / "images_evaluation"
+    image(str(base / "Alpha" / "character01" / "a.png"), 255, mode="L")
+    image(str(base / "Alpha" / "character02" / "b.png"), 0, mode="L")
+    image(str(base / "Beta" / "character01" / "c.png"), 128, mode="L")
+    ds = datasets.Omniglot(str(tmp_path), background=False)
+    assert len(ds) == 3 and [ds[i][1] for i in range(3)] == [0, 1, 2]
+    img, _ = ds[2]
+    assert img.mode == "L" and np.asarray(img)[0, 0] == 128
+    with pytest.raises(RuntimeError, match="images_background"):
+        datasets.Omniglot(str(tmp_path))
+
+
+def test_flickr8k_and_30k(tmp_path):
+    image(str(tmp_path / "1000_abc.jpg"), 90)
+    page = ("<html><table><tr><td><a href='http://x/1000/'>http://x/1000/</a></td>"
+            "<td><ul><li>a dog </li><li>a brown dog</li></ul></td></tr></table></html>")
+    (tmp_path / "ann.html").write_text(page)
+    ds8 = datasets.Flickr8k(str(tmp_path), str(tmp_path / "ann.html"))
+    assert len(ds8) == 1 and ds8[0][1] == ["a dog", "a brown dog"]
+    (tmp_path / "ann.txt").write_text("1000_abc.jpg#0\tone\n1000_abc.jpg#1\ttwo\n")
+    ds30 = datasets.Flickr30k(str(tmp_path), str(tmp_path / "ann.txt"))
+    img, caps = ds30[0]
+    assert caps == ["one", "two"] and img.size == (6, 5)
+
+
+def test_sbu_skips_missing_photos(tmp_path, monkeypatch):
+    tar = tmp_path / "SBUCaptionedPhotoDataset.tar.gz"
+    tar.write_bytes(b"stand-in archive")
+    monkeypatch.setattr(datasets.SBU, "md5_checksum", hashlib.md5(b"stand-in archive").hexdigest())
+    folder = tmp_path / "dataset"
+    image(str(folder / "p1.jpg"), 100)
+    (folder / "SBU_captioned_photo_dataset_urls.txt").write_text("http://h/p0.jpg\nhttp://h/p1.jpg\n")
+    (folder / "SBU_captioned_photo_dataset_captions.txt").write_text("missing\nkept\n")
+    ds = datasets.SBU(str(tmp_path), download=False)
+    assert ds.photos == ["p1.jpg"] and ds[0][1] == "kept"
+    with pytest.raises(RuntimeError, match="SBUCaptionedPhotoDataset.tar.gz"):
+        datasets.SBU(str(tmp_path / "none"), download=False)
+
+
+def test_pcam_and_lsun_name_their_missing_package(tmp_path):
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="h5py"):
+            datasets.PCAM(str(tmp_path))
+    try:
+        import lmdb  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="lmdb"):
+            datasets.LSUN(str(tmp_path), classes=["bedroom_val"])
+    with pytest.raises(ValueError, match="Unknown value 'attic' for LSUN class"):
+        datasets.LSUN(str(tmp_path), classes=["attic_train"])
+    with pytest.raises(ValueError, match="Unknown value 'dev' for postfix"):
+        datasets.LSUN(str(tmp_path), classes=["tower_dev"])
+
+
+def test_module_paths_as_in_torchvision():
+    from ember_vision.datasets import country211, eurosat, usps
+    assert eurosat.EuroSAT is datasets.EuroSAT and country211.Country211 is datasets.Country211
+    assert usps.USPS is datasets.USPS
