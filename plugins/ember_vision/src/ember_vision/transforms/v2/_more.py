@@ -246,12 +246,13 @@ class GaussianNoise(_Typed):
 
 
 def _permute_channels(img, permutation):
+    permutation = [int(i) for i in permutation]
     if isinstance(img, Image.Image):
         return F1.to_pil_image(_permute_channels(F1.pil_to_tensor(img), permutation), img.mode)
     if len(permutation) != img.shape[-3]:
         raise ValueError(f"permute_channels: Length of permutation does not match number of channels: "
                          f"{len(permutation)} != {img.shape[-3]}")
-    return img[..., list(permutation), :, :]
+    return img[..., permutation, :, :]
 
 
 class RandomChannelPermutation(_Typed):
@@ -275,21 +276,21 @@ class RandomPhotometricDistort(_Typed):
 
     def make_params(self, flat_inputs):
         channels = query_chw(flat_inputs)[0]
-        ranges = (("brightness", self.brightness), ("contrast", self.contrast), ("saturation", self.saturation),
-                  ("hue", self.hue))
+        ranges = (("brightness_factor", self.brightness), ("contrast_factor", self.contrast),
+                  ("saturation_factor", self.saturation), ("hue_factor", self.hue))
         params = {k: ember.empty(1).uniform_(lo, hi).item() if ember.rand(1).item() < self.p else None
                   for k, (lo, hi) in ranges}
         params["contrast_before"] = bool(ember.rand(()).item() < 0.5)
-        params["permutation"] = ember.randperm(channels).tolist() if ember.rand(1).item() < self.p else None
+        params["channel_permutation"] = ember.randperm(channels).tolist() if ember.rand(1).item() < self.p else None
         return params
 
     def _distort(self, img, params):
-        contrast = params["contrast"]
-        steps = [(F1.adjust_brightness, params["brightness"]),
+        contrast = params["contrast_factor"]
+        steps = [(F1.adjust_brightness, params["brightness_factor"]),
                  (F1.adjust_contrast, contrast if params["contrast_before"] else None),
-                 (F1.adjust_saturation, params["saturation"]), (F1.adjust_hue, params["hue"]),
+                 (F1.adjust_saturation, params["saturation_factor"]), (F1.adjust_hue, params["hue_factor"]),
                  (F1.adjust_contrast, None if params["contrast_before"] else contrast),
-                 (_permute_channels, params["permutation"])]
+                 (_permute_channels, params["channel_permutation"])]
         for fn, arg in steps:
             if arg is not None:
                 img = fn(img, arg)
