@@ -68,6 +68,30 @@ def numpy_names(namespaces, names, fn):
     return _ALIASED[fn]
 
 
+def sequence_arg(values: tuple, kw: dict, op: str, keyword: str) -> tuple:
+    """The sequence argument of a varargs method (``view``, ``reshape``, ``permute``...) as PyTorch's parser
+    takes it: ``f(2, 3)``, ``f((2, 3))`` or ``f(keyword=(2, 3))``.  Gives back the positional form (``values``,
+    or a 1-tuple of the keyword's sequence); raises PyTorch's TypeError for a missing, doubled or unknown
+    argument.  Only the rare path calls it: a keyword given, or no value at all.
+
+    >>> sequence_arg((), {"size": (2, 3)}, "view", "size")
+    ((2, 3),)
+    """
+    kw = dict(kw)
+    given = kw.pop(keyword, _NO)
+    if kw:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
+    if given is _NO:
+        if values:
+            return values
+        raise TypeError(f"{op}() missing 1 required positional argument: '{keyword}'")
+    if values:
+        raise TypeError(f"{op}() got multiple values for argument '{keyword}'")
+    if not isinstance(given, (tuple, list)):
+        raise TypeError(f"{op}(): argument '{keyword}' must be tuple of ints, not {type(given).__name__}")
+    return (given,)
+
+
 def _take(given, op, names, values, defaults):
     """The values of the parameters ``names`` once the aliases in ``given`` are taken in (the rare path: an
     alias given, or a parameter that an alias could have given missing), with PyTorch's TypeErrors."""

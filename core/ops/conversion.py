@@ -9,6 +9,7 @@ from ..backend import device as _device_cls
 from ..backend import resolve
 from ..dispatch import cast, record
 from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
+from ..arguments import sequence_arg
 from ..registry import export
 from ..layouts import check_memory_format, preserve_format
 from ..tensor import Tensor, _wrap
@@ -149,9 +150,10 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 def _new_filled(name):
     fn = getattr(creation, name)
 
-    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*size, size=kw.get("size"), dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False, **kw):
+        if kw or not size:
+            size = sequence_arg(size, kw, "new_" + name, "size")
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     method.__name__ = "new_" + name
     return export(method, to=TENSOR)

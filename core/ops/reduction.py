@@ -10,6 +10,7 @@ from builtins import range as builtins_range
 from collections import namedtuple
 
 from .. import dtypes
+from ..arguments import sequence_arg
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, unary, view_op
@@ -99,8 +100,10 @@ class SumTo(Op):
 
 
 @export(to=("Tensor",))
-def sum_to_size(self, *size):
-    """Sum broadcast dimensions away so the result has ``size``."""
+def sum_to_size(self, *size, **kw):
+    """Sum broadcast dimensions away so the result has ``size`` (varargs, a sequence or ``size=``)."""
+    if kw or not size:
+        size = sequence_arg(size, kw, "sum_to_size", "size")
     size = _shape_arg(size, "sum_to_size")
     if tuple(self.shape) == size:
         return self

@@ -17,6 +17,7 @@ from .. import dispatch
 from ..dispatch import apply, cast, result_type, unary, view_op
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, export, op_class
+from ..arguments import sequence_arg
 from ..layouts import check_memory_format, contiguous_format, preserve_format, suggested_format, to_format
 from ..tensor import Size, Tensor, _contiguous_strides, _wrap, _wrap_dim
 from .creation import arange
@@ -236,13 +237,16 @@ class IndexPutZeros(Op):
 
 # --------------------------------------------------------------------------- public functions
 @export(to=TENSOR)
-def view(self, *shape):
-    """A view with a new shape (no copy; fails when the strides do not allow it).
+def view(self, *shape, **kw):
+    """A view with a new shape (no copy; fails when the strides do not allow it); ``view(size=...)`` and
+    ``view(dtype)`` / ``view(dtype=...)`` as in PyTorch.
 
     >>> import ember
     >>> ember.arange(6).view(3, 2).shape
     ember.Size([3, 2])
     """
+    if kw or not shape:
+        shape = (kw["dtype"],) if not shape and list(kw) == ["dtype"] else sequence_arg(shape, kw, "view", "size")
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
         return _view_dtype(self, dtypes.as_dtype(shape[0]))
     shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
@@ -255,7 +259,7 @@ def view(self, *shape):
 
 
 @export
-def reshape(self, *shape):
+def reshape(input, *shape, **kw):  # noqa: A002
     """The same data in a new shape; a view when possible, else a copy.
 
     >>> import ember
@@ -263,22 +267,26 @@ def reshape(self, *shape):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
-    shape = infer_shape(_shape_arg(shape, "reshape"), self.numel(), "reshape")
-    if self.is_contiguous():
-        return view_op(Reshape, self, shape)
-    return rename_node(unary(Reshape, self, shape), "UnsafeViewBackward0")  # PyTorch's node of a copying reshape
+    if kw or not shape:
+        shape = sequence_arg(shape, kw, "reshape", "shape")
+    shape = infer_shape(_shape_arg(shape, "reshape"), input.numel(), "reshape")
+    if input.is_contiguous():
+        return view_op(Reshape, input, shape)
+    return rename_node(unary(Reshape, input, shape), "UnsafeViewBackward0")  # PyTorch's node of a copying reshape
 
 
 @export
-def permute(self, *dims):
+def permute(input, *dims, **kw):  # noqa: A002
     """A view with dimensions reordered.
 
     >>> import ember
     >>> ember.zeros(2, 3, 4).permute(2, 0, 1).shape
     ember.Size([4, 2, 3])
     """
+    if kw or not dims:
+        dims = sequence_arg(dims, kw, "permute", "dims")
     dims = _shape_arg(dims, "permute")
-    n = self.dim()
+    n = input.dim()
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
@@ -286,10 +294,10 @@ def permute(self, *dims):
     dims = tuple(_wrap_dim(d, n, "permute") for d in dims)
     if len(set(dims)) != n:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return view_op(Permute, self, dims)
+    return view_op(Permute, input, dims)
 
 
-@export(aliases=("swapaxes", "swapdims"))
+@export(aliases=("swapdims",))
 def transpose(input, dim0, dim1):  # noqa: A002
     """A view with two dimensions swapped.
 
@@ -305,6 +313,11 @@ def transpose(input, dim0, dim1):  # noqa: A002
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return view_op(Transpose, input, tuple(dims))
 
+
+@export
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    """:func:`transpose` under NumPy's name and parameter names."""
+    return transpose(input, axis0, axis1)
 
 
 @export
@@ -322,7 +335,7 @@ def t(input):  # noqa: A002
 
 
 @export(to=TENSOR)
-def expand(self, *sizes):
+def expand(self, *size, implicit=False, **kw):
     """A broadcast view (no copy); ``-1`` keeps a dimension.
 
     >>> import ember
@@ -330,6 +343,7 @@ def expand(self, *sizes):
     tensor([[1, 1, 1],
             [2, 2, 2]])
     """
+    sizes = sequence_arg(size, kw, "expand", "size") if kw or not size else size
     if len(sizes) == 1 and type(sizes[0]) in (tuple, list, Size):
         sizes = tuple(sizes[0])
     own = self._data.shape
@@ -757,14 +771,16 @@ class Repeat(Op):
 
 
 @export(to=TENSOR)
-def repeat(self, *sizes) -> Tensor:
-    """Tile the tensor ``sizes[i]`` times along each dimension (a copy).
+def repeat(self, *repeats, **kw) -> Tensor:
+    """Tile the tensor ``repeats[i]`` times along each dimension (a copy).
 
     >>> import ember
     >>> ember.tensor([1, 2]).repeat(2)
     tensor([1, 2, 1, 2])
     """
-    reps = _shape_arg(sizes, "repeat")
+    if kw or not repeats:
+        repeats = sequence_arg(repeats, kw, "repeat", "repeats")
+    reps = _shape_arg(repeats, "repeat")
     if len(reps) < self.dim():
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
@@ -773,7 +789,7 @@ def repeat(self, *sizes) -> Tensor:
     return unary(Repeat, self, reps)
 
 
-@export
+@export(to=TORCH)
 def tile(input, dims) -> Tensor:  # noqa: A002
     """Like :meth:`repeat`, padding ``dims`` with leading ones when shorter than the tensor's rank.
 
@@ -783,6 +799,22 @@ def tile(input, dims) -> Tensor:  # noqa: A002
     """
     dims = _shape_arg((dims,) if isinstance(dims, int) else dims, "tile")
     return repeat(input, (1,) * (input.dim() - len(dims)) + dims)
+
+
+def _varargs_method(fn, keyword):
+    """``fn(input, sequence)`` as PyTorch's Tensor method, which also takes the sequence as varargs or by
+    ``keyword``: ``x.tile(2, 3)``, ``x.tile((2, 3))``, ``x.tile(dims=(2, 3))``."""
+    def method(self, *values, **kw):
+        if kw or not values:
+            values = sequence_arg(values, kw, fn.__name__, keyword)
+        return fn(self, values[0] if len(values) == 1 and isinstance(values[0], (tuple, list)) else values)
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return export(method, to=TENSOR)
+
+
+_varargs_method(tile, "dims")
 
 
 class SelfAdjoint(Op):
@@ -815,7 +847,7 @@ def _dims(dims, n, op, what=""):
     return out
 
 
-@export
+@export(to=TORCH)
 def flip(input, dims) -> Tensor:  # noqa: A002
     """Reverse the order of elements along ``dims`` (a copy).
 
@@ -825,6 +857,9 @@ def flip(input, dims) -> Tensor:  # noqa: A002
             [4, 3]])
     """
     return unary(Flip, input, _dims(dims, input.dim(), "flip"))
+
+
+_varargs_method(flip, "dims")
 
 
 @export
@@ -1122,7 +1157,7 @@ def broadcast_shapes(*shapes) -> Size:
     return Size(out)
 
 
-@export
+@export(to=TORCH)
 def broadcast_to(input, size) -> Tensor:  # noqa: A002
     """``input`` broadcast to ``size`` (a view).
 
@@ -1132,6 +1167,9 @@ def broadcast_to(input, size) -> Tensor:  # noqa: A002
             [1, 2]])
     """
     return expand(input, tuple(size))
+
+
+_varargs_method(broadcast_to, "size")
 
 
 @export(to=TORCH)
@@ -1778,15 +1816,17 @@ Resized = op_class("Resized", "resize_flat", params=("shape",))
 
 
 @export(to=TENSOR)
-def resize_(self, *sizes, memory_format=None) -> Tensor:
-    """In place: this tensor takes shape ``sizes``, keeping its first elements (new elements are zero).
+def resize_(self, *size, memory_format=None, **kw) -> Tensor:
+    """In place: this tensor takes shape ``size``, keeping its first elements (new elements are zero).
 
     >>> import ember
     >>> ember.arange(4).resize_(2, 3)
     tensor([[0, 1, 2],
             [3, 0, 0]])
     """
-    shape = _shape_arg(sizes, "resize_")
+    if kw or not size:
+        size = sequence_arg(size, kw, "resize_", "size")
+    shape = _shape_arg(size, "resize_")
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
     if self._rg:

@@ -162,7 +162,7 @@ def _switch_on() -> None:
 def _shell(values, size):
     if SparseTensor.__torch_function__ is _disabled_torch_function_impl:
         _switch_on()
-    return Tensor._make_subclass(SparseTensor, zeros((), dtype=values.dtype, device=values.device).expand(*size))
+    return Tensor._make_subclass(SparseTensor, zeros((), dtype=values.dtype, device=values.device).expand(tuple(size)))
 
 
 def make(indices, values, size, coalesced: bool = False):
