@@ -136,7 +136,7 @@ def test_tv_tensors_types_and_metadata(device):
         assert type(img + 1) is tv.Image
     assert type(img + 1) is ember.Tensor
     points = tv.KeyPoints([[1.0, 2.0], [29.0, 0.0]], canvas_size=(20, 30))
-    assert F.horizontal_flip(points).tolist() == [[29.0, 2.0], [1.0, 0.0]]
+    assert F.horizontal_flip(points).tolist() == [[28.0, 2.0], [0.0, 0.0]]  # torchvision: x -> W - 1 - x
     assert F.resize(points, [10, 15]).tolist() == [[0.5, 1.0], [14.5, 0.0]]
 
 

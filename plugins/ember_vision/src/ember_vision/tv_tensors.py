@@ -13,7 +13,7 @@ from ember import Tensor
 from ember.tensor import DisableTorchFunctionSubclass
 
 __all__ = ["TVTensor", "Image", "Video", "Mask", "BoundingBoxes", "BoundingBoxFormat", "KeyPoints", "wrap",
-           "set_return_type"]
+           "set_return_type", "is_rotated_bounding_format"]
 
 _KEEP_TYPE = {"clone", "to", "detach", "requires_grad_", "pin_memory"}
 _return_type = "Tensor"
@@ -120,6 +120,11 @@ class BoundingBoxFormat(enum.Enum):
     XYWHR = "XYWHR"
     CXCYWHR = "CXCYWHR"
     XYXYXYXY = "XYXYXYXY"
+
+
+def is_rotated_bounding_format(format: BoundingBoxFormat) -> bool:
+    """Whether ``format`` describes rotated boxes (XYWHR, CXCYWHR, XYXYXYXY)."""
+    return format in (BoundingBoxFormat.XYWHR, BoundingBoxFormat.CXCYWHR, BoundingBoxFormat.XYXYXYXY)
 
 
 class BoundingBoxes(TVTensor):

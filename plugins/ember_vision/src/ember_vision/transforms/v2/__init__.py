@@ -26,3 +26,8 @@ __all__ += ["Identity", "Lambda", "PILToTensor", "ToPILImage", "ToTensor", "Conv
             "RandomPhotometricDistort", "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize",
             "RandomInvert", "RandomPosterize", "RandomSolarize", "UniformTemporalSubsample", "JPEG", "check_type",
             "has_all", "has_any", "query_chw", "query_size", "get_bounding_boxes", "get_keypoints"]
+from ._boxes import (ClampBoundingBoxes, ClampKeyPoints, ConvertBoundingBoxFormat, RandomIoUCrop,  # noqa: E402
+                     RandomResize, RandomShortestSize, RandomZoomOut, SanitizeKeyPoints, ScaleJitter, SetClampingMode)
+
+__all__ += ["ClampBoundingBoxes", "ClampKeyPoints", "ConvertBoundingBoxFormat", "RandomIoUCrop", "RandomResize",
+            "RandomShortestSize", "RandomZoomOut", "SanitizeKeyPoints", "ScaleJitter", "SetClampingMode"]

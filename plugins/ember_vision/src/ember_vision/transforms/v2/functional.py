@@ -6,6 +6,7 @@ clamped to the canvas after a crop, as in torchvision. A TVTensor in gives the s
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -60,7 +61,7 @@ def _on_boxes(boxes: "tv_tensors.BoundingBoxes", fn, canvas_size, clamp: bool = 
     xyxy = box_convert(_plain(boxes).to(ember.float64 if boxes.dtype == ember.float64 else ember.float32), fmt,
                        "xyxy")
     xyxy = fn(xyxy)
-    if clamp:
+    if clamp and getattr(boxes, "clamping_mode", "soft") is not None:
         h, w = canvas_size
         xyxy = ember.stack([xyxy[:, 0].clamp(0, w), xyxy[:, 1].clamp(0, h), xyxy[:, 2].clamp(0, w),
                             xyxy[:, 3].clamp(0, h)], 1)
@@ -69,9 +70,110 @@ def _on_boxes(boxes: "tv_tensors.BoundingBoxes", fn, canvas_size, clamp: bool = 
     return tv_tensors.wrap(out, like=boxes, canvas_size=tuple(canvas_size))
 
 
-def clamp_bounding_boxes(inpt, format=None, canvas_size=None):
-    """Boxes clamped to their canvas."""
-    return _on_boxes(inpt, lambda b: b, canvas_size or inpt.canvas_size, clamp=True)
+def _box_format(fmt):
+    return tv_tensors.BoundingBoxFormat[fmt.upper()] if isinstance(fmt, str) else fmt
+
+
+def clamp_bounding_boxes(inpt, format=None, canvas_size=None, clamping_mode="auto"):
+    """Boxes clamped to their canvas (``clamping_mode=None`` leaves them as they are; ``"auto"`` takes the
+    boxes' own mode). A plain tensor needs ``format``, ``canvas_size`` and a mode other than ``"auto"``."""
+    if clamping_mode not in (None, "soft", "hard", "auto"):
+        raise ValueError(f"clamping_mode must be soft, hard, auto or None, got {clamping_mode}")
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        if format is not None or canvas_size is not None:
+            raise ValueError("For bounding box tv_tensor inputs, `format` and `canvas_size` must not be passed.")
+        mode = inpt.clamping_mode if clamping_mode == "auto" else clamping_mode
+        boxes = tv_tensors.wrap(_plain(inpt), like=inpt, clamping_mode=mode)
+        return tv_tensors.wrap(_plain(_on_boxes(boxes, lambda b: b, inpt.canvas_size, clamp=True)), like=inpt)
+    if not is_pure_tensor(inpt):
+        raise TypeError(f"Input can either be a plain tensor or a bounding box tv_tensor, but got {type(inpt)} "
+                        "instead.")
+    if format is None or canvas_size is None or clamping_mode == "auto":
+        raise ValueError("For pure tensor inputs, `format`, `canvas_size` and `clamping_mode` have to be passed.")
+    boxes = tv_tensors.BoundingBoxes(inpt, format=_box_format(format), canvas_size=canvas_size,
+                                     clamping_mode=clamping_mode)
+    return _plain(_on_boxes(boxes, lambda b: b, canvas_size, clamp=True))
+
+
+def clamp_keypoints(inpt, canvas_size=None):
+    """Key points clamped to ``[0, width - 1] x [0, height - 1]`` of their canvas (a plain tensor needs
+    ``canvas_size``)."""
+    if isinstance(inpt, tv_tensors.KeyPoints):
+        if canvas_size is not None:
+            raise ValueError("For keypoints tv_tensor inputs, `canvas_size` must not be passed.")
+        return tv_tensors.wrap(clamp_keypoints(_plain(inpt), inpt.canvas_size), like=inpt)
+    if not is_pure_tensor(inpt):
+        raise TypeError(f"Input can either be a plain tensor or a keypoints tv_tensor, but got {type(inpt)} instead.")
+    if canvas_size is None:
+        raise ValueError("For pure tensor inputs, `canvas_size` has to be passed.")
+    p = inpt.float() if not inpt.is_floating_point() else inpt
+    out = ember.stack([p[..., 0].clamp(0, canvas_size[1] - 1), p[..., 1].clamp(0, canvas_size[0] - 1)], -1)
+    return out.to(inpt.dtype)
+
+
+def convert_bounding_box_format(inpt, old_format=None, new_format=None, inplace: bool = False):
+    """Boxes converted between the XYXY, XYWH and CXCYWH formats (a plain tensor needs ``old_format``)."""
+    if new_format is None:
+        raise TypeError("convert_bounding_box_format() missing 1 required argument: 'new_format'")
+    old_format, new_format = _box_format(old_format), _box_format(new_format)
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        if old_format is not None:
+            raise ValueError("For bounding box tv_tensor inputs, `old_format` must not be passed.")
+        out = convert_bounding_box_format(_plain(inpt), inpt.format, new_format, inplace)
+        return tv_tensors.wrap(out, like=inpt, format=new_format)
+    if not is_pure_tensor(inpt):
+        raise TypeError(f"Input can either be a plain tensor or a bounding box tv_tensor, but got {type(inpt)} "
+                        "instead.")
+    if old_format is None:
+        raise ValueError("For pure tensor inputs, `old_format` has to be passed.")
+    if old_format not in _FMT or new_format not in _FMT:
+        raise NotImplementedError("convert_bounding_box_format: ember-vision converts XYXY, XYWH and CXCYWH only")
+    if old_format == new_format:
+        return inpt if inplace else inpt.clone()
+    x = inpt if inpt.is_floating_point() else inpt.float()
+    out = box_convert(x, _FMT[old_format], _FMT[new_format])
+    out = out if inpt.is_floating_point() else out.round().to(inpt.dtype)
+    return inpt.copy_(out) if inplace else out
+
+
+def is_pure_tensor(inpt) -> bool:
+    """Whether ``inpt`` is a Tensor and not a TVTensor."""
+    return isinstance(inpt, Tensor) and not isinstance(inpt, tv_tensors.TVTensor)
+
+
+def sanitize_bounding_boxes(bounding_boxes, format=None, canvas_size=None, min_size: float = 1.0,
+                            min_area: float = 1.0):
+    """``(kept boxes, validity mask)``: boxes at least ``min_size`` per side and ``min_area`` in area that lie
+    within their canvas (a plain tensor needs ``format`` and ``canvas_size``)."""
+    if isinstance(bounding_boxes, tv_tensors.BoundingBoxes):
+        if format is not None or canvas_size is not None:
+            raise ValueError("format and canvas_size must be None when bounding_boxes is a tv_tensors.BoundingBoxes")
+        format, canvas_size = bounding_boxes.format, bounding_boxes.canvas_size
+    elif format is None or canvas_size is None:
+        raise ValueError("format and canvas_size cannot be None if bounding_boxes is a pure tensor")
+    format = _box_format(format)
+    xyxy = box_convert(_plain(bounding_boxes).float(), _FMT[format], "xyxy")
+    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
+    h, w = canvas_size
+    valid = (ws >= min_size) & (hs >= min_size) & (ws * hs >= min_area) & (xyxy >= 0).all(-1)
+    valid = valid & (xyxy[:, 0] <= w) & (xyxy[:, 2] <= w) & (xyxy[:, 1] <= h) & (xyxy[:, 3] <= h)
+    return _rewrap(_plain(bounding_boxes)[valid], bounding_boxes), valid
+
+
+def sanitize_keypoints(key_points, canvas_size=None):
+    """``(kept key points, validity mask)``: the points (or groups of points along the first dimension) that
+    lie wholly inside their canvas (a plain tensor needs ``canvas_size``)."""
+    if isinstance(key_points, tv_tensors.KeyPoints):
+        if canvas_size is not None:
+            raise ValueError("canvas_size must be None when key_points is a tv_tensors.KeyPoints")
+        canvas_size = key_points.canvas_size
+    elif canvas_size is None:
+        raise ValueError("canvas_size cannot be None if key_points is a pure tensor")
+    h, w = canvas_size
+    p = _plain(key_points)
+    valid = (p[..., 0] >= 0) & (p[..., 0] < w) & (p[..., 1] >= 0) & (p[..., 1] < h)
+    valid = valid.flatten(1).all(1) if valid.ndim > 1 else valid
+    return _rewrap(p[valid], key_points), valid
 
 
 def _points(inpt, fn, canvas_size):
@@ -86,7 +188,7 @@ def horizontal_flip(inpt):
                          inpt.canvas_size)
     if isinstance(inpt, tv_tensors.KeyPoints):
         w = inpt.canvas_size[1]
-        return _points(inpt, lambda p: ember.stack([w - p[..., 0], p[..., 1]], -1), inpt.canvas_size)
+        return _points(inpt, lambda p: ember.stack([w - 1 - p[..., 0], p[..., 1]], -1), inpt.canvas_size)
     return _on_image(inpt, F1.hflip)
 
 
@@ -98,7 +200,7 @@ def vertical_flip(inpt):
                          inpt.canvas_size)
     if isinstance(inpt, tv_tensors.KeyPoints):
         h = inpt.canvas_size[0]
-        return _points(inpt, lambda p: ember.stack([p[..., 0], h - p[..., 1]], -1), inpt.canvas_size)
+        return _points(inpt, lambda p: ember.stack([p[..., 0], h - 1 - p[..., 1]], -1), inpt.canvas_size)
     return _on_image(inpt, F1.vflip)
 
 
@@ -150,10 +252,14 @@ def crop(inpt, top: int, left: int, height: int, width: int):
     return _on_image(inpt, lambda t: F1.crop(t, top, left, height, width))
 
 
+def _pair(size) -> tuple:
+    """``(height, width)`` of an int, a one-element or a two-element size."""
+    return (size, size) if isinstance(size, int) else ((size[0], size[0]) if len(size) == 1 else tuple(size))
+
+
 def center_crop(inpt, output_size):
     """The centred ``output_size`` window (padded with zeros when larger than the input)."""
-    oh, ow = (output_size, output_size) if isinstance(output_size, int) else (
-        (output_size[0], output_size[0]) if len(output_size) == 1 else tuple(output_size))
+    oh, ow = _pair(output_size)
     h, w = get_size(inpt)
     if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
         # torchvision shifts coordinates by the rounded (possibly negative) anchor, without the image's padding
@@ -230,7 +336,19 @@ def rgb_to_grayscale(inpt, num_output_channels: int = 1):
     """Luma of an RGB image (1 or 3 output channels); other types pass through."""
     if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)):
         return inpt
-    return _on_image(inpt, lambda t: F1.rgb_to_grayscale(t, num_output_channels))
+    if num_output_channels not in (1, 3):
+        raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
+    return _on_image(inpt, lambda t: _luma(t, num_output_channels) if isinstance(t, Tensor)
+                     else F1.rgb_to_grayscale(t, num_output_channels))
+
+
+def _luma(t: Tensor, num_output_channels: int) -> Tensor:
+    """torchvision v2's tensor grayscale: ITU-R 601 weights, truncated back to an integer dtype."""
+    if t.shape[-3] == 1:
+        return t.clone() if num_output_channels == 1 else t.expand(*t.shape[:-3], 3, *t.shape[-2:]).clone()
+    x = t if t.is_floating_point() else t.float()
+    luma = (x[..., 0:1, :, :] * 0.2989 + x[..., 1:2, :, :] * 0.587 + x[..., 2:3, :, :] * 0.114).to(t.dtype)
+    return luma if num_output_channels == 1 else luma.expand(t.shape).clone()
 
 
 to_grayscale = rgb_to_grayscale
@@ -342,6 +460,7 @@ def _image_only(name: str, fn):
             return inpt
         return _on_image(inpt, lambda t: fn(t, *args, **kwargs))
     op.__name__ = op.__qualname__ = name
+    op.__signature__ = inspect.signature(fn)
     op.__doc__ = f"v1's :func:`~ember_vision.transforms.functional.{fn.__name__}` on images and videos; other " \
                  "inputs pass through."
     return op
@@ -380,3 +499,160 @@ def elastic(inpt, displacement, interpolation=InterpolationMode.BILINEAR, fill=N
 
 
 elastic_transform = elastic
+
+
+adjust_brightness = _image_only("adjust_brightness", F1.adjust_brightness)
+adjust_contrast = _image_only("adjust_contrast", F1.adjust_contrast)
+adjust_saturation = _image_only("adjust_saturation", F1.adjust_saturation)
+adjust_hue = _image_only("adjust_hue", F1.adjust_hue)
+
+
+def adjust_gamma(inpt, gamma: float, gain: float = 1):
+    """``gain * image ** gamma`` on images and videos (values in their dtype's range); other inputs pass
+    through."""
+    if isinstance(inpt, (tv_tensors.Mask, tv_tensors.BoundingBoxes, tv_tensors.KeyPoints)):
+        return inpt
+    return _on_image(inpt, lambda t: F1.adjust_gamma(t, gamma, gain))
+
+
+def _is_image_like(inpt) -> bool:
+    return not isinstance(inpt, (tv_tensors.Mask, tv_tensors.BoundingBoxes, tv_tensors.KeyPoints))
+
+
+def gaussian_noise(inpt, mean: float = 0.0, sigma: float = 0.1, clip: bool = True):
+    """Add Gaussian noise ``N(mean, sigma)`` to a float image or video (scaled by 255 for uint8), clamped to
+    the value range when ``clip``; other inputs pass through."""
+    if not _is_image_like(inpt):
+        return inpt
+    if sigma < 0:
+        raise ValueError(f"sigma shouldn't be negative. Got {sigma}")
+    t = _plain(inpt)
+    if t.is_floating_point():
+        out = t + (mean + ember.randn_like(t) * sigma)
+        out = out.clamp(0, 1) if clip else out
+    elif t.dtype == ember.uint8:
+        noise = (mean * 255 + ember.randn_like(t, dtype=ember.float32) * (sigma * 255)).to(ember.int16)
+        out = t + noise
+        out = (out.clamp(0, 255) if clip else out).to(ember.uint8)
+    else:
+        raise ValueError(f"Input tensor is expected to be in uint8 or float dtype, got dtype={t.dtype}")
+    return _rewrap(out, inpt)
+
+
+def get_dimensions(inpt) -> list[int]:
+    """``[channels, height, width]`` of an image or video (a 2-D tensor has one channel)."""
+    if not isinstance(inpt, Tensor):
+        return F1.get_dimensions(inpt)
+    if inpt.ndim < 2:
+        raise TypeError(f"Input tensor should have at least two dimensions, but got {inpt.ndim}")
+    return [1, *inpt.shape[-2:]] if inpt.ndim == 2 else list(inpt.shape[-3:])
+
+
+def get_num_channels(inpt) -> int:
+    """The number of channels of an image or video."""
+    return get_dimensions(inpt)[0]
+
+
+get_image_num_channels = get_num_channels
+
+
+def get_image_size(inpt) -> list[int]:
+    """``[width, height]`` (deprecated in torchvision in favour of :func:`get_size`, which gives ``[h, w]``)."""
+    import warnings
+    warnings.warn("The function `get_image_size(...)` is deprecated and will be removed in a future release. "
+                  "Instead, please use `get_size(...)` which returns `[h, w]` instead of `[w, h]`.")
+    return F1.get_image_size(inpt)
+
+
+def get_num_frames(inpt) -> int:
+    """The number of frames of a video ``[..., T, C, H, W]``."""
+    return inpt.shape[-4]
+
+
+get_size_bounding_boxes = get_size_keypoints = get_size
+
+
+def permute_channels(inpt, permutation):
+    """The channels of an image or video reordered by ``permutation``."""
+    if not _is_image_like(inpt):
+        return inpt
+    return _on_image(inpt, lambda t: t[..., list(permutation), :, :])
+
+
+def grayscale_to_rgb(inpt):
+    """A one-channel image repeated to three channels (images with three channels or more unchanged)."""
+    if not _is_image_like(inpt):
+        return inpt
+    return _on_image(inpt, lambda t: t if t.shape[-3] >= 3 else t.expand(*t.shape[:-3], 3, *t.shape[-2:]).clone())
+
+
+def uniform_temporal_subsample(inpt, num_samples: int):
+    """``num_samples`` frames evenly spaced over a video ``[..., T, C, H, W]``."""
+    if not isinstance(inpt, Tensor) or isinstance(inpt, (tv_tensors.Image, tv_tensors.Mask, tv_tensors.BoundingBoxes,
+                                                         tv_tensors.KeyPoints)):
+        return inpt
+    t = _plain(inpt)
+    idx = ember.linspace(0, t.shape[-4] - 1, num_samples, device=t.device).long()
+    return _rewrap(t.index_select(t.ndim - 4, idx), inpt)
+
+
+def jpeg(image, quality: int):
+    """A uint8 image or video JPEG-encoded at ``quality`` (1-100) and decoded again; other inputs pass through."""
+    if not _is_image_like(image):
+        return image
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality must be an integer from 1 to 100, got {quality=}")
+    from ...io import decode_jpeg, encode_jpeg
+
+    def one(t):
+        if t.dtype != ember.uint8:
+            raise TypeError(f"Input tensor dtype should be uint8, got {t.dtype}.")
+        if t.ndim == 3:
+            return decode_jpeg(encode_jpeg(t, quality))
+        return ember.stack([one(x) for x in t]) if t.shape[0] else t.clone()
+
+    return _on_image(image, one) if isinstance(image, Tensor) else F1.to_pil_image(one(F1.pil_to_tensor(image)))
+
+
+def five_crop(inpt, size):
+    """The four corner crops and the centre crop of ``size``."""
+    ch, cw = _pair(size)
+    h, w = get_size(inpt)
+    if ch > h or cw > w:
+        raise ValueError(f"Requested crop size {(ch, cw)} is bigger than input size {(h, w)}")
+    return (crop(inpt, 0, 0, ch, cw), crop(inpt, 0, w - cw, ch, cw), crop(inpt, h - ch, 0, ch, cw),
+            crop(inpt, h - ch, w - cw, ch, cw), center_crop(inpt, [ch, cw]))
+
+
+def ten_crop(inpt, size, vertical_flip: bool = False):
+    """:func:`five_crop` of the input and of its horizontal (or vertical) mirror image."""
+    flip = globals()["vertical_flip"] if vertical_flip else horizontal_flip
+    return five_crop(inpt, size) + five_crop(flip(inpt), size)
+
+
+def convert_image_dtype(image, dtype=ember.float32):
+    """:func:`to_dtype` with ``scale=True``."""
+    return to_dtype(image, dtype, scale=True)
+
+
+hflip, vflip = horizontal_flip, vertical_flip
+
+
+def pil_to_tensor(pic):
+    """A PIL image as a uint8 ``[C, H, W]`` tensor."""
+    return F1.pil_to_tensor(pic)
+
+
+def to_tensor(pic):
+    """v1's :func:`~ember_vision.transforms.functional.to_tensor` (deprecated in v2 for :func:`to_image`)."""
+    return F1.to_tensor(pic)
+
+
+def to_pil_image(pic, mode=None):
+    """A tensor or array as a PIL image."""
+    return F1.to_pil_image(pic, mode)
+
+
+from ._kernels import kernels as _kernels  # noqa: E402  (built on the dispatchers above)
+
+globals().update(_kernels(globals()))
