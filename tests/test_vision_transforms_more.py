@@ -8,6 +8,7 @@ ember's generator is not PyTorch's: random classes run with fixed parameters (de
 their ``transform(inpt, params)`` with given params); v1's RandomChoice and RandomOrder draw from Python's
 ``random`` as torchvision's do, so they are compared under the same ``random.seed``.
 """
+import inspect
 import os
 import random
 import sys
@@ -93,7 +94,6 @@ CALLS = {
     "v2_identity": ("v2.Identity()(im(img))", "tensor"),
     "v2_lambda": ("v2.Lambda(lambda x: x.flip(-1), Tensor)(im(img))", "tensor"),
 }
-KINDS = ("tensor", "float", "pil", "video")
 
 _PRELUDE = """
 import random
@@ -104,26 +104,7 @@ from torchvision import tv_tensors as TV
 from torchvision.transforms import functional as F, transforms as T, v2
 u8, i16, f32, f64 = torch.uint8, torch.int16, torch.float32, torch.float64
 """
-_COMMON = """
-def im(x):
-    return TV.Image(x) if isinstance(x, Tensor) and not isinstance(x, TV.TVTensor) else x
-def gray(x):
-    return x.convert("L") if isinstance(x, Image.Image) else x[:1]
-def seeded(fn, seed):
-    random.seed(seed)
-    return fn()
-def kind_of(y):
-    if isinstance(y, tuple):
-        return "tuple:" + kind_of(y[0])
-    return "PIL" if isinstance(y, Image.Image) else type(y).__name__
-def arr_of(y):
-    if isinstance(y, tuple):
-        return np.stack([arr_of(v) for v in y])
-    if isinstance(y, Image.Image):
-        return np.atleast_3d(np.asarray(y)).transpose(2, 0, 1)
-    return y.as_subclass(Tensor).cpu().numpy()
-"""
-_REFERENCE = _PRELUDE + _COMMON + """
+_REFERENCE_BODY = """
 import json, warnings
 warnings.simplefilter("ignore")
 d = {dir!r}
@@ -144,7 +125,38 @@ print(json.dumps(kinds))
 
 u8, i16, f32, f64 = ember.uint8, ember.int16, ember.float32, ember.float64
 Tensor = ember.Tensor
-exec(_COMMON)  # im, gray, seeded, kind_of, arr_of (the same text)
+
+# helpers run here and, by their source text, in the reference process (both have np, Image, Tensor, TV, random)
+
+
+def im(x):
+    return TV.Image(x) if isinstance(x, Tensor) and not isinstance(x, TV.TVTensor) else x
+
+
+def gray(x):
+    return x.convert("L") if isinstance(x, Image.Image) else x[:1]
+
+
+def seeded(fn, seed):
+    random.seed(seed)
+    return fn()
+
+
+def kind_of(y):
+    if isinstance(y, tuple):
+        return "tuple:" + kind_of(y[0])
+    return "PIL" if isinstance(y, Image.Image) else type(y).__name__
+
+
+def arr_of(y):
+    if isinstance(y, tuple):
+        return np.stack([arr_of(v) for v in y])
+    if isinstance(y, Image.Image):
+        return np.atleast_3d(np.asarray(y)).transpose(2, 0, 1)
+    return y.as_subclass(Tensor).cpu().numpy()
+
+
+_COMMON = "\n".join(inspect.getsource(f) for f in (im, gray, seeded, kind_of, arr_of))
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +170,7 @@ def reference(tmp_path_factory):
     np.save(d / "m.npy", rng.normal(0, 0.05, (n, n)).astype(np.float32))
     np.save(d / "v.npy", rng.uniform(0, 1, n).astype(np.float32))
     np.save(d / "video.npy", rng.integers(0, 256, (2, 9, 3, 4, 5), dtype=np.uint8))
-    kinds = vision_reference.run(_REFERENCE.format(dir=str(d), calls=CALLS))
+    kinds = vision_reference.run(_PRELUDE + _COMMON + _REFERENCE_BODY.format(dir=str(d), calls=CALLS))
     return d, arr, dict(np.load(d / "out.npz")), kinds
 
 
