@@ -78,7 +78,8 @@ def test_decode_webp_and_avif_through_pillow():
     pixels = RNG.integers(0, 256, (6, 7, 4), np.uint8)
     out = vio.decode_webp(encoded(Image.fromarray(pixels, "RGBA"), "WEBP", lossless=True, exact=True))
     np.testing.assert_array_equal(out.numpy(), pixels.transpose(2, 0, 1))
-    assert vio.decode_webp(encoded(Image.fromarray(pixels, "RGBA"), "WEBP", lossless=True, exact=True), "RGB").shape == (3, 6, 7)
+    rgb = vio.decode_webp(encoded(Image.fromarray(pixels, "RGBA"), "WEBP", lossless=True, exact=True), "RGB")
+    assert rgb.shape == (3, 6, 7)
     Image.init()
     if "AVIF" in Image.OPEN:
         avif = vio.decode_avif(encoded(Image.fromarray(np.full((8, 8, 3), 200, np.uint8)), "AVIF", quality=100))
@@ -92,7 +93,7 @@ def test_decode_heic_without_codec_is_a_clear_error():
     Image.init()
     if "HEIF" in Image.OPEN:
         pytest.skip("a HEIF plugin is registered")
-    with pytest.raises(RuntimeError, match="decode_heic: the installed Pillow has no HEIF decoder; install pillow-heif"):
+    with pytest.raises(RuntimeError, match="decode_heic: the installed Pillow has no HEIF decoder; install pillow"):
         vio.decode_heic(ember.zeros(4, dtype=ember.uint8))
 
 
@@ -258,3 +259,111 @@ def test_module_paths_as_in_torchvision():
     from ember_vision.datasets import country211, eurosat, usps
     assert eurosat.EuroSAT is datasets.EuroSAT and country211.Country211 is datasets.Country211
     assert usps.USPS is datasets.USPS
+
+
+# --------------------------------------------------------------------------- optical flow
+def write_flo(path, flow):
+    """A Middlebury .flo file of a (2, H, W) flow."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    h, w = flow.shape[1:]
+    with open(path, "wb") as f:
+        f.write(b"PIEH" + np.array([w, h], "<i4").tobytes() + flow.transpose(1, 2, 0).astype("<f4").tobytes())
+
+
+def _paeth(left, up, up_left):
+    p = left + up - up_left
+    pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - up_left)
+    return np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, up_left))
+
+
+def write_png16(path, pixels):
+    """A 16-bit RGB PNG of ``(3, H, W)`` uint16 pixels, its rows filtered in turn with each of PNG's five filters
+    (Pillow writes only 8 bits per colour sample)."""
+    import struct
+    import zlib
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    c, h, w = pixels.shape
+    raw = np.ascontiguousarray(pixels.transpose(1, 2, 0).astype(">u2")).view(np.uint8)
+    raw = raw.reshape(h, w * 6).astype(np.int32)
+    bpp, lines = 6, []
+    for y in range(h):
+        row = raw[y]
+        up = raw[y - 1] if y else np.zeros_like(row)
+        left = np.concatenate([np.zeros(bpp, np.int32), row[:-bpp]])
+        up_left = np.concatenate([np.zeros(bpp, np.int32), up[:-bpp]])
+        kind = y % 5
+        pred = [0, left, up, (left + up) >> 1, _paeth(left, up, up_left)][kind]
+        lines.append(bytes([kind]) + ((row - pred) & 255).astype(np.uint8).tobytes())
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(b"".join(lines))) + chunk(b"IEND", b""))
+
+
+def test_png16_reader_undoes_every_filter(tmp_path):
+    from ember_vision.datasets._optical_flow import _read_png16
+    pixels = RNG.integers(0, 65536, (3, 7, 9), dtype=np.uint16)
+    write_png16(str(tmp_path / "f.png"), pixels)
+    np.testing.assert_array_equal(_read_png16(str(tmp_path / "f.png")), pixels)
+    grey = RNG.integers(0, 65536, (8, 11), dtype=np.uint16)  # Pillow's own 16-bit grey PNG writer and filters
+    Image.fromarray(grey).save(tmp_path / "g.png")
+    np.testing.assert_array_equal(_read_png16(str(tmp_path / "g.png"))[0], grey)
+
+
+def test_sintel_pairs_frames_and_reads_flo(tmp_path):
+    base = tmp_path / "Sintel"
+    for scene, n in (("alley", 3), ("cave", 2)):
+        for i in range(n):
+            image(str(base / "training" / "clean" / scene / f"frame_{i:04d}.png"), 10 * i)
+            image(str(base / "training" / "final" / scene / f"frame_{i:04d}.png"), 10 * i)
+        for i in range(n - 1):
+            write_flo(str(base / "training" / "flow" / scene / f"frame_{i:04d}.flo"),
+                      np.full((2, 5, 6), i + (scene == "cave") * 10, np.float32))
+    ds = datasets.Sintel(str(tmp_path))
+    assert len(ds) == 3
+    img1, img2, flow = ds[2]
+    assert flow.shape == (2, 5, 6) and flow.dtype == np.float32 and (flow == 10).all()
+    assert np.asarray(img2)[0, 0, 0] == 10
+    assert len(datasets.Sintel(str(tmp_path), pass_name="both")) == 6
+    with pytest.raises(ValueError, match="pass_name"):
+        datasets.Sintel(str(tmp_path), pass_name="dirty")
+
+
+def test_kitti_flow_and_hd1k_read_flow_and_valid_mask(tmp_path):
+    u = RNG.integers(0, 65536, (4, 6), dtype=np.uint16)
+    valid = RNG.integers(0, 2, (4, 6), dtype=np.uint16)
+    packed = np.stack([u, u[::-1], valid])
+    base = tmp_path / "KittiFlow" / "training"
+    for stem in ("000000", "000001"):
+        image(str(base / "image_2" / f"{stem}_10.png"), 1)
+        image(str(base / "image_2" / f"{stem}_11.png"), 2)
+        write_png16(str(base / "flow_occ" / f"{stem}_10.png"), packed)
+    ds = datasets.KittiFlow(str(tmp_path))
+    img1, img2, flow, mask = ds[1]
+    np.testing.assert_allclose(flow[0], (u.astype(np.float32) - 2 ** 15) / 64)
+    np.testing.assert_array_equal(mask, valid.astype(bool))
+    with pytest.raises(FileNotFoundError, match="Kitti flow images"):
+        datasets.KittiFlow(str(tmp_path), split="test")
+    hd = tmp_path / "hd1k"
+    for i in range(3):
+        image(str(hd / "hd1k_input" / "image_2" / f"000002_{i:04d}.png"), i)
+        write_png16(str(hd / "hd1k_flow_gt" / "flow_occ" / f"000002_{i:04d}.png"), packed)
+    ds = datasets.HD1K(str(tmp_path))
+    assert len(ds) == 2 and ds[0][3].dtype == bool and ds[0][2].shape == (2, 4, 6)
+
+
+def test_flying_chairs_split_file(tmp_path):
+    data = tmp_path / "FlyingChairs" / "data"
+    for i in range(3):
+        image(str(data / f"{i:05d}_img1.ppm"), 3 * i)
+        image(str(data / f"{i:05d}_img2.ppm"), 3 * i + 1)
+        write_flo(str(data / f"{i:05d}_flow.flo"), np.full((2, 5, 6), i, np.float32))
+    with pytest.raises(FileNotFoundError, match="FlyingChairs_train_val.txt"):
+        datasets.FlyingChairs(str(tmp_path))
+    (tmp_path / "FlyingChairs" / "FlyingChairs_train_val.txt").write_text("1\n2\n1\n")
+    train, val = datasets.FlyingChairs(str(tmp_path)), datasets.FlyingChairs(str(tmp_path), split="val")
+    assert len(train) == 2 and len(val) == 1
+    assert (train[1][2] == 2).all() and np.asarray(train[1][0])[0, 0, 0] == 6
+    assert len(2 * val) == 2

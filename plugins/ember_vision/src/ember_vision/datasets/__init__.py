@@ -1,12 +1,14 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
-STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101,
-EuroSAT, Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, CLEVRClassification,
-MovingMNIST, Omniglot, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
+Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, CLEVRClassification, MovingMNIST,
+Omniglot, the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K, Flickr8k/30k, SBU, PCAM (with h5py)
+and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
+from ._optical_flow import HD1K, FlyingChairs, KittiFlow, Sintel
 from .caltech import Caltech101, Caltech256
 from .clevr import CLEVRClassification
 from .celeba import CelebA

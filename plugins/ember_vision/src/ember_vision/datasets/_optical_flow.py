@@ -1,0 +1,231 @@
+"""Optical-flow datasets: FlyingChairs, Sintel, KittiFlow and HD1K, with their flow readers (``.flo`` files and
+KITTI's 16-bit PNGs)."""
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from glob import glob
+
+import numpy as np
+
+from ember.utils.data import ConcatDataset
+
+from .folder import default_loader
+from .utils import verify_str_arg
+from .vision import VisionDataset
+
+
+class FlowDataset(VisionDataset):
+    """Pairs of frames (``_image_list``) with their flow files (``_flow_list``, empty where a split has no
+    ground truth).  An item is ``(img1, img2, flow)`` (flow a ``(2, H, W)`` float32 array), or with
+    ``valid_flow_mask`` (``(H, W)`` bool) for datasets that store one; ``transforms`` takes and returns all four."""
+
+    _has_builtin_flow_mask = False
+
+    def __init__(self, root, transforms=None, loader=default_loader):
+        super().__init__(root=root)
+        self.transforms = transforms
+        self._flow_list: list = []
+        self._image_list: list = []
+        self._loader = loader
+
+    def _read_img(self, file_name: str):
+        return self._loader(file_name)
+
+    def _read_flow(self, file_name: str):
+        raise NotImplementedError
+
+    def __getitem__(self, index: int):
+        img1 = self._read_img(self._image_list[index][0])
+        img2 = self._read_img(self._image_list[index][1])
+        flow = valid = None
+        if self._flow_list:
+            flow = self._read_flow(self._flow_list[index])
+            if self._has_builtin_flow_mask:
+                flow, valid = flow
+        if self.transforms is not None:
+            img1, img2, flow, valid = self.transforms(img1, img2, flow, valid)
+        if self._has_builtin_flow_mask or valid is not None:
+            return img1, img2, flow, valid
+        return img1, img2, flow
+
+    def __len__(self) -> int:
+        return len(self._image_list)
+
+    def __rmul__(self, v: int) -> ConcatDataset:
+        return ConcatDataset([self] * v)
+
+
+class Sintel(FlowDataset):
+    """MPI Sintel: ``root/Sintel/{training,testing}/<pass>/<scene>/*.png``, flow in ``training/flow/<scene>``;
+    ``pass_name`` clean, final or both."""
+
+    def __init__(self, root, split: str = "train", pass_name: str = "clean", transforms=None,
+                 loader=default_loader):
+        super().__init__(root=root, transforms=transforms, loader=loader)
+        verify_str_arg(split, "split", valid_values=("train", "test"))
+        verify_str_arg(pass_name, "pass_name", valid_values=("clean", "final", "both"))
+        base = os.path.join(self.root, "Sintel")
+        split_dir = "training" if split == "train" else "testing"
+        for name in (("clean", "final") if pass_name == "both" else (pass_name,)):
+            image_root = os.path.join(base, split_dir, name)
+            for scene in sorted(os.listdir(image_root)):
+                frames = sorted(glob(os.path.join(image_root, scene, "*.png")))
+                self._image_list += [[a, b] for a, b in zip(frames, frames[1:])]
+                if split == "train":
+                    self._flow_list += sorted(glob(os.path.join(base, "training", "flow", scene, "*.flo")))
+
+    def _read_flow(self, file_name: str):
+        return _read_flo(file_name)
+
+
+class KittiFlow(FlowDataset):
+    """KITTI 2015 flow: ``root/KittiFlow/{training,testing}/image_2/*_1{0,1}.png``, flow and its valid mask in
+    ``training/flow_occ/*_10.png``."""
+
+    _has_builtin_flow_mask = True
+
+    def __init__(self, root, split: str = "train", transforms=None, loader=default_loader):
+        super().__init__(root=root, transforms=transforms, loader=loader)
+        verify_str_arg(split, "split", valid_values=("train", "test"))
+        base = os.path.join(self.root, "KittiFlow", split + "ing")
+        images1 = sorted(glob(os.path.join(base, "image_2", "*_10.png")))
+        images2 = sorted(glob(os.path.join(base, "image_2", "*_11.png")))
+        if not images1 or not images2:
+            raise FileNotFoundError(f"Could not find the Kitti flow images in {os.path.join(base, 'image_2')}. "
+                                    "Please make sure the directory structure is correct.")
+        self._image_list = [[a, b] for a, b in zip(images1, images2)]
+        if split == "train":
+            self._flow_list = sorted(glob(os.path.join(base, "flow_occ", "*_10.png")))
+
+    def _read_flow(self, file_name: str):
+        return _read_16bits_png_with_flow_and_valid_mask(file_name)
+
+
+class FlyingChairs(FlowDataset):
+    """FlyingChairs: ``root/FlyingChairs/data/<n>_img{1,2}.ppm`` and ``<n>_flow.flo``, split by
+    ``FlyingChairs_train_val.txt`` (1: train, 2: val)."""
+
+    def __init__(self, root, split: str = "train", transforms=None):
+        super().__init__(root=root, transforms=transforms)
+        verify_str_arg(split, "split", valid_values=("train", "val"))
+        base = os.path.join(self.root, "FlyingChairs")
+        images = sorted(glob(os.path.join(base, "data", "*.ppm")))
+        flows = sorted(glob(os.path.join(base, "data", "*.flo")))
+        split_file = os.path.join(base, "FlyingChairs_train_val.txt")
+        if not os.path.exists(split_file):
+            raise FileNotFoundError(f"The FlyingChairs_train_val.txt file was not found ({split_file}) - please "
+                                    "download it from the dataset page.")
+        split_list = np.loadtxt(split_file, dtype=np.int32).reshape(-1)
+        wanted = 1 if split == "train" else 2
+        for i, flow in enumerate(flows):
+            if split_list[i] == wanted:
+                self._flow_list.append(flow)
+                self._image_list.append([images[2 * i], images[2 * i + 1]])
+
+    def _read_flow(self, file_name: str):
+        return _read_flo(file_name)
+
+
+class HD1K(FlowDataset):
+    """HD1K: ``root/hd1k/hd1k_input/image_2/<seq>_<frame>.png`` with flow and valid mask in
+    ``hd1k_flow_gt/flow_occ``; the test split is ``hd1k_challenge/image_2/*1{0,1}.png``."""
+
+    _has_builtin_flow_mask = True
+
+    def __init__(self, root, split: str = "train", transforms=None, loader=default_loader):
+        super().__init__(root=root, transforms=transforms, loader=loader)
+        verify_str_arg(split, "split", valid_values=("train", "test"))
+        base = os.path.join(self.root, "hd1k")
+        if split == "train":
+            for seq in range(36):
+                flows = sorted(glob(os.path.join(base, "hd1k_flow_gt", "flow_occ", f"{seq:06d}_*.png")))
+                images = sorted(glob(os.path.join(base, "hd1k_input", "image_2", f"{seq:06d}_*.png")))
+                for i in range(len(flows) - 1):
+                    self._flow_list.append(flows[i])
+                    self._image_list.append([images[i], images[i + 1]])
+        else:
+            images1 = sorted(glob(os.path.join(base, "hd1k_challenge", "image_2", "*10.png")))
+            images2 = sorted(glob(os.path.join(base, "hd1k_challenge", "image_2", "*11.png")))
+            self._image_list = [[a, b] for a, b in zip(images1, images2)]
+        if not self._image_list:
+            raise FileNotFoundError(f"Could not find the HD1K images under {base}. Please make sure the directory "
+                                    "structure is correct.")
+
+    def _read_flow(self, file_name: str):
+        return _read_16bits_png_with_flow_and_valid_mask(file_name)
+
+
+def _read_flo(file_name: str) -> np.ndarray:
+    """A Middlebury ``.flo`` file as a ``(2, H, W)`` float32 array."""
+    with open(file_name, "rb") as f:
+        if f.read(4) != b"PIEH":
+            raise ValueError(f"Magic number incorrect. Invalid .flo file: {file_name}")
+        w, h = struct.unpack("<ii", f.read(8))
+        data = np.frombuffer(f.read(8 * w * h), "<f4")
+    if data.size != 2 * w * h:
+        raise ValueError(f"Truncated .flo file: {file_name} holds {data.size} of {2 * w * h} values")
+    return data.reshape(h, w, 2).transpose(2, 0, 1).astype(np.float32)
+
+
+def _read_16bits_png_with_flow_and_valid_mask(file_name: str):
+    """KITTI's flow PNG (16-bit RGB: u, v, valid) as ``(flow (2, H, W) float32, valid (H, W) bool)``."""
+    pixels = _read_png16(file_name).astype(np.float32)
+    flow = (pixels[:2] - 2 ** 15) / 64
+    return flow, pixels[2].astype(bool)
+
+
+def _read_png16(file_name: str) -> np.ndarray:
+    """A non-interlaced 16-bit grey/RGB/RGBA PNG as a ``(C, H, W)`` uint16 array (Pillow keeps only 8 bits of
+    16-bit colour images)."""
+    with open(file_name, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"not a PNG file: {file_name}")
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(colour)
+    if depth != 16 or channels is None or interlace:
+        raise ValueError(f"{file_name}: expected a non-interlaced 16-bit PNG, got bit depth {depth}, colour type "
+                         f"{colour}, interlace {interlace}")
+    bpp = 2 * channels
+    rows = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8).reshape(height, 1 + width * bpp)
+    out = np.zeros((height, width * bpp), np.int32)
+    prev = np.zeros(width * bpp, np.int32)
+    for y in range(height):
+        out[y] = prev = _unfilter(rows[y, 0], rows[y, 1:].astype(np.int32), prev, bpp)
+    samples = out.astype(np.uint8).reshape(height, width, channels, 2)
+    return (samples[..., 0].astype(np.uint16) << 8 | samples[..., 1]).transpose(2, 0, 1)
+
+
+def _unfilter(kind: int, row: np.ndarray, prev: np.ndarray, bpp: int) -> np.ndarray:
+    """Undo one PNG scanline filter (0 none, 1 Sub, 2 Up, 3 Average, 4 Paeth); bytes as int32 in [0, 255]."""
+    if kind == 0:
+        return row
+    if kind == 2:
+        return (row + prev) & 255
+    if kind == 1:
+        return np.cumsum(row.reshape(-1, bpp), axis=0).reshape(-1) & 255
+    out = row.copy()
+    left = np.zeros(bpp, np.int32)
+    up_left = np.zeros(bpp, np.int32)
+    for x in range(0, row.size, bpp):
+        up = prev[x:x + bpp]
+        if kind == 3:
+            pred = (left + up) >> 1
+        else:  # Paeth: the neighbour nearest to left + up - up_left
+            p = left + up - up_left
+            pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - up_left)
+            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, up_left))
+        left = out[x:x + bpp] = (row[x:x + bpp] + pred) & 255
+        up_left = up
+    return out
