@@ -367,3 +367,19 @@ def test_flying_chairs_split_file(tmp_path):
     assert len(train) == 2 and len(val) == 1
     assert (train[1][2] == 2).all() and np.asarray(train[1][0])[0, 0, 0] == 6
     assert len(2 * val) == 2
+
+
+def test_imagenet_unpacked_layout_with_and_without_meta(tmp_path):
+    for split, wnid, value in (("val", "n01440764", 11), ("val", "n01443537", 22), ("train", "n01440764", 33)):
+        image(str(tmp_path / split / wnid / f"{wnid}_{value}.JPEG"), value)
+    ds = datasets.ImageNet(str(tmp_path), split="val")
+    assert ds.wnids == ["n01440764", "n01443537"] and ds.classes == [("n01440764",), ("n01443537",)]
+    assert [ds[i][1] for i in range(len(ds))] == [0, 1]
+    ember.save(({"n01440764": ("tench", "Tinca tinca"), "n01443537": ("goldfish",)}, ["n01440764"]),
+               str(tmp_path / "meta.bin"))
+    ds = datasets.ImageNet(str(tmp_path), split="val")
+    assert ds.classes == [("tench", "Tinca tinca"), ("goldfish",)]
+    assert ds.class_to_idx == {"tench": 0, "Tinca tinca": 0, "goldfish": 1} and ds.root == str(tmp_path)
+    assert len(datasets.ImageNet(str(tmp_path))) == 1
+    with pytest.raises(RuntimeError, match="ILSVRC2012_img_val.tar"):
+        datasets.ImageNet(str(tmp_path / "empty"), split="val")

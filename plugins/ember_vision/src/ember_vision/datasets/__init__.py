@@ -1,7 +1,7 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, CLEVRClassification, MovingMNIST,
-Omniglot, the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K, Flickr8k/30k, SBU, PCAM (with h5py)
+Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K, Flickr8k/30k, SBU, PCAM (with h5py)
 and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
@@ -25,6 +25,7 @@ from .fer2013 import FER2013
 from .fgvc_aircraft import FGVCAircraft
 from .flickr import Flickr8k, Flickr30k
 from .gtsrb import GTSRB
+from .imagenet import ImageNet
 from .imagenette import Imagenette
 from .lsun import LSUN, LSUNClass
 from .mnist import EMNIST, KMNIST, MNIST, QMNIST, FashionMNIST, read_idx
