@@ -383,3 +383,25 @@ def test_imagenet_unpacked_layout_with_and_without_meta(tmp_path):
     assert len(datasets.ImageNet(str(tmp_path))) == 1
     with pytest.raises(RuntimeError, match="ILSVRC2012_img_val.tar"):
         datasets.ImageNet(str(tmp_path / "empty"), split="val")
+
+
+def test_stanford_cars_devkit_mat_files(tmp_path):
+    sio = pytest.importorskip("scipy.io")
+    base = tmp_path / "stanford_cars"
+    image(str(base / "cars_train" / "00001.jpg"), 40)
+    image(str(base / "cars_train" / "00002.jpg"), 80)
+    os.makedirs(base / "devkit")
+    annos = np.zeros(2, dtype=[("fname", object), ("class", np.uint8)])
+    annos[0], annos[1] = ("00002.jpg", 3), ("00001.jpg", 1)
+    sio.savemat(str(base / "devkit" / "cars_train_annos.mat"), {"annotations": annos})
+    names = np.array(["AM General Hummer", "Acura RL", "Audi R8"], dtype=object)
+    sio.savemat(str(base / "devkit" / "cars_meta.mat"), {"class_names": names})
+    ds = datasets.StanfordCars(str(tmp_path))
+    assert ds.classes == ["AM General Hummer", "Acura RL", "Audi R8"] and len(ds) == 2
+    img, target = ds[0]
+    assert target == 2 and abs(int(np.asarray(img)[0, 0, 0]) - 80) <= 3
+    assert ds[1][1] == 0
+    with pytest.raises(ValueError, match="original URL is broken"):
+        datasets.StanfordCars(str(tmp_path), download=True)
+    with pytest.raises(RuntimeError, match="stanford_cars"):
+        datasets.StanfordCars(str(tmp_path), split="test")

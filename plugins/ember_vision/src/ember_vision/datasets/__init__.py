@@ -1,8 +1,8 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
-Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, CLEVRClassification, MovingMNIST,
-Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K, Flickr8k/30k, SBU, PCAM (with h5py)
-and LSUN (with lmdb).
+Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, CLEVRClassification,
+MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K,
+Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -34,6 +34,7 @@ from .omniglot import Omniglot
 from .oxford_iiit_pet import OxfordIIITPet
 from .pcam import PCAM
 from .sbu import SBU
+from .stanford_cars import StanfordCars
 from .stl10 import STL10
 from .sun397 import SUN397
 from .svhn import SVHN
