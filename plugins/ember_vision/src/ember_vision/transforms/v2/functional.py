@@ -6,6 +6,7 @@ clamped to the canvas after a crop, as in torchvision. A TVTensor in gives the s
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -653,6 +654,48 @@ def to_pil_image(pic, mode=None):
     return F1.to_pil_image(pic, mode)
 
 
-from ._kernels import kernels as _kernels  # noqa: E402  (built on the dispatchers above)
+from ._kernels import TABLE as _TABLE  # noqa: E402  (built on the dispatchers above)
+from ._kernels import kernels as _kernels  # noqa: E402
 
 globals().update(_kernels(globals()))
+
+_USER_KERNELS: dict = {}
+
+
+def _with_user_kernels(fn):
+    """``fn`` that first runs a kernel registered by :func:`register_kernel` for the input's type (or a base)."""
+    def op(inpt, *args, **kwargs):
+        if _USER_KERNELS:
+            for cls in type(inpt).__mro__:
+                kernel = _USER_KERNELS.get((fn.__name__, cls))
+                if kernel is not None:
+                    return kernel(inpt, *args, **kwargs)
+        return fn(inpt, *args, **kwargs)
+    return functools.wraps(fn)(op)
+
+
+globals().update({op: _with_user_kernels(globals()[op]) for op in _TABLE})
+hflip, vflip, elastic_transform, to_grayscale = horizontal_flip, vertical_flip, elastic, rgb_to_grayscale
+
+
+def register_kernel(functional, tv_tensor_cls):
+    """Decorator: run ``kernel(inpt, *args, **kwargs)`` when the v2 op ``functional`` (the function or its name)
+    gets an input of ``tv_tensor_cls``, a TVTensor subclass of the user's own.
+
+    >>> class Depth(tv_tensors.TVTensor): pass
+    >>> @register_kernel(resize, Depth)
+    ... def resize_depth(depth, size, *args, **kwargs): return depth
+    """
+    name = functional if isinstance(functional, str) else getattr(functional, "__name__", None)
+    if name not in _TABLE:
+        raise ValueError("Kernels can only be registered on dispatchers from the torchvision.transforms.v2.functional "
+                         f"namespace, but got {functional}.")
+    if not (isinstance(tv_tensor_cls, type) and issubclass(tv_tensor_cls, tv_tensors.TVTensor)) \
+            or tv_tensor_cls.__module__ == tv_tensors.__name__:
+        raise ValueError(f"Kernels can only be registered for subclasses of tv_tensors.TVTensor of your own, but got "
+                         f"{tv_tensor_cls}.")
+
+    def decorator(kernel):
+        _USER_KERNELS[(name, tv_tensor_cls)] = kernel
+        return kernel
+    return decorator
