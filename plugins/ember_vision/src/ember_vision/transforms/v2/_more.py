@@ -8,7 +8,6 @@ holds no Image, Video nor PIL image.
 """
 from __future__ import annotations
 
-import io
 import warnings
 
 import numpy as np
@@ -202,31 +201,11 @@ class ConvertImageDtype(_Typed):
         return inpt if isinstance(inpt, _NOT_PIXELS) else F.to_dtype(inpt, self.dtype, scale=True)
 
 
-def _gray_to_rgb(img):
-    if isinstance(img, Image.Image):
-        return img.convert("RGB")
-    return img if img.shape[-3] >= 3 else img.repeat(*[1] * (img.ndim - 3), 3, 1, 1)
-
-
 class RGB(_Typed):
     """Grayscale images and videos to three channels (RGB ones unchanged; PIL images converted to ``"RGB"``)."""
 
     def transform(self, inpt, params):
-        return _on_pixels(inpt, _gray_to_rgb)
-
-
-def _gaussian_noise(img, mean: float, sigma: float, clip: bool):
-    if sigma < 0:
-        raise ValueError(f"gaussian_noise: sigma shouldn't be negative. Got {sigma}")
-    if img.is_floating_point():
-        out = img + (mean + ember.randn_like(img) * sigma)
-        return out.clamp(0, 1) if clip else out
-    if img.dtype != ember.uint8:
-        raise ValueError(f"gaussian_noise: Input tensor is expected to be in uint8 or float dtype, got "
-                         f"dtype={img.dtype}")
-    noise = (mean * 255 + ember.randn(img.shape, device=img.device) * (sigma * 255)).to(ember.int16)
-    out = img + noise
-    return (out.clamp(0, 255) if clip else out).to(ember.uint8)
+        return inpt.convert("RGB") if isinstance(inpt, Image.Image) else F.grayscale_to_rgb(inpt)
 
 
 class GaussianNoise(_Typed):
@@ -242,17 +221,14 @@ class GaussianNoise(_Typed):
             raise TypeError("GaussianNoise() does not support PIL images.")
 
     def transform(self, inpt, params):
-        return _on_pixels(inpt, lambda t: _gaussian_noise(t, self.mean, self.sigma, self.clip))
+        return F.gaussian_noise(inpt, self.mean, self.sigma, self.clip)
 
 
-def _permute_channels(img, permutation):
-    permutation = [int(i) for i in permutation]
-    if isinstance(img, Image.Image):
-        return F1.to_pil_image(_permute_channels(F1.pil_to_tensor(img), permutation), img.mode)
-    if len(permutation) != img.shape[-3]:
-        raise ValueError(f"permute_channels: Length of permutation does not match number of channels: "
-                         f"{len(permutation)} != {img.shape[-3]}")
-    return img[..., permutation, :, :]
+def _permute_channels(inpt, permutation):
+    """v2's permute_channels, PIL images through a tensor and back."""
+    if isinstance(inpt, Image.Image):
+        return F1.to_pil_image(F.permute_channels(F1.pil_to_tensor(inpt), permutation), inpt.mode)
+    return F.permute_channels(inpt, [int(i) for i in permutation])
 
 
 class RandomChannelPermutation(_Typed):
@@ -262,7 +238,7 @@ class RandomChannelPermutation(_Typed):
         return {"permutation": ember.randperm(query_chw(flat_inputs)[0]).tolist()}
 
     def transform(self, inpt, params):
-        return _on_pixels(inpt, lambda t: _permute_channels(t, params["permutation"]))
+        return _permute_channels(inpt, params["permutation"])
 
 
 class RandomPhotometricDistort(_Typed):
@@ -310,27 +286,7 @@ class UniformTemporalSubsample(_Typed):
         self.num_samples = num_samples
 
     def transform(self, inpt, params):
-        if not (is_pure_tensor(inpt) or isinstance(inpt, tv_tensors.Video)):
-            return inpt
-        t = F._plain(inpt)
-        index = ember.linspace(0, t.shape[-4] - 1, self.num_samples, device=t.device).long()
-        return F._rewrap(ember.index_select(t, -4, index), inpt)
-
-
-def _jpeg(img, quality: int):
-    """Encode to JPEG at ``quality`` and decode back, through Pillow."""
-    if isinstance(img, Image.Image):
-        buffer = io.BytesIO()
-        img.save(buffer, format="JPEG", quality=quality)
-        return Image.open(io.BytesIO(buffer.getvalue())).copy()
-    if img.dtype != ember.uint8 or img.shape[-3] not in (1, 3):
-        raise TypeError(f"jpeg: expected uint8 images of 1 or 3 channels, got {img.dtype} of shape "
-                        f"{tuple(img.shape)}")
-    flat = img.reshape(-1, *img.shape[-3:])
-    if flat.shape[0] == 0:
-        return img.clone()
-    frames = [F1.pil_to_tensor(_jpeg(F1.to_pil_image(f.cpu()), quality)) for f in flat]
-    return ember.stack(frames).reshape(img.shape).to(img.device)
+        return F.uniform_temporal_subsample(inpt, self.num_samples)
 
 
 class JPEG(_Typed):
@@ -352,7 +308,7 @@ class JPEG(_Typed):
         return {"quality": int(ember.randint(self.quality[0], self.quality[1] + 1, ()).item())}
 
     def transform(self, inpt, params):
-        return _on_pixels(inpt, lambda t: _jpeg(t, params["quality"]))
+        return F.jpeg(inpt, params["quality"])
 
 
 class LinearTransformation(_Typed):
@@ -404,8 +360,6 @@ class _MultiCrop(_Typed):
             warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
                           f"tv_tensors.KeyPoints. This will likely change in the future.", UserWarning)
             return inpt
-        if isinstance(inpt, Tensor):
-            return tuple(F._rewrap(c, inpt) for c in self._crops(F._plain(inpt)))
         return self._crops(inpt)
 
 
@@ -417,7 +371,7 @@ class FiveCrop(_MultiCrop):
         self.size = F1._crop_size(size)
 
     def _crops(self, img):
-        return F1.five_crop(img, self.size)
+        return F.five_crop(img, self.size)
 
 
 class TenCrop(_MultiCrop):
@@ -428,7 +382,7 @@ class TenCrop(_MultiCrop):
         self.size, self.vertical_flip = F1._crop_size(size), vertical_flip
 
     def _crops(self, img):
-        return F1.ten_crop(img, self.size, self.vertical_flip)
+        return F.ten_crop(img, self.size, self.vertical_flip)
 
 
 class RandomOrder(Transform):
