@@ -405,3 +405,24 @@ def test_stanford_cars_devkit_mat_files(tmp_path):
         datasets.StanfordCars(str(tmp_path), download=True)
     with pytest.raises(RuntimeError, match="stanford_cars"):
         datasets.StanfordCars(str(tmp_path), split="test")
+
+
+def test_lfw_people_and_pairs(tmp_path):
+    base = tmp_path / "lfw-py"
+    for person, n, value in (("Ann_Lee", 2, 10), ("Bo_Wu", 1, 20)):
+        for k in range(1, n + 1):
+            image(str(base / "lfw_funneled" / person / f"{person}_{k:04d}.jpg"), value + k)
+    (base / "lfw-names.txt").write_text("Ann_Lee\t2\nBo_Wu\t1\n")
+    (base / "peopleDevTest.txt").write_text("2\nBo_Wu\t1\nAnn_Lee\t2\n")
+    people = datasets.LFWPeople(str(tmp_path), split="test")
+    assert people.targets == [1, 0, 0] and people.class_to_idx == {"Ann_Lee": 0, "Bo_Wu": 1}
+    assert abs(int(np.asarray(people[2][0])[0, 0, 0]) - 12) <= 3
+    (base / "pairs.txt").write_text("1\t1\nAnn_Lee\t1\t2\nAnn_Lee\t2\tBo_Wu\t1\n")
+    pairs = datasets.LFWPairs(str(tmp_path))
+    assert pairs.targets == [1, 0] and pairs.pair_names == [("Ann_Lee", "Ann_Lee"), ("Ann_Lee", "Bo_Wu")]
+    img1, img2, same = pairs[1]
+    assert same == 0 and abs(int(np.asarray(img2)[0, 0, 0]) - 21) <= 3
+    with pytest.raises(RuntimeError, match="pairsDevTrain.txt"):
+        datasets.LFWPairs(str(tmp_path), split="train")
+    with pytest.raises(ValueError, match="no longer available"):
+        datasets.LFWPeople(str(tmp_path), download=True)
