@@ -331,6 +331,9 @@ def test_v2_types_pass_through_and_helpers():
         v2.query_size([img, TV.Mask(ember.zeros(3, 3))])
     with pytest.warns(UserWarning, match="ToTensor"):
         v2.ToTensor()
+    pil = Image.new("RGB", (5, 4))
+    assert v2.ConvertImageDtype()(pil) is pil and v2.PILToTensor()(img) is img  # not their input types
+    assert v2.Lambda(lambda x: x + 1, int)([img, 3])[1] == 4
 
 
 @pytest.mark.parametrize("call,exc,match", [

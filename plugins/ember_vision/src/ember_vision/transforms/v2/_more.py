@@ -191,7 +191,10 @@ class ToTensor(_Typed):
 
 
 class ConvertImageDtype(_Typed):
-    """Images and videos to ``dtype`` with their values rescaled (``ToDtype(dtype, scale=True)``)."""
+    """Images and videos to ``dtype`` with their values rescaled (``ToDtype(dtype, scale=True)``); PIL images
+    pass through."""
+
+    _transformed_types = (Tensor,)
 
     def __init__(self, dtype=ember.float32):
         super().__init__()
