@@ -426,3 +426,19 @@ def test_lfw_people_and_pairs(tmp_path):
         datasets.LFWPairs(str(tmp_path), split="train")
     with pytest.raises(ValueError, match="no longer available"):
         datasets.LFWPeople(str(tmp_path), download=True)
+
+
+def test_places365_file_lists(tmp_path):
+    (tmp_path / "categories_places365.txt").write_text("/a/airfield 0\n/b/bakery/shop 1\n")
+    (tmp_path / "places365_val.txt").write_text("Places365_val_00000001.jpg 1\nPlaces365_val_00000002.jpg 0\n")
+    (tmp_path / "places365_test.txt").write_text("Places365_test_00000001.jpg\n")
+    image(str(tmp_path / "val_256" / "Places365_val_00000001.jpg"), 60)
+    image(str(tmp_path / "val_256" / "Places365_val_00000002.jpg"), 90)
+    ds = datasets.Places365(str(tmp_path), split="val", small=True)
+    assert ds.classes == ["/a/airfield", "/b/bakery/shop"] and ds.targets == [1, 0]
+    img, target = ds[1]
+    assert target == 0 and abs(int(np.asarray(img)[0, 0, 0]) - 90) <= 3
+    test = datasets.Places365(str(tmp_path), split="test", small=True)
+    assert test.targets == [None] and test.imgs[0][0] == str(tmp_path / "test_256" / "Places365_test_00000001.jpg")
+    with pytest.raises(RuntimeError, match="places365_train_standard.txt"):
+        datasets.Places365(str(tmp_path))

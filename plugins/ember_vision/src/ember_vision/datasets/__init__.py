@@ -1,6 +1,6 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
-Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, CLEVRClassification,
+Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365, CLEVRClassification,
 MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K,
 LFWPeople/LFWPairs, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
@@ -34,6 +34,7 @@ from .moving_mnist import MovingMNIST
 from .omniglot import Omniglot
 from .oxford_iiit_pet import OxfordIIITPet
 from .pcam import PCAM
+from .places365 import Places365
 from .sbu import SBU
 from .stanford_cars import StanfordCars
 from .stl10 import STL10
