@@ -288,8 +288,9 @@ def pow(input, exponent, *, out=None):  # noqa: A001,A002
 
 
 @export(to=("torch",))
-def where(condition, input=None, other=None):  # noqa: A002
-    """``input`` where ``condition`` holds, else ``other``; with one argument, ``nonzero(as_tuple=True)``."""
+def where(condition, input=None, other=None, *, out=None):  # noqa: A002
+    """``input`` where ``condition`` holds, else ``other`` (written into ``out`` when given); with one argument,
+    ``nonzero(as_tuple=True)``."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool:
@@ -307,7 +308,7 @@ def where(condition, input=None, other=None):  # noqa: A002
         input, other = promote("where", input, other)
     if condition._dev is not input._dev and condition.dim() == 0:
         condition = condition.to(input.device)
-    return apply(Where, condition, input, other)
+    return out_or(apply(Where, condition, input, other), out)
 
 
 @export(name="where", to=("Tensor",), inplace=True)

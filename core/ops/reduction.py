@@ -14,7 +14,7 @@ from ..arguments import sequence_arg
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, unary, view_op
-from ..writes import out_or
+from ..writes import out_or, outs_or
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones
@@ -284,10 +284,10 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
         d = _wrap_dim(dim, input.dim(), kernel)
         _unordered(kernel, input)
         if input.dim() == 0:
-            return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+            return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
         if input.shape[d] == 0:
             raise IndexError(f"{kernel}(): Expected reduction dim {d} to have non-zero size.")
-        return rt(*apply(DimOp, input, d, keepdim, kernel))
+        return outs_or(rt(*apply(DimOp, input, d, keepdim, kernel)), out)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = (f"``{kernel}(input)``: the {kernel}imum element; ``{kernel}(input, dim, keepdim)``: a named tuple "
@@ -554,12 +554,12 @@ class CumExtreme(Op):
 
 
 def _cum_extreme(name, largest, rt):
-    def fn(input, dim):  # noqa: A002
+    def fn(input, dim, *, out=None):  # noqa: A002
         if input.dim() == 0:
-            return rt(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+            return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
         d = _wrap_dim(dim, input.dim(), name)
         vals, idx = apply(CumExtreme, input, d, largest)
-        return rt(vals, cast(idx, dtypes.int64))
+        return outs_or(rt(vals, cast(idx, dtypes.int64)), out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Running {name[3:]}imum along ``dim``: a named tuple (values, indices), each index where its "
@@ -574,7 +574,7 @@ cummin = _cum_extreme("cummin", False, return_types.cummin)
 
 
 @export
-def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+def aminmax(input, *, dim=None, keepdim=False, out=None):  # noqa: A002
     """``(amin, amax)`` over ``dim`` (everything when None) as a named tuple (min, max).
 
     >>> import ember
@@ -588,7 +588,7 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     if dim is not None and input.dim() and input.shape[_wrap_dim(dim, input.dim(), "aminmax")] == 0:
         raise IndexError(f"aminmax: Expected reduction dim {_wrap_dim(dim, input.dim(), 'aminmax')} to have "
                          f"non-zero size.")
-    return return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim))
+    return outs_or(return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim)), out)
 
 
 def _bool_reduce(kernel):

@@ -6,7 +6,7 @@ from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type
-from ..writes import out_or
+from ..writes import out_or, outs_or
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from . import pointwise
@@ -29,15 +29,16 @@ def _gather_values(x, idx, dim):
 
 
 @export
-def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
-    """Sorted values and their indices along ``dim`` (a named tuple)."""
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A002
+    """Sorted values and their indices along ``dim`` (a named tuple; written into ``out``'s two tensors when
+    given)."""
     if input.dtype.category == dtypes.COMPLEX:
         raise RuntimeError(f"sort: does not support complex dtypes (got {input.dtype})")
     if input.dim() == 0:
-        return return_types.sort(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+        return outs_or(return_types.sort(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
     d = _wrap_dim(dim, input.dim(), "sort")
     idx = _nondiff(SortIndices, input, d, descending)
-    return return_types.sort(_gather_values(input, idx, d), idx)
+    return outs_or(return_types.sort(_gather_values(input, idx, d), idx), out)
 
 
 @export
@@ -52,18 +53,18 @@ def msort(input, *, out=None):  # noqa: A002
 
 
 @export
-def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     d = _wrap_dim(dim, max(input.dim(), 1), "topk")
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, size {n} along dim {d})")
     s = sort(input, d, descending=largest)
-    return return_types.topk(s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k))
+    return outs_or(return_types.topk(s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k)), out)
 
 
 @export
-def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     """The ``k``-th smallest value (1-based) along ``dim`` and its index."""
     d = _wrap_dim(dim, input.dim(), "kthvalue")
     if input.dim() and input.shape[d] == 0:
@@ -71,19 +72,28 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     if input.dim() == 0:
         if k != 1:
             raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-        return return_types.kthvalue(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+        return outs_or(return_types.kthvalue(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
     if not 1 <= k <= input.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     s = sort(input, d)
     v, i = s.values.narrow(d, k - 1, 1), s.indices.narrow(d, k - 1, 1)
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
-    return return_types.kthvalue(v, i)
+    return outs_or(return_types.kthvalue(v, i), out)
+
+
+def _dim_for_out(dim, op):
+    """``dim`` of a call with ``out=``: PyTorch's overload of all elements (no ``dim``) has no ``out``."""
+    if dim is None:
+        raise TypeError(f"{op}() missing 1 required positional arguments: \"dim\" (the form with out= takes one)")
+    return dim
 
 
 @export
-def median(input, dim=None, keepdim=False):  # noqa: A002
+def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     """The lower median (of all elements, or along ``dim`` with its index), as PyTorch defines it."""
+    if out is not None:
+        return outs_or(median(input, _dim_for_out(dim, "median"), keepdim), out)
     if dim is None:
         flat = input.reshape(-1)
         if flat.numel() == 0:
@@ -107,13 +117,15 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
 
 
 @export
-def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     """The lower median of the non-NaN values (NaN only where all are NaN).
 
     >>> import ember
     >>> ember.tensor([1.0, float("nan"), 3.0, 2.0]).nanmedian()
     tensor(2.)
     """
+    if out is not None:
+        return outs_or(nanmedian(input, _dim_for_out(dim, "nanmedian"), keepdim), out)
     if not input.dtype.is_floating_point or input.dim() == 0:
         r = median(input, dim, keepdim)
         return r if dim is None else return_types.nanmedian(*r)
@@ -133,7 +145,7 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
 
 
 @export
-def mode(input, dim=-1, keepdim=False):  # noqa: A002
+def mode(input, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     """The most frequent value along ``dim`` (the smallest among ties) and the last index where it occurs.
 
     Runs of equal values in the sorted rows give every count at once; the values are gathered from
@@ -143,6 +155,8 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     >>> ember.tensor([1, 2, 2, 3, 2]).mode()
     mode(values=tensor(2), indices=tensor(4))
     """
+    if out is not None:
+        return outs_or(mode(input, dim, keepdim), out)
     if input.dim() == 0:
         return return_types.mode(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     d = _wrap_dim(dim, input.dim(), "mode")
