@@ -442,3 +442,28 @@ def test_places365_file_lists(tmp_path):
     assert test.targets == [None] and test.imgs[0][0] == str(tmp_path / "test_256" / "Places365_test_00000001.jpg")
     with pytest.raises(RuntimeError, match="places365_train_standard.txt"):
         datasets.Places365(str(tmp_path))
+
+
+def test_widerface_annotations(tmp_path):
+    base = tmp_path / "widerface"
+    for folder in ("WIDER_train", "WIDER_val", "WIDER_test", "wider_face_split"):
+        os.makedirs(base / folder)
+    image(str(base / "WIDER_val" / "images" / "0--Parade" / "a.jpg"), 30)
+    image(str(base / "WIDER_val" / "images" / "0--Parade" / "b.jpg"), 40)
+    (base / "wider_face_split" / "wider_face_val_bbx_gt.txt").write_text(
+        "0--Parade/a.jpg\n2\n1 2 3 4 0 1 0 0 0 0\n5 6 7 8 2 0 1 1 0 1\n"
+        "0--Parade/b.jpg\n0\n0 0 0 0 0 0 0 0 0 0\n")
+    ds = datasets.WIDERFace(str(tmp_path), split="val")
+    assert len(ds) == 2
+    img, target = ds[0]
+    assert target["bbox"].tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]] and target["bbox"].dtype == ember.int64
+    assert target["blur"].tolist() == [0, 2] and target["invalid"].tolist() == [0, 1]
+    assert ds[1][1]["bbox"].shape == (1, 4)
+    (base / "wider_face_split" / "wider_face_test_filelist.txt").write_text("0--Parade/a.jpg\n")
+    image(str(base / "WIDER_test" / "images" / "0--Parade" / "a.jpg"), 50)
+    assert datasets.WIDERFace(str(tmp_path), split="test")[0][1] is None
+    (base / "wider_face_split" / "wider_face_train_bbx_gt.txt").write_text("0--Parade/a.jpg\n2\n1 2 3 4\n")
+    with pytest.raises(RuntimeError, match="wider_face_train_bbx_gt.txt"):
+        datasets.WIDERFace(str(tmp_path), split="train")
+    with pytest.raises(RuntimeError, match="WIDER_train"):
+        datasets.WIDERFace(str(tmp_path / "none"))

@@ -2,7 +2,7 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365, CLEVRClassification,
 MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K,
-LFWPeople/LFWPairs, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+LFWPeople/LFWPairs, WIDERFace, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -42,4 +42,5 @@ from .sun397 import SUN397
 from .svhn import SVHN
 from .vision import VisionDataset
 from .voc import VOCDetection, VOCSegmentation
+from .widerface import WIDERFace
 from . import country211, eurosat, rendered_sst2, semeion, usps, utils
