@@ -467,3 +467,23 @@ def test_widerface_annotations(tmp_path):
         datasets.WIDERFace(str(tmp_path), split="train")
     with pytest.raises(RuntimeError, match="WIDER_train"):
         datasets.WIDERFace(str(tmp_path / "none"))
+
+
+def test_kitti_detection_labels(tmp_path):
+    raw = tmp_path / "Kitti" / "raw" / "training"
+    image(str(raw / "image_2" / "000001.png"), 5)
+    image(str(raw / "image_2" / "000000.png"), 7)
+    os.makedirs(raw / "label_2")
+    (raw / "label_2" / "000000.txt").write_text(
+        "Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 46.70 -1.59\n"
+        "Pedestrian 0.50 2 0.21 10.0 20.0 30.0 40.0 1.8 0.6 0.9 1.0 2.0 3.0 0.5\n")
+    (raw / "label_2" / "000001.txt").write_text("")
+    ds = datasets.Kitti(str(tmp_path))
+    assert len(ds) == 2
+    img, target = ds[0]
+    assert np.asarray(img)[0, 0, 0] == 7 and [t["type"] for t in target] == ["Car", "Pedestrian"]
+    assert target[0]["bbox"] == [587.01, 173.33, 614.12, 200.12] and target[1]["occluded"] == 2
+    assert target[0]["location"] == [-0.65, 1.71, 46.70] and target[1]["rotation_y"] == 0.5
+    assert ds[1][1] == []
+    with pytest.raises(RuntimeError, match="testing"):
+        datasets.Kitti(str(tmp_path), train=False)

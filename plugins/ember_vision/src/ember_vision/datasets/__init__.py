@@ -2,7 +2,7 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365, CLEVRClassification,
 MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K,
-LFWPeople/LFWPairs, WIDERFace, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+LFWPeople/LFWPairs, WIDERFace, Kitti, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -27,6 +27,7 @@ from .flickr import Flickr8k, Flickr30k
 from .gtsrb import GTSRB
 from .imagenet import ImageNet
 from .imagenette import Imagenette
+from .kitti import Kitti
 from .lfw import LFWPairs, LFWPeople
 from .lsun import LSUN, LSUNClass
 from .mnist import EMNIST, KMNIST, MNIST, QMNIST, FashionMNIST, read_idx
