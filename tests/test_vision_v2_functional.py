@@ -207,3 +207,57 @@ def test_jpeg_round_trip_stays_close():
     assert float((out.float() - img.float()).abs().max()) <= 8
     with pytest.raises(ValueError, match="quality"):
         F.jpeg(img, 0)
+
+
+# transform -> (constructor, the parameters torchvision's make_params could draw); transform() compared
+PARAM_CASES = {
+    "zoom_out": ("v2.RandomZoomOut(fill=7, p=1.0)", "{'padding': [3, 1, 5, 2]}"),
+    "iou_crop": ("v2.RandomIoUCrop()", "{'top': 2, 'left': 1, 'height': 8, 'width': 10, "
+                 "'is_within_crop_area': torch.tensor([True, False])}"),
+    "scale_jitter": ("v2.ScaleJitter((20, 20))", "{'size': (9, 13)}"),
+    "shortest_size": ("v2.RandomShortestSize(6)", "{'size': (6, 8)}"),
+    "random_resize": ("v2.RandomResize(5, 9)", "{'size': [7]}"),
+}
+
+
+@pytest.fixture(scope="module")
+def ref_params():
+    return vision_reference.run("""
+from torchvision import tv_tensors as tv
+from torchvision.transforms import v2
+""" + _SETUP + f"""
+img, boxes = tv.Image(f), tv.BoundingBoxes(b, format="XYXY", canvas_size=(12, 16))
+out = {{}}
+for name, (make, params) in {json.dumps(PARAM_CASES)}.items():
+    t, p = eval(make), eval(params)
+    out[name] = [t.transform(x, p).tolist() for x in (img, boxes)] + [list(t.transform(boxes, p).canvas_size)]
+print(json.dumps(out))""")
+
+
+@pytest.mark.parametrize("name", sorted(PARAM_CASES))
+def test_box_transform_with_drawn_parameters_matches_torchvision(name, ref_params):
+    scope = {"torch": ember, "v2": v2}
+    exec(_SETUP, scope)
+    make, params = PARAM_CASES[name]
+    t, p = eval(make, scope), eval(params, scope)
+    img = tv.Image(scope["f"])
+    boxes = tv.BoundingBoxes(scope["b"], format="XYXY", canvas_size=(12, 16))
+    out_boxes = t.transform(boxes, p)
+    _assert_close([t.transform(img, p).tolist(), out_boxes.tolist(), list(out_boxes.canvas_size)], ref_params[name])
+
+
+DRAWS = {"zoom_out": "v2.RandomZoomOut(side_range=(1.5, 3.0))", "scale_jitter": "v2.ScaleJitter((20, 24))"}
+
+
+def test_box_transform_draws_follow_torchvision(monkeypatch):
+    """With every uniform draw fixed at 0.3, make_params gives torchvision's parameters."""
+    want = vision_reference.run(f"""
+from torchvision import tv_tensors as tv
+from torchvision.transforms import v2
+torch.rand = lambda *size, **kw: torch.full(size[0] if len(size) == 1 and isinstance(size[0], tuple) else size, 0.3)
+img = tv.Image(torch.zeros(3, 12, 16))
+print(json.dumps({{k: eval(v).make_params([img]) for k, v in {json.dumps(DRAWS)}.items()}}))""")
+    monkeypatch.setattr(ember, "rand", lambda *size, **kw: ember.full(size, 0.3))
+    img = tv.Image(ember.zeros(3, 12, 16))
+    got = {k: eval(v, {"v2": v2}).make_params([img]) for k, v in DRAWS.items()}
+    assert json.loads(json.dumps(got)) == want

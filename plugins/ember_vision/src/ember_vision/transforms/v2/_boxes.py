@@ -168,7 +168,7 @@ class RandomIoUCrop(Transform):
                 window = ember.tensor([[left, top, left + new_w, top + new_h]], dtype=xyxy.dtype)
                 if box_iou(xyxy[inside], window).max().item() < threshold:
                     continue
-                return {"top": top, "left": left, "height": new_h, "width": new_w, "inside": inside}
+                return {"top": top, "left": left, "height": new_h, "width": new_w, "is_within_crop_area": inside}
 
     def _window(self, h, w):
         """One draw of (top, left, height, width), or None when its aspect ratio or size is out of bounds."""
@@ -185,7 +185,7 @@ class RandomIoUCrop(Transform):
             return inpt
         out = F.crop(inpt, params["top"], params["left"], params["height"], params["width"])
         if isinstance(out, tv_tensors.BoundingBoxes):
-            out = tv_tensors.wrap(F.to_pure_tensor(out) * params["inside"][:, None].to(out.dtype), like=out)
+            out = tv_tensors.wrap(F.to_pure_tensor(out) * params["is_within_crop_area"][:, None].to(out.dtype), like=out)
         return out
 
 
