@@ -185,7 +185,8 @@ class RandomIoUCrop(Transform):
             return inpt
         out = F.crop(inpt, params["top"], params["left"], params["height"], params["width"])
         if isinstance(out, tv_tensors.BoundingBoxes):
-            out = tv_tensors.wrap(F.to_pure_tensor(out) * params["is_within_crop_area"][:, None].to(out.dtype), like=out)
+            kept = params["is_within_crop_area"][:, None].to(out.dtype)
+            out = tv_tensors.wrap(F.to_pure_tensor(out) * kept, like=out)
         return out
 
 
