@@ -487,3 +487,29 @@ def test_kitti_detection_labels(tmp_path):
     assert ds[1][1] == []
     with pytest.raises(RuntimeError, match="testing"):
         datasets.Kitti(str(tmp_path), train=False)
+
+
+def test_inaturalist_2021_and_2018_layouts(tmp_path):
+    v21 = tmp_path / "2021_valid"
+    image(str(v21 / "00000_Animalia_Chordata_Aves_Passeriformes_Corvidae_Corvus_corax" / "a.jpg"), 10)
+    image(str(v21 / "00001_Animalia_Chordata_Mammalia_Carnivora_Felidae_Felis_catus" / "b.jpg"), 20)
+    image(str(v21 / "00001_Animalia_Chordata_Mammalia_Carnivora_Felidae_Felis_catus" / "c.jpg"), 30)
+    ds = datasets.INaturalist(str(tmp_path), version="2021_valid", target_type=["full", "kingdom", "class"])
+    assert len(ds) == 3
+    img, target = ds[2]
+    assert target == (1, 0, 1) and np.asarray(img)[0, 0, 0] == 30
+    img.close()
+    assert ds.category_name("class", 1) == "Mammalia" and ds.category_name("full", 0).endswith("corax")
+    with pytest.raises(ValueError, match="Invalid category type 'super'"):
+        ds.category_name("super", 0)
+    v18 = tmp_path / "2018"
+    image(str(v18 / "Plantae" / "1" / "x.jpg"), 40)
+    image(str(v18 / "Aves" / "0" / "y.jpg"), 50)
+    ds = datasets.INaturalist(str(tmp_path), version="2018", target_type="super",
+                              loader=lambda p: Image.open(p).convert("RGB"))
+    assert [ds[i][1] for i in range(2)] == [0, 1] and ds.all_categories == [os.path.join("Aves", "0"),
+                                                                             os.path.join("Plantae", "1")]
+    with pytest.raises(ValueError, match="target_type"):
+        datasets.INaturalist(str(tmp_path), version="2018", target_type="genus")
+    with pytest.raises(RuntimeError, match="2019"):
+        datasets.INaturalist(str(tmp_path), version="2019")

@@ -1,8 +1,9 @@
 """Vision datasets in torchvision's on-disk layouts: image folders, FakeData, the MNIST family, CIFAR, SVHN,
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
-Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365, CLEVRClassification,
-MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets FlyingChairs, Sintel, KittiFlow and HD1K,
-LFWPeople/LFWPairs, WIDERFace, Kitti, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
+INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
+FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Flickr8k/30k, SBU, PCAM (with
+h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -26,6 +27,7 @@ from .fgvc_aircraft import FGVCAircraft
 from .flickr import Flickr8k, Flickr30k
 from .gtsrb import GTSRB
 from .imagenet import ImageNet
+from .inaturalist import INaturalist
 from .imagenette import Imagenette
 from .kitti import Kitti
 from .lfw import LFWPairs, LFWPeople
