@@ -134,6 +134,8 @@ def test_bad_input():
         F.gaussian_noise(ember.rand(3, 4, 4), sigma=-1.0)
     with pytest.raises(ValueError, match="bigger than input"):
         F.five_crop(ember.rand(3, 4, 4), [5, 5])
+    with pytest.raises(NotImplementedError, match="coefficients"):
+        F.perspective_mask(ember.zeros(1, 4, 4), None, None, coefficients=[1.0] * 8)
     with pytest.raises(ValueError, match="side range"):
         v2.RandomZoomOut(side_range=(0.5, 2.0))
 

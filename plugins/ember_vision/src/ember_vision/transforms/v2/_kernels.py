@@ -111,6 +111,9 @@ def _make_kernel(op: str, dispatcher, kind: str, spec):
         elif kind == "keypoints":
             metadata = {"canvas_size": metadata.get("canvas_size", (0, 0))}
         wrapped = _WRAP[kind](inpt.as_subclass(Tensor) if isinstance(inpt, Tensor) else inpt, **metadata)
+        unsupported = [k for k, v in arguments.items() if k not in accepted and v is not sig.parameters[k].default]
+        if unsupported:
+            raise NotImplementedError(f"{op}_{kind}: ember-vision does not support the argument(s) {unsupported} yet")
         out = dispatcher(wrapped, **{k: v for k, v in arguments.items() if k in accepted})
         plain = out.as_subclass(Tensor)
         return (plain, tuple(getattr(out, "canvas_size", ()))) if returns_canvas else plain
