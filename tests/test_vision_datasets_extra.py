@@ -513,3 +513,22 @@ def test_inaturalist_2021_and_2018_layouts(tmp_path):
         datasets.INaturalist(str(tmp_path), version="2018", target_type="genus")
     with pytest.raises(RuntimeError, match="2019"):
         datasets.INaturalist(str(tmp_path), version="2019")
+
+
+def test_cityscapes_targets(tmp_path):
+    stem = "aachen_000000_000019"
+    image(str(tmp_path / "leftImg8bit" / "val" / "aachen" / f"{stem}_leftImg8bit.png"), 60)
+    gt = tmp_path / "gtFine" / "val" / "aachen"
+    labels = image(str(gt / f"{stem}_gtFine_labelIds.png"), None, mode="L")
+    image(str(gt / f"{stem}_gtFine_color.png"), 9)
+    (gt / f"{stem}_gtFine_polygons.json").write_text(json.dumps({"imgHeight": 5, "objects": []}))
+    ds = datasets.Cityscapes(str(tmp_path), split="val", target_type=["semantic", "polygon", "color"])
+    img, (semantic, polygon, color) = ds[0]
+    assert img.mode == "RGB" and np.asarray(img)[0, 0, 0] == 60
+    np.testing.assert_array_equal(np.asarray(semantic), labels)
+    assert polygon == {"imgHeight": 5, "objects": []} and np.asarray(color)[0, 0, 0] == 9
+    assert datasets.Cityscapes.classes[26].name == "car" and datasets.Cityscapes.classes[26].train_id == 13
+    with pytest.raises(ValueError, match="Unknown value 'test' for argument split if mode is 'coarse'"):
+        datasets.Cityscapes(str(tmp_path), split="test", mode="coarse")
+    with pytest.raises(RuntimeError, match="gtFine_trainvaltest.zip"):
+        datasets.Cityscapes(str(tmp_path), split="train")

@@ -2,8 +2,8 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
-FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Flickr8k/30k, SBU, PCAM (with
-h5py) and LSUN (with lmdb).
+FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, Flickr8k/30k,
+SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -11,6 +11,7 @@ h5py) and LSUN (with lmdb).
 """
 from ._optical_flow import HD1K, FlyingChairs, KittiFlow, Sintel
 from .caltech import Caltech101, Caltech256
+from .cityscapes import Cityscapes
 from .clevr import CLEVRClassification
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
