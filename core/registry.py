@@ -109,30 +109,30 @@ def drop(ns: str) -> None:
 
 
 def inplace_form(fn, name: str):
-    """``name_``: ``fn`` computed out of place, then written into ``self`` (history through the result).
+    """``name_``: ``fn`` computed out of place, then written into ``input`` (history through the result).
 
-    Under autograd it computes from a copy of ``self``: ``fn`` may save its
-    input for backward, and ``self`` is about to change.
+    Under autograd it computes from a copy of ``input``: ``fn`` may save it
+    for backward, and ``input`` is about to change.
     """
     op = getattr(fn, "op", None)
 
-    def method(self, *args, **kwargs):
+    def method(input, *args, **kwargs):  # noqa: A002 - PyTorch's name of the written tensor
         for x in (*args, *kwargs.values()):
-            if isinstance(x, Tensor) and (x._base is not None or self._base is not None):
-                check_partial_overlap(self, x)  # (only views can share part of self's memory)
-        if op is not None and not kwargs and _direct(self, args):
-            return inplace(op, self, *args)  # the one Op, written into self (recorded where autograd wants it)
+            if isinstance(x, Tensor) and (x._base is not None or input._base is not None):
+                check_partial_overlap(input, x)  # (only views can share part of input's memory)
+        if op is not None and not kwargs and _direct(input, args):
+            return inplace(op, input, *args)  # the one Op, written into input (recorded where autograd wants it)
 
         def compute(x):
             r = fn(x, *args, **kwargs)
-            dtypes.check_out_cast(name + "_", r.dtype, self.dtype)
-            if r.shape != self.shape:  # an operand that broadcasts self to a larger shape
-                raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+            dtypes.check_out_cast(name + "_", r.dtype, input.dtype)
+            if r.shape != input.shape:  # an operand that broadcasts input to a larger shape
+                raise RuntimeError(f"{name}_: output with shape {list(input.shape)} doesn't match the broadcast shape "
                                    f"{list(r.shape)}")
             return r
 
-        # an operand that needs a gradient may make fn save self too (``a.igamma_(x)`` saves ``a``)
-        return inplace_result(self, compute, name + "_", any(isinstance(a, Tensor) and a._rg for a in args))
+        # an operand that needs a gradient may make fn save input too (``a.igamma_(x)`` saves ``a``)
+        return inplace_result(input, compute, name + "_", any(isinstance(a, Tensor) and a._rg for a in args))
 
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place :func:`{name}`; returns self."

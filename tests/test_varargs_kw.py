@@ -113,3 +113,20 @@ def test_refusals_name_the_op_and_argument():
         x.reshape()
     with pytest.raises(TypeError, match=r"tile\(\) got an unexpected keyword argument 'sizes'"):
         x.tile(sizes=(2,))
+
+
+@pytest.mark.parametrize("ns,name,kw", [
+    ("", "relu_", {}), ("", "selu_", {}), ("", "celu_", {"alpha": 0.5}),
+    ("", "threshold_", {"threshold": 0.5, "value": 9.0}),
+    ("nn.functional", "elu_", {"alpha": 0.3}), ("nn.functional", "leaky_relu_", {"negative_slope": 0.2}),
+    ("nn.functional", "hardtanh_", {"min_val": -0.5, "max_val": 0.5}), ("nn.functional", "relu_", {})])
+def test_inplace_functions_take_input_by_name(ns, name, kw, device):
+    results = []
+    for lib in (torch, ember):
+        mod = lib.nn.functional if ns else lib
+        x = lib.tensor([-1.5, -0.25, 0.75, 2.0])
+        x = x if lib is torch else x.to(device)
+        r = getattr(mod, name)(input=x, **kw)
+        assert r is x
+        results.append(x.cpu().tolist())
+    assert results[0] == pytest.approx(results[1])

@@ -16,6 +16,7 @@ recurrent layers in :mod:`ember.ops.nn_recurrent`.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 
@@ -44,8 +45,11 @@ def torch_form(name: str):
 
 
 def inplace_torch(fn, name: str, to=("torch",)):
-    """Export ``name_``, ``fn`` computed out of place and written into its input, to ``to`` (default ``torch``)."""
-    return export(inplace_form(fn, name), name + "_", to=to)
+    """Export ``name_``, ``fn`` computed out of place and written into its input, to ``to`` (default ``torch``);
+    it shows ``fn``'s parameters, which are the ones it passes ``fn``."""
+    method = inplace_form(fn, name)
+    method.__signature__ = inspect.signature(fn)
+    return export(method, name + "_", to=to)
 
 
 # --------------------------------------------------------------------------- softmax and fused activations
