@@ -532,3 +532,23 @@ def test_cityscapes_targets(tmp_path):
         datasets.Cityscapes(str(tmp_path), split="test", mode="coarse")
     with pytest.raises(RuntimeError, match="gtFine_trainvaltest.zip"):
         datasets.Cityscapes(str(tmp_path), split="train")
+
+
+def test_sbdataset_segmentation_and_boundaries(tmp_path):
+    sio = pytest.importorskip("scipy.io")
+    sparse = pytest.importorskip("scipy.sparse")
+    image(str(tmp_path / "img" / "2008_000002.jpg"), 70)
+    seg = RNG.integers(0, 21, (5, 6), dtype=np.uint8)
+    edges = np.empty((20, 1), dtype=object)
+    for k in range(20):
+        edges[k, 0] = sparse.csc_matrix((seg == k + 1).astype(np.uint8))
+    os.makedirs(tmp_path / "cls")
+    sio.savemat(str(tmp_path / "cls" / "2008_000002.mat"), {"GTcls": {"Segmentation": seg, "Boundaries": edges}})
+    (tmp_path / "val.txt").write_text("2008_000002\n")
+    img, target = datasets.SBDataset(str(tmp_path), image_set="val", mode="segmentation")[0]
+    np.testing.assert_array_equal(np.asarray(target), seg)
+    _, boundaries = datasets.SBDataset(str(tmp_path), image_set="val")[0]
+    assert boundaries.shape == (20, 5, 6)
+    np.testing.assert_array_equal(boundaries[2], (seg == 3).astype(np.uint8))
+    with pytest.raises(RuntimeError, match="train.txt"):
+        datasets.SBDataset(str(tmp_path))

@@ -2,7 +2,7 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
-FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, Flickr8k/30k,
+FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset, Flickr8k/30k,
 SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
@@ -39,6 +39,7 @@ from .omniglot import Omniglot
 from .oxford_iiit_pet import OxfordIIITPet
 from .pcam import PCAM
 from .places365 import Places365
+from .sbd import SBDataset
 from .sbu import SBU
 from .stanford_cars import StanfordCars
 from .stl10 import STL10
