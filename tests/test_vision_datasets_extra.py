@@ -552,3 +552,22 @@ def test_sbdataset_segmentation_and_boundaries(tmp_path):
     np.testing.assert_array_equal(boundaries[2], (seg == 3).astype(np.uint8))
     with pytest.raises(RuntimeError, match="train.txt"):
         datasets.SBDataset(str(tmp_path))
+
+
+def test_phototour_patches_matches_and_cache(tmp_path):
+    folder = tmp_path / "yosemite"
+    sheet = RNG.integers(0, 256, (128, 192), dtype=np.uint8)  # 2 rows x 3 columns of patches
+    os.makedirs(folder)
+    Image.fromarray(sheet).save(folder / "patches0000.bmp")
+    (folder / "info.txt").write_text("7 0\n7 0\n8 0\n9 0\n9 0\n")
+    (folder / "m50_100000_100000_0.txt").write_text("0 7 0 1 7 0 0\n2 8 0 3 9 0 0\n")
+    ds = datasets.PhotoTour(str(tmp_path), "yosemite")
+    assert len(ds) == 6 and ds.data.dtype == ember.uint8 and ds.labels.tolist() == [7, 7, 8, 9, 9]
+    np.testing.assert_array_equal(ds[4].numpy(), sheet[64:128, 64:128])
+    pairs = datasets.PhotoTour(str(tmp_path), "yosemite", train=False)
+    p1, p2, match = pairs[1]
+    assert len(pairs) == 2 and int(match) == 0 and int(pairs[0][2]) == 1
+    np.testing.assert_array_equal(p2.numpy(), sheet[64:128, 0:64])
+    assert os.path.exists(tmp_path / "yosemite.pt")
+    with pytest.raises(RuntimeError, match="liberty"):
+        datasets.PhotoTour(str(tmp_path), "liberty")

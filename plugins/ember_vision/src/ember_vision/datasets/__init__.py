@@ -2,8 +2,8 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
-FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset, Flickr8k/30k,
-SBU, PCAM (with h5py) and LSUN (with lmdb).
+FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset,
+PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -38,6 +38,7 @@ from .moving_mnist import MovingMNIST
 from .omniglot import Omniglot
 from .oxford_iiit_pet import OxfordIIITPet
 from .pcam import PCAM
+from .phototour import PhotoTour
 from .places365 import Places365
 from .sbd import SBDataset
 from .sbu import SBU
