@@ -119,6 +119,29 @@ def test_bad_memory_format_arguments(device):
         x.clone(memory_format="channels_last")
 
 
+@pytest.mark.parametrize("rank", [4, 5])
+@pytest.mark.parametrize("other", ["same format", "channel bias", "0-d", "last-dim row", "number"])
+def test_pointwise_of_two_operands_keeps_their_common_format(device, torch, rank, other):
+    """A channels-last tensor with an operand of the same format, or one that broadcasts to it, gives a
+    channels-last result in both orders, as in PyTorch.  (Operands of two different full-size formats are
+    not covered: PyTorch follows the first one's, the kernels here give the contiguous order.)"""
+    shape = (2, 3, 4, 5, 6)[:rank]
+    strided = _has_strides(device)
+    operands = {"same format": lambda L: STARTS["channels_last"](L, shape) * 0.5,
+                "channel bias": lambda L: L.ones((3,) + (1,) * (rank - 2)), "0-d": lambda L: L.tensor(2.0),
+                "last-dim row": lambda L: L.ones(shape[-1]), "number": lambda L: 3.0}
+    for op in ("add", "mul", "maximum", "sub"):
+        if op == "maximum" and other == "number":
+            continue
+        facts = []
+        for L, dev in ((torch, "cpu"), (ember, device)):
+            x, y = STARTS["channels_last"](L, shape).to(dev), operands[other](L)
+            y = y.to(dev) if not isinstance(y, float) else y
+            f = getattr(L, op)
+            facts.append([_facts(L, f(x, y), strided), _facts(L, f(y, x) if not isinstance(y, float) else x, strided)])
+        assert facts[0] == facts[1], op
+
+
 def test_conv2d_and_batch_norm_keep_a_channels_last_input_format(device, torch):
     def calls(L, dev):
         m = L.nn.BatchNorm2d(3).to(dev)
