@@ -571,3 +571,33 @@ def test_phototour_patches_matches_and_cache(tmp_path):
     assert os.path.exists(tmp_path / "yosemite.pt")
     with pytest.raises(RuntimeError, match="liberty"):
         datasets.PhotoTour(str(tmp_path), "liberty")
+
+
+def write_pfm(path, flow):
+    """A little-endian 3-channel PFM of a (2, H, W) flow (third channel zero), bottom row first."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    h, w = flow.shape[1:]
+    data = np.concatenate([flow, np.zeros((1, h, w), np.float32)]).transpose(1, 2, 0)[::-1]
+    with open(path, "wb") as f:
+        f.write(b"PF\n" + f"{w} {h}\n".encode() + b"-1.0\n" + data.astype("<f4").tobytes())
+
+
+def test_flying_things_3d_both_directions(tmp_path):
+    base = tmp_path / "FlyingThings3D"
+    scene = ("A", "0000")
+    for i in range(3):
+        image(str(base / "frames_cleanpass" / "TRAIN" / scene[0] / scene[1] / "left" / f"{i:04d}.png"), 10 * i)
+        for direction in ("into_future", "into_past"):
+            flow = RNG.standard_normal((2, 5, 6)).astype(np.float32)
+            write_pfm(str(base / "optical_flow" / "TRAIN" / scene[0] / scene[1] / direction / "left" /
+                          f"OpticalFlowInto{direction[5:].title()}_{i:04d}_L.pfm"), flow)
+            if direction == "into_past" and i == 2:
+                last_past = flow
+    ds = datasets.FlyingThings3D(str(tmp_path))
+    assert len(ds) == 4
+    img1, img2, flow = ds[3]  # the second into_past pair: frame 2 -> frame 1, with frame 2's flow
+    assert np.asarray(img1)[0, 0, 0] == 20 and np.asarray(img2)[0, 0, 0] == 10
+    np.testing.assert_array_equal(flow, last_past)
+    assert len(datasets.FlyingThings3D(str(tmp_path), camera="right")) == 0  # as torchvision: no right frames
+    with pytest.raises(FileNotFoundError, match="FlyingThings3D"):
+        datasets.FlyingThings3D(str(tmp_path), split="test")

@@ -2,14 +2,14 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
-FlyingChairs, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset,
+FlyingChairs, FlyingThings3D, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset,
 PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
-from ._optical_flow import HD1K, FlyingChairs, KittiFlow, Sintel
+from ._optical_flow import HD1K, FlyingChairs, FlyingThings3D, KittiFlow, Sintel
 from .caltech import Caltech101, Caltech256
 from .cityscapes import Cityscapes
 from .clevr import CLEVRClassification

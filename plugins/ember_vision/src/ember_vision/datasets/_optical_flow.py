@@ -1,7 +1,8 @@
-"""Optical-flow datasets: FlyingChairs, Sintel, KittiFlow and HD1K, with their flow readers (``.flo`` files and
-KITTI's 16-bit PNGs)."""
+"""Optical-flow datasets: FlyingChairs, FlyingThings3D, Sintel, KittiFlow and HD1K, with their flow readers
+(``.flo`` and ``.pfm`` files, KITTI's 16-bit PNGs)."""
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import zlib
@@ -128,6 +129,44 @@ class FlyingChairs(FlowDataset):
         return _read_flo(file_name)
 
 
+class FlyingThings3D(FlowDataset):
+    """FlyingThings3D: ``root/FlyingThings3D/frames_{clean,final}pass/<SPLIT>/<set>/<scene>/<camera>/*.png`` with
+    ``optical_flow/<SPLIT>/<set>/<scene>/into_{future,past}/<camera>/*.pfm``; both flow directions give pairs
+    (a past-directed pair runs from the later frame to the earlier)."""
+
+    def __init__(self, root, split: str = "train", pass_name: str = "clean", camera: str = "left",
+                 transforms=None, loader=default_loader):
+        super().__init__(root=root, transforms=transforms, loader=loader)
+        verify_str_arg(split, "split", valid_values=("train", "test"))
+        verify_str_arg(pass_name, "pass_name", valid_values=("clean", "final", "both"))
+        verify_str_arg(camera, "camera", valid_values=("left", "right", "both"))
+        passes = {"clean": ["frames_cleanpass"], "final": ["frames_finalpass"],
+                  "both": ["frames_cleanpass", "frames_finalpass"]}[pass_name]
+        cameras = ["left", "right"] if camera == "both" else [camera]
+        base = os.path.join(self.root, "FlyingThings3D")
+        split = split.upper()
+        for frames, cam, direction in itertools.product(passes, cameras, ("into_future", "into_past")):
+            image_dirs = sorted(os.path.join(d, cam) for d in glob(os.path.join(base, frames, split, "*", "*")))
+            flow_dirs = sorted(os.path.join(d, direction, cam)
+                               for d in glob(os.path.join(base, "optical_flow", split, "*", "*")))
+            if not image_dirs or not flow_dirs:
+                raise FileNotFoundError(f"Could not find the FlyingThings3D flow images under {base}. Please make "
+                                        "sure the directory structure is correct.")
+            for image_dir, flow_dir in zip(image_dirs, flow_dirs):
+                images = sorted(glob(os.path.join(image_dir, "*.png")))
+                flows = sorted(glob(os.path.join(flow_dir, "*.pfm")))
+                for i in range(len(flows) - 1):
+                    if direction == "into_future":
+                        self._image_list.append([images[i], images[i + 1]])
+                        self._flow_list.append(flows[i])
+                    else:
+                        self._image_list.append([images[i + 1], images[i]])
+                        self._flow_list.append(flows[i + 1])
+
+    def _read_flow(self, file_name: str):
+        return _read_pfm(file_name)
+
+
 class HD1K(FlowDataset):
     """HD1K: ``root/hd1k/hd1k_input/image_2/<seq>_<frame>.png`` with flow and valid mask in
     ``hd1k_flow_gt/flow_occ``; the test split is ``hd1k_challenge/image_2/*1{0,1}.png``."""
@@ -167,6 +206,23 @@ def _read_flo(file_name: str) -> np.ndarray:
     if data.size != 2 * w * h:
         raise ValueError(f"Truncated .flo file: {file_name} holds {data.size} of {2 * w * h} values")
     return data.reshape(h, w, 2).transpose(2, 0, 1).astype(np.float32)
+
+
+def _read_pfm(file_name: str, slice_channels: int = 2) -> np.ndarray:
+    """A PFM file (``PF``: 3 channels, ``Pf``: 1; bottom row first; a negative scale means little-endian) as a
+    ``(C, H, W)`` float32 array of its first ``slice_channels`` channels, top row first."""
+    with open(file_name, "rb") as f:
+        header = f.readline().rstrip()
+        if header not in (b"PF", b"Pf"):
+            raise ValueError(f"Invalid PFM file: {file_name}")
+        dims = f.readline().split()
+        if len(dims) != 2 or not all(d.isdigit() for d in dims):
+            raise ValueError(f"Malformed PFM header in {file_name}")
+        w, h = (int(d) for d in dims)
+        endian = "<" if float(f.readline().rstrip()) < 0 else ">"
+        data = np.frombuffer(f.read(), endian + "f4")
+    channels = 3 if header == b"PF" else 1
+    return data.reshape(h, w, channels).transpose(2, 0, 1)[:slice_channels, ::-1].astype(np.float32)
 
 
 def _read_16bits_png_with_flow_and_valid_mask(file_name: str):
