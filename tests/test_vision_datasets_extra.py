@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -18,6 +19,9 @@ import ember_vision  # noqa: E402
 from ember_vision import datasets  # noqa: E402
 from ember_vision import io as vio  # noqa: E402
 from ember_vision.datasets import utils as dutils  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import vision_reference  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -601,3 +605,130 @@ def test_flying_things_3d_both_directions(tmp_path):
     assert len(datasets.FlyingThings3D(str(tmp_path), camera="right")) == 0  # as torchvision: no right frames
     with pytest.raises(FileNotFoundError, match="FlyingThings3D"):
         datasets.FlyingThings3D(str(tmp_path), split="test")
+
+
+# --------------------------------------------------------------------------- against torchvision 0.28
+# run in both processes: every dataset built on the same files, each item reduced to JSON-able values; the items
+# are compared as a sorted list (torchvision lists some folders in os.listdir order, ember-vision sorts them)
+_SUMMARY = r"""
+import json, os
+import numpy as np
+from PIL import Image
+
+def value(x):
+    if isinstance(x, Image.Image):
+        return ["image", list(x.size), int(np.asarray(x, dtype=np.int64).sum())]
+    if hasattr(x, "numpy") or isinstance(x, np.ndarray):
+        a = np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float64)
+        return ["array", list(a.shape), round(float(a.sum()), 3)]
+    if isinstance(x, dict):
+        return {k: value(v) for k, v in sorted(x.items())}
+    if isinstance(x, (list, tuple)):
+        return [value(v) for v in x]
+    return x
+
+def summary(datasets, root):
+    made = {
+        "Imagenette": lambda: datasets.Imagenette(root, split="val", size="160px"),
+        "SUN397": lambda: datasets.SUN397(root),
+        "FGVCAircraft": lambda: datasets.FGVCAircraft(root, split="test", annotation_level="family"),
+        "CLEVRClassification": lambda: datasets.CLEVRClassification(root, split="val"),
+        "Flickr30k": lambda: datasets.Flickr30k(root, os.path.join(root, "ann.txt")),
+        "Sintel": lambda: datasets.Sintel(root, pass_name="both"),
+        "FlyingChairs": lambda: datasets.FlyingChairs(root),
+        "FlyingThings3D": lambda: datasets.FlyingThings3D(root),
+        "Kitti": lambda: datasets.Kitti(root),
+        "Cityscapes": lambda: datasets.Cityscapes(root, split="val", target_type=["semantic", "polygon"]),
+        "INaturalist": lambda: datasets.INaturalist(root, version="2021_valid", target_type=["full", "order"]),
+        "WIDERFace": lambda: datasets.WIDERFace(root, split="val"),
+        "MovingMNIST": lambda: datasets.MovingMNIST(root, split="test", split_ratio=3),
+        "StanfordCars": lambda: datasets.StanfordCars(root),
+    }
+    out = {}
+    for name, make in made.items():
+        ds = make()
+        items = [ds[i] for i in range(len(ds))]
+        out[name] = [len(ds), sorted(json.dumps(value(item), sort_keys=True) for item in items)]
+    return out
+"""
+
+
+def _write_layouts(root):
+    """Small files for every dataset the summary builds, in torchvision's layouts."""
+    sio = pytest.importorskip("scipy.io")
+    image(str(root / "imagenette2-160" / "val" / "n03888257" / "x.JPEG"), 10)
+    image(str(root / "imagenette2-160" / "val" / "n01440764" / "y.JPEG"), 20)
+    os.makedirs(root / "SUN397")
+    (root / "SUN397" / "ClassName.txt").write_text("/a/abbey\n/o/office/home\n")
+    image(str(root / "SUN397" / "o" / "office" / "home" / "sun_1.jpg"), 30)
+    image(str(root / "SUN397" / "a" / "abbey" / "sun_2.jpg"), 40)
+    data = root / "fgvc-aircraft-2013b" / "data"
+    image(str(data / "images" / "0001.jpg"), 50)
+    image(str(data / "images" / "0002.jpg"), 60)
+    (data / "families.txt").write_text("Boeing 707\nA300\n")
+    (data / "images_family_test.txt").write_text("0001 A300\n0002 Boeing 707\n")
+    clevr = root / "clevr" / "CLEVR_v1.0"
+    image(str(clevr / "images" / "val" / "CLEVR_val_000000.png"), 70)
+    os.makedirs(clevr / "scenes")
+    (clevr / "scenes" / "CLEVR_val_scenes.json").write_text(json.dumps(
+        {"scenes": [{"image_filename": "CLEVR_val_000000.png", "objects": [{}] * 3}]}))
+    image(str(root / "1000_abc.jpg"), 90)
+    (root / "ann.txt").write_text("1000_abc.jpg#0\tone\n1000_abc.jpg#1\ttwo\n")
+    for passname in ("clean", "final"):
+        for i in range(3):
+            image(str(root / "Sintel" / "training" / passname / "alley" / f"frame_{i:04d}.png"), 5 * i + 1)
+    for i in range(2):
+        write_flo(str(root / "Sintel" / "training" / "flow" / "alley" / f"frame_{i:04d}.flo"),
+                  RNG.standard_normal((2, 5, 6)).astype(np.float32))
+    for i in range(2):
+        image(str(root / "FlyingChairs" / "data" / f"{i:05d}_img1.ppm"), 3 * i)
+        image(str(root / "FlyingChairs" / "data" / f"{i:05d}_img2.ppm"), 3 * i + 1)
+        write_flo(str(root / "FlyingChairs" / "data" / f"{i:05d}_flow.flo"),
+                  RNG.standard_normal((2, 5, 6)).astype(np.float32))
+    (root / "FlyingChairs" / "FlyingChairs_train_val.txt").write_text("1\n1\n")
+    things = root / "FlyingThings3D"
+    for i in range(3):
+        image(str(things / "frames_cleanpass" / "TRAIN" / "A" / "0000" / "left" / f"{i:04d}.png"), 7 * i)
+        for direction in ("into_future", "into_past"):
+            write_pfm(str(things / "optical_flow" / "TRAIN" / "A" / "0000" / direction / "left" / f"{i:04d}.pfm"),
+                      RNG.standard_normal((2, 5, 6)).astype(np.float32))
+    raw = root / "Kitti" / "raw" / "training"
+    image(str(raw / "image_2" / "000000.png"), 7)
+    os.makedirs(raw / "label_2")
+    (raw / "label_2" / "000000.txt").write_text(
+        "Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 46.70 -1.59\n")
+    stem = "aachen_000000_000019"
+    image(str(root / "leftImg8bit" / "val" / "aachen" / f"{stem}_leftImg8bit.png"), 60)
+    image(str(root / "gtFine" / "val" / "aachen" / f"{stem}_gtFine_labelIds.png"), None, mode="L")
+    (root / "gtFine" / "val" / "aachen" / f"{stem}_gtFine_polygons.json").write_text(json.dumps({"imgHeight": 5}))
+    inat = root / "2021_valid"
+    image(str(inat / "00000_Animalia_Chordata_Aves_Passeriformes_Corvidae_Corvus_corax" / "a.jpg"), 10)
+    image(str(inat / "00001_Animalia_Chordata_Mammalia_Carnivora_Felidae_Felis_catus" / "b.jpg"), 20)
+    wider = root / "widerface"
+    for folder in ("WIDER_train", "WIDER_val", "WIDER_test", "wider_face_split"):
+        os.makedirs(wider / folder)
+    image(str(wider / "WIDER_val" / "images" / "0--Parade" / "a.jpg"), 30)
+    (wider / "wider_face_split" / "wider_face_val_bbx_gt.txt").write_text(
+        "0--Parade/a.jpg\n2\n1 2 3 4 0 1 0 0 0 0\n5 6 7 8 2 0 1 1 0 1\n")
+    os.makedirs(root / "MovingMNIST")
+    np.save(root / "MovingMNIST" / "mnist_test_seq.npy", RNG.integers(0, 256, (5, 2, 8, 8), np.uint8))
+    cars = root / "stanford_cars"
+    image(str(cars / "cars_train" / "00001.jpg"), 40)
+    image(str(cars / "cars_train" / "00002.jpg"), 50)
+    os.makedirs(cars / "devkit")
+    annos = np.zeros(2, dtype=[("fname", object), ("class", np.uint8)])
+    annos[0], annos[1] = ("00001.jpg", 2), ("00002.jpg", 1)
+    sio.savemat(str(cars / "devkit" / "cars_train_annos.mat"), {"annotations": annos})
+    sio.savemat(str(cars / "devkit" / "cars_meta.mat"), {"class_names": np.array(["A", "B"], dtype=object)})
+
+
+def test_datasets_read_as_torchvision_reads(tmp_path):
+    """Each dataset built on the same files in ember-vision and in torchvision 0.28: the same items."""
+    _write_layouts(tmp_path)
+    reference = vision_reference.run(_SUMMARY + f"\nimport torchvision.datasets as D\n"
+                                                f"print(json.dumps(summary(D, {str(tmp_path)!r})))\n")
+    scope: dict = {}
+    exec(_SUMMARY, scope)
+    ours = json.loads(json.dumps(scope["summary"](datasets, str(tmp_path))))
+    for name in reference:
+        assert ours[name] == reference[name], name
