@@ -46,8 +46,8 @@ from .lazy import (  # noqa: F401,E402
 # name them: torch.nn.modules.container.Sequential, torch.nn.modules.batchnorm._BatchNorm, ...)
 from . import (  # noqa: F401,E402
     _functions, activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,
-    instancenorm, lazy, linear, linear_cross_entropy_options, loss, module, normalization, padding, pixelshuffle,
-    pooling, rnn, sparse, transformer, upsampling, utils,
+    instancenorm, lazy, linear, linear_cross_entropy, linear_cross_entropy_options, loss, module, normalization,
+    padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling, utils,
 )
 
 # ``from ember.nn.modules import *`` (ember.nn does it) takes the layer classes, not these submodules: ``utils``
