@@ -1,5 +1,6 @@
 """``out=`` on the functions whose results are named tuples (sort, topk, kthvalue, mode, median, nanmedian,
-max/min along a dim, cummax/cummin, aminmax) and on ``where``: the results are written into the given tensors
+max/min along a dim, cummax/cummin, aminmax), on ``where`` and on the predicates that have one (signbit, isneginf,
+isposinf): the results are written into the given tensors
 (resized as PyTorch resizes them), the same named tuple of those tensors comes back, and the values equal
 PyTorch's.  A call PyTorch refuses (no ``out=`` on the all-elements overload) is refused the same way."""
 from __future__ import annotations
@@ -65,3 +66,15 @@ def test_where_out(device):
         r = lib.where(x > 2, x, lib.zeros(1, device=x.device), out=out)
         assert r is out
         assert out.cpu().tolist() == [[v if v > 2 else 0.0 for v in row] for row in DATA]
+
+
+@pytest.mark.parametrize("name", ["signbit", "isneginf", "isposinf"])
+def test_predicate_out(name, device):
+    values = [-1.0, float("inf"), -float("inf"), 0.0, -0.0, float("nan")]
+    got = []
+    for lib in (torch, ember):
+        x = lib.tensor(values) if lib is torch else lib.tensor(values, device=device)
+        out = lib.empty(0, dtype=lib.bool, device=x.device)
+        assert getattr(lib, name)(x, out=out) is out
+        got.append(out.cpu().tolist())
+    assert got[0] == got[1]

@@ -874,7 +874,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: 
     return out_or(unary(NanToNum, input, nan, posinf, neginf), out)
 
 
-def _predicate(kernel, onnx=None):
+def _predicate(kernel, onnx=None, takes_out=False):
+    """An elementwise bool predicate; ``takes_out``: with PyTorch's ``out=`` (signbit, isneginf, isposinf)."""
     Cls = op_class(kernel, tags=("pointwise",), promotion="always_bool", onnx=onnx)
 
     def fn(input):  # noqa: A002
@@ -882,9 +883,13 @@ def _predicate(kernel, onnx=None):
         with no_grad():
             return unary(Cls, input)
 
-    fn.__name__ = fn.__qualname__ = kernel
-    fn.__doc__ = f"Elementwise ``{kernel}``: a bool tensor."
-    return export(fn)
+    def fn_out(input, *, out=None):  # noqa: A002
+        return out_or(fn(input), out)
+
+    shown = fn_out if takes_out else fn
+    shown.__name__ = shown.__qualname__ = kernel
+    shown.__doc__ = f"Elementwise ``{kernel}``: a bool tensor."
+    return export(shown)
 
 
 isnan = _predicate("isnan", onnx="IsNaN")
@@ -1198,9 +1203,9 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
     return rename_node(r, "RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
 
 
-signbit = _predicate("signbit")
-isneginf = _predicate("isneginf")
-isposinf = _predicate("isposinf")
+signbit = _predicate("signbit", takes_out=True)
+isneginf = _predicate("isneginf", takes_out=True)
+isposinf = _predicate("isposinf", takes_out=True)
 isreal = _predicate("isreal")
 
 
