@@ -208,8 +208,9 @@ def test_omniglot(tmp_path):
     image(str(base / "Alpha" / "character02" / "b.png"), 0, mode="L")
     image(str(base / "Beta" / "character01" / "c.png"), 128, mode="L")
     ds = datasets.Omniglot(str(tmp_path), background=False)
-    assert len(ds) == 3 and [ds[i][1] for i in range(3)] == [0, 1, 2]
-    img, _ = ds[2]
+    assert len(ds) == 3 and sorted(ds[i][1] for i in range(3)) == [0, 1, 2]
+    beta = ds._characters.index(os.path.join("Beta", "character01"))
+    img, _ = ds[[t for _, t in ds._flat_character_images].index(beta)]
     assert img.mode == "L" and np.asarray(img)[0, 0] == 128
     with pytest.raises(RuntimeError, match="images_background"):
         datasets.Omniglot(str(tmp_path))
@@ -643,6 +644,12 @@ def summary(datasets, root):
         "WIDERFace": lambda: datasets.WIDERFace(root, split="val"),
         "MovingMNIST": lambda: datasets.MovingMNIST(root, split="test", split_ratio=3),
         "StanfordCars": lambda: datasets.StanfordCars(root),
+        "ImageNet": lambda: datasets.ImageNet(root, split="val"),
+        "Places365": lambda: datasets.Places365(root, split="val", small=True),
+        "LFWPeople": lambda: datasets.LFWPeople(root, split="test"),
+        "LFWPairs": lambda: datasets.LFWPairs(root),
+        "Omniglot": lambda: datasets.Omniglot(root),
+        "PhotoTour": lambda: datasets.PhotoTour(root, "yosemite", train=False),
     }
     out = {}
     for name, make in made.items():
@@ -722,11 +729,59 @@ def _write_layouts(root):
     sio.savemat(str(cars / "devkit" / "cars_meta.mat"), {"class_names": np.array(["A", "B"], dtype=object)})
 
 
+# torchvision checks the MD5 of files that ember-vision reads as they are: in the reference process only, the
+# checksums become those of the small files written here
+_PATCH_CHECKSUMS = r"""
+import hashlib
+def md5(*parts):
+    with open(os.path.join(ROOT, *parts), "rb") as f:
+        return hashlib.md5(f.read()).hexdigest()
+D.Places365._CATEGORIES_META = ("categories_places365.txt", md5("categories_places365.txt"))
+D.Places365._FILE_LIST_META = {"val": ("places365_val.txt", md5("places365_val.txt"))}
+import torchvision.datasets.lfw as lfw
+lfw._LFW.file_dict = dict(lfw._LFW.file_dict, funneled=("lfw_funneled", "lfw-funneled.tgz",
+                                                        md5("lfw-py", "lfw-funneled.tgz")))
+lfw._LFW.checksums = {n: md5("lfw-py", n) for n in ("peopleDevTest.txt", "pairs.txt", "lfw-names.txt")}
+D.Omniglot.zips_md5 = {"images_background": md5("omniglot-py", "images_background.zip")}
+"""
+
+
+def _write_checksummed_layouts(root):
+    """ImageNet, Places365, LFW, Omniglot and PhotoTour files (the archives torchvision verifies are stand-ins)."""
+    for wnid, value in (("n01440764", 11), ("n01443537", 22)):
+        image(str(root / "val" / wnid / f"{wnid}_{value}.JPEG"), value)
+    torch = pytest.importorskip("torch")  # meta.bin as torchvision writes it
+    torch.save(({"n01440764": ("tench", "Tinca tinca"), "n01443537": ("goldfish",)}, ["n01440764"]),
+               str(root / "meta.bin"))
+    (root / "categories_places365.txt").write_text("/a/airfield 0\n/b/bakery/shop 1\n")
+    (root / "places365_val.txt").write_text("Places365_val_00000001.jpg 1\nPlaces365_val_00000002.jpg 0\n")
+    image(str(root / "val_256" / "Places365_val_00000001.jpg"), 60)
+    image(str(root / "val_256" / "Places365_val_00000002.jpg"), 90)
+    lfw = root / "lfw-py"
+    for person, n, value in (("Ann_Lee", 2, 10), ("Bo_Wu", 1, 20)):
+        for k in range(1, n + 1):
+            image(str(lfw / "lfw_funneled" / person / f"{person}_{k:04d}.jpg"), value + k)
+    (lfw / "lfw-funneled.tgz").write_bytes(b"stand-in")
+    (lfw / "lfw-names.txt").write_text("Ann_Lee\t2\nBo_Wu\t1\n")
+    (lfw / "peopleDevTest.txt").write_text("2\nBo_Wu\t1\nAnn_Lee\t2\n")
+    (lfw / "pairs.txt").write_text("1\t1\nAnn_Lee\t1\t2\nAnn_Lee\t2\tBo_Wu\t1\n")
+    omni = root / "omniglot-py"
+    image(str(omni / "images_background" / "Alpha" / "character01" / "a.png"), 255, mode="L")
+    image(str(omni / "images_background" / "Beta" / "character01" / "c.png"), 128, mode="L")
+    (omni / "images_background.zip").write_bytes(b"stand-in")
+    os.makedirs(root / "yosemite")
+    Image.fromarray(RNG.integers(0, 256, (128, 128), dtype=np.uint8)).save(root / "yosemite" / "p0.bmp")
+    (root / "yosemite" / "info.txt").write_text("7 0\n7 0\n8 0\n9 0\n")
+    (root / "yosemite" / "m50_100000_100000_0.txt").write_text("0 7 0 1 7 0 0\n2 8 0 3 9 0 0\n")
+
+
 def test_datasets_read_as_torchvision_reads(tmp_path):
-    """Each dataset built on the same files in ember-vision and in torchvision 0.28: the same items."""
+    """Each dataset built on the same files in ember-vision and in torchvision 0.28: the same items (PhotoTour's
+    cache is written by torchvision's torch.save and read back by ember)."""
     _write_layouts(tmp_path)
-    reference = vision_reference.run(_SUMMARY + f"\nimport torchvision.datasets as D\n"
-                                                f"print(json.dumps(summary(D, {str(tmp_path)!r})))\n")
+    _write_checksummed_layouts(tmp_path)
+    reference = vision_reference.run(_SUMMARY + f"\nimport torchvision.datasets as D\nROOT = {str(tmp_path)!r}\n"
+                                     + _PATCH_CHECKSUMS + "\nprint(json.dumps(summary(D, ROOT)))\n")
     scope: dict = {}
     exec(_SUMMARY, scope)
     ours = json.loads(json.dumps(scope["summary"](datasets, str(tmp_path))))

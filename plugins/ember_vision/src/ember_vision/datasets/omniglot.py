@@ -31,11 +31,11 @@ class Omniglot(VisionDataset):
                                          filename=name + ".zip", md5=self.zips_md5[name])
         if not os.path.isdir(self.target_folder):
             raise not_found(self.target_folder)
-        self._alphabets = sorted(list_dir(self.target_folder))
+        # classes in directory-listing order, as torchvision numbers them
+        self._alphabets = list_dir(self.target_folder)
         self._characters = [os.path.join(a, c) for a in self._alphabets
-                            for c in sorted(list_dir(os.path.join(self.target_folder, a)))]
-        self._character_images = [[(image, idx) for image in sorted(list_files(os.path.join(self.target_folder, c),
-                                                                                ".png"))]
+                            for c in list_dir(os.path.join(self.target_folder, a))]
+        self._character_images = [[(image, idx) for image in list_files(os.path.join(self.target_folder, c), ".png")]
                                   for idx, c in enumerate(self._characters)]
         self._flat_character_images = [pair for images in self._character_images for pair in images]
         self.loader = loader
