@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import ember
 
+from . import _random_ops
 from . import functional as F
 from .functional import InterpolationMode
 
@@ -519,68 +520,16 @@ class _RandomOp(_Repr):
     def __init__(self, p: float = 0.5):
         self.p = p
 
+    _params: tuple = ()  # the op's own parameters, attributes of the transform
+
     def _args(self) -> tuple:
-        return ()
+        return tuple(getattr(self, n) for n in self._params)
 
     def __call__(self, img):
         return type(self)._op(img, *self._args()) if _coin(self.p) else img
 
 
-class RandomAdjustSharpness(_RandomOp):
-    """:func:`functional.adjust_sharpness` by ``sharpness_factor`` with probability ``p``."""
-
-    _op = staticmethod(F.adjust_sharpness)
-
-    def __init__(self, sharpness_factor: float, p: float = 0.5):
-        super().__init__(p)
-        self.sharpness_factor = sharpness_factor
-
-    def _args(self):
-        return (self.sharpness_factor,)
-
-
-class RandomAutocontrast(_RandomOp):
-    """:func:`functional.autocontrast` with probability ``p``."""
-
-    _op = staticmethod(F.autocontrast)
-
-
-class RandomEqualize(_RandomOp):
-    """:func:`functional.equalize` with probability ``p``."""
-
-    _op = staticmethod(F.equalize)
-
-
-class RandomInvert(_RandomOp):
-    """:func:`functional.invert` with probability ``p``."""
-
-    _op = staticmethod(F.invert)
-
-
-class RandomPosterize(_RandomOp):
-    """:func:`functional.posterize` to ``bits`` with probability ``p``."""
-
-    _op = staticmethod(F.posterize)
-
-    def __init__(self, bits: int, p: float = 0.5):
-        super().__init__(p)
-        self.bits = bits
-
-    def _args(self):
-        return (self.bits,)
-
-
-class RandomSolarize(_RandomOp):
-    """:func:`functional.solarize` above ``threshold`` with probability ``p``."""
-
-    _op = staticmethod(F.solarize)
-
-    def __init__(self, threshold: float, p: float = 0.5):
-        super().__init__(p)
-        self.threshold = threshold
-
-    def _args(self):
-        return (self.threshold,)
+_random_ops.build(_RandomOp, F, globals())
 
 
 def _sequence(value, name: str, sizes=(2,)):

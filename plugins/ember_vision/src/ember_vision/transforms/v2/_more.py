@@ -17,6 +17,7 @@ import ember
 from ember import Tensor
 
 from ... import tv_tensors
+from .. import _random_ops
 from .. import functional as F1
 from .. import transforms as T1
 from . import functional as F
@@ -419,8 +420,10 @@ class _RandomApplyOp(_Typed):
         super().__init__()
         self.p = p
 
+    _params: tuple = ()  # the op's own parameters, attributes of the transform
+
     def _args(self) -> tuple:
-        return ()
+        return tuple(getattr(self, n) for n in self._params)
 
     def forward(self, *inputs):
         sample = inputs if len(inputs) > 1 else inputs[0]
@@ -436,58 +439,4 @@ class _RandomApplyOp(_Typed):
         return type(self)._op(inpt, *self._args())
 
 
-class RandomAdjustSharpness(_RandomApplyOp):
-    """Sharpen by ``sharpness_factor`` with probability ``p``."""
-
-    _op = staticmethod(F.adjust_sharpness)
-
-    def __init__(self, sharpness_factor: float, p: float = 0.5):
-        super().__init__(p)
-        self.sharpness_factor = sharpness_factor
-
-    def _args(self):
-        return (self.sharpness_factor,)
-
-
-class RandomAutocontrast(_RandomApplyOp):
-    """Autocontrast with probability ``p``."""
-
-    _op = staticmethod(F.autocontrast)
-
-
-class RandomEqualize(_RandomApplyOp):
-    """Equalise the histogram with probability ``p``."""
-
-    _op = staticmethod(F.equalize)
-
-
-class RandomInvert(_RandomApplyOp):
-    """Invert the colours with probability ``p``."""
-
-    _op = staticmethod(F.invert)
-
-
-class RandomPosterize(_RandomApplyOp):
-    """Keep ``bits`` bits per value with probability ``p``."""
-
-    _op = staticmethod(F.posterize)
-
-    def __init__(self, bits: int, p: float = 0.5):
-        super().__init__(p)
-        self.bits = bits
-
-    def _args(self):
-        return (self.bits,)
-
-
-class RandomSolarize(_RandomApplyOp):
-    """Invert the values at or above ``threshold`` with probability ``p``."""
-
-    _op = staticmethod(F.solarize)
-
-    def __init__(self, threshold: float, p: float = 0.5):
-        super().__init__(p)
-        self.threshold = threshold
-
-    def _args(self):
-        return (self.threshold,)
+_random_ops.build(_RandomApplyOp, F, globals())
