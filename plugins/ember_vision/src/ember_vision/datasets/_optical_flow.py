@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import os
 import struct
-import zlib
 from glob import glob
 
 import numpy as np
@@ -233,55 +232,13 @@ def _read_16bits_png_with_flow_and_valid_mask(file_name: str):
 
 
 def _read_png16(file_name: str) -> np.ndarray:
-    """A non-interlaced 16-bit grey/RGB/RGBA PNG as a ``(C, H, W)`` uint16 array (Pillow keeps only 8 bits of
+    """A 16-bit grey/RGB/RGBA PNG as a ``(C, H, W)`` uint16 array, read by pypng (Pillow keeps only 8 bits of
     16-bit colour images)."""
+    import png
+
     with open(file_name, "rb") as f:
-        data = f.read()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError(f"not a PNG file: {file_name}")
-    pos, idat, header = 8, [], None
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        pos += 12 + length
-    width, height, depth, colour, _, _, interlace = header
-    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(colour)
-    if depth != 16 or channels is None or interlace:
-        raise ValueError(f"{file_name}: expected a non-interlaced 16-bit PNG, got bit depth {depth}, colour type "
-                         f"{colour}, interlace {interlace}")
-    bpp = 2 * channels
-    rows = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8).reshape(height, 1 + width * bpp)
-    out = np.zeros((height, width * bpp), np.int32)
-    prev = np.zeros(width * bpp, np.int32)
-    for y in range(height):
-        out[y] = prev = _unfilter(rows[y, 0], rows[y, 1:].astype(np.int32), prev, bpp)
-    samples = out.astype(np.uint8).reshape(height, width, channels, 2)
-    return (samples[..., 0].astype(np.uint16) << 8 | samples[..., 1]).transpose(2, 0, 1)
-
-
-def _unfilter(kind: int, row: np.ndarray, prev: np.ndarray, bpp: int) -> np.ndarray:
-    """Undo one PNG scanline filter (0 none, 1 Sub, 2 Up, 3 Average, 4 Paeth); bytes as int32 in [0, 255]."""
-    if kind == 0:
-        return row
-    if kind == 2:
-        return (row + prev) & 255
-    if kind == 1:
-        return np.cumsum(row.reshape(-1, bpp), axis=0).reshape(-1) & 255
-    out = row.copy()
-    left = np.zeros(bpp, np.int32)
-    up_left = np.zeros(bpp, np.int32)
-    for x in range(0, row.size, bpp):
-        up = prev[x:x + bpp]
-        if kind == 3:
-            pred = (left + up) >> 1
-        else:  # Paeth: the neighbour nearest to left + up - up_left
-            p = left + up - up_left
-            pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - up_left)
-            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, up_left))
-        left = out[x:x + bpp] = (row[x:x + bpp] + pred) & 255
-        up_left = up
-    return out
+        width, height, rows, info = png.Reader(file=f).asDirect()
+        if info["bitdepth"] != 16:
+            raise ValueError(f"{file_name}: expected a 16-bit PNG, got bit depth {info['bitdepth']}")
+        pixels = np.vstack([np.asarray(r, dtype=np.uint16) for r in rows])
+    return pixels.reshape(height, width, info["planes"]).transpose(2, 0, 1)
