@@ -34,7 +34,8 @@ C_BOUND_FUNCTIONAL = frozenset({
     "softplus", "prelu", "hardshrink", "softshrink", "gelu", "logsigmoid", "linear", "bilinear",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     "native_channel_shuffle", "pdist", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "conv_tbc"})
+    "conv_transpose3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "conv_tbc",
+    "relu_", "elu_", "rrelu_", "hardtanh_", "leaky_relu_", "celu_", "selu_", "threshold_"})
 
 _FORMAT = 2           # the cache's format: raised when the generated code changes
 _NO = object()        # no value given for an alias

@@ -108,6 +108,17 @@ def drop(ns: str) -> None:
     _BOUND.pop(ns, None)
 
 
+_MISSING = object()
+
+
+def _aliased_input(op: str, kwargs: dict):
+    """The written tensor of an in-place function given by keyword: ``input`` or one of its NumPy-style names."""
+    for key in ("input", "x", "a", "x1"):
+        if key in kwargs:
+            return kwargs.pop(key)
+    raise TypeError(f"{op}() missing 1 required positional argument: 'input'")
+
+
 def inplace_form(fn, name: str):
     """``name_``: ``fn`` computed out of place, then written into ``input`` (history through the result).
 
@@ -116,7 +127,9 @@ def inplace_form(fn, name: str):
     """
     op = getattr(fn, "op", None)
 
-    def method(input, *args, **kwargs):  # noqa: A002 - PyTorch's name of the written tensor
+    def method(input=_MISSING, *args, **kwargs):  # noqa: A002 - PyTorch's name of the written tensor
+        if input is _MISSING:  # the written tensor by a NumPy-style name (torch.relu_(x=t)), as PyTorch takes it
+            input = _aliased_input(name + "_", kwargs)
         for x in (*args, *kwargs.values()):
             if isinstance(x, Tensor) and (x._base is not None or input._base is not None):
                 check_partial_overlap(input, x)  # (only views can share part of input's memory)

@@ -136,6 +136,8 @@ KEYWORD_CALLS = [
     "lib.exp(x=x)", "lib.exp(a=x)", "lib.abs(x1=x)", "lib.linalg.vector_norm(x=x, axis=1)",
     "lib.linalg.norm(x, axis=0)", "lib.special.expit(x=x)", "lib.fft.fft(x=x, axis=1).real",
     "lib.nn.functional.linear(x=x, weight=x)", "lib.nn.functional.softplus(x=x)",
+    "lib.relu_(x=x.clone())", "lib.nn.functional.elu_(x=x.clone())", "lib.nn.functional.relu_(input=x.clone())",
+    "lib.nn.functional.relu_()",
     # refused as PyTorch refuses: an alias and its name together, a name PyTorch's Python function lacks
     "lib.sum(x, 0, axis=0)", "x.sum(dim=0, axis=0)", "lib.add(x, x, x2=x)", "lib.sum()",
     "lib.nn.functional.softmax(x, axis=0)", "lib.norm(x, axis=0)", "x.sum(x=x)",
