@@ -4,5 +4,7 @@ from . import checkpoint, hooks  # noqa: F401  (attributes after import, as PyTo
 from .. import _pytree
 from ..registry import show_module
 
-# PyTorch's torch.utils._pytree; the code sits low in the core (ember.func builds on it)
-show_module("ember.utils._pytree", _pytree)
+# PyTorch's torch.utils._pytree; the code sits low in the core (ember.func builds on it).  The path is this
+# package's own, so a second import of the source tree under another name (pytest importing the conformance kit
+# from an editable checkout) cannot replace ember's.
+show_module(f"{__name__}._pytree", _pytree)
