@@ -609,7 +609,7 @@ def jpeg(image, quality: int):
         if t.dtype != ember.uint8:
             raise TypeError(f"Input tensor dtype should be uint8, got {t.dtype}.")
         if t.ndim == 3:
-            return decode_jpeg(encode_jpeg(t, quality))
+            return decode_jpeg(encode_jpeg(t, quality)).to(t.device)  # decoded on the input's device
         return ember.stack([one(x) for x in t]) if t.shape[0] else t.clone()
 
     return _on_image(image, one) if isinstance(image, Tensor) else F1.to_pil_image(one(F1.pil_to_tensor(image)))
