@@ -37,6 +37,7 @@ class InvertedResidual(nn.Module):
                    nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), norm_layer(oup)]
         self.conv = nn.Sequential(*layers)
         self.out_channels = oup
+        self._is_cn = stride > 1  # a strided block starts a stage (detection backbones read this)
 
     def forward(self, x):
         return x + self.conv(x) if self.use_res_connect else self.conv(x)
