@@ -28,20 +28,28 @@ from ember import fx, nn
 __all__ = ["create_feature_extractor", "get_graph_node_names"]
 
 
-class NodePathTracer(fx.Tracer):
-    """A tracer that names every node it makes by the module path it was made in (see the module
-    docstring); ``leaf_modules`` adds module types to treat as one node."""
+class LeafModuleAwareTracer(fx.Tracer):
+    """An :class:`ember.fx.Tracer` that also treats the module types in ``leaf_modules`` as leaves: each call
+    of one is a single ``call_module`` node, not traced through."""
 
     def __init__(self, *args, leaf_modules=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.leaf_modules = tuple(leaf_modules)
-        self.current_module_qualname = ""
-        self.node_to_qualname: dict = {}
 
     def is_leaf_module(self, m, module_qualname: str) -> bool:
         if self.leaf_modules and isinstance(m, self.leaf_modules):
             return True
         return super().is_leaf_module(m, module_qualname)
+
+
+class NodePathTracer(LeafModuleAwareTracer):
+    """A tracer that names every node it makes by the module path it was made in (see the module
+    docstring), in ``node_to_qualname``; ``leaf_modules`` adds module types to treat as one node."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.current_module_qualname = ""
+        self.node_to_qualname: dict = {}
 
     def call_module(self, m, forward, args, kwargs):
         outer = self.current_module_qualname
