@@ -147,6 +147,7 @@ class CrossEntropyIndex(Op):
         loss, coef, onehot, bounds, unit = k["cross_entropy_index"](x, t, ignore_index, mean)
         _check_bounds(*bounds, x.shape[-1])
         ctx.coef, ctx.onehot, ctx.unit = coef, onehot, unit
+        ctx.ignore_index, ctx.mean = ignore_index, mean
         return loss
 
     @staticmethod
@@ -160,7 +161,21 @@ class CrossEntropyIndex(Op):
                          dev), None
         if g.ndim:  # one gradient per sample of a stack
             g = g.reshape(g.shape + (1, 1))
-        return (softmax(x, -1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+            return (softmax(x, -1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+        onehot, coef = _index_weights(x, ctx.inputs[1], ctx.ignore_index, ctx.mean)
+        return (softmax(x, -1) - onehot) * (coef * g), None
+
+
+def _index_weights(x, t, ignore_index, mean):
+    """The one-hot targets ``(N, C)`` and row weights ``(N, 1)`` of :class:`CrossEntropyIndex`'s forward, made
+    again with ops from ``t``, so that a recorded backward (a compiled one) reads only recorded values."""
+    keep = t != ignore_index
+    onehot = (arange(x.shape[-1], device=x.device) == where(keep, t, t.new_zeros(())).unsqueeze(-1)).to(x.dtype)
+    coef = keep.to(x.dtype)
+    if mean:  # (no row kept: 0 / 1, the gradient 0 as the forward's weights give)
+        count = coef.sum()
+        coef = coef / where(count == 0, count.new_ones(()), count)
+    return onehot, coef.unsqueeze(-1)
 
 
 @export(to=("nn.functional",))
