@@ -1,0 +1,167 @@
+"""ember_vision.models.detection's one-stage models (RetinaNet, FCOS, SSD, SSDlite) and their building blocks
+(box coders, matchers, anchor generators, box losses) against torchvision 0.28 in a reference process
+(:mod:`vision_reference`).
+
+torchvision's compiled nms does not load there, so the reference process stands in a greedy nms written in
+PyTorch (``_NMS_STANDIN``) for ``torchvision.ops.boxes.nms``, which ``batched_nms`` and the models call.
+"""
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import ember
+
+pytest.importorskip("ember_vision")
+from ember_vision.models.detection import _utils as det_utils  # noqa: E402
+from ember_vision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import vision_reference  # noqa: E402
+
+sys.path.pop(0)
+
+_NMS_STANDIN = """
+import torchvision.ops.boxes as _tv_boxes
+def _greedy_nms(boxes, scores, iou_threshold):
+    order = scores.argsort(descending=True, stable=True)
+    iou = _tv_boxes.box_iou(boxes, boxes)
+    suppressed = torch.zeros(len(order), dtype=torch.bool)
+    keep = []
+    for i in order.tolist():
+        if not suppressed[i]:
+            keep.append(i)
+            suppressed |= iou[i] > iou_threshold
+    return torch.tensor(keep, dtype=torch.int64)
+_tv_boxes.nms = _greedy_nms
+"""
+
+RNG = np.random.default_rng(0)
+
+
+def _boxes(n, rng, scale=40.0):
+    xy = rng.uniform(0, scale, (n, 2))
+    return np.concatenate([xy, xy + rng.uniform(2, scale / 2, (n, 2))], 1).astype(np.float32)
+
+
+REF_BOXES, PROPOSALS = _boxes(7, RNG), _boxes(7, RNG)
+CODES = RNG.standard_normal((7, 8)).astype(np.float32)
+QUALITY = RNG.uniform(0, 1, (3, 9)).astype(np.float32)
+QUALITY[1, 4] = QUALITY[1].max()  # a tie for ground truth 1's best prediction
+QUALITY[1, 6] = QUALITY[1, 4]
+FEATURE_SHAPES = [(5, 6), (3, 3), (1, 2)]
+
+
+def _t(a):
+    return ember.from_numpy(np.asarray(a))
+
+
+def _image_list(height, width, n=2):
+    return types.SimpleNamespace(tensors=ember.zeros(n, 3, height, width), image_sizes=[(height, width)] * n)
+
+
+def test_box_utils_match_torchvision():
+    ref = vision_reference.run(f"""
+import numpy as np
+from torchvision.models.detection import _utils as U
+from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
+from torchvision.models.detection.image_list import ImageList
+ref, props = torch.tensor({REF_BOXES.tolist()!r}), torch.tensor({PROPOSALS.tolist()!r})
+codes, quality = torch.tensor({CODES.tolist()!r}), torch.tensor({QUALITY.tolist()!r})
+coder = U.BoxCoder((10.0, 10.0, 5.0, 5.0))
+lin = U.BoxLinearCoder(normalize_by_size=True)
+out = {{
+    "encode": [t.tolist() for t in coder.encode([ref[:3], ref[3:]], [props[:3], props[3:]])],
+    "decode": coder.decode(codes, [props[:3], props[3:]]).tolist(),
+    "decode_single": U.BoxCoder((1.0, 1.0, 1.0, 1.0), 0.5).decode_single(codes, props).tolist(),
+    "lin_encode": lin.encode(props, ref).tolist(),
+    "lin_decode": lin.decode(codes[:, :4], props).tolist(),
+    "lin_raw": U.BoxLinearCoder(False).decode(codes[:, :4], props).tolist(),
+    "matcher": U.Matcher(0.7, 0.3)(quality).tolist(),
+    "matcher_low": U.Matcher(0.7, 0.3, allow_low_quality_matches=True)(quality).tolist(),
+    "ssd_matcher": U.SSDMatcher(0.5)(quality).tolist(),
+    "losses": {{k: U._box_loss(k, coder, props, ref, codes[:, :4], {{"beta": 0.5}}).item()
+               for k in ("l1", "smooth_l1", "ciou", "diou", "giou")}},
+}}
+images = ImageList(torch.zeros(2, 3, 37, 45), [(37, 45), (30, 40)])
+feats = [torch.zeros(2, 4, *s) for s in {FEATURE_SHAPES!r}]
+gen = AnchorGenerator(((16, 24), (32,), (64, 128)), ((0.5, 1.0, 2.0),) * 3)
+out["anchors"] = [a.tolist() for a in gen(images, feats)]
+out["anchors_per_loc"] = gen.num_anchors_per_location()
+out["anchors_flat"] = AnchorGenerator((8, 16, 32), (0.5, 1.0))(images, feats)[0].tolist()
+out["default"] = [a.tolist() for a in DefaultBoxGenerator([[2], [2, 3], [2]])(images, feats)]
+steps = DefaultBoxGenerator([[2], [2, 3], [2]], scales=[0.1, 0.3, 0.6, 0.9], steps=[8, 16, 32], clip=False)
+out["default_steps"] = steps(images, feats)[0].tolist()
+out["default_repr"] = repr(steps)
+print(json.dumps(out))
+""")
+    coder = det_utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
+    lin = det_utils.BoxLinearCoder(normalize_by_size=True)
+    ref_b, props, codes, quality = _t(REF_BOXES), _t(PROPOSALS), _t(CODES), _t(QUALITY)
+    close = lambda got, key: np.testing.assert_allclose(got.numpy(), np.array(ref[key]), rtol=1e-5, atol=1e-5)
+    for got, want in zip(coder.encode([ref_b[:3], ref_b[3:]], [props[:3], props[3:]]), ref["encode"]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    close(coder.decode(codes, [props[:3], props[3:]]), "decode")
+    close(det_utils.BoxCoder((1.0, 1.0, 1.0, 1.0), 0.5).decode_single(codes, props), "decode_single")
+    close(lin.encode(props, ref_b), "lin_encode")
+    close(lin.decode(codes[:, :4], props), "lin_decode")
+    close(det_utils.BoxLinearCoder(False).decode(codes[:, :4], props), "lin_raw")
+    assert det_utils.Matcher(0.7, 0.3)(quality).tolist() == ref["matcher"]
+    assert det_utils.Matcher(0.7, 0.3, allow_low_quality_matches=True)(quality).tolist() == ref["matcher_low"]
+    assert det_utils.SSDMatcher(0.5)(quality).tolist() == ref["ssd_matcher"]
+    for kind, want in ref["losses"].items():
+        got = det_utils._box_loss(kind, coder, props, ref_b, codes[:, :4], {"beta": 0.5}).item()
+        assert got == pytest.approx(want, rel=1e-5), kind
+
+    images = types.SimpleNamespace(tensors=ember.zeros(2, 3, 37, 45), image_sizes=[(37, 45), (30, 40)])
+    feats = [ember.zeros(2, 4, *s) for s in FEATURE_SHAPES]
+    gen = AnchorGenerator(((16, 24), (32,), (64, 128)), ((0.5, 1.0, 2.0),) * 3)
+    anchors = gen(images, feats)
+    assert len(anchors) == 2 and anchors[0].dtype == ember.float32
+    for got, want in zip(anchors, ref["anchors"]):
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert gen.num_anchors_per_location() == ref["anchors_per_loc"]
+    flat = AnchorGenerator((8, 16, 32), (0.5, 1.0))(images, feats)[0]
+    np.testing.assert_array_equal(flat.numpy(), ref["anchors_flat"])
+    for got, want in zip(DefaultBoxGenerator([[2], [2, 3], [2]])(images, feats), ref["default"]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-5)
+    steps = DefaultBoxGenerator([[2], [2, 3], [2]], scales=[0.1, 0.3, 0.6, 0.9], steps=[8, 16, 32], clip=False)
+    np.testing.assert_allclose(steps(images, feats)[0].numpy(), ref["default_steps"], rtol=1e-6, atol=1e-5)
+    assert repr(steps) == ref["default_repr"]
+
+
+def test_box_utils_bad_input():
+    with pytest.raises(AssertionError, match="low_threshold should be <= high_threshold"):
+        det_utils.Matcher(0.3, 0.7)
+    with pytest.raises(ValueError, match="No ground-truth boxes available"):
+        det_utils.Matcher(0.7, 0.3)(ember.zeros(0, 5))
+    with pytest.raises(ValueError, match="No proposal boxes available"):
+        det_utils.Matcher(0.7, 0.3)(ember.zeros(2, 0))
+    with pytest.raises(AssertionError, match="Unsupported loss: l3"):
+        det_utils._box_loss("l3", det_utils.BoxCoder((1.0,) * 4), _t(PROPOSALS), _t(REF_BOXES), _t(CODES[:, :4]))
+    with pytest.raises(ValueError, match="aspect_ratios and steps should have the same length"):
+        DefaultBoxGenerator([[2], [2]], steps=[8])
+    with pytest.raises(AssertionError, match="There needs to be a match between the number of feature maps"):
+        AnchorGenerator(((32,),))(_image_list(32, 32), [ember.zeros(2, 1, 4, 4)] * 2)
+
+
+def test_sampler_and_helpers():
+    matched = ember.tensor([1, 0, -1, 0, 2, 0, 0, 3, -1, 0])
+    before = matched.clone()
+    ember.manual_seed(0)
+    pos, neg = det_utils.BalancedPositiveNegativeSampler(4, 0.5)([matched])
+    assert pos[0].dtype == ember.uint8 and int(pos[0].sum()) == 2 and int(neg[0].sum()) == 2
+    assert bool(((pos[0] == 1) <= (matched >= 1)).all()) and bool(((neg[0] == 1) <= (matched == 0)).all())
+    assert ember.equal(matched, before)
+    pos, neg = det_utils.BalancedPositiveNegativeSampler(100, 0.25)([matched])
+    assert int(pos[0].sum()) == 3 and int(neg[0].sum()) == 5  # capped by what there is
+    assert det_utils._topk_min(ember.zeros(3, 7), 10, 1) == 7 and det_utils._topk_min(ember.zeros(3, 7), 2, 1) == 2
+
+    from ember_vision.ops import FrozenBatchNorm2d
+    model = ember.nn.Sequential(ember.nn.Conv2d(3, 5, 3, stride=2), FrozenBatchNorm2d(5), ember.nn.Conv2d(5, 6, 1))
+    det_utils.overwrite_eps(model, 0.0)
+    assert model[1].eps == 0.0
+    model.train()
+    assert det_utils.retrieve_out_channels(model, (20, 16)) == [6] and model.training
