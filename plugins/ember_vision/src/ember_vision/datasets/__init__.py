@@ -2,14 +2,17 @@
 STL-10, FER2013, Food101, DTD, GTSRB, Flowers102, OxfordIIITPet, VOC, COCO, CelebA, Caltech101, EuroSAT,
 Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, StanfordCars, Places365,
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
-FlyingChairs, FlyingThings3D, Sintel, KittiFlow and HD1K, LFWPeople/LFWPairs, WIDERFace, Kitti, Cityscapes, SBDataset,
-PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+FlyingChairs, FlyingThings3D, Sintel, KittiFlow and HD1K, the stereo-matching sets (KITTI 2012/2015, Middlebury
+2014, Carla, CREStereo, FallingThings, SceneFlow, Sintel, InStereo2k, ETH3D), LFWPeople/LFWPairs, WIDERFace,
+Kitti, Cityscapes, SBDataset, PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
 3
 """
 from ._optical_flow import HD1K, FlyingChairs, FlyingThings3D, KittiFlow, Sintel
+from ._stereo_matching import (CarlaStereo, CREStereo, ETH3DStereo, FallingThingsStereo, InStereo2k, Kitti2012Stereo,
+                               Kitti2015Stereo, Middlebury2014Stereo, SceneFlowStereo, SintelStereo)
 from .caltech import Caltech101, Caltech256
 from .cityscapes import Cityscapes
 from .clevr import CLEVRClassification
