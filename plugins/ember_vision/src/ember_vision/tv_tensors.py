@@ -84,8 +84,8 @@ class Image(TVTensor):
 
     def __new__(cls, data, *, dtype=None, device=None, requires_grad=None):
         if not isinstance(data, Tensor) and hasattr(data, "getbands"):  # a PIL image
-            from .transforms import functional as F
-            data = F.pil_to_tensor(data)
+            from .transforms import _pil
+            data = _pil.to_tensor(data)
         t = _to_tensor(data, dtype, device, requires_grad)
         if t.ndim < 2:
             raise ValueError(f"Image: expected a tensor of at least 2 dimensions [..., H, W], got {t.ndim}")
@@ -107,8 +107,8 @@ class Mask(TVTensor):
 
     def __new__(cls, data, *, dtype=None, device=None, requires_grad=None):
         if not isinstance(data, Tensor) and hasattr(data, "getbands"):
-            from .transforms import functional as F
-            data = F.pil_to_tensor(data)[0]
+            from .transforms import _pil
+            data = _pil.to_tensor(data)[0]
         return cls._wrap(_to_tensor(data, dtype, device, requires_grad))
 
 

@@ -8,6 +8,15 @@ RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Ima
             "hamming": Image.HAMMING, "lanczos": Image.LANCZOS}
 
 
+def to_tensor(img):
+    """The image as a ``(C, H, W)`` tensor of its own dtype (uint8 for RGB/L)."""
+    import ember
+
+    arr = np.asarray(img)
+    arr = arr[:, :, None] if arr.ndim == 2 else arr
+    return ember.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+
+
 def size(img):
     return list(img.size)
 

@@ -383,3 +383,42 @@ def gaussian_blur(img, kernel_size, sigma):
     pad = [kernel_size[0] // 2, kernel_size[0] // 2, kernel_size[1] // 2, kernel_size[1] // 2]
     out = F.conv2d(F.pad(x, pad, mode="reflect"), kernel, groups=c).reshape(img.shape)
     return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)
+
+
+def affine_matrix(center, angle, translate, scale, shear, inverted):
+    """torchvision's affine matrix (rotation about ``center``, shear, scale, then translation), as
+    ``[a, b, c, d, e, f]``; ``inverted`` maps output pixels back to input pixels."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    (cx, cy), (tx, ty) = center, translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    if inverted:
+        m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+        m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
+        m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
+        return m
+    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
+    m[2] += cx - m[0] * cx - m[1] * cy + tx
+    m[5] += cy - m[3] * cx - m[4] * cy + ty
+    return m
+
+
+_MAX = {ember.uint8: 255, ember.int8: 127, ember.int16: 32767, ember.int32: 2 ** 31 - 1, ember.int64: 2 ** 63 - 1}
+
+
+def rescale(t, dtype):
+    """``t`` in ``dtype``, values rescaled between integer ranges and ``[0, 1]`` for floats (torchvision's
+    rule for image dtypes)."""
+    fin, fout = t.is_floating_point(), dtype.is_floating_point
+    if fin and fout:
+        out = t.to(dtype)
+    elif not fin and fout:
+        out = t.to(dtype) / _MAX[t.dtype]
+    elif fin and not fout:
+        out = (t * (_MAX[dtype] + 1.0 - 0.001)).to(dtype)
+    else:
+        bits_in, bits_out = _MAX[t.dtype].bit_length(), _MAX[dtype].bit_length()
+        out = (t.to(dtype) << (bits_out - bits_in)) if bits_out > bits_in else (t >> (bits_in - bits_out)).to(dtype)
+    return out

@@ -94,9 +94,7 @@ def pil_to_tensor(pic):
     """PIL image -> ``(C, H, W)`` tensor of the image's own dtype (uint8 for RGB/L)."""
     if not isinstance(pic, Image.Image):
         raise TypeError(f"pil_to_tensor: pic should be PIL Image. Got {type(pic).__name__}")
-    arr = np.asarray(pic)
-    arr = arr[:, :, None] if arr.ndim == 2 else arr
-    return ember.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+    return _pil.to_tensor(pic)
 
 
 _PIL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
@@ -368,8 +366,6 @@ def affine(img, angle: float, translate, scale: float, shear, interpolation=Inte
            center=None):
     """Rotate by ``angle`` degrees (clockwise), translate by ``translate`` pixels, scale and shear (degrees,
     one value or ``(x, y)``) about ``center`` (the image centre), keeping the size."""
-    from .v2.functional import _affine_matrix  # the one affine matrix (v2 imports this module)
-
     impl = _impl(img, "affine")
     if not isinstance(translate, (list, tuple)) or len(translate) != 2:
         raise TypeError("affine: Argument translate should be a sequence of length 2")
@@ -382,7 +378,7 @@ def affine(img, angle: float, translate, scale: float, shear, interpolation=Inte
         c = [w * 0.5, h * 0.5] if center is None else list(center)
     else:
         c = [0.0, 0.0] if center is None else [center[0] - w * 0.5, center[1] - h * 0.5]
-    matrix = _affine_matrix(c, float(angle), [float(t) for t in translate], float(scale), shear, inverted=True)
+    matrix = _tensor.affine_matrix(c, float(angle), [float(t) for t in translate], float(scale), shear, inverted=True)
     return impl.affine(img, matrix, _grid_mode(img, interpolation, "affine"), _fill_list(img, fill))
 
 
@@ -470,15 +466,13 @@ def convert_image_dtype(image, dtype=ember.float32):
     >>> convert_image_dtype(ember.tensor([0, 255], dtype=ember.uint8)).tolist()
     [0.0, 1.0]
     """
-    from .v2.functional import to_dtype  # the one rescaling rule (v2 imports this module)
-
     if not isinstance(image, ember.Tensor):
         raise TypeError(f"convert_image_dtype: Input img should be Tensor Image, got {type(image).__name__}")
     if image.is_floating_point() and not dtype.is_floating_point and (
             (image.dtype == ember.float32 and dtype in (ember.int32, ember.int64))
             or (image.dtype == ember.float64 and dtype == ember.int64)):
         raise RuntimeError(f"convert_image_dtype: The cast from {image.dtype} to {dtype} cannot be performed safely.")
-    return to_dtype(image, dtype, scale=True)
+    return image if image.dtype == dtype else _tensor.rescale(image, dtype)
 
 
 def _crop_size(size) -> tuple:

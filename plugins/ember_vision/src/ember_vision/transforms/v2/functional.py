@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import numbers
 
 import ember
@@ -16,6 +15,7 @@ from ember import Tensor
 
 from ... import tv_tensors
 from ...ops.boxes import box_convert
+from .. import _tensor
 from .. import functional as F1
 from ..functional import InterpolationMode
 
@@ -310,7 +310,6 @@ def normalize(inpt, mean, std, inplace: bool = False):
     return _on_image(inpt, lambda t: F1.normalize(t, mean, std, inplace))
 
 
-_MAX = {ember.uint8: 255, ember.int8: 127, ember.int16: 32767, ember.int32: 2 ** 31 - 1, ember.int64: 2 ** 63 - 1}
 
 
 def to_dtype(inpt, dtype=ember.float32, scale: bool = False):
@@ -320,17 +319,7 @@ def to_dtype(inpt, dtype=ember.float32, scale: bool = False):
     if not scale or isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)) \
             or t.dtype == dtype:
         return _rewrap(t.to(dtype), inpt)
-    fin, fout = t.is_floating_point(), dtype.is_floating_point
-    if fin and fout:
-        out = t.to(dtype)
-    elif not fin and fout:
-        out = t.to(dtype) / _MAX[t.dtype]
-    elif fin and not fout:
-        out = (t * (_MAX[dtype] + 1.0 - 0.001)).to(dtype)
-    else:
-        bits_in, bits_out = _MAX[t.dtype].bit_length(), _MAX[dtype].bit_length()
-        out = (t.to(dtype) << (bits_out - bits_in)) if bits_out > bits_in else (t >> (bits_in - bits_out)).to(dtype)
-    return _rewrap(out, inpt)
+    return _rewrap(_tensor.rescale(t, dtype), inpt)
 
 
 def rgb_to_grayscale(inpt, num_output_channels: int = 1):
@@ -369,26 +358,6 @@ def rotate(inpt, angle: float, interpolation=InterpolationMode.NEAREST, expand: 
                      lambda m: F1.rotate(m, angle, InterpolationMode.NEAREST, expand, center, fill))
 
 
-def _affine_matrix(center, angle, translate, scale, shear, inverted):
-    """torchvision's affine matrix (rotation about ``center``, shear, scale, then translation), as
-    ``[a, b, c, d, e, f]``; ``inverted`` maps output pixels back to input pixels."""
-    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
-    (cx, cy), (tx, ty) = center, translate
-    a = math.cos(rot - sy) / math.cos(sy)
-    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
-    c = math.sin(rot - sy) / math.cos(sy)
-    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
-    if inverted:
-        m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
-        m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
-        m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
-        return m
-    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
-    m[2] += cx - m[0] * cx - m[1] * cy + tx
-    m[5] += cy - m[3] * cx - m[4] * cy + ty
-    return m
-
-
 def _affine_tensor(t: Tensor, matrix, interpolation, fill) -> Tensor:
     """Sample ``t`` (``[..., C, H, W]``) at the inverse-affine positions of its own grid (zeros outside)."""
     h, w = t.shape[-2:]
@@ -423,7 +392,7 @@ def affine(inpt, angle: float, translate, scale: float, shear, interpolation=Int
     h, w = get_size(inpt)
     if isinstance(inpt, tv_tensors.BoundingBoxes):
         c = center if center is not None else [w * 0.5, h * 0.5]
-        m = _affine_matrix(c, angle, translate, scale, shear, inverted=False)
+        m = _tensor.affine_matrix(c, angle, translate, scale, shear, inverted=False)
 
         def corners(b):
             xs = ember.stack([b[:, 0], b[:, 2], b[:, 2], b[:, 0]], 1)
@@ -435,7 +404,7 @@ def affine(inpt, angle: float, translate, scale: float, shear, interpolation=Int
     if isinstance(inpt, tv_tensors.KeyPoints):
         raise NotImplementedError("affine: key points are not supported yet")
     c = [0.0, 0.0] if center is None else [center[0] - w * 0.5, center[1] - h * 0.5]
-    m = _affine_matrix(c, angle, translate, scale, shear, inverted=True)
+    m = _tensor.affine_matrix(c, angle, translate, scale, shear, inverted=True)
     return _on_image(inpt, lambda t: _affine_tensor(t, m, interpolation, fill),
                      lambda t: _affine_tensor(t, m, InterpolationMode.NEAREST, 0))
 
