@@ -92,6 +92,50 @@ def test_training_flag_is_guarded(device):
     assert len(_variants(cm)) == 2
 
 
+@pytest.mark.parametrize("kind", ["forward", "forward_pre", "full_backward"])
+def test_hooks_registered_after_the_first_call_are_called(device, kind):
+    m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+    twin = copy.deepcopy(m)
+    cm = ember.compile(m)
+    x = ember.randn(3, 4, device=device)
+    for _ in range(2):  # the capture, then the replay
+        cm(x)
+    calls = []
+
+    def hook(mod, *args):
+        calls.append(mod)
+        return None if kind != "forward" else args[1] * 3  # a forward hook may change the output
+
+    handles = [getattr(net[0], f"register_{kind}_hook")(hook) for net in (m, twin)]
+    for n in range(1, 3):
+        got, want = cm(x), twin(x)
+        if kind == "full_backward":
+            got.sum().backward()
+            want.sum().backward()
+            assert np.array_equal(_np(m[0].weight.grad), _np(twin[0].weight.grad))
+        assert np.array_equal(_np(got), _np(want))
+        assert calls.count(m[0]) == n and calls.count(twin[0]) == n
+    assert _variants(cm)[-1].breaks and "hooks" in _variants(cm)[-1].breaks[0]
+    for h in handles:
+        h.remove()
+    for _ in range(2):  # without the hook: the first variant again, no call of it
+        assert np.array_equal(_np(cm(x)), _np(twin(x)))
+    assert calls.count(m[0]) == 2 and len(_variants(cm)) == 2
+
+
+def test_hooks_of_modules_a_compiled_function_calls_are_guarded(device):
+    lin = nn.Linear(3, 3).to(device)
+    f = ember.compile(lambda x: lin(x).relu())
+    x = ember.randn(2, 3, device=device)
+    f(x)
+    f(x)
+    seen = []
+    lin.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
+    f(x)
+    assert seen == [(2, 3)]
+    assert "hooks" in ember._dynamo.explain(lambda x: lin(x).relu())(x).break_reasons[0].reason
+
+
 def test_cache_size_limit_runs_eagerly_past_it(device):
     f = ember.compile(lambda x: x + 1)
     with config.patch(cache_size_limit=2):
@@ -430,6 +474,7 @@ def test_char_gpt_training_step_is_one_graph(device):
         np.testing.assert_allclose(_np(loss), _np(want), rtol=1e-5)
         for p, q in zip(model.parameters(), twin.parameters()):
             np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-4, atol=1e-6)
+    assert _variants(compiled)[0].aot is not None  # cross_entropy's backward too is compiled ahead of time
     bad = idx.clone()
     bad[0, 0] = 11
     with pytest.raises(IndexError, match="embedding: index out of range in self"):

@@ -48,6 +48,7 @@ def joint_body(fn, out_spec, holder, state):
         diff = [o for o in outs if o._rg and o.dtype.is_floating_point]
         gouts = [ones_like(o) for o in diff]  # stand-ins (made by recorded ops: their sizes may be symbolic)
         grads = ()
+        state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
             state.internal = True
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees

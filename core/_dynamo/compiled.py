@@ -3,7 +3,7 @@
 A call is captured at the op level (``ember.jit``'s :func:`capture`, at the interception point every op
 passes) the first time its *guards* are met: the flattened inputs' shapes, dtypes, devices and
 ``requires_grad``, the other arguments' values, the grad and inference modes, and the training flags of the
-compiled module's submodules. The captured run is the call itself, so its result is eager's. Later calls
+compiled module's submodules and of every module the call ran, and whether each has hooks. The captured run is the call itself, so its result is eager's. Later calls
 that meet the same guards replay the graph (a :class:`Variant`): the generated raw-kernel function of
 :mod:`.replay` when no autograd graph is needed; where one is, the forward and the backward compiled ahead
 of time as one autograd Function (:mod:`.aot`), or, where that split is refused, the graph's ops through
@@ -13,7 +13,8 @@ up to ``config.cache_size_limit``; past it calls run eagerly.
 A *graph break* is anything the op-level capture cannot see: a tensor turned into a Python value
 (``item``, ``tolist``, ``bool`` in data-dependent control flow, ``numpy``), a backward pass run inside
 the function, a call of a function marked :func:`disable`, :func:`graph_break`, an output that is not
-tensors in tuples, lists and dicts. The variant with a break runs eagerly at every call (never a wrong
+tensors in tuples, lists and dicts, a module with forward or backward hooks (registered before or after the
+first call: a hook is Python run at each call). The variant with a break runs eagerly at every call (never a wrong
 result); ``fullgraph=True`` raises :class:`Unsupported` instead, and :func:`explain` reports the breaks.
 Python side effects other than tensor writes (a counter in ``self``, a print) happen at the capture only.
 """
@@ -49,6 +50,12 @@ class _Capture:
         self.converted = None  # the tensor of the last conversion met
         self.internal = False  # the compiler's own backward pass (aot) runs
         self.tid = threading.get_ident()
+
+    def note_hooks(self, modules):
+        """A graph break where one of ``modules`` (those the call ran) has hooks (noted once)."""
+        reason = "a module with forward or backward hooks (a replay would not call them)"
+        if reason not in self.breaks and any(_hooked(m) for m in modules):
+            self.note(reason)
 
     def note(self, reason):
         if self.fullgraph:
@@ -191,6 +198,17 @@ class Variant:
         return _rebuild(self.out_spec, outs)
 
 
+def _hooked(m) -> bool:
+    """Whether module ``m`` has forward or backward hooks (Python that a replayed graph would not run)."""
+    return bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or m._backward_pre_hooks)
+
+
+def _module_flags(modules) -> tuple:
+    """The guarded state of ``modules``: each one's training flag, plus 2 where it has hooks."""
+    return tuple([m.training + 2 if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or
+                  m._backward_pre_hooks else m.training for m in modules])
+
+
 def _own_torch_function(cls) -> bool:
     """Whether tensor subclass ``cls`` overrides ``__torch_function__`` (its calls then run eagerly)."""
     f = cls.__torch_function__
@@ -216,7 +234,7 @@ class CompiledFunction:
     def key(self, args, kwargs, flat, dyn=()):
         """The guards of a call (None: run it eagerly); its tensors go to ``flat``.  ``dyn``: the dims whose
         size the key leaves out (a dynamic variant's key); without, the exact shapes (a static variant's)."""
-        head = (is_grad_enabled(), is_inference(), tuple([m.training for m in self.modules]))
+        head = (is_grad_enabled(), is_inference(), _module_flags(self.modules))
         if not kwargs and not dyn:  # the usual call, tensors only: their metadata, inline
             metas = []
             for a in args:
@@ -285,9 +303,12 @@ class CompiledFunction:
                 raise RuntimeError("ember.compile: a recompilation was needed under set_stance('fail_on_recompile')")
             if STANCE[0] == "eager_on_recompile" or len(self.cache) >= config.cache_size_limit:
                 return self.fn(*args, **kwargs)
+        known = len(self.modules)
         v, out = self.capture(args, kwargs, flat)
         if v.graph is not None and v.graph.dynamic:  # guarded by everything but its symbolic sizes
             key = self.key(args, kwargs, [], self.dyn)
+        elif len(self.modules) != known:  # (modules met for the first time: their flags join the guards)
+            key = self.key(args, kwargs, [])
         self.cache[key] = v
         return out
 
@@ -326,6 +347,9 @@ class CompiledFunction:
             _LOCAL.capture = None
         holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
+        known = {id(m) for m in self.modules}
+        self.modules += [m for m in graph.modules if id(m) not in known]
+        state.note_hooks(graph.modules)
         if spec is None:
             state.note(f"an output of type {type(out).__name__} (only tensors in tuples, lists and dicts are "
                        "rebuilt from a graph)")

@@ -177,6 +177,7 @@ class Graph:
     out_spec = None
     n_values = 0
     dynamic = ()  # (flat input index, dim) made symbolic (a list, when there are)
+    modules = ()  # the modules called while the graph was recorded (ember.compile guards their hooks)
 
     def __init__(self):
         self.inputs = []
@@ -260,6 +261,7 @@ class _Tracer:
         self.tid = get_ident()
         self.effects = set()  # nodes (by index) that change state: in-place ops and random draws
         self.used = set()     # the value ids the ops read
+        self.called = {}      # id(module) -> each module called while the trace records
 
     # ------------------------------------------------------------------ values
     def new_value(self, t):
@@ -403,6 +405,7 @@ class _Tracer:
     def scope(self, module, args, kwargs):
         """``module(*args, **kwargs)`` while this trace records: a named submodule of the traced module extends
         ``self.where``, the module path ops run in, while it runs in the tracing thread."""
+        self.called[id(module)] = module
         leaf = self.names.get(id(module))
         if leaf is None or get_ident() != self.tid:
             return module._call(args, kwargs)
@@ -673,6 +676,7 @@ def capture(fn, args, kwargs=None, module=None, on_conversion=None) -> tuple:
         if collecting:
             gc.enable()
     g.out_spec = _out_spec(out, tracer)
+    g.modules = list(tracer.called.values())
     tracer.finish()
     _prune(g, tracer.effects, tracer.used)
     return g, out
