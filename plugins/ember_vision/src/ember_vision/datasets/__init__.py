@@ -4,7 +4,8 @@ Country211, RenderedSST2, USPS, SEMEION, Imagenette, SUN397, FGVCAircraft, Stanf
 INaturalist, CLEVRClassification, MovingMNIST, Omniglot, ImageNet (unpacked), the optical-flow sets
 FlyingChairs, FlyingThings3D, Sintel, KittiFlow and HD1K, the stereo-matching sets (KITTI 2012/2015, Middlebury
 2014, Carla, CREStereo, FallingThings, SceneFlow, Sintel, InStereo2k, ETH3D), LFWPeople/LFWPairs, WIDERFace,
-Kitti, Cityscapes, SBDataset, PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py) and LSUN (with lmdb).
+Kitti, Cityscapes, SBDataset, PhotoTour, Flickr8k/30k, SBU, PCAM (with h5py), LSUN (with lmdb), and the video sets
+Kinetics, HMDB51 and UCF101 (with PyAV).
 
 >>> from ember_vision import datasets
 >>> len(datasets.FakeData(size=3))
@@ -30,9 +31,11 @@ from .fer2013 import FER2013
 from .fgvc_aircraft import FGVCAircraft
 from .flickr import Flickr8k, Flickr30k
 from .gtsrb import GTSRB
+from .hmdb51 import HMDB51
 from .imagenet import ImageNet
 from .inaturalist import INaturalist
 from .imagenette import Imagenette
+from .kinetics import Kinetics
 from .kitti import Kitti
 from .lfw import LFWPairs, LFWPeople
 from .lsun import LSUN, LSUNClass
@@ -49,7 +52,8 @@ from .stanford_cars import StanfordCars
 from .stl10 import STL10
 from .sun397 import SUN397
 from .svhn import SVHN
+from .ucf101 import UCF101
 from .vision import VisionDataset
 from .voc import VOCDetection, VOCSegmentation
 from .widerface import WIDERFace
-from . import country211, eurosat, rendered_sst2, semeion, usps, utils
+from . import country211, eurosat, hmdb51, kinetics, rendered_sst2, semeion, ucf101, usps, utils, video_utils
