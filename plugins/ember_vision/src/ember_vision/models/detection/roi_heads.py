@@ -5,10 +5,12 @@ branch and the post-processing that maps masks and heatmaps back onto the image.
 from __future__ import annotations
 
 import ember
-from ember import Tensor
+from ember import Tensor, nn
 from ember.nn import functional as F
 
+from ...ops import boxes as box_ops
 from ...ops import roi_align
+from . import _utils as det_utils
 
 
 def fastrcnn_loss(class_logits: Tensor, box_regression: Tensor, labels: list[Tensor],
@@ -155,3 +157,166 @@ def paste_masks_in_image(masks: Tensor, boxes: Tensor, img_shape, padding: int =
     if not pasted:
         return masks.new_empty((0, 1, im_h, im_w))
     return ember.stack(pasted, dim=0)[:, None]
+
+
+def _positive_proposals(proposals: list[Tensor], labels: list[Tensor], matched_idxs: list[Tensor]):
+    """The proposals sampled as objects (label > 0) in each image, and the index of their matched target."""
+    picks = [ember.where(lab > 0)[0] for lab in labels]
+    return [p[i] for p, i in zip(proposals, picks)], [m[i] for m, i in zip(matched_idxs, picks)]
+
+
+class RoIHeads(nn.Module):
+    """``RoIHeads(box_roi_pool, box_head, box_predictor, fg_iou_thresh, bg_iou_thresh, batch_size_per_image,
+    positive_fraction, bbox_reg_weights, score_thresh, nms_thresh, detections_per_img, mask_roi_pool=None,
+    mask_head=None, mask_predictor=None, keypoint_roi_pool=None, keypoint_head=None, keypoint_predictor=None)``.
+
+    ``forward(features, proposals, image_shapes, targets=None)`` returns one dict per image (eval) and the
+    loss dict (training).  In training the proposals (with the ground-truth boxes added) are matched to the
+    targets and sampled; the mask and key-point branches run on the positive samples.
+    """
+
+    def __init__(self, box_roi_pool, box_head, box_predictor, fg_iou_thresh, bg_iou_thresh, batch_size_per_image,
+                 positive_fraction, bbox_reg_weights, score_thresh, nms_thresh, detections_per_img,
+                 mask_roi_pool=None, mask_head=None, mask_predictor=None, keypoint_roi_pool=None, keypoint_head=None,
+                 keypoint_predictor=None):
+        super().__init__()
+        self.box_similarity = box_ops.box_iou
+        self.proposal_matcher = det_utils.Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=False)
+        self.fg_bg_sampler = det_utils.BalancedPositiveNegativeSampler(batch_size_per_image, positive_fraction)
+        self.box_coder = det_utils.BoxCoder(bbox_reg_weights if bbox_reg_weights is not None
+                                            else (10.0, 10.0, 5.0, 5.0))
+        self.box_roi_pool = box_roi_pool
+        self.box_head = box_head
+        self.box_predictor = box_predictor
+        self.score_thresh = score_thresh
+        self.nms_thresh = nms_thresh
+        self.detections_per_img = detections_per_img
+        self.mask_roi_pool = mask_roi_pool
+        self.mask_head = mask_head
+        self.mask_predictor = mask_predictor
+        self.keypoint_roi_pool = keypoint_roi_pool
+        self.keypoint_head = keypoint_head
+        self.keypoint_predictor = keypoint_predictor
+
+    def has_mask(self) -> bool:
+        return None not in (self.mask_roi_pool, self.mask_head, self.mask_predictor)
+
+    def has_keypoint(self) -> bool:
+        return None not in (self.keypoint_roi_pool, self.keypoint_head, self.keypoint_predictor)
+
+    def assign_targets_to_proposals(self, proposals, gt_boxes, gt_labels):
+        """Per image, each proposal's matched target index (0 where unmatched) and label (0 background,
+        -1 between the thresholds)."""
+        matched_idxs, labels = [], []
+        for boxes, gt, gt_labels_i in zip(proposals, gt_boxes, gt_labels):
+            if gt.numel() == 0:
+                matched = ember.zeros((boxes.shape[0],), dtype=ember.int64, device=boxes.device)
+                label = ember.zeros((boxes.shape[0],), dtype=ember.int64, device=boxes.device)
+            else:
+                raw = self.proposal_matcher(box_ops.box_iou(gt, boxes))
+                matched = raw.clamp(min=0)
+                label = gt_labels_i[matched].to(dtype=ember.int64)
+                label[raw == self.proposal_matcher.BELOW_LOW_THRESHOLD] = 0
+                label[raw == self.proposal_matcher.BETWEEN_THRESHOLDS] = -1
+            matched_idxs.append(matched)
+            labels.append(label)
+        return matched_idxs, labels
+
+    def subsample(self, labels: list[Tensor]) -> list[Tensor]:
+        """Per image, the indices of the proposals the sampler keeps."""
+        pos, neg = self.fg_bg_sampler(labels)
+        return [ember.where(p | n)[0] for p, n in zip(pos, neg)]
+
+    def add_gt_proposals(self, proposals, gt_boxes):
+        return [ember.cat((p, gt)) for p, gt in zip(proposals, gt_boxes)]
+
+    def check_targets(self, targets) -> None:
+        if targets is None:
+            raise ValueError("targets should not be None")
+        for key in ("boxes", "labels") + (("masks",) if self.has_mask() else ()):
+            if not all(key in t for t in targets):
+                raise ValueError(f"Every element of targets should have a {key} key")
+
+    def select_training_samples(self, proposals, targets):
+        """The sampled proposals per image with their matched target indices, labels and box-regression
+        targets."""
+        self.check_targets(targets)
+        dtype, device = proposals[0].dtype, proposals[0].device
+        gt_boxes = [t["boxes"].to(dtype) for t in targets]
+        proposals = self.add_gt_proposals(proposals, gt_boxes)
+        matched_idxs, labels = self.assign_targets_to_proposals(proposals, gt_boxes, [t["labels"] for t in targets])
+        matched_gt_boxes = []
+        for i, keep in enumerate(self.subsample(labels)):
+            proposals[i], labels[i], matched_idxs[i] = proposals[i][keep], labels[i][keep], matched_idxs[i][keep]
+            gt = gt_boxes[i] if gt_boxes[i].numel() else ember.zeros((1, 4), dtype=dtype, device=device)
+            matched_gt_boxes.append(gt[matched_idxs[i]])
+        return proposals, matched_idxs, labels, self.box_coder.encode(matched_gt_boxes, proposals)
+
+    def postprocess_detections(self, class_logits, box_regression, proposals, image_shapes):
+        """Per image, one candidate per proposal and foreground class: decoded, clipped, kept when its softmax
+        score is above ``score_thresh`` and the box not tiny, NMS per class, the best ``detections_per_img``."""
+        num_classes = class_logits.shape[-1]
+        counts = [len(p) for p in proposals]
+        all_boxes = self.box_coder.decode(box_regression, proposals).split(counts, 0)
+        all_scores = F.softmax(class_logits, -1).split(counts, 0)
+        out_boxes, out_scores, out_labels = [], [], []
+        for boxes, scores, shape in zip(all_boxes, all_scores, image_shapes):
+            boxes = box_ops.clip_boxes_to_image(boxes, shape)
+            labels = ember.arange(num_classes, device=class_logits.device).view(1, -1).expand_as(scores)
+            # drop the background column, one row per (proposal, class)
+            boxes, scores, labels = boxes[:, 1:].reshape(-1, 4), scores[:, 1:].reshape(-1), labels[:, 1:].reshape(-1)
+            keep = ember.where(scores > self.score_thresh)[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = box_ops.remove_small_boxes(boxes, min_size=1e-2)
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = box_ops.batched_nms(boxes, scores, labels, self.nms_thresh)[: self.detections_per_img]
+            out_boxes.append(boxes[keep])
+            out_scores.append(scores[keep])
+            out_labels.append(labels[keep])
+        return out_boxes, out_scores, out_labels
+
+    def _check_target_types(self, targets) -> None:
+        for t in targets:
+            if t["boxes"].dtype not in (ember.float32, ember.float64, ember.float16):
+                raise TypeError(f"target boxes must of float type, instead got {t['boxes'].dtype}")
+            if t["labels"].dtype != ember.int64:
+                raise TypeError(f"target labels must of int64 type, instead got {t['labels'].dtype}")
+            if self.has_keypoint() and t["keypoints"].dtype != ember.float32:
+                raise TypeError(f"target keypoints must of float type, instead got {t['keypoints'].dtype}")
+
+    def forward(self, features, proposals, image_shapes, targets=None):
+        if targets is not None:
+            self._check_target_types(targets)
+        if self.training:
+            proposals, matched_idxs, labels, regression_targets = self.select_training_samples(proposals, targets)
+        box_features = self.box_head(self.box_roi_pool(features, proposals, image_shapes))
+        class_logits, box_regression = self.box_predictor(box_features)
+        result, losses = [], {}
+        if self.training:
+            loss_classifier, loss_box_reg = fastrcnn_loss(class_logits, box_regression, labels, regression_targets)
+            losses = {"loss_classifier": loss_classifier, "loss_box_reg": loss_box_reg}
+            positives, positive_idxs = _positive_proposals(proposals, labels, matched_idxs)
+        else:
+            boxes, scores, labels = self.postprocess_detections(class_logits, box_regression, proposals,
+                                                                image_shapes)
+            result = [{"boxes": b, "labels": lab, "scores": s} for b, s, lab in zip(boxes, scores, labels)]
+            positives = [r["boxes"] for r in result]
+        if self.has_mask():
+            mask_logits = self.mask_predictor(self.mask_head(self.mask_roi_pool(features, positives, image_shapes)))
+            if self.training:
+                losses["loss_mask"] = maskrcnn_loss(mask_logits, positives, [t["masks"] for t in targets],
+                                                    [t["labels"] for t in targets], positive_idxs)
+            else:
+                for probs, r in zip(maskrcnn_inference(mask_logits, [r["labels"] for r in result]), result):
+                    r["masks"] = probs
+        if self.has_keypoint():
+            keypoint_logits = self.keypoint_predictor(
+                self.keypoint_head(self.keypoint_roi_pool(features, positives, image_shapes)))
+            if self.training:
+                losses["loss_keypoint"] = keypointrcnn_loss(keypoint_logits, positives,
+                                                            [t["keypoints"] for t in targets], positive_idxs)
+            else:
+                for points, point_scores, r in zip(*keypointrcnn_inference(keypoint_logits, positives), result):
+                    r["keypoints"] = points
+                    r["keypoints_scores"] = point_scores
+        return result, losses
