@@ -1,8 +1,8 @@
 """torchvision.io.image on Pillow: read, decode, encode and write images as uint8 tensors.
 
 JPEG, PNG, GIF and WEBP (and AVIF/HEIC where the installed Pillow has the codec). Decoded images are
-``(C, H, W)`` uint8 tensors (16-bit PNGs: int32, where torchvision has uint16); encoded images are 1-D uint8
-tensors of the file's bytes.
+``(C, H, W)`` uint8 tensors (16-bit PNGs, grey or colour, at their full depth: int32 of values up to 65535,
+where torchvision has uint16); encoded images are 1-D uint8 tensors of the file's bytes.
 
 >>> ImageReadMode["RGB"].value
 3
@@ -90,8 +90,45 @@ def _decode(data, mode, apply_exif_orientation: bool, op: str, formats=None) -> 
     from PIL import ImageOps
 
     mode = _mode(mode)
+    if _is_png16(data) and (formats is None or "PNG" in formats):
+        return _decode_png16(data, mode, op)
     img = _open(data, op, formats)
     return _to_tensor(ImageOps.exif_transpose(img) if apply_exif_orientation else img, mode)
+
+
+def _is_png16(data) -> bool:
+    """Whether a tensor of encoded bytes is a PNG of 16 bits per sample (its IHDR's bit depth)."""
+    return (ember.is_tensor(data) and data.dim() == 1 and data.dtype == ember.uint8 and data.numel() > 24
+            and bytes(data[:8].tolist()) == b"\x89PNG\r\n\x1a\n" and int(data[24]) == 16)
+
+
+# libpng's default weights for its RGB -> grey conversion, in 1/32768 (torchvision converts with libpng)
+_GREY_WEIGHTS = np.array([6968, 23434, 2366], np.int64)
+
+
+def _decode_png16(data, mode: ImageReadMode, op: str) -> ember.Tensor:
+    """A 16-bit PNG at its full depth, read with pypng (Pillow keeps only 8 bits of 16-bit colour), converted
+    to ``mode``'s channels: a ``(C, H, W)`` int32 tensor of values in ``[0, 65535]`` (torchvision's is uint16,
+    which ember tensors cannot hold yet)."""
+    import png
+
+    _check_bytes(data, op)
+    try:
+        width, height, rows, info = png.Reader(bytes=data.numpy().tobytes()).asDirect()
+        pixels = np.vstack([np.asarray(r, np.int64) for r in rows]).reshape(height, width, info["planes"])
+    except png.Error as e:
+        raise RuntimeError(f"{op}: could not decode the image: {e}") from e
+    colour, alpha = pixels[..., :pixels.shape[2] - info["alpha"]], pixels[..., pixels.shape[2] - info["alpha"]:]
+    if mode in (ImageReadMode.GRAY, ImageReadMode.GRAY_ALPHA) and colour.shape[2] == 3:
+        colour = (colour @ _GREY_WEIGHTS + 16384)[..., None] >> 15
+    elif mode in (ImageReadMode.RGB, ImageReadMode.RGB_ALPHA) and colour.shape[2] == 1:
+        colour = np.repeat(colour, 3, axis=2)
+    if mode in (ImageReadMode.GRAY, ImageReadMode.RGB):
+        alpha = alpha[..., :0]
+    elif mode in (ImageReadMode.GRAY_ALPHA, ImageReadMode.RGB_ALPHA) and not alpha.shape[2]:
+        alpha = np.full(colour.shape[:2] + (1,), 65535, np.int64)
+    out = np.concatenate([colour, alpha], axis=2).astype(np.int32)
+    return ember.from_numpy(np.ascontiguousarray(out.transpose(2, 0, 1)))
 
 
 def _to_tensor(img, mode: ImageReadMode) -> ember.Tensor:
@@ -123,7 +160,7 @@ def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool 
 
 
 def decode_png(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False) -> ember.Tensor:  # noqa: A002
-    """Decode PNG bytes to a ``(C, H, W)`` uint8 tensor (int32 for 16-bit PNGs)."""
+    """Decode PNG bytes to a ``(C, H, W)`` uint8 tensor (16-bit PNGs: int32 of their full 16-bit values)."""
     return _decode(input, mode, apply_exif_orientation, "decode_png", ("PNG",))
 
 
