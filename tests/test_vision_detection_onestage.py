@@ -165,3 +165,85 @@ def test_sampler_and_helpers():
     assert model[1].eps == 0.0
     model.train()
     assert det_utils.retrieve_out_channels(model, (20, 16)) == [6] and model.training
+
+
+# (builder, builder kwargs, image sizes (H, W)); the first runs in the default suite, the rest are slow
+FEW = {"detections_per_img": 30, "topk_candidates": 200}  # fewer candidates: quicker, and no near-ties
+SMALL = {"min_size": 64, "max_size": 96, **FEW}
+MODELS = [
+    ("retinanet_resnet50_fpn", {"num_classes": 5, **SMALL}, [(60, 80), (72, 64)]),
+    ("retinanet_resnet50_fpn_v2", {"num_classes": 4, **SMALL}, [(60, 80), (72, 64)]),
+    ("fcos_resnet50_fpn", {"num_classes": 5, **SMALL}, [(60, 80), (72, 64)]),
+    ("ssd300_vgg16", {"num_classes": 4, **FEW}, [(90, 120), (100, 100)]),
+    ("ssdlite320_mobilenet_v3_large", {"num_classes": 4, **FEW}, [(90, 120), (100, 100)]),
+]
+TARGETS = [{"boxes": [[5.0, 6.0, 40.0, 50.0], [30.0, 10.0, 70.0, 45.0]], "labels": [1, 3]},
+           {"boxes": [[2.0, 3.0, 30.0, 60.0]], "labels": [2]}]
+
+_MODEL_REFERENCE = _NMS_STANDIN + """
+import numpy as np
+torch.manual_seed(0)
+model = torchvision.models.get_model({name!r}, weights=None, weights_backbone=None, **{kwargs!r})
+with torch.no_grad():
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+images = [torch.rand(3, h, w) for h, w in {sizes!r}]
+model.eval()
+with torch.no_grad():  # the heads start near zero: rescale each conv in turn to unit output spread
+    features = model.backbone(model.transform(images)[0].tensors)
+    features = list(features.values()) if isinstance(features, dict) else [features]
+    for conv in [m for m in model.head.modules() if isinstance(m, torch.nn.Conv2d)]:
+        conv.weight.normal_(0, 1)
+        if conv.bias is not None:
+            conv.bias.normal_(0, 0.5)
+        outputs = []
+        hook = conv.register_forward_hook(lambda m, i, o: outputs.append(o.flatten()))
+        model.head(features)
+        hook.remove()
+        scale = torch.cat(outputs).std()
+        conv.weight /= scale
+        if conv.bias is not None:
+            conv.bias /= scale
+targets = [{{"boxes": torch.tensor(t["boxes"]), "labels": torch.tensor(t["labels"])}} for t in {targets!r}]
+torch.save(model.state_dict(), {dir!r} + "/state.pt")
+np.savez({dir!r} + "/images.npz", *[i.numpy() for i in images])
+with torch.no_grad():
+    detections = [{{k: v.tolist() for k, v in d.items()}} for d in model(images)]
+torch.manual_seed(1)
+model.train()
+losses = {{k: v.item() for k, v in model(images, targets).items()}}
+print(json.dumps({{"detections": detections, "losses": losses}}))
+"""
+
+
+@pytest.mark.parametrize("name,kwargs,sizes", [
+    pytest.param(*case, id=case[0], marks=() if i == 0 else pytest.mark.slow) for i, case in enumerate(MODELS)])
+def test_same_weights_same_detections_and_losses(request, tmp_path, name, kwargs, sizes):
+    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("slow: run with -m slow")
+    from ember_vision import models
+    from ember_vision.models import detection  # noqa: F401  (registers the builders)
+
+    ref = vision_reference.run(_MODEL_REFERENCE.format(name=name, kwargs=kwargs, sizes=sizes, targets=TARGETS,
+                                                       dir=str(tmp_path)))
+    model = models.get_model(name, weights=None, weights_backbone=None, **kwargs)
+    model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
+    with np.load(tmp_path / "images.npz") as f:
+        images = [ember.from_numpy(f[k]) for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+    model.eval()
+    with ember.no_grad():
+        detections = model(images)
+    for got, want in zip(detections, ref["detections"]):
+        assert len(want["scores"]) > 0
+        assert got["labels"].tolist() == want["labels"]
+        np.testing.assert_allclose(got["scores"].numpy(), want["scores"], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got["boxes"].numpy(), want["boxes"], rtol=1e-4, atol=1e-3)
+    targets = [{"boxes": ember.tensor(t["boxes"]), "labels": ember.tensor(t["labels"])} for t in TARGETS]
+    ember.manual_seed(1)
+    model.train()
+    losses = model(images, targets)
+    assert sorted(losses) == sorted(ref["losses"])
+    for key, want in ref["losses"].items():
+        assert losses[key].item() == pytest.approx(want, rel=1e-4), key
