@@ -10,7 +10,7 @@ class PyTorchFileReader:
 
     >>> import ember, io
     >>> buf = io.BytesIO(); ember.save({"a": ember.ones(1)}, buf); _ = buf.seek(0)
-    >>> ember.PyTorchFileReader(buf).has_record("header.json")
+    >>> ember.PyTorchFileReader(buf).has_record("data.pkl")
     True
     """
 

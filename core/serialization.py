@@ -1,24 +1,29 @@
-"""Checkpoints: ``ember.save`` / ``ember.load``, safe by default.
+"""Checkpoints: ``ember.save`` / ``ember.load``, safe by default, in PyTorch's file layout.
 
-The file is a zip archive (entries stored uncompressed, each with a CRC-32):
+``save`` writes PyTorch's zip checkpoint (entries stored uncompressed), so ``torch.load`` reads ember's files and
+``ember.load`` reads PyTorch's:
 
-* ``ember/header.json``: ``{"format": "ember", "version": 1}``;
-* ``ember/data.json``: the object tree as JSON; containers (dict, OrderedDict, list, tuple, set), numbers,
-  strings, bytes, NumPy arrays, ``Size``, dtypes and devices are data, a tensor is a reference to a
-  storage with its dtype, shape, strides and offset;
-* ``ember/storages/<n>``: the raw little-endian bytes of each storage, written once even when several
-  saved tensors are views of it;
-* ``ember/data.pkl`` instead of ``data.json`` when the object is not plain data (a whole model): a pickle
-  whose tensors still live in the storages.  Loading it runs code from the file, so ``load`` refuses it
-  unless ``weights_only=False``: never do that with a file from an untrusted source.
+* ``<name>/data.pkl``: the object, pickled (protocol 2) as ``torch.save`` pickles it: each tensor is
+  ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)``, each Parameter
+  ``torch._utils._rebuild_parameter(tensor, requires_grad, hooks)``, a storage the persistent id
+  ``('storage', torch.FloatStorage, key, location, numel)``, dtypes, ``Size`` and devices under ``torch.*``;
+* ``<name>/data/<key>``: the raw bytes of each storage, written once even when several saved tensors are views of
+  it, starting at a multiple of 64 bytes in the file;
+* ``<name>/version`` (``3``), ``byteorder``, ``.format_version``, ``.storage_alignment`` and
+  ``.data/serialization_id``, as PyTorch writes them.  ``<name>`` is the file's name without its extension
+  (``archive`` for a file object).
+
+``load`` reads such files (ember's and PyTorch's) by a restricted unpickler (:mod:`ember.utils.pt_reader`):
+with ``weights_only=True`` (the default) only tensors, plain containers and PyTorch's allow-list resolve;
+``weights_only=False`` also loads whole objects (models), which runs code from the file: never do that with a
+file from an untrusted source.  ember's earlier archives (``ember/header.json``, ``data.json`` or ``data.pkl``,
+``storages/<n>``) still load.
 
 Writes go to a temporary file in the target directory (``.<name>.<pid>.<random>.tmp``), flushed and
 fsynced, then renamed over the target, so an interrupted save leaves the previous checkpoint intact; the
 next save or load of the path removes the temporaries of saves whose process is gone.  A saved file
 follows the umask as ``open()`` would, and an overwrite keeps the existing file's mode.  Loading checks
-every declared size against the file's real size before allocating anything.  PyTorch's ``.pt``/``.pth``
-files load through a restricted reader (:mod:`ember.utils.pt_reader`) without torch and without
-running code.
+every declared size against the file's real size before allocating anything.
 
 >>> import ember, io
 >>> buf = io.BytesIO()
@@ -30,11 +35,14 @@ running code.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import math
 import os
 import pickle
+import secrets
+import struct
 import sys
 import tempfile
 import threading
@@ -52,6 +60,7 @@ from .nn.parameter import Parameter
 from .ops.creation import from_numpy
 from .tensor import Size, Tensor, _ptr, _wrap
 
+# ember's earlier archive format, still read
 FORMAT = "ember"
 VERSION = 1
 PREFIX = "ember/"
@@ -94,7 +103,15 @@ def _finish_tensor(t: Tensor, requires_grad: bool, is_param: bool) -> Tensor:
     return t
 
 
-# ---------------------------------------------------------------------------- saving
+# ---------------------------------------------------------------------------- saving, in PyTorch's layout
+# the storage class PyTorch's pickles name for each dtype (torch.storage._dtype_to_storage_type_map)
+STORAGE_TYPES = {"float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
+                 "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
+                 "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                 "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
+ALIGNMENT = 64  # storages start at multiples of this in the file, as PyTorch writes them (mmap loading needs it)
+
+
 class _StorageTable:
     """Storages of the saved tensors, each root array written once; tensors refer to them."""
 
@@ -103,7 +120,8 @@ class _StorageTable:
         self.meta: list = []
         self._by_root: dict = {}
 
-    def add(self, t: Tensor) -> dict:
+    def add(self, t: Tensor) -> tuple:
+        """``(storage index, offset, shape, strides)`` of ``t``, offset and strides in elements."""
         if t.is_sparse or t.is_sparse_csr:  # its storage is a zero-stride shell, not its data
             raise NotImplementedError(f"save: a tensor of layout {t.layout} cannot be saved; save its indices and "
                                       "values (or to_dense()) instead")
@@ -123,12 +141,21 @@ class _StorageTable:
             self.meta.append({"dtype": t.dtype.name, "numel": int(host.size), "device": str(dev)})
         sid, root, host = self._by_root[key]
         item = host.dtype.itemsize
+        if 0 in arr.shape:  # NumPy gives empty arrays zero strides; PyTorch's are contiguous ones
+            return sid, 0, tuple(arr.shape), _contiguous_strides(arr.shape)
         if root is arr:
-            offset, strides = 0, [s // item for s in host.strides]
+            offset, strides = 0, tuple(s // item for s in host.strides)
         else:
-            offset, strides = (_ptr(arr) - _ptr(root)) // item, [s // item for s in arr.strides]
-        return {"storage": sid, "dtype": t.dtype.name, "shape": list(arr.shape), "stride": strides,
-                "offset": offset, "requires_grad": bool(t._rg), "param": bool(t._is_param)}
+            offset, strides = (_ptr(arr) - _ptr(root)) // item, tuple(s // item for s in arr.strides)
+        return sid, offset, tuple(arr.shape), strides
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _dense(a) -> bool:
@@ -137,67 +164,79 @@ def _dense(a) -> bool:
     return flags is not None and bool(flags.c_contiguous or flags.f_contiguous)
 
 
-class _NotData(TypeError):
-    pass
+class _TorchGlobal:
+    """A global spelled as PyTorch's pickles spell it (``torch._utils._rebuild_tensor_v2``): written by name,
+    never imported, so ``torch.load`` finds its own function and ``ember.load`` maps the name to ember's."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # pickle wants a reduce function to be callable; this one only names PyTorch's
+        raise TypeError(f"{self.module}.{self.name} is PyTorch's; ember only writes its name")
 
 
-def _encode(obj, table: _StorageTable):
-    """The JSON form of ``obj``; raises _NotData for anything that is not plain data."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, int):
-        return obj if type(obj) in (int, bool) else {"__int__": int(obj)}
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
-    if isinstance(obj, Tensor):
-        if obj._fn is not None and not obj._volatile:
-            obj = obj.detach()
-        return {"__tensor__": table.add(obj)}
-    if isinstance(obj, (np.integer, np.floating, np.bool_)):
-        return _encode(obj.item(), table)
-    if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
-        data = base64.b64encode(np.ascontiguousarray(obj).tobytes()).decode("ascii")
-        return {"__ndarray__": {"dtype": obj.dtype.str, "shape": list(obj.shape), "data": data}}
-    if isinstance(obj, complex):
-        return {"__complex__": [obj.real, obj.imag]}
-    if isinstance(obj, bytes):
-        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
-    if isinstance(obj, Size):
-        return {"__size__": list(obj)}
-    if isinstance(obj, dtypes.dtype):
-        return {"__dtype__": obj.name}
-    if isinstance(obj, _device):
-        return {"__device__": str(obj)}
-    if type(obj) is OrderedDict:
-        return {"__odict__": [[_encode(k, table), _encode(v, table)] for k, v in obj.items()]}
-    if type(obj) is dict:
-        if all(type(k) is str and not k.startswith("__") for k in obj):
-            return {k: _encode(v, table) for k, v in obj.items()}
-        return {"__dict__": [[_encode(k, table), _encode(v, table)] for k, v in obj.items()]}
-    if type(obj) is list:
-        return [_encode(v, table) for v in obj]
-    if type(obj) is tuple:
-        return {"__tuple__": [_encode(v, table) for v in obj]}
-    if type(obj) in (set, frozenset):
-        return {"__set__": [_encode(v, table) for v in obj], "frozen": type(obj) is frozenset}
-    raise _NotData(type(obj).__name__)
+_REBUILD_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
+_SIZE, _DEVICE = _TorchGlobal("torch", "Size"), _TorchGlobal("torch", "device")
+_STORAGE_GLOBALS = {name: _TorchGlobal("torch", cls) for name, cls in STORAGE_TYPES.items()}
+_DTYPE_GLOBALS = {d.name: _TorchGlobal("torch", d.name) for d in dtypes.ALL}
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles whole objects (``weights_only=False`` files); tensors go to the storage table."""
+class _StorageRef:
+    __slots__ = ("sid",)
 
-    def __init__(self, f, table: _StorageTable, protocol):
+    def __init__(self, sid: int):
+        self.sid = sid
+
+
+class _Pickler(pickle._Pickler):
+    """Pickles ``obj`` as ``torch.save`` does: tensors rebuilt by ``torch._utils._rebuild_tensor_v2`` from
+    storages that are persistent ids ``('storage', torch.<Type>Storage, key, location, numel)``, Parameters by
+    ``_rebuild_parameter``, and dtypes, ``Size`` and devices under PyTorch's names.  (Python's pickler in
+    Python, as only it lets a subclass write a global by name.)"""
+
+    def __init__(self, f, table: _StorageTable, protocol: int):
         super().__init__(f, protocol=protocol)
         self.table = table
+        self.refs: dict = {}
 
     def persistent_id(self, obj):
-        if isinstance(obj, Tensor):
-            return ("tensor", json.dumps(self.table.add(obj)))
+        if type(obj) is not _StorageRef:
+            return None
+        m = self.table.meta[obj.sid]
+        return ("storage", _STORAGE_GLOBALS[m["dtype"]], str(obj.sid), m["device"], m["numel"])
+
+    def save(self, obj, save_persistent_id=True):
+        name = obj if type(obj) is _TorchGlobal else _DTYPE_GLOBALS[obj.name] if type(obj) is dtypes.dtype else None
+        if name is None:
+            return super().save(obj, save_persistent_id)
+        memo = self.memo.get(id(obj))
+        if memo is not None:
+            self.write(self.get(memo[0]))
+            return None
+        self.write(pickle.GLOBAL + f"{name.module}\n{name.name}\n".encode("ascii"))
+        self.memoize(obj)
         return None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            if obj._is_param:
+                return _REBUILD_PARAMETER, (obj.detach(), obj.requires_grad, OrderedDict())
+            sid, offset, shape, strides = self.table.add(obj)
+            ref = self.refs.setdefault(sid, _StorageRef(sid))
+            return _REBUILD_TENSOR, (ref, offset, shape, strides, obj.requires_grad, OrderedDict())
+        if type(obj) is Size:
+            return _SIZE, (tuple(obj),)
+        if type(obj) is _device:
+            return _DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
+        return NotImplemented
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
-    """Write ``obj`` (tensors, state dicts, nested containers, or a whole model) to a path or file.
+    """Write ``obj`` (tensors, state dicts, nested containers, or a whole model) to a path or file, in PyTorch's
+    checkpoint layout: ``torch.load`` reads the file, and ``ember.load`` reads PyTorch's.
 
     Paths are written atomically: a crash mid-save leaves the previous file as it was.
 
@@ -207,17 +246,19 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
     [tensor([0.]), (1, 'a')]
     """
     table = _StorageTable()
-    try:
-        body, name = json.dumps(_encode(obj, table), allow_nan=False).encode(), "data.json"
-    except _NotData:
-        table = _StorageTable()
-        buf = io.BytesIO()
-        _Pickler(buf, table, max(pickle_protocol, 2)).dump(obj)
-        body, name = buf.getvalue(), "data.pkl"
+    buf = io.BytesIO()
+    _Pickler(buf, table, max(pickle_protocol, 2)).dump(obj)
     if isinstance(f, (str, os.PathLike)):
-        _atomic_write(_save_target(os.fspath(f)), lambda fh: _write_zip(fh, body, name, table))
+        target = _save_target(os.fspath(f))
+        _atomic_write(target, lambda fh: _write_zip(fh, buf.getvalue(), table, _archive_name(target)))
     else:
-        _write_zip(f, body, name, table)
+        _write_zip(f, buf.getvalue(), table, "archive")
+
+
+def _archive_name(path: str) -> str:
+    """The top folder of the archive's records: the file's name without its extension, as PyTorch names it."""
+    stem = os.path.basename(path).rpartition(".")[0] or os.path.basename(path)
+    return stem or "archive"
 
 
 def _save_target(path: str) -> str:
@@ -232,14 +273,34 @@ def _save_target(path: str) -> str:
     return real
 
 
-def _write_zip(fh, body: bytes, name: str, table: _StorageTable) -> None:
-    header = {"format": FORMAT, "version": VERSION, "byteorder": sys.byteorder, "storages": table.meta}
+def _write_zip(fh, pkl: bytes, table: _StorageTable, archive: str) -> None:
+    """The records in PyTorch's order: ``data.pkl``, ``.format_version``, ``.storage_alignment``, ``byteorder``,
+    ``data/<key>`` (each storage's raw bytes, aligned), ``version``, ``.data/serialization_id``."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        zf.writestr(PREFIX + "header.json", json.dumps(header))
-        zf.writestr(PREFIX + name, body)
+        def record(name, data):
+            _write_record(zf, f"{archive}/{name}", memoryview(data).cast("B"))
+
+        record("data.pkl", pkl)
+        record(".format_version", b"1")
+        record(".storage_alignment", str(ALIGNMENT).encode())
+        record("byteorder", sys.byteorder.encode())
         for i, flat in enumerate(table.records):
-            with zf.open(f"{PREFIX}storages/{i}", "w", force_zip64=True) as out:
-                out.write(memoryview(np.ascontiguousarray(flat).view(np.uint8)))
+            record(f"data/{i}", np.ascontiguousarray(flat).view(np.uint8))
+        record("version", b"3\n")
+        digest = int.from_bytes(hashlib.sha1(pkl).digest()[:8], "little")
+        record(".data/serialization_id", f"{secrets.randbits(64):020d}{digest:020d}".encode())
+
+
+def _write_record(zf: zipfile.ZipFile, name: str, data: memoryview) -> None:
+    """One stored record whose bytes start at a multiple of ALIGNMENT, padded by an extra field as PyTorch's."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.file_size = len(data)
+    zip64 = info.file_size * 1.05 > zipfile.ZIP64_LIMIT  # then Python's zipfile adds a 20-byte zip64 field
+    start = zf.fp.tell() + 30 + len(name.encode()) + 4 + (20 if zip64 else 0)  # 30: the local header's fixed part
+    pad = -start % ALIGNMENT
+    info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad
+    with zf.open(info, "w", force_zip64=zip64) as out:
+        out.write(data)
 
 
 _TMP_SUFFIX = ".tmp"

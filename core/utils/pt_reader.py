@@ -1,9 +1,11 @@
-"""Read PyTorch's ``.pt``/``.pth`` zip checkpoints into ember tensors, without torch and without running code.
+"""Read PyTorch's ``.pt``/``.pth`` zip checkpoints (``torch.save``'s and ``ember.save``'s) into ember tensors,
+without torch.
 
-The archive's ``data.pkl`` is read by a restricted unpickler: the only globals it resolves are
-PyTorch's tensor-rebuild functions, storage types, dtypes, ``torch.Size``/``torch.device`` and
-``collections.OrderedDict``, each mapped to an ember equivalent.  Any other global (``os.system``, a
-model class, ...) stops the load with an error naming it, before anything runs.
+The archive's ``data.pkl`` is read by a restricted unpickler: with ``weights_only`` (the default) the only
+globals it resolves are PyTorch's tensor-rebuild functions, storage types, dtypes, ``torch.Size``/``torch.device``,
+``collections.OrderedDict`` and the rest of PyTorch's allow-list, each mapped to an ember equivalent, and the
+globals marked safe.  Any other global (``os.system``, a model class, ...) stops the load with an error naming
+it, before anything runs.  ``weights_only=False`` resolves every global, a ``torch.*`` name as ember's.
 
 >>> from ember.utils.pt_reader import STORAGE_DTYPES
 >>> STORAGE_DTYPES["FloatStorage"]
@@ -19,16 +21,11 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import device as _device
-from ..serialization import (ARCHIVE_READERS, CheckpointError, _finish_tensor, _read_into, allowed_global,
-                             check_entry_size, storage_view, unsupported_global)
+from ..serialization import (ARCHIVE_READERS, STORAGE_TYPES, CheckpointError, _ember_path, _finish_tensor, _read_into,
+                             allowed_global, check_entry_size, python3_name, storage_view, unsupported_global)
 from ..tensor import Size
 
-STORAGE_DTYPES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
-    "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
-    "ByteStorage": "uint8", "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
-    "ComplexDoubleStorage": "complex128", "UntypedStorage": "uint8",
-}
+STORAGE_DTYPES = {**{storage: name for name, storage in STORAGE_TYPES.items()}, "UntypedStorage": "uint8"}
 
 
 class _StorageType:
@@ -77,12 +74,16 @@ def _allowed(module: str, name: str):
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, f, reader: "_Reader"):
+    def __init__(self, f, reader: "_Reader", weights_only: bool = True):
         super().__init__(f)
         self.reader = reader
+        self.weights_only = weights_only
 
     def find_class(self, module, name):
         obj = _allowed(module, name)
+        if obj is None and not self.weights_only:  # a whole object: its classes, PyTorch's read as ember's
+            module, name = python3_name(module, name)
+            return super().find_class(_ember_path(module), name)
         if obj is None:
             obj = allowed_global(module, name)  # PyTorch's defaults, or marked safe with add_safe_globals
         if obj is None:
@@ -135,13 +136,14 @@ def is_torch_archive(names) -> bool:
 
 
 def load_torch_archive(zf, names, map_location=None, weights_only: bool = True):
-    """The object in a PyTorch zip checkpoint, tensors as ember tensors (``weights_only`` is always enforced)."""
+    """The object in a PyTorch zip checkpoint, tensors as ember tensors; ``weights_only=False`` also builds whole
+    objects (it runs code from the file)."""
     pkl = next(n for n in names if n.endswith("/data.pkl") and n.count("/") == 1)
     prefix = pkl[: -len("data.pkl")]
     if prefix + "byteorder" in names and zf.read(prefix + "byteorder").decode().strip() != "little":
         raise CheckpointError("torch checkpoint was written on a big-endian machine; ember reads little-endian ones")
     reader = _Reader(zf, prefix, map_location)
-    return _RestrictedUnpickler(io.BytesIO(zf.read(pkl)), reader).load()
+    return _RestrictedUnpickler(io.BytesIO(zf.read(pkl)), reader, weights_only).load()
 
 
 ARCHIVE_READERS.append((is_torch_archive, load_torch_archive))
