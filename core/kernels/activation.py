@@ -5,19 +5,37 @@ from __future__ import annotations
 import math
 from functools import partial
 
+import numpy as _np
+
 from .pointwise import _native, fallbacks
 from .strategy import bind
 
-QUIET = {"softmax", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
+QUIET = {"softmax", "softmax_backward", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
+
+
+def _reducers(xp, x):
+    """``(max, sum)`` along an axis with ``keepdims``: NumPy's ufunc reductions for a NumPy array (without the
+    microseconds of ``np.max``'s argument handling, which a tiny softmax feels), else ``xp``'s functions."""
+    if isinstance(x, _np.ndarray):
+        return _np.maximum.reduce, _np.add.reduce
+    return xp.max, xp.sum
 
 
 def softmax(xp, x, axis):
     if x.size == 0:
         return xp.zeros_like(x)
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    e /= xp.sum(e, axis=axis, keepdims=True)
+    amax, add = _reducers(xp, x)
+    e = xp.exp(x - amax(x, axis=axis, keepdims=True))
+    e /= add(e, axis=axis, keepdims=True)
     return e
+
+
+def softmax_backward(xp, g, y, axis):
+    """``y * (g - sum(g * y))`` along ``axis``: softmax's gradient from its output ``y``."""
+    gy = g * y
+    s = _reducers(xp, gy)[1](gy, axis=axis, keepdims=True)
+    return y * (g - s)
 
 
 def log_softmax(xp, x, axis):
@@ -182,7 +200,8 @@ def _keep_low_precision(fn):
 def kernels(xp, strategy=None) -> dict:
     """The activation and softmax kernels bound for ``xp``."""
     table = bind(xp, {
-        "softmax": softmax, "log_softmax": log_softmax, "cross_entropy_index": cross_entropy_index,
+        "softmax": softmax, "softmax_backward": softmax_backward, "log_softmax": log_softmax,
+        "cross_entropy_index": cross_entropy_index,
         "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold,
         "nn_hardsigmoid": hardsigmoid, "nn_hardswish": hardswish, "nn_silu": silu, "nn_mish": mish,

@@ -140,6 +140,12 @@ def kernels(xp, strategy=None) -> dict:
         zero = xp.zeros((), dtype=g.dtype)
         return xp.where(out <= zero, zero, g)
 
+    def tanh_backward(g, out):  # tanh's gradient from its output, in one kernel call
+        return g * (1 - out * out)
+
+    def sigmoid_backward(g, out):
+        return g * (out * (1 - out))
+
     def where(cond, x, y):
         return xp.where(cond, x, y)
 
@@ -227,7 +233,8 @@ def kernels(xp, strategy=None) -> dict:
     table = {
         "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
         "exp": xp.exp, "log": xp.log, "pow": power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": sign,
-        "relu": relu, "relu_backward": relu_backward,
+        "relu": relu, "relu_backward": relu_backward, "tanh_backward": tanh_backward,
+        "sigmoid_backward": sigmoid_backward,
         "gt": xp.greater, "ge": xp.greater_equal, "lt": xp.less, "le": xp.less_equal, "eq": xp.equal,
         "ne": xp.not_equal, "where": where, "astype": astype,
         "tanh": xp.tanh, "sigmoid": sigmoid, "sin": xp.sin, "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin,

@@ -24,6 +24,7 @@ from .. import dtypes
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, unary
+from ..interception import HANDLERS
 from ..interception import observed
 from ..layouts import keep_format
 from ..writes import inplace_result, out_or
@@ -55,10 +56,25 @@ def inplace_torch(fn, name: str, to=("torch",)):
 # --------------------------------------------------------------------------- softmax and fused activations
 def _softmax_vjp(ctx, g):
     y = ctx.output
-    return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+    if HANDLERS:  # vmap, forward-mode AD and tracers see the formula's own ops (they have rules for those)
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+    return apply(SoftmaxGrad, g, y, ctx.dim)
 
 
 Softmax = op_class("Softmax", "softmax", saves="output", vjp=_softmax_vjp, params=("dim",))
+
+
+def _softmax_grad_vjp(ctx, gg):
+    # of y * (g - sum(g * y)): for g the same map of gg; for y, gg * (g - sum(g * y)) - g * sum(gg * y)
+    g, y = ctx.inputs
+    dim = ctx.dim
+    return (apply(SoftmaxGrad, gg, y, dim),
+            gg * (g - (g * y).sum(dim, keepdim=True)) - g * (gg * y).sum(dim, keepdim=True))
+
+
+# softmax's gradient from its output as one op (PyTorch's _softmax_backward_data), differentiable again
+SoftmaxGrad = op_class("SoftmaxGrad", "softmax_backward", saves="input", vjp=_softmax_grad_vjp, params=("dim",),
+                       arity=3, backward_name="SoftmaxBackwardDataBackward0")
 
 
 def _log_softmax_vjp(ctx, g):

@@ -161,6 +161,33 @@ ReluGrad = op_class("ReluGrad", "relu_backward", vjp=_relu_grad_vjp, backward_na
                     params=("out",), tags=("pointwise",))
 
 
+# tanh's and sigmoid's gradients from their outputs ``y`` as one op each (PyTorch's tanh_backward and
+# sigmoid_backward): one kernel call per node in a backward pass, and their own gradients for double backward
+def _tanh_grad_vjp(ctx, gg):
+    g, y = ctx.inputs
+    return binary(TanhGrad, gg, y), gg * g * y * -2
+
+
+def _sigmoid_grad_vjp(ctx, gg):
+    g, y = ctx.inputs
+    return binary(SigmoidGrad, gg, y), gg * g * (1 - 2 * y)
+
+
+TanhGrad = op_class("TanhGrad", "tanh_backward", saves="input", vjp=_tanh_grad_vjp, arity=2, tags=("pointwise",),
+                    backward_name="TanhBackwardBackward0")
+SigmoidGrad = op_class("SigmoidGrad", "sigmoid_backward", saves="input", vjp=_sigmoid_grad_vjp, arity=2,
+                       tags=("pointwise",), backward_name="SigmoidBackwardBackward0")
+
+
+def _real_grad(Grad, formula):
+    """A saved-output vjp: the fused ``Grad(g, y)`` for real dtypes, ``g * conj(formula(y))`` for complex."""
+    def vjp(g, x, y):
+        if y.dtype.category == dtypes.COMPLEX:
+            return g * _cj(formula(y))
+        return binary(Grad, g, y)
+    return vjp
+
+
 def _where_vjp(ctx, g):
     c = ctx.inputs[0]
     zero = g.new_zeros(())
@@ -332,6 +359,13 @@ def _rsub(self, other):
     return sub(other, self)
 
 
+def _sub(self, other):
+    """``self - other``: two tensors of one non-bool dtype go straight to the op (``sub``'s checks pass them)."""
+    if isinstance(other, Tensor) and self._data.dtype is other._data.dtype and self.dtype is not dtypes.bool:
+        return binary(Sub, self, other)
+    return sub(self, other)
+
+
 def _rdiv(self, other):
     # ``number / tensor`` is ``tensor.reciprocal() * number`` in PyTorch (its rounding, and MulBackward0)
     return mul(reciprocal(self), other)
@@ -467,8 +501,9 @@ Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="ke
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
 Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.", onnx="Relu")
-Tanh, tanh = unary_op("tanh", lambda g, x, y: g * _cj(1 - y * y), saves="output", onnx="Tanh")
-Sigmoid, sigmoid = unary_op("sigmoid", lambda g, x, y: g * _cj(y * (1 - y)), saves="output", onnx="Sigmoid")
+Tanh, tanh = unary_op("tanh", _real_grad(TanhGrad, lambda y: 1 - y * y), saves="output", onnx="Tanh")
+Sigmoid, sigmoid = unary_op("sigmoid", _real_grad(SigmoidGrad, lambda y: y * (1 - y)), saves="output",
+                            onnx="Sigmoid")
 export(sigmoid, "expit", to=("special",))
 Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()), onnx="Sin")
 Cos, cos = unary_op("cos", lambda g, x, y: -g * _cj(x.sin()), onnx="Cos")
@@ -968,7 +1003,7 @@ def _invert(self):
 _methods({
     "__add__": _eliding(Add, "add_into"), "__radd__": _fast(Add),
     "__mul__": _eliding(Mul, "mul_into"), "__rmul__": _fast(Mul),
-    "__sub__": _eliding(_binop(sub), "sub_into"), "__rsub__": _binop(_rsub),
+    "__sub__": _eliding(_binop(_sub), "sub_into"), "__rsub__": _binop(_rsub),
     "__truediv__": _eliding(_binop(div), "div_into", dtypes.FLOAT), "__rtruediv__": _binop(_rdiv),
     "__div__": _binop(div), "__pow__": _binop(pow), "__rpow__": _binop(_rpow), "__neg__": neg,
     "__abs__": abs, "__eq__": _binop(eq), "__ne__": _binop(ne), "__lt__": _binop(lt), "__le__": _binop(le),
