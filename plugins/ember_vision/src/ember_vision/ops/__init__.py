@@ -1,7 +1,10 @@
 """torchvision.ops on ember: box operations, RoI pooling, detection losses and model building blocks.
 
 Everything is written with ember ops, so it runs on every backend and differentiates where torchvision does.
+Importing this package also registers torchvision's operators as ``ember.ops.torchvision.nms``, ``roi_align``,
+... with torchvision's schemas (see ``_library``), as importing torchvision adds ``torch.ops.torchvision``.
 """
+from . import _library
 from .boxes import (batched_nms, box_area, box_convert, box_iou, clip_boxes_to_image, complete_box_iou,
                     distance_box_iou, generalized_box_iou, masks_to_boxes, nms, remove_small_boxes)
 from .ciou_loss import complete_box_iou_loss
@@ -27,3 +30,5 @@ __all__ = ["masks_to_boxes", "deform_conv2d", "DeformConv2d", "nms", "batched_nm
            "Conv3dNormActivation", "SqueezeExcitation", "MLP", "Permute", "generalized_box_iou_loss",
            "distance_box_iou_loss", "complete_box_iou_loss", "drop_block2d", "DropBlock2d", "drop_block3d",
            "DropBlock3d"]
+
+_LIBRARY = _library.register()

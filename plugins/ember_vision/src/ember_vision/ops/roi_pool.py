@@ -33,6 +33,12 @@ def roi_pool(input: Tensor, boxes, output_size, spatial_scale: float = 1.0) -> T
     """RoI max pooling: ``Tensor[K, C, output_size]``, the maximum of ``input`` over each bin of each box of
     ``boxes`` (``Tensor[K, 5]`` or a list of ``Tensor[L, 4]``, scaled by ``spatial_scale``); 0 for an empty
     bin."""
+    return _roi_pool(input, boxes, output_size, spatial_scale)[0]
+
+
+def _roi_pool(input: Tensor, boxes, output_size, spatial_scale: float, argmax: bool = False):
+    """``(pooled, where)``: ``where`` (with ``argmax``, else None) is the int32 ``h * W + w`` of each output's
+    maximum in its input map, -1 for an empty bin (the second output of torchvision's operator)."""
     if input.dim() != 4:
         raise RuntimeError(f"roi_pool: input should be a 4d tensor [N, C, H, W], got {input.dim()}D")
     rois = roi_format(boxes, input)
@@ -46,9 +52,18 @@ def roi_pool(input: Tensor, boxes, output_size, spatial_scale: float = 1.0) -> T
         mask = hm[:, :, None, :, None] & wm[:, None, :, None, :]
     vals = input.permute(0, 2, 3, 1)[b, hi[:, :, None, :, None], wi[:, None, :, None, :]]  # R,PH,PW,Kh,Kw,C
     empty = ~mask.flatten(3).any(3)
-    out = ember.where(mask[..., None], vals, float("-inf")).amax((3, 4))
-    out = ember.where(empty[..., None], 0.0, out)
-    return out.permute(0, 3, 1, 2)
+    masked = ember.where(mask[..., None], vals, float("-inf"))
+    out = ember.where(empty[..., None], 0.0, masked.amax((3, 4)))
+    where = None
+    if argmax:
+        with ember.no_grad():
+            flat = masked.flatten(3, 4).argmax(3)  # R, PH, PW, C: the position in the bin's window
+            kw = wi.shape[-1]
+            row = hi.gather(2, (flat // kw).permute(0, 1, 3, 2).flatten(2)).reshape(flat.shape[0], ph, -1, pw)
+            col = wi.gather(2, (flat % kw).permute(0, 2, 3, 1).flatten(2)).reshape(flat.shape[0], pw, -1, ph)
+            where = row.permute(0, 1, 3, 2) * w + col.permute(0, 3, 1, 2)
+            where = ember.where(empty[..., None], -1, where).int().permute(0, 3, 1, 2)
+    return out.permute(0, 3, 1, 2), where
 
 
 class RoIPool(nn.Module):
