@@ -540,14 +540,51 @@ def _namedtuple_to_dumpable(cls):
 
 
 # ------------------------------------------------------------------------------------ the built-in containers
+# PyTorch's names for these functions, which libraries pass to register_pytree_node for their own containers
+# (transformers registers its ModelOutput with ``flatten_with_keys_fn=_dict_flatten_with_keys``).
 def _seq_flatten(x):
     return list(x), None
 
 
-register_pytree_node(tuple, _seq_flatten, lambda c, _: tuple(c), serialized_type_name="builtins.tuple")
-register_pytree_node(list, _seq_flatten, lambda c, _: list(c), serialized_type_name="builtins.list")
-register_pytree_node(dict, lambda d: (list(d.values()), list(d)), lambda c, keys: dict(zip(keys, c)),
-                     serialized_type_name="builtins.dict")
+_tuple_flatten = _list_flatten = _seq_flatten
+
+
+def _seq_flatten_with_keys(x):
+    return [(SequenceKey(i), v) for i, v in enumerate(x)], None
+
+
+_tuple_flatten_with_keys = _list_flatten_with_keys = _seq_flatten_with_keys
+
+
+def _tuple_unflatten(values, context):
+    return tuple(values)
+
+
+def _list_unflatten(values, context):
+    return list(values)
+
+
+def _dict_flatten(d):
+    """``(values, keys)`` of a mapping, in its order."""
+    return list(d.values()), list(d)
+
+
+def _dict_flatten_with_keys(d):
+    """``([(MappingKey(key), value)], keys)`` of a mapping, in its order."""
+    values, keys = _dict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(keys, values)], keys
+
+
+def _dict_unflatten(values, context):
+    return dict(zip(context, values))
+
+
+register_pytree_node(tuple, _tuple_flatten, _tuple_unflatten, serialized_type_name="builtins.tuple",
+                     flatten_with_keys_fn=_tuple_flatten_with_keys)
+register_pytree_node(list, _list_flatten, _list_unflatten, serialized_type_name="builtins.list",
+                     flatten_with_keys_fn=_list_flatten_with_keys)
+register_pytree_node(dict, _dict_flatten, _dict_unflatten, serialized_type_name="builtins.dict",
+                     flatten_with_keys_fn=_dict_flatten_with_keys)
 register_pytree_node(collections.namedtuple, lambda t: (list(t), type(t)), lambda c, cls: cls(*c),
                      serialized_type_name="collections.namedtuple", to_dumpable_context=_namedtuple_to_dumpable)
 register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), list(d)),

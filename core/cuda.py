@@ -13,6 +13,7 @@ from . import dtypes
 from .accelerator import MEMORY_FUNCTIONS, DeviceAPI
 from .accelerator import Event as _Event
 from .accelerator import Stream as _Stream
+from .accelerator import _StreamContext
 from .ops.creation import legacy_type
 from .random import default_generator
 
@@ -49,6 +50,33 @@ class Stream(_Stream):
     @classmethod
     def _event_type(cls):
         return Event
+
+
+class StreamContext(_StreamContext):
+    """``with ember.cuda.StreamContext(s):`` makes ``s`` (and its device) current; None leaves them as they are."""
+
+    def __init__(self, stream):
+        super().__init__(_api, stream)
+
+
+class CUDAGraph:
+    """A captured CUDA graph (not built: ember replays no CUDA graphs; creating one raises NotImplementedError,
+    while the name serves annotations and ``isinstance`` checks)."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("ember has no CUDA graph capture yet (ember.cuda.CUDAGraph)")
+
+
+class graph:
+    """``with ember.cuda.graph(g):`` captures the block into ``g`` (not built: raises NotImplementedError)."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode: str = "global", **kwargs):
+        raise NotImplementedError("ember has no CUDA graph capture yet (ember.cuda.graph)")
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether the current stream is capturing a CUDA graph: never, in ember."""
+    return False
 
 
 def device_of(obj):

@@ -18,5 +18,13 @@ from .eval_frame import (
 
 __all__ = ["config", "exc", "explain", "OptimizedModule", "allow_in_graph", "disable", "disallow_in_graph",
            "forbid_in_graph", "graph_break", "is_compiling", "is_dynamo_compiling", "list_backends", "mark_dynamic",
-           "mark_static", "mark_static_address", "maybe_mark_dynamic", "optimize", "reset", "set_stance"]
+           "mark_static", "mark_static_address", "maybe_mark_dynamic", "optimize", "reset", "set_stance",
+           "assume_constant_result"]
 is_dynamo_compiling = is_compiling
+
+
+def assume_constant_result(fn):
+    """Mark ``fn`` as giving the same result on every call, so a compiled graph may keep its value (a decorator;
+    ``fn`` itself is unchanged)."""
+    fn._dynamo_marked_constant = True
+    return fn

@@ -12,16 +12,18 @@ from . import constants
 from .backend_name import Backend
 from .collectives import (
     GroupMember, ProcessGroup, ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce,
-    barrier, broadcast, broadcast_object_list, destroy_process_group, gather, get_backend, get_rank, get_world_size,
+    all_to_all_single, barrier, broadcast, broadcast_object_list, destroy_process_group, gather, get_backend,
+    get_process_group_ranks, get_rank, get_world_size,
     group, init_process_group, irecv, is_available, is_initialized, is_mpi_available, is_nccl_available,
     is_torchelastic_launched, isend, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
 )
 from .store import DistStoreError, Store, TCPStore
 
 __all__ = ["Backend", "DistStoreError", "GroupMember", "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work",
-           "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier",
+           "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all_single", "barrier",
            "broadcast", "broadcast_object_list", "constants", "destroy_process_group", "gather",
-           "get_backend", "get_rank", "get_world_size", "group", "init_process_group", "irecv",
+           "get_backend", "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group",
+           "irecv",
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
            "scatter", "send"]

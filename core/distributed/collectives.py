@@ -401,6 +401,50 @@ def _reduce_scatter(comm, send: np.ndarray, output: Tensor, op: ReduceOp):
     back()
 
 
+def all_to_all_single(output: Tensor, input: Tensor, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op: bool = False):
+    """Split ``input`` along dim 0 into one part per rank (``input_split_sizes`` rows each, equal parts when None),
+    send part ``i`` to rank ``i``, and write the parts received, in rank order, into ``output`` (split by
+    ``output_split_sizes``)."""
+    comm = _comm("all_to_all_single")
+    for name, t in (("output", output), ("input", input)):
+        _check_tensor("all_to_all_single", t, name)
+    if output.dtype is not input.dtype:
+        raise ValueError(f"all_to_all_single(): output dtype {output.dtype} differs from input dtype {input.dtype}")
+    n = comm.Get_size()
+    counts = [_split_counts(t, sizes, n, name) for t, sizes, name in
+              ((input, input_split_sizes, "input"), (output, output_split_sizes, "output"))]
+    send, _ = _host(input)
+    recv, back = _host(output)
+    comm.Alltoallv([send.reshape(-1), (counts[0], _offsets(counts[0]))], [recv.reshape(-1), (counts[1],
+                                                                                          _offsets(counts[1]))])
+    back()
+    return _finish(async_op)
+
+
+def _split_counts(t: Tensor, sizes, n: int, name: str) -> list:
+    """Element counts of ``t``'s parts: ``sizes`` rows each along dim 0 (``n`` equal parts when None)."""
+    rows = t.shape[0] if t.dim() else 1
+    per_row = t.numel() // rows if rows else 0
+    if sizes is None or len(sizes) == 0:
+        if rows % n:
+            raise ValueError(f"all_to_all_single(): {name} dim 0 ({rows}) does not split into {n} equal parts")
+        sizes = [rows // n] * n
+    if len(sizes) != n or sum(sizes) != rows or min(sizes) < 0:
+        raise ValueError(f"all_to_all_single(): {name}_split_sizes {list(sizes)} must be {n} non-negative sizes "
+                         f"summing to {name} dim 0 ({rows})")
+    return [int(s) * per_row for s in sizes]
+
+
+def _offsets(counts: list) -> list:
+    return [sum(counts[:i]) for i in range(len(counts))]
+
+
+def get_process_group_ranks(group) -> list:
+    """The global ranks of ``group``'s processes (every group is the whole job in ember)."""
+    return list(range(_comm("get_process_group_ranks").Get_size()))
+
+
 def _rooted(op: str, tensor: Tensor, root: int, tensors, name: str, what: str):
     """Check a rooted collective's arguments (the list only on the root); the communicator and whether we are root."""
     comm = _comm(op)

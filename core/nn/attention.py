@@ -79,3 +79,9 @@ def can_use_flash_attention(params=None, debug: bool = False) -> bool:
 def can_use_efficient_attention(params=None, debug: bool = False) -> bool:
     """Whether the memory-efficient attention kernel could run: never in ember (the math path always does)."""
     return _no_fused_kernel("Memory-efficient attention", debug)
+
+
+from ..registry import show_module  # noqa: E402
+from . import _flex_attention  # noqa: E402
+
+show_module(f"{__name__}.flex_attention", _flex_attention)  # PyTorch's torch.nn.attention.flex_attention

@@ -11,9 +11,11 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 from typing import Callable, Sequence
@@ -49,6 +51,24 @@ def _check_optimizer(optimizer) -> None:
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _track_step(optimizer) -> None:
+    """Make ``optimizer.step`` (whatever it is, as in PyTorch: a wrapper's own ``step`` too) record that it ran, for
+    the warning of a scheduler stepped first."""
+    step = optimizer.step
+    if getattr(step, "_wrapped_by_lr_sched", False) or not hasattr(step, "__func__"):
+        return
+    func, ref = step.__func__, weakref.ref(optimizer)  # no reference cycle through the instance
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        opt = ref()
+        opt._opt_called = True
+        return func.__get__(opt, type(opt))(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
 class LRScheduler:
     """Base class: ``step()`` advances ``last_epoch`` and writes ``get_lr()`` into the groups."""
 
@@ -67,6 +87,7 @@ class LRScheduler:
                                    "optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        _track_step(optimizer)
         self._initial_step()
 
     def _initial_step(self) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
-RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "box": Image.BOX,
-            "hamming": Image.HAMMING, "lanczos": Image.LANCZOS}
+RESAMPLE = {"nearest": Image.NEAREST, "nearest-exact": Image.NEAREST, "bilinear": Image.BILINEAR,
+            "bicubic": Image.BICUBIC, "box": Image.BOX, "hamming": Image.HAMMING, "lanczos": Image.LANCZOS}
 
 
 def to_tensor(img):

@@ -82,7 +82,7 @@ def _table(a: np.ndarray, like):
 def resize(img, hw, mode: str):
     """Width pass then height pass, as PIL; integer images are rounded between the passes like PIL's."""
     h, w = int(img.shape[-2]), int(img.shape[-1])
-    if mode == "nearest":
+    if mode in ("nearest", "nearest-exact"):  # both sample at the centres, as PIL
         return img.index_select(-2, _nearest_index(h, hw[0], img)).index_select(-1, _nearest_index(w, hw[1], img))
     x = img
     if hw[1] != w:

@@ -26,6 +26,7 @@ class InterpolationMode(str, enum.Enum):
     """Resampling filters, as ``torchvision.transforms.InterpolationMode``."""
 
     NEAREST = "nearest"
+    NEAREST_EXACT = "nearest-exact"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
     # PIL's filters (PIL images only, as in torchvision)
