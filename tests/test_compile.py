@@ -42,6 +42,29 @@ def test_function_replays_bit_identical(device):
     assert v.fast is not None and "def replay" in v.source
 
 
+def test_views_inside_are_array_views_and_returned_views_stay_views(device):
+    def f(x, w):
+        h = (x.t().reshape(6, 2) @ w).view(3, 4).transpose(0, 1)
+        return h.relu(), x.view(-1)
+    g = ember.compile(f)
+    x, w = ember.randn(2, 6, device=device), ember.randn(2, 2, device=device)
+    with ember.no_grad():
+        for _ in range(2):
+            (got, flat), (want, _) = g(x, w), f(x, w)
+            assert np.array_equal(_np(got), _np(want))
+        flat.add_(1)  # the returned view of the input is one: writing it changes x, as in eager mode
+    assert np.array_equal(_np(x.view(-1)), _np(flat)) and flat._base is x
+    (v,) = _variants(g)
+    assert v.source.count(" = S") == 1  # only the returned view goes through dispatch
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    for _ in range(2):  # a training call: the saved views are array views too
+        xg.grad = wg.grad = None
+        g(xg, wg)[0].sum().backward()
+        xe, we = xg.detach().requires_grad_(), wg.detach().requires_grad_()
+        f(xe, we)[0].sum().backward()
+        assert np.array_equal(_np(xg.grad), _np(xe.grad)) and np.array_equal(_np(wg.grad), _np(we.grad))
+
+
 def test_replay_reads_new_input_values(device):
     f = ember.compile(lambda a, b: a * b + a)
     a, b = ember.ones(3, device=device), ember.full((3,), 2.0, device=device)

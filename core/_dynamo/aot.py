@@ -90,7 +90,7 @@ def split(graph, holder, order, dev):
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
     b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta, inputs=None,  # (its sizes: the forward's inputs')
                               out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
-    forward, fsrc = generate(f_graph, order, dev)
+    forward, fsrc = generate(f_graph, order, dev, shown=out_ids)  # (the saved values are the backward's)
     backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev)
     pos = {i: j for j, i in reversed(list(enumerate(order)))}
     step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,

@@ -4,8 +4,10 @@ For a call that records no autograd graph (grad mode off, or nothing requiring g
 dispatch's per-call work: the device, dtypes and shapes were fixed when the graph was captured and are
 guarded. :func:`generate` writes one straight-line function in which each such op is a direct call of its
 kernel, ``Op.forward(ctx, kernels, arrays...)``, on raw arrays, with no Tensor built, no interception check
-and no promotion test. The rest (views, in-place writes, factories, random draws, ops whose operands need a
-promotion) go through their dispatch kind as in eager mode, on tensors made for them. Results are the same
+and no promotion test. So does a view op in a graph without in-place writes, where its result is not
+an output the caller sees (an array view then serves: nothing can write through it). The rest (returned
+views, in-place writes, factories, random draws, ops whose operands need a promotion) go through their
+dispatch kind as in eager mode, on tensors made for them. Results are the same
 kernel calls on the same arrays as eager's, so they are bit-identical.
 
 Passes on the way: dead ops were pruned at capture; values that depend on no input, parameter or random
@@ -41,8 +43,12 @@ def _raw_arg(a):
     return not has_ref(a)
 
 
-def _is_raw(n, meta):
-    """Whether node ``n`` can call its kernel directly: dispatch would do nothing but unwrap and wrap."""
+def _is_raw(n, meta, views=False):
+    """Whether node ``n`` can call its kernel directly: dispatch would do nothing but unwrap and wrap.
+    ``views``: a view op may too (its result is an array view, without the Tensor's view links: right for a
+    value no in-place op writes and the replay does not return)."""
+    if n.kind == "view_op":
+        return views and all(_raw_arg(a) for a in n.args)
     if n.kind not in _RAW_KINDS or not all(_raw_arg(a) for a in n.args):
         return False
     if n.kind != "binary":
@@ -150,17 +156,20 @@ def _emit_raw(w, k, n, Op):
     w.array.update(n.outs)
 
 
-def generate(graph, order, dev, fold=True, fuse=True):
+def generate(graph, order, dev, fold=True, fuse=True, shown=None):
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
     Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
-    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`)."""
+    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`).  ``shown``:
+    the value ids of the outputs the caller sees (by default all): a view among them is made through
+    dispatch, keeping its links to its base; other views are array views."""
     w = _Writer(dev)
     meta = w.meta = graph.meta
     effects = any(n.kind == "inplace" for n in graph.nodes)
     w.tensor.update(order)
     folded = {}  # value id -> array computed here once
     returned = set(_refs_in(graph.out_spec))  # (a result is the caller's to change: never a kept constant)
+    shown = returned if shown is None else set(shown)
     body = w.lines
     last_use = {}
     for k, n in enumerate(graph.nodes):
@@ -195,7 +204,7 @@ def generate(graph, order, dev, fold=True, fuse=True):
                 w.const(f"a{i}", folded[i])
                 w.array.add(i)
             continue
-        raw = _is_raw(n, meta)
+        raw = _is_raw(n, meta, views=not effects and shown.isdisjoint(n.outs))
         if raw and fuse and fusion.fusable(n, Op, dev.kernels):
             run.append((k, n, Op))
             continue
