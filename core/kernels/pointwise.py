@@ -146,6 +146,9 @@ def kernels(xp, strategy=None) -> dict:
     def sigmoid_backward(g, out):
         return g * (out * (1 - out))
 
+    def clamp_backward(g, x, lo, hi):  # g inside [lo, hi], 0 outside (and at NaN)
+        return xp.where(xp.logical_and(x >= lo, x <= hi), g, xp.zeros((), dtype=g.dtype))
+
     def where(cond, x, y):
         return xp.where(cond, x, y)
 
@@ -234,7 +237,7 @@ def kernels(xp, strategy=None) -> dict:
         "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "neg": xp.negative,
         "exp": xp.exp, "log": xp.log, "pow": power, "sqrt": xp.sqrt, "abs": xp.abs, "sign": sign,
         "relu": relu, "relu_backward": relu_backward, "tanh_backward": tanh_backward,
-        "sigmoid_backward": sigmoid_backward,
+        "sigmoid_backward": sigmoid_backward, "clamp_backward": clamp_backward,
         "gt": xp.greater, "ge": xp.greater_equal, "lt": xp.less, "le": xp.less_equal, "eq": xp.equal,
         "ne": xp.not_equal, "where": where, "astype": astype,
         "tanh": xp.tanh, "sigmoid": sigmoid, "sin": xp.sin, "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin,

@@ -1051,6 +1051,6 @@ NOT_EXPORTED = {
     **dict.fromkeys(("Angle", "Conj", "RealAngle"), "complex numbers: ONNX has no complex tensor type"),
     **dict.fromkeys(("bernoulli", "poisson", "Sampled"),
                     "a random draw: an exported graph could not reproduce ember's generator"),
-    **dict.fromkeys(("ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad"),
+    **dict.fromkeys(("ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad", "ClampScalarGrad"),
                     "only in backward graphs, which the exporter does not write"),
 }

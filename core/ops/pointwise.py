@@ -655,7 +655,9 @@ Clamp = op_class("Clamp", "clamp", saves="input", vjp=_clamp_vjp, arity=3, tags=
 # Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast).
 def _clamp_scalar_vjp(ctx, g):
     (x,) = ctx.inputs
-    return where((x >= ctx.lo).logical_and(x <= ctx.hi), g, g.new_zeros(()))
+    if dispatch.HANDLERS:  # vmap, forward-mode AD and tracers see the formula's own ops
+        return where((x >= ctx.lo).logical_and(x <= ctx.hi), g, g.new_zeros(()))
+    return apply(ClampScalarGrad, g, x, ctx.lo, ctx.hi)
 
 
 ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_vjp, backward_name="ClampBackward1",
@@ -669,6 +671,16 @@ def _lerp_vjp(ctx, g):
 
 
 Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",))
+
+
+def _clamp_scalar_grad_vjp(ctx, gg):
+    return apply(ClampScalarGrad, gg, ctx.inputs[1], ctx.lo, ctx.hi), None  # (zero almost everywhere in x)
+
+
+# clamp's gradient as one op (one kernel call per node): g where lo <= x <= hi, else 0
+ClampScalarGrad = op_class("ClampScalarGrad", "clamp_backward", saves="input", vjp=_clamp_scalar_grad_vjp, arity=4,
+                           params=("lo", "hi"), tags=("pointwise",), save_for=((), (0,)),
+                           backward_name="WhereBackward0")  # (PyTorch computes it with where)
 
 
 def _fmod_vjp(ctx, g):
