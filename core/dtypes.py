@@ -372,6 +372,34 @@ def type_name(d: dtype) -> str:
     return d.legacy[:-len("Tensor")]
 
 
+# The dtypes a PyTorch CPU kernel has code for, named after the dispatch macros that generate them
+# (AT_DISPATCH_FLOATING_TYPES, ..._AND2(Half, BFloat16), AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES for LAPACK, ...).
+FLOATING_TYPES = frozenset((float32, float64))
+REDUCED_FLOATING_TYPES = frozenset((float16, bfloat16))
+COMPLEX_TYPES = frozenset((complex64, complex128))
+INTEGRAL_TYPES = frozenset((uint8, int8, int16, int32, int64))
+LAPACK_TYPES = FLOATING_TYPES | COMPLEX_TYPES
+FLOATING_AND_HALF = FLOATING_TYPES | REDUCED_FLOATING_TYPES
+ALL_TYPES = INTEGRAL_TYPES | FLOATING_TYPES
+ALL_TYPES_AND_BOOL = ALL_TYPES | {bool}          # (the special functions: no half precision, no complex)
+REAL_TYPES = ALL_TYPES_AND_BOOL | REDUCED_FLOATING_TYPES  # every dtype but complex
+
+
+def check_kernel(kernel: str, t, supported: frozenset) -> None:
+    """PyTorch's NotImplementedError for a tensor ``t`` whose dtype PyTorch's kernel ``kernel`` has no code for
+    (``supported``: one of the sets above, or a union of them); ``{device}`` in ``kernel`` is ``t``'s device
+    type, as PyTorch names its per-device kernels.
+
+    >>> import ember
+    >>> check_kernel("cdist", ember.ones(2, 2, dtype=ember.float16), FLOATING_TYPES)
+    Traceback (most recent call last):
+    NotImplementedError: "cdist" not implemented for 'Half'
+    """
+    if t.dtype not in supported:
+        name = kernel.format(device=t.device.type) if "{" in kernel else kernel
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(t.dtype)}'")
+
+
 def check_out_cast(op: str, result: dtype, out: dtype) -> None:
     """The one output-cast rule (in-place forms, ``out=``, exported graphs): a result of a higher category than
     the tensor written into (float into an integer tensor, complex into a real one) raises PyTorch's error.

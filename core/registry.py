@@ -241,7 +241,7 @@ def check_tensor(x, op: str):
 def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotion: str = "int_to_float",
              integer=None, check=None, backward=None, aliases=(), inplace: bool = True, to=TORCH_TENSOR,
              doc: str | None = None, out: bool = True, tags=("pointwise",), onnx: str | None = None,
-             autocast: dict | None = None):
+             autocast: dict | None = None, kernel_dtypes: tuple | None = None):
     """A one-tensor elementwise op from its row; returns ``(Op, function)``.
 
     ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
@@ -253,8 +253,12 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
     ``check(input)`` may refuse an input; ``backward(ctx, g)`` replaces ``vjp``
     where the gradient needs more than the saved tensors.  ``out=False``: the
     function takes no ``out=`` (as ``torch.relu``).  ``tags``, ``onnx`` and
-    ``autocast`` are declared on the Op (:func:`op_class`).
+    ``autocast`` are declared on the Op (:func:`op_class`).  ``kernel_dtypes``: ``(kernel, supported)``, PyTorch's
+    kernel and the input dtypes it computes (:func:`ember.dtypes.check_kernel`); another raises its
+    NotImplementedError before anything is computed.
     """
+    if kernel_dtypes is not None:
+        check = _kernel_check(kernel_dtypes, check)
     if vjp is not None:
         def backward(ctx, g):
             return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
@@ -284,6 +288,8 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
     else:
         def fn(input, *, out=None):  # noqa: A002
             check_tensor(input, name)
+            if check is not None:
+                check(input)
             if input.dtype.category < dtypes.FLOAT:
                 if integer is not None:  # the integer form is the result
                     r = integer(input)
@@ -305,6 +311,17 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
         fn.op = Cls  # on floating input, fn is exactly Cls (its in-place form may write through the kernel)
     fn = export(fn, name, to=to, aliases=aliases, inplace=inplace)
     return Cls, fn
+
+
+def _kernel_check(kernel_dtypes, check):
+    """``check`` preceded by the refusal of a dtype PyTorch's kernel has no code for."""
+    kernel, supported = kernel_dtypes
+
+    def checked(input):  # noqa: A002
+        dtypes.check_kernel(kernel, input, supported)
+        if check is not None:
+            check(input)
+    return checked
 
 
 def binary_result(r, a, b, op):

@@ -80,12 +80,16 @@ def matmul(input, other, *, out=None):  # noqa: A002
                            f"(inner dimensions {ka} and {kb} differ)")
     if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype and not autocasting(input):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
+    if input.dtype is dtypes.bool:  # PyTorch's BLAS kernels have no bool code
+        raise NotImplementedError(f"\"{_BLAS_KERNEL.get((len(sa), len(sb)), 'bmm')}\" not implemented for 'Bool'")
     r = binary(Matmul, input, other)
     if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
         rename_node(r, *_MATMUL_NODE.get((len(sa), len(sb)), ("UnsafeViewBackward0", ())))
     return r if out is None else copy_into_out(out, r)
 
 
+# PyTorch's kernel (named in its refusal of a dtype), by the operands' ranks
+_BLAS_KERNEL = {(2, 2): "addmm_impl_cpu_", (1, 2): "addmm_impl_cpu_", (2, 1): "addmv_impl_cpu", (1, 1): "dot"}
 # PyTorch's node and its names of the saved operands, by the operands' ranks
 _MATMUL_NODE = {(1, 1): ("DotBackward0", ("self", "tensor")), (2, 1): ("MvBackward0", ("self", "vec")),
                 (1, 2): ("SqueezeBackward4", ())}

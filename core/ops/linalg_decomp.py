@@ -52,9 +52,34 @@ def _square(a, op):
     _floating(a, op)
 
 
+# PyTorch's LAPACK kernel behind each op: the name its refusal of a dtype without code gives (float16,
+# bfloat16; for the ops marked True also integers and bool, which no argument check refuses first).  An op not
+# listed refuses half precision with "Low precision dtypes not supported" (inv, slogdet, ...); matrix_exp
+# computes it.
+_LAPACK = {"det": ("lu", False), "solve": ("lu", False), "solve_ex": ("lu", False), "cholesky": ("cholesky", False),
+           "cholesky_ex": ("cholesky", False), "qr": ("geqrf", False), "svd": ("linalg_svd", False),
+           "cond": ("linalg_svd", False), "ldl_factor": ("ldl_factor_kernel", False),
+           "ldl_factor_ex": ("ldl_factor_kernel", False), "lu_solve": ("linalg.lu_solve", False),
+           "eigh": ("linalg_eigh", True), "lu_factor": ("lu", True), "lu_factor_ex": ("lu", True), "lu": ("lu", True),
+           "solve_triangular": ("triangular_solve", True), "triangular_solve": ("triangular_solve", True),
+           "cholesky_inverse": ("cholesky_inverse_out", True), "cholesky_solve": ("cholesky_solve", True),
+           "geqrf": ("geqrf", True), "householder_product": ("orgqr", True), "ormqr": ("ormqr", True),
+           "eig": ("linalg_eig_out", False), "eigvals": ("linalg_eig_out", False)}
+_FLOAT_AND_DOUBLE = ("matrix_rank", "lstsq")  # (PyTorch's message for any other dtype names these two)
+
+
 def _floating(a, op):
+    lapack, integers = _LAPACK.get(op, (None, False))
+    if a.is_complex():
+        raise NotImplementedError(f"linalg.{op}: complex input ({a.dtype}) is not supported yet")
+    if op in _FLOAT_AND_DOUBLE and a.dtype not in dtypes.FLOATING_TYPES:
+        raise RuntimeError(f"linalg.{op}: This function doesn't handle types other than float and double")
+    if lapack is not None and (integers or a.is_floating_point()):
+        dtypes.check_kernel(lapack + "_{device}", a, dtypes.LAPACK_TYPES)
     if not a.is_floating_point():
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. Got {a.dtype}")
+    if lapack is None and op != "matrix_exp" and a.dtype in dtypes.REDUCED_FLOATING_TYPES:
+        raise RuntimeError(f"linalg.{op}: Low precision dtypes not supported. Got {dtypes.type_name(a.dtype)}")
 
 
 # why LAPACK refused, in PyTorch's words

@@ -165,7 +165,8 @@ def _inplace(x, compute, inplace, name):
 @export(to=("nn.functional",))
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
-    return unary(Softplus, check_tensor(input, "softplus"), beta, threshold)
+    dtypes.check_kernel("softplus_{device}", check_tensor(input, "softplus"), dtypes.FLOATING_AND_HALF)
+    return unary(Softplus, input, beta, threshold)
 
 
 @export(to=("nn.functional",))
@@ -924,6 +925,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
+    dtypes.check_kernel("batch_norm", x, dtypes.FLOATING_AND_HALF)
     dims = [0] + list(range(2, x.ndim))
     shape = (1, c) + (1,) * (x.ndim - 2)
     if training or running_mean is None:
@@ -999,6 +1001,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {pname} to be of same shape as normalized_shape, but got {pname} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    dtypes.check_kernel("LayerNormKernelImpl", input, dtypes.FLOATING_AND_HALF)
     if input.numel() and _one_node(input, (weight, bias)):
         return apply(NativeLayerNorm, input, weight, bias, len(ns), eps)[0]
     dims = list(range(input.ndim - len(ns), input.ndim))
@@ -1226,6 +1229,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     [-0.5, 1.0]
     """
     x = check_tensor(input, "rrelu")
+    dtypes.check_kernel("leaky_relu_{device}", x, dtypes.FLOATING_AND_HALF)
     return _inplace(x, lambda v: _rrelu(v, lower, upper, training, RRELU[1] if inplace else RRELU[0]), inplace,
                     "rrelu")
 
@@ -1453,6 +1457,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if not x.is_floating_point():
         raise RuntimeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
+    dtypes.check_kernel("pdist", x, dtypes.FLOATING_TYPES)
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     n = x.shape[0]

@@ -10,6 +10,7 @@ scatter and the gather are each other's gradient (``FlatScatter``/``FlatGather``
 """
 from __future__ import annotations
 
+from .. import dtypes
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
@@ -131,6 +132,11 @@ def _same_or_valid(padding, op, w, dilation, stride):
     raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of 'valid', 'same'")
 
 
+# the dtypes PyTorch's CPU convolutions compute: all but bool; the dilated and transposed kernels no narrow integers
+_CONV = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES
+_CONV_NARROW = dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES | {dtypes.int64}
+
+
 def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     _check_input(op, x, w, d, groups)
     unbatched = x.ndim == d + 1
@@ -155,6 +161,9 @@ def _conv(op, d, x, w, b, stride, padding, dilation, groups):
                                f"({dd * (kk - 1) + 1}). Kernel size can't be greater than actual input size")
     if b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0]):
         raise RuntimeError(f"{op}: expected bias of shape [{w.shape[0]}], got {list(b.shape)}")
+    if d == 2 and any(v != 1 for v in dilation):
+        dtypes.check_kernel("slow_conv_dilated<>", x, _CONV_NARROW)
+    dtypes.check_kernel("slow_conv2d_{device}" if d < 3 else "compute_columns3d", x, _CONV)
     out = apply(Conv, x, w, b, (stride, pads, dilation, groups))
     if unbatched:
         return out.squeeze(0)
@@ -204,6 +213,7 @@ def _conv_transpose(op, d, x, w, b, stride, padding, output_padding, groups, dil
     if any(v <= 0 for v in dilation):
         raise RuntimeError(f"{op}: dilation should be greater than zero (got dilation={list(dilation)})")
     pad, opad = ntuple(padding, d, "padding"), ntuple(output_padding, d, "output_padding")
+    dtypes.check_kernel(f"slow_conv_transpose{max(d, 2)}d_out_{{device}}", x, _CONV_NARROW)
     if x.shape[1] != w.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
                            f"have {w.shape[0]} channels, but got {x.shape[1]} channels instead")
@@ -402,6 +412,7 @@ def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d):
 
 def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unb = _batched(op, x, d)
+    dtypes.check_kernel(f"max_pool{max(d, 2)}d", x, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES)
     k, st, pads, dl = _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d)
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
     if not return_indices:
@@ -550,6 +561,8 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
 
 def _adaptive_max(op, d, x, output_size, return_indices):
     x, unb = _batched(op, x, d)
+    dtypes.check_kernel("adaptive_max_pool2d" if d < 3 else "adaptive_max_pool3d_{device}", x,
+                        dtypes.FLOATING_AND_HALF)
     out, idx = apply(AdaptiveMaxPool, x, _osize(output_size, x, d))
     if unb:
         out, idx = out.squeeze(0), idx.squeeze(0)
@@ -577,6 +590,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
 # --------------------------------------------------------------------------- unpooling
 def _max_unpool(op, d, x, indices, kernel_size, stride, padding, output_size):
     x, unb = _batched(op, x, d)
+    dtypes.check_kernel(f"max_unpool{max(d, 2)}d", x, dtypes.FLOATING_AND_HALF)
     if unb:
         indices = indices.unsqueeze(0)
     if indices.shape != x.shape:
@@ -709,6 +723,7 @@ def _fractional_max_pool(op, d, x, kernel_size, output_size, output_ratio, sampl
     check_tensor(x, op)
     if x.ndim not in (d + 1, d + 2):
         raise RuntimeError(f"{op}: Expected {d + 1}D or {d + 2}D tensor, but got input of size {list(x.shape)}")
+    dtypes.check_kernel(f"{op}_out_frame", x, dtypes.FLOATING_AND_HALF)
     unb = x.ndim == d + 1
     if unb:
         x = x.unsqueeze(0)

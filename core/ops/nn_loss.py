@@ -17,6 +17,7 @@ from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
 from ..interception import observed
+from .. import dtypes
 from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
@@ -584,6 +585,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     x, t = _class_rows("multi_margin_loss", input, target, lambda n, c: (n,))
+    dtypes.check_kernel("multi_margin_loss_{device}_kernel", x, dtypes.FLOATING_TYPES)
     c = x.shape[1]
     _check_classes("multi_margin_loss", t, c)
     if weight is not None and (weight.ndim != 1 or weight.numel() != c):
@@ -609,6 +611,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     ``sum_{j in y, i not in y} max(0, 1 - (x[j] - x[i])) / C`` per sample."""
     reduction = legacy_reduction(reduction, size_average, reduce)
     x, t = _class_rows("multilabel_margin_loss", input, target, lambda n, c: (n, c))
+    dtypes.check_kernel("multilabel_margin_loss_forward_out_frame", x, dtypes.FLOATING_TYPES)
     c = x.shape[1]
     _check_classes("multilabel_margin_loss", t, c, lo=-1)
     valid = (t != -1).long().cumprod(1) > 0                       # (N, C): the slots before the first -1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import warnings
 
+from .. import dtypes
 from ..registry import check_tensor, export
 from ..tensor import Tensor
 from .creation import linspace, ones, tensor
@@ -126,6 +127,8 @@ def _check_sample(input, grid, mode):  # noqa: A002
                            f"sizes {list(input.shape)}")
     if mode == "bicubic" and d == 3:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    dtypes.check_kernel("grid_sampler_2d_{device}_kernel_impl" if d == 2 else "grid_sampler3d_{device}", input,
+                        dtypes.FLOATING_AND_HALF)
     return d
 
 

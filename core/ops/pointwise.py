@@ -523,8 +523,10 @@ Log1p, log1p = unary_op("log1p", lambda g, x, y: g / (x + 1), to=SPECIAL, autoca
 Log2, log2 = unary_op("log2", lambda g, x, y: g / (x * 0.6931471805599453), autocast=FP32_ON_CUDA)
 Log10, log10 = unary_op("log10", lambda g, x, y: g / (x * 2.302585092994046), autocast=FP32_ON_CUDA)
 Rsqrt, rsqrt = unary_op("rsqrt", lambda g, x, y: -0.5 * g * _cj(y * y * y), saves="output", autocast=FP32_ON_CUDA)
-Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL, onnx="Erf")
-Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL)
+Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL, onnx="Erf",
+                    kernel_dtypes=("erf_vml_{device}", dtypes.REAL_TYPES))
+Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL,
+                      kernel_dtypes=("erfc_vml_{device}", dtypes.REAL_TYPES))
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
 Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
                           to=SPECIAL, autocast=FP32_ON_CUDA)
@@ -532,12 +534,18 @@ Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y),
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
                           integer=lambda x: pow(x, 2))
-Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor")
-Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil")
+_NOT_BOOL = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES
+Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor",
+                        kernel_dtypes=("floor_vml_{device}", _NOT_BOOL))
+Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil",
+                      kernel_dtypes=("ceil_vml_{device}", _NOT_BOOL))
 Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none",
-                              promotion="keep", integer=_same, to=(), inplace=False, onnx="Round")
-Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, aliases=("fix",))
-Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", promotion="keep", integer=lambda x: x * 0)
+                              promotion="keep", integer=_same, to=(), inplace=False, onnx="Round",
+                              kernel_dtypes=("round_vml_{device}", dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES))
+Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, aliases=("fix",),
+                        kernel_dtypes=("trunc_vml_{device}", _NOT_BOOL))
+Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", promotion="keep", integer=lambda x: x * 0,
+                      kernel_dtypes=("frac_{device}", dtypes.FLOATING_AND_HALF))
 Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none")
 Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none")
 # the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
@@ -559,6 +567,7 @@ def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     check_tensor(input, "round")
     if input.dtype.category < dtypes.FLOAT:
         raise NotImplementedError(f'round: "round" with decimals not implemented for {input.dtype}')
+    dtypes.check_kernel("round_{device}", input, dtypes.REAL_TYPES)
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)
     r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
     return out_or(r, out)
@@ -664,15 +673,6 @@ ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_
                        params=("lo", "hi"), tags=("pointwise",))
 
 
-def _lerp_vjp(ctx, g):
-    a, b, w = ctx.inputs
-    gw = g * (b - a) if isinstance(w, Tensor) else None
-    return g * (1 - w), g * w, gw
-
-
-Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",))
-
-
 def _clamp_scalar_grad_vjp(ctx, gg):
     return apply(ClampScalarGrad, gg, ctx.inputs[1], ctx.lo, ctx.hi), None  # (zero almost everywhere in x)
 
@@ -681,6 +681,15 @@ def _clamp_scalar_grad_vjp(ctx, gg):
 ClampScalarGrad = op_class("ClampScalarGrad", "clamp_backward", saves="input", vjp=_clamp_scalar_grad_vjp, arity=4,
                            params=("lo", "hi"), tags=("pointwise",), save_for=((), (0,)),
                            backward_name="WhereBackward0")  # (PyTorch computes it with where)
+
+
+def _lerp_vjp(ctx, g):
+    a, b, w = ctx.inputs
+    gw = g * (b - a) if isinstance(w, Tensor) else None
+    return g * (1 - w), g * w, gw
+
+
+Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",))
 
 
 def _fmod_vjp(ctx, g):
@@ -1151,6 +1160,7 @@ def logit(input, eps=None, *, out=None):  # noqa: A002
     tensor([ 0.0000, -1.0986])
     """
     check_tensor(input, "logit")
+    dtypes.check_kernel("logit_{device}", input, dtypes.REAL_TYPES)
     if input.dtype.category < dtypes.FLOAT:
         input = cast(input, dtypes.get_default_dtype())
     z = input if eps is None else clamp(input, eps, 1 - eps)

@@ -792,8 +792,7 @@ def logcumsumexp(input, dim, *, out=None):  # noqa: A002
     tensor([0.0000, 0.6931, 1.0986])
     """
     check_tensor(input, "logcumsumexp")
-    if input.dtype.category < dtypes.FLOAT:  # its promotion kind: integers compute in the default float dtype
-        input = cast(input, dtypes.computation_dtype(LogCumSumExp.promotion, input.dtype))
+    dtypes.check_kernel("logcumsumexp_out_{device}", input, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES)
     if input.dim() == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
         return out_or(input.clone(), out)
@@ -828,6 +827,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     _need_float(x1, "cdist", "X1")
     _need_float(x2, "cdist", "X2")
+    dtypes.check_kernel("cdist", x1, dtypes.FLOATING_TYPES)
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in _CDIST_MODES:
@@ -1124,9 +1124,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
             [1., 1.]])
     """
     check_tensor(input, "histogramdd")
-    if input.dtype.category != dtypes.FLOAT:
-        raise RuntimeError(f"torch.histogramdd: input tensor should have a floating-point dtype, got "
-                           f"{_type_name(input.dtype)}")
+    dtypes.check_kernel("histogramdd", input, dtypes.FLOATING_TYPES)
     if input.dim() < 1:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
     d = input.shape[-1]
@@ -1178,6 +1176,7 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     tensor([1., 9.])
     """
     check_tensor(data, "segment_reduce")
+    dtypes.check_kernel("_segment_reduce_{device}", data, dtypes.FLOATING_AND_HALF)
     if reduce not in _SEGMENT_REDUCES:
         raise RuntimeError(f"segment_reduce: reduce must be one of sum, mean, max, min or prod, got {reduce}")
     if indices is not None:

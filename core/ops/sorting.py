@@ -63,9 +63,13 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A00
     return outs_or(return_types.topk(s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k)), out)
 
 
+_ORDERED = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (PyTorch's selection kernels: no bool, no complex)
+
+
 @export
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     """The ``k``-th smallest value (1-based) along ``dim`` and its index."""
+    dtypes.check_kernel("kthvalue_{device}", input, _ORDERED)
     d = _wrap_dim(dim, input.dim(), "kthvalue")
     if input.dim() and input.shape[d] == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
@@ -92,6 +96,7 @@ def _dim_for_out(dim, op):
 @export
 def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     """The lower median (of all elements, or along ``dim`` with its index), as PyTorch defines it."""
+    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED)
     if out is not None:
         return outs_or(median(input, _dim_for_out(dim, "median"), keepdim), out)
     if dim is None:
@@ -124,6 +129,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     >>> ember.tensor([1.0, float("nan"), 3.0, 2.0]).nanmedian()
     tensor(2.)
     """
+    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED)
     if out is not None:
         return outs_or(nanmedian(input, _dim_for_out(dim, "nanmedian"), keepdim), out)
     if not input.dtype.is_floating_point or input.dim() == 0:

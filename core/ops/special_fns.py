@@ -37,7 +37,8 @@ def _polygamma_vjp(ctx, g):
 Polygamma = op_class("Polygamma", "polygamma", saves="input", vjp=_polygamma_vjp, params=("n",), tags=("pointwise",))
 Lgamma, lgamma = unary_op("lgamma", lambda g, x, y: g * digamma(x))
 export(lgamma, "gammaln", to=ONLY)
-Digamma, digamma = unary_op("digamma", lambda g, x, y: g * unary(Polygamma, x, 1), to=SPECIAL)
+Digamma, digamma = unary_op("digamma", lambda g, x, y: g * unary(Polygamma, x, 1), to=SPECIAL,
+                            kernel_dtypes=("digamma", dtypes.REAL_TYPES))
 export(digamma, "psi", to=ONLY)
 
 
@@ -122,11 +123,11 @@ Gammaincc = op_class("Gammaincc", "gammaincc", saves="input", vjp=_gammaincc_vjp
                      arity=2, tags=("pointwise",))
 
 
-def _float_operands(name, a, b, tensors=False, kernel_name=None):
+def _float_operands(name, a, b, tensors=False, kernel_name=None, supported=dtypes.REAL_TYPES):
     """The two operands as tensors of one floating dtype (integers compute in the default float dtype).
 
     ``tensors``: both must be tensors of a floating result type, as PyTorch's incomplete gamma wants
-    (its error names the kernel, ``kernel_name``).
+    (its error names the kernel, ``kernel_name``); ``supported``: the result types PyTorch's kernel computes.
     """
     for arg, v, pos in (("input", a, 1), ("other", b, 2)):
         if not isinstance(v, Tensor) and (tensors or not isinstance(v, (int, float, bool))):
@@ -135,21 +136,25 @@ def _float_operands(name, a, b, tensors=False, kernel_name=None):
         raise TypeError(f"{name}(): expected at least one Tensor operand, got {type(a).__name__} and "
                         f"{type(b).__name__}")
     rt = result_type(a, b)
+    ref = a if isinstance(a, Tensor) else b
+    if rt not in supported:
+        raise NotImplementedError(f'"{kernel_name or name}_{ref.device.type}" not implemented for '
+                                  f'\'{_type_name(rt)}\'')
     if rt.category < dtypes.FLOAT:
         if tensors:
             raise NotImplementedError(f'"{kernel_name or name}_{a.device.type}" not implemented for '
                                       f'\'{_type_name(rt)}\'')
         rt = dtypes.get_default_dtype()
-    ref = a if isinstance(a, Tensor) else b
     return tuple(cast(v, rt) if isinstance(v, Tensor) else full((), v, dtype=rt, device=ref._dev) for v in (a, b))
 
 
-def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc=""):
-    """A two-operand special function over floating operands (broadcasting), exported under ``name``."""
+def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc="", supported=dtypes.REAL_TYPES):
+    """A two-operand special function over floating operands (broadcasting), exported under ``name``;
+    ``supported``: the result types PyTorch's kernel computes."""
     kernel_name = {"gammainc": "igamma", "gammaincc": "igammac"}.get(name, name)
 
     def fn(input, other, *, out=None):  # noqa: A002
-        a, b = _float_operands(name, input, other, tensors, kernel_name)
+        a, b = _float_operands(name, input, other, tensors, kernel_name, supported)
         return out_or(binary_result(binary(Cls, a, b), a, b, name), out)
 
     fn.__name__ = fn.__qualname__ = name
@@ -174,7 +179,8 @@ gammaincc = _binary_float(Gammaincc, "gammaincc", tensors=True, doc="""The regul
 export(gammainc, "igamma", to=TOP, inplace=True)
 export(gammaincc, "igammac", to=TOP, inplace=True)
 Zeta = op_class("Zeta", "zeta", saves="input", vjp=_zeta_vjp, arity=2, tags=("pointwise",))
-zeta = _binary_float(Zeta, "zeta", doc="""The Hurwitz zeta function ``sum((k + other) ** -input for k >= 0)``
+zeta = _binary_float(Zeta, "zeta", supported=dtypes.ALL_TYPES_AND_BOOL, doc="""The Hurwitz zeta function
+    ``sum((k + other) ** -input for k >= 0)``
     (either operand may be a number; gradient for ``other`` only).
 
     >>> import ember
@@ -215,7 +221,7 @@ def _polynomial(name):
     Cls = op_class(name, arity=2, tags=("pointwise",))
 
     def fn(input, n, *, out=None):  # noqa: A002
-        x, m = _float_operands(name, input, n)
+        x, m = _float_operands(name, input, n, supported=dtypes.ALL_TYPES_AND_BOOL)
         return out_or(binary(Cls, x.detach(), m.detach()), out)
 
     fn.__name__ = fn.__qualname__ = name
@@ -248,11 +254,15 @@ def _sinc_vjp(g, x, y):
 
 
 I0, i0 = unary_op("i0", lambda g, x, y: g * i1(x), to=SPECIAL)
-I0e, i0e = unary_op("i0e", lambda g, x, y: g * (i1e(x) - x.sign() * i0e(x)), to=ONLY, inplace=False)
-I1, i1 = unary_op("i1", backward=_i1_backward, saves="both", to=ONLY, inplace=False)
-I1e, i1e = unary_op("i1e", backward=_i1e_backward, saves="both", to=ONLY, inplace=False)
+I0e, i0e = unary_op("i0e", lambda g, x, y: g * (i1e(x) - x.sign() * i0e(x)), to=ONLY, inplace=False,
+                    kernel_dtypes=("i0e_{device}", dtypes.REAL_TYPES))
+I1, i1 = unary_op("i1", backward=_i1_backward, saves="both", to=ONLY, inplace=False,
+                  kernel_dtypes=("i1_{device}", dtypes.REAL_TYPES))
+I1e, i1e = unary_op("i1e", backward=_i1e_backward, saves="both", to=ONLY, inplace=False,
+                    kernel_dtypes=("i1e_{device}", dtypes.REAL_TYPES))
 Sinc, sinc = unary_op("sinc", _sinc_vjp, to=SPECIAL)
-Entr, entr = unary_op("entr", lambda g, x, y: g * -(1 + x.log()), to=ONLY, inplace=False)
+Entr, entr = unary_op("entr", lambda g, x, y: g * -(1 + x.log()), to=ONLY, inplace=False,
+                      kernel_dtypes=("entr_{device}", dtypes.REAL_TYPES))
 
 
 def _erfcx_backward(ctx, g):
@@ -265,8 +275,10 @@ def _log_ndtr_backward(ctx, g):  # d/dx log(ndtr(x)) = exp(-x^2 / 2 - log_ndtr(x
     return g * 0.3989422804014327 * (-(y + x * x / 2)).exp()
 
 
-Erfcx, erfcx = unary_op("erfcx", backward=_erfcx_backward, saves="both", to=ONLY, inplace=False)
-LogNdtr, log_ndtr = unary_op("log_ndtr", backward=_log_ndtr_backward, saves="both", to=ONLY, inplace=False)
+Erfcx, erfcx = unary_op("erfcx", backward=_erfcx_backward, saves="both", to=ONLY, inplace=False,
+                        kernel_dtypes=("erfcx_{device}", dtypes.ALL_TYPES_AND_BOOL))
+LogNdtr, log_ndtr = unary_op("log_ndtr", backward=_log_ndtr_backward, saves="both", to=ONLY, inplace=False,
+                             kernel_dtypes=("log_ndtr_{device}", dtypes.ALL_TYPES_AND_BOOL))
 
 # torch.special's Bessel family: no gradient
 for _name, _kernel in (("bessel_j0", None), ("bessel_j1", None), ("bessel_y0", None), ("bessel_y1", None),
@@ -274,6 +286,7 @@ for _name, _kernel in (("bessel_j0", None), ("bessel_j1", None), ("bessel_y0", N
                        ("modified_bessel_k1", "k1"), ("scaled_modified_bessel_k0", "k0e"),
                        ("scaled_modified_bessel_k1", "k1e"), ("spherical_bessel_j0", None), ("airy_ai", None)):
     unary_op(_name, kernel=_kernel, saves="none", to=ONLY, inplace=False,
+             kernel_dtypes=(_name + "_{device}", dtypes.ALL_TYPES_AND_BOOL),
              doc=f"``{_name}`` elementwise (integers compute in the default float dtype); not differentiable, as "
                  "in PyTorch.")
 

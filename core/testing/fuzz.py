@@ -392,6 +392,36 @@ def run(calls: int = 1000, seed: int = 0, known=None, ops=None, trace=None, devi
     return report
 
 
+def sweep_dtypes(ops=None, device="cpu", known=None, dtypes=DTYPES) -> Report:
+    """Every row's first sample (or the rows named in ``ops``) once in each of ``dtypes``, all its floating
+    inputs in that dtype and nothing else mutated: the per-op dtype support, compared with PyTorch's kernels
+    (which dtypes compute, which raise and with which exception class)."""
+    kind = str(device).split(":")[0]
+    table = [r for r in rows() if (ops is None or r.name in ops) and kind not in r.skips]
+    report = Report()
+    for row in table:
+        for dtype in dtypes:
+            if not has_dtype(device, getattr(ember, dtype)):
+                continue
+            args = [Arg(_retype(a.data, dtype), dtype, "nc" if a.nc and np.ndim(a.data) >= 2 else "tensor",
+                        a.grad and dtype in FLOATING and not dtype.startswith("complex")) if isinstance(a, F)
+                    else Arg(np.asarray(a.data, dtype=np.int64), "int64") if isinstance(a, I)
+                    else Arg(np.asarray(a.data, dtype=bool), "bool") if isinstance(a, B) else a
+                    for a in row.samples[0]]
+            call = describe(row, args)
+            report.calls += 1
+            try:
+                found = compare(row, args, device)
+            except Exception as exc:  # noqa: BLE001 - a result the comparison cannot read (a backend dtype ember lacks)
+                found = [("dtype", f"the comparison failed: {type(exc).__name__}: {exc}")]
+            for what, detail in found:
+                if known is not None and known(what, row.name, call, detail):
+                    report.known += 1
+                else:
+                    report.disagreements.append(Disagreement(what, row.name, call, detail))
+    return report
+
+
 def main(argv=None) -> int:
     """``python -m ember.testing.fuzz --calls N --seed S``: print the disagreement classes, largest first."""
     p = argparse.ArgumentParser(prog="python -m ember.testing.fuzz", description=main.__doc__)
