@@ -99,6 +99,12 @@ class UninitializedTensorMixin:
     def __reduce_ex__(self, proto):
         return (type(self), (self.requires_grad,))
 
+    def __deepcopy__(self, memo):
+        # a new placeholder of the same kind, device and dtype (a Tensor's copy would pass data to its __new__)
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self._dev, self.dtype)
+        return memo[id(self)]
+
 
 def _placeholder(cls, requires_grad, device, dtype):
     t = empty(0, device=device, dtype=dtype)

@@ -26,7 +26,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops.conversion import _parse_to
 from ...ops.creation import empty_like
 from ...tensor import Tensor
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from .hooks import LegacyHook, RemovableHandle, WrappedHook, call_with_backward_hooks
 
 # scope(module, args, kwargs), which calls ``module._call(args, kwargs)``, while a trace records
@@ -556,6 +556,7 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()  # each module's version, by prefix, for _load_from_state_dict
         return self._state_dict(destination, prefix, keep_vars, True)
 
     def _state_dict(self, destination, prefix, keep_vars, hooks):
@@ -564,13 +565,16 @@ class Module:
         if hooks:
             for hook in self._state_dict_pre_hooks.values():
                 hook(self, prefix, keep_vars)
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m._state_dict(destination, prefix + name + ".", keep_vars, hooks)
         if hooks:
             for hook in self._state_dict_hooks.values():
-                r = hook(self, destination, prefix, {"version": self._version})
+                r = hook(self, destination, prefix, local_metadata)
                 if getattr(hook, "_from_public_api", False):
                     if r is not None:
                         raise RuntimeError("state_dict post-hook must return None")
@@ -591,68 +595,105 @@ class Module:
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy parameters and buffers from ``state_dict``; returns ``(missing_keys, unexpected_keys)``.
 
-        Every key and shape is checked first: on any error nothing is copied.
+        As PyTorch: each module, parents before children, loads its own entries through
+        :meth:`_load_from_state_dict` (which subclasses override to rename or convert old entries), after its
+        load-state-dict pre-hooks; its post-hooks run once its children are loaded.  Entries that fit are copied
+        even when others fail; then the errors (and, with ``strict``, missing and unexpected keys) raise together.
+
+        >>> import ember
+        >>> m = ember.nn.Linear(2, 1)
+        >>> m.load_state_dict({"weight": ember.ones(1, 2), "bias": ember.zeros(1)})
+        <All keys matched successfully>
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
-        for mprefix, m in self.named_modules(remove_duplicate=False):
-            p = mprefix + "." if mprefix else ""
-            for hook in m._load_state_dict_pre_hooks.values():
-                hook(state_dict, p, {}, strict, [], [], [])
-        own = self._state_dict(OrderedDict(), "", True, False)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for k, dst in own.items():
-            if k not in state_dict or not isinstance(dst, Tensor):
-                continue
-            src = state_dict[k]
-            if not isinstance(src, Tensor):
-                errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or Tensor-like '
-                              f"object from checkpoint but received {type(src)}")
-            elif tuple(src.shape) != tuple(dst.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape {_size(src)} from checkpoint, "
-                              f"the shape in current model is {_size(dst)}.")
-        post = any(m._load_state_dict_post_hooks for m in self.modules())
-        if strict and not post:
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module, local, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
+            keys = _IncompatibleKeys(missing, unexpected)
+            for hook in list(module._load_state_dict_post_hooks.values()):  # they may edit the key lists in place
+                if hook(module, keys) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
+
+        load(self, state_dict)
+        if strict:
             _strict_errors(errors, missing, unexpected)
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(),
                                                                                      "\n\t".join(errors)))
-        with no_grad():
-            for k, dst in own.items():
-                if k in state_dict:
-                    self._assign(k, dst, state_dict[k], assign)
-        result = _IncompatibleKeys(missing, unexpected)
-        if post:
-            # children before parents, as PyTorch's recursive load; hooks may edit the key lists in place
-            for m in reversed(list(self.modules())):
-                for hook in list(m._load_state_dict_post_hooks.values()):
-                    if hook(m, result) is not None:
-                        raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                                             "expected to return new values, if incompatible_keys need to be "
-                                             "modified, it should be done inplace.")
-            if strict:
-                _strict_errors(errors, missing, unexpected)
-                if errors:
-                    raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                        self._get_name(), "\n\t".join(errors)))
-        return result
+        return _IncompatibleKeys(missing, unexpected)
 
-    def _assign(self, key, dst, src, assign):
-        mod_path, _, name = key.rpartition(".")
-        owner = self.get_submodule(mod_path)
-        if name == "_extra_state":
-            owner.set_extra_state(src)
-            return
-        if not assign:
-            dst.copy_(src)
-            return
-        if name in owner._parameters:
-            owner._parameters[name] = src if isinstance(src, Parameter) else Parameter(src, dst.requires_grad)
-        else:
-            owner._buffers[name] = src
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        """Load this module's own parameters and persistent buffers (not its children's) from the entries of
+        ``state_dict`` under ``prefix``, after its load-state-dict pre-hooks; record what is missing, unexpected
+        (with ``strict``) or wrong in the three lists.  Subclasses override it to adapt old checkpoints
+        (``local_metadata["version"]`` is the version the entries were saved with)."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        local = {k: v for k, v in self._parameters.items() if v is not None}
+        local.update((k, v) for k, v in self._buffers.items()
+                     if v is not None and k not in self._non_persistent_buffers_set)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, dst in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(src)}")
+                continue
+            lazy = is_lazy(dst)
+            if not lazy and dst.dim() == 0 and src.dim() == 1:  # PyTorch 0.3's one-element form of a scalar
+                src = src[0]
+            if not lazy and tuple(src.shape) != tuple(dst.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {_size(src)} from checkpoint, "
+                                  f"the shape in current model is {_size(dst)}.")
+                continue
+            try:
+                with no_grad():
+                    if not assign:
+                        dst.copy_(src)
+                    elif isinstance(dst, Parameter):
+                        setattr(self, name, src.requires_grad_(dst.requires_grad) if isinstance(src, Parameter)
+                                else Parameter(src, dst.requires_grad))
+                    else:
+                        setattr(self, name, src)
+            except Exception as ex:  # noqa: BLE001 - reported with the others, as PyTorch does
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                                  f"{dst.size()} and whose dimensions in the checkpoint are {src.size()}, an "
+                                  f"exception occurred : {ex.args}.")
+        extra = prefix + "_extra_state"
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra in state_dict:
+                self.set_extra_state(state_dict[extra])
+            elif strict:
+                missing_keys.append(extra)
+        elif strict and extra in state_dict:
+            unexpected_keys.append(extra)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra:
+                    head, *rest = key[len(prefix):].split(".", 1)
+                    if (rest and head not in self._modules) or (not rest and head not in local):
+                        unexpected_keys.append(key)
 
     # ------------------------------------------------------------------ hooks
     def _hook(self, store, hook, prepend=False, flags=()) -> RemovableHandle:

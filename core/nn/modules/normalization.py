@@ -55,6 +55,18 @@ class _NormBase(Module):
                                f"elements not {self.num_features} (expected input with {self.num_features} "
                                f"channels in dimension 1, got input of size {list(x.shape)})")
 
+    _version = 2  # version 2 saves num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        key = prefix + "num_batches_tracked"
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else tensor(0, dtype=dtypes.int64))  # an older checkpoint has no counter
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")

@@ -19,7 +19,12 @@ class FrozenBatchNorm2d(nn.Module):
         self.register_buffer("bias", ember.zeros(num_features))
         self.register_buffer("running_mean", ember.zeros(num_features))
         self.register_buffer("running_var", ember.ones(num_features))
-        self.register_load_state_dict_pre_hook(_drop_num_batches_tracked)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        state_dict.pop(prefix + "num_batches_tracked", None)  # a BatchNorm2d's counter: no state of a frozen one
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def forward(self, x: Tensor) -> Tensor:
         scale = self.weight.reshape(1, -1, 1, 1) * (self.running_var.reshape(1, -1, 1, 1) + self.eps).rsqrt()
@@ -27,10 +32,6 @@ class FrozenBatchNorm2d(nn.Module):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.weight.shape[0]}, eps={self.eps})"
-
-
-def _drop_num_batches_tracked(module, state_dict, prefix, *args):
-    state_dict.pop(prefix + "num_batches_tracked", None)
 
 
 def _same_padding(kernel_size, dilation):
