@@ -233,6 +233,27 @@ class SwinTransformerBlockV2(SwinTransformerBlock):
         return x + self.stochastic_depth(self.norm2(self.mlp(x)))
 
 
+def _stages(block, embed_dim, depths, num_heads, window_size, mlp_ratio, dropout, attention_dropout,
+            stochastic_depth_prob, norm_layer, downsample_layer, **block_kwargs):
+    """Swin's stages: ``depths[i]`` blocks (every second one shifted by half a window) of width
+    ``embed_dim * 2**i``, stochastic depth rising linearly over all blocks, a downsampling layer between stages."""
+    layers, total_blocks, block_id = [], sum(depths), 0
+    for i_stage, depth in enumerate(depths):
+        dim = embed_dim * 2 ** i_stage
+        stage = []
+        for i_layer in range(depth):
+            stage.append(block(dim, num_heads[i_stage], window_size=window_size,
+                               shift_size=[0 if i_layer % 2 == 0 else w // 2 for w in window_size],
+                               mlp_ratio=mlp_ratio, dropout=dropout, attention_dropout=attention_dropout,
+                               stochastic_depth_prob=stochastic_depth_prob * block_id / (total_blocks - 1),
+                               norm_layer=norm_layer, **block_kwargs))
+            block_id += 1
+        layers.append(nn.Sequential(*stage))
+        if i_stage < len(depths) - 1:
+            layers.append(downsample_layer(dim, norm_layer))
+    return layers
+
+
 class SwinTransformer(nn.Module):
     """Patch embedding, stages of (shifted) window blocks joined by patch merging, norm, pooling, ``head``."""
 
@@ -245,20 +266,8 @@ class SwinTransformer(nn.Module):
         norm_layer = norm_layer or partial(nn.LayerNorm, eps=1e-5)
         layers = [nn.Sequential(nn.Conv2d(3, embed_dim, kernel_size=tuple(patch_size), stride=tuple(patch_size)),
                                 Permute([0, 2, 3, 1]), norm_layer(embed_dim))]
-        total_blocks, block_id = sum(depths), 0
-        for i_stage, depth in enumerate(depths):
-            dim = embed_dim * 2 ** i_stage
-            stage = []
-            for i_layer in range(depth):
-                stage.append(block(dim, num_heads[i_stage], window_size=window_size,
-                                   shift_size=[0 if i_layer % 2 == 0 else w // 2 for w in window_size],
-                                   mlp_ratio=mlp_ratio, dropout=dropout, attention_dropout=attention_dropout,
-                                   stochastic_depth_prob=stochastic_depth_prob * block_id / (total_blocks - 1),
-                                   norm_layer=norm_layer))
-                block_id += 1
-            layers.append(nn.Sequential(*stage))
-            if i_stage < len(depths) - 1:
-                layers.append(downsample_layer(dim, norm_layer))
+        layers += _stages(block, embed_dim, depths, num_heads, window_size, mlp_ratio, dropout, attention_dropout,
+                          stochastic_depth_prob, norm_layer, downsample_layer)
         self.features = nn.Sequential(*layers)
         num_features = embed_dim * 2 ** (len(depths) - 1)
         self.norm = norm_layer(num_features)

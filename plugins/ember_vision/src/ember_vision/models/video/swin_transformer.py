@@ -11,7 +11,7 @@ from ember import nn
 from ember.nn import functional as F
 
 from .._api import Weights, build, register_model, weights_enum
-from ..swin_transformer import PatchMerging, SwinTransformerBlock
+from ..swin_transformer import PatchMerging, SwinTransformerBlock, _stages
 
 _URL = "https://download.pytorch.org/models/"
 _META = {"min_size": (1, 1), "min_temporal_size": 1}
@@ -166,20 +166,9 @@ class SwinTransformer3d(nn.Module):
         self.patch_embed = (patch_embed or PatchEmbed3d)(patch_size=patch_size, embed_dim=embed_dim,
                                                          norm_layer=norm_layer)
         self.pos_drop = nn.Dropout(p=dropout)
-        layers, total_blocks, block_id = [], sum(depths), 0
-        for i_stage, depth in enumerate(depths):
-            dim = embed_dim * 2 ** i_stage
-            stage = []
-            for i_layer in range(depth):
-                stage.append(block(dim, num_heads[i_stage], window_size=window_size,
-                                   shift_size=[0 if i_layer % 2 == 0 else w // 2 for w in window_size],
-                                   mlp_ratio=mlp_ratio, dropout=dropout, attention_dropout=attention_dropout,
-                                   stochastic_depth_prob=stochastic_depth_prob * block_id / (total_blocks - 1),
-                                   norm_layer=norm_layer, attn_layer=ShiftedWindowAttention3d))
-                block_id += 1
-            layers.append(nn.Sequential(*stage))
-            if i_stage < len(depths) - 1:
-                layers.append(downsample_layer(dim, norm_layer))
+        layers = _stages(block, embed_dim, depths, num_heads, window_size, mlp_ratio, dropout, attention_dropout,
+                         stochastic_depth_prob, norm_layer, downsample_layer,
+                         attn_layer=ShiftedWindowAttention3d)
         self.features = nn.Sequential(*layers)
         self.num_features = embed_dim * 2 ** (len(depths) - 1)
         self.norm = norm_layer(self.num_features)
