@@ -126,14 +126,16 @@ def vflip(img):
 
 
 def rgb_to_grayscale(img, num_output_channels: int):
+    """torchvision's tensor luma ``0.2989 R + 0.587 G + 0.114 B`` (truncated for integer images)."""
     r, g, b = img[..., 0, :, :], img[..., 1, :, :], img[..., 2, :, :]
-    gray = (0.299 * _as_float(r) + 0.587 * _as_float(g) + 0.114 * _as_float(b)).unsqueeze(-3)
-    gray = _back(gray, img)
+    gray = (0.2989 * _as_float(r) + 0.587 * _as_float(g) + 0.114 * _as_float(b)).unsqueeze(-3).to(img.dtype)
     return gray.expand(*gray.shape[:-3], num_output_channels, *gray.shape[-2:]).contiguous()
 
 
 def _blend(a, b, ratio: float, img):
-    return _back((ratio * _as_float(a) + (1.0 - ratio) * _as_float(b)).clamp(0, bound(img)), img)
+    """``ratio * a + (1 - ratio) * b`` clamped to the image range; an integer image's result is truncated, not
+    rounded, as torchvision's tensor kernels do."""
+    return (ratio * _as_float(a) + (1.0 - ratio) * _as_float(b)).clamp(0, bound(img)).to(img.dtype)
 
 
 def adjust_brightness(img, factor: float):
@@ -185,53 +187,8 @@ def adjust_hue(img, factor: float):
     x = _as_float(img) / bound(img)
     h, s, v = _rgb_to_hsv(x)
     h = ember.remainder(h + factor, 1.0)
-    return _back(_hsv_to_rgb(h, s, v) * bound(img), img)
-
-
-def rotation_matrix(w: int, h: int, angle: float, center, expand: bool):
-    """PIL's ``Image.rotate`` inverse affine matrix (output -> input pixel) and output size."""
-    cx, cy = (w / 2.0, h / 2.0) if center is None else center
-    a = -math.radians(angle % 360.0)
-    m = [round(math.cos(a), 15), round(math.sin(a), 15), 0.0, round(-math.sin(a), 15), round(math.cos(a), 15), 0.0]
-    m[2] = m[0] * -cx + m[1] * -cy + cx
-    m[5] = m[3] * -cx + m[4] * -cy + cy
-    if not expand:
-        return m, w, h
-    xs, ys = [], []
-    for x, y in ((0, 0), (w, 0), (w, h), (0, h)):
-        xs.append(m[0] * x + m[1] * y + m[2])
-        ys.append(m[3] * x + m[4] * y + m[5])
-    nw = int(math.ceil(max(xs)) - math.floor(min(xs)))
-    nh = int(math.ceil(max(ys)) - math.floor(min(ys)))
-    m[2] = m[0] * -(nw - w) / 2.0 + m[1] * -(nh - h) / 2.0 + m[2]
-    m[5] = m[3] * -(nw - w) / 2.0 + m[4] * -(nh - h) / 2.0 + m[5]
-    return m, nw, nh
-
-
-def rotate(img, angle: float, mode: str, expand: bool, center, fill):
-    h, w = int(img.shape[-2]), int(img.shape[-1])
-    m, nw, nh = rotation_matrix(w, h, angle, center, expand)
-    ys, xs = np.meshgrid(np.arange(nh) + 0.5, np.arange(nw) + 0.5, indexing="ij")
-    sx = m[0] * xs + m[1] * ys + m[2]
-    sy = m[3] * xs + m[4] * ys + m[5]
-    flat = _as_float(img).reshape(*img.shape[:-2], h * w)
-    # as PIL: a pixel whose source lies outside the image gets ``fill``; bilinear taps clamp to the edge
-    inside = ((sx >= 0) & (sx < w) & (sy >= 0) & (sy < h)).astype(np.float64)
-    if mode == "nearest":
-        taps = [(np.floor(sx), np.floor(sy), inside)]
-    else:
-        fx, fy = sx - 0.5, sy - 0.5
-        x0, y0 = np.floor(fx), np.floor(fy)
-        ax, ay = fx - x0, fy - y0
-        taps = [(x0, y0, (1 - ax) * (1 - ay) * inside), (x0 + 1, y0, ax * (1 - ay) * inside),
-                (x0, y0 + 1, (1 - ax) * ay * inside), (x0 + 1, y0 + 1, ax * ay * inside)]
-    out = 0.0
-    for tx, ty, wt in taps:
-        idx = (np.clip(ty, 0, h - 1) * w + np.clip(tx, 0, w - 1)).astype(np.int64).reshape(-1)
-        out = out + flat.index_select(-1, ember.as_tensor(idx, device=img.device)) * _table(wt.reshape(-1), flat)
-    fill_t = ember.as_tensor(np.asarray(fill, dtype=np.float32).reshape(-1, 1), device=img.device)
-    out = out + fill_t * _table(1.0 - inside.reshape(-1), flat)
-    return _back(out.reshape(*img.shape[:-2], nh, nw), img)
+    out = _hsv_to_rgb(h, s, v)
+    return out.to(img.dtype) if img.is_floating_point() else rescale(out, img.dtype)  # as torchvision converts back
 
 
 def erase(img, i: int, j: int, h: int, w: int, v):
@@ -296,10 +253,10 @@ def adjust_sharpness(img, factor: float):
     if img.shape[-1] <= 2 or img.shape[-2] <= 2:
         return img
     c = channels(img)
-    kernel = ember.ones(3, 3, device=img.device)
+    x = _as_float(img).reshape(-1, c, *img.shape[-2:])
+    kernel = ember.ones(3, 3, device=img.device, dtype=x.dtype)
     kernel[1, 1] = 5.0
     kernel = (kernel / kernel.sum()).expand(c, 1, 3, 3)
-    x = _as_float(img).reshape(-1, c, *img.shape[-2:])
     smooth = _back(F.conv2d(x, kernel, groups=c), img).reshape(*img.shape[:-2], *(s - 2 for s in img.shape[-2:]))
     degenerate = img.clone()
     degenerate[..., 1:-1, 1:-1] = smooth
@@ -334,13 +291,15 @@ def _base_grid(h: int, w: int, like):
     return ember.stack([xs[None, :].expand(h, w), ys[:, None].expand(h, w), ember.ones(h, w, dtype=like)], -1)[None]
 
 
-def affine(img, matrix, mode: str, fill):
-    """Sample at the inverse-affine positions ``matrix`` ([a, b, c, d, e, f], centre-origin pixels)."""
+def affine(img, matrix, mode: str, fill, out_size=None):
+    """Sample at the inverse-affine positions ``matrix`` ([a, b, c, d, e, f], centre-origin pixels), into an
+    ``out_size`` ``(height, width)`` output (the input's size by default)."""
     h, w = int(img.shape[-2]), int(img.shape[-1])
+    oh, ow = (h, w) if out_size is None else out_size
     dtype = img.dtype if img.is_floating_point() else ember.float32
     theta = ember.tensor(matrix, dtype=dtype).reshape(1, 2, 3)
     scale = ember.tensor([0.5 * w, 0.5 * h], dtype=dtype)
-    grid = (_base_grid(h, w, dtype).reshape(1, h * w, 3) @ (theta.transpose(1, 2) / scale)).reshape(1, h, w, 2)
+    grid = (_base_grid(oh, ow, dtype).reshape(1, oh * ow, 3) @ (theta.transpose(1, 2) / scale)).reshape(1, oh, ow, 2)
     return grid_transform(img, grid.to(img.device), mode, fill)
 
 

@@ -220,13 +220,37 @@ def vflip(img):
 
 
 def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None, fill=None):
-    """Rotate counter-clockwise by ``angle`` degrees about ``center`` (the image centre), like ``PIL.Image.rotate``."""
+    """Rotate counter-clockwise by ``angle`` degrees about ``center`` (pixel coordinates; the image centre by
+    default); ``expand`` enlarges the output to hold the whole rotated image; ``fill`` is the value (one, or one
+    per channel) of pixels whose source lies outside.  PIL images rotate with ``PIL.Image.rotate``, tensors by
+    torchvision's sampling grid (NEAREST or BILINEAR)."""
     impl = _impl(img, "rotate")
-    mode = _mode(interpolation)
-    if mode == "bicubic" and impl is _tensor:
-        raise ValueError("rotate: tensor images support NEAREST and BILINEAR interpolation, got BICUBIC")
-    fill = 0 if fill is None else fill
-    return impl.rotate(img, float(angle), mode, expand, center, fill)
+    if not isinstance(angle, (int, float)):
+        raise TypeError(f"rotate: Argument angle should be int or float, got {type(angle).__name__}")
+    if center is not None and not isinstance(center, (list, tuple)):
+        raise TypeError(f"rotate: Argument center should be a sequence, got {type(center).__name__}")
+    if impl is _pil:
+        return _pil.rotate(img, float(angle), _mode(interpolation), expand, center, 0 if fill is None else fill)
+    mode = _grid_mode(img, interpolation, "rotate")
+    w, h = get_image_size(img)
+    c = [0.0, 0.0] if center is None else [center[0] - w * 0.5, center[1] - h * 0.5]
+    matrix = _tensor.affine_matrix(c, -float(angle), [0.0, 0.0], 1.0, [0.0, 0.0], inverted=True)
+    out_size = _affine_output_size(matrix, w, h) if expand else None
+    return _tensor.affine(img, matrix, mode, _fill_list(img, fill), out_size)
+
+
+def _affine_output_size(matrix, w: int, h: int) -> tuple:
+    """``(height, width)`` holding the whole image under ``matrix``: the corners' bounding box, in float32 and
+    with values within 1e-4 of an integer taken as it (torchvision's rule, so sizes agree with it)."""
+    corners = np.array([[-0.5 * w, -0.5 * h, 1.0], [-0.5 * w, 0.5 * h, 1.0], [0.5 * w, 0.5 * h, 1.0],
+                        [0.5 * w, -0.5 * h, 1.0]], np.float32)
+    moved = corners @ np.asarray(matrix, np.float32).reshape(2, 3).T
+    centre = np.array([w * 0.5, h * 0.5], np.float32)
+    tol = np.float32(1e-4)
+    high = np.ceil(np.trunc((moved.max(0) + centre) / tol) * tol)
+    low = np.floor(np.trunc((moved.min(0) + centre) / tol) * tol)
+    width, height = (high - low).astype(int)
+    return int(height), int(width)
 
 
 # -- colour
