@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from ..autograd.engine import grad as _grad
 from ..autograd.function import Function
 from ..jit import _graph
-from ..jit._graph import Ref, _refs_in
+from ..jit._graph import Ref, _refs_in, lookup_op
 from ..state import is_grad_enabled
 from ..ops.creation import ones_like
 from ..tensor import Tensor
@@ -46,6 +46,8 @@ def joint_body(fn, out_spec, holder, state):
                 seen.add(id(t))
                 leaves.append(t)
         diff = [o for o in outs if o._rg and o.dtype.is_floating_point]
+        holder["guarded"] = leaves
+        leaves = _cut_prefix(tracer, leaves, outs, holder)
         gouts = [ones_like(o) for o in diff]  # stand-ins (made by recorded ops: their sizes may be symbolic)
         grads = ()
         state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
@@ -60,6 +62,41 @@ def joint_body(fn, out_spec, holder, state):
         holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
         return tuple(outs) + tuple(x for x in grads if x is not None)
     return body
+
+
+def _cut_prefix(tracer, leaves, outs, holder):
+    """The leaves to differentiate with respect to, where the forward has an op whose backward cannot be
+    recorded (``once_differentiable``: a fused recurrent layer's backward is a kernel).  Such ops and every op
+    they depend on form a *prefix* replayed through dispatch, so eager autograd records it; the rest is
+    differentiated with respect to its own leaves and the prefix's results it reads.  ``holder["prefix"]``
+    gets the prefix's nodes (by id) and ``holder["cut"]`` the value ids of those results (None: no prefix;
+    an empty leaf list: no split, as when an output is a prefix result)."""
+    nodes = tracer.nodes
+    holder["prefix"] = holder["cut"] = None
+    if not any(getattr(lookup_op(n.op), "once_differentiable", False) for n in nodes if n.kind != "create"):
+        return leaves
+    maker = {i: k for k, n in enumerate(nodes) for i in n.outs}
+    ins = [n.ins if n.ins is not None else _refs_in(n.args) for n in nodes]
+    todo = [k for k, n in enumerate(nodes) if n.kind != "create" and
+            getattr(lookup_op(n.op), "once_differentiable", False)]
+    prefix = set()
+    while todo:
+        k = todo.pop()
+        if k not in prefix:
+            prefix.add(k)
+            todo.extend(maker[i] for i in ins[k] if i in maker)
+    made = {i for k in prefix for i in nodes[k].outs}
+    read = [i for k in range(len(nodes)) if k not in prefix for i in ins[k]]
+    cut = sorted(made.intersection(read))
+    values, vals = tracer.values, tracer.vals
+    after = set(read)
+    wanted = [t for t in leaves if vals[id(t)].i in after] + [values[i] for i in cut if values[i]._rg]
+    upstream = {i for k in prefix for i in ins[k]}  # (a wanted value here: the backward would cross the prefix)
+    if any(vals[id(o)].i in made for o in outs) or any(nodes[k].kind == "inplace" for k in prefix) or \
+            any(vals[id(t)].i in upstream for t in wanted):
+        return []
+    holder["prefix"], holder["cut"] = {id(nodes[k]) for k in prefix}, cut
+    return wanted
 
 
 def split(graph, holder, order, dev):
@@ -85,6 +122,17 @@ def split(graph, holder, order, dev):
     grads = holder["grads"]
     grad_ids = [vals[id(g)].i if g is not None else None for g in grads]
     leaf_ids = [vals[id(t)].i for t in holder["leaves"]]
+    guarded = [pos_in(order, vals[id(t)].i) for t in holder["guarded"]]
+    prefix = None
+    if holder["prefix"] is not None:  # its results join the compiled forward's tensors
+        pre = [n for n in fwd if id(n) in holder["prefix"]]
+        fwd = [n for n in fwd if id(n) not in holder["prefix"]]
+        if not saved_set <= {i for n in fwd for i in n.outs}.union(order, holder["cut"]):
+            return None
+        p_graph = SimpleNamespace(nodes=pre, meta=graph.meta, inputs=graph.inputs,
+                                  out_spec=tuple(Ref(i) for i in holder["cut"]))
+        prefix, psrc = generate(p_graph, order, dev, fold=False, fuse=False, dispatch=True)
+        order = list(order) + holder["cut"]
     f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs,
                               out_spec=tuple(Ref(i) for i in out_ids + saved))
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
@@ -92,18 +140,27 @@ def split(graph, holder, order, dev):
                               out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
     forward, fsrc = generate(f_graph, order, dev, shown=out_ids)  # (the saved values are the backward's)
     backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev)
-    pos = {i: j for j, i in reversed(list(enumerate(order)))}
     step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
-                        used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos[i] for i in leaf_ids],
+                        used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos_in(order, i) for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
     step.n_inputs = len(graph.inputs) if graph.dynamic else 0  # (a dynamic graph's backward reads their sizes)
+    step.guarded, step.prefix = guarded, prefix
+    if prefix is not None:
+        step.source = psrc + "\n" + step.source
     return step
+
+
+def pos_in(order, i):
+    """The first position of value id ``i`` in ``order``."""
+    return order.index(i)
 
 
 class CompiledStep:
     """A split joint graph: ``run(tensors)`` computes the outputs through :class:`_Joint` (one autograd node)."""
 
     n_inputs = 0  # the inputs whose sizes the backward reads (a graph with dynamic sizes)
+    prefix = None  # the generated function replaying the prefix through dispatch (see _cut_prefix), if any
+    guarded = ()   # the positions of the tensors that required grad at the capture
 
     def __init__(self, forward, backward, n_out, diff_pos, used_gouts, leaf_pos, has_grad, source):
         self.forward, self.backward = forward, backward
@@ -112,9 +169,11 @@ class CompiledStep:
 
     def matches(self, tensors):
         """Whether exactly the captured leaves require grad now."""
-        return {id(tensors[j]) for j in self.leaf_pos} == {id(t) for t in tensors if t._rg}
+        return {id(tensors[j]) for j in self.guarded} == {id(t) for t in tensors if t._rg}
 
     def run(self, tensors):
+        if self.prefix is not None:  # (through dispatch: eager autograd records it)
+            tensors = list(tensors) + list(self.prefix(tensors))
         call = SimpleNamespace(step=self, tensors=tensors, outs=None)
         diff = _Joint.apply(call, *[tensors[j] for j in self.leaf_pos])
         outs = list(call.outs)

@@ -156,13 +156,14 @@ def _emit_raw(w, k, n, Op):
     w.array.update(n.outs)
 
 
-def generate(graph, order, dev, fold=True, fuse=True, shown=None):
+def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False):
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
     Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
     from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`).  ``shown``:
     the value ids of the outputs the caller sees (by default all): a view among them is made through
-    dispatch, keeping its links to its base; other views are array views."""
+    dispatch, keeping its links to its base; other views are array views.  ``dispatch``: every op goes through
+    its dispatch kind (autograd then records the ops, where grad mode is on)."""
     w = _Writer(dev)
     meta = w.meta = graph.meta
     effects = any(n.kind == "inplace" for n in graph.nodes)
@@ -204,7 +205,7 @@ def generate(graph, order, dev, fold=True, fuse=True, shown=None):
                 w.const(f"a{i}", folded[i])
                 w.array.add(i)
             continue
-        raw = _is_raw(n, meta, views=not effects and shown.isdisjoint(n.outs))
+        raw = not dispatch and _is_raw(n, meta, views=not effects and shown.isdisjoint(n.outs))
         if raw and fuse and fusion.fusable(n, Op, dev.kernels):
             run.append((k, n, Op))
             continue

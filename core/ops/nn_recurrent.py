@@ -37,6 +37,7 @@ class LSTMLayer(Op):
 
     save_inputs = True
     backward_name = "LstmBackward0"
+    once_differentiable = True  # (its backward is a kernel: ember.compile replays this op through dispatch)
 
     @staticmethod
     def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
@@ -64,6 +65,7 @@ class GRULayer(Op):
 
     save_inputs = True
     backward_name = "GruBackward0"
+    once_differentiable = True  # (its backward is a kernel: ember.compile replays this op through dispatch)
 
     @staticmethod
     def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse):
@@ -86,6 +88,7 @@ class RNNLayer(Op):
 
     save_inputs = True
     backward_name = "RnnBackward0"
+    once_differentiable = True  # (its backward is a kernel: ember.compile replays this op through dispatch)
 
     @staticmethod
     def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, relu, mask, reverse):
