@@ -80,7 +80,7 @@ def matmul(input, other, *, out=None):  # noqa: A002
                            f"(inner dimensions {ka} and {kb} differ)")
     if input._data.dtype is not other._data.dtype and input.dtype is not other.dtype and not autocasting(input):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
-    if input.dtype is dtypes.bool:  # PyTorch's BLAS kernels have no bool code
+    if input.dtype is dtypes.bool and 0 not in sa and 0 not in sb:  # PyTorch's BLAS kernels have no bool code
         raise NotImplementedError(f"\"{_BLAS_KERNEL.get((len(sa), len(sb)), 'bmm')}\" not implemented for 'Bool'")
     r = binary(Matmul, input, other)
     if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
@@ -233,7 +233,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # no
     tensor([[12., 12.],
             [12., 12.]])
     """
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, out, "AddbmmBackward0")
+    prod = bmm(batch1, batch2)
+    return _scaled_sum(input, prod.sum(0, dtype=prod.dtype), beta, alpha, out, "AddbmmBackward0")  # (no int64 sum)
 
 
 @export(inplace=True)
@@ -654,6 +655,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim, out=out)
     if ord in (1, -1, math.inf, -math.inf):
+        if A.dtype.category < dtypes.FLOAT:
+            raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                               f"{dtypes.type_name(A.dtype)}")
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
         r = A.abs().sum(inner, keepdim=True)
         r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)

@@ -134,8 +134,9 @@ def _slogdet_vjp(ctx, gsign, glog):
     return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
 
 
+# (sign's gradient is zero for real input, but sign requires grad as PyTorch's does)
 Slogdet = op_class("Slogdet", "slogdet", saves="input", vjp=_slogdet_vjp, backward_name="LinalgSlogdetBackward0",
-                   arity=1, nondiff_outputs=(0,))
+                   arity=1)
 
 
 def _solve_vjp(ctx, g):

@@ -469,6 +469,12 @@ def _refuse_bool_neg(x):
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+def _real_sign(x):
+    if x.dtype.category == dtypes.COMPLEX:
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
+
+
 def _sign_of_integer(x):
     return x.clone() if x.dtype is dtypes.bool else unary(Sign, x)  # a bool tensor is its own sign
 
@@ -498,6 +504,7 @@ def _abs_vjp(g, x, y):
 Abs, abs = unary_op("abs", _abs_vjp, promotion="complex_to_float", aliases=("absolute",),  # noqa: A001
                     doc="Elementwise absolute value.", onnx="Abs")
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_sign_of_integer,
+                      check=_real_sign,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
 Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.", onnx="Relu")
@@ -1346,12 +1353,24 @@ def copysign(input, other, *, out=None):  # noqa: A002
     return out_or(binary(Copysign, input, other), out)
 
 
-Heaviside = op_class("heaviside", arity=2, tags=("pointwise",))
+class _NoDerivative(Op):
+    """An op PyTorch records without a derivative formula: its result requires grad, its node is PyTorch's
+    ``NotImplemented`` and a backward through it raises."""
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for aten::{ctx.op_name} is not implemented")
+
+
+Heaviside = op_class("heaviside", arity=2, tags=("pointwise",), base=_NoDerivative, backward_name="NotImplemented")
 
 
 @export(inplace=True)
 def heaviside(input, values, *, out=None):  # noqa: A002
-    """The Heaviside step: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is > 0 (no gradient).
+    """The Heaviside step: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is > 0 (no derivative).
 
     >>> import ember
     >>> ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor([0.5]))
@@ -1364,8 +1383,7 @@ def heaviside(input, values, *, out=None):  # noqa: A002
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes "
                            f"({input.dtype} and {values.dtype}).")
-    with no_grad():
-        return out_or(binary(Heaviside, input, values), out)
+    return out_or(binary(Heaviside, input, values), out)
 
 
 def _integral_tensors(name):

@@ -327,6 +327,8 @@ class Argmin(Argmax):
 def _arg(kernel, Cls):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
         _unordered(kernel, input)
+        if input.dtype is dtypes.bool:
+            raise RuntimeError(f"{kernel}(): does not support bool input")
         if dim is None:
             if input.numel() == 0:
                 raise IndexError(f"{kernel}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -647,6 +649,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A0
     >>> ember.nansum(ember.tensor([1.0, float("nan"), 2.0]))
     tensor(3.)
     """
+    if input.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     if input.dtype.category >= dtypes.FLOAT:
         input = unary(NanZeroed, input, 0.0, math.inf, -math.inf)
     return rename_node(sum(input, dim, keepdim, dtype=dtype, out=out), "NansumBackward0")
@@ -827,7 +831,6 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     _need_float(x1, "cdist", "X1")
     _need_float(x2, "cdist", "X2")
-    dtypes.check_kernel("cdist", x1, dtypes.FLOATING_TYPES)
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in _CDIST_MODES:
@@ -836,6 +839,8 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
     mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
         compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if not mm:  # (the matrix-product form computes half precision too)
+        dtypes.check_kernel("cdist", x1, dtypes.FLOATING_TYPES)
     if mm:
         sq1 = (x1 * x1).sum(-1, keepdim=True)
         sq2 = (x2 * x2).sum(-1, keepdim=True)
@@ -895,6 +900,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if x.dtype.category < dtypes.FLOAT:
         x = cast(x, dtypes.get_default_dtype())

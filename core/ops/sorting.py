@@ -55,6 +55,8 @@ def msort(input, *, out=None):  # noqa: A002
 @export
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
+    if input.dtype is dtypes.bool:
+        raise RuntimeError(f"topk does not support bool dtypes on {input.device.type.upper()}")
     d = _wrap_dim(dim, max(input.dim(), 1), "topk")
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
