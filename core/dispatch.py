@@ -22,7 +22,7 @@ from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
 from .interception import intercept, observed, rebound, set_aside  # noqa: F401 - public here too (ember.dispatch.intercept)
 from .state import ACTIVE, GRAD_OFF, INFERENCE_ON, is_grad_enabled, is_inference, modes
-from .tensor import Tensor, _wrap
+from .tensor import Tensor, _disabled_torch_function_impl, _wrap
 
 _new = object.__new__
 _PY_SCALARS = (float, int, bool, complex)  # a NumPy scalar promotes as the Python scalar it holds, as in PyTorch
@@ -303,6 +303,19 @@ def apply(Op, *args):
     if type(out) is tuple or type(out) is list:
         return tuple(_wrap(o, dev) for o in out)
     return _wrap(out, dev)
+
+
+def on_arrays(*tensors) -> bool:
+    """Whether a backward formula may compute on the arrays of ``tensors`` (None among them allowed) with
+    kernels directly: no graph is being built (grad mode off: a backward pass without ``create_graph``), no
+    handler sees ops (vmap, forward-mode AD, tracing, autocast, the profiler), and each is a plain ``Tensor``
+    (or of a subclass outside dispatch, such as ``nn.Parameter``)."""
+    if HANDLERS or (not GRAD_OFF or (m := modes()) is None or m.grad):
+        return False
+    for t in tensors:
+        if t is not None and type(t) is not Tensor and type(t).__torch_function__ is not _disabled_torch_function_impl:
+            return False
+    return True
 
 
 def link(ctx, inputs):

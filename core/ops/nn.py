@@ -23,7 +23,7 @@ import warnings
 from .. import dtypes
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, autocasting, unary
+from ..dispatch import apply, autocasting, on_arrays, unary
 from ..interception import HANDLERS
 from ..interception import observed
 from ..layouts import keep_format
@@ -470,10 +470,31 @@ class Linear(Op):
     @staticmethod
     def backward(ctx, g):
         x, w, nf = _adjoint(ctx, g)
+        if on_arrays(g, x, w) and g.dtype.category < dtypes.COMPLEX:  # the three products on arrays, no ops
+            return _linear_grads(g, x, w, nf)
         gx = g.matmul(w) if nf[0][0] is not None else None
         g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
         gw = g2.t().matmul(x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x) if nf[1][0] is not None else None
         return (gx, gw) if len(nf) == 2 else (gx, gw, g2.sum(0) if nf[2][0] is not None else None)
+
+
+def _linear_grads(g, x, w, nf):
+    """Linear's gradients computed by the kernels themselves (no graph is being built: see ``on_arrays``)."""
+    dev = g._dev
+    k = dev.kernels
+    ga = g._data
+    g2 = ga.reshape(-1, ga.shape[-1]) if ga.ndim != 2 else ga
+    gx = gw = gb = None
+    if nf[0][0] is not None:
+        gx = _wrap(k["matmul"](ga, w._data), dev)
+    if nf[1][0] is not None:
+        xa = x._data
+        gw = _wrap(k["matmul"](g2.T, xa.reshape(-1, xa.shape[-1]) if xa.ndim != 2 else xa), dev)
+    if len(nf) == 2:
+        return gx, gw
+    if nf[2][0] is not None:
+        gb = _wrap(k["sum"](g2, (0,), False, None), dev)
+    return gx, gw, gb
 
 
 def _adjoint(ctx, g):
