@@ -4,8 +4,8 @@ return a new tensor instead of writing their input.
 ember's collectives complete before they return, so :func:`wait_tensor` has nothing to wait for and gives its
 argument back. ``group`` is the process group (``dist.group.WORLD``) or the list of its ranks; ember has no
 sub-groups yet, so a list naming only some ranks, or a device mesh, raises NotImplementedError. The ``*_autograd``
-forms are differentiable (all-gather and reduce-scatter are each other's backward); the others are not, as in
-PyTorch, and give a result that does not require grad.
+forms are differentiable (all-gather and reduce-scatter are each other's backward, all-to-all sends the gradient
+back along the same parts); the others are not, as in PyTorch, and give a result that does not require grad.
 
 >>> import ember, ember.distributed as dist
 >>> import ember.distributed._functional_collectives as fc
@@ -191,10 +191,28 @@ def reduce_scatter_tensor_autograd(self: Tensor, reduceOp: str, scatter_dim: int
 
 
 def all_to_all_single(self: Tensor, output_split_sizes, input_split_sizes, group, tag: str = "") -> Tensor:
-    """Each rank sends a slice of ``self`` to every rank (not built yet: ember's collectives have no all-to-all)."""
-    raise NotImplementedError("all_to_all_single(): ember's collectives have no all-to-all yet")
+    """A new tensor of the parts every rank sent this one, in rank order: rank ``i`` receives part ``i`` of each
+    rank's ``self`` split along dim 0 (by ``input_split_sizes``, equal parts when None)."""
+    _check("all_to_all_single", self)
+    _group_size("all_to_all_single", group)
+    src = self.detach().contiguous()
+    rows = sum(output_split_sizes) if output_split_sizes else src.shape[0]
+    out = empty((rows, *src.shape[1:]), dtype=src.dtype, device=src.device)
+    _c.all_to_all_single(out, src, output_split_sizes, input_split_sizes)
+    return out
+
+
+class _AllToAll(autograd.Function):
+    @staticmethod
+    def forward(ctx, x, output_split_sizes, input_split_sizes, group):
+        ctx.splits, ctx.group = (input_split_sizes, output_split_sizes), group
+        return all_to_all_single(x, output_split_sizes, input_split_sizes, group)
+
+    @staticmethod
+    def backward(ctx, grad):  # the parts go back where they came from
+        return _AllToAll.apply(grad, *ctx.splits, ctx.group), None, None, None
 
 
 def all_to_all_single_autograd(self: Tensor, output_split_sizes, input_split_sizes, group, tag: str = "") -> Tensor:
-    """Differentiable :func:`all_to_all_single` (not built yet)."""
-    raise NotImplementedError("all_to_all_single_autograd(): ember's collectives have no all-to-all yet")
+    """:func:`all_to_all_single`, differentiable: the gradient is sent back along the same parts."""
+    return _AllToAll.apply(self, output_split_sizes, input_split_sizes, group)

@@ -428,10 +428,10 @@ def _split_counts(t: Tensor, sizes, n: int, name: str) -> list:
     per_row = t.numel() // rows if rows else 0
     if sizes is None or len(sizes) == 0:
         if rows % n:
-            raise ValueError(f"all_to_all_single(): {name} dim 0 ({rows}) does not split into {n} equal parts")
+            raise RuntimeError(f"all_to_all_single(): {name} dim 0 ({rows}) does not split into {n} equal parts")
         sizes = [rows // n] * n
     if len(sizes) != n or sum(sizes) != rows or min(sizes) < 0:
-        raise ValueError(f"all_to_all_single(): {name}_split_sizes {list(sizes)} must be {n} non-negative sizes "
+        raise RuntimeError(f"all_to_all_single(): {name}_split_sizes {list(sizes)} must be {n} non-negative sizes "
                          f"summing to {name} dim 0 ({rows})")
     return [int(s) * per_row for s in sizes]
 

@@ -15,6 +15,10 @@ import pytest
 import torch
 import transformers
 
+# PyTorch's numbers take a subprocess under ember (a minute or more on a busy machine), longer than the harness'
+# per-test timeout allows for the first test's setup
+pytestmark = pytest.mark.timeout(900)
+
 KINDS = ("gpt2", "llama", "bert", "vit")
 VOCAB = 50
 
