@@ -104,12 +104,14 @@ LIBRARIES = {lib.name: lib for lib in (
             full=("tests/models/gpt2/test_modeling_gpt2.py", "tests/models/llama/test_modeling_llama.py",
                   "tests/models/bert/test_modeling_bert.py", "tests/models/vit/test_modeling_vit.py"),
             canonical="transformers"),
-    Library("lightning", "lightning", "2.6.6",
-            deps=("lightning-utilities", "torchmetrics", "fsspec", "pyyaml", "packaging", "tqdm"),
+    Library("lightning", "lightning", "2.6.6",  # jsonargparse as Lightning's extra pins it (its checkpoint tests)
+            deps=("lightning-utilities", "torchmetrics", "fsspec", "pyyaml", "packaging", "tqdm",
+                  "jsonargparse>=4.39.0,<4.46.0", "docstring-parser", "typeshed-client", "cloudpickle"),
             full=("tests/tests_pytorch/trainer/flags", "tests/tests_pytorch/trainer/test_states.py",
                   "tests/tests_pytorch/loops/test_training_loop.py",
                   "tests/tests_pytorch/loops/test_evaluation_loop.py", "tests/tests_pytorch/loops/test_progress.py",
-                  "tests/tests_pytorch/checkpointing/test_checkpoint_callback_frequency.py"),
+                  "tests/tests_pytorch/checkpointing/test_checkpoint_callback_frequency.py",
+                  "tests/tests_pytorch/checkpointing/test_model_checkpoint.py"),
             canonical="lightning"),
 )}
 
@@ -158,14 +160,14 @@ def prepare(lib: Library, root: Path | None = None) -> tuple[Path, Path, bool]:
     unreachable or the release is missing."""
     root = (root or cache_dir()) / f"{lib.name}-{lib.version}"
     site, source, sdists = root / "site", root / "src", root.parent / "sdist"
+    deps = _missing(lib.deps + ("pytest-timeout",))
     if not (site / ".done").exists():
         shutil.rmtree(site, ignore_errors=True)
-        for args in ([lib.spec], _missing(lib.deps + ("pytest-timeout",))):
-            if args:
-                proc = _pip("install", "--quiet", "--no-deps", "--target", str(site), *args)
-                if proc.returncode:
-                    raise RuntimeError(f"ecosystem: pip install {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+        for args in ([lib.spec], deps):
+            _install(site, args)
         (site / ".done").touch()
+    else:  # requirements added to the table since the private site was made
+        _install(site, [d for d in deps if _dist_name(d) not in _installed(site)])
     if not source.exists():
         sdists.mkdir(parents=True, exist_ok=True)
         found = [p for p in sdists.glob("*.tar.gz") if _sdist_of(p, lib)]
@@ -182,6 +184,23 @@ def prepare(lib: Library, root: Path | None = None) -> tuple[Path, Path, bool]:
         only.rename(source)
         tmp.rmdir()
     return site, source, any(_exists(source, arg) for arg in lib.full + lib.smoke)
+
+
+def _install(site: Path, args: list) -> None:
+    if args:
+        proc = _pip("install", "--quiet", "--no-deps", "--target", str(site), *args)
+        if proc.returncode:
+            raise RuntimeError(f"ecosystem: pip install {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+
+
+def _dist_name(requirement: str) -> str:
+    """The normalised distribution name of a requirement (``"jsonargparse>=4.39"`` -> ``"jsonargparse"``)."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[=<>!~\[ ;]", requirement)[0]).lower()
+
+
+def _installed(site: Path) -> set:
+    """The normalised names of the distributions installed in a private site directory."""
+    return {_dist_name(d.metadata["Name"]) for d in importlib.metadata.distributions(path=[str(site)])}
 
 
 def _sdist_of(path: Path, lib: Library) -> bool:

@@ -65,3 +65,23 @@ def test_stored_results_keep_each_origin(tmp_path):
             if line.startswith("| lightning")]
     assert [(row[2], row[4], row[10]) for row in rows] == [("snapshot", "torch", ""), ("snapshot", "ember", "99.3%"),
                                                            ("canonical", "torch", ""), ("canonical", "ember", "0.0%")]
+
+
+def test_prepare_installs_requirements_added_later(tmp_path, monkeypatch):
+    """A requirement added to a library's row after its private site was made (Lightning's jsonargparse) is
+    installed into that site on the next run, and only the missing ones are (offline: pip is recorded)."""
+    lib = ecosystem.Library("demo", "demo", "1.0", deps=("jsonargparse>=4.39.0,<4.46.0", "already-here",
+                                                         "pytest-timeout"))
+    site = tmp_path / "demo-1.0" / "site"
+    (site / "already_here-2.0.dist-info").mkdir(parents=True)
+    (site / "already_here-2.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Already_Here\n"
+                                                                  "Version: 2.0\n")
+    (site / ".done").touch()
+    (tmp_path / "demo-1.0" / "src").mkdir()
+    calls = []
+    monkeypatch.setattr(ecosystem, "_pip", lambda *args, **kw: calls.append(args) or subprocess.CompletedProcess(
+        args, 0, "", ""))
+    monkeypatch.setattr(ecosystem, "_missing", lambda deps: [d for d in deps if d != "pytest-timeout"])
+    ecosystem.prepare(lib, tmp_path)
+    assert calls == [("install", "--quiet", "--no-deps", "--target", str(site), "jsonargparse>=4.39.0,<4.46.0")]
+    assert ecosystem._dist_name("PyYAML>=5; python_version>'3'") == "pyyaml"
