@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""torchvision.ops on ember: nms and roi_align timed against NumPy references and, where it loads,
-torchvision on PyTorch (run in a process of its own).
+"""ember-vision against NumPy references and torchvision on PyTorch (run in a process of its own).
 
-    python bench/bench_vision.py [--repeat 20] [--device cpu]
+    python bench/bench_vision.py [--repeat 20] [--device cpu] [--only ops,transforms,model] [--torch-threads 1]
 
-Rows: ``nms`` on 1000 random boxes (IoU threshold 0.5) and ``roi_align`` of 256 RoIs on a 1x256x50x50 map
-(7x7 output, spatial_scale 1, sampling_ratio 2). The figure is the median milliseconds per call; ratios are
-ember's time over the other's. torchvision's compiled ops (``torchvision.ops.nms``/``roi_align``) are used
-when they load; otherwise its pure-Python ``_roi_align`` stands in and nms is reported as unavailable.
+Rows (median milliseconds per call; ratios are ember's time over the other's):
+
+* ops: ``nms`` on 1000 random boxes (IoU threshold 0.5) and ``roi_align`` of 256 RoIs on a 1x256x50x50 map
+  (7x7 output, spatial_scale 1, sampling_ratio 2), also against NumPy references. torchvision's compiled ops
+  are used when they load; otherwise its pure-Python ``_roi_align`` stands in and nms is reported as
+  unavailable.
+* transforms: the main v1 ``functional`` ops on a 3x224x224 uint8 image (float32 for ``normalize``), the same
+  call on both sides (torchvision's tensor kernels are pure Python on PyTorch).
+* model: a resnet18 eval forward (batch 2, 224 px) under no_grad, torchvision's builder loaded with ember's
+  weights, whose logits are checked to agree.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -109,33 +115,104 @@ def bench_ember(repeat, device):
     return {"nms": timed(lambda: ops.nms(b, s, 0.5)), "roi_align": timed(lambda: ops.roi_align(f, r, 7, 1.0, 2))}
 
 
+# (row name, call): the same expression runs on ember (F = ember_vision's v1 functional) and on torchvision
+TRANSFORMS = [
+    ("resize 224->160 bilinear", "F.resize(img, [160, 160], antialias=True)"),
+    ("resize 224->256 nearest", "F.resize(img, [256, 256], F.InterpolationMode.NEAREST)"),
+    ("center_crop 160", "F.center_crop(img, [160, 160])"),
+    ("pad 16 reflect", "F.pad(img, [16, 16], padding_mode='reflect')"),
+    ("hflip", "F.hflip(img)"),
+    ("rotate 30 bilinear", "F.rotate(img, 30.0, F.InterpolationMode.BILINEAR)"),
+    ("affine", "F.affine(img, 15.0, [10, -5], 1.1, [5.0, 0.0])"),
+    ("adjust_brightness", "F.adjust_brightness(img, 1.3)"),
+    ("adjust_contrast", "F.adjust_contrast(img, 0.7)"),
+    ("adjust_saturation", "F.adjust_saturation(img, 0.5)"),
+    ("adjust_hue", "F.adjust_hue(img, 0.1)"),
+    ("gaussian_blur 5", "F.gaussian_blur(img, [5, 5], [1.5, 1.5])"),
+    ("rgb_to_grayscale", "F.rgb_to_grayscale(img)"),
+    ("normalize (float)", "F.normalize(fimg, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225])"),
+]
+
+
+def make_image(seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (3, 224, 224)).astype(np.uint8)
+
+
+def time_rows(scope: dict, repeat: int) -> dict:
+    """Each TRANSFORMS row's median ms, its expression evaluated in ``scope`` (F, img, fimg)."""
+    out = {}
+    for name, call in TRANSFORMS:
+        code = compile(call, name, "eval")
+        out[name] = median_ms(lambda code=code: eval(code, scope), repeat)
+    return out
+
+
+def bench_transforms_ember(repeat, device):
+    import ember
+    import ember_vision.transforms.functional as F
+    img = ember.from_numpy(make_image()).to(device)
+    return time_rows({"F": F, "img": img, "fimg": img.float() / 255}, repeat)
+
+
+def bench_model_ember(repeat, device, weights_path):
+    """resnet18 eval forward, batch 2 at 224 px; saves the weights and input for the torchvision side."""
+    import ember
+    from ember_vision.models import resnet18
+    ember.manual_seed(0)
+    model = resnet18().to(device).eval()
+    x = ember.from_numpy(np.random.default_rng(1).standard_normal((2, 3, 224, 224)).astype(np.float32)).to(device)
+    with ember.no_grad():
+        logits = model(x)
+        ms = median_ms(lambda: model(x), repeat)
+    arrays = {f"w:{k}": v.cpu().numpy() for k, v in model.state_dict().items()}
+    np.savez(weights_path, x=x.cpu().numpy(), logits=logits.cpu().numpy(), **arrays)
+    return ms
+
+
 TORCH_SIDE = """
 import json, sys, time, types
 import numpy as np
 sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
 import torch, torchvision
+torch.set_num_threads({threads})
 sys.path.insert(0, {bench_dir!r})
-from bench_vision import make_inputs, median_ms
-boxes, scores, feat, rois = (torch.from_numpy(a) for a in make_inputs())
+from bench_vision import make_image, make_inputs, median_ms, time_rows
+parts = {parts!r}
 out = {{}}
-try:
-    out["nms"] = median_ms(lambda: torchvision.ops.nms(boxes, scores, 0.5), {repeat})
-except Exception:
-    out["nms"] = None
-try:
-    out["roi_align"] = median_ms(lambda: torchvision.ops.roi_align(feat, rois, 7, 1.0, 2), {repeat})
-except Exception:
-    from torchvision.ops.roi_align import _roi_align
-    out["roi_align (python)"] = median_ms(lambda: _roi_align(feat, rois, 1.0, 7, 7, 2, False), {repeat})
+if "ops" in parts:
+    boxes, scores, feat, rois = (torch.from_numpy(a) for a in make_inputs())
+    try:
+        out["nms"] = median_ms(lambda: torchvision.ops.nms(boxes, scores, 0.5), {repeat})
+    except Exception:
+        out["nms"] = None
+    try:
+        out["roi_align"] = median_ms(lambda: torchvision.ops.roi_align(feat, rois, 7, 1.0, 2), {repeat})
+    except Exception:
+        from torchvision.ops.roi_align import _roi_align
+        out["roi_align (python)"] = median_ms(lambda: _roi_align(feat, rois, 1.0, 7, 7, 2, False), {repeat})
+if "transforms" in parts:
+    import torchvision.transforms.functional as F
+    img = torch.from_numpy(make_image())
+    out.update(time_rows({{"F": F, "img": img, "fimg": img.float() / 255}}, {repeat}))
+if "model" in parts:
+    saved = np.load({weights!r})
+    model = torchvision.models.resnet18().eval()
+    model.load_state_dict({{k[2:]: torch.from_numpy(saved[k]) for k in saved.files if k.startswith("w:")}}, strict=True)
+    x = torch.from_numpy(saved["x"])
+    with torch.no_grad():
+        logits = model(x)
+        out["resnet18 forward"] = median_ms(lambda: model(x), {model_repeat})
+    out["resnet18 max |logits diff|"] = float((logits - torch.from_numpy(saved["logits"])).abs().max())
 print(json.dumps(out))
 """
 
 
-def bench_torchvision(repeat):
+def bench_torchvision(repeat, parts, weights_path, model_repeat, threads):
     if not (REF_DIR / "torchvision").is_dir():
         return {}
     env = dict(os.environ, PYTHONPATH=str(REF_DIR))
-    code = TORCH_SIDE.format(bench_dir=str(Path(__file__).resolve().parent), repeat=repeat)
+    code = TORCH_SIDE.format(bench_dir=str(Path(__file__).resolve().parent), repeat=repeat, parts=parts,
+                             weights=str(weights_path), model_repeat=model_repeat, threads=threads)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"torchvision side failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -143,23 +220,45 @@ def bench_torchvision(repeat):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _row(name, ours, theirs, note=""):
+    cols = f"{theirs:>16.2f}{ours / theirs:>10.2f}" if theirs else f"{'n/a':>16}{'':>10}"
+    print(f"{name:<28}{ours:>10.2f}{cols}{note}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--model-repeat", type=int, default=5)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", default="ops,transforms,model", help="comma-separated parts: ops, transforms, model")
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="PyTorch's intra-op threads (1: one core each side, steady on a shared machine)")
     args = ap.parse_args()
-    boxes, scores, feat, rois = make_inputs()
-    ref = {"nms": median_ms(lambda: nms_numpy(boxes, scores, 0.5), args.repeat),
-           "roi_align": median_ms(lambda: roi_align_numpy(feat, rois), args.repeat)}
-    ours = bench_ember(args.repeat, args.device)
-    tv = bench_torchvision(args.repeat)
-    print(f"{'op':<12}{'ember ms':>10}{'numpy ms':>10}{'ember/np':>10}{'torchvision ms':>16}{'ember/tv':>10}")
-    for op in ("nms", "roi_align"):
-        tv_key = op if tv.get(op) is not None else f"{op} (python)"
-        t = tv.get(tv_key)
-        tv_cols = (f"{t:>16.2f}{ours[op] / t:>10.2f}" + ("  (pure-Python _roi_align)" if "python" in tv_key else "")
-                   if t else f"{'n/a':>16}{'':>10}")
-        print(f"{op:<12}{ours[op]:>10.2f}{ref[op]:>10.2f}{ours[op] / ref[op]:>10.2f}{tv_cols}")
+    parts = [p for p in args.only.split(",") if p]
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = Path(tmp) / "resnet18.npz"
+        ours = bench_ember(args.repeat, args.device) if "ops" in parts else {}
+        if "transforms" in parts:
+            ours.update(bench_transforms_ember(args.repeat, args.device))
+        if "model" in parts:
+            ours["resnet18 forward"] = bench_model_ember(args.model_repeat, args.device, weights)
+        tv = bench_torchvision(args.repeat, parts, weights, args.model_repeat, args.torch_threads)
+    print(f"{'row':<28}{'ember ms':>10}{'torchvision ms':>16}{'ember/tv':>10}")
+    if "ops" in parts:
+        boxes, scores, feat, rois = make_inputs()
+        ref = {"nms": median_ms(lambda: nms_numpy(boxes, scores, 0.5), args.repeat),
+               "roi_align": median_ms(lambda: roi_align_numpy(feat, rois), args.repeat)}
+        for op in ("nms", "roi_align"):
+            key = op if tv.get(op) is not None else f"{op} (python)"
+            note = (" (pure-Python _roi_align)" if "python" in key and tv.get(key) else "") + \
+                f"  numpy {ref[op]:.2f} ms, ember/np {ours[op] / ref[op]:.2f}"
+            _row(op, ours[op], tv.get(key), note)
+    for name, _ in TRANSFORMS if "transforms" in parts else ():
+        _row(name, ours[name], tv.get(name))
+    if "model" in parts:
+        diff = tv.get("resnet18 max |logits diff|")
+        _row("resnet18 forward (2x224)", ours["resnet18 forward"], tv.get("resnet18 forward"),
+             f"  same weights, max |logits diff| {diff:.1e}" if diff is not None else "")
 
 
 if __name__ == "__main__":
