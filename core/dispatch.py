@@ -306,14 +306,16 @@ def apply(Op, *args):
 
 
 def on_arrays(*tensors) -> bool:
-    """Whether a backward formula may compute on the arrays of ``tensors`` (None among them allowed) with
-    kernels directly: no graph is being built (grad mode off: a backward pass without ``create_graph``), no
-    handler sees ops (vmap, forward-mode AD, tracing, autocast, the profiler), and each is a plain ``Tensor``
-    (or of a subclass outside dispatch, such as ``nn.Parameter``)."""
+    """Whether a backward formula may compute on the arrays of ``tensors`` with kernels directly: no graph is
+    being built (grad mode off: a backward pass without ``create_graph``), no handler sees ops (vmap,
+    forward-mode AD, tracing, autocast, the profiler), and each tensor among them is a plain ``Tensor`` or of a
+    subclass outside dispatch (``nn.Parameter``).  Values that are no tensors (None, numbers) are left to the
+    formula."""
     if HANDLERS or (not GRAD_OFF or (m := modes()) is None or m.grad):
         return False
     for t in tensors:
-        if t is not None and type(t) is not Tensor and type(t).__torch_function__ is not _disabled_torch_function_impl:
+        if isinstance(t, Tensor) and type(t) is not Tensor and \
+                type(t).__torch_function__ is not _disabled_torch_function_impl:
             return False
     return True
 

@@ -161,7 +161,11 @@ def kernels(xp, strategy=None) -> dict:
             return (x.real if x.dtype.kind == "c" else x).astype(int64).astype(dtype)
         return x.astype(dtype)
 
+    expit = _native(xp, "expit")  # SciPy's one-pass logistic function, where it takes this library's arrays
+
     def sigmoid(x):
+        if expit is not None and getattr(x.dtype, "char", None) in ("f", "d"):  # (its own float32/64 loops)
+            return expit(x)
         return 1 / (1 + xp.exp(-x))
 
     def rsqrt(x):

@@ -18,7 +18,8 @@ from sys import getrefcount as _refcount
 from .. import dtypes
 from ..autograd.function import Op, rename_node
 from ..autograd.grad_mode import STATE, no_grad
-from ..dispatch import apply, binary, broadcast_error, cast, device_error, promote, result_type, unary
+from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
+                        unary)
 from ..dtypes import int_value, SCALARS as _SCALARS
 from ..writes import check_inplace, out_or
 from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
@@ -75,10 +76,19 @@ Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2, tags=("pointwise",), onnx="S
 
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
+    nf = ctx.next_functions  # an operand without a gradient edge (a scalar, a constant) gets no product
     if g.dtype.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
-    nf = ctx.next_functions  # an operand without a gradient edge (a scalar, a constant) gets no product
+    elif on_arrays(g, a, b):  # no graph is being built: tensor factors multiply on their arrays
+        return _times(g, b) if nf[0][0] is not None else None, _times(g, a) if nf[1][0] is not None else None
     return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
+
+
+def _times(g, v):
+    """``g * v`` by the kernel itself for a tensor ``v`` of ``g``'s dtype, else by the op (numbers, promotion)."""
+    if isinstance(v, Tensor) and v._data.dtype is g._data.dtype:
+        return _wrap(g._dev.kernels["mul"](g._data, v._data), g._dev)
+    return g * v
 
 
 # each factor is kept for the other's gradient only
@@ -540,8 +550,8 @@ Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y 
 Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output",
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
-                          integer=lambda x: pow(x, 2))
-_NOT_BOOL = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES
+                          backward_name="PowBackward0", integer=lambda x: pow(x, 2))
+_NOT_BOOL = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (rounding: no bool, no complex)
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor",
                         kernel_dtypes=("floor_vml_{device}", _NOT_BOOL))
 Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil",
