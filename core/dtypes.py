@@ -17,6 +17,11 @@ import numpy as np
 BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
 
 
+# the package name that dtypes, Size and legacy type names print with: "ember", and "torch" while the alias is
+# installed (ember.torch_compat), since programs written for PyTorch parse str(dtype) ("torch.float32")
+NAMESPACE = ["ember"]
+
+
 class dtype:
     """An element type (``ember.float32``, ``ember.int64``, ...)."""
 
@@ -45,7 +50,7 @@ class dtype:
         return {float64: complex128, complex128: complex128, complex32: complex32}.get(self, complex64)
 
     def __repr__(self):
-        return "ember." + self.name
+        return NAMESPACE[0] + "." + self.name
 
     def __reduce__(self):
         return (_by_name, (self.name,))

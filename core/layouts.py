@@ -11,6 +11,8 @@ and gives that order.  ``Tensor.is_contiguous(memory_format=...)`` answers from 
 """
 from __future__ import annotations
 
+from .dtypes import NAMESPACE  # the package name constants print with (torch under the alias)
+
 __all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
            "sparse_bsc", "jagged", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
            "LAYOUTS", "MEMORY_FORMATS", "channels_last_contiguous"]
@@ -33,7 +35,7 @@ class _Constant:
         return obj
 
     def __repr__(self):
-        return f"ember.{self._name}"
+        return f"{NAMESPACE[0]}.{self._name}"
 
     def __eq__(self, other):
         # the plain name is accepted too: older ember code spelled layouts and formats as strings

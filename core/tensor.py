@@ -94,6 +94,14 @@ class DisableTorchFunction(DisableTorchFunctionSubclass):
     level = 2
 
 
+def _foreign(func) -> bool:
+    """Whether ``func`` is real PyTorch's (its ``e != t`` hands ember's Tensor its ``Tensor.__ne__``): running it
+    would only come back here, so the handler answers NotImplemented."""
+    owner = getattr(func, "__objclass__", func)
+    mod = getattr(owner, "__module__", None) or ""
+    return mod == "torch" or mod.startswith("torch.")
+
+
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """The ``__torch_function__`` of a subclass that takes no part in dispatch (``nn.Parameter``): ``func`` itself."""
     with DisableTorchFunctionSubclass():
@@ -121,7 +129,7 @@ class Size(tuple):
     """
 
     def __repr__(self):
-        return f"ember.Size({list(self)})"
+        return f"{dtypes.NAMESPACE[0]}.Size({list(self)})"
 
     def numel(self) -> int:
         n = 1
@@ -182,7 +190,7 @@ class Tensor:
         """
         if kwargs is None:
             kwargs = {}
-        if not all(issubclass(cls, t) for t in types):
+        if not all(issubclass(cls, t) for t in types) or _foreign(func):
             return NotImplemented
         with DisableTorchFunctionSubclass():
             ret = func(*args, **kwargs)
@@ -628,7 +636,8 @@ class Tensor:
     def type(self, dtype=None, non_blocking=False):
         """Without arguments, the legacy type name (``'ember.FloatTensor'``); else a cast."""
         if dtype is None:
-            prefix = "ember." if self._dev.type == "cpu" else f"ember.{self._dev.type}."
+            package = dtypes.NAMESPACE[0]
+            prefix = f"{package}." if self._dev.type == "cpu" else f"{package}.{self._dev.type}."
             return prefix + self.dtype.legacy
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1]

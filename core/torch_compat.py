@@ -28,6 +28,7 @@ import importlib.metadata
 import sys
 import types
 
+from . import dtypes
 from .version import __version__ as _torch_version
 
 __all__ = ["install", "uninstall", "installed"]
@@ -177,12 +178,14 @@ def install() -> None:
         if not isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]
     sys.meta_path.insert(0, _FINDER)
+    dtypes.NAMESPACE[0] = "torch"  # dtypes, Size and type names print as PyTorch's: programs parse them
 
 
 def uninstall() -> None:
     """Undo :func:`install`: ``import torch`` finds PyTorch again (if installed)."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    dtypes.NAMESPACE[0] = "ember"
     for name in _aliased_modules():
         if isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]

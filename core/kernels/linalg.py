@@ -39,8 +39,10 @@ def _repeated(a):
 
 
 def _flat(xp, a):
-    """``a`` as a stack of matrices (one leading dimension) and its batch shape."""
-    return xp.reshape(a, (-1,) + tuple(a.shape[-2:])), tuple(a.shape[:-2])
+    """``a`` as a stack of matrices (one leading dimension) and its batch shape (counted, not ``-1``: an empty
+    matrix leaves ``-1`` ambiguous)."""
+    batch = tuple(a.shape[:-2])
+    return xp.reshape(a, (math.prod(batch),) + tuple(a.shape[-2:])), batch
 
 
 def finite_svd(xp, a, full_matrices):
@@ -315,7 +317,7 @@ def kernels(xp, strategy=None) -> dict:
     def lu_permutation(piv, lu):
         # P (m x m, lu's dtype) of A = P L U from the row interchanges: P^T A = A[perm]
         m, dtype = lu.shape[-2], lu.dtype
-        flat = xp.reshape(piv, (-1, piv.shape[-1])).astype(xp.int64) - 1
+        flat = xp.reshape(piv, (math.prod(piv.shape[:-1]), piv.shape[-1])).astype(xp.int64) - 1
         b = flat.shape[0]
         perm = xp.broadcast_to(xp.arange(m), (b, m)).copy()
         rows = xp.arange(b)

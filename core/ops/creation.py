@@ -18,7 +18,7 @@ from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
 from ..registry import export
-from ..layouts import check_memory_format, dense_in_format, suggested_format
+from ..layouts import check_memory_format, dense_in_format, sparse_coo, sparse_csr, strided, suggested_format
 from ..tensor import Tensor
 from .interop import from_dlpack
 
@@ -337,10 +337,40 @@ def _filled(op, size, value, dtype, device, requires_grad, out=None):
     return create(op, dev, requires_grad, out, "full", size, value, nd)
 
 
+def _strided_only(layout, op: str) -> None:
+    """Refuse a sparse ``layout`` where PyTorch makes only strided tensors (its exception types: ``ones``/``full``
+    RuntimeError, the rest NotImplementedError); ``zeros``, ``empty`` and ``zeros_like`` make sparse ones."""
+    if layout is None or layout is strided:
+        return
+    if op in ("ones", "full"):
+        raise RuntimeError(f"{op}: full(...) is not implemented for sparse layout ({layout})")
+    raise NotImplementedError(f"{op}: layout {layout} is not supported; only zeros, empty and zeros_like make a "
+                              "sparse tensor")
+
+
+def _sparse_zeros(layout, size, dtype, device, requires_grad, op: str) -> Tensor:
+    """A sparse tensor of ``layout`` and ``size`` storing no entries (all zeros), as PyTorch's
+    ``zeros``/``empty``/``zeros_like`` with a sparse ``layout`` give."""
+    from ..sparse.ops import sparse_coo_tensor, sparse_csr_tensor  # cycle: ember.sparse builds on these factories
+
+    size = _size(size if isinstance(size, tuple) else tuple(size), op)
+    values = zeros(0, dtype=dtype, device=device)
+    index = {"dtype": dtypes.int64, "device": values.device}
+    if layout is sparse_coo:
+        return sparse_coo_tensor(zeros(len(size), 0, **index), values, size, requires_grad=requires_grad)
+    if layout is sparse_csr and len(size) == 2:
+        return sparse_csr_tensor(zeros(size[0] + 1, **index), zeros(0, **index), values, size,
+                                 requires_grad=requires_grad)
+    raise NotImplementedError(f"{op}: layout {layout} of size {list(size)} is not supported (sparse_coo, and "
+                              "sparse_csr of two dimensions, are)")
+
+
 @export(to=TORCH)
 def zeros(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
     """A tensor of zeros: ``ember.zeros(2, 3)``."""
+    if layout is not None and layout is not strided:
+        return _sparse_zeros(layout, _size_arg(dims, size, "zeros"), dtype, device, requires_grad, "zeros")
     return _filled("zeros", _size_arg(dims, size, "zeros"), 0, dtype, device, requires_grad, out)
 
 
@@ -348,12 +378,14 @@ def zeros(*dims, size=None, out=None, dtype=None, layout=None, device=None, requ
 def ones(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False) -> Tensor:
     """A tensor of ones: ``ember.ones(2, 3)``."""
+    _strided_only(layout, "ones")
     return _filled("ones", _size_arg(dims, size, "ones"), 1, dtype, device, requires_grad, out)
 
 
 @export(to=TORCH)
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with ``fill_value``; dtype inferred from the value as PyTorch does."""
+    _strided_only(layout, "full")
     if dtype is None and out is None:
         dtype = dtypes.default_for_category(dtypes.scalar_category(
             fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
@@ -372,6 +404,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 def empty(*dims, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None) -> Tensor:
     """An uninitialised tensor."""
+    if layout is not None and layout is not strided:
+        return _sparse_zeros(layout, _size_arg(dims, size, "empty"), dtype, device, requires_grad, "empty")
     size = _size(_size_arg(dims, size, "empty"), "empty")
     check_memory_format(memory_format, len(size), "empty")
     dev, _, nd = _dev_dtype(device, dtype, out)
@@ -397,18 +431,23 @@ def _like(fn, t, dtype, device, requires_grad, *extra):
 
 @export(to=TORCH)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    if layout is not None and layout is not strided:
+        return _sparse_zeros(layout, input.shape, dtype if dtype is not None else input.dtype,
+                             device if device is not None else input.device, requires_grad, "zeros_like")
     check_memory_format(memory_format, input.ndim, "zeros_like")
     return _formatted(_like(zeros, input, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    _strided_only(layout, "ones_like")
     check_memory_format(memory_format, input.ndim, "ones_like")
     return _formatted(_like(ones, input, dtype, device, requires_grad), input, memory_format)
 
 
 @export(to=TORCH)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    _strided_only(layout, "empty_like")
     check_memory_format(memory_format, input.ndim, "empty_like")
     return _formatted(_like(empty, input, dtype, device, requires_grad), input, memory_format)
 
@@ -416,6 +455,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 @export(to=TORCH)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None):
+    _strided_only(layout, "full_like")
     check_memory_format(memory_format, input.ndim, "full_like")
     return _formatted(full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                            device=device if device is not None else input.device, requires_grad=requires_grad),
@@ -425,6 +465,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 @export(to=TORCH)
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (``n`` x ``m``)."""
+    _strided_only(layout, "eye")
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
@@ -441,6 +482,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     >>> ember.arange(5)
     tensor([0, 1, 2, 3, 4])
     """
+    _strided_only(layout, "arange")
     if end is None:
         start, end = 0, start
     lo, hi, by = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -462,6 +504,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
 def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
           requires_grad=False) -> Tensor:
     """Deprecated: like :func:`arange` but includes ``end`` and defaults to the float dtype."""
+    _strided_only(layout, "range")
     warnings.warn("ember.range is deprecated and will be removed; use ember.arange, which produces values in "
                   "[start, end)", DeprecationWarning, stacklevel=2)
     if end is None:
@@ -475,6 +518,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
 @export(to=TORCH)
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _strided_only(layout, "linspace")
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dev, _, nd = _dev_dtype(device, dtype, out)
@@ -487,6 +531,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``steps`` values from ``base**start`` to ``base**end``, log-evenly spaced."""
+    _strided_only(layout, "logspace")
     dev, _, nd = _dev_dtype(device, dtype, out)
     return create("logspace", dev, requires_grad, out, _powers, dev.backend.xp, base, start, end, steps,
                   dev.backend.array_dtype(dtypes.float64), nd)
@@ -518,6 +563,7 @@ def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *arg
 def rand(*dims, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False) -> Tensor:
     """Uniform samples on [0, 1)."""
+    _strided_only(layout, "rand")
     return _random("rand", "uniform", _size_arg(dims, size, "rand"), generator, dtype, device, requires_grad, out)
 
 
@@ -525,6 +571,7 @@ def rand(*dims, size=None, generator=None, out=None, dtype=None, layout=None, de
 def randn(*dims, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
     """Standard normal samples."""
+    _strided_only(layout, "randn")
     return _random("randn", "normal", _size_arg(dims, size, "randn"), generator, dtype, device, requires_grad, out)
 
 
@@ -532,6 +579,7 @@ def randn(*dims, size=None, generator=None, out=None, dtype=None, layout=None, d
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False) -> Tensor:
     """Integers uniform on [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    _strided_only(layout, "randint")
     if size is None:
         if isinstance(high, (tuple, list)):
             low, high, size = 0, low, high
@@ -549,6 +597,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 def randperm(n, *, generator=None, out=None, dtype=dtypes.int64, layout=None, device=None, requires_grad=False,
              pin_memory=False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
+    _strided_only(layout, "randperm")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
@@ -560,6 +609,7 @@ def randperm(n, *, generator=None, out=None, dtype=dtypes.int64, layout=None, de
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None):
     """Uniform draws on ``[0, 1)`` of ``input``'s shape (and its dtype and device unless given)."""
+    _strided_only(layout, "rand_like")
     return _formatted(_random_like(rand, input, generator, dtype, device, requires_grad), input, memory_format)
 
 
@@ -567,6 +617,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, re
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
                memory_format=None):
     """Standard normal draws of ``input``'s shape (and its dtype and device unless given)."""
+    _strided_only(layout, "randn_like")
     return _formatted(_random_like(randn, input, generator, dtype, device, requires_grad), input, memory_format)
 
 
@@ -651,6 +702,7 @@ def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=
     tensor([[0, 1, 1, 2, 2, 2],
             [0, 0, 1, 0, 1, 2]])
     """
+    _strided_only(layout, "tril_indices")
     return _tri_indices("tril_indices", True, row, col, offset, dtype, device)
 
 
@@ -663,6 +715,7 @@ def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=
     tensor([[0, 0, 1],
             [1, 2, 2]])
     """
+    _strided_only(layout, "triu_indices")
     return _tri_indices("triu_indices", False, row, col, offset, dtype, device)
 
 
@@ -675,6 +728,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     >>> ember.empty_strided((2, 3), (1, 2)).stride()
     (1, 2)
     """
+    _strided_only(layout, "empty_strided")
     size, stride = _size((size,), "empty_strided"), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
@@ -698,6 +752,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     >>> ember.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
     (12, 1, 3)
     """
+    _strided_only(layout, "empty_permuted")
     size, order = _size((size,), "empty_permuted"), tuple(int(d) for d in physical_layout)
     if len(order) != len(size):
         raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "

@@ -155,10 +155,12 @@ def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     if c != w.shape[1] * groups or w.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
                            f"have {w.shape[1] * groups} channels, but got {c} channels instead")
-    for s, kk, dd, (lo, hi) in zip(x.shape[2:], w.shape[2:], dilation, pads):
-        if s + lo + hi < dd * (kk - 1) + 1:
-            raise RuntimeError(f"{op}: Calculated padded input size per channel: ({s + lo + hi}). Kernel size: "
-                               f"({dd * (kk - 1) + 1}). Kernel size can't be greater than actual input size")
+    padded = [s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)]
+    spans = [dd * (kk - 1) + 1 for kk, dd in zip(w.shape[2:], dilation)]
+    if any(s < k for s, k in zip(padded, spans)):  # every spatial size in the message, as PyTorch's (3 x 1)
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than actual "
+                           "input size")
     if b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0]):
         raise RuntimeError(f"{op}: expected bias of shape [{w.shape[0]}], got {list(b.shape)}")
     if d == 2 and any(v != 1 for v in dilation):
@@ -403,8 +405,8 @@ def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d):
                                f"kernel_size={kk} and dilation={dd}")
     outs = [_out_size(s, kk, ss, pp, dd, ceil_mode) for s, kk, ss, pp, dd in zip(x.shape[2:], k, st, p, dl)]
     if any(o <= 0 for o in outs):
-        raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated output size: "
-                           f"{(x.shape[1], *outs)}. Output size is too small")
+        raise RuntimeError(f"{op}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated output size: "
+                           f"({'x'.join(map(str, (x.shape[1], *outs)))}). Output size is too small")
     pads = tuple((pp, (o - 1) * ss + dd * (kk - 1) + 1 - s - pp)
                  for s, kk, ss, pp, dd, o in zip(x.shape[2:], k, st, p, dl, outs))
     return k, st, pads, dl
