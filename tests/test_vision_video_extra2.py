@@ -71,6 +71,24 @@ def test_write_read_timestamps_and_reader(tmp_path):
         vio.write_video(path, ember.zeros((2, 8, 8), dtype=ember.uint8), 5)
 
 
+def test_sound_is_cut_to_the_span(tmp_path):
+    pytest.importorskip("av")
+    path = str(tmp_path / "sound.mp4")
+    tone = np.sin(np.arange(2 * 16000) / 10.0).astype(np.float32) * 0.5
+    vio.write_video(path, frames(10), fps=5, audio_array=ember.from_numpy(np.stack([tone, -tone])), audio_fps=16000,
+                    audio_codec="aac")
+    video, audio, info = vio.read_video(path, start_pts=Fraction(2, 5), end_pts=Fraction(1), pts_unit="sec")
+    assert info == {"video_fps": 5.0, "audio_fps": 16000}
+    assert video.shape[0] == 4 and tuple(audio.shape) == (2, 9600)  # 0.6 s of two channels
+    assert np.corrcoef(audio[0].numpy(), -audio[1].numpy())[0, 1] > 0.99
+    clips = VideoClips([path], 4, 4, num_workers=0)
+    clip, sound, _, _ = clips.get_clip(1)  # frames 4..7: 0.8 s to 1.6 s
+    assert clip.shape[0] == 4 and tuple(sound.shape) == (2, 12800)
+    reader = vio.VideoReader(path, "audio")
+    assert next(reader)["data"].shape[1] == 2 and reader.get_metadata()["audio"]["framerate"] == [16000.0]
+    reader.close()
+
+
 def test_unfold_and_resampling():
     t = ember.arange(10)
     assert unfold(t, 3, 2).tolist() == [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 7, 8]]

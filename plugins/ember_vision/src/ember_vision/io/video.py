@@ -79,17 +79,12 @@ def read_video(filename, start_pts=0, end_pts=None, pts_unit: str = "pts", outpu
             frames = _decode(container, stream, start_pts, end_pts, pts_unit,
                              lambda f: f.to_ndarray(format="rgb24"))
         if container.streams.audio:
-            stream = container.streams.audio[0]
-            info["audio_fps"] = stream.rate
+            info["audio_fps"] = container.streams.audio[0].rate
+            # the span in seconds: "pts" counts in the video stream's time base (the audio's without video)
+            base = (container.streams.video or container.streams.audio)[0].time_base
+            to_sec = (lambda t: float(t)) if pts_unit == "sec" else (lambda t: float(t * base))
             container.seek(0)
-            if pts_unit == "pts" and container.streams.video:  # the range is in the video stream's units
-                scale = container.streams.video[0].time_base / stream.time_base
-                start_a, end_a = start_pts * scale, None if end_pts is None else end_pts * scale
-            else:
-                start_a, end_a = start_pts, end_pts
-            chunks = _decode(container, stream, start_a, end_a, pts_unit, _planar_audio)
-            if chunks:
-                audio = ember.from_numpy(np.ascontiguousarray(np.concatenate(chunks, axis=1)))
+            audio = _audio_span(container, to_sec(start_pts), None if end_pts is None else to_sec(end_pts))
     video = np.stack(frames) if frames else np.zeros((0, 1, 1, 3), np.uint8)
     if output_format == "TCHW":
         video = video.transpose(0, 3, 1, 2)
@@ -261,14 +256,33 @@ def _read_frames(filename, first: int, last: int, output_format: str = "THWC") -
     return ember.from_numpy(np.ascontiguousarray(video))
 
 
+def _audio_span(container, start_sec: float, end_sec: float | None) -> ember.Tensor:
+    """The first audio stream's samples from ``start_sec`` to ``end_sec`` (None: the end) as ``(channels,
+    samples)`` float32, cut at the sample; ``(1, 0)`` when none fall there."""
+    stream = container.streams.audio[0]
+    chunks, first = [], None
+    for frame in container.decode(stream):
+        t0 = float(frame.pts * frame.time_base) if frame.pts is not None else 0.0
+        if end_sec is not None and t0 >= end_sec:
+            break
+        data = _planar_audio(frame)
+        if t0 + data.shape[1] / stream.rate <= start_sec:
+            continue
+        first = t0 if first is None else first
+        chunks.append(data)
+    if not chunks:
+        return ember.zeros((1, 0))
+    audio = np.concatenate(chunks, axis=1)
+    lo = max(int(round((start_sec - first) * stream.rate)), 0)
+    hi = audio.shape[1] if end_sec is None or end_sec == float("inf") else int(round((end_sec - first) * stream.rate))
+    return ember.from_numpy(np.ascontiguousarray(audio[:, lo:hi]))
+
+
 def _read_audio(filename, start_sec: float, end_sec: float) -> ember.Tensor:
-    """A video file's sound from ``start_sec`` to ``end_sec`` as ``(channels, samples)`` float32; ``(1, 0)``
-    without sound."""
+    """A video file's sound from ``start_sec`` to ``end_sec`` (see :func:`_audio_span`); ``(1, 0)`` without
+    sound."""
     with _open_input(filename, "VideoClips") as container:
-        if not container.streams.audio:
-            return ember.zeros((1, 0))
-        chunks = _decode(container, container.streams.audio[0], start_sec, end_sec, "sec", _planar_audio)
-    return ember.from_numpy(np.ascontiguousarray(np.concatenate(chunks, axis=1))) if chunks else ember.zeros((1, 0))
+        return _audio_span(container, start_sec, end_sec) if container.streams.audio else ember.zeros((1, 0))
 
 
 def _frame_count_and_fps(filename):
