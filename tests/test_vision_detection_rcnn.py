@@ -1,6 +1,6 @@
 """Same weights, same detections: the R-CNN family of ember-vision against torchvision 0.28's.
 
-Each builder runs in the torchvision reference process (:mod:`vision_reference`, with a NumPy-free stand-in for
+Each builder runs in the torchvision reference process (:mod:`vision_reference`, with a Python stand-in for
 torchvision's compiled ``nms``) with a fixed seed, batch-norm statistics randomised, in float64 (so no IoU or
 score lands within rounding of a threshold and the two sides keep the same boxes).  ember-vision's builder of
 the same name loads its ``state_dict`` with ``strict=True`` and must give the same boxes, labels, scores,
@@ -8,6 +8,7 @@ masks and key points on the same two images (eval), and the same loss dict on th
 with sample sizes large enough that every anchor and proposal is sampled, so no random draw matters).
 One model per family runs by default; the rest are marked ``slow``.
 """
+import inspect
 import os
 import sys
 
@@ -16,8 +17,8 @@ import pytest
 
 import ember
 
-pytest.importorskip("ember_vision")
-from ember_vision.models import detection, get_model, list_models  # noqa: E402
+ember_vision = pytest.importorskip("ember_vision")
+from ember_vision.models import detection, list_models  # noqa: E402
 from ember_vision.models.detection import transform as det_transform  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -26,36 +27,80 @@ import vision_reference  # noqa: E402
 sys.path.pop(0)
 
 SIZES = [(72, 96), (80, 64)]  # the two images' (height, width)
-SMALL = {"min_size": 64, "max_size": 96, "weights_backbone": None, "box_score_thresh": 0.0}
+# small images, few proposals (the RoI heads' cost), every detection kept
+SMALL = {"min_size": 64, "max_size": 96, "weights_backbone": None, "box_score_thresh": 0.0,
+         "rpn_pre_nms_top_n_test": 300, "rpn_post_nms_top_n_test": 30}
+# training: every anchor and proposal sampled, so the losses do not depend on randperm's draws
+TRAIN = {**SMALL, "rpn_pre_nms_top_n_train": 300, "rpn_post_nms_top_n_train": 20,
+         "rpn_batch_size_per_image": 100000, "box_batch_size_per_image": 100000}
 
-# (builder, kwargs); the default run keeps one model per family
-EVAL_CASES = [
-    pytest.param("fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 5}, id="fasterrcnn_mobilenet_320"),
-    pytest.param("maskrcnn_resnet50_fpn", {"num_classes": 3, "box_detections_per_img": 6}, id="maskrcnn"),
-    pytest.param("keypointrcnn_resnet50_fpn", {"num_keypoints": 5, "box_detections_per_img": 3}, id="keypointrcnn"),
-    pytest.param("fasterrcnn_resnet50_fpn", {"num_classes": 4, "box_detections_per_img": 30},
-                 marks=pytest.mark.slow, id="fasterrcnn_resnet50"),
-    pytest.param("fasterrcnn_resnet50_fpn_v2", {"num_classes": 4, "box_detections_per_img": 30},
-                 marks=pytest.mark.slow, id="fasterrcnn_resnet50_v2"),
-    pytest.param("fasterrcnn_mobilenet_v3_large_fpn", {"num_classes": 5, "trainable_backbone_layers": None},
-                 marks=pytest.mark.slow, id="fasterrcnn_mobilenet"),
-    pytest.param("maskrcnn_resnet50_fpn_v2", {"num_classes": 3, "box_detections_per_img": 6},
-                 marks=pytest.mark.slow, id="maskrcnn_v2"),
-]
 
-# every anchor and proposal sampled: the losses do not depend on randperm's draws
-ALL_SAMPLED = {"rpn_batch_size_per_image": 100000, "box_batch_size_per_image": 100000}
-TRAIN_CASES = [
-    pytest.param("maskrcnn_resnet50_fpn", {"num_classes": 3}, id="maskrcnn"),
-    pytest.param("fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 3}, marks=pytest.mark.slow,
-                 id="fasterrcnn_mobilenet_320"),
-    pytest.param("keypointrcnn_resnet50_fpn", {"num_keypoints": 4}, marks=pytest.mark.slow, id="keypointrcnn"),
+# Small models built with the classes' own arguments (the same code runs against torchvision and ember-vision):
+# every branch, trained and evaluated, at a fraction of the ResNet-50 builders' cost
+TINY = {
+    "tiny_maskrcnn": """
+det = detection
+backbone = nn.Sequential(nn.Conv2d(3, 16, 3, stride=4, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, stride=2, padding=1))
+backbone.out_channels = 16
+model = det.MaskRCNN(
+    backbone, rpn_anchor_generator=det.anchor_utils.AnchorGenerator(((16, 32),), ((0.5, 1.0, 2.0),)),
+    box_roi_pool=ops.MultiScaleRoIAlign(["0"], 7, 2), box_head=det.faster_rcnn.TwoMLPHead(16 * 49, 32),
+    box_predictor=det.faster_rcnn.FastRCNNPredictor(32, 3), mask_roi_pool=ops.MultiScaleRoIAlign(["0"], 14, 2),
+    mask_head=det.mask_rcnn.MaskRCNNHeads(16, [16], 1), mask_predictor=det.mask_rcnn.MaskRCNNPredictor(16, 8, 3),
+    **kwargs)
+""",
+    "tiny_keypointrcnn": """
+det = detection
+backbone = nn.Sequential(nn.Conv2d(3, 16, 3, stride=4, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, stride=2, padding=1))
+backbone.out_channels = 16
+model = det.KeypointRCNN(
+    backbone, rpn_anchor_generator=det.anchor_utils.AnchorGenerator(((16, 32),), ((0.5, 1.0, 2.0),)),
+    box_roi_pool=ops.MultiScaleRoIAlign(["0"], 7, 2), box_head=det.faster_rcnn.TwoMLPHead(16 * 49, 32),
+    box_predictor=det.faster_rcnn.FastRCNNPredictor(32, 2), keypoint_roi_pool=ops.MultiScaleRoIAlign(["0"], 14, 2),
+    keypoint_head=det.keypoint_rcnn.KeypointRCNNHeads(16, [16]),
+    keypoint_predictor=det.keypoint_rcnn.KeypointRCNNPredictor(16, 4), **kwargs)
+""",
+}
+
+
+def build(name, kwargs, torch, torchvision):
+    """The builder ``name`` of ``torchvision`` (or ember-vision) called with ``kwargs``, or a :data:`TINY` model."""
+    if name not in TINY:
+        return torchvision.models.get_model(name, **kwargs)
+    kwargs = {k: v for k, v in kwargs.items() if k != "weights_backbone"}
+    scope = {"nn": torch.nn, "detection": torchvision.models.detection, "ops": torchvision.ops, "kwargs": kwargs}
+    exec(TINY[name], scope)
+    return scope["model"]
+
+
+def _case(mode, name, kwargs, slow=False):
+    return pytest.param(mode, name, kwargs, id=f"{mode}-{name}", marks=pytest.mark.slow if slow else ())
+
+
+CASES = [
+    _case("eval", "maskrcnn_resnet50_fpn", {"num_classes": 3, "box_detections_per_img": 6}),
+    _case("eval", "tiny_maskrcnn", {}),
+    _case("train", "tiny_maskrcnn", {}),
+    _case("eval", "tiny_keypointrcnn", {}),
+    _case("train", "tiny_keypointrcnn", {}),
+    _case("eval", "fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 5}, slow=True),
+    _case("eval", "keypointrcnn_resnet50_fpn", {"num_keypoints": 5, "box_detections_per_img": 3}, slow=True),
+    _case("eval", "fasterrcnn_resnet50_fpn", {"num_classes": 4, "box_detections_per_img": 30}, slow=True),
+    _case("eval", "fasterrcnn_resnet50_fpn_v2", {"num_classes": 4, "box_detections_per_img": 30}, slow=True),
+    _case("eval", "fasterrcnn_mobilenet_v3_large_fpn", {"num_classes": 5}, slow=True),
+    _case("eval", "maskrcnn_resnet50_fpn_v2", {"num_classes": 3, "box_detections_per_img": 6}, slow=True),
+    _case("train", "maskrcnn_resnet50_fpn", {"num_classes": 3}, slow=True),
+    _case("train", "fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 3}, slow=True),
+    _case("train", "keypointrcnn_resnet50_fpn", {"num_keypoints": 4}, slow=True),
+    _case("train", "fasterrcnn_resnet50_fpn_v2", {"num_classes": 3}, slow=True),
 ]
 
 _REFERENCE = """
+import os
 import numpy as np
-from torchvision.models import detection
 from torchvision.ops import boxes as box_ops
+
+torch._dynamo.config.disable = True  # torchvision's pure-Python roi_align, run eagerly rather than compiled
 
 
 def nms(boxes, scores, iou_threshold):  # stands in for the compiled kernel: greedy, by decreasing score
@@ -71,87 +116,42 @@ def nms(boxes, scores, iou_threshold):  # stands in for the compiled kernel: gre
 
 
 box_ops.nms = nms
-torch.manual_seed(0)
-model = detection.__dict__[{name!r}](**{kwargs!r})
-with torch.no_grad():
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.running_mean.uniform_(-0.2, 0.2)
-            m.running_var.uniform_(0.5, 1.5)
-model = model.double()
-images = [torch.rand(3, h, w, dtype=torch.float64) for h, w in {sizes!r}]
-targets = {targets!r}
-out = {{"image%d" % i: x.numpy() for i, x in enumerate(images)}}
-torch.save(model.state_dict(), {dir!r} + "/state.pt")
-if targets is None:
-    model.eval()
+TINY = {tiny!r}
+{build}
+DTYPES = {{"labels": torch.int64, "keypoints": torch.float32, "masks": torch.uint8}}
+for folder, name, kwargs, targets in {cases!r}:
+    os.makedirs(folder, exist_ok=True)
+    torch.manual_seed(0)
+    model = build(name, kwargs, torch, torchvision)
     with torch.no_grad():
-        for i, det in enumerate(model(images)):
-            out.update({{"%s%d" % (k, i): v.numpy() for k, v in det.items()}})
-else:
-    model.train()
-    targets = [{{k: torch.tensor(v, dtype=torch.int64 if k == "labels" else torch.float32 if k == "keypoints"
-                                  else torch.uint8 if k == "masks" else torch.float64) for k, v in t.items()}}
-               for t in targets]
-    losses = model(images, targets)
-    sum(losses.values()).backward()
-    out.update({{"loss_" + k: v.detach().numpy() for k, v in losses.items()}})
-    out["grad"] = model.roi_heads.box_predictor.cls_score.weight.grad.numpy()
-np.savez({dir!r} + "/out.npz", **out)
-print(json.dumps(sorted(out)))
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    model = model.double()
+    images = [torch.rand(3, h, w, dtype=torch.float64) for h, w in {sizes!r}]
+    out = {{"image%d" % i: x.numpy() for i, x in enumerate(images)}}
+    torch.save(model.state_dict(), folder + "/state.pt")
+    if targets is None:
+        with torch.no_grad():
+            for i, det in enumerate(model.eval()(images)):
+                out.update({{"%s%d" % (k, i): v.numpy() for k, v in det.items()}})
+    else:
+        targets = [{{k: torch.tensor(v, dtype=DTYPES.get(k, torch.float64)) for k, v in t.items()}} for t in targets]
+        losses = model.train()(images, targets)
+        sum(losses.values()).backward()
+        out.update({{"loss_" + k: v.detach().numpy() for k, v in losses.items()}})
+        out["grad"] = model.roi_heads.box_predictor.cls_score.weight.grad.numpy()
+    np.savez(folder + "/out.npz", **out)
+extra = {{}}
+{extras}
+print(json.dumps(extra))
 """
 
 
-def _reference(tmp_path, name, kwargs, targets=None):
-    keys = vision_reference.run(_REFERENCE.format(name=name, kwargs=kwargs, sizes=SIZES, targets=targets,
-                                                  dir=str(tmp_path)))
-    ref = np.load(tmp_path / "out.npz")
-    assert sorted(ref.files) == keys
-    model = get_model(name, **kwargs)
-    model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
-    images = [ember.from_numpy(ref[f"image{i}"]) for i in range(len(SIZES))]
-    return model.double(), images, ref
-
-
-def _skip_slow(request):
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
-
-
-def _pairing(got_boxes, got_labels, want_boxes, want_labels, tol) -> np.ndarray:
-    """For each ember detection, the index of torchvision's detection with the same label and box (the order
-    of detections with equal scores may differ)."""
-    cost = np.abs(got_boxes[:, None, :] - want_boxes[None, :, :]).max(-1)
-    cost[got_labels[:, None] != want_labels[None, :]] = np.inf
-    pairs = cost.argmin(1)
-    assert (cost[np.arange(len(pairs)), pairs] <= tol).all()
-    assert sorted(pairs.tolist()) == list(range(len(want_boxes)))
-    return pairs
-
-
-@pytest.mark.parametrize("name,kwargs", EVAL_CASES)
-def test_same_weights_same_detections(request, tmp_path, name, kwargs):
-    _skip_slow(request)
-    kwargs = {**SMALL, **kwargs}
-    model, images, ref = _reference(tmp_path, name, kwargs)
-    model.eval()
-    with ember.no_grad():
-        detections = model(images)
-    for i, det in enumerate(detections):
-        want = {k[:-1]: ref[k] for k in ref.files if k.endswith(str(i)) and not k.startswith("image")}
-        assert sorted(det) == sorted(want)
-        assert len(want["boxes"]) > 0, "the case should give detections"
-        got = {k: v.numpy() for k, v in det.items()}
-        assert got["labels"].dtype == np.int64 and got["boxes"].dtype == np.float64
-        np.testing.assert_allclose(got["scores"], want["scores"], rtol=0, atol=1e-9)  # sorted: order-free
-        pairs = _pairing(got["boxes"], got["labels"], want["boxes"], want["labels"], 1e-6)
-        for key in ("masks", "keypoints", "keypoints_scores"):
-            if key in want:
-                scale = max(float(np.abs(want[key]).max()), 1.0)
-                np.testing.assert_allclose(got[key], want[key][pairs], rtol=0, atol=1e-6 * scale)
-
-
 def _targets(with_masks: bool, num_keypoints: int):
+    """Three boxes per image (labels 1 and 2, or all people with ``num_keypoints`` key points), with random
+    masks inside the boxes when ``with_masks``."""
     rng = np.random.default_rng(0)
     targets = []
     for h, w in SIZES:
@@ -170,19 +170,85 @@ def _targets(with_masks: bool, num_keypoints: int):
     return targets
 
 
-def _as_tensors(targets):
+def _spec(folder, mode, name, kwargs):
+    """What the reference process builds and runs for one case."""
+    if mode == "eval":
+        return str(folder), name, {**SMALL, **kwargs}, None
+    keypoints = kwargs.get("num_keypoints", 4 if "keypoint" in name else 0)
+    return str(folder), name, {**TRAIN, **kwargs}, _targets("mask" in name, keypoints)
+
+
+def _run_reference(specs, extras: str = "") -> dict:
+    """Run ``specs`` and the snippets ``extras`` (which fill the dict ``extra``) in one reference process."""
+    code = _REFERENCE.format(cases=specs, sizes=SIZES, tiny=TINY, build=inspect.getsource(build), extras=extras)
+    return vision_reference.run(code, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The default run's cases and the other tests' reference values, all computed in one reference process
+    (torch and torchvision imported once): ``(specs by case id, extra values by test)``."""
+    root = tmp_path_factory.mktemp("rcnn")
+    specs = {p.id: _spec(root / p.id, *p.values) for p in CASES if not p.marks}
+    return specs, _run_reference(list(specs.values()), "\n".join([_TRANSFORM_REF, _HEATMAPS_REF, _REGISTRY_REF]))
+
+
+@pytest.fixture
+def case(request, tmp_path, mode, name, kwargs):
+    """``(model, images, reference outputs, kwargs, targets)`` of one case: ember-vision's builder with the
+    reference's state dict loaded strictly, in float64."""
+    if request.node.get_closest_marker("slow"):
+        if "slow" not in (request.config.option.markexpr or ""):
+            pytest.skip("slow: run with -m slow")
+        spec = _spec(tmp_path, mode, name, kwargs)
+        _run_reference([spec])
+    else:
+        spec = request.getfixturevalue("reference")[0][request.node.callspec.id]
+    folder, _, full_kwargs, targets = spec
+    ref = np.load(os.path.join(folder, "out.npz"))
+    model = build(name, full_kwargs, ember, ember_vision)
+    model.load_state_dict(ember.load(os.path.join(folder, "state.pt")), strict=True)
+    images = [ember.from_numpy(ref[f"image{i}"]) for i in range(len(SIZES))]
+    return model.double(), images, ref, targets
+
+
+def _pairing(got_boxes, got_labels, want_boxes, want_labels, tol) -> np.ndarray:
+    """For each ember detection, the index of torchvision's detection with the same label and box (the order
+    of detections with equal scores may differ)."""
+    cost = np.abs(got_boxes[:, None, :] - want_boxes[None, :, :]).max(-1)
+    cost[got_labels[:, None] != want_labels[None, :]] = np.inf
+    pairs = cost.argmin(1)
+    assert (cost[np.arange(len(pairs)), pairs] <= tol).all()
+    assert sorted(pairs.tolist()) == list(range(len(want_boxes)))
+    return pairs
+
+
+@pytest.mark.parametrize("mode,name,kwargs", CASES)
+def test_same_weights_same_outputs(mode, name, kwargs, case):
+    model, images, ref, targets = case
+    if mode == "train":
+        _check_training_losses(model, images, ref, targets)
+        return
+    with ember.no_grad():
+        detections = model.eval()(images)
+    for i, det in enumerate(detections):
+        want = {k[:-1]: ref[k] for k in ref.files if k.endswith(str(i)) and not k.startswith("image")}
+        assert sorted(det) == sorted(want)
+        assert len(want["boxes"]) > 0, "the case should give detections"
+        got = {k: v.numpy() for k, v in det.items()}
+        assert got["labels"].dtype == np.int64 and got["boxes"].dtype == np.float64
+        np.testing.assert_allclose(got["scores"], want["scores"], rtol=0, atol=1e-9)  # sorted: order-free
+        pairs = _pairing(got["boxes"], got["labels"], want["boxes"], want["labels"], 1e-6)
+        for key in ("masks", "keypoints", "keypoints_scores"):
+            if key in want:
+                scale = max(float(np.abs(want[key]).max()), 1.0)
+                np.testing.assert_allclose(got[key], want[key][pairs], rtol=0, atol=1e-6 * scale)
+
+
+def _check_training_losses(model, images, ref, targets):
     dtypes = {"labels": ember.int64, "keypoints": ember.float32, "masks": ember.uint8}
-    return [{k: ember.tensor(v, dtype=dtypes.get(k, ember.float64)) for k, v in t.items()} for t in targets]
-
-
-@pytest.mark.parametrize("name,kwargs", TRAIN_CASES)
-def test_training_losses_match_torchvision(request, tmp_path, name, kwargs):
-    _skip_slow(request)
-    kwargs = {**SMALL, **ALL_SAMPLED, **kwargs}
-    targets = _targets(name.startswith("mask"), kwargs.get("num_keypoints", 0))
-    model, images, ref = _reference(tmp_path, name, kwargs, targets)
-    model.train()
-    losses = model(images, _as_tensors(targets))
+    targets = [{k: ember.tensor(v, dtype=dtypes.get(k, ember.float64)) for k, v in t.items()} for t in targets]
+    losses = model.train()(images, targets)
     want = {k[len("loss_"):]: ref[k] for k in ref.files if k.startswith("loss_")}
     assert sorted(losses) == sorted(want)
     for key, value in losses.items():
@@ -192,8 +258,7 @@ def test_training_losses_match_torchvision(request, tmp_path, name, kwargs):
     np.testing.assert_allclose(grad, ref["grad"], rtol=0, atol=1e-7 * np.abs(ref["grad"]).max())
 
 
-def test_transform_resizes_batches_and_maps_back_like_torchvision():
-    ref = vision_reference.run("""
+_TRANSFORM_REF = """
 from torchvision.models.detection.transform import GeneralizedRCNNTransform
 torch.manual_seed(0)
 t = GeneralizedRCNNTransform(50, 70, [0.4, 0.5, 0.6], [0.2, 0.25, 0.3], size_divisible=16)
@@ -205,12 +270,16 @@ batch, out = t.eval()(images, targets)
 post = t.postprocess([{"boxes": torch.tensor([[2.0, 3.0, 40.0, 30.0]]),
                        "keypoints": torch.tensor([[[5.0, 6.0, 1.0]]])}], batch.image_sizes[:1], [(37, 61)])
 fixed, _ = GeneralizedRCNNTransform(50, 70, [0.0] * 3, [1.0] * 3, fixed_size=(40, 24))(images)
-print(json.dumps({"images": [x.tolist() for x in images], "masks": targets[0]["masks"].tolist(),
-                  "batch": batch.tensors.tolist(), "sizes": batch.image_sizes,
-                  "targets": [{k: v.tolist() for k, v in t.items()} for t in out],
-                  "post": {k: v.tolist() for k, v in post[0].items()}, "fixed": list(fixed.tensors.shape),
-                  "repr": repr(t)}))
-""")
+extra["transform"] = {"images": [x.tolist() for x in images], "masks": targets[0]["masks"].tolist(),
+                      "batch": batch.tensors.tolist(), "sizes": batch.image_sizes,
+                      "targets": [{k: v.tolist() for k, v in t.items()} for t in out],
+                      "post": {k: v.tolist() for k, v in post[0].items()}, "fixed": list(fixed.tensors.shape),
+                      "repr": repr(t)}
+"""
+
+
+def test_transform_resizes_batches_and_maps_back_like_torchvision(reference):
+    ref = reference[1]["transform"]
     t = det_transform.GeneralizedRCNNTransform(50, 70, [0.4, 0.5, 0.6], [0.2, 0.25, 0.3], size_divisible=16).eval()
     images = [ember.tensor(x) for x in ref["images"]]
     targets = [{"boxes": ember.tensor([[1.5, 2.0, 30.0, 20.5]]), "masks": ember.tensor(ref["masks"], dtype=ember.uint8),
@@ -233,22 +302,25 @@ print(json.dumps({"images": [x.tolist() for x in images], "masks": targets[0]["m
     assert repr(t) == ref["repr"]
 
 
-def test_heatmaps_and_mask_pasting_match_torchvision():
-    rng = np.random.default_rng(1)
-    maps = rng.normal(size=(3, 2, 8, 8))
-    rois = np.array([[1.0, 2.0, 12.5, 9.0], [0.0, 0.0, 3.2, 30.0], [5.0, 5.0, 5.5, 5.4]])
-    masks = rng.random((3, 1, 6, 6))
-    keypoints = np.array([[[2.0, 3.0, 1.0], [12.5, 9.0, 1.0]], [[1.0, 29.0, 0.0], [3.2, 0.5, 2.0]],
-                          [[9.0, 9.0, 1.0], [5.2, 5.1, 1.0]]])
-    ref = vision_reference.run(f"""
+_RNG = np.random.default_rng(1)
+MAPS, MASKS = _RNG.normal(size=(3, 2, 8, 8)), _RNG.random((3, 1, 6, 6))
+ROIS = np.array([[1.0, 2.0, 12.5, 9.0], [0.0, 0.0, 3.2, 30.0], [5.0, 5.0, 5.5, 5.4]])
+KEYPOINTS = np.array([[[2.0, 3.0, 1.0], [12.5, 9.0, 1.0]], [[1.0, 29.0, 0.0], [3.2, 0.5, 2.0]],
+                      [[9.0, 9.0, 1.0], [5.2, 5.1, 1.0]]])
+_HEATMAPS_REF = f"""
 from torchvision.models.detection import roi_heads as r
-maps, rois = torch.tensor({maps.tolist()}), torch.tensor({rois.tolist()})
+maps, rois = torch.tensor({MAPS.tolist()}), torch.tensor({ROIS.tolist()})
 kp, sc = r.heatmaps_to_keypoints(maps.float(), rois.float())
-pasted = r.paste_masks_in_image(torch.tensor({masks.tolist()}), rois * 2 - 3, (40, 33))
-heat, valid = r.keypoints_to_heatmap(torch.tensor({keypoints.tolist()}), rois, 7)
-print(json.dumps(dict(kp=kp.tolist(), sc=sc.tolist(), pasted=pasted.tolist(), heat=heat.tolist(),
-                      valid=valid.tolist())))
-""")
+pasted = r.paste_masks_in_image(torch.tensor({MASKS.tolist()}), rois * 2 - 3, (40, 33))
+heat, valid = r.keypoints_to_heatmap(torch.tensor({KEYPOINTS.tolist()}), rois, 7)
+extra["heatmaps"] = dict(kp=kp.tolist(), sc=sc.tolist(), pasted=pasted.tolist(), heat=heat.tolist(),
+                         valid=valid.tolist())
+"""
+
+
+def test_heatmaps_and_mask_pasting_match_torchvision(reference):
+    ref = reference[1]["heatmaps"]
+    maps, rois, masks, keypoints = MAPS, ROIS, MASKS, KEYPOINTS
     from ember_vision.models.detection import roi_heads as r
 
     kp, sc = r.heatmaps_to_keypoints(ember.tensor(maps, dtype=ember.float32), ember.tensor(rois, dtype=ember.float32))
@@ -261,18 +333,20 @@ print(json.dumps(dict(kp=kp.tolist(), sc=sc.tolist(), pasted=pasted.tolist(), he
     assert heat.tolist() == ref["heat"] and valid.tolist() == ref["valid"]
 
 
-def test_registry_and_weights_metadata_match_torchvision():
-    names = list_models(module=detection)
-    rcnn = {"fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
-            "fasterrcnn_mobilenet_v3_large_320_fpn", "maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2",
-            "keypointrcnn_resnet50_fpn"}
-    assert rcnn <= set(names)
-    ref = vision_reference.run(f"""
+RCNN_BUILDERS = ["fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_mobilenet_v3_large_fpn",
+                 "fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "keypointrcnn_resnet50_fpn",
+                 "maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2"]
+_REGISTRY_REF = f"""
 from torchvision.models import get_model_weights
-print(json.dumps({{n: {{w.name: [w.url, {{k: v for k, v in w.meta.items() if not k.startswith("_docs")}}]
-                      for w in get_model_weights(n)}} for n in {sorted(rcnn)!r}}}))
-""")
-    for name in sorted(rcnn):
+extra["weights"] = {{n: {{w.name: [w.url, {{k: v for k, v in w.meta.items() if not k.startswith("_docs")}}]
+                        for w in get_model_weights(n)}} for n in {RCNN_BUILDERS!r}}}
+"""
+
+
+def test_registry_and_weights_metadata_match_torchvision(reference):
+    assert set(RCNN_BUILDERS) <= set(list_models(module=detection))
+    ref = reference[1]["weights"]
+    for name in RCNN_BUILDERS:
         enum = get_model_weights_of(name)
         assert enum.DEFAULT is enum.COCO_V1
         for member, (url, meta) in ref[name].items():
