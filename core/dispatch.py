@@ -320,6 +320,9 @@ def on_arrays(*tensors) -> bool:
     return True
 
 
+_NO_EDGE = (None, 0)  # the edge of an input that needs no gradient
+
+
 def link(ctx, inputs):
     """Connect node ``ctx`` to the graph positions of ``inputs`` and save what its Op keeps.
 
@@ -339,28 +342,31 @@ def link(ctx, inputs):
             fn = t._fn
             if fn is not None:
                 edges.append((fn, t._nr))
-                volatile = volatile or fn is VOLATILE
+                if fn is VOLATILE:
+                    volatile = True
             else:
                 edges.append(grad_edge(t))
             arr = t._data
             metas.append((arr.shape, arr.dtype))
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             metas.append(None)
-    ctx.next_functions = tuple(edges)
+    ctx.next_functions = edges = tuple(edges)
     ctx._shapes = tuple(metas)
-    if type(ctx).save_inputs:
-        uses = type(ctx).save_for
+    Op = type(ctx)
+    if Op.save_inputs:
+        uses = Op.save_for
         if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
             inputs = saved_for(uses, inputs, edges)
         if SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)
         ctx._saved = tuple(inputs)
+        inference = ACTIVE.inference_ever
         vers = []
         for t in inputs:
             if isinstance(t, Tensor):
-                if ACTIVE.inference_ever and t._inference:
+                if inference and t._inference:
                     raise RuntimeError(_INFERENCE_SAVED)
                 b = t._base
                 vers.append(t._ver if b is None else b._ver)
