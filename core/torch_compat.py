@@ -170,7 +170,9 @@ def install() -> None:
     process.
 
     If PyTorch's own modules were imported before (a notebook that already ran ``import torch``), they are
-    dropped from ``sys.modules`` so the next import sees ember; objects made from them are unaffected.
+    dropped from ``sys.modules`` so the next import sees ember; objects made from them are unaffected.  While it is
+    installed, dtypes, ``Size``, layouts and legacy type names print as PyTorch's (``torch.float32``): programs
+    written for PyTorch print and parse them (``str(dtype).replace("torch.", "")``).
     """
     if installed():
         return

@@ -164,6 +164,19 @@ def test_whole_model_saved_by_ember_loads_in_ember_only_when_trusted(tmp_path):
     assert type(again) is ember.nn.Linear and again.weight.tolist() == model.weight.tolist()
 
 
+def test_whole_model_saved_by_pytorch_loads_in_ember_when_trusted(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.BatchNorm1d(3)).eval()
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        ember.load(path)
+    ours = ember.load(path, weights_only=False)  # PyTorch's classes read as ember's
+    assert type(ours) is ember.nn.Sequential and type(ours[0]) is ember.nn.Linear
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)[:, :2]
+    np.testing.assert_allclose(ours(ember.tensor(x)).detach().numpy(), model(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-6)
+
+
 def test_earlier_ember_archives_still_load():
     state = ember.load(CHECKPOINTS / "ember_v1_state.pt")
     assert type(state) is OrderedDict and state["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
