@@ -65,6 +65,19 @@ def test_views_inside_are_array_views_and_returned_views_stay_views(device):
         assert np.array_equal(_np(xg.grad), _np(xe.grad)) and np.array_equal(_np(wg.grad), _np(we.grad))
 
 
+def test_an_input_changed_in_place_before_the_compiled_backward_raises(device):
+    w = ember.randn(3, 3, device=device, requires_grad=True)
+    f = ember.compile(lambda x, w: (x.t().t() @ w).sum())
+    for _ in range(2):  # the capture (eager autograd), then the compiled backward: both refuse
+        x = ember.randn(2, 3, device=device)
+        y = f(x, w)
+        x.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    f(x, w).backward()  # unchanged: fine
+    assert np.allclose(_np(w.grad), np.repeat(_np(x).sum(0)[:, None], 3, 1), atol=1e-5)
+
+
 def test_replay_reads_new_input_values(device):
     f = ember.compile(lambda a, b: a * b + a)
     a, b = ember.ones(3, device=device), ember.full((3,), 2.0, device=device)

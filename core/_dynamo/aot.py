@@ -123,6 +123,11 @@ def split(graph, holder, order, dev):
     grad_ids = [vals[id(g)].i if g is not None else None for g in grads]
     leaf_ids = [vals[id(t)].i for t in holder["leaves"]]
     guarded = [pos_in(order, vals[id(t)].i) for t in holder["guarded"]]
+    root = {i: i for i in order}  # a value that is a tensor of the call or an array view of one -> that tensor
+    for n in fwd:
+        if n.kind == "view_op" and type(n.args[0]) is Ref and n.args[0].i in root:
+            root.update((o, root[n.args[0].i]) for o in n.outs)
+    watched = sorted({pos_in(order, root[i]) for i in saved if i in root})
     prefix = None
     if holder["prefix"] is not None:  # its results join the compiled forward's tensors
         pre = [n for n in fwd if id(n) in holder["prefix"]]
@@ -144,7 +149,7 @@ def split(graph, holder, order, dev):
                         used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos_in(order, i) for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
     step.n_inputs = len(graph.inputs) if graph.dynamic else 0  # (a dynamic graph's backward reads their sizes)
-    step.guarded, step.prefix = guarded, prefix
+    step.guarded, step.prefix, step.watched = guarded, prefix, watched
     if prefix is not None:
         step.source = psrc + "\n" + step.source
     return step
@@ -161,6 +166,7 @@ class CompiledStep:
     n_inputs = 0  # the inputs whose sizes the backward reads (a graph with dynamic sizes)
     prefix = None  # the generated function replaying the prefix through dispatch (see _cut_prefix), if any
     guarded = ()   # the positions of the tensors that required grad at the capture
+    watched = ()   # the positions of the tensors whose values the backward reads (their versions are checked)
 
     def __init__(self, forward, backward, n_out, diff_pos, used_gouts, leaf_pos, has_grad, source):
         self.forward, self.backward = forward, backward
@@ -192,6 +198,7 @@ class _Joint(Function):
         call.outs = values[:step.n_out]
         ctx.step, ctx.saved = step, values[step.n_out:]
         ctx.sizes = [t._data.shape for t in call.tensors[:step.n_inputs]] if step.n_inputs else None
+        ctx.watched = [(call.tensors[j], call.tensors[j]._version) for j in step.watched]
         return tuple(call.outs[k] for k in step.diff_pos)
 
     @staticmethod
@@ -199,6 +206,12 @@ class _Joint(Function):
         if is_grad_enabled():
             raise RuntimeError("ember.compile: a compiled backward cannot be differentiated again "
                                "(create_graph=True); compile with backend='aot_eager' for higher-order gradients")
+        for t, v in ctx.watched:  # (eager mode's saved-value check, for the tensors the call was given)
+            if t._version != v:
+                raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
+                                   f"inplace operation: a tensor of shape {list(t.shape)} given to a compiled "
+                                   f"call is at version {t._version}; expected version {v} instead. Hint: do not "
+                                   f"change it in place before backward, or clone() it first.")
         step = ctx.step
         gs = [gouts[k] for k in step.used_gouts]
         if any(not isinstance(g, Tensor) for g in gs):
