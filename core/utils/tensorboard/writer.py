@@ -80,19 +80,24 @@ class SummaryWriter:
             stamp = time.strftime("%b%d_%H-%M-%S")
             log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
         self.log_dir = os.fspath(log_dir)
+        self._suffix = filename_suffix
+        self._open()
+        self._sub_writers: dict = {}  # add_scalars' sub-runs, by directory
+
+    def _open(self) -> None:
+        """Start a new event file (at construction, and on the first write after :meth:`close`, as in PyTorch)."""
         try:
             os.makedirs(self.log_dir, exist_ok=True)
             name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}."
-                    f"{uuid.uuid4().int % 1000000}{filename_suffix}")
+                    f"{uuid.uuid4().int % 1000000}{self._suffix}")
             self._path = os.path.join(self.log_dir, name)
             self._file = open(self._path, "wb")  # noqa: SIM115 - held open until close()
         except OSError as e:
             raise OSError(f"SummaryWriter: cannot write TensorBoard events to {self.log_dir!r}: {e.strerror or e}") \
                 from e
         self._records = self._tb["RecordWriter"](self._file)
-        self._write(self._tb["event_pb2"].Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._closed = False
-        self._sub_writers: dict = {}  # add_scalars' sub-runs, by directory
+        self._write(self._tb["event_pb2"].Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     # ------------------------------------------------------------------------------------------------- plumbing
     def get_logdir(self) -> str:
@@ -104,7 +109,7 @@ class SummaryWriter:
 
     def _add(self, summary, global_step=None, walltime=None) -> None:
         if self._closed:
-            raise RuntimeError(f"SummaryWriter for {self.log_dir!r} is closed")
+            self._open()
         event = self._tb["event_pb2"].Event(summary=summary, wall_time=walltime or time.time())
         if global_step is not None:
             event.step = int(global_step)
