@@ -71,3 +71,11 @@ def test_rotate_bad_arguments():
     with pytest.raises(ValueError, match="cannot broadcast to match the number of channels"):
         F.rotate(x, 30, fill=[1, 2])
     assert x.sum().item() == 0
+
+
+def test_pillow_integer_interpolation():
+    x = ember.from_numpy(np.random.default_rng(3).integers(0, 256, (3, 6, 8)).astype(np.uint8))
+    assert ember.equal(F.rotate(x, 25, 2), F.rotate(x, 25, F.InterpolationMode.BILINEAR))
+    assert ember.equal(F.resize(x, [4, 5], 0), F.resize(x, [4, 5], F.InterpolationMode.NEAREST))
+    with pytest.raises(TypeError, match="Argument interpolation should be a InterpolationMode"):
+        F.rotate(x, 25, 2.0)

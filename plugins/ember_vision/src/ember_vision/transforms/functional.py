@@ -47,7 +47,20 @@ def _impl(img, op: str, min_dim: int = 2):
     raise TypeError(f"{op}: img should be PIL Image or Tensor. Got {type(img).__name__}")
 
 
+def _interpolation_modes_from_int(i: int) -> InterpolationMode:
+    """The mode of a Pillow resampling constant (0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming)."""
+    modes = {0: InterpolationMode.NEAREST, 2: InterpolationMode.BILINEAR, 3: InterpolationMode.BICUBIC,
+             4: InterpolationMode.BOX, 5: InterpolationMode.HAMMING, 1: InterpolationMode.LANCZOS}
+    return modes[i]
+
+
 def _mode(interpolation) -> str:
+    """An InterpolationMode, its value, or a Pillow integer constant, as the mode's value."""
+    if isinstance(interpolation, int) and not isinstance(interpolation, bool):
+        return _interpolation_modes_from_int(interpolation).value
+    if not isinstance(interpolation, str):
+        raise TypeError("Argument interpolation should be a InterpolationMode or a corresponding Pillow integer "
+                        f"constant, got {type(interpolation).__name__}")
     return InterpolationMode(interpolation).value
 
 
