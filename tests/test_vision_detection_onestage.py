@@ -5,6 +5,7 @@
 torchvision's compiled nms does not load there, so the reference process stands in a greedy nms written in
 PyTorch (``_NMS_STANDIN``) for ``torchvision.ops.boxes.nms``, which ``batched_nms`` and the models call.
 """
+import json
 import os
 import sys
 import types
@@ -52,6 +53,8 @@ QUALITY = RNG.uniform(0, 1, (3, 9)).astype(np.float32)
 QUALITY[1, 4] = QUALITY[1].max()  # a tie for ground truth 1's best prediction
 QUALITY[1, 6] = QUALITY[1, 4]
 FEATURE_SHAPES = [(5, 6), (3, 3), (1, 2)]
+BUILDERS = ["retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2", "fcos_resnet50_fpn", "ssd300_vgg16",
+            "ssdlite320_mobilenet_v3_large"]
 
 
 def _t(a):
@@ -68,6 +71,7 @@ import numpy as np
 from torchvision.models.detection import _utils as U
 from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
 from torchvision.models.detection.image_list import ImageList
+from torchvision.models import get_model_weights
 ref, props = torch.tensor({REF_BOXES.tolist()!r}), torch.tensor({PROPOSALS.tolist()!r})
 codes, quality = torch.tensor({CODES.tolist()!r}), torch.tensor({QUALITY.tolist()!r})
 coder = U.BoxCoder((10.0, 10.0, 5.0, 5.0))
@@ -95,6 +99,9 @@ out["default"] = [a.tolist() for a in DefaultBoxGenerator([[2], [2, 3], [2]])(im
 steps = DefaultBoxGenerator([[2], [2, 3], [2]], scales=[0.1, 0.3, 0.6, 0.9], steps=[8, 16, 32], clip=False)
 out["default_steps"] = steps(images, feats)[0].tolist()
 out["default_repr"] = repr(steps)
+keys = ("num_params", "categories", "min_size", "recipe", "_metrics", "_ops", "_file_size")
+out["weights"] = {{n: {{w.name: [w.url, {{k: w.meta[k] for k in keys}}] for w in get_model_weights(n)}}
+                  for n in {BUILDERS!r}}}
 print(json.dumps(out))
 """)
     coder = det_utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
@@ -130,6 +137,18 @@ print(json.dumps(out))
     steps = DefaultBoxGenerator([[2], [2, 3], [2]], scales=[0.1, 0.3, 0.6, 0.9], steps=[8, 16, 32], clip=False)
     np.testing.assert_allclose(steps(images, feats)[0].numpy(), ref["default_steps"], rtol=1e-6, atol=1e-5)
     assert repr(steps) == ref["default_repr"]
+
+    from ember_vision import models
+    from ember_vision.models import detection
+
+    assert set(BUILDERS) <= set(models.list_models(module=detection))
+    for name, members in ref["weights"].items():
+        enum = models.get_model_weights(name)
+        assert enum.DEFAULT is enum.COCO_V1
+        assert [w.name for w in enum] == list(members), name
+        for member, (url, meta) in members.items():
+            assert enum[member].url == url
+            assert json.loads(json.dumps({k: enum[member].meta[k] for k in meta})) == meta, name
 
 
 def test_box_utils_bad_input():
@@ -190,9 +209,18 @@ with torch.no_grad():
             m.running_mean.uniform_(-0.2, 0.2)
             m.running_var.uniform_(0.5, 1.5)
 images = [torch.rand(3, h, w) for h, w in {sizes!r}]
+with torch.no_grad():
+    batch = model.transform(images)[0].tensors
+    if {calibrate!r}:  # features that vanish (SSDlite's small init): batch norms take these images' statistics
+        norms = [m for m in model.backbone.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        for m in norms:
+            m.momentum = 1.0
+        model.backbone(batch)
+        for m in norms:
+            m.momentum = 0.1
 model.eval()
 with torch.no_grad():  # the heads start near zero: rescale each conv in turn to unit output spread
-    features = model.backbone(model.transform(images)[0].tensors)
+    features = model.backbone(batch)
     features = list(features.values()) if isinstance(features, dict) else [features]
     for conv in [m for m in model.head.modules() if isinstance(m, torch.nn.Conv2d)]:
         conv.weight.normal_(0, 1)
@@ -227,7 +255,7 @@ def test_same_weights_same_detections_and_losses(request, tmp_path, name, kwargs
     from ember_vision.models import detection  # noqa: F401  (registers the builders)
 
     ref = vision_reference.run(_MODEL_REFERENCE.format(name=name, kwargs=kwargs, sizes=sizes, targets=TARGETS,
-                                                       dir=str(tmp_path)))
+                                                       dir=str(tmp_path), calibrate=name.startswith("ssdlite")))
     model = models.get_model(name, weights=None, weights_backbone=None, **kwargs)
     model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
     with np.load(tmp_path / "images.npz") as f:
@@ -247,3 +275,51 @@ def test_same_weights_same_detections_and_losses(request, tmp_path, name, kwargs
     assert sorted(losses) == sorted(ref["losses"])
     for key, want in ref["losses"].items():
         assert losses[key].item() == pytest.approx(want, rel=1e-4), key
+
+
+class _TinyBackbone(ember.nn.Module):
+    """One stride-8 conv: a feature map for the heads without a real network."""
+
+    def __init__(self, out_channels=32):
+        super().__init__()
+        self.conv = ember.nn.Conv2d(3, out_channels, 3, stride=8, padding=1)
+        self.out_channels = out_channels
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def test_models_bad_input():
+    from ember_vision.models.detection import FCOS, SSD, RetinaNet
+    from ember_vision.models.detection.ssd import SSDHead
+
+    with pytest.raises(ValueError, match="backbone should contain an attribute out_channels"):
+        RetinaNet(ember.nn.ReLU(), 3)
+    with pytest.raises(TypeError, match="anchor_generator should be of type AnchorGenerator or None"):
+        RetinaNet(_TinyBackbone(), 3, anchor_generator=DefaultBoxGenerator([[2]]))
+    with pytest.raises(ValueError, match=r"num_anchors_per_location\(\)\[0\] should be 1 instead of 2"):
+        FCOS(_TinyBackbone(), 3, anchor_generator=AnchorGenerator(((16,),), ((0.5, 1.0),)))
+    anchors = AnchorGenerator(((16,),), ((1.0,),))
+    retina = RetinaNet(_TinyBackbone(), 3, min_size=32, max_size=32, anchor_generator=anchors)
+    fcos = FCOS(_TinyBackbone(), 3, min_size=32, max_size=32, anchor_generator=anchors)
+    ssd = SSD(_TinyBackbone(), DefaultBoxGenerator([[2]]), (32, 32), 3,
+              head=SSDHead([32], DefaultBoxGenerator([[2]]).num_anchors_per_location(), 3))
+    images = [ember.rand(3, 32, 32)]
+    for model in (retina, fcos, ssd):
+        model.train()
+        with pytest.raises(AssertionError, match="targets should not be none when in training mode"):
+            model(images)
+        with pytest.raises(AssertionError, match=r"Expected target boxes to be a tensor of shape \[N, 4\]"):
+            model(images, [{"boxes": ember.zeros(4), "labels": ember.tensor([1])}])
+        target = {"boxes": ember.tensor([[4.0, 4.0, 20.0, 20.0], [10.0, 12.0, 8.0, 30.0]]),
+                  "labels": ember.tensor([1, 2])}
+        before = target["boxes"].clone()
+        with pytest.raises(AssertionError, match=r"positive height and width. Found invalid box \[10.0, 12.0, 8.0"):
+            model(images, [target])
+        assert ember.equal(target["boxes"], before)
+        losses = model(images, [{"boxes": before[:1], "labels": ember.tensor([1])}])
+        assert all(bool(ember.isfinite(v)) for v in losses.values())
+        model.eval()
+        with ember.no_grad():
+            out = model(images)
+        assert sorted(out[0]) == ["boxes", "labels", "scores"]

@@ -55,15 +55,16 @@ def _rename_v1_conv_keys(state_dict, prefix, *args) -> None:
                 state_dict[f"{prefix}conv.{i}.0.{kind}"] = state_dict.pop(old)
 
 
+def anchor_rows(y, channels: int):
+    """A head's ``(N, A*channels, H, W)`` map as ``(N, H*W*A, channels)``: cells row-major, anchors innermost,
+    as the anchor generators lay them out."""
+    n, _, h, w = y.shape
+    return y.view(n, -1, channels, h, w).permute(0, 3, 4, 1, 2).reshape(n, -1, channels)
+
+
 def _flatten_levels(head, x, channels: int):
-    """Run ``head.conv`` then ``head.<last>`` on each level's map and lay the outputs out as
-    ``(N, sum of H*W*A, channels)``, cells row-major and anchors innermost, as the anchors are."""
-    out = []
-    for features in x:
-        y = head._last(head.conv(features))
-        n, _, h, w = y.shape
-        out.append(y.view(n, -1, channels, h, w).permute(0, 3, 4, 1, 2).reshape(n, -1, channels))
-    return ember.cat(out, dim=1)
+    """``head.conv`` then ``head._last`` on each level's map, as anchor rows of all levels."""
+    return ember.cat([anchor_rows(head._last(head.conv(features)), channels) for features in x], dim=1)
 
 
 class _TowerHead(nn.Module):
@@ -164,8 +165,9 @@ class RetinaNetHead(nn.Module):
         return {"cls_logits": self.classification_head(x), "bbox_regression": self.regression_head(x)}
 
 
-def check_targets(targets) -> None:
-    """torchvision's checks of training targets: present, with ``boxes`` a tensor of shape ``[N, 4]``."""
+def check_targets(targets, show_shape: bool = False) -> None:
+    """torchvision's checks of training targets: present, with ``boxes`` a tensor of shape ``[N, 4]`` (the
+    message gives the shape found when ``show_shape``, as FCOS's does)."""
     if targets is None:
         raise AssertionError("targets should not be none when in training mode")
     for target in targets:
@@ -173,7 +175,8 @@ def check_targets(targets) -> None:
         if not isinstance(boxes, ember.Tensor):
             raise AssertionError("Expected target boxes to be of type Tensor.")
         if not (boxes.dim() == 2 and boxes.shape[-1] == 4):
-            raise AssertionError("Expected target boxes to be a tensor of shape [N, 4].")
+            raise AssertionError("Expected target boxes to be a tensor of shape [N, 4]"
+                                 + (f", got {boxes.shape}." if show_shape else "."))
 
 
 def check_degenerate(targets) -> None:
