@@ -75,6 +75,9 @@ sparse_bsr = layout._make("sparse_bsr")
 sparse_bsc = layout._make("sparse_bsc")
 jagged = layout._make("jagged")
 LAYOUTS = dict(layout._registry)
+# layout -> fn(size, dtype, device, requires_grad, op): a tensor of that layout holding no entries, what
+# zeros/empty/zeros_like make for a sparse layout (ember.sparse fills it in)
+EMPTY_OF: dict = {}
 
 contiguous_format = memory_format._make("contiguous_format")
 channels_last = memory_format._make("channels_last")

@@ -18,7 +18,7 @@ from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
 from ..registry import export
-from ..layouts import check_memory_format, dense_in_format, sparse_coo, sparse_csr, strided, suggested_format
+from ..layouts import EMPTY_OF, check_memory_format, dense_in_format, strided, suggested_format
 from ..tensor import Tensor
 from .interop import from_dlpack
 
@@ -349,20 +349,13 @@ def _strided_only(layout, op: str) -> None:
 
 
 def _sparse_zeros(layout, size, dtype, device, requires_grad, op: str) -> Tensor:
-    """A sparse tensor of ``layout`` and ``size`` storing no entries (all zeros), as PyTorch's
+    """A tensor of the sparse ``layout`` and ``size`` storing no entries (all zeros), as PyTorch's
     ``zeros``/``empty``/``zeros_like`` with a sparse ``layout`` give."""
-    from ..sparse.ops import sparse_coo_tensor, sparse_csr_tensor  # cycle: ember.sparse builds on these factories
-
     size = _size(size if isinstance(size, tuple) else tuple(size), op)
-    values = zeros(0, dtype=dtype, device=device)
-    index = {"dtype": dtypes.int64, "device": values.device}
-    if layout is sparse_coo:
-        return sparse_coo_tensor(zeros(len(size), 0, **index), values, size, requires_grad=requires_grad)
-    if layout is sparse_csr and len(size) == 2:
-        return sparse_csr_tensor(zeros(size[0] + 1, **index), zeros(0, **index), values, size,
-                                 requires_grad=requires_grad)
-    raise NotImplementedError(f"{op}: layout {layout} of size {list(size)} is not supported (sparse_coo, and "
-                              "sparse_csr of two dimensions, are)")
+    make = EMPTY_OF.get(layout)
+    if make is None:
+        raise NotImplementedError(f"{op}: layout {layout} is not supported (sparse_coo and sparse_csr are)")
+    return make(size, dtype, device, requires_grad, op)
 
 
 @export(to=TORCH)

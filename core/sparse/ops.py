@@ -9,6 +9,7 @@ import math
 import numbers
 
 from .. import dtypes
+from ..layouts import EMPTY_OF, sparse_coo, sparse_csr
 from ..dispatch import result_type
 from ..ops.creation import arange, as_tensor, zeros
 from ..ops.shape import cat, repeat_interleave, stack
@@ -536,3 +537,22 @@ def softmax(input, dim, *, dtype=None):  # noqa: A002
 def log_softmax(input, dim, *, dtype=None):  # noqa: A002
     """Log-softmax of a COO tensor along ``dim`` over its specified entries (see :func:`softmax`)."""
     return _softmax(input, dim, dtype, log=True)
+
+
+def _empty_coo(size, dtype, device, requires_grad, op):
+    values = zeros(0, dtype=dtype, device=device)
+    return sparse_coo_tensor(zeros(len(size), 0, dtype=dtypes.int64, device=values.device), values, size,
+                             requires_grad=requires_grad)
+
+
+def _empty_csr(size, dtype, device, requires_grad, op):
+    if len(size) != 2:
+        raise NotImplementedError(f"{op}: layout {sparse_csr} of size {list(size)} is not supported (sparse_coo, "
+                                  "and sparse_csr of two dimensions, are)")
+    values = zeros(0, dtype=dtype, device=device)
+    index = {"dtype": dtypes.int64, "device": values.device}
+    return sparse_csr_tensor(zeros(size[0] + 1, **index), zeros(0, **index), values, size,
+                             requires_grad=requires_grad)
+
+
+EMPTY_OF.update({sparse_coo: _empty_coo, sparse_csr: _empty_csr})  # what zeros/empty make for these layouts
