@@ -241,7 +241,7 @@ def check_tensor(x, op: str):
 def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotion: str = "int_to_float",
              integer=None, check=None, backward=None, aliases=(), inplace: bool = True, to=TORCH_TENSOR,
              doc: str | None = None, out: bool = True, tags=("pointwise",), onnx: str | None = None,
-             autocast: dict | None = None, kernel_dtypes: tuple | None = None):
+             autocast: dict | None = None, kernel_dtypes: tuple | None = None, backward_name: str | None = None):
     """A one-tensor elementwise op from its row; returns ``(Op, function)``.
 
     ``vjp(g, x, y)`` gets the gradient, the saved input ``x`` and the saved
@@ -255,7 +255,8 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
     function takes no ``out=`` (as ``torch.relu``).  ``tags``, ``onnx`` and
     ``autocast`` are declared on the Op (:func:`op_class`).  ``kernel_dtypes``: ``(kernel, supported)``, PyTorch's
     kernel and the input dtypes it computes (:func:`ember.dtypes.check_kernel`); another raises its
-    NotImplementedError before anything is computed.
+    NotImplementedError before anything is computed.  ``backward_name``: PyTorch's name of the node where it is
+    not the op's (``square`` leaves ``PowBackward0``).
     """
     if kernel_dtypes is not None:
         check = _kernel_check(kernel_dtypes, check)
@@ -263,7 +264,7 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
         def backward(ctx, g):
             return vjp(g, ctx.inputs[0] if saves == "input" else None, ctx.output if saves == "output" else None)
     Cls = op_class(name, kernel, saves=saves, vjp=backward, arity=1, tags=tags, promotion=promotion, onnx=onnx,
-                   autocast=autocast)
+                   autocast=autocast, backward_name=backward_name)
     to_float = promotion == "int_to_float"
 
     if integer is None and not to_float and check is None and not out:

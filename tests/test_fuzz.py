@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 
 from ember.testing import fuzz
-from fuzz_known_differences import KNOWN, known
+from fuzz_known_differences import KNOWN, SWEEP_OPEN, known
 
 torch = pytest.importorskip("torch")
 
 CALLS, SEED = 400, 0
+
+# one row per family whose dtypes are declared as PyTorch's kernel has them (ember.dtypes.check_kernel): each
+# computes and refuses exactly the dtypes PyTorch does (the slow test sweeps every row)
+DTYPE_SWEPT = ("grid_sample_bilinear_zeros_0", "batch_norm_eval_plain", "pdist", "cdist", "max_pool2d_with_indices",
+               "adaptive_max_pool2d", "conv2d", "multi_margin_loss", "histogramdd", "lu_factor", "mm",
+               "matmul_empty", "frac", "round", "chebyshev_polynomial_t", "median", "kthvalue", "argmax", "topk",
+               "nansum", "softplus", "logit", "gather", "scatter", "index_0d_forms")
 
 
 def test_fuzz_budget_has_no_unlisted_disagreement(device):
@@ -21,6 +28,27 @@ def test_fuzz_budget_has_no_unlisted_disagreement(device):
     assert report.calls == CALLS
     lines = [f"{d.kind} {d.call}: {d.detail[:300]}" for d in report.disagreements]
     assert not lines, f"{len(lines)} unlisted disagreements:\n" + "\n".join(lines)
+
+
+def test_dtype_support_as_pytorch(device):
+    """Each of these rows, once in every dtype, agrees with PyTorch: same outcome, exception class, results and
+    gradients (complex linear algebra is the listed exception)."""
+    report = fuzz.sweep_dtypes(ops=DTYPE_SWEPT, device=device, known=known)
+    assert report.calls >= 5 * len(DTYPE_SWEPT)
+    lines = [f"{d.kind} {d.call}: {d.detail[:300]}" for d in report.disagreements]
+    assert not lines, f"{len(lines)} dtype disagreements:\n" + "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_dtype_sweep_of_every_row(device, request):
+    """Every row once in every dtype: the rows that still disagree with PyTorch are the listed ones
+    (``SWEEP_OPEN``); a row that agreed and regresses fails here (a minute: run with ``-m slow``)."""
+    if "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("the whole dtype sweep runs with -m slow")
+    report = fuzz.sweep_dtypes(device=device, known=known)
+    new = sorted({d.op for d in report.disagreements} - SWEEP_OPEN)
+    detail = [f"{d.kind} {d.call}: {d.detail[:200]}" for d in report.disagreements if d.op in new]
+    assert not new, f"rows that disagree with PyTorch on a dtype: {new}\n" + "\n".join(detail)
 
 
 def test_fuzzer_is_seeded():

@@ -210,13 +210,15 @@ def _index_arg(t, index, dim, op, dtypes_ok=("int64",), vector=False, negative_o
         raise device_error(op, t, index)
     if vector and index.dim() > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {list(index.shape)}")
-    if ndim_match and index.dim() != max(t.dim(), 1) and index.numel():
+    # (a 0-d index counts as one dimension, as PyTorch counts it: a 0-d index into a vector picks one element)
+    if ndim_match and max(index.dim(), 1) != max(t.dim(), 1) and index.numel():
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
                            f"(got index {list(index.shape)} and input {list(t.shape)})")
     xp = t._dev.backend.xp
     # a 0-d index becomes a vector through ember (a tracer sees it), a vector is passed as it is: a raw reshape
     # would hand the tracer an array it can tell apart from the index only by address, which not every backend has
-    arr = index.reshape(-1)._data if vector and t.dim() and index.dim() != 1 else index._data
+    arr = index.reshape(-1)._data if (vector or ndim_match) and t.dim() and index.dim() == 0 or \
+        vector and t.dim() and index.dim() > 1 else index._data
     size = t.shape[dim] if t.dim() else 1
     if arr.size:
         bad = _first_out_of_range(xp, arr, size, negative_ok)
@@ -390,14 +392,19 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     """
     d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
-    return out_or(apply(Gather, input, d, idx), out)
+    r = apply(Gather, input, d, idx)
+    return out_or(r.reshape(()) if index.dim() == 0 and r.dim() else r, out)
 
 
 def _scatter_args(x, dim, index, src, op):
+    """The checked dim, the index array and ``src`` (a 0-d ``src`` for a 0-d index into a vector made one element,
+    as PyTorch counts a 0-d tensor as one dimension)."""
     d, idx = _dim_index(x, dim, index, op, dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _same_dtype(x, src, op)
     _no_larger(x, index, d, op, src if isinstance(src, Tensor) else None)
-    return d, idx
+    if isinstance(src, Tensor) and src.dim() == 0 and x.dim() == 1:
+        src = src.reshape(1)
+    return d, idx, src
 
 
 @export
@@ -415,7 +422,7 @@ def _scatter_impl(run, x, dim, index, src, value, reduce):
     src = value if src is None else src
     if src is None:
         raise TypeError("scatter(): expected a 'src' tensor or a 'value'")
-    d, idx = _scatter_args(x, dim, index, src, "scatter")
+    d, idx, src = _scatter_args(x, dim, index, src, "scatter")
     if reduce is not None:
         names = {"add": "sum", "multiply": "prod"}
         if reduce not in names:
@@ -436,11 +443,19 @@ def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
     >>> ember.zeros(3).scatter_add(0, ember.tensor([0, 0, 1]), ember.ones(3))
     tensor([2., 1., 0.])
     """
-    d, idx = _scatter_args(input, dim, index, src, "scatter_add")
+    d, idx, src = _scatter_args(input, dim, index, src, "scatter_add")
     return apply(ScatterAdd, input, d, idx, src)
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
+# the dtypes PyTorch's scatter kernels reduce with each reduction (no ordering of complex numbers, no bool mean)
+_REDUCE_TYPES = {"amax": dtypes.REAL_TYPES, "amin": dtypes.REAL_TYPES,
+                 "mean": dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES}
+
+
+def _reduce_kernel(reduce, x):
+    if reduce in _REDUCE_TYPES:
+        dtypes.check_kernel(f"scatter_gather_tensor_{{device}}_reduce_{reduce}", x, _REDUCE_TYPES[reduce])
 
 
 @export
@@ -454,7 +469,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     """
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    d, idx = _scatter_args(input, dim, index, src, "scatter_reduce")
+    _reduce_kernel(reduce, input)
+    d, idx, src = _scatter_args(input, dim, index, src, "scatter_reduce")
     return apply(ScatterReduce, input, d, idx, src, reduce, bool(include_self))
 
 
@@ -782,7 +798,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 @export(to=TENSOR)
 def scatter_add_(self, dim, index, src):
     """In-place :func:`scatter_add`."""
-    d, idx = _scatter_args(self, dim, index, src, "scatter_add_")
+    d, idx, src = _scatter_args(self, dim, index, src, "scatter_add_")
     return inplace(ScatterAdd, self, d, idx, src)
 
 
@@ -791,7 +807,8 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place :func:`scatter_reduce`."""
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    d, idx = _scatter_args(self, dim, index, src, "scatter_reduce_")
+    _reduce_kernel(reduce, self)
+    d, idx, src = _scatter_args(self, dim, index, src, "scatter_reduce_")
     return inplace(ScatterReduce, self, d, idx, src, reduce, bool(include_self))
 
 

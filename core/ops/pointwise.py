@@ -1120,6 +1120,7 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0]))
     tensor([0., 0.])
     """
+    overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0  # (PyTorch's nodes)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         rt = result_type(input, other)
         d = dtypes.computation_dtype(Xlogy.promotion, rt)
@@ -1128,7 +1129,8 @@ def xlogy(input, other, *, out=None):  # noqa: A002
         # a number operand as a 0-d tensor of the other's dtype: the kernel's log of it keeps that dtype
         ref = input if isinstance(input, Tensor) else other
         input, other = (_scalar_like(v, ref, ref) if isinstance(v, _SCALARS) else v for v in (input, other))
-    return out_or(binary_result(binary(Xlogy, input, other), input, other, "xlogy"), out)
+    r = binary_result(binary(Xlogy, input, other), input, other, "xlogy")
+    return out_or(rename_node(r, f"XlogyBackward{overload}") if overload else r, out)
 
 
 def _float_tensors(Cls, name):
@@ -1358,8 +1360,9 @@ def copysign(input, other, *, out=None):  # noqa: A002
         raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
                         f"{type(other).__name__}")
     input = _computing(Copysign, input, other)
-    if not isinstance(other, Tensor):
-        other = _full(float(other), input.dtype, input)
+    if not isinstance(other, Tensor):  # (PyTorch's overload of a number leaves its own node)
+        return out_or(rename_node(binary(Copysign, input, _full(float(other), input.dtype, input)),
+                                  "CopysignBackward1"), out)
     return out_or(binary(Copysign, input, other), out)
 
 
@@ -1390,6 +1393,8 @@ def heaviside(input, values, *, out=None):  # noqa: A002
         if not isinstance(v, Tensor):
             raise TypeError(f"heaviside(): argument '{arg}' (position {pos}) must be Tensor, not "
                             f"{type(v).__name__}")
+    if input.dtype.category == dtypes.COMPLEX or values.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes "
                            f"({input.dtype} and {values.dtype}).")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
+from ..autograd.function import rename_node
 from ..dispatch import binary, cast, result_type, unary
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
@@ -148,14 +149,24 @@ def _float_operands(name, a, b, tensors=False, kernel_name=None, supported=dtype
     return tuple(cast(v, rt) if isinstance(v, Tensor) else full((), v, dtype=rt, device=ref._dev) for v in (a, b))
 
 
+# the node PyTorch's torch.special function leaves, numbered by overload
+_SPECIAL_NODES = {"zeta": "SpecialZetaBackward", "xlog1py": "SpecialXlog1PyBackward"}
+
+
 def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc="", supported=dtypes.REAL_TYPES):
     """A two-operand special function over floating operands (broadcasting), exported under ``name``;
     ``supported``: the result types PyTorch's kernel computes."""
     kernel_name = {"gammainc": "igamma", "gammaincc": "igammac"}.get(name, name)
 
+    node = _SPECIAL_NODES.get(name)
+
     def fn(input, other, *, out=None):  # noqa: A002
         a, b = _float_operands(name, input, other, tensors, kernel_name, supported)
-        return out_or(binary_result(binary(Cls, a, b), a, b, name), out)
+        r = binary_result(binary(Cls, a, b), a, b, name)
+        if node is not None:  # PyTorch's overloads: a number for input (1) or other (2)
+            overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
+            r = rename_node(r, f"{node}{overload}")
+        return out_or(r, out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -255,14 +266,14 @@ def _sinc_vjp(g, x, y):
 
 I0, i0 = unary_op("i0", lambda g, x, y: g * i1(x), to=SPECIAL)
 I0e, i0e = unary_op("i0e", lambda g, x, y: g * (i1e(x) - x.sign() * i0e(x)), to=ONLY, inplace=False,
-                    kernel_dtypes=("i0e_{device}", dtypes.REAL_TYPES))
+                    kernel_dtypes=("i0e_{device}", dtypes.REAL_TYPES), backward_name="SpecialI0EBackward0")
 I1, i1 = unary_op("i1", backward=_i1_backward, saves="both", to=ONLY, inplace=False,
-                  kernel_dtypes=("i1_{device}", dtypes.REAL_TYPES))
+                  kernel_dtypes=("i1_{device}", dtypes.REAL_TYPES), backward_name="SpecialI1Backward0")
 I1e, i1e = unary_op("i1e", backward=_i1e_backward, saves="both", to=ONLY, inplace=False,
-                    kernel_dtypes=("i1e_{device}", dtypes.REAL_TYPES))
+                    kernel_dtypes=("i1e_{device}", dtypes.REAL_TYPES), backward_name="SpecialI1EBackward0")
 Sinc, sinc = unary_op("sinc", _sinc_vjp, to=SPECIAL)
 Entr, entr = unary_op("entr", lambda g, x, y: g * -(1 + x.log()), to=ONLY, inplace=False,
-                      kernel_dtypes=("entr_{device}", dtypes.REAL_TYPES))
+                      kernel_dtypes=("entr_{device}", dtypes.REAL_TYPES), backward_name="SpecialEntrBackward0")
 
 
 def _erfcx_backward(ctx, g):
@@ -276,9 +287,11 @@ def _log_ndtr_backward(ctx, g):  # d/dx log(ndtr(x)) = exp(-x^2 / 2 - log_ndtr(x
 
 
 Erfcx, erfcx = unary_op("erfcx", backward=_erfcx_backward, saves="both", to=ONLY, inplace=False,
-                        kernel_dtypes=("erfcx_{device}", dtypes.ALL_TYPES_AND_BOOL))
+                        kernel_dtypes=("erfcx_{device}", dtypes.ALL_TYPES_AND_BOOL),
+                        backward_name="SpecialErfcxBackward0")
 LogNdtr, log_ndtr = unary_op("log_ndtr", backward=_log_ndtr_backward, saves="both", to=ONLY, inplace=False,
-                             kernel_dtypes=("log_ndtr_{device}", dtypes.ALL_TYPES_AND_BOOL))
+                             kernel_dtypes=("log_ndtr_{device}", dtypes.ALL_TYPES_AND_BOOL),
+                             backward_name="SpecialLogNdtrBackward0")
 
 # torch.special's Bessel family: no gradient
 for _name, _kernel in (("bessel_j0", None), ("bessel_j1", None), ("bessel_y0", None), ("bessel_y1", None),

@@ -66,6 +66,11 @@ ROWS = (
         Row("meshgrid_forms", lambda m, x, y: m.meshgrid(x, y, indexing="ij"), [[r(3), r(4)]]),
         Row("gather_forms", lambda m, x, i, d: (m.gather(x, d, i), x.scatter(d, i, x), m.take_along_dim(x, i, d)),
             [[r(2, 3), I(np.array([[0, 2, 1], [1, 0, 0]])), 1], [r(3), I(np.array([1])), 0]]),
+        # a 0-d index into a vector picks one element (PyTorch counts a 0-d tensor as one dimension); no
+        # gradients: PyTorch's scatter backward refuses a 0-d index ("invalid gradient")
+        Row("index_0d_forms", lambda m, x, i: (m.gather(x, 0, i), x.scatter(0, i, x), x.scatter_add(0, i, x),
+                                               x.scatter_reduce(0, i, x, "amax"), x.scatter(0, i, 2.0)),
+            [[F(np.array([1.5, -0.5, 2.0]), grad=False), I(np.array(1))]]),
         Row("scatter_reduce_forms", lambda m, x, i, s: x.scatter_reduce(0, i, s, "amax"),
             [[r(4), I(np.array([0, 2, 2])), r(3)]]),
         Row("embedding_forms", lambda m, i, w, p: m.nn.functional.embedding(i, w, padding_idx=p),
