@@ -34,7 +34,7 @@ NAMESPACES = ["torchvision", "models", "models.segmentation", "models.detection"
 TARGET = 0.97
 # namespaces still below TARGET, with the coverage they have reached (in-scope names ember-vision has): a figure
 # may only rise, and a namespace leaves this table when it reaches TARGET
-BELOW_TARGET = {"models.detection": 0.767}
+BELOW_TARGET: dict = {}
 EXCLUSIONS = pathlib.Path(__file__).with_name("vision_coverage_exclusions.toml")
 
 # run in the reference process: each namespace's names that torchvision itself defines
