@@ -282,7 +282,12 @@ rnn_relu = _single_state("RNN_RELU", "rnn_relu")
 
 
 # --------------------------------------------------------------------------- cells (composed of ops)
-def _gates(input, h, w_ih, w_hh, b_ih, b_hh):
+def _gates(op, input, h, w_ih, w_hh, b_ih, b_hh):
+    # PyTorch's argument check of the cells: every argument a Tensor (the biases may be None)
+    for pos, (name, v) in enumerate((("input", input), ("hx", h), ("w_ih", w_ih), ("w_hh", w_hh), ("b_ih", b_ih),
+                                     ("b_hh", b_hh)), 1):
+        if not isinstance(v, Tensor) and (v is not None or pos < 5):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(v).__name__}")
     gi = input.matmul(w_ih.t())
     gh = h.matmul(w_hh.t())
     if b_ih is not None:
@@ -296,7 +301,7 @@ def _gates(input, h, w_ih, w_hh, b_ih, b_hh):
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """One LSTM step: ``hx = (h, c)``; returns ``(h', c')`` (gates i, f, g, o)."""
     h, c = hx
-    gi, gh = _gates(input, h, w_ih, w_hh, b_ih, b_hh)
+    gi, gh = _gates("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh)
     i, f, g, o = (gi + gh).chunk(4, -1)
     c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c2.tanh(), c2
@@ -305,7 +310,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 @export(to=("torch",))
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """One GRU step (gates r, z, n); returns ``h'``."""
-    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    gi, gh = _gates("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     ir, iz, in_ = gi.chunk(3, -1)
     hr, hz, hn = gh.chunk(3, -1)
     r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
@@ -316,12 +321,12 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 @export(to=("torch",))
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """One Elman step ``tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
-    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    gi, gh = _gates("rnn_tanh_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).tanh()
 
 
 @export(to=("torch",))
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """One Elman step with relu."""
-    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    gi, gh = _gates("rnn_relu_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).relu()
