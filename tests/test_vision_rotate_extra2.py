@@ -1,6 +1,7 @@
 """v1 ``functional`` on tensors as torchvision's tensor kernels compute it (reference process, same inputs):
-``rotate`` with expand, center, fill and both interpolations, and the colour ops whose uint8 results torchvision
-truncates (``_blend``: brightness, contrast, saturation, sharpness; grayscale) or converts back (hue)."""
+``rotate`` with expand, center, fill and both interpolations, ``resize`` (PyTorch's nearest, antialias on and
+off), and the colour ops whose uint8 results torchvision truncates (``_blend``: brightness, contrast,
+saturation, sharpness; grayscale) or converts back (hue)."""
 import os
 import sys
 
@@ -24,6 +25,11 @@ CASES = [
     ("rot90_center_fill", "lambda F, x: F.rotate(x, 90, center=[2, 3], fill=7)"),
     ("rot_m17_center_expand", "lambda F, x: F.rotate(x, -17.5, expand=True, center=[1, 5])"),
     ("rot200_bilinear_fill", "lambda F, x: F.rotate(x, 200, F.InterpolationMode.BILINEAR, fill=0.5)"),
+    ("resize_bilinear_down", "lambda F, x: F.resize(x, [5, 6])"),
+    ("resize_bilinear_up_no_antialias", "lambda F, x: F.resize(x, [11, 13], antialias=False)"),
+    ("resize_bicubic", "lambda F, x: F.resize(x, [5, 13], F.InterpolationMode.BICUBIC)"),
+    ("resize_nearest", "lambda F, x: F.resize(x, [5, 13], F.InterpolationMode.NEAREST)"),
+    ("resize_nearest_exact_edge", "lambda F, x: F.resize(x, 4, F.InterpolationMode.NEAREST_EXACT)"),
     ("brightness", "lambda F, x: F.adjust_brightness(x, 1.3)"),
     ("contrast", "lambda F, x: F.adjust_contrast(x, 0.6)"),
     ("saturation", "lambda F, x: F.adjust_saturation(x, 0.4)"),

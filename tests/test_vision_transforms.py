@@ -27,11 +27,11 @@ def _pixels(x):
 
 # (name, function on an image, largest allowed per-pixel difference PIL vs tensor)
 PIL_VS_TENSOR = [
-    ("resize_nearest_up", lambda im: F.resize(im, (12, 15), "nearest"), 0),
-    ("resize_nearest_down", lambda im: F.resize(im, (3, 4), "nearest"), 0),
+    # PIL's nearest samples the pixel centres: NEAREST_EXACT on tensors (NEAREST is PyTorch's floor(i * in / out))
+    ("resize_nearest_up", lambda im: F.resize(im, (12, 15), "nearest-exact"), 0),
+    ("resize_nearest_down", lambda im: F.resize(im, (3, 4), "nearest-exact"), 0),
     ("resize_bilinear_up", lambda im: F.resize(im, (12, 15)), 1),
     ("resize_bilinear_down", lambda im: F.resize(im, (3, 4)), 1),
-    ("resize_bicubic_up", lambda im: F.resize(im, (12, 15), "bicubic"), 1),
     ("resize_short_edge", lambda im: F.resize(im, 4), 1),
     ("crop_outside", lambda im: F.crop(im, -1, 2, 5, 9), 0),
     ("center_crop", lambda im: F.center_crop(im, 4), 0),
@@ -47,8 +47,8 @@ PIL_VS_TENSOR = [
     ("contrast", lambda im: F.adjust_contrast(im, 0.6), 1),
     ("saturation", lambda im: F.adjust_saturation(im, 0.4), 1),
     ("hue", lambda im: F.adjust_hue(im, 0.2), 8),  # PIL quantises hue to 256 levels
-    # tensors rotate by torchvision's sampling grid, not PIL's (tests/test_vision_rotate_extra2.py compares them
-    # with torchvision's); these rotations land on whole pixels, where the two agree
+    # tensors rotate (and resize bicubic) as torchvision's tensor kernels, not as PIL
+    # (tests/test_vision_rotate_extra2.py compares them with torchvision's); these rotations land on whole pixels
     ("rotate_center", lambda im: F.rotate(im, 90, center=(2, 3), fill=(10, 20, 30)), 0),
     ("rotate90_expand", lambda im: F.rotate(im, 90, expand=True), 0),
 ]
@@ -70,7 +70,8 @@ def test_hand_computed_references(device):
     np.testing.assert_allclose(up.cpu().numpy()[0, 0], [0.0, 0.25, 0.75, 1.0], atol=1e-6)
     # 2 -> 1 downsampling averages (antialiased), nearest takes the pixel under the centre
     assert F.resize(x, (1, 1)).item() == pytest.approx(1.5)
-    assert F.resize(x, (1, 1), "nearest").item() == 3.0
+    assert F.resize(x, (1, 1), "nearest").item() == 0.0  # PyTorch's nearest: source floor(0 * 2 / 1)
+    assert F.resize(x, (1, 1), "nearest-exact").item() == 3.0  # the pixel under the centre, as PIL
     norm = F.normalize(ember.ones(2, 1, 1, device=device), [0.5, 0.25], [0.5, 0.25])
     np.testing.assert_allclose(norm.cpu().numpy().ravel(), [1.0, 3.0])
     gray = F.rgb_to_grayscale(ember.tensor([[[1.0]], [[0.0]], [[0.0]]], device=device))

@@ -67,23 +67,26 @@ def _resize_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
     return w / w.sum(axis=1, keepdims=True)
 
 
-def _nearest_index(n_in: int, n_out: int, like):
-    """The input pixel under each output pixel's centre, as PIL's nearest resampling."""
-    src = np.minimum(((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
-    return ember.as_tensor(src, device=like.device)
-
-
 def _table(a: np.ndarray, like):
     """A host-computed weight table as a tensor on ``like``'s device, in its float dtype."""
     dtype = like.dtype if like.is_floating_point() else ember.float32
     return ember.as_tensor(a, device=like.device).to(dtype)
 
 
-def resize(img, hw, mode: str):
-    """Width pass then height pass, as PIL; integer images are rounded between the passes like PIL's."""
+def resize(img, hw, mode: str, antialias: bool = True):
+    """torchvision's tensor resize: ``interpolate`` in float (nearest: PyTorch's ``floor(i * in / out)`` source
+    pixel; nearest-exact: the pixel under the centre, as PIL), antialiased bilinear/bicubic when ``antialias``,
+    rounded back for integer images.  Box, hamming and lanczos, which ``interpolate`` lacks, take PIL's filters
+    in a width pass then a height pass."""
+    if mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+        x = _as_float(img)
+        x4 = x.reshape(-1, *x.shape[-3:])
+        smooth = {"align_corners": False, "antialias": antialias} if mode in ("bilinear", "bicubic") else {}
+        out = F.interpolate(x4, size=tuple(hw), mode=mode, **smooth).reshape(*x.shape[:-2], *hw)
+        if img.is_floating_point():
+            return out.to(img.dtype)
+        return (out.clamp(0, 255) if mode == "bicubic" and img.dtype == ember.uint8 else out).round().to(img.dtype)
     h, w = int(img.shape[-2]), int(img.shape[-1])
-    if mode in ("nearest", "nearest-exact"):  # both sample at the centres, as PIL
-        return img.index_select(-2, _nearest_index(h, hw[0], img)).index_select(-1, _nearest_index(w, hw[1], img))
     x = img
     if hw[1] != w:
         x = _back(ember.matmul(_as_float(x), _table(_resize_matrix(w, hw[1], mode).T, x)), img)

@@ -179,14 +179,19 @@ def _output_size(img, size, max_size):
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
     """Resize to ``size`` ``(h, w)``, or the smaller edge to ``size`` (an int) keeping the aspect ratio.
 
-    Bilinear and bicubic are antialiased when shrinking on both paths, as PIL does (``antialias`` is
-    accepted for compatibility); tensors give PIL's pixels up to rounding.
+    PIL images resize with PIL (always antialiased); tensors as torchvision's tensor kernel does, through
+    ``interpolate`` (bilinear and bicubic antialiased unless ``antialias`` is False; NEAREST is PyTorch's
+    nearest, NEAREST_EXACT samples the pixel centres as PIL).
     """
     impl = _impl(img, "resize")
     hw = _output_size(img, size, max_size)
     if min(hw) <= 0:
         raise ValueError(f"resize: output size {hw} must be positive (input size {get_image_size(img)} as [w, h])")
-    return impl.resize(img, hw, _mode(interpolation))
+    if impl is _pil:
+        return _pil.resize(img, hw, _mode(interpolation))
+    if list(hw) == [int(img.shape[-2]), int(img.shape[-1])]:
+        return img
+    return _tensor.resize(img, hw, _mode(interpolation), bool(antialias))
 
 
 def crop(img, top: int, left: int, height: int, width: int):
@@ -204,7 +209,8 @@ def center_crop(img, output_size):
 
 
 def resized_crop(img, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR, antialias=True):
-    return resize(crop(img, top, left, height, width), size, interpolation)
+    """``crop`` then ``resize`` to ``size``."""
+    return resize(crop(img, top, left, height, width), size, interpolation, antialias=antialias)
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric")

@@ -123,10 +123,10 @@ class Normalize(_Repr):
 
 class Resize(_Repr):
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
-        self.size, self.interpolation, self.max_size = size, interpolation, max_size
+        self.size, self.interpolation, self.max_size, self.antialias = size, interpolation, max_size, antialias
 
     def __call__(self, img):
-        return F.resize(img, self.size, self.interpolation, self.max_size)
+        return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
 
 
 class CenterCrop(_Repr):
@@ -177,6 +177,7 @@ class RandomResizedCrop(_Repr):
         _check_ranges("RandomResizedCrop", scale, ratio)
         self.size = _pair(size, "RandomResizedCrop")
         self.scale, self.ratio, self.interpolation = tuple(scale), tuple(ratio), interpolation
+        self.antialias = antialias
 
     @staticmethod
     def get_params(img, scale, ratio):
@@ -195,7 +196,7 @@ class RandomResizedCrop(_Repr):
 
     def __call__(self, img):
         i, j, h, w = self.get_params(img, self.scale, self.ratio)
-        return F.resized_crop(img, i, j, h, w, self.size, self.interpolation)
+        return F.resized_crop(img, i, j, h, w, self.size, self.interpolation, self.antialias)
 
 
 class RandomHorizontalFlip(_Repr):
