@@ -27,7 +27,7 @@ torch, ember, ...) with ``bench_midsize``'s idle pause (``--settle``) before eac
 ``--quick`` takes 3 timed steps after one warm-up, for a fast look.
 
 Each row is a column per mode in ``MODES``: ``eager``, and ``compiled``, where each Module among a step's
-default arguments (and a ``forward`` function) goes through ``ember.compile`` and, with ``--torch-compile``,
+default arguments (and a ``forward`` or ``nll`` function) goes through ``ember.compile`` and, with ``--torch-compile``,
 ``torch.compile`` (inductor; without the flag PyTorch stays eager in that column). The loss, backward and
 optimizer step stay as written. The first call of a compiled step (capture, code generation, inductor's
 compilation) is timed apart and printed as ``first call``.
@@ -51,12 +51,13 @@ TORCH_COMPILE = [False]  # --torch-compile: PyTorch's contender in the compiled 
 
 
 def compiled(step, lib):
-    """``step`` with each Module among its default arguments, and a function named ``forward``, compiled."""
+    """``step`` with each Module among its default arguments, and a function named ``forward`` or ``nll`` (the
+    BiLSTM-CRF's loss method), compiled."""
     if lib.__name__ == "torch" and not TORCH_COMPILE[0]:
         return step
 
     def prepare(d):
-        return lib.compile(d) if isinstance(d, lib.nn.Module) or getattr(d, "__name__", "") == "forward" else d
+        return lib.compile(d) if isinstance(d, lib.nn.Module) or getattr(d, "__name__", "") in ("forward", "nll") else d
     defaults = tuple(prepare(d) for d in step.__defaults__ or ())
     return types.FunctionType(step.__code__, step.__globals__, step.__name__, defaults, step.__closure__)
 
@@ -278,9 +279,9 @@ def make_bilstm_crf(libs, rng, vocab=30, tags=7, emb=16, hidden=16, length=20, s
         opt = lib.optim.SGD(model.parameters(), lr=0.01, weight_decay=1e-4)
         batch = [(to_lib(lib, w), y.tolist()) for w, y in data]
 
-        def step(model=model, opt=opt, batch=batch, lib=lib):
+        def step(model=model, nll=model.nll, opt=opt, batch=batch, lib=lib):
             opt.zero_grad()
-            loss = sum(model.nll(w, y) for w, y in batch)
+            loss = sum(nll(w, y) for w, y in batch)
             loss.backward()
             opt.step()
             with lib.no_grad():
