@@ -83,6 +83,7 @@ CASES = [
     _case("train", "tiny_maskrcnn", {}),
     _case("eval", "tiny_keypointrcnn", {}),
     _case("train", "tiny_keypointrcnn", {}),
+    _case("train-empty", "tiny_maskrcnn", {}),  # images without objects: no positives, zero mask loss
     _case("eval", "fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 5}, slow=True),
     _case("eval", "keypointrcnn_resnet50_fpn", {"num_keypoints": 5, "box_detections_per_img": 3}, slow=True),
     _case("eval", "fasterrcnn_resnet50_fpn", {"num_classes": 4, "box_detections_per_img": 30}, slow=True),
@@ -90,6 +91,7 @@ CASES = [
     _case("eval", "fasterrcnn_mobilenet_v3_large_fpn", {"num_classes": 5}, slow=True),
     _case("eval", "maskrcnn_resnet50_fpn_v2", {"num_classes": 3, "box_detections_per_img": 6}, slow=True),
     _case("train", "maskrcnn_resnet50_fpn", {"num_classes": 3}, slow=True),
+    _case("train-empty", "tiny_keypointrcnn", {}, slow=True),
     _case("train", "fasterrcnn_mobilenet_v3_large_320_fpn", {"num_classes": 3}, slow=True),
     _case("train", "keypointrcnn_resnet50_fpn", {"num_keypoints": 4}, slow=True),
     _case("train", "fasterrcnn_resnet50_fpn_v2", {"num_classes": 3}, slow=True),
@@ -137,7 +139,8 @@ for folder, name, kwargs, targets in {cases!r}:
             for i, det in enumerate(model.eval()(images)):
                 out.update({{"%s%d" % (k, i): v.numpy() for k, v in det.items()}})
     else:
-        targets = [{{k: torch.tensor(v, dtype=DTYPES.get(k, torch.float64)) for k, v in t.items()}} for t in targets]
+        targets = [{{k: torch.tensor(v, dtype=DTYPES.get(k, torch.float64)).reshape(shape)
+                    for k, (v, shape) in t.items()}} for t in targets]
         losses = model.train()(images, targets)
         sum(losses.values()).backward()
         out.update({{"loss_" + k: v.detach().numpy() for k, v in losses.items()}})
@@ -149,24 +152,25 @@ print(json.dumps(extra))
 """
 
 
-def _targets(with_masks: bool, num_keypoints: int):
+def _targets(with_masks: bool, num_keypoints: int, empty: bool = False):
     """Three boxes per image (labels 1 and 2, or all people with ``num_keypoints`` key points), with random
-    masks inside the boxes when ``with_masks``."""
+    masks inside the boxes when ``with_masks``; none when ``empty``.  Each entry is ``(flat values, shape)``."""
     rng = np.random.default_rng(0)
     targets = []
     for h, w in SIZES:
         boxes = np.array([[4.0, 6.0, 40.0, 50.0], [30.0, 20.0, w - 5.0, h - 3.0], [10.0, 30.0, 28.0, 44.0]])
-        target = {"boxes": boxes.tolist(), "labels": [1, 2, 1]}
+        boxes = boxes[:0] if empty else boxes
+        target = {"boxes": boxes, "labels": np.array([1, 2, 1][: len(boxes)])}
         if with_masks:
-            masks = np.zeros((3, h, w), dtype=np.uint8)
+            masks = np.zeros((len(boxes), h, w), dtype=np.uint8)
             for m, (x0, y0, x1, y1) in zip(masks, boxes.astype(int)):
                 m[y0:y1, x0:x1] = rng.random((y1 - y0, x1 - x0)) < 0.7
-            target["masks"] = masks.tolist()
+            target["masks"] = masks
         if num_keypoints:
-            xy = rng.uniform(boxes[:, None, :2], boxes[:, None, 2:], size=(3, num_keypoints, 2))
-            target["keypoints"] = np.concatenate([xy, rng.integers(0, 2, (3, num_keypoints, 1))], -1).tolist()
-            target["labels"] = [1, 1, 1]
-        targets.append(target)
+            xy = rng.uniform(boxes[:, None, :2], boxes[:, None, 2:], size=(len(boxes), num_keypoints, 2))
+            target["keypoints"] = np.concatenate([xy, rng.integers(0, 2, (len(boxes), num_keypoints, 1))], -1)
+            target["labels"] = np.ones(len(boxes), dtype=np.int64)
+        targets.append({k: (v.ravel().tolist(), v.shape) for k, v in target.items()})
     return targets
 
 
@@ -175,7 +179,7 @@ def _spec(folder, mode, name, kwargs):
     if mode == "eval":
         return str(folder), name, {**SMALL, **kwargs}, None
     keypoints = kwargs.get("num_keypoints", 4 if "keypoint" in name else 0)
-    return str(folder), name, {**TRAIN, **kwargs}, _targets("mask" in name, keypoints)
+    return str(folder), name, {**TRAIN, **kwargs}, _targets("mask" in name, keypoints, mode == "train-empty")
 
 
 def _run_reference(specs, extras: str = "") -> dict:
@@ -226,7 +230,7 @@ def _pairing(got_boxes, got_labels, want_boxes, want_labels, tol) -> np.ndarray:
 @pytest.mark.parametrize("mode,name,kwargs", CASES)
 def test_same_weights_same_outputs(mode, name, kwargs, case):
     model, images, ref, targets = case
-    if mode == "train":
+    if mode.startswith("train"):
         _check_training_losses(model, images, ref, targets)
         return
     with ember.no_grad():
@@ -247,7 +251,8 @@ def test_same_weights_same_outputs(mode, name, kwargs, case):
 
 def _check_training_losses(model, images, ref, targets):
     dtypes = {"labels": ember.int64, "keypoints": ember.float32, "masks": ember.uint8}
-    targets = [{k: ember.tensor(v, dtype=dtypes.get(k, ember.float64)) for k, v in t.items()} for t in targets]
+    targets = [{k: ember.tensor(v, dtype=dtypes.get(k, ember.float64)).reshape(shape) for k, (v, shape) in t.items()}
+               for t in targets]
     losses = model.train()(images, targets)
     want = {k[len("loss_"):]: ref[k] for k in ref.files if k.startswith("loss_")}
     assert sorted(losses) == sorted(want)
@@ -391,3 +396,19 @@ def test_legacy_checkpoint_keys_and_bad_arguments():
     assert bad[0]["boxes"].tolist() == [[5.0, 5.0, 3.0, 9.0]]
     with pytest.raises(AssertionError, match="targets should not be none when in training mode"):
         model.train()([image])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolutions_take_an_empty_batch(transposed):
+    """A detector's heads get no boxes on an image without detections: convolutions of an empty batch give an
+    empty result, and zero gradients (the weight's only from elsewhere), as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    shapes = []
+    for lib in (ember, torch):
+        conv = lib.nn.ConvTranspose2d(4, 3, 2, stride=2) if transposed else lib.nn.Conv2d(4, 3, 3, padding=1)
+        x = lib.zeros(0, 4, 5, 6, requires_grad=True)
+        y = conv(x)
+        (y.sum() + conv.weight.sum()).backward()
+        assert bool(conv.weight.grad.eq(1).all()) and bool(conv.bias.grad.eq(0).all())
+        shapes.append((tuple(y.shape), tuple(x.grad.shape)))
+    assert shapes[0] == shapes[1]

@@ -137,6 +137,12 @@ _CONV = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES
 _CONV_NARROW = dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES | {dtypes.int64}
 
 
+def _one_if_empty(x: Tensor) -> Tensor:
+    """``x``, or for an empty batch (a detector's head given no boxes) one zero sample joined to ``x``'s graph:
+    the kernels need a sample, and the caller keeps none of its output."""
+    return x if x.shape[0] else x.new_zeros((1,) + tuple(x.shape[1:])) + x.sum()
+
+
 def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     _check_input(op, x, w, d, groups)
     unbatched = x.ndim == d + 1
@@ -166,7 +172,10 @@ def _conv(op, d, x, w, b, stride, padding, dilation, groups):
     if d == 2 and any(v != 1 for v in dilation):
         dtypes.check_kernel("slow_conv_dilated<>", x, _CONV_NARROW)
     dtypes.check_kernel("slow_conv2d_{device}" if d < 3 else "compute_columns3d", x, _CONV)
-    out = apply(Conv, x, w, b, (stride, pads, dilation, groups))
+    xin = _one_if_empty(x)
+    out = apply(Conv, xin, w, b, (stride, pads, dilation, groups))
+    if xin is not x:
+        out = out[:0]
     if unbatched:
         return out.squeeze(0)
     return keep_format(out, x) if d == 2 else out  # (PyTorch's conv3d gives a contiguous result)
@@ -225,8 +234,11 @@ def _conv_transpose(op, d, x, w, b, stride, padding, output_padding, groups, dil
                                f"but got output_padding={list(opad)}")
     sp = tuple((i - 1) * s - 2 * p + dd * (kk - 1) + o + 1
                for i, s, p, dd, kk, o in zip(x.shape[2:], stride, pad, dilation, w.shape[2:], opad))
-    out_shape = (x.shape[0], w.shape[1] * groups) + sp
-    out = apply(ConvInputGrad, x, w, out_shape, (stride, tuple((p, p) for p in pad), dilation, groups))
+    xin = _one_if_empty(x)
+    out_shape = (xin.shape[0], w.shape[1] * groups) + sp
+    out = apply(ConvInputGrad, xin, w, out_shape, (stride, tuple((p, p) for p in pad), dilation, groups))
+    if xin is not x:
+        out = out[:0]
     if b is not None:
         out = out + b.reshape((1, -1) + (1,) * d)
     return out.squeeze(0) if unbatched else out
