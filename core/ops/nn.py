@@ -112,7 +112,7 @@ def _softmax_dim(x, dim, op, stacklevel=3):
 
 
 def _float(x, dtype, op="softmax"):
-    if dtype is None and x.dtype.category < 2:  # PyTorch has no integer kernel (pass dtype= to convert)
+    if dtype is None and x.dtype.category != dtypes.FLOAT:  # PyTorch has no integer or complex kernel (dtype= converts)
         raise NotImplementedError(f'"{op}_lastdim_kernel_impl" not implemented for \'{_type_name(x.dtype)}\'')
     return x.to(dtype) if dtype is not None else x
 
@@ -125,8 +125,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     >>> ember.nn.functional.softmax(ember.tensor([0., 1000.]), dim=0).tolist()
     [0.0, 1.0]
     """
-    x = _float(check_tensor(input, "softmax"), dtype)
-    return unary(Softmax, x, _softmax_dim(x, dim, "softmax", _stacklevel))
+    d = _softmax_dim(check_tensor(input, "softmax"), dim, "softmax", _stacklevel)  # (the dim is checked first)
+    return unary(Softmax, _float(input, dtype), d)
 
 
 @export(to=("nn.functional",))
@@ -137,8 +137,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     >>> ember.nn.functional.log_softmax(ember.tensor([0., 0.]), dim=0).tolist()
     [-0.6931471824645996, -0.6931471824645996]
     """
-    x = _float(check_tensor(input, "log_softmax"), dtype, "log_softmax")
-    return unary(LogSoftmax, x, _softmax_dim(x, dim, "log_softmax", _stacklevel))
+    d = _softmax_dim(check_tensor(input, "log_softmax"), dim, "log_softmax", _stacklevel)  # (the dim is checked first)
+    return unary(LogSoftmax, _float(input, dtype, "log_softmax"), d)
 
 
 @export(to=("torch", "Tensor", "special"))
