@@ -73,16 +73,28 @@ def _table(a: np.ndarray, like):
     return ember.as_tensor(a, device=like.device).to(dtype)
 
 
+def _nearest_index(n_in: int, n_out: int, exact: bool, like):
+    """PyTorch's nearest source pixels, ``floor(i * in / out)`` (``exact``: of the centres, ``i + 0.5``), in
+    float32 as its kernel computes them."""
+    scale = np.float32(n_in) / np.float32(n_out)
+    src = np.floor((np.arange(n_out, dtype=np.float32) + np.float32(0.5 if exact else 0.0)) * scale)
+    return ember.as_tensor(np.minimum(src.astype(np.int64), n_in - 1), device=like.device)
+
+
 def resize(img, hw, mode: str, antialias: bool = True):
-    """torchvision's tensor resize: ``interpolate`` in float (nearest: PyTorch's ``floor(i * in / out)`` source
-    pixel; nearest-exact: the pixel under the centre, as PIL), antialiased bilinear/bicubic when ``antialias``,
-    rounded back for integer images.  Box, hamming and lanczos, which ``interpolate`` lacks, take PIL's filters
-    in a width pass then a height pass."""
-    if mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+    """torchvision's tensor resize: nearest takes PyTorch's ``floor(i * in / out)`` source pixels (nearest-exact
+    the pixels under the centres, as PIL); bilinear and bicubic ``interpolate`` in float, antialiased when
+    ``antialias``, rounded back for integer images.  Box, hamming and lanczos, which ``interpolate`` lacks, take
+    PIL's filters in a width pass then a height pass."""
+    if mode in ("nearest", "nearest-exact"):  # a gather of whole pixels: no arithmetic on the values
+        exact = mode == "nearest-exact"
+        rows, cols = (_nearest_index(int(img.shape[d]), n, exact, img) for d, n in ((-2, hw[0]), (-1, hw[1])))
+        return img.index_select(-2, rows).index_select(-1, cols)
+    if mode in ("bilinear", "bicubic"):
         x = _as_float(img)
         x4 = x.reshape(-1, *x.shape[-3:])
-        smooth = {"align_corners": False, "antialias": antialias} if mode in ("bilinear", "bicubic") else {}
-        out = F.interpolate(x4, size=tuple(hw), mode=mode, **smooth).reshape(*x.shape[:-2], *hw)
+        out = F.interpolate(x4, size=tuple(hw), mode=mode, align_corners=False, antialias=antialias)
+        out = out.reshape(*x.shape[:-2], *hw)
         if img.is_floating_point():
             return out.to(img.dtype)
         return (out.clamp(0, 255) if mode == "bicubic" and img.dtype == ember.uint8 else out).round().to(img.dtype)
