@@ -194,7 +194,8 @@ def reference(tmp_path_factory):
     (torch and torchvision imported once): ``(specs by case id, extra values by test)``."""
     root = tmp_path_factory.mktemp("rcnn")
     specs = {p.id: _spec(root / p.id, *p.values) for p in CASES if not p.marks}
-    return specs, _run_reference(list(specs.values()), "\n".join([_TRANSFORM_REF, _HEATMAPS_REF, _REGISTRY_REF]))
+    return specs, _run_reference(list(specs.values()), "\n".join([_TRANSFORM_REF, _HEATMAPS_REF, _REGISTRY_REF,
+                                                                      _BACKBONES_REF]))
 
 
 @pytest.fixture
@@ -360,6 +361,34 @@ def test_registry_and_weights_metadata_match_torchvision(reference):
             for key, value in meta.items():
                 value = tuple(value) if key == "min_size" else value
                 assert got.meta[key] == value, (name, member, key)
+
+
+BACKBONES = [("resnet_fpn_backbone", {"backbone_name": "resnet18", "trainable_layers": 2, "returned_layers": [2, 4]}),
+             ("mobilenet_backbone", {"backbone_name": "mobilenet_v2", "fpn": False, "trainable_layers": 3}),
+             ("mobilenet_backbone", {"backbone_name": "mobilenet_v3_small", "fpn": True, "trainable_layers": 0})]
+_BACKBONES_REF = f"""
+from torchvision.models.detection import backbone_utils
+extra["backbones"] = []
+for fn, kw in {BACKBONES!r}:
+    m = getattr(backbone_utils, fn)(weights=None, **kw)
+    out = m(torch.rand(1, 3, 64, 64))
+    out = {{"0": out}} if isinstance(out, torch.Tensor) else out
+    extra["backbones"].append([list(m.state_dict()), [n for n, p in m.named_parameters() if p.requires_grad],
+                               {{k: list(v.shape) for k, v in out.items()}}])
+"""
+
+
+def test_backbones_freeze_and_return_like_torchvision(reference):
+    """The FPN backbones' state-dict keys, which parameters stay trainable, and the levels they return."""
+    from ember_vision.models.detection import backbone_utils
+
+    for (fn, kw), (keys, trainable, shapes) in zip(BACKBONES, reference[1]["backbones"]):
+        m = getattr(backbone_utils, fn)(weights=None, **kw)
+        out = m(ember.rand(1, 3, 64, 64))
+        out = {"0": out} if isinstance(out, ember.Tensor) else out
+        assert list(m.state_dict()) == keys
+        assert [n for n, p in m.named_parameters() if p.requires_grad] == trainable
+        assert {k: list(v.shape) for k, v in out.items()} == shapes
 
 
 def get_model_weights_of(name):
