@@ -390,17 +390,18 @@ ALL_TYPES_AND_BOOL = ALL_TYPES | {bool}          # (the special functions: no ha
 REAL_TYPES = ALL_TYPES_AND_BOOL | REDUCED_FLOATING_TYPES  # every dtype but complex
 
 
-def check_kernel(kernel: str, t, supported: frozenset) -> None:
+def check_kernel(kernel: str, t, supported: frozenset, empty_ok: bool = True) -> None:
     """PyTorch's NotImplementedError for a tensor ``t`` whose dtype PyTorch's kernel ``kernel`` has no code for
     (``supported``: one of the sets above, or a union of them); ``{device}`` in ``kernel`` is ``t``'s device
-    type, as PyTorch names its per-device kernels.
+    type, as PyTorch names its per-device kernels.  An empty ``t`` passes where ``empty_ok`` (most of PyTorch's
+    kernels return before they dispatch on the dtype; its elementwise ones do not).
 
     >>> import ember
     >>> check_kernel("cdist", ember.ones(2, 2, dtype=ember.float16), FLOATING_TYPES)
     Traceback (most recent call last):
     NotImplementedError: "cdist" not implemented for 'Half'
     """
-    if t.dtype not in supported:
+    if t.dtype not in supported and (t.numel() or not empty_ok):
         name = kernel.format(device=t.device.type) if "{" in kernel else kernel
         raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(t.dtype)}'")
 

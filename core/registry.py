@@ -319,7 +319,7 @@ def _kernel_check(kernel_dtypes, check):
     kernel, supported = kernel_dtypes
 
     def checked(input):  # noqa: A002
-        dtypes.check_kernel(kernel, input, supported)
+        dtypes.check_kernel(kernel, input, supported, empty_ok=False)  # (elementwise: empty input too)
         if check is not None:
             check(input)
     return checked

@@ -112,7 +112,8 @@ def _softmax_dim(x, dim, op, stacklevel=3):
 
 
 def _float(x, dtype, op="softmax"):
-    if dtype is None and x.dtype.category != dtypes.FLOAT:  # PyTorch has no integer or complex kernel (dtype= converts)
+    # no integer or complex kernel (dtype= converts); an empty input returns before the kernel, as in PyTorch
+    if dtype is None and x.dtype.category != dtypes.FLOAT and x.numel():
         raise NotImplementedError(f'"{op}_lastdim_kernel_impl" not implemented for \'{_type_name(x.dtype)}\'')
     return x.to(dtype) if dtype is not None else x
 
