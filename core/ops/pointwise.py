@@ -84,6 +84,12 @@ def _mul_vjp(ctx, g):
     return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
 
 
+def _same_arrays(g, *values):
+    """Whether every one of ``values`` is a Tensor (or None: not kept) of ``g``'s array dtype."""
+    dt = g._data.dtype
+    return all(v is None or isinstance(v, Tensor) and v._data.dtype is dt for v in values)
+
+
 def _times(g, v):
     """``g * v`` by the kernel itself for a tensor ``v`` of ``g``'s dtype, else by the op (numbers, promotion)."""
     if isinstance(v, Tensor) and v._data.dtype is g._data.dtype:
@@ -100,6 +106,12 @@ def _div_vjp(ctx, g):
     a, b = ctx.inputs
     if g.dtype.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
+    elif _same_arrays(g, a, b) and on_arrays(g, a, b):  # no graph is being built: the formula on arrays
+        k, dev, nf = g._dev.kernels, g._dev, ctx.next_functions
+        x, y = g._data, b._data
+        ga = _wrap(k["div"](x, y), dev) if nf[0][0] is not None else None
+        gb = _wrap(k["div"](k["mul"](k["neg"](x), a._data), k["mul"](y, y)), dev) if nf[1][0] is not None else None
+        return ga, gb
     gb = None
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = -g * a / (b * b)
