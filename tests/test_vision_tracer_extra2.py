@@ -1,4 +1,5 @@
-"""feature_extraction's tracers: LeafModuleAwareTracer keeps the given module types whole, as torchvision's."""
+"""feature_extraction's tracers: LeafModuleAwareTracer keeps the given module types whole, as torchvision's; and the
+legacy models.mobilenet module."""
 import ember
 from ember import nn
 from ember_vision.models.feature_extraction import LeafModuleAwareTracer, NodePathTracer
@@ -43,3 +44,13 @@ def test_node_path_tracer_is_leaf_module_aware():
     assert names == ["block", "head"]
     gm = ember.fx.GraphModule(Net(), graph)
     assert tuple(gm(ember.randn(3, 4)).shape) == (3, 2)
+
+
+def test_legacy_mobilenet_module_has_the_v2_and_v3_models():
+    from ember_vision import models
+    from ember_vision.models import mobilenet
+
+    assert sorted(mobilenet.__all__) == ["MobileNetV2", "MobileNetV3", "MobileNet_V2_Weights",
+                                         "MobileNet_V3_Large_Weights", "MobileNet_V3_Small_Weights", "mobilenet_v2",
+                                         "mobilenet_v3_large", "mobilenet_v3_small"]
+    assert all(getattr(mobilenet, n) is getattr(models, n) for n in mobilenet.__all__)
