@@ -130,10 +130,10 @@ for folder, name, kwargs, targets in {cases!r}:
             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
                 m.running_mean.uniform_(-0.2, 0.2)
                 m.running_var.uniform_(0.5, 1.5)
+    torch.save(model.state_dict(), folder + "/state.pt")  # float32, as checkpoints are
     model = model.double()
     images = [torch.rand(3, h, w, dtype=torch.float64) for h, w in {sizes!r}]
     out = {{"image%d" % i: x.numpy() for i, x in enumerate(images)}}
-    torch.save(model.state_dict(), folder + "/state.pt")
     if targets is None:
         with torch.no_grad():
             for i, det in enumerate(model.eval()(images)):
