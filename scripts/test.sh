@@ -7,6 +7,9 @@ python -m pip install -q -e ".[test]"
 for p in plugins/*/; do
   [ -f "$p/pyproject.toml" ] && python -m pip install -q -e "$p"
 done
+# PyAV, ember-vision's optional video backend (its video io and datasets tests skip without it)
+python -m pip install -q -e "plugins/ember_vision[video]" 2>/dev/null \
+  || echo "scripts/test.sh: PyAV not reachable: ember-vision's video tests skip" >&2
 # The oracle the numerics are checked against. Without a reachable package index the comparisons skip, and the
 # test summary says so in one line.
 # PyTorch's CPU index is tried with one quick retry, so a machine that cannot reach it falls back fast to the
