@@ -65,8 +65,7 @@ def _image_list(height, width, n=2):
     return types.SimpleNamespace(tensors=ember.zeros(n, 3, height, width), image_sizes=[(height, width)] * n)
 
 
-def test_box_utils_match_torchvision():
-    ref = vision_reference.run(f"""
+_UTILS_REFERENCE = f"""
 import numpy as np
 from torchvision.models.detection import _utils as U
 from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
@@ -102,8 +101,11 @@ out["default_repr"] = repr(steps)
 keys = ("num_params", "categories", "min_size", "recipe", "_metrics", "_ops", "_file_size")
 out["weights"] = {{n: {{w.name: [w.url, {{k: w.meta[k] for k in keys}}] for w in get_model_weights(n)}}
                   for n in {BUILDERS!r}}}
-print(json.dumps(out))
-""")
+"""
+
+
+def test_box_utils_match_torchvision(default_reference):
+    ref = default_reference[1]["utils"]
     coder = det_utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
     lin = det_utils.BoxLinearCoder(normalize_by_size=True)
     ref_b, props, codes, quality = _t(REF_BOXES), _t(PROPOSALS), _t(CODES), _t(QUALITY)
@@ -188,7 +190,7 @@ def test_sampler_and_helpers():
 
 # (builder, builder kwargs, image sizes (H, W)); the first runs in the default suite, the rest are slow
 FEW = {"detections_per_img": 30, "topk_candidates": 200}  # fewer candidates: quicker, and no near-ties
-SMALL = {"min_size": 64, "max_size": 96, **FEW}
+SMALL = {"min_size": 40, "max_size": 64, **FEW}
 MODELS = [
     ("retinanet_resnet50_fpn", {"num_classes": 5, **SMALL}, [(60, 80), (72, 64)]),
     ("retinanet_resnet50_fpn_v2", {"num_classes": 4, **SMALL}, [(60, 80), (72, 64)]),
@@ -242,8 +244,22 @@ with torch.no_grad():
 torch.manual_seed(1)
 model.train()
 losses = {{k: v.item() for k, v in model(images, targets).items()}}
-print(json.dumps({{"detections": detections, "losses": losses}}))
+model_out = {{"detections": detections, "losses": losses}}
 """
+
+
+def _model_reference(case, directory) -> str:
+    name, kwargs, sizes = case
+    return _MODEL_REFERENCE.format(name=name, kwargs=kwargs, sizes=sizes, targets=TARGETS, dir=str(directory),
+                                   calibrate=name.startswith("ssdlite"))
+
+
+@pytest.fixture(scope="module")
+def default_reference(tmp_path_factory):
+    """One reference process for the building blocks and the default model: ``(its directory, its output)``."""
+    directory = tmp_path_factory.mktemp("onestage")
+    code = _UTILS_REFERENCE + _model_reference(MODELS[0], directory)
+    return directory, vision_reference.run(code + 'print(json.dumps({"utils": out, "model": model_out}))')
 
 
 @pytest.mark.parametrize("name,kwargs,sizes", [
@@ -254,8 +270,12 @@ def test_same_weights_same_detections_and_losses(request, tmp_path, name, kwargs
     from ember_vision import models
     from ember_vision.models import detection  # noqa: F401  (registers the builders)
 
-    ref = vision_reference.run(_MODEL_REFERENCE.format(name=name, kwargs=kwargs, sizes=sizes, targets=TARGETS,
-                                                       dir=str(tmp_path), calibrate=name.startswith("ssdlite")))
+    if (name, kwargs, sizes) == MODELS[0]:
+        tmp_path, ref = request.getfixturevalue("default_reference")
+        ref = ref["model"]
+    else:
+        ref = vision_reference.run(_model_reference((name, kwargs, sizes), tmp_path)
+                                   + 'print(json.dumps(model_out))')
     model = models.get_model(name, weights=None, weights_backbone=None, **kwargs)
     model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)
     with np.load(tmp_path / "images.npz") as f:
