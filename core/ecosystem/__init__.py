@@ -111,7 +111,9 @@ LIBRARIES = {lib.name: lib for lib in (
                   "tests/tests_pytorch/loops/test_training_loop.py",
                   "tests/tests_pytorch/loops/test_evaluation_loop.py", "tests/tests_pytorch/loops/test_progress.py",
                   "tests/tests_pytorch/checkpointing/test_checkpoint_callback_frequency.py",
-                  "tests/tests_pytorch/checkpointing/test_model_checkpoint.py"),
+                  "tests/tests_pytorch/checkpointing/test_model_checkpoint.py",
+                  "tests/tests_pytorch/checkpointing/test_torch_saving.py",
+                  "tests/tests_pytorch/checkpointing/test_trainer_checkpoint.py"),
             canonical="lightning"),
 )}
 
