@@ -99,7 +99,8 @@ class FasterRCNN(GeneralizedRCNN):
         if num_classes is None and box_predictor is None:
             raise ValueError("num_classes should not be None when box_predictor is not specified")
         out_channels = backbone.out_channels
-        rpn_anchor_generator = rpn_anchor_generator or _default_anchorgen()
+        if rpn_anchor_generator is None:
+            rpn_anchor_generator = _default_anchorgen()
         if rpn_head is None:
             rpn_head = RPNHead(out_channels, rpn_anchor_generator.num_anchors_per_location()[0])
         rpn = RegionProposalNetwork(
@@ -116,8 +117,9 @@ class FasterRCNN(GeneralizedRCNN):
         roi_heads = RoIHeads(box_roi_pool, box_head, box_predictor, box_fg_iou_thresh, box_bg_iou_thresh,
                              box_batch_size_per_image, box_positive_fraction, bbox_reg_weights, box_score_thresh,
                              box_nms_thresh, box_detections_per_img)
-        transform = GeneralizedRCNNTransform(min_size, max_size, image_mean or [0.485, 0.456, 0.406],
-                                             image_std or [0.229, 0.224, 0.225], **kwargs)
+        image_mean = [0.485, 0.456, 0.406] if image_mean is None else image_mean
+        image_std = [0.229, 0.224, 0.225] if image_std is None else image_std
+        transform = GeneralizedRCNNTransform(min_size, max_size, image_mean, image_std, **kwargs)
         super().__init__(backbone, rpn, roi_heads, transform)
 
 

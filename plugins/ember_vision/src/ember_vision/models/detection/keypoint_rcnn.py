@@ -44,8 +44,10 @@ class KeypointRCNN(FasterRCNN):
         if keypoint_head is None:
             keypoint_head = KeypointRCNNHeads(backbone.out_channels, (512,) * 8)
         if keypoint_predictor is None:
-            keypoint_predictor = KeypointRCNNPredictor(512, num_keypoints or 17)
-        super().__init__(backbone, num_classes, min_size or (640, 672, 704, 736, 768, 800), *args, **kwargs)
+            keypoint_predictor = KeypointRCNNPredictor(512, 17 if num_keypoints is None else num_keypoints)
+        if min_size is None:
+            min_size = (640, 672, 704, 736, 768, 800)
+        super().__init__(backbone, num_classes, min_size, *args, **kwargs)
         self.roi_heads.keypoint_roi_pool = keypoint_roi_pool
         self.roi_heads.keypoint_head = keypoint_head
         self.roi_heads.keypoint_predictor = keypoint_predictor
