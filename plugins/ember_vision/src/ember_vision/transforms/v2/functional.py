@@ -214,16 +214,7 @@ def _scale(inpt, old, new):
 
 
 def _resize_tensor(t: Tensor, hw, interpolation, antialias: bool) -> Tensor:
-    mode = F1._mode(interpolation)
-    x = t if t.is_floating_point() else t.float()
-    if mode == "nearest":  # torchvision's tensor nearest: source index floor(i * in / out)
-        out = ember.nn.functional.interpolate(x.reshape(-1, *x.shape[-3:]), size=tuple(hw), mode="nearest")
-        return out.reshape(*x.shape[:-2], *hw).to(t.dtype)
-    if antialias:
-        return F1.resize(t, list(hw), interpolation)
-    out = ember.nn.functional.interpolate(x.reshape(-1, *x.shape[-3:]) if x.ndim != 4 else x, size=tuple(hw),
-                                          mode=mode, align_corners=False).reshape(*x.shape[:-2], *hw)
-    return out if t.is_floating_point() else out.round().clamp(0, 255).to(t.dtype)
+    return _tensor.resize(t, list(hw), F1._mode(interpolation), bool(antialias))
 
 
 def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias: bool = True):
