@@ -6,7 +6,9 @@ score lands within rounding of a threshold and the two sides keep the same boxes
 the same name loads its ``state_dict`` with ``strict=True`` and must give the same boxes, labels, scores,
 masks and key points on the same two images (eval), and the same loss dict on the same targets (training,
 with sample sizes large enough that every anchor and proposal is sampled, so no random draw matters).
-One model per family runs by default; the rest are marked ``slow``.
+By default Mask R-CNN's ResNet-50 builder and two small Mask and Keypoint R-CNNs built from the classes'
+arguments (every branch, eval and training, at a fraction of the cost) run, all in one reference process;
+every other builder and training case is marked ``slow`` (``-m slow``).
 """
 import inspect
 import os
