@@ -28,13 +28,11 @@ def _rows(names) -> str:
 # (``ember.dtypes.check_kernel``), and the fuzzer reports it when it stops doing so.
 DTYPE_OPEN = frozenset("""
     abs abs_forms adaptive_avg_pool2d_forms binary_cross_entropy clamp_tensor conv1d_input conv2d_input
-    conv2d_weight conv3d_input conv3d_weight convolution convolution_transposed cross_entropy_index cummax cummax_0d
-    cummin_ties einsum_bmm einsum_ellipsis einsum_three float_power fmax_fmin fmax_forms fmax_nan fmin_forms
-    gradient gradient_coordinates histogram index_reduce_amax index_reduce_amin index_reduce_mean
-    inplace_activations interpolate_forms linear linear_cross_entropy linear_cross_entropy_kdim
-    linear_cross_entropy_smooth_none lp_pool1d lp_pool3d multi_head_attention_forward
-    multi_head_attention_forward_separate native_group_norm rrelu_torch searchsorted searchsorted_rows
-    searchsorted_sorter stft_constant_pad stft_defaults stft_no_center stft_window_grad threshold_forms trace
+    conv2d_weight conv3d_input conv3d_weight convolution convolution_transposed cross_entropy_index einsum_bmm
+    einsum_ellipsis einsum_three float_power gradient gradient_coordinates histogram inplace_activations
+    interpolate_forms linear linear_cross_entropy linear_cross_entropy_kdim linear_cross_entropy_smooth_none
+    lp_pool1d lp_pool3d multi_head_attention_forward multi_head_attention_forward_separate native_group_norm
+    rrelu_torch stft_constant_pad stft_defaults stft_no_center stft_window_grad threshold_forms
     vmap_linear_per_sample_weight vmap_linear_per_sample_weight_rows vmap_linear_per_sample_weight_vector xlogy
     xlogy_forms xlogy_scalar
 """.split()) | {"binary_cross_entropy none"}

@@ -864,6 +864,9 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     >>> ember.ones(3).index_reduce(0, ember.tensor([0, 0, 2]), ember.tensor([2., 3., 4.]), 'prod')
     tensor([6., 1., 4.])
     """
+    if reduce in ("amax", "amin", "mean") and isinstance(input, Tensor):  # (PyTorch's kernel: no bool, no complex)
+        dtypes.check_kernel("index_reduce_func_exclude_input_init", input,
+                            dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES)
     r = _index_reduce_impl(scatter_reduce, input, dim, index, source, reduce, include_self, "index_reduce")
     return r.reshape(()) if input.dim() == 0 else r
 

@@ -292,6 +292,8 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 @export(to=("nn.functional", "torch"))
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
+    dtypes.check_kernel("threshold_{device}", check_tensor(input, "threshold"),
+                        dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, empty_ok=False)
     return _act(input, "threshold", THRESHOLD, inplace, threshold, value)
 
 

@@ -1328,7 +1328,13 @@ def fmax(input, other, *, out=None):  # noqa: A002
     tensor([1., 2.])
     """
     _two_tensors("fmax", input, other)
+    _real_operands("fmax", input, other)
     return out_or(binary(Fmax, input, other), out)
+
+
+def _real_operands(name, a, b):
+    if a.dtype.category == dtypes.COMPLEX or b.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
 
 
 @export(inplace=False)
@@ -1340,6 +1346,7 @@ def fmin(input, other, *, out=None):  # noqa: A002
     tensor([1., 2.])
     """
     _two_tensors("fmin", input, other)
+    _real_operands("fmin", input, other)
     return out_or(binary(Fmin, input, other), out)
 
 

@@ -557,6 +557,7 @@ class CumExtreme(Op):
 
 def _cum_extreme(name, largest, rt):
     def fn(input, dim, *, out=None):  # noqa: A002
+        dtypes.check_kernel(name + "_{device}", input, dtypes.REAL_TYPES)
         if input.dim() == 0:
             return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
         d = _wrap_dim(dim, input.dim(), name)

@@ -1115,6 +1115,7 @@ def trace(input) -> Tensor:  # noqa: A002
     """
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    dtypes.check_kernel("trace", input, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES)
     return diagonal(input).sum()
 
 

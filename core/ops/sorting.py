@@ -313,6 +313,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     >>> ember.searchsorted(ember.tensor([1, 3, 5, 7]), ember.tensor([3, 6]))
     tensor([1, 3])
     """
+    if isinstance(sorted_sequence, Tensor):  # (no ordering of complex numbers in PyTorch's kernel)
+        dtypes.check_kernel("searchsorted_out_{device}", sorted_sequence, dtypes.REAL_TYPES)
     return out_or(_search(sorted_sequence, input, out_int32, right, side, sorter, "searchsorted"), out)
 
 
