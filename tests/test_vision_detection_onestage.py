@@ -343,3 +343,17 @@ def test_models_bad_input():
         with ember.no_grad():
             out = model(images)
         assert sorted(out[0]) == ["boxes", "labels", "scores"]
+
+
+def test_retinanet_heads_load_pre_v2_checkpoint_keys():
+    """RetinaNet's COCO_V1 checkpoint names the head convs ``conv.0``, ``conv.2``, ... (ReLUs in between)."""
+    from ember_vision.models.detection.retinanet import RetinaNetHead
+
+    head = RetinaNetHead(8, 3, 4)
+    state = head.state_dict()
+    old = {k.replace(f"conv.{i}.0.", f"conv.{2 * i}."): v for k, v in state.items()
+           for i in [int(k.split(".")[2]) if ".conv." in k else -1]}
+    assert "classification_head.conv.6.weight" in old and "regression_head.conv.4.bias" in old
+    fresh = RetinaNetHead(8, 3, 4)
+    fresh.load_state_dict(old, strict=True)
+    assert all(ember.equal(fresh.state_dict()[k], v) for k, v in state.items())

@@ -158,7 +158,7 @@ class FCOS(nn.Module):
         if anchor_generator.num_anchors_per_location()[0] != 1:
             raise ValueError(f"anchor_generator.num_anchors_per_location()[0] should be 1 instead of "
                              f"{anchor_generator.num_anchors_per_location()[0]}")
-        self.head = head or FCOSHead(backbone.out_channels, 1, num_classes)
+        self.head = FCOSHead(backbone.out_channels, 1, num_classes) if head is None else head
         self.box_coder = det_utils.BoxLinearCoder(normalize_by_size=True)
         self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean or [0.485, 0.456, 0.406],
                                                   image_std or [0.229, 0.224, 0.225], **kwargs)

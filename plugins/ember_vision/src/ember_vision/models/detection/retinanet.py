@@ -262,11 +262,14 @@ class RetinaNet(nn.Module):
             raise TypeError(f"anchor_generator should be of type AnchorGenerator or None instead of "
                             f"{type(anchor_generator)}")
         self.backbone = backbone
-        self.anchor_generator = anchor_generator or _default_anchorgen()
-        self.head = head or RetinaNetHead(backbone.out_channels,
-                                          self.anchor_generator.num_anchors_per_location()[0], num_classes)
-        self.proposal_matcher = proposal_matcher or det_utils.Matcher(fg_iou_thresh, bg_iou_thresh,
-                                                                      allow_low_quality_matches=True)
+        self.anchor_generator = _default_anchorgen() if anchor_generator is None else anchor_generator
+        if head is None:
+            head = RetinaNetHead(backbone.out_channels, self.anchor_generator.num_anchors_per_location()[0],
+                                 num_classes)
+        self.head = head
+        if proposal_matcher is None:
+            proposal_matcher = det_utils.Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=True)
+        self.proposal_matcher = proposal_matcher
         self.box_coder = det_utils.BoxCoder(weights=(1.0, 1.0, 1.0, 1.0))
         self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean or [0.485, 0.456, 0.406],
                                                   image_std or [0.229, 0.224, 0.225], **kwargs)
