@@ -339,6 +339,9 @@ def test_models_bad_input():
         assert ember.equal(target["boxes"], before)
         losses = model(images, [{"boxes": before[:1], "labels": ember.tensor([1])}])
         assert all(bool(ember.isfinite(v)) for v in losses.values())
+        empty = model(images, [{"boxes": ember.zeros((0, 4)), "labels": ember.zeros(0, dtype=ember.int64)}])
+        assert sorted(empty) == sorted(losses) and all(bool(ember.isfinite(v)) for v in empty.values())
+        assert empty["bbox_regression"].item() == 0.0  # no foreground: nothing to regress
         model.eval()
         with ember.no_grad():
             out = model(images)
