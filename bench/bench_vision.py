@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ember-vision against NumPy references and torchvision on PyTorch (run in a process of its own).
 
-    python bench/bench_vision.py [--repeat 20] [--device cpu] [--only ops,transforms,model] [--torch-threads 1]
+    python bench/bench_vision.py [--repeat 20] [--device cpu] [--only ops,transforms,model] [--threads 1]
 
 Rows (median milliseconds per call; ratios are ember's time over the other's):
 
@@ -231,9 +231,12 @@ def main():
     ap.add_argument("--model-repeat", type=int, default=5)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--only", default="ops,transforms,model", help="comma-separated parts: ops, transforms, model")
-    ap.add_argument("--torch-threads", type=int, default=1,
-                    help="PyTorch's intra-op threads (1: one core each side, steady on a shared machine)")
+    ap.add_argument("--threads", "--torch-threads", type=int, default=1, dest="threads",
+                    help="intra-op threads of each side, ember's and PyTorch's alike (1: one core each side, steady "
+                         "on a shared machine, where a two-thread barrier waits on a descheduled thread)")
     args = ap.parse_args()
+    import ember
+    ember.set_num_threads(args.threads)
     parts = [p for p in args.only.split(",") if p]
     with tempfile.TemporaryDirectory() as tmp:
         weights = Path(tmp) / "resnet18.npz"
@@ -242,7 +245,7 @@ def main():
             ours.update(bench_transforms_ember(args.repeat, args.device))
         if "model" in parts:
             ours["resnet18 forward"] = bench_model_ember(args.model_repeat, args.device, weights)
-        tv = bench_torchvision(args.repeat, parts, weights, args.model_repeat, args.torch_threads)
+        tv = bench_torchvision(args.repeat, parts, weights, args.model_repeat, args.threads)
     print(f"{'row':<28}{'ember ms':>10}{'torchvision ms':>16}{'ember/tv':>10}")
     if "ops" in parts:
         boxes, scores, feat, rois = make_inputs()
