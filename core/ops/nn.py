@@ -486,13 +486,14 @@ def _linear_grads(g, x, w, nf):
     dev = g._dev
     k = dev.kernels
     ga = g._data
-    g2 = ga.reshape(-1, ga.shape[-1]) if ga.ndim != 2 else ga
+    g2 = k["reshape"](ga, (-1, ga.shape[-1])) if ga.ndim != 2 else ga
     gx = gw = gb = None
     if nf[0][0] is not None:
         gx = _wrap(k["matmul"](ga, w._data), dev)
     if nf[1][0] is not None:
         xa = x._data
-        gw = _wrap(k["matmul"](g2.T, xa.reshape(-1, xa.shape[-1]) if xa.ndim != 2 else xa), dev)
+        gw = _wrap(k["matmul"](k["permute"](g2, (1, 0)), k["reshape"](xa, (-1, xa.shape[-1])) if xa.ndim != 2
+                               else xa), dev)
     if len(nf) == 2:
         return gx, gw
     if nf[2][0] is not None:
