@@ -1,0 +1,31 @@
+"""The empirical-NTK path: vmap(jacrev(functional_call)) of an MLP and the einsum that contracts the Jacobians,
+with PyTorch's results."""
+import numpy as np
+import pytest
+
+import ember
+from ember.kernels.linalg import _blas_pair
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("Naf,Mbf->NMab", [(6, 5, 1100), (4, 5, 1100)]),  # the NTK's contraction: large enough for one GEMM
+    ("bij,bjk->bik", [(4, 40, 30), (4, 30, 50)]),
+    ("ii,ij->j", [(200, 200), (200, 200)]),  # a repeated label beside the contracted one
+    ("ij,ij->", [(3, 4), (3, 4)]),  # small: the plain loop
+])
+def test_einsum_two_operands_matches_pytorch(device, equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    got = ember.einsum(equation, *[ember.tensor(a, device=device) for a in arrays])
+    want = torch.einsum(equation, *[torch.tensor(a) for a in arrays])
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_blas_pair_takes_only_large_contractions():
+    big, small = np.zeros((6, 5, 1100)), np.zeros((3, 4))
+    assert _blas_pair("Naf,Mbf->NMab", (big, big))
+    assert not _blas_pair("ij,ij->", (small, small))  # too small to pay for the path search
+    assert not _blas_pair("Naf,Mbf->NMabf", (big, big))  # nothing contracted: no GEMM to gain
+    assert not _blas_pair("ij,jk,kl->il", (small, small, small))  # three operands: optimized already
