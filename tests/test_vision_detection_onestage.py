@@ -324,6 +324,8 @@ def test_models_bad_input():
     fcos = FCOS(_TinyBackbone(), 3, min_size=32, max_size=32, anchor_generator=anchors)
     ssd = SSD(_TinyBackbone(), DefaultBoxGenerator([[2]]), (32, 32), 3,
               head=SSDHead([32], DefaultBoxGenerator([[2]]).num_anchors_per_location(), 3))
+    assert retina.transform.image_mean == [0.485, 0.456, 0.406] and ssd.transform.image_std == [0.229, 0.224, 0.225]
+    assert FCOS(_TinyBackbone(), 3, image_mean=[0.5] * 3, anchor_generator=anchors).transform.image_mean == [0.5] * 3
     images = [ember.rand(3, 32, 32)]
     for model in (retina, fcos, ssd):
         model.train()

@@ -17,8 +17,8 @@ from . import _utils as det_utils
 from .anchor_utils import AnchorGenerator
 from .faster_rcnn import coco_enum, coco_weights, load_weights, resolve_weights
 from .retinanet import (_flatten_levels, _resnet50_fpn_backbone, anchor_rows, backbone_features, check_degenerate,
-                        check_targets, original_sizes, select_detections, top_candidates)
-from .transform import GeneralizedRCNNTransform
+                        check_targets, imagenet_transform, original_sizes, select_detections,
+                        top_candidates)
 
 __all__ = ["FCOS", "FCOS_ResNet50_FPN_Weights", "fcos_resnet50_fpn"]
 
@@ -160,8 +160,7 @@ class FCOS(nn.Module):
                              f"{anchor_generator.num_anchors_per_location()[0]}")
         self.head = FCOSHead(backbone.out_channels, 1, num_classes) if head is None else head
         self.box_coder = det_utils.BoxLinearCoder(normalize_by_size=True)
-        self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean or [0.485, 0.456, 0.406],
-                                                  image_std or [0.229, 0.224, 0.225], **kwargs)
+        self.transform = imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.center_sampling_radius = center_sampling_radius
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh

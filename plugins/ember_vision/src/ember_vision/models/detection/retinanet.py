@@ -165,6 +165,13 @@ class RetinaNetHead(nn.Module):
         return {"cls_logits": self.classification_head(x), "bbox_regression": self.regression_head(x)}
 
 
+def imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs) -> GeneralizedRCNNTransform:
+    """The models' image transform, normalising with ImageNet's mean and std where ``image_mean`` /
+    ``image_std`` are None."""
+    return GeneralizedRCNNTransform(min_size, max_size, [0.485, 0.456, 0.406] if image_mean is None else image_mean,
+                                    [0.229, 0.224, 0.225] if image_std is None else image_std, **kwargs)
+
+
 def check_targets(targets, show_shape: bool = False) -> None:
     """torchvision's checks of training targets: present, with ``boxes`` a tensor of shape ``[N, 4]`` (the
     message gives the shape found when ``show_shape``, as FCOS's does)."""
@@ -271,8 +278,7 @@ class RetinaNet(nn.Module):
             proposal_matcher = det_utils.Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=True)
         self.proposal_matcher = proposal_matcher
         self.box_coder = det_utils.BoxCoder(weights=(1.0, 1.0, 1.0, 1.0))
-        self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean or [0.485, 0.456, 0.406],
-                                                  image_std or [0.229, 0.224, 0.225], **kwargs)
+        self.transform = imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img

@@ -16,9 +16,8 @@ from . import _utils as det_utils
 from .anchor_utils import DefaultBoxGenerator
 from .backbone_utils import _validate_trainable_layers
 from .faster_rcnn import coco_enum, coco_weights, load_weights, resolve_weights
-from .retinanet import (anchor_rows, backbone_features, check_degenerate, match_anchors, original_sizes,
-                        select_detections)
-from .transform import GeneralizedRCNNTransform
+from .retinanet import (anchor_rows, backbone_features, check_degenerate, imagenet_transform, match_anchors,
+                        original_sizes, select_detections)
 
 __all__ = ["SSD300_VGG16_Weights", "ssd300_vgg16"]
 
@@ -98,7 +97,8 @@ class SSD(nn.Module):
         self.anchor_generator = anchor_generator
         self.box_coder = det_utils.BoxCoder(weights=(10.0, 10.0, 5.0, 5.0))
         if head is None:
-            out_channels = getattr(backbone, "out_channels", None) or det_utils.retrieve_out_channels(backbone, size)
+            out_channels = (backbone.out_channels if hasattr(backbone, "out_channels")
+                            else det_utils.retrieve_out_channels(backbone, size))
             if len(out_channels) != len(anchor_generator.aspect_ratios):
                 raise ValueError(f"The length of the output channels from the backbone ({len(out_channels)}) do not "
                                  f"match the length of the anchor generator aspect ratios "
@@ -106,9 +106,8 @@ class SSD(nn.Module):
             head = SSDHead(out_channels, anchor_generator.num_anchors_per_location(), num_classes)
         self.head = head
         self.proposal_matcher = det_utils.SSDMatcher(iou_thresh)
-        self.transform = GeneralizedRCNNTransform(min(size), max(size), image_mean or [0.485, 0.456, 0.406],
-                                                  image_std or [0.229, 0.224, 0.225], size_divisible=1,
-                                                  fixed_size=size, **kwargs)
+        self.transform = imagenet_transform(min(size), max(size), image_mean, image_std, size_divisible=1,
+                                            fixed_size=size, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img
