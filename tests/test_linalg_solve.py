@@ -275,7 +275,7 @@ BAD = [
      RuntimeError, "Incompatible shapes"),
     ("solve_triangular_1d", lambda m, d: m.linalg.solve_triangular(_z(m, d, 2, 2), _z(m, d, 2), upper=True),
      RuntimeError, "at least 2 dimensions"),
-    ("lu_factor_int", lambda m, d: m.linalg.lu_factor(m.ones(2, 2, dtype=m.int64, device=d)), NotImplementedError,
+    ("lu_factor_int", lambda m, d: m.linalg.lu_factor(_z(m, d, 2, 2).long()), NotImplementedError,
      "not implemented for 'Long'"),
     ("lu_factor_1d", lambda m, d: m.linalg.lu_factor(_z(m, d, 3)), RuntimeError, "at least 2 dimensions"),
     ("lu_no_pivot", lambda m, d: m.linalg.lu(_z(m, d, 2, 2), pivot=False), RuntimeError,
