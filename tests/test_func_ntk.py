@@ -23,6 +23,14 @@ def test_einsum_two_operands_matches_pytorch(device, equation, shapes):
     np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
 
 
+def test_einsum_of_strided_operands_matches_pytorch(device):
+    rng = np.random.default_rng(1)
+    u, v = rng.standard_normal((10, 6, 700)), rng.standard_normal((10, 4, 700))
+    got = ember.einsum("Naf,Mbf->NMab", *[ember.tensor(a, device=device).transpose(0, 1) for a in (u, v)])
+    want = torch.einsum("Naf,Mbf->NMab", *[torch.tensor(a).transpose(0, 1) for a in (u, v)])
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
 def test_blas_pair_takes_only_large_contractions():
     big, small = np.zeros((6, 5, 1100)), np.zeros((3, 4))
     assert _blas_pair("Naf,Mbf->NMab", (big, big))
