@@ -158,8 +158,11 @@ def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_m
             flat = pos * s if flat is None else flat + pos * s
             weight = w if weight is None else weight * w
             valid = ok if valid is None else valid & ok
-        idx = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
-        vals = planes.gather(2, idx).reshape((n, c) + out_sp)
+        if n == 1:  # one grid for every channel: a take along the plane, not a gather of an index per element
+            vals = planes.index_select(2, flat.reshape(-1)).reshape((n, c) + out_sp)
+        else:
+            idx = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
+            vals = planes.gather(2, idx).reshape((n, c) + out_sp)
         weight = where(valid, weight, weight.new_zeros(()))
         term = vals * weight.unsqueeze(1)
         out = term if out is None else out + term

@@ -7,6 +7,8 @@ float and rounded back, like PIL does.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import numpy as np
@@ -279,22 +281,71 @@ def adjust_sharpness(img, factor: float):
 
 
 # -- geometry through a sampling grid (torchvision's tensor affine, perspective and elastic transforms)
+def _grid_taps(grid: np.ndarray, h: int, w: int, mode: str):
+    """The taps of ``grid_sample`` (zeros padding, ``align_corners=False``) at ``grid`` ([L, 2], (x, y) in
+    [-1, 1]) on an ``h`` x ``w`` plane: a list of (flat source indices, weights) per tap, in PyTorch's order
+    (north-west, north-east, south-west, south-east) and arithmetic, in ``grid``'s dtype; a tap outside the
+    plane reads pixel 0 with weight 0."""
+    ix = ((grid[:, 0] + 1) * w - 1) / 2
+    iy = ((grid[:, 1] + 1) * h - 1) / 2
+    if mode == "nearest":
+        one = np.ones_like(ix)
+        per_dim = [[(np.rint(iy), one)], [(np.rint(ix), one)]]
+    else:
+        y0, x0 = np.floor(iy), np.floor(ix)
+        ty, tx = iy - y0, ix - x0
+        per_dim = [[(y0, 1 - ty), (y0 + 1, ty)], [(x0, 1 - tx), (x0 + 1, tx)]]
+
+    def source(p, n, stride):  # a tap's index term along one axis, and whether it lies inside
+        inside = (p >= 0) & (p <= n - 1)
+        return np.where(inside, p, 0).astype(np.int64) * stride, inside
+
+    per_dim = [[(*source(p, n, stride), wt) for p, wt in taps] for taps, n, stride in zip(per_dim, (h, w), (w, 1))]
+    return [(iy_ + ix_, np.where(in_y & in_x, wy * wx, np.zeros((), grid.dtype)))
+            for (iy_, in_y, wy), (ix_, in_x, wx) in itertools.product(*per_dim)]
+
+
 def grid_transform(img, grid, mode: str, fill):
     """Sample ``img`` at ``grid`` ([1, H, W, 2] in [-1, 1]); outside is zero, or ``fill`` when given (nearest:
-    pixels whose sample is mostly outside; bilinear: blended by the inside fraction)."""
-    x = _as_float(img).reshape(-1, *img.shape[-3:])
-    grid = grid.to(x.dtype).expand(x.shape[0], *grid.shape[1:])
+    pixels whose sample is mostly outside; bilinear: blended by the inside fraction).
+
+    A grid without gradient is turned into taps on the host (:func:`_grid_taps`) and every image of the batch
+    reads them in one ``index_select``; the arithmetic is ``grid_sample``'s, tap by tap."""
+    if grid.requires_grad:
+        return _grid_sample(img, grid, mode, fill)
+    h, w = int(img.shape[-2]), int(img.shape[-1])
+    oh, ow = int(grid.shape[1]), int(grid.shape[2])
+    x = _as_float(img).reshape(-1, h * w)
+    taps = _grid_taps(grid.detach().cpu().numpy().reshape(-1, 2), h, w, mode)
+    out = None
+    for index, weight in taps:
+        term = x.index_select(1, ember.as_tensor(index, device=img.device)) * _table(weight, x)
+        out = term if out is None else out + term
+    if fill is not None:
+        mask = _table(functools.reduce(np.add, [weight for _, weight in taps]).reshape(oh, ow), x)
+        out = _fill_outside(out.reshape(-1, channels(img), oh, ow), mask, mode, fill)
+    out = out.reshape(*img.shape[:-2], oh, ow)
+    return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)
+
+
+def _fill_outside(out, mask, mode, fill):
+    """``out`` with ``fill`` where ``mask`` (the inside fraction of each sample) says the source is outside."""
+    values = list(fill) if isinstance(fill, (tuple, list)) else [float(fill)]
+    fill_img = ember.tensor(values, dtype=out.dtype, device=out.device).view(1, -1, 1, 1).expand_as(out)
+    if mode == "nearest":
+        return ember.where(mask < 0.5, fill_img, out)
+    return out * mask + (1.0 - mask) * fill_img
+
+
+def _grid_sample(img, grid, mode: str, fill):
+    """:func:`grid_transform` through ``grid_sample``, differentiable in ``grid``."""
+    x = _as_float(img).reshape(1, -1, *img.shape[-2:])
+    grid = grid.to(x.dtype)
     if fill is not None:
         x = ember.cat((x, ember.ones_like(x[:, :1])), dim=1)
     out = F.grid_sample(x, grid, mode=mode, padding_mode="zeros", align_corners=False)
     if fill is not None:
-        out, mask = out[:, :-1], out[:, -1:].expand_as(out[:, :-1])
-        values = list(fill) if isinstance(fill, (tuple, list)) else [float(fill)]
-        fill_img = ember.tensor(values, dtype=out.dtype, device=out.device).view(1, -1, 1, 1).expand_as(out)
-        if mode == "nearest":
-            out = ember.where(mask < 0.5, fill_img, out)
-        else:
-            out = out * mask + (1.0 - mask) * fill_img
+        out = _fill_outside(out[:, :-1].reshape(-1, channels(img), *out.shape[-2:]), out[0, -1], mode, fill)
     out = out.reshape(*img.shape[:-2], *out.shape[-2:])
     return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)
 
