@@ -8,6 +8,7 @@
   missing (through ``<file name>.partial``, resumed after an interruption; a progress bar where tqdm is
   installed); with ``check_hash`` the file's SHA-256 must start with the hex digits after the last ``-`` of its
   name (PyTorch's convention: ``resnet18-f37072fd.pth``). Offline, the error names the path to put the file at.
+  A checkpoint PyTorch has already downloaded (``$TORCH_HOME/hub/checkpoints``) is read where it is.
 * ``get_dir()`` is ``$EMBER_HOME/hub`` (``EMBER_HOME`` defaults to ``~/.cache/ember``); ``set_dir`` overrides it.
 
 Loading checkpoints is safe (``weights_only=True`` by default): no code from the file runs. A hub repository's
@@ -144,13 +145,23 @@ def _bar(resp, progress, name):
     return tqdm(total=int(total) if total else None, unit="B", unit_scale=True, unit_divisor=1024, desc=name)
 
 
+def _pytorch_cached(name: str) -> str:
+    """Where PyTorch's own hub keeps checkpoint ``name``: ``$TORCH_HOME/hub/checkpoints`` (``TORCH_HOME``
+    defaults to ``$XDG_CACHE_HOME/torch``, ``~/.cache/torch``)."""
+    home = os.environ.get("TORCH_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.join("~", ".cache")), "torch")
+    return os.path.join(os.path.expanduser(home), "hub", "checkpoints", name)
+
+
 def load_state_dict_from_url(url: str, model_dir: str | None = None, map_location=None, progress: bool = True,
                              check_hash: bool = False, file_name: str | None = None, weights_only: bool = True):
     """The object saved in ``url``'s file, read from ``model_dir`` (default ``get_dir()/checkpoints``), downloaded
-    there first when missing; ``check_hash`` checks the SHA-256 prefix in the file's name."""
-    model_dir = os.path.expanduser(model_dir or os.path.join(get_dir(), "checkpoints"))
+    there first when missing; ``check_hash`` checks the SHA-256 prefix in the file's name.  Without ``model_dir``,
+    a file missing from ember's cache but present in PyTorch's (``$TORCH_HOME/hub/checkpoints``) is read there."""
     name = file_name or os.path.basename(urlparse(url).path)
-    path = os.path.join(model_dir, name)
+    path = os.path.join(os.path.expanduser(model_dir or os.path.join(get_dir(), "checkpoints")), name)
+    if model_dir is None and not os.path.isfile(path) and os.path.isfile(theirs := _pytorch_cached(name)):
+        path = theirs  # a checkpoint PyTorch already downloaded is read where it is
     m = HASH_REGEX.search(name)
     prefix = m.group(1) if check_hash and m and m.group(1) else None
     if not os.path.isfile(path):

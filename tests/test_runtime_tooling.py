@@ -287,3 +287,23 @@ def test_load_state_dict_from_url_reads_the_cache_and_checks_the_hash(device, hu
                                            r"starts with abcdef12\) and try again"):
         ember.hub.load_state_dict_from_url("https://example.invalid/missing-abcdef12.pth", check_hash=True)
     assert sorted(p.name for p in ckdir.iterdir()) == sorted([good.name, bad.name])  # no partial file left
+
+
+def test_load_state_dict_from_url_reads_pytorchs_own_cache(device, hub_dir, tmp_path, monkeypatch):
+    """A checkpoint that PyTorch downloaded before ($TORCH_HOME/hub/checkpoints) is read in place, hash checked;
+    an explicit model_dir is the only place looked at."""
+    monkeypatch.setattr("urllib.request.urlopen", _offline)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    theirs = tmp_path / "torch_home" / "hub" / "checkpoints"
+    theirs.mkdir(parents=True)
+    ember.save({"w": ember.arange(3.0, device=device)}, str(theirs / "tmp.pt"))
+    import hashlib
+
+    digest = hashlib.sha256((theirs / "tmp.pt").read_bytes()).hexdigest()[:8]
+    os.replace(theirs / "tmp.pt", theirs / f"net-{digest}.pth")
+    url = f"https://example.invalid/net-{digest}.pth"
+    got = ember.hub.load_state_dict_from_url(url, check_hash=True, map_location=device)
+    assert got["w"].tolist() == [0.0, 1.0, 2.0]
+    assert not (hub_dir / "checkpoints" / f"net-{digest}.pth").exists()  # read where it is, not copied
+    with pytest.raises(RuntimeError, match="Put the file at"):
+        ember.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "elsewhere"))
