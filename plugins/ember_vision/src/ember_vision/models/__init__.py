@@ -75,4 +75,4 @@ for _builder, _weights in [(alexnet, AlexNet_Weights), (mobilenet_v2, MobileNet_
                            (vgg19, VGG19_Weights), (vgg19_bn, VGG19_BN_Weights)]:
     register_model(_weights)(_builder)  # builders declared before the registry existed
 
-from . import detection, optical_flow, segmentation, video  # noqa: E402  (after the backbones they build on)
+from . import detection, mobilenet, optical_flow, segmentation, video  # noqa: E402  (after the backbones they build on)
