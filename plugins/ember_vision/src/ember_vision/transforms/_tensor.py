@@ -7,8 +7,6 @@ float and rounded back, like PIL does.
 """
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 
 import numpy as np
@@ -283,26 +281,25 @@ def adjust_sharpness(img, factor: float):
 # -- geometry through a sampling grid (torchvision's tensor affine, perspective and elastic transforms)
 def _grid_taps(grid: np.ndarray, h: int, w: int, mode: str):
     """The taps of ``grid_sample`` (zeros padding, ``align_corners=False``) at ``grid`` ([L, 2], (x, y) in
-    [-1, 1]) on an ``h`` x ``w`` plane: a list of (flat source indices, weights) per tap, in PyTorch's order
-    (north-west, north-east, south-west, south-east) and arithmetic, in ``grid``'s dtype; a tap outside the
-    plane reads pixel 0 with weight 0."""
+    [-1, 1]) on an ``h`` x ``w`` plane padded with zeros (one row and column before, two after): a list of (flat
+    indices into the padded plane, weights) per tap, in PyTorch's order (north-west, north-east, south-west,
+    south-east) and arithmetic, in ``grid``'s dtype.  A tap outside the plane reads a zero of the padding; a
+    sample with no tap inside reads the last two rows and columns."""
     ix = ((grid[:, 0] + 1) * w - 1) / 2
     iy = ((grid[:, 1] + 1) * h - 1) / 2
-    if mode == "nearest":
-        one = np.ones_like(ix)
-        per_dim = [[(np.rint(iy), one)], [(np.rint(ix), one)]]
-    else:
-        y0, x0 = np.floor(iy), np.floor(ix)
-        ty, tx = iy - y0, ix - x0
-        per_dim = [[(y0, 1 - ty), (y0 + 1, ty)], [(x0, 1 - tx), (x0 + 1, tx)]]
-
-    def source(p, n, stride):  # a tap's index term along one axis, and whether it lies inside
-        inside = (p >= 0) & (p <= n - 1)
-        return np.where(inside, p, 0).astype(np.int64) * stride, inside
-
-    per_dim = [[(*source(p, n, stride), wt) for p, wt in taps] for taps, n, stride in zip(per_dim, (h, w), (w, 1))]
-    return [(iy_ + ix_, np.where(in_y & in_x, wy * wx, np.zeros((), grid.dtype)))
-            for (iy_, in_y, wy), (ix_, in_x, wx) in itertools.product(*per_dim)]
+    near = mode == "nearest"
+    x0, y0 = (np.rint(ix), np.rint(iy)) if near else (np.floor(ix), np.floor(iy))
+    lo = 0 if near else -1  # the lowest source whose taps reach into the plane
+    x0 = np.where((x0 >= lo) & (x0 <= w - 1), x0, w)
+    y0 = np.where((y0 >= lo) & (y0 <= h - 1), y0, h)
+    stride = w + 3
+    dt = np.float64 if (h + 3) * stride > 2 ** 24 else np.float32  # flat indices exact in floating point
+    nw = ((y0.astype(dt, copy=False) + 1) * stride + (x0.astype(dt, copy=False) + 1)).astype(np.int64)
+    if near:
+        return [(nw, None)]
+    tx, ty = ix - np.floor(ix), iy - np.floor(iy)
+    ex, sy = 1 - tx, 1 - ty
+    return [(nw, sy * ex), (nw + 1, sy * tx), (nw + stride, ty * ex), (nw + stride + 1, ty * tx)]
 
 
 def grid_transform(img, grid, mode: str, fill):
@@ -310,20 +307,23 @@ def grid_transform(img, grid, mode: str, fill):
     pixels whose sample is mostly outside; bilinear: blended by the inside fraction).
 
     A grid without gradient is turned into taps on the host (:func:`_grid_taps`) and every image of the batch
-    reads them in one ``index_select``; the arithmetic is ``grid_sample``'s, tap by tap."""
+    reads them in one ``index_select`` per tap from the zero-padded image; the arithmetic is ``grid_sample``'s,
+    tap by tap (a tap outside adds weight times zero, as there)."""
     if grid.requires_grad:
         return _grid_sample(img, grid, mode, fill)
     h, w = int(img.shape[-2]), int(img.shape[-1])
     oh, ow = int(grid.shape[1]), int(grid.shape[2])
-    x = _as_float(img).reshape(-1, h * w)
-    taps = _grid_taps(grid.detach().cpu().numpy().reshape(-1, 2), h, w, mode)
+    x = _as_float(img).reshape(-1, h, w)
+    if fill is not None:  # a plane of ones, whose sample is the inside fraction
+        x = ember.cat((x, ember.ones_like(x[:1])))
+    x = F.pad(x, [1, 2, 1, 2]).reshape(x.shape[0], -1)
     out = None
-    for index, weight in taps:
-        term = x.index_select(1, ember.as_tensor(index, device=img.device)) * _table(weight, x)
+    for index, weight in _grid_taps(grid.detach().cpu().numpy().reshape(-1, 2), h, w, mode):
+        term = x.index_select(1, ember.as_tensor(index, device=img.device))
+        term = term if weight is None else term * _table(weight, x)
         out = term if out is None else out + term
     if fill is not None:
-        mask = _table(functools.reduce(np.add, [weight for _, weight in taps]).reshape(oh, ow), x)
-        out = _fill_outside(out.reshape(-1, channels(img), oh, ow), mask, mode, fill)
+        out = _fill_outside(out[:-1].reshape(-1, channels(img), oh, ow), out[-1].reshape(oh, ow), mode, fill)
     out = out.reshape(*img.shape[:-2], oh, ow)
     return out.to(img.dtype) if img.is_floating_point() else out.round().to(img.dtype)
 
