@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import enum
 import fnmatch
-from typing import NamedTuple
+from functools import partial
+from typing import Callable, NamedTuple
 
 import ember
+
+from ..transforms._presets import ImageClassification
 
 
 def get_dir() -> str:
@@ -29,12 +32,15 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
 
 
 class Weights(NamedTuple):
-    """A pretrained checkpoint: its URL, the number of classes it predicts, and torchvision's other metadata
-    the builder needs (``min_size``: the input side it was trained at, for models built for one size)."""
+    """A pretrained checkpoint: its URL, the number of classes it predicts, torchvision's other metadata
+    the builder needs (``min_size``: the input side it was trained at, for models built for one size), and
+    ``transforms``: a callable making its inference preprocessing (a partial of a preset in
+    :mod:`ember_vision.transforms._presets`; ImageNet's 224 px crop of a 256 px bilinear resize by default)."""
 
     url: str
     num_classes: int = 1000
     meta: dict | None = None
+    transforms: Callable = partial(ImageClassification, crop_size=224)
 
 
 class WeightsEnum(enum.Enum):
@@ -51,6 +57,12 @@ class WeightsEnum(enum.Enum):
     @property
     def meta(self) -> dict:
         return {"num_classes": self.value.num_classes, **(self.value.meta or {})}
+
+    @property
+    def transforms(self) -> Callable:
+        """The preprocessing factory: ``weights.transforms()`` is the module that turns a PIL image or tensor
+        into the checkpoint's input, as torchvision's ``weights.transforms``."""
+        return self.value.transforms
 
     def get_state_dict(self, progress: bool = True, check_hash: bool = True) -> dict:
         return load_state_dict_from_url(self.url, progress=progress, check_hash=check_hash)
