@@ -30,6 +30,8 @@ _new = object.__new__
 def _size_arg(dims, size, op):
     """The shape from ``zeros(2, 3)``, ``zeros((2, 3))`` or PyTorch's keyword form ``zeros(size=(2, 3))``."""
     if size is None:
+        if not dims:  # (a 0-d tensor is zeros(()), as in PyTorch)
+            raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
         return dims
     if dims:
         raise TypeError(f"{op}() received an invalid combination of arguments: the shape given both positionally "
