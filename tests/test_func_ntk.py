@@ -14,6 +14,9 @@ torch = pytest.importorskip("torch")
     ("bij,bjk->bik", [(4, 40, 30), (4, 30, 50)]),
     ("ii,ij->j", [(200, 200), (200, 200)]),  # a repeated label beside the contracted one
     ("ij,ij->", [(3, 4), (3, 4)]),  # small: the plain loop
+    ("kb,bkj->jb", [(60, 5), (5, 60, 200)]),  # a batch label, no free one in the first operand, permuted
+    ("bij,bjk->bik", [(1, 40, 30), (4, 30, 50)]),  # a broadcast batch label: NumPy's path
+    ("ijx,jk->ik", [(40, 30, 3), (30, 50)]),  # a label summed from one operand alone: NumPy's path
 ])
 def test_einsum_two_operands_matches_pytorch(device, equation, shapes):
     rng = np.random.default_rng(0)
@@ -29,6 +32,17 @@ def test_einsum_of_strided_operands_matches_pytorch(device):
     got = ember.einsum("Naf,Mbf->NMab", *[ember.tensor(a, device=device).transpose(0, 1) for a in (u, v)])
     want = torch.einsum("Naf,Mbf->NMab", *[torch.tensor(a).transpose(0, 1) for a in (u, v)])
     np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("perm_a,perm_b", [((0, 1, 2), (0, 1, 2)), ((2, 0, 1), (1, 2, 0)), ((1, 2, 0), (2, 1, 0))])
+def test_einsum_follows_any_operand_layout(device, perm_a, perm_b):
+    rng = np.random.default_rng(2)
+    u, v = rng.standard_normal((7, 5, 300)), rng.standard_normal((6, 5, 300))
+    # the same logical operands, laid out in memory in the order perm_a / perm_b
+    eu, ev = (ember.tensor(x.transpose(p).copy(), device=device).permute(*np.argsort(p).tolist())
+              for x, p in ((u, perm_a), (v, perm_b)))
+    got = ember.einsum("Naf,Mbf->NMab", eu, ev)
+    np.testing.assert_allclose(got.cpu().numpy(), np.einsum("Naf,Mbf->NMab", u, v), rtol=1e-10, atol=1e-10)
 
 
 def test_blas_pair_takes_only_large_contractions():

@@ -49,6 +49,46 @@ def _blas_pair(equation, operands):
     return math.prod(sizes.values()) >= 1 << 15
 
 
+def _pair_gemm(xp, equation, a, b):
+    """A two-operand einsum as one (batched) GEMM laid out by the operands' strides, or None where a label repeats
+    within an operand, is summed from one operand alone or broadcasts.  Each group of labels (batch, free in
+    ``a``, free in ``b``, contracted) is taken in the order of its memory layout, so the reshapes to matrices are
+    views of strided operands (vmapped Jacobian blocks) rather than copies, and the product is permuted at the
+    end."""
+    lhs, _, out = equation.partition("->")
+    sa, sb = lhs.split(",")
+    if len(set(sa)) < len(sa) or len(set(sb)) < len(sb) or (set(sa) ^ set(sb)) - set(out):
+        return None
+    size = dict(zip(sa, a.shape))
+    if any(size.get(c, n) != n for c, n in zip(sb, b.shape)):
+        return None
+    size.update(zip(sb, b.shape))
+
+    def by_layout(labels, s, x):  # outermost in memory first
+        return sorted(labels, key=lambda c: -x.strides[s.index(c)])
+
+    batch = by_layout([c for c in sa if c in sb and c in out], sa, a)
+    con = by_layout([c for c in sa if c in sb and c not in out], sa, a)
+    left = by_layout([c for c in sa if c not in sb], sa, a)
+    right = by_layout([c for c in sb if c not in sa], sb, b)
+    nb, nl, nr, nk = (math.prod(size[c] for c in g) for g in (batch, left, right, con))
+
+    def matrix(x, s, free, n, k_last):  # x as (batch, free, contracted)
+        order = batch + (free + con if k_last else con + free)
+        m = x.transpose([s.index(c) for c in order]).reshape((nb, n, nk) if k_last else (nb, nk, n))
+        return m if k_last else xp.swapaxes(m, -1, -2)
+
+    def k_last(x, s, free):  # whether the contracted labels lie inside the free ones in memory
+        return not free or x.strides[s.index(con[-1])] <= x.strides[s.index(free[-1])]
+
+    am = matrix(a, sa, left, nl, k_last(a, sa, left))
+    bm = matrix(b, sb, right, nr, k_last(b, sb, right))
+    prod = xp.matmul(am, xp.swapaxes(bm, -1, -2))
+    labels = batch + left + right
+    prod = prod.reshape(tuple(size[c] for c in labels))
+    return prod.transpose([labels.index(c) for c in out])
+
+
 def _repeated(a):
     """Whether every matrix of stack ``a`` is the same memory (zero strides over the stack dimensions)."""
     st = getattr(a, "strides", None)
@@ -275,7 +315,11 @@ def kernels(xp, strategy=None) -> dict:
         if operands and getattr(operands[0].dtype, "type", None) is _BF16:
             return xp.einsum(equation, *[o.astype("float32") for o in operands],
                              optimize=len(operands) > 2).astype(_BF16)
-        if _blas_pair(equation, operands):  # (from a contiguous copy: the GEMMs of strided stacks run ~2x slower)
+        if _blas_pair(equation, operands):
+            out = _pair_gemm(xp, equation, *operands)
+            if out is not None:
+                return out
+            # (from a contiguous copy: NumPy's GEMMs over strided stacks run ~2x slower)
             return xp.einsum(equation, *[xp.ascontiguousarray(o) for o in operands], optimize=True)
         return xp.einsum(equation, *operands, optimize=len(operands) > 2)
 
