@@ -16,6 +16,9 @@ import ember
 
 from ..transforms._presets import ImageClassification
 
+# the preprocessing of checkpoints trained with torchvision's 2021 recipe (most ``IMAGENET1K_V2`` members)
+RECIPE_V2 = partial(ImageClassification, crop_size=224, resize_size=232)
+
 
 def get_dir() -> str:
     """The hub directory: :func:`ember.hub.get_dir` (``$EMBER_HOME/hub``)."""

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 from ember import nn
 
-from ._api import build, register_model, weights_enum
+from ._api import RECIPE_V2, Weights, build, register_model, weights_enum
 
 _URL = "https://download.pytorch.org/models/"
 MNASNet0_5_Weights = weights_enum("MNASNet0_5_Weights", IMAGENET1K_V1=_URL + "mnasnet0.5_top1_67.823-3ffadce67e.pth")
-MNASNet0_75_Weights = weights_enum("MNASNet0_75_Weights", IMAGENET1K_V1=_URL + "mnasnet0_75-7090bc5f.pth")
+MNASNet0_75_Weights = weights_enum("MNASNet0_75_Weights", IMAGENET1K_V1=Weights(
+    _URL + "mnasnet0_75-7090bc5f.pth", transforms=RECIPE_V2))
 MNASNet1_0_Weights = weights_enum("MNASNet1_0_Weights",
                                   IMAGENET1K_V1=_URL + "mnasnet1.0_top1_73.512-f206786ef8.pth")
-MNASNet1_3_Weights = weights_enum("MNASNet1_3_Weights", IMAGENET1K_V1=_URL + "mnasnet1_3-a4c69d6f.pth")
+MNASNet1_3_Weights = weights_enum("MNASNet1_3_Weights", IMAGENET1K_V1=Weights(
+    _URL + "mnasnet1_3-a4c69d6f.pth", transforms=RECIPE_V2))
 
 _BN_MOMENTUM = 1 - 0.9997  # TensorFlow's decay 0.9997 in PyTorch's convention
 

@@ -5,10 +5,12 @@ import ember
 from ember import nn
 
 from ..ops.misc import Conv2dNormActivation
-from ._api import _weights_enum, build
+from ._api import RECIPE_V2, Weights, build, weights_enum
 
-MobileNet_V2_Weights = _weights_enum("MobileNet_V2_Weights",
-                                     "https://download.pytorch.org/models/mobilenet_v2-b0353104.pth")
+_URL = "https://download.pytorch.org/models/"
+MobileNet_V2_Weights = weights_enum("MobileNet_V2_Weights", "IMAGENET1K_V2",
+                                    IMAGENET1K_V1=_URL + "mobilenet_v2-b0353104.pth",
+                                    IMAGENET1K_V2=Weights(_URL + "mobilenet_v2-7ebf99e0.pth", transforms=RECIPE_V2))
 
 
 def _make_divisible(v: float, divisor: int, min_value: int | None = None) -> int:

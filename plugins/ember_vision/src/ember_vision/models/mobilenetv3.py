@@ -8,13 +8,14 @@ import ember
 from ember import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation as SElayer
-from ._api import build, register_model, weights_enum
+from ._api import RECIPE_V2, Weights, build, register_model, weights_enum
 from .mobilenetv2 import _make_divisible, init_mobile_weights
 
 _URL = "https://download.pytorch.org/models/"
 MobileNet_V3_Large_Weights = weights_enum("MobileNet_V3_Large_Weights", "IMAGENET1K_V2",
                                           IMAGENET1K_V1=_URL + "mobilenet_v3_large-8738ca79.pth",
-                                          IMAGENET1K_V2=_URL + "mobilenet_v3_large-5c1a4163.pth")
+                                          IMAGENET1K_V2=Weights(_URL + "mobilenet_v3_large-5c1a4163.pth",
+                                                                transforms=RECIPE_V2))
 MobileNet_V3_Small_Weights = weights_enum("MobileNet_V3_Small_Weights",
                                           IMAGENET1K_V1=_URL + "mobilenet_v3_small-047dcff4.pth")
 

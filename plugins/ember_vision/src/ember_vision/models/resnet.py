@@ -5,31 +5,36 @@ from __future__ import annotations
 import ember
 from ember import nn
 
-from ._api import _weights_enum, build, register_model, weights_enum
+from ._api import RECIPE_V2, Weights, _weights_enum, build, register_model, weights_enum
 
 ResNet18_Weights = _weights_enum("ResNet18_Weights", "https://download.pytorch.org/models/resnet18-f37072fd.pth")
 ResNet34_Weights = _weights_enum("ResNet34_Weights", "https://download.pytorch.org/models/resnet34-b627a593.pth")
 _URL = "https://download.pytorch.org/models/"
 ResNet50_Weights = weights_enum("ResNet50_Weights", "IMAGENET1K_V2", IMAGENET1K_V1=_URL + "resnet50-0676ba61.pth",
-                                IMAGENET1K_V2=_URL + "resnet50-11ad3fa6.pth")
+                                IMAGENET1K_V2=Weights(_URL + "resnet50-11ad3fa6.pth", transforms=RECIPE_V2))
 ResNet101_Weights = weights_enum("ResNet101_Weights", "IMAGENET1K_V2", IMAGENET1K_V1=_URL + "resnet101-63fe2227.pth",
-                                 IMAGENET1K_V2=_URL + "resnet101-cd907fc2.pth")
+                                 IMAGENET1K_V2=Weights(_URL + "resnet101-cd907fc2.pth", transforms=RECIPE_V2))
 ResNet152_Weights = weights_enum("ResNet152_Weights", "IMAGENET1K_V2", IMAGENET1K_V1=_URL + "resnet152-394f9c45.pth",
-                                 IMAGENET1K_V2=_URL + "resnet152-f82ba261.pth")
+                                 IMAGENET1K_V2=Weights(_URL + "resnet152-f82ba261.pth", transforms=RECIPE_V2))
 ResNeXt50_32X4D_Weights = weights_enum("ResNeXt50_32X4D_Weights", "IMAGENET1K_V2",
                                        IMAGENET1K_V1=_URL + "resnext50_32x4d-7cdf4587.pth",
-                                       IMAGENET1K_V2=_URL + "resnext50_32x4d-1a0047aa.pth")
+                                       IMAGENET1K_V2=Weights(_URL + "resnext50_32x4d-1a0047aa.pth",
+                                                             transforms=RECIPE_V2))
 ResNeXt101_32X8D_Weights = weights_enum("ResNeXt101_32X8D_Weights", "IMAGENET1K_V2",
                                         IMAGENET1K_V1=_URL + "resnext101_32x8d-8ba56ff5.pth",
-                                        IMAGENET1K_V2=_URL + "resnext101_32x8d-110c445d.pth")
+                                        IMAGENET1K_V2=Weights(_URL + "resnext101_32x8d-110c445d.pth",
+                                                              transforms=RECIPE_V2))
 ResNeXt101_64X4D_Weights = weights_enum("ResNeXt101_64X4D_Weights",
-                                        IMAGENET1K_V1=_URL + "resnext101_64x4d-173b62eb.pth")
+                                        IMAGENET1K_V1=Weights(_URL + "resnext101_64x4d-173b62eb.pth",
+                                                              transforms=RECIPE_V2))
 Wide_ResNet50_2_Weights = weights_enum("Wide_ResNet50_2_Weights", "IMAGENET1K_V2",
                                        IMAGENET1K_V1=_URL + "wide_resnet50_2-95faca4d.pth",
-                                       IMAGENET1K_V2=_URL + "wide_resnet50_2-9ba9bcbe.pth")
+                                       IMAGENET1K_V2=Weights(_URL + "wide_resnet50_2-9ba9bcbe.pth",
+                                                             transforms=RECIPE_V2))
 Wide_ResNet101_2_Weights = weights_enum("Wide_ResNet101_2_Weights", "IMAGENET1K_V2",
                                         IMAGENET1K_V1=_URL + "wide_resnet101_2-32ee1156.pth",
-                                        IMAGENET1K_V2=_URL + "wide_resnet101_2-d733dc28.pth")
+                                        IMAGENET1K_V2=Weights(_URL + "wide_resnet101_2-d733dc28.pth",
+                                                              transforms=RECIPE_V2))
 
 
 def conv3x3(in_planes: int, out_planes: int, stride: int = 1, groups: int = 1, dilation: int = 1) -> nn.Conv2d:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ember
 from ember import nn
 
-from ._api import build, register_model, weights_enum
+from ._api import RECIPE_V2, Weights, build, register_model, weights_enum
 
 _URL = "https://download.pytorch.org/models/"
 ShuffleNet_V2_X0_5_Weights = weights_enum("ShuffleNet_V2_X0_5_Weights",
@@ -12,9 +12,11 @@ ShuffleNet_V2_X0_5_Weights = weights_enum("ShuffleNet_V2_X0_5_Weights",
 ShuffleNet_V2_X1_0_Weights = weights_enum("ShuffleNet_V2_X1_0_Weights",
                                           IMAGENET1K_V1=_URL + "shufflenetv2_x1-5666bf0f80.pth")
 ShuffleNet_V2_X1_5_Weights = weights_enum("ShuffleNet_V2_X1_5_Weights",
-                                          IMAGENET1K_V1=_URL + "shufflenetv2_x1_5-3c479a10.pth")
+                                          IMAGENET1K_V1=Weights(_URL + "shufflenetv2_x1_5-3c479a10.pth",
+                                                                transforms=RECIPE_V2))
 ShuffleNet_V2_X2_0_Weights = weights_enum("ShuffleNet_V2_X2_0_Weights",
-                                          IMAGENET1K_V1=_URL + "shufflenetv2_x2_0-8be3c8ee.pth")
+                                          IMAGENET1K_V1=Weights(_URL + "shufflenetv2_x2_0-8be3c8ee.pth",
+                                                                transforms=RECIPE_V2))
 
 
 def channel_shuffle(x, groups: int):
