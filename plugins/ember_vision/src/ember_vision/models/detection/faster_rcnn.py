@@ -6,6 +6,7 @@ from ember.nn import functional as F
 
 from ...ops import MultiScaleRoIAlign
 from ...ops import misc as misc_nn_ops
+from ...transforms._presets import ObjectDetection
 from .._api import Weights, WeightsEnum, register_model
 from .._meta import _COCO_CATEGORIES
 from .._utils import _ovewrite_value_param
@@ -35,7 +36,7 @@ def coco_weights(file: str, num_params: int, recipe: str, metrics: dict, ops: fl
     return Weights(_URL + file, len(categories), {
         "categories": categories, "min_size": (1, 1), **meta, "num_params": num_params,
         "recipe": recipe if recipe.startswith("https:") else _RECIPES + recipe,
-        "_metrics": {"COCO-val2017": metrics}, "_ops": ops, "_file_size": file_size})
+        "_metrics": {"COCO-val2017": metrics}, "_ops": ops, "_file_size": file_size}, ObjectDetection)
 
 
 def coco_enum(name: str, **members: Weights):

@@ -6,6 +6,7 @@ from ember import nn
 from ember.nn import functional as F
 
 from ...ops.misc import Conv2dNormActivation
+from ...transforms._presets import OpticalFlow
 from .._api import Weights, register_model, weights_enum
 from ._utils import grid_sample, make_coords_grid, upsample_flow
 
@@ -13,7 +14,7 @@ _URL = "https://download.pytorch.org/models/raft_"
 
 
 def _flow_weights(name: str, default: str, **files: str):
-    return weights_enum(name, default, **{key: Weights(_URL + f, 0, {"min_size": (128, 128)})
+    return weights_enum(name, default, **{key: Weights(_URL + f, 0, {"min_size": (128, 128)}, OpticalFlow)
                                           for key, f in files.items()})
 
 

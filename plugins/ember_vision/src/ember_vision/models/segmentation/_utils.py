@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import partial
 
 from ember import nn
 from ember.nn import functional as F
 
+from ...transforms._presets import SemanticSegmentation
 from .._api import Weights, weights_enum
 from .._utils import IntermediateLayerGetter, _ovewrite_value_param
 
@@ -18,7 +20,8 @@ def voc_weights(name: str, url: str):
     """The weights enum ``name`` of one checkpoint trained on COCO's images with the 21 Pascal VOC labels."""
     meta = {"categories": VOC_CATEGORIES, "min_size": (1, 1)}
     return weights_enum(name, "COCO_WITH_VOC_LABELS_V1",
-                        COCO_WITH_VOC_LABELS_V1=Weights(url, len(VOC_CATEGORIES), meta))
+                        COCO_WITH_VOC_LABELS_V1=Weights(url, len(VOC_CATEGORIES), meta,
+                                                                partial(SemanticSegmentation, resize_size=520)))
 
 
 def upsample(x, size):

@@ -13,13 +13,16 @@ from ember.nn import functional as F
 
 from ...ops.misc import MLP
 from ...ops.stochastic_depth import StochasticDepth
+from ...transforms._presets import VideoClassification
 from .._api import Weights, build, register_model, weights_enum
 
 _META = {"min_size": (224, 224), "min_temporal_size": 16}
+_TRANSFORMS = partial(VideoClassification, crop_size=(224, 224), resize_size=(256,), mean=(0.45, 0.45, 0.45),
+                      std=(0.225, 0.225, 0.225))
 MViT_V1_B_Weights = weights_enum("MViT_V1_B_Weights", "KINETICS400_V1", KINETICS400_V1=Weights(
-    "https://download.pytorch.org/models/mvit_v1_b-dbeb1030.pth", 400, _META))
+    "https://download.pytorch.org/models/mvit_v1_b-dbeb1030.pth", 400, _META, _TRANSFORMS))
 MViT_V2_S_Weights = weights_enum("MViT_V2_S_Weights", "KINETICS400_V1", KINETICS400_V1=Weights(
-    "https://download.pytorch.org/models/mvit_v2_s-ae3be167.pth", 400, _META))
+    "https://download.pytorch.org/models/mvit_v2_s-ae3be167.pth", 400, _META, _TRANSFORMS))
 
 
 @dataclass

@@ -2,15 +2,21 @@
 (each 3D convolution split into a spatial and a temporal one), torchvision's names."""
 from __future__ import annotations
 
+from functools import partial
+
 from ember import nn
 
+from ...transforms._presets import VideoClassification
 from .._api import Weights, build, register_model, weights_enum
 
 
-def kinetics_weights(name: str, default: str = "KINETICS400_V1", **urls: str):
-    """A weights enum of Kinetics-400 checkpoints (400 classes)."""
-    return weights_enum(name, default, **{key: Weights(url, 400, {"min_size": (1, 1), "min_temporal_size": 1})
-                                          for key, url in urls.items()})
+_R3D_TRANSFORMS = partial(VideoClassification, crop_size=(112, 112), resize_size=(128, 171))
+
+
+def kinetics_weights(name: str, default: str = "KINETICS400_V1", transforms=_R3D_TRANSFORMS, **urls: str):
+    """A weights enum of Kinetics-400 checkpoints (400 classes) preprocessed by ``transforms``."""
+    meta = {"min_size": (1, 1), "min_temporal_size": 1}
+    return weights_enum(name, default, **{key: Weights(url, 400, meta, transforms) for key, url in urls.items()})
 
 
 _URL = "https://download.pytorch.org/models/"

@@ -7,10 +7,13 @@ import ember
 from ember import nn
 
 from ...ops.misc import Conv3dNormActivation
+from ...transforms._presets import VideoClassification
 from .._api import build, register_model
 from .resnet import kinetics_weights
 
-S3D_Weights = kinetics_weights("S3D_Weights", KINETICS400_V1="https://download.pytorch.org/models/s3d-d76dad2f.pth")
+S3D_Weights = kinetics_weights("S3D_Weights", transforms=partial(VideoClassification, crop_size=(224, 224),
+                                                                  resize_size=(256, 256)),
+                               KINETICS400_V1="https://download.pytorch.org/models/s3d-d76dad2f.pth")
 
 
 class TemporalSeparableConv(nn.Sequential):

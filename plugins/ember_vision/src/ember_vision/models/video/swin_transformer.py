@@ -10,18 +10,22 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
+from ...transforms._presets import IMAGENET_MEAN, IMAGENET_STD, VideoClassification
 from .._api import Weights, build, register_model, weights_enum
 from ..swin_transformer import PatchMerging, SwinTransformerBlock, _stages
 
 _URL = "https://download.pytorch.org/models/"
 _META = {"min_size": (1, 1), "min_temporal_size": 1}
+_TRANSFORMS = partial(VideoClassification, crop_size=(224, 224), resize_size=(256,), mean=IMAGENET_MEAN,
+                      std=IMAGENET_STD)
 Swin3D_T_Weights = weights_enum("Swin3D_T_Weights", "KINETICS400_V1",
-                                KINETICS400_V1=Weights(_URL + "swin3d_t-7615ae03.pth", 400, _META))
+                                KINETICS400_V1=Weights(_URL + "swin3d_t-7615ae03.pth", 400, _META, _TRANSFORMS))
 Swin3D_S_Weights = weights_enum("Swin3D_S_Weights", "KINETICS400_V1",
-                                KINETICS400_V1=Weights(_URL + "swin3d_s-da41c237.pth", 400, _META))
+                                KINETICS400_V1=Weights(_URL + "swin3d_s-da41c237.pth", 400, _META, _TRANSFORMS))
 Swin3D_B_Weights = weights_enum("Swin3D_B_Weights", "KINETICS400_V1",
-                                KINETICS400_V1=Weights(_URL + "swin3d_b_1k-24f7c7c6.pth", 400, _META),
-                                KINETICS400_IMAGENET22K_V1=Weights(_URL + "swin3d_b_22k-7c6ae6fa.pth", 400, _META))
+                                KINETICS400_V1=Weights(_URL + "swin3d_b_1k-24f7c7c6.pth", 400, _META, _TRANSFORMS),
+                                KINETICS400_IMAGENET22K_V1=Weights(_URL + "swin3d_b_22k-7c6ae6fa.pth", 400, _META,
+                                                                   _TRANSFORMS))
 
 
 def _pad_size(size, window) -> tuple:
