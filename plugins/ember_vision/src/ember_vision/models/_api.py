@@ -14,10 +14,29 @@ from typing import Callable, NamedTuple
 
 import ember
 
-from ..transforms._presets import ImageClassification
+from ..transforms._presets import ImageClassification, InterpolationMode
 
+
+def classification_transforms(crop_size: int, resize_size: int = 256,
+                              interpolation: InterpolationMode = InterpolationMode.BILINEAR, **kwargs) -> partial:
+    """A :class:`Weights` ``transforms``: :class:`ImageClassification` resizing the shorter side to
+    ``resize_size`` and cropping ``crop_size``.
+
+    >>> classification_transforms(240, 255)().crop_size
+    [240]
+    """
+    return partial(ImageClassification, crop_size=crop_size, resize_size=resize_size, interpolation=interpolation,
+                   **kwargs)
+
+
+def swag_transforms(crop_size: int) -> partial:
+    """The preprocessing of the SWAG checkpoints (ViT, RegNetY): a bicubic resize to the crop itself."""
+    return classification_transforms(crop_size, crop_size, InterpolationMode.BICUBIC)
+
+
+IMAGENET_TRANSFORMS = partial(ImageClassification, crop_size=224)
 # the preprocessing of checkpoints trained with torchvision's 2021 recipe (most ``IMAGENET1K_V2`` members)
-RECIPE_V2 = partial(ImageClassification, crop_size=224, resize_size=232)
+RECIPE_V2 = classification_transforms(224, 232)
 
 
 def get_dir() -> str:
@@ -43,7 +62,7 @@ class Weights(NamedTuple):
     url: str
     num_classes: int = 1000
     meta: dict | None = None
-    transforms: Callable = partial(ImageClassification, crop_size=224)
+    transforms: Callable = IMAGENET_TRANSFORMS
 
 
 class WeightsEnum(enum.Enum):

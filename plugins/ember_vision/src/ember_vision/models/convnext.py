@@ -10,13 +10,17 @@ from ember.nn import functional as F
 
 from ..ops.misc import Conv2dNormActivation, Permute
 from ..ops.stochastic_depth import StochasticDepth
-from ._api import build, register_model, weights_enum
+from ._api import Weights, build, classification_transforms, register_model, weights_enum
 
 _URL = "https://download.pytorch.org/models/"
-ConvNeXt_Tiny_Weights = weights_enum("ConvNeXt_Tiny_Weights", IMAGENET1K_V1=_URL + "convnext_tiny-983f1562.pth")
-ConvNeXt_Small_Weights = weights_enum("ConvNeXt_Small_Weights", IMAGENET1K_V1=_URL + "convnext_small-0c510722.pth")
-ConvNeXt_Base_Weights = weights_enum("ConvNeXt_Base_Weights", IMAGENET1K_V1=_URL + "convnext_base-6075fbad.pth")
-ConvNeXt_Large_Weights = weights_enum("ConvNeXt_Large_Weights", IMAGENET1K_V1=_URL + "convnext_large-ea097f82.pth")
+ConvNeXt_Tiny_Weights = weights_enum("ConvNeXt_Tiny_Weights", IMAGENET1K_V1=Weights(
+    _URL + "convnext_tiny-983f1562.pth", transforms=classification_transforms(224, 236)))
+ConvNeXt_Small_Weights = weights_enum("ConvNeXt_Small_Weights", IMAGENET1K_V1=Weights(
+    _URL + "convnext_small-0c510722.pth", transforms=classification_transforms(224, 230)))
+ConvNeXt_Base_Weights = weights_enum("ConvNeXt_Base_Weights", IMAGENET1K_V1=Weights(
+    _URL + "convnext_base-6075fbad.pth", transforms=classification_transforms(224, 232)))
+ConvNeXt_Large_Weights = weights_enum("ConvNeXt_Large_Weights", IMAGENET1K_V1=Weights(
+    _URL + "convnext_large-ea097f82.pth", transforms=classification_transforms(224, 232)))
 
 
 class LayerNorm2d(nn.LayerNorm):

@@ -12,10 +12,16 @@ from ember import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..ops.stochastic_depth import StochasticDepth
-from ._api import build, register_model, weights_enum
+from ..transforms.functional import InterpolationMode
+from ._api import Weights, build, classification_transforms, register_model, weights_enum
 from .mobilenetv2 import _make_divisible, init_mobile_weights
 
 _URL = "https://download.pytorch.org/models/"
+
+
+def _weights(file: str, crop_size: int, resize_size: int, interpolation=InterpolationMode.BICUBIC, **kwargs) -> Weights:
+    """A checkpoint evaluated on a ``crop_size`` crop of a ``resize_size`` resize (bicubic unless told)."""
+    return Weights(_URL + file, transforms=classification_transforms(crop_size, resize_size, interpolation, **kwargs))
 
 
 @dataclass
@@ -163,27 +169,31 @@ def _efficientnet_conf(arch: str, width_mult: float = 1.0, depth_mult: float = 1
     raise ValueError(f"Unsupported model type {arch}")
 
 
-# builder: (width, depth, default dropout, BatchNorm eps, BatchNorm momentum, {weights member: file})
+# builder: (width, depth, default dropout, BatchNorm eps, BatchNorm momentum, {weights member: Weights})
 _VARIANTS = {
-    "b0": (1.0, 1.0, 0.2, None, None, {"IMAGENET1K_V1": "efficientnet_b0_rwightman-7f5810bc.pth"}),
-    "b1": (1.0, 1.1, 0.2, None, None, {"IMAGENET1K_V1": "efficientnet_b1_rwightman-bac287d4.pth",
-                                       "IMAGENET1K_V2": "efficientnet_b1-c27df63c.pth"}),
-    "b2": (1.1, 1.2, 0.3, None, None, {"IMAGENET1K_V1": "efficientnet_b2_rwightman-c35c1473.pth"}),
-    "b3": (1.2, 1.4, 0.3, None, None, {"IMAGENET1K_V1": "efficientnet_b3_rwightman-b3899882.pth"}),
-    "b4": (1.4, 1.8, 0.4, None, None, {"IMAGENET1K_V1": "efficientnet_b4_rwightman-23ab8bcd.pth"}),
-    "b5": (1.6, 2.2, 0.4, 0.001, 0.01, {"IMAGENET1K_V1": "efficientnet_b5_lukemelas-1a07897c.pth"}),
-    "b6": (1.8, 2.6, 0.5, 0.001, 0.01, {"IMAGENET1K_V1": "efficientnet_b6_lukemelas-24a108a5.pth"}),
-    "b7": (2.0, 3.1, 0.5, 0.001, 0.01, {"IMAGENET1K_V1": "efficientnet_b7_lukemelas-c5b4e57e.pth"}),
-    "v2_s": (1.0, 1.0, 0.2, 1e-3, None, {"IMAGENET1K_V1": "efficientnet_v2_s-dd5fe13b.pth"}),
-    "v2_m": (1.0, 1.0, 0.3, 1e-3, None, {"IMAGENET1K_V1": "efficientnet_v2_m-dc08266a.pth"}),
-    "v2_l": (1.0, 1.0, 0.4, 1e-3, None, {"IMAGENET1K_V1": "efficientnet_v2_l-59c71312.pth"}),
+    "b0": (1.0, 1.0, 0.2, None, None, {"IMAGENET1K_V1": _weights("efficientnet_b0_rwightman-7f5810bc.pth", 224, 256)}),
+    "b1": (1.0, 1.1, 0.2, None, None, {"IMAGENET1K_V1": _weights("efficientnet_b1_rwightman-bac287d4.pth", 240, 256),
+                                       "IMAGENET1K_V2": _weights("efficientnet_b1-c27df63c.pth", 240, 255,
+                                                                 InterpolationMode.BILINEAR)}),
+    "b2": (1.1, 1.2, 0.3, None, None, {"IMAGENET1K_V1": _weights("efficientnet_b2_rwightman-c35c1473.pth", 288, 288)}),
+    "b3": (1.2, 1.4, 0.3, None, None, {"IMAGENET1K_V1": _weights("efficientnet_b3_rwightman-b3899882.pth", 300, 320)}),
+    "b4": (1.4, 1.8, 0.4, None, None, {"IMAGENET1K_V1": _weights("efficientnet_b4_rwightman-23ab8bcd.pth", 380, 384)}),
+    "b5": (1.6, 2.2, 0.4, 0.001, 0.01, {"IMAGENET1K_V1": _weights("efficientnet_b5_lukemelas-1a07897c.pth", 456, 456)}),
+    "b6": (1.8, 2.6, 0.5, 0.001, 0.01, {"IMAGENET1K_V1": _weights("efficientnet_b6_lukemelas-24a108a5.pth", 528, 528)}),
+    "b7": (2.0, 3.1, 0.5, 0.001, 0.01, {"IMAGENET1K_V1": _weights("efficientnet_b7_lukemelas-c5b4e57e.pth", 600, 600)}),
+    "v2_s": (1.0, 1.0, 0.2, 1e-3, None, {"IMAGENET1K_V1": _weights("efficientnet_v2_s-dd5fe13b.pth", 384, 384,
+                                                                          InterpolationMode.BILINEAR)}),
+    "v2_m": (1.0, 1.0, 0.3, 1e-3, None, {"IMAGENET1K_V1": _weights("efficientnet_v2_m-dc08266a.pth", 480, 480,
+                                                                          InterpolationMode.BILINEAR)}),
+    "v2_l": (1.0, 1.0, 0.4, 1e-3, None, {"IMAGENET1K_V1": _weights("efficientnet_v2_l-59c71312.pth", 480, 480,
+                                                                          mean=(0.5,) * 3, std=(0.5,) * 3)}),
 }
 
 
 def _make_builder(variant: str):
     width, depth, dropout, eps, momentum, files = _VARIANTS[variant]
     weights_cls = weights_enum(f"EfficientNet_{variant.upper()}_Weights", max(files),
-                               **{k: _URL + f for k, f in files.items()})
+                               **files)
 
     def builder(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> EfficientNet:
         setting, last_channel = _efficientnet_conf(f"efficientnet_{variant}", width, depth)

@@ -8,11 +8,12 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
-from ._api import register_model, weights_enum
+from ._api import Weights, classification_transforms, register_model, weights_enum
 from .googlenet import BasicConv2d, build_with_aux, init_truncated_normal, transform_input
 
 Inception_V3_Weights = weights_enum("Inception_V3_Weights",
-                                    IMAGENET1K_V1="https://download.pytorch.org/models/inception_v3_google-0cc3c7bd.pth")
+                                    IMAGENET1K_V1=Weights("https://download.pytorch.org/models/inception_v3_google-0cc3c7bd.pth",
+                                                          transforms=classification_transforms(299, 342)))
 
 InceptionOutputs = namedtuple("InceptionOutputs", ["logits", "aux_logits"])
 _InceptionOutputs = InceptionOutputs

@@ -12,11 +12,13 @@ from ember.nn import functional as F
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..ops.stochastic_depth import StochasticDepth
-from ._api import Weights, build, register_model, weights_enum
+from ..transforms.functional import InterpolationMode
+from ._api import Weights, build, classification_transforms, register_model, weights_enum
 from .swin_transformer import relative_position_index
 
 MaxVit_T_Weights = weights_enum("MaxVit_T_Weights", IMAGENET1K_V1=Weights(
-    "https://download.pytorch.org/models/maxvit_t-bc5ab103.pth", 1000, {"min_size": (224, 224)}))
+    "https://download.pytorch.org/models/maxvit_t-bc5ab103.pth", 1000, {"min_size": (224, 224)},
+    classification_transforms(224, 224, InterpolationMode.BICUBIC)))
 
 
 def _get_conv_output_shape(input_size, kernel_size: int, stride: int, padding: int):

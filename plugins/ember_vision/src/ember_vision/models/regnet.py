@@ -11,7 +11,7 @@ import ember
 from ember import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
-from ._api import build, register_model, weights_enum
+from ._api import IMAGENET_TRANSFORMS, RECIPE_V2, Weights, build, register_model, swag_transforms, weights_enum
 from .mobilenetv2 import _make_divisible
 
 _URL = "https://download.pytorch.org/models/"
@@ -146,6 +146,8 @@ class RegNet(nn.Module):
 # name: (depth, w_0, w_a, w_m, group width, weights {member: file}, default member); RegNetY has SE blocks
 _V12 = ("IMAGENET1K_V1", "IMAGENET1K_V2")
 _SWAG = ("IMAGENET1K_SWAG_E2E_V1", "IMAGENET1K_SWAG_LINEAR_V1")
+_TRANSFORMS = {"IMAGENET1K_V1": IMAGENET_TRANSFORMS, "IMAGENET1K_V2": RECIPE_V2,
+               "IMAGENET1K_SWAG_E2E_V1": swag_transforms(384), "IMAGENET1K_SWAG_LINEAR_V1": swag_transforms(224)}
 _ARCHS = {
     "y_400mf": (16, 48, 27.89, 2.09, 8, dict(zip(_V12, ["c65dace8", "e6988f5f"]))),
     "y_800mf": (14, 56, 38.84, 2.4, 16, dict(zip(_V12, ["1b27b58c", "58fc7688"]))),
@@ -173,7 +175,8 @@ def _file(arch: str, member: str, digest: str) -> str:
 def _make_builder(arch: str):
     depth, w_0, w_a, w_m, group_width, digests = _ARCHS[arch]
     weights_cls = weights_enum(f"RegNet_{arch.upper()}_Weights", "IMAGENET1K_V2" if "IMAGENET1K_V2" in digests
-                               else "IMAGENET1K_SWAG_E2E_V1", **{m: _file(arch, m, d) for m, d in digests.items()})
+                               else "IMAGENET1K_SWAG_E2E_V1",
+                               **{m: Weights(_file(arch, m, d), transforms=_TRANSFORMS[m]) for m, d in digests.items()})
     se_ratio = 0.25 if arch.startswith("y") else None
 
     def builder(*, weights=None, progress: bool = True, pretrained: bool = False, **kwargs) -> RegNet:

@@ -10,15 +10,22 @@ from ember.nn import functional as F
 
 from ..ops.misc import MLP, Permute
 from ..ops.stochastic_depth import StochasticDepth
-from ._api import build, register_model, weights_enum
+from ..transforms.functional import InterpolationMode
+from ._api import Weights, build, classification_transforms, register_model, weights_enum
 
 _URL = "https://download.pytorch.org/models/"
-Swin_T_Weights = weights_enum("Swin_T_Weights", IMAGENET1K_V1=_URL + "swin_t-704ceda3.pth")
-Swin_S_Weights = weights_enum("Swin_S_Weights", IMAGENET1K_V1=_URL + "swin_s-5e29d889.pth")
-Swin_B_Weights = weights_enum("Swin_B_Weights", IMAGENET1K_V1=_URL + "swin_b-68c6b09e.pth")
-Swin_V2_T_Weights = weights_enum("Swin_V2_T_Weights", IMAGENET1K_V1=_URL + "swin_v2_t-b137f0e2.pth")
-Swin_V2_S_Weights = weights_enum("Swin_V2_S_Weights", IMAGENET1K_V1=_URL + "swin_v2_s-637d8ceb.pth")
-Swin_V2_B_Weights = weights_enum("Swin_V2_B_Weights", IMAGENET1K_V1=_URL + "swin_v2_b-781e5279.pth")
+
+
+def _swin_weights(file: str, crop_size: int, resize_size: int) -> Weights:
+    return Weights(_URL + file, transforms=classification_transforms(crop_size, resize_size, InterpolationMode.BICUBIC))
+
+
+Swin_T_Weights = weights_enum("Swin_T_Weights", IMAGENET1K_V1=_swin_weights("swin_t-704ceda3.pth", 224, 232))
+Swin_S_Weights = weights_enum("Swin_S_Weights", IMAGENET1K_V1=_swin_weights("swin_s-5e29d889.pth", 224, 246))
+Swin_B_Weights = weights_enum("Swin_B_Weights", IMAGENET1K_V1=_swin_weights("swin_b-68c6b09e.pth", 224, 238))
+Swin_V2_T_Weights = weights_enum("Swin_V2_T_Weights", IMAGENET1K_V1=_swin_weights("swin_v2_t-b137f0e2.pth", 256, 260))
+Swin_V2_S_Weights = weights_enum("Swin_V2_S_Weights", IMAGENET1K_V1=_swin_weights("swin_v2_s-637d8ceb.pth", 256, 260))
+Swin_V2_B_Weights = weights_enum("Swin_V2_B_Weights", IMAGENET1K_V1=_swin_weights("swin_v2_b-781e5279.pth", 256, 272))
 
 
 def _patch_merging_pad(x):

@@ -4,16 +4,19 @@ from __future__ import annotations
 import ember
 from ember import nn
 
-from ._api import _weights_enum, build, weights_enum
+from ._api import Weights, _weights_enum, build, classification_transforms, weights_enum
 
 _URL = "https://download.pytorch.org/models/"
 VGG11_Weights = _weights_enum("VGG11_Weights", _URL + "vgg11-8a719046.pth")
 VGG11_BN_Weights = _weights_enum("VGG11_BN_Weights", _URL + "vgg11_bn-6002323d.pth")
 VGG13_Weights = _weights_enum("VGG13_Weights", _URL + "vgg13-19584684.pth")
 VGG13_BN_Weights = _weights_enum("VGG13_BN_Weights", _URL + "vgg13_bn-abd245e5.pth")
-# IMAGENET1K_FEATURES: SSD's backbone (ported from amdegroot/ssd.pytorch; its classifier is not trained)
+# IMAGENET1K_FEATURES: SSD's backbone (ported from amdegroot/ssd.pytorch; its classifier is not trained), fed
+# 0-255 values less the channel means
+_SSD_INPUT = classification_transforms(224, mean=(0.48235, 0.45882, 0.40784), std=(1.0 / 255.0,) * 3)
 VGG16_Weights = weights_enum("VGG16_Weights", IMAGENET1K_V1=_URL + "vgg16-397923af.pth",
-                             IMAGENET1K_FEATURES=_URL + "vgg16_features-amdegroot-88682ab5.pth")
+                             IMAGENET1K_FEATURES=Weights(_URL + "vgg16_features-amdegroot-88682ab5.pth",
+                                                                 transforms=_SSD_INPUT))
 VGG16_BN_Weights = _weights_enum("VGG16_BN_Weights", _URL + "vgg16_bn-6c64b313.pth")
 VGG19_Weights = _weights_enum("VGG19_Weights", _URL + "vgg19-dcbb9e9d.pth")
 VGG19_BN_Weights = _weights_enum("VGG19_BN_Weights", _URL + "vgg19_bn-c79401a0.pth")

@@ -9,7 +9,9 @@ import ember
 from ember import nn
 
 from ..ops.misc import MLP, Conv2dNormActivation
-from ._api import Weights, build, register_model, weights_enum
+from ._api import (
+    IMAGENET_TRANSFORMS, Weights, build, classification_transforms, register_model, swag_transforms, weights_enum,
+)
 
 _URL = "https://download.pytorch.org/models/"
 
@@ -158,8 +160,10 @@ class VisionTransformer(nn.Module):
         return self.heads(self.encoder(x)[:, 0])
 
 
-def _weights(name: str, members: dict, default: str = "IMAGENET1K_V1"):
-    return weights_enum(name, default, **{k: Weights(_URL + f, 1000, {"min_size": (s, s)})
+def _weights(name: str, members: dict, default: str = "IMAGENET1K_V1", v1_transforms=IMAGENET_TRANSFORMS):
+    """``members``: ``{member: (file, input side)}``; the SWAG members resize bicubically to their side."""
+    return weights_enum(name, default, **{k: Weights(_URL + f, 1000, {"min_size": (s, s)},
+                                                     swag_transforms(s) if "SWAG" in k else v1_transforms)
                                           for k, (f, s) in members.items()})
 
 
@@ -169,7 +173,8 @@ ViT_B_16_Weights = _weights("ViT_B_16_Weights", {"IMAGENET1K_V1": ("vit_b_16-c86
 ViT_B_32_Weights = _weights("ViT_B_32_Weights", {"IMAGENET1K_V1": ("vit_b_32-d86f8d99.pth", 224)})
 ViT_L_16_Weights = _weights("ViT_L_16_Weights", {"IMAGENET1K_V1": ("vit_l_16-852ce7e3.pth", 224),
                                                  "IMAGENET1K_SWAG_E2E_V1": ("vit_l_16_swag-4f3808c9.pth", 512),
-                                                 "IMAGENET1K_SWAG_LINEAR_V1": ("vit_l_16_lc_swag-4d563306.pth", 224)})
+                                                 "IMAGENET1K_SWAG_LINEAR_V1": ("vit_l_16_lc_swag-4d563306.pth", 224)},
+                            v1_transforms=classification_transforms(224, 242))
 ViT_L_32_Weights = _weights("ViT_L_32_Weights", {"IMAGENET1K_V1": ("vit_l_32-c7638314.pth", 224)})
 ViT_H_14_Weights = _weights("ViT_H_14_Weights", {"IMAGENET1K_SWAG_E2E_V1": ("vit_h_14_swag-80465313.pth", 518),
                                                  "IMAGENET1K_SWAG_LINEAR_V1": ("vit_h_14_lc_swag-c1eb923e.pth", 224)},
