@@ -288,18 +288,25 @@ def _grid_taps(grid: np.ndarray, h: int, w: int, mode: str):
     ix = ((grid[:, 0] + 1) * w - 1) / 2
     iy = ((grid[:, 1] + 1) * h - 1) / 2
     near = mode == "nearest"
-    x0, y0 = (np.rint(ix), np.rint(iy)) if near else (np.floor(ix), np.floor(iy))
+    fx, fy = (np.rint(ix), np.rint(iy)) if near else (np.floor(ix), np.floor(iy))
     lo = 0 if near else -1  # the lowest source whose taps reach into the plane
-    x0 = np.where((x0 >= lo) & (x0 <= w - 1), x0, w)
-    y0 = np.where((y0 >= lo) & (y0 <= h - 1), y0, h)
+    x0 = np.where((fx >= lo) & (fx <= w - 1), fx, w)
+    y0 = np.where((fy >= lo) & (fy <= h - 1), fy, h)
     stride = w + 3
-    dt = np.float64 if (h + 3) * stride > 2 ** 24 else np.float32  # flat indices exact in floating point
-    nw = ((y0.astype(dt, copy=False) + 1) * stride + (x0.astype(dt, copy=False) + 1)).astype(np.int64)
+    big = (h + 3) * stride > 2 ** 24  # flat indices exact in float32 and held in int32 below that
+    dt = np.float64 if big else np.float32
+    x0, y0 = x0.astype(dt, copy=False), y0.astype(dt, copy=False)
+    y0 += 1
+    y0 *= stride
+    x0 += 1
+    y0 += x0
+    nw = y0.astype(np.int64 if big else np.int32)
     if near:
         return [(nw, None)]
-    tx, ty = ix - np.floor(ix), iy - np.floor(iy)
-    ex, sy = 1 - tx, 1 - ty
-    return [(nw, sy * ex), (nw + 1, sy * tx), (nw + stride, ty * ex), (nw + stride + 1, ty * tx)]
+    ix -= fx
+    iy -= fy
+    ex, sy = np.subtract(1, ix, out=fx), np.subtract(1, iy, out=fy)
+    return [(nw, sy * ex), (nw + 1, sy * ix), (nw + stride, iy * ex), (nw + (stride + 1), iy * ix)]
 
 
 def grid_transform(img, grid, mode: str, fill):
