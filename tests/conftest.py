@@ -8,6 +8,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running checks, run only when selected with -m slow")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Leave out the tests marked slow unless the run's -m expression names them."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    slow = [i for i in items if i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not i.get_closest_marker("slow")]
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     ember.manual_seed(0)

@@ -28,7 +28,7 @@ CALLS = {
     "minimum_number_method": lambda m, d: m.ones(2, device=d).minimum(0.5),
     "logical_or_number": lambda m, d: m.logical_or(m.ones(2, device=d), 1.0),
     "logical_xor_inplace_number": lambda m, d: m.ones(2, device=d).logical_xor_(True),
-    **{f"{f}_without_a_size": (lambda f: lambda m, d: getattr(m, f)(device=d))(f)
+    **{f"{f}_without_a_size": lambda m, d, f=f: getattr(m, f)(device=d)
        for f in ("zeros", "ones", "empty", "rand", "randn")},
     "clamp_tensor_and_number": lambda m, d: m.clamp(m.ones(2, device=d), min=m.zeros(2, device=d), max=0.5),
     "clamp_number_and_tensor": lambda m, d: m.ones(2, device=d).clamp(0.1, m.ones(2, device=d)),

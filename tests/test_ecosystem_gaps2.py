@@ -70,13 +70,11 @@ print(out)
 
 
 @pytest.mark.slow
-def test_functional_collectives_and_join_match_pytorch(request):
+def test_functional_collectives_and_join_match_pytorch():
     """transformers imports ``_functional_collectives`` (``wait_tensor``, ``all_to_all_single_autograd``),
     ``dist.all_to_all_single`` and ``get_process_group_ranks``; accelerate imports ``algorithms.join``. One process,
     the same calls on ember and on PyTorch (gloo): values, gradients, errors and the join's hook calls (about 20 s:
     slow; the two-rank test below covers the family by default)."""
-    if "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
     pytest.importorskip("torch")
     runs = {lib: subprocess.run([sys.executable, "-c", _COLLECTIVES_SCRIPT.format(lib=lib)], capture_output=True,
                                 text=True, timeout=180) for lib in ("torch", "ember")}

@@ -265,8 +265,6 @@ def default_reference(tmp_path_factory):
 @pytest.mark.parametrize("name,kwargs,sizes", [
     pytest.param(*case, id=case[0], marks=() if i == 0 else pytest.mark.slow) for i, case in enumerate(MODELS)])
 def test_same_weights_same_detections_and_losses(request, tmp_path, name, kwargs, sizes):
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
     from ember_vision import models
     from ember_vision.models import detection  # noqa: F401  (registers the builders)
 

@@ -205,8 +205,6 @@ def case(request, tmp_path, mode, name, kwargs):
     """``(model, images, reference outputs, kwargs, targets)`` of one case: ember-vision's builder with the
     reference's state dict loaded strictly, in float64."""
     if request.node.get_closest_marker("slow"):
-        if "slow" not in (request.config.option.markexpr or ""):
-            pytest.skip("slow: run with -m slow")
         spec = _spec(tmp_path, mode, name, kwargs)
         _run_reference([spec])
     else:

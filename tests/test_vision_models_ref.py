@@ -84,9 +84,7 @@ print(json.dumps(list(y.shape)))
 
 
 @pytest.mark.parametrize("name,kwargs,size", CASES)
-def test_same_weights_same_logits(request, tmp_path, name, kwargs, size):
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
+def test_same_weights_same_logits(tmp_path, name, kwargs, size):
     shape = vision_reference.run(_REFERENCE.format(name=name, kwargs=kwargs, size=size, dir=str(tmp_path)))
     model = models.get_model(name, **kwargs)
     model.load_state_dict(ember.load(str(tmp_path / "state.pt")), strict=True)

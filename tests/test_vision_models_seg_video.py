@@ -122,9 +122,7 @@ def _compare(tmp_path, build: str, model, shapes, forward_kwargs=None):
 
 
 @pytest.mark.parametrize("name,kwargs,shapes,forward_kwargs", _cases(FAMILIES))
-def test_same_weights_same_outputs(request, tmp_path, name, kwargs, shapes, forward_kwargs):
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
+def test_same_weights_same_outputs(tmp_path, name, kwargs, shapes, forward_kwargs):
     _compare(tmp_path, f"torchvision.models.get_model({name!r}, **{kwargs!r})", models.get_model(name, **kwargs),
              shapes, forward_kwargs)
 

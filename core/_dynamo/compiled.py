@@ -3,7 +3,8 @@
 A call is captured at the op level (``ember.jit``'s :func:`capture`, at the interception point every op
 passes) the first time its *guards* are met: the flattened inputs' shapes, dtypes, devices and
 ``requires_grad``, the other arguments' values, the grad and inference modes, and the training flags of the
-compiled module's submodules and of every module the call ran, and whether each has hooks. The captured run is the call itself, so its result is eager's. Later calls
+compiled module's submodules and of every module the call ran, and whether each has hooks. The captured run
+is the call itself, so its result is eager's. Later calls
 that meet the same guards replay the graph (a :class:`Variant`): the generated raw-kernel function of
 :mod:`.replay` when no autograd graph is needed; where one is, the forward and the backward compiled ahead
 of time as one autograd Function (:mod:`.aot`), or, where that split is refused, the graph's ops through
