@@ -45,6 +45,36 @@ def test_einsum_follows_any_operand_layout(device, perm_a, perm_b):
     np.testing.assert_allclose(got.cpu().numpy(), np.einsum("Naf,Mbf->NMab", u, v), rtol=1e-10, atol=1e-10)
 
 
+def test_einsum_gradients_match_pytorch(device):
+    rng = np.random.default_rng(3)
+    u, v, g = rng.standard_normal((6, 5, 300)), rng.standard_normal((4, 5, 300)), rng.standard_normal((6, 4, 5, 5))
+    eu, ev = (ember.tensor(x, device=device, requires_grad=True) for x in (u, v))
+    tu, tv = (torch.tensor(x, requires_grad=True) for x in (u, v))
+    ember.einsum("Naf,Mbf->NMab", eu, ev).backward(ember.tensor(g, device=device))
+    torch.einsum("Naf,Mbf->NMab", tu, tv).backward(torch.tensor(g))
+    for e, t in ((eu, tu), (ev, tv)):
+        np.testing.assert_allclose(e.grad.cpu().numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_ntk_matches_pytorch(device):
+    x = np.random.default_rng(4).standard_normal((4, 8))  # (the first weight's einsum, 4*4*4*4*256, takes the GEMM)
+    results = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(8, 32), lib.nn.Tanh(), lib.nn.Linear(32, 4)).double().to(dev)
+        if results:  # PyTorch's net takes ember's weights
+            with torch.no_grad():
+                for p, (k, q) in zip(net.parameters(), results[0][1]):
+                    p.copy_(torch.tensor(q))
+        params = {k: v.detach() for k, v in net.named_parameters()}
+        single = lambda p, xi, net=net, lib=lib: lib.func.functional_call(net, p, (xi.unsqueeze(0),)).squeeze(0)
+        jac = lib.func.vmap(lib.func.jacrev(single), (None, 0))(params, lib.tensor(x, device=dev))
+        flat = [j.flatten(2) for j in jac.values()]
+        ntk = lib.stack([lib.einsum("Naf,Mbf->NMab", j, j) for j in flat]).sum(0)
+        results.append((ntk.detach().cpu().numpy(), [(k, v.detach().cpu().numpy()) for k, v in params.items()]))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-10)
+
+
 def test_blas_pair_takes_only_large_contractions():
     big, small = np.zeros((6, 5, 1100)), np.zeros((3, 4))
     assert _blas_pair("Naf,Mbf->NMab", (big, big))
