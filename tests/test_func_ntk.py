@@ -64,7 +64,7 @@ def test_ntk_matches_pytorch(device):
         net = lib.nn.Sequential(lib.nn.Linear(8, 32), lib.nn.Tanh(), lib.nn.Linear(32, 4)).double().to(dev)
         if results:  # PyTorch's net takes ember's weights
             with torch.no_grad():
-                for p, (k, q) in zip(net.parameters(), results[0][1]):
+                for p, (_, q) in zip(net.parameters(), results[0][1]):
                     p.copy_(torch.tensor(q))
         params = {k: v.detach() for k, v in net.named_parameters()}
         single = lambda p, xi, net=net, lib=lib: lib.func.functional_call(net, p, (xi.unsqueeze(0),)).squeeze(0)
