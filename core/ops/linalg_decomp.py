@@ -16,7 +16,7 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, device_error, result_type, unary
+from ..dispatch import apply, autocasting, device_error, result_type, unary
 from ..writes import out_or, outs_or
 from ..registry import export, op_class
 from ..tensor import Tensor, _wrap
@@ -72,6 +72,8 @@ def _floating(a, op):
     lapack, integers = _LAPACK.get(op, (None, False))
     if a.is_complex():
         raise NotImplementedError(f"linalg.{op}: complex input ({a.dtype}) is not supported yet")
+    if a.dtype in dtypes.REDUCED_FLOATING_TYPES and autocasting(a):
+        return  # autocast computes linear algebra in float32 (its dispatch casts the operand)
     if op in _FLOAT_AND_DOUBLE and a.dtype not in dtypes.FLOATING_TYPES:
         raise RuntimeError(f"linalg.{op}: This function doesn't handle types other than float and double")
     if lapack is not None and (integers or a.is_floating_point()):
