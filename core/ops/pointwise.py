@@ -1077,6 +1077,9 @@ def _xlogy_vjp(ctx, g):
     return ga, gb
 
 
+# what a binary op's number overloads (its Backward1: a number input, Backward2: a number other) keep: only the
+# tensor operand (the number is an argument, not a saved tensor)
+NUMBER_OVERLOAD_SAVES = {1: (None, "other"), 2: ("self", None)}
 Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
                  tags=("pointwise",), promotion="int_to_float")
 
@@ -1142,7 +1145,7 @@ def xlogy(input, other, *, out=None):  # noqa: A002
         ref = input if isinstance(input, Tensor) else other
         input, other = (_scalar_like(v, ref, ref) if isinstance(v, _SCALARS) else v for v in (input, other))
     r = binary_result(binary(Xlogy, input, other), input, other, "xlogy")
-    return out_or(rename_node(r, f"XlogyBackward{overload}") if overload else r, out)
+    return out_or(rename_node(r, f"XlogyBackward{overload}", NUMBER_OVERLOAD_SAVES[overload]) if overload else r, out)
 
 
 def _float_tensors(Cls, name):

@@ -18,7 +18,7 @@ from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
 from ..tensor import Tensor
 from .creation import arange, full
-from .pointwise import SPECIAL, exp, log, where
+from .pointwise import NUMBER_OVERLOAD_SAVES, SPECIAL, exp, log, where
 
 ONLY = ("special",)        # torch.special only
 TOP = ("torch", "Tensor")  # ember.* and Tensor methods
@@ -165,7 +165,7 @@ def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc="", s
         r = binary_result(binary(Cls, a, b), a, b, name)
         if node is not None:  # PyTorch's overloads: a number for input (1) or other (2)
             overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
-            r = rename_node(r, f"{node}{overload}")
+            r = rename_node(r, f"{node}{overload}", NUMBER_OVERLOAD_SAVES.get(overload))
         return out_or(r, out)
 
     fn.__name__ = fn.__qualname__ = name
@@ -265,7 +265,12 @@ def _sinc_vjp(g, x, y):
 
 
 I0, i0 = unary_op("i0", lambda g, x, y: g * i1(x), to=SPECIAL)
-I0e, i0e = unary_op("i0e", lambda g, x, y: g * (i1e(x) - x.sign() * i0e(x)), to=ONLY, inplace=False,
+def _i0e_backward(ctx, g):
+    x, y = ctx.inputs[0], ctx.output  # (PyTorch keeps both: its formula reads the result)
+    return g * (i1e(x) - x.sign() * y)
+
+
+I0e, i0e = unary_op("i0e", backward=_i0e_backward, saves="both", to=ONLY, inplace=False,
                     kernel_dtypes=("i0e_{device}", dtypes.REAL_TYPES), backward_name="SpecialI0EBackward0")
 I1, i1 = unary_op("i1", backward=_i1_backward, saves="both", to=ONLY, inplace=False,
                   kernel_dtypes=("i1_{device}", dtypes.REAL_TYPES), backward_name="SpecialI1Backward0")
