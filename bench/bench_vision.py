@@ -11,8 +11,10 @@ Rows (median milliseconds per call; ratios are ember's time over the other's):
   unavailable.
 * transforms: the main v1 ``functional`` ops on a 3x224x224 uint8 image (float32 for ``normalize``), the same
   call on both sides (torchvision's tensor kernels are pure Python on PyTorch).
-* model: a resnet18 eval forward (batch 2, 224 px) under no_grad, torchvision's builder loaded with ember's
-  weights, whose logits are checked to agree.
+* model: eval forwards under no_grad of the builders in ``MODELS`` (``--models`` picks some): resnet18 (batch 2),
+  resnet50 and vit_b_16 (batch 8, 224 px), fasterrcnn_mobilenet_v3_large_320_fpn (one 320 px image);
+  torchvision's builder is loaded with ember's weights, and the outputs are checked to agree. The detector
+  needs torchvision's compiled nms and roi_align, so its torchvision column is n/a where they do not load.
 """
 import argparse
 import json
@@ -26,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+# builder -> (batch, side, keyword arguments): the inputs of the model rows
+MODELS = {"resnet18": (2, 224, {}), "resnet50": (8, 224, {}), "vit_b_16": (8, 224, {}),
+          "fasterrcnn_mobilenet_v3_large_320_fpn": (1, 320, {"weights_backbone": None})}
 REF_DIR = Path(os.environ.get("EMBER_TORCHVISION_REF",
                               Path(__file__).resolve().parents[1] / ".cache" / "torchvision-ref"))
 
@@ -154,18 +159,37 @@ def bench_transforms_ember(repeat, device):
     return time_rows({"F": F, "img": img, "fimg": img.float() / 255}, repeat)
 
 
-def bench_model_ember(repeat, device, weights_path):
-    """resnet18 eval forward, batch 2 at 224 px; saves the weights and input for the torchvision side."""
+def model_input(name):
+    batch, side, _ = MODELS[name]
+    x = np.random.default_rng(1).random((batch, 3, side, side), dtype=np.float32)
+    return x
+
+
+def flat_output(out):
+    """The numbers of a model's output (logits, or a detector's list of dicts) as one float64 vector."""
+    if isinstance(out, (list, tuple)):
+        return np.concatenate([flat_output(o) for o in out]) if out else np.zeros(0)
+    if isinstance(out, dict):
+        return np.concatenate([flat_output(v) for _, v in sorted(out.items())]) if out else np.zeros(0)
+    return np.asarray(out.detach().cpu().numpy(), dtype=np.float64).ravel()
+
+
+def call_model(model, name, x):
+    return model(list(x)) if name.startswith("fasterrcnn") else model(x)
+
+
+def bench_model_ember(name, repeat, device, weights_path):
+    """An eval forward of ``name``; saves the weights, input and output for the torchvision side."""
     import ember
-    from ember_vision.models import resnet18
+    from ember_vision import models
     ember.manual_seed(0)
-    model = resnet18().to(device).eval()
-    x = ember.from_numpy(np.random.default_rng(1).standard_normal((2, 3, 224, 224)).astype(np.float32)).to(device)
+    model = models.get_model(name, **MODELS[name][2]).to(device).eval()
+    x = ember.from_numpy(model_input(name)).to(device)
     with ember.no_grad():
-        logits = model(x)
-        ms = median_ms(lambda: model(x), repeat)
+        out = call_model(model, name, x)
+        ms = median_ms(lambda: call_model(model, name, x), repeat)
     arrays = {f"w:{k}": v.cpu().numpy() for k, v in model.state_dict().items()}
-    np.savez(weights_path, x=x.cpu().numpy(), logits=logits.cpu().numpy(), **arrays)
+    np.savez(weights_path, out=flat_output(out), **arrays)
     return ms
 
 
@@ -176,7 +200,7 @@ sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._
 import torch, torchvision
 torch.set_num_threads({threads})
 sys.path.insert(0, {bench_dir!r})
-from bench_vision import make_image, make_inputs, median_ms, time_rows
+from bench_vision import MODELS, call_model, flat_output, make_image, make_inputs, median_ms, model_input, time_rows
 parts = {parts!r}
 out = {{}}
 if "ops" in parts:
@@ -194,25 +218,30 @@ if "transforms" in parts:
     import torchvision.transforms.functional as F
     img = torch.from_numpy(make_image())
     out.update(time_rows({{"F": F, "img": img, "fimg": img.float() / 255}}, {repeat}))
-if "model" in parts:
-    saved = np.load({weights!r})
-    model = torchvision.models.resnet18().eval()
+for name in {models!r} if "model" in parts else ():
+    saved = np.load({weights!r} + "/" + name + ".npz")
+    model = torchvision.models.get_model(name, **MODELS[name][2]).eval()
     model.load_state_dict({{k[2:]: torch.from_numpy(saved[k]) for k in saved.files if k.startswith("w:")}}, strict=True)
-    x = torch.from_numpy(saved["x"])
-    with torch.no_grad():
-        logits = model(x)
-        out["resnet18 forward"] = median_ms(lambda: model(x), {model_repeat})
-    out["resnet18 max |logits diff|"] = float((logits - torch.from_numpy(saved["logits"])).abs().max())
+    x = torch.from_numpy(model_input(name))
+    try:
+        with torch.no_grad():
+            got = flat_output(call_model(model, name, x))
+            out[name] = median_ms(lambda: call_model(model, name, x), {model_repeat})
+    except Exception:  # (a detector without torchvision's compiled ops)
+        continue
+    want = saved["out"]
+    out[name + " diff"] = float(np.abs(got - want).max()) if got.shape == want.shape else None
 print(json.dumps(out))
 """
 
 
-def bench_torchvision(repeat, parts, weights_path, model_repeat, threads):
+def bench_torchvision(repeat, parts, weights_path, model_repeat, threads, model_names):
     if not (REF_DIR / "torchvision").is_dir():
         return {}
     env = dict(os.environ, PYTHONPATH=str(REF_DIR))
     code = TORCH_SIDE.format(bench_dir=str(Path(__file__).resolve().parent), repeat=repeat, parts=parts,
-                             weights=str(weights_path), model_repeat=model_repeat, threads=threads)
+                             weights=str(weights_path), model_repeat=model_repeat, threads=threads,
+                             models=model_names)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"torchvision side failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -229,6 +258,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--model-repeat", type=int, default=5)
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated builders of the model rows")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--only", default="ops,transforms,model", help="comma-separated parts: ops, transforms, model")
     ap.add_argument("--threads", "--torch-threads", type=int, default=1, dest="threads",
@@ -239,13 +269,13 @@ def main():
     ember.set_num_threads(args.threads)
     parts = [p for p in args.only.split(",") if p]
     with tempfile.TemporaryDirectory() as tmp:
-        weights = Path(tmp) / "resnet18.npz"
+        names = [m for m in args.models.split(",") if m]
         ours = bench_ember(args.repeat, args.device) if "ops" in parts else {}
         if "transforms" in parts:
             ours.update(bench_transforms_ember(args.repeat, args.device))
-        if "model" in parts:
-            ours["resnet18 forward"] = bench_model_ember(args.model_repeat, args.device, weights)
-        tv = bench_torchvision(args.repeat, parts, weights, args.model_repeat, args.threads)
+        for name in names if "model" in parts else ():
+            ours[name] = bench_model_ember(name, args.model_repeat, args.device, Path(tmp) / f"{name}.npz")
+        tv = bench_torchvision(args.repeat, parts, tmp, args.model_repeat, args.threads, names)
     print(f"{'row':<28}{'ember ms':>10}{'torchvision ms':>16}{'ember/tv':>10}")
     if "ops" in parts:
         boxes, scores, feat, rois = make_inputs()
@@ -258,10 +288,11 @@ def main():
             _row(op, ours[op], tv.get(key), note)
     for name, _ in TRANSFORMS if "transforms" in parts else ():
         _row(name, ours[name], tv.get(name))
-    if "model" in parts:
-        diff = tv.get("resnet18 max |logits diff|")
-        _row("resnet18 forward (2x224)", ours["resnet18 forward"], tv.get("resnet18 forward"),
-             f"  same weights, max |logits diff| {diff:.1e}" if diff is not None else "")
+    for name in names if "model" in parts else ():
+        batch, side, _ = MODELS[name]
+        diff = tv.get(name + " diff")
+        _row(f"{name} ({batch}x{side})", ours[name], tv.get(name),
+             f"  same weights, max |output diff| {diff:.1e}" if diff is not None else "")
 
 
 if __name__ == "__main__":
