@@ -1,7 +1,8 @@
 """``ember.layout`` and ``ember.memory_format``: the types of PyTorch's layout and memory-format constants.
 
 ember stores a dense tensor strided, in one memory order; the sparse tensors of ``ember.sparse`` have the
-layouts ``sparse_coo`` and ``sparse_csr`` (the other sparse layouts and ``jagged`` are names only).  Every
+layouts ``sparse_coo``, ``sparse_csr``, ``sparse_csc``, ``sparse_bsr`` and ``sparse_bsc`` (``jagged`` is a name
+only).  Every
 ``memory_format=`` argument (``Tensor.contiguous``, ``to``, ``clone``, ``empty_like``, ...) is accepted
 and gives that order.  ``Tensor.is_contiguous(memory_format=...)`` answers from the strides, as PyTorch does.
 
@@ -49,8 +50,8 @@ class _Constant:
 
 
 class layout(_Constant):  # noqa: N801  (PyTorch's spelling)
-    """The memory layout of a tensor: ``ember.strided`` for a dense one, ``ember.sparse_coo`` or
-    ``ember.sparse_csr`` for a sparse one."""
+    """The memory layout of a tensor: ``ember.strided`` for a dense one, ``ember.sparse_coo``, ``sparse_csr``,
+    ``sparse_csc``, ``sparse_bsr`` or ``sparse_bsc`` for a sparse one."""
 
     __slots__ = ()
     _registry: dict = {}

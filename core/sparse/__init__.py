@@ -1,4 +1,4 @@
-"""``ember.sparse``: sparse tensors (COO and CSR) and the functions made for them.
+"""``ember.sparse``: sparse tensors (COO, CSR, CSC, BSR, BSC) and the functions made for them.
 
 >>> import ember
 >>> a = ember.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3., 4., 5.], (2, 3))
@@ -16,8 +16,9 @@ from ..ops.creation import zeros
 from ..registry import export
 from .ops import addmm as _addmm
 from .ops import (  # noqa: F401
-    log_softmax, mm, softmax, sparse_coo_tensor, sparse_csr_tensor, sparse_mask, to_dense, to_sparse,
-    to_sparse_csr,
+    log_softmax, mm, softmax, sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor,
+    sparse_csc_tensor, sparse_csr_tensor, sparse_mask, to_dense, to_sparse, to_sparse_bsc, to_sparse_bsr,
+    to_sparse_csc, to_sparse_csr,
 )
 from .ops import sum as _sum
 from .tensor import SparseTensor  # noqa: F401
@@ -60,9 +61,9 @@ for _name, _dtype in (("FloatTensor", dtypes.float32), ("DoubleTensor", dtypes.f
     globals()[_name] = _legacy_constructor(_name, _dtype)
 
 
-def _strided_only(name: str):
+def _strided_only(name: str, expected: str = "coordinate"):
     def method(self, *args, **kwargs):
-        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
+        raise RuntimeError(f"{name} expected sparse {expected} tensor layout but got Strided")
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``{name}`` of a sparse tensor (a strided tensor has none: RuntimeError)."
     return method
@@ -79,14 +80,19 @@ def _dense_dim(self) -> int:
 
 
 export(sparse_coo_tensor, to=("torch",))
-export(sparse_csr_tensor, to=("torch",))
+for _constructor in (sparse_csr_tensor, sparse_csc_tensor, sparse_bsr_tensor, sparse_bsc_tensor,
+                     sparse_compressed_tensor):
+    export(_constructor, to=("torch",))
 export(mm, "spmm", to=("torch",))
 export(to_sparse, to=("Tensor",), aliases=("to_sparse_coo",))
-export(to_sparse_csr, to=("Tensor",))
+for _conversion in (to_sparse_csr, to_sparse_csc, to_sparse_bsr, to_sparse_bsc):
+    export(_conversion, to=("Tensor",))
 export(to_dense, to=("Tensor",))
 export(sparse_mask, to=("Tensor",))
 export(_sparse_dim, "sparse_dim", to=("Tensor",))
 export(_dense_dim, "dense_dim", to=("Tensor",))
-for _name in ("indices", "values", "_indices", "_values", "coalesce", "is_coalesced", "_nnz", "crow_indices",
-              "col_indices"):
+for _name in ("indices", "values", "_indices", "_values", "coalesce", "is_coalesced", "_nnz"):
     export(_strided_only(_name), to=("Tensor",))
+for _name, _expected in (("crow_indices", "row compressed"), ("col_indices", "row compressed"),
+                         ("ccol_indices", "column compressed"), ("row_indices", "column compressed")):
+    export(_strided_only(_name, _expected), to=("Tensor",))

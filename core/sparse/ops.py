@@ -9,14 +9,16 @@ import math
 import numbers
 
 from .. import dtypes
-from ..layouts import EMPTY_OF, sparse_coo, sparse_csr
+from ..layouts import EMPTY_OF
 from ..dispatch import result_type
 from ..ops.creation import arange, as_tensor, zeros
 from ..ops.shape import cat, repeat_interleave, stack
 from ..tensor import Tensor
-from .tensor import COO, CSR, SparseTensor, implements, make, make_csr
+from .tensor import (
+    ALL, BSC, BSR, COMPRESSED, COO, CSC, CSR, INDEX_NAMES, SparseTensor, implements, make, make_csr,
+)
 
-BOTH = (COO, CSR)
+BOTH = ALL  # handlers that take every layout
 
 
 # --------------------------------------------------------------------------- helpers
@@ -41,12 +43,19 @@ def _sd(s) -> int:
 
 
 def _coo(s):
-    """``s`` as a COO tensor (a CSR tensor's rows expanded from ``crow_indices``)."""
+    """``s`` as a COO tensor of single entries: a compressed tensor's rows (columns) expanded from its pointers,
+    each block's entries at their own positions (coalesced only when it comes from CSR)."""
     if s._sp_layout is COO:
         return s
-    crow = s._sp_crow
-    rows = repeat_interleave(arange(crow.shape[0] - 1, device=crow.device), crow[1:] - crow[:-1])
-    return make(stack([rows, s._sp_i]), s._sp_v, s.shape, True)
+    ptr, v = s._sp_crow, s._sp_v
+    major = repeat_interleave(arange(ptr.shape[0] - 1, device=ptr.device), (ptr[1:] - ptr[:-1]).long())
+    rows, cols = (s._sp_i.long(), major) if INDEX_NAMES[s._sp_layout][2] else (major, s._sp_i.long())
+    if s._sp_layout in (BSR, BSC):
+        (r, c), nnz = v.shape[1:3], v.shape[0]
+        rows = (rows.reshape(-1, 1, 1) * r + arange(r, device=ptr.device).reshape(1, -1, 1)).expand(nnz, r, c)
+        cols = (cols.reshape(-1, 1, 1) * c + arange(c, device=ptr.device).reshape(1, 1, -1)).expand(nnz, r, c)
+        rows, cols, v = rows.reshape(-1), cols.reshape(-1), v.reshape(-1, *v.shape[3:])
+    return make(stack([rows, cols]), v, s.shape, s._sp_layout is CSR)
 
 
 def _index_tensor(indices, device):
@@ -101,54 +110,149 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, re
     return make(indices, values, size, bool(is_coalesced) or nnz == 0)
 
 
-def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
-                      requires_grad=False, check_invariants=None):
-    """A CSR sparse matrix: row ``i`` holds ``values[crow[i]:crow[i+1]]`` at columns ``col[crow[i]:crow[i+1]]``.
+def _dense_start(layout) -> int:
+    """The first dimension of a value that is a dense dimension (after nnz and, for blocks, the block)."""
+    return 3 if layout in (BSR, BSC) else 1
+
+
+def _blocksize(layout, values) -> tuple:
+    return tuple(values.shape[1:3]) if layout in (BSR, BSC) else (1, 1)
+
+
+def _compressed_indices(compressed, plain, device, names):
+    pair = [i if isinstance(i, Tensor) else as_tensor(i, dtype=dtypes.int64) for i in (compressed, plain)]
+    if pair[0].dtype != pair[1].dtype or pair[0].dtype not in (dtypes.int32, dtypes.int64):
+        kinds = [str(i.dtype).rsplit(".", 1)[-1].capitalize() for i in pair]
+        raise RuntimeError(f"{names[0]} and {names[1]} must have the same dtype, bot got {kinds[0]} and "
+                           f"{kinds[1]}, respectively")
+    return [i.to(device=device) for i in pair]
+
+
+def _check_compressed(ptr, idx, values, size, layout):
+    """PyTorch's invariants of a compressed tensor (its messages, RuntimeError)."""
+    cname, pname, by_column = INDEX_NAMES[layout]
+    block = _blocksize(layout, values)
+    if ptr.ndim != 1 or idx.ndim != 1:
+        raise RuntimeError(f"sparse_compressed_tensor: expected 1-D {cname} and {pname} (batch dimensions are "
+                           f"not supported), got {list(ptr.shape)} and {list(idx.shape)}")
+    if layout in (BSR, BSC) and values.ndim < 3:
+        raise RuntimeError("values must have dimensionality > sum of batch and block dimensionalities (=0 + 2) but "
+                           f"got {values.ndim}")
+    dense = values.ndim - _dense_start(layout)
+    if len(size) != 2 + dense:
+        raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense dimensionalities (=0 + 2 + "
+                           f"{dense}) but got {len(size)}")
+    for d in range(2):
+        if size[d] % block[d]:
+            raise RuntimeError(f"tensor shape[{d}] (={size[d]}) must be divisible with blocksize[{d}] "
+                               f"(={block[d]}) as defined by values shape")
+    n_major, n_minor = (size[1] // block[1], size[0] // block[0]) if by_column else (size[0] // block[0],
+                                                                                    size[1] // block[1])
+    nnz = values.shape[0]
+    if ptr.shape[0] != n_major + 1:
+        raise RuntimeError(f"{cname}.shape[-1] must be equal to the number of {'columns' if by_column else 'rows'}"
+                           f" + 1 (={n_major + 1}), but got {ptr.shape[0]}")
+    if idx.shape[0] != nnz:
+        raise RuntimeError(f"{pname}.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], but "
+                           f"got {idx.shape[0]}")
+    if int(ptr[0]) != 0:
+        raise RuntimeError(f"`{cname}[..., 0] == 0` is not satisfied.")
+    if int(ptr[-1]) != nnz:
+        raise RuntimeError(f"`{cname}[..., -1] == nnz` is not satisfied.")
+    plain = "nrows" if by_column else "ncols"
+    if nnz and (int(idx.min()) < 0 or int(idx.max()) >= n_minor):
+        raise RuntimeError(f"`0 <= {pname} < {plain}` is not satisfied.")
+    counts = ptr[1:] - ptr[:-1]
+    if nnz and bool((counts < 0).any()):
+        raise RuntimeError(f"`1 <= {cname}[..., i] - {cname}[..., i - 1] <= {plain}` for all i = 1, ..., "
+                           f"{'ncols' if by_column else 'nrows'} is not satisfied.")
+    # sorted and distinct within each row (column): every step inside one is positive
+    major = repeat_interleave(arange(n_major, device=ptr.device), counts.long())
+    if nnz > 1 and bool(((idx[1:] <= idx[:-1]) & (major[1:] == major[:-1])).any()):
+        raise RuntimeError(f"`{pname}[..., {cname}[..., i - 1]:{cname}[..., i]] for all i = 1, ..., "
+                           f"{'ncols' if by_column else 'nrows'} are sorted and distinct along the last dimension "
+                           "values` is not satisfied.")
+
+
+def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=None, *, dtype=None, layout=None,
+                             device=None, requires_grad=False, check_invariants=None):
+    """A sparse matrix of a compressed ``layout`` (``sparse_csr``, ``sparse_csc``, ``sparse_bsr``,
+    ``sparse_bsc``): row (column) ``i`` holds ``values[ptr[i]:ptr[i+1]]`` at the columns (rows) ``plain_indices``
+    names; a block layout's values are blocks ``[nnz, R, C]`` and its indices count blocks.
 
     >>> import ember
-    >>> ember.sparse_csr_tensor([0, 1, 2], [1, 0], [5., 6.], (2, 2)).to_dense().tolist()
-    [[0.0, 5.0], [6.0, 0.0]]
+    >>> ember.sparse_compressed_tensor([0, 1, 2], [1, 0], [5., 6.], (2, 2), layout=ember.sparse_csc).to_dense().tolist()
+    [[0.0, 6.0], [5.0, 0.0]]
     """
+    if layout not in COMPRESSED:
+        got = "none" if layout is None else {"strided": "Strided", "sparse_coo": "Sparse"}.get(layout._name)
+        raise RuntimeError(f"sparse_compressed_tensor expected sparse compressed tensor layout but got {got}")
     values = _value_tensor(values, dtype, device)
-    crow = _index_tensor(crow_indices, values.device)
-    col = _index_tensor(col_indices, values.device)
-    if crow.ndim != 1 or col.ndim != 1 or col.shape[0] != values.shape[0]:
-        raise RuntimeError("sparse_csr_tensor: expected 1-D crow_indices and col_indices with as many columns as "
-                           f"values, got {list(crow.shape)}, {list(col.shape)} and values {list(values.shape)}")
-    if size is None:
-        size = (crow.shape[0] - 1, int(col.max()) + 1 if col.shape[0] else 0, *values.shape[1:])
+    ptr, idx = _compressed_indices(compressed_indices, plain_indices, values.device, INDEX_NAMES[layout])
+    if size is None and ptr.ndim == 1 and idx.ndim == 1 and values.ndim >= _dense_start(layout):
+        block = _blocksize(layout, values)
+        n_major, n_minor = ptr.shape[0] - 1, int(idx.max()) + 1 if idx.shape[0] else 0
+        rows, cols = (n_minor, n_major) if INDEX_NAMES[layout][2] else (n_major, n_minor)
+        size = (rows * block[0], cols * block[1], *values.shape[_dense_start(layout):])
     size = tuple(int(n) for n in size)
-    if len(size) != 2 + values.ndim - 1 or crow.shape[0] != size[0] + 1:
-        raise RuntimeError(f"sparse_csr_tensor: crow_indices of length {crow.shape[0]} and values "
-                           f"{list(values.shape)} do not fit size {size}")
-    if col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= size[1]):
-        raise RuntimeError(f"sparse_csr_tensor: col_indices must be in [0, {size[1]})")
+    _check_compressed(ptr, idx, values, size, layout)
     if requires_grad:
         values = values.detach().requires_grad_()
-    return make_csr(crow, col, values, size)
+    return make_csr(ptr, idx, values, size, layout)
+
+
+def _per_layout_constructor(layout, compressed: str, plain: str, example: str):
+    def constructor(compressed_indices, plain_indices, values, size=None, *, dtype=None, device=None,
+                    requires_grad=False, check_invariants=None):
+        return sparse_compressed_tensor(compressed_indices, plain_indices, values, size, dtype=dtype,
+                                        layout=layout, device=device, requires_grad=requires_grad)
+    name = f"sparse_{layout._name[7:]}_tensor"
+    constructor.__name__ = constructor.__qualname__ = name
+    constructor.__doc__ = (f"A sparse matrix of layout ``{layout._name}`` from ``{compressed}``, ``{plain}`` and "
+                           f"``values`` (see :func:`sparse_compressed_tensor`).\n\n    >>> import ember\n    "
+                           f">>> ember.{name}({example}).to_dense().tolist()\n    [[0.0, 5.0], [6.0, 0.0]]\n")
+    return constructor
+
+
+sparse_csr_tensor = _per_layout_constructor(CSR, "crow_indices", "col_indices", "[0, 1, 2], [1, 0], [5., 6.]")
+sparse_csc_tensor = _per_layout_constructor(CSC, "ccol_indices", "row_indices", "[0, 1, 2], [1, 0], [6., 5.]")
+sparse_bsr_tensor = _per_layout_constructor(BSR, "crow_indices", "col_indices",
+                                            "[0, 1, 2], [1, 0], [[[5.]], [[6.]]]")
+sparse_bsc_tensor = _per_layout_constructor(BSC, "ccol_indices", "row_indices",
+                                            "[0, 1, 2], [1, 0], [[[6.]], [[5.]]]")
 
 
 # --------------------------------------------------------------------------- conversion
+_KIND = {CSR: "SparseCsr", CSC: "SparseCsc", BSR: "SparseBsr", BSC: "SparseBsc", COO: "Sparse"}
+
+
+def _kind(t) -> str:
+    return _KIND[t._sp_layout] if isinstance(t, SparseTensor) else "Strided"
+
+
 @implements("to_sparse", "to_sparse_coo", layouts=BOTH)
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """This tensor in the COO layout (``sparse_dim`` leading dimensions sparse, all by default), or in
-    ``layout``.
+    ``layout`` (a block layout with its ``blocksize``).
 
     >>> import ember
     >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse().indices().tolist()
     [[0, 1], [1, 0]]
     """
-    if layout is CSR:
-        return to_sparse_csr(self)
+    if layout in COMPRESSED:
+        if (blocksize is None) == (layout in (BSR, BSC)):
+            given = "without" if blocksize is None else "with"
+            raise RuntimeError(f"{'dense_' if not isinstance(self, SparseTensor) else ''}to_sparse: conversion from "
+                               f"{_kind(self)} to {_KIND[layout]} {given} blocksize argument given is not supported")
+        return _to_compressed(self, layout, blocksize, dense_dim)
     if layout not in (None, COO) or blocksize is not None:
-        raise NotImplementedError(f"to_sparse: layout {layout} is not supported (ember has sparse_coo and "
-                                  "sparse_csr)")
+        raise RuntimeError(f"to_sparse: conversion from {_kind(self)} to {layout} is not supported")
     if isinstance(self, SparseTensor):
         coo = _coo(self)
         if sparse_dim is not None and sparse_dim != _sd(coo):
             raise RuntimeError(f"to_sparse: conversion from {self.layout} to {COO} with sparse_dim {sparse_dim} "
                                f"is not supported (the tensor has sparse_dim {_sd(coo)})")
-        return coo
+        return coo if coo._sp_c else coalesce(coo)
     sd = self.ndim if sparse_dim is None else sparse_dim
     if dense_dim is not None:
         sd = self.ndim - dense_dim
@@ -163,18 +267,106 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     return make(indices, flat.index_select(0, _linear(indices, sshape)), self.shape, True)
 
 
+def _pointers(major, n: int):
+    """The compressed indices of sorted ``major`` indices: where each of the ``n`` rows (columns) starts, and the
+    end."""
+    counts = zeros(n + 1, dtype=dtypes.int64, device=major.device).index_add(0, major + 1, major.new_ones(major.shape))
+    return counts.cumsum(0)
+
+
+def _to_compressed(self, layout, blocksize, dense_dim, op=None):
+    """``self`` (2-D, strided or sparse) in the compressed ``layout``; values are gathered from the input with
+    differentiable ops, so gradients flow back to it."""
+    op = op or f"to_sparse_{layout._name[7:]}"
+    if isinstance(self, SparseTensor) and self._sp_layout is layout and (
+            blocksize is None or tuple(blocksize) == _blocksize(layout, self._sp_v)):
+        return self
+    if dense_dim:
+        raise NotImplementedError(f"{op}: dense_dim {dense_dim} is not supported (hybrid compressed tensors)")
+    if self.ndim != 2:
+        raise RuntimeError(f"{op}: expected a 2-D tensor (batch and hybrid dimensions are not supported), got "
+                           f"{self.ndim}-D")
+    by_column = INDEX_NAMES[layout][2]
+    if layout in (CSR, CSC) and isinstance(self, SparseTensor):
+        if self._sp_layout in (BSR, BSC):
+            raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
+                               f"layout but got {_kind(self)}")
+        coo = coalesce(_coo(self))  # explicit entries stay, in row-major (or, transposed, column-major) order
+        coo = coalesce(transpose(coo)) if by_column else coo
+        major, minor = coo._sp_i
+        return make_csr(_pointers(major, self.shape[1 if by_column else 0]), minor, coo._sp_v, self.shape, layout)
+    if isinstance(blocksize, int):
+        blocksize = (blocksize, blocksize)
+    if blocksize is not None and len(blocksize) != 2:
+        raise RuntimeError(f"dense_{op}: blocksize needs to be a tuple of size 2, but got {len(blocksize)}")
+    r, c = (1, 1) if blocksize is None else blocksize
+    m, n = self.shape
+    if m % r or n % c:
+        raise RuntimeError(f"dense_{op}: tensor sparse size ({m},{n}) must be divisible by given blocksize "
+                           f"({r},{c})")
+    dense = to_dense(self)
+    blocks = dense.reshape(m // r, r, n // c, c).permute(0, 2, 1, 3)  # [block row, block column, r, c]
+    if by_column:
+        blocks = blocks.transpose(0, 1)
+    n_major, n_minor = blocks.shape[:2]
+    major, minor = (blocks != 0).reshape(n_major, n_minor, -1).any(-1).nonzero().t()
+    values = blocks.reshape(n_major * n_minor, r, c).index_select(0, major * n_minor + minor)
+    values = values if layout in (BSR, BSC) else values.reshape(-1)
+    return make_csr(_pointers(major, n_major), minor, values, self.shape, layout)
+
+
 @implements("to_sparse_csr", layouts=BOTH)
 def to_sparse_csr(self, dense_dim=None):
-    """This 2-D tensor in the CSR layout."""
-    if isinstance(self, SparseTensor) and self._sp_layout is CSR:
-        return self
-    if self.ndim != 2:
-        raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {self.ndim}-D")
-    coo = coalesce(self) if isinstance(self, SparseTensor) else to_sparse(self)
-    rows, cols = coo._sp_i
-    per_row = zeros(self.shape[0] + 1, dtype=dtypes.int64, device=rows.device)
-    per_row = per_row.index_add(0, rows + 1, rows.new_ones(rows.shape))  # row i's count at i + 1
-    return make_csr(per_row.cumsum(0), cols, coo._sp_v, self.shape)
+    """This 2-D tensor in the CSR layout.
+
+    >>> import ember
+    >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse_csr().crow_indices().tolist()
+    [0, 1, 2]
+    """
+    return _to_compressed(self, CSR, None, dense_dim)
+
+
+@implements("to_sparse_csc", layouts=BOTH)
+def to_sparse_csc(self, dense_dim=None):
+    """This 2-D tensor in the CSC layout (columns compressed).
+
+    >>> import ember
+    >>> ember.tensor([[0., 2.], [3., 4.]]).to_sparse_csc().row_indices().tolist()
+    [1, 0, 1]
+    """
+    return _to_compressed(self, CSC, None, dense_dim)
+
+
+def _check_blocksize(blocksize, op):
+    if not isinstance(blocksize, (int, tuple, list)):
+        raise TypeError(f"{op}(): argument 'blocksize' (position 1) must be tuple of ints, not "
+                        f"{type(blocksize).__name__}")
+
+
+@implements("to_sparse_bsr", layouts=BOTH)
+def to_sparse_bsr(self, blocksize, dense_dim=None):
+    """This 2-D tensor in the BSR layout: blocks of ``blocksize`` (rows, columns) holding a nonzero, rows of
+    blocks compressed.
+
+    >>> import ember
+    >>> ember.eye(4).to_sparse_bsr((2, 2)).col_indices().tolist()
+    [0, 1]
+    """
+    _check_blocksize(blocksize, "to_sparse_bsr")
+    return _to_compressed(self, BSR, blocksize, dense_dim)
+
+
+@implements("to_sparse_bsc", layouts=BOTH)
+def to_sparse_bsc(self, blocksize, dense_dim=None):
+    """This 2-D tensor in the BSC layout: blocks of ``blocksize`` holding a nonzero, columns of blocks
+    compressed.
+
+    >>> import ember
+    >>> ember.eye(4).to_sparse_bsc((2, 2)).ccol_indices().tolist()
+    [0, 1, 2]
+    """
+    _check_blocksize(blocksize, "to_sparse_bsc")
+    return _to_compressed(self, BSC, blocksize, dense_dim)
 
 
 @implements("to_dense", layouts=BOTH)
@@ -217,8 +409,8 @@ for _name in ("cpu", "cuda", "double", "float", "half", "long", "int"):
 
 def _move(self, v):
     structure = [getattr(self, f).to(v.device) for f in ("_sp_crow", "_sp_i") if f in self.__dict__]
-    if self._sp_layout is CSR:
-        return make_csr(*structure, v, self.shape)
+    if self._sp_layout is not COO:
+        return make_csr(*structure, v, self.shape, self._sp_layout)
     return make(structure[0], v, self.shape, self._sp_c)
 
 
@@ -267,28 +459,37 @@ def _values(self):
     return self._sp_v
 
 
-@implements("crow_indices", layouts=(CSR,))
-def crow_indices(self):
-    """The compressed row pointers of a CSR tensor."""
-    return self._sp_crow
+def _compressed_part(name: str, field: str, accepted, kind: str, doc: str):
+    def part(self):
+        if self._sp_layout not in accepted:
+            raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got {_kind(self)}")
+        return getattr(self, field)
+    part.__name__ = part.__qualname__ = name
+    part.__doc__ = doc
+    return implements(name, layouts=BOTH)(part)
 
 
-@implements("col_indices", layouts=(CSR,))
-def col_indices(self):
-    """The column of each value of a CSR tensor."""
-    return self._sp_i
+crow_indices = _compressed_part("crow_indices", "_sp_crow", (CSR, BSR), "row",
+                                "Where each row (of blocks) of a CSR (BSR) tensor starts in ``values``, and the end.")
+col_indices = _compressed_part("col_indices", "_sp_i", (CSR, BSR), "row",
+                               "The column (of blocks) of each value of a CSR (BSR) tensor.")
+ccol_indices = _compressed_part("ccol_indices", "_sp_crow", (CSC, BSC), "column",
+                                "Where each column (of blocks) of a CSC (BSC) tensor starts in ``values``, and the "
+                                "end.")
+row_indices = _compressed_part("row_indices", "_sp_i", (CSC, BSC), "column",
+                               "The row (of blocks) of each value of a CSC (BSC) tensor.")
 
 
 @implements("sparse_dim", layouts=BOTH)
 def sparse_dim(self) -> int:
     """The number of sparse (leading) dimensions."""
-    return 2 if self._sp_layout is CSR else _sd(self)
+    return 2 if self._sp_layout is not COO else _sd(self)
 
 
 @implements("dense_dim", layouts=BOTH)
 def dense_dim(self) -> int:
     """The number of dense (trailing) dimensions, those of each value."""
-    return self._sp_v.ndim - 1
+    return self._sp_v.ndim - (1 if self._sp_layout is COO else _dense_start(self._sp_layout))
 
 
 @implements("_nnz", layouts=BOTH)
@@ -392,7 +593,7 @@ def mul(input, other, *, out=None):  # noqa: A002
         raise NotImplementedError(f"mul: of two tensors of layout {s.layout} (or with out=) is not supported")
     if _scalar(x):
         return s._with_values(s._sp_v * x)
-    if s._sp_layout is CSR or tuple(x.shape) != tuple(s.shape):
+    if s._sp_layout is not COO or tuple(x.shape) != tuple(s.shape):
         raise NotImplementedError(f"mul: a tensor of layout {s.layout} times a dense tensor of shape "
                                   f"{list(x.shape)} is not supported (only of the same shape, for {COO})")
     sd = _sd(s)
@@ -439,9 +640,8 @@ def mm(mat1, mat2, reduce=None, *, out=None):
     for m in (mat1, mat2):
         if not isinstance(m, Tensor) or m.ndim != 2:
             raise RuntimeError(f"mm: expected 2-D matrices, got {getattr(m, 'ndim', type(m).__name__)}-D")
-        if isinstance(m, SparseTensor) and m._sp_v.ndim != 1:
-            raise NotImplementedError(f"mm: a hybrid sparse operand (dense_dim {m._sp_v.ndim - 1}) is not "
-                                      "supported")
+        if isinstance(m, SparseTensor) and dense_dim(m):
+            raise NotImplementedError(f"mm: a hybrid sparse operand (dense_dim {dense_dim(m)}) is not supported")
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mm: mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
@@ -545,14 +745,21 @@ def _empty_coo(size, dtype, device, requires_grad, op):
                              requires_grad=requires_grad)
 
 
-def _empty_csr(size, dtype, device, requires_grad, op):
-    if len(size) != 2:
-        raise NotImplementedError(f"{op}: layout {sparse_csr} of size {list(size)} is not supported (sparse_coo, "
-                                  "and sparse_csr of two dimensions, are)")
-    values = zeros(0, dtype=dtype, device=device)
-    index = {"dtype": dtypes.int64, "device": values.device}
-    return sparse_csr_tensor(zeros(size[0] + 1, **index), zeros(0, **index), values, size,
-                             requires_grad=requires_grad)
+def _empty_compressed(layout):
+    def empty(size, dtype, device, requires_grad, op):
+        if layout in (BSR, BSC):
+            raise RuntimeError(f"{op}_sparse_compressed expected sparse compressed (non-block) tensor layout but got "
+                               f"{_KIND[layout]}")
+        if len(size) != 2:
+            raise NotImplementedError(f"{op}: layout {layout} of size {list(size)} is not supported (sparse_coo, and "
+                                      "compressed layouts of two dimensions, are)")
+        values = zeros(0, dtype=dtype, device=device)
+        index = {"dtype": dtypes.int64, "device": values.device}
+        n_major = size[1] if INDEX_NAMES[layout][2] else size[0]
+        return sparse_compressed_tensor(zeros(n_major + 1, **index), zeros(0, **index), values, size, layout=layout,
+                                        requires_grad=requires_grad)
+    return empty
 
 
-EMPTY_OF.update({sparse_coo: _empty_coo, sparse_csr: _empty_csr})  # what zeros/empty make for these layouts
+EMPTY_OF[COO] = _empty_coo  # what zeros/empty make for each sparse layout
+EMPTY_OF.update({layout: _empty_compressed(layout) for layout in COMPRESSED})

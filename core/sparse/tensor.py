@@ -1,13 +1,15 @@
 """The sparse tensor: a Tensor subclass that holds its indices and values and answers the functions it supports.
 
 A sparse tensor of layout ``ember.sparse_coo`` holds ``indices`` (int64, ``[sparse_dim, nnz]``) and ``values``
-(``[nnz, *dense_shape]``); one of layout ``ember.sparse_csr`` holds ``crow_indices``, ``col_indices`` and
-``values``.  Its own storage is a zero-stride view of one zero, so shape, dtype and device read as a dense
-tensor's do.  Every public function or method called on it reaches :meth:`SparseTensor.__torch_function__`:
-the supported ones (``HANDLERS``, filled by :func:`implements`) compute on ``values`` with ember's own
-differentiable ops, so gradients reach ``values`` and the dense operands on every backend; any other raises
-``NotImplementedError`` naming the function and the layout.  Subclass dispatch is switched on when the first
-sparse tensor is made, so programs without sparse tensors keep Tensor's plain method path.
+(``[nnz, *dense_shape]``).  One of a compressed layout holds compressed indices (one pointer per row, or per
+column, plus one), plain indices (the column, or row, of each value) and ``values``: ``sparse_csr`` and
+``sparse_csc`` one number per entry, ``sparse_bsr`` and ``sparse_bsc`` one block (``[nnz, *blocksize]``).
+Its own storage is a zero-stride view of one zero, so shape, dtype and device read as a dense tensor's do. Every
+public function or method called on it reaches :meth:`SparseTensor.__torch_function__`: the supported ones
+(``HANDLERS``, filled by :func:`implements`) compute on ``values`` with ember's own differentiable ops, so
+gradients reach ``values`` and the dense operands on every backend; any other raises ``NotImplementedError`` naming
+the function and the layout. Subclass dispatch is switched on when the first sparse tensor is made, so programs
+without sparse tensors keep Tensor's plain method path.
 """
 from __future__ import annotations
 
@@ -22,7 +24,13 @@ METADATA = frozenset({
     "shape", "dtype", "device", "size", "dim", "ndim", "numel", "nelement", "is_cuda", "is_cpu", "is_meta",
     "is_floating_point", "is_complex", "is_signed", "element_size", "itemsize", "get_device", "__len__",
 })
-COO, CSR = layouts.sparse_coo, layouts.sparse_csr
+COO, CSR, CSC = layouts.sparse_coo, layouts.sparse_csr, layouts.sparse_csc
+BSR, BSC = layouts.sparse_bsr, layouts.sparse_bsc
+COMPRESSED = (CSR, CSC, BSR, BSC)
+ALL = (COO, *COMPRESSED)
+# each compressed layout: the names of its compressed and plain indices, and whether it compresses columns
+INDEX_NAMES = {CSR: ("crow_indices", "col_indices", False), BSR: ("crow_indices", "col_indices", False),
+               CSC: ("ccol_indices", "row_indices", True), BSC: ("ccol_indices", "row_indices", True)}
 
 
 def implements(*names, layouts=(COO,)):
@@ -65,8 +73,9 @@ def _torch_function(cls, func, types, args=(), kwargs=None):
 
 
 class SparseTensor(Tensor):
-    """A tensor of layout ``ember.sparse_coo`` or ``ember.sparse_csr`` (made by ``ember.sparse_coo_tensor``,
-    ``ember.sparse_csr_tensor``, ``Tensor.to_sparse``)."""
+    """A tensor of layout ``ember.sparse_coo``, ``sparse_csr``, ``sparse_csc``, ``sparse_bsr`` or ``sparse_bsc``
+    (made by ``ember.sparse_coo_tensor``, ``ember.sparse_compressed_tensor`` and its per-layout forms,
+    ``Tensor.to_sparse``)."""
 
     # dispatch is switched on by make() when the first sparse tensor is built (see the module's docstring)
     __torch_function__ = _disabled_torch_function_impl
@@ -118,8 +127,8 @@ class SparseTensor(Tensor):
 
     def _with_values(self, values):
         """This tensor's structure with other ``values`` (same nnz)."""
-        if self._sp_layout is CSR:
-            return make_csr(self._sp_crow, self._sp_i, values, self.shape)
+        if self._sp_layout is not COO:
+            return make_csr(self._sp_crow, self._sp_i, values, self.shape, self._sp_layout)
         return make(self._sp_i, values, self.shape, self._sp_c)
 
     def as_subclass(self, cls):
@@ -134,14 +143,16 @@ class SparseTensor(Tensor):
                                   "call to_dense() first")
 
     def __repr__(self):
-        if self._sp_layout is CSR:
-            parts = [("crow_indices", self._sp_crow), ("col_indices", self._sp_i), ("values", self._sp_v)]
+        if self._sp_layout is not COO:
+            compressed, plain, _ = INDEX_NAMES[self._sp_layout]
+            parts = [(compressed, self._sp_crow), (plain, self._sp_i), ("values", self._sp_v)]
         else:
             parts = [("indices", self._sp_i), ("values", self._sp_v)]
         lines = []
         for k, (field, t) in enumerate(parts):
             lead = ("tensor(" if k == 0 else "       ") + field + "="
-            body = repr(t.detach()).replace("\n", "\n" + " " * len(lead))
+            body = "\n".join(line.rstrip() for line in repr(t.detach()).replace("\n", "\n" + " " * len(lead))
+                              .split("\n"))
             lines.append(lead + body + ",")
         tail = f"       size={tuple(self.shape)}, nnz={self._sp_v.shape[0]}, layout={self._sp_layout}"
         if self.grad_fn is not None:
@@ -172,8 +183,9 @@ def make(indices, values, size, coalesced: bool = False):
     return t
 
 
-def make_csr(crow, col, values, size):
-    """A CSR tensor of ``size`` holding ``crow``, ``col`` and ``values`` as they are (no copy, no check)."""
+def make_csr(crow, col, values, size, layout=CSR):
+    """A tensor of the compressed ``layout`` (CSR by default) and ``size`` holding its compressed indices
+    ``crow``, plain indices ``col`` and ``values`` as they are (no copy, no check)."""
     t = _shell(values, size)
-    t.__dict__.update(_sp_layout=CSR, _sp_crow=crow, _sp_i=col, _sp_v=values, _sp_c=True)
+    t.__dict__.update(_sp_layout=layout, _sp_crow=crow, _sp_i=col, _sp_v=values, _sp_c=True)
     return t
