@@ -189,6 +189,23 @@ class Node:
             slots["result"] = "result"
         return slots
 
+    # PyTorch's non-tensor saved arguments (``_saved_dim``, ``_saved_keepdim``, ``_saved_self_sym_sizes``...):
+    # ``{PyTorch's name: the attribute the op keeps on its node, or a function of the node}``; a value of None is
+    # an argument this node (this overload) does not keep
+    saved_args = None
+
+    def _args_saved(self) -> dict:
+        """``{PyTorch's name: value}`` of the non-tensor arguments this node keeps."""
+        out = {}
+        for key, how in (type(self).saved_args or {}).items():
+            try:
+                v = how(self) if callable(how) else getattr(self, how)
+            except AttributeError:  # (the forward did not get as far as keeping it)
+                continue
+            if v is not None:
+                out[key] = _plain(v)
+        return out
+
     def __getattr__(self, name):
         # only reached for names the class and instance lack (never on the hot path)
         raw = name.startswith("_raw_saved_")
@@ -197,12 +214,17 @@ class Node:
             slot = self._slots_saved().get(key) if self._op else None
             if slot is not None:
                 return SavedTensor(self, slot) if raw else self._value_saved(slot)
+            if not raw and type(self).saved_args and key in type(self).saved_args:
+                args = self._args_saved()
+                if key in args:
+                    return args[key]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __dir__(self):
         names = list(super().__dir__())
         if self._op:
             names += [f"_{p}saved_{k}" for k in self._slots_saved() for p in ("", "raw_")]
+        names += [f"_saved_{k}" for k in self._args_saved()]
         return names
 
     def _value_saved(self, slot):
@@ -223,6 +245,16 @@ class Node:
             return None
         # a Python number operand: PyTorch keeps it as a 0-d tensor (int64, float64 or complex128)
         return _wrap(resolve_device("cpu").backend.as_array(v), resolve_device("cpu"))
+
+
+def _plain(v):
+    """A kept argument in PyTorch's Python form: sequences as tuples, array-library numbers as Python numbers."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(e) for e in v)
+    item = getattr(v, "item", None)
+    if item is not None and not isinstance(v, Tensor) and getattr(v, "ndim", None) == 0:
+        return item()
+    return v
 
 
 # --------------------------------------------------------------------------- saved-tensor hooks

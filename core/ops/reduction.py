@@ -56,6 +56,8 @@ def _restore(g, in_shape, axes, keepdim):
 
 class Sum(Op):
     tags = ("reduction",)
+    saved_args = {"dim": "axes", "keepdim": lambda n: n.keepdim if n.axes is not None else None,
+                  "self_sym_sizes": "in_shape"}
 
     @staticmethod
     def forward(ctx, k, x, axes, keepdim, dtype):
@@ -69,6 +71,7 @@ class Sum(Op):
 
 class Mean(Op):
     tags = ("reduction",)
+    saved_args = dict(Sum.saved_args, self_sym_numel=lambda n: math.prod(n.in_shape))
 
     @staticmethod
     def forward(ctx, k, x, axes, keepdim, dtype):
@@ -184,6 +187,7 @@ export(return_types, "return_types", to=("torch",))
 
 class Amax(Op):
     tags = ("reduction",)
+    saved_args = {"dim": lambda n: () if n.axes is None else n.axes, "keepdim": "keepdim"}
     save_inputs = True
     save_output = True
 
@@ -251,6 +255,7 @@ class MaxDim(Op):
 
     nondiff_outputs = (1,)
     backward_name = "MaxBackward0"
+    saved_args = {"dim": "dim", "keepdim": "keepdim", "self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, k, x, dim, keepdim, kernel):
@@ -369,6 +374,7 @@ def _prod_vjp(ctx, g):
 
 
 Prod = op_class("Prod", "prod", saves="both", vjp=_prod_vjp, params=("axis", "keepdim"), tags=("reduction",))
+Prod.saved_args = {"dim": "axis", "keepdim": lambda n: n.keepdim if n.axis is not None else None}
 
 
 @export
@@ -384,6 +390,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 class Var(Op):
     tags = ("reduction",)
+    saved_args = {"dim": "axes", "keepdim": "keepdim",
+                  "correction": lambda n: int(n.correction) if float(n.correction).is_integer() else n.correction}
     save_inputs = True
 
     @staticmethod
@@ -473,6 +481,7 @@ def _log_sum_exp_vjp(ctx, g):
 
 LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"),
                      tags=("reduction",), promotion="int_to_float", backward_name="LogsumexpBackward0")
+LogSumExp.saved_args = {"dim": "axes", "keepdim": "keepdim"}
 
 
 @export(to=("torch", "Tensor", "special"))
