@@ -289,6 +289,7 @@ class Pick(TensorArgsOp):
 
 class Gather(Pick):
     kernel = "gather"
+    saved_args = {"dim": "axis", "sparse_grad": lambda n: False}
 
 
 class ScatterAdd(TensorArgsOp):
@@ -477,6 +478,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 # --------------------------------------------------------------------------- index_* along one dimension
 class IndexSelect(Pick):
     kernel = "index_select"
+    saved_args = {"dim": "axis", "self_sym_sizes": "in_shape"}
 
 
 class IndexAdd(TensorArgsOp):

@@ -54,6 +54,9 @@ def _matmul_vjp(ctx, g):
 
 Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2,
                   save_for=((1,), (0,)), saved_names=("self", "mat2"))
+Matmul.saved_args = {f"{k}_sym_sizes": (lambda n, i=i: n._shapes[i][0] if type(n).__name__ == "MmBackward0" else None)
+                     for i, k in enumerate(("self", "mat2"))}
+
 
 
 @export(to=EVERYWHERE)

@@ -62,6 +62,7 @@ def _softmax_vjp(ctx, g):
 
 
 Softmax = op_class("Softmax", "softmax", saves="output", vjp=_softmax_vjp, params=("dim",))
+Softmax.saved_args = {"dim": "dim"}
 
 
 def _softmax_grad_vjp(ctx, gg):
@@ -82,6 +83,7 @@ def _log_softmax_vjp(ctx, g):
 
 
 LogSoftmax = op_class("LogSoftmax", "log_softmax", saves="output", vjp=_log_softmax_vjp, params=("dim",))
+LogSoftmax.saved_args = {"dim": "dim"}
 
 
 def _softplus_vjp(ctx, g):
@@ -254,6 +256,8 @@ LEAKY_RELU = _rows("LeakyRelu", "nn_leaky_relu", _leaky_relu_vjp, ("slope",), in
 THRESHOLD = _rows("Threshold", "nn_threshold", _threshold_vjp, ("th", "value"), inplace_node=True)
 Softshrink, _ = _rows("Softshrink", "nn_softshrink", _shrink_vjp, ("lambd",))
 Hardshrink, _ = _rows("Hardshrink", "nn_hardshrink", _shrink_vjp, ("lambd",))
+for _op in (*LEAKY_RELU, *THRESHOLD, Softshrink, Hardshrink):  # (each keeps one of these)
+    _op.saved_args = {"negative_slope": "slope", "threshold": "th", "lambd": "lambd"}
 
 
 @export(to=("nn.functional",))
@@ -462,6 +466,13 @@ class Linear(Op):
     save_inputs = True
     save_for = ((1,), (0,), ())  # the input for the weight's gradient, the weight for the input's; never the bias
     saved_names = ()  # (PyTorch's addmm keeps the weight transposed, as mat2: not this node's values)
+    # the sizes of PyTorch's addmm (or mm, without a bias) of a matrix input: x and the weight transposed
+    saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
+                  "beta": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
+                  "mat1_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "AddmmBackward0" else None,
+                  "self_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "MmBackward0" else None,
+                  "mat2_sym_sizes": lambda n: n._shapes[1][0][::-1] if len(n._shapes[0][0]) == 2 else None}
+
 
     @staticmethod
     def forward(ctx, k, x, w, b):

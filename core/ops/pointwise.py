@@ -49,6 +49,7 @@ def _cj(v):
 
 
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
+Add.saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddBackward0" else None}
 
 
 class AddScaled(Op):
@@ -56,6 +57,7 @@ class AddScaled(Op):
 
     tags = ("pointwise",)
     backward_name = "AddBackward0"
+    saved_args = {"alpha": "alpha"}
 
     @staticmethod
     def forward(ctx, k, x, y, alpha):
@@ -700,6 +702,9 @@ def _clamp_scalar_vjp(ctx, g):
 
 ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_vjp, backward_name="ClampBackward1",
                        params=("lo", "hi"), tags=("pointwise",))
+ClampScalar.saved_args = {"min": lambda n: None if n.lo == -math.inf else n.lo,
+                          "max": lambda n: None if n.hi == math.inf else n.hi}
+
 
 
 def _clamp_scalar_grad_vjp(ctx, gg):

@@ -52,6 +52,8 @@ def infer_shape(shape, numel, op="view"):
 
 class View(Op):
     tags = ("view",)
+    # (squeeze and unsqueeze are this node under their PyTorch names; unsqueeze keeps no sizes)
+    saved_args = {"self_sym_sizes": lambda n: None if type(n).__name__.startswith("Unsq") else n.in_shape}
 
     @staticmethod
     def forward(ctx, k, x, shape):
@@ -97,6 +99,7 @@ def _view_dtype(self, d):
 
 class Reshape(Op):
     backward_name = "ViewBackward0"
+    saved_args = {"self_sym_sizes": "in_shape"}
 
     @staticmethod
     def forward(ctx, k, x, shape):
@@ -115,19 +118,28 @@ def _permute_vjp(ctx, g):
     return g.permute(inv)
 
 
+def _swapped(node):
+    """The two dimensions a transpose exchanged (both the same where it exchanged none)."""
+    return [i for i, d in enumerate(node.dims) if i != d] or [0]
+
+
 Permute = op_class("Permute", "permute", vjp=_permute_vjp, params=("dims",), tags=("view",))
+Permute.saved_args = {"dims": "dims"}
 
 
 class Transpose(Permute):
     backward_name = "TransposeBackward0"
+    saved_args = {"dim0": lambda n: _swapped(n)[0], "dim1": lambda n: _swapped(n)[-1]}
 
 
 class T(Permute):
     backward_name = "TBackward0"
+    saved_args = None
 
 
 class Expand(Op):
     tags = ("view",)
+    saved_args = {"self_sym_sizes": "in_shape"}
     zero_strides = True  # its output may have dimensions of stride 0 (dispatch.internal_overlap)
 
     @staticmethod
@@ -485,6 +497,8 @@ def reshape_as(self, other):
 
 # --------------------------------------------------------------------------- joining and splitting
 class Cat(Op):
+    saved_args = {"dim": "axis"}
+
     @staticmethod
     def forward(ctx, k, arrays, axis):
         # legacy: 1-D empty tensors take no part whatever the other shapes (their size is None here)
@@ -504,6 +518,8 @@ def _stack_vjp(ctx, g):
 
 
 Stack = op_class("Stack", "stack", vjp=_stack_vjp, params=("axis",))
+Stack.saved_args = {"dim": "axis"}
+
 
 
 class Split(Op):
