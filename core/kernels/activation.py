@@ -26,7 +26,8 @@ def softmax(xp, x, axis):
     if x.size == 0:
         return xp.zeros_like(x)
     amax, add = _reducers(xp, x)
-    e = xp.exp(x - amax(x, axis=axis, keepdims=True))
+    e = x - amax(x, axis=axis, keepdims=True)
+    e = xp.exp(e, out=e) if isinstance(e, _np.ndarray) else xp.exp(e)  # in place: one large buffer, not two
     e /= add(e, axis=axis, keepdims=True)
     return e
 
