@@ -159,6 +159,11 @@ def test_printing_like_pytorch(device):
         first = re.sub(r", device='[^']*'", "", repr(e).split("\n")[0])  # another backend names its device
         assert first == repr(t).split("\n")[0].replace("torch", "ember")
         assert f"size=(4, 6), nnz={t._nnz()}, layout=ember.sparse_{name}" in repr(e)
+    e = ember.tensor(DENSE, dtype=ember.float64, device=device).to_sparse_csc()
+    t = torch.tensor(DENSE, dtype=torch.float64).to_sparse_csc()
+    assert "values=tensor([3., 2., 5., 6., 7.]" in repr(e) and "values=tensor([3., 2., 5., 6., 7.])" in repr(t)
+    assert "nnz=5, dtype=ember.float64, layout=ember.sparse_csc" in repr(e)
+    assert "dtype=torch.float64, layout=torch.sparse_csc" in repr(t)
 
 
 BAD = [

@@ -148,13 +148,15 @@ class SparseTensor(Tensor):
             parts = [(compressed, self._sp_crow), (plain, self._sp_i), ("values", self._sp_v)]
         else:
             parts = [("indices", self._sp_i), ("values", self._sp_v)]
-        lines = []
+        lines, dtype = [], ""
         for k, (field, t) in enumerate(parts):
             lead = ("tensor(" if k == 0 else "       ") + field + "="
-            body = "\n".join(line.rstrip() for line in repr(t.detach()).replace("\n", "\n" + " " * len(lead))
-                              .split("\n"))
+            body = repr(t.detach())
+            if t is self._sp_v and f", dtype={t.dtype}" in body:  # PyTorch names it once, after the size
+                body, dtype = body.replace(f", dtype={t.dtype}", ""), f"dtype={t.dtype}, "
+            body = "\n".join(line.rstrip() for line in body.replace("\n", "\n" + " " * len(lead)).split("\n"))
             lines.append(lead + body + ",")
-        tail = f"       size={tuple(self.shape)}, nnz={self._sp_v.shape[0]}, layout={self._sp_layout}"
+        tail = f"       size={tuple(self.shape)}, nnz={self._sp_v.shape[0]}, {dtype}layout={self._sp_layout}"
         if self.grad_fn is not None:
             tail += f", grad_fn=<{type(self.grad_fn).__name__}>"
         elif self.requires_grad:
