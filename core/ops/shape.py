@@ -177,15 +177,42 @@ class Getitem(Op):
         return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
 
 
+def _one_step(node, kind):
+    """``(dim, entry)`` of a basic index that is one step of ``kind`` (PyTorch's one select or slice node); raises
+    AttributeError (no such saved argument) for an index of several steps, whose nodes PyTorch chains."""
+    index = node.index if type(node.index) is tuple else (node.index,)
+    if Ellipsis in index:
+        k, n = index.index(Ellipsis), len(node.in_shape) - len(index)
+        pairs = [*enumerate(index[:k]), *((n + i, e) for i, e in enumerate(index) if i > k)]
+    else:
+        pairs = list(enumerate(index))
+    steps = [(d, e) for d, e in pairs if e != slice(None)]
+    if None in index or len(steps) != 1 or not isinstance(steps[0][1], kind):
+        raise AttributeError("_one_step")
+    return steps[0]
+
+
+def _end(stop):
+    return 2 ** 63 - 1 if stop is None else stop  # (PyTorch's end of an open slice)
+
+
+
 class SliceView(Getitem):
     tags = ("view",)
     backward_name = "SliceBackward0"
+    saved_args = {"dim": lambda n: _one_step(n, slice)[0], "start": lambda n: _one_step(n, slice)[1].start or 0,
+                  "end": lambda n: _end(_one_step(n, slice)[1].stop),
+                  "step": lambda n: _one_step(n, slice)[1].step or 1,
+                  "self_sym_sizes": lambda n: _one_step(n, slice) and n.in_shape}
 
 
 class SelectView(Getitem):
     """A basic index whose last step selects an integer position (``x[0]``, ``x[:, 1]``)."""
 
     tags = ("view",)
+    saved_args = {"dim": lambda n: _one_step(n, int)[0], "index": lambda n: _one_step(n, int)[1],
+                  "self_sym_sizes": lambda n: _one_step(n, int) and n.in_shape}
+
 
     backward_name = "SelectBackward0"
 
@@ -543,6 +570,7 @@ class Split(Op):
 class Unbind(Op):
     tags = ("view",)
     multi_view = True
+    saved_args = {"dim": "axis"}
     @staticmethod
     def forward(ctx, k, x, axis):
         ctx.axis = axis
