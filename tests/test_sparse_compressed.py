@@ -131,6 +131,16 @@ def test_values_gradcheck_through_to_dense_and_mm(device, name):
     assert ember.autograd.gradcheck(f, (base.values().clone().requires_grad_(), x))
 
 
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_transpose_swaps_the_compressed_layout(device, name):
+    e = convert(ember, ember.arange(24.0, device=device).reshape(4, 6) * ember.tensor(DENSE, device=device), name)
+    t = convert(torch, torch.arange(24.0).reshape(4, 6) * torch.tensor(DENSE), name)
+    for et, tt in ((e.t(), t.t()), (e.transpose(1, 0), t.transpose(1, 0))):
+        assert str(et.layout) == str(tt.layout).replace("torch", "ember") and tuple(et.shape) == (6, 4)
+        assert structure(et, str(tt.layout)[13:]) == structure(tt, str(tt.layout)[13:])
+        same(et.to_dense(), tt.to_dense())
+
+
 def test_dense_gradient_through_conversion(device):
     a = np.random.default_rng(2).standard_normal((4, 6)) * np.array(DENSE)
     de = ember.tensor(a, device=device, requires_grad=True)

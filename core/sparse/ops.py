@@ -119,10 +119,15 @@ def _blocksize(layout, values) -> tuple:
     return tuple(values.shape[1:3]) if layout in (BSR, BSC) else (1, 1)
 
 
+# PyTorch's C++ names of the dtypes its index checks print
+_SCALAR_NAMES = {dtypes.int32: "Int", dtypes.int64: "Long", dtypes.float32: "Float", dtypes.float64: "Double",
+                 dtypes.int16: "Short", dtypes.int8: "Char", dtypes.uint8: "Byte", dtypes.bool: "Bool"}
+
+
 def _compressed_indices(compressed, plain, device, names):
     pair = [i if isinstance(i, Tensor) else as_tensor(i, dtype=dtypes.int64) for i in (compressed, plain)]
     if pair[0].dtype != pair[1].dtype or pair[0].dtype not in (dtypes.int32, dtypes.int64):
-        kinds = [str(i.dtype).rsplit(".", 1)[-1].capitalize() for i in pair]
+        kinds = [_SCALAR_NAMES.get(i.dtype, str(i.dtype)) for i in pair]
         raise RuntimeError(f"{names[0]} and {names[1]} must have the same dtype, bot got {kinds[0]} and "
                            f"{kinds[1]}, respectively")
     return [i.to(device=device) for i in pair]
@@ -252,7 +257,7 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
         if sparse_dim is not None and sparse_dim != _sd(coo):
             raise RuntimeError(f"to_sparse: conversion from {self.layout} to {COO} with sparse_dim {sparse_dim} "
                                f"is not supported (the tensor has sparse_dim {_sd(coo)})")
-        return coo if coo._sp_c else coalesce(coo)
+        return coo  # in the compressed tensor's order, coalesced only from CSR (as PyTorch)
     sd = self.ndim if sparse_dim is None else sparse_dim
     if dense_dim is not None:
         sd = self.ndim - dense_dim
@@ -497,13 +502,31 @@ def _nnz(self) -> int:
     return self._sp_v.shape[0]
 
 
-@implements("t", "transpose")
+_TRANSPOSED = {CSR: CSC, CSC: CSR, BSR: BSC, BSC: BSR}
+
+
+@implements("t", "transpose", layouts=BOTH)
 def transpose(self, dim0=0, dim1=1):
-    """The transpose of two sparse dimensions (``t()``: of a matrix); the result is not coalesced."""
-    sd = _sd(self)
+    """The transpose of two sparse dimensions (``t()``: of a matrix).  A COO result is not coalesced; a compressed
+    matrix keeps its index arrays and changes layout (CSR <-> CSC, BSR <-> BSC, each block transposed).
+
+    >>> import ember
+    >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse_csr().t().layout
+    ember.sparse_csc
+    """
     if self.ndim < 2:
         return self
     d0, d1 = (d % self.ndim for d in (dim0, dim1))
+    if self._sp_layout is not COO:
+        if {d0, d1} != {0, 1}:
+            if d0 == d1:
+                return self
+            raise NotImplementedError(f"transpose: of a tensor of layout {self._sp_layout} only its two sparse "
+                                      f"dimensions may be swapped, got {dim0} and {dim1}")
+        v = self._sp_v.transpose(1, 2) if self._sp_layout in (BSR, BSC) else self._sp_v
+        shape = (self.shape[1], self.shape[0], *self.shape[2:])
+        return make_csr(self._sp_crow, self._sp_i, v, shape, _TRANSPOSED[self._sp_layout])
+    sd = _sd(self)
     if max(d0, d1) >= sd:
         raise NotImplementedError(f"transpose: dimensions {dim0} and {dim1} must both be sparse dimensions of a "
                                   f"tensor of layout {COO} (sparse_dim {sd})")
