@@ -94,6 +94,7 @@ def _softplus_vjp(ctx, g):
 
 Softplus = op_class("Softplus", "nn_softplus", saves="input", vjp=_softplus_vjp, params=("beta", "threshold"),
                     tags=("pointwise",), autocast={"cuda": "fp32"})
+Softplus.saved_args = {"beta": "beta", "threshold": "threshold"}
 
 
 def _hardtanh_vjp(ctx, g):
@@ -103,6 +104,8 @@ def _hardtanh_vjp(ctx, g):
 
 
 Hardtanh = op_class("Hardtanh", "clamp", saves="input", vjp=_hardtanh_vjp, params=("lo", "hi"), tags=("pointwise",))
+Hardtanh.saved_args = {"min_val": "lo", "max_val": "hi"}
+
 
 
 def _softmax_dim(x, dim, op, stacklevel=3):

@@ -500,6 +500,7 @@ def _cumsum_vjp(ctx, g):
 
 
 Cumsum = op_class("Cumsum", "cumsum", vjp=_cumsum_vjp, params=("dim",))
+Cumsum.saved_args = {"dim": "dim"}
 
 
 @export(inplace=True)
@@ -529,6 +530,7 @@ def _cumprod_vjp(ctx, g):
 
 
 Cumprod = op_class("Cumprod", "cumprod", saves="both", vjp=_cumprod_vjp, params=("dim",))
+Cumprod.saved_args = Cumsum.saved_args
 
 
 @export(inplace=True)
@@ -795,6 +797,8 @@ def _logcumsumexp_vjp(ctx, g):
 
 LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp,
                         params=("dim",), promotion="int_to_float", backward_name="LogcumsumexpBackward0")
+LogCumSumExp.saved_args = Cumsum.saved_args
+
 
 
 @export

@@ -878,6 +878,7 @@ class SelfAdjoint(Op):
 
 class Flip(SelfAdjoint):
     kernel = "flip"
+    saved_args = {"dims": lambda n: n.params[0]}
 
 
 def _dims(dims, n, op, what=""):
@@ -927,6 +928,7 @@ def _roll_vjp(ctx, g):
 
 
 Roll = op_class("Roll", "roll", vjp=_roll_vjp, params=("shifts", "axes"))
+Roll.saved_args = {"shifts": "shifts", "dims": lambda n: () if n.axes is None else n.axes}
 
 
 @export
@@ -1019,10 +1021,12 @@ def unflatten(input, dim: int, sizes) -> Tensor:  # noqa: A002
 # --------------------------------------------------------------------------- triangles and diagonals
 class Tril(SelfAdjoint):
     kernel = "tril"
+    saved_args = {"diagonal": lambda n: n.params[0]}
 
 
 class Triu(SelfAdjoint):
     kernel = "triu"
+    saved_args = Tril.saved_args
 
 
 def _need_2d(t, op):
@@ -1059,6 +1063,9 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
 
 class Diagonal(Op):
     tags = ("view",)
+    saved_args = {"offset": lambda n: n.args[0], "dim1": lambda n: n.args[1], "dim2": lambda n: n.args[2],
+                  "self_sym_sizes": "in_shape"}
+
     view_kernel = "diagonal"  # a copy on backends without strides: writes through it go back by scatter_back
 
     @staticmethod
