@@ -70,7 +70,7 @@ def _value_tensor(values, dtype, device):
 
 
 # --------------------------------------------------------------------------- construction
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False, requires_grad=False,
                       check_invariants=None, is_coalesced=None):
     """A COO sparse tensor with ``values[k]`` at position ``indices[:, k]`` (duplicates add up).
 
@@ -180,7 +180,7 @@ def _check_compressed(ptr, idx, values, size, layout):
 
 
 def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=None, *, dtype=None, layout=None,
-                             device=None, requires_grad=False, check_invariants=None):
+                             device=None, pin_memory=False, requires_grad=False, check_invariants=None):
     """A sparse matrix of a compressed ``layout`` (``sparse_csr``, ``sparse_csc``, ``sparse_bsr``,
     ``sparse_bsc``): row (column) ``i`` holds ``values[ptr[i]:ptr[i+1]]`` at the columns (rows) ``plain_indices``
     names; a block layout's values are blocks ``[nnz, R, C]`` and its indices count blocks.
@@ -206,25 +206,52 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
     return make_csr(ptr, idx, values, size, layout)
 
 
-def _per_layout_constructor(layout, compressed: str, plain: str, example: str):
-    def constructor(compressed_indices, plain_indices, values, size=None, *, dtype=None, device=None,
-                    requires_grad=False, check_invariants=None):
-        return sparse_compressed_tensor(compressed_indices, plain_indices, values, size, dtype=dtype,
-                                        layout=layout, device=device, requires_grad=requires_grad)
-    name = f"sparse_{layout._name[7:]}_tensor"
-    constructor.__name__ = constructor.__qualname__ = name
-    constructor.__doc__ = (f"A sparse matrix of layout ``{layout._name}`` from ``{compressed}``, ``{plain}`` and "
-                           f"``values`` (see :func:`sparse_compressed_tensor`).\n\n    >>> import ember\n    "
-                           f">>> ember.{name}({example}).to_dense().tolist()\n    [[0.0, 5.0], [6.0, 0.0]]\n")
-    return constructor
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """A CSR sparse matrix: row ``i`` holds ``values[crow[i]:crow[i+1]]`` at columns ``col[crow[i]:crow[i+1]]``.
+
+    >>> import ember
+    >>> ember.sparse_csr_tensor([0, 1, 2], [1, 0], [5., 6.], (2, 2)).to_dense().tolist()
+    [[0.0, 5.0], [6.0, 0.0]]
+    """
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=CSR, device=device,
+                                    requires_grad=requires_grad)
 
 
-sparse_csr_tensor = _per_layout_constructor(CSR, "crow_indices", "col_indices", "[0, 1, 2], [1, 0], [5., 6.]")
-sparse_csc_tensor = _per_layout_constructor(CSC, "ccol_indices", "row_indices", "[0, 1, 2], [1, 0], [6., 5.]")
-sparse_bsr_tensor = _per_layout_constructor(BSR, "crow_indices", "col_indices",
-                                            "[0, 1, 2], [1, 0], [[[5.]], [[6.]]]")
-sparse_bsc_tensor = _per_layout_constructor(BSC, "ccol_indices", "row_indices",
-                                            "[0, 1, 2], [1, 0], [[[6.]], [[5.]]]")
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """A CSC sparse matrix: column ``j`` holds ``values[ccol[j]:ccol[j+1]]`` at rows ``row[ccol[j]:ccol[j+1]]``.
+
+    >>> import ember
+    >>> ember.sparse_csc_tensor([0, 1, 2], [1, 0], [6., 5.], (2, 2)).to_dense().tolist()
+    [[0.0, 5.0], [6.0, 0.0]]
+    """
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=CSC, device=device,
+                                    requires_grad=requires_grad)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """A BSR sparse matrix: CSR over blocks, ``values`` of shape ``[nnz, R, C]``.
+
+    >>> import ember
+    >>> ember.sparse_bsr_tensor([0, 1, 2], [1, 0], [[[5.]], [[6.]]]).to_dense().tolist()
+    [[0.0, 5.0], [6.0, 0.0]]
+    """
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=BSR, device=device,
+                                    requires_grad=requires_grad)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """A BSC sparse matrix: CSC over blocks, ``values`` of shape ``[nnz, R, C]``.
+
+    >>> import ember
+    >>> ember.sparse_bsc_tensor([0, 1, 2], [1, 0], [[[6.]], [[5.]]]).to_dense().tolist()
+    [[0.0, 5.0], [6.0, 0.0]]
+    """
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=BSC, device=device,
+                                    requires_grad=requires_grad)
 
 
 # --------------------------------------------------------------------------- conversion
