@@ -27,3 +27,4 @@ __all__ = ["Backend", "DistStoreError", "GroupMember", "ProcessGroup", "ReduceOp
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
            "scatter", "send"]
+from . import algorithms, device_mesh  # noqa: E402,F401  (attributes once ember.distributed is, as PyTorch's)
