@@ -183,7 +183,8 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
                              device=None, pin_memory=False, requires_grad=False, check_invariants=None):
     """A sparse matrix of a compressed ``layout`` (``sparse_csr``, ``sparse_csc``, ``sparse_bsr``,
     ``sparse_bsc``): row (column) ``i`` holds ``values[ptr[i]:ptr[i+1]]`` at the columns (rows) ``plain_indices``
-    names; a block layout's values are blocks ``[nnz, R, C]`` and its indices count blocks.
+    names; a block layout's values are blocks ``[nnz, R, C]`` and its indices count blocks.  PyTorch's invariants
+    are always checked (``check_invariants`` is accepted for its signature), with its messages.
 
     >>> import ember
     >>> ember.sparse_compressed_tensor([0, 1, 2], [1, 0], [5., 6.], (2, 2), layout=ember.sparse_csc).to_dense().tolist()
