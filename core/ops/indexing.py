@@ -293,6 +293,8 @@ class Gather(Pick):
 
 
 class ScatterAdd(TensorArgsOp):
+    saved_args = {"dim": "axis"}
+
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
         ctx.axis, ctx.idx, ctx.src_shape = axis, idx, src.shape
@@ -307,6 +309,7 @@ class Scatter(TensorArgsOp):
     """``scatter`` with a tensor source (or a scalar ``value``)."""
 
     backward_name = "ScatterBackward0"
+    saved_args = {"dim": "axis"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
@@ -505,6 +508,8 @@ class IndexCopy(TensorArgsOp):
 
 class IndexFill(TensorArgsOp):
     inplace_name = "index_fill_"
+    saved_args = {"dim": "axis"}
+
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, value):
