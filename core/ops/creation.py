@@ -356,7 +356,8 @@ def _sparse_zeros(layout, size, dtype, device, requires_grad, op: str) -> Tensor
     size = _size(size if isinstance(size, tuple) else tuple(size), op)
     make = EMPTY_OF.get(layout)
     if make is None:
-        raise NotImplementedError(f"{op}: layout {layout} is not supported (sparse_coo and sparse_csr are)")
+        raise NotImplementedError(f"{op}: layout {layout} is not supported (strided and the sparse layouts "
+                                  f"{', '.join(str(k) for k in EMPTY_OF)} are)")
     return make(size, dtype, device, requires_grad, op)
 
 
