@@ -429,17 +429,17 @@ ARGS_PENDING = frozenset("""
     hfftn_complex3d hfftn_real3d ifftshift_real2d index_add index_copy index_put index_put_acc index_put_top inner
     inplace_activations irfft2_complex3d irfft2_real3d irfft_complex1d irfft_complex2d irfft_n_trim_complex2d
     irfft_n_trim_real2d irfft_odd_complex2d irfft_odd_real2d irfft_real1d irfft_real2d irfftn_complex3d
-    irfftn_real3d irfftn_s_complex3d irfftn_s_real3d istft istft_length istft_no_center layer_norm layer_norm_2d
-    lerp linalg_norm linear linear_cross_entropy lp_pool1d lp_pool2d lp_pool3d lu_factor lu_factor_ex lu_factor_rect
-    lu_legacy lu_legacy_infos mT masked_scatter matmul matmul_empty matrix_norm_2 matrix_norm_fro matrix_norm_nuc
-    max_all max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices mean_dim min_dim
+    irfftn_real3d irfftn_s_complex3d irfftn_s_real3d istft istft_length istft_no_center lerp linalg_norm linear
+    linear_cross_entropy lp_pool1d lp_pool2d lp_pool3d lu_factor lu_factor_ex lu_factor_rect lu_legacy
+    lu_legacy_infos mT masked_scatter matmul matmul_empty matrix_norm_2 matrix_norm_fro matrix_norm_nuc max_all
+    max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices mean_dim min_dim
     multi_head_attention_forward_separate nansum nextafter norm norm_dim norm_p1 norm_p3_keep nuclear_norm
-    numpy_scalar pad_constant polygamma pow_scalar qr qr_wide qr_wide_complete repeat rpow rrelu_eval rrelu_torch
-    rsub scatter_reduce_amax scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum select
+    numpy_scalar pad_constant pow_scalar qr qr_wide qr_wide_complete repeat rpow rrelu_eval rrelu_torch rsub
+    scatter_reduce_amax scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum select
     setitem_range solve solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper split_copies
     split_empty split_int split_sizes square squeeze_dim squeeze_dims std_forms stft_istft_roundtrip sub sum_to_size
-    svd_vals tile torch_inplace_unary transpose tril_k tril_triu_inplace unfold unfold_step unsqueeze var
-    vector_norm vector_norm_inf view_inplace x[0] x[None] xlog1py xlogy_scalar zeta
+    svd_vals tile torch_inplace_unary transpose tril_k tril_triu_inplace unsqueeze var vector_norm vector_norm_inf
+    view_inplace x[0] x[None] xlog1py xlogy_scalar zeta
 """.split())
 
 

@@ -1057,6 +1057,8 @@ class NativeLayerNorm(Op):
     backward_name = "NativeLayerNormBackward0"
     save_inputs = True
     nondiff_outputs = (1, 2)
+    saved_args = {"normalized_shape": lambda n: n._shapes[0][0][len(n._shapes[0][0]) - n.nd:]}
+
 
     @staticmethod
     def forward(ctx, k, x, w, b, nd, eps):

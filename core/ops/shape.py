@@ -1272,6 +1272,9 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 # --------------------------------------------------------------------------- strided windows
 class Unfold(Op):
     tags = ("view",)
+    saved_args = {"dimension": lambda n: n.args[0], "size": lambda n: n.args[1], "step": lambda n: n.args[2],
+                  "self_sym_sizes": "in_shape"}
+
     view_kernel = "windows"  # a copy on backends without strides: writes through it go back by scatter_back
 
     @staticmethod

@@ -36,6 +36,8 @@ def _polygamma_vjp(ctx, g):
 
 
 Polygamma = op_class("Polygamma", "polygamma", saves="input", vjp=_polygamma_vjp, params=("n",), tags=("pointwise",))
+Polygamma.saved_args = {"n": "n"}
+
 Lgamma, lgamma = unary_op("lgamma", lambda g, x, y: g * digamma(x))
 export(lgamma, "gammaln", to=ONLY)
 Digamma, digamma = unary_op("digamma", lambda g, x, y: g * unary(Polygamma, x, 1), to=SPECIAL,
