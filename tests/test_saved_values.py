@@ -301,10 +301,20 @@ def _tensor_saved(fn, tensor_type):
     return out
 
 
-def test_sweep_saved_values(device):
-    compared, differ = 0, []
+_NODES: dict = {}
+
+
+def _node_pairs(device):
+    """``(row, sample index, ember's node, PyTorch's node)`` for every output of every differentiable row whose node
+    has PyTorch's name (built once per device: both sweeps read them)."""
+    if device not in _NODES:
+        _NODES[device] = list(_build_node_pairs(device))
+    return _NODES[device]
+
+
+def _build_node_pairs(device):
     for row in kit.tables():
-        if not row.grad or row.skips.get(device.split(":")[0]) or row.name.split()[0] in SAVED_DIFFERENT:
+        if not row.grad or row.skips.get(device.split(":")[0]):
             continue
         for i, sample in enumerate(row.samples):
             if not any(isinstance(a, F) and a.grad for a in sample):
@@ -318,18 +328,25 @@ def test_sweep_saved_values(device):
                 except Exception:  # noqa: BLE001 - refused samples are the op tables' to check
                     continue
             for g, w in zip(got, want):
-                if not (isinstance(w, torch.Tensor) and w.grad_fn is not None and isinstance(g, ember.Tensor)
+                if (isinstance(w, torch.Tensor) and w.grad_fn is not None and isinstance(g, ember.Tensor)
                         and g.grad_fn is not None and g.grad_fn.name() == w.grad_fn.name()):
-                    continue
-                compared += 1
-                tw, tg = _tensor_saved(w.grad_fn, torch.Tensor), _tensor_saved(g.grad_fn, ember.Tensor)
-                if set(tw) != set(tg):
-                    differ.append(f"{row.name}[{i}]: ember {sorted(tg)}, PyTorch {sorted(tw)}")
-                    continue
-                for n, v in tw.items():
-                    if (v is None) != (tg[n] is None) or v is not None and not np.allclose(
-                            tg[n].detach().cpu().numpy(), v.detach().numpy(), equal_nan=True):
-                        differ.append(f"{row.name}[{i}]: {n} differs")
+                    yield row, i, g.grad_fn, w.grad_fn
+
+
+def test_sweep_saved_values(device):
+    compared, differ = 0, []
+    for row, i, gfn, wfn in _node_pairs(device):
+        if row.name.split()[0] in SAVED_DIFFERENT:
+            continue
+        compared += 1
+        tw, tg = _tensor_saved(wfn, torch.Tensor), _tensor_saved(gfn, ember.Tensor)
+        if set(tw) != set(tg):
+            differ.append(f"{row.name}[{i}]: ember {sorted(tg)}, PyTorch {sorted(tw)}")
+            continue
+        for n, v in tw.items():
+            if (v is None) != (tg[n] is None) or v is not None and not np.allclose(
+                    tg[n].detach().cpu().numpy(), v.detach().numpy(), equal_nan=True):
+                differ.append(f"{row.name}[{i}]: {n} differs")
     assert compared > 600
     assert not differ, "\n".join(differ)
 
@@ -444,31 +461,14 @@ ARGS_PENDING = frozenset("""
 
 
 def _args_differences(device):
-    """``{row name: [difference, ...]}`` over every compared sample, and the rows compared."""
+    """``{row name: [difference, ...]}`` over every compared node, and the rows compared."""
     differ, compared = {}, set()
-    for row in kit.tables():
-        if not row.grad or row.skips.get(device.split(":")[0]):
-            continue
-        for i, sample in enumerate(row.samples):
-            if not any(isinstance(a, F) and a.grad for a in sample):
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    want = outputs(row.op(torch, *build(torch, sample, "float64", "cpu")))
-                    with ember.device(device):
-                        got = outputs(row.op(ember, *build(ember, sample, "float64", device)))
-                except Exception:  # noqa: BLE001 - refused samples are the op tables' to check
-                    continue
-            for g, w in zip(got, want):
-                if not (isinstance(w, torch.Tensor) and w.grad_fn is not None and isinstance(g, ember.Tensor)
-                        and g.grad_fn is not None and g.grad_fn.name() == w.grad_fn.name()):
-                    continue
-                name = row.name.split()[0]
-                compared.add(name)
-                aw, ag = _args_saved(w.grad_fn, torch.Tensor), _args_saved(g.grad_fn, ember.Tensor)
-                if not _same_args(ag, aw):
-                    differ.setdefault(name, []).append(f"{row.name}[{i}] {w.grad_fn.name()}: ember {ag}, PyTorch {aw}")
+    for row, i, gfn, wfn in _node_pairs(device):
+        name = row.name.split()[0]
+        compared.add(name)
+        aw, ag = _args_saved(wfn, torch.Tensor), _args_saved(gfn, ember.Tensor)
+        if not _same_args(ag, aw):
+            differ.setdefault(name, []).append(f"{row.name}[{i}] {wfn.name()}: ember {ag}, PyTorch {aw}")
     return differ, compared
 
 
