@@ -899,6 +899,8 @@ class NativeBatchNorm(Op):
     save_inputs = True
     save_for = ((0, 1, 2), (0, 1, 2), ())  # never the bias
     nondiff_outputs = (1, 2)
+    saved_args = {"eps": "eps", "training": lambda n: True}
+
 
     @staticmethod
     def forward(ctx, k, x, w, b, eps):

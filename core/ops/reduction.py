@@ -554,6 +554,8 @@ class CumExtreme(Op):
 
     nondiff_outputs = (1,)
     backward_name = "CummaxBackward0"
+    saved_args = {"dim": "dim"}
+
 
     @staticmethod
     def forward(ctx, k, x, dim, largest):
