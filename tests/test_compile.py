@@ -707,7 +707,7 @@ def test_pointwise_runs_fuse_with_buffer_reuse_and_equal_eager(device, size):
         d = ((b * 2 - 0.5).sigmoid() * w).relu()
         return a, c, d.exp() - 1
 
-    x, w = ember.randn(*size, device=device), ember.randn(*size, device=device)
+    x, w = ember.randn(size, device=device), ember.randn(size, device=device)
     g = ember.compile(f)
     with ember.no_grad():
         want = f(x, w)

@@ -27,4 +27,14 @@ __all__ = ["Backend", "DistStoreError", "GroupMember", "ProcessGroup", "ReduceOp
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
            "scatter", "send"]
-from . import algorithms, device_mesh  # noqa: E402,F401  (attributes once ember.distributed is, as PyTorch's)
+from . import algorithms  # noqa: E402,F401  (an attribute once ember.distributed is, as PyTorch's)
+
+
+def __getattr__(name):
+    """``device_mesh`` loads on first use: it brings DTensor, whose ``__torch_function__`` would put every
+    Tensor method behind the subclass check from ``import ember`` on."""
+    if name == "device_mesh":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.device_mesh")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -636,7 +636,7 @@ def legacy_new(cls, dtype, args, kwargs):
         t = zeros(*args, dtype=dtype, device=device)
     elif len(args) == 1 and isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0]) \
             and type(args[0]).__name__ == "Size":
-        t = zeros(*args[0], dtype=dtype, device=device)
+        t = zeros(tuple(args[0]), dtype=dtype, device=device)
     elif len(args) == 1:
         t = tensor(args[0], dtype=dtype, device=device)
     else:
@@ -759,7 +759,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     inverse = [0] * len(order)
     for i, d in enumerate(order):
         inverse[d] = i
-    t = empty(*[size[d] for d in order], dtype=dtype, device=device).permute(inverse)
+    t = empty(tuple(size[d] for d in order), dtype=dtype, device=device).permute(inverse)
     if requires_grad:
         t = t.detach().requires_grad_(True)
     return t

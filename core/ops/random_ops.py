@@ -274,7 +274,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
     if out is not None:
         return normal_(out.resize_(shape), mean, std, generator=generator)
-    t = normal_(empty(*shape, dtype=dtype, device=device), mean, std, generator=generator)
+    t = normal_(empty(shape, dtype=dtype, device=device), mean, std, generator=generator)
     return t.requires_grad_() if requires_grad else t
 
 
