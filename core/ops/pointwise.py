@@ -706,7 +706,6 @@ ClampScalar.saved_args = {"min": lambda n: None if n.lo == -math.inf else n.lo,
                           "max": lambda n: None if n.hi == math.inf else n.hi}
 
 
-
 def _clamp_scalar_grad_vjp(ctx, gg):
     return apply(ClampScalarGrad, gg, ctx.inputs[1], ctx.lo, ctx.hi), None  # (zero almost everywhere in x)
 
@@ -1082,9 +1081,14 @@ def _xlogy_vjp(ctx, g):
     return ga, gb
 
 
-# what a binary op's number overloads (its Backward1: a number input, Backward2: a number other) keep: only the
-# tensor operand (the number is an argument, not a saved tensor)
-NUMBER_OVERLOAD_SAVES = {1: (None, "other"), 2: ("self", None)}
+def name_overload(r, node: str, input, other):  # noqa: A002
+    """``r`` with the node of PyTorch's overload of a binary op ``node`` (``"XlogyBackward"``): ``0`` for two
+    tensors, ``1`` for a number ``input``, ``2`` for a number ``other``; the number overloads keep only their
+    tensor operand (the number is an argument, not a saved tensor)."""
+    overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
+    return rename_node(r, f"{node}{overload}", {1: (None, "other"), 2: ("self", None)}.get(overload))
+
+
 Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
                  tags=("pointwise",), promotion="int_to_float")
 
@@ -1140,7 +1144,7 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0]))
     tensor([0., 0.])
     """
-    overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0  # (PyTorch's nodes)
+    given = input, other  # (PyTorch's node depends on which operands were numbers)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         rt = result_type(input, other)
         d = dtypes.computation_dtype(Xlogy.promotion, rt)
@@ -1150,7 +1154,8 @@ def xlogy(input, other, *, out=None):  # noqa: A002
         ref = input if isinstance(input, Tensor) else other
         input, other = (_scalar_like(v, ref, ref) if isinstance(v, _SCALARS) else v for v in (input, other))
     r = binary_result(binary(Xlogy, input, other), input, other, "xlogy")
-    return out_or(rename_node(r, f"XlogyBackward{overload}", NUMBER_OVERLOAD_SAVES[overload]) if overload else r, out)
+    numbers = not all(isinstance(v, Tensor) for v in given)  # (two tensors: the op's own XlogyBackward0)
+    return out_or(name_overload(r, "XlogyBackward", *given) if numbers else r, out)
 
 
 def _float_tensors(Cls, name):

@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from ..autograd.function import rename_node
 from ..dispatch import binary, cast, result_type, unary
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
 from ..tensor import Tensor
 from .creation import arange, full
-from .pointwise import NUMBER_OVERLOAD_SAVES, SPECIAL, exp, log, where
+from .pointwise import SPECIAL, exp, log, name_overload, where
 
 ONLY = ("special",)        # torch.special only
 TOP = ("torch", "Tensor")  # ember.* and Tensor methods
@@ -166,8 +165,7 @@ def _binary_float(Cls, name, *, tensors=False, to=ONLY, inplace=False, doc="", s
         a, b = _float_operands(name, input, other, tensors, kernel_name, supported)
         r = binary_result(binary(Cls, a, b), a, b, name)
         if node is not None:  # PyTorch's overloads: a number for input (1) or other (2)
-            overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
-            r = rename_node(r, f"{node}{overload}", NUMBER_OVERLOAD_SAVES.get(overload))
+            r = name_overload(r, node, input, other)
         return out_or(r, out)
 
     fn.__name__ = fn.__qualname__ = name
