@@ -236,27 +236,48 @@ def _env(lib: Library, mode: str, site: Path, inject: Path) -> dict:
     return env
 
 
+def _test_tops(lib: Library) -> list:
+    """The top-level folders that ``lib``'s subsets name (``tests`` for ``tests/models/...``)."""
+    return sorted({a.split("/")[0] for a in lib.full + lib.smoke if not a.startswith("-") and "/" in a})
+
+
 def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None = None) -> Path:
     """Put the test folders of ``lib``'s subsets from a repository snapshot (``git_dir`` at ``ref``) beside its
-    unpacked sdist, for a library whose sdist lacks them; later runs say the tests came from that snapshot."""
+    unpacked sdist, for a library whose sdist lacks them; later runs say the tests came from that snapshot.
+
+    ``git_dir`` may also be a plain folder laid out as the repository (its test files gathered one by one); its
+    folders are merged over the sdist's (a file the sdist has is replaced) and ``ref`` says where they came from,
+    or, when empty, the folder's ``ORIGIN`` file does."""
     _, source, _ = prepare(lib, root)
-    tops = sorted({a.split("/")[0] for a in lib.full + lib.smoke if not a.startswith("-") and "/" in a})
-    archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", ref, *tops], capture_output=True,
-                             check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(source, filter="data")
-    (source / SNAPSHOT_MARK).write_text(f"{Path(git_dir).resolve().parent.name.replace('+', '/')} {ref}")
+    folder = Path(git_dir)
+    if (folder / "objects").is_dir() and (folder / "HEAD").exists():  # a bare git directory
+        archive = subprocess.run(["git", f"--git-dir={folder}", "archive", ref, *_test_tops(lib)],
+                                 capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(source, filter="data")
+        origin = f"{folder.resolve().parent.name.replace('+', '/')} {ref}"
+    else:
+        if not folder.is_dir():
+            raise FileNotFoundError(f"add_snapshot_tests: {folder} is neither a git directory nor a folder")
+        for top in _test_tops(lib):
+            if (folder / top).is_dir():
+                shutil.copytree(folder / top, source / top, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+        mark = folder / "ORIGIN"
+        origin = ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")
+    (source / SNAPSHOT_MARK).write_text(origin)
     return source
 
 
 def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 60, budget: int = 300,
-               root: Path | None = None, canonical: bool = False) -> Result:
+               root: Path | None = None, canonical: bool = False, subset: tuple | None = None) -> Result:
     """Run ``lib``'s chosen tests once in ``mode`` ("torch": PyTorch itself; "ember": the alias) and count them
-    (``canonical``: ember's canonical-usage test of the library instead)."""
+    (``canonical``: ember's canonical-usage test of the library instead; ``subset``: these pytest arguments instead
+    of the library's own subset, e.g. one test file with ``-k``, to time-box a run on a busy machine)."""
     if mode not in MODES:
         raise ValueError(f"run_subset: mode must be one of {MODES}, got {mode!r}")
     site, source, has_tests = prepare(lib, root)
-    subset = lib.smoke if smoke and lib.smoke else lib.full
+    subset = tuple(subset) if subset else lib.smoke if smoke and lib.smoke else lib.full
     args = _present(source, subset)
     if has_tests and any(_exists(source, a) for a in args) and not canonical:
         cwd, origin = source, "snapshot" if (source / SNAPSHOT_MARK).exists() else "sdist"
@@ -338,14 +359,16 @@ def _message(case, tag) -> str:
 
 
 def compare(names=None, *, smoke: bool = False, timeout: int = 60, budget: int = 300, canonical: bool = False,
-            log=print) -> list:
-    """Run each named library (all of :data:`LIBRARIES` by default) under PyTorch and under ember."""
+            subset: tuple | None = None, log=print) -> list:
+    """Run each named library (all of :data:`LIBRARIES` by default) under PyTorch and under ember (``subset``: see
+    :func:`run_subset`)."""
     results = []
     for name in names or LIBRARIES:
         lib = LIBRARIES[name]
         for mode in MODES:
             try:
-                res = run_subset(lib, mode, smoke=smoke, timeout=timeout, budget=budget, canonical=canonical)
+                res = run_subset(lib, mode, smoke=smoke, timeout=timeout, budget=budget, canonical=canonical,
+                                 subset=subset)
             except RuntimeError as exc:
                 res = Result(name, mode, "none", "", note=str(exc).splitlines()[0])
             log(f"{name:13s} {mode:6s} {res.source:9s} passed={res.passed} failed={res.failed} "

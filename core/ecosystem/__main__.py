@@ -7,6 +7,7 @@ between its markers.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,17 +39,24 @@ def main(argv=None) -> int:
     parser.add_argument("--canonical", action="store_true", help="ember's canonical-usage test of each library")
     parser.add_argument("--snapshot", metavar="GIT_DIR@REF",
                         help="first put the named library's tests from this repository snapshot beside its sdist")
+    parser.add_argument("--subset", metavar="ARGS", type=shlex.split,
+                        help="pytest arguments instead of the library's own subset (e.g. \"tests/x.py -k Model\")")
+    parser.add_argument("--tests-from", metavar="DIR", type=Path,
+                        help="first put the named library's tests from this folder (laid out as its repository) "
+                             "beside its sdist; its ORIGIN file says where they came from")
     ns = parser.parse_args(argv)
     unknown = sorted(set(ns.libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"unknown libraries {unknown}; choose from {', '.join(LIBRARIES)}")
+    if (ns.snapshot or ns.tests_from) and len(ns.libraries) != 1:
+        parser.error("--snapshot and --tests-from take exactly one LIBRARY")
     if ns.snapshot:
-        if len(ns.libraries) != 1:
-            parser.error("--snapshot takes exactly one LIBRARY")
         git_dir, _, ref = ns.snapshot.rpartition("@")
         add_snapshot_tests(LIBRARIES[ns.libraries[0]], Path(git_dir), ref or "HEAD")
+    if ns.tests_from:
+        add_snapshot_tests(LIBRARIES[ns.libraries[0]], ns.tests_from, "")
     results = compare(ns.libraries or None, smoke=ns.smoke, timeout=ns.timeout, budget=ns.budget,
-                      canonical=ns.canonical)
+                      canonical=ns.canonical, subset=ns.subset)
     for res in results:
         if res.mode == "ember" and res.failures:
             print(f"\n{res.library}: {len(res.failures)} failures/errors under ember")
