@@ -5,38 +5,39 @@ from __future__ import annotations
 import math
 from functools import partial
 
-import numpy as _np
-
 from .pointwise import _native, fallbacks
-from .strategy import bind
+from .strategy import Strategy, bind
 
 QUIET = {"softmax", "softmax_backward", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
 
 
-def _reducers(xp, x):
-    """``(max, sum)`` along an axis with ``keepdims``: NumPy's ufunc reductions for a NumPy array (without the
-    microseconds of ``np.max``'s argument handling, which a tiny softmax feels), else ``xp``'s functions."""
-    if isinstance(x, _np.ndarray):
-        return _np.maximum.reduce, _np.add.reduce
+def _reducers(s):
+    """``(max, sum)`` along an axis with ``keepdims``: the ufuncs' own reductions where ``xp``'s elementwise functions
+    are ufuncs (without the microseconds of ``np.max``'s argument handling, which a tiny softmax feels), else
+    ``xp``'s functions."""
+    xp = s.xp
+    if s.writes_out:
+        return xp.maximum.reduce, xp.add.reduce
     return xp.max, xp.sum
 
 
-def softmax(xp, x, axis):
+def softmax(s, x, axis):
+    xp = s.xp
     if x.size == 0:
         return xp.zeros_like(x)
-    amax, add = _reducers(xp, x)
+    amax, add = _reducers(s)
     e = x - amax(x, axis=axis, keepdims=True)
-    e = xp.exp(e, out=e) if isinstance(e, _np.ndarray) else xp.exp(e)  # in place: one large buffer, not two
+    e = xp.exp(e, out=e) if s.writes_out else xp.exp(e)  # in place: one large buffer, not two
     e /= add(e, axis=axis, keepdims=True)
     return e
 
 
-def softmax_backward(xp, g, y, axis):
+def softmax_backward(s, g, y, axis):
     """``y * (g - sum(g * y))`` along ``axis``: softmax's gradient from its output ``y``."""
     gy = g * y
-    s = _reducers(xp, gy)[1](gy, axis=axis, keepdims=True)
-    return y * (g - s)
+    total = _reducers(s)[1](gy, axis=axis, keepdims=True)
+    return y * (g - total)
 
 
 def log_softmax(xp, x, axis):
@@ -116,10 +117,10 @@ def cross_entropy_stack(xp, x, keep, every, picked, mean):
     return loss, w[..., None]
 
 
-def cross_entropy_index_backward(xp, x, onehot, coef, g):
+def cross_entropy_index_backward(s, x, onehot, coef, g):
     """``(softmax(x) - onehot) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to
     ``x`` (a 0-dim ``g``; for a stack, one per sample)."""
-    e = softmax(xp, x, -1)
+    e = softmax(s, x, -1)
     e -= onehot
     e *= coef * g[..., None, None]
     return e
@@ -167,24 +168,24 @@ _GELU_CHUNK = 32768
 """Elements per pass of :func:`_gelu_float32`: its four buffers stay in the L2 cache."""
 
 
-def _gelu_float32(erf, x):
+def _gelu_float32(xp, erf, x):
     """Exact (erf) gelu of a float32 NumPy array as ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` (``x*q`` for x <= 0,
     ``x - x*q`` above): about 25 vectorised ufunc passes over cache-sized chunks, several times faster than
     ``scipy.special.erf``, which evaluates element by element.  A chunk with a non-finite result (inf or NaN
     inputs) is recomputed with ``erf`` so those follow the formula exactly."""
     src = x.reshape(-1)
-    out = _np.empty(x.shape, _np.float32)
+    out = xp.empty(x.shape, xp.float32)
     dst = out.reshape(-1)
-    a, t, p = (_np.empty(min(_GELU_CHUNK, src.size), _np.float32) for _ in range(3))
+    a, t, p = (xp.empty(min(_GELU_CHUNK, src.size), xp.float32) for _ in range(3))
     for s in range(0, src.size, _GELU_CHUNK):
         xs = src[s:s + _GELU_CHUNK]
         n = xs.size
         ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        _np.abs(xs, out=ai)
-        _np.multiply(ai, _NDTR_C, out=ti)
+        xp.abs(xs, out=ai)
+        xp.multiply(ai, _NDTR_C, out=ti)
         ti += 1
-        _np.reciprocal(ti, out=ti)
-        _np.multiply(ti, _NDTR_P[-1], out=pi)
+        xp.reciprocal(ti, out=ti)
+        xp.multiply(ti, _NDTR_P[-1], out=pi)
         pi += _NDTR_P[-2]
         for c in _NDTR_P[-3::-1]:
             pi *= ti
@@ -192,12 +193,12 @@ def _gelu_float32(erf, x):
         ai *= ai
         ai *= 0.5
         pi -= ai
-        _np.exp(pi, out=pi)
+        xp.exp(pi, out=pi)
         pi *= ti
         pi *= xs
-        _np.subtract(xs, pi, out=d)
-        _np.maximum(d, pi, out=d)
-        if not math.isfinite(_np.add.reduce(d)):
+        xp.subtract(xs, pi, out=d)
+        xp.maximum(d, pi, out=d)
+        if not math.isfinite(xp.add.reduce(d)):
             d[...] = _gelu_erf(erf, xs)
     return out
 
@@ -206,12 +207,13 @@ def _gelu_erf(erf, x):
     return x * 0.5 * (1 + erf(x * (1.0 / math.sqrt(2.0))))
 
 
-def gelu(xp, erf, x, approximate):
-    """``erf``: the error function for ``xp``'s arrays (bound by :func:`kernels`)."""
+def gelu(xp, erf, chunked, x, approximate):
+    """``erf``: the error function for ``xp``'s arrays; ``chunked``: whether float32 takes the chunked tail fit
+    (a host backend with ufuncs and a block runner; both bound by :func:`kernels`)."""
     if approximate == "tanh":
         return x * 0.5 * (1 + xp.tanh((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)))
-    if isinstance(x, _np.ndarray) and x.dtype == _np.float32:
-        return _gelu_float32(erf, x)
+    if chunked and x.dtype == xp.float32:
+        return _gelu_float32(xp, erf, x)
     return _gelu_erf(erf, x)
 
 
@@ -253,14 +255,16 @@ def _keep_low_precision(fn):
 
 def kernels(xp, strategy=None) -> dict:
     """The activation and softmax kernels bound for ``xp``."""
-    table = bind(xp, {
-        "softmax": softmax, "softmax_backward": softmax_backward, "log_softmax": log_softmax,
+    s = strategy or Strategy(xp)
+    table = bind(s, {"softmax": softmax, "softmax_backward": softmax_backward,
+                     "cross_entropy_index_backward": cross_entropy_index_backward})
+    table.update(bind(xp, {
+        "log_softmax": log_softmax,
         "cross_entropy_index": cross_entropy_index,
-        "cross_entropy_index_backward": cross_entropy_index_backward,
         "nn_softplus": softplus, "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold,
         "nn_hardsigmoid": hardsigmoid, "nn_hardswish": hardswish, "nn_silu": silu, "nn_mish": mish,
         "nn_log_sigmoid": log_sigmoid, "nn_softshrink": softshrink, "nn_hardshrink": hardshrink,
-        "nn_prelu": leaky_relu, "nn_glu": glu})
-    table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"])
+        "nn_prelu": leaky_relu, "nn_glu": glu}))
+    table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"], s.blocked)
     table["nn_gelu"].__name__ = "gelu"
     return {name: _keep_low_precision(fn) if name.startswith("nn_") else fn for name, fn in table.items()}
