@@ -132,6 +132,13 @@ class Node:
             i += 1
         return saved
 
+    def check_saved(self):
+        """Refuse the backward when a value this node keeps was changed in place since the forward, as PyTorch's
+        node does when it unpacks what it saved, for a backward whose formula reads none of them."""
+        self.inputs
+        if self._out is not None:
+            self.output_data()
+
     def output_data(self):
         """The saved output's array (version-checked), for backward formulas that need only its values."""
         if self._released:

@@ -170,7 +170,12 @@ def view_as_complex_copy(input, *, out=None):  # noqa: A002
 
 # --------------------------------------------------------------------------- building complex numbers
 class Complex(Op):
-    """``real + i imag`` from two real tensors (broadcast); the gradients are the parts of ``g``."""
+    """``real + i imag`` from two real tensors (broadcast); the gradients are the parts of ``g``. As PyTorch's node,
+    it keeps each part whose gradient is needed (a later in-place change of it refuses the backward)."""
+
+    save_inputs = True
+    save_for = ((0,), (1,), None)
+    saved_names = ("real", "imag")
 
     @staticmethod
     def forward(ctx, k, re, im, shape):
@@ -178,6 +183,7 @@ class Complex(Op):
 
     @staticmethod
     def backward(ctx, g):
+        ctx.check_saved()
         return real(g), imag(g)
 
 
