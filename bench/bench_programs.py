@@ -28,9 +28,11 @@ torch, ember, ...) with ``bench_midsize``'s idle pause (``--settle``) before eac
 
 Each row is a column per mode in ``MODES``: ``eager``, and ``compiled``, where each Module among a step's
 default arguments (and a ``forward`` or ``nll`` function) goes through ``ember.compile`` and, with ``--torch-compile``,
-``torch.compile`` (inductor; without the flag PyTorch stays eager in that column). The loss, backward and
-optimizer step stay as written. The first call of a compiled step (capture, code generation, inductor's
-compilation) is timed apart and printed as ``first call``.
+``torch.compile`` (inductor; without the flag PyTorch stays eager in that column). The chain's and the
+actor-critic's ``forward`` is their whole loss (the actor-critic's: the episode's 200 model calls,
+distributions and returns), so their backward is compiled too; elsewhere the loss, backward and optimizer
+step stay as written. The first call of a compiled step (capture, code generation, inductor's compilation)
+is timed apart, printed as ``first call``, and its result checked against PyTorch's like the first step's.
 """
 import argparse
 import json
@@ -204,7 +206,9 @@ def make_actor_critic(libs, rng, n=200):
         acts = [lib.tensor(int(a)) for a in actions]
         R = to_lib(lib, returns)
 
-        def step(model=model, opt=opt, states=states, acts=acts, R=R, lib=lib, F=F):
+        def forward(model, states, acts, R, lib=lib, F=F):
+            """The episode's loss (the replayed actions make it sampling-free: the compiled column compiles it
+            whole)."""
             log_probs, values, entropy = [], [], 0.0
             for s, a in zip(states, acts):
                 probs, v = model(s)
@@ -215,7 +219,10 @@ def make_actor_critic(libs, rng, n=200):
             values = lib.cat(values)
             advantage = R - values.detach()
             policy_loss = -(lib.stack(log_probs) * advantage).sum()
-            loss = policy_loss + F.smooth_l1_loss(values, R) - 0.01 * entropy
+            return policy_loss + F.smooth_l1_loss(values, R) - 0.01 * entropy
+
+        def step(model=model, opt=opt, states=states, acts=acts, R=R, forward=forward):
+            loss = forward(model, states, acts, R)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -407,14 +414,18 @@ BUILDERS = {
 def build(workload, libs):
     """``{contender: step}`` for ``workload``, after checking that the first steps compute the same result."""
     steps = BUILDERS[workload](libs, np.random.default_rng(0))
-    results = {name: value(step()) for name, step in steps.items()}
+    check_same(workload, {name: step() for name, step in steps.items()})
+    return steps
+
+
+def check_same(workload, results):
+    """Raise unless ember's and PyTorch's results (``{contender: result}``) agree."""
     if len(results) == 2:
-        e, t = results["ember"], results["torch"]
+        e, t = value(results["ember"]), value(results["torch"])
         for a, b in zip(e if isinstance(e, list) else [e], t if isinstance(t, list) else [t]):
             if not np.allclose(a, b, rtol=1e-3, atol=1e-4):
                 raise AssertionError(f"{workload}: ember and PyTorch compute different results "
                                      f"(max difference {np.max(np.abs(a - b)):.3g})")
-    return steps
 
 
 def main(argv=None):
@@ -454,11 +465,12 @@ def main(argv=None):
         for mode, prepare in modes.items():
             prepared = {k: prepare(s, libs[k]) for k, s in steps.items()}
             if mode != "eager":
-                first = {}
+                first, results = {}, {}
                 for k, s in prepared.items():
                     t0 = time.perf_counter()
-                    s()
+                    results[k] = s()
                     first[k] = 1e3 * (time.perf_counter() - t0)
+                check_same(f"{w} ({mode})", results)
                 print(f"{w:<14}{mode:<8} first call " + ", ".join(f"{k} {v:.0f} ms" for k, v in first.items()))
             r = run_interleaved(w, libs, args.repeat, args.warmup, args.settle, steps=prepared)
             report["workloads"].setdefault(w, {})[mode] = r
