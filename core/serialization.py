@@ -34,6 +34,7 @@ every declared size against the file's real size before allocating anything.
 """
 from __future__ import annotations
 
+import _compat_pickle
 import base64
 import hashlib
 import io
@@ -138,7 +139,8 @@ class _StorageTable:
                 host = np.ascontiguousarray(host)
             self._by_root[key] = (len(self.records), root, host)
             self.records.append(host.ravel(order="K"))
-            self.meta.append({"dtype": t.dtype.name, "numel": int(host.size), "device": str(dev)})
+            self.meta.append({"dtype": t.dtype.name, "numel": int(host.size), "device": str(dev),
+                              "key": str(len(self.meta))})  # one key object per storage, memoized as PyTorch's
         sid, root, host = self._by_root[key]
         item = host.dtype.itemsize
         if 0 in arr.shape:  # NumPy gives empty arrays zero strides; PyTorch's are contiguous ones
@@ -166,12 +168,19 @@ def _dense(a) -> bool:
 
 class _TorchGlobal:
     """A global spelled as PyTorch's pickles spell it (``torch._utils._rebuild_tensor_v2``): written by name,
-    never imported, so ``torch.load`` finds its own function and ``ember.load`` maps the name to ember's."""
+    never imported, so ``torch.load`` finds its own function and ``ember.load`` maps the name to ember's.
 
-    __slots__ = ("module", "name")
+    Each one is also this module's attribute ``local`` with an entry in the pickle module's Python 3 -> 2 name
+    table (``_compat_pickle.REVERSE_NAME_MAPPING``, applied by every pickler at protocol 2): the C pickler
+    finds it here by that name and writes PyTorch's.  The table's new keys name only these private objects."""
+
+    __slots__ = ("module", "name", "local")
 
     def __init__(self, module: str, name: str):
         self.module, self.name = module, name
+        self.local = f"_torch_global__{module.replace('.', '__')}__{name}"
+        globals()[self.local] = self
+        _compat_pickle.REVERSE_NAME_MAPPING[(__name__, self.local)] = (module, name)
 
     def __call__(self, *args):  # pickle wants a reduce function to be callable; this one only names PyTorch's
         raise TypeError(f"{self.module}.{self.name} is PyTorch's; ember only writes its name")
@@ -182,6 +191,8 @@ _REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
 _SIZE, _DEVICE = _TorchGlobal("torch", "Size"), _TorchGlobal("torch", "device")
 _STORAGE_GLOBALS = {name: _TorchGlobal("torch", cls) for name, cls in STORAGE_TYPES.items()}
 _DTYPE_GLOBALS = {d.name: _TorchGlobal("torch", d.name) for d in dtypes.ALL}
+# a dtype is written as a bare global, found by its own name in ember.dtypes: ``torch.<name>`` at protocol 2
+_compat_pickle.REVERSE_NAME_MAPPING.update({(dtypes.__name__, d.name): ("torch", d.name) for d in dtypes.ALL})
 
 
 class _StorageRef:
@@ -191,11 +202,10 @@ class _StorageRef:
         self.sid = sid
 
 
-class _Pickler(pickle._Pickler):
-    """Pickles ``obj`` as ``torch.save`` does: tensors rebuilt by ``torch._utils._rebuild_tensor_v2`` from
-    storages that are persistent ids ``('storage', torch.<Type>Storage, key, location, numel)``, Parameters by
-    ``_rebuild_parameter``, and dtypes, ``Size`` and devices under PyTorch's names.  (Python's pickler in
-    Python, as only it lets a subclass write a global by name.)"""
+class _Reductions:
+    """How ``torch.save`` pickles: tensors rebuilt by ``torch._utils._rebuild_tensor_v2`` from storages that are
+    persistent ids ``('storage', torch.<Type>Storage, key, location, numel)``, Parameters by
+    ``_rebuild_parameter``, and dtypes, ``Size`` and devices under PyTorch's names."""
 
     def __init__(self, f, table: _StorageTable, protocol: int):
         super().__init__(f, protocol=protocol)
@@ -206,7 +216,34 @@ class _Pickler(pickle._Pickler):
         if type(obj) is not _StorageRef:
             return None
         m = self.table.meta[obj.sid]
-        return ("storage", _STORAGE_GLOBALS[m["dtype"]], str(obj.sid), m["device"], m["numel"])
+        return ("storage", _STORAGE_GLOBALS[m["dtype"]], m["key"], m["device"], m["numel"])
+
+    def reducer_override(self, obj):
+        kind = type(obj)
+        if kind is _TorchGlobal:
+            return obj.local  # a global: this module's attribute, written under PyTorch's name
+        if kind is dtypes.dtype:
+            return obj.name
+        if isinstance(obj, Tensor):
+            if obj._is_param:
+                return _REBUILD_PARAMETER, (obj.detach(), obj.requires_grad, OrderedDict())
+            sid, offset, shape, strides = self.table.add(obj)
+            ref = self.refs.setdefault(sid, _StorageRef(sid))
+            return _REBUILD_TENSOR, (ref, offset, shape, strides, obj.requires_grad, OrderedDict())
+        if kind is Size:
+            return _SIZE, (tuple(obj),)
+        if kind is _device:
+            return _DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
+        return NotImplemented
+
+
+class _Pickler(_Reductions, pickle.Pickler):
+    """The C pickler at protocol 2 (``torch.save``'s default), writing PyTorch's names through the name table."""
+
+
+class _PyPickler(_Reductions, pickle._Pickler):
+    """Python's pickler in Python, for protocols from 3 (where no name table applies): it writes each of
+    PyTorch's globals by name itself."""
 
     def save(self, obj, save_persistent_id=True):
         name = obj if type(obj) is _TorchGlobal else _DTYPE_GLOBALS[obj.name] if type(obj) is dtypes.dtype else None
@@ -219,19 +256,6 @@ class _Pickler(pickle._Pickler):
         self.write(pickle.GLOBAL + f"{name.module}\n{name.name}\n".encode("ascii"))
         self.memoize(obj)
         return None
-
-    def reducer_override(self, obj):
-        if isinstance(obj, Tensor):
-            if obj._is_param:
-                return _REBUILD_PARAMETER, (obj.detach(), obj.requires_grad, OrderedDict())
-            sid, offset, shape, strides = self.table.add(obj)
-            ref = self.refs.setdefault(sid, _StorageRef(sid))
-            return _REBUILD_TENSOR, (ref, offset, shape, strides, obj.requires_grad, OrderedDict())
-        if type(obj) is Size:
-            return _SIZE, (tuple(obj),)
-        if type(obj) is _device:
-            return _DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
-        return NotImplemented
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
@@ -247,7 +271,8 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
     """
     table = _StorageTable()
     buf = io.BytesIO()
-    _Pickler(buf, table, max(pickle_protocol, 2)).dump(obj)
+    protocol = max(pickle_protocol, 2)
+    (_Pickler if protocol == 2 else _PyPickler)(buf, table, protocol).dump(obj)
     if isinstance(f, (str, os.PathLike)):
         target = _save_target(os.fspath(f))
         _atomic_write(target, lambda fh: _write_zip(fh, buf.getvalue(), table, _archive_name(target)))

@@ -206,3 +206,39 @@ def test_a_failed_save_leaves_the_old_file_and_a_symlink_is_written_through(tmp_
         ember.save({"w": ember.full((2,), 7.0), "x": _Unpicklable()}, link)
     assert torch.load(target)["w"].tolist() == [0.0, 0.0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.pt", "real.pt"]
+
+
+def _data_pkl(lib, obj, **kwargs) -> bytes:
+    buf = io.BytesIO()
+    lib.save(obj, buf, **kwargs)
+    with zipfile.ZipFile(buf) as zf:
+        return zf.read("archive/data.pkl")
+
+
+def test_data_pkl_is_byte_for_byte_pytorchs():
+    def state(lib):
+        base = lib.arange(12.0).reshape(3, 4)
+        return {"w": base, "row": base[1], "t": base.t(), "i": lib.ones(3, dtype=lib.int64),
+                "p": lib.nn.Parameter(lib.zeros(2)), "frozen": lib.nn.Parameter(lib.ones(1), requires_grad=False),
+                "size": lib.Size([2, 3]), "dtype": lib.float16, "plain": [1, 2.5, "s", (None, True), {3: b"x"}],
+                "nested": OrderedDict(a=lib.tensor(2.5), b=[lib.float64, lib.bool])}
+    assert _data_pkl(ember, state(ember)) == _data_pkl(torch, state(torch))
+
+
+def test_other_protocols_and_plain_pickles_keep_their_names():
+    import pickle
+    obj = {"w": ember.arange(3.0), "dtype": ember.int32, "size": ember.Size([3])}
+    for protocol in (3, 4):
+        buf = io.BytesIO()
+        ember.save(obj, buf, pickle_protocol=protocol)
+        assert b"torch._utils" in zipfile.ZipFile(buf).read("archive/data.pkl")
+        buf.seek(0)
+        _same(torch.load(buf, weights_only=False), {"w": torch.arange(3.0), "dtype": torch.int32,
+                                                    "size": torch.Size([3])})
+    # the names ember.save writes for PyTorch do not leak into ordinary pickles of ember's objects
+    plain = (ember.float32, ember.Size([2]), ember.device("cpu"), ember.ones(2))
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        data = pickle.dumps(plain, protocol)
+        assert b"torch" not in data
+        back = pickle.loads(data)
+        assert back[:3] == plain[:3] and back[3].tolist() == [1.0, 1.0]
