@@ -9,6 +9,8 @@ True
 """
 from __future__ import annotations
 
+import warnings
+
 from . import dtypes
 from .accelerator import MEMORY_FUNCTIONS, DeviceAPI
 from .accelerator import Event as _Event
@@ -34,6 +36,23 @@ stream = _api.stream
 set_stream = _api.set_stream
 globals().update(_api.functions(MEMORY_FUNCTIONS))
 memory_summary = _api.memory_summary
+
+
+def _renamed(old: str, new: str, message: str):
+    """PyTorch's deprecated memory names: warn as PyTorch does, then call the current name."""
+    def alias(device=None):
+        warnings.warn(message, FutureWarning, stacklevel=2)
+        return getattr(_api, new)(device)
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated: warns, then calls :func:`ember.cuda.{new}`."
+    return alias
+
+
+for _old, _new in (("memory_cached", "memory_reserved"), ("max_memory_cached", "max_memory_reserved")):
+    globals()[_old] = _renamed(_old, _new, f"`torch.cuda.{_old}` has been renamed to `torch.cuda.{_new}`")
+for _old in ("reset_max_memory_allocated", "reset_max_memory_cached"):
+    globals()[_old] = _renamed(_old, "reset_peak_memory_stats", f"torch.cuda.{_old} now calls "
+                               "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.")
 
 
 class Event(_Event):

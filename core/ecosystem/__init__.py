@@ -100,7 +100,8 @@ LIBRARIES = {lib.name: lib for lib in (
     Library("transformers", "transformers", "5.24.0",
             deps=("huggingface-hub", "safetensors", "tokenizers", "regex", "pyyaml", "filelock", "tqdm", "typer",
                   "shellingham", "rich", "markdown-it-py", "mdurl", "annotated-doc", "httpx2", "httpcore2", "h11",
-                  "anyio", "truststore", "accelerate"),
+                  "anyio", "truststore", "accelerate",
+                  "parameterized", "httpx", "httpcore", "certifi", "idna"),  # what its model tests import
             full=("tests/models/gpt2/test_modeling_gpt2.py", "tests/models/llama/test_modeling_llama.py",
                   "tests/models/bert/test_modeling_bert.py", "tests/models/vit/test_modeling_vit.py"),
             canonical="transformers"),
@@ -245,9 +246,9 @@ def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None 
     """Put the test folders of ``lib``'s subsets from a repository snapshot (``git_dir`` at ``ref``) beside its
     unpacked sdist, for a library whose sdist lacks them; later runs say the tests came from that snapshot.
 
-    ``git_dir`` may also be a plain folder laid out as the repository (its test files gathered one by one); its
-    folders are merged over the sdist's (a file the sdist has is replaced) and ``ref`` says where they came from,
-    or, when empty, the folder's ``ORIGIN`` file does."""
+    ``git_dir`` may also be a plain folder laid out as the repository (its test files gathered one by one, with
+    the helpers they import from other folders); all its folders are merged over the sdist's (a file the sdist has
+    is replaced) and ``ref`` says where they came from, or, when empty, the folder's ``ORIGIN`` file does."""
     _, source, _ = prepare(lib, root)
     folder = Path(git_dir)
     if (folder / "objects").is_dir() and (folder / "HEAD").exists():  # a bare git directory
@@ -259,9 +260,9 @@ def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None 
     else:
         if not folder.is_dir():
             raise FileNotFoundError(f"add_snapshot_tests: {folder} is neither a git directory nor a folder")
-        for top in _test_tops(lib):
-            if (folder / top).is_dir():
-                shutil.copytree(folder / top, source / top, dirs_exist_ok=True,
+        for top in folder.iterdir():
+            if top.is_dir():
+                shutil.copytree(top, source / top.name, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("__pycache__"))
         mark = folder / "ORIGIN"
         origin = ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")

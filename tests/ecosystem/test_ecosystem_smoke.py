@@ -88,8 +88,9 @@ def test_prepare_installs_requirements_added_later(tmp_path, monkeypatch):
 
 
 def test_tests_from_a_plain_folder(tmp_path, monkeypatch):
-    """Test files gathered into a plain folder (laid out as the repository) are merged over the unpacked sdist's,
-    which keeps its own files, and the runs name the folder's ORIGIN (offline: the sdist is already unpacked)."""
+    """Test files gathered into a plain folder (laid out as the repository, helper folders included) are merged over
+    the unpacked sdist's, which keeps its own files, and the runs name the folder's ORIGIN (offline: the sdist is
+    already unpacked)."""
     lib = ecosystem.Library("demo", "demo", "1.0", full=("tests/models/a/test_a.py",))
     root = tmp_path / "cache"
     (root / "demo-1.0" / "site").mkdir(parents=True)
@@ -100,12 +101,13 @@ def test_tests_from_a_plain_folder(tmp_path, monkeypatch):
     gathered = tmp_path / "gathered"
     (gathered / "tests" / "models" / "a").mkdir(parents=True)
     (gathered / "tests" / "models" / "a" / "test_a.py").write_text("def test_a():\n    assert True\n")
-    (gathered / "docs").mkdir()  # not a folder the subsets name: left out
+    (gathered / "utils").mkdir()  # a helper folder the tests put on sys.path
+    (gathered / "utils" / "helper.py").write_text("X = 1\n")
     (gathered / "ORIGIN").write_text("owner/demo at abc123\n")
     source = ecosystem.add_snapshot_tests(lib, gathered, "", root)
     assert (source / "tests" / "models" / "a" / "test_a.py").exists()
     assert (source / "tests" / "test_common.py").read_text() == "COMMON = 1\n"
-    assert not (source / "docs").exists()
+    assert (source / "utils" / "helper.py").exists()
     assert (source / ecosystem.SNAPSHOT_MARK).read_text() == "owner/demo at abc123"
     assert ecosystem.prepare(lib, root)[2]
     with pytest.raises(FileNotFoundError, match="neither a git directory nor a folder"):
