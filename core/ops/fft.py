@@ -56,6 +56,8 @@ class FftR2C(Op):
     spectrum (``fftn``, or ``ifftn`` when not ``forward``), without making the input complex first."""
 
     backward_name = "FftR2CBackward0"
+    save_inputs = True  # (as PyTorch's node: an in-place change of the input refuses the backward)
+    saved_names = ("self",)
 
     @staticmethod
     def forward(ctx, k, x, dims, norm, onesided, forward):
@@ -67,6 +69,7 @@ class FftR2C(Op):
     @staticmethod
     def backward(ctx, g):
         # a one-sided spectrum's missing half counts zero: pad it, take the adjoint, keep the real part
+        ctx.check_saved()
         last = ctx.dims[-1]
         missing = ctx.n - g.shape[last]
         if missing:
@@ -183,10 +186,11 @@ def _c2c_public(name, input, s, dim, norm, forward, out, one_dim=False):  # noqa
     x = _resize(x, dims, sizes)
     if not dims:
         r = cast(x, x.dtype.to_complex()).clone()
-    elif x.dtype.category != dtypes.COMPLEX:
+    elif x.dtype.category != dtypes.COMPLEX and len(dims) == 1:
         r = _r2c(x, dims, _norm(norm), False, forward)
-    else:
-        r = _c2c(x, dims, _norm(norm), forward)
+    else:  # (as PyTorch, a real input transformed over several dims is made complex first: its node keeps nothing)
+        r = _c2c(x if x.dtype.category == dtypes.COMPLEX else cast(x, x.dtype.to_complex()), dims, _norm(norm),
+                 forward)
     return out_or(r, out)
 
 
