@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from itertools import accumulate
 
 from .. import dtypes
 from ..autograd.function import Op, rename_node
@@ -536,7 +537,12 @@ class Cat(Op):
 
     @staticmethod
     def backward(ctx, g):
-        pieces = iter(split(g, [n for n in ctx.sizes if n is not None], ctx.axis))
+        sizes = [n for n in ctx.sizes if n is not None]
+        if dispatch.on_arrays(g):  # no graph of the backward: the kernel's pieces, without the view op's bookkeeping
+            cuts = list(accumulate(sizes[:-1]))
+            pieces = iter([_wrap(a, g._dev) for a in g._dev.kernels["split"](g._data, cuts, ctx.axis)])
+        else:
+            pieces = iter(split(g, sizes, ctx.axis))
         return tuple(g.new_zeros(0) if n is None else next(pieces) for n in ctx.sizes)
 
 
@@ -590,7 +596,10 @@ def _tensors_arg(tensors, op):
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
-    rt = result_type(*tensors) if len({t.dtype for t in tensors}) > 1 else tensors[0].dtype
+    d = tensors[0].dtype
+    if all(t.dtype is d for t in tensors):
+        return list(tensors)
+    rt = result_type(*tensors)
     return [cast(t, rt) for t in tensors]
 
 
@@ -603,19 +612,19 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     ember.Size([3, 2])
     """
     ts = _tensors_arg(tensors, "cat")
+    shapes = [t._data.shape for t in ts]
     # legacy: 1-D empty tensors are skipped whatever the other shapes
-    full = [t for t in ts if not (t.dim() == 1 and t.shape[0] == 0)] or ts[:1]
-    ref = full[0]
-    d = _wrap_dim(dim, ref.dim(), "cat")
-    for i, t in enumerate(ts):
-        if t.dim() == 1 and t.shape[0] == 0:
+    ref = next((s for s in shapes if s != (0,)), shapes[0])
+    d = _wrap_dim(dim, len(ref), "cat")
+    head, tail = ref[:d], ref[d + 1:]
+    for i, s in enumerate(shapes):
+        if s == (0,) or (len(s) == len(ref) and s[:d] == head and s[d + 1:] == tail):
             continue
-        if t.dim() != ref.dim():
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and {t.dim()}")
-        for j in range(ref.dim()):
-            if j != d and t.shape[j] != ref.shape[j]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+        if len(s) != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(s)}")
+        j = next(j for j in range(len(ref)) if j != d and s[j] != ref[j])
+        raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                           f"{ref[j]} but got size {s[j]} for tensor number {i} in the list.")
     return out_or(apply(Cat, ts, d) if len(ts) > 1 else unary(Clone, ts[0]), out)
 
 
@@ -628,9 +637,10 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     ember.Size([2, 2])
     """
     ts = _tensors_arg(tensors, "stack")
+    ref = ts[0]._data.shape
     for i, t in enumerate(ts):
-        if t.shape != ts[0].shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at entry 0 "
+        if t._data.shape != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
                                f"and {list(t.shape)} at entry {i}")
     d = _wrap_dim(dim, ts[0].dim() + 1, "stack")
     return out_or(apply(Stack, ts, d), out)
@@ -758,7 +768,7 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         if step < 0 or (step == 0 and n != 0):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
-    bounds = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
+    bounds = list(accumulate(sizes[:-1]))
     outs = unary(Split, tensor, bounds, d)
     if not isinstance(split_size_or_sections, (list, tuple, Size)):
         rename_node(outs[0], "SplitBackward0")  # PyTorch's node of split(int); split_with_sizes keeps its own
