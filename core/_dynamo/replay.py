@@ -179,7 +179,7 @@ def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False
     run = []
 
     def flush():
-        if len(run) > 1:
+        if len(run) > 1 or run and fusion.faster(run[0][1], run[0][2], w):
             body.append(fusion.emit(run, w, last_use, returned, len(w.fused)))
         elif run:
             _emit_raw(w, *run[0])
