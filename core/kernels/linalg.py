@@ -102,6 +102,17 @@ def _flat(xp, a):
     return xp.reshape(a, (math.prod(batch),) + tuple(a.shape[-2:])), batch
 
 
+def adjoint(xp, a):
+    """The conjugate transpose of each matrix of ``a`` (the transpose, a view, for real ``a``)."""
+    at = xp.swapaxes(a, -1, -2)
+    return xp.conj(at) if "complex" in str(a.dtype) else at
+
+
+def _pivot_size(xp, c):
+    """The size by which LAPACK's ``i?amax`` picks a pivot: ``|re| + |im|`` for complex entries, ``|x|`` else."""
+    return xp.abs(xp.real(c)) + xp.abs(xp.imag(c)) if "complex" in str(c.dtype) else xp.abs(c)
+
+
 def finite_svd(xp, a, full_matrices):
     """``svd`` of each matrix of ``a``, guarding LAPACK against non-finite input (its SVD never returns on some
     matrices holding inf): as PyTorch, a matrix holding NaN fails to converge (``ValueError``) and a matrix
@@ -126,7 +137,7 @@ def matrix_exp(xp, a):
     b = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
          129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0,
          960960.0, 16380.0, 182.0, 1.0)
-    theta = 5.371920351148152 if flat.dtype == xp.float64 else 3.925724783138660
+    theta = 5.371920351148152 if flat.dtype in (xp.float64, xp.complex128) else 3.925724783138660
     norm = xp.max(xp.sum(xp.abs(flat), axis=-2), axis=-1)
     s = xp.maximum(0, xp.ceil(xp.log2(xp.maximum(norm, 1e-300) / theta))).astype(xp.int64)
     x = flat / (2.0 ** s).astype(flat.dtype)[:, None, None]
@@ -334,13 +345,15 @@ def kernels(xp, strategy=None) -> dict:
         return finite_svd(xp, a, full_matrices)
 
     def eigh(a, uplo):
-        # the lower triangle of a's transpose is a's upper one
-        w, v = la.eigh(a if uplo == "L" else xp.swapaxes(a, -1, -2))
+        # the lower triangle of a's adjoint is a's upper one, as the Hermitian matrix it defines reads it
+        w, v = la.eigh(a if uplo == "L" else adjoint(xp, a))
         return w, v
 
     def cholesky(a, upper):
-        lo = la.cholesky(a)
-        return xp.array(xp.swapaxes(lo, -1, -2), copy=True) if upper else lo
+        # upper: U = L^H with L the factor of the Hermitian matrix that a's upper triangle defines (LAPACK's 'U')
+        if not upper:
+            return la.cholesky(a)
+        return xp.array(adjoint(xp, la.cholesky(adjoint(xp, a))), copy=True)
 
     def solve(a, b):
         return la.solve(a, b)
@@ -352,7 +365,7 @@ def kernels(xp, strategy=None) -> dict:
         atol, rtol = (t[..., None] if getattr(t, "ndim", 0) else t for t in (atol, rtol))
         cut = xp.maximum(atol, rtol * xp.max(s, axis=-1, keepdims=True)) if s.shape[-1] else s
         s_inv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0)
-        return xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
+        return xp.matmul(adjoint(xp, vh) * s_inv[..., None, :], adjoint(xp, u))
 
     def lu_factor(a):
         # LAPACK's getf2 (partial pivoting, the first largest pivot), one column at a time over the whole batch:
@@ -365,7 +378,7 @@ def kernels(xp, strategy=None) -> dict:
         info = xp.zeros((b,), dtype=xp.int32)
         rows = xp.arange(b)
         for j in range(k):
-            p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j if m > j else xp.zeros((b,), dtype=xp.int64)
+            p = xp.argmax(_pivot_size(xp, lu[:, j:, j]), axis=1) + j if m > j else xp.zeros((b,), dtype=xp.int64)
             piv[:, j] = p + 1
             top, low = lu[rows, j, :], lu[rows, p, :]
             lu[rows, p, :] = top

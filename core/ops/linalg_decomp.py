@@ -68,9 +68,19 @@ _LAPACK = {"det": ("lu", False), "solve": ("lu", False), "solve_ex": ("lu", Fals
 _FLOAT_AND_DOUBLE = ("matrix_rank", "lstsq")  # (PyTorch's message for any other dtype names these two)
 
 
+# the ops that compute complex64/complex128 input (forward and backward); the others refuse it
+_COMPLEX = frozenset({
+    "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "eigh", "pinv",
+    "matrix_rank", "matrix_exp", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_triangular",
+    "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals",
+})
+
+
 def _floating(a, op):
     lapack, integers = _LAPACK.get(op, (None, False))
     if a.is_complex():
+        if op in _COMPLEX:
+            return
         raise NotImplementedError(f"linalg.{op}: complex input ({a.dtype}) is not supported yet")
     if a.dtype in dtypes.REDUCED_FLOATING_TYPES and autocasting(a):
         return  # autocast computes linear algebra in float32 (its dispatch casts the operand)
@@ -96,6 +106,7 @@ _FAILURES = {
            "repeated singular values.",
     "eigh": "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
             "repeated eigenvalues.",
+    "eig": "The algorithm failed to converge because the input matrix is ill-conditioned.",
 }
 
 
@@ -107,7 +118,7 @@ def _run(Cls, op, a, *params):
 
 
 def _sym(x):
-    return (x + x.mT) * 0.5
+    return (x + x.mH) * 0.5
 
 
 def _eye_like(x):
@@ -117,7 +128,7 @@ def _eye_like(x):
 # --------------------------------------------------------------------------- inverse, determinant, solve
 def _inv_vjp(ctx, g):
     ai = ctx.output
-    return -(ai.mT @ g @ ai.mT)
+    return -(ai.mH @ g @ ai.mH)
 
 
 Inv = op_class("Inv", "inv", saves="output", vjp=_inv_vjp, backward_name="LinalgInvExBackward0", arity=1)
@@ -125,7 +136,7 @@ Inv = op_class("Inv", "inv", saves="output", vjp=_inv_vjp, backward_name="Linalg
 
 def _det_vjp(ctx, g):
     (a,) = ctx.inputs
-    return (g * ctx.output).unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+    return (g * ctx.output.conj()).unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
 
 Det = op_class("Det", "det", saves="both", vjp=_det_vjp, backward_name="LinalgDetBackward0", arity=1)
@@ -133,7 +144,10 @@ Det = op_class("Det", "det", saves="both", vjp=_det_vjp, backward_name="LinalgDe
 
 def _slogdet_vjp(ctx, gsign, glog):
     (a,) = ctx.inputs
-    return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+    if a.is_complex():  # sign = exp(i Im log det): its gradient joins log|det|'s as the imaginary part
+        sign = _outputs(ctx, glog._dev)[0]
+        glog = glog + 1j * (gsign * sign.conj()).imag
+    return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
 
 # (sign's gradient is zero for real input, but sign requires grad as PyTorch's does)
@@ -143,8 +157,8 @@ Slogdet = op_class("Slogdet", "slogdet", saves="input", vjp=_slogdet_vjp, backwa
 
 def _solve_vjp(ctx, g):
     a, _ = ctx.inputs
-    gb = solve(a.mT, g)
-    return -(gb @ ctx.output.mT), gb
+    gb = solve(a.mH, g)
+    return -(gb @ ctx.output.mH), gb
 
 
 Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2)
@@ -196,7 +210,7 @@ def slogdet(A: Tensor, *, out=None):
     tensor(1.7918)
     """
     _square(A, "slogdet")
-    return outs_or(SlogdetResult(*_run(Slogdet, "slogdet", A)), out)
+    return outs_or(SlogdetResult(*_multi(Slogdet, "slogdet", A)), out)
 
 
 @export
@@ -208,6 +222,8 @@ def logdet(input) -> Tensor:  # noqa: A002
     tensor(1.7918)
     """
     sign, logabs = slogdet(input)
+    if sign.is_complex():  # the principal logarithm: log|det| + i arg(det)
+        return logabs + 1j * sign.angle()
     return logabs.masked_fill(sign < 0, float("nan"))
 
 
@@ -244,6 +260,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     return out_or(x.squeeze(-1) if vec else x, out)
 
 
+
+
 @export(to=EVERYWHERE)
 def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
     """``A`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity).
@@ -273,12 +291,12 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
 def _cholesky_vjp(ctx, g):
     lo = ctx.output
     if ctx.upper:
-        lo, g = lo.mT, g.mT
-    # gA = L^-T Phi(L^T gL) L^-1, symmetrised; Phi keeps the lower triangle with a halved diagonal
-    p = (lo.mT @ g.tril()).tril()
-    p = p - p.diagonal(0, -2, -1).diag_embed() * 0.5
-    s = solve(lo.mT, solve(lo.mT, p.mT).mT)
-    return _sym(s)
+        lo, g = lo.mH, g.mH
+    # gA = L^-H Phi L^-1 with P = tril(L^H gL) and Phi = (P + tril(P, -1)^H) / 2 (PyTorch's form: symmetric for
+    # real input; for complex input Phi's diagonal keeps P's imaginary part, so gA need not be Hermitian)
+    p = (lo.mH @ g.tril()).tril()
+    p = (p + p.tril(-1).mH) * 0.5
+    return solve(lo.mH, solve(lo.mH, p).mH).mH
 
 
 Cholesky = op_class("Cholesky", "cholesky", saves="output", vjp=_cholesky_vjp,
@@ -364,18 +382,18 @@ def _qr_vjp(ctx, gq, gr):
     # wide: A = [X | Y], R = [U | V] with X = Q U square and Y = Q V (PyTorch's linalg_qr_backward)
     u, v = r[..., :m], r[..., m:]
     gv = gr[..., m:]
-    gx = _qr_square_vjp(q, u, gq + (q @ v) @ gv.mT, gr[..., :m])
+    gx = _qr_square_vjp(q, u, gq + (q @ v) @ gv.mH, gr[..., :m])
     return cat([gx, q @ gv], -1)
 
 
 def _qr_square_vjp(q, r, gq, gr):
-    """The gradient of reduced QR of a tall or square matrix."""
-    qdq = q.mT @ gq
-    rdr = r @ gr.mT
-    m = (qdq - qdq.mT + rdr - rdr.mT).tril()
-    ga = q @ (gr + solve(r, m.mT).mT)
-    gb = solve(r, (gq - q @ qdq).mT).mT
-    return ga + gb
+    """The gradient of reduced QR of a tall or square matrix: ``(gQ + Q sym(M)) R^-H`` with
+    ``M = gR R^H - Q^H gQ`` and ``sym(M)`` the Hermitian matrix of ``M``'s strict upper triangle and the real part
+    of its diagonal (``Q^H dQ`` is skew-Hermitian and ``R``'s diagonal is real)."""
+    m = gr @ r.mH - q.mH @ gq
+    up = m.triu(1)
+    gx = gq + q @ (up + up.mH + m.diagonal(0, -2, -1).real.diag_embed())
+    return solve(r, gx.mH).mH
 
 
 QR = op_class("QR", "qr", saves="output", vjp=_qr_vjp, backward_name="LinalgQrBackward0", arity=2)
@@ -446,22 +464,37 @@ class SVD(Op):
         if ctx.full and u.shape[-1] != vh.shape[-2]:
             raise RuntimeError("linalg.svd: the derivative of full_matrices=True is not implemented for "
                                "non-square input; use full_matrices=False")
-        v, gv = vh.mT, gvh.mT
+        v, gv = vh.mH, gvh.mH
         s2 = s * s
         e = s2.unsqueeze(-2) - s2.unsqueeze(-1)          # e[i, j] = s_j^2 - s_i^2
         eye = _eye_like(e)
         f = 1 / (e + eye) * (1 - eye)
         su, sv = s.unsqueeze(-2), s.unsqueeze(-1)
-        ugu, vgv = u.mT @ gu, v.mT @ gv
-        inner = f * (ugu - ugu.mT) * su + sv * (f * (vgv - vgv.mT)) + gs.diag_embed()
+        ugu, vgv = u.mH @ gu, v.mH @ gv
+        inner = f * (ugu - ugu.mH) * su + sv * (f * (vgv - vgv.mH)) + gs.diag_embed()
+        if u.is_complex():
+            # complex singular vectors are defined up to a phase e^{i phi} per pair (u_k, v_k): a loss must not
+            # depend on it, and the part of gU that turns the phase lands on the diagonal
+            phase = ugu.diagonal(0, -2, -1).imag
+            _gauge_check(phase + vgv.diagonal(0, -2, -1).imag, "svd_backward", "singular vectors")
+            inner = inner + (1j * phase / s).diag_embed()
         ga = u @ inner @ vh
         m, n = u.shape[-2], v.shape[-2]
         sinv = (1 / s).unsqueeze(-2)
         if m > s.shape[-1]:
-            ga = ga + (gu - u @ (u.mT @ gu)) * sinv @ vh
+            ga = ga + (gu - u @ ugu) * sinv @ vh
         if n > s.shape[-1]:
-            ga = ga + u @ ((gv - v @ (v.mT @ gv)) * sinv).mT
+            ga = ga + u @ ((gv - v @ vgv) * sinv).mH
         return ga
+
+
+def _gauge_check(phase, op, what):
+    """PyTorch's refusal of a loss that depends on the free phases of complex eigen- or singular vectors."""
+    with no_grad():
+        if bool((phase.abs() > 1e-2).any()):
+            raise RuntimeError(f"{op}: The {what} in the complex case are specified up to multiplication by "
+                               f"e^{{i phi}}. The specified loss function depends on this quantity, so it is "
+                               f"ill-defined.")
 
 
 @export(to=LINALG)
@@ -516,8 +549,12 @@ def _eigh_vjp(ctx, gl, gv):
     e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
     eye = _eye_like(e)
     f = 1 / (e + eye) * (1 - eye)
-    inner = f * (v.mT @ gv) + gl.diag_embed()
-    return v @ inner @ v.mT
+    vgv = v.mH @ gv
+    if v.is_complex():
+        _gauge_check(vgv.diagonal(0, -2, -1).imag, "linalg_eigh_backward", "eigenvectors")
+    # V^H gV projected onto the skew-Hermitian matrices (the tangent space of the unitary group), as PyTorch's
+    inner = f * ((vgv - vgv.mH) * 0.5) + gl.diag_embed()
+    return v @ inner @ v.mH
 
 
 Eigh = op_class("Eigh", "eigh", vjp=_eigh_vjp, backward_name="LinalgEighBackward0", arity=2)
@@ -552,10 +589,10 @@ def _pinv_vjp(ctx, g):
     # valid where the rank is locally constant (Golub & Pereyra)
     (a,) = ctx.inputs
     p = ctx.output
-    gt = g.mT
-    ga = -(p.mT @ g @ p.mT)
-    ga = ga + (gt - a @ (p @ gt)) @ (p @ p.mT)
-    ga = ga + (p.mT @ p) @ (gt - (gt @ p) @ a)
+    gt = g.mH
+    ga = -(p.mH @ g @ p.mH)
+    ga = ga + (gt - a @ (p @ gt)) @ (p @ p.mH)
+    ga = ga + (p.mH @ p) @ (gt - (gt @ p) @ a)
     return ga
 
 
@@ -563,7 +600,11 @@ Pinv = op_class("Pinv", "pinv", saves="both", vjp=_pinv_vjp, backward_name="Lina
 
 
 def _eps(a):
-    return {"float32": 1.1920929e-07, "float64": 2.220446049250313e-16}.get(a.dtype.name, 1e-3)
+    return _EPS_BY_NAME.get(a.dtype.name, 1e-3)
+
+
+_EPS_BY_NAME = {"float32": 1.1920929e-07, "float64": 2.220446049250313e-16, "complex64": 1.1920929e-07,
+                "complex128": 2.220446049250313e-16}
 
 
 @export(to=LINALG)

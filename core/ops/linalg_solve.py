@@ -27,8 +27,8 @@ from ..registry import export, op_class
 from ..tensor import Tensor
 from .creation import arange, eye, randn
 from .linalg import matrix_norm, multi_dot, vector_norm
-from .linalg_decomp import (EVERYWHERE, LINALG, LinAlgError, _floating, _multi, _outputs, _square, inv, pinv, qr,
-                            solve, svd, svdvals)
+from .linalg_decomp import (_EPS_BY_NAME, EVERYWHERE, LINALG, LinAlgError, _eye_like, _floating, _gauge_check,
+                            _multi, _outputs, _square, inv, pinv, qr, solve, svd, svdvals)
 from .shape import broadcast_shapes, cat
 
 TORCH_TENSOR = ("torch", "Tensor")
@@ -80,8 +80,8 @@ def _eye(m, n, like):
 def _solve_triangular_vjp(ctx, g):
     a, _ = ctx.inputs
     x = ctx.output
-    gb = solve_triangular(a.mT, g, upper=not ctx.upper, unitriangular=ctx.unit)
-    ga = -(gb @ x.mT)
+    gb = solve_triangular(a.mH, g, upper=not ctx.upper, unitriangular=ctx.unit)
+    ga = -(gb @ x.mH)
     skip = 1 if ctx.unit else 0
     return (ga.triu(skip) if ctx.upper else ga.tril(-skip)), gb
 
@@ -165,19 +165,19 @@ def _lu_backward(p, lo, up, g_lo, g_up):
     m, n = lo.shape[-2], up.shape[-1]
     k = min(m, n)
     if m == n:
-        ga = (lo.mT @ g_lo).tril(-1) + (g_up @ up.mT).triu()
-        ga = solve_triangular(up.mT, ga, upper=False, left=False)
-        ga = solve_triangular(lo.mT, ga, upper=True, unitriangular=True)
+        ga = (lo.mH @ g_lo).tril(-1) + (g_up @ up.mH).triu()
+        ga = solve_triangular(up.mH, ga, upper=False, left=False)
+        ga = solve_triangular(lo.mH, ga, upper=True, unitriangular=True)
     elif m < n:  # wide: U = [U1 | U2]
-        ga = ((lo.mT @ g_lo) - g_up.triu() @ up.mT).tril(-1)
-        ga = solve_triangular(up[..., :k].mT, ga, upper=False, left=False)
+        ga = ((lo.mH @ g_lo) - g_up.triu() @ up.mH).tril(-1)
+        ga = solve_triangular(up[..., :k].mH, ga, upper=False, left=False)
         ga = cat([ga + g_up[..., :k].triu(), g_up[..., k:]], -1)
-        ga = solve_triangular(lo.mT, ga, upper=True, unitriangular=True)
+        ga = solve_triangular(lo.mH, ga, upper=True, unitriangular=True)
     else:  # tall: L = [L1; L2]
-        ga = (g_up @ up.mT - lo.mT @ g_lo.tril(-1)).triu()
-        ga = solve_triangular(lo[..., :k, :].mT, ga, upper=True, unitriangular=True)
+        ga = (g_up @ up.mH - lo.mH @ g_lo.tril(-1)).triu()
+        ga = solve_triangular(lo[..., :k, :].mH, ga, upper=True, unitriangular=True)
         ga = cat([ga + g_lo[..., :k, :].tril(-1), g_lo[..., k:, :]], -2)
-        ga = solve_triangular(up.mT, ga, upper=False, left=False)
+        ga = solve_triangular(up.mH, ga, upper=False, left=False)
     return p @ ga
 
 
@@ -340,11 +340,11 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
     lo, up = _lu_parts(LU)
     p = _permutation(pivots, LU)
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return out_or(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, out)
-    if adjoint:   # A^T = U^T L^T P^T: X = P L^-T U^-T B
-        x = solve_triangular(up.mT, B, upper=False)
-        x = p @ solve_triangular(lo.mT, x, upper=True, unitriangular=True)
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return out_or(lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH, out)
+    if adjoint:   # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        x = solve_triangular(up.mH, B, upper=False)
+        x = p @ solve_triangular(lo.mH, x, upper=True, unitriangular=True)
     else:         # A = P L U: X = U^-1 L^-1 P^T B
         x = solve_triangular(lo, p.mT @ B, upper=False, unitriangular=True)
         x = solve_triangular(up, x, upper=True)
@@ -423,7 +423,7 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 def _eps(dtype):
-    return {"float32": 1.1920929e-07, "float64": 2.220446049250313e-16}.get(dtype.name, 1e-3)
+    return _EPS_BY_NAME.get(dtype.name, 1e-3)
 
 
 @export(to=LINALG)
@@ -466,7 +466,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         rank = (s > cut).sum(-1)
     residuals = empty
     if driver != "gelsy" and m > n and bool((rank == n).all()):
-        residuals = ((a @ x - b) ** 2).sum(-2)
+        res = a @ x - b
+        residuals = ((res.abs() if res.is_complex() else res) ** 2).sum(-2)
     rank = rank if driver != "gels" else empty.to(dtypes.int64)
     sv = s if driver in ("gelsd", "gelss") else empty
     if vec:  # (the residuals keep their column of one)
@@ -479,7 +480,7 @@ def _matrix_exp_vjp(ctx, g):
     # the upper-right block of exp([[A^T, G], [0, A^T]]) (Najfeld & Havel); differentiable again
     (a,) = ctx.inputs
     n = a.shape[-1]
-    at = a.mT
+    at = a.mH
     top = cat([at, g], -1)
     bottom = cat([at.new_zeros(at.shape), at], -1)
     return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
@@ -701,9 +702,9 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N
     if B.shape[-2] != L.shape[-1]:
         raise RuntimeError(f"cholesky_solve: Incompatible matrix sizes for cholesky_solve: each A matrix is "
                            f"{L.shape[-1]} by {L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
-    lo = L.mT if upper else L
+    lo = L.mH if upper else L
     y = solve_triangular(lo, B, upper=False)
-    return out_or(solve_triangular(lo.mT, y, upper=True), out)
+    return out_or(solve_triangular(lo.mH, y, upper=True), out)
 
 
 @export(to=TORCH_TENSOR)
@@ -795,9 +796,30 @@ def _complex_available():
     return getattr(dtypes, "complex64", None) is not None
 
 
-# eigenvalues of a real matrix are complex: a gradient needs complex autograd (conj, real), so eig computes
-# without one for now (its outputs carry no gradient)
-Eig = op_class("Eig", "eig", backward_name="LinalgEigBackward0", arity=1)
+class Eig(Op):
+    """``(eigenvalues, eigenvectors)`` of LAPACK's ``geev``, complex even for real input."""
+
+    backward_name = "LinalgEigBackward0"
+
+    @staticmethod
+    def forward(ctx, k, a):
+        ctx.real_input = "complex" not in str(a.dtype)
+        return k["eig"](a)
+
+    @staticmethod
+    def backward(ctx, gl, gv):
+        # gA = V^-H (diag(gL) + (V^H gV - V^H V diag(Re diag(V^H gV))) / conj(E)) V^H, E[i, j] = w_j - w_i
+        # (the eigenvectors have unit norm: the projection removes the part of gV that changes a norm)
+        w, v = _outputs(ctx, gl._dev)
+        vh = v.mH
+        vgv = vh @ gv
+        d = vgv.diagonal(0, -2, -1)
+        _gauge_check(d.imag, "linalg_eig_backward", "eigenvectors")
+        vgv = vgv - vh @ (v * d.real.unsqueeze(-2))
+        e = (w.unsqueeze(-2) - w.unsqueeze(-1)).conj()
+        eye = _eye_like(e)
+        ga = solve(vh, (vgv / (e + eye) * (1 - eye) + gl.diag_embed()) @ vh)
+        return ga.real if ctx.real_input else ga
 
 
 def _eig_input(A, op):
@@ -814,16 +836,15 @@ def _eig_input(A, op):
 @export(to=LINALG)
 def eig(A: Tensor, *, out=None):
     """``(eigenvalues, eigenvectors)`` of a square matrix (batch), complex (``complex64`` for float32 input);
-    eigenvectors of unit norm, in LAPACK's ``geev`` phase.  Not differentiable yet (that needs complex autograd).
+    eigenvectors of unit norm, in LAPACK's ``geev`` phase.  Differentiable where the eigenvalues are distinct and
+    the loss does not depend on the eigenvectors' phases (PyTorch's condition).
 
     >>> import ember
     >>> ember.linalg.eig(ember.tensor([[2., 0.], [0., 3.]])).eigenvalues
     tensor([2.+0.j, 3.+0.j])
     """
     _eig_input(A, "eig")
-    with no_grad():
-        w, v = unary(Eig, A)
-    return outs_or(EigResult(w, v), out)
+    return outs_or(EigResult(*_multi(Eig, "eig", A)), out)
 
 
 @export(to=LINALG)
