@@ -55,6 +55,21 @@ class UntypedStorage:
     def element_size(self) -> int:
         return 1
 
+    def untyped(self) -> "UntypedStorage":
+        """The storage as bytes: itself (a :class:`TypedStorage` gives its untyped storage)."""
+        return self
+
+    def _bytes(self):
+        return self._root.reshape(-1).view(np.uint8) if self._root.ndim else self._root.reshape(1).view(np.uint8)
+
+    def __getitem__(self, index):
+        """Byte ``index`` as an int; a slice is a storage sharing these bytes (``storage[start:stop]``)."""
+        if isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise RuntimeError(f"UntypedStorage: a slice of a storage takes step 1, got {index.step}")
+            return UntypedStorage(self._bytes()[index], self.device)
+        return int(self._bytes()[index])
+
     def __eq__(self, other):
         return isinstance(other, UntypedStorage) and self.data_ptr() == other.data_ptr()
 
@@ -88,6 +103,9 @@ class TypedStorage(UntypedStorage):
 
     def element_size(self) -> int:
         return self.dtype.itemsize
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage(self._root, self.device)
 
     def tolist(self):
         import numpy as np

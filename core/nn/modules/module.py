@@ -33,6 +33,7 @@ from .hooks import LegacyHook, RemovableHandle, WrappedHook, call_with_backward_
 CALL_SCOPE: list = [None]
 
 _set = object.__setattr__
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the state_dict key of get_extra_state() (PyTorch's name)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -590,7 +591,7 @@ class Module:
             if v is not None and k not in self._non_persistent_buffers_set:
                 destination[prefix + k] = v if keep_vars else v.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + "_extra_state"] = self.get_extra_state()
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy parameters and buffers from ``state_dict``; returns ``(missing_keys, unexpected_keys)``.
@@ -680,7 +681,7 @@ class Module:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                                   f"{dst.size()} and whose dimensions in the checkpoint are {src.size()}, an "
                                   f"exception occurred : {ex.args}.")
-        extra = prefix + "_extra_state"
+        extra = prefix + _EXTRA_STATE_KEY_SUFFIX
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra in state_dict:
                 self.set_extra_state(state_dict[extra])
