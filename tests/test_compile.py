@@ -772,3 +772,24 @@ def test_gelu_network_step_uses_the_erf_stand_in(device):
                for f in step.backward.__globals__.values())
     numpy_arrays = type(x._data) is np.ndarray
     assert uses == numpy_arrays  # (GELU's backward: erf on 16384 float32 elements, on NumPy's arrays)
+
+
+def test_compiled_training_call_is_one_node_with_inputs_aliased(device):
+    def f(x, w):
+        y = x * w
+        return x, y.view(-1), y.sum()
+    g = ember.compile(f)
+    for _ in range(2):  # the capture, then the compiled forward and backward as one node
+        x = ember.randn(2, 3, device=device, requires_grad=True)
+        w = ember.randn(2, 3, device=device, requires_grad=True)
+        a, b, c = g(x, w)
+        (a.sum() + b.sum() * 2 + c).backward()
+        np.testing.assert_allclose(_np(x.grad), 1 + 3 * _np(w), rtol=1e-6)
+        np.testing.assert_allclose(_np(w.grad), 3 * _np(x), rtol=1e-6)
+    assert a is not x and a._base is x and b._base is not None  # (a given tensor comes back as a new alias)
+    assert type(c.grad_fn).__name__ == "_JointBackward" and [type(n).__name__ for n, _ in c.grad_fn.next_functions] \
+        == ["NoneType", "AccumulateGrad", "AccumulateGrad"]
+    with ember.autograd.detect_anomaly():  # (the general Function path: the node keeps its forward's trace)
+        x = ember.randn(2, 3, device=device, requires_grad=True)
+        g(x, w)[2].backward()
+        np.testing.assert_allclose(_np(x.grad), _np(w), rtol=1e-6)

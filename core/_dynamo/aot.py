@@ -20,10 +20,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..autograd.engine import grad as _grad
-from ..autograd.function import Function
+from ..autograd.function import SAVED_HOOKS, Function, _alias, grad_edge
 from ..jit import _graph
 from ..jit._graph import Ref, _refs_in, lookup_op
-from ..state import is_grad_enabled
+from ..state import STATE, is_grad_enabled
 from ..ops.creation import ones_like
 from ..tensor import Tensor
 from .replay import generate
@@ -172,6 +172,7 @@ class CompiledStep:
         self.forward, self.backward = forward, backward
         self.n_out, self.diff_pos, self.used_gouts = n_out, diff_pos, used_gouts
         self.leaf_pos, self.has_grad, self.source = leaf_pos, has_grad, source
+        self.needs = (False,) + (True,) * len(leaf_pos)
 
     def matches(self, tensors):
         """Whether exactly the captured leaves require grad now."""
@@ -180,11 +181,43 @@ class CompiledStep:
     def run(self, tensors):
         if self.prefix is not None:  # (through dispatch: eager autograd records it)
             tensors = list(tensors) + list(self.prefix(tensors))
-        call = SimpleNamespace(step=self, tensors=tensors, outs=None)
-        diff = _Joint.apply(call, *[tensors[j] for j in self.leaf_pos])
-        outs = list(call.outs)
-        for k, t in zip(self.diff_pos, diff):
-            outs[k] = t
+        if STATE.anomaly or SAVED_HOOKS.stack:  # (the general path: a forward trace, saved-tensor hooks)
+            call = SimpleNamespace(step=self, tensors=tensors, outs=None)
+            diff = _Joint.apply(call, *[tensors[j] for j in self.leaf_pos])
+            outs = list(call.outs)
+            for k, t in zip(self.diff_pos, diff):
+                outs[k] = t
+            return tuple(outs)
+        return self.apply(tensors)
+
+    def apply(self, tensors):
+        """What ``_Joint.apply`` does, without a general Function's checks that a compiled call never needs: the
+        forward under no_grad, then one node whose inputs are the leaves and whose outputs are the
+        differentiable outputs (every leaf requires grad: the guards say so)."""
+        leaves = [tensors[j] for j in self.leaf_pos]
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            values = self.forward(tensors)
+        finally:
+            STATE.enabled = prev
+        ctx = _NODE.__new__(_NODE)
+        ctx.step, ctx.saved = self, values[self.n_out:]
+        ctx.sizes = [t._data.shape for t in tensors[:self.n_inputs]] if self.n_inputs else None
+        ctx.watched = [(tensors[j], tensors[j]._version) for j in self.watched]
+        ctx.needs_input_grad = self.needs
+        ctx.next_functions = ((None, 0),) + tuple([grad_edge(t) for t in leaves])
+        ctx._shapes = (None,) + tuple([(t._data.shape, t._data.dtype) for t in leaves])
+        outs = list(values[:self.n_out])
+        meta = []
+        for nr, k in enumerate(self.diff_pos):
+            o = outs[k]
+            if o._fn is not None or o._base is not None or any(o is t for t in tensors):
+                o = outs[k] = _alias(o)  # (an output that is a given tensor, or a view: a new tensor object)
+            o._rg, o._fn, o._nr = True, ctx, nr
+            meta.append((o._data.shape, o.dtype, o._dev))
+        ctx.n_outputs = len(meta)
+        ctx._out_meta = tuple(meta)
         return tuple(outs)
 
 
@@ -218,3 +251,6 @@ class _Joint(Function):
             raise RuntimeError("ember.compile: the compiled backward needs every output's gradient")
         computed = iter(step.backward(list(ctx.saved) + gs, ctx.sizes))
         return (None, *[next(computed) if h else None for h in step.has_grad])
+
+
+_NODE = _Joint._backward_cls
