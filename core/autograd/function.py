@@ -327,6 +327,29 @@ def saved_for(uses, inputs, edges):
     return kept
 
 
+def keep_saved(t, *tensors):
+    """Make the node of ``t`` (the last node of an op that ember composes from others) refuse its backward once
+    one of ``tensors`` was changed in place after this call: the values PyTorch's one node of the op saves (its
+    inputs), which ember's own nodes may not keep (they keep a copy, a product, or only indices).  Gradients are
+    unchanged; the tensors' storages are held weakly (a view's base: a storage that is gone cannot be changed).
+    Returns ``t``."""
+    fn = t._fn if isinstance(t, Tensor) else None
+    if fn is None or not fn._op:
+        return t
+    kept = [(weakref.ref(x if x._base is None else x._base), x._version) for x in tensors if isinstance(x, Tensor)]
+    node = weakref.ref(fn)
+
+    def check(grads):
+        for i, (ref, ver) in enumerate(kept):
+            x = ref()
+            if x is not None and x._version != ver:
+                node()._check_version(x, ver, i)
+
+    if kept:
+        fn.register_prehook(check)
+    return t
+
+
 def pack_saved(ctx, values):
     """Save ``values`` on ``ctx`` through this thread's innermost saved-tensor hooks."""
     pack, unpack = SAVED_HOOKS.stack[-1]

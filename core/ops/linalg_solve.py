@@ -19,7 +19,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -133,7 +133,7 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitrian
     _matrices(A, "triangular_solve")
     a = A.mT if transpose else A
     x = solve_triangular(a, b, upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
-    return outs_or(TriangularSolveResult(x, A.clone()), out)
+    return outs_or(TriangularSolveResult(keep_saved(x, b, A), A.clone()), out)  # (PyTorch's node keeps both)
 
 
 # --------------------------------------------------------------------------- LU
@@ -588,10 +588,11 @@ def _apply_reflectors(A, tau, X, order, left, conj):
         if conj and t.is_complex():
             t = t.conj()
         t = t.unsqueeze(-1).unsqueeze(-1)
+        vh = v.conj().unsqueeze(-2)
         if left:   # H X = X - tau v (v^H X)
-            X = X - t * v.unsqueeze(-1) @ (v.unsqueeze(-2) @ X)
+            X = X - t * v.unsqueeze(-1) @ (vh @ X)
         else:      # X H = X - tau (X v) v^H
-            X = X - t * (X @ v.unsqueeze(-1)) @ v.unsqueeze(-2)
+            X = X - t * (X @ v.unsqueeze(-1)) @ vh
     return X
 
 
@@ -626,7 +627,8 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"linalg.householder_product: input.shape[-2] must be greater than or equal to "
                            f"input.shape[-1], got {m} and {n}")
     x = _eye(m, n, A).expand(*A.shape[:-2], m, n)
-    return out_or(_apply_reflectors(A, tau, x, reversed(range(tau.shape[-1])), True, False), out)
+    q = _apply_reflectors(A, tau, x, reversed(range(tau.shape[-1])), True, False)
+    return out_or(keep_saved(q, A, tau), out)  # (PyTorch's one node keeps both inputs)
 
 
 @export(to=TORCH_TENSOR)
@@ -662,7 +664,7 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=
     # Q = H_1 ... H_k: Q X applies H_k first; Q^H X applies H_1 first; X Q applies H_1 first
     forward = left == bool(transpose)
     order = range(k) if forward else reversed(range(k))
-    return out_or(_apply_reflectors(input, tau, other, order, left, bool(transpose)), out)
+    return out_or(keep_saved(_apply_reflectors(input, tau, other, order, left, bool(transpose)), input, tau, other), out)
 
 
 Geqrf = op_class("Geqrf", "geqrf", backward_name="GeqrfBackward0", arity=1)
@@ -704,7 +706,7 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N
                            f"{L.shape[-1]} by {L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     lo = L.mH if upper else L
     y = solve_triangular(lo, B, upper=False)
-    return out_or(solve_triangular(lo.mH, y, upper=True), out)
+    return out_or(keep_saved(solve_triangular(lo.mH, y, upper=True), B, L), out)  # (PyTorch's node keeps both)
 
 
 @export(to=TORCH_TENSOR)
