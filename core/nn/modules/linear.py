@@ -43,10 +43,11 @@ class Linear(Module):
         # the current weight's width, which code may have replaced (PyTorch reads it too); read once, since a
         # parametrized weight is computed on each read (spectral norm's power iteration would run twice)
         weight = self.weight
-        k = weight.shape[-1]
-        if input.ndim == 0 or input.shape[-1] != k:
+        shape = input.shape
+        if not shape or shape[-1] != weight.shape[-1]:
+            k = weight.shape[-1]
             raise RuntimeError(f"{type(self).__name__}(in_features={k}): expected input of shape [*, {k}], got "
-                               f"{list(input.shape)}")
+                               f"{list(shape)}")
         return F.linear(input, weight, self.bias)
 
     def extra_repr(self) -> str:
