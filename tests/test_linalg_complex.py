@@ -1,7 +1,8 @@
 """Complex linear algebra against PyTorch on every backend: the values of each op on complex128 input, the
 gradients of a real loss of its outputs (PyTorch's conjugate Wirtinger convention), complex64 values, float64
 gradcheck over real and imaginary parts, PyTorch's refusal of losses that depend on the free phases of
-eigen- and singular vectors, and the ops that still refuse complex input.
+eigen- and singular vectors, LAPACK's geqrf, and the LDL factorization's refusal of complex input (its
+kernel is real only).
 
 Decompositions whose vectors carry a free phase (``eigh``, ``svd``, ``eig``) are compared through quantities that
 do not depend on it, as PyTorch's own tests do: eigenvalues, singular values, ``|V|^2``, ``U[:, :k] Vh[:k]`` and
@@ -110,6 +111,8 @@ CASES = {
         m.linalg.solve_triangular(a.mT, b.mT, upper=False, left=False, unitriangular=True),)),
     "triangular_solve": ([B, upper(4)], lambda m, b, a: (m.triangular_solve(b, a).solution,)),
     "triangular_solve_transpose": ([B, upper(4)], lambda m, b, a: (m.triangular_solve(b, a, transpose=True).solution,)),
+    "householder_product": ([TALL, c(3) * 0.5], lambda m, a, t: (m.linalg.householder_product(a, t),)),
+    "ormqr": ([TALL, c(3) * 0.5, c(5, 2)], lambda m, a, t, o: (m.ormqr(a, t, o), m.ormqr(a, t, o.mT, False, True))),
     "vector_norm": ([A], lambda m, a: (m.linalg.vector_norm(a, 3), m.linalg.vector_norm(a, dim=0))),
     "matrix_norm": ([A], lambda m, a: tuple(m.linalg.matrix_norm(a, o) for o in ("fro", "nuc", 2, -2, 1, -1))),
     "norm": ([A], lambda m, a: (m.linalg.norm(a), m.linalg.norm(a, 2, (0, 1)))),
@@ -253,10 +256,17 @@ def test_complex_hermitian_upper_triangle_is_read(device):
     assert_close(_host(ember.linalg.cholesky(e.mH)), _host(torch.linalg.cholesky(t.mH)), check_dtype=False)
 
 
-@pytest.mark.parametrize("op", [
-    lambda m, a: m.geqrf(a), lambda m, a: m.linalg.householder_product(a, a[:, 0]),
-    lambda m, a: m.linalg.ldl_factor(a)])
+@pytest.mark.parametrize("data", [TALL, WIDE, A2])
+def test_geqrf_is_lapacks(data, device):
+    # LAPACK's ?geqrf exactly: real diagonal of R, complex tau, reflectors below the diagonal
+    got, want = ember.geqrf(ember.tensor(data, device=device)), torch.geqrf(torch.tensor(data))
+    for e, t in zip(got, want):
+        assert_close(_host(e), _host(t), rtol=1e-10, atol=1e-12, check_dtype=False)
+
+
+@pytest.mark.parametrize("op", [lambda m, a: m.linalg.ldl_factor(a), lambda m, a: m.linalg.ldl_factor_ex(a)])
 def test_ops_without_complex_kernels_refuse(op, device):
-    a = ember.tensor(A, device=device)
+    a = ember.tensor(H, device=device)
     with pytest.raises(NotImplementedError, match="complex input"):
         op(ember, a)
+    assert_close(_host(a), H)

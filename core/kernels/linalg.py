@@ -418,25 +418,29 @@ def kernels(xp, strategy=None) -> dict:
         return x
 
     def geqrf(a):
-        # LAPACK's geqr2: Householder reflectors H_j = I - tau_j v_j v_j^T (v_j[j] = 1, stored below R's diagonal)
+        # LAPACK's geqr2: Householder reflectors H_j = I - tau_j v_j v_j^H (v_j[j] = 1, stored below R's diagonal);
+        # as its ?larfg, R's diagonal is real and each H_j^H is applied to the columns right of j
         flat, batch = _flat(xp, a)
         r = xp.array(flat, copy=True)
         bs, m, n = r.shape
         k = min(m, n)
         tau = xp.zeros((bs, k), dtype=r.dtype)
+        cplx = "complex" in str(r.dtype)
         for j in range(k):
             alpha = r[:, j, j]
-            xnorm = xp.sqrt(xp.sum(r[:, j + 1:, j] ** 2, axis=-1))
-            beta = -xp.where(alpha >= 0, 1.0, -1.0) * xp.sqrt(alpha ** 2 + xnorm ** 2)
-            trivial = xnorm == 0
+            xnorm = xp.sqrt(xp.sum(xp.abs(r[:, j + 1:, j]) ** 2, axis=-1))
+            beta = -xp.where((xp.real(alpha) if cplx else alpha) >= 0, 1.0, -1.0) * \
+                xp.sqrt(xp.abs(alpha) ** 2 + xnorm ** 2)
+            trivial = (xnorm == 0) & (xp.imag(alpha) == 0) if cplx else xnorm == 0
             t = xp.where(trivial, 0.0, (beta - alpha) / xp.where(trivial, 1.0, beta))
             scale = xp.where(trivial, 0.0, 1.0 / xp.where(trivial, 1.0, alpha - beta))
             r[:, j + 1:, j] *= scale[:, None]
             tau[:, j] = t
             if j + 1 < n:
                 v = xp.concatenate([xp.ones((bs, 1), dtype=r.dtype), r[:, j + 1:, j]], axis=1)
-                w = xp.sum(v[:, :, None] * r[:, j:, j + 1:], axis=1)
-                r[:, j:, j + 1:] -= t[:, None, None] * v[:, :, None] * w[:, None, :]
+                vc, tc = (xp.conj(v), xp.conj(t)) if cplx else (v, t)
+                w = xp.sum(vc[:, :, None] * r[:, j:, j + 1:], axis=1)
+                r[:, j:, j + 1:] -= tc[:, None, None] * v[:, :, None] * w[:, None, :]
             r[:, j, j] = xp.where(trivial, alpha, beta)
         return xp.reshape(r, batch + (m, n)), xp.reshape(tau, batch + (k,))
 

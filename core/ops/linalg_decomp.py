@@ -72,7 +72,8 @@ _FLOAT_AND_DOUBLE = ("matrix_rank", "lstsq")  # (PyTorch's message for any other
 _COMPLEX = frozenset({
     "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "eigh", "pinv",
     "matrix_rank", "matrix_exp", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_triangular",
-    "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals",
+    "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals", "geqrf",
+    "householder_product", "ormqr",
 })
 
 
