@@ -101,7 +101,7 @@ def test_matmul_gradients_to_values_and_dense_operand(device, name):
     ve, vt = se.values().clone().requires_grad_(), st.values().clone().requires_grad_()
     se = ember.sparse_compressed_tensor(*(getattr(se, n)() for n in LAYOUTS[name][:2]), ve, (4, 6), layout=se.layout)
     st = torch.sparse_compressed_tensor(*(getattr(st, n)() for n in LAYOUTS[name][:2]), vt, (4, 6), layout=st.layout)
-    assert se.requires_grad and se.is_leaf
+    assert se.requires_grad and se.is_leaf == st.is_leaf  # (built from values that record a gradient: no leaf)
     xe = ember.tensor(x, device=device, requires_grad=True)
     xt = torch.tensor(x, requires_grad=True)
     ye = se @ xe
@@ -229,3 +229,75 @@ def test_bad_input_raises_like_pytorch(call, exc, pattern):
         call(torch)
     with pytest.raises(exc, match=pattern):
         call(ember)
+
+
+# what a sparse leaf's .grad is after each op, as PyTorch gives it: dense (every position) from mm, matmul, addmm,
+# spmm and Tensor.sum; the leaf's own pattern and layout from ember.sparse.mm/addmm, to_dense and values
+GRAD_OPS = {
+    "mm": lambda m, s, x: m.mm(s, x).sum(), "spmm": lambda m, s, x: m.spmm(s, x).sum(),
+    "matmul": lambda m, s, x: (s @ x).pow(2).sum(), "dense@t": lambda m, s, x: (x.t() @ s.t()).sum(),
+    "matvec": lambda m, s, x: (s @ x[:, 0]).sum(), "addmm": lambda m, s, x: m.addmm(x[:4], s, x).sum(),
+    "sum": lambda m, s, x: s.sum(), "sparse.mm": lambda m, s, x: m.sparse.mm(s, x).pow(2).sum(),
+    "sparse.addmm": lambda m, s, x: m.sparse.addmm(x[:4], s, x).sum(),
+    "to_dense": lambda m, s, x: (s.to_dense() ** 2).sum(), "values": lambda m, s, x: (s.values() * 3).sum(),
+    "both": lambda m, s, x: m.sparse.mm(s, x).sum() + m.mm(s, x).sum(),
+}
+
+
+def _grad_of(m, name, op, device, coo=False):
+    """A leaf of layout ``name`` (made with requires_grad=True; with ``coo``, the COO tensor of its stored
+    entries) and its .grad after ``op``, or the exception type if the op's backward raises."""
+    dev = device if m is ember else "cpu"
+    base = convert(m, m.tensor(DENSE, dtype=m.float64, device=dev), name)
+    if coo:
+        base = base.to_sparse().coalesce()  # each block's explicit zeros stay stored entries
+        s = m.sparse_coo_tensor(base.indices(), base.values(), (4, 6), requires_grad=True, is_coalesced=True)
+    else:
+        parts = [getattr(base, n)() for n in LAYOUTS[name][:2]] + [base.values()]
+        s = getattr(m, f"sparse_{name}_tensor")(*parts, (4, 6), requires_grad=True)
+    assert s.is_leaf and s.requires_grad
+    x = m.arange(18, dtype=m.float64, device=dev).reshape(6, 3) / 7
+    try:
+        GRAD_OPS[op](m, s, x).backward()
+    except RuntimeError as e:
+        return s, type(e)
+    return s, s.grad
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_leaf_gradient_layout_values_and_indices_match_pytorch(device, name):
+    for op in GRAD_OPS:
+        (se, ge), (_, gt) = _grad_of(ember, name, op, device), _grad_of(torch, name, op, device)
+        if gt is RuntimeError:  # PyTorch has no such backward (of CSC/BSR/BSC in several): against a COO leaf
+            _, gt = _grad_of(torch, name, op, device, coo=True)  # of the same stored entries
+            if gt.layout is torch.sparse_coo:
+                assert ge.layout is se.layout and structure(ge, name)[:2] == structure(se, name)[:2], op
+                gt = gt.to_dense() if name in ("bsr", "bsc") else convert(torch, gt.to_dense(), name)
+                same(ge.to_dense() if name in ("bsr", "bsc") else ge.values(),
+                     gt if name in ("bsr", "bsc") else gt.values())
+                continue
+        assert str(ge.layout) == str(gt.layout).replace("torch", "ember"), op
+        if gt.layout is torch.strided:
+            same(ge, gt)
+        else:
+            assert structure(ge, name)[:2] == structure(gt, name)[:2], op
+            same(ge.values(), gt.values())
+    s = ember.sparse_csr_tensor([0, 1, 1], [1], [2.0], (2, 2), requires_grad=True)
+    (s @ ember.ones(2, 2)).sum().backward()
+    assert s.grad.layout is ember.strided
+    s.grad = None
+    assert s.grad is None
+
+
+def test_conversions_and_transposes_pass_a_dense_gradient_on_whole(device):
+    a = np.array(DENSE)
+    xe = ember.tensor(a, device=device, requires_grad=True)
+    xt = torch.tensor(a, requires_grad=True)
+    w = np.arange(12.0).reshape(6, 2)
+    for f in (lambda m, x: m.mm(x.to_sparse_csr(), m.tensor(w)), lambda m, x: x.to_sparse().t().t() @ m.tensor(w),
+              lambda m, x: m.tensor(w).t() @ x.to_sparse_csr().t().to_sparse_csr(),
+              lambda m, x: x.to_sparse_csc().to_dense() * 3):  # to_dense's gradient keeps the pattern
+        xe.grad = xt.grad = None
+        f(ember, xe).sum().backward()
+        f(torch, xt).sum().backward()
+        same(xe.grad, xt.grad)

@@ -14,12 +14,14 @@ import warnings
 from .. import dtypes
 from ..ops.creation import zeros
 from ..registry import export
-from .ops import addmm as _addmm
+from .ops import mm as _mm
 from .ops import (  # noqa: F401
-    log_softmax, mm, softmax, sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor,
+    log_softmax, softmax, sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor,
     sparse_csc_tensor, sparse_csr_tensor, sparse_mask, to_dense, to_sparse, to_sparse_bsc, to_sparse_bsr,
     to_sparse_csc, to_sparse_csr,
 )
+from .ops import sparse_addmm as _addmm
+from .ops import sparse_mm as _sparse_mm
 from .ops import sum as _sum
 from .tensor import SparseTensor  # noqa: F401
 
@@ -27,9 +29,15 @@ __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum", "FloatTensor", "Doubl
            "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
 
 
+def mm(mat1, mat2, reduce=None):
+    """The matrix product with a sparse operand, whose gradient to a sparse operand holds only its stored
+    entries, in its layout (``ember.mm``'s gives a sparse leaf a dense gradient, as PyTorch's)."""
+    return _sparse_mm(mat1, mat2, reduce)
+
+
 def addmm(mat, mat1, mat2, *, beta=1, alpha=1):
     """``beta * mat + alpha * (mat1 @ mat2)`` for a sparse ``mat1`` and dense ``mat`` and ``mat2``, with
-    gradients to all three."""
+    gradients to all three (to a sparse operand: its stored entries, as :func:`mm`)."""
     return _addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
@@ -83,7 +91,7 @@ export(sparse_coo_tensor, to=("torch",))
 for _constructor in (sparse_csr_tensor, sparse_csc_tensor, sparse_bsr_tensor, sparse_bsc_tensor,
                      sparse_compressed_tensor):
     export(_constructor, to=("torch",))
-export(mm, "spmm", to=("torch",))
+export(_mm, "spmm", to=("torch",))
 export(to_sparse, to=("Tensor",), aliases=("to_sparse_coo",))
 for _conversion in (to_sparse_csr, to_sparse_csc, to_sparse_bsr, to_sparse_bsc):
     export(_conversion, to=("Tensor",))

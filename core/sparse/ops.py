@@ -9,10 +9,12 @@ import math
 import numbers
 
 from .. import dtypes
+from ..autograd.function import Function
 from ..layouts import EMPTY_OF
 from ..dispatch import result_type
 from ..ops.creation import arange, as_tensor, zeros
 from ..ops.shape import cat, repeat_interleave, stack
+from ..state import is_grad_enabled
 from ..tensor import Tensor
 from .tensor import (
     ALL, BSC, BSR, COMPRESSED, COO, CSC, CSR, INDEX_NAMES, SparseTensor, implements, make, make_csr,
@@ -105,9 +107,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
             if high[d] >= size[d]:
                 raise RuntimeError(f"sparse_coo_tensor: size is inconsistent with indices: for dim {d}, size is "
                                    f"{size[d]} but found index {high[d]}")
-    if requires_grad:
-        values = values.detach().requires_grad_()
-    return make(indices, values, size, bool(is_coalesced) or nnz == 0)
+    s = make(indices, values.detach() if requires_grad else values, size, bool(is_coalesced) or nnz == 0)
+    return s.requires_grad_() if requires_grad else s
 
 
 def _dense_start(layout) -> int:
@@ -202,9 +203,8 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
         size = (rows * block[0], cols * block[1], *values.shape[_dense_start(layout):])
     size = tuple(int(n) for n in size)
     _check_compressed(ptr, idx, values, size, layout)
-    if requires_grad:
-        values = values.detach().requires_grad_()
-    return make_csr(ptr, idx, values, size, layout)
+    s = make_csr(ptr, idx, values.detach() if requires_grad else values, size, layout)
+    return s.requires_grad_() if requires_grad else s
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
@@ -272,6 +272,10 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse().indices().tolist()
     [[0, 1], [1, 0]]
     """
+    return _same_matrix(_to_sparse(self, sparse_dim, layout, blocksize, dense_dim), self)
+
+
+def _to_sparse(self, sparse_dim, layout, blocksize, dense_dim):
     if layout in COMPRESSED:
         if (blocksize is None) == (layout in (BSR, BSC)):
             given = "without" if blocksize is None else "with"
@@ -310,6 +314,10 @@ def _pointers(major, n: int):
 def _to_compressed(self, layout, blocksize, dense_dim, op=None):
     """``self`` (2-D, strided or sparse) in the compressed ``layout``; values are gathered from the input with
     differentiable ops, so gradients flow back to it."""
+    return _same_matrix(_compress(self, layout, blocksize, dense_dim, op), self)
+
+
+def _compress(self, layout, blocksize, dense_dim, op):
     op = op or f"to_sparse_{layout._name[7:]}"
     if isinstance(self, SparseTensor) and self._sp_layout is layout and (
             blocksize is None or tuple(blocksize) == _blocksize(layout, self._sp_v)):
@@ -553,7 +561,8 @@ def transpose(self, dim0=0, dim1=1):
                                       f"dimensions may be swapped, got {dim0} and {dim1}")
         v = self._sp_v.transpose(1, 2) if self._sp_layout in (BSR, BSC) else self._sp_v
         shape = (self.shape[1], self.shape[0], *self.shape[2:])
-        return make_csr(self._sp_crow, self._sp_i, v, shape, _TRANSPOSED[self._sp_layout])
+        return _same_matrix(make_csr(self._sp_crow, self._sp_i, v, shape, _TRANSPOSED[self._sp_layout]), self,
+                            (d0, d1))
     sd = _sd(self)
     if max(d0, d1) >= sd:
         raise NotImplementedError(f"transpose: dimensions {dim0} and {dim1} must both be sparse dimensions of a "
@@ -561,7 +570,7 @@ def transpose(self, dim0=0, dim1=1):
     order = list(range(self.ndim))
     order[d0], order[d1] = d1, d0
     shape = [self.shape[d] for d in order]
-    return make(self._sp_i[order[:sd]], self._sp_v, shape, False)
+    return _same_matrix(make(self._sp_i[order[:sd]], self._sp_v, shape, False), self, (d0, d1))
 
 
 @implements("sparse_mask")
@@ -676,18 +685,49 @@ def _sparse_dense_mm(s, d):
     return out.index_add(0, rows, products)
 
 
-@implements("mm", "spmm", "smm", layouts=BOTH)
-def mm(mat1, mat2, reduce=None, *, out=None):
-    """The matrix product with a sparse operand: sparse @ dense and dense @ sparse are dense, sparse @ sparse
-    is sparse (CSR for two CSR operands, else COO; computed through a dense product).
+class _DenseOfLeaf(Function):
+    """A sparse leaf as the dense matrix it stands for, for the ops whose gradient PyTorch gives such a leaf as
+    a dense tensor (``mm``, ``matmul``, ``addmm``, ``spmm``, ``Tensor.sum``): the whole incoming gradient,
+    every position, reaches the leaf's ``.grad`` (``ember.sparse.mm``, ``to_dense`` and the value-wise ops give
+    it only the stored entries)."""
 
-    >>> import ember
-    >>> s = ember.tensor([[0., 2.], [3., 0.]]).to_sparse()
-    >>> ember.sparse.mm(s, ember.ones(2, 1)).tolist()
-    [[2.0], [3.0]]
-    """
-    if reduce is not None or out is not None:
-        raise NotImplementedError("mm: reduce= and out= are not supported with a sparse operand")
+    @staticmethod
+    def forward(ctx, s):
+        return to_dense(s)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def _dense_grad_operand(t):
+    """``t``, or a dense tensor equal to the sparse ``t`` through which a dense gradient reaches what ``t`` was
+    made from: a sparse leaf's stand-in (:class:`_DenseOfLeaf`), the dense tensor a sparse one was converted
+    from, or the transpose of such a tensor (see :func:`_same_matrix`)."""
+    if not (isinstance(t, SparseTensor) and is_grad_enabled() and t.requires_grad):
+        return t
+    source = t.__dict__.get("_sp_src")
+    if source is not None:
+        return source()
+    if t.is_leaf:
+        t._rg = True  # the tensor itself is the leaf its dense gradient accumulates into (see SparseTensor.grad)
+        return _DenseOfLeaf.apply(t)
+    return t
+
+
+def _same_matrix(out, source, transpose_dims=None):
+    """Record that the sparse ``out`` is the matrix ``source`` (dense or sparse) in another layout, or its
+    transpose over ``transpose_dims``: the ops whose gradient PyTorch gives a sparse operand densely
+    differentiate through ``source`` (PyTorch's conversions and transposes pass a dense gradient on whole)."""
+    if out is not source and source.requires_grad:
+        if transpose_dims is None:
+            out.__dict__["_sp_src"] = lambda: _dense_grad_operand(source)
+        else:
+            out.__dict__["_sp_src"] = lambda: _dense_grad_operand(source).transpose(*transpose_dims)
+    return out
+
+
+def _mm(mat1, mat2, masked: bool):
     for m in (mat1, mat2):
         if not isinstance(m, Tensor) or m.ndim != 2:
             raise RuntimeError(f"mm: expected 2-D matrices, got {getattr(m, 'ndim', type(m).__name__)}-D")
@@ -700,6 +740,9 @@ def mm(mat1, mat2, reduce=None, *, out=None):
         raise RuntimeError(f"mm: expected mat1 and mat2 to have the same dtype, but got: {mat1.dtype} != "
                            f"{mat2.dtype}")
     a_sparse, b_sparse = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if not masked and a_sparse != b_sparse:
+        mat1, mat2 = _dense_grad_operand(mat1), _dense_grad_operand(mat2)
+        a_sparse, b_sparse = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not (a_sparse or b_sparse):
         return mat1.mm(mat2)
     if a_sparse and b_sparse:
@@ -708,6 +751,40 @@ def mm(mat1, mat2, reduce=None, *, out=None):
     if a_sparse:
         return _sparse_dense_mm(_coo(mat1), mat2)
     return _sparse_dense_mm(transpose(_coo(mat2)), mat1.t()).t()
+
+
+def _check_no_reduce(reduce, out):
+    if reduce is not None or out is not None:
+        raise NotImplementedError("mm: reduce= and out= are not supported with a sparse operand")
+
+
+@implements("mm", "spmm", "smm", layouts=BOTH)
+def mm(mat1, mat2, reduce=None, *, out=None):
+    """The matrix product with a sparse operand: sparse @ dense and dense @ sparse are dense, sparse @ sparse
+    is sparse (CSR for two CSR operands, else COO; computed through a dense product).  As PyTorch's ``mm``, the
+    gradient of a sparse leaf operand is dense (``grad @ mat2.T``, every position); :func:`sparse_mm`'s keeps
+    the leaf's pattern.
+
+    >>> import ember
+    >>> s = ember.tensor([[0., 2.], [3., 0.]]).to_sparse()
+    >>> ember.mm(s, ember.ones(2, 1)).tolist()
+    [[2.0], [3.0]]
+    """
+    _check_no_reduce(reduce, out)
+    return _mm(mat1, mat2, masked=False)
+
+
+def sparse_mm(mat1, mat2, reduce=None):
+    """``ember.sparse.mm``: the matrix product with a sparse operand (see :func:`mm`), whose gradient to a
+    sparse operand holds only its stored entries, in its layout (PyTorch's ``torch.sparse.mm``).
+
+    >>> import ember
+    >>> s = ember.tensor([[0., 2.], [3., 0.]]).to_sparse()
+    >>> ember.sparse.mm(s, ember.ones(2, 1)).tolist()
+    [[2.0], [3.0]]
+    """
+    _check_no_reduce(reduce, None)
+    return _mm(mat1, mat2, masked=True)
 
 
 @implements("matmul", "__matmul__", layouts=BOTH)
@@ -720,26 +797,49 @@ def matmul(input, other, *, out=None):  # noqa: A002
     return mm(input, other, out=out)
 
 
-@implements("addmm", layouts=BOTH)
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
-    """``beta * input + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` or ``mat2`` and a dense ``input``."""
+def _addmm(input, mat1, mat2, beta, alpha, masked: bool):  # noqa: A002
     if isinstance(input, SparseTensor):
         raise RuntimeError(f"addmm: an input of layout {input.layout} is not supported (give a dense input)")
-    product = mm(mat1, mat2, out=out)
+    product = _mm(mat1, mat2, masked)
     if isinstance(product, SparseTensor):
         product = to_dense(product)
     product = product if alpha == 1 else product * alpha
     return product if beta == 0 else product + (input if beta == 1 else input * beta)
 
 
+@implements("addmm", layouts=BOTH)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` or ``mat2`` and a dense ``input`` (a
+    sparse leaf's gradient dense, as :func:`mm`'s)."""
+    _check_no_reduce(None, out)
+    return _addmm(input, mat1, mat2, beta, alpha, masked=False)
+
+
+def sparse_addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``ember.sparse.addmm``: :func:`addmm` whose gradient to a sparse operand keeps its pattern."""
+    return _addmm(input, mat1, mat2, beta, alpha, masked=True)
+
+
 # --------------------------------------------------------------------------- reductions and softmax
-@implements("sum")
+@implements("sum", layouts=BOTH)
+def tensor_sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """``Tensor.sum`` of a sparse tensor: :func:`sum`, with a sparse leaf's gradient dense (ones at every
+    position), as PyTorch's ``Tensor.sum`` gives it (``ember.sparse.sum``'s keeps the leaf's pattern)."""
+    if dim is None:
+        dense = _dense_grad_operand(input)
+        if dense is not input:
+            return dense.sum(dtype=dtype)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
-    """The sum of all values (a dense 0-d tensor), or over ``dim``: COO while sparse dimensions remain, else
-    dense."""
+    """The sum of all values (a dense 0-d tensor), or over ``dim`` (of a COO tensor): COO while sparse
+    dimensions remain, else dense."""
     v = input._sp_v if dtype is None else input._sp_v.to(dtype)
     if dim is None:
         return v.sum()
+    if input._sp_layout is not COO:
+        raise NotImplementedError(f"sum: over dim {dim} is not supported for a tensor of layout {input.layout}")
     if keepdim:
         raise NotImplementedError(f"sum: keepdim=True is not supported for a tensor of layout {COO}")
     dims = {d % input.ndim for d in ((dim,) if isinstance(dim, int) else dim)}

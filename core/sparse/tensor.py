@@ -23,6 +23,7 @@ HANDLERS: dict = {}  # function or method name -> (implementation, layouts it ac
 METADATA = frozenset({
     "shape", "dtype", "device", "size", "dim", "ndim", "numel", "nelement", "is_cuda", "is_cpu", "is_meta",
     "is_floating_point", "is_complex", "is_signed", "element_size", "itemsize", "get_device", "__len__",
+    "grad_dtype",
 })
 COO, CSR, CSC = layouts.sparse_coo, layouts.sparse_csr, layouts.sparse_csc
 BSR, BSC = layouts.sparse_bsr, layouts.sparse_bsc
@@ -99,23 +100,39 @@ class SparseTensor(Tensor):
     @requires_grad.setter
     def requires_grad(self, value) -> None:
         self._sp_v.requires_grad = value
+        self._sp_own = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True):
         """Make ``values`` (and so this tensor) a leaf that records gradients."""
-        self._sp_v.requires_grad_(requires_grad)
+        self.requires_grad = requires_grad
         return self
 
     @property
     def grad(self):
-        """The gradient as a sparse tensor of this one's pattern (coalesced, as PyTorch gives it)."""
-        g = self._sp_v.grad
-        if g is None or self._sp_c:
-            return None if g is None else self._with_values(g)
-        # every copy of a repeated index has the gradient of its position: their mean is that gradient
-        coalesce = HANDLERS["coalesce"][0]  # ember.sparse.ops registers it (it builds on this module)
-        summed = coalesce(make(self._sp_i, g, self.shape))
-        counts = coalesce(make(self._sp_i, g.new_ones(g.shape[0]), self.shape))._sp_v
-        return make(summed._sp_i, summed._sp_v / counts.reshape(-1, *[1] * (g.ndim - 1)), self.shape, True)
+        """The gradient: a sparse tensor of this one's pattern (coalesced, as PyTorch gives it) from the ops
+        that give a sparse leaf only its stored entries (``to_dense``, ``ember.sparse.mm``, value-wise ops); a
+        dense tensor, with those entries added, once ``mm``, ``matmul`` or ``sum`` have given it a dense one."""
+        g, dense = self._sp_v.grad, self._grad
+        if g is None:
+            return dense
+        if self._sp_c:
+            masked = self._with_values(g)
+        else:  # every copy of a repeated index has the gradient of its position: their mean is that gradient
+            coalesce = HANDLERS["coalesce"][0]  # ember.sparse.ops registers it (it builds on this module)
+            summed = coalesce(make(self._sp_i, g, self.shape))
+            counts = coalesce(make(self._sp_i, g.new_ones(g.shape[0]), self.shape))._sp_v
+            masked = make(summed._sp_i, summed._sp_v / counts.reshape(-1, *[1] * (g.ndim - 1)), self.shape, True)
+        return masked if dense is None else dense + HANDLERS["to_dense"][0](masked)
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, SparseTensor):
+            self._sp_v.grad, self._grad = None, value
+        elif value is None or value._sp_v.shape == self._sp_v.shape:
+            self._sp_v.grad, self._grad = None if value is None else value._sp_v, None
+        else:
+            raise RuntimeError(f"assigned grad has {value._sp_v.shape[0]} stored entries, the tensor has "
+                               f"{self._sp_v.shape[0]}: give one of its pattern, a dense one or None")
 
     @property
     def grad_fn(self):
@@ -123,7 +140,11 @@ class SparseTensor(Tensor):
 
     @property
     def is_leaf(self) -> bool:
-        return self._sp_v.is_leaf
+        """Whether this is a leaf: its values record no gradient, or are its own leaf (made with
+        ``requires_grad=True`` or by ``requires_grad_()``); built from values that record one, as PyTorch's, it
+        is not (nor are its transposes and conversions)."""
+        v = self._sp_v
+        return v.is_leaf and (not v.requires_grad or self.__dict__.get("_sp_own", False))
 
     def _with_values(self, values):
         """This tensor's structure with other ``values`` (same nnz)."""
