@@ -313,6 +313,7 @@ def _node_pairs(device):
 
 
 def _build_node_pairs(device):
+    # (a node marked composite stands for an op ember composes: it keeps its own op's values, not PyTorch's)
     for row in kit.tables():
         if not row.grad or row.skips.get(device.split(":")[0]):
             continue
@@ -329,7 +330,9 @@ def _build_node_pairs(device):
                     continue
             for g, w in zip(got, want):
                 if (isinstance(w, torch.Tensor) and w.grad_fn is not None and isinstance(g, ember.Tensor)
-                        and g.grad_fn is not None and g.grad_fn.name() == w.grad_fn.name()):
+                        and g.grad_fn is not None and g.grad_fn.name() == w.grad_fn.name()
+                        and not getattr(g.grad_fn, "composite", False)):
+
                     yield row, i, g.grad_fn, w.grad_fn
 
 
@@ -454,7 +457,9 @@ ARGS_PENDING = frozenset("""
     lu_factor_ex lu_factor_rect lu_legacy lu_legacy_infos mT masked_scatter matmul matmul_empty matrix_norm_2
     matrix_norm_fro matrix_norm_nuc max_all max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices
     mean_dim min_dim multi_head_attention_forward_separate nansum nextafter norm norm_dim norm_p1 norm_p3_keep
-    nuclear_norm numpy_scalar pad_constant pow_scalar qr qr_wide qr_wide_complete repeat rpow rrelu_eval rrelu_torch
+    nuclear_norm numpy_scalar pad_constant pow_scalar qr qr_wide qr_wide_complete repeat roll_flat rpow rrelu_eval
+    rrelu_torch
+
     rsub scatter_reduce_amax scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum select
     setitem_range solve solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper split_copies
     split_empty split_int split_sizes square squeeze_dim squeeze_dims std_forms stft_istft_roundtrip sub sum_to_size

@@ -467,22 +467,25 @@ class Op(Node):
 _NAMED: dict = {}  # (node class, grad_fn name) -> the class that only renames it
 
 
-def named_node(cls, name: str, saved_names: tuple | None = None) -> type:
+def named_node(cls, name: str, saved_names: tuple | None = None, composite: bool = False) -> type:
     """Node class ``cls`` under the grad_fn name ``name``.
 
     PyTorch names a node per overload (``sum(x)`` leaves ``SumBackward0``, ``sum(x, dim)`` ``SumBackward1``) and
     names the root node of an op that ember composes (``dist`` is ``DistBackward0``).  The class returned
     changes nothing but the name: it shares ``cls``'s key in :data:`OPS`, and every table keyed by the op (vmap,
     ONNX, autocast, tracing) sees the op itself, since dispatch only ever applies ``cls``.  ``saved_names``:
-    the overload's names of the saved inputs, where they differ (``mv`` keeps ``self`` and ``vec``).
+    the overload's names of the saved inputs, where they differ (``mv`` keeps ``self`` and ``vec``);
+    ``composite``: the node stands for an op ember composes (see :func:`composite_node`).
     """
     base = cls.__dict__.get("_overload_of", cls)
-    key = (base, name, saved_names)
+    key = (base, name, saved_names, composite)
     twin = _NAMED.get(key)
     if twin is None:
         attrs = {"__slots__": (), "_overload_of": base}
         if saved_names is not None:
             attrs["saved_names"] = saved_names
+        if composite:
+            attrs["composite"] = True
         twin = _NAMED[key] = type(base)(name, (base,), attrs)
         twin.__qualname__ = name
     return twin
@@ -495,6 +498,17 @@ def rename_node(t, name: str, saved_names: tuple | None = None):
     if fn is not None and fn._op:
         fn.__class__ = named_node(type(fn), name, saved_names)
     return t
+
+
+def composite_node(t, name: str):
+    """Give the last node of an op that ember composes from others (made by that call, the node of ``t``)
+    PyTorch's name ``name`` of the op's one node.  The node keeps what its own op saved, not PyTorch's saved
+    values, so its class is marked ``composite`` (code reading ``_saved_*`` by PyTorch's names can tell)."""
+    fn = t._fn
+    if fn is not None and fn._op:
+        fn.__class__ = named_node(type(fn), name, None, True)
+    return t
+
 
 
 class AccumulateGrad(Node):

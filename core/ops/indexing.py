@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, composite_node, keep_saved
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, device_error, unary, view_op
 from ..writes import inplace, out_or
@@ -559,11 +559,12 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
     if Cls is IndexFill:
         return run(Cls, x, d, idx, _to_array_scalar(src, op))
     _index_src_check(x, d, index, src, op)
+    kept = src if src.requires_grad else None  # (PyTorch's node keeps a source that needs a gradient)
     if alpha != 1:
         src = src * alpha
     if x.dim() == 0:
-        return run(Cls, x.reshape(1), 0, idx, src.reshape(1)).reshape(())
-    return run(Cls, x, d, idx, src)
+        return keep_saved(run(Cls, x.reshape(1), 0, idx, src.reshape(1)).reshape(()), kept)
+    return keep_saved(run(Cls, x, d, idx, src), kept)
 
 
 @export
@@ -632,7 +633,7 @@ def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
     tensor([5, 2])
     """
     a, m = broadcast_tensors(input, _mask_arg(mask, "masked_select"))
-    return out_or(apply(Getitem, a, (m._data,)), out)
+    return out_or(keep_saved(composite_node(apply(Getitem, a, (m._data,)), "MaskedSelectBackward0"), input), out)
 
 
 class MaskedScatter(TensorArgsOp):
@@ -694,7 +695,7 @@ def take(input, index) -> Tensor:  # noqa: A002
         bad = _first_out_of_range(input._dev.backend.xp, index._data, n)
         if bad is not None:
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    return apply(Getitem, flat, (index._data,))
+    return keep_saved(composite_node(apply(Getitem, flat, (index._data,)), "TakeBackward0"), input)
 
 
 @export
@@ -875,7 +876,7 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
         dtypes.check_kernel("index_reduce_func_exclude_input_init", input,
                             dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES)
     r = _index_reduce_impl(scatter_reduce, input, dim, index, source, reduce, include_self, "index_reduce")
-    return r.reshape(()) if input.dim() == 0 else r
+    return composite_node(r.reshape(()) if input.dim() == 0 else r, "IndexReduceBackward0")
 
 
 def _put_args(x, index, source, op):
@@ -911,7 +912,8 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002
     """
     _put_args(input, index, source, "put")
     flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
-    return flat.reshape(input.shape)
+    return keep_saved(composite_node(flat.reshape(input.shape), "PutBackward0"), source if source.requires_grad else None)
+
 
 
 export(index_put_, "index_put_", to=("torch",))

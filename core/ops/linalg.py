@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, export, op_class
@@ -179,7 +179,8 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     >>> ember.vdot(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
     tensor(11.)
     """
-    return dot(input.conj() if input.is_complex() else input, other, out=out)
+    r = dot(input.conj() if input.is_complex() else input, other)
+    return out_or(composite_node(r, "VdotBackward0"), out)
 
 
 def _scaled_sum(input, prod, beta, alpha, out, node):
@@ -440,8 +441,11 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")
-    r = input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
-    return out_or(r, out)
+    r = composite_node(input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d),
+                       "LinalgCrossBackward0")
+    # (PyTorch's node keeps each operand that the other's gradient reads)
+    return out_or(keep_saved(r, input if other.requires_grad else None, other if input.requires_grad else None), out)
+
 
 
 

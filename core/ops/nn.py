@@ -21,7 +21,7 @@ import math
 import warnings
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, on_arrays, unary
 from ..interception import HANDLERS
@@ -992,7 +992,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     beta = -running_mean.reshape(shape) * alpha
     if bias is not None:
         beta = beta + bias.reshape(shape)
-    return x * alpha + beta
+    y = composite_node(x * alpha + beta, "NativeBatchNormBackward0")  # PyTorch's node of its CPU kernel
+    return keep_saved(y, x, weight, running_mean, running_var)
 
 
 class BatchNormEval(Op):
@@ -1346,7 +1347,9 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     rest = tuple(x.shape[2:])
-    return x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(x.shape)
+    return composite_node(x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(x.shape),
+                       "ChannelShuffleBackward0")
+
 
 
 export(channel_shuffle, "native_channel_shuffle", to=("nn.functional", "torch"))
@@ -1503,6 +1506,10 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     dtypes.check_kernel("pdist", x, dtypes.FLOATING_TYPES)
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
+    return keep_saved(composite_node(_pdist(x, p), "PdistBackward0"), x)  # PyTorch's one node
+
+
+def _pdist(x, p):
     n = x.shape[0]
     i, j = _create("pdist", x._dev, False, None, "triu_pairs", n).unbind(0)
     d = x.index_select(0, i) - x.index_select(0, j)

@@ -11,7 +11,7 @@ scatter and the gather are each other's gradient (``FlatScatter``/``FlatGather``
 from __future__ import annotations
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
 from ..layouts import keep_format
@@ -345,6 +345,8 @@ class MaxPool(Op):
 
     backward_name = "MaxPoolWithIndicesBackward0"
     nondiff_outputs = (1,)
+    save_inputs = True  # (as PyTorch's node: an in-place change of the input refuses the backward)
+    saved_names = ("self",)
 
     @staticmethod
     def forward(ctx, k, x, params, indices):
@@ -354,6 +356,7 @@ class MaxPool(Op):
 
     @staticmethod
     def backward(ctx, g, _gi=None):
+        ctx.check_saved()
         return apply(MaxPoolBackward, g, ctx.x, ctx.best, ctx.params)
 
 
@@ -376,6 +379,8 @@ class MaxPoolBackward(Op):
 class AdaptiveMaxPool(Op):
     backward_name = "AdaptiveMaxPool2DBackward0"
     nondiff_outputs = (1,)
+    save_inputs = True
+    saved_names = ("self",)
 
     @staticmethod
     def forward(ctx, k, x, osize):
@@ -385,6 +390,7 @@ class AdaptiveMaxPool(Op):
 
     @staticmethod
     def backward(ctx, g, _gi):
+        ctx.check_saved()
         return apply(FlatScatter, g, _wrap(ctx.idx, g._dev), tuple(ctx.shape))
 
 
@@ -580,6 +586,8 @@ def _adaptive_max(op, d, x, output_size, return_indices):
     out, idx = apply(AdaptiveMaxPool, x, _osize(output_size, x, d))
     if unb:
         out, idx = out.squeeze(0), idx.squeeze(0)
+    if d > 1:  # (PyTorch's 1-d pool is its 2-d one between an unsqueeze and a squeeze)
+        out = composite_node(out, f"AdaptiveMaxPool{d}DBackward0")
     return (out, idx) if return_indices else out
 
 
@@ -618,7 +626,8 @@ def _max_unpool(op, d, x, indices, kernel_size, stride, padding, output_size):
     else:
         sp = tuple(output_size)[-d:]
     out = apply(FlatScatter, x, indices, tuple(x.shape[:2]) + tuple(sp))
-    return out.squeeze(0) if unb else out
+    out = out.squeeze(0) if unb else out
+    return composite_node(out, f"MaxUnpool{d}DBackward0") if d > 1 else out  # (1-d: PyTorch's 2-d between views)
 
 
 @export(to=("nn.functional",))
@@ -778,7 +787,8 @@ def _fractional_max_pool(op, d, x, kernel_size, output_size, output_ratio, sampl
     vals = x.reshape(n, c, -1).gather(2, flat).reshape((n, c) + osz + (kk,))
     out, am = vals.max(-1)
     idx = flat.reshape((n, c) + osz + (kk,)).gather(-1, am.unsqueeze(-1)).squeeze(-1)
-    return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
+    out = keep_saved(composite_node(out.squeeze(0) if unb else out, f"FractionalMaxPool{d}DBackward0"), x)
+    return (out, idx.squeeze(0)) if unb else (out, idx)
 
 
 def _prod(v):
@@ -844,4 +854,5 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
         raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the weight tensor "
                            f"({input.shape[2]} != {weight.shape[1]})")
     out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
-    return out.permute(2, 0, 1)
+    return keep_saved(composite_node(out.permute(2, 0, 1), "ConvTbcBackward0"), input, weight, bias)
+

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import warnings
 
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
@@ -601,7 +601,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     loss = where(others, h, h.new_zeros(())).sum(1) / c
     if input.ndim == 1:
         loss = loss.squeeze(0)
-    return reduce_loss(loss, reduction, "multi_margin_loss")
+    return keep_saved(composite_node(reduce_loss(loss, reduction, "multi_margin_loss"), "MultiMarginLossBackward0"),
+                      input, target, weight)
 
 
 @export(to=("nn.functional",))
@@ -623,7 +624,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     loss = where(keep, h, h.new_zeros(())).sum((1, 2)) / c
     if input.ndim == 1:
         loss = loss.squeeze(0)
-    return reduce_loss(loss, reduction, "multilabel_margin_loss")
+    r = composite_node(reduce_loss(loss, reduction, "multilabel_margin_loss"), "MultilabelMarginLossBackward0")
+    return keep_saved(r, input, target)
 
 
 @export(to=("nn.functional",))
@@ -644,7 +646,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     """Two-class logistic loss ``log(1 + exp(-y x))`` for targets ``y`` of +-1."""
     same_shape("soft_margin_loss", input, target)
     loss = softplus(-target * input)
-    return reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "soft_margin_loss")
+    r = reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "soft_margin_loss")
+    return keep_saved(composite_node(r, "SoftMarginLossBackward0"), input, target)
 
 
 @export(to=("nn.functional",))
@@ -665,8 +668,9 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if swap:
         d_pn = dist(positive, negative)
         d_an = where(d_pn < d_an, d_pn, d_an)
-    loss = (d_ap - d_an + margin).relu()
+    loss = (d_ap - d_an + margin).clamp_min(0)  # (PyTorch's clamp_min: gradient 1 at 0)
     return reduce_loss(loss, reduction, "triplet_margin_with_distance_loss")
+
 
 
 # --------------------------------------------------------------------------- linear_cross_entropy

@@ -18,6 +18,7 @@ import itertools
 import warnings
 
 from .. import dtypes
+from ..autograd.function import composite_node, keep_saved
 from ..registry import check_tensor, export
 from ..tensor import Tensor
 from .creation import linspace, ones, tensor
@@ -166,7 +167,7 @@ def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_m
         weight = where(valid, weight, weight.new_zeros(()))
         term = vals * weight.unsqueeze(1)
         out = term if out is None else out + term
-    return out
+    return keep_saved(composite_node(out, f"GridSampler{d}DBackward0"), input, grid)  # PyTorch's one node
 
 
 def _grid_sampler_nd(d):
@@ -228,7 +229,8 @@ def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
     cols.append(ones(full, dtype=theta.dtype, device=theta.device))
     base = stack(cols, -1).reshape(1, -1, d + 1)
     grid = base.matmul(theta.transpose(1, 2))
-    return grid.reshape((n,) + full + (d,))
+    return composite_node(grid.reshape((n,) + full + (d,)), "AffineGridGeneratorBackward0")
+
 
 
 @export(to=("nn.functional",))

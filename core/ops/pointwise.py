@@ -16,7 +16,7 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
                         unary)
@@ -126,10 +126,14 @@ Mul.scalar_in_float32 = Div.scalar_in_float32 = True  # a half tensor meets a Py
 
 
 class DivRounding(Op):
-    """Division rounded toward zero ('trunc') or down ('floor'); zero gradient almost everywhere."""
+    """Division rounded toward zero ('trunc') or down ('floor'); zero gradient almost everywhere.  As PyTorch's
+    node, it keeps the divisor, and the dividend when the divisor needs a gradient."""
 
     tags = ("pointwise",)
     backward_name = "DivBackward1"
+    save_inputs = True
+    save_for = ((1,), None, (), ())
+    saved_names = ("self", "other")
 
     @staticmethod
     def forward(ctx, k, x, y, mode, integral):
@@ -140,6 +144,7 @@ class DivRounding(Op):
 
     @staticmethod
     def backward(ctx, g):
+        ctx.check_saved()
         return g * 0, g * 0
 
 
@@ -559,8 +564,8 @@ Erf, erf = unary_op("erf", lambda g, x, y: g * 1.1283791670955126 * (-(x * x)).e
 Erfc, erfc = unary_op("erfc", lambda g, x, y: g * -1.1283791670955126 * (-(x * x)).exp(), to=SPECIAL,
                       kernel_dtypes=("erfc_vml_{device}", dtypes.REAL_TYPES))
 # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
-Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (y * y).exp(), saves="output",
-                          to=SPECIAL, autocast=FP32_ON_CUDA)
+Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (erfinv(x) ** 2).exp(), to=SPECIAL,
+                          autocast=FP32_ON_CUDA)  # (keeps its input, as PyTorch's node)
 Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output",
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
@@ -601,7 +606,8 @@ def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     dtypes.check_kernel("round_{device}", input, dtypes.REAL_TYPES)
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)
     r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
-    return out_or(r, out)
+    return out_or(composite_node(r, "RoundBackward1"), out)
+
 
 
 @export(to=("special",))
@@ -899,12 +905,15 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
 
 @export(inplace=True)
 def clamp_min(input, min):  # noqa: A002
-    return clamp(input, min=min)
+    r = clamp(input, min=min)
+    return r if isinstance(min, Tensor) else rename_node(r, "ClampMinBackward0")  # PyTorch's node of the overload
 
 
 @export(inplace=True)
 def clamp_max(input, max):  # noqa: A002
-    return clamp(input, max=max)
+    r = clamp(input, max=max)
+    return r if isinstance(max, Tensor) else rename_node(r, "ClampMaxBackward0")
+
 
 
 @export(inplace=True)
@@ -1208,7 +1217,7 @@ def logit(input, eps=None, *, out=None):  # noqa: A002
     if input.dtype.category < dtypes.FLOAT:
         input = cast(input, dtypes.get_default_dtype())
     z = input if eps is None else clamp(input, eps, 1 - eps)
-    return out_or(log(z / (1 - z)), out)
+    return out_or(composite_node(log(z / (1 - z)), "LogitBackward0"), out)
 
 
 def _addc(name, input, tensor1, tensor2, value):
@@ -1238,9 +1247,13 @@ def _addc_pair(name, combine):
         rt, value = _addc(name, input, tensor1, tensor2, value)
         return rt, combine(tensor1 if value == 1 else tensor1 * value, tensor2)
 
+    def kept(r, tensor1, tensor2):  # what PyTorch's node keeps: each operand the other's gradient reads
+        return keep_saved(r, tensor1 if tensor2.requires_grad else None,  # (addcdiv's divisor for both)
+                          tensor2 if tensor1.requires_grad or name == "addcdiv" and tensor2.requires_grad else None)
+
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
         _, term = term_of(input, tensor1, tensor2, value)
-        return out_or(rename_node(add(input, term), node), out)
+        return out_or(kept(rename_node(add(input, term), node), tensor1, tensor2), out)
 
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")
@@ -1252,7 +1265,7 @@ def _addc_pair(name, combine):
         if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
             raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(term.shape)}")
-        return self.add_(term)
+        return kept(self.add_(term), tensor1, tensor2)
 
     fn.__name__ = fn.__qualname__ = name
     method.__name__ = method.__qualname__ = name + "_"
@@ -1500,7 +1513,7 @@ def ldexp(input, other, *, out=None):  # noqa: A002
     r = mul(input, pow(2.0, other))
     if input.is_floating_point() and r.dtype != input.dtype and not (other.is_floating_point() or other.is_complex()):
         r = r.to(input.dtype)  # integer exponents: float16/bfloat16 stay so (computed in float32, one rounding)
-    return out_or(r, out)
+    return out_or(composite_node(r, "LdexpBackward0"), out)
 
 
 @export(inplace=False)
@@ -1526,10 +1539,12 @@ def _float_power_into(input, exponent):  # noqa: A002
 
 
 def _nextafter_vjp(ctx, g):
+    ctx.check_saved()
     return g, g * 0  # as PyTorch: the step itself has no slope
 
 
-Nextafter = op_class("Nextafter", "nextafter", vjp=_nextafter_vjp, arity=2, tags=("pointwise",), promotion="float_only")
+Nextafter = op_class("Nextafter", "nextafter", saves="input", save_for=((0,), (0,)), vjp=_nextafter_vjp, arity=2,
+                     tags=("pointwise",), promotion="float_only")  # (keeps both operands, as PyTorch's node)
 nextafter = _float_tensors(Nextafter, "nextafter")
 nextafter.__doc__ = """The next representable floating value after ``input`` toward ``other``.
 

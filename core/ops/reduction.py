@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..arguments import sequence_arg
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, unary, view_op
 from ..writes import out_or, outs_or
@@ -463,12 +463,14 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 @export(to=("torch",))
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+    return tuple(composite_node(r, "VarMeanBackward0") for r in  # PyTorch's one node of both
+                 (var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)))
 
 
 @export(to=("torch",))
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+    return tuple(composite_node(r, "StdMeanBackward0") for r in  # PyTorch's one node of both
+                 (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)))
 
 
 def _log_sum_exp_vjp(ctx, g):
@@ -555,6 +557,8 @@ class CumExtreme(Op):
     nondiff_outputs = (1,)
     backward_name = "CummaxBackward0"
     saved_args = {"dim": "dim"}
+    save_inputs = True  # (as PyTorch's node: an in-place change of the input refuses the backward)
+    saved_names = ("self",)
 
 
     @staticmethod
@@ -565,6 +569,7 @@ class CumExtreme(Op):
 
     @staticmethod
     def backward(ctx, g, _gi):
+        ctx.check_saved()
         return g.new_zeros(ctx.shape).scatter_add(ctx.dim, _wrap(ctx.idx, g._dev).long(), g)
 
 
@@ -572,7 +577,8 @@ def _cum_extreme(name, largest, rt):
     def fn(input, dim, *, out=None):  # noqa: A002
         dtypes.check_kernel(name + "_{device}", input, dtypes.REAL_TYPES)
         if input.dim() == 0:
-            return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
+            values = keep_saved(composite_node(input.clone(), name.capitalize() + "Backward0"), input)
+            return outs_or(rt(values, input.new_zeros((), dtype=dtypes.int64)), out)
         d = _wrap_dim(dim, input.dim(), name)
         vals, idx = apply(CumExtreme, input, d, largest)
         return outs_or(rt(vals, cast(idx, dtypes.int64)), out)
@@ -604,7 +610,8 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):  # noqa: A002
     if dim is not None and input.dim() and input.shape[_wrap_dim(dim, input.dim(), "aminmax")] == 0:
         raise IndexError(f"aminmax: Expected reduction dim {_wrap_dim(dim, input.dim(), 'aminmax')} to have "
                          f"non-zero size.")
-    return outs_or(return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim)), out)
+    lo, hi = (composite_node(r, "AminmaxBackward0") for r in (amin(input, d, keepdim), amax(input, d, keepdim)))
+    return outs_or(return_types.aminmax(lo, hi), out)  # (PyTorch's one node of both)
 
 
 def _bool_reduce(kernel):
@@ -815,7 +822,8 @@ def logcumsumexp(input, dim, *, out=None):  # noqa: A002
     dtypes.check_kernel("logcumsumexp_out_{device}", input, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES)
     if input.dim() == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
-        return out_or(input.clone(), out)
+        return out_or(keep_saved(composite_node(input.clone(), "LogcumsumexpBackward0"), input), out)
+
     return out_or(unary(LogCumSumExp, input, _wrap_dim(dim, input.dim(), "logcumsumexp")), out)
 
 
@@ -861,8 +869,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         sq1 = (x1 * x1).sum(-1, keepdim=True)
         sq2 = (x2 * x2).sum(-1, keepdim=True)
         d2 = (matmul(x1, x2.mT) * -2 + sq1 + sq2.mT).clamp_min(0)
-        return unary(NormSqrt, d2)
-    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+        return keep_saved(unary(NormSqrt, d2), x1, x2)
+    return keep_saved(composite_node(vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1), "CdistBackward0"), x1,
+                      x2)
+
 
 
 @export
@@ -879,7 +889,7 @@ def dist(input, other, p=2):  # noqa: A002
     if input.dtype.category < dtypes.FLOAT or other.dtype.category < dtypes.FLOAT:
         bad = input if input.dtype.category < dtypes.FLOAT else other
         raise RuntimeError(f"dist(): expected a floating point or complex tensor, got {_type_name(bad.dtype)}")
-    return rename_node(vector_norm(input - other, float(p)), "DistBackward0")
+    return keep_saved(rename_node(vector_norm(input - other, float(p)), "DistBackward0"), input, other)
 
 
 def _weights_arg(w, name, n, integral):
@@ -1110,7 +1120,8 @@ def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002
     others = tuple(i for i in builtins_range(input.dim()) if i != d)
     norms = vector_norm(input, p, others, True)
     factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, 1.0)
-    return out_or(input * factor, out)
+    return out_or(composite_node(input * factor, "RenormBackward0"), out)
+
 
 
 @export
@@ -1230,9 +1241,11 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     if initial is not None and name == "mean":  # PyTorch's mean with initial: (sum + initial) / count
         total = segment_reduce(data, "sum", lengths=lengths, axis=axis, unsafe=True, initial=initial)
         count = lengths.to(data.dtype).reshape([-1] + [1] * (data.dim() - 1))
-        return (total / count).where(count > 0, total)
+        return composite_node((total / count).where(count > 0, total), "SegmentReduceBackward0")
     base = data.new_full((n,) + tuple(data.shape[1:]), empty if initial is None else initial)
-    return base.scatter_reduce(0, idx, data, name, include_self=initial is not None)
+    return composite_node(base.scatter_reduce(0, idx, data, name, include_self=initial is not None),
+                       "SegmentReduceBackward0")  # PyTorch's one node
+
 
 
 def _grad_along(f, d, h, edge_order):

@@ -10,7 +10,7 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -953,7 +953,7 @@ def roll(input, shifts, dims=None) -> Tensor:  # noqa: A002
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
-        return unary(Roll, input.flatten(), shifts, (0,)).view(input.shape)
+        return unary(Roll, input, shifts, None)  # (the kernel rolls the flattened elements and keeps the shape)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
@@ -1177,7 +1177,7 @@ def trace(input) -> Tensor:  # noqa: A002
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     dtypes.check_kernel("trace", input, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES | dtypes.COMPLEX_TYPES)
-    return diagonal(input).sum()
+    return composite_node(diagonal(input).sum(), "TraceBackward0")
 
 
 @export(aliases=("ger",))
@@ -1490,12 +1490,14 @@ def rot90(input, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k %= 4
     if k == 1:
-        return transpose(flip(input, (d1,)), d0, d1)
-    if k == 2:
-        return flip(input, (d0, d1))
-    if k == 3:
-        return transpose(flip(input, (d0,)), d0, d1)
-    return clone(input)
+        r = transpose(flip(input, (d1,)), d0, d1)
+    elif k == 2:
+        r = flip(input, (d0, d1))
+    elif k == 3:
+        r = transpose(flip(input, (d0,)), d0, d1)
+    else:
+        r = clone(input)
+    return composite_node(r, "Rot90Backward0")  # PyTorch's one node
 
 
 RepeatIndex = op_class("RepeatIndex", "repeat_index", params=("n",))
@@ -1609,7 +1611,8 @@ def block_diag(*tensors) -> Tensor:
         parts = [m.new_zeros(r, left), m, m.new_zeros(r, width - left - c)]
         rows.append(cat(parts, 1))
         left += c
-    return cat(rows, 0)
+    return composite_node(cat(rows, 0), "BlockDiagBackward0")
+
 
 
 def _default_device():

@@ -3,7 +3,7 @@ and comparisons of whole tensors (``equal``, ``allclose``, ``isclose``)."""
 from __future__ import annotations
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, composite_node, keep_saved
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type
 from ..writes import out_or, outs_or
@@ -35,10 +35,11 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A
     if input.dtype.category == dtypes.COMPLEX:
         raise RuntimeError(f"sort: does not support complex dtypes (got {input.dtype})")
     if input.dim() == 0:
-        return outs_or(return_types.sort(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
+        return outs_or(return_types.sort(composite_node(input.clone(), "SortBackward0"),
+                                         input.new_zeros((), dtype=dtypes.int64)), out)
     d = _wrap_dim(dim, input.dim(), "sort")
     idx = _nondiff(SortIndices, input, d, descending)
-    return outs_or(return_types.sort(_gather_values(input, idx, d), idx), out)
+    return outs_or(return_types.sort(composite_node(_gather_values(input, idx, d), "SortBackward0"), idx), out)
 
 
 @export
@@ -62,7 +63,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A00
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, size {n} along dim {d})")
     s = sort(input, d, descending=largest)
-    return outs_or(return_types.topk(s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k)), out)
+    return outs_or(return_types.topk(composite_node(s.values.narrow(d, 0, k), "TopkBackward0"),
+                                     s.indices.narrow(d, 0, k)), out)
 
 
 _ORDERED = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (PyTorch's selection kernels: no bool, no complex)
@@ -78,14 +80,15 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     if input.dim() == 0:
         if k != 1:
             raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-        return outs_or(return_types.kthvalue(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
+        return outs_or(return_types.kthvalue(composite_node(input.clone(), "KthvalueBackward0"),
+                                             input.new_zeros((), dtype=dtypes.int64)), out)
     if not 1 <= k <= input.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     s = sort(input, d)
     v, i = s.values.narrow(d, k - 1, 1), s.indices.narrow(d, k - 1, 1)
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
-    return outs_or(return_types.kthvalue(v, i), out)
+    return outs_or(return_types.kthvalue(composite_node(v, "KthvalueBackward0"), i), out)
 
 
 def _dim_for_out(dim, op):
@@ -106,12 +109,14 @@ def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
         if flat.numel() == 0:
             return flat.new_full((), float("nan"))
         s = sort(flat).values  # NaN sorts last; PyTorch's median is NaN when there is one
-        return pointwise.where(s[-1].isnan(), s[-1], s[(flat.numel() - 1) // 2])
+        r = composite_node(pointwise.where(s[-1].isnan(), s[-1], s[(flat.numel() - 1) // 2]), "MedianBackward0")
+        return keep_saved(r, input)  # (PyTorch's node keeps its input)
     d = _wrap_dim(dim, input.dim(), "median")
     if input.dim() and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     if input.dim() == 0:
-        return return_types.median(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+        return return_types.median(composite_node(input.clone(), "MedianBackward1"),
+                                   input.new_zeros((), dtype=dtypes.int64))
     r = kthvalue(input, (input.shape[d] + 1) // 2, d, True)
     idx = r.indices
     if input.dtype.is_floating_point and input.shape[d]:  # a row with NaN: its first NaN, as PyTorch
@@ -120,7 +125,7 @@ def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     values = input.gather(d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return return_types.median(values, idx)
+    return return_types.median(composite_node(values, "MedianBackward1"), idx)
 
 
 @export
@@ -146,10 +151,11 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     at = (x.isnan().logical_not().sum(d, keepdim=True) - 1).clamp(min=0) // 2
     values, idx = s.values.gather(d, at), s.indices.gather(d, at)
     if flat:
-        return values.reshape(())
+        return keep_saved(composite_node(values.reshape(()), "NanmedianBackward0"), input)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return return_types.nanmedian(values, idx)
+    return return_types.nanmedian(composite_node(values, "NanmedianBackward1"), idx)
+
 
 
 @export

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
+from ..autograd.function import composite_node, keep_saved
 from ..dispatch import binary, cast, result_type, unary
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
@@ -62,7 +63,7 @@ def polygamma(n, input, *, out=None):  # noqa: A002
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x = _float_input(input, "polygamma")
-    return out_or(digamma(x) if n == 0 else unary(Polygamma, x, n), out)
+    return out_or(composite_node(digamma(x), "PolygammaBackward0") if n == 0 else unary(Polygamma, x, n), out)
 
 
 @export(name="polygamma", to=("Tensor",), inplace=True)
@@ -88,7 +89,8 @@ def mvlgamma(input, p, *, out=None):  # noqa: A002
     x = _float_input(input, "mvlgamma")
     offsets = arange(p, dtype=x.dtype, device=x._dev) * -0.5
     r = lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
-    return out_or(r, out)
+    return out_or(keep_saved(composite_node(r, "MvlgammaBackward0"), input), out)  # (PyTorch's node keeps input)
+
 
 
 export(mvlgamma, "multigammaln", to=ONLY)
