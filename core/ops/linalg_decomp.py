@@ -3,6 +3,10 @@ top-level forms PyTorch also has: ``ember.det``, ``ember.inverse``, ``ember.svd`
 
 Forward runs the backend's batched LAPACK kernels; backward formulas are
 written with ember ops (so second derivatives work where the formula allows).
+Complex input follows PyTorch's convention: the gradient is the conjugate
+Wirtinger derivative, so every formula is written with conjugate transposes
+(``mH``), and a loss that depends on the free phase of complex eigen- or
+singular vectors raises.
 
 >>> import ember
 >>> ember.linalg.inv(ember.eye(2) * 2)

@@ -826,11 +826,7 @@ class Eig(Op):
 
 def _eig_input(A, op):
     _tensor_arg(A, f"linalg.{op}", "A")
-    if A.is_complex():  # a general eigensolver takes complex input too
-        if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
-            raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, got shape {list(A.shape)}")
-    else:
-        _square(A, op)
+    _square(A, op)
     if not _complex_available():
         raise RuntimeError(f"linalg.{op}: needs complex64/complex128 tensors, which this build of ember lacks")
 
