@@ -364,17 +364,21 @@ def link(ctx, inputs):
     if Op.save_inputs:
         uses = Op.save_for
         if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
-            inputs = saved_for(uses, inputs, edges)
+            keep = _KEEPERS.get(uses)
+            if keep is None:
+                keep = _KEEPERS[uses] = _keeper(uses)
+            inputs = keep(inputs, edges) if len(inputs) == len(uses) else saved_for(uses, inputs, edges)
         if SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)
+        if ACTIVE.inference_ever:
+            for t in inputs:
+                if isinstance(t, Tensor) and t._inference:
+                    raise RuntimeError(_INFERENCE_SAVED)
         ctx._saved = tuple(inputs)
-        inference = ACTIVE.inference_ever
         vers = []
         for t in inputs:
             if isinstance(t, Tensor):
-                if inference and t._inference:
-                    raise RuntimeError(_INFERENCE_SAVED)
                 b = t._base
                 vers.append(t._ver if b is None else b._ver)
             else:
@@ -383,6 +387,30 @@ def link(ctx, inputs):
     if STATE.anomaly:
         anomaly_trace(ctx)
     return volatile
+
+
+_KEEPERS: dict = {}  # Op.save_for -> its keeper (see _keeper)
+
+
+def _keeper(uses):
+    """``keep(inputs, edges)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``).
+
+    Spelled out in source, one conditional per input (``(inputs[0] if edges[1][0] is not None else None, ...)``):
+    a third of the cost of walking ``uses`` on every recorded op.
+    """
+    parts = []
+    for i, u in enumerate(uses):
+        if u is None:
+            parts.append(f"inputs[{i}]")
+        elif not u:
+            parts.append("None")
+        else:
+            needed = " or ".join(f"edges[{int(j)}][0] is not None" for j in u)
+            parts.append(f"(inputs[{i}] if {needed} else None)")
+    src = f"def keep(inputs, edges):\n    return ({', '.join(parts)},)\n"
+    ns = {}
+    exec(compile(src, f"<save_for {uses!r}>", "exec"), ns)  # noqa: S102 - source from integers only
+    return ns["keep"]
 
 
 _INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "

@@ -27,9 +27,10 @@ def softmax(s, x, axis):
     if x.size == 0:
         return xp.zeros_like(x)
     amax, add = _reducers(s)
-    e = x - amax(x, axis=axis, keepdims=True)
-    e = xp.exp(e, out=e) if s.writes_out else xp.exp(e)  # in place: one large buffer, not two
-    e /= add(e, axis=axis, keepdims=True)
+    keep = x.ndim != 1  # a vector's max and sum are scalars (cheaper to broadcast, which a tiny softmax feels)
+    e = x - amax(x, axis=axis, keepdims=keep)
+    e = xp.exp(e, out=e) if s.writes_out and e.ndim else xp.exp(e)  # in place: one large buffer, not two
+    e /= add(e, axis=axis, keepdims=keep)
     return e
 
 
@@ -40,12 +41,15 @@ def softmax_backward(s, g, y, axis):
     return y * (g - total)
 
 
-def log_softmax(xp, x, axis):
+def log_softmax(s, x, axis):
+    xp = s.xp
     if x.size == 0:
         return xp.zeros_like(x)
-    s = x - xp.max(x, axis=axis, keepdims=True)
-    s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
-    return s
+    amax, add = _reducers(s)
+    keep = x.ndim != 1
+    e = x - amax(x, axis=axis, keepdims=keep)
+    e -= xp.log(add(xp.exp(e), axis=axis, keepdims=keep))
+    return e
 
 
 def cross_entropy_index(xp, x, t, ignore_index, mean):
@@ -256,10 +260,9 @@ def _keep_low_precision(fn):
 def kernels(xp, strategy=None) -> dict:
     """The activation and softmax kernels bound for ``xp``."""
     s = strategy or Strategy(xp)
-    table = bind(s, {"softmax": softmax, "softmax_backward": softmax_backward,
+    table = bind(s, {"softmax": softmax, "softmax_backward": softmax_backward, "log_softmax": log_softmax,
                      "cross_entropy_index_backward": cross_entropy_index_backward})
     table.update(bind(xp, {
-        "log_softmax": log_softmax,
         "cross_entropy_index": cross_entropy_index,
         "nn_softplus": softplus, "nn_elu": elu, "nn_leaky_relu": leaky_relu, "nn_threshold": threshold,
         "nn_hardsigmoid": hardsigmoid, "nn_hardswish": hardswish, "nn_silu": silu, "nn_mish": mish,

@@ -133,6 +133,13 @@ def _infer_dtype(data):
         return dtypes.FROM_NP.get(data.dtype, None) or dtypes.float64
     if isinstance(data, np.generic):
         return dtypes.FROM_NP[np.dtype(type(data))]
+    cat = _PY_CATEGORY.get(type(data))  # a Python number, or a flat list of them: their types say it
+    if cat is None and type(data) is list and data:
+        kinds = set(map(type, data))
+        if kinds <= _NUMBERS:
+            cat = max(map(_PY_CATEGORY.__getitem__, kinds))
+    if cat is not None:
+        return dtypes.default_for_category(cat)
     cat = -1
     typed = set()  # dtypes of typed elements (tensors, NumPy scalars and arrays): they promote as PyTorch's do
     stack = [data]
@@ -166,6 +173,7 @@ def _to_host(data):
 
 # --------------------------------------------------------------------------- reading Python data
 _NUMBERS = frozenset((float, int, bool, complex))
+_PY_CATEGORY = {bool: dtypes.BOOL, int: dtypes.INT, float: dtypes.FLOAT, complex: dtypes.COMPLEX}
 _LEAVES = (float, int, bool, complex, np.generic, Tensor)
 
 
