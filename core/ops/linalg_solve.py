@@ -459,7 +459,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     if rcond is None:
         rcond = _eps(A.dtype) * max(m, n)
     x = pinv(a, rtol=rcond) @ b
-    empty = A.detach().new_empty(0)
+    empty = A.detach().real.new_empty(0)  # (residuals and singular values are real for complex input too)
     with no_grad():
         s = svdvals(a) if min(m, n) else a.new_zeros((*a.shape[:-2], 0))
         cut = s.amax(-1, keepdim=True) * rcond if s.shape[-1] else s
