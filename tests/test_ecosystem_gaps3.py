@@ -71,3 +71,17 @@ def test_extra_state_key_suffix():
     restored = with_state(ember)
     restored.load_state_dict({**with_state(ember).state_dict(), "_extra_state": {"step": 5}})
     assert restored.step == 5
+
+
+def test_gelu_keeps_float16():
+    """A float16 model's MLP (transformers' eager-vs-SDPA tests in half precision): gelu of float16 is float16, as in
+    PyTorch (SciPy's erf of float16 is float64, which the next Linear refused)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    x = np.linspace(-4, 4, 33).astype(np.float16)
+    for approximate in ("none", "tanh"):
+        ours = ember.nn.functional.gelu(ember.tensor(x), approximate=approximate)
+        theirs = torch.nn.functional.gelu(torch.tensor(x), approximate=approximate)
+        assert ours.dtype == ember.float16
+        np.testing.assert_allclose(ours.numpy().astype(np.float32), theirs.numpy().astype(np.float32), atol=2e-3)

@@ -247,11 +247,12 @@ def mish(xp, x):
 
 
 def _keep_low_precision(fn):
-    """``fn`` whose result keeps a bfloat16 input's dtype: ml_dtypes' bfloat16 times a Python float is float32, so
-    a formula with float constants widens it (kind "V": ml_dtypes' types; NumPy's own keep their dtype)."""
+    """``fn`` whose result keeps a low-precision float input's dtype: ml_dtypes' bfloat16 times a Python float is
+    float32, so a formula with float constants widens it (kind "V": ml_dtypes' types), and SciPy's erf of float16
+    is float64 (gelu)."""
     def kernel(x, *args):
         out = fn(x, *args)
-        return out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "V" else out
+        return out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind in "Vf" else out
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
