@@ -2,7 +2,7 @@
 
 ``erf`` on the CPU backend is SciPy's ufunc, which evaluates element by element in double precision (about
 10 ns an element: a training step of a GELU network spends most of its GELU backward there).
-:func:`erf_float32` computes it with NumPy ufunc passes over cache-sized chunks, 2-4x faster, within 2.5 ulp
+:func:`erf_float32` computes it with NumPy ufunc passes over cache-sized chunks, 3x faster, within 2.5 ulp
 of the exact value (SciPy's float32 result is correctly rounded; eager mode keeps it, so a compiled graph
 with ``erf`` equals eager mode's within float32 tolerance, not bit for bit).
 
@@ -23,8 +23,9 @@ _Q = (-0.9259776032813449, -1.9872730630554298, -0.7821907896750211, -0.06127530
       1.411977026031445e-06)
 _P32 = tuple(np.float32(c) for c in _P)
 _Q32 = tuple(np.float32(c) for c in _Q)
-CHUNK = 16384
-"""Elements per pass: the four scratch buffers stay in the L2 cache."""
+_CUT32 = np.float32(_CUT)
+CHUNK = 32768
+"""Elements per pass (measured best on 262144 elements: the scratch buffers stay in the L2 cache)."""
 MIN_SIZE = 4096
 """Arrays below this size keep the replaced kernel (the chunked passes cost a few microseconds of calls)."""
 
@@ -43,24 +44,28 @@ def erf_float32(x):
     out = np.empty(x.shape, np.float32)
     src, dst = x.reshape(-1), out.reshape(-1)
     n0 = min(CHUNK, src.size)
-    a, s, p, q = (np.empty(n0, np.float32) for _ in range(4))
-    small = np.empty(n0, bool)
-    for i in range(0, src.size, CHUNK):
+    a, s, p, q, m = (np.empty(n0, np.float32) for _ in range(5))
+    cut, cut2, top = (np.full(n0, v, np.float32) for v in (_CUT, _CUT * _CUT, _TOP))  # (an array operand: a
+    for i in range(0, src.size, CHUNK):                       # vectorised minimum; a scalar one is 3x slower)
         xs, d = src[i:i + CHUNK], dst[i:i + CHUNK]
         n = xs.size
-        ai, si, pi, qi, mi = a[:n], s[:n], p[:n], q[:n], small[:n]
+        ai, si, pi, qi, mi = a[:n], s[:n], p[:n], q[:n], m[:n]
         np.abs(xs, out=ai)
-        np.less(ai, _CUT, out=mi)
-        np.multiply(ai, ai, out=si)
+        np.less(ai, cut[:n], out=mi, casting="unsafe")  # 1.0 near 0, else 0.0
+        np.minimum(ai, cut[:n], out=qi)
+        np.multiply(qi, qi, out=si)
         _horner(_P32, si, pi)
-        pi *= ai                                # erf(|x|) near 0
-        np.minimum(ai, _TOP, out=si)
-        si -= np.float32(_CUT)
+        pi *= qi                                # erf(|x|) near 0 (finite everywhere: |x| clamped)
+        np.minimum(ai, top[:n], out=si)
+        si -= _CUT32
         _horner(_Q32, si, qi)
         np.exp(qi, out=qi)
         np.subtract(1, qi, out=qi)              # erf(|x|) away from 0
-        np.copyto(qi, pi, where=mi)
-        np.copysign(qi, xs, out=d)
+        pi *= mi                                # the one or the other, by the 0/1 mask (each product exact)
+        np.subtract(1, mi, out=mi)
+        qi *= mi
+        pi += qi
+        np.copysign(pi, xs, out=d)
     return out
 
 
