@@ -31,6 +31,15 @@ def same(e, t):
     np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
+def printed(e, t, device):
+    """ember's and PyTorch's prints of ``e`` and ``t``, ember's device named nowhere; on a device of another type
+    (which ember names in the values, lengthening their lines) with whitespace runs made one space."""
+    ours, theirs = re.sub(r", device='[^']*'", "", repr(e)), repr(t).replace("torch", "ember")
+    if ember.device(device).type != "cpu":
+        ours, theirs = " ".join(ours.split()), " ".join(theirs.split())
+    return ours, theirs
+
+
 def structure(s, name):
     compressed, plain, _ = LAYOUTS[name]
     return [getattr(s, compressed)().tolist(), getattr(s, plain)().tolist(), s.values().tolist()]
@@ -168,11 +177,13 @@ def test_printing_like_pytorch(device):
         t = convert(torch, torch.tensor(DENSE), name)
         first = re.sub(r", device='[^']*'", "", repr(e).split("\n")[0])  # another backend names its device
         assert first == repr(t).split("\n")[0].replace("torch", "ember")
-        assert f"size=(4, 6), nnz={t._nnz()}, layout=ember.sparse_{name}" in repr(e)
+        ours, theirs = printed(e, t, device)
+        assert ours == theirs  # wrapped as PyTorch's
     e = ember.tensor(DENSE, dtype=ember.float64, device=device).to_sparse_csc()
     t = torch.tensor(DENSE, dtype=torch.float64).to_sparse_csc()
     assert "values=tensor([3., 2., 5., 6., 7.]" in repr(e) and "values=tensor([3., 2., 5., 6., 7.])" in repr(t)
-    assert "nnz=5, dtype=ember.float64, layout=ember.sparse_csc" in repr(e)
+    ours, theirs = printed(e, t, device)
+    assert ours == theirs
     assert "dtype=torch.float64, layout=torch.sparse_csc" in repr(t)
 
 
@@ -294,10 +305,57 @@ def test_conversions_and_transposes_pass_a_dense_gradient_on_whole(device):
     xe = ember.tensor(a, device=device, requires_grad=True)
     xt = torch.tensor(a, requires_grad=True)
     w = np.arange(12.0).reshape(6, 2)
-    for f in (lambda m, x: m.mm(x.to_sparse_csr(), m.tensor(w)), lambda m, x: x.to_sparse().t().t() @ m.tensor(w),
-              lambda m, x: m.tensor(w).t() @ x.to_sparse_csr().t().to_sparse_csr(),
+    for f in (lambda m, x: m.mm(x.to_sparse_csr(), x.new_tensor(w)), lambda m, x: x.to_sparse().t().t() @ x.new_tensor(w),
+              lambda m, x: x.new_tensor(w).t() @ x.to_sparse_csr().t().to_sparse_csr(),
               lambda m, x: x.to_sparse_csc().to_dense() * 3):  # to_dense's gradient keeps the pattern
         xe.grad = xt.grad = None
         f(ember, xe).sum().backward()
         f(torch, xt).sum().backward()
         same(xe.grad, xt.grad)
+
+
+# a [2, 3, 2] tensor: as batched CSR (2 batches of 3x2, two entries each) or as hybrid CSR (3x2 of 2-vectors)
+BATCHED = [[[0., 0.], [1., 2.], [0., 0.]], [[3., 0.], [0., 0.], [0., 5.]]]
+SHAPED = [  # (build from a library, dense_dim)
+    (lambda m: m.tensor(BATCHED).to_sparse_csr(), 0), (lambda m: m.tensor(BATCHED).to_sparse_csr(dense_dim=1), 1),
+    (lambda m: m.tensor(BATCHED).to_sparse_csc(dense_dim=1), 1),
+    (lambda m: m.tensor(BATCHED).to_sparse(layout=m.sparse_csr, dense_dim=1), 1),
+    (lambda m: m.cat([m.tensor(BATCHED)] * 2).to_sparse_bsr((2, 1), dense_dim=1), 1),
+    (lambda m: m.tensor(BATCHED).to_sparse_bsr((1, 1)), 0),
+    (lambda m: m.stack([m.tensor(BATCHED)] * 2).to_sparse_csr(dense_dim=1), 1),
+    (lambda m: m.sparse_csr_tensor([0, 1, 3], [1, 0, 2], [[1., 2.], [3., 0.], [0., 5.]]), 1),
+    (lambda m: m.sparse_csr_tensor([[0, 1, 2], [0, 2, 2]], [[1, 0], [0, 1]], [[1., 2.], [3., 4.]], (2, 2, 2)), 0),
+    (lambda m: m.zeros(2, 3, 4, layout=m.sparse_csr), 0),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SHAPED)))
+def test_batched_and_hybrid_compressed_tensors_match_pytorch(device, k):
+    build, dense_dim = SHAPED[k]
+    with ember.device(device):
+        e = build(ember)
+    t = build(torch)
+    name = str(t.layout)[13:]
+    assert str(e.layout) == str(t.layout).replace("torch", "ember")
+    assert (tuple(e.shape), e.dense_dim(), e.sparse_dim(), e._nnz()) == (tuple(t.shape), dense_dim, t.sparse_dim(),
+                                                                         t._nnz())
+    compressed, plain, _ = LAYOUTS[name]
+    for part in (compressed, plain, "values"):
+        pe, pt = getattr(e, part)(), getattr(t, part)()
+        assert tuple(pe.shape) == tuple(pt.shape) and pe.tolist() == pt.tolist(), part
+    same(e.to_dense(), t.to_dense())
+    coo_e, coo_t = e.to_sparse(), t.to_sparse()
+    assert coo_e._indices().tolist() == coo_t._indices().tolist()
+    same(coo_e._values(), coo_t._values())
+    ours, theirs = printed(e, t, device)  # the whole print, but an empty index tensor's dtype (ember's names it)
+    assert ours.replace(", dtype=ember.int64)", ")") == theirs
+
+
+def test_batched_and_hybrid_bad_input_like_pytorch():
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match=r"t\(\) expects a tensor with <= 2 dimensions, but self is 3D"):
+            m.tensor(BATCHED).to_sparse_csr(dense_dim=1).t()
+        with pytest.raises(RuntimeError):  # a different number of entries per batch
+            m.tensor([[[1., 0.]], [[1., 1.]]]).to_sparse_csr()
+        with pytest.raises(RuntimeError):  # PyTorch has no product of a batched or hybrid compressed tensor
+            m.tensor(BATCHED).to_sparse_csr() @ m.ones(2, 4)

@@ -44,20 +44,35 @@ def _sd(s) -> int:
     return s._sp_i.shape[0]
 
 
+def _nbatch(s) -> int:
+    """The number of leading batch dimensions of a compressed tensor (0 for COO)."""
+    return s._sp_crow.ndim - 1 if s._sp_layout is not COO else 0
+
+
 def _coo(s):
     """``s`` as a COO tensor of single entries: a compressed tensor's rows (columns) expanded from its pointers,
-    each block's entries at their own positions (coalesced only when it comes from CSR)."""
+    each block's entries at their own positions, batch indices first (coalesced only when it comes from CSR)."""
     if s._sp_layout is COO:
         return s
-    ptr, v = s._sp_crow, s._sp_v
-    major = repeat_interleave(arange(ptr.shape[0] - 1, device=ptr.device), (ptr[1:] - ptr[:-1]).long())
-    rows, cols = (s._sp_i.long(), major) if INDEX_NAMES[s._sp_layout][2] else (major, s._sp_i.long())
+    nb = _nbatch(s)
+    batch_shape = tuple(s.shape[:nb])
+    ptr, v = s._sp_crow.reshape(-1, s._sp_crow.shape[-1]), s._sp_v
+    n_major = ptr.shape[1] - 1
+    v = v.reshape(-1, *v.shape[nb + 1:])  # the batches' entries one after another
+    counts = (ptr[:, 1:] - ptr[:, :-1]).reshape(-1).long()
+    major = repeat_interleave(arange(counts.shape[0], device=ptr.device), counts)  # batch * n_major + row
+    batch, major = major.div(n_major, rounding_mode="floor"), major.remainder(n_major)
+    minor = s._sp_i.reshape(-1).long()
+    rows, cols = (minor, major) if INDEX_NAMES[s._sp_layout][2] else (major, minor)
     if s._sp_layout in (BSR, BSC):
-        (r, c), nnz = v.shape[1:3], v.shape[0]
-        rows = (rows.reshape(-1, 1, 1) * r + arange(r, device=ptr.device).reshape(1, -1, 1)).expand(nnz, r, c)
-        cols = (cols.reshape(-1, 1, 1) * c + arange(c, device=ptr.device).reshape(1, 1, -1)).expand(nnz, r, c)
-        rows, cols, v = rows.reshape(-1), cols.reshape(-1), v.reshape(-1, *v.shape[3:])
-    return make(stack([rows, cols]), v, s.shape, s._sp_layout is CSR)
+        r, c = v.shape[1:3]
+        n = v.shape[0]
+        rows = (rows.reshape(-1, 1, 1) * r + arange(r, device=ptr.device).reshape(1, -1, 1)).expand(n, r, c)
+        cols = (cols.reshape(-1, 1, 1) * c + arange(c, device=ptr.device).reshape(1, 1, -1)).expand(n, r, c)
+        batch = batch.reshape(-1, 1, 1).expand(n, r, c)
+        rows, cols, batch, v = rows.reshape(-1), cols.reshape(-1), batch.reshape(-1), v.reshape(-1, *v.shape[3:])
+    lead = list(_unravel(batch, batch_shape)) if nb else []
+    return make(stack([*lead, rows, cols]), v, s.shape, s._sp_layout is CSR)
 
 
 def _index_tensor(indices, device):
@@ -116,8 +131,8 @@ def _dense_start(layout) -> int:
     return 3 if layout in (BSR, BSC) else 1
 
 
-def _blocksize(layout, values) -> tuple:
-    return tuple(values.shape[1:3]) if layout in (BSR, BSC) else (1, 1)
+def _blocksize(layout, values, nb: int = 0) -> tuple:
+    return tuple(values.shape[nb + 1:nb + 3]) if layout in (BSR, BSC) else (1, 1)
 
 
 # PyTorch's C++ names of the dtypes its index checks print
@@ -135,46 +150,56 @@ def _compressed_indices(compressed, plain, device, names):
 
 
 def _check_compressed(ptr, idx, values, size, layout):
-    """PyTorch's invariants of a compressed tensor (its messages, RuntimeError)."""
+    """PyTorch's invariants of a compressed tensor (its messages, RuntimeError), in each batch."""
     cname, pname, by_column = INDEX_NAMES[layout]
-    block = _blocksize(layout, values)
-    if ptr.ndim != 1 or idx.ndim != 1:
-        raise RuntimeError(f"sparse_compressed_tensor: expected 1-D {cname} and {pname} (batch dimensions are "
-                           f"not supported), got {list(ptr.shape)} and {list(idx.shape)}")
-    if layout in (BSR, BSC) and values.ndim < 3:
-        raise RuntimeError("values must have dimensionality > sum of batch and block dimensionalities (=0 + 2) but "
-                           f"got {values.ndim}")
-    dense = values.ndim - _dense_start(layout)
-    if len(size) != 2 + dense:
-        raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense dimensionalities (=0 + 2 + "
-                           f"{dense}) but got {len(size)}")
+    block = _blocksize(layout, values, ptr.ndim - 1)
+    nb = ptr.ndim - 1
+    if ptr.ndim != idx.ndim or ptr.ndim < 1:
+        raise RuntimeError(f"{cname} and {pname} dimensionalities must be equal but got {ptr.ndim} and {idx.ndim}, "
+                           "respectively")
+    if ptr.shape[:-1] != idx.shape[:-1] or tuple(values.shape[:nb]) != tuple(ptr.shape[:-1]):
+        raise RuntimeError(f"all batch dimensions of {cname}, {pname} and values must be equal, got "
+                           f"{list(ptr.shape)}, {list(idx.shape)} and {list(values.shape)}")
+    if layout in (BSR, BSC) and values.ndim < nb + 3:
+        raise RuntimeError(f"values must have dimensionality > sum of batch and block dimensionalities (={nb} + 2) "
+                           f"but got {values.ndim}")
+    dense = values.ndim - nb - _dense_start(layout)
+    if dense < 0 or len(size) != nb + 2 + dense:
+        raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense dimensionalities (={nb} + "
+                           f"2 + {dense}) but got {len(size)}")
+    if tuple(size[:nb]) != tuple(ptr.shape[:-1]):
+        raise RuntimeError(f"batch dimensions of {cname} ({list(ptr.shape[:-1])}) must be the tensor's "
+                           f"({list(size[:nb])})")
     for d in range(2):
-        if size[d] % block[d]:
-            raise RuntimeError(f"tensor shape[{d}] (={size[d]}) must be divisible with blocksize[{d}] "
+        if size[nb + d] % block[d]:
+            raise RuntimeError(f"tensor shape[{nb + d}] (={size[nb + d]}) must be divisible with blocksize[{d}] "
                                f"(={block[d]}) as defined by values shape")
-    n_major, n_minor = (size[1] // block[1], size[0] // block[0]) if by_column else (size[0] // block[0],
-                                                                                    size[1] // block[1])
-    nnz = values.shape[0]
-    if ptr.shape[0] != n_major + 1:
+    m, n = size[nb] // block[0], size[nb + 1] // block[1]
+    n_major, n_minor = (n, m) if by_column else (m, n)
+    nnz = values.shape[nb]
+    if ptr.shape[-1] != n_major + 1:
         raise RuntimeError(f"{cname}.shape[-1] must be equal to the number of {'columns' if by_column else 'rows'}"
-                           f" + 1 (={n_major + 1}), but got {ptr.shape[0]}")
-    if idx.shape[0] != nnz:
-        raise RuntimeError(f"{pname}.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], but "
-                           f"got {idx.shape[0]}")
-    if int(ptr[0]) != 0:
+                           f" + 1 (={n_major + 1}), but got {ptr.shape[-1]}")
+    if idx.shape[-1] != nnz:
+        raise RuntimeError(f"{pname}.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[{nb}], "
+                           f"but got {idx.shape[-1]}")
+    nbatch = math.prod(ptr.shape[:-1])
+    ptr, idx = ptr.reshape(nbatch, n_major + 1), idx.reshape(nbatch, nnz)
+    if bool((ptr[:, 0] != 0).any()):
         raise RuntimeError(f"`{cname}[..., 0] == 0` is not satisfied.")
-    if int(ptr[-1]) != nnz:
+    if bool((ptr[:, -1] != nnz).any()):
         raise RuntimeError(f"`{cname}[..., -1] == nnz` is not satisfied.")
     plain = "nrows" if by_column else "ncols"
     if nnz and (int(idx.min()) < 0 or int(idx.max()) >= n_minor):
         raise RuntimeError(f"`0 <= {pname} < {plain}` is not satisfied.")
-    counts = ptr[1:] - ptr[:-1]
+    counts = (ptr[:, 1:] - ptr[:, :-1]).reshape(-1)
     if nnz and bool((counts < 0).any()):
         raise RuntimeError(f"`1 <= {cname}[..., i] - {cname}[..., i - 1] <= {plain}` for all i = 1, ..., "
                            f"{'ncols' if by_column else 'nrows'} is not satisfied.")
-    # sorted and distinct within each row (column): every step inside one is positive
-    major = repeat_interleave(arange(n_major, device=ptr.device), counts.long())
-    if nnz > 1 and bool(((idx[1:] <= idx[:-1]) & (major[1:] == major[:-1])).any()):
+    # sorted and distinct within each row (column) of each batch: every step inside one is positive
+    major = repeat_interleave(arange(counts.shape[0], device=ptr.device), counts.long())
+    flat = idx.reshape(-1)
+    if nnz > 1 and bool(((flat[1:] <= flat[:-1]) & (major[1:] == major[:-1])).any()):
         raise RuntimeError(f"`{pname}[..., {cname}[..., i - 1]:{cname}[..., i]] for all i = 1, ..., "
                            f"{'ncols' if by_column else 'nrows'} are sorted and distinct along the last dimension "
                            "values` is not satisfied.")
@@ -196,11 +221,12 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
         raise RuntimeError(f"sparse_compressed_tensor expected sparse compressed tensor layout but got {got}")
     values = _value_tensor(values, dtype, device)
     ptr, idx = _compressed_indices(compressed_indices, plain_indices, values.device, INDEX_NAMES[layout])
-    if size is None and ptr.ndim == 1 and idx.ndim == 1 and values.ndim >= _dense_start(layout):
-        block = _blocksize(layout, values)
-        n_major, n_minor = ptr.shape[0] - 1, int(idx.max()) + 1 if idx.shape[0] else 0
+    nb = ptr.ndim - 1
+    if size is None and 0 <= nb == idx.ndim - 1 and values.ndim >= nb + _dense_start(layout):
+        block = _blocksize(layout, values, nb)
+        n_major, n_minor = ptr.shape[-1] - 1, int(idx.max()) + 1 if idx.numel() else 0
         rows, cols = (n_minor, n_major) if INDEX_NAMES[layout][2] else (n_major, n_minor)
-        size = (rows * block[0], cols * block[1], *values.shape[_dense_start(layout):])
+        size = (*ptr.shape[:-1], rows * block[0], cols * block[1], *values.shape[nb + _dense_start(layout):])
     size = tuple(int(n) for n in size)
     _check_compressed(ptr, idx, values, size, layout)
     s = make_csr(ptr, idx, values.detach() if requires_grad else values, size, layout)
@@ -304,11 +330,11 @@ def _to_sparse(self, sparse_dim, layout, blocksize, dense_dim):
     return make(indices, flat.index_select(0, _linear(indices, sshape)), self.shape, True)
 
 
-def _pointers(major, n: int):
-    """The compressed indices of sorted ``major`` indices: where each of the ``n`` rows (columns) starts, and the
-    end."""
-    counts = zeros(n + 1, dtype=dtypes.int64, device=major.device).index_add(0, major + 1, major.new_ones(major.shape))
-    return counts.cumsum(0)
+def _pointers(major, n: int, batches: int = 1):
+    """The compressed indices (``[batches, n + 1]``) of sorted ``major`` indices, ``batch * n + row``: where each
+    of the ``n`` rows (columns) of each batch starts, and the end."""
+    counts = zeros(batches * n, dtype=dtypes.int64, device=major.device).index_add(0, major, major.new_ones(major.shape))
+    return cat([zeros(batches, 1, dtype=dtypes.int64, device=major.device), counts.reshape(batches, n).cumsum(1)], 1)
 
 
 def _to_compressed(self, layout, blocksize, dense_dim, op=None):
@@ -319,41 +345,56 @@ def _to_compressed(self, layout, blocksize, dense_dim, op=None):
 
 def _compress(self, layout, blocksize, dense_dim, op):
     op = op or f"to_sparse_{layout._name[7:]}"
-    if isinstance(self, SparseTensor) and self._sp_layout is layout and (
-            blocksize is None or tuple(blocksize) == _blocksize(layout, self._sp_v)):
+    sparse = isinstance(self, SparseTensor)
+    if sparse and self._sp_layout is layout and (
+            blocksize is None or tuple(blocksize) == _blocksize(layout, self._sp_v, _nbatch(self))):
         return self
-    if dense_dim:
-        raise NotImplementedError(f"{op}: dense_dim {dense_dim} is not supported (hybrid compressed tensors)")
-    if self.ndim != 2:
-        raise RuntimeError(f"{op}: expected a 2-D tensor (batch and hybrid dimensions are not supported), got "
-                           f"{self.ndim}-D")
     by_column = INDEX_NAMES[layout][2]
-    if layout in (CSR, CSC) and isinstance(self, SparseTensor):
+    if dense_dim is None:
+        dense_dim = globals()["dense_dim"](self) if sparse else 0
+    if layout in (CSR, CSC) and sparse and self.ndim == 2 and not dense_dim and self._sp_layout is not CSR or (
+            layout is CSR and sparse and self._sp_layout is CSC and self.ndim == 2 and not dense_dim):
         if self._sp_layout in (BSR, BSC):
             raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
                                f"layout but got {_kind(self)}")
         coo = coalesce(_coo(self))  # explicit entries stay, in row-major (or, transposed, column-major) order
         coo = coalesce(transpose(coo)) if by_column else coo
         major, minor = coo._sp_i
-        return make_csr(_pointers(major, self.shape[1 if by_column else 0]), minor, coo._sp_v, self.shape, layout)
+        n_major = self.shape[1 if by_column else 0]
+        return make_csr(_pointers(major, n_major)[0], minor, coo._sp_v, self.shape, layout)
+    if sparse and self._sp_layout in (BSR, BSC) and layout in (CSR, CSC):
+        raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
+                           f"layout but got {_kind(self)}")
     if isinstance(blocksize, int):
         blocksize = (blocksize, blocksize)
     if blocksize is not None and len(blocksize) != 2:
         raise RuntimeError(f"dense_{op}: blocksize needs to be a tuple of size 2, but got {len(blocksize)}")
     r, c = (1, 1) if blocksize is None else blocksize
-    m, n = self.shape
+    nb = self.ndim - 2 - dense_dim  # leading batch dimensions
+    if nb < 0 or dense_dim < 0:
+        raise RuntimeError(f"{op}: expected a tensor of at least 2 + dense_dim (={dense_dim}) dimensions, got "
+                           f"{self.ndim}")
+    batch, (m, n), dense_shape = tuple(self.shape[:nb]), self.shape[nb:nb + 2], tuple(self.shape[nb + 2:])
     if m % r or n % c:
         raise RuntimeError(f"dense_{op}: tensor sparse size ({m},{n}) must be divisible by given blocksize "
                            f"({r},{c})")
-    dense = to_dense(self)
-    blocks = dense.reshape(m // r, r, n // c, c).permute(0, 2, 1, 3)  # [block row, block column, r, c]
-    if by_column:
-        blocks = blocks.transpose(0, 1)
-    n_major, n_minor = blocks.shape[:2]
-    major, minor = (blocks != 0).reshape(n_major, n_minor, -1).any(-1).nonzero().t()
-    values = blocks.reshape(n_major * n_minor, r, c).index_select(0, major * n_minor + minor)
-    values = values if layout in (BSR, BSC) else values.reshape(-1)
-    return make_csr(_pointers(major, n_major), minor, values, self.shape, layout)
+    nbatch = math.prod(batch)
+    blocks = to_dense(self).reshape(nbatch, m // r, r, n // c, c, *dense_shape)
+    # [batch, major block, minor block, r, c, *dense]: block rows major, or block columns for CSC/BSC
+    blocks = blocks.permute(0, *((3, 1) if by_column else (1, 3)), 2, 4, *range(5, blocks.ndim))
+    n_major, n_minor = blocks.shape[1:3]
+    mask = (blocks != 0).reshape(nbatch, n_major, n_minor, -1).any(-1)
+    counts = mask.reshape(nbatch, -1).sum(1)
+    if nbatch > 1 and bool((counts != counts[0]).any()):
+        raise RuntimeError(f"{op}: expect the same number of specified elements per batch, got "
+                           f"{counts.tolist()}")
+    b, major, minor = mask.nonzero().t()
+    lin = (b * n_major + major) * n_minor + minor
+    values = blocks.reshape(nbatch * n_major * n_minor, r, c, *dense_shape).index_select(0, lin)
+    nnz = lin.shape[0] // max(nbatch, 1)
+    values = values.reshape(*batch, nnz, *((r, c) if layout in (BSR, BSC) else ()), *dense_shape)
+    ptr = _pointers(b * n_major + major, n_major, nbatch).reshape(*batch, n_major + 1)
+    return make_csr(ptr, minor.reshape(*batch, nnz), values, self.shape, layout)
 
 
 @implements("to_sparse_csr", layouts=BOTH)
@@ -530,18 +571,26 @@ def sparse_dim(self) -> int:
 @implements("dense_dim", layouts=BOTH)
 def dense_dim(self) -> int:
     """The number of dense (trailing) dimensions, those of each value."""
-    return self._sp_v.ndim - (1 if self._sp_layout is COO else _dense_start(self._sp_layout))
+    return self._sp_v.ndim - (1 if self._sp_layout is COO else _nbatch(self) + _dense_start(self._sp_layout))
 
 
 @implements("_nnz", layouts=BOTH)
 def _nnz(self) -> int:
-    return self._sp_v.shape[0]
+    return self._sp_v.shape[_nbatch(self)]
 
 
 _TRANSPOSED = {CSR: CSC, CSC: CSR, BSR: BSC, BSC: BSR}
 
 
-@implements("t", "transpose", layouts=BOTH)
+@implements("t", layouts=BOTH)
+def t(self):
+    """The transpose of a sparse matrix (see :func:`transpose`); a tensor of more than 2 dimensions raises."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return transpose(self, 0, 1)
+
+
+@implements("transpose", layouts=BOTH)
 def transpose(self, dim0=0, dim1=1):
     """The transpose of two sparse dimensions (``t()``: of a matrix).  A COO result is not coalesced; a compressed
     matrix keeps its index arrays and changes layout (CSR <-> CSC, BSR <-> BSC, each block transposed).
@@ -901,14 +950,15 @@ def _empty_compressed(layout):
         if layout in (BSR, BSC):
             raise RuntimeError(f"{op}_sparse_compressed expected sparse compressed (non-block) tensor layout but got "
                                f"{_KIND[layout]}")
-        if len(size) != 2:
-            raise NotImplementedError(f"{op}: layout {layout} of size {list(size)} is not supported (sparse_coo, and "
-                                      "compressed layouts of two dimensions, are)")
-        values = zeros(0, dtype=dtype, device=device)
+        if len(size) < 2:
+            raise RuntimeError(f"{op}: a tensor of layout {layout} has at least 2 dimensions, got size "
+                               f"{list(size)}")
+        batch = tuple(size[:-2])
+        values = zeros(*batch, 0, dtype=dtype, device=device)
         index = {"dtype": dtypes.int64, "device": values.device}
-        n_major = size[1] if INDEX_NAMES[layout][2] else size[0]
-        return sparse_compressed_tensor(zeros(n_major + 1, **index), zeros(0, **index), values, size, layout=layout,
-                                        requires_grad=requires_grad)
+        n_major = size[-1] if INDEX_NAMES[layout][2] else size[-2]
+        return sparse_compressed_tensor(zeros(*batch, n_major + 1, **index), zeros(*batch, 0, **index), values, size,
+                                        layout=layout, requires_grad=requires_grad)
     return empty
 
 

@@ -14,6 +14,7 @@ without sparse tensors keep Tensor's plain method path.
 from __future__ import annotations
 
 from .. import layouts
+from .._printing import PRINT_OPTS
 from ..ops.creation import zeros
 from ..overrides import _PROPERTY_NAMES
 from ..tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
@@ -169,20 +170,31 @@ class SparseTensor(Tensor):
             parts = [(compressed, self._sp_crow), (plain, self._sp_i), ("values", self._sp_v)]
         else:
             parts = [("indices", self._sp_i), ("values", self._sp_v)]
-        lines, dtype = [], ""
+        lines, dtype = [], None
         for k, (field, t) in enumerate(parts):
             lead = ("tensor(" if k == 0 else "       ") + field + "="
             body = repr(t.detach())
             if t is self._sp_v and f", dtype={t.dtype}" in body:  # PyTorch names it once, after the size
-                body, dtype = body.replace(f", dtype={t.dtype}", ""), f"dtype={t.dtype}, "
-            body = "\n".join(line.rstrip() for line in body.replace("\n", "\n" + " " * len(lead)).split("\n"))
-            lines.append(lead + body + ",")
-        tail = f"       size={tuple(self.shape)}, nnz={self._sp_v.shape[0]}, {dtype}layout={self._sp_layout}"
+                body, dtype = body.replace(f", dtype={t.dtype}", ""), f"dtype={t.dtype}"
+            lines.append(lead + "\n".join(line.rstrip() for line in body.replace("\n", "\n" + " " * len(lead))
+                                          .split("\n")))
+        nb = self._sp_crow.ndim - 1 if self._sp_layout is not COO else 0
+        suffixes = [f"size={tuple(self.shape)}", f"nnz={self._sp_v.shape[nb]}", dtype, f"layout={self._sp_layout}"]
         if self.grad_fn is not None:
-            tail += f", grad_fn=<{type(self.grad_fn).__name__}>"
+            suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
         elif self.requires_grad:
-            tail += ", requires_grad=True"
-        return "\n".join(lines + [tail + ")"])
+            suffixes.append("requires_grad=True")
+        # PyTorch's wrapping: each suffix after the values while the line stays within the print width (COO's
+        # start on a line of their own)
+        text = ",\n".join(lines)
+        width, newline = PRINT_OPTS.linewidth, self._sp_layout is COO
+        line = len(text) - text.rfind("\n") + 1
+        for suffix in filter(None, suffixes):
+            if newline or line + len(suffix) + 2 > width:
+                text, line, newline = text + ",\n       " + suffix, 7 + len(suffix), False
+            else:
+                text, line = text + ", " + suffix, line + len(suffix) + 2
+        return text + ")"
 
     __str__ = __repr__
 
