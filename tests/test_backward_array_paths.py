@@ -19,10 +19,11 @@ W0, B0 = RNG.standard_normal((5, 4)), RNG.standard_normal(5)
 
 def _program(lib, x, lin):
     """Each op with a one-op or on-array gradient, once: Linear (a Parameter weight), tanh, sigmoid, softmax,
-    clamp with number bounds, a product and a quotient of tensors, a concatenation."""
+    clamp with number bounds, a product and a quotient of tensors, a broadcast difference, relu, a
+    concatenation."""
     h = lin(x).tanh()
     y = lib.softmax(h.sigmoid() * 3, -1) + lib.clamp(h, -0.5, 0.4) / (h * x[:, :1] + 2)
-    return lib.cat([y, x[:, 1:]], 1).pow(2).sum()
+    return (lib.cat([y, x[:, 1:]], 1) - x[:, :1]).relu().pow(2).sum()
 
 
 def _setup(lib, dev):
@@ -83,7 +84,7 @@ def test_gradient_node_names_are_pytorchs(device):
     for lib, dev in ((ember, device), (torch, "cpu")):
         x = lib.tensor(X0, device=dev, requires_grad=True)
         row = []
-        for y in (x.tanh(), x.sigmoid(), lib.softmax(x, 1), lib.clamp(x, -0.5, 0.5)):
+        for y in (x.tanh(), x.sigmoid(), lib.softmax(x, 1), lib.clamp(x, -0.5, 0.5), x.relu(), x - x.exp()):
             (g,) = lib.autograd.grad(y.pow(2).sum(), x, create_graph=True)
             row.append(g.grad_fn.name())
         names.append(row)
@@ -92,7 +93,7 @@ def test_gradient_node_names_are_pytorchs(device):
 
 def test_version_counter_checked_on_the_one_op_paths(device):
     x = ember.tensor(X0, device=device, requires_grad=True)
-    for f in (lambda v: v.tanh(), lambda v: ember.softmax(v, 1)):
+    for f in (lambda v: v.tanh(), lambda v: v.sigmoid(), lambda v: v.relu(), lambda v: ember.softmax(v, 1)):
         y = f(x * 1)
         s = y.sum()
         y.add_(1)  # the saved output changed in place

@@ -70,6 +70,8 @@ class AddScaled(Op):
 
 
 def _sub_vjp(ctx, g):
+    if on_arrays(g):  # no graph is being built: the negation on the array
+        return g, _wrap(g._dev.kernels["neg"](g._data), g._dev)
     return g, -g
 
 
@@ -209,12 +211,20 @@ SigmoidGrad = op_class("SigmoidGrad", "sigmoid_backward", saves="input", vjp=_si
 
 
 def _real_grad(Grad, formula):
-    """A saved-output vjp: the fused ``Grad(g, y)`` for real dtypes, ``g * conj(formula(y))`` for complex."""
-    def vjp(g, x, y):
+    """A saved-output backward: the fused ``Grad(g, y)`` for real dtypes (its kernel on the arrays when no graph
+    is being built), ``g * conj(formula(y))`` for complex."""
+    kernel = Grad.kernel_name
+
+    def backward(ctx, g):
+        if on_arrays(g):
+            y = ctx.output_data()  # (version-checked)
+            if g._data.dtype is y.dtype and g.dtype.category == dtypes.FLOAT:
+                return _wrap(g._dev.kernels[kernel](g._data, y), g._dev)
+        y = ctx.output
         if y.dtype.category == dtypes.COMPLEX:
             return g * _cj(formula(y))
         return binary(Grad, g, y)
-    return vjp
+    return backward
 
 
 def _where_vjp(ctx, g):
@@ -509,7 +519,10 @@ def _sign_of_integer(x):
 
 
 def _relu_backward(ctx, g):
-    return unary(ReluGrad, g, ctx.output_data())
+    y = ctx.output_data()
+    if on_arrays(g) and g._data.dtype is y.dtype:  # no graph is being built: the kernel on the arrays
+        return _wrap(g._dev.kernels["relu_backward"](g._data, y), g._dev)
+    return unary(ReluGrad, g, y)
 
 
 def _same(x):
@@ -537,8 +550,8 @@ Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="ke
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
 Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.", onnx="Relu")
-Tanh, tanh = unary_op("tanh", _real_grad(TanhGrad, lambda y: 1 - y * y), saves="output", onnx="Tanh")
-Sigmoid, sigmoid = unary_op("sigmoid", _real_grad(SigmoidGrad, lambda y: y * (1 - y)), saves="output",
+Tanh, tanh = unary_op("tanh", saves="output", backward=_real_grad(TanhGrad, lambda y: 1 - y * y), onnx="Tanh")
+Sigmoid, sigmoid = unary_op("sigmoid", saves="output", backward=_real_grad(SigmoidGrad, lambda y: y * (1 - y)),
                             onnx="Sigmoid")
 export(sigmoid, "expit", to=("special",))
 Sin, sin = unary_op("sin", lambda g, x, y: g * _cj(x.cos()), onnx="Sin")
@@ -607,7 +620,6 @@ def round(input, *, decimals=0, out=None):  # noqa: A001,A002
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)
     r = _round_even(input * scale) / scale if decimals > 0 else _round_even(input / scale) * scale
     return out_or(composite_node(r, "RoundBackward1"), out)
-
 
 
 @export(to=("special",))
@@ -913,7 +925,6 @@ def clamp_min(input, min):  # noqa: A002
 def clamp_max(input, max):  # noqa: A002
     r = clamp(input, max=max)
     return r if isinstance(max, Tensor) else rename_node(r, "ClampMaxBackward0")
-
 
 
 @export(inplace=True)
