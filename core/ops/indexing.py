@@ -912,8 +912,8 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002
     """
     _put_args(input, index, source, "put")
     flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
-    return keep_saved(composite_node(flat.reshape(input.shape), "PutBackward0"), source if source.requires_grad else None)
-
+    kept = source if source.requires_grad else None
+    return keep_saved(composite_node(flat.reshape(input.shape), "PutBackward0"), kept)
 
 
 export(index_put_, "index_put_", to=("torch",))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, composite_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -77,7 +77,7 @@ _COMPLEX = frozenset({
     "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "eigh", "pinv",
     "matrix_rank", "matrix_exp", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_triangular",
     "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals", "geqrf",
-    "householder_product", "ormqr",
+    "householder_product", "ormqr", "svd_lowrank", "pca_lowrank",
 })
 
 
@@ -247,7 +247,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} "
                            f"and B of type {B.dtype} instead")
     if not left:
-        return solve(A.mT, B.mT).mT
+        return composite_node(solve(A.mT, B.mT).mT, "LinalgSolveExBackward0")
     vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     b = B.unsqueeze(-1) if vec else B
     if b.shape[-2] != A.shape[-1]:
@@ -262,7 +262,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
         x = apply(Solve, a, b)
     except RuntimeError:
         raise LinAlgError(f"linalg.solve: {_FAILURES['solve']} (A of shape {list(A.shape)})") from None
-    return out_or(x.squeeze(-1) if vec else x, out)
+    return out_or(composite_node(x.squeeze(-1), "LinalgSolveExBackward0") if vec else x, out)  # PyTorch's node
 
 
 

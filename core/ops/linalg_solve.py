@@ -19,7 +19,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -110,7 +110,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
         raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     if not left:
-        return out_or(solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT, out)
+        x = solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT
+        return out_or(composite_node(x, "LinalgSolveTriangularBackward0"), out)
     if B.shape[-2] != A.shape[-1]:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
@@ -133,17 +134,20 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitrian
     _matrices(A, "triangular_solve")
     a = A.mT if transpose else A
     x = solve_triangular(a, b, upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
-    return outs_or(TriangularSolveResult(keep_saved(x, b, A), A.clone()), out)  # (PyTorch's node keeps both)
+    node = "TriangularSolveBackward0"  # PyTorch's one node of both outputs (it keeps both inputs)
+    return outs_or(TriangularSolveResult(keep_saved(composite_node(x, node), b, A), composite_node(A.clone(), node)),
+                   out)
 
 
 # --------------------------------------------------------------------------- LU
-def _lu_parts(lu):
-    """``L`` (unit lower, m x k) and ``U`` (upper, k x n) of a compact LU (differentiable)."""
+def _lu_parts(lu, node=None):
+    """``L`` (unit lower, m x k) and ``U`` (upper, k x n) of a compact LU (differentiable); ``node``: PyTorch's
+    name of the one node of both (the op that unpacks them)."""
     m, n = lu.shape[-2], lu.shape[-1]
     k = min(m, n)
     lo = lu[..., :, :k].tril(-1) + _eye(m, k, lu)
     up = lu[..., :k, :].triu()
-    return lo, up
+    return (lo, up) if node is None else (composite_node(lo, node), composite_node(up, node))
 
 
 class LuPermutation(Op):
@@ -275,7 +279,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
     _matrices(LU_data, "lu_unpack", "LU_data")
     _check_pivots(LU_data, LU_pivots, "lu_unpack")
     empty = LU_data.detach().new_empty(0)
-    lo, up = _lu_parts(LU_data) if unpack_data else (empty, empty)
+    lo, up = _lu_parts(LU_data, "LuUnpackBackward0") if unpack_data else (empty, empty)
     p = _permutation(LU_pivots, LU_data) if unpack_pivots else empty
     return outs_or(LUUnpackResult(p, lo, up), out)
 
@@ -291,7 +295,7 @@ def lu(A: Tensor, *, pivot: bool = True, out=None):
             [0.0000, 0.6667]])
     """
     lu_, pivots, _ = _lu_factor_ex(A, "linalg.lu", pivot)
-    lo, up = _lu_parts(lu_)
+    lo, up = _lu_parts(lu_, "LinalgLuBackward0")
     return outs_or(LUResult(_permutation(pivots, lu_), lo, up), out)
 
 
@@ -341,14 +345,15 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     lo, up = _lu_parts(LU)
     p = _permutation(pivots, LU)
     if not left:  # X A = B  <=>  A^H X^H = B^H
-        return out_or(lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH, out)
+        x = lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH
+        return out_or(composite_node(x, "LinalgLuSolveBackward0"), out)
     if adjoint:   # A^H = U^H L^H P^T: X = P L^-H U^-H B
         x = solve_triangular(up.mH, B, upper=False)
         x = p @ solve_triangular(lo.mH, x, upper=True, unitriangular=True)
     else:         # A = P L U: X = U^-1 L^-1 P^T B
         x = solve_triangular(lo, p.mT @ B, upper=False, unitriangular=True)
         x = solve_triangular(up, x, upper=True)
-    return out_or(x, out)
+    return out_or(composite_node(x, "LinalgLuSolveBackward0"), out)
 
 
 @export(name="lu_solve", to=TORCH_TENSOR)
@@ -472,7 +477,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     sv = s if driver in ("gelsd", "gelss") else empty
     if vec:  # (the residuals keep their column of one)
         x = x.squeeze(-1)
-    return LstsqResult(x, residuals, rank, sv)
+    node = "LinalgLstsqBackward0"  # PyTorch's one node of the solution and the residuals
+    return LstsqResult(composite_node(x, node), composite_node(residuals, node), rank, sv)
 
 
 # --------------------------------------------------------------------------- matrix exponential
@@ -628,6 +634,7 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
                            f"input.shape[-1], got {m} and {n}")
     x = _eye(m, n, A).expand(*A.shape[:-2], m, n)
     q = _apply_reflectors(A, tau, x, reversed(range(tau.shape[-1])), True, False)
+    q = composite_node(q, "LinalgHouseholderProductBackward0")
     return out_or(keep_saved(q, A, tau), out)  # (PyTorch's one node keeps both inputs)
 
 
@@ -664,7 +671,9 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=
     # Q = H_1 ... H_k: Q X applies H_k first; Q^H X applies H_1 first; X Q applies H_1 first
     forward = left == bool(transpose)
     order = range(k) if forward else reversed(range(k))
-    return out_or(keep_saved(_apply_reflectors(input, tau, other, order, left, bool(transpose)), input, tau, other), out)
+    r = _apply_reflectors(input, tau, other, order, left, bool(transpose))
+    r = composite_node(r, "OrmqrBackward0") if k else r  # (no reflector: other itself)
+    return out_or(keep_saved(r, input, tau, other), out)
 
 
 Geqrf = op_class("Geqrf", "geqrf", backward_name="GeqrfBackward0", arity=1)
@@ -706,7 +715,8 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N
                            f"{L.shape[-1]} by {L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     lo = L.mH if upper else L
     y = solve_triangular(lo, B, upper=False)
-    return out_or(keep_saved(solve_triangular(lo.mH, y, upper=True), B, L), out)  # (PyTorch's node keeps both)
+    x = composite_node(solve_triangular(lo.mH, y, upper=True), "CholeskySolveBackward0")
+    return out_or(keep_saved(x, B, L), out)  # (PyTorch's node keeps both)
 
 
 @export(to=TORCH_TENSOR)
@@ -723,7 +733,8 @@ def cholesky_inverse(L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N8
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {L.shape[-2]} "
                            f"by {L.shape[-1]} matrices")
     n = L.shape[-1]
-    return out_or(cholesky_solve(_eye(n, n, L).expand(L.shape), L, upper), out)
+    x = cholesky_solve(_eye(n, n, L).expand(L.shape), L, upper)
+    return out_or(composite_node(x, "CholeskyInverseBackward0"), out)
 
 
 # --------------------------------------------------------------------------- LDL (Bunch-Kaufman)
@@ -912,21 +923,21 @@ def _svd_lowrank(A, q, niter, M):
     m, n = A.shape[-2], A.shape[-1]
     if M is not None:
         M = M.broadcast_to(A.shape)
-    if m < n:  # work on the tall one
-        A = A.mT
-        M = None if M is None else M.mT
+    if m < n:  # work on the tall one (A^H = V S U^H)
+        A = A.mH
+        M = None if M is None else M.mH
     basis = _approximate_basis(A, q, niter, M)
-    b = basis.mT @ A
+    b = basis.mH @ A
     if M is not None:
-        b = b - basis.mT @ M
+        b = b - basis.mH @ M
     u, s, vh = svd(b, full_matrices=False)
-    u, v = basis @ u, vh.mT
+    u, v = basis @ u, vh.mH
     return (v, s, u) if m < n else (u, s, v)
 
 
 @export(to=("torch",))
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None):
-    """``(U, S, V)``: an approximate rank-``q`` SVD ``A - M ~ U diag(S) V^T`` by random projections (``niter``
+    """``(U, S, V)``: an approximate rank-``q`` SVD ``A - M ~ U diag(S) V^H`` by random projections (``niter``
     subspace iterations); exact for matrices of rank ``q`` or less.  Draws from ember's random generator.
 
     >>> import ember

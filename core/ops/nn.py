@@ -1255,7 +1255,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             raise RuntimeError(f"pad: Padding value causes wrapping around more than once: ({lo}, {hi}) at "
                                f"dimension {dim} of input {list(input.shape)}")
         out = out.index_select(dim, _create("pad", input._dev, False, None, "pad_index", size, lo, hi, mode))
-    return out
+    return out if mode == "circular" else keep_saved(out, input)  # (PyTorch's reflection/replication nodes keep it)
 
 
 # --------------------------------------------------------------------------- more activations, shuffles, norms
@@ -1349,7 +1349,6 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     rest = tuple(x.shape[2:])
     return composite_node(x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(x.shape),
                        "ChannelShuffleBackward0")
-
 
 
 export(channel_shuffle, "native_channel_shuffle", to=("nn.functional", "torch"))

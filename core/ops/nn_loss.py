@@ -672,7 +672,6 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return reduce_loss(loss, reduction, "triplet_margin_with_distance_loss")
 
 
-
 # --------------------------------------------------------------------------- linear_cross_entropy
 _ACC_POLICIES = ("auto", "accurate", "balanced", "compact")
 

@@ -232,7 +232,6 @@ def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
     return composite_node(grid.reshape((n,) + full + (d,)), "AffineGridGeneratorBackward0")
 
 
-
 @export(to=("nn.functional",))
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
     """The ``grid_sample`` grid of a batch of affine maps: ``theta`` ``(N, 2, 3)`` for a 4-D ``size``,

@@ -874,7 +874,6 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
                       x2)
 
 
-
 @export
 def dist(input, other, p=2):  # noqa: A002
     """The ``p``-norm of ``input - other`` (broadcast), over all elements.
@@ -1123,7 +1122,6 @@ def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002
     return out_or(composite_node(input * factor, "RenormBackward0"), out)
 
 
-
 @export
 def inner(input, other, *, out=None):  # noqa: A002
     """The inner product over the last dimension of both (a product when one is 0-d).
@@ -1245,7 +1243,6 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     base = data.new_full((n,) + tuple(data.shape[1:]), empty if initial is None else initial)
     return composite_node(base.scatter_reduce(0, idx, data, name, include_self=initial is not None),
                        "SegmentReduceBackward0")  # PyTorch's one node
-
 
 
 def _grad_along(f, d, h, edge_order):

@@ -1614,7 +1614,6 @@ def block_diag(*tensors) -> Tensor:
     return composite_node(cat(rows, 0), "BlockDiagBackward0")
 
 
-
 def _default_device():
     return resolve(None)
 

@@ -157,7 +157,6 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     return return_types.nanmedian(composite_node(values, "NanmedianBackward1"), idx)
 
 
-
 @export
 def mode(input, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     """The most frequent value along ``dim`` (the smallest among ties) and the last index where it occurs.

@@ -92,7 +92,6 @@ def mvlgamma(input, p, *, out=None):  # noqa: A002
     return out_or(keep_saved(composite_node(r, "MvlgammaBackward0"), input), out)  # (PyTorch's node keeps input)
 
 
-
 export(mvlgamma, "multigammaln", to=ONLY)
 
 
