@@ -378,3 +378,31 @@ def test_gcn_training_matches_pytorch(device):
             losses[m].append(loss.item())
     np.testing.assert_allclose(losses[ember], losses[torch], rtol=1e-5)
     assert losses[ember][-1] < losses[ember][0]
+
+
+def test_bmm_of_a_batched_coo_tensor_and_its_gradients(device):
+    x = np.array([[[0., 0.], [1., 2.], [0., 0.]], [[3., 0.], [0., 0.], [0., 5.]]])
+    d = np.arange(12.).reshape(2, 2, 3)
+    got = {}
+    for m in (ember, torch):
+        dev = device if m is ember else "cpu"
+        leaf_s = m.tensor(x, device=dev).to_sparse().requires_grad_()  # a leaf: its gradient is dense
+        ds = m.tensor(d, device=dev, requires_grad=True)
+        y = m.bmm(leaf_s, ds)
+        y.pow(2).sum().backward()
+        v = m.tensor(x, device=dev).to_sparse().values().clone().requires_grad_()
+        s = m.sparse_coo_tensor(m.tensor(x, device=dev).to_sparse().indices(), v, (2, 3, 2))
+        m.bmm(s, ds.detach()).pow(2).sum().backward()  # values that record a gradient get its stored entries
+        got[m] = (y, leaf_s.grad, ds.grad, v.grad)
+        assert str(leaf_s.grad.layout).endswith("strided")
+    for a, b in zip(got[ember], got[torch]):
+        np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().numpy())
+    for m in (ember, torch):
+        s = m.tensor(x, dtype=m.float32).to_sparse()
+        for bad in ((s, m.ones(2, 3, 3)), (s, m.ones(3, 2, 3)), (m.ones(2, 4, 3), s),
+                    (m.tensor(x, dtype=m.float32).to_sparse(dense_dim=1), m.ones(2, 2, 3)),
+                    (s, m.ones(2, 2, 3, dtype=m.float64))):
+            with pytest.raises(RuntimeError, match="bmm_sparse|expected scalar type Float but found Double"):
+                m.bmm(*bad)
+        with pytest.raises(RuntimeError, match="sparse_dim\\(\\)!=2 is not supported"):
+            s.to_sparse_csr()

@@ -350,6 +350,9 @@ def _compress(self, layout, blocksize, dense_dim, op):
             blocksize is None or tuple(blocksize) == _blocksize(layout, self._sp_v, _nbatch(self))):
         return self
     by_column = INDEX_NAMES[layout][2]
+    if sparse and self._sp_layout is COO and _sd(self) != 2:
+        raise RuntimeError(f"coo_{op}: conversion from Sparse to {_KIND[layout]} for input tensors with "
+                           "sparse_dim()!=2 is not supported")
     if dense_dim is None:
         dense_dim = globals()["dense_dim"](self) if sparse else 0
     if layout in (CSR, CSC) and sparse and self.ndim == 2 and not dense_dim and self._sp_layout is not CSR or (
@@ -844,6 +847,40 @@ def matmul(input, other, *, out=None):  # noqa: A002
     if isinstance(input, Tensor) and not isinstance(input, SparseTensor) and input.ndim == 1:
         return mm(input.unsqueeze(0), other, out=out).squeeze(0)
     return mm(input, other, out=out)
+
+
+@implements("bmm", layouts=(COO,))
+def bmm(input, mat2, *, out=None):  # noqa: A002
+    """The batched matrix product of a 3-D COO tensor (no dense dimensions) and a dense 3-D tensor: dense
+    ``[b, n, p]``; a sparse leaf's gradient is dense, as :func:`mm`'s.
+
+    >>> import ember
+    >>> s = ember.tensor([[[0., 2.]], [[3., 0.]]]).to_sparse()
+    >>> ember.bmm(s, ember.ones(2, 2, 1)).tolist()
+    [[[2.0]], [[3.0]]]
+    """
+    if out is not None:
+        raise NotImplementedError(f"bmm: out= is not supported for a tensor of layout {COO}")
+    if not isinstance(input, SparseTensor) or isinstance(mat2, SparseTensor):
+        raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+    if dense_dim(input):
+        raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 0 dense dims, but has {dense_dim(input)}")
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm_sparse: expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    for d0, d1 in ((0, 0), (2, 1)):
+        if input.shape[d0] != mat2.shape[d1]:
+            raise RuntimeError(f"bmm_sparse: 'self.size({d0})' and 'mat2.size({d1})' must match")
+    if input.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_SCALAR_NAMES.get(input.dtype, input.dtype)} but found "
+                           f"{_SCALAR_NAMES.get(mat2.dtype, mat2.dtype)}")
+    dense = _dense_grad_operand(input)
+    if dense is not input:
+        return dense.bmm(mat2)
+    (nb, m, k), n = input.shape, mat2.shape[2]
+    b, r, c = input._sp_i
+    products = input._sp_v.unsqueeze(1) * mat2.reshape(nb * k, n).index_select(0, b * k + c)
+    out = zeros(nb * m, n, dtype=products.dtype, device=products.device)
+    return out.index_add(0, b * m + r, products).reshape(nb, m, n)
 
 
 def _addmm(input, mat1, mat2, beta, alpha, masked: bool):  # noqa: A002
