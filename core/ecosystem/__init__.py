@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import importlib.metadata
 import io
 import json
@@ -317,20 +318,29 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if xml.exists():
         _count(xml, result)
     result.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    kind = "smoke" if smoke else "full"
+    kind = _kind(smoke, subset)
     (site.parent / f"result-{mode}-{kind}-{origin}.json").write_text(json.dumps(dataclasses.asdict(result)))
     return result
 
 
+def _kind(smoke: bool, subset) -> str:
+    """Which stored result a run replaces: ``full``, ``smoke``, or one per ``--subset`` (its arguments hashed)."""
+    if subset:
+        return "subset" + hashlib.sha1(" ".join(subset).encode()).hexdigest()[:8]
+    return "smoke" if smoke else "full"
+
+
 def stored_results(root: Path | None = None) -> list:
-    """The latest result of every library, subset (full, smoke) and mode run so far (kept beside each private
-    install)."""
+    """The latest result of every library, subset (full, smoke, each ``--subset``) and mode run so far (kept beside
+    each private install)."""
     out = []
     for lib in LIBRARIES.values():
-        for kind in ("full", "smoke"):
+        folder = (root or cache_dir()) / f"{lib.name}-{lib.version}"
+        kinds = sorted({p.name.split("-")[2] for p in folder.glob("result-*.json")} - {"full", "smoke"})
+        for kind in ("full", "smoke", *kinds):
             for origin in ("sdist", "snapshot", "canonical"):
                 for mode in MODES:
-                    path = (root or cache_dir()) / f"{lib.name}-{lib.version}" / f"result-{mode}-{kind}-{origin}.json"
+                    path = folder / f"result-{mode}-{kind}-{origin}.json"
                     if path.exists():
                         out.append(Result(**json.loads(path.read_text())))
     return out

@@ -112,3 +112,23 @@ def test_tests_from_a_plain_folder(tmp_path, monkeypatch):
     assert ecosystem.prepare(lib, root)[2]
     with pytest.raises(FileNotFoundError, match="neither a git directory nor a folder"):
         ecosystem.add_snapshot_tests(lib, tmp_path / "missing", "", root)
+
+
+def test_each_subset_run_is_kept(tmp_path):
+    """Runs of other pytest arguments (``--subset``) are stored apart from the library's own subsets, one per
+    arguments, and the table shows each beside the others."""
+    import dataclasses
+    import json
+
+    lib = ecosystem.LIBRARIES["transformers"]
+    folder = tmp_path / f"{lib.name}-{lib.version}"
+    folder.mkdir()
+    runs = [(None, "usage"), (("tests/a.py",), "tests/a.py"), (("tests/b.py", "-k", "x"), "tests/b.py -k x")]
+    for subset, text in runs:
+        kind = ecosystem._kind(False, subset)
+        for mode in ecosystem.MODES:
+            res = ecosystem.Result(lib.name, mode, "snapshot", text, passed=3, date="today")
+            (folder / f"result-{mode}-{kind}-snapshot.json").write_text(json.dumps(dataclasses.asdict(res)))
+    assert len({ecosystem._kind(False, s) for s, _ in runs}) == 3
+    subsets = [r.subset for r in ecosystem.stored_results(tmp_path)]
+    assert sorted(set(subsets)) == ["tests/a.py", "tests/b.py -k x", "usage"] and len(subsets) == 6
