@@ -793,3 +793,37 @@ def test_compiled_training_call_is_one_node_with_inputs_aliased(device):
         x = ember.randn(2, 3, device=device, requires_grad=True)
         g(x, w)[2].backward()
         np.testing.assert_allclose(_np(x.grad), _np(w), rtol=1e-6)
+
+
+def test_reduction_and_softmax_stand_ins_match_pytorch():
+    torch = pytest.importorskip("torch")
+    from ember._dynamo.fastmath import overrides
+    kernels = ember.empty(1)._dev.kernels
+    fast = overrides(kernels, np.ndarray)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 4, 16, 32)).astype(np.float32)
+    x[..., 3] = -np.inf
+    x[0, 0, 0] = -np.inf  # a row with no finite entry: NaN, as in PyTorch
+    want = torch.softmax(torch.from_numpy(x).double(), -1).numpy()
+    for axis in (3, -1):
+        with np.errstate(invalid="ignore"):  # (the replay runs kernels inside the error guard)
+            got = fast["softmax"](x, axis)
+        assert got.dtype == np.float32 and np.isnan(got[0, 0, 0]).all()
+        np.testing.assert_allclose(got[0, 0, 1:], want[0, 0, 1:], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got[1:], want[1:], rtol=1e-6, atol=1e-7)
+    y = rng.standard_normal((16, 32, 64)).astype(np.float32)
+    ty = torch.from_numpy(y).double()
+    for axis, keep in ((2, True), (-1, False), ((0, 1), False), ((1,), True), (None, False)):
+        dims = tuple(range(3)) if axis is None else axis
+        for name, ref in (("sum", ty.sum(dims, keepdim=keep)), ("mean", ty.mean(dims, keepdim=keep))):
+            got = fast[name](y, axis, keep)
+            assert got.shape == tuple(ref.shape) and got.dtype == np.float32
+            np.testing.assert_allclose(got, ref.numpy(), rtol=2e-6, atol=2e-5)
+    for shape in ((16, 32, 1), (64,), (32, 64), (16, 1, 64)):
+        got = fast["sum_to"](y, shape)
+        np.testing.assert_allclose(got, ty.sum_to_size(shape).numpy(), rtol=2e-6, atol=2e-5)
+    small, wide, strided = y[:2, :2], y.astype(np.float64), y.transpose(2, 1, 0)  # (the replaced kernels serve)
+    for a in (small, wide, strided):
+        assert np.array_equal(fast["sum"](a, -1, False), kernels["sum"](a, -1, False))
+        assert np.array_equal(fast["softmax"](a, -1), kernels["softmax"](a, -1))
+    assert overrides(kernels, object) == {}
