@@ -281,3 +281,17 @@ def test_lstsq_fields_of_complex_input_are_torch(driver, device):
     for e, t in zip(got, want):
         assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
         assert_close(_host(e), _host(t), rtol=1e-9, atol=1e-9, check_dtype=False)
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6)])
+def test_low_rank_svd_of_complex_input_is_exact_at_its_rank(shape, device):
+    # a rank-2 matrix: U diag(S) V^H rebuilds it and S (and its gradient) are PyTorch's singular values
+    a = c(shape[0], 2) @ c(2, shape[1])
+    e = ember.tensor(a, device=device, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    for u, s, v in (ember.svd_lowrank(e, q=2), ember.pca_lowrank(e, q=2, center=False)):
+        assert_close(_host(u @ (s.to(u.dtype).unsqueeze(-1) * v.mH)), a, rtol=1e-9, atol=1e-9)
+        assert_close(_host(s), _host(torch.linalg.svdvals(t)[:2]), rtol=1e-9, atol=1e-9, check_dtype=False)
+    ember.svd_lowrank(e, q=2)[1].sum().backward()
+    torch.linalg.svdvals(t)[:2].sum().backward()
+    assert_close(_host(e.grad), _host(t.grad), rtol=1e-8, atol=1e-9, check_dtype=False)

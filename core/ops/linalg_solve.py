@@ -914,7 +914,7 @@ def _approximate_basis(A, q, niter, M):
 
     q_ = qr(times(A, r, M)).Q
     for _ in range(niter):
-        q_ = qr(times(A.mT, q_, None if M is None else M.mT)).Q
+        q_ = qr(times(A.mH, q_, None if M is None else M.mH)).Q
         q_ = qr(times(A, q_, M)).Q
     return q_
 
