@@ -70,6 +70,10 @@ def test_sampling_ops(device, torch):
     assert m.dtype is ember.int64 and tuple(m.shape) == (2, 2000)
     assert (m[0] != 0).all() and (m[1] == 0).all()
     assert abs(float((m[0] == 2).float().mean()) - 0.75) < 0.05
+    small = ember.multinomial(w, 600, replacement=True)  # few enough draws to be counted in one comparison
+    assert small.dtype is ember.int64 and tuple(small.shape) == (2, 600)
+    assert (small[0] != 0).all() and (small[1] == 0).all()
+    assert abs(float((small[0] == 2).float().mean()) - 0.75) < 0.08
     nr = ember.multinomial(ember.ones(2, 5, device=device), 5)
     assert nr.sort(1).values.tolist() == [[0, 1, 2, 3, 4]] * 2
     ri = ember.randint_like(ember.zeros(2, 3, dtype=ember.int32, device=device), 3, 7)
