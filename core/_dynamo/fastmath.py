@@ -142,8 +142,8 @@ def overrides(kernels, atype):
 
     if softmax is not None:
         def fast_softmax(x, axis):
-            if type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim < 2 or axis % x.ndim != x.ndim - 1 \
-                    or x.size < MIN_SIZE or not x.flags.c_contiguous or x.shape[-1] < 2:
+            if x.size < MIN_SIZE or type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim < 2 or \
+                    axis % x.ndim != x.ndim - 1 or not x.flags.c_contiguous or x.shape[-1] < 2:
                 return softmax(x, axis)
             n = x.shape[-1]
             rows = x.reshape(-1, n)
@@ -156,6 +156,8 @@ def overrides(kernels, atype):
 
     if sum_ is not None:
         def fast_sum(x, axis=None, keepdims=False, dtype=None):
+            if x.size < MIN_SIZE:  # (the common small case first: a stand-in must not slow it down)
+                return sum_(x, axis, keepdims, dtype)
             axes = _axes(axis, x.ndim)
             r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
             return sum_(x, axis, keepdims, dtype) if r is None else r
@@ -163,6 +165,8 @@ def overrides(kernels, atype):
 
     if mean is not None:
         def fast_mean(x, axis=None, keepdims=False, dtype=None):
+            if x.size < MIN_SIZE:
+                return mean(x, axis, keepdims, dtype)
             axes = _axes(axis, x.ndim)
             r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
             if r is None:
@@ -173,9 +177,9 @@ def overrides(kernels, atype):
 
     if sum_to is not None:
         def fast_sum_to(x, shape):
-            lead = x.ndim - len(shape)
-            if type(x) is not np.ndarray:
+            if x.size < MIN_SIZE or type(x) is not np.ndarray:
                 return sum_to(x, shape)
+            lead = x.ndim - len(shape)
             axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
             r = _gemv_sum(x, axes, lambda side: tuple(shape)) if axes else None
             return sum_to(x, shape) if r is None else r
