@@ -406,3 +406,24 @@ def test_bmm_of_a_batched_coo_tensor_and_its_gradients(device):
                 m.bmm(*bad)
         with pytest.raises(RuntimeError, match="sparse_dim\\(\\)!=2 is not supported"):
             s.to_sparse_csr()
+
+
+def test_hybrid_coo_against_pytorch(device):
+    x = [[[0., 0.], [1., 2.], [0., 0.]], [[3., 0.], [0., 0.], [0., 5.]]]
+    built = {}
+    for m in (ember, torch):
+        dev = device if m is ember else "cpu"
+        s = m.tensor(x, device=dev).to_sparse(dense_dim=1)
+        ctor = m.sparse_coo_tensor([[0, 1, 1], [1, 0, 2]], m.tensor([[1., 2.], [3., 0.], [0., 5.]], device=dev))
+        built[m] = (s, ctor, s * 2, s + s, m.sparse.sum(s, 2), m.sparse.sum(s, (0, 2)), m.sparse.sum(s),
+                    s.to_sparse_csc(), m.zeros(2, 3, 2, layout=m.sparse_coo, device=dev))
+        for bad, pattern in ((lambda: s.t(), r"t\(\) expects a tensor with <= 2 sparse and 0 dense dimensions, but "
+                              r"got 2 sparse and 1 dense dimensions"),
+                             (lambda: s.transpose(0, 2), "sparse transpose: transposed dimensions must be sparse")):
+            with pytest.raises(RuntimeError, match=pattern):
+                bad()
+    for e, t in zip(built[ember], built[torch]):
+        assert str(e.layout) == str(t.layout).replace("torch", "ember") and tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.to_dense().cpu().numpy(), t.to_dense().numpy())
+        if e.layout is not ember.strided and ember.device(device).type == "cpu":
+            assert repr(e) == repr(t).replace("torch", "ember")  # empty parts say their size, indices no dtype

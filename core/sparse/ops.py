@@ -587,7 +587,11 @@ _TRANSPOSED = {CSR: CSC, CSC: CSR, BSR: BSC, BSC: BSR}
 
 @implements("t", layouts=BOTH)
 def t(self):
-    """The transpose of a sparse matrix (see :func:`transpose`); a tensor of more than 2 dimensions raises."""
+    """The transpose of a sparse matrix (see :func:`transpose`); a tensor of more than 2 dimensions (for COO: of
+    dense dimensions) raises, as in PyTorch."""
+    if self._sp_layout is COO and (_sd(self) > 2 or dense_dim(self)):
+        raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got {_sd(self)} "
+                           f"sparse and {dense_dim(self)} dense dimensions")
     if self.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return transpose(self, 0, 1)
@@ -617,8 +621,8 @@ def transpose(self, dim0=0, dim1=1):
                             (d0, d1))
     sd = _sd(self)
     if max(d0, d1) >= sd:
-        raise NotImplementedError(f"transpose: dimensions {dim0} and {dim1} must both be sparse dimensions of a "
-                                  f"tensor of layout {COO} (sparse_dim {sd})")
+        raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got sparse_dim: {sd}, d0: {d0}, "
+                           f"d1: {d1}")
     order = list(range(self.ndim))
     order[d0], order[d1] = d1, d0
     shape = [self.shape[d] for d in order]

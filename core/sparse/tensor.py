@@ -174,8 +174,11 @@ class SparseTensor(Tensor):
         for k, (field, t) in enumerate(parts):
             lead = ("tensor(" if k == 0 else "       ") + field + "="
             body = repr(t.detach())
-            if t is self._sp_v and f", dtype={t.dtype}" in body:  # PyTorch names it once, after the size
-                body, dtype = body.replace(f", dtype={t.dtype}", ""), f"dtype={t.dtype}"
+            if f", dtype={t.dtype}" in body:  # PyTorch names the values' once, after the size; the indices' never
+                body = body.replace(f", dtype={t.dtype}", "")
+                dtype = f"dtype={t.dtype}" if t is self._sp_v else dtype
+            if t.numel() == 0 and ", size=" not in body:  # an empty part says its size
+                body = f"{body[:-1]}, size={tuple(t.shape)})"
             lines.append(lead + "\n".join(line.rstrip() for line in body.replace("\n", "\n" + " " * len(lead))
                                           .split("\n")))
         nb = self._sp_crow.ndim - 1 if self._sp_layout is not COO else 0
