@@ -811,6 +811,10 @@ def test_reduction_and_softmax_stand_ins_match_pytorch():
         assert got.dtype == np.float32 and np.isnan(got[0, 0, 0]).all()
         np.testing.assert_allclose(got[0, 0, 1:], want[0, 0, 1:], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(got[1:], want[1:], rtol=1e-6, atol=1e-7)
+    p = torch.softmax(torch.from_numpy(x[1:]), -1)
+    g = torch.randn(p.shape, generator=torch.Generator().manual_seed(0))
+    want = torch.ops.aten._softmax_backward_data(g.double(), p.double(), -1, torch.float64).numpy()
+    np.testing.assert_allclose(fast["softmax_backward"](g.numpy(), p.numpy(), 3), want, rtol=1e-5, atol=1e-7)
     y = rng.standard_normal((16, 32, 64)).astype(np.float32)
     ty = torch.from_numpy(y).double()
     for axis, keep in ((2, True), (-1, False), ((0, 1), False), ((1,), True), (None, False)):

@@ -131,7 +131,7 @@ def overrides(kernels, atype):
 
     * ``softmax`` along the last axis of a float32 array: the row maxima from the rows laid out as columns
       (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer one), the row sums as a
-      matrix-vector product;
+      matrix-vector product; its backward's row sums likewise;
     * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product.
 
     Each sums in another order than NumPy's reduction: results agree within float32 tolerance."""
@@ -153,6 +153,20 @@ def overrides(kernels, atype):
             e /= (e @ np.ones(n, np.float32))[:, None]
             return e.reshape(x.shape)
         out["softmax"] = fast_softmax
+
+    softmax_backward = kernels.get("softmax_backward")
+    if softmax_backward is not None:
+        def fast_softmax_backward(g, y, axis):
+            if g.size < MIN_SIZE or type(g) is not np.ndarray or type(y) is not np.ndarray or \
+                    g.dtype != np.float32 or y.dtype != np.float32 or g.shape != y.shape or \
+                    axis % g.ndim != g.ndim - 1 or not (g.flags.c_contiguous and y.flags.c_contiguous):
+                return softmax_backward(g, y, axis)
+            n = g.shape[-1]
+            gy = g * y
+            r = g - (gy.reshape(-1, n) @ np.ones(n, np.float32)).reshape(g.shape[:-1] + (1,))
+            r *= y
+            return r
+        out["softmax_backward"] = fast_softmax_backward
 
     if sum_ is not None:
         def fast_sum(x, axis=None, keepdims=False, dtype=None):
