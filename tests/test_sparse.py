@@ -427,3 +427,14 @@ def test_hybrid_coo_against_pytorch(device):
         np.testing.assert_allclose(e.to_dense().cpu().numpy(), t.to_dense().numpy())
         if e.layout is not ember.strided and ember.device(device).type == "cpu":
             assert repr(e) == repr(t).replace("torch", "ember")  # empty parts say their size, indices no dtype
+
+
+def test_a_sparse_tensor_built_from_recorded_values_is_no_leaf(device):
+    for m in (ember, torch):
+        v = m.tensor([1.0, 2.0], device=device if m is ember else "cpu", requires_grad=True)
+        s = m.sparse_coo_tensor([[0, 1], [1, 0]], v, (2, 2))
+        assert s.requires_grad and not s.is_leaf
+        m.sparse.mm(s, m.ones(2, 1, device=v.device)).sum().backward()
+        with pytest.warns(UserWarning, match="not a leaf"):
+            assert s.grad is None
+        assert v.grad.tolist() == [1.0, 1.0]

@@ -13,6 +13,8 @@ without sparse tensors keep Tensor's plain method path.
 """
 from __future__ import annotations
 
+import warnings
+
 from .. import layouts
 from .._printing import PRINT_OPTS
 from ..ops.creation import zeros
@@ -113,6 +115,11 @@ class SparseTensor(Tensor):
         """The gradient: a sparse tensor of this one's pattern (coalesced, as PyTorch gives it) from the ops
         that give a sparse leaf only its stored entries (``to_dense``, ``ember.sparse.mm``, value-wise ops); a
         dense tensor, with those entries added, once ``mm``, ``matmul`` or ``sum`` have given it a dense one."""
+        if not self.is_leaf:  # (PyTorch's: None, with a warning)
+            warnings.warn("The .grad attribute of a sparse tensor that is not a leaf is being accessed: backward "
+                          "does not populate it (the gradient reaches what it was made from, such as its values).",
+                          UserWarning, stacklevel=2)
+            return None
         g, dense = self._sp_v.grad, self._grad
         if g is None:
             return dense
