@@ -1,8 +1,7 @@
 """Complex linear algebra against PyTorch on every backend: the values of each op on complex128 input, the
 gradients of a real loss of its outputs (PyTorch's conjugate Wirtinger convention), complex64 values, float64
 gradcheck over real and imaginary parts, PyTorch's refusal of losses that depend on the free phases of
-eigen- and singular vectors, LAPACK's geqrf, and the LDL factorization's refusal of complex input (its
-kernel is real only).
+eigen- and singular vectors, LAPACK's geqrf and LDL factorization (complex symmetric; the Hermitian one refuses).
 
 Decompositions whose vectors carry a free phase (``eigh``, ``svd``, ``eig``) are compared through quantities that
 do not depend on it, as PyTorch's own tests do: eigenvalues, singular values, ``|V|^2``, ``U[:, :k] Vh[:k]`` and
@@ -264,10 +263,31 @@ def test_geqrf_is_lapacks(data, device):
         assert_close(_host(e), _host(t), rtol=1e-10, atol=1e-12, check_dtype=False)
 
 
-@pytest.mark.parametrize("op", [lambda m, a: m.linalg.ldl_factor(a), lambda m, a: m.linalg.ldl_factor_ex(a)])
-def test_ops_without_complex_kernels_refuse(op, device):
+@pytest.mark.parametrize("zero_corner", [False, True])
+def test_ldl_of_complex_symmetric_input_is_lapacks(zero_corner, device):
+    # ?sytf2's Bunch-Kaufman pivoting with |re| + |im| sizes (a zero corner forces a 2x2 block)
+    a = c(5, 5)
+    a = a + a.T
+    if zero_corner:
+        a[0, 0] = 0
+    b = c(5, 2)
+    got = ember.linalg.ldl_factor(ember.tensor(a, device=device))
+    want = torch.linalg.ldl_factor(torch.tensor(a))
+    assert got.pivots.tolist() == want.pivots.tolist()
+    assert_close(_host(got.LD), _host(want.LD), rtol=1e-10, atol=1e-12, check_dtype=False)
+    x = ember.linalg.ldl_solve(*got, ember.tensor(b, device=device))
+    assert_close(_host(x), _host(torch.linalg.ldl_solve(*want, torch.tensor(b))), rtol=1e-10, atol=1e-12,
+                 check_dtype=False)
+
+
+@pytest.mark.parametrize("op", [lambda m, a: m.linalg.ldl_factor(a, hermitian=True),
+                                lambda m, a: m.linalg.ldl_factor_ex(a, hermitian=True),
+                                lambda m, a: m.linalg.ldl_solve(a, m.zeros(4, dtype=m.int32, device=a.device), a,
+                                                                hermitian=True)])
+def test_hermitian_ldl_of_complex_input_refuses(op, device):
+    # (LAPACK's ?hetrf has no kernel here yet)
     a = ember.tensor(H, device=device)
-    with pytest.raises(NotImplementedError, match="complex input"):
+    with pytest.raises(NotImplementedError, match="hermitian=True for complex input"):
         op(ember, a)
     assert_close(_host(a), H)
 

@@ -155,7 +155,7 @@ def matrix_exp(xp, a):
 
 def _ldl_one(xp, a):
     # LAPACK's sytf2 (lower): Bunch-Kaufman diagonal pivoting, 1x1 and 2x2 blocks; one matrix (the block
-    # sizes differ between matrices of a batch)
+    # sizes differ between matrices of a batch); complex symmetric (not Hermitian) input as zsytf2, sizes |re| + |im|
     a = xp.tril(a)
     n = a.shape[-1]
     piv = [0] * n
@@ -164,10 +164,10 @@ def _ldl_one(xp, a):
     k = 0
     while k < n:
         kstep = 1
-        absakk = float(abs(a[k, k]))
+        absakk = float(_pivot_size(xp, a[k, k]))
         if k < n - 1:
-            imax = k + 1 + int(xp.argmax(xp.abs(a[k + 1:, k])))
-            colmax = float(abs(a[imax, k]))
+            imax = k + 1 + int(xp.argmax(_pivot_size(xp, a[k + 1:, k])))
+            colmax = float(_pivot_size(xp, a[imax, k]))
         else:
             imax, colmax = k, 0.0
         if max(absakk, colmax) == 0:
@@ -177,12 +177,12 @@ def _ldl_one(xp, a):
             if absakk >= alpha * colmax:
                 kp = k
             else:
-                rowmax = float(xp.max(xp.abs(a[imax, k:imax]))) if imax > k else 0.0
+                rowmax = float(xp.max(_pivot_size(xp, a[imax, k:imax]))) if imax > k else 0.0
                 if imax < n - 1:
-                    rowmax = max(rowmax, float(xp.max(xp.abs(a[imax + 1:, imax]))))
+                    rowmax = max(rowmax, float(xp.max(_pivot_size(xp, a[imax + 1:, imax]))))
                 if absakk >= alpha * colmax * (colmax / rowmax):
                     kp = k
-                elif float(abs(a[imax, imax])) >= alpha * rowmax:
+                elif float(_pivot_size(xp, a[imax, imax])) >= alpha * rowmax:
                     kp = imax
                 else:
                     kp, kstep = imax, 2

@@ -77,7 +77,7 @@ _COMPLEX = frozenset({
     "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "eigh", "pinv",
     "matrix_rank", "matrix_exp", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_triangular",
     "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals", "geqrf",
-    "householder_product", "ormqr", "svd_lowrank", "pca_lowrank",
+    "householder_product", "ormqr", "svd_lowrank", "pca_lowrank", "ldl_factor", "ldl_factor_ex", "ldl_solve",
 })
 
 

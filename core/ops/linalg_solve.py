@@ -742,6 +742,13 @@ LdlFactor = op_class("LdlFactor", "ldl_factor", backward_name="LinalgLdlFactorEx
 LdlSolve = op_class("LdlSolve", "ldl_solve", backward_name="LinalgLdlSolveBackward0", arity=3)
 
 
+def _real_hermitian(A, hermitian, op):
+    """The LDL kernels follow LAPACK's ``?sytf2``: complex symmetric input, not the Hermitian ``?hetf2``."""
+    if hermitian and A.is_complex():
+        raise NotImplementedError(f"linalg.{op}: hermitian=True for complex input ({A.dtype}) is not supported yet; "
+                                  f"complex symmetric input (hermitian=False) is")
+
+
 def _ldl_zero(i):
     return f"The factorization could not be completed because D[{i - 1},{i - 1}] is zero (the input is singular)."
 
@@ -750,7 +757,8 @@ def _ldl_zero(i):
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
     """``(LD, pivots, info)``: LAPACK's ``sytrf`` factorization ``P A P^T = L D L^T`` of a symmetric matrix, read
     from its lower triangle (Bunch-Kaufman pivoting: ``D`` has 1x1 and 2x2 blocks, a 2x2 block marked by two equal
-    negative pivots).  Not differentiable, as in PyTorch.
+    negative pivots).  Complex input is factored as complex symmetric (``hermitian=True`` is refused for it).
+    Not differentiable, as in PyTorch.
 
     >>> import ember
     >>> ember.linalg.ldl_factor_ex(ember.tensor([[4., 2.], [2., 3.]])).LD
@@ -758,6 +766,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
             [0.5000, 2.0000]])
     """
     _square(A, "ldl_factor_ex")
+    _real_hermitian(A, hermitian, "ldl_factor_ex")
     with no_grad():
         ld, pivots, info = unary(LdlFactor, A)
     if check_errors:
@@ -789,6 +798,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
             [1.]])
     """
     _square(LD, "ldl_solve")
+    _real_hermitian(LD, hermitian, "ldl_solve")
     _matrices(B, "linalg.ldl_solve", "B")
     _same_device("linalg.ldl_solve", LD, pivots, B)
     if pivots.dtype is not dtypes.int32 or tuple(pivots.shape) != tuple(LD.shape[:-1]):
