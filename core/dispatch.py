@@ -321,7 +321,7 @@ def on_arrays(*tensors) -> bool:
     if HANDLERS or (not GRAD_OFF or (m := modes()) is None or m.grad):
         return False
     for t in tensors:
-        if isinstance(t, Tensor) and type(t) is not Tensor and \
+        if type(t) is not Tensor and isinstance(t, Tensor) and \
                 type(t).__torch_function__ is not _disabled_torch_function_impl:
             return False
     return True
@@ -351,6 +351,8 @@ def link(ctx, inputs):
                 edges.append((fn, t._nr))
                 if fn is VOLATILE:
                     volatile = True
+            elif t._acc is not None and t._rg and not t._nograd_view:  # a leaf seen before: its node, as grad_edge
+                edges.append((t._acc, 0))
             else:
                 edges.append(grad_edge(t))
             arr = t._data

@@ -231,7 +231,7 @@ class Tensor:
     @property
     def dtype(self) -> dtypes.dtype:
         d = self._data.dtype
-        if isinstance(d, np.dtype):  # other libraries' dtypes must not be compared with NumPy's
+        if type(d) in _NP_DTYPE_TYPES:  # other libraries' dtypes must not be compared with NumPy's
             return _FROM_NP[d]
         return self._dev.backend.dtype_of(self._data)
 
@@ -656,6 +656,7 @@ class Tensor:
 
 
 _FROM_NP = dtypes.FROM_NP
+_NP_DTYPE_TYPES = frozenset(type(d) for d in _FROM_NP)  # NumPy's dtype classes (a set test is cheaper than isinstance)
 
 
 def _contiguous_strides(shape, item):
@@ -666,7 +667,23 @@ def _contiguous_strides(shape, item):
     return tuple(reversed(st))
 
 
+class GivenDim(int):
+    """A negative dimension wrapped into range, which remembers the value it was given (``given``): ops compute with
+    the wrapped one, graph nodes give the given one back as PyTorch's do (``grad_fn._saved_dim``)."""
+
+    def __new__(cls, dim, given):
+        self = int.__new__(cls, dim)
+        self.given = given
+        return self
+
+    def __getnewargs__(self):
+        return int(self), self.given
+
+
 def _wrap_dim(dim, ndim, op="op"):
+    """``dim`` (an int, possibly negative) checked against ``ndim`` and wrapped into range (a :class:`GivenDim`
+    when it was negative; a plain int when it is one already wrapped, passed on by a composite, whose inner ops
+    keep the wrapped value as PyTorch's do)."""
     n = max(ndim, 1)
     if not isinstance(dim, int) or isinstance(dim, bool):
         if hasattr(dim, "__index__"):
@@ -675,7 +692,9 @@ def _wrap_dim(dim, ndim, op="op"):
             raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
     if dim < -n or dim >= n:
         raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim + n if dim < 0 else dim
+    if dim < 0:
+        return GivenDim(dim + n, dim)
+    return dim if type(dim) is int else int(dim)
 
 
 def _wrap(arr, dev) -> Tensor:
