@@ -135,7 +135,7 @@ class Node:
     def check_saved(self):
         """Refuse the backward when a value this node keeps was changed in place since the forward, as PyTorch's
         node does when it unpacks what it saved, for a backward whose formula reads none of them."""
-        self.inputs
+        self.inputs  # noqa: B018 - the property checks the versions
         if self._out is not None:
             self.output_data()
 
@@ -210,7 +210,8 @@ class Node:
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
             if v is not None:
-                out[key] = _plain(v)
+                v = _plain(v)
+                out[key] = _unsigned(v) if key in INT_ARGS else v
         return out
 
     def __getattr__(self, name):
@@ -254,10 +255,27 @@ class Node:
         return _wrap(resolve_device("cpu").backend.as_array(v), resolve_device("cpu"))
 
 
+# PyTorch's names of the int64 (and int64[]) arguments its nodes keep: they read a negative value back as its
+# unsigned 64-bit form (a dim given as -1 reads 18446744073709551615); the other names are Scalars, read signed
+INT_ARGS = frozenset({"dim", "dim0", "dim1", "dim2", "dims", "index", "diagonal", "offset", "shifts", "ignore_index",
+                      "start", "end", "step", "split_size", "split_sizes", "dimension", "size", "repeats", "pad",
+                      "source_dim", "n"})
+
+
+def _unsigned(v):
+    if isinstance(v, tuple):
+        return tuple(_unsigned(e) for e in v)
+    return v + (1 << 64) if type(v) is int and v < 0 else v
+
+
 def _plain(v):
-    """A kept argument in PyTorch's Python form: sequences as tuples, array-library numbers as Python numbers."""
+    """A kept argument in PyTorch's Python form: sequences as tuples, array-library numbers as Python numbers, a
+    dimension as it was given (see :func:`ember.tensor._wrap_dim`)."""
     if isinstance(v, (list, tuple)):
         return tuple(_plain(e) for e in v)
+    given = getattr(v, "given", None)
+    if given is not None:
+        return given
     item = getattr(v, "item", None)
     if item is not None and not isinstance(v, Tensor) and getattr(v, "ndim", None) == 0:
         return item()
@@ -508,7 +526,6 @@ def composite_node(t, name: str):
     if fn is not None and fn._op:
         fn.__class__ = named_node(type(fn), name, None, True)
     return t
-
 
 
 class AccumulateGrad(Node):

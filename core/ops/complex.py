@@ -242,8 +242,13 @@ def _angle_vjp(ctx, g):
 
 
 Angle = op_class("Angle", "complex_angle", saves="input", vjp=_angle_vjp, tags=("pointwise",))
-RealAngle = op_class("RealAngle", "real_angle", vjp=lambda ctx, g: g * 0, backward_name="AngleBackward0",
-                     params=("pi",), tags=("pointwise",))
+def _real_angle_vjp(ctx, g):
+    ctx.check_saved()
+    return g * 0
+
+
+RealAngle = op_class("RealAngle", "real_angle", saves="input", saved_names=("self", None), vjp=_real_angle_vjp,
+                     backward_name="AngleBackward0", params=("pi",), tags=("pointwise",))  # (keeps self, as PyTorch)
 
 
 @export

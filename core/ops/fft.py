@@ -20,7 +20,7 @@ import math
 import warnings
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, keep_saved
 from ..dispatch import cast, unary
 from ..writes import out_or
 from ..registry import _type_name, check_tensor, export
@@ -399,7 +399,7 @@ def _shift(input, dim, sign, name):  # noqa: A002
     dims = tuple(_wrap_dim(d, max(input.dim(), 1), name) for d in dims)
     if not dims:
         return input.clone()
-    return input.roll(tuple(sign * (input.shape[d] // 2) for d in dims), dims)
+    return input.roll(tuple((input.shape[d] + (sign < 0)) // 2 for d in dims), dims)  # (PyTorch's shifts)
 
 
 @export(to=FFT)
@@ -561,7 +561,7 @@ def _stft_lengths(name, n_fft, hop_length, win_length):
 def _center(x, p, mode):
     """``x`` padded by ``p`` on each side of its last dim; reflection as one join of the mirrored ends."""
     if mode == "reflect" and 0 < p < x.shape[-1]:
-        return cat([x[:, 1:p + 1].flip(-1), x, x[:, -p - 1:-1].flip(-1)], -1)
+        return keep_saved(cat([x[:, 1:p + 1].flip(-1), x, x[:, -p - 1:-1].flip(-1)], -1), x)  # (as PyTorch's pad)
     return _pad(x.unsqueeze(1), (p, p), mode=mode).squeeze(1)
 
 

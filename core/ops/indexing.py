@@ -237,6 +237,8 @@ def _same_dtype(x, src, op):
 
 
 def _no_larger(x, index, dim, op, src=None):
+    if index.numel() == 0:  # (PyTorch checks the sizes of a non-empty index only)
+        return
     for d in range(index.dim()):
         if d != dim and index.shape[d] > x.shape[d]:
             raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
@@ -394,10 +396,16 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     tensor([[1, 1],
             [4, 3]])
     """
+    return out_or(keep_saved(gather_values(input, dim, index), input), out)  # (PyTorch's node keeps the input)
+
+
+def gather_values(input, dim: int, index) -> Tensor:  # noqa: A002
+    """:func:`gather` whose node keeps only the indices: the values of a composite whose PyTorch node keeps no
+    input (``sort``, ``topk``, ``kthvalue``, ``median`` along a dim, ``mode``)."""
     d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
     r = apply(Gather, input, d, idx)
-    return out_or(r.reshape(()) if index.dim() == 0 and r.dim() else r, out)
+    return r.reshape(()) if index.dim() == 0 and r.dim() else r
 
 
 def _scatter_args(x, dim, index, src, op):
@@ -787,6 +795,10 @@ def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # no
 @export(to=TENSOR)
 def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
     """In place: ``self[indices] = values`` (or ``+=`` with repeats accumulating when ``accumulate``)."""
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{dtypes.type_name(self.dtype)} for the destination and {dtypes.type_name(values.dtype)} "
+                           f"for the source.")
     idx = tuple(indices)
     if not accumulate:
         self[idx] = values  # Tensor.__setitem__ (ops.inplace, which builds on this module)
@@ -974,7 +986,9 @@ def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
         k = np.arange(shape[0])
         coords = (k,) * n
     idx = tuple(tensor(c, dtype=dtypes.int64, device=self.device) for c in coords)
-    value = fill_value if isinstance(fill_value, Tensor) else tensor(fill_value, dtype=self.dtype, device=self.device)
+    # (a number is cast as PyTorch casts it: -1 fills a uint8 tensor with 255)
+    given = dtypes.int64 if type(fill_value) is int else self.dtype
+    value = fill_value if isinstance(fill_value, Tensor) else tensor(fill_value, dtype=given, device=self.device)
     return index_put_(self, idx, value.to(self.dtype))
 
 

@@ -873,6 +873,8 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
         bad = [v for v in (lo, hi) if v != ii and not 0 <= v < c]
         if bad:
             raise IndexError(f"linear_cross_entropy: target {bad[0]} is out of bounds for {c} classes")
-    return apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev,
-                 linear_bias is not None, weight is not None,
-                 ii, reduction, chunk, need, options.allow_retain_graph)
+    r = apply(LinearCrossEntropyChunked, input, linear_weight, target, linear_bias, weight, input._dev,
+              linear_bias is not None, weight is not None,
+              ii, reduction, chunk, need, options.allow_retain_graph)
+    # ("none" remakes the gradients from the inputs in backward: kept, as PyTorch's node does)
+    return keep_saved(r, input, linear_weight, target, linear_bias, weight) if reduction == "none" else r

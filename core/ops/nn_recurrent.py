@@ -200,7 +200,7 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
             outs.append(out)
             hs.append(h)
             cs.append(c)
-        x = outs[0] if dirs == 1 else cat(outs, -1)
+        x = outs[0] if dirs == 1 else cat(outs, outs[0].dim() - 1)  # (the last dim, counted as PyTorch's kernel does)
         if dropout_p > 0 and train and layer < num_layers - 1:
             x = dropout(x, dropout_p, True)
     if batch_sizes is not None:

@@ -10,7 +10,7 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -1660,7 +1660,8 @@ def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:  
         return input.new_empty(0)
     idx = _create("combinations", input._dev, False, None, "combination_index", input.shape[0], int(r),
                   bool(with_replacement))
-    return input.index_select(0, idx.reshape(-1)).reshape(-1, r)
+    # (PyTorch's selection keeps the input)
+    return keep_saved(input.index_select(0, idx.reshape(-1)).reshape(-1, r), input)
 
 
 # --------------------------------------------------------------------------- *_scatter: a copy with a view replaced

@@ -11,6 +11,7 @@ from ..registry import export, op_class
 from ..tensor import Tensor, _wrap_dim
 from . import pointwise
 from .creation import arange, full_like, tensor
+from .indexing import gather_values
 from .reduction import _nondiff, return_types
 from .shape import cat
 
@@ -24,8 +25,8 @@ class SortIndices(Op):
 
 
 def _gather_values(x, idx, dim):
-    """Values of ``x`` at ``idx`` along ``dim``: differentiable through ``gather``."""
-    return x.gather(dim, idx)
+    """Values of ``x`` at ``idx`` along ``dim``: differentiable through ``gather`` (not keeping ``x``)."""
+    return gather_values(x, dim, idx)
 
 
 @export
@@ -122,7 +123,7 @@ def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     if input.dtype.is_floating_point and input.shape[d]:  # a row with NaN: its first NaN, as PyTorch
         nan = input.isnan()
         idx = pointwise.where(nan.any(d, keepdim=True), nan.to(dtypes.uint8).argmax(d, keepdim=True), idx)
-    values = input.gather(d, idx)
+    values = gather_values(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
     return return_types.median(composite_node(values, "MedianBackward1"), idx)
@@ -186,7 +187,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     end = where(cat([differs, edge], -1), pos, n).flip(-1).cummin(-1).values.flip(-1)
     best = (end - start).argmax(-1, keepdim=True)  # the first longest run: the smallest value among ties
     idx = where(x == s.gather(-1, best), pos, -1).amax(-1, keepdim=True).movedim(-1, d)
-    vals = input.gather(d, idx)
+    vals = gather_values(input, d, idx)
     if not keepdim:
         vals, idx = vals.squeeze(d), idx.squeeze(d)
     return return_types.mode(vals, idx)
@@ -385,10 +386,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     if interpolation in _ROUNDING:
         ranks = getattr(ranks, _ROUNDING[interpolation])()
     below = ranks.long()
-    values = srt.gather(-1, below)
+    values = gather_values(srt, -1, below)
     if interpolation in ("linear", "midpoint"):
         weight = full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
-        values = pointwise.lerp(values, srt.gather(-1, ranks.ceil().long()), weight)
+        values = pointwise.lerp(values, gather_values(srt, -1, ranks.ceil().long()), weight)
     values = values.squeeze(-1) if qt.dim() == 0 else values.movedim(-1, 0)
     return values.reshape(([qt.numel()] if qt.dim() else []) + shape)
 

@@ -213,7 +213,7 @@ class RNNBase(Module):
 
 
 def _cat_last(outs):
-    return cat(outs, -1)
+    return cat(outs, outs[0].dim() - 1)  # (the last dim, counted as PyTorch's kernel does)
 
 
 class RNN(RNNBase):
