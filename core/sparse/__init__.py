@@ -29,7 +29,7 @@ __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum", "FloatTensor", "Doubl
            "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
 
 
-def mm(mat1, mat2, reduce=None):
+def mm(mat1, mat2, reduce="sum"):
     """The matrix product with a sparse operand, whose gradient to a sparse operand holds only its stored
     entries, in its layout (``ember.mm``'s gives a sparse leaf a dense gradient, as PyTorch's)."""
     return _sparse_mm(mat1, mat2, reduce)

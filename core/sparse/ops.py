@@ -810,8 +810,8 @@ def _mm(mat1, mat2, masked: bool):
 
 
 def _check_no_reduce(reduce, out):
-    if reduce is not None or out is not None:
-        raise NotImplementedError("mm: reduce= and out= are not supported with a sparse operand")
+    if reduce not in (None, "sum") or out is not None:
+        raise NotImplementedError("mm: reduce= other than 'sum' and out= are not supported with a sparse operand")
 
 
 @implements("mm", "spmm", "smm", layouts=BOTH)
