@@ -1,5 +1,8 @@
 """``python -m ember.ecosystem [LIBRARY ...] [--smoke] [--write docs/ecosystem.md]``: the ecosystem comparison.
 
+``--snapshot GIT_DIR@REF`` or ``--tests-from DIR`` first puts a library's test files beside its sdist (from a
+repository snapshot, or from a folder they were gathered into); ``--subset "ARGS"`` runs other pytest arguments.
+
 Runs each library's chosen tests under PyTorch and under ember (see :mod:`ember.ecosystem`), prints the counts and
 the failures under ember, and with ``--write`` puts the table of every library's latest run into the Markdown file
 between its markers.
