@@ -33,6 +33,8 @@ actor-critic's ``forward`` is their whole loss (the actor-critic's: the episode'
 distributions and returns), so their backward is compiled too; elsewhere the loss, backward and optimizer
 step stay as written. The first call of a compiled step (capture, code generation, inductor's compilation)
 is timed apart, printed as ``first call``, and its result checked against PyTorch's like the first step's.
+The compiled actor-critic validates its Categorical's probabilities at the capture only (its replays check
+nothing; the first ``torch.compile`` turns PyTorch's argument validation off altogether).
 """
 import argparse
 import json
