@@ -114,3 +114,17 @@ def test_linear_on_arrays_refuses_nothing_it_should_check(device):
     torch.nn.functional.linear(xt, wt).abs().sum().backward()
     assert_close(w.grad, wt.grad, rtol=1e-9, atol=1e-10)
     assert_close(xc.grad, xt.grad, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_product_with_a_number_on_arrays_matches_pytorch(device, dtype):
+    # float32 takes the kernel with the number as it is; float16 goes through the op (computed in float32)
+    if device == "array_api" and dtype == "float16":
+        pytest.skip("the strict array API has no float16")
+    grads = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, dtype=getattr(lib, dtype), device=dev, requires_grad=True)
+        ((x * 0.1).tanh() * 3 + (x * 1e-3) * 7).sum().backward()
+        grads.append(x.grad)
+    assert grads[0].dtype is getattr(ember, dtype)
+    assert_close(grads[0], grads[1], rtol=1e-3 if dtype == "float16" else 1e-6, atol=1e-6)

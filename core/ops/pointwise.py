@@ -95,10 +95,17 @@ def _same_arrays(g, *values):
 
 
 def _times(g, v):
-    """``g * v`` by the kernel itself for a tensor ``v`` of ``g``'s dtype, else by the op (numbers, promotion)."""
-    if isinstance(v, Tensor) and v._data.dtype is g._data.dtype:
-        return _wrap(g._dev.kernels["mul"](g._data, v._data), g._dev)
+    """``g * v`` by the kernel itself for a tensor ``v`` of ``g``'s dtype, or a Python float or int with a float32
+    or float64 ``g`` (which the op hands the kernel as it is), else by the op (promotion, half precision)."""
+    if isinstance(v, Tensor):
+        if v._data.dtype is g._data.dtype:
+            return _wrap(g._dev.kernels["mul"](g._data, v._data), g._dev)
+    elif (type(v) is float or type(v) is int) and g.dtype in _WIDE_FLOATS:
+        return _wrap(g._dev.kernels["mul"](g._data, v), g._dev)
     return g * v
+
+
+_WIDE_FLOATS = (dtypes.float32, dtypes.float64)
 
 
 # each factor is kept for the other's gradient only
