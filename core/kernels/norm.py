@@ -37,10 +37,19 @@ def per_channel(s, v, x3):
     return xp.repeat(xp.reshape(v, (-1,)).astype(x3.dtype, copy=False), x3.shape[2])
 
 
+def _float32(s, *arrays):
+    """``arrays`` in float32 (None kept)."""
+    return [None if a is None else a.astype(s.xp.float32) for a in arrays]
+
+
 def batch_norm_train(s, x, w, b, eps):
     """Training-mode batch norm over every axis but 1: ``(y, mean, biased variance, 1/std)``, the
     statistics in the shape ``(1, C, 1, ...)``.  The variance is the mean of ``(x - mean)**2`` (two
     passes, as PyTorch's); each pass runs block by block (:func:`bn_blocks`), on threads when large."""
+    if x.dtype.kind in "fV" and x.dtype.itemsize == 2:
+        # half precision as PyTorch's kernel computes it: in float32, rounded once (NumPy's einsum has no loop for
+        # ml_dtypes' bfloat16)
+        return tuple(r.astype(x.dtype) for r in batch_norm_train(s, *_float32(s, x, w, b), eps))
     xp = s.xp
     c = x.shape[1]
     shape = (1, c) + (1,) * (x.ndim - 2)
@@ -81,6 +90,9 @@ def batch_norm_backward(s, g, x, w, mean, invstd, input_grad=True):
     ``gx = (g - gb / m - xhat * gw / m) * w / std`` (None unless ``input_grad``), ``xhat = (x - mean) / std``
     over the ``m`` values of a channel; ``mean`` and ``invstd`` as :func:`batch_norm_train` gave them.
     Two block-wise passes (:func:`bn_blocks`): the sums, then ``gx``."""
+    if x.dtype.kind in "fV" and x.dtype.itemsize == 2:  # half precision, as in batch_norm_train
+        grads = batch_norm_backward(s, *_float32(s, g, x, w, mean, invstd), input_grad)
+        return tuple(None if r is None else r.astype(x.dtype) for r in grads)
     xp = s.xp
     c = x.shape[1]
     m = x.size // c

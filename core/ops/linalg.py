@@ -13,7 +13,7 @@ from .. import dtypes
 from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
-from ..registry import NAMESPACES, export, op_class
+from ..registry import NAMESPACES, check_tensor, export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
 from .linalg_decomp import svdvals
@@ -184,6 +184,7 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
 
 
 def _scaled_sum(input, prod, beta, alpha, out, node):
+    check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())

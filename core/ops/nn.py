@@ -966,7 +966,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
-    dtypes.check_kernel("batch_norm", x, dtypes.FLOATING_AND_HALF)
+    dtypes.check_kernel("batch_norm", x, dtypes.FLOATING_AND_HALF, empty_ok=False)
     dims = [0] + list(range(2, x.ndim))
     shape = (1, c) + (1,) * (x.ndim - 2)
     if training or running_mean is None:

@@ -1231,7 +1231,7 @@ def logit(input, eps=None, *, out=None):  # noqa: A002
     tensor([ 0.0000, -1.0986])
     """
     check_tensor(input, "logit")
-    dtypes.check_kernel("logit_{device}", input, dtypes.REAL_TYPES)
+    dtypes.check_kernel("logit_{device}", input, dtypes.REAL_TYPES, empty_ok=False)  # (an elementwise kernel)
     if input.dtype.category < dtypes.FLOAT:
         input = cast(input, dtypes.get_default_dtype())
     z = input if eps is None else clamp(input, eps, 1 - eps)

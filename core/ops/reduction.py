@@ -110,7 +110,8 @@ def sum_to_size(self, *size, **kw):
     size = _shape_arg(size, "sum_to_size")
     if tuple(self.shape) == size:
         return self
-    return unary(SumTo, self, size)
+    d = _sum_dtype(self, None)  # (integers and bool sum in int64, as sum does)
+    return unary(SumTo, self if d is None else cast(self, d), size)
 
 
 def _sum_dtype(t, dtype):
@@ -819,7 +820,8 @@ def logcumsumexp(input, dim, *, out=None):  # noqa: A002
     tensor([0.0000, 0.6931, 1.0986])
     """
     check_tensor(input, "logcumsumexp")
-    dtypes.check_kernel("logcumsumexp_out_{device}", input, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES)
+    dtypes.check_kernel("logcumsumexp_out_{device}", input, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES,
+                        empty_ok=False)
     if input.dim() == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
         return out_or(keep_saved(composite_node(input.clone(), "LogcumsumexpBackward0"), input), out)

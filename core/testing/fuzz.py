@@ -274,8 +274,10 @@ def _values_differ(e, t, dtype) -> str | None:
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         rtol, atol = TOLERANCE.get(dtype, (1e-4, 1e-5))
         a, b = a.astype(np.complex128), b.astype(np.complex128)
-        ok = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
-        # an inf of the right sign is equal; NaN only matches NaN
+        # real and imaginary parts apart (an inf in one part leaves the other to compare); an inf of the right
+        # sign is equal; NaN only matches NaN
+        ok = (np.isclose(a.real, b.real, rtol=rtol, atol=atol, equal_nan=True)
+              & np.isclose(a.imag, b.imag, rtol=rtol, atol=atol, equal_nan=True))
         if not ok.all():
             k = np.argmax(~ok.reshape(-1))
             return f"{a.reshape(-1)[k]} != {b.reshape(-1)[k]} at flat index {k} ({(~ok).sum()} of {ok.size})"
