@@ -826,6 +826,20 @@ def test_reduction_and_softmax_stand_ins_match_pytorch():
     for shape in ((16, 32, 1), (64,), (32, 64), (16, 1, 64)):
         got = fast["sum_to"](y, shape)
         np.testing.assert_allclose(got, ty.sum_to_size(shape).numpy(), rtol=2e-6, atol=2e-5)
+    base = rng.standard_normal((40, 64)).astype(np.float32)
+    index = rng.integers(0, 40, 512)
+    rows = rng.standard_normal((512, 64)).astype(np.float32)
+    want = torch.from_numpy(base).double().index_add(0, torch.from_numpy(index), torch.from_numpy(rows).double())
+    before = base.copy()
+    got = fast["index_add"](base, 0, index, rows)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(base, before)  # (a new array: the input stays)
+    for i in (index - 40, index.clip(0, 39) + 1):  # negative indices: the replaced kernel; one out of range raises
+        if i.max() < 40:
+            np.testing.assert_allclose(fast["index_add"](base, 0, i, rows), got, rtol=1e-5, atol=1e-5)
+        else:
+            with pytest.raises(IndexError):
+                fast["index_add"](base, 0, i, rows)
     small, wide, strided = y[:2, :2], y.astype(np.float64), y.transpose(2, 1, 0)  # (the replaced kernels serve)
     for a in (small, wide, strided):
         assert np.array_equal(fast["sum"](a, -1, False), kernels["sum"](a, -1, False))

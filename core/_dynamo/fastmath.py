@@ -132,7 +132,9 @@ def overrides(kernels, atype):
     * ``softmax`` along the last axis of a float32 array: the row maxima from the rows laid out as columns
       (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer one), the row sums as a
       matrix-vector product; its backward's row sums likewise;
-    * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product.
+    * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
+    * ``index_add`` of float32 rows (an embedding's gradient): the rows sorted by index and summed per index
+      (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
     Each sums in another order than NumPy's reduction: results agree within float32 tolerance."""
     if atype is not np.ndarray:
@@ -167,6 +169,24 @@ def overrides(kernels, atype):
             r *= y
             return r
         out["softmax_backward"] = fast_softmax_backward
+
+    index_add = kernels.get("index_add")
+    if index_add is not None:
+        def fast_index_add(x, axis, index, src):
+            if src.size < MIN_SIZE or axis != 0 or type(x) is not np.ndarray or type(src) is not np.ndarray or \
+                    type(index) is not np.ndarray or x.dtype != np.float32 or src.dtype != np.float32 or \
+                    index.ndim != 1 or src.ndim < 1 or src.shape != index.shape + x.shape[1:] or \
+                    index.dtype.kind not in "iu":
+                return index_add(x, axis, index, src)
+            order = np.argsort(index, kind="stable")
+            keys = index[order]
+            if keys[0] < 0:  # (a negative index and its positive twin would be two rows: the general kernel)
+                return index_add(x, axis, index, src)
+            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            out = np.array(x, copy=True)
+            out[keys[starts]] += np.add.reduceat(src[order], starts, axis=0)
+            return out
+        out["index_add"] = fast_index_add
 
     if sum_ is not None:
         def fast_sum(x, axis=None, keepdims=False, dtype=None):
