@@ -12,8 +12,11 @@ True
 """
 from __future__ import annotations
 
+from .. import dtypes
 from ..dispatch import apply
 from ..ops.nn_conv import ConvInputGrad, ConvWeightGrad, ntuple
+
+_GRAD_TYPES = dtypes.FLOATING_AND_HALF  # PyTorch's slow_conv2d/3d backward kernels
 
 
 def _params(d, stride, padding, dilation, groups):
@@ -36,11 +39,20 @@ def _check_output(name, d, grad_output, input_size, weight_size, params):
                            f"size {' '.join(map(str, want))}")
 
 
+def _check_kernel(d, which, t, params):
+    """PyTorch's NotImplementedError for a dtype its backward kernel lacks: the dilated 2-D one also takes int64."""
+    if d == 2 and any(v != 1 for v in params[2]):
+        dtypes.check_kernel("slow_conv_dilated<>", t, _GRAD_TYPES | {dtypes.int64})
+    else:
+        dtypes.check_kernel(f"slow_conv{max(d, 2)}d_{{device}}_grad_{which}", t, _GRAD_TYPES)
+
+
 def _input_grad(d):
     def fn(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
         _check(f"conv{d}d_input", d, grad_output, weight)
         params = _params(d, stride, padding, dilation, groups)
         _check_output(f"conv{d}d_input", d, grad_output, tuple(input_size), tuple(weight.shape), params)
+        _check_kernel(d, "input", grad_output, params)
         return apply(ConvInputGrad, grad_output, weight, tuple(input_size), params)
 
     fn.__name__ = fn.__qualname__ = f"conv{d}d_input"
@@ -54,6 +66,7 @@ def _weight_grad(d):
         _check(f"conv{d}d_weight", d, grad_output, input)
         params = _params(d, stride, padding, dilation, groups)
         _check_output(f"conv{d}d_weight", d, grad_output, tuple(input.shape), tuple(weight_size), params)
+        _check_kernel(d, "weight", input, params)
         return apply(ConvWeightGrad, input, grad_output, tuple(weight_size), params, None)
 
     fn.__name__ = fn.__qualname__ = f"conv{d}d_weight"

@@ -588,6 +588,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.dim()}D tensor of shape "
                            f"{list(input.shape)}")
     hop_length, win_length = _stft_lengths("stft", n_fft, hop_length, win_length)
+    if input.dtype.category < dtypes.FLOAT:  # (PyTorch pads first: its reflection pad has no bool kernel)
+        if center and pad_mode == "reflect":
+            dtypes.check_kernel("reflection_pad1d", input, dtypes.ALL_TYPES)
+        raise RuntimeError(f"stft: expected a tensor of floating point or complex values, got {input.dtype}")
     x = _float_input(input, "stft")
     batched = x.dim() == 2
     if not batched:
