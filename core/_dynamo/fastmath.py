@@ -1,14 +1,17 @@
-"""Vectorised float32 kernels that the compiled CPU replay uses in place of slower element-by-element ones.
+"""Faster stand-ins for some CPU kernels, which the compiled replay calls on NumPy arrays (:mod:`.replay`).
+
+Each serves one case (float32, contiguous, large enough to pay) and hands every other call to the kernel it
+replaces.  All reorder or approximate the arithmetic, so a compiled graph using one matches eager mode within
+float32 tolerance, not bit for bit.  :func:`overrides` lists those standing in for kernels called by Ops
+(softmax, its backward, sums, means, ``index_add``); :func:`substitute` the one for fused elementwise runs:
 
 ``erf`` on the CPU backend is SciPy's ufunc, which evaluates element by element in double precision (about
 10 ns an element: a training step of a GELU network spends most of its GELU backward there).
 :func:`erf_float32` computes it with NumPy ufunc passes over cache-sized chunks, 3x faster, within 2.5 ulp
-of the exact value (SciPy's float32 result is correctly rounded; eager mode keeps it, so a compiled graph
-with ``erf`` equals eager mode's within float32 tolerance, not bit for bit).
-
-The two polynomials were fitted here, by least squares on Chebyshev nodes against float64 ``erf``:
-``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and ``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|`` clamped at 4
-(where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN passes).
+of the exact value (SciPy's float32 result is correctly rounded).  Its two polynomials were fitted here, by
+least squares on Chebyshev nodes against float64 ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and
+``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|`` clamped at 4 (where float32 ``erf`` is 1; the clamp also
+keeps +-inf finite through the polynomial, and NaN passes).
 """
 from __future__ import annotations
 
@@ -45,8 +48,8 @@ def erf_float32(x):
     src, dst = x.reshape(-1), out.reshape(-1)
     n0 = min(CHUNK, src.size)
     a, s, p, q, m = (np.empty(n0, np.float32) for _ in range(5))
-    cut, cut2, top = (np.full(n0, v, np.float32) for v in (_CUT, _CUT * _CUT, _TOP))  # (an array operand: a
-    for i in range(0, src.size, CHUNK):                       # vectorised minimum; a scalar one is 3x slower)
+    cut, top = np.full(n0, _CUT, np.float32), np.full(n0, _TOP, np.float32)  # (minimum with an array operand
+    for i in range(0, src.size, CHUNK):                                       # is vectorised, with a scalar 3x slower)
         xs, d = src[i:i + CHUNK], dst[i:i + CHUNK]
         n = xs.size
         ai, si, pi, qi, mi = a[:n], s[:n], p[:n], q[:n], m[:n]
@@ -214,7 +217,8 @@ def overrides(kernels, atype):
             if x.size < MIN_SIZE or type(x) is not np.ndarray:
                 return sum_to(x, shape)
             lead = x.ndim - len(shape)
-            axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
+            axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
+                                              if n == 1 and x.shape[i + lead] != 1)
             r = _gemv_sum(x, axes, lambda side: tuple(shape)) if axes else None
             return sum_to(x, shape) if r is None else r
         out["sum_to"] = fast_sum_to
