@@ -54,11 +54,12 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, layouts
 from .backend import device as _device
 from .backend import resolve
 from .nn.parameter import Parameter
 from .ops.creation import from_numpy
+from .sparse.ops import sparse_compressed_tensor, sparse_coo_tensor
 from .tensor import Size, Tensor, _ptr, _wrap
 
 # ember's earlier archive format, still read
@@ -123,9 +124,6 @@ class _StorageTable:
 
     def add(self, t: Tensor) -> tuple:
         """``(storage index, offset, shape, strides)`` of ``t``, offset and strides in elements."""
-        if t.is_sparse or t.is_sparse_csr:  # its storage is a zero-stride shell, not its data
-            raise NotImplementedError(f"save: a tensor of layout {t.layout} cannot be saved; save its indices and "
-                                      "values (or to_dense()) instead")
         arr, dev = t._data, t._dev
         root = t._storage_root()
         shares = (root is not arr and _dense(root) and hasattr(arr, "strides")
@@ -188,6 +186,8 @@ class _TorchGlobal:
 
 _REBUILD_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
+_REBUILD_SPARSE = _TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = _TorchGlobal("torch.serialization", "_get_layout")
 _SIZE, _DEVICE = _TorchGlobal("torch", "Size"), _TorchGlobal("torch", "device")
 _STORAGE_GLOBALS = {name: _TorchGlobal("torch", cls) for name, cls in STORAGE_TYPES.items()}
 _DTYPE_GLOBALS = {d.name: _TorchGlobal("torch", d.name) for d in dtypes.ALL}
@@ -224,7 +224,11 @@ class _Reductions:
             return obj.local  # a global: this module's attribute, written under PyTorch's name
         if kind is dtypes.dtype:
             return obj.name
+        if kind is layouts.layout:
+            return _GET_LAYOUT, (f"torch.{obj._name}",)
         if isinstance(obj, Tensor):
+            if obj.layout is not layouts.strided:
+                return _REBUILD_SPARSE, (obj.layout, _sparse_parts(obj))
             if obj._is_param:
                 return _REBUILD_PARAMETER, (obj.detach(), obj.requires_grad, OrderedDict())
             sid, offset, shape, strides = self.table.add(obj)
@@ -235,6 +239,37 @@ class _Reductions:
         if kind is _device:
             return _DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
         return NotImplemented
+
+
+def _sparse_parts(t) -> tuple:
+    """What PyTorch's pickle holds of a sparse tensor: ``(indices, values, size, is_coalesced)`` of a COO one,
+    ``(compressed indices, plain indices, values, size)`` of a compressed one."""
+    if t.layout is layouts.sparse_coo:
+        return t._indices(), t._values(), t.size(), t.is_coalesced()
+    by_row = t.layout in (layouts.sparse_csr, layouts.sparse_bsr)
+    indices = (t.crow_indices(), t.col_indices()) if by_row else (t.ccol_indices(), t.row_indices())
+    return (*indices, t.values(), t.size())
+
+
+def rebuild_sparse_tensor(layout, data):
+    """``torch._utils._rebuild_sparse_tensor``: a sparse tensor of ``layout`` from the parts :func:`_sparse_parts`
+    names (a COO tensor's ``is_coalesced`` may be missing, as in older files); every invariant is checked, so a
+    hostile file cannot make one that points outside its values."""
+    if layout is layouts.sparse_coo:
+        indices, values, size, *coalesced = data
+        return sparse_coo_tensor(indices, values, size, is_coalesced=bool(coalesced and coalesced[0]))
+    if layout in (layouts.sparse_csr, layouts.sparse_csc, layouts.sparse_bsr, layouts.sparse_bsc):
+        compressed, plain, values, size = data
+        return sparse_compressed_tensor(compressed, plain, values, size, layout=layout)
+    raise pickle.UnpicklingError(f"Weights only load failed: a sparse tensor of layout {layout!r}")
+
+
+def _get_layout(name: str):
+    """``torch.serialization._get_layout``: the layout a checkpoint names (``'torch.sparse_coo'``)."""
+    found = layouts.LAYOUTS.get(name.rpartition(".")[2]) if isinstance(name, str) else None
+    if found is None:
+        raise pickle.UnpicklingError(f"Weights only load failed: unknown layout {name!r}")
+    return found
 
 
 class _Pickler(_Reductions, pickle.Pickler):
@@ -676,7 +711,8 @@ def _default_globals() -> dict:
     found = {"collections.OrderedDict": OrderedDict, "collections.Counter": Counter, "builtins.set": set,
              "builtins.complex": complex, "builtins.bytearray": bytearray, "_codecs.encode": _latin1_encode,
              "torch.Size": Size, "torch.device": _device, "torch.Tensor": Tensor,
-             "torch.nn.parameter.Parameter": Parameter}
+             "torch.nn.parameter.Parameter": Parameter, "torch._utils._rebuild_sparse_tensor": rebuild_sparse_tensor,
+             "torch.serialization._get_layout": _get_layout}
     found.update((f"torch.{d.name}", d) for d in vars(dtypes).values() if isinstance(d, dtypes.dtype))
     found["ember.dtypes._by_name"] = dtypes._by_name  # how an ember dtype pickles: a lookup by its name
     for obj in list(found.values()):

@@ -242,3 +242,49 @@ def test_other_protocols_and_plain_pickles_keep_their_names():
         assert b"torch" not in data
         back = pickle.loads(data)
         assert back[:3] == plain[:3] and back[3].tolist() == [1.0, 1.0]
+
+
+def _sparse_checkpoint(lib, device="cpu"):
+    """Sparse tensors of every layout in ``lib``: COO (coalesced, uncoalesced with a repeated index, hybrid), CSR,
+    CSC, BSR, BSC and a batched CSR."""
+    dense = lib.tensor([[0., 2., 0., 0.], [3., 0., 0., 4.]], device=device)
+    return {"coo": dense.to_sparse(), "dup": lib.sparse_coo_tensor([[0, 0, 1], [1, 1, 0]], [1., 2., 3.], (2, 2)),
+            "hybrid": lib.stack([dense, dense], -1).to_sparse(dense_dim=1), "csr": dense.to_sparse_csr(),
+            "csc": dense.to_sparse_csc(), "bsr": dense.to_sparse_bsr((1, 2)), "bsc": dense.to_sparse_bsc((2, 1)),
+            "batched": lib.stack([dense, dense]).to_sparse_csr(), "plain": dense}
+
+
+def _same_sparse(ours, theirs):
+    for key in theirs:
+        a, b = ours[key], theirs[key]
+        assert str(a.layout).split(".")[-1] == str(b.layout).split(".")[-1], key
+        np.testing.assert_array_equal(_as_numpy(a.to_dense()), _as_numpy(b.to_dense()))
+        if str(b.layout).endswith("coo"):
+            assert a.is_coalesced() == b.is_coalesced() and a._indices().tolist() == b._indices().tolist()
+        elif not str(b.layout).endswith("strided"):
+            assert a.values().tolist() == b.values().tolist()
+
+
+@pytest.mark.filterwarnings("ignore:Sparse:UserWarning")
+def test_sparse_tensors_cross_both_ways(device, tmp_path):
+    ours, theirs = tmp_path / "ours.pt", tmp_path / "theirs.pt"
+    ember.save(_sparse_checkpoint(ember, device), ours)
+    torch.save(_sparse_checkpoint(torch), theirs)
+    for weights_only in (True, False):
+        _same_sparse(torch.load(ours, weights_only=weights_only, map_location=_map(device)),
+                     _sparse_checkpoint(torch))
+        _same_sparse(ember.load(theirs, weights_only=weights_only), _sparse_checkpoint(torch))
+        _same_sparse(ember.load(ours, weights_only=weights_only), _sparse_checkpoint(torch))
+    import pickletools
+    names = [[arg for op, arg, _ in pickletools.genops(_data_pkl(lib, _sparse_checkpoint(lib))) if op.name in
+              ("GLOBAL", "BINUNICODE")] for lib in (ember, torch)]  # the same calls (index strides may differ)
+    assert names[0] == names[1]
+
+
+@pytest.mark.filterwarnings("ignore:Sparse:UserWarning")
+def test_a_sparse_tensor_pointing_outside_its_values_does_not_load(tmp_path):
+    path = tmp_path / "hostile.pt"
+    torch.save({"s": torch.sparse_coo_tensor([[0, 7]], [1., 2.], (3,), check_invariants=False)}, path)
+    for weights_only in (True, False):
+        with pytest.raises(RuntimeError, match="size is inconsistent with indices"):
+            ember.load(path, weights_only=weights_only)

@@ -22,7 +22,8 @@ import numpy as np
 from .. import dtypes
 from ..backend import device as _device
 from ..serialization import (ARCHIVE_READERS, STORAGE_TYPES, CheckpointError, _ember_path, _finish_tensor, _read_into,
-                             allowed_global, check_entry_size, python3_name, storage_view, unsupported_global)
+                             allowed_global, check_entry_size, python3_name, rebuild_sparse_tensor, storage_view,
+                             unsupported_global)
 from ..tensor import Size
 
 STORAGE_DTYPES = {**{storage: name for name, storage in STORAGE_TYPES.items()}, "UntypedStorage": "uint8"}
@@ -56,6 +57,8 @@ def _allowed(module: str, name: str):
         return _rebuild_tensor
     if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
         return _rebuild_parameter
+    if module == "torch._utils" and name == "_rebuild_sparse_tensor":
+        return rebuild_sparse_tensor
     if module == "collections" and name == "OrderedDict":
         return OrderedDict
     if module == "_codecs" and name == "encode":
