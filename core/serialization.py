@@ -5,7 +5,9 @@
 
 * ``<name>/data.pkl``: the object, pickled (protocol 2) as ``torch.save`` pickles it: each tensor is
   ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)``, each Parameter
-  ``torch._utils._rebuild_parameter(tensor, requires_grad, hooks)``, a storage the persistent id
+  ``torch._utils._rebuild_parameter(tensor, requires_grad, hooks)``, each sparse tensor
+  ``torch._utils._rebuild_sparse_tensor(torch.serialization._get_layout(name), (indices..., values, size...))``,
+  a storage the persistent id
   ``('storage', torch.FloatStorage, key, location, numel)``, dtypes, ``Size`` and devices under ``torch.*``;
 * ``<name>/data/<key>``: the raw bytes of each storage, written once even when several saved tensors are views of
   it, starting at a multiple of 64 bytes in the file;
