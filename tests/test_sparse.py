@@ -2,7 +2,6 @@
 reductions, softmax and the gradients to values and to the dense operands; a GCN's sparse usage trained for a
 few steps with PyTorch's losses."""
 import copy
-import io
 
 import numpy as np
 import pytest
@@ -415,11 +414,11 @@ def test_hybrid_coo_against_pytorch(device):
         ctor = m.sparse_coo_tensor([[0, 1, 1], [1, 0, 2]], m.tensor([[1., 2.], [3., 0.], [0., 5.]], device=dev))
         built[m] = (s, ctor, s * 2, s + s, m.sparse.sum(s, 2), m.sparse.sum(s, (0, 2)), m.sparse.sum(s),
                     s.to_sparse_csc(), m.zeros(2, 3, 2, layout=m.sparse_coo, device=dev))
-        for bad, pattern in ((lambda: s.t(), r"t\(\) expects a tensor with <= 2 sparse and 0 dense dimensions, but "
-                              r"got 2 sparse and 1 dense dimensions"),
-                             (lambda: s.transpose(0, 2), "sparse transpose: transposed dimensions must be sparse")):
-            with pytest.raises(RuntimeError, match=pattern):
-                bad()
+        with pytest.raises(RuntimeError, match=r"t\(\) expects a tensor with <= 2 sparse and 0 dense dimensions, "
+                                               r"but got 2 sparse and 1 dense dimensions"):
+            s.t()
+        with pytest.raises(RuntimeError, match="sparse transpose: transposed dimensions must be sparse"):
+            s.transpose(0, 2)
     for e, t in zip(built[ember], built[torch]):
         assert str(e.layout) == str(t.layout).replace("torch", "ember") and tuple(e.shape) == tuple(t.shape)
         np.testing.assert_allclose(e.to_dense().cpu().numpy(), t.to_dense().numpy())

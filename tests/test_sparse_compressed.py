@@ -305,7 +305,8 @@ def test_conversions_and_transposes_pass_a_dense_gradient_on_whole(device):
     xe = ember.tensor(a, device=device, requires_grad=True)
     xt = torch.tensor(a, requires_grad=True)
     w = np.arange(12.0).reshape(6, 2)
-    for f in (lambda m, x: m.mm(x.to_sparse_csr(), x.new_tensor(w)), lambda m, x: x.to_sparse().t().t() @ x.new_tensor(w),
+    for f in (lambda m, x: m.mm(x.to_sparse_csr(), x.new_tensor(w)),
+              lambda m, x: x.to_sparse().t().t() @ x.new_tensor(w),
               lambda m, x: x.new_tensor(w).t() @ x.to_sparse_csr().t().to_sparse_csr(),
               lambda m, x: x.to_sparse_csc().to_dense() * 3):  # to_dense's gradient keeps the pattern
         xe.grad = xt.grad = None

@@ -333,7 +333,8 @@ def _to_sparse(self, sparse_dim, layout, blocksize, dense_dim):
 def _pointers(major, n: int, batches: int = 1):
     """The compressed indices (``[batches, n + 1]``) of sorted ``major`` indices, ``batch * n + row``: where each
     of the ``n`` rows (columns) of each batch starts, and the end."""
-    counts = zeros(batches * n, dtype=dtypes.int64, device=major.device).index_add(0, major, major.new_ones(major.shape))
+    counts = zeros(batches * n, dtype=dtypes.int64, device=major.device)
+    counts = counts.index_add(0, major, major.new_ones(major.shape))
     return cat([zeros(batches, 1, dtype=dtypes.int64, device=major.device), counts.reshape(batches, n).cumsum(1)], 1)
 
 
