@@ -259,7 +259,8 @@ SAVED_DIFFERENT = frozenset("""
     qr_wide qr_wide_complete remainder rrelu_eval rrelu_torch scatter scatter_add scatter_reduce_amax
     scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum scatter_value slogdet solve
     solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper special_inplace std_forms
-    svd_abs svd_vals take_along_dim take_along_dim_flat tensor_inplace_special torch_inplace_more var
+    sum_mean_all_keepdim svd_abs svd_vals take_along_dim take_along_dim_flat tensor_inplace_special
+    torch_inplace_more var
 """.split())
 
 
@@ -432,7 +433,7 @@ ARGS_PENDING = frozenset("""
     lp_pool3d lu_factor lu_factor_ex lu_factor_rect lu_legacy lu_legacy_infos mT masked_scatter matmul matmul_empty
     matrix_norm_fro max_all max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices
     multi_head_attention_forward_separate nansum nextafter norm norm_dim norm_p1 norm_p3_keep numpy_scalar pad_constant
-    pow_scalar qr qr_wide qr_wide_complete repeat rpow rrelu_eval rrelu_torch rsub scatter_reduce_amax
+    pow_scalar qr qr_wide qr_wide_complete repeat rpow rrelu_eval rrelu_torch rsub rsub_scalar scatter_reduce_amax
     scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum setitem_range solve solve_ex
     solve_triangular_lower solve_triangular_unit solve_triangular_upper split_copies split_empty split_int split_sizes
     square squeeze_dim squeeze_dims std_forms stft_istft_roundtrip sub sum_to_size svd_vals tile torch_inplace_unary

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op, rename_node
+from ..autograd.function import Op, composite_node, rename_node
 from ..dispatch import apply
 from ..dtypes import SCALARS as _SCALARS
 from ..writes import check_overlap, inplace
@@ -132,10 +132,10 @@ def fill(input, value):  # noqa: A002
         if value.dim() != 0:
             raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.dim()} "
                                f"dimensions.")
-        value = value.to(input.dtype)
+        value, node = value.to(input.dtype), "FillBackward1"
     else:
-        value = tensor(value, dtype=input.dtype, device=input.device)
-    return pw.where(input.new_zeros(input.shape, dtype=dtypes.bool), input, value)
+        value, node = tensor(value, dtype=input.dtype, device=input.device), "FillBackward0"
+    return composite_node(pw.where(input.new_zeros(input.shape, dtype=dtypes.bool), input, value), node)
 
 
 def _arith_(Cls, name):

@@ -402,7 +402,7 @@ def _scalar_like(v, ref, other):
 
 # --------------------------------------------------------------------------- Tensor operators
 def _rsub(self, other):
-    return sub(other, self)
+    return rename_node(sub(other, self), "RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
 
 
 def _sub(self, other):
@@ -1283,7 +1283,7 @@ def _addc_pair(name, combine):
         if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
             raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(term.shape)}")
-        return kept(self.add_(term), tensor1, tensor2)
+        return kept(composite_node(self.add_(term), node), tensor1, tensor2)
 
     fn.__name__ = fn.__qualname__ = name
     method.__name__ = method.__qualname__ = name + "_"

@@ -56,7 +56,7 @@ def _restore(g, in_shape, axes, keepdim):
 
 class Sum(Op):
     tags = ("reduction",)
-    saved_args = {"dim": "axes", "keepdim": lambda n: n.keepdim if n.axes is not None else None,
+    saved_args = {"dim": "axes", "keepdim": lambda n: n.keepdim if n.axes is not None or n.keepdim else None,
                   "self_sym_sizes": "in_shape"}
 
     @staticmethod
@@ -130,9 +130,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     >>> ember.tensor([[1., 2.], [3., 4.]]).sum(0)
     tensor([4., 6.])
     """
-    if dim is None and dtype is None and out is None and isinstance(input, Tensor) \
+    if dim is None and not keepdim and dtype is None and out is None and isinstance(input, Tensor) \
             and (input._rg or input.dtype.category >= dtypes.FLOAT):  # only float and complex tensors need grad
-        return unary(Sum, input, None, keepdim, None)
+        return unary(Sum, input, None, False, None)
     if type(input) is not Tensor:
         check_tensor(input, "sum")
     axes = dims_arg(dim, input.dim(), "sum")
@@ -140,8 +140,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     if d is not None:
         input = cast(input, d)
     r = unary(Sum, input, axes, keepdim, None if d is None else input._data.dtype)  # int32 sums stay int32
-    if dim is not None:
-        rename_node(r, "SumBackward1")  # PyTorch's node of the sum.dim_IntList overload
+    if dim is not None or keepdim:
+        rename_node(r, "SumBackward1")  # PyTorch's node of the sum.dim_IntList overload (keepdim names it too)
     return out_or(r, out)
 
 
@@ -155,7 +155,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
                            f"complex dtype. Got: {input.dtype.name.capitalize()}")
     axes = dims_arg(dim, input.dim(), "mean")
     r = unary(Mean, input, axes, keepdim, None)
-    return out_or(r if dim is None else rename_node(r, "MeanBackward1"), out)
+    return out_or(r if dim is None and not keepdim else rename_node(r, "MeanBackward1"), out)
 
 
 # --------------------------------------------------------------------------- more reductions
