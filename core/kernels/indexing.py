@@ -46,8 +46,6 @@ def segmented_product(xp, out, index, values):
 
 def kernels(xp, strategy=None) -> dict:
 
-    INTS = {xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8}
-
     def along(index, axis):
         # the full advanced index that addresses x[..., index[...], ...] element by element (scatter/gather)
         nd = index.ndim
@@ -117,7 +115,7 @@ def kernels(xp, strategy=None) -> dict:
             count = xp.full(x.shape, 1 if include_self else 0, dtype=out.dtype)
             xp.add.at(count, idx, 1)
             count = xp.maximum(count, 1)
-            out = xp.floor_divide(out, count) if out.dtype in INTS else out / count
+            out = xp.floor_divide(out, count) if out.dtype.kind in "iu" else out / count  # (integers: floor)
         return xp.asarray(out, dtype=x.dtype)
 
     def index_add(x, axis, index, src):

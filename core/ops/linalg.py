@@ -185,6 +185,8 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
 
 def _scaled_sum(input, prod, beta, alpha, out, node):
     check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
+    if prod.dtype.category <= dtypes.INT and input.dtype.category <= dtypes.INT:
+        beta, alpha = int(beta), int(alpha)  # integer results: the scalars truncated, as PyTorch converts them
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
