@@ -163,6 +163,25 @@ def torch_log_softmax(input: Tensor, dim: int, dtype=None, *, out=None) -> Tenso
     return out_or(unary(LogSoftmax, x, _wrap_dim(dim, max(x.ndim, 1), "log_softmax")), out)
 
 
+# PyTorch's kernels of the activations, which compute floating dtypes only (silu's also complex ones)
+_ACT_KERNELS = {"elu": "elu_{device}", "celu": "elu_{device}", "selu": "elu_{device}", "silu": "silu_{device}",
+                "leaky_relu": "leaky_relu_{device}", "rrelu": "leaky_relu_{device}", "mish": "mish_{device}",
+                "hardsigmoid": "hardsigmoid_{device}", "hardswish": "hardswish_{device}", "gelu": "GeluKernelImpl",
+                "hardshrink": "hardshrink_{device}", "softshrink": "softshrink_check", "glu": "glu_{device}",
+                "logsigmoid": "log_sigmoid_{device}", "prelu": "prelu_{device}"}
+
+
+def _act_input(input, name):  # noqa: A002
+    """``input``, refused (PyTorch's NotImplementedError) where the kernel of activation ``name`` has no code for
+    its dtype; a number raises PyTorch's TypeError."""
+    check_tensor(input, name)
+    kernel = _ACT_KERNELS.get(name)
+    if kernel is not None:
+        supported = dtypes.FLOATING_AND_HALF | (dtypes.COMPLEX_TYPES if name == "silu" else frozenset())
+        dtypes.check_kernel(kernel, input, supported, empty_ok=False)
+    return input
+
+
 def _inplace(x, compute, inplace, name):
     """``compute(x)``, or with ``inplace`` written into ``x`` (which takes the result's history)."""
     return inplace_result(x, compute, name + "_") if inplace else compute(x)
@@ -181,6 +200,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
     check_tensor(input, "hardtanh")
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype.category == dtypes.COMPLEX:
+        raise NotImplementedError("clamp is not supported for complex types")
+    if input.dtype is dtypes.uint8 and min(min_val, max_val) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _inplace(input, lambda x: unary(Hardtanh, x, min_val, max_val), inplace, "hardtanh")
 
 
@@ -196,7 +221,7 @@ PreluKernel = op_class("PreluKernel", "nn_prelu", saves="input", vjp=_prelu_vjp,
 @export(to=("nn.functional", "torch", "Tensor"))
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """``x`` where positive, ``weight * x`` elsewhere (``weight`` per channel, dim 1)."""
-    x = check_tensor(input, "prelu")
+    x = _act_input(input, "prelu")
     if weight.numel() != 1:
         c = x.shape[1] if x.ndim >= 2 else x.shape[0]
         if weight.numel() != c:
@@ -216,7 +241,7 @@ def _neg_part(x):
 # PyTorch's in-place form records another node (``EluBackward1``), a second class with that name.
 def _act(input, name, ops, inplace, *params):  # noqa: A002
     """``input`` through the activation Op ``ops[0]``; with ``inplace`` written into ``input`` by ``ops[1]``."""
-    check_tensor(input, name)
+    _act_input(input, name)
     Op = ops[1] if inplace else ops[0]
     return _inplace(input, lambda x: unary(Op, x, *params), inplace, name)
 
@@ -307,7 +332,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 @export(to=("nn.functional", "torch", "Tensor"))
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``x`` where ``|x| > lambd``, else 0."""
-    return unary(Hardshrink, check_tensor(input, "hardshrink"), lambd)
+    return unary(Hardshrink, _act_input(input, "hardshrink"), lambd)
 
 
 @export(to=("nn.functional",))
@@ -315,7 +340,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
-    return unary(Softshrink, check_tensor(input, "softshrink"), lambd)
+    return unary(Softshrink, _act_input(input, "softshrink"), lambd)
 
 
 @export(to=("nn.functional",))
@@ -402,7 +427,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 @export(to=("nn.functional",))
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
     """``x * Phi(x)``; ``approximate='tanh'`` uses PyTorch's tanh formula."""
-    x = check_tensor(input, "gelu")
+    x = _act_input(input, "gelu")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}")
     return unary(Gelu, x, approximate)
@@ -411,7 +436,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
 @export(to=("nn.functional",))
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     """``log(sigmoid(x))``, computed stably."""
-    return unary(LogSigmoid, check_tensor(input, "logsigmoid"))
+    return unary(LogSigmoid, _act_input(input, "logsigmoid"))
 
 
 def _glu_vjp(ctx, g):
@@ -426,7 +451,7 @@ Glu = op_class("Glu", "nn_glu", saves="input", vjp=_glu_vjp, params=("axis",))
 @export(to=("nn.functional",))
 def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     """``a * sigmoid(b)`` of the two halves of ``dim``."""
-    x = check_tensor(input, "glu")
+    x = _act_input(input, "glu")
     if x.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     axis = _wrap_dim(dim, x.ndim, "glu")
@@ -436,15 +461,15 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
 
 
 def _elu_(input, alpha=1.0):  # noqa: A002  (F.elu_ and the other in-place forms record PyTorch's ...Backward1)
-    return unary(ELU[1], check_tensor(input, "elu"), alpha, 1.0, 1.0)
+    return unary(ELU[1], _act_input(input, "elu"), alpha, 1.0, 1.0)
 
 
 def _celu_(input, alpha=1.0):  # noqa: A002
-    return unary(CELU[1], check_tensor(input, "celu"), alpha, 1.0, _celu_scale(alpha))
+    return unary(CELU[1], _act_input(input, "celu"), alpha, 1.0, _celu_scale(alpha))
 
 
 def _selu_(input):  # noqa: A002
-    return unary(ELU[1], check_tensor(input, "selu"), _SELU_ALPHA, _SELU_SCALE, 1.0)
+    return unary(ELU[1], _act_input(input, "selu"), _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def _threshold_(input, threshold, value):  # noqa: A002
@@ -452,7 +477,7 @@ def _threshold_(input, threshold, value):  # noqa: A002
 
 
 def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002
-    return unary(LEAKY_RELU[1], check_tensor(input, "leaky_relu"), negative_slope)
+    return unary(LEAKY_RELU[1], _act_input(input, "leaky_relu"), negative_slope)
 
 
 inplace_torch(_celu_, "celu")
@@ -1305,7 +1330,7 @@ RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_v
 def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
                 generator=None) -> Tensor:
     """``torch.rrelu``: :func:`rrelu` with ``generator`` in place of ``inplace``."""
-    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[0], generator)
+    return _rrelu(_act_input(input, "rrelu"), lower, upper, training, RRELU[0], generator)
 
 
 def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
@@ -1315,7 +1340,7 @@ def _hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
 def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, *rest):  # noqa: A002
     # (``torch.rrelu_``'s fifth argument is a generator; ``F.rrelu_``'s is ``inplace``)
     generator = rest[0] if rest and not isinstance(rest[0], bool) else None
-    return _rrelu(check_tensor(input, "rrelu"), lower, upper, training, RRELU[1], generator)
+    return _rrelu(_act_input(input, "rrelu"), lower, upper, training, RRELU[1], generator)
 
 
 # ``F.<name>_``, ``torch.<name>_``: each the out-of-place function written into its input (``inplace_form``),

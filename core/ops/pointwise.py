@@ -543,6 +543,9 @@ Log, log = unary_op("log", lambda g, x, y: g / _cj(x), onnx="Log", autocast=FP32
 Sqrt, sqrt = unary_op("sqrt", lambda g, x, y: g / (2 * _cj(y)), saves="output", onnx="Sqrt")
 Neg, neg = unary_op("neg", lambda g, x, y: -g, saves="none", promotion="default", check=_refuse_bool_neg,
                     aliases=("negative",), doc="``-input``.", onnx="Neg")
+_NOT_BOOL = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (rounding: no bool, no complex)
+
+
 def _abs_vjp(g, x, y):
     if x.dtype.category == dtypes.COMPLEX:  # g * z / |z| (0 at 0), written so that it differentiates again
         r = abs(x)
@@ -551,7 +554,8 @@ def _abs_vjp(g, x, y):
 
 
 Abs, abs = unary_op("abs", _abs_vjp, promotion="complex_to_float", aliases=("absolute",),  # noqa: A001
-                    doc="Elementwise absolute value.", onnx="Abs")
+                    doc="Elementwise absolute value.", onnx="Abs",
+                    kernel_dtypes=("abs_{device}", _NOT_BOOL | dtypes.COMPLEX_TYPES))
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_sign_of_integer,
                       check=_real_sign,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
@@ -590,7 +594,6 @@ Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y),
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
                           backward_name="PowBackward0", integer=lambda x: pow(x, 2))
-_NOT_BOOL = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (rounding: no bool, no complex)
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor",
                         kernel_dtypes=("floor_vml_{device}", _NOT_BOOL))
 Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil",
@@ -602,8 +605,17 @@ Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", promotion=
                         kernel_dtypes=("trunc_vml_{device}", _NOT_BOOL))
 Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", promotion="keep", integer=lambda x: x * 0,
                       kernel_dtypes=("frac_{device}", dtypes.FLOATING_AND_HALF))
-Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none")
-Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none")
+def _real_only(name):
+    def check(x):
+        if x.dtype.category == dtypes.COMPLEX:
+            raise RuntimeError(f"{name} is not supported for complex tensors.")
+    return check
+
+
+Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295, saves="none",
+                            check=_real_only("deg2rad"))
+Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none",
+                            check=_real_only("rad2deg"))
 # the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
 Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign",
                     promotion="keep", integer=_sign_of_integer,
@@ -898,8 +910,9 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
         if cat > input.dtype.category:
             args[0] = cast(input, dtypes.default_for_category(cat))
     x = args[0]
-    if x.dtype is dtypes.bool and not any(isinstance(a, Tensor) for a in args[1:]):
-        raise NotImplementedError("clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'")
+    if x.dtype is dtypes.bool:
+        kernel = "\"clamp" if any(isinstance(a, Tensor) for a in args[1:]) else "clamp: \"clamp_scalar"
+        raise NotImplementedError(f"{kernel}_{x.device.type}\" not implemented for 'Bool'")
     if x.dtype.category == dtypes.FLOAT and not isinstance(args[1], Tensor) and not isinstance(args[2], Tensor):
         lo, hi = (None if v is None else dtypes.checked_scalar(v, x.dtype) for v in args[1:])  # PyTorch's range check
         return out_or(unary(ClampScalar, x, -float("inf") if lo is None else lo, float("inf") if hi is None else hi),
@@ -990,12 +1003,15 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: 
     return out_or(unary(NanToNum, input, nan, posinf, neginf), out)
 
 
-def _predicate(kernel, onnx=None, takes_out=False):
-    """An elementwise bool predicate; ``takes_out``: with PyTorch's ``out=`` (signbit, isneginf, isposinf)."""
+def _predicate(kernel, onnx=None, takes_out=False, real=False):
+    """An elementwise bool predicate; ``takes_out``: with PyTorch's ``out=`` (signbit, isneginf, isposinf);
+    ``real``: complex input refused (isneginf, isposinf)."""
     Cls = op_class(kernel, tags=("pointwise",), promotion="always_bool", onnx=onnx)
 
     def fn(input):  # noqa: A002
         check_tensor(input, kernel)
+        if real and input.dtype.category == dtypes.COMPLEX:
+            raise RuntimeError(f"{kernel} does not support complex inputs.")
         with no_grad():
             return unary(Cls, input)
 
@@ -1174,6 +1190,9 @@ def xlogy(input, other, *, out=None):  # noqa: A002
     given = input, other  # (PyTorch's node depends on which operands were numbers)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         rt = result_type(input, other)
+        if rt.category == dtypes.COMPLEX:  # (PyTorch's kernel has no complex code)
+            dev = (input if isinstance(input, Tensor) else other).device.type
+            raise NotImplementedError(f"\"xlogy_{dev}\" not implemented for '{_type_name(rt)}'")
         d = dtypes.computation_dtype(Xlogy.promotion, rt)
         if d is not rt:  # integer operands compute in the default float dtype
             input, other = (cast(v, d) if isinstance(v, Tensor) else float(v) for v in (input, other))
@@ -1336,8 +1355,8 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
 
 
 signbit = _predicate("signbit", takes_out=True)
-isneginf = _predicate("isneginf", takes_out=True)
-isposinf = _predicate("isposinf", takes_out=True)
+isneginf = _predicate("isneginf", takes_out=True, real=True)
+isposinf = _predicate("isposinf", takes_out=True, real=True)
 isreal = _predicate("isreal")
 
 
@@ -1545,14 +1564,24 @@ def float_power(input, exponent, *, out=None):  # noqa: A002
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError(f"float_power(): expected a Tensor operand, got {type(input).__name__} and "
                         f"{type(exponent).__name__}")
-    a, b = (cast(v, dtypes.float64) if isinstance(v, Tensor) else float(v) for v in (input, exponent))
+    d = _float_power_dtype(input, exponent)
+    num = complex if d is dtypes.complex128 else float
+    a, b = (cast(v, d) if isinstance(v, Tensor) else num(v) for v in (input, exponent))
     return out_or(pow(a, b), out)
 
 
+def _float_power_dtype(*operands):
+    """float_power's dtype: complex128 where an operand is complex, float64 otherwise."""
+    complex_in = any(v.dtype.category == dtypes.COMPLEX if isinstance(v, Tensor) else isinstance(v, complex)
+                     for v in operands)
+    return dtypes.complex128 if complex_in else dtypes.float64
+
+
 def _float_power_into(input, exponent):  # noqa: A002
-    if input.dtype is not dtypes.float64:
+    d = _float_power_dtype(input, exponent)
+    if input.dtype is not d:
         raise RuntimeError(f"the base given to float_power_ has dtype {_type_name(input.dtype)} but the "
-                           f"operation's result requires dtype Double")
+                           f"operation's result requires dtype {_type_name(d)}")
     return float_power(input, exponent)
 
 

@@ -1,0 +1,139 @@
+"""The classes of per-dtype disagreement with PyTorch that the dtype sweep (``fuzz.sweep_dtypes``) found, each
+swept over its ops and every dtype against PyTorch 2.13: the same dtypes compute (with the same result dtype and
+values) and the same ones raise (with the same exception class)."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64")
+
+
+def _input(m, dtype, device=None, shape=(2, 4)):
+    data = np.array([[-1.5, 0.0, 0.25, 2.0], [3.0, -0.5, 1.0, 0.75]]).reshape(-1)[:int(np.prod(shape))]
+    t = m.tensor(data.reshape(shape), dtype=m.float64)
+    t = t > 0 if dtype == "bool" else t.to(getattr(m, dtype))
+    return t if device is None else t.to(device)
+
+
+def _host(t):
+    t = t.detach().cpu()
+    if str(t.dtype).endswith("bfloat16"):
+        t = t.float()
+    return np.asarray(t.numpy() if isinstance(t, ember.Tensor) else t.resolve_conj().numpy())
+
+
+def _outcome(m, fn, x):
+    try:
+        return fn(m, x)
+    except Exception as exc:  # noqa: BLE001 - the refusal is the outcome compared
+        return exc
+
+
+def _agree(fn, device, shape=(2, 4)):
+    """``fn(m, x)`` on every dtype agrees between ember and PyTorch; returns the dtypes PyTorch refuses."""
+    refused = []
+    for dtype in DTYPES:
+        want = _outcome(torch, fn, _input(torch, dtype, shape=shape))
+        got = _outcome(ember, fn, _input(ember, dtype, device, shape))
+        if isinstance(want, Exception):
+            refused.append(dtype)
+            base = next(k for k in type(want).__mro__ if k.__module__ == "builtins")
+            assert isinstance(got, base), (dtype, want, got)
+            continue
+        assert not isinstance(got, Exception), (dtype, got)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (dtype, got.dtype, want.dtype)
+        tol = 2e-2 if dtype in ("float16", "bfloat16") else 1e-5
+        np.testing.assert_allclose(_host(got), _host(want), rtol=tol, atol=tol, err_msg=dtype)
+    return refused
+
+
+F = {"elu": lambda m, x: m.nn.functional.elu(x), "celu_": lambda m, x: m.nn.functional.celu(x * 1, inplace=True),
+     "selu": lambda m, x: m.selu(x), "leaky_relu_": lambda m, x: m.nn.functional.leaky_relu_(x * 1),
+     "rrelu": lambda m, x: m.rrelu(x), "rrelu_": lambda m, x: m.nn.functional.rrelu_(x * 1),
+     "hardsigmoid": lambda m, x: m.nn.functional.hardsigmoid(x),
+     "hardswish": lambda m, x: m.nn.functional.hardswish(x), "mish": lambda m, x: m.nn.functional.mish(x),
+     "gelu": lambda m, x: m.nn.functional.gelu(x), "hardshrink": lambda m, x: m.nn.functional.hardshrink(x),
+     "softshrink": lambda m, x: m.nn.functional.softshrink(x), "glu": lambda m, x: m.nn.functional.glu(x),
+     "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
+     "prelu": lambda m, x: m.nn.functional.prelu(x, m.ones(1, dtype=x.dtype, device=x.device))}
+
+
+@pytest.mark.parametrize("name", sorted(F))
+def test_floating_activations_refuse_what_pytorch_kernels_lack(name, device):
+    """Activations whose PyTorch kernels have floating code only refuse integer, bool and complex input
+    (NotImplementedError), empty input too, and compute the floating dtypes as PyTorch does."""
+    assert _agree(F[name], device) == ["int64", "int32", "uint8", "bool", "complex64"]
+    assert _agree(F[name], device, shape=(0, 4)) == ["int64", "int32", "uint8", "bool", "complex64"]
+
+
+def test_silu_and_hardtanh_dtypes(device):
+    """silu also computes complex; hardtanh (and relu6) computes integers, refuses bool (RuntimeError), uint8
+    with a negative limit (RuntimeError) and complex (NotImplementedError)."""
+    assert _agree(lambda m, x: m.nn.functional.silu(x), device) == ["int64", "int32", "uint8", "bool"]
+    assert _agree(lambda m, x: m.nn.functional.hardtanh(x), device) == ["uint8", "bool", "complex64"]
+    assert _agree(lambda m, x: m.nn.functional.hardtanh(x, 0.0, 1.0), device) == ["bool", "complex64"]
+    assert _agree(lambda m, x: m.nn.functional.relu6(x), device) == ["bool", "complex64"]
+
+
+POINTWISE = {"abs": (lambda m, x: m.abs(x), ["bool"]),
+             "softsign": (lambda m, x: m.nn.functional.softsign(x), ["bool"]),
+             "deg2rad": (lambda m, x: m.deg2rad(x), ["complex64"]),
+             "rad2deg": (lambda m, x: m.rad2deg(x), ["complex64"]),
+             "isneginf": (lambda m, x: m.isneginf(x), ["complex64"]),
+             "isposinf": (lambda m, x: m.isposinf(x), ["complex64"]),
+             "xlogy": (lambda m, x: m.xlogy(x, x), ["complex64"]),
+             "xlogy_number": (lambda m, x: m.xlogy(x, 2.0), ["complex64"]),
+             "clamp_tensors": (lambda m, x: m.clamp(x, x, x), ["bool", "complex64"]),
+             "float_power": (lambda m, x: m.float_power(x, 2), []),
+             "float_power_complex_number": (lambda m, x: m.float_power(x, 0.5j), [])}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_pointwise_dtypes(name, device):
+    """Pointwise kernels refuse the dtypes PyTorch's refuse (bool abs, complex xlogy/deg2rad/isneginf, bool
+    clamp with tensor bounds) and float_power of a complex operand is complex128."""
+    fn, refused = POINTWISE[name]
+    assert _agree(fn, device) == refused
+
+
+def _grad_conv(m, x, kind, dilation):
+    g, v = m.nn.grad, x[1, 0]  # (a 0-d tensor of the swept dtype scales one operand)
+    if kind == "1d_input":
+        return g.conv1d_input((2, 4, 9), _ones(m, x, (6, 2, 3)) * v, _ones(m, x, (2, 6, 5)), 2, 1, 1, 2)
+    if kind == "2d_input":
+        return g.conv2d_input((1, 2, 6, 5), _ones(m, x, (3, 2, 3, 2)), _ones(m, x, (1, 3, 4, 3)) * v, 1, (1, 0),
+                              dilation)
+    if kind == "2d_weight":
+        return g.conv2d_weight(_ones(m, x, (1, 2, 5, 5)) * v, (3, 2, 3, 3), _ones(m, x, (1, 3, 3, 3)),
+                               dilation=dilation)
+    return g.conv3d_weight(_ones(m, x, (1, 1, 3, 3, 3)) * v, (2, 1, 2, 2, 2), _ones(m, x, (1, 2, 2, 2, 2)))
+
+
+def _ones(m, like, shape):
+    return m.ones(shape, dtype=like.dtype, device=like.device)
+
+
+@pytest.mark.parametrize("kind, dilation, refused", [
+    ("1d_input", 1, ["int64", "int32", "uint8", "bool", "complex64"]),
+    ("2d_input", 2, ["int32", "uint8", "bool", "complex64"]),  # (the dilated kernel also computes int64)
+    ("2d_weight", 1, ["int64", "int32", "uint8", "bool", "complex64"]),
+    ("3d_weight", 1, ["int64", "int32", "uint8", "bool", "complex64"])])
+def test_convolution_gradient_functions_dtypes(kind, dilation, refused, device):
+    """``nn.grad``'s convolution gradients compute the dtypes of PyTorch's backward kernels only."""
+    assert _agree(lambda m, x: _grad_conv(m, x, kind, dilation), device) == refused
+
+
+@pytest.mark.parametrize("center, pad_mode", [(True, "reflect"), (True, "constant"), (False, "reflect")])
+def test_stft_refuses_integer_and_bool_input(center, pad_mode, device):
+    """stft of integer and bool input raises as PyTorch's (bool under reflection padding: its pad's
+    NotImplementedError, a RuntimeError otherwise)."""
+    def fn(m, x):
+        x = x.reshape(-1).repeat(3)
+        return m.stft(x, 8, hop_length=4, window=m.ones(8, dtype=x.dtype, device=x.device), center=center,
+                      pad_mode=pad_mode, return_complex=True)
+
+    refused = _agree(fn, device)
+    assert {"int64", "int32", "uint8", "bool"} <= set(refused)
