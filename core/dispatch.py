@@ -497,7 +497,7 @@ def view_op(Op, a, *params):
     out._view = (a._view, Op, params)
     if b._ver:
         out._vv = b._ver
-    if not is_grad_enabled() and (a._nograd_view or not is_inference()):
+    if GRAD_OFF and not is_grad_enabled() and (a._nograd_view or not is_inference()):  # (GRAD_OFF: see state)
         out._nograd_view = True
         if a._rg:  # PyTorch's view of a tensor that requires grad: requires grad too, a leaf no gradient reaches
             out._rg = True
