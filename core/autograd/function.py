@@ -132,6 +132,19 @@ class Node:
             i += 1
         return saved
 
+    def inputs_except(self, unchecked) -> tuple:
+        """:attr:`inputs`, those at the positions in ``unchecked`` not version-checked: values this node keeps that
+        PyTorch's node does not save and that no formula reads (an in-place change of them refuses nothing)."""
+        if self._released or self._packed or not unchecked:
+            return self.inputs
+        saved = self._saved
+        for i, (t, v) in enumerate(zip(saved, self._vers)):
+            if v is not None and i not in unchecked:
+                b = t._base
+                if (t if b is None else b)._ver != v:
+                    self._check_version(t, v, i)
+        return saved
+
     def check_saved(self):
         """Refuse the backward when a value this node keeps was changed in place since the forward, as PyTorch's
         node does when it unpacks what it saved, for a backward whose formula reads none of them."""

@@ -28,6 +28,11 @@ def _no_double_backward(name):
                            f"cells (RNNCell, LSTMCell, GRUCell) in a loop for higher-order gradients")
 
 
+# the biases' positions among a layer's inputs: kept, but no formula reads them, and PyTorch's nodes do not save them
+# (an in-place change of a bias after the forward leaves the backward as it is)
+_BIASES = (3, 4)
+
+
 def _wrap_all(dev, *arrays):
     return tuple(None if a is None else _wrap(a, dev) for a in arrays)
 
@@ -48,7 +53,9 @@ class LSTMLayer(Op):
     @staticmethod
     def backward(ctx, dout, dh, dc):
         _no_double_backward("LSTM")
-        saved = ctx.inputs  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
+        # (PyTorch's CPU LSTM keeps the biases where it runs as its oneDNN layer, below double precision)
+        double = not ctx._packed and ctx._saved[0].dtype is dtypes.float64
+        saved = ctx.inputs_except(_BIASES if ctx.bias and double else ())  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
         x, w_ih, w_hh = saved[:3]
         w_hr = saved[-1] if ctx.proj else None
         first_state = 5 if ctx.bias else 3
@@ -76,7 +83,7 @@ class GRULayer(Op):
     @staticmethod
     def backward(ctx, dout, dh):
         _no_double_backward("GRU")
-        x, w_ih, w_hh = ctx.inputs[:3]
+        x, w_ih, w_hh = ctx.inputs_except(_BIASES if ctx.bias else ())[:3]
         r = dout._dev.kernels["gru_backward"](dout._data, dh._data, ctx.cache, x._data, w_ih._data, w_hh._data,
                                               ctx.mask, ctx.reverse, _needs(ctx))
         return _wrap_all(dout._dev, *_present(r, ctx.bias))
@@ -99,7 +106,7 @@ class RNNLayer(Op):
     @staticmethod
     def backward(ctx, dout, dh):
         _no_double_backward("RNN")
-        x, w_ih, w_hh = ctx.inputs[:3]
+        x, w_ih, w_hh = ctx.inputs_except(_BIASES if ctx.bias else ())[:3]
         r = dout._dev.kernels["rnn_backward"](dout._data, dh._data, ctx.cache, x._data, w_ih._data, w_hh._data,
                                               ctx.relu, ctx.mask, ctx.reverse, _needs(ctx))
         return _wrap_all(dout._dev, *_present(r, ctx.bias))
@@ -177,7 +184,7 @@ def _layers(mode, name, input, hx, params, has_biases, num_layers, dropout_p, tr
     if batch_sizes is not None:  # packed sequences: the padded batch, masked past each sequence's end
         x, mask, idx = pad_packed(input, batch_sizes, name)
     else:
-        x = input.transpose(0, 1) if batch_first else input
+        x = input.transpose(0, 1).contiguous() if batch_first else input  # (time-major copy, as PyTorch's)
     h0, c0 = (hx[0], hx[1]) if mode == "LSTM" else (hx, None)
     dirs = 2 if bidirectional else 1
     per = (4 if has_biases else 2)

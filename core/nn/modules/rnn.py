@@ -128,7 +128,7 @@ class RNNBase(Module):
             batched = input.dim() == 3
             x = input if batched else input.unsqueeze(1)
             if batched and self.batch_first:
-                x = x.transpose(0, 1)
+                x = x.transpose(0, 1).contiguous()  # (a time-major copy, as PyTorch's: the layers keep it)
             B = x.shape[1]
         D = 2 if self.bidirectional else 1
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
