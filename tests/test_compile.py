@@ -806,8 +806,7 @@ def test_reduction_and_softmax_stand_ins_match_pytorch():
     x[0, 0, 0] = -np.inf  # a row with no finite entry: NaN, as in PyTorch
     want = torch.softmax(torch.from_numpy(x).double(), -1).numpy()
     for axis in (3, -1):
-        with np.errstate(invalid="ignore"):  # (the replay runs kernels inside the error guard)
-            got = fast["softmax"](x, axis)
+        got = fast["softmax"](x, axis)  # (no warning for the row with no finite entry)
         assert got.dtype == np.float32 and np.isnan(got[0, 0, 0]).all()
         np.testing.assert_allclose(got[0, 0, 1:], want[0, 0, 1:], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(got[1:], want[1:], rtol=1e-6, atol=1e-7)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import _ignoring_fp_errors
+
 _CUT = 0.6
 _TOP = 4.0
 _P = (1.1283791583131844, -0.37612516141552854, 0.11281040144181635, -0.026649120427129726,
@@ -27,6 +29,7 @@ _Q = (-0.9259776032813449, -1.9872730630554298, -0.7821907896750211, -0.06127530
 _P32 = tuple(np.float32(c) for c in _P)
 _Q32 = tuple(np.float32(c) for c in _Q)
 _CUT32 = np.float32(_CUT)
+_QUIET = _ignoring_fp_errors()
 CHUNK = 32768
 """Elements per pass (measured best on 262144 elements: the scratch buffers stay in the L2 cache)."""
 MIN_SIZE = 4096
@@ -128,6 +131,19 @@ def _kept(x, axes, keepdims):
     return lambda side: tuple(1 if i in red else n for i, n in enumerate(x.shape) if keepdims or i not in red)
 
 
+@_QUIET
+def _softmax_rows(x):
+    """Softmax along the last axis of C-contiguous float32 ``x`` (inside the floating-point-error guard: a row
+    with no finite entry meets ``-inf - -inf``, NaN as in eager mode)."""
+    n = x.shape[-1]
+    rows = x.reshape(-1, n)
+    top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)
+    e = rows - top[:, None]
+    np.exp(e, out=e)
+    e /= (e @ np.ones(n, np.float32))[:, None]
+    return e.reshape(x.shape)
+
+
 def overrides(kernels, atype):
     """Stand-ins for some of backend ``kernels`` (each falls back to the kernel it replaces outside its case),
     for a replay on arrays of type ``atype``: ``{}`` unless those are NumPy's.
@@ -139,7 +155,9 @@ def overrides(kernels, atype):
     * ``index_add`` of float32 rows (an embedding's gradient): the rows sorted by index and summed per index
       (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
-    Each sums in another order than NumPy's reduction: results agree within float32 tolerance."""
+    Each sums in another order than NumPy's reduction: results agree within float32 tolerance.  A stand-in is
+    called as the kernels are, outside any floating-point-error guard: its fallback calls the guarded kernel
+    (a guard entered twice takes a slow path), and its own work enters the guard where it needs it."""
     if atype is not np.ndarray:
         return {}
     softmax, sum_, mean, sum_to = (kernels.get(k) for k in ("softmax", "sum", "mean", "sum_to"))
@@ -150,13 +168,7 @@ def overrides(kernels, atype):
             if x.size < MIN_SIZE or type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim < 2 or \
                     axis % x.ndim != x.ndim - 1 or not x.flags.c_contiguous or x.shape[-1] < 2:
                 return softmax(x, axis)
-            n = x.shape[-1]
-            rows = x.reshape(-1, n)
-            top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)
-            e = rows - top[:, None]
-            np.exp(e, out=e)
-            e /= (e @ np.ones(n, np.float32))[:, None]
-            return e.reshape(x.shape)
+            return _softmax_rows(x)
         out["softmax"] = fast_softmax
 
     softmax_backward = kernels.get("softmax_backward")
