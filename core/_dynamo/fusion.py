@@ -20,7 +20,7 @@ from ..jit._graph import Ref
 from ..kernels import _ignoring_fp_errors
 from . import fastmath
 
-QUIET = _ignoring_fp_errors()
+_QUIET = _ignoring_fp_errors()
 _NUMBERS = (int, float, bool)
 
 
@@ -98,7 +98,7 @@ def emit(run, w, last_use, kept, gid) -> str:
     src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
         f"    return ({''.join(made[i] + ', ' for i in outs)})\n"
     exec(compile(src, f"<ember.compile elementwise run {gid}>", "exec"), w.ns)  # noqa: S102 - generated above
-    w.ns[f"G{gid}"] = QUIET(w.ns[f"run{gid}"])
+    w.ns[f"G{gid}"] = _QUIET(w.ns[f"run{gid}"])
     call_args = ", ".join(w.as_array(i) for i in ins)
     w.array.update(outs)
     w.tensor.difference_update(outs)
