@@ -491,6 +491,9 @@ def fix_scalar(v, d: dtype):
     return v
 
 
+_FLOAT_MAX: dict = {}  # float dtype -> its finfo's max (see checked_scalar)
+
+
 def checked_scalar(v, d: dtype):
     """Python number ``v`` as a parameter of an op computing in dtype ``d`` (``alpha``, ``pow``'s exponent),
     refused with PyTorch's error when ``d`` cannot hold it: an integer beyond an integer type's range (see
@@ -501,7 +504,10 @@ def checked_scalar(v, d: dtype):
     255
     """
     if d.category == FLOAT and d.np is not None and isinstance(v, (_pyint, _pyfloat)) and not isinstance(v, _pybool):
-        if abs(v) > finfo(d).max and v - v == 0:  # finite, and too large
+        big = _FLOAT_MAX.get(d)
+        if big is None:
+            big = _FLOAT_MAX[d] = finfo(d).max
+        if abs(v) > big and v - v == 0:  # finite, and too large
             raise RuntimeError(f"value cannot be converted to type {d.name} without overflow (got {v})")
         return v
     return int_value(v, d)

@@ -181,8 +181,10 @@ def kernels(xp, strategy=None) -> dict:
         return x - xp.trunc(x)
 
     def clamp(x, lo, hi):
-        # one pass (half the time of maximum then minimum); NaN propagates; bfloat16's clip widens: cast back
-        return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
+        # clip is one pass (half the time of maximum then minimum on large arrays), but its argument handling costs
+        # more than the second pass on small ones; NaN propagates either way; bfloat16's clip widens: cast back
+        r = xp.clip(x, lo, hi) if x.size >= 4096 else xp.minimum(xp.maximum(x, lo), hi)
+        return r.astype(x.dtype, copy=False)
 
     def lerp(a, b, w):
         return a + w * (b - a)
