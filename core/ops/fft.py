@@ -36,10 +36,25 @@ _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}  # the 
 
 
 # --------------------------------------------------------------------------- the three transforms
+_NORM_CODE = {"backward": 0, "ortho": 1, "forward": 2}  # PyTorch's fft_norm_mode of a forward transform's scaling
+
+
+def _normalization(node):
+    """PyTorch's ``_saved_normalization``: 0 unscaled, 1 by sqrt(n), 2 by n (an inverse transform reads ``norm``
+    the other way round)."""
+    code = _NORM_CODE[node.norm]
+    return code if getattr(node, "fwd", False) else 2 - code
+
+
+def _saved_dims(node):
+    return tuple(int(d) for d in node.dims)  # (wrapped before the transform, as PyTorch's)
+
+
 class FftC2C(Op):
     """``fftn`` (``forward``) or ``ifftn`` of a complex array over ``dims``."""
 
     backward_name = "FftC2CBackward0"
+    saved_args = {"dim": _saved_dims, "normalization": _normalization, "forward": "fwd"}
 
     @staticmethod
     def forward(ctx, k, x, dims, norm, forward):
@@ -56,12 +71,13 @@ class FftR2C(Op):
     spectrum (``fftn``, or ``ifftn`` when not ``forward``), without making the input complex first."""
 
     backward_name = "FftR2CBackward0"
+    saved_args = {"dim": _saved_dims, "normalization": _normalization, "onesided": "onesided"}
     save_inputs = True  # (as PyTorch's node: an in-place change of the input refuses the backward)
     saved_names = ("self",)
 
     @staticmethod
     def forward(ctx, k, x, dims, norm, onesided, forward):
-        ctx.dims, ctx.norm, ctx.n, ctx.fwd = dims, norm, x.shape[dims[-1]], forward
+        ctx.dims, ctx.norm, ctx.n, ctx.fwd, ctx.onesided = dims, norm, x.shape[dims[-1]], forward, onesided
         if onesided:
             return k["fft_r2c"](x, dims, norm)
         return k["fft_r2c_full"](x, dims, norm, not forward)
@@ -83,6 +99,7 @@ class FftC2R(Op):
     """``irfftn`` of a one-sided spectrum over ``dims``: ``last_size`` real points along the last one."""
 
     backward_name = "FftC2RBackward0"
+    saved_args = {"dim": _saved_dims, "normalization": _normalization}
 
     @staticmethod
     def forward(ctx, k, x, dims, norm, last_size):
