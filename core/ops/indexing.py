@@ -106,7 +106,10 @@ def _check_bounds(t, index):
 
 def _first_out_of_range(xp, arr, size, negative_ok=True):
     """A value of integer array ``arr`` outside ``[-size, size)`` (``[0, size)``), or None."""
-    lo, hi = int(xp.min(arr)), int(xp.max(arr))
+    if arr.size == 1:  # one index (a Categorical's log_prob): read it, without two reductions' argument handling
+        lo = hi = int(arr[(0,) * arr.ndim])
+    else:
+        lo, hi = int(xp.min(arr)), int(xp.max(arr))
     if hi >= size:
         return hi
     if lo < (-size if negative_ok else 0):
