@@ -76,6 +76,7 @@ def _sub_vjp(ctx, g):
 
 
 Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2, tags=("pointwise",), onnx="Sub")
+Sub.saved_args = {"alpha": lambda n: n.__dict__.get("alpha", 1)}  # (set on the node when not 1: see sub)
 
 
 def _mul_vjp(ctx, g):
@@ -278,9 +279,14 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """``input - alpha * other``."""
     if any(isinstance(v, (bool, np.bool_)) or isinstance(v, Tensor) and v.dtype is dtypes.bool for v in (input, other)):
         _bool_sub_error(input, other)
-    if alpha != 1 or type(alpha) is bool:
-        other = mul(other, _alpha("sub", alpha, input, other))
-    return out_or(binary_result(binary(Sub, input, other), input, other, "sub"), out)
+    scaled = alpha != 1 or type(alpha) is bool
+    if scaled:
+        a = _alpha("sub", alpha, input, other)
+        other = mul(other, a) if isinstance(other, Tensor) else other * a
+    r = binary_result(binary(Sub, input, other), input, other, "sub")
+    if scaled and isinstance(r._fn, Sub):
+        r._fn.alpha = alpha  # (PyTorch's node keeps it: _saved_alpha)
+    return out_or(r, out)
 
 
 def _alpha(op, alpha, input, other):
