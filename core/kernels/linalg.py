@@ -130,6 +130,8 @@ def finite_svd(xp, a, full_matrices):
 def matrix_exp(xp, a):
     """``exp(a)`` of each matrix of ``a``."""
     # scaling and squaring with the degree-13 Pade approximant (Higham 2005), the scaling chosen per matrix
+    if a.dtype.kind in "fV" and a.dtype.itemsize == 2:  # half precision: in float32 (LOW_PRECISION rounds back)
+        return matrix_exp(xp, a.astype(xp.float32))
     flat, batch = _flat(xp, a)
     n = flat.shape[-1]
     if flat.shape[0] == 0 or n == 0:
