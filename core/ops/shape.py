@@ -469,11 +469,15 @@ def squeeze(input, dim=None):  # noqa: A002
     ember.Size([3])
     """
     n = input.dim()
+    sizes = input._data.shape
     if dim is None:
-        shape = tuple(s for s in input.shape if s != 1)
+        shape = tuple(s for s in sizes if s != 1)
+    elif not isinstance(dim, (tuple, list)):  # one dim: the sizes without it, if it is 1
+        d = _wrap_dim(dim, n, "squeeze")
+        shape = sizes[:d] + sizes[d + 1:] if n and sizes[d] == 1 else tuple(sizes)
     else:
-        dims = {_wrap_dim(d, n, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
-        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
+        dims = {_wrap_dim(d, n, "squeeze") for d in dim}
+        shape = tuple(s for i, s in enumerate(sizes) if not (i in dims and s == 1))
     # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims)
     return rename_node(view_op(View, input, shape),
                        "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
@@ -489,9 +493,8 @@ def unsqueeze(input, dim):  # noqa: A002
     """
     n = input.dim() + 1
     d = _wrap_dim(dim, n, "unsqueeze")
-    shape = list(input.shape)
-    shape.insert(d, 1)
-    return rename_node(view_op(View, input, tuple(shape)), "UnsqueezeBackward0")
+    sizes = input._data.shape
+    return rename_node(view_op(View, input, sizes[:d] + (1,) + sizes[d:]), "UnsqueezeBackward0")
 
 
 def _T(self):
