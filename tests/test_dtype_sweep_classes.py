@@ -74,7 +74,7 @@ def test_silu_and_hardtanh_dtypes(device):
     with a negative limit (RuntimeError) and complex (NotImplementedError)."""
     assert _agree(lambda m, x: m.nn.functional.silu(x), device) == ["int64", "int32", "uint8", "bool"]
     assert _agree(lambda m, x: m.nn.functional.hardtanh(x), device) == ["uint8", "bool", "complex64"]
-    assert _agree(lambda m, x: m.nn.functional.hardtanh(x, 0.0, 1.0), device) == ["bool", "complex64"]
+    assert _agree(lambda m, x: m.nn.functional.hardtanh(x, -0.3, 1.0), device) == ["bool", "complex64"]
     assert _agree(lambda m, x: m.nn.functional.relu6(x), device) == ["bool", "complex64"]
 
 
@@ -137,3 +137,48 @@ def test_stft_refuses_integer_and_bool_input(center, pad_mode, device):
 
     refused = _agree(fn, device)
     assert {"int64", "int32", "uint8", "bool"} <= set(refused)
+
+
+POOLS = {"avg_pool1d": (lambda m, x: m.nn.functional.avg_pool1d(x.reshape(2, 1, 4), 3, 1, 1), (2, 4),
+                        ["int32", "uint8", "bool", "complex64"]),
+         "avg_pool2d": (lambda m, x: m.nn.functional.avg_pool2d(x.reshape(1, 2, 2, 2), 2, 1, 1, False, False),
+                        (2, 4), ["int32", "uint8", "bool", "complex64"]),
+         "avg_pool2d_divisor": (lambda m, x: m.nn.functional.avg_pool2d(x.reshape(1, 1, 2, 4), 2,
+                                                                          divisor_override=3),
+                                (2, 4), ["int32", "uint8", "bool", "complex64"]),
+         "avg_pool3d": (lambda m, x: m.nn.functional.avg_pool3d(x.reshape(1, 1, 2, 2, 2), 2), (2, 4),
+                        ["float16", "bfloat16", "int32", "uint8", "bool", "complex64"]),
+         "lp_pool1d": (lambda m, x: m.nn.functional.lp_pool1d(x.reshape(2, 1, 4), 2, 2), (2, 4),
+                       ["int32", "uint8", "complex64"]),
+         "adaptive_avg_pool2d": (lambda m, x: m.nn.functional.adaptive_avg_pool2d(x.reshape(1, 1, 2, 4), 3),
+                                 (2, 4), ["int64", "int32", "uint8", "bool", "complex64"]),
+         "adaptive_avg_pool2d_global": (lambda m, x: m.nn.functional.adaptive_avg_pool2d(x.reshape(1, 1, 2, 4), 1),
+                                        (2, 4), ["int64", "int32", "uint8", "bool"])}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_average_pooling_dtypes(name, device):
+    """Average pooling computes PyTorch's dtypes: int64 too (its mean truncated toward zero, an int64 result),
+    the 3-d kernel no half precision; adaptive averages floating only."""
+    fn, shape, refused = POOLS[name]
+    assert _agree(fn, device, shape) == refused
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_interpolate_dtypes(mode, device):
+    """interpolate's kernels compute floating dtypes and uint8 images (nearest, bilinear, bicubic); the 1-d
+    linear one floating only; a uint8 image is rounded from the floating result (bilinear: within one of
+    PyTorch's fixed-point kernel)."""
+    def fn(m, x):
+        x = x.reshape(1, 1, 2, 4)
+        return m.nn.functional.interpolate(x * 40 if x.dtype == m.uint8 else x, size=(3, 3), mode=mode)
+
+    def linear(m, x):
+        return m.nn.functional.interpolate(x.reshape(1, 2, 4), scale_factor=2, mode="linear")
+
+    if mode == "bicubic":  # (PyTorch's uint8 bicubic has other coefficients than its floating one: dtype only)
+        refused = _agree(lambda m, x: fn(m, x)[..., :0] if x.dtype == m.uint8 else fn(m, x), device)
+        assert refused == ["int64", "int32", "bool", "complex64"]
+    else:
+        assert _agree(fn, device) == ["int64", "int32", "bool", "complex64"]
+    assert _agree(linear, device) == ["int64", "int32", "uint8", "bool", "complex64"]

@@ -204,7 +204,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         raise RuntimeError("Bool inputs not supported for hardtanh")
     if input.dtype.category == dtypes.COMPLEX:
         raise NotImplementedError("clamp is not supported for complex types")
-    if input.dtype is dtypes.uint8 and min(min_val, max_val) < 0:
+    if input.dtype is dtypes.uint8 and min(int(min_val), int(max_val)) < 0:  # (limits truncated to integers)
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _inplace(input, lambda x: unary(Hardtanh, x, min_val, max_val), inplace, "hardtanh")
 

@@ -19,7 +19,7 @@ from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap
 from .creation import arange, eye, rand
 from .nn import pad, torch_form
-from .pointwise import where
+from .pointwise import div, where
 from .shape import cat
 
 
@@ -476,6 +476,11 @@ _CONVS = {1: conv1d, 2: conv2d, 3: conv3d}
 
 def _avg_pool(op, d, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     x, unb = _batched(op, x, d)
+    if d < 3:  # PyTorch's kernels: floating and int64 (whose mean truncates); the 3-d one no half precision
+        dtypes.check_kernel("avg_pool2d", x, dtypes.FLOATING_AND_HALF | {dtypes.int64})
+    else:
+        dtypes.check_kernel("avg_pool3d_out_frame", x, dtypes.FLOATING_TYPES | {dtypes.int64})
+    mode = "trunc" if x.dtype is dtypes.int64 else None
     k, st, pads, _ = _pool_geometry(op, x, kernel_size, stride, padding, 1, ceil_mode, d)
     n, c = x.shape[:2]
     conv = _CONVS[d]
@@ -485,7 +490,7 @@ def _avg_pool(op, d, x, kernel_size, stride, padding, ceil_mode, count_include_p
     total = conv(padded, ones, None, st)
     total = total.reshape((n, c) + tuple(total.shape[2:]))
     if divisor_override:
-        out = total / divisor_override
+        out = div(total, divisor_override, rounding_mode=mode)
     else:
         with no_grad():
             mask = x.new_ones((1, 1) + tuple(x.shape[2:]))
@@ -494,7 +499,7 @@ def _avg_pool(op, d, x, kernel_size, stride, padding, ceil_mode, count_include_p
             extra = [(0, max(hi - lo, 0)) for lo, hi in pads]
             counts = conv(pad(mask, _torch_pad(extra)), ones, None, st)
             counts = counts[(0, 0) + tuple(slice(0, o) for o in total.shape[2:])]
-        out = total / counts
+        out = div(total, counts, rounding_mode=mode)
     return out.squeeze(0) if unb else _pool_node(out, "AvgPool{}DBackward0", d)
 
 
@@ -552,6 +557,8 @@ def adaptive_avg(op, d, x, output_size):
     """Adaptive average pooling of the last ``d`` dimensions (``op`` names it in errors)."""
     x, unb = _batched(op, x, d)
     osz = _osize(output_size, x, d)
+    if d < 3 and any(o != 1 for o in osz):  # (PyTorch's 3-d kernel and its global mean also compute complex)
+        dtypes.check_kernel("adaptive_avg_pool2d", x, dtypes.FLOATING_AND_HALF)
     out = x
     for i in range(d):
         out = _adaptive_mean(out, 2 + i, osz[i])

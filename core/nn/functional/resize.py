@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ... import dtypes
 from ...ops.creation import create as _create
 from ...ops.nn import pixel_shuffle, pixel_unshuffle  # noqa: F401  (re-exported)
 from ...ops.nn_conv import adaptive_avg
@@ -18,6 +19,14 @@ def _table(input, kernel, *args):  # noqa: A002
 
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
+# PyTorch's kernel of each mode and the dtypes it computes (uint8 images: nearest, bilinear, bicubic)
+_IMAGE = dtypes.FLOATING_AND_HALF | {dtypes.uint8}
+_KERNELS = {"nearest": ("compute_indices_weights_nearest", _IMAGE),
+            "nearest-exact": ("compute_indices_weights_nearest", _IMAGE),
+            "linear": ("compute_indices_weights_linear", dtypes.FLOATING_AND_HALF),
+            "trilinear": ("compute_indices_weights_linear", dtypes.FLOATING_AND_HALF),
+            "bilinear": ("upsample_bilinear2d_channels_last", _IMAGE),
+            "bicubic": ("compute_indices_weights_cubic", _IMAGE)}
 
 
 @export(to=("nn.functional",))
@@ -46,6 +55,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if len(osz) != d:
         raise ValueError(f"interpolate: size {list(osz)} does not match the {d} spatial dimensions of input "
                          f"{list(input.shape)}")
+    if mode in _KERNELS:
+        dtypes.check_kernel(_KERNELS[mode][0], input, _KERNELS[mode][1])
     out = input
     if mode in ("nearest", "nearest-exact"):
         for i in range(d):
@@ -59,6 +70,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                          f"a 4-D tensor as input (got mode {mode!r} and input of size {list(input.shape)})")
     if mode == "bicubic" and d != 2 or mode != "bicubic" and _LINEAR.get(mode) != d:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {input.ndim}D input")
+    image = input.dtype is dtypes.uint8  # computed in float32, rounded back into uint8 as PyTorch's kernels do
+    if image:
+        out = input.float()
     for i in range(d):
         if antialias:
             m = _table(input, "resize_aa_weights", osz[i], sp[i], scales[i], bool(align_corners), mode == "bicubic")
@@ -66,10 +80,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             m = _table(input, "resize_cubic_weights", osz[i], sp[i], scales[i], bool(align_corners))
         else:
             m = _table(input, "resize_linear_weights", osz[i], sp[i], scales[i], bool(align_corners))
-        m = m.to(input.dtype)
+        m = m.to(out.dtype)
         axis = 2 + i
         out = (out.transpose(axis, -1) @ m.t()).transpose(axis, -1)
-    return out
+    return out.round().clamp(0, 255).to(dtypes.uint8) if image else out
 
 
 @export(to=("nn.functional",))
