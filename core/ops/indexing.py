@@ -344,6 +344,7 @@ class ScatterReduce(TensorArgsOp):
     save_inputs = True
     save_output = True
     backward_name = "ScatterReduceBackward0"
+    saved_args = {"dim": "axis", "reduce": "reduce", "include_self": "include_self"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src, reduce, include_self):
@@ -496,6 +497,9 @@ class IndexSelect(Pick):
 
 
 class IndexAdd(TensorArgsOp):
+    saved_args = {"dim": "axis", "source_dim": lambda n: len(n._shapes[-1][0]),
+                  "alpha": lambda n: n.__dict__.get("alpha", 1)}  # (set on the node when not 1: see index_add)
+
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
         ctx.axis, ctx.idx = axis, idx
@@ -507,6 +511,8 @@ class IndexAdd(TensorArgsOp):
 
 
 class IndexCopy(TensorArgsOp):
+    saved_args = {"dim": "axis", "source_dim": lambda n: len(n._shapes[-1][0])}
+
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
         ctx.axis, ctx.idx = axis, idx
@@ -586,7 +592,10 @@ def index_add(input, dim: int, index, source, *, alpha=1, out=None) -> Tensor:  
     >>> ember.zeros(3).index_add(0, ember.tensor([0, 0, 2]), ember.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
-    return out_or(_index_op(apply, IndexAdd, input, dim, index, source, "index_add", alpha), out)
+    r = _index_op(apply, IndexAdd, input, dim, index, source, "index_add", alpha)
+    if alpha != 1 and isinstance(r._fn, IndexAdd):
+        r._fn.alpha = alpha  # (PyTorch's node keeps it: _saved_alpha)
+    return out_or(r, out)
 
 
 @export
