@@ -8,7 +8,7 @@ import numpy as np
 import ember
 from ember.backend import ArrayBackend
 
-from . import threads, workspace
+from . import fastmath, threads, workspace
 from .threads import MIN_SIZE, relu_backward_large, relu_large, split_binary
 
 
@@ -97,7 +97,8 @@ class NumpyBackend(ArrayBackend):
 
         # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
         # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
-        return {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform}
+        own = {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform}
+        return {**own, **fastmath.overrides({**self.kernels, **own})}  # float32 forms over the kernels above
 
 
 @ember.plugins.hookimpl

@@ -10,15 +10,12 @@ later (not returned, not saved for a backward, same shape and dtype as the resul
 that operand's buffer (``out=``): a chain of ``n`` ops allocates about one array instead of ``n``.
 
 The kernels are the same and run on the same values in the same order, so results are eager mode's (an
-``out=`` ufunc computes the same loop), except where :mod:`.fastmath` has a faster stand-in for a kernel
-(float32 ``erf`` on NumPy: within float32 tolerance of eager mode's); such an op is emitted as a run even
-alone.
+``out=`` ufunc computes the same loop).
 """
 from __future__ import annotations
 
 from ..jit._graph import Ref
 from ..kernels import _ignoring_fp_errors
-from . import fastmath
 
 _QUIET = _ignoring_fp_errors()
 _NUMBERS = (int, float, bool)
@@ -31,13 +28,6 @@ def plain_kernel(Op):
     if name is None or code is None or not code.co_filename.startswith("<op_class"):
         return None
     return name
-
-
-def faster(n, Op, w) -> bool:
-    """Whether fusable node ``n`` has a faster stand-in kernel (:mod:`.fastmath`): alone, it is still emitted as
-    a run of one."""
-    name = plain_kernel(Op)
-    return fastmath.substitute(name, None, w.meta[n.outs[0]][1].np, w.dev.atype) is not None
 
 
 def fusable(n, Op, kernels) -> bool:
@@ -65,7 +55,6 @@ def emit(run, w, last_use, kept, gid) -> str:
         name = plain_kernel(Op)
         kernel = w.dev.kernels[name]
         base = getattr(kernel, "__wrapped__", kernel)  # (the whole run is inside the error guard)
-        base = fastmath.substitute(name, base, meta[n.outs[0]][1].np, w.dev.atype) or base
         fn = w.const(f"U{k}", base)
         args = []
         for j, a in enumerate(n.args):

@@ -19,11 +19,6 @@ graphs with no in-place op (where nothing could write into such a constant).
 Runs of consecutive pointwise ops whose Op's forward is only its kernel are fused (:mod:`.fusion`): one
 generated function per run calls the kernels directly inside one floating-point-error guard, and writes a
 ufunc's result into the buffer of an operand that dies there (``out=``).
-
-On NumPy arrays some kernels have faster stand-ins (:mod:`.fastmath`: float32 ``erf``, softmax along the
-last axis, sums and means over the leading or the last axes as matrix-vector products); these reorder or
-approximate the arithmetic, so such graphs match eager mode within float32 tolerance rather than bit for
-bit.
 """
 from __future__ import annotations
 
@@ -31,7 +26,7 @@ from .. import dtypes
 from ..jit._graph import ARef, Ref, Sym, _refs_in, has_ref, lookup_op, replay_args
 from ..interception import KINDS
 from ..tensor import _wrap
-from . import fastmath, fusion
+from . import fusion
 
 _RAW_KINDS = frozenset(("unary", "binary", "apply"))
 _PY_SCALARS = (int, float, bool)
@@ -170,9 +165,6 @@ def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False
     dispatch, keeping its links to its base; other views are array views.  ``dispatch``: every op goes through
     its dispatch kind (autograd then records the ops, where grad mode is on)."""
     w = _Writer(dev)
-    over = fastmath.overrides(dev.kernels, dev.atype)
-    if over:  # (faster stand-ins for some kernels)
-        w.ns["K"] = {**dev.kernels, **over}
     meta = w.meta = graph.meta
     effects = any(n.kind == "inplace" for n in graph.nodes)
     w.tensor.update(order)
@@ -187,7 +179,7 @@ def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False
     run = []
 
     def flush():
-        if len(run) > 1 or run and fusion.faster(run[0][1], run[0][2], w):
+        if len(run) > 1:
             body.append(fusion.emit(run, w, last_use, returned, len(w.fused)))
         elif run:
             _emit_raw(w, *run[0])

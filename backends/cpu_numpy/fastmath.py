@@ -1,23 +1,33 @@
-"""Faster stand-ins for some CPU kernels, which the compiled replay calls on NumPy arrays (:mod:`.replay`).
+"""Faster forms of some shared kernels for float32 NumPy arrays: overrides of the CPU backend, so eager mode and
+compiled graphs call the same ones through the backend's kernel table.
 
-Each serves one case (float32, contiguous, large enough to pay) and hands every other call to the kernel it
-replaces.  All reorder or approximate the arithmetic, so a compiled graph using one matches eager mode within
-float32 tolerance, not bit for bit.  :func:`overrides` lists those standing in for kernels called by Ops
-(softmax, its backward, sums, means, ``index_add``); :func:`substitute` the one for fused elementwise runs:
+Each serves one case (float32, contiguous, at least :data:`MIN_SIZE` elements) and hands every other call to the
+kernel it replaces.  All reorder or approximate the arithmetic, so results match the shared kernels' within
+float32 tolerance, not bit for bit:
 
-``erf`` on the CPU backend is SciPy's ufunc, which evaluates element by element in double precision (about
-10 ns an element: a training step of a GELU network spends most of its GELU backward there).
-:func:`erf_float32` computes it with NumPy ufunc passes over cache-sized chunks, 3x faster, within 2.5 ulp
-of the exact value (SciPy's float32 result is correctly rounded).  Its two polynomials were fitted here, by
-least squares on Chebyshev nodes against float64 ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and
-``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|`` clamped at 4 (where float32 ``erf`` is 1; the clamp also
-keeps +-inf finite through the polynomial, and NaN passes).
+* ``erf``: SciPy's ufunc evaluates element by element in double precision (about 10 ns an element: a training
+  step of a GELU network spends most of its GELU backward there).  :func:`erf_float32` computes it with NumPy
+  ufunc passes over cache-sized chunks, 3x faster, within 2.5 ulp of the exact value (SciPy's float32 result is
+  correctly rounded).  Its two polynomials were fitted here, by least squares on Chebyshev nodes against float64
+  ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and ``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|``
+  clamped at 4 (where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN
+  passes);
+* ``softmax`` along the last axis: the row maxima from the rows laid out as columns (NumPy's ``max`` along a
+  short inner axis is ~10x slower than along the outer one), the row sums as a matrix-vector product; its
+  backward's row sums likewise;
+* ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
+* ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
+  index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
+
+The backend quiets these by name as it does any kernel the shared library lists in ``QUIET``
+(:func:`ember.kernels.quieted`), so each calls the replaced kernel without the library's floating-point-error
+guard (a guard entered twice takes a slow path); ``erf`` keeps the library's ``LOW_PRECISION`` rounding back.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import _ignoring_fp_errors
+from ember import kernels as _kernels
 
 _CUT = 0.6
 _TOP = 4.0
@@ -29,9 +39,9 @@ _Q = (-0.9259776032813449, -1.9872730630554298, -0.7821907896750211, -0.06127530
 _P32 = tuple(np.float32(c) for c in _P)
 _Q32 = tuple(np.float32(c) for c in _Q)
 _CUT32 = np.float32(_CUT)
-_QUIET = _ignoring_fp_errors()
 CHUNK = 32768
-"""Elements per pass (measured best on 262144 elements: the scratch buffers stay in the L2 cache)."""
+"""Elements per pass of :func:`erf_float32` (measured best on 262144 elements: the scratch buffers stay in the
+L2 cache)."""
 MIN_SIZE = 4096
 """Arrays below this size keep the replaced kernel (the chunked passes cost a few microseconds of calls)."""
 
@@ -45,10 +55,12 @@ def _horner(coeffs, x, out):
         out += c
 
 
-def erf_float32(x):
-    """``erf`` of a float32 NumPy array (see the module docstring)."""
-    out = np.empty(x.shape, np.float32)
-    src, dst = x.reshape(-1), out.reshape(-1)
+def erf_float32(x, out=None):
+    """``erf`` of a float32 NumPy array (see the module docstring), into ``out`` if given."""
+    if out is None:
+        out = np.empty(x.shape, np.float32)
+    src = x.reshape(-1)
+    dst = out.reshape(-1) if out.flags.c_contiguous else np.empty(x.size, np.float32)
     n0 = min(CHUNK, src.size)
     a, s, p, q, m = (np.empty(n0, np.float32) for _ in range(5))
     cut, top = np.full(n0, _CUT, np.float32), np.full(n0, _TOP, np.float32)  # (minimum with an array operand
@@ -72,18 +84,9 @@ def erf_float32(x):
         qi *= mi
         pi += qi
         np.copysign(pi, xs, out=d)
+    if not out.flags.c_contiguous:
+        out[...] = dst.reshape(x.shape)
     return out
-
-
-def substitute(kernel_name, kernel, dtype, atype):
-    """A faster stand-in for backend kernel ``kernel_name`` (the function ``kernel``) on arrays of ``dtype``
-    and array type ``atype`` (NumPy's float32 only), or None.  Arrays below :data:`MIN_SIZE` elements keep
-    ``kernel``."""
-    if kernel_name == "erf" and dtype == np.float32 and atype is np.ndarray:
-        def erf(x):
-            return erf_float32(x) if x.size >= MIN_SIZE and x.dtype == np.float32 else kernel(x)
-        return erf
-    return None
 
 
 # --------------------------------------------------------------------------- reductions along one end of an array
@@ -131,10 +134,9 @@ def _kept(x, axes, keepdims):
     return lambda side: tuple(1 if i in red else n for i, n in enumerate(x.shape) if keepdims or i not in red)
 
 
-@_QUIET
 def _softmax_rows(x):
-    """Softmax along the last axis of C-contiguous float32 ``x`` (inside the floating-point-error guard: a row
-    with no finite entry meets ``-inf - -inf``, NaN as in eager mode)."""
+    """Softmax along the last axis of C-contiguous float32 ``x`` (a row with no finite entry meets
+    ``-inf - -inf``: NaN, as the shared kernel gives, inside the caller's floating-point-error guard)."""
     n = x.shape[-1]
     rows = x.reshape(-1, n)
     top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)
@@ -144,40 +146,49 @@ def _softmax_rows(x):
     return e.reshape(x.shape)
 
 
-def overrides(kernels, atype):
-    """Stand-ins for some of backend ``kernels`` (each falls back to the kernel it replaces outside its case),
-    for a replay on arrays of type ``atype``: ``{}`` unless those are NumPy's.
+def _bare(fn):
+    """Kernel ``fn`` without the wrappers the shared library put around it (floating-point-error guard, rounding
+    back to a low precision): its ``__wrapped__`` chain followed to the end."""
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
 
-    * ``softmax`` along the last axis of a float32 array: the row maxima from the rows laid out as columns
-      (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer one), the row sums as a
-      matrix-vector product; its backward's row sums likewise;
-    * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
-    * ``index_add`` of float32 rows (an embedding's gradient): the rows sorted by index and summed per index
-      (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
-    Each sums in another order than NumPy's reduction: results agree within float32 tolerance.  A stand-in is
-    called as the kernels are, outside any floating-point-error guard: its fallback calls the guarded kernel
-    (a guard entered twice takes a slow path), and its own work enters the guard where it needs it."""
-    if atype is not np.ndarray:
-        return {}
-    softmax, sum_, mean, sum_to = (kernels.get(k) for k in ("softmax", "sum", "mean", "sum_to"))
+def overrides(kernels: dict) -> dict:
+    """The faster forms (module docstring) of those of ``kernels`` (the backend's table before they are merged in)
+    that it has, each falling back to the one it replaces.  All but ``index_add`` are names the shared library
+    runs quietly: the backend's merge wraps them in the guard, and their fallbacks run bare inside it."""
     out = {}
+    erf = kernels.get("erf")
+    if erf is not None:
+        erf_ = _bare(erf)
 
+        def fast_erf(x, out=None):
+            if x.size < MIN_SIZE or type(x) is not np.ndarray or x.dtype != np.float32:
+                return erf_(x) if out is None else erf_(x, out=out)
+            return erf_float32(x, out)
+        out["erf"] = _kernels._keeping_low_precision(fast_erf)  # (float16 and bfloat16 rounded back, as the library's)
+
+    softmax = kernels.get("softmax")
     if softmax is not None:
+        softmax_ = _bare(softmax)
+
         def fast_softmax(x, axis):
             if x.size < MIN_SIZE or type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim < 2 or \
                     axis % x.ndim != x.ndim - 1 or not x.flags.c_contiguous or x.shape[-1] < 2:
-                return softmax(x, axis)
+                return softmax_(x, axis)
             return _softmax_rows(x)
         out["softmax"] = fast_softmax
 
     softmax_backward = kernels.get("softmax_backward")
     if softmax_backward is not None:
+        softmax_backward_ = _bare(softmax_backward)
+
         def fast_softmax_backward(g, y, axis):
             if g.size < MIN_SIZE or type(g) is not np.ndarray or type(y) is not np.ndarray or \
                     g.dtype != np.float32 or y.dtype != np.float32 or g.shape != y.shape or \
                     axis % g.ndim != g.ndim - 1 or not (g.flags.c_contiguous and y.flags.c_contiguous):
-                return softmax_backward(g, y, axis)
+                return softmax_backward_(g, y, axis)
             n = g.shape[-1]
             gy = g * y
             r = g - (gy.reshape(-1, n) @ np.ones(n, np.float32)).reshape(g.shape[:-1] + (1,))
@@ -185,7 +196,7 @@ def overrides(kernels, atype):
             return r
         out["softmax_backward"] = fast_softmax_backward
 
-    index_add = kernels.get("index_add")
+    index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
     if index_add is not None:
         def fast_index_add(x, axis, index, src):
             if src.size < MIN_SIZE or axis != 0 or type(x) is not np.ndarray or type(src) is not np.ndarray or \
@@ -198,21 +209,27 @@ def overrides(kernels, atype):
             if keys[0] < 0:  # (a negative index and its positive twin would be two rows: the general kernel)
                 return index_add(x, axis, index, src)
             starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-            out = np.array(x, copy=True)
-            out[keys[starts]] += np.add.reduceat(src[order], starts, axis=0)
-            return out
+            r = np.array(x, copy=True)
+            r[keys[starts]] += np.add.reduceat(src[order], starts, axis=0)
+            return r
         out["index_add"] = fast_index_add
 
+    sum_ = kernels.get("sum")
     if sum_ is not None:
+        sum_ = _bare(sum_)
+
         def fast_sum(x, axis=None, keepdims=False, dtype=None):
-            if x.size < MIN_SIZE:  # (the common small case first: a stand-in must not slow it down)
+            if x.size < MIN_SIZE:  # (the common small case first: a faster form must not slow it down)
                 return sum_(x, axis, keepdims, dtype)
             axes = _axes(axis, x.ndim)
             r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
             return sum_(x, axis, keepdims, dtype) if r is None else r
         out["sum"] = fast_sum
 
+    mean = kernels.get("mean")
     if mean is not None:
+        mean = _bare(mean)
+
         def fast_mean(x, axis=None, keepdims=False, dtype=None):
             if x.size < MIN_SIZE:
                 return mean(x, axis, keepdims, dtype)
@@ -224,7 +241,10 @@ def overrides(kernels, atype):
             return r
         out["mean"] = fast_mean
 
+    sum_to = kernels.get("sum_to")
     if sum_to is not None:
+        sum_to = _bare(sum_to)
+
         def fast_sum_to(x, shape):
             if x.size < MIN_SIZE or type(x) is not np.ndarray:
                 return sum_to(x, shape)
