@@ -232,20 +232,21 @@ class Node:
         raw = name.startswith("_raw_saved_")
         if raw or name.startswith("_saved_"):
             key = name[11:] if raw else name[7:]
+            if not raw and type(self).saved_args and key in type(self).saved_args:
+                args = self._args_saved()  # (first: a number operand that PyTorch keeps as a Scalar argument)
+                if key in args:
+                    return args[key]
             slot = self._slots_saved().get(key) if self._op else None
             if slot is not None:
                 return SavedTensor(self, slot) if raw else self._value_saved(slot)
-            if not raw and type(self).saved_args and key in type(self).saved_args:
-                args = self._args_saved()
-                if key in args:
-                    return args[key]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __dir__(self):
         names = list(super().__dir__())
+        args = self._args_saved()
         if self._op:
-            names += [f"_{p}saved_{k}" for k in self._slots_saved() for p in ("", "raw_")]
-        names += [f"_saved_{k}" for k in self._args_saved()]
+            names += [f"_{p}saved_{k}" for k in self._slots_saved() if k not in args for p in ("", "raw_")]
+        names += [f"_saved_{k}" for k in args]
         return names
 
     def _value_saved(self, slot):
@@ -279,6 +280,19 @@ def _unsigned(v):
     if isinstance(v, tuple):
         return tuple(_unsigned(e) for e in v)
     return v + (1 << 64) if type(v) is int and v < 0 else v
+
+
+def number_operand(i: int, node_name: str):
+    """A ``saved_args`` entry: the number operand at input ``i`` of a node named ``node_name`` (an overload whose
+    PyTorch node keeps it as a Scalar argument: ``x ** 2``'s ``_saved_exponent`` is 2, where ``x * 2``'s
+    ``_saved_other`` is a 0-d tensor), as a Python number; None for other nodes, and once the backward freed it."""
+    def read(node):
+        saved = node._saved
+        if type(node).__name__ != node_name or saved is None or i >= len(saved):
+            return None
+        v = saved[i]
+        return v.item() if isinstance(v, Tensor) else v
+    return read
 
 
 def _plain(v):

@@ -16,7 +16,7 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_saved, number_operand, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
                         unary)
@@ -181,6 +181,7 @@ def _pow_vjp_complex(ctx, g, a, b):
 
 Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2, tags=("pointwise",), onnx="Pow",
                autocast=FP32_ON_CUDA, saved_names=("self", "exponent"))
+Pow.saved_args = {"exponent": number_operand(1, "PowBackward0"), "self": number_operand(0, "PowBackward2")}
 
 
 def _is_zero(b):
@@ -600,6 +601,7 @@ Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y),
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
                           backward_name="PowBackward0", integer=lambda x: pow(x, 2))
+Square.saved_args = {"exponent": lambda n: 2}  # (PyTorch's square is pow(x, 2))
 Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor",
                         kernel_dtypes=("floor_vml_{device}", _NOT_BOOL))
 Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil",
@@ -1140,6 +1142,7 @@ def name_overload(r, node: str, input, other):  # noqa: A002
 
 Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
                  tags=("pointwise",), promotion="int_to_float")
+Xlogy.saved_args = {"self": number_operand(0, "XlogyBackward1"), "other": number_operand(1, "XlogyBackward2")}
 
 
 class LogAddExp(Op):
