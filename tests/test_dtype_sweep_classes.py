@@ -182,3 +182,30 @@ def test_interpolate_dtypes(mode, device):
     else:
         assert _agree(fn, device) == ["int64", "int32", "bool", "complex64"]
     assert _agree(linear, device) == ["int64", "int32", "uint8", "bool", "complex64"]
+
+
+NN = {"linear_bool": (lambda m, x: m.nn.functional.linear(x, x), ["bool"]),
+      "linear_vector_bool": (lambda m, x: m.nn.functional.linear(x, x[0]), ["bool"]),
+      "group_norm": (lambda m, x: m.nn.functional.group_norm(x.reshape(1, 2, 4), 2),
+                     ["int64", "int32", "uint8", "bool", "complex64"]),
+      "group_norm_empty_batch": (lambda m, x: m.nn.functional.group_norm(x[:0].reshape(0, 2, 2), 2),
+                                 ["int64", "int32", "uint8", "bool", "complex64"]),
+      "cosine_similarity": (lambda m, x: m.nn.functional.cosine_similarity(x, x),
+                            ["int64", "int32", "uint8", "bool", "complex64"]),
+      "binary_cross_entropy": (lambda m, x: m.nn.functional.binary_cross_entropy(x.abs() / 4, x.abs() / 4)
+                               if x.dtype != m.bool else m.nn.functional.binary_cross_entropy(x, x),
+                               ["uint8", "bool"]),  # (integers: float32 by the division; uint8's wrapped -1.5 > 1)
+      "binary_cross_entropy_empty": (lambda m, x: m.nn.functional.binary_cross_entropy(x[:0], x[:0], reduction="sum"),
+                                     ["int64", "int32", "uint8", "bool", "complex64"]),
+      "binary_cross_entropy_target_dtype": (lambda m, x: m.nn.functional.binary_cross_entropy(
+          x.abs() / 4, m.full((2, 4), 0.5, dtype=m.float64, device=x.device)), DTYPES)}
+
+
+@pytest.mark.parametrize("name", sorted(NN))
+def test_nn_function_dtypes(name, device):
+    """linear of bool (PyTorch's GEMM kernels have none), group norm floating only (an empty batch too), cosine
+    similarity of a non-floating common dtype (RuntimeError), binary cross entropy floating only and refusing a
+    target of another dtype."""
+    fn, refused = NN[name]
+    want = [d for d in refused if d != "float64"] if name.endswith("target_dtype") else refused
+    assert _agree(fn, device) == want

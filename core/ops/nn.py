@@ -23,7 +23,7 @@ import warnings
 from .. import dtypes
 from ..autograd.function import Op, composite_node, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
-from ..dispatch import apply, autocasting, on_arrays, unary
+from ..dispatch import apply, autocasting, on_arrays, result_type, unary
 from ..interception import HANDLERS
 from ..interception import observed
 from ..layouts import keep_format
@@ -190,7 +190,7 @@ def _inplace(x, compute, inplace, name):
 @export(to=("nn.functional",))
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
-    dtypes.check_kernel("softplus_{device}", check_tensor(input, "softplus"), dtypes.FLOATING_AND_HALF)
+    dtypes.check_kernel("softplus_{device}", check_tensor(input, "softplus"), dtypes.FLOATING_AND_HALF, empty_ok=False)
     return unary(Softplus, input, beta, threshold)
 
 
@@ -611,6 +611,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
+    if dt.kind == "b" and input.numel():  # (PyTorch's GEMM kernels have no bool code)
+        raise NotImplementedError(f"\"{'addmv_impl_' if len(sw) == 1 else 'addmm_impl_'}{input.device.type}"
+                                  f"{'' if len(sw) == 1 else '_'}\" not implemented for 'Bool'")
     if len(sw) == 1:
         out = input.matmul(weight)
         return out + bias if bias is not None else out
@@ -1122,7 +1125,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if c % num_groups:
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
                            f"got input of shape {list(input.shape)} and num_groups={num_groups}")
-    g = input.reshape(n, num_groups, -1)
+    dtypes.check_kernel("GroupNormKernelImpl", input, dtypes.FLOATING_AND_HALF, empty_ok=False)
+    g = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))  # (n may be 0)
     _, d, var = _moments(g, [2])
     y = (d / (var + eps).sqrt()).reshape(input.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (input.ndim - 2))
@@ -1192,6 +1196,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     >>> ember.nn.functional.cosine_similarity(ember.tensor([[1., 0.]]), ember.tensor([[1., 1.]])).tolist()
     [0.7071067690849304]
     """
+    common = result_type(x1, x2)
+    if common.category != dtypes.FLOAT:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_type_name(common)}")
     if x1.shape != x2.shape:  # broadcast first: a 0-d or smaller operand's norm is taken over the common shape
         x1, x2 = broadcast_tensors(x1, x2)
     w12 = (x1 * x2).sum(dim)

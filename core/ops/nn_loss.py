@@ -273,7 +273,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100, as PyTorch does."""
     same_shape("binary_cross_entropy", input, target)
     if target.dtype is not input.dtype:
-        target = target.to(input.dtype)
+        raise RuntimeError(f"Found dtype {dtypes.type_name(target.dtype)} but expected {dtypes.type_name(input.dtype)}")
+    dtypes.check_kernel("binary_cross_entropy", input, dtypes.FLOATING_AND_HALF, empty_ok=False)
     loss = apply(BinaryCrossEntropy, input, target)
     if weight is not None:
         loss = loss * weight
