@@ -80,17 +80,19 @@ KNOWN = [
     Known("exception", r".*", r"^AttributeError where PyTorch raised TypeError", "open",
           "Tensor methods (and functions not behind the __torch_function__ check, such as the recurrent cells) "
           "given a number for a tensor argument raise AttributeError"),
-    Known("exception", r"linear_cross_entropy\w*|triplet_margin\w*|lp_pool\dd|affine_grid\w*|fractional_max_pool\w*",
+    Known("exception", r"linear_cross_entropy\w*|triplet_margin\w*|lp_pool\dd|affine_grid\w*|fractional_max_pool\w*|"
+          r"multi_head_attention\w*|binary_cross_entropy.*",
           r"^TypeError where PyTorch raised AttributeError", "deliberate",
           "PyTorch's Python functionals (linear_cross_entropy, triplet_margin_with_distance_loss, lp_pool, "
-          "affine_grid, fractional_max_pool) read an attribute (.dim(), .ndim, .pow, .is_floating_point, .size) of "
+          "affine_grid, fractional_max_pool, multi_head_attention_forward, binary_cross_entropy) read an attribute "
+          "(.dim(), .ndim, .shape, .size, .pow, .is_floating_point) of "
           "a number given for a tensor (AttributeError); ember raises the TypeError PyTorch's functions raise for "
           "a number where a Tensor is required"),
-    Known("flags", r"geqrf\w*|trapezoid|ldl_\w+|native_group_norm|detach_copy|lu_factor\w*|vector_norm_0",
+    Known("flags", r"geqrf\w*|trapezoid|ldl_\w+|native_group_norm|detach_copy|lu_factor\w*|vector_norm_0|lstsq\w*",
           r"requires_grad", "open",
           "requires_grad of outputs PyTorch marks differentiable (geqrf, ldl_factor(_ex), ldl_solve, group norm's "
-          "statistics, detach_copy, vector_norm of order 0, whose gradient PyTorch leaves undefined) or not "
-          "(trapezoid of an empty input)"),
+          "statistics, detach_copy, lstsq's empty residuals, vector_norm of order 0, whose gradient PyTorch leaves "
+          "undefined) or not (trapezoid of an empty input)"),
     Known("values", r"addcdiv|grid_sample\w*", r".", "open",
           "complex addcdiv with inf, grid_sample at a NaN grid point"),
     Known("grad", r"max_pool2d_backward|gather_forms|grid_sample\w*|lu_factor\w*", r".", "open",
@@ -140,12 +142,14 @@ KNOWN = [
           "the recurrent functions' argument checks: dtypes of the weights against the input, complex and "
           "integer inputs, numbers given for weights"),
     Known("*", r"conv\w*|fractional_max_pool\w*|linear_cross_entropy\w*|adaptive_max_pool\w*|einsum\w*|"
-          r"\w*batch_norm\w*|matrix_norm\w*", r"\([a-z]+\d*0x\d", "open",
+          r"\w*batch_norm\w*|matrix_norm\w*|max_unpool\w*|index_add\w*|native_group_norm", r"\([a-z]+\d*0x\d", "open",
           "an empty first input (a zero batch) that PyTorch computes and ember refuses, or checks against another "
           "argument first"),
-    Known("*", r"cholesky\w*|orgqr|householder_product|clamp_tensor", r"!", "open",
+    Known("*", r"cholesky\w*|orgqr|householder_product|clamp_tensor|pdist\w*|einsum\w*|\w*fft\w*|stft\w*", r"!",
+          "open",
           "inf and NaN entries: PyTorch's cholesky of a matrix holding inf fails in LAPACK (ember returns NaN "
-          "without calling it), orgqr's NaN pattern, clamp's gradient at infinite bounds"),
+          "without calling it); where NaN or inf lands in orgqr, pdist's gradient, einsum, the FFTs and stft; "
+          "clamp's gradient at infinite bounds"),
     Known("*", r"einsum_(sum|trace)", r"\((bool|uint8|int32|int64)", "open",
           "an einsum that only sums one integer or bool operand: PyTorch's sum gives int64, ember keeps the dtype"),
     Known("*", r"solve_triangular\w*", r"not implemented for 'BFloat16'", "open",
@@ -156,6 +160,15 @@ KNOWN = [
     Known("*", r"einsum\w*", r"expected all operands to have the same dtype", "open",
           "einsum of two dtypes: PyTorch promotes where its path is elementwise (a diagonal, an outer product) and "
           "refuses where it runs a matrix product; ember refuses both"),
+    Known("accepts", r"binary_cross_entropy.*", r"Found dtype \w+ but expected \w+", "open",
+          "binary_cross_entropy of a target of another dtype than the input: ember promotes, PyTorch refuses"),
+    Known("accepts", r"threshold\w*", r"value cannot be converted to type \w+ without overflow", "open",
+          "threshold's number arguments out of an integer input's range: PyTorch refuses them, ember casts them"),
+    Known("*", r"gradient\w*|searchsorted\w*|segment_reduce\w*|tensordot\w*", r"\((bool|uint8)|0d", "open",
+          "gradient of bool sample points (PyTorch refuses bool subtraction), searchsorted of uint8 rows, 0-d data "
+          "in segment_reduce and tensordot"),
+    Known("dtype", r"cov\w*", r"bfloat16", "open",
+          "cov of bfloat16 observations with float weights: PyTorch's result is float32"),
     Known("accepts", r"\w*batch_norm\w*", r"mixed dtype \(CPU\)", "open",
           "batch norm with parameters of another dtype than the input: ember promotes, PyTorch's CPU kernel "
           "refuses"),

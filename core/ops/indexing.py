@@ -807,7 +807,9 @@ def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # no
 @export(to=TENSOR)
 def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
     """In place: ``self[indices] = values`` (or ``+=`` with repeats accumulating when ``accumulate``)."""
-    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put_(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if values.dtype is not self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{dtypes.type_name(self.dtype)} for the destination and {dtypes.type_name(values.dtype)} "
                            f"for the source.")

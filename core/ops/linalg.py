@@ -669,9 +669,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                                f"{dtypes.type_name(A.dtype)}")
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
-        r = A.abs().sum(inner, keepdim=True)
-        r = r.amax(outer, keepdim=True) if ord > 0 else r.amin(outer, keepdim=True)
-        return out_or(r if keepdim else r.squeeze((d0, d1)), out)
+        r = A.abs().sum(inner, keepdim=keepdim)
+        outer = outer if keepdim or outer < inner else outer - 1  # (the summed dimension gone before it)
+        return out_or(r.amax(outer, keepdim) if ord > 0 else r.amin(outer, keepdim), out)  # PyTorch's last node
     if ord in ("nuc", 2, -2):
         sv = svdvals(A.movedim((d0, d1), (-2, -1)))
         r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)

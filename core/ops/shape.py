@@ -1671,20 +1671,18 @@ def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:  
 def _scatter_into(input, src, view, op):
     out = clone(input)
     region = view(out)
-    _scatter_check(region, input, src, op)
-    region.copy_(src)
+    region.copy_(_scatter_check(region, input, src, op))
     return out
 
 
 def _scatter_check(region, input, src, op):
+    """``src`` checked against the region it replaces, in ``input``'s dtype (PyTorch casts it, as a copy does)."""
     if not isinstance(src, Tensor):
         raise TypeError(f"{op}(): argument 'src' must be Tensor, not {type(src).__name__}")
     if tuple(region.shape) != tuple(src.shape):
         raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
-    if src.dtype is not input.dtype:
-        raise RuntimeError(f"{op}(): expected src and input to have the same dtype, got {src.dtype} and "
-                           f"{input.dtype}")
+    return src.to(input.dtype)
 
 
 @export
@@ -1741,7 +1739,7 @@ def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1) 
             [0., 1.]])
     """
     region = diagonal(input, offset, dim1, dim2)  # its errors first
-    _scatter_check(region, input, src, "diagonal_scatter")
+    src = _scatter_check(region, input, src, "diagonal_scatter")
     n = input.dim()
     return apply(DiagonalScatterInto, input, src, int(offset), _wrap_dim(dim1, n, "diagonal_scatter"),
                  _wrap_dim(dim2, n, "diagonal_scatter"))
@@ -1756,7 +1754,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None) -> Tensor:
     tensor([1., 0., 1., 0.])
     """
     region = as_strided(input.contiguous(), size, stride, storage_offset)  # its errors first
-    _scatter_check(region, input, src, "as_strided_scatter")
+    src = _scatter_check(region, input, src, "as_strided_scatter")
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     pos = _create("as_strided_scatter", input._dev, False, None, "element_positions", size, stride,
                   int(storage_offset or 0))

@@ -102,7 +102,7 @@ def _dim_for_out(dim, op):
 @export
 def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     """The lower median (of all elements, or along ``dim`` with its index), as PyTorch defines it."""
-    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED)
+    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED, empty_ok=False)
     if out is not None:
         return outs_or(median(input, _dim_for_out(dim, "median"), keepdim), out)
     if dim is None:
@@ -137,7 +137,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     >>> ember.tensor([1.0, float("nan"), 3.0, 2.0]).nanmedian()
     tensor(2.)
     """
-    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED)
+    dtypes.check_kernel("median_{device}" if dim is None else "median_out", input, _ORDERED, empty_ok=False)
     if out is not None:
         return outs_or(nanmedian(input, _dim_for_out(dim, "nanmedian"), keepdim), out)
     if not input.dtype.is_floating_point or input.dim() == 0:
