@@ -167,6 +167,7 @@ def _solve_vjp(ctx, g):
 
 
 Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2)
+Solve.saved_args = {"left": lambda n: True}  # (left=False is composed of transposes around it)
 
 
 @export(to=LINALG)
@@ -306,6 +307,7 @@ def _cholesky_vjp(ctx, g):
 
 Cholesky = op_class("Cholesky", "cholesky", saves="output", vjp=_cholesky_vjp,
                     backward_name="LinalgCholeskyExBackward0", params=("upper",))
+Cholesky.saved_args = {"upper": lambda n: bool(n.upper)}
 
 
 @export(to=LINALG)

@@ -89,6 +89,8 @@ def _solve_triangular_vjp(ctx, g):
 SolveTriangular = op_class("SolveTriangular", "solve_triangular", saves="both", vjp=_solve_triangular_vjp,
                            backward_name="LinalgSolveTriangularBackward0", params=("upper", "unit"), arity=4,
                            save_for=((0, 1), ()))  # the right-hand side is never read
+SolveTriangular.saved_args = {"upper": lambda n: bool(n.upper), "left": lambda n: True,
+                              "unitriangular": lambda n: bool(n.unit)}  # (left=False: composed around it)
 
 
 @export(to=LINALG)
@@ -190,6 +192,7 @@ class LuFactor(Op):
 
     backward_name = "LinalgLuFactorExBackward0"
     nondiff_outputs = (1, 2)
+    saved_args = {"pivot": lambda n: True}  # (LAPACK's getrf always pivots)
 
     @staticmethod
     def forward(ctx, k, a):
