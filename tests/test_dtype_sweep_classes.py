@@ -209,3 +209,22 @@ def test_nn_function_dtypes(name, device):
     fn, refused = NN[name]
     want = [d for d in refused if d != "float64"] if name.endswith("target_dtype") else refused
     assert _agree(fn, device) == want
+
+
+REDUCTIONS = {"histogram": (lambda m, x: m.histogram(x, 4)[0],
+                            ["float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64"]),
+              "histogram_edges": (lambda m, x: m.histogram(x, m.tensor([-1.0, 0.5, 2.0]).to(x.dtype))[0],
+                                  ["int64", "int32", "uint8", "bool", "complex64"]),
+              "histogram_range": (lambda m, x: m.histogram(x, 3, range=(0.0, 2.0))[0],
+                                  ["int64", "int32", "uint8", "bool", "complex64"]),
+              "histogram_empty": (lambda m, x: m.histogram(x[:0], 4)[0],
+                                  ["int64", "int32", "uint8", "bool", "complex64"]),
+              "gradient": (lambda m, x: m.gradient(x)[0], ["uint8", "bool"])}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduction_dtypes(name, device):
+    """histogram: floating input only, half precision only with bin edges or a range given (or empty input); gradient
+    refuses uint8 and bool."""
+    fn, refused = REDUCTIONS[name]
+    assert _agree(fn, device) == refused

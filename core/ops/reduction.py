@@ -391,8 +391,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 class Var(Op):
     tags = ("reduction",)
+    # (PyTorch's var() and std() of every element with the default correction keep none: _saved_correction None)
     saved_args = {"dim": "axes", "keepdim": "keepdim",
-                  "correction": lambda n: int(n.correction) if float(n.correction).is_integer() else n.correction}
+                  "correction": lambda n: None if n.axes is None and n.correction == 1 else
+                  int(n.correction) if float(n.correction).is_integer() else n.correction}
     save_inputs = True
 
     @staticmethod
@@ -1052,9 +1054,10 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     tensor([2., 1.])
     """
     check_tensor(input, "histogram")
-    if input.dtype.category != dtypes.FLOAT:
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but got "
-                           f"input {_type_name(input.dtype)}; histogram needs a floating-point input")
+    if isinstance(bins, Tensor) or range is not None or not input.numel():  # (half: only given edges or range)
+        dtypes.check_kernel("histogram_{device}", input, dtypes.FLOATING_AND_HALF, empty_ok=False)
+    else:
+        dtypes.check_kernel("histogramdd", input, dtypes.FLOATING_TYPES)
     if weight is not None and (not isinstance(weight, Tensor) or tuple(weight.shape) != tuple(input.shape)):
         raise RuntimeError(f"torch.histogram: if weight tensor is provided it should have the same shape as the "
                            f"input tensor (got {list(getattr(weight, 'shape', []))} for input {list(input.shape)})")
@@ -1295,6 +1298,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1) -> tuple:  # noqa: A00
     (tensor([3., 4., 6., 7.]),)
     """
     check_tensor(input, "gradient")
+    if input.dtype is dtypes.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if input.dtype is dtypes.bool:  # (its differences)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
     if edge_order not in (1, 2):
         raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
     dims = list(builtins_range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
