@@ -432,8 +432,8 @@ ARGS_PENDING = frozenset("""
     linalg_norm linear linear_cross_entropy mT masked_scatter matmul matmul_empty matrix_norm_fro max_all
     max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices multi_head_attention_forward_separate nansum norm
     norm_dim norm_p1 norm_p3_keep pad_constant qr qr_wide qr_wide_complete repeat rrelu_eval rrelu_torch setitem_range
-    split_copies split_empty split_int split_sizes squeeze_dim squeeze_dims std_forms stft_istft_roundtrip sum_to_size
-    svd_vals tile transpose unsqueeze var vector_norm vector_norm_inf view_inplace x[None] xlog1py xlogy_scalar
+    split_copies split_empty split_int split_sizes squeeze_dim squeeze_dims stft_istft_roundtrip sum_to_size svd_vals
+    tile transpose unsqueeze vector_norm vector_norm_inf view_inplace x[None] xlog1py xlogy_scalar
 """.split())
 
 
