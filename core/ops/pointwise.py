@@ -140,13 +140,15 @@ class DivRounding(Op):
     node, it keeps the divisor, and the dividend when the divisor needs a gradient."""
 
     tags = ("pointwise",)
-    backward_name = "DivBackward1"
+    backward_name = "DivBackward2"  # (PyTorch's node of div with a rounding mode, a tensor or a number divisor)
     save_inputs = True
     save_for = ((1,), None, (), ())
     saved_names = ("self", "other")
+    saved_args = {"rounding_mode": "mode"}
 
     @staticmethod
     def forward(ctx, k, x, y, mode, integral):
+        ctx.mode = mode
         if integral:
             return k["int_div_" + mode](x, y)
         q = k["div"](x, y)
