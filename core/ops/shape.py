@@ -565,15 +565,24 @@ class Split(Op):
 
     backward_name = "SplitWithSizesBackward0"
     multi_view = True  # in-place changes of the outputs are refused under autograd, as in PyTorch
+    # (split(int)'s node, SplitBackward0, keeps the size given, set on it by split)
+    saved_args = {"dim": "axis", "self_sym_sizes": lambda n: n._shapes[0][0],
+                  "split_size": lambda n: n.__dict__.get("split_size"),
+                  "split_sizes": lambda n: None if "split_size" in n.__dict__ else _piece_sizes(n)}
 
     @staticmethod
     def forward(ctx, k, x, bounds, axis):
-        ctx.axis = axis
+        ctx.axis, ctx.bounds = axis, bounds
         return k["split"](x, bounds, axis)
 
     @staticmethod
     def backward(ctx, *grads):
         return cat(grads, ctx.axis)
+
+
+def _piece_sizes(node):
+    ends = [*node.bounds, node._shapes[0][0][node.axis]]
+    return tuple(e - s for s, e in zip([0, *node.bounds], ends))
 
 
 class Unbind(Op):
@@ -775,6 +784,8 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     outs = unary(Split, tensor, bounds, d)
     if not isinstance(split_size_or_sections, (list, tuple, Size)):
         rename_node(outs[0], "SplitBackward0")  # PyTorch's node of split(int); split_with_sizes keeps its own
+        if outs[0]._fn is not None:
+            outs[0]._fn.split_size = step
     return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
 
 
