@@ -611,7 +611,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             and not autocasting(input):
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
-    if dt.kind == "b" and input.numel():  # (PyTorch's GEMM kernels have no bool code)
+    if input.dtype is dtypes.bool and input.numel():  # (PyTorch's GEMM kernels have no bool code)
         raise NotImplementedError(f"\"{'addmv_impl_' if len(sw) == 1 else 'addmm_impl_'}{input.device.type}"
                                   f"{'' if len(sw) == 1 else '_'}\" not implemented for 'Bool'")
     if len(sw) == 1:
@@ -1240,9 +1240,12 @@ _PAD_MODES = ("reflect", "replicate", "circular")
 
 class ConstantPad(Op):
     backward_name = "ConstantPadNdBackward0"
+    # (PyTorch's pad list: the last dim's pair first)
+    saved_args = {"pad": lambda n: tuple(v for pair in reversed(n.pairs) for v in pair)}
 
     @staticmethod
     def forward(ctx, k, x, pairs, value):
+        ctx.pairs = pairs
         ctx.crop = (Ellipsis,) + tuple(slice(lo, lo + s) for (lo, _), s in zip(pairs, x.shape[x.ndim - len(pairs):]))
         return k["constant_pad"](x, pairs, value)
 
@@ -1318,7 +1321,10 @@ def _rrelu(x, lower, upper, training, Op, generator=None):
         noise = rand(x.shape, dtype=x.dtype, device=x.device, generator=generator) * (upper - lower) + lower
     else:
         noise = x.new_full((), (lower + upper) / 2)
-    return apply(Op, x, noise)
+    r = apply(Op, x, noise)
+    if r._fn is not None:  # (PyTorch's node keeps them: _saved_lower, _saved_upper, _saved_training)
+        r._fn.bounds = (lower, upper, bool(training))
+    return r
 
 
 def _rrelu_vjp(ctx, g):
@@ -1330,6 +1336,9 @@ def _rrelu_vjp(ctx, g):
 RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2, tags=("pointwise",)),
          op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
                   backward_name="RreluWithNoiseBackward1", tags=("pointwise",)))
+for _op in RRELU:
+    _op.saved_args = {"lower": lambda n: n.bounds[0], "upper": lambda n: n.bounds[1],
+                      "training": lambda n: n.bounds[2]}
 
 
 @export(to=("torch",))

@@ -822,9 +822,11 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
 
 # --------------------------------------------------------------------------- movement
 class Repeat(Op):
+    saved_args = {"repeats": "reps", "self_sym_sizes": "in_shape"}
+
     @staticmethod
     def forward(ctx, k, x, reps):
-        ctx.in_shape = x.shape
+        ctx.in_shape, ctx.reps = x.shape, reps
         return k["tile"](x, reps)
 
     @staticmethod
@@ -1693,6 +1695,8 @@ def _scatter_check(region, input, src, op):
     if tuple(region.shape) != tuple(src.shape):
         raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
+    if src.requires_grad and STATE.enabled and input.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"Autograd not support dtype: {dtypes.type_name(input.dtype)}")  # (PyTorch's words)
     return src.to(input.dtype)
 
 
