@@ -228,3 +228,30 @@ def test_reduction_dtypes(name, device):
     refuses uint8 and bool."""
     fn, refused = REDUCTIONS[name]
     assert _agree(fn, device) == refused
+
+
+EXTREMES = {"amax": lambda m, x: m.amax(x), "amin_dim": lambda m, x: m.amin(x, 1), "max": lambda m, x: m.max(x),
+            "aminmax": lambda m, x: m.aminmax(x)[0], "aminmax_empty": lambda m, x: m.aminmax(x[:0], dim=1)[0],
+            "rms_norm": lambda m, x: m.nn.functional.rms_norm(x, (4,))}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREMES))
+def test_kernel_refusals_are_not_implemented_errors(name, device):
+    """Where PyTorch's kernel has no code for a dtype (complex extremes, integer rms_norm) ember raises its
+    NotImplementedError, not a bare RuntimeError."""
+    refused = _agree(EXTREMES[name], device)
+    assert refused, name
+    for dtype in refused:
+        got = _outcome(ember, EXTREMES[name], _input(ember, dtype, device))
+        assert type(got) is NotImplementedError, (dtype, got)
+
+
+@pytest.mark.parametrize("length", [1, 5])
+def test_complex_windows(length, device):
+    """A complex window of one sample is computed, a longer one refused as PyTorch's arange refuses it."""
+    def fn(m, x):
+        return m.hann_window(length, dtype=x.dtype, device=x.device) + m.hamming_window(length, dtype=x.dtype,
+                                                                                           device=x.device)
+
+    refused = _agree(fn, device)
+    assert "complex64" in refused if length > 1 else "complex64" not in refused

@@ -441,7 +441,10 @@ def _window(name, window_length, dtype, device, requires_grad, fn):
     if not isinstance(window_length, int) or window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window length, got window_length={window_length}")
     d = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
-    if d.category != dtypes.FLOAT:
+    if d.category == dtypes.COMPLEX and window_length > 1:  # (PyTorch's arange has no complex kernel)
+        kind = "cpu" if device is None else str(device).split(":")[0]
+        raise NotImplementedError(f"\"arange_{kind}\" not implemented for '{dtypes.type_name(d)}'")
+    if d.category < dtypes.FLOAT:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {d}")
     if window_length == 0:
         w = zeros(0, dtype=d, device=device)

@@ -1408,6 +1408,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     [[0.8485280871391296, 1.1313709020614624]]
     """
     x = check_tensor(input, "rms_norm")
+    dtypes.check_kernel("rms_norm", x, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES, empty_ok=False)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.ndim < len(ns) or tuple(x.shape[x.ndim - len(ns):]) != ns:
         raise RuntimeError(f"rms_norm: Given normalized_shape={list(ns)}, expected input with shape [*, "

@@ -18,7 +18,6 @@ from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
 from ..interception import observed
 from .. import dtypes
-from ..dtypes import float32, float64
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
@@ -512,8 +511,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"ctc_loss: Expected 3-dimensional log_probs (T, N, C) or 2-dimensional unbatched "
                            f"(T, C), but got {log_probs.ndim}-dimensional tensor of shape {list(log_probs.shape)}")
-    if log_probs.dtype not in (float32, float64):
-        raise RuntimeError(f"ctc_loss: expected log_probs of dtype float32 or float64, got {log_probs.dtype}")
+    dtypes.check_kernel("ctc_loss_{device}", log_probs, dtypes.FLOATING_TYPES)
     if log_probs.numel() == 0:
         raise RuntimeError(f"ctc_loss: log_probs tensor must not be empty (shape {list(log_probs.shape)})")
     x = log_probs.unsqueeze(1) if unbatched else log_probs

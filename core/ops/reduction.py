@@ -236,8 +236,13 @@ def _unordered(op, input):
         raise RuntimeError(f"{op}(): does not support complex input (got {input.dtype})")
 
 
+# PyTorch's kernels of the reductions to the extreme values, none of which has complex code
+_EXTREME_KERNELS = {"amax": "max_values_{device}", "amin": "min_values_{device}", "max": "max_all", "min": "min_all",
+                    "aminmax": "aminmax_{device}"}
+
+
 def _minmax_reduce(Cls, kernel, input, dim, keepdim, name=None):
-    _unordered(kernel, input)
+    dtypes.check_kernel(_EXTREME_KERNELS[name or kernel], input, dtypes.REAL_TYPES)
     axes = dims_arg(dim, input.dim(), kernel) if dim not in ((), None) else None
     if input.numel() == 0 and axes is not None:
         for a in axes:
@@ -607,6 +612,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):  # noqa: A002
     aminmax(min=tensor(-1.), max=tensor(3.))
     """
     d = () if dim is None else dim
+    dtypes.check_kernel(_EXTREME_KERNELS["aminmax"], input, dtypes.REAL_TYPES, empty_ok=False)
     if input.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")
