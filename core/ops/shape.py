@@ -53,8 +53,10 @@ def infer_shape(shape, numel, op="view"):
 
 class View(Op):
     tags = ("view",)
-    # (squeeze and unsqueeze are this node under their PyTorch names; unsqueeze keeps no sizes)
-    saved_args = {"self_sym_sizes": lambda n: None if type(n).__name__.startswith("Unsq") else n.in_shape}
+    # (squeeze and unsqueeze are this node under their PyTorch names, keeping their dim as given; unsqueeze keeps no
+    # sizes)
+    saved_args = {"dim": lambda n: n.__dict__.get("given_dim"),
+                  "self_sym_sizes": lambda n: None if type(n).__name__.startswith("Unsq") else n.in_shape}
 
     @staticmethod
     def forward(ctx, k, x, shape):
@@ -479,8 +481,11 @@ def squeeze(input, dim=None):  # noqa: A002
         dims = {_wrap_dim(d, n, "squeeze") for d in dim}
         shape = tuple(s for i, s in enumerate(sizes) if not (i in dims and s == 1))
     # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims)
-    return rename_node(view_op(View, input, shape),
-                       "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
+    r = rename_node(view_op(View, input, shape),
+                    "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
+    if dim is not None and r._fn is not None:
+        r._fn.given_dim = tuple(dim) if isinstance(dim, list) else dim
+    return r
 
 
 @export
@@ -494,7 +499,10 @@ def unsqueeze(input, dim):  # noqa: A002
     n = input.dim() + 1
     d = _wrap_dim(dim, n, "unsqueeze")
     sizes = input._data.shape
-    return rename_node(view_op(View, input, sizes[:d] + (1,) + sizes[d:]), "UnsqueezeBackward0")
+    r = rename_node(view_op(View, input, sizes[:d] + (1,) + sizes[d:]), "UnsqueezeBackward0")
+    if r._fn is not None:
+        r._fn.given_dim = dim
+    return r
 
 
 def _T(self):
