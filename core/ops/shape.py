@@ -130,9 +130,18 @@ Permute = op_class("Permute", "permute", vjp=_permute_vjp, params=("dims",), tag
 Permute.saved_args = {"dims": "dims"}
 
 
+def _transposed(node):
+    """The two dims a transpose exchanged: as given (set on the node by :func:`transpose`), else its permutation's."""
+    given = node.__dict__.get("given_dims")
+    if given is not None:
+        return given
+    swapped = _swapped(node)
+    return swapped[0], swapped[-1]
+
+
 class Transpose(Permute):
     backward_name = "TransposeBackward0"
-    saved_args = {"dim0": lambda n: _swapped(n)[0], "dim1": lambda n: _swapped(n)[-1]}
+    saved_args = {"dim0": lambda n: _transposed(n)[0], "dim1": lambda n: _transposed(n)[1]}
 
 
 class T(Permute):
@@ -353,7 +362,10 @@ def transpose(input, dim0, dim1):  # noqa: A002
     d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return view_op(Transpose, input, tuple(dims))
+    r = view_op(Transpose, input, tuple(dims))
+    if r._fn is not None:
+        r._fn.given_dims = (dim0, dim1)  # (PyTorch's node keeps them as given: _saved_dim0, _saved_dim1)
+    return r
 
 
 @export
