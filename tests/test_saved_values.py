@@ -416,12 +416,13 @@ def _same_args(got, want):
 
 # Rows whose nodes do not yet give PyTorch's non-tensor saved values (names or values): the sweep fails when a row
 # not listed here differs, and when a listed row agrees on every sample (then it leaves this table). What keeps
-# them here: ops not declared yet (convolutions, pooling, losses, linalg flags, split, repeat, pad, diag_embed); hfft2
-# and hfftn (one c2r node over every dim, where PyTorch's is a c2c and then a one-dim c2r);
-# a negative dim that the node does not see as given (transpose and mT keep a permutation, unsqueeze a view's shape;
-# a dim wrapped by ember.tensor._wrap_dim is kept as given and read back, as PyTorch's, in its unsigned form);
-# composites whose nodes never see the argument (addmm/addcmul/lerp's scalars, sub's alpha, squeeze's dims); and
-# number operands that ember's nodes keep as inputs, given back as 0-d tensors (pow's exponent, xlogy's other).
+# them here: ops not declared yet (convolutions, max pooling, norms, nll_loss, binary_cross_entropy, qr's mode,
+# svd, diag_embed, as_strided, advanced indexing and index_put with their index tuples); hfft2 and hfftn (one c2r
+# node over every dim, where PyTorch's is a c2c and then a one-dim c2r); composites whose nodes never see the
+# argument (addmm/addmv/addr/baddbmm/addbmm's alpha and beta, addcmul/addcdiv's value, lerp's weight, dist's p, the
+# *_copy ops); nodes of another overload than PyTorch's (max of every element, nansum, sum_to_size, a copying
+# reshape's sizes in linear, inner and matmul); and a number operand made a tensor of the other operand's dtype
+# before the node (xlogy's and xlog1py's 2 reads back 2.0).
 ARGS_PENDING = frozenset("""
     addbmm addcdiv addcmul addmm addmv addr as_strided as_strided_overlap baddbmm binary_cross_entropy conv1d_input
     conv2d conv2d_input conv2d_weight conv3d_input conv3d_weight convolution copies cross_entropy_index diag_embed
