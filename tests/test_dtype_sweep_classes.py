@@ -261,3 +261,22 @@ def test_complex_windows(length, device):
 
     refused = _agree(fn, device)
     assert "complex64" in refused if length > 1 else "complex64" not in refused
+
+
+@pytest.mark.parametrize("equation, shapes", [("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("ij,j->i", [(2, 3), (3,)]),
+                                              ("i,j->ij", [(2,), (3,)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
+                                              ("ii->i", [(3, 3)])])
+def test_einsum_of_bool(equation, shapes, device):
+    """einsum of bool operands refuses a contraction between operands (PyTorch's bmm has no bool code) and
+    computes products and diagonals."""
+    def run(m):
+        try:
+            return m.einsum(equation, *[m.ones(s, dtype=m.bool, device=device if m is ember else "cpu")
+                                        for s in shapes])
+        except NotImplementedError as exc:
+            return exc
+
+    want, got = run(torch), run(ember)
+    assert isinstance(got, NotImplementedError) == isinstance(want, NotImplementedError), (got, want)
+    if not isinstance(want, Exception):
+        assert got.dtype == ember.bool and _host(got).tolist() == _host(want).tolist()
