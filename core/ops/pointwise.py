@@ -49,7 +49,16 @@ def _cj(v):
 
 
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
-Add.saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddBackward0" else None}
+# (the nodes of lerp and addcmul/addcdiv that ember composes with a last add keep their numbers, set by them)
+Add.saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddBackward0" else None,
+                  "weight": lambda n: n.__dict__.get("weight"), "value": lambda n: n.__dict__.get("value")}
+
+
+def _keeping(t, name, v):
+    """``t``, its node keeping number ``v`` as PyTorch's node of the op keeps it (``_saved_<name>``)."""
+    if t._fn is not None:
+        setattr(t._fn, name, v)
+    return t
 
 
 class AddScaled(Op):
@@ -974,7 +983,7 @@ def lerp(input, end, weight, *, out=None):  # noqa: A002
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"lerp: \"lerp_kernel_{kind}\" not implemented for '{_type_name(input.dtype)}'")
     if not isinstance(weight, Tensor):
-        return out_or(rename_node(input + weight * (end - input), "LerpBackward0"), out)
+        return out_or(_keeping(rename_node(input + weight * (end - input), "LerpBackward0"), "weight", weight), out)
     weight = cast(weight, input.dtype)  # a 0-d weight of another dtype computes in input's
     return out_or(rename_node(apply(Lerp, input, end, weight), "LerpBackward1"), out)
 
@@ -1301,7 +1310,7 @@ def _addc_pair(name, combine):
 
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
         _, term = term_of(input, tensor1, tensor2, value)
-        return out_or(kept(rename_node(add(input, term), node), tensor1, tensor2), out)
+        return out_or(kept(_keeping(rename_node(add(input, term), node), "value", value), tensor1, tensor2), out)
 
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")
