@@ -190,7 +190,10 @@ def _scaled_sum(input, prod, beta, alpha, out, node):
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
-    return out_or(rename_node(r, node), out)  # the node PyTorch's fused op leaves
+    r = rename_node(r, node)  # the node PyTorch's fused op leaves, keeping its numbers (_saved_alpha, _saved_beta)
+    if r._fn is not None:
+        r._fn.alpha, r._fn.beta = alpha, beta
+    return out_or(r, out)
 
 
 @export(inplace=True)

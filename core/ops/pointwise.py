@@ -49,9 +49,11 @@ def _cj(v):
 
 
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
-# (the nodes of lerp and addcmul/addcdiv that ember composes with a last add keep their numbers, set by them)
-Add.saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddBackward0" else None,
-                  "weight": lambda n: n.__dict__.get("weight"), "value": lambda n: n.__dict__.get("value")}
+# (the nodes of lerp, addcmul/addcdiv and addmm's family that ember composes with a last add keep their numbers,
+# set by them)
+Add.saved_args = {"alpha": lambda n: n.__dict__.get("alpha", 1 if type(n).__name__ == "AddBackward0" else None),
+                  "beta": lambda n: n.__dict__.get("beta"), "weight": lambda n: n.__dict__.get("weight"),
+                  "value": lambda n: n.__dict__.get("value")}
 
 
 def _keeping(t, name, v):
