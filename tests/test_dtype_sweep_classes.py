@@ -280,3 +280,15 @@ def test_einsum_of_bool(equation, shapes, device):
     assert isinstance(got, NotImplementedError) == isinstance(want, NotImplementedError), (got, want)
     if not isinstance(want, Exception):
         assert got.dtype == ember.bool and _host(got).tolist() == _host(want).tolist()
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_aten_convolution_refuses_complex(transposed, device):
+    """``torch.convolution`` (PyTorch's aten kernel) refuses complex input; the functional conv1d composes it."""
+    def fn(m, x):
+        w = m.ones((1, 2, 3) if not transposed else (2, 1, 3), dtype=x.dtype, device=x.device)
+        return m.convolution(x.reshape(1, 2, 4), w, None, [1], [0], [1], transposed, [0], 1)
+
+    assert "complex64" in _agree(fn, device)
+    assert "complex64" not in _agree(lambda m, x: m.nn.functional.conv1d(
+        x.reshape(1, 2, 4), m.ones(1, 2, 3, dtype=x.dtype, device=x.device)), device)

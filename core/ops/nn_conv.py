@@ -845,6 +845,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
     d = weight.ndim - 2
     if d not in (1, 2, 3):
         raise RuntimeError(f"convolution: expected a weight of 3, 4 or 5 dimensions, got {list(weight.shape)}")
+    # (the functional forms compose complex from real convolutions; PyTorch's aten kernels have no complex code)
+    kernel = f"slow_conv_transpose{max(d, 2)}d_out_{{device}}" if transposed else \
+        "slow_conv2d_{device}" if d < 3 else "slow_conv3d_forward_{device}"
+    dtypes.check_kernel(kernel, input, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES)
     if transposed:
         return _conv_transpose(f"conv_transpose{d}d", d, input, weight, bias, stride, padding, output_padding,
                                groups, dilation)
