@@ -269,6 +269,26 @@ def _ldl_solve_one(xp, ld, piv, b):
     return b
 
 
+def _outer(xp, a, b):
+    """Stacked outer products ``a @ b`` of (..., m, 1) and (..., 1, n) stacks (per-sample weight gradients).
+    One broadcast multiply for small stacks (the stacked GEMM with k = 1 is ~5x slower); for a floating
+    stack of larger products, one stacked GEMM with the contraction padded to k = 2 by a zero column and
+    row: NumPy's broadcast multiply runs its inner loop over only n elements at a time, ~3x off the memory
+    floor, while the GEMM writes each product at full speed (1.3-2x faster from 64 products of 10x64 up,
+    float32 and float64; 2x at 64 of 128x128).  The padded term adds an exact 0 to each product."""
+    m, n = a.shape[-2], b.shape[-1]
+    lead = a.shape[:-2]
+    if m * n < 256 or m * n * math.prod(lead) < 16384 or lead != b.shape[:-2] or a.dtype != b.dtype \
+            or a.dtype not in (xp.float32, xp.float64):
+        return a * b
+    # padded by one strided copy into zeros (concatenating along the size-1 axis loops element by element)
+    ap = xp.zeros(lead + (m, 2), dtype=a.dtype)
+    ap[..., :1] = a
+    bp = xp.zeros(lead + (2, n), dtype=b.dtype)
+    bp[..., :1, :] = b
+    return xp.matmul(ap, bp)
+
+
 def kernels(xp, strategy=None) -> dict:
     la = xp.linalg
 
@@ -288,7 +308,7 @@ def kernels(xp, strategy=None) -> dict:
                 return reshape(reshape(a, (-1, sa[-1])) @ b, sa[:-1] + (b.shape[-1],))
             if bnd > 2:
                 if sa[-1] == 1:
-                    return outer(a, b)
+                    return _outer(xp, a, b)
                 sb = b.shape
                 if nd == bnd and sa[:-2] == sb[:-2] and 0 not in sa[:-2]:
                     # one matrix repeated along the stack (zero strides: a weight broadcast over vmap's batch)
@@ -300,25 +320,6 @@ def kernels(xp, strategy=None) -> dict:
                         out = reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (nd - 2)], -1, -2)
                         return xp.swapaxes(reshape(out, bt.shape[:-1] + (sa[-2],)), -1, -2)
         return xp.matmul(a, b)
-
-    def outer(a, b):
-        """Stacked outer products ``a @ b`` of (..., m, 1) and (..., 1, n) stacks (per-sample weight gradients).
-        One broadcast multiply for small stacks (the stacked GEMM with k = 1 is ~5x slower); for a floating
-        stack of larger products, one stacked GEMM with the contraction padded to k = 2 by a zero column and
-        row: NumPy's broadcast multiply runs its inner loop over only n elements at a time, ~3x off the memory
-        floor, while the GEMM writes each product at full speed (1.3-2x faster from 64 products of 10x64 up,
-        float32 and float64; 2x at 64 of 128x128).  The padded term adds an exact 0 to each product."""
-        m, n = a.shape[-2], b.shape[-1]
-        lead = a.shape[:-2]
-        if m * n < 256 or m * n * math.prod(lead) < 16384 or lead != b.shape[:-2] or a.dtype != b.dtype \
-                or a.dtype not in (xp.float32, xp.float64):
-            return a * b
-        # padded by one strided copy into zeros (concatenating along the size-1 axis loops element by element)
-        ap = xp.zeros(lead + (m, 2), dtype=a.dtype)
-        ap[..., :1] = a
-        bp = xp.zeros(lead + (2, n), dtype=b.dtype)
-        bp[..., :1, :] = b
-        return xp.matmul(ap, bp)
 
     @widened
     def matmul_wide(a, b):

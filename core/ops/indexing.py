@@ -106,9 +106,11 @@ def _check_bounds(t, index):
 
 def _first_out_of_range(xp, arr, size, negative_ok=True):
     """A value of integer array ``arr`` outside ``[-size, size)`` (``[0, size)``), or None."""
-    if arr.size == 1:  # one index (a Categorical's log_prob): read it, without two reductions' argument handling
-        lo = hi = int(arr[(0,) * arr.ndim])
-    else:
+    try:  # one index (a Categorical's log_prob) is read, without two reductions' argument handling
+        lo = hi = int(arr[(0,) * arr.ndim]) if arr.size == 1 else None
+    except TypeError:  # (an array that only reduces: vmap's logical arrays)
+        lo = None
+    if lo is None:
         lo, hi = int(xp.min(arr)), int(xp.max(arr))
     if hi >= size:
         return hi
