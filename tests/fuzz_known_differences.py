@@ -18,32 +18,13 @@ class Known:
     reason: str
 
 
-def _rows(names) -> str:
-    """A pattern matching exactly the row names ``names``."""
-    return "|".join(re.escape(n) for n in sorted(names))
-
-
-# Rows whose per-op dtype coverage is still open: ember computes a dtype that PyTorch's kernel lacks (found by
-# ``fuzz.sweep_dtypes``, each row once per dtype).  Every other row refuses what PyTorch's kernels refuse
-# (``ember.dtypes.check_kernel``), and the fuzzer reports it when it stops doing so.
-DTYPE_OPEN = frozenset("""
-    abs abs_forms adaptive_avg_pool2d_forms binary_cross_entropy clamp_tensor conv1d_input conv2d_input
-    conv2d_weight conv3d_input conv3d_weight convolution convolution_transposed cross_entropy_index einsum_bmm
-    einsum_ellipsis einsum_three float_power gradient gradient_coordinates histogram inplace_activations
-    interpolate_forms linear linear_cross_entropy linear_cross_entropy_kdim linear_cross_entropy_smooth_none
-    lp_pool1d lp_pool3d multi_head_attention_forward multi_head_attention_forward_separate native_group_norm
-    rrelu_torch stft_constant_pad stft_defaults stft_no_center stft_window_grad threshold_forms
-    vmap_linear_per_sample_weight vmap_linear_per_sample_weight_rows vmap_linear_per_sample_weight_vector xlogy
-    xlogy_forms xlogy_scalar
-""".split()) | {"binary_cross_entropy none"}
-
 # Rows of the dtype sweep (``fuzz.sweep_dtypes``: each row once in every dtype) that still disagree with PyTorch
 # somewhere outside the entries below, as of this sweep (13 of 932 rows).  Before the kernels' dtypes were declared
 # 1291 of the 8379 row-dtype cases differed; then 418 of 8388 (164 outside the entries below, in 88 rows); now 298
 # do, 16 of them outside the entries below.  ``tests/test_fuzz.py``'s slow sweep fails on any other row.
 SWEEP_OPEN = frozenset("""
-    abs_forms angle_real bessel_j0 cosine_similarity_forms empty_reductions gradient gradient_coordinates
-    logcumsumexp_wide lstsq_full rsub searchsorted_rows setitem_range threshold_forms
+    abs_forms angle_real bessel_j0 cosine_similarity_forms empty_reductions logcumsumexp_wide lstsq_full rsub
+    searchsorted_rows setitem_range threshold_forms
 """.split())
 
 KNOWN = [
@@ -63,12 +44,9 @@ KNOWN = [
           "shape and position); ember gives NaN factors and never calls LAPACK on non-finite input "
           "(tests/test_nonfinite.py)"),
     # ----------------------------------------------------------------------------------------- open
-    Known("accepts", _rows(DTYPE_OPEN), r"not implemented for '(Half|BFloat16|Bool|Byte|Char|Short|Int|Long|"
-          r"ComplexFloat|ComplexHalf|ComplexDouble)'|Low precision dtypes not supported|expected a tensor of floating "
-          r"point|does not support uint8|not implemented for complex", "open",
-          "per-op dtype coverage not declared yet on these rows: ember computes dtypes PyTorch's kernels lack"),
     Known("refuses", r".*", r"complex input \(ember\.complex\w+\) is not supported yet", "open",
-          "complex linear algebra (LAPACK-backed decompositions and solves) is refused with NotImplementedError"),
+          "complex input to the linear-algebra ops still without a complex kernel (lobpcg; LDL with hermitian=True)"
+          " is refused with NotImplementedError; the others compute it"),
     Known("accepts", r"conv\w*|cosine_similarity\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|"
           r"\w*cross_entropy\w*",
           r"expected scalar type|same dtype|common dtype|dtype as input|but found", "open",
@@ -160,13 +138,10 @@ KNOWN = [
     Known("*", r"einsum\w*", r"expected all operands to have the same dtype", "open",
           "einsum of two dtypes: PyTorch promotes where its path is elementwise (a diagonal, an outer product) and "
           "refuses where it runs a matrix product; ember refuses both"),
-    Known("accepts", r"binary_cross_entropy.*", r"Found dtype \w+ but expected \w+", "open",
-          "binary_cross_entropy of a target of another dtype than the input: ember promotes, PyTorch refuses"),
     Known("accepts", r"threshold\w*", r"value cannot be converted to type \w+ without overflow", "open",
           "threshold's number arguments out of an integer input's range: PyTorch refuses them, ember casts them"),
-    Known("*", r"gradient\w*|searchsorted\w*|segment_reduce\w*|tensordot\w*", r"\((bool|uint8)|0d", "open",
-          "gradient of bool sample points (PyTorch refuses bool subtraction), searchsorted of uint8 rows, 0-d data "
-          "in segment_reduce and tensordot"),
+    Known("*", r"searchsorted\w*|segment_reduce\w*|tensordot\w*", r"\((bool|uint8)|0d", "open",
+          "searchsorted of uint8 rows, 0-d data in segment_reduce and tensordot"),
     Known("dtype", r"cov\w*", r"bfloat16", "open",
           "cov of bfloat16 observations with float weights: PyTorch's result is float32"),
     Known("accepts", r"\w*batch_norm\w*", r"mixed dtype \(CPU\)", "open",
