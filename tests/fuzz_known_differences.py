@@ -84,9 +84,9 @@ KNOWN = [
     Known("accepts", r"kron|conv_tbc|take_along_dim\w*", r"view size is not compatible", "deliberate",
           "PyTorch 2.13's kron, conv_tbc and take_along_dim (no dim) fail on some non-contiguous inputs (they view "
           "where they must reshape)"),
-    Known("refuses", r".*", r"complex: Expected both inputs to be Half, Float or Double tensors but got Half and "
-          r"Half|view_as_complex is only supported for float and double tensors, but got a tensor of scalar type: "
-          r"Half", "deliberate",
+    Known("refuses", r".*", r"complex: float16 parts would make a complex32 \(ComplexHalf\) tensor|"
+          r"view_as_complex is only supported for float and double tensors, but got a tensor of scalar type: Half",
+          "deliberate",
           "ember has no complex32 (ComplexHalf) dtype, which PyTorch builds from float16 parts (complex, "
           "view_as_complex) and computes few kernels for: ember refuses to build it"),
     Known("grad", r".*", r"only PyTorch's backward raised NotImplementedError: \"\w+\" not implemented for "

@@ -193,6 +193,9 @@ def _float_pair(name, a, b):
         if not isinstance(v, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
     ok = (dtypes.float32, dtypes.float64)
+    if a.dtype is dtypes.float16 and b.dtype is dtypes.float16:
+        raise NotImplementedError(f"{name}: float16 parts would make a complex32 (ComplexHalf) tensor, a dtype "
+                                  f"ember does not have; use float32 or float64 parts")
     if a.dtype not in ok or b.dtype not in ok:
         raise RuntimeError(f"{name}: Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_type_name(a.dtype)} and {_type_name(b.dtype)}")
