@@ -265,10 +265,10 @@ def test_complex_windows(length, device):
 
 @pytest.mark.parametrize("equation, shapes", [("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("ij,j->i", [(2, 3), (3,)]),
                                               ("i,j->ij", [(2,), (3,)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
-                                              ("ii->i", [(3, 3)])])
+                                              ("ii->i", [(3, 3)]), ("ij,jk->ik", [(2, 0), (0, 3)])])
 def test_einsum_of_bool(equation, shapes, device):
-    """einsum of bool operands refuses a contraction between operands (PyTorch's bmm has no bool code) and
-    computes products and diagonals."""
+    """einsum of bool operands refuses a contraction between operands (PyTorch's bmm has no bool code) unless
+    one is empty, and computes products and diagonals."""
     def run(m):
         try:
             return m.einsum(equation, *[m.ones(s, dtype=m.bool, device=device if m is ember else "cpu")

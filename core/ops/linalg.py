@@ -377,7 +377,7 @@ def einsum(equation: str, *operands) -> Tensor:
         raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got "
                            f"{[str(t.dtype) for t in operands]}")
     ins, rhs = _parse_einsum(equation, [t.shape for t in operands])
-    if operands[0].dtype is dtypes.bool and any(  # a label contracted between operands: PyTorch's bmm, no bool
+    if operands[0].dtype is dtypes.bool and all(t.numel() for t in operands) and any(  # (PyTorch's bmm: no bool)
             c not in rhs and sum(c in s for s in ins) > 1 for c in set("".join(ins))):
         raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     return apply(Einsum, list(operands), tuple(ins), rhs)
