@@ -186,9 +186,15 @@ class return_types:  # noqa: N801 - PyTorch's name
 export(return_types, "return_types", to=("torch",))
 
 
+def _amax_arg(read):
+    """An amax/amin argument, none for max() and min() of every element (PyTorch's MaxBackward1 keeps none)."""
+    return lambda n: None if type(n).__name__ in ("MaxBackward1", "MinBackward1") else read(n)
+
+
 class Amax(Op):
     tags = ("reduction",)
-    saved_args = {"dim": lambda n: () if n.axes is None else n.axes, "keepdim": "keepdim"}
+    saved_args = {"dim": _amax_arg(lambda n: () if n.axes is None else n.axes),
+                  "keepdim": _amax_arg(lambda n: n.keepdim)}
     save_inputs = True
     save_output = True
 
