@@ -356,7 +356,9 @@ def link(ctx, inputs):
             else:
                 edges.append(grad_edge(t))
             arr = t._data
-            metas.append((arr.shape, arr.dtype))
+            shape, dt = arr.shape, arr.dtype
+            m = _METAS.get(shape)
+            metas.append(m if m is not None and m[1] is dt else _meta(shape, dt))
         else:
             edges.append(_NO_EDGE)
             metas.append(None)
@@ -385,13 +387,40 @@ def link(ctx, inputs):
                 vers.append(t._ver if b is None else b._ver)
             else:
                 vers.append(None)
-        ctx._vers = tuple(vers)
+        vers = tuple(vers)
+        ctx._vers = _VERS.get(vers) or _shared_vers(vers)
     if STATE.anomaly:
         anomaly_trace(ctx)
     return volatile
 
 
 _KEEPERS: dict = {}  # Op.save_for -> its keeper (see _keeper)
+
+# One tuple per distinct value, shared by every node that keeps it: an input's ``(shape, dtype)`` (by shape: the
+# last dtype seen with it) and the saved inputs' versions (mostly all zero).  A recorded graph is thousands of
+# nodes that live until the backward, and every tuple they keep counts towards Python's next garbage collection
+# and is traversed by it.
+_METAS: dict = {}
+_VERS: dict = {}
+
+
+def _shared_vers(vers):
+    """``vers``, kept as the one instance later nodes share (the table is emptied when it grows large)."""
+    if len(_VERS) > 4096:
+        _VERS.clear()
+    return _VERS.setdefault(vers, vers)
+
+
+def _meta(shape, dt):
+    """The shared ``(shape, dt)`` tuple."""
+    m = (shape, dt)
+    try:
+        if len(_METAS) > 4096:
+            _METAS.clear()
+        _METAS[shape] = m
+    except TypeError:  # an array library whose shapes are not hashable
+        pass
+    return m
 
 
 def _keeper(uses):
