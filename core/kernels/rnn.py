@@ -115,34 +115,45 @@ def _helpers(xp, s) -> SimpleNamespace:
         ``j`` times ``scale[j]`` where given (``(G, 1, 1)``)."""
         G = len(order)
         src = xp.reshape(w, (G, w.shape[0] // G) + tuple(w.shape[1:]))
-        out = empty(tuple(src.shape), w.dtype)
-        for j, k in enumerate(order):
-            if scale is None:
-                out[j, ...] = src[k, ...]
-            else:
-                mul(src[k, ...], scale[j, ...] if src.ndim == 3 else scale[j, 0, ...], out[j, ...])
+        out = xp.take(src, xp.asarray(order), axis=0)  # one call: the blocks in order
+        if scale is not None:
+            mul(out, scale if src.ndim == 3 else scale[:, 0, ...], out)
         return out
 
     def pytorch_order(a, back):
         """Gate-major ``(G, H, ...)`` back to PyTorch's packed ``(G*H, ...)`` rows."""
-        out = empty((a.shape[0] * a.shape[1],) + tuple(a.shape[2:]), a.dtype)
-        blocks = xp.reshape(out, tuple(a.shape))
-        for j, k in enumerate(back):
-            blocks[j, ...] = a[k, ...]
-        return out
+        return xp.reshape(xp.take(a, xp.asarray(back), axis=0), (a.shape[0] * a.shape[1],) + tuple(a.shape[2:]))
 
     def project(x, w_ih, bias, order, scale):
         """The input projection of every step, gate-major ``(G, T, B, H)``: ``scale * (x W_ih^T + bias)``
-        with ``bias`` gate-major ``(G, H)`` (or None) and ``scale`` ``(G, 1, 1)`` (or None)."""
+        with ``bias`` gate-major ``(G, H)`` (or None) and ``scale`` ``(G, 1, 1)`` (or None).
+
+        With several gates and in-place arithmetic the result is a view of time-major memory
+        ``(T, G, B, H)``: a step's gates ``A[:, t]`` are one contiguous block (as is each gate's ``A[k, t]``),
+        so a step's elementwise calls run over contiguous memory: on small steps, where a call's fixed cost
+        is all there is, about a fifth of the cost of a strided view's."""
         T, B, n = x.shape
         w = gate_major(w_ih, order, scale)
         G, H = w.shape[0], w.shape[1]
-        A = empty((G, T * B, H), x.dtype)
-        mm(xp.reshape(x, (T * B, n)), xp.swapaxes(w, 1, 2), A)  # one GEMM per gate
         if bias is not None:
-            b = xp.reshape(bias, (G, 1, H))
-            add(A, b if scale is None else b * scale, A)
-        return xp.reshape(A, (G, T, B, H))
+            bias = xp.reshape(bias, (G, 1, H))
+            bias = bias if scale is None else bias * scale
+        x2 = xp.reshape(x, (T * B, n))
+        if G == 1 or not s.writes_out:
+            A = empty((G, T * B, H), x.dtype)
+            mm(x2, xp.swapaxes(w, 1, 2), A)  # one GEMM per gate
+            if bias is not None:
+                add(A, bias, A)
+            return xp.reshape(A, (G, T, B, H))
+        rows = product(x2, xp.reshape(w, (G * H, n)).T)  # (T * B, G * H): one GEMM
+        if bias is not None:
+            add(rows, xp.reshape(bias, (G * H,)), rows)
+        A = by_gate(xp.reshape(rows, (T, B, G * H)), G)
+        if B == 1:  # (T, G * H) is already time-major
+            return A
+        out = xp.transpose(empty((T, G, B, H), x.dtype), (1, 0, 2, 3))
+        out[...] = A
+        return out
 
     def packed_rows(w, order, scale=None):
         """``(G*H, n)`` weights with their gate blocks in ``order`` (each times ``scale[k]``), still packed."""
@@ -193,6 +204,7 @@ def _lstm(xp, h) -> dict:
         H, P = w_hh.shape[0] // 4, w_hh.shape[1]
         dt = x.dtype
         half = xp.reshape(xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=dt), (4, 1, 1))
+        p5 = xp.asarray(0.5, dtype=dt)  # a 0-d array: a Python float costs a conversion every call
         bias = None if b_ih is None else gate_major(b_ih + b_hh, LSTM_ORDER)
         A = project(x, w_ih, bias, LSTM_ORDER, half)                         # (4, T, B, H)
         w_rec = packed_rows(w_hh, LSTM_ORDER, half).T                         # (P, 4H)
@@ -215,8 +227,8 @@ def _lstm(xp, h) -> dict:
             add(a, rec_g, a)
             tanh(a, a)
             sig = a[:3, ...]
-            mul(sig, 0.5, sig)
-            add(sig, 0.5, sig)
+            mul(sig, p5, sig)
+            add(sig, p5, sig)
             c_new, tc = CB[n, ...], TC[t, ...]
             mul(a[2, ...], CB[p, ...], c_new)
             mul(a[1, ...], a[3, ...], ig)
@@ -321,6 +333,7 @@ def _gru(xp, h) -> dict:
         H = w_hh.shape[1]
         dt = x.dtype
         half = xp.reshape(xp.asarray([0.5, 0.5, 1.0], dtype=dt), (3, 1, 1))
+        p5 = xp.asarray(0.5, dtype=dt)
         if b_ih is None:
             bias, b_hn = None, xp.zeros((H,), dtype=dt)
         else:  # b_hr and b_hz join the input side; b_hn stays inside r * (...)
@@ -343,8 +356,8 @@ def _gru(xp, h) -> dict:
             rz = a[:2, ...]
             add(rz, G[:2, ...], rz)
             tanh(rz, rz)
-            mul(rz, 0.5, rz)
-            add(rz, 0.5, rz)
+            mul(rz, p5, rz)
+            add(rz, p5, rz)
             hn, cand = HN[t, ...], a[2, ...]
             add(G[2, ...], b_hn, hn)
             mul(a[0, ...], hn, tmp)
