@@ -425,12 +425,11 @@ def _same_args(got, want):
 ARGS_PENDING = frozenset("""
     addbmm addmm as_strided as_strided_overlap binary_cross_entropy conv1d_input conv2d conv2d_input conv2d_weight
     conv3d_input conv3d_weight convolution copies cross_entropy_index diag_embed diag_embed_off diag_vec diagflat
-    diagonal_scatter dist frobenius_norm frobenius_norm_keepdim getitem_adv_split getitem_int_tensor getitem_list
-    getitem_mask getitem_mixed getitem_none_ellipsis getitem_range getitem_row_mask getitem_slice_step hfft2_complex3d
-    hfft2_real3d hfftn_complex3d hfftn_real3d index_put index_put_acc index_put_top inner inplace_activations
-    linalg_norm linear linear_cross_entropy masked_scatter matmul matmul_empty matrix_norm_fro max_pool2d_indices
-    max_pool2d_with_indices max_pool3d_with_indices norm norm_dim norm_p1 norm_p3_keep qr qr_wide qr_wide_complete
-    setitem_range split_copies sum_to_size svd_vals vector_norm vector_norm_inf x[None] xlog1py xlogy_scalar
+    diagonal_scatter dist getitem_adv_split getitem_int_tensor getitem_list getitem_mask getitem_mixed
+    getitem_none_ellipsis getitem_range getitem_row_mask getitem_slice_step hfft2_complex3d hfft2_real3d hfftn_complex3d
+    hfftn_real3d index_put index_put_acc index_put_top inner inplace_activations linear linear_cross_entropy
+    masked_scatter matmul matmul_empty max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices qr qr_wide
+    qr_wide_complete setitem_range split_copies sum_to_size svd_vals x[None] xlog1py xlogy_scalar
 """.split())
 
 

@@ -43,10 +43,14 @@ class Node:
     """A node of the backward graph: a tensor's ``grad_fn``.
 
     ``next_functions`` holds one ``(node, output_nr)`` edge per input
-    (``(None, 0)`` for inputs that need no gradient).
+    (``(None, 0)`` for inputs that need no gradient).  The node keeps them as two tuples, ``_next`` (the nodes)
+    and ``_nrs`` (the output numbers, one shared tuple of zeros for most nodes), and builds the pairs when
+    ``next_functions`` is read: one tuple per node instead of one per edge, in graphs that stay alive
+    until their backward.
     """
 
-    next_functions: tuple = ()
+    _next: tuple = ()
+    _nrs: tuple = ()
     _shapes: tuple = ()
     _saved = None
     _vers = None
@@ -69,6 +73,16 @@ class Node:
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` edge per input, ``(None, 0)`` for an input that needs no gradient."""
+        return tuple(zip(self._next, self._nrs))
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._next = tuple(e[0] for e in edges)
+        self._nrs = tuple(e[1] for e in edges)
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
@@ -215,11 +229,13 @@ class Node:
     saved_args = None
 
     def _args_saved(self) -> dict:
-        """``{PyTorch's name: value}`` of the non-tensor arguments this node keeps."""
+        """``{PyTorch's name: value}`` of the non-tensor arguments this node keeps (those of the op it stands for,
+        where :func:`keep_args` gave them)."""
         out = {}
-        for key, how in (type(self).saved_args or {}).items():
+        given = self.__dict__.get("_args")
+        for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
             try:
-                v = how(self) if callable(how) else getattr(self, how)
+                v = how if given is not None else how(self) if callable(how) else getattr(self, how)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
             if v is not None:
@@ -232,7 +248,7 @@ class Node:
         raw = name.startswith("_raw_saved_")
         if raw or name.startswith("_saved_"):
             key = name[11:] if raw else name[7:]
-            if not raw and type(self).saved_args and key in type(self).saved_args:
+            if not raw and (type(self).saved_args and key in type(self).saved_args or "_args" in self.__dict__):
                 args = self._args_saved()  # (first: a number operand that PyTorch keeps as a Scalar argument)
                 if key in args:
                     return args[key]
@@ -358,13 +374,14 @@ class _Packed:
         return t
 
 
-def saved_for(uses, inputs, edges):
-    """``inputs`` with None for each one that no needed gradient reads (``uses``: see ``Op.save_for``)."""
+def saved_for(uses, inputs, nodes):
+    """``inputs`` with None for each one that no needed gradient reads (``uses``: see ``Op.save_for``; ``nodes``:
+    the node each input's gradient goes to, None where none)."""
     kept = []
     for t, u in zip(inputs, uses):
         if u is not None:  # (None: always kept)
             for i in u:
-                if edges[i][0] is not None:
+                if nodes[i] is not None:
                     break
             else:
                 t = None
@@ -392,6 +409,16 @@ def keep_saved(t, *tensors):
 
     if kept:
         fn.register_prehook(check)
+    return t
+
+
+def keep_args(t, **args):
+    """Make the node of ``t`` (the last node of an op that ember composes from others) give PyTorch's arguments of
+    that op, ``args``, as its non-tensor saved values (``grad_fn._saved_<name>``; None: not kept), in place of its
+    own op's.  Returns ``t``."""
+    fn = t._fn
+    if fn is not None and fn._op:
+        fn.__dict__["_args"] = args
     return t
 
 

@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, check_tensor, export, op_class
@@ -633,7 +633,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     if x.dtype.name in ("float16", "bfloat16"):  # accumulated in float32 and rounded once, as PyTorch's
         return out_or(vector_norm(x.float(), ord, dim, keepdim).to(x.dtype), out)
     if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
-        r = rename_node(unary(NormSqrt, (x * x).sum(dim, keepdim)), "LinalgVectorNormBackward0")
+        r = _norm_node(unary(NormSqrt, (x * x).sum(dim, keepdim)), ord, dim, keepdim)
         return r if out is None else copy_into_out(out, r)
     a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
     if ord == math.inf:
@@ -648,7 +648,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         r = a.sum(dim, keepdim)
     else:
         r = (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
-    return out_or(rename_node(r, "LinalgVectorNormBackward0"), out)
+    return out_or(_norm_node(r, ord, dim, keepdim), out)
+
+
+def _norm_node(r, ord, dim, keepdim):  # noqa: A002
+    """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments as that node does."""
+    dims = None if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=dims, keepdim=keepdim)
 
 
 @export(to=LINALG)
@@ -669,7 +675,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if ord == "fro":
-        return vector_norm(A, 2, (d0, d1), keepdim, out=out)
+        return vector_norm(A, 2, (int(d0), int(d1)), keepdim, out=out)  # (the wrapped dims, as PyTorch passes them)
     if ord in (1, -1, math.inf, -math.inf):
         if A.dtype.category < dtypes.FLOAT:
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
@@ -704,4 +710,4 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None): 
         dim = tuple(range(A.dim()))
     if dim is not None and len(dim) == 2:
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)  # (PyTorch's default 2.0)

@@ -19,7 +19,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -900,7 +900,8 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:  #
     >>> ember.frobenius_norm(ember.tensor([[3., 0.], [0., 4.]]), (0, 1))
     tensor(5.)
     """
-    return rename_node(vector_norm(input, 2, dim, keepdim, out=out), "NormBackward1")  # PyTorch's node of it
+    r = rename_node(vector_norm(input, 2, dim, keepdim, out=out), "NormBackward1")  # PyTorch's node of it
+    return keep_args(r, p=2.0, dim=tuple(dim) if isinstance(dim, (list, tuple)) else (dim,), keepdim=keepdim)
 
 
 @export(to=("torch",))
