@@ -277,12 +277,9 @@ class MaxDim(Op):
     @staticmethod
     def forward(ctx, k, x, dim, keepdim, kernel):
         idx = k["arg" + kernel](x, dim, True)
-        vals = k["take_along"](x, idx, dim)
+        vals = k["a" + kernel](x, dim, keepdim)  # the values at idx (NaN first too): one reduction, no gather
         ctx.shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
-        if not keepdim:
-            shape = vals.shape[:dim] + vals.shape[dim + 1:]
-            return k["reshape"](vals, shape), k["reshape"](idx, shape)
-        return vals, idx
+        return vals, (idx if keepdim else k["reshape"](idx, vals.shape))
 
     @staticmethod
     def backward(ctx, g, _gi):
