@@ -292,3 +292,10 @@ def test_aten_convolution_refuses_complex(transposed, device):
     assert "complex64" in _agree(fn, device)
     assert "complex64" not in _agree(lambda m, x: m.nn.functional.conv1d(
         x.reshape(1, 2, 4), m.ones(1, 2, 3, dtype=x.dtype, device=x.device)), device)
+
+
+def test_sub_with_alpha_of_bfloat16(device):
+    """sub/rsub with alpha on bfloat16 tensors computes (its alpha, held as a bfloat16 number, was refused by mul)
+    within a rounding of PyTorch's single-rounding kernel."""
+    assert _agree(lambda m, x: m.rsub(x, x[0], alpha=2), device) == _have(device, ["bool"])
+    assert _agree(lambda m, x: m.sub(x, x[1], alpha=3), device) == _have(device, ["bool"])

@@ -296,6 +296,8 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     scaled = alpha != 1 or type(alpha) is bool
     if scaled:
         a = _alpha("sub", alpha, input, other)
+        if isinstance(a, np.generic) and not isinstance(a, np.number):  # (bfloat16's own scalar: a Python number)
+            a = a.item()
         other = mul(other, a) if isinstance(other, Tensor) else other * a
     r = binary_result(binary(Sub, input, other), input, other, "sub")
     if scaled and isinstance(r._fn, Sub):
