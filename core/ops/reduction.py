@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..arguments import sequence_arg
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, unary, view_op
 from ..writes import out_or, outs_or
@@ -906,7 +906,8 @@ def dist(input, other, p=2):  # noqa: A002
     if input.dtype.category < dtypes.FLOAT or other.dtype.category < dtypes.FLOAT:
         bad = input if input.dtype.category < dtypes.FLOAT else other
         raise RuntimeError(f"dist(): expected a floating point or complex tensor, got {_type_name(bad.dtype)}")
-    return keep_saved(rename_node(vector_norm(input - other, float(p)), "DistBackward0"), input, other)
+    r = keep_args(rename_node(vector_norm(input - other, float(p)), "DistBackward0"), p=p)  # (_saved_p as given)
+    return keep_saved(r, input, other)
 
 
 def _weights_arg(w, name, n, integral):
