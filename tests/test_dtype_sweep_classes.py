@@ -299,3 +299,8 @@ def test_sub_with_alpha_of_bfloat16(device):
     within a rounding of PyTorch's single-rounding kernel."""
     assert _agree(lambda m, x: m.rsub(x, x[0], alpha=2), device) == _have(device, ["bool"])
     assert _agree(lambda m, x: m.sub(x, x[1], alpha=3), device) == _have(device, ["bool"])
+
+
+def test_angle_of_real_half_precision_keeps_dtype(device):
+    """angle of a real input keeps float16 and bfloat16 (0 or pi in the input's dtype)."""
+    assert _agree(lambda m, x: m.angle(x), device) == []

@@ -52,6 +52,7 @@ def kernels(xp, strategy=None):
     angle = getattr(xp, "angle", None) or (lambda x: xp.atan2(xp.imag(x), xp.real(x)))
 
     def real_angle(x, pi):
+        pi = xp.asarray(pi, dtype=x.dtype)  # (in x's dtype: a number beside bfloat16 would widen it)
         return xp.where(x < 0, pi, xp.where(xp.isnan(x), x, 0 * x))  # 0 or pi, NaN kept
 
     return {
