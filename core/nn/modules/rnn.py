@@ -134,9 +134,10 @@ class RNNBase(Module):
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
         h_shape = (self.num_layers * D, B, real_h)
         c_shape = (self.num_layers * D, B, self.hidden_size)
-        if hx is None:
-            h0 = zeros(h_shape, dtype=x.dtype, device=x.device)
-            c0 = zeros(c_shape, dtype=x.dtype, device=x.device) if self.mode == "LSTM" else None
+        if hx is None:  # one zero state that every layer and direction reads (the kernels copy it in)
+            zero_h = zeros(h_shape[1:], dtype=x.dtype, device=x.device)
+            zero_c = zero_h if c_shape == h_shape else zeros(c_shape[1:], dtype=x.dtype, device=x.device)
+            h0, c0 = [zero_h] * h_shape[0], ([zero_c] * c_shape[0] if self.mode == "LSTM" else None)
         else:
             if self.mode == "LSTM":
                 if not isinstance(hx, (tuple, list)) or len(hx) != 2:
