@@ -304,3 +304,9 @@ def test_sub_with_alpha_of_bfloat16(device):
 def test_angle_of_real_half_precision_keeps_dtype(device):
     """angle of a real input keeps float16 and bfloat16 (0 or pi in the input's dtype)."""
     assert _agree(lambda m, x: m.angle(x), device) == []
+
+
+def test_mean_of_empty_keeps_dtype(device):
+    """The mean of an empty bfloat16 input is a bfloat16 NaN, as PyTorch's (it was float32)."""
+    assert _agree(lambda m, x: m.mean(x[:0], 0), device) == _have(device, ["int64", "int32", "uint8", "bool"])
+    assert _agree(lambda m, x: x[:0].mean(), device) == _have(device, ["int64", "int32", "uint8", "bool"])

@@ -86,7 +86,8 @@ class Mean(Op):
             n *= x.shape[a]
         ctx.n = n
         if n == 0:  # the mean of nothing is NaN (without the array library's warning)
-            return k["div"](k["sum"](x, axes, keepdim, dtype), float("nan"))
+            s = k["sum"](x, axes, keepdim, dtype)
+            return k["astype"](k["div"](s, float("nan")), s.dtype)  # (a number beside bfloat16 would widen it)
         return k["mean"](x, axes, keepdim, dtype)
 
     @staticmethod
