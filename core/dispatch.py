@@ -327,7 +327,7 @@ def on_arrays(*tensors) -> bool:
     return True
 
 
-_NO_EDGE = (None, 0)  # the edge of an input that needs no gradient
+_ZEROS = tuple((0,) * n for n in range(8))  # the output numbers of most nodes' edges, shared
 
 
 def link(ctx, inputs):
@@ -341,28 +341,34 @@ def link(ctx, inputs):
                 b = t._base
                 if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
                     refresh_view(t)
-    edges = []
+    nodes = []  # the node each input's gradient goes to (the edges' output numbers: _nrs, mostly all zero)
     metas = []
     volatile = False
+    numbered = False
     for t in inputs:
         if isinstance(t, Tensor):
             fn = t._fn
             if fn is not None:
-                edges.append((fn, t._nr))
+                nodes.append(fn)
+                if t._nr:
+                    numbered = True
                 if fn is VOLATILE:
                     volatile = True
             elif t._acc is not None and t._rg and not t._nograd_view:  # a leaf seen before: its node, as grad_edge
-                edges.append((t._acc, 0))
+                nodes.append(t._acc)
             else:
-                edges.append(grad_edge(t))
+                nodes.append(grad_edge(t)[0])
             arr = t._data
             shape, dt = arr.shape, arr.dtype
             m = _METAS.get(shape)
             metas.append(m if m is not None and m[1] is dt else _meta(shape, dt))
         else:
-            edges.append(_NO_EDGE)
+            nodes.append(None)
             metas.append(None)
-    ctx.next_functions = edges = tuple(edges)
+    ctx._next = nodes = tuple(nodes)
+    n = len(nodes)
+    ctx._nrs = _ZEROS[n] if not numbered and n < 8 else tuple(
+        t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
     ctx._shapes = tuple(metas)
     Op = type(ctx)
     if Op.save_inputs:
@@ -371,7 +377,7 @@ def link(ctx, inputs):
             keep = _KEEPERS.get(uses)
             if keep is None:
                 keep = _KEEPERS[uses] = _keeper(uses)
-            inputs = keep(inputs, edges) if len(inputs) == len(uses) else saved_for(uses, inputs, edges)
+            inputs = keep(inputs, nodes) if len(inputs) == len(uses) else saved_for(uses, inputs, nodes)
         if SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)
@@ -424,9 +430,9 @@ def _meta(shape, dt):
 
 
 def _keeper(uses):
-    """``keep(inputs, edges)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``).
+    """``keep(inputs, nodes)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``).
 
-    Spelled out in source, one conditional per input (``(inputs[0] if edges[1][0] is not None else None, ...)``):
+    Spelled out in source, one conditional per input (``(inputs[0] if nodes[1] is not None else None, ...)``):
     a third of the cost of walking ``uses`` on every recorded op.
     """
     parts = []
@@ -436,9 +442,9 @@ def _keeper(uses):
         elif not u:
             parts.append("None")
         else:
-            needed = " or ".join(f"edges[{int(j)}][0] is not None" for j in u)
+            needed = " or ".join(f"nodes[{int(j)}] is not None" for j in u)
             parts.append(f"(inputs[{i}] if {needed} else None)")
-    src = f"def keep(inputs, edges):\n    return ({', '.join(parts)},)\n"
+    src = f"def keep(inputs, nodes):\n    return ({', '.join(parts)},)\n"
     ns = {}
     exec(compile(src, f"<save_for {uses!r}>", "exec"), ns)  # noqa: S102 - source from integers only
     return ns["keep"]

@@ -225,7 +225,7 @@ def _count_deps(roots):
     several = set(stack) if len(stack) > 1 else ()  # roots: already on the stack (one alone is reached by none)
     pop, push, leaf = stack.pop, stack.append, AccumulateGrad
     while stack:
-        for nxt, _ in pop().next_functions:
+        for nxt in pop()._next:
             if nxt is None or type(nxt) is leaf:
                 continue
             if nxt in deps:
@@ -254,16 +254,16 @@ def _discover_needed(roots, target_nodes, count_leaves):
         fn = pop()
         if fn is None:  # the marker: the node under it is finished, every child before it (a DAG)
             fn = pop()
-            nf = fn.next_functions
+            nf = fn._next
             need = fn in target_nodes
             if not need:
-                for nxt, _ in nf:
+                for nxt in nf:
                     if nxt in needed:
                         need = True
                         break
             if need:
                 needed.add(fn)
-                for nxt, _ in nf:
+                for nxt in nf:
                     if nxt in needed and (count_leaves or type(nxt) is not leaf):
                         deps[nxt] = deps.get(nxt, 0) + 1
             continue
@@ -272,7 +272,7 @@ def _discover_needed(roots, target_nodes, count_leaves):
         seen.add(fn)
         push(fn)
         push(None)
-        for nxt, _ in fn.next_functions:
+        for nxt in fn._next:
             if nxt not in seen and type(nxt) is not leaf:
                 push(nxt)
     return deps, needed
@@ -340,7 +340,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 res = fn.backward(fn, gin)
                 if type(res) is not tuple:
                     res = (res,)
-                nf = fn.next_functions
+                nf = fn._next
                 if len(res) != len(nf):
                     raise _count_error(fn, len(res))
                 if not retain_graph and (fn._saved is not None or fn._out is not None):
@@ -353,8 +353,8 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                 if res is None:
                     continue
                 gin = None  # _step has marked the gradients it passed through
-                nf = fn.next_functions
-            for (nxt, nr), g, meta in zip(nf, res, fn._shapes):
+                nf = fn._next
+            for nxt, nr, g, meta in zip(nf, fn._nrs, res, fn._shapes):
                 if nxt is None:
                     continue
                 d = deps.get(nxt)
@@ -362,11 +362,11 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     try:
                         arr = g._data
                         if arr.shape != meta[0] or arr.dtype is not meta[1]:
-                            g = _conform(fn, nf.index((nxt, nr)), g, meta)
+                            g = _conform(fn, _position(fn, nxt, nr), g, meta)
                     except (AttributeError, TypeError):
-                        g = _conform(fn, nf.index((nxt, nr)), g, meta)
+                        g = _conform(fn, _position(fn, nxt, nr), g, meta)
                     if anomaly:
-                        _check_nan(fn, g, nf.index((nxt, nr)))
+                        _check_nan(fn, g, _position(fn, nxt, nr))
                     if g is gin:  # passed through unchanged: someone else holds it too
                         shared.add(id(g))
                     if d is None and filtered and nxt not in target_nodes:
@@ -424,7 +424,7 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
             if (fn, nr) in targets:
                 captured[(fn, nr)] = grads_out[nr]
         if not accumulate and fn in target_nodes and not any(
-                n in needed for n, _ in fn.next_functions if n is not None):
+                n in needed for n in fn._next if n is not None):
             _release_edges(fn, deps, ready)
             return None
     if type(fn) is AccumulateGrad:
@@ -452,7 +452,7 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
         res = fn.backward(fn, *grads_out)
         if type(res) is not tuple:
             res = (res,)
-        if len(res) != len(fn.next_functions):
+        if len(res) != len(fn._next):
             raise _count_error(fn, len(res))
     else:
         res = _call(fn, grads_out)
@@ -481,7 +481,7 @@ def _sum_grads(a, b, create_graph):
 
 
 def _release_edges(fn, deps, ready):
-    for nxt, _ in fn.next_functions:
+    for nxt in fn._next:
         d = deps.get(nxt)
         if d is None:  # no node, or a leaf
             continue
@@ -544,7 +544,7 @@ def _call(fn, grads_out):
     res = fn._fn_cls.backward(fn, *grads_out) if custom else fn.backward(fn, *grads_out)
     if type(res) is not tuple:
         res = (res,)
-    n_in = len(fn.next_functions)
+    n_in = len(fn._next)
     if len(res) != n_in:
         if custom and len(res) > n_in and all(r is None for r in res[n_in:]):
             return res[:n_in]
@@ -564,7 +564,12 @@ def _who(fn):
 
 def _validated(fn, res):
     return tuple(g if g is None or nxt is None or meta is None else _conform(fn, i, g, meta)
-                 for i, (g, (nxt, _), meta) in enumerate(zip(res, fn.next_functions, fn._shapes)))
+                 for i, (g, nxt, meta) in enumerate(zip(res, fn._next, fn._shapes)))
+
+
+def _position(fn, nxt, nr) -> int:
+    """The input position of edge ``(nxt, nr)`` of ``fn`` (its first, for an input given twice)."""
+    return fn.next_functions.index((nxt, nr))
 
 
 def _conform(fn, i, g, meta):

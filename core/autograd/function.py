@@ -43,10 +43,14 @@ class Node:
     """A node of the backward graph: a tensor's ``grad_fn``.
 
     ``next_functions`` holds one ``(node, output_nr)`` edge per input
-    (``(None, 0)`` for inputs that need no gradient).
+    (``(None, 0)`` for inputs that need no gradient).  The node keeps them as two tuples, ``_next`` (the nodes)
+    and ``_nrs`` (the output numbers, one shared tuple of zeros for most nodes), and builds the pairs when
+    ``next_functions`` is read: one tuple per node instead of one per edge, in graphs that stay alive
+    until their backward.
     """
 
-    next_functions: tuple = ()
+    _next: tuple = ()
+    _nrs: tuple = ()
     _shapes: tuple = ()
     _saved = None
     _vers = None
@@ -69,6 +73,16 @@ class Node:
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` edge per input, ``(None, 0)`` for an input that needs no gradient."""
+        return tuple(zip(self._next, self._nrs))
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._next = tuple(e[0] for e in edges)
+        self._nrs = tuple(e[1] for e in edges)
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
@@ -360,13 +374,14 @@ class _Packed:
         return t
 
 
-def saved_for(uses, inputs, edges):
-    """``inputs`` with None for each one that no needed gradient reads (``uses``: see ``Op.save_for``)."""
+def saved_for(uses, inputs, nodes):
+    """``inputs`` with None for each one that no needed gradient reads (``uses``: see ``Op.save_for``; ``nodes``:
+    the node each input's gradient goes to, None where none)."""
     kept = []
     for t, u in zip(inputs, uses):
         if u is not None:  # (None: always kept)
             for i in u:
-                if edges[i][0] is not None:
+                if nodes[i] is not None:
                     break
             else:
                 t = None
