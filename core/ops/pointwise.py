@@ -92,12 +92,12 @@ Sub.saved_args = {"alpha": lambda n: n.__dict__.get("alpha", 1)}  # (set on the 
 
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
-    nf = ctx.next_functions  # an operand without a gradient edge (a scalar, a constant) gets no product
+    nf = ctx._next  # an operand without a gradient edge (a scalar, a constant) gets no product
     if g.dtype.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
     elif on_arrays(g, a, b):  # no graph is being built: tensor factors multiply on their arrays
-        return _times(g, b) if nf[0][0] is not None else None, _times(g, a) if nf[1][0] is not None else None
-    return g * b if nf[0][0] is not None else None, g * a if nf[1][0] is not None else None
+        return _times(g, b) if nf[0] is not None else None, _times(g, a) if nf[1] is not None else None
+    return g * b if nf[0] is not None else None, g * a if nf[1] is not None else None
 
 
 def _same_arrays(g, *values):
@@ -130,13 +130,13 @@ def _div_vjp(ctx, g):
     if g.dtype.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
     elif _same_arrays(g, a, b) and on_arrays(g, a, b):  # no graph is being built: the formula on arrays
-        k, dev, nf = g._dev.kernels, g._dev, ctx.next_functions
+        k, dev, nf = g._dev.kernels, g._dev, ctx._next
         x, y = g._data, b._data
-        ga = _wrap(k["div"](x, y), dev) if nf[0][0] is not None else None
-        gb = _wrap(k["div"](k["mul"](k["neg"](x), a._data), k["mul"](y, y)), dev) if nf[1][0] is not None else None
+        ga = _wrap(k["div"](x, y), dev) if nf[0] is not None else None
+        gb = _wrap(k["div"](k["mul"](k["neg"](x), a._data), k["mul"](y, y)), dev) if nf[1] is not None else None
         return ga, gb
     gb = None
-    if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
+    if isinstance(b, Tensor) and ctx._next[1] is not None:
         gb = -g * a / (b * b)
     return g / b, gb
 
