@@ -693,8 +693,14 @@ def _wrap_dim(dim, ndim, op="op"):
     if dim < -n or dim >= n:
         raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     if dim < 0:
-        return GivenDim(dim + n, dim)
+        given = _GIVEN.get((dim, n))
+        if given is None:
+            given = _GIVEN[dim, n] = GivenDim(dim + n, dim)
+        return given
     return dim if type(dim) is int else int(dim)
+
+
+_GIVEN: dict = {}  # (negative dim, ndim) -> its GivenDim: one immutable instance each, not one per call
 
 
 def _wrap(arr, dev) -> Tensor:
