@@ -360,8 +360,10 @@ def link(ctx, inputs):
                 nodes.append(grad_edge(t)[0])
             arr = t._data
             shape, dt = arr.shape, arr.dtype
-            m = _METAS.get(shape)
-            metas.append(m if m is not None and m[1] is dt else _meta(shape, dt))
+            e = _METAS.get(shape)
+            if e is None or e[0][1] is not dt:
+                e = _meta(shape, dt)
+            metas.append(e[0])
         else:
             nodes.append(None)
             metas.append(None)
@@ -369,7 +371,12 @@ def link(ctx, inputs):
     n = len(nodes)
     ctx._nrs = _ZEROS[n] if not numbered and n < 8 else tuple(
         t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
-    ctx._shapes = tuple(metas)
+    if n == 1 and metas[0] is not None:  # (e: the last input's entry in _METAS)
+        ctx._shapes = e[1]
+    elif n == 2 and metas[0] is not None and (metas[1] is metas[0] or metas[1] is None):
+        ctx._shapes = e[2] if metas[1] is not None else e[3]
+    else:
+        ctx._shapes = tuple(metas)
     Op = type(ctx)
     if Op.save_inputs:
         uses = Op.save_for
@@ -403,7 +410,8 @@ def link(ctx, inputs):
 _KEEPERS: dict = {}  # Op.save_for -> its keeper (see _keeper)
 
 # One tuple per distinct value, shared by every node that keeps it: an input's ``(shape, dtype)`` (by shape: the
-# last dtype seen with it) and the saved inputs' versions (mostly all zero).  A recorded graph is thousands of
+# last dtype seen with it, with the ``_shapes`` of a node of one such input, of two, and of one and a number)
+# and the saved inputs' versions (mostly all zero).  A recorded graph is thousands of
 # nodes that live until the backward, and every tuple they keep counts towards Python's next garbage collection
 # and is traversed by it.
 _METAS: dict = {}
@@ -418,15 +426,16 @@ def _shared_vers(vers):
 
 
 def _meta(shape, dt):
-    """The shared ``(shape, dt)`` tuple."""
+    """The shared entry of ``(shape, dt)``: the tuple and the ``_shapes`` made of it (see ``link``)."""
     m = (shape, dt)
+    e = (m, (m,), (m, m), (m, None))
     try:
         if len(_METAS) > 4096:
             _METAS.clear()
-        _METAS[shape] = m
+        _METAS[shape] = e
     except TypeError:  # an array library whose shapes are not hashable
         pass
-    return m
+    return e
 
 
 def _keeper(uses):
