@@ -511,6 +511,23 @@ def test_lstm_matches_torch(device, kw, state):
     assert len(_built(lstm)) == (layers if device == "cpu" else 0)
 
 
+def test_small_lstm_runs_on_onednn_on_one_thread_only(monkeypatch):
+    monkeypatch.setattr(lstm, "MIN_WORK", 1 << 22)  # the plugin's own threshold (the fixture lowers it)
+    m, mt = _lstm_pair(input_size=4, hidden_size=6, bidirectional=True)
+    x, xt = _pair((5, 1, 4))
+    want = mt(xt)[0]
+    prior = ember.get_num_threads()
+    try:
+        for threads, built in ((2, 0), (1, 2)):
+            ember.set_num_threads(threads)
+            lstm.layer.cache_clear()
+            BUILT.clear()
+            _close(m(x)[0], want, tol=1e-5)
+            assert len(_built(lstm)) == built
+    finally:
+        ember.set_num_threads(prior)
+
+
 def test_lstm_kernels_agree_with_the_replaced_ones():
     cpu = ember.backend.get_backend("cpu").kernels
     rng = np.random.default_rng(0)
