@@ -361,7 +361,7 @@ def link(ctx, inputs):
             arr = t._data
             shape, dt = arr.shape, arr.dtype
             e = _METAS.get(shape)
-            if e is None or e[0][1] is not dt:
+            if e is None or e[0][1] is not dt and _other_dtype(e[0][1], dt):
                 e = _meta(shape, dt)
             metas.append(e[0])
         else:
@@ -423,6 +423,12 @@ def _shared_vers(vers):
     if len(_VERS) > 4096:
         _VERS.clear()
     return _VERS.setdefault(vers, vers)
+
+
+def _other_dtype(a, b) -> bool:
+    """Whether dtype objects ``a`` and ``b`` (not the same object) differ: an array library may make equal ones
+    per array; dtypes of two libraries are never compared (array-api-strict warns)."""
+    return type(a) is not type(b) or a != b
 
 
 def _meta(shape, dt):
