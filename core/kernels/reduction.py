@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import math
 
+from .strategy import takes_out
+
 
 QUIET = {"mean", "var", "logsumexp", "prod", "cumprod", "sum", "sum_to", "cumsum",  # 0/0 of empty slices, overflow,
-         "logcumsumexp"}  # inf - inf
+         "logcumsumexp", "logsumexp_backward"}  # inf - inf
 
 
 def scan(xp, op, x, axis):
@@ -80,13 +82,33 @@ def kernels(xp, strategy=None) -> dict:
     def any_(x, axis=None, keepdims=False):
         return xp.any(x, axis=axis, keepdims=keepdims)
 
+    ufuncs = takes_out(xp)  # the ufuncs' own reductions (without np.max's argument handling) and in-place writes
+    top, add = (xp.maximum.reduce, xp.add.reduce) if ufuncs else (xp.max, xp.sum)
+
     def logsumexp(x, axis, keepdims):
         if x.size == 0:  # log of an empty sum: -inf
             return xp.log(xp.sum(xp.exp(x), axis=axis, keepdims=keepdims))
-        m = xp.max(x, axis=axis, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-        out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+        m = top(x, axis=axis, keepdims=True)
+        if not math.isfinite(float(add(m, axis=None))):  # a row of infinities or NaN is shifted by 0, so that
+            m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))  # it gives -inf, inf or NaN as PyTorch does
+        e = x - m
+        e = xp.exp(e, out=e) if ufuncs and e.ndim else xp.exp(e)
+        out = xp.log(add(e, axis=axis, keepdims=True))
+        out += m
         return out if keepdims else xp.squeeze(out, axis=axis)
+
+    def logsumexp_backward(g, x, y, axis, keepdims):
+        """``g * exp(x - y)``: logsumexp's gradient from its output ``y``, ``g`` and ``y`` broadcast over the
+        reduced ``axis`` (kept as size 1 unless ``keepdims``)."""
+        if not keepdims:
+            kept = tuple(1 if i in axis else n for i, n in enumerate(x.shape))
+            g, y = xp.reshape(g, kept), xp.reshape(y, kept)
+        e = x - y
+        if ufuncs and e.ndim:
+            xp.exp(e, out=e)
+            e *= g
+            return e
+        return xp.exp(e) * g
 
     native_scan = [None]  # whether xp's maximum/minimum have a working .accumulate (found on first use)
 
@@ -188,5 +210,5 @@ def kernels(xp, strategy=None) -> dict:
     return {"sum": sum_, "mean": mean, "sum_to": sum_to, "prod": prod, "amax": amax, "amin": amin,
             "argmax": argmax, "argmin": argmin, "var": var, "cumsum": cumsum, "cumprod": cumprod, "all": all_,
             "any": any_, "logsumexp": logsumexp, "count_nonzero": count_nonzero, "cumextreme": cumextreme,
-            "histc": histc, "bincount": bincount,
+            "logsumexp_backward": logsumexp_backward, "histc": histc, "bincount": bincount,
             "logcumsumexp": logcumsumexp, "histogram": histogram, "histogramdd": histogramdd}
