@@ -530,9 +530,18 @@ def _flip(g, n):
 @symbolic("Roll")
 def _roll(g, n):
     x, shifts, axes = n.args
-    y = g.x(x)
-    for s, a in zip(g.static(shifts, "shift"), axes):
-        size = g.shape(x)[a]
+    shape = g.shape(x)
+    if axes is None:  # the elements rolled in order, the shape kept
+        flat = g.op("Reshape", g.x(x), g.ints([-1]))
+        return g.op("Reshape", _rolled(g, flat, g.static(shifts, "shift"), (0,), (math.prod(shape),)),
+                    g.op("Shape", g.x(x)))
+    return _rolled(g, g.x(x), g.static(shifts, "shift"), axes, [shape[a] for a in axes])
+
+
+def _rolled(g, y, shifts, axes, sizes):
+    """ONNX value ``y`` rolled by ``shifts`` along ``axes`` (of traced sizes ``sizes``): two slices and a concat
+    per axis."""
+    for s, a, size in zip(shifts, axes, sizes):
         if size == 0:
             continue
         if not -size < s < size:  # a shift within the size is kept as is, so a dynamic axis may grow
