@@ -957,15 +957,24 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A001,A002
     return out_or(apply(Clamp, *args), out)
 
 
+def _both_bool(input, bound) -> bool:
+    """Whether ``clamp_min``/``clamp_max`` has a bool tensor and a bool tensor bound: PyTorch computes those (its
+    Tensor overloads run the maximum/minimum kernels, which have bool code), while ``clamp`` refuses bool."""
+    return isinstance(bound, Tensor) and input.dtype is dtypes.bool and bound.dtype is dtypes.bool
+
 
 @export(inplace=True)
 def clamp_min(input, min):  # noqa: A002
+    if _both_bool(input, min):
+        return maximum(input, min)
     r = clamp(input, min=min)
     return r if isinstance(min, Tensor) else rename_node(r, "ClampMinBackward0")  # PyTorch's node of the overload
 
 
 @export(inplace=True)
 def clamp_max(input, max):  # noqa: A002
+    if _both_bool(input, max):
+        return minimum(input, max)
     r = clamp(input, max=max)
     return r if isinstance(max, Tensor) else rename_node(r, "ClampMaxBackward0")
 
