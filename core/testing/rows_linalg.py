@@ -89,6 +89,9 @@ PRODUCT_ROWS = [
         gradgrad=False),
     Row("eigh", lambda m, a: tuple(t.abs() for t in m.linalg.eigh(a + a.mT)), [[r(3, 3)]]),
     Row("eigvalsh", lambda m, a: m.linalg.eigvalsh(a + a.mT), [[r(3, 3)]]),
+    # V diag(L^2) V^-1 = A^2: free of the eigenvectors' scale and of the eigenvalues' order
+    Row("eig_square", lambda m, a: (lambda L, V: (V @ m.diag_embed(L * L) @ m.linalg.inv(V)).real)(*m.linalg.eig(a)),
+        [[r(3, 3)]], gradgrad=False),
     Row("pinv", lambda m, a: m.linalg.pinv(a), [[r(4, 3)], [r(2, 3)]]),
     Row("matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), [[r(3, 3)]]),
     Row("matrix_power_neg", lambda m, a: m.linalg.matrix_power(a, -2), [[well(3)]]),
