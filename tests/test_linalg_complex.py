@@ -139,7 +139,7 @@ def _loss(outs, weights):
 def _run(m, name, device=None, dtype="complex128"):
     inputs, call = CASES[name]
     kw = {} if device is None else {"device": device}
-    ts = [m.tensor(x, dtype=getattr(m, dtype) if np.iscomplexobj(x) else getattr(m, "float64"),
+    ts = [m.tensor(x, dtype=getattr(m, dtype) if np.iscomplexobj(x) else m.float64,
                    requires_grad=True, **kw) for x in inputs]
     outs = call(m, *ts)
     return ts, outs
