@@ -63,6 +63,10 @@ def _make_grads(outputs, grads, create_graph):
         elif g._dev is not out._dev:
             raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and output[{i}] on "
                                f"{out.device}.")
+        elif g.is_complex() != out.is_complex():
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                               f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
+                               f"has a dtype of {out.dtype}.")
         res.append(g)
     return res
 

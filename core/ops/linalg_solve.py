@@ -671,6 +671,10 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=
         raise RuntimeError(f"ormqr: other.shape[{-2 if left else -1}] must be equal to input.shape[-2], got "
                            f"{other.shape[-2] if left else other.shape[-1]} and {m}")
     k = tau.shape[-1]
+    side = -2 if left else -1
+    if k != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1]) "
+                           f"(got tau {list(tau.shape)}, other {list(other.shape)}, input {list(input.shape)})")
     # Q = H_1 ... H_k: Q X applies H_k first; Q^H X applies H_1 first; X Q applies H_1 first
     forward = left == bool(transpose)
     order = range(k) if forward else reversed(range(k))

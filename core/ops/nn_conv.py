@@ -432,7 +432,10 @@ def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d):
 
 def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unb = _batched(op, x, d)
-    dtypes.check_kernel(f"max_pool{max(d, 2)}d", x, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES)
+    if d == 1 and not return_indices:  # (PyTorch's own 1-d kernel, floating only; with indices it runs the 2-d one)
+        dtypes.check_kernel("max_pool1d_impl", x, dtypes.FLOATING_TYPES | dtypes.REDUCED_FLOATING_TYPES, False)
+    # (checked on an empty input too, as PyTorch's kernels dispatch on the dtype first)
+    dtypes.check_kernel(f"max_pool{max(d, 2)}d", x, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, False)
     k, st, pads, dl = _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d)
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
     if not return_indices:

@@ -280,6 +280,9 @@ def add(input, other, *, alpha=1, out=None):  # noqa: A002
     """
     if alpha != 1 or type(alpha) is bool:
         alpha = _alpha("add", alpha, input, other)
+        if not isinstance(other, Tensor) and not isinstance(alpha, Tensor):  # two numbers: scaled in Python
+            a = alpha.item() if hasattr(alpha, "item") else alpha
+            return add(input, (other and a) if isinstance(a, bool) else other * a, out=out)
         if not isinstance(input, Tensor) or not isinstance(other, Tensor):
             return add(input, mul(other, alpha), out=out)
         r = binary_result(binary(AddScaled, input, other, alpha), input, other, "add")
