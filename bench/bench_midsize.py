@@ -73,9 +73,11 @@ def resnet18(lib):
     src = open(spec.origin).read()
     src = src.replace("import ember\n", "import torch as ember\n")
     src = src.replace("from ember import nn", "from torch import nn")
-    # ember-vision's weights and registry helpers mean nothing to the torch copy: stand-ins that do nothing
-    src = re.sub(r"^from \._api import .*$", "_weights_enum = weights_enum = build = lambda *a, **k: None\n"
-                 "register_model = lambda *a, **k: (lambda f: f)", src, flags=re.M)
+    # ember-vision's weights and registry helpers mean nothing to the torch copy: each name the module imports
+    # from them is a stand-in that does nothing (a decorator factory returning its function unchanged)
+    src = re.sub(r"^from \._api import (.*)$",
+                 lambda m: "\n".join(["_nothing = lambda *a, **k: (lambda f: f)"]
+                                      + [f"{n.strip()} = _nothing" for n in m.group(1).split(",")]), src, flags=re.M)
     ns = {"__name__": "torch_resnet"}
     exec(compile(src, spec.origin, "exec"), ns)
     return ns["ResNet"](ns["BasicBlock"], [2, 2, 2, 2])
