@@ -16,6 +16,9 @@ float32 tolerance, not bit for bit:
   short inner axis is ~10x slower than along the outer one), the row sums as a matrix-vector product; its
   backward's row sums likewise;
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
+* ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
+  (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
+  within 2.4e-7 of the exact value;
 * ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
   index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
@@ -53,6 +56,46 @@ def _horner(coeffs, x, out):
     for c in coeffs[-3::-1]:
         out *= x
         out += c
+
+
+_NDTR_C = 0.5
+_NDTR_P = (-1.6124926185583544, 1.009792569353313, 0.1550153932824445, 0.3153618430629255, -1.7159368251059646,
+           1.9213641948027258, -0.9505340879624462, 0.18428213145497302)
+"""The normal tail ``Phi(-a) = t * exp(P(t) - a*a/2)``, ``t = 1 / (1 + _NDTR_C * a)``, ``a >= 0``: ``P`` (lowest
+degree first) is the least-squares Chebyshev fit of ``log(Phi(-a) / t) + a*a/2`` over ``t`` in ``(1/8, 1]``
+(``a`` up to 14, where the tail leaves float32).  In float32 gelu is then within 2.4e-7 of the exact value
+(float64 ``x * Phi(x)``), about PyTorch's own error."""
+_NDTR_P32 = tuple(np.float32(c) for c in _NDTR_P)
+
+
+def gelu_float32(x, gelu_erf):
+    """Exact (erf) gelu of a float32 NumPy array as ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` (``x*q`` for x <= 0,
+    ``x - x*q`` above): about 25 ufunc passes over chunks of :data:`CHUNK`.  A chunk with a non-finite result
+    (inf or NaN inputs) is recomputed by ``gelu_erf`` (the formula through ``erf``), so those follow it exactly."""
+    src = x.reshape(-1)
+    out = np.empty(x.shape, np.float32)
+    dst = out.reshape(-1)
+    a, t, p = (np.empty(min(CHUNK, src.size), np.float32) for _ in range(3))
+    for s in range(0, src.size, CHUNK):
+        xs = src[s:s + CHUNK]
+        n = xs.size
+        ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
+        np.abs(xs, out=ai)
+        np.multiply(ai, _NDTR_C, out=ti)
+        ti += 1
+        np.reciprocal(ti, out=ti)
+        _horner(_NDTR_P32, ti, pi)
+        ai *= ai
+        ai *= 0.5
+        pi -= ai
+        np.exp(pi, out=pi)
+        pi *= ti
+        pi *= xs
+        np.subtract(xs, pi, out=d)
+        np.maximum(d, pi, out=d)
+        if not np.isfinite(np.add.reduce(d)):
+            d[...] = gelu_erf(xs, "none")
+    return out
 
 
 def erf_float32(x, out=None):
@@ -195,6 +238,16 @@ def overrides(kernels: dict) -> dict:
             r *= y
             return r
         out["softmax_backward"] = fast_softmax_backward
+
+    gelu = kernels.get("nn_gelu")
+    if gelu is not None:
+        gelu_ = _bare(gelu)
+
+        def fast_gelu(x, approximate):
+            if approximate == "tanh" or type(x) is not np.ndarray or x.dtype != np.float32:
+                return gelu_(x, approximate)
+            return gelu_float32(x, gelu_)
+        out["nn_gelu"] = fast_gelu
 
     index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
     if index_add is not None:

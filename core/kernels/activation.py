@@ -160,64 +160,15 @@ def silu(xp, x):
     return x / (1 + xp.exp(-x))
 
 
-_NDTR_C = 0.5
-_NDTR_P = (-1.6124926185583544, 1.009792569353313, 0.1550153932824445, 0.3153618430629255, -1.7159368251059646,
-           1.9213641948027258, -0.9505340879624462, 0.18428213145497302)
-"""The normal tail ``Phi(-a) = t * exp(P(t) - a*a/2)``, ``t = 1 / (1 + _NDTR_C * a)``, ``a >= 0``: ``P`` (lowest
-degree first) is the least-squares Chebyshev fit of ``log(Phi(-a) / t) + a*a/2`` over ``t`` in ``(1/8, 1]``
-(``a`` up to 14, where the tail leaves float32).  In float32 gelu is then within 2.4e-7 of the exact value
-(float64 ``x * Phi(x)``), about PyTorch's own error."""
-
-_GELU_CHUNK = 32768
-"""Elements per pass of :func:`_gelu_float32`: its four buffers stay in the L2 cache."""
-
-
-def _gelu_float32(xp, erf, x):
-    """Exact (erf) gelu of a float32 NumPy array as ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` (``x*q`` for x <= 0,
-    ``x - x*q`` above): about 25 vectorised ufunc passes over cache-sized chunks, several times faster than
-    ``scipy.special.erf``, which evaluates element by element.  A chunk with a non-finite result (inf or NaN
-    inputs) is recomputed with ``erf`` so those follow the formula exactly."""
-    src = x.reshape(-1)
-    out = xp.empty(x.shape, xp.float32)
-    dst = out.reshape(-1)
-    a, t, p = (xp.empty(min(_GELU_CHUNK, src.size), xp.float32) for _ in range(3))
-    for s in range(0, src.size, _GELU_CHUNK):
-        xs = src[s:s + _GELU_CHUNK]
-        n = xs.size
-        ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        xp.abs(xs, out=ai)
-        xp.multiply(ai, _NDTR_C, out=ti)
-        ti += 1
-        xp.reciprocal(ti, out=ti)
-        xp.multiply(ti, _NDTR_P[-1], out=pi)
-        pi += _NDTR_P[-2]
-        for c in _NDTR_P[-3::-1]:
-            pi *= ti
-            pi += c
-        ai *= ai
-        ai *= 0.5
-        pi -= ai
-        xp.exp(pi, out=pi)
-        pi *= ti
-        pi *= xs
-        xp.subtract(xs, pi, out=d)
-        xp.maximum(d, pi, out=d)
-        if not math.isfinite(xp.add.reduce(d)):
-            d[...] = _gelu_erf(erf, xs)
-    return out
-
-
 def _gelu_erf(erf, x):
     return x * 0.5 * (1 + erf(x * (1.0 / math.sqrt(2.0))))
 
 
-def gelu(xp, erf, chunked, x, approximate):
-    """``erf``: the error function for ``xp``'s arrays; ``chunked``: whether float32 takes the chunked tail fit
-    (a host backend with ufuncs and a block runner; both bound by :func:`kernels`)."""
+def gelu(xp, erf, x, approximate):
+    """``erf``: the error function for ``xp``'s arrays (bound by :func:`kernels`).  The CPU backend has a faster
+    float32 form (``ember_cpu_numpy.fastmath``)."""
     if approximate == "tanh":
         return x * 0.5 * (1 + xp.tanh((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)))
-    if chunked and x.dtype == xp.float32:
-        return _gelu_float32(xp, erf, x)
     return _gelu_erf(erf, x)
 
 
@@ -269,6 +220,6 @@ def kernels(xp, strategy=None) -> dict:
         "nn_hardsigmoid": hardsigmoid, "nn_hardswish": hardswish, "nn_silu": silu, "nn_mish": mish,
         "nn_log_sigmoid": log_sigmoid, "nn_softshrink": softshrink, "nn_hardshrink": hardshrink,
         "nn_prelu": leaky_relu, "nn_glu": glu}))
-    table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"], s.blocked)
+    table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"])
     table["nn_gelu"].__name__ = "gelu"
     return {name: _keep_low_precision(fn) if name.startswith("nn_") else fn for name, fn in table.items()}
