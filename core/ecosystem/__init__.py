@@ -279,8 +279,9 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if mode not in MODES:
         raise ValueError(f"run_subset: mode must be one of {MODES}, got {mode!r}")
     site, source, has_tests = prepare(lib, root)
-    subset = tuple(subset) if subset else lib.smoke if smoke and lib.smoke else lib.full
-    args = _present(source, subset)
+    kind = _kind(smoke, subset)  # (which stored result this run replaces: from the arguments as given)
+    chosen = tuple(subset) if subset else lib.smoke if smoke and lib.smoke else lib.full
+    args = _present(source, chosen)
     if has_tests and any(_exists(source, a) for a in args) and not canonical:
         cwd, origin = source, "snapshot" if (source / SNAPSHOT_MARK).exists() else "sdist"
     elif lib.canonical:
@@ -299,8 +300,8 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if origin == "snapshot":
         result.note = "tests from " + (source / SNAPSHOT_MARK).read_text().strip()
     if origin == "canonical" and not has_tests:
-        result.note = "sdist lacks " + " ".join(a for a in subset if not a.startswith("-") and not _exists(source, a)
-                                                 and a not in _option_values(subset))
+        result.note = "sdist lacks " + " ".join(a for a in chosen if not a.startswith("-") and not _exists(source, a)
+                                                 and a not in _option_values(chosen))
     proc = subprocess.Popen(cmd, cwd=cwd, env=_env(lib, mode, site, inject), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
@@ -318,7 +319,6 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if xml.exists():
         _count(xml, result)
     result.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    kind = _kind(smoke, subset)
     (site.parent / f"result-{mode}-{kind}-{origin}.json").write_text(json.dumps(dataclasses.asdict(result)))
     return result
 

@@ -2,6 +2,7 @@
 
 The full comparison is ``python -m ember.ecosystem`` (``bash scripts/ecosystem.sh``); see docs/ecosystem.md. This
 test skips when the package index cannot be reached or PyTorch (the oracle) is absent."""
+import json
 import subprocess
 import sys
 
@@ -132,3 +133,12 @@ def test_each_subset_run_is_kept(tmp_path):
     assert len({ecosystem._kind(False, s) for s, _ in runs}) == 3
     subsets = [r.subset for r in ecosystem.stored_results(tmp_path)]
     assert sorted(set(subsets)) == ["tests/a.py", "tests/b.py -k x", "usage"] and len(subsets) == 6
+
+
+def test_a_smoke_run_replaces_the_stored_smoke_result(einops_results):
+    """A run of the library's own subset is stored as its ``smoke`` (or ``full``) result, which the next such run
+    replaces; only ``--subset`` runs are stored apart."""
+    site, _, _ = ecosystem.prepare(ecosystem.LIBRARIES["einops"])
+    for mode, res in einops_results.items():
+        stored = json.loads((site.parent / f"result-{mode}-smoke-sdist.json").read_text())
+        assert stored["date"] == res.date and stored["passed"] == res.passed
