@@ -27,7 +27,7 @@ from ..registry import export, op_class
 from ..tensor import Tensor
 from .creation import arange, eye, randn
 from .linalg import matrix_norm, multi_dot, vector_norm
-from .linalg_decomp import (_EPS_BY_NAME, EVERYWHERE, LINALG, LinAlgError, _eye_like, _floating, _gauge_check,
+from .linalg_decomp import (EVERYWHERE, LINALG, LinAlgError, _eps, _eye_like, _floating, _gauge_check,
                             _multi, _outputs, _square, inv, pinv, qr, solve, svd, svdvals)
 from .shape import broadcast_shapes, cat
 
@@ -430,10 +430,6 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-def _eps(dtype):
-    return _EPS_BY_NAME.get(dtype.name, 1e-3)
-
-
 @export(to=LINALG)
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     """``(solution, residuals, rank, singular_values)``: the least-squares solution of ``A X = B`` (batch).
@@ -465,7 +461,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     a, b = _batched(A, b)
     m, n = A.shape[-2], A.shape[-1]
     if rcond is None:
-        rcond = _eps(A.dtype) * max(m, n)
+        rcond = _eps(A) * max(m, n)
     x = pinv(a, rtol=rcond) @ b
     empty = A.detach().real.new_empty(0)  # (residuals and singular values are real for complex input too)
     with no_grad():

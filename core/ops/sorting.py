@@ -24,11 +24,6 @@ class SortIndices(Op):
         return k["sort"](x, dim, descending, True)[1]
 
 
-def _gather_values(x, idx, dim):
-    """Values of ``x`` at ``idx`` along ``dim``: differentiable through ``gather`` (not keeping ``x``)."""
-    return gather_values(x, dim, idx)
-
-
 @export
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A002
     """Sorted values and their indices along ``dim`` (a named tuple; written into ``out``'s two tensors when
@@ -40,7 +35,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A
                                          input.new_zeros((), dtype=dtypes.int64)), out)
     d = _wrap_dim(dim, input.dim(), "sort")
     idx = _nondiff(SortIndices, input, d, descending)
-    return outs_or(return_types.sort(composite_node(_gather_values(input, idx, d), "SortBackward0"), idx), out)
+    return outs_or(return_types.sort(composite_node(gather_values(input, d, idx), "SortBackward0"), idx), out)
 
 
 @export
