@@ -202,9 +202,7 @@ class CompiledStep:
         finally:
             STATE.enabled = prev
         ctx = _NODE.__new__(_NODE)
-        ctx.step, ctx.saved = self, values[self.n_out:]
-        ctx.sizes = [t._data.shape for t in tensors[:self.n_inputs]] if self.n_inputs else None
-        ctx.watched = [(tensors[j], tensors[j]._version) for j in self.watched]
+        _fill(ctx, self, tensors, values)
         ctx.needs_input_grad = self.needs
         ctx.next_functions = ((None, 0),) + tuple([grad_edge(t) for t in leaves])
         ctx._shapes = (None,) + tuple([(t._data.shape, t._data.dtype) for t in leaves])
@@ -221,6 +219,15 @@ class CompiledStep:
         return tuple(outs)
 
 
+def _fill(ctx, step, tensors, values):
+    """What the node of compiled ``step`` keeps for its backward, from its call's ``tensors`` and the forward's
+    ``values`` (outputs, then what the backward reads): the saved values, the inputs' sizes and the versions of the
+    inputs it watches for in-place changes."""
+    ctx.step, ctx.saved = step, values[step.n_out:]
+    ctx.sizes = [t._data.shape for t in tensors[:step.n_inputs]] if step.n_inputs else None
+    ctx.watched = [(tensors[j], tensors[j]._version) for j in step.watched]
+
+
 class _Joint(Function):
     """The compiled forward and backward of one captured call, as one autograd Function."""
 
@@ -229,9 +236,7 @@ class _Joint(Function):
         step = call.step
         values = step.forward(call.tensors)
         call.outs = values[:step.n_out]
-        ctx.step, ctx.saved = step, values[step.n_out:]
-        ctx.sizes = [t._data.shape for t in call.tensors[:step.n_inputs]] if step.n_inputs else None
-        ctx.watched = [(call.tensors[j], call.tensors[j]._version) for j in step.watched]
+        _fill(ctx, step, call.tensors, values)
         return tuple(call.outs[k] for k in step.diff_pos)
 
     @staticmethod

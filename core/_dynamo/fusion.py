@@ -52,8 +52,7 @@ def emit(run, w, last_use, kept, gid) -> str:
     end = run[-1][0]
     made, owned, ins, lines = {}, set(), [], []
     for k, n, Op in run:
-        name = plain_kernel(Op)
-        kernel = w.dev.kernels[name]
+        kernel = w.dev.kernels[plain_kernel(Op)]
         base = getattr(kernel, "__wrapped__", kernel)  # (the whole run is inside the error guard)
         fn = w.const(f"U{k}", base)
         args = []
