@@ -60,7 +60,7 @@ class UntypedStorage:
         return self
 
     def _bytes(self):
-        return self._root.reshape(-1).view(np.uint8) if self._root.ndim else self._root.reshape(1).view(np.uint8)
+        return self._root.reshape(-1).view(np.uint8)  # (a 0-d root reshapes to one element too)
 
     def __getitem__(self, index):
         """Byte ``index`` as an int; a slice is a storage sharing these bytes (``storage[start:stop]``)."""
