@@ -356,19 +356,15 @@ def _compress(self, layout, blocksize, dense_dim, op):
                            "sparse_dim()!=2 is not supported")
     if dense_dim is None:
         dense_dim = globals()["dense_dim"](self) if sparse else 0
-    if layout in (CSR, CSC) and sparse and self.ndim == 2 and not dense_dim and self._sp_layout is not CSR or (
-            layout is CSR and sparse and self._sp_layout is CSC and self.ndim == 2 and not dense_dim):
-        if self._sp_layout in (BSR, BSC):
-            raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
-                               f"layout but got {_kind(self)}")
+    if sparse and self._sp_layout in (BSR, BSC) and layout in (CSR, CSC):
+        raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
+                           f"layout but got {_kind(self)}")
+    if layout in (CSR, CSC) and sparse and self.ndim == 2 and not dense_dim and self._sp_layout is not CSR:
         coo = coalesce(_coo(self))  # explicit entries stay, in row-major (or, transposed, column-major) order
         coo = coalesce(transpose(coo)) if by_column else coo
         major, minor = coo._sp_i
         n_major = self.shape[1 if by_column else 0]
         return make_csr(_pointers(major, n_major)[0], minor, coo._sp_v, self.shape, layout)
-    if sparse and self._sp_layout in (BSR, BSC) and layout in (CSR, CSC):
-        raise RuntimeError(f"sparse_compressed_to_sparse_{layout._name[7:]}: expected SparseCsr or SparseCsc "
-                           f"layout but got {_kind(self)}")
     if isinstance(blocksize, int):
         blocksize = (blocksize, blocksize)
     if blocksize is not None and len(blocksize) != 2:
