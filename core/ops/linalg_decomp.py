@@ -72,21 +72,10 @@ _LAPACK = {"det": ("lu", False), "solve": ("lu", False), "solve_ex": ("lu", Fals
 _FLOAT_AND_DOUBLE = ("matrix_rank", "lstsq")  # (PyTorch's message for any other dtype names these two)
 
 
-# the ops that compute complex64/complex128 input (forward and backward); the others refuse it
-_COMPLEX = frozenset({
-    "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "eigh", "pinv",
-    "matrix_rank", "matrix_exp", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_triangular",
-    "triangular_solve", "cholesky_solve", "cholesky_inverse", "lstsq", "cond", "eig", "eigvals", "geqrf",
-    "householder_product", "ormqr", "svd_lowrank", "pca_lowrank", "ldl_factor", "ldl_factor_ex", "ldl_solve",
-})
-
-
 def _floating(a, op):
     lapack, integers = _LAPACK.get(op, (None, False))
     if a.is_complex():
-        if op in _COMPLEX:
-            return
-        raise NotImplementedError(f"linalg.{op}: complex input ({a.dtype}) is not supported yet")
+        return  # (every op that reaches here computes complex input, forward and backward)
     if a.dtype in dtypes.REDUCED_FLOATING_TYPES and autocasting(a):
         return  # autocast computes linear algebra in float32 (its dispatch casts the operand)
     if op in _FLOAT_AND_DOUBLE and a.dtype not in dtypes.FLOATING_TYPES:
