@@ -62,6 +62,7 @@ from .backend import resolve
 from .nn.parameter import Parameter
 from .ops.creation import from_numpy
 from .sparse.ops import sparse_compressed_tensor, sparse_coo_tensor
+from .sparse.tensor import COMPRESSED, INDEX_NAMES
 from .tensor import Size, Tensor, _ptr, _wrap
 
 # ember's earlier archive format, still read
@@ -248,9 +249,8 @@ def _sparse_parts(t) -> tuple:
     ``(compressed indices, plain indices, values, size)`` of a compressed one."""
     if t.layout is layouts.sparse_coo:
         return t._indices(), t._values(), t.size(), t.is_coalesced()
-    by_row = t.layout in (layouts.sparse_csr, layouts.sparse_bsr)
-    indices = (t.crow_indices(), t.col_indices()) if by_row else (t.ccol_indices(), t.row_indices())
-    return (*indices, t.values(), t.size())
+    compressed, plain, _ = INDEX_NAMES[t.layout]
+    return getattr(t, compressed)(), getattr(t, plain)(), t.values(), t.size()
 
 
 def rebuild_sparse_tensor(layout, data):
@@ -260,7 +260,7 @@ def rebuild_sparse_tensor(layout, data):
     if layout is layouts.sparse_coo:
         indices, values, size, *coalesced = data
         return sparse_coo_tensor(indices, values, size, is_coalesced=bool(coalesced and coalesced[0]))
-    if layout in (layouts.sparse_csr, layouts.sparse_csc, layouts.sparse_bsr, layouts.sparse_bsc):
+    if layout in COMPRESSED:
         compressed, plain, values, size = data
         return sparse_compressed_tensor(compressed, plain, values, size, layout=layout)
     raise pickle.UnpicklingError(f"Weights only load failed: a sparse tensor of layout {layout!r}")

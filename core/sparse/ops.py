@@ -17,7 +17,7 @@ from ..ops.shape import cat, repeat_interleave, stack
 from ..state import is_grad_enabled
 from ..tensor import Tensor
 from .tensor import (
-    ALL, BSC, BSR, COMPRESSED, COO, CSC, CSR, INDEX_NAMES, SparseTensor, implements, make, make_csr,
+    ALL, BSC, BSR, COMPRESSED, COO, CSC, CSR, INDEX_NAMES, SparseTensor, _nbatch, implements, make, make_csr,
 )
 
 BOTH = ALL  # handlers that take every layout
@@ -42,11 +42,6 @@ def _unravel(lin, shape):
 
 def _sd(s) -> int:
     return s._sp_i.shape[0]
-
-
-def _nbatch(s) -> int:
-    """The number of leading batch dimensions of a compressed tensor (0 for COO)."""
-    return s._sp_crow.ndim - 1 if s._sp_layout is not COO else 0
 
 
 def _coo(s):

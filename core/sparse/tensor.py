@@ -188,8 +188,8 @@ class SparseTensor(Tensor):
                 body = f"{body[:-1]}, size={tuple(t.shape)})"
             lines.append(lead + "\n".join(line.rstrip() for line in body.replace("\n", "\n" + " " * len(lead))
                                           .split("\n")))
-        nb = self._sp_crow.ndim - 1 if self._sp_layout is not COO else 0
-        suffixes = [f"size={tuple(self.shape)}", f"nnz={self._sp_v.shape[nb]}", dtype, f"layout={self._sp_layout}"]
+        suffixes = [f"size={tuple(self.shape)}", f"nnz={self._sp_v.shape[_nbatch(self)]}", dtype,
+                    f"layout={self._sp_layout}"]
         if self.grad_fn is not None:
             suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
         elif self.requires_grad:
@@ -207,6 +207,11 @@ class SparseTensor(Tensor):
         return text + ")"
 
     __str__ = __repr__
+
+
+def _nbatch(s) -> int:
+    """The number of leading batch dimensions of a compressed tensor (0 for COO)."""
+    return s._sp_crow.ndim - 1 if s._sp_layout is not COO else 0
 
 
 def _switch_on() -> None:
