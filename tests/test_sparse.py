@@ -210,6 +210,56 @@ def test_transpose_to_detach_and_leaf_grad(device):
     assert plain.requires_grad
 
 
+def _sparse_leaf(m, device, layout):
+    dev = device if m is ember else "cpu"
+    values = m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64, device=dev)
+    s = m.sparse_coo_tensor(m.tensor([[0, 1, 2, 2], [1, 0, 0, 2]], device=dev), values, (3, 3))
+    s = (s if layout == "coo" else s.to_sparse_csr()).requires_grad_()
+    return s, values, m.arange(6.0, dtype=m.float64, device=dev).reshape(3, 2).requires_grad_()
+
+
+def _same_grad(e, t):
+    assert str(e.layout).split(".")[1] == str(t.layout).split(".")[1]
+    if t.layout == torch.sparse_coo:
+        assert e.coalesce().indices().tolist() == t.coalesce().indices().tolist()
+    elif t.layout == torch.sparse_csr:
+        assert (e.crow_indices().tolist(), e.col_indices().tolist()) == (t.crow_indices().tolist(),
+                                                                           t.col_indices().tolist())
+    close(e, t, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_autograd_grad_reaches_a_sparse_leaf(device, layout):
+    """autograd.grad(out, sparse_leaf) gives what .backward() leaves in .grad: the leaf's pattern through
+    sparse.mm and to_dense, a dense gradient through mm, their sum when both are used; new_zeros and zeros_like
+    keep the layout, and requires_grad_() leaves the values the tensor was built from alone."""
+    cases = {
+        "sparse.mm": lambda m, s, d: m.sparse.mm(s, d).pow(2).sum(),
+        "to_dense": lambda m, s, d: (s.to_dense() * d.sum()).sum(),
+        "mm": lambda m, s, d: m.mm(s, d).sum(),
+        "mixed": lambda m, s, d: m.sparse.mm(s, d).sum() + m.mm(s, d).sum(),
+    }
+    for name, fn in cases.items():
+        (se, ve, de), (st, vt, dt) = _sparse_leaf(ember, device, layout), _sparse_leaf(torch, device, layout)
+        assert not ve.requires_grad and not vt.requires_grad
+        second = name == "sparse.mm" and layout == "coo"  # (PyTorch's CSR gradient cannot build a graph)
+        ge, gde = ember.autograd.grad(fn(ember, se, de), [se, de], create_graph=second)
+        gt, gdt = torch.autograd.grad(fn(torch, st, dt), [st, dt], create_graph=second)
+        _same_grad(ge, gt)
+        close(gde, gdt, atol=1e-12)
+        if second:  # a second order reaches the dense operand through the sparse gradient's values
+            assert ge.requires_grad
+            close(ember.autograd.grad(ge.values().sum(), de)[0], torch.autograd.grad(gt.values().sum(), dt)[0])
+    (se, _, de), (st, _, dt) = _sparse_leaf(ember, device, layout), _sparse_leaf(torch, device, layout)
+    assert ember.autograd.grad(de.sum(), [de, se], allow_unused=True)[1] is None
+    _same_grad(ember.autograd.grad(de.sum(), [de, se], materialize_grads=True)[1],
+               torch.autograd.grad(dt.sum(), [dt, st], materialize_grads=True)[1])
+    _same_grad(ember.zeros_like(se), torch.zeros_like(st))
+    assert se.new_zeros(2, 2).layout is se.layout and ember.zeros_like(se, layout=ember.strided).layout is ember.strided
+    with pytest.raises(RuntimeError, match="not have been used"):
+        ember.autograd.grad(de.sum(), [de, se])
+
+
 def test_gradcheck_through_products_and_softmax(device):
     idx = [[0, 1, 1, 2], [2, 0, 2, 1]]
     dense = ember.randn(3, 2, dtype=ember.float64, device=device, requires_grad=True)

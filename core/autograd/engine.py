@@ -149,6 +149,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     edges = []
     for t in inputs:
         if isinstance(t, Tensor):
+            if type(t) is not Tensor and hasattr(t, "_grad_parts"):
+                return _grad_by_parts(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                                      materialize_grads)
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             e = grad_edge(t)
@@ -176,6 +179,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+def _grad_by_parts(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad`` where an input's gradient reaches other tensors than itself (a sparse tensor's reaches its values):
+    such an input names those parts (``_grad_parts()``), they are differentiated, and it joins their gradients
+    into its own (``_grad_join(*grads)``)."""
+    flat, spans = [], []
+    for t in inputs:
+        parts = t._grad_parts() if hasattr(t, "_grad_parts") else (t,)
+        spans.append((len(flat), len(parts)))
+        flat.extend(parts)
+    grads = grad(outputs, flat, grad_outputs, retain_graph, create_graph, allow_unused=True)
+    result = []
+    for t, (start, n) in zip(inputs, spans):
+        g = t._grad_join(*grads[start:start + n]) if hasattr(t, "_grad_parts") else grads[start]
+        if g is None and materialize_grads and isinstance(t, _tensor.Tensor):
+            g = t.new_zeros(t.shape)
+        elif g is None and not allow_unused:
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
         result.append(g)
     return tuple(result)
 

@@ -503,6 +503,13 @@ def clone(self, *, memory_format=None):
     return _move(self, self._sp_v.clone())
 
 
+@implements("zeros_like", layouts=BOTH)
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+    """A tensor of ``input``'s shape storing no entries, of its layout (or ``layout``; strided: dense zeros)."""
+    return input.new_zeros(input.shape, dtype=dtype, layout=input.layout if layout is None else layout,
+                           device=device, requires_grad=requires_grad)
+
+
 # --------------------------------------------------------------------------- structure
 @implements("is_coalesced")
 def is_coalesced(self) -> bool:

@@ -17,6 +17,8 @@ import warnings
 
 from .. import layouts
 from .._printing import PRINT_OPTS
+from ..autograd.function import grad_edge
+from ..autograd.graph import GradientEdge
 from ..ops.creation import zeros
 from ..overrides import _PROPERTY_NAMES
 from ..tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
@@ -102,6 +104,8 @@ class SparseTensor(Tensor):
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
+        if value and not self._sp_v.requires_grad:  # its own leaf: the tensor it was built from stays as it was
+            self._sp_v = self._sp_v.detach()
         self._sp_v.requires_grad = value
         self._sp_own = bool(value)
 
@@ -120,7 +124,18 @@ class SparseTensor(Tensor):
                           "does not populate it (the gradient reaches what it was made from, such as its values).",
                           UserWarning, stacklevel=2)
             return None
-        g, dense = self._sp_v.grad, self._grad
+        return self._grad_join(self._sp_v.grad, self._grad)
+
+    def _grad_parts(self) -> tuple:
+        """What ``autograd.grad`` differentiates to find this tensor's gradient: its values and, once ``mm``,
+        ``matmul`` or ``sum`` have used it as a dense leaf, its own edge (joined by :meth:`_grad_join`)."""
+        if not self.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        return (self._sp_v, GradientEdge(*grad_edge(self))) if self._rg else (self._sp_v,)
+
+    def _grad_join(self, g, dense=None):
+        """The gradient of this tensor from its values' gradient ``g`` and a dense one (either may be None): a
+        sparse tensor of this one's pattern, plus ``dense`` where there is one (see :attr:`grad`)."""
         if g is None:
             return dense
         if self._sp_c:
@@ -153,6 +168,11 @@ class SparseTensor(Tensor):
         is not (nor are its transposes and conversions)."""
         v = self._sp_v
         return v.is_leaf and (not v.requires_grad or self.__dict__.get("_sp_own", False))
+
+    def new_zeros(self, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+        """A tensor of ``size`` storing no entries, of this tensor's layout, dtype and device unless given."""
+        return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=self.device if device is None
+                     else device, layout=self._sp_layout if layout is None else layout, requires_grad=requires_grad)
 
     def _with_values(self, values):
         """This tensor's structure with other ``values`` (same nnz)."""
