@@ -416,20 +416,16 @@ def _same_args(got, want):
 
 # Rows whose nodes do not yet give PyTorch's non-tensor saved values (names or values): the sweep fails when a row not
 # listed here differs, and when a listed row agrees on every sample (then it leaves this table). What keeps them here:
-# ops not declared yet (convolutions, max pooling, nll_loss, binary_cross_entropy, qr's mode, svd, diag_embed,
-# as_strided, advanced indexing and index_put with their index tuples); hfft2 and hfftn (one c2r node over every dim,
-# where PyTorch's is a c2c and then a one-dim c2r); composites whose nodes never see the argument (addmm's and addbmm's
-# operand sizes, the *_copy ops); nodes of another overload than PyTorch's (sum_to_size, a copying reshape's
+# ops not declared yet (as_strided, advanced indexing and index_put with their index tuples); hfft2 and hfftn (one c2r
+# node over every dim, where PyTorch's is a c2c and then a one-dim c2r); composites whose nodes never see the argument
+# (the *_copy ops); nodes of another overload than PyTorch's (sum_to_size, a copying reshape's
 # sizes in linear, inner and matmul); and a number operand made a tensor of the other operand's dtype before the node
 # (xlogy's and xlog1py's 2 reads back 2.0).
 ARGS_PENDING = frozenset("""
-    addbmm addmm as_strided as_strided_overlap binary_cross_entropy conv1d_input conv2d conv2d_input conv2d_weight
-    conv3d_input conv3d_weight convolution copies cross_entropy_index diag_embed diag_embed_off diag_vec diagflat
-    diagonal_scatter getitem_adv_split getitem_int_tensor getitem_list getitem_mask getitem_mixed getitem_none_ellipsis
-    getitem_range getitem_row_mask getitem_slice_step hfft2_complex3d hfft2_real3d hfftn_complex3d hfftn_real3d
-    index_put index_put_acc index_put_top inner inplace_activations linear linear_cross_entropy masked_scatter matmul
-    matmul_empty max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices qr qr_wide qr_wide_complete
-    setitem_range split_copies sum_to_size svd_vals x[None] xlog1py xlogy_scalar
+    as_strided as_strided_overlap copies getitem_adv_split getitem_int_tensor getitem_list getitem_mask getitem_mixed
+    getitem_none_ellipsis getitem_range getitem_row_mask getitem_slice_step hfft2_complex3d hfft2_real3d
+    hfftn_complex3d hfftn_real3d index_put index_put_acc index_put_top inner linear masked_scatter matmul matmul_empty
+    setitem_range split_copies sum_to_size x[None] xlog1py xlogy_scalar
 """.split())
 
 

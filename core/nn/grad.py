@@ -13,8 +13,9 @@ True
 from __future__ import annotations
 
 from .. import dtypes
+from ..autograd.function import keep_args
 from ..dispatch import apply
-from ..ops.nn_conv import ConvInputGrad, ConvWeightGrad, ntuple
+from ..ops.nn_conv import ConvInputGrad, ConvWeightGrad, conv_args, ntuple
 
 _GRAD_TYPES = dtypes.FLOATING_AND_HALF  # PyTorch's slow_conv2d/3d backward kernels
 
@@ -39,6 +40,11 @@ def _check_output(name, d, grad_output, input_size, weight_size, params):
                            f"size {' '.join(map(str, want))}")
 
 
+def _kept(r):
+    """``r``, its node keeping PyTorch's arguments: torch.nn.grad passes ``output_padding=[0]`` whatever ``d``."""
+    return keep_args(r, **conv_args(r._fn, output_padding=(0,))) if r._fn is not None else r
+
+
 def _check_kernel(d, which, t, params):
     """PyTorch's NotImplementedError for a dtype its backward kernel lacks: the dilated 2-D one also takes int64."""
     if d == 2 and any(v != 1 for v in params[2]):
@@ -53,7 +59,7 @@ def _input_grad(d):
         params = _params(d, stride, padding, dilation, groups)
         _check_output(f"conv{d}d_input", d, grad_output, tuple(input_size), tuple(weight.shape), params)
         _check_kernel(d, "input", grad_output, params)
-        return apply(ConvInputGrad, grad_output, weight, tuple(input_size), params)
+        return _kept(apply(ConvInputGrad, grad_output, weight, tuple(input_size), params))
 
     fn.__name__ = fn.__qualname__ = f"conv{d}d_input"
     fn.__doc__ = (f"The gradient of ``conv{d}d(input, weight, ...)`` with respect to an input of size ``input_size``, "
@@ -67,7 +73,7 @@ def _weight_grad(d):
         params = _params(d, stride, padding, dilation, groups)
         _check_output(f"conv{d}d_weight", d, grad_output, tuple(input.shape), tuple(weight_size), params)
         _check_kernel(d, "weight", input, params)
-        return apply(ConvWeightGrad, input, grad_output, tuple(weight_size), params, None)
+        return _kept(apply(ConvWeightGrad, input, grad_output, tuple(weight_size), params, None))
 
     fn.__name__ = fn.__qualname__ = f"conv{d}d_weight"
     fn.__doc__ = (f"The gradient of ``conv{d}d(input, weight, ...)`` with respect to a weight of size "

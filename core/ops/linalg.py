@@ -183,17 +183,15 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     return out_or(composite_node(r, "VdotBackward0"), out)
 
 
-def _scaled_sum(input, prod, beta, alpha, out, node):
+def _scaled_sum(input, prod, beta, alpha, out, node, **sizes):
     check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
     if prod.dtype.category <= dtypes.INT and input.dtype.category <= dtypes.INT:
         beta, alpha = int(beta), int(alpha)  # integer results: the scalars truncated, as PyTorch converts them
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
-    r = rename_node(r, node)  # the node PyTorch's fused op leaves, keeping its numbers (_saved_alpha, _saved_beta)
-    if r._fn is not None:
-        r._fn.alpha, r._fn.beta = alpha, beta
-    return out_or(r, out)
+    # the node PyTorch's fused op leaves, keeping its numbers and operand sizes
+    return out_or(keep_args(rename_node(r, node), alpha=alpha, beta=beta, **sizes), out)
 
 
 @export(inplace=True)
@@ -205,7 +203,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A
     tensor([[3., 2.],
             [2., 3.]])
     """
-    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out, "AddmmBackward0")
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out, "AddmmBackward0", mat1_sym_sizes=tuple(mat1.shape),
+                       mat2_sym_sizes=tuple(mat2.shape))
 
 
 @export(inplace=True)
@@ -244,7 +243,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # no
             [12., 12.]])
     """
     prod = bmm(batch1, batch2)
-    return _scaled_sum(input, prod.sum(0, dtype=prod.dtype), beta, alpha, out, "AddbmmBackward0")  # (no int64 sum)
+    return _scaled_sum(input, prod.sum(0, dtype=prod.dtype), beta, alpha, out, "AddbmmBackward0",  # (no int64 sum)
+                       batch1_sym_argsize_0=batch1.shape[0], batch1_sym_argsize_1=batch1.shape[1],
+                       batch2_sym_argsize_2=batch2.shape[2])
 
 
 @export(inplace=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node
+from ..autograd.function import Op, composite_node, keep_args
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, device_error, result_type, unary
 from ..writes import out_or, outs_or
@@ -392,7 +392,8 @@ def _qr_square_vjp(q, r, gq, gr):
     return solve(r, gx.mH).mH
 
 
-QR = op_class("QR", "qr", saves="output", vjp=_qr_vjp, backward_name="LinalgQrBackward0", arity=2)
+QR = op_class("QR", "qr", saves="output", vjp=_qr_vjp, backward_name="LinalgQrBackward0", params=("mode",))
+QR.saved_args = {"mode": "mode"}
 
 
 @export(to=LINALG)
@@ -411,7 +412,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None):
                            f"'r', or 'complete'")
     if mode == "r":
         q, r = _multi(QR, "qr", A, "reduced")
-        return outs_or(QRResult(q.new_zeros(0), r), out)
+        return outs_or(QRResult(q.new_zeros(0), keep_args(r, mode="r")), out)
     return outs_or(QRResult(*_multi(QR, "qr", A, mode)), out)
 
 
@@ -448,6 +449,7 @@ def _multi(Cls, op, a, *params):
 
 class SVD(Op):
     backward_name = "LinalgSvdBackward0"
+    saved_args = {"full_matrices": "full", "S_sym_argsize_minus_1": lambda n: min(n._shapes[0][0][-2:])}
 
     @staticmethod
     def forward(ctx, k, a, full_matrices):

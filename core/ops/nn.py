@@ -21,7 +21,7 @@ import math
 import warnings
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, on_arrays, result_type, unary
 from ..interception import HANDLERS
@@ -286,6 +286,10 @@ Softshrink, _ = _rows("Softshrink", "nn_softshrink", _shrink_vjp, ("lambd",))
 Hardshrink, _ = _rows("Hardshrink", "nn_hardshrink", _shrink_vjp, ("lambd",))
 for _op in (*LEAKY_RELU, *THRESHOLD, Softshrink, Hardshrink):  # (each keeps one of these)
     _op.saved_args = {"negative_slope": "slope", "threshold": "th", "lambd": "lambd"}
+for _op in ELU:
+    _op.saved_args = {k: k for k in _ELU}
+for _op in CELU:  # (its input_scale is 1 / alpha, not an argument)
+    _op.saved_args = {"alpha": "alpha"}
 
 
 @export(to=("nn.functional",))
@@ -296,13 +300,13 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # 
     >>> ember.nn.functional.elu(ember.tensor([1.0, 0.0])).tolist()
     [1.0, 0.0]
     """
-    return _act(input, "elu", ELU, inplace, alpha, 1.0, 1.0)
+    return _act(input, "elu", ELU, inplace, alpha, 1, 1)  # (PyTorch's defaults of scale and input_scale: ints)
 
 
 @export(to=("nn.functional", "torch"))
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` above 0, ``alpha * (exp(x / alpha) - 1)`` below."""
-    return _act(input, "celu", CELU, inplace, alpha, 1.0, _celu_scale(alpha))
+    return _act(input, "celu", CELU, inplace, alpha, 1, _celu_scale(alpha))
 
 
 def _celu_scale(alpha):
@@ -318,7 +322,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 @export(to=("nn.functional", "torch"))
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``scale * elu(x, alpha)`` with the self-normalising constants (PyTorch's node: ``EluBackward0``)."""
-    return _act(input, "selu", ELU, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
+    return _act(input, "selu", ELU, inplace, _SELU_ALPHA, _SELU_SCALE, 1)
 
 
 @export(to=("nn.functional", "torch"))
@@ -461,15 +465,15 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
 
 
 def _elu_(input, alpha=1.0):  # noqa: A002  (F.elu_ and the other in-place forms record PyTorch's ...Backward1)
-    return unary(ELU[1], _act_input(input, "elu"), alpha, 1.0, 1.0)
+    return unary(ELU[1], _act_input(input, "elu"), alpha, 1, 1)
 
 
 def _celu_(input, alpha=1.0):  # noqa: A002
-    return unary(CELU[1], _act_input(input, "celu"), alpha, 1.0, _celu_scale(alpha))
+    return unary(CELU[1], _act_input(input, "celu"), alpha, 1, _celu_scale(alpha))
 
 
 def _selu_(input):  # noqa: A002
-    return unary(ELU[1], _act_input(input, "selu"), _SELU_ALPHA, _SELU_SCALE, 1.0)
+    return unary(ELU[1], _act_input(input, "selu"), _SELU_ALPHA, _SELU_SCALE, 1)
 
 
 def _threshold_(input, threshold, value):  # noqa: A002
@@ -1321,10 +1325,8 @@ def _rrelu(x, lower, upper, training, Op, generator=None):
         noise = rand(x.shape, dtype=x.dtype, device=x.device, generator=generator) * (upper - lower) + lower
     else:
         noise = x.new_full((), (lower + upper) / 2)
-    r = apply(Op, x, noise)
-    if r._fn is not None:  # (PyTorch's node keeps them: _saved_lower, _saved_upper, _saved_training)
-        r._fn.bounds = (lower, upper, bool(training))
-    return r
+    r = apply(Op, x, noise)  # (in place under no_grad, r's node is an earlier op's: it keeps its own)
+    return keep_args(r, lower=lower, upper=upper, training=bool(training)) if isinstance(r._fn, Op) else r
 
 
 def _rrelu_vjp(ctx, g):
@@ -1336,9 +1338,6 @@ def _rrelu_vjp(ctx, g):
 RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2, tags=("pointwise",)),
          op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
                   backward_name="RreluWithNoiseBackward1", tags=("pointwise",)))
-for _op in RRELU:
-    _op.saved_args = {"lower": lambda n: n.bounds[0], "upper": lambda n: n.bounds[1],
-                      "training": lambda n: n.bounds[2]}
 
 
 @export(to=("torch",))

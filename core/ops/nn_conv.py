@@ -11,7 +11,7 @@ scatter and the gather are each other's gradient (``FlatScatter``/``FlatGather``
 from __future__ import annotations
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting
 from ..layouts import keep_format
@@ -28,6 +28,19 @@ def _needs(ctx, i):
     return ctx.next_functions[i][0] is not None
 
 
+# PyTorch's arguments of a convolution, as its nodes keep them (``ctx.params``: stride, padding pairs, dilation,
+# groups; an asymmetric 'same' padding is its lower side, as PyTorch pads the rest of it first)
+CONV_ARGS = {"stride": lambda n: n.params[0], "padding": lambda n: tuple(lo for lo, _ in n.params[1]),
+             "dilation": lambda n: n.params[2], "groups": lambda n: n.params[3], "transposed": lambda n: False,
+             "output_padding": lambda n: (0,) * len(n.params[0])}
+
+
+def conv_args(node, **given) -> dict:
+    """PyTorch's arguments of convolution node ``node`` (read by ``CONV_ARGS``), with ``given`` in their place: the
+    values to keep (:func:`ember.autograd.function.keep_args`) where a caller gives PyTorch's op other ones."""
+    return {k: given[k] if k in given else how(node) for k, how in CONV_ARGS.items()}
+
+
 class Conv(Op):
     """The convolution; ``ctx.cols`` keeps what the forward kernel computed from the input for the weight
     gradient (im2col's columns, or Winograd's transformed input, 4x the input where the columns are 9x)."""
@@ -36,6 +49,7 @@ class Conv(Op):
     save_inputs = True
     save_for = ((0, 1, 2), (0, 1, 2), ())  # input and weight for every gradient, never the bias
     saved_names = ("input", "weight")
+    saved_args = dict(CONV_ARGS, bias_sym_sizes_opt=lambda n: n._shapes[2][0] if len(n._shapes) > 2 else (0,))
 
     @staticmethod
     def forward(ctx, k, x, w, b, params):
@@ -59,6 +73,7 @@ class Conv(Op):
 class ConvInputGrad(Op):
     backward_name = "ConvolutionBackwardBackward0"
     save_inputs = True
+    saved_args = CONV_ARGS
 
     @staticmethod
     def forward(ctx, k, g, w, x_shape, params):
@@ -77,6 +92,7 @@ class ConvInputGrad(Op):
 class ConvWeightGrad(Op):
     backward_name = "ConvolutionBackwardBackward0"
     save_inputs = True
+    saved_args = CONV_ARGS
 
     @staticmethod
     def forward(ctx, k, x, g, w_shape, params, cols):
@@ -440,14 +456,31 @@ def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, retur
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
     if not return_indices:
         out = apply(MaxPool, x, (k, st, pads, dl), False)
-        return out.squeeze(0) if unb else _pool_node(out, "MaxPool{}DWithIndicesBackward0", d)
+        return out.squeeze(0) if unb else _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode)
     out, idx = apply(MaxPool, x, (k, st, pads, dl), True)
-    return (out.squeeze(0), idx.squeeze(0)) if unb else (_pool_node(out, "MaxPool{}DWithIndicesBackward0", d), idx)
+    if unb:
+        return out.squeeze(0), idx.squeeze(0)
+    return _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode), idx
 
 
 def _pool_node(out, name, d):
     """``out`` under PyTorch's node name for a ``d``-d pooling (its 1-d pools are 2-d ones squeezed: kept)."""
     return rename_node(out, name.format(d)) if d > 1 else out
+
+
+def _as_given(v, d):
+    """A pooling argument as PyTorch's node keeps it: a number repeated ``d`` times, a sequence as given (no
+    stride: empty)."""
+    return () if v is None else tuple(int(e) for e in v) if isinstance(v, (list, tuple)) else (int(v),) * d
+
+
+def _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode):
+    """``out`` under PyTorch's node of a ``d``-d max pooling, keeping its arguments as given (a 1-d pooling is
+    PyTorch's 2-d one squeezed: no such node)."""
+    if d == 1:
+        return out
+    return keep_args(rename_node(out, f"MaxPool{d}DWithIndicesBackward0"), kernel_size=_as_given(kernel_size, d), stride=_as_given(stride, d),
+                     padding=_as_given(padding, d), dilation=_as_given(dilation, d), ceil_mode=bool(ceil_mode))
 
 
 @export(to=("nn.functional", "torch"))

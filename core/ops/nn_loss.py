@@ -12,7 +12,7 @@ import dataclasses
 import math
 import warnings
 
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
@@ -127,7 +127,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         return reduce_loss(loss.squeeze(0), reduction, "nll_loss")
     r = _weighted_mean(loss, w) if reduction == "mean" else reduce_loss(loss, reduction, "nll_loss")
     node = _NLL_NODE.get(input.ndim)  # PyTorch's node of its fused kernel (by the input's rank)
-    return r if node is None else rename_node(r, node)
+    if node is None:
+        return r
+    return keep_args(rename_node(r, node), ignore_index=ignore_index, reduction=_REDUCTIONS.index(reduction))
 
 
 _NLL_NODE = {2: "NllLossBackward0", 4: "NllLoss2DBackward0"}
@@ -141,6 +143,7 @@ class CrossEntropyIndex(Op):
 
     backward_name = "NllLossBackward0"
     save_inputs = True
+    saved_args = {"ignore_index": "ignore_index", "reduction": lambda n: 1 if n.mean else 2}
 
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
@@ -278,7 +281,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if weight is not None:
         loss = loss * weight
     r = reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
-    return rename_node(r, "BinaryCrossEntropyBackward0")  # PyTorch's one node, the reduction included
+    r = rename_node(r, "BinaryCrossEntropyBackward0")  # PyTorch's one node, the reduction included
+    return keep_args(r, reduction=_REDUCTIONS.index(legacy_reduction(reduction, size_average, reduce)))
 
 
 @export(to=("nn.functional",))

@@ -16,7 +16,7 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, number_operand, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, number_operand, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
                         unary)
@@ -49,18 +49,9 @@ def _cj(v):
 
 
 Add = op_class("Add", "add", vjp=_add_vjp, arity=2, tags=("pointwise",), onnx="Add")
-# (the nodes of lerp, addcmul/addcdiv and addmm's family that ember composes with a last add keep their numbers,
-# set by them)
-Add.saved_args = {"alpha": lambda n: n.__dict__.get("alpha", 1 if type(n).__name__ == "AddBackward0" else None),
-                  "beta": lambda n: n.__dict__.get("beta"), "weight": lambda n: n.__dict__.get("weight"),
-                  "value": lambda n: n.__dict__.get("value")}
-
-
-def _keeping(t, name, v):
-    """``t``, its node keeping number ``v`` as PyTorch's node of the op keeps it (``_saved_<name>``)."""
-    if t._fn is not None:
-        setattr(t._fn, name, v)
-    return t
+# (the nodes of lerp, addcmul/addcdiv and addmm's family that ember composes with a last add keep their op's
+# numbers through keep_args)
+Add.saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddBackward0" else None}
 
 
 class AddScaled(Op):
@@ -87,7 +78,7 @@ def _sub_vjp(ctx, g):
 
 
 Sub = op_class("Sub", "sub", vjp=_sub_vjp, arity=2, tags=("pointwise",), onnx="Sub")
-Sub.saved_args = {"alpha": lambda n: n.__dict__.get("alpha", 1)}  # (set on the node when not 1: see sub)
+Sub.saved_args = {"alpha": lambda n: 1}  # (sub keeps another alpha through keep_args)
 
 
 def _mul_vjp(ctx, g):
@@ -304,7 +295,7 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
         other = mul(other, a) if isinstance(other, Tensor) else other * a
     r = binary_result(binary(Sub, input, other), input, other, "sub")
     if scaled and isinstance(r._fn, Sub):
-        r._fn.alpha = alpha  # (PyTorch's node keeps it: _saved_alpha)
+        keep_args(r, alpha=alpha)
     return out_or(r, out)
 
 
@@ -999,7 +990,7 @@ def lerp(input, end, weight, *, out=None):  # noqa: A002
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"lerp: \"lerp_kernel_{kind}\" not implemented for '{_type_name(input.dtype)}'")
     if not isinstance(weight, Tensor):
-        return out_or(_keeping(rename_node(input + weight * (end - input), "LerpBackward0"), "weight", weight), out)
+        return out_or(keep_args(rename_node(input + weight * (end - input), "LerpBackward0"), weight=weight), out)
     weight = cast(weight, input.dtype)  # a 0-d weight of another dtype computes in input's
     return out_or(rename_node(apply(Lerp, input, end, weight), "LerpBackward1"), out)
 
@@ -1326,7 +1317,7 @@ def _addc_pair(name, combine):
 
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
         _, term = term_of(input, tensor1, tensor2, value)
-        return out_or(kept(_keeping(rename_node(add(input, term), node), "value", value), tensor1, tensor2), out)
+        return out_or(kept(keep_args(rename_node(add(input, term), node), value=value), tensor1, tensor2), out)
 
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")

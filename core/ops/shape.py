@@ -1107,10 +1107,13 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
     return out_or(unary(Triu, input, int(diagonal)), out)
 
 
+# the arguments the diagonal family's nodes keep (``ctx.args``: offset and the two dims as given)
+_DIAGONAL_ARGS = {"offset": lambda n: n.args[0], "dim1": lambda n: n.args[1], "dim2": lambda n: n.args[2]}
+
+
 class Diagonal(Op):
     tags = ("view",)
-    saved_args = {"offset": lambda n: n.args[0], "dim1": lambda n: n.args[1], "dim2": lambda n: n.args[2],
-                  "self_sym_sizes": "in_shape"}
+    saved_args = dict(_DIAGONAL_ARGS, self_sym_sizes="in_shape")
 
     view_kernel = "diagonal"  # a copy on backends without strides: writes through it go back by scatter_back
 
@@ -1133,6 +1136,7 @@ class DiagonalScatter(Op):
     """Zeros of ``shape`` with ``g`` on a diagonal: the gradient of :func:`diagonal`."""
 
     backward_name = "DiagonalBackwardBackward0"
+    saved_args = _DIAGONAL_ARGS
 
     @staticmethod
     def forward(ctx, k, g, shape, offset, d1, d2):
@@ -1145,6 +1149,8 @@ class DiagonalScatter(Op):
 
 
 class DiagEmbed(Op):
+    saved_args = _DIAGONAL_ARGS
+
     @staticmethod
     def forward(ctx, k, x, offset, d1, d2):
         ctx.args = (offset, d1, d2)
@@ -1196,7 +1202,7 @@ def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
             [0, 2]])
     """
     if input.dim() == 1:
-        return out_or(diag_embed(input, diagonal, 0, 1), out)
+        return out_or(diag_embed(input, diagonal), out)
     if input.dim() != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
     return out_or(view_op(Diagonal, input, int(diagonal), 0, 1).clone(), out)
@@ -1616,7 +1622,7 @@ def diagflat(input, offset: int = 0) -> Tensor:  # noqa: A002
     tensor([[1, 0],
             [0, 2]])
     """
-    return diag_embed(reshape(input, -1), int(offset), 0, 1)
+    return diag_embed(reshape(input, -1), int(offset))
 
 
 @export(to=TORCH)
@@ -1752,6 +1758,7 @@ class DiagonalScatterInto(Op):
     """A copy of ``x`` with ``src`` on a diagonal (no view involved: backends without strides copy views)."""
 
     backward_name = "DiagonalScatterBackward0"
+    saved_args = _DIAGONAL_ARGS
 
     @staticmethod
     def forward(ctx, k, x, src, offset, d1, d2):
