@@ -18,7 +18,8 @@ float32 tolerance, not bit for bit:
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
 * ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
-  within 2.4e-7 of the exact value;
+  within 2.4e-7 of the exact value; its gradient ``nn_gelu_backward`` likewise, ``Phi(x) + x * phi(x)`` from the
+  same fit;
 * ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
   index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
@@ -95,6 +96,42 @@ def gelu_float32(x, gelu_erf):
         np.maximum(d, pi, out=d)
         if not np.isfinite(np.add.reduce(d)):
             d[...] = gelu_erf(xs, "none")
+    return out
+
+
+_INV_SQRT_2PI = np.float32(1 / np.sqrt(2 * np.pi))
+
+
+def gelu_backward_float32(g, x):
+    """``g * gelu'(x)`` (exact gelu) of float32 NumPy arrays of one shape: ``Phi(x) + x * phi(x)``, with
+    ``Phi(x) = 0.5 + copysign(0.5 - q, x)`` and ``q = Phi(-|x|)`` from the fit :func:`gelu_float32` uses, in
+    ufunc passes over chunks of :data:`CHUNK`.  An infinite ``x`` gives NaN (``inf * phi(inf)``), as PyTorch's."""
+    src, grad = x.reshape(-1), g.reshape(-1)
+    out = np.empty(x.shape, np.float32)
+    dst = out.reshape(-1)
+    a, t, p = (np.empty(min(CHUNK, src.size), np.float32) for _ in range(3))
+    for s in range(0, src.size, CHUNK):
+        xs = src[s:s + CHUNK]
+        n = xs.size
+        ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
+        np.abs(xs, out=ai)
+        np.multiply(ai, _NDTR_C, out=ti)
+        ti += 1
+        np.reciprocal(ti, out=ti)
+        _horner(_NDTR_P32, ti, pi)
+        np.exp(pi, out=pi)
+        pi *= ti
+        ai *= ai
+        ai *= -0.5
+        np.exp(ai, out=ai)          # exp(-x*x/2)
+        pi *= ai                    # q
+        np.subtract(0.5, pi, out=pi)
+        np.copysign(pi, xs, out=pi)
+        pi += 0.5                   # Phi(x)
+        ai *= _INV_SQRT_2PI
+        ai *= xs                    # x * phi(x)
+        np.add(pi, ai, out=d)
+        d *= grad[s:s + n]
     return out
 
 
@@ -248,6 +285,17 @@ def overrides(kernels: dict) -> dict:
                 return gelu_(x, approximate)
             return gelu_float32(x, gelu_)
         out["nn_gelu"] = fast_gelu
+
+    gelu_backward = kernels.get("nn_gelu_backward")
+    if gelu_backward is not None:
+        gelu_backward_ = _bare(gelu_backward)
+
+        def fast_gelu_backward(g, x, approximate):
+            if x.size < MIN_SIZE or approximate == "tanh" or type(x) is not np.ndarray or type(g) is not np.ndarray \
+                    or x.dtype != np.float32 or g.dtype != np.float32 or g.shape != x.shape:
+                return gelu_backward_(g, x, approximate)
+            return gelu_backward_float32(g, x)
+        out["nn_gelu_backward"] = fast_gelu_backward
 
     index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
     if index_add is not None:

@@ -9,7 +9,8 @@ from .pointwise import _native, fallbacks
 from .strategy import Strategy, bind
 
 QUIET = {"softmax", "softmax_backward", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
-         "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_log_sigmoid", "nn_glu"}  # exp of large arguments
+         "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_gelu_backward", "nn_log_sigmoid",
+         "nn_glu"}  # (from nn_elu on: exp of large arguments)
 
 
 def _reducers(s):
@@ -172,6 +173,17 @@ def gelu(xp, erf, x, approximate):
     return _gelu_erf(erf, x)
 
 
+def gelu_backward(xp, erf, g, x, approximate):
+    """``g * gelu'(x)``: gelu's gradient in one kernel, the formula of its vjp (``ember.ops.nn``) on arrays.  The
+    CPU backend has a faster float32 form (``ember_cpu_numpy.fastmath``)."""
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        t = xp.tanh((x + x * x * x * 0.044715) * k)
+        return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * k * (x * x * (3 * 0.044715) + 1))
+    cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1) * 0.5
+    return g * (cdf + x * xp.exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi)))
+
+
 def log_sigmoid(xp, x):
     return neg_part(xp, x) - xp.log1p(xp.exp(-xp.abs(x)))
 
@@ -222,4 +234,6 @@ def kernels(xp, strategy=None) -> dict:
         "nn_prelu": leaky_relu, "nn_glu": glu}))
     table["nn_gelu"] = partial(gelu, xp, _native(xp, "erf") or fallbacks(xp)["erf"])
     table["nn_gelu"].__name__ = "gelu"
+    table["nn_gelu_backward"] = partial(gelu_backward, xp, table["nn_gelu"].args[1])
+    table["nn_gelu_backward"].__name__ = "gelu_backward"
     return {name: _keep_low_precision(fn) if name.startswith("nn_") else fn for name, fn in table.items()}
