@@ -153,8 +153,6 @@ KNOWN = [
     Known("grad", r"as_strided_scatter", r".", "open",
           "as_strided_scatter with a storage offset: the input's gradient is zeroed at other positions than "
           "PyTorch's"),
-    Known("accepts", r"relu", r"Boolean inputs not supported|not supported for complex", "open",
-          "relu of bool and complex tensors (a check on relu's fast path, not added yet)"),
     Known("grad", r"corrcoef", r"\(float16", "open",
           "corrcoef's float16 gradient: ember's composed backward rounds its intermediate steps in float16 "
           "elsewhere than PyTorch's"),

@@ -84,6 +84,24 @@ def test_silu_and_hardtanh_dtypes(device):
     assert _agree(lambda m, x: m.nn.functional.relu6(x), device) == _have(device, ["bool", "complex64"])
 
 
+RELU = {"relu": lambda m, x: m.relu(x), "relu_": lambda m, x: x.clone().relu_(),
+        "functional_inplace": lambda m, x: m.nn.functional.relu(x.clone(), inplace=True),
+        "module": lambda m, x: m.nn.ReLU()(x), "empty": lambda m, x: m.relu(x[:0])}
+
+
+@pytest.mark.parametrize("form", sorted(RELU))
+def test_relu_refuses_bool_and_complex(form, device):
+    """relu (PyTorch's clamp_min) computes integers and floats, refuses bool (RuntimeError) and complex
+    (NotImplementedError) with PyTorch's messages, in every form, empty input too."""
+    assert _agree(RELU[form], device) == _have(device, ["bool", "complex64"])
+    for dtype in _have(device, ["bool", "complex64"]):
+        x = _input(ember, dtype, device)
+        want = _outcome(torch, RELU[form], _input(torch, dtype))
+        got = _outcome(ember, RELU[form], x)
+        assert (type(got), str(got)) == (type(want), str(want))
+        np.testing.assert_array_equal(_host(x), _host(_input(ember, dtype, device)))  # untouched
+
+
 POINTWISE = {"abs": (lambda m, x: m.abs(x), ["bool"]),
              "softsign": (lambda m, x: m.nn.functional.softsign(x), ["bool"]),
              "deg2rad": (lambda m, x: m.deg2rad(x), ["complex64"]),

@@ -37,6 +37,8 @@ from ..state import is_grad_enabled
 from .grad_mode import STATE, no_grad
 
 _new = object.__new__
+_FREED = object()  # a saved tensor's place once its node released it
+_KEPT_AFTER_RELEASE = frozenset({type(None), bool, int, float, complex})
 
 
 class Node:
@@ -205,7 +207,13 @@ class Node:
         return out.unpack()
 
     def release(self):
+        saved = self._saved
         self._saved = None
+        if saved:
+            for v in saved:
+                if type(v) in _KEPT_AFTER_RELEASE:  # numbers and unsaved slots stay readable: PyTorch frees tensors
+                    self._saved = tuple(v if type(v) in _KEPT_AFTER_RELEASE else _FREED for v in saved)
+                    break
         self._out = None
         self._released = True
 
@@ -267,7 +275,8 @@ class Node:
 
     def _value_saved(self, slot):
         """The value saved at ``slot`` (version-checked, through its hooks), None where it was not kept."""
-        self._check_released()
+        if self._released and (slot == "result" or self._saved is None or self._saved[slot] is not None):
+            self._check_released()
         if slot == "result":
             return self.output
         v = self._saved[slot]

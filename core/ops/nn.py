@@ -168,7 +168,7 @@ _ACT_KERNELS = {"elu": "elu_{device}", "celu": "elu_{device}", "selu": "elu_{dev
                 "leaky_relu": "leaky_relu_{device}", "rrelu": "leaky_relu_{device}", "mish": "mish_{device}",
                 "hardsigmoid": "hardsigmoid_{device}", "hardswish": "hardswish_{device}", "gelu": "GeluKernelImpl",
                 "hardshrink": "hardshrink_{device}", "softshrink": "softshrink_check", "glu": "glu_{device}",
-                "logsigmoid": "log_sigmoid_{device}", "prelu": "prelu_{device}"}
+                "logsigmoid": "log_sigmoid_{device}", "prelu": "prelu_{device}", "softplus": "softplus_{device}"}
 
 
 def _act_input(input, name):  # noqa: A002
@@ -190,8 +190,7 @@ def _inplace(x, compute, inplace, name):
 @export(to=("nn.functional",))
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
-    dtypes.check_kernel("softplus_{device}", check_tensor(input, "softplus"), dtypes.FLOATING_AND_HALF, empty_ok=False)
-    return unary(Softplus, input, beta, threshold)
+    return unary(Softplus, _act_input(input, "softplus"), beta, threshold)
 
 
 @export(to=("nn.functional",))

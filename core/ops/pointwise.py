@@ -577,6 +577,22 @@ Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="ke
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
 Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
                       doc="``max(input, 0)``.", onnx="Relu")
+_RELU_COMPUTES = set()  # the array dtypes relu has computed: each is checked once, on its first call
+
+
+def _relu_forward(ctx, k, x):
+    d = x.dtype
+    if d not in _RELU_COMPUTES:  # PyTorch's relu is clamp_min, which has no bool or complex code
+        name = str(d).rsplit(".", 1)[-1]  # (the dtype's name in any array library: "bool", "complex64")
+        if name == "bool":
+            raise RuntimeError("Boolean inputs not supported for relu")
+        if name.startswith("complex"):
+            raise NotImplementedError("clamp is not supported for complex types")
+        _RELU_COMPUTES.add(d)
+    return k["relu"](x)
+
+
+Relu.forward = staticmethod(_relu_forward)
 Tanh, tanh = unary_op("tanh", saves="output", backward=_real_grad(TanhGrad, lambda y: 1 - y * y), onnx="Tanh")
 Sigmoid, sigmoid = unary_op("sigmoid", saves="output", backward=_real_grad(SigmoidGrad, lambda y: y * (1 - y)),
                             onnx="Sigmoid")
@@ -1153,14 +1169,16 @@ def _xlogy_vjp(ctx, g):
 def name_overload(r, node: str, input, other):  # noqa: A002
     """``r`` with the node of PyTorch's overload of a binary op ``node`` (``"XlogyBackward"``): ``0`` for two
     tensors, ``1`` for a number ``input``, ``2`` for a number ``other``; the number overloads keep only their
-    tensor operand (the number is an argument, not a saved tensor)."""
+    tensor operand (the number is an argument as given, not a saved tensor: it stays readable after backward)."""
     overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
-    return rename_node(r, f"{node}{overload}", {1: (None, "other"), 2: ("self", None)}.get(overload))
+    r = rename_node(r, f"{node}{overload}", {1: (None, "other"), 2: ("self", None)}.get(overload))
+    if overload:
+        keep_args(r, **({"self": input} if overload == 1 else {"other": other}))
+    return r
 
 
 Xlogy = op_class("Xlogy", "xlogy", saves="input", vjp=_xlogy_vjp, arity=2,
                  tags=("pointwise",), promotion="int_to_float")
-Xlogy.saved_args = {"self": number_operand(0, "XlogyBackward1"), "other": number_operand(1, "XlogyBackward2")}
 
 
 class LogAddExp(Op):

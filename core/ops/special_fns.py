@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from ..autograd.function import composite_node, keep_saved, number_operand
+from ..autograd.function import composite_node, keep_saved
 from ..dispatch import binary, cast, result_type, unary
 from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
@@ -191,8 +191,6 @@ gammaincc = _binary_float(Gammaincc, "gammaincc", tensors=True, doc="""The regul
 export(gammainc, "igamma", to=TOP, inplace=True)
 export(gammaincc, "igammac", to=TOP, inplace=True)
 Zeta = op_class("Zeta", "zeta", saves="input", vjp=_zeta_vjp, arity=2, tags=("pointwise",))
-Zeta.saved_args = {"self": number_operand(0, "SpecialZetaBackward1"),
-                   "other": number_operand(1, "SpecialZetaBackward2")}
 zeta = _binary_float(Zeta, "zeta", supported=dtypes.ALL_TYPES_AND_BOOL, doc="""The Hurwitz zeta function
     ``sum((k + other) ** -input for k >= 0)``
     (either operand may be a number; gradient for ``other`` only).
@@ -214,8 +212,6 @@ def _xlog1py_vjp(ctx, g):
 
 
 Xlog1py = op_class("Xlog1py", "xlog1py", saves="input", vjp=_xlog1py_vjp, arity=2, tags=("pointwise",))
-Xlog1py.saved_args = {"self": number_operand(0, "SpecialXlog1PyBackward1"),
-                      "other": number_operand(1, "SpecialXlog1PyBackward2")}
 xlog1py = _binary_float(Xlog1py, "xlog1py", doc="""``input * log1p(other)``, 0 where ``input`` is 0 (unless
     ``other`` is NaN).
 
