@@ -73,6 +73,15 @@ _PROPERTY_NAMES: dict = {}  # checked Tensor property -> its name
 _SKIP = threading.local()   # .once: the next check in this thread lets its call through (redispatch_function)
 
 
+def _func_name(func) -> str:
+    """The short name of what ``__torch_function__`` received: a function's or method's own name, a property's for a
+    property read (``Tensor.shape.__get__`` -> ``"shape"``)."""
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, property):
+        return _PROPERTY_NAMES.get(owner, "?")
+    return func.__name__
+
+
 # --------------------------------------------------------------------------- the check
 def _dispatches(t) -> bool:
     """Whether arguments of type ``t`` have a ``__torch_function__`` that takes part in dispatch."""

@@ -307,12 +307,11 @@ def test_assert_is_recorded_by_symbolic_trace():
 
 def test_distributed_tensor_helper_modules():
     """transformers imports ``torch.distributed.tensor._utils`` and ``placement_types`` when distributed is
-    available: the same placement classes, and the mesh helper refuses clearly (ember builds no DeviceMesh yet)."""
+    available: the same placement classes (the mesh helper is tested in tests/test_dtensor.py)."""
     theirs = pytest.importorskip("torch.distributed.tensor.placement_types")
     import ember.distributed.tensor as dt
     from ember.distributed.tensor import _utils, placement_types
 
     assert placement_types.Shard is dt.Shard and placement_types.Replicate is dt.Replicate
     assert str(placement_types.Shard(1)) == str(theirs.Shard(1))
-    with pytest.raises(NotImplementedError, match="compute_local_shape_and_global_offset"):
-        _utils.compute_local_shape_and_global_offset((4,), None, [placement_types.Shard(0)])
+    assert callable(_utils.compute_local_shape_and_global_offset)

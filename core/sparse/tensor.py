@@ -20,7 +20,7 @@ from .._printing import PRINT_OPTS
 from ..autograd.function import grad_edge
 from ..autograd.graph import GradientEdge
 from ..ops.creation import zeros
-from ..overrides import _PROPERTY_NAMES
+from ..overrides import _func_name
 from ..tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
 
 HANDLERS: dict = {}  # function or method name -> (implementation, layouts it accepts)
@@ -47,13 +47,6 @@ def implements(*names, layouts=(COO,)):
             HANDLERS[name] = (fn, layouts)
         return fn
     return register
-
-
-def _func_name(func) -> str:
-    owner = getattr(func, "__self__", None)
-    if isinstance(owner, property):  # a property read: ember.Tensor.<name>.__get__
-        return _PROPERTY_NAMES.get(owner, "?")
-    return func.__name__
 
 
 def _sparse_args(args, kwargs):
