@@ -99,3 +99,67 @@ def test_gelu_gradient_with_graph_matches_the_fast_path(device):
     (composite,) = ember.autograd.grad(F.gelu(x).sum(), x, create_graph=True)
     assert composite.requires_grad and not fast.requires_grad
     np.testing.assert_allclose(_np(fast), _np(composite), rtol=2e-6, atol=2e-6)
+
+
+def _leaves(lib, arrays):
+    return [lib.tensor(a, requires_grad=True) if lib is torch else ember.tensor(a, requires_grad=True)
+            for a in arrays]
+
+
+@pytest.mark.parametrize("L,S,D", [(6, 6, 4), (5, 7, 16), (7, 3, 2)])   # head size below and above the keys
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sdpa_causal_and_masks_match_torch(device, L, S, D, dtype):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((2, 3, L, D), (2, 3, S, D), (2, 3, S, 5))]
+    g = rng.standard_normal((2, 3, L, 5)).astype(dtype)
+    bool_mask = rng.random((L, S)) > 0.3
+    bool_mask[:, 0] = True
+    float_mask = rng.standard_normal((L, S)).astype(dtype)
+    cases = [dict(is_causal=True), dict(is_causal=True, scale=0.3), dict(attn_mask=bool_mask),
+             dict(attn_mask=float_mask)]
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for kw in cases:
+        out = {}
+        for lib in (ember, torch):
+            q, k, v = [t.to(device) if lib is ember else t for t in _leaves(lib, arrays)]
+            mask = kw.get("attn_mask")
+            args = dict(kw, attn_mask=None if mask is None else
+                        (ember.tensor(mask, device=device) if lib is ember else torch.tensor(mask)))
+            y = lib.nn.functional.scaled_dot_product_attention(q, k, v, **args)
+            gq, gk, gv = lib.autograd.grad(y, (q, k, v), lib.tensor(g) if lib is torch else
+                                           ember.tensor(g, device=device))
+            out[lib] = [t.detach().cpu().numpy() for t in (y, gq, gk, gv)]
+        for a, b in zip(out[ember], out[torch]):
+            np.testing.assert_allclose(a, b, **tol)
+
+
+def test_sdpa_gradcheck(device):
+    q, k, v = (ember.randn(1, 2, 4, 3, dtype=ember.float64, device=device, requires_grad=True) for _ in range(3))
+    assert ember.autograd.gradcheck(
+        lambda q, k, v: ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_self_attention_packed_projection_matches_torch(device, batch_first):
+    ember.manual_seed(0)
+    m = ember.nn.MultiheadAttention(16, 4, batch_first=batch_first).to(device)
+    t = torch.nn.MultiheadAttention(16, 4, batch_first=batch_first)
+    with torch.no_grad():
+        for p, q in zip(t.parameters(), m.parameters()):
+            p.copy_(torch.from_numpy(_np(q)))
+    a = np.random.default_rng(4).standard_normal((3, 5, 16)).astype(np.float32)
+    mask = np.triu(np.full((5 if batch_first else 3,) * 2, -np.inf, np.float32), 1)
+    x, tx = ember.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, w = m(x, x, x, attn_mask=ember.tensor(mask, device=device))
+    ty, tw = t(tx, tx, tx, attn_mask=torch.tensor(mask))
+    (y.sum() + w.sum()).backward()
+    (ty.sum() + tw.sum()).backward()
+    np.testing.assert_allclose(_np(y), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(x.grad), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for p, q in zip(m.parameters(), t.parameters()):
+        np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=1e-4, atol=1e-5)
+    # cross-attention (distinct key and value) keeps the three projections
+    kv = ember.tensor(a[::-1].copy(), device=device)
+    np.testing.assert_allclose(_np(m(x, kv, kv)[0]), t(tx, torch.tensor(a[::-1].copy()),
+                                                      torch.tensor(a[::-1].copy()))[0].detach().numpy(),
+                               rtol=1e-5, atol=1e-5)

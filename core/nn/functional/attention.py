@@ -81,12 +81,17 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if kpm is not None and tuple(kpm.shape) != (N, S):
         raise AssertionError(f"{name}: expecting key_padding_mask shape of {(N, S)}, but got {tuple(kpm.shape)}")
     b = in_proj_bias
-    bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-    if use_separate_proj_weight:
-        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    if not use_separate_proj_weight and query is key and key is value:
+        # self-attention: one product with the packed weight, as PyTorch's (one GEMM each way, no slices of the
+        # weight whose gradients are scattered back)
+        q, k, v = linear(query, in_proj_weight, b).chunk(3, -1)
     else:
-        wq, wk, wv = in_proj_weight[:E], in_proj_weight[E:2 * E], in_proj_weight[2 * E:]
-    q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+        if use_separate_proj_weight:
+            wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+        else:
+            wq, wk, wv = in_proj_weight[:E], in_proj_weight[E:2 * E], in_proj_weight[2 * E:]
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key/value.")

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...ops.creation import ones
 from ...ops.nn import cosine_similarity, dropout, pairwise_distance, softmax  # noqa: F401  (re-exported)
 from ...ops.pointwise import where
-from ...ops.shape import repeat_interleave, tril
+from ...ops.shape import repeat_interleave
 from ...registry import export
 from ...tensor import Tensor
 
@@ -31,14 +30,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         value = repeat_interleave(value, heads // kv_heads, dim=-3)
     L, S = query.shape[-2], key.shape[-2]
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * s
-    neg = scores.new_full((), float("-inf"))
-    if is_causal:
-        keep = tril(ones(L, S, device=query.device)) > 0
-        scores = where(keep, scores, neg)
+    if query.shape[-1] <= S:  # the scale on the smaller of the query and the scores
+        scores = (query * s).matmul(key.transpose(-2, -1))
+    else:
+        scores = query.matmul(key.transpose(-2, -1)) * s
+    if is_causal:  # added as a mask of 0 and -inf: the sum's gradient is g itself, where a select's takes a pass
+        scores = scores + scores.new_full((L, S), float("-inf")).triu(1)
     if attn_mask is not None:
         if attn_mask.dtype.name == "bool":
-            scores = where(attn_mask, scores, neg)
+            scores = where(attn_mask, scores, scores.new_full((), float("-inf")))
         else:
             scores = scores + attn_mask
     attn = softmax(scores, -1)

@@ -90,7 +90,10 @@ class MultiheadAttention(Module):
                                  f"{query.dim()}-D query tensor")
         batched = query.dim() == 3
         if self.batch_first and batched:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+            if query is key and key is value:  # (self-attention stays one tensor: one packed projection)
+                query = key = value = query.transpose(0, 1)
+            else:
+                query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise AssertionError(f"{name}: key/value feature sizes {key.shape[-1]}/{value.shape[-1]} do not match "
                                  f"kdim={self.kdim}/vdim={self.vdim}")
