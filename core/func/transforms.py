@@ -501,8 +501,15 @@ def _block(stacked, inp, prefix, out_shape, by_columns):
     """One Jacobian block ``lead + out_shape + in_shape`` from a stack of products: of rows (``stacked`` is
     ``(out numel,) + lead + in_shape``) or ``by_columns`` (``(in numel,) + lead + out_shape``)."""
     lead, in_shape = tuple(inp.shape[:prefix]), tuple(inp.shape[prefix:])
-    moved = stacked.movedim(0, -1) if by_columns else stacked.movedim(0, prefix)
-    return moved.reshape(lead + tuple(out_shape) + in_shape)
+    shape = lead + tuple(out_shape) + in_shape
+    nd = stacked.dim()
+    to = nd - 1 if by_columns else prefix
+    if not stacked._rg and type(stacked) is Tensor:  # no graph to keep: a view of the arrays (the moved axis is
+        k, arr = stacked._dev.kernels, stacked._data  # only split), not two ops through every vmap handler
+        if to:
+            arr = k["permute"](arr, tuple(range(1, to + 1)) + (0,) + tuple(range(to + 1, nd)))
+        return _wrap(k["reshape"](arr, shape), stacked._dev)
+    return stacked.movedim(0, to).reshape(shape)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):

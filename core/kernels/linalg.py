@@ -95,6 +95,30 @@ def _repeated(a):
     return st is not None and (not st[0] if len(st) == 3 else not any(st[:-2]))
 
 
+def _broadcasts_to(lead, target):
+    """Whether stack shape ``lead`` broadcasts to ``target`` without growing it."""
+    if len(lead) > len(target):
+        return False
+    return all(n == 1 or n == m for n, m in zip(lead[::-1], target[::-1]))
+
+
+def _broadcast_lead(x, y):
+    """The broadcast of two stack shapes (they are known to broadcast)."""
+    k = max(len(x), len(y))
+    x, y = (1,) * (k - len(x)) + tuple(x), (1,) * (k - len(y)) + tuple(y)
+    return tuple(q if p == 1 else p for p, q in zip(x, y))
+
+
+def _one_matrix(a):
+    """The one matrix of stack ``a`` when every matrix of it is the same memory (each stack dimension of size 1
+    or a zero stride: an operand broadcast over vmap's batch), else None."""
+    st = getattr(a, "strides", None)
+    lead = a.shape[:-2]
+    if 0 not in lead and all(n == 1 or st is not None and not s for n, s in zip(lead, st or lead)):
+        return a[(0,) * len(lead)]
+    return None
+
+
 def _flat(xp, a):
     """``a`` as a stack of matrices (one leading dimension) and its batch shape (counted, not ``-1``: an empty
     matrix leaves ``-1`` ambiguous)."""
@@ -277,8 +301,8 @@ def _outer(xp, a, b):
     floor, while the GEMM writes each product at full speed (1.3-2x faster from 64 products of 10x64 up,
     float32 and float64; 2x at 64 of 128x128).  The padded term adds an exact 0 to each product."""
     m, n = a.shape[-2], b.shape[-1]
-    lead = a.shape[:-2]
-    if m * n < 256 or m * n * math.prod(lead) < 16384 or lead != b.shape[:-2] or a.dtype != b.dtype \
+    lead = _broadcast_lead(a.shape[:-2], b.shape[:-2])  # (one side's stack may be broadcast: a shared input)
+    if m * n < 256 or m * n * math.prod(lead) < 16384 or a.dtype != b.dtype \
             or a.dtype not in (xp.float32, xp.float64):
         return a * b
     # padded by one strided copy into zeros (concatenating along the size-1 axis loops element by element)
@@ -299,9 +323,21 @@ def kernels(xp, strategy=None) -> dict:
     def matmul(a, b):
         if getattr(a.dtype, "type", None) is _BF16:
             return matmul_wide(a, b)
-        nd = a.ndim
+        nd, bnd = a.ndim, b.ndim
+        if nd >= 2 and bnd > 2 and b.shape[-1] == 1:
+            # one matrix times a stack of vectors (a Jacobian's rows through a layer's weight) is one GEMM with
+            # the vectors as rows, not a matrix-vector product per vector
+            sb = b.shape
+            a0 = _one_matrix(a) if nd > 2 else a
+            if a0 is not None and 0 not in sb and a.shape[-1] == sb[-2] and _broadcasts_to(a.shape[:-2], sb[:-2]):
+                out = reshape(b, (-1, sb[-2])) @ xp.swapaxes(a0, -1, -2)
+                return reshape(out, sb[:-2] + (a0.shape[-2], 1))
         if nd > 2:
-            sa, bnd = a.shape, b.ndim
+            sa = a.shape
+            if bnd > 2 and sa[-1] > 1 and sa[-1] == b.shape[-2] and _broadcasts_to(b.shape[:-2], sa[:-2]):
+                b0 = _one_matrix(b)  # a stack times one matrix: one GEMM over the flattened stack
+                if b0 is not None:
+                    return reshape(reshape(a, (-1, sa[-1])) @ b0, sa[:-1] + (b.shape[-1],))
             # a stack of matrices times one matrix is one GEMM over the flattened stack: array libraries
             # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
             if bnd == 2:

@@ -207,14 +207,21 @@ ReluGrad = op_class("ReluGrad", "relu_backward", vjp=_relu_grad_vjp, backward_na
 
 # tanh's and sigmoid's gradients from their outputs ``y`` as one op each (PyTorch's tanh_backward and
 # sigmoid_backward): one kernel call per node in a backward pass, and their own gradients for double backward
+# (each gradient only where its input needs one: under a Jacobian transform ``g`` is the constant basis; the
+# factors of ``y``'s gradient are multiplied at ``g``'s size before the product with ``gg``, which a vmapped
+# backward stacks over every basis vector)
 def _tanh_grad_vjp(ctx, gg):
     g, y = ctx.inputs
-    return binary(TanhGrad, gg, y), gg * g * y * -2
+    nf = ctx._next
+    return (binary(TanhGrad, gg, y) if nf[0] is not None else None,
+            gg * (g * y * -2) if nf[1] is not None else None)
 
 
 def _sigmoid_grad_vjp(ctx, gg):
     g, y = ctx.inputs
-    return binary(SigmoidGrad, gg, y), gg * g * (1 - 2 * y)
+    nf = ctx._next
+    return (binary(SigmoidGrad, gg, y) if nf[0] is not None else None,
+            gg * (g * (1 - 2 * y)) if nf[1] is not None else None)
 
 
 TanhGrad = op_class("TanhGrad", "tanh_backward", saves="input", vjp=_tanh_grad_vjp, arity=2, tags=("pointwise",),
