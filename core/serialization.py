@@ -295,11 +295,13 @@ class _PyPickler(_Reductions, pickle._Pickler):
         return None
 
 
-def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
+def save(obj, f, pickle_module=pickle, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Write ``obj`` (tensors, state dicts, nested containers, or a whole model) to a path or file, in PyTorch's
     checkpoint layout: ``torch.load`` reads the file, and ``ember.load`` reads PyTorch's.
 
-    Paths are written atomically: a crash mid-save leaves the previous file as it was.
+    Paths are written atomically: a crash mid-save leaves the previous file as it was.  The ``byteorder`` record
+    is left out with ``_disable_byteorder_record=True`` (then a load takes the file as little-endian).
 
     >>> import ember, io
     >>> buf = io.BytesIO(); ember.save([ember.zeros(1), (1, "a")], buf); _ = buf.seek(0)
@@ -312,9 +314,10 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
     (_Pickler if protocol == 2 else _PyPickler)(buf, table, protocol).dump(obj)
     if isinstance(f, (str, os.PathLike)):
         target = _save_target(os.fspath(f))
-        _atomic_write(target, lambda fh: _write_zip(fh, buf.getvalue(), table, _archive_name(target)))
+        _atomic_write(target, lambda fh: _write_zip(fh, buf.getvalue(), table, _archive_name(target),
+                                                    not _disable_byteorder_record))
     else:
-        _write_zip(f, buf.getvalue(), table, "archive")
+        _write_zip(f, buf.getvalue(), table, "archive", not _disable_byteorder_record)
 
 
 def _archive_name(path: str) -> str:
@@ -335,7 +338,7 @@ def _save_target(path: str) -> str:
     return real
 
 
-def _write_zip(fh, pkl: bytes, table: _StorageTable, archive: str) -> None:
+def _write_zip(fh, pkl: bytes, table: _StorageTable, archive: str, byteorder: bool = True) -> None:
     """The records in PyTorch's order: ``data.pkl``, ``.format_version``, ``.storage_alignment``, ``byteorder``,
     ``data/<key>`` (each storage's raw bytes, aligned), ``version``, ``.data/serialization_id``."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -345,7 +348,8 @@ def _write_zip(fh, pkl: bytes, table: _StorageTable, archive: str) -> None:
         record("data.pkl", pkl)
         record(".format_version", b"1")
         record(".storage_alignment", str(ALIGNMENT).encode())
-        record("byteorder", sys.byteorder.encode())
+        if byteorder:
+            record("byteorder", sys.byteorder.encode())
         for i, flat in enumerate(table.records):
             record(f"data/{i}", np.ascontiguousarray(flat).view(np.uint8))
         record("version", b"3\n")

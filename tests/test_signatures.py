@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import keyword
 import pathlib
 import re
 import sys
@@ -31,19 +32,14 @@ torch = pytest.importorskip("torch")
 _EMPTY = inspect.Parameter.empty
 _POS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
-# "namespace:name" -> why ember's signature differs from PyTorch's on purpose
-_DOC_NOT_PARSER = "PyTorch's docstring shows a default its argument parser does not use; ember takes the parser's"
+# "namespace:name" -> why ember's signature differs from PyTorch's on purpose.  (Where a C-bound function's
+# docstring shows a call its own argument parser refuses, the parser's overloads decide: ``parser_overloads``.)
 EXCLUDED = {
-    **dict.fromkeys(["torch:kthvalue", "Tensor:kthvalue", "torch:topk", "Tensor:topk", "Tensor:mode"],
-                    _DOC_NOT_PARSER + " (dim=-1)"),
-    **dict.fromkeys(["torch:amax", "Tensor:amax", "torch:amin", "Tensor:amin"], _DOC_NOT_PARSER + " (dim=[])"),
-    **dict.fromkeys(["torch:std", "Tensor:std", "torch:var", "Tensor:var", "torch:std_mean", "torch:var_mean"],
-                    "correction=None means PyTorch's unbiased default (1) and lets the legacy unbiased= overload "
-                    "decide, as PyTorch's parser does"),
-    **dict.fromkeys(["torch:searchsorted", "torch:true_divide", "torch:set_num_threads", "Tensor:dot",
-                     "torch:set_num_interop_threads"],
-                    "PyTorch's docstring names parameters its argument parser does not take (values=, dividend=, "
-                    "int=); ember takes the parser's names (input=, other=, ...)"),
+    **dict.fromkeys(["torch:set_num_threads", "torch:set_num_interop_threads"],
+                    "PyTorch's docstring names the parameter int=, which its parser (no ATen schema to read) does not "
+                    "take; ember names it n"),
+    "Tensor:new_tensor": "PyTorch's docstring lists layout=, which its parser refuses (new_tensor has no ATen "
+                         "schema to read); ember refuses it too",
     "torch:load": "weights_only=None resolves to True in PyTorch's body; ember writes the resolved default",
     "utils.data:random_split": "PyTorch's default is its global generator object; ember's None means its own "
                                "global generator",
@@ -53,6 +49,8 @@ SAME_DEFAULTS = {
     ("memory_format", "None", "preserve_format"): "None keeps the input's format, as preserve_format does",
     ("memory_format", "None", "contiguous_format"): "None is the contiguous format where PyTorch's default is",
     ("layout", "None", "strided"): "None is the strided layout, ember's only dense one",
+    ("pin_memory", "False", "None"): "None is False: PyTorch's parser pins nothing unless asked",
+    ("requires_grad", "False", "None"): "None is False: PyTorch's asarray records no gradient unless asked",
 }
 PENDING_FILE = pathlib.Path(__file__).with_name("signatures_pending.txt")
 
@@ -75,13 +73,22 @@ def _norm_default(v) -> str:
     text = str(v) if isinstance(v, _Literal) else repr(v)
     text = re.sub(r"^(torch|ember)\.", "", str(text))
     text = {"long": "int64"}.get(text, text)  # dtype names PyTorch documents by their legacy alias
+    if callable(v) and not isinstance(v, type):
+        return f"<function {getattr(v, '__name__', text)}>"  # F.relu of either library
     try:
-        value = ast.literal_eval(text)
+        value = ast.literal_eval(text) if not re.fullmatch(r"[\d.]+\s*/\s*[\d.]+", text) else eval(text)  # 1./8
     except (ValueError, SyntaxError):
         return text
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(float(value))  # 1 and 1.0 are one default
+    if isinstance(value, list):
+        return repr(tuple(value))  # dim=[] and dim=() alike
     return repr(value)
+
+
+def _spelled(name: str) -> str:
+    """A parameter named by a Python keyword (``from``) is passed by position only; ember spells it ``from_``."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 class _Literal(str):
@@ -95,7 +102,7 @@ def _from_inspect(sig: inspect.Signature, drop_first: bool):
     out = []
     for p in params:
         d = p.default if p.default is _EMPTY else _norm_default(p.default)
-        out.append(_Param(p.name, p.kind, d))
+        out.append(_Param(_spelled(p.name), p.kind, d))
     return out
 
 
@@ -141,7 +148,7 @@ def _from_doc(obj, drop_self: bool):
             kind = inspect.Parameter.KEYWORD_ONLY
             continue
         name, eq, default = part.partition("=")
-        name = name.split(":")[0].strip()
+        name = _spelled(name.split(":")[0].strip())
         if not name.isidentifier():
             return None
         out.append(_Param(name, kind, _norm_default(_Literal(default.strip())) if eq else _EMPTY))
@@ -189,6 +196,36 @@ def torch_signature(ns: str, obj):
     if sig is not None and not any(p.kind is p.VAR_POSITIONAL and p.name == "args" for p in sig.parameters.values()):
         return _from_inspect(sig, method)
     return _from_doc(obj if ns != "Tensor" else target, drop_self=True)
+
+
+# a schema's dtype default is the ScalarType's number
+_SCALAR_TYPES = ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+                 "complex128", "bool")
+_ATEN_PREFIX = {"linalg": "linalg_", "special": "special_", "fft": "fft_"}
+
+
+def parser_overloads(ns: str, name: str, obj):
+    """The overloads PyTorch's argument parser takes for a C-bound ``obj``, read from its ATen schemas (``self`` is
+    the method's receiver, ``input`` in a function; ``out=`` overloads and those on Python numbers left out)."""
+    if isinstance(obj, type) or inspect.isfunction(obj) or not callable(obj):
+        return []
+    out = []
+    for schema in torch._C._jit_get_schemas_for_operator(f"aten::{_ATEN_PREFIX.get(ns, '')}{name}"):
+        args = schema.arguments
+        on_numbers = not any(str(a.type).startswith("Tensor") for a in [*args, *schema.returns])
+        if on_numbers or any(a.is_out for a in args) or (ns == "Tensor" and not any(a.name == "self" for a in args)):
+            continue
+        params = []
+        for a in args:
+            if a.name == "self" and ns == "Tensor":
+                continue
+            kind = inspect.Parameter.KEYWORD_ONLY if a.kwarg_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+            default = _EMPTY if not a.has_default_value() else _norm_default(
+                _Literal(_SCALAR_TYPES[a.default_value]) if a.name == "dtype" and isinstance(a.default_value, int)
+                else a.default_value)
+            params.append(_Param("input" if a.name == "self" else _spelled(a.name), kind, default))
+        out.append(params)
+    return out
 
 
 def ember_signature(ns: str, obj):
@@ -253,6 +290,11 @@ def compare_all():
                 continue
             compared += 1
             why = difference(theirs, ours)
+            overloads = parser_overloads(ns, name, getattr(t_owner, name, None)) if why else []
+            if overloads and not any(difference(theirs, o) is None for o in overloads):
+                # the docstring shows a call PyTorch's own parser refuses (Tensor.div(value)): the parser decides
+                parser_why = [difference(o, ours) for o in overloads]
+                why = None if None in parser_why else f"parser's call: {parser_why[0]}"
             if why:
                 diffs[f"{ns}:{name}"] = why
     return diffs, compared
@@ -299,6 +341,73 @@ def test_doc_line_parser():
     assert difference(got, _from_doc(F, drop_self=False)) is None
     missing = [p for p in got if p.name != "keepdim"]
     assert "keepdim" in difference(got, missing)
+
+
+# calls by PyTorch's parameter names and positions, each run in both libraries (``m``: ember or torch)
+CALLS = {
+    "div_other": lambda m, x: x.div(other=x + 2),
+    "cumsum_dtype_kw": lambda m, x: x.cumsum(0, dtype=m.float64),
+    "cholesky_solve_input2": lambda m, x: (x @ x.mT).cholesky_solve(input2=m.eye(3, dtype=x.dtype) * 2),
+    "orgqr_input2": lambda m, x: m.orgqr(*m.geqrf(x)).abs(),
+    "ormqr_input3": lambda m, x: m.ormqr(*m.geqrf(x), input3=m.eye(3, dtype=x.dtype), left=False).abs(),
+    "linalg_norm_input": lambda m, x: m.linalg.norm(input=x, ord=2, dim=1),
+    "det_input": lambda m, x: m.det(input=x),
+    "slogdet_input": lambda m, x: m.slogdet(input=x).logabsdet,
+    "matrix_power_input": lambda m, x: m.linalg.matrix_power(input=x, n=3),
+    "split_size": lambda m, x: x.split(split_size=2, dim=1)[1],
+    "unsafe_split": lambda m, x: m.unsafe_split(x, split_size=1)[2],
+    "dsplit_sections": lambda m, x: x.reshape(1, 3, 3).dsplit(sections=3)[1],
+    "hsplit_indices": lambda m, x: m.hsplit(x, indices=[1])[1],
+    "narrow_copy_dim": lambda m, x: m.narrow_copy(x, dim=1, start=1, length=2),
+    "is_inference_input": lambda m, x: m.tensor(m.is_inference(input=x)),
+    "norm_out_positional": lambda m, x: m.norm(x, 2, 1, False, m.empty(0, dtype=m.float64), m.float64),
+    "tensor_norm_dtype_positional": lambda m, x: x.norm(2, 1, False, m.float64),
+    "new_full_layout": lambda m, x: x.new_full((2,), 3.0, layout=m.strided, pin_memory=False),
+    "tril_indices_pin_memory": lambda m, x: m.tril_indices(3, 3, pin_memory=False),
+    "hann_window_pin_memory": lambda m, x: m.hann_window(5, pin_memory=False),
+    "from_dlpack_copy": lambda m, x: m.from_dlpack(x, device="cpu", copy=True).add_(1) - x,
+    "stft_align_to_window": lambda m, x: m.stft(x.reshape(-1).repeat(3), 8, hop_length=2, win_length=4,
+                                                window=m.hann_window(4, dtype=x.dtype), center=False,
+                                                return_complex=True, align_to_window=True),
+    "uniform_from": lambda m, x: x.clone().uniform_(2.0, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_pytorch_calls_run_alike(name):
+    """Each call spelled with PyTorch's parameter names runs in ember and gives PyTorch's result."""
+    import numpy as np
+
+    import ember
+    x = np.random.RandomState(0).randn(3, 3)
+    want = CALLS[name](torch, torch.tensor(x))
+    got = CALLS[name](ember, ember.tensor(x))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_modules_take_pytorch_arguments():
+    """The module constructors' positional and keyword forms of PyTorch: RNN's fourth positional argument, the
+    lazy norms' defaults and bias=, Hardtanh's deprecated spellings (with PyTorch's warning), the transformer
+    layers' activation default."""
+    import warnings
+
+    import ember
+    for m in (torch, ember):
+        rnn = m.nn.RNN(2, 3, 1, "relu", False)
+        assert (rnn.nonlinearity, rnn.bias) == ("relu", False)
+        lazy = m.nn.LazyInstanceNorm1d()
+        assert (lazy.affine, lazy.track_running_stats) == (True, True)
+        bn = m.nn.LazyBatchNorm1d(bias=False)
+        bn(m.randn(4, 3))
+        assert bn.bias is None and bn.weight.shape == (3,)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            h = m.nn.Hardtanh(min_value=-2.0)
+        assert h.min_val == -2.0 and [x.category for x in w] == [FutureWarning]
+        with pytest.raises(AssertionError, match="must be greater than min_val"):
+            m.nn.Hardtanh(1.0, 0.0)
+        assert m.nn.TransformerEncoderLayer(4, 2).activation is m.nn.functional.relu
 
 
 if __name__ == "__main__":  # python tests/test_signatures.py: the counts and every difference

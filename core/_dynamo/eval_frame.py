@@ -13,6 +13,7 @@ import functools
 from ..nn.modules.module import Module
 from ..registry import export
 from ..tensor import Tensor
+from . import jit
 from .compiled import STANCE as _STANCE
 from .compiled import CompiledFunction, current_capture, note_break, reset_all
 
@@ -52,19 +53,35 @@ class OptimizedModule(Module):
         return None
 
 
+FUSIONS = ("auto", "numba", "numpy")
+
+
+def _fusion(options) -> str:
+    """The ``"fusion"`` of ``compile``'s ``options``: how elementwise runs are fused on the CPU (``"auto"``:
+    numba kernels where numba is installed and they pay, else NumPy ufunc calls)."""
+    fusion = (options or {}).get("fusion", "auto")
+    if fusion not in FUSIONS:
+        raise RuntimeError(f"compile: invalid options['fusion'] {fusion!r}; expected one of {', '.join(FUSIONS)}")
+    if fusion == "numba" and jit.numba_module() is None:
+        raise RuntimeError("compile: options['fusion'] = 'numba' needs numba (pip install ember[jit])")
+    return fusion
+
+
 @export(to=ONLY_TORCH)
-def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None, options=None,
             disable: bool = False):
     """Compile ``model`` (a Module or a function): each new kind of call (shapes, dtypes, devices,
     ``requires_grad``, grad mode, training flags) is captured at the op level once, and later calls replay it
     with pre-resolved kernels, so the Python cost of each op is gone; results equal eager mode's. A call that
     cannot be captured whole (a graph break: ``.item()``, data-dependent control flow...) runs eagerly, or
-    raises with ``fullgraph=True``. ``backend``: ``"inductor"`` or ``"ember"`` (raw-kernel replay),
-    ``"eager"``/``"aot_eager"`` (the captured ops through dispatch); a callable backend is not called (the
+    raises with ``fullgraph=True``. ``backend``: ``"inductor"`` (the default, None) or ``"ember"`` (raw-kernel
+    replay), ``"eager"``/``"aot_eager"`` (the captured ops through dispatch); a callable backend is not called (the
     graph replays through dispatch). ``dynamic``: None (the default) captures static shapes first and, when
     a call's sizes differ from the last capture's, a graph with those sizes symbolic (automatic dynamic
     shapes, as PyTorch's); True makes every dim symbolic from the first call, False keeps every shape its own
-    variant. A function
+    variant. ``options={"fusion": ...}``: runs of elementwise ops on the CPU become numba kernels (``"numba"``),
+    NumPy ufunc calls (``"numpy"``), or numba kernels where numba is installed and the run is long or large
+    enough to gain (``"auto"``, the default; see ``ember._dynamo.jit``). A function
     comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
     ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``.
 
@@ -75,6 +92,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     >>> ember.compile(ember.nn.ReLU())._orig_mod
     ReLU()
     """
+    backend = "inductor" if backend is None else backend
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if model is None:
@@ -89,7 +107,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if disable or getattr(model, "_ember_disabled", False):
         return model
     settings = {"fullgraph": fullgraph, "backend": backend if isinstance(backend, str) else "eager",
-                "dynamic": dynamic}
+                "dynamic": dynamic, "fusion": _fusion(options)}
     if isinstance(model, Module):
         return OptimizedModule(model, settings)
     compiled = CompiledFunction(model, None, **settings)

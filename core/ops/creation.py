@@ -698,7 +698,7 @@ def _tri_indices(op, lower, row, col, offset, dtype, device):
 
 
 @export(to=TORCH)
-def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None) -> Tensor:
+def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None, pin_memory=False) -> Tensor:
     """The ``(2, n)`` coordinates of the lower triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
 
     >>> import ember
@@ -711,7 +711,7 @@ def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=
 
 
 @export(to=TORCH)
-def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None) -> Tensor:
+def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None, pin_memory=False) -> Tensor:
     """The ``(2, n)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix (``offset``: diagonal).
 
     >>> import ember

@@ -466,7 +466,7 @@ def _trim(w, window_length):
 
 @export(to=TORCH)
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
-                   requires_grad=False):
+                   pin_memory=False, requires_grad=False):
     """``alpha - beta * cos(2 pi k / (N - 1))`` (``N = window_length + 1`` when periodic).
 
     >>> import ember
@@ -480,7 +480,8 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 
 
 @export(to=TORCH)
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                requires_grad=False):
     """``0.5 - 0.5 cos(2 pi k / (N - 1))`` (``N = window_length + 1`` when periodic).
 
     >>> import ember
@@ -491,7 +492,8 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 
 
 @export(to=TORCH)
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
     """``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))``.
 
     >>> import ember
@@ -507,7 +509,8 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 
 @export(to=TORCH)
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
     """The triangular window ``1 - |2 k / (N - 1) - 1|``.
 
     >>> import ember
@@ -529,7 +532,7 @@ class KaiserI0(Op):
 
 @export(to=TORCH)
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
-                  requires_grad=False):
+                  pin_memory=False, requires_grad=False):
     """``I0(beta sqrt(1 - ((k - a) / a) ** 2)) / I0(beta)`` with ``a = (N - 1) / 2``.
 
     >>> import ember
@@ -587,11 +590,12 @@ def _center(x, p, mode):
 
 @export
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",  # noqa: A002
-         normalized=False, onesided=None, return_complex=None):
+         normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """The short-time Fourier transform: ``(..., n_fft // 2 + 1 or n_fft, n_frames)`` complex.
 
     Frames are a strided view of the (centred, ``pad_mode``-padded) signal, windowed and transformed at once.
-    Real input needs ``return_complex`` (True; False gives the deprecated real pairs).
+    Real input needs ``return_complex`` (True; False gives the deprecated real pairs).  ``align_to_window``
+    (only without ``center``) starts the frames where a window shorter than ``n_fft`` starts.
 
     >>> import ember
     >>> ember.stft(ember.ones(8), 4, hop_length=2, window=ember.ones(4), return_complex=True).shape
@@ -617,7 +621,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not batched:
         x = x.unsqueeze(0)
     if center:
+        if align_to_window:
+            raise RuntimeError("stft align_to_window should only be set when center = false")
         x = _center(x, n_fft // 2, pad_mode)
+    elif align_to_window:
+        x = _pad(x, ((n_fft - win_length) // 2,) * 2)
     length = x.shape[-1]
     if n_fft <= 0 or n_fft > length:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")

@@ -35,8 +35,15 @@ class _Capsule:
 
 
 @export(to=("torch",))
-def from_dlpack(ext_tensor) -> Tensor:
-    """A tensor sharing memory with ``ext_tensor`` (anything with ``__dlpack__``, or a DLPack capsule)."""
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing memory with ``ext_tensor`` (anything with ``__dlpack__``, or a DLPack capsule); on
+    ``device`` (a copy where that is another device), and always a copy with ``copy=True``."""
+    t = _imported(ext_tensor)
+    out = t if device is None else t.to(device)
+    return out.clone() if copy and out is t else out
+
+
+def _imported(ext_tensor) -> Tensor:
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
     if not hasattr(ext_tensor, "__dlpack__"):

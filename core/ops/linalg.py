@@ -695,8 +695,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 
 
 @export(name="norm", to=LINALG)
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
-    """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two.
+def linalg_norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """``ember.linalg.norm``: a vector norm over one dim (or everything), a matrix norm over two (``input`` is
+    the matrix PyTorch's documentation calls ``A``; its parser takes ``input``).
 
     >>> import ember
     >>> ember.linalg.norm(ember.tensor([3., 4.]))
@@ -704,6 +705,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None): 
     """
     if isinstance(dim, int):
         dim = (dim,)
+    A = input  # noqa: N806
     if dim is None and ord is not None:
         if A.dim() not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "

@@ -184,7 +184,7 @@ def inverse(input, *, out=None) -> Tensor:  # noqa: A002
     return inv(input, out=out)
 
 
-@export(to=EVERYWHERE)
+@export(to=("linalg", "Tensor"))
 def det(A: Tensor, *, out=None) -> Tensor:
     """Determinant of a square matrix (batch).
 
@@ -196,7 +196,7 @@ def det(A: Tensor, *, out=None) -> Tensor:
     return out_or(_run(Det, "det", A), out)
 
 
-@export(to=EVERYWHERE)
+@export(to=("linalg", "Tensor"))
 def slogdet(A: Tensor, *, out=None):
     """``(sign, log|det|)`` of a square matrix (batch).
 
@@ -206,6 +206,21 @@ def slogdet(A: Tensor, *, out=None):
     """
     _square(A, "slogdet")
     return outs_or(SlogdetResult(*_multi(Slogdet, "slogdet", A)), out)
+
+
+def _det_input(input) -> Tensor:  # noqa: A002
+    """``torch.det``: :func:`ember.linalg.det` (PyTorch's parser names the matrix ``input`` here)."""
+    return det(input)
+
+
+def _slogdet_input(input, *, out=None):  # noqa: A002
+    """``torch.slogdet``: :func:`ember.linalg.slogdet` (PyTorch's parser names the matrix ``input`` here)."""
+    return slogdet(input, out=out)
+
+
+for _fn, _name in ((_det_input, "det"), (_slogdet_input, "slogdet")):
+    _fn.__name__ = _fn.__qualname__ = _name
+    export(_fn, _name, to=("torch",))
 
 
 @export
@@ -258,14 +273,15 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
 
 
 @export(to=EVERYWHERE)
-def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
-    """``A`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity).
+def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:  # noqa: A002
+    """``input`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; ``n == 0``: identity).
 
     >>> import ember
     >>> ember.linalg.matrix_power(ember.tensor([[1., 1.], [0., 1.]]), 3)
     tensor([[1., 3.],
             [0., 1.]])
     """
+    A = input  # noqa: N806
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
     if n == 0:

@@ -638,21 +638,23 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
 
 
 @export(to=TORCH_TENSOR)
-def orgqr(input, tau) -> Tensor:  # noqa: A002
-    """``torch.orgqr``: the same as :func:`ember.linalg.householder_product`.
+def orgqr(input, input2) -> Tensor:  # noqa: A002
+    """``torch.orgqr``: the same as :func:`ember.linalg.householder_product` (``input2``: tau, as PyTorch's
+    parser names it).
 
     >>> import ember
     >>> ember.orgqr(*ember.geqrf(ember.eye(2))).abs()
     tensor([[1., 0.],
             [0., 1.]])
     """
-    return householder_product(input, tau)
+    return householder_product(input, input2)
 
 
 @export(to=TORCH_TENSOR)
-def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=None) -> Tensor:  # noqa: A002
+def ormqr(input, input2, input3, left: bool = True, transpose: bool = False, *, out=None) -> Tensor:  # noqa: A002
     """``Q @ other`` (``other @ Q`` when not ``left``; ``Q^H`` when ``transpose``) with ``Q`` the full product
-    of the Householder reflectors of ``(input, tau)`` (LAPACK's ``ormqr``).
+    of the Householder reflectors of ``(input, tau)`` (LAPACK's ``ormqr``; ``input2`` is tau and ``input3`` other,
+    as PyTorch's parser names them).
 
     >>> import ember
     >>> a, tau = ember.geqrf(ember.tensor([[3., 1.], [4., 2.]]))
@@ -660,6 +662,7 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=
     tensor([[-0.6000, -0.8000],
             [-0.8000,  0.6000]])
     """
+    tau, other = input2, input3
     _check_householder(input, tau, "ormqr")
     _tensor_arg(other, "ormqr", "other")
     m = input.shape[-2]
@@ -699,14 +702,16 @@ def geqrf(input, *, out=None):  # noqa: A002
 
 # --------------------------------------------------------------------------- Cholesky solves
 @export(to=TORCH_TENSOR)
-def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N803
-    """The solution of ``A X = B`` with ``A = L L^H`` (``U^H U`` when ``upper``) from its Cholesky factor.
+def cholesky_solve(input, input2, upper: bool = False, *, out=None) -> Tensor:  # noqa: A002
+    """The solution of ``A X = B`` (``B``: ``input``) with ``A = L L^H`` (``U^H U`` when ``upper``) from its
+    Cholesky factor ``L`` (``input2``, as PyTorch's parser names it).
 
     >>> import ember
     >>> ember.cholesky_solve(ember.tensor([[4.], [2.]]), ember.tensor([[2., 0.], [1., 1.]]))
     tensor([[1.],
             [0.]])
     """
+    B, L = input, input2  # noqa: N806
     _matrices(B, "cholesky_solve", "B")
     _matrices(L, "cholesky_solve", "L")
     _same_device("cholesky_solve", B, L)

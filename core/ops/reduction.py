@@ -662,9 +662,20 @@ def count_nonzero(input, dim=None):  # noqa: A002
     return cast(_nondiff(CountNonzero, input, axes), dtypes.int64)
 
 
-@export
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
-    """Vector p-norm (or Frobenius/nuclear matrix norm) composed of ember ops."""
+@export(to=("torch",))
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
+    """Vector p-norm (or Frobenius/nuclear matrix norm) composed of ember ops.
+
+    >>> import ember
+    >>> ember.norm(ember.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    return out_or(_norm(input, p, dim, keepdim, dtype), out)
+
+
+@export(name="norm", to=("Tensor",))
+def _norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """This tensor's vector p-norm (or Frobenius/nuclear matrix norm): :func:`ember.norm` without ``out``."""
     if dtype is not None:
         input = cast(input, dtypes.as_dtype(dtype))
     if input.dtype.category < dtypes.FLOAT:

@@ -780,7 +780,7 @@ def _slice_views(a, outs, axis, picks):
     return outs
 
 
-@export(aliases=("unsafe_split",))
+@export(to=("torch",))
 def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into pieces of a given size (the last may be smaller) or of the given sizes; views.
 
@@ -807,6 +807,15 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         if outs[0]._fn is not None:
             outs[0]._fn.split_size = step
     return _slice_views(tensor, outs, d, [slice(s, e) for s, e in zip([0, *bounds], [*bounds, n])])
+
+
+def _split_size(input, split_size, dim: int = 0) -> tuple:  # noqa: A002
+    """:func:`split` as PyTorch's ``Tensor.split`` and ``unsafe_split`` name it (``split_size``: an int or sizes)."""
+    return split(input, split_size, dim)
+
+
+export(_split_size, "split", to=("Tensor",))
+export(_split_size, "unsafe_split")
 
 
 @export(aliases=("unsafe_split_with_sizes",))
@@ -1492,7 +1501,8 @@ def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A0
 
 
 def _split_dir(op, d, need):
-    def fn(input, indices_or_sections) -> tuple:  # noqa: A002
+    def fn(input, sections=None, *, indices=None) -> tuple:  # noqa: A002
+        indices_or_sections = indices if sections is None else sections  # (PyTorch's two overloads' names)
         if input.dim() < need:
             raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension, but got a tensor with "
                                f"{input.dim()} dimensions!")
@@ -1850,7 +1860,13 @@ unsqueeze_copy = _copy_of(unsqueeze, "unsqueeze_copy")
 view_copy = _copy_of(reshape, "view_copy")  # a copy: any layout will do
 as_strided_copy = _copy_of(as_strided, "as_strided_copy")
 split_with_sizes_copy = _copy_of(split_with_sizes, "split_with_sizes_copy")
-narrow_copy = _copy_of(narrow, "narrow_copy", to=TORCH + TENSOR)
+
+
+@export(to=TORCH + TENSOR)
+def narrow_copy(input, dim: int, start, length: int, *, out=None) -> Tensor:  # noqa: A002
+    """A copy of :func:`narrow`'s result (it shares no storage with ``input``)."""
+    r = narrow(input, dim, start, length)
+    return out_or(_copy_node(clone(r), r, input), out)
 
 
 def _slice_copy(input, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002
@@ -1916,6 +1932,12 @@ def is_nonzero(input) -> bool:  # noqa: A002
     if n > 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
     return bool(input.item())
+
+
+@export(to=TORCH)
+def is_inference(input) -> bool:  # noqa: A002
+    """Whether ``input`` was made under :func:`ember.inference_mode` (PyTorch's parser names it ``input``)."""
+    return input.is_inference()
 
 
 for _n in ("is_signed", "is_inference", "get_device", "detach_", "is_floating_point", "is_complex"):

@@ -1,6 +1,8 @@
 """Activation layers: each calls its functional form with the settings given at construction."""
 from __future__ import annotations
 
+import warnings
+
 from ...ops.creation import full
 from .. import functional as F
 from ..parameter import Parameter
@@ -125,8 +127,17 @@ class Hardtanh(_Activation):
     _fn = staticmethod(F.hardtanh)
     _args = ("min_val", "max_val", "inplace")
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, min_value=None,
+                 max_value=None):
         super().__init__()
+        for old, new, value in (("min_value", "min_val", min_value), ("max_value", "max_val", max_value)):
+            if value is not None:  # PyTorch's deprecated spellings
+                warnings.warn(f"keyword argument `{old}` is deprecated and renamed to `{new}`", FutureWarning,
+                              stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
+        if max_val <= min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
 

@@ -168,13 +168,14 @@ LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, "A lazy :class:`ConvTranspose3
 
 # --------------------------------------------------------------------------- normalisation
 class _LazyNormMixin(LazyModuleMixin):
-    def _lazy_norm_init(self, eps, momentum, affine, track_running_stats, device, dtype):
+    def _lazy_norm_init(self, eps, momentum, affine, track_running_stats, device, dtype, bias):
         _NormBase.__init__(self, 0, eps, momentum, False, False)
         self._lazy_setup()
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -193,7 +194,7 @@ class _LazyNormMixin(LazyModuleMixin):
         d = self._expected[-1]
         self.num_features = input.shape[0] if input.ndim == d - 1 and self._unbatched_ok else input.shape[1]
         for name in ("weight", "bias"):
-            if self.affine:
+            if self.affine and getattr(self, name) is not None:
                 getattr(self, name).materialize((self.num_features,))
         for name in ("running_mean", "running_var"):
             if self.track_running_stats:
@@ -201,14 +202,15 @@ class _LazyNormMixin(LazyModuleMixin):
         self.reset_parameters()
 
 
-def _lazy_norm(eager, unbatched_ok, defaults):
+def _lazy_norm(eager, unbatched_ok):
     class Lazy(_LazyNormMixin, eager):
         cls_to_become = eager
         _unbatched_ok = unbatched_ok
 
-        def __init__(self, eps=1e-5, momentum=0.1, affine=defaults, track_running_stats=defaults, device=None,
-                     dtype=None):
-            self._lazy_norm_init(eps, momentum, affine, track_running_stats, device, dtype)
+        # (the lazy instance norms too default to affine and tracked statistics, as PyTorch's do)
+        def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                     bias=True):
+            self._lazy_norm_init(eps, momentum, affine, track_running_stats, device, dtype, bias)
 
     Lazy.__name__ = Lazy.__qualname__ = "Lazy" + eager.__name__
     Lazy.__doc__ = f"A :class:`{eager.__name__}` whose ``num_features`` is read from its first input."
@@ -216,12 +218,12 @@ def _lazy_norm(eager, unbatched_ok, defaults):
     return Lazy
 
 
-LazyBatchNorm1d = _lazy_norm(BatchNorm1d, False, True)
-LazyBatchNorm2d = _lazy_norm(BatchNorm2d, False, True)
-LazyBatchNorm3d = _lazy_norm(BatchNorm3d, False, True)
-LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, True, False)
-LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, True, False)
-LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, True, False)
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d, False)
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d, False)
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d, False)
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, True)
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, True)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, True)
 
 
 # PyTorch's modules of these paths show the lazy classes (imports and pickled models name them there)

@@ -220,15 +220,12 @@ def _cat_last(outs):
 class RNN(RNNBase):
     """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu)."""
 
-    def __init__(self, *args, nonlinearity="tanh", **kwargs):
-        if "nonlinearity" in kwargs:
-            nonlinearity = kwargs.pop("nonlinearity")
-        if len(args) > 3:
-            nonlinearity = args[3]
-            args = args[:3] + args[4:]
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, **kwargs):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers,
+                         bias, batch_first, dropout, bidirectional, device=device, dtype=dtype, **kwargs)
         self.nonlinearity = nonlinearity
 
 
