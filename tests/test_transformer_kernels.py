@@ -163,3 +163,40 @@ def test_self_attention_packed_projection_matches_torch(device, batch_first):
     np.testing.assert_allclose(_np(m(x, kv, kv)[0]), t(tx, torch.tensor(a[::-1].copy()),
                                                       torch.tensor(a[::-1].copy()))[0].detach().numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,ns", [((3, 5), (5,)), ((12, 64, 128), (128,)), ((4, 9, 40), (9, 40)), ((300, 16), (16,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+def test_layer_norm_value_and_gradients_match_torch(device, shape, ns, dtype, affine):
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    params = [rng.standard_normal(ns).astype(dtype) for _ in range(2)]
+    kept = {"both": params, "weight": params[:1] + [None], "none": [None, None]}[affine]
+    out = {}
+    for lib in (ember, torch):
+        x = lib.tensor(a, requires_grad=True)
+        w, b = (None if p is None else lib.tensor(p, requires_grad=True) for p in kept)
+        if lib is ember:
+            x, w, b = (None if t is None else t.to(device).detach().requires_grad_() for t in (x, w, b))
+        y = lib.nn.functional.layer_norm(x, ns, w, b)
+        y.backward(ember.tensor(g, device=device) if lib is ember else torch.tensor(g))
+        out[lib] = [y.detach().cpu().numpy()] + [t.grad.cpu().numpy() for t in (x, w, b) if t is not None]
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    assert len(out[ember]) == len(out[torch])
+    for e, t in zip(out[ember], out[torch]):
+        np.testing.assert_allclose(e, t, **tol)
+
+
+def test_layer_norm_strided_input_and_second_order(device):
+    a = np.random.default_rng(6).standard_normal((64, 2, 96)).astype(np.float32)
+    x = ember.tensor(a, device=device, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    ember.nn.functional.layer_norm(x[:, 1, ::2], (48,)).pow(2).sum().backward()
+    torch.nn.functional.layer_norm(tx[:, 1, ::2], (48,)).pow(2).sum().backward()
+    np.testing.assert_allclose(_np(x.grad), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    w = ember.randn(4, dtype=ember.float64, device=device, requires_grad=True)
+    b = ember.randn(4, dtype=ember.float64, device=device, requires_grad=True)
+    x = ember.randn(3, 4, dtype=ember.float64, device=device, requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda x, w, b: ember.nn.functional.layer_norm(x, (4,), w, b), (x, w, b))

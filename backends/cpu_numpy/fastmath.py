@@ -20,6 +20,9 @@ float32 tolerance, not bit for bit:
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
   within 2.4e-7 of the exact value; its gradient ``nn_gelu_backward`` likewise, ``Phi(x) + x * phi(x)`` from the
   same fit;
+* ``layer_norm`` over the last axis of float32 and its backward ``layer_norm_backward``: the shared kernels with
+  the means over the rows (and the backward's sums over them) as matrix-vector products, as the ``mean``
+  kernel below (so the composed ops of a traced model give the same bits);
 * ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
   index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation.
 
@@ -204,6 +207,27 @@ def _gemv_sum(x, axes, keep_shape):
     return out.reshape(keep_shape(side))
 
 
+def _row_mean(a):
+    """The mean over the last axis of float32 ``a``, kept (size 1): one matrix-vector product, as ``fast_mean``."""
+    n = a.shape[-1]
+    r = a.reshape(-1, n) @ np.ones(n, np.float32)
+    r /= np.float32(n)
+    return r.reshape(a.shape[:-1] + (1,))
+
+
+def _column_total(a):
+    """The sum over every axis but the last of float32 ``a``: one matrix-vector product."""
+    a2 = a.reshape(-1, a.shape[-1])
+    return np.ones(a2.shape[0], np.float32) @ a2
+
+
+def _float32_rows(x, *others):
+    """Whether ``x`` (and each of ``others`` not None) is a float32 NumPy array, ``x`` of at least
+    :data:`MIN_SIZE` elements in rows of at least 8."""
+    return type(x) is np.ndarray and x.dtype == np.float32 and x.size >= MIN_SIZE and x.ndim >= 2 and \
+        x.shape[-1] >= 8 and all(o is None or (type(o) is np.ndarray and o.dtype == np.float32) for o in others)
+
+
 def _axes(axis, nd):
     return tuple(range(nd)) if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
 
@@ -296,6 +320,21 @@ def overrides(kernels: dict) -> dict:
                 return gelu_backward_(g, x, approximate)
             return gelu_backward_float32(g, x)
         out["nn_gelu_backward"] = fast_gelu_backward
+
+    layer_norm = kernels.get("layer_norm")
+    if layer_norm is not None:
+        def fast_layer_norm(x, w, b, nd, eps):
+            return layer_norm(x, w, b, nd, eps, mean=_row_mean if nd == 1 and _float32_rows(x, w, b) else None)
+        out["layer_norm"] = fast_layer_norm
+
+    layer_norm_backward = kernels.get("layer_norm_backward")
+    if layer_norm_backward is not None:
+        def fast_layer_norm_backward(g, x, w, mean, rstd, nd, need):
+            fast = nd == 1 and _float32_rows(x, g, w) and g.shape == x.shape
+            if not fast:
+                return layer_norm_backward(g, x, w, mean, rstd, nd, need)
+            return layer_norm_backward(g, x, w, mean, rstd, nd, need, _row_mean, _column_total)
+        out["layer_norm_backward"] = fast_layer_norm_backward
 
     index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
     if index_add is not None:

@@ -158,15 +158,23 @@ def batch_norm_eval(s, x, mean, var, w, b, eps):
     return xp.reshape(out, x.shape)
 
 
-def layer_norm(s, x, w, b, nd, eps):
+def _trailing_mean(xp, nd):
+    """The mean over the last ``nd`` axes, kept (size 1), as ``xp.mean`` computes it."""
+    def mean(a):
+        return xp.mean(a, axis=tuple(range(a.ndim - nd, a.ndim)), keepdims=True)
+    return mean
+
+
+def layer_norm(s, x, w, b, nd, eps, mean=None):
     """Layer norm over the last ``nd`` axes: ``(y, mean, 1/std)``, the statistics with those axes kept
     (size 1).  ``y = (x - mean) / std * w + b`` by the same array operations as the composed ops (bit for bit:
-    a traced or exported model replays those), the later passes in place."""
+    a traced or exported model replays those), the later passes in place.  ``mean``: the mean over those axes,
+    kept (a backend passes its own: the CPU's is a matrix-vector product, as its ``mean`` kernel)."""
     xp = s.xp
-    axes = tuple(range(x.ndim - nd, x.ndim))
-    mean = xp.mean(x, axis=axes, keepdims=True)
+    avg = mean or _trailing_mean(xp, nd)
+    mean = avg(x)
     d = x - mean
-    std = xp.sqrt(xp.mean(d * d, axis=axes, keepdims=True) + eps)
+    std = xp.sqrt(avg(d * d) + eps)
     s.into(xp.divide, operator.truediv)(d, std, d)
     if w is not None:
         s.into(xp.multiply, operator.mul)(d, w, d)
@@ -175,8 +183,32 @@ def layer_norm(s, x, w, b, nd, eps):
     return d, mean, 1 / std
 
 
+def layer_norm_backward(s, g, x, w, mean, rstd, nd, need, avg=None, total=None):
+    """``(dx, dw, db)`` of layer norm over the last ``nd`` axes from the forward's statistics: PyTorch's closed
+    form ``(gx - mean(gx) - xhat * mean(gx * xhat)) / std``, ``gx = g * w`` (``NativeLayerNorm.backward``'s
+    formula on arrays).  ``need``: which of the three to compute (None in place of the others); ``avg``: as
+    :func:`layer_norm`'s ``mean``; ``total``: the sum over the leading axes (``xp.sum`` by default)."""
+    xp = s.xp
+    avg = avg or _trailing_mean(xp, nd)
+    lead = tuple(range(x.ndim - nd))
+    total = total or (lambda a: xp.sum(a, axis=lead))
+    xhat = (x - mean) * rstd
+    dx = dw = db = None
+    if need[0]:
+        gx = g if w is None else g * w
+        dx = gx - avg(gx)
+        dx -= xhat * avg(gx * xhat)
+        dx *= rstd
+    if need[1]:
+        dw = total(g * xhat) if lead else g * xhat
+    if need[2]:
+        db = total(g) if lead else xp.asarray(g, copy=True)
+    return dx, dw, db
+
+
 def kernels(xp, strategy=None) -> dict:
     """The normalisation kernels bound for ``xp`` and the backend's hooks (``strategy``, plain by default)."""
     return bind(strategy or Strategy(xp), {
         "batch_norm_train": batch_norm_train, "batch_norm_backward": batch_norm_backward,
-        "batch_norm_eval": batch_norm_eval, "layer_norm": layer_norm})
+        "batch_norm_eval": batch_norm_eval, "layer_norm": layer_norm,
+        "layer_norm_backward": layer_norm_backward})

@@ -1104,6 +1104,8 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gr=None):
+        if on_arrays(g, *ctx.inputs) and all(t is None or t._data.dtype == g._data.dtype for t in ctx.inputs):
+            return NativeLayerNorm._grads(ctx, g)
         ndim = ctx.inputs[0].ndim
         dims = list(range(ndim - ctx.nd, ndim))
         lead = list(range(ndim - ctx.nd))
@@ -1120,6 +1122,18 @@ class NativeLayerNorm(Op):
         if has_b:
             grads.append(g.sum(lead) if lead else g)
         return tuple(grads)
+
+    @staticmethod
+    def _grads(ctx, g):
+        """The backward in one kernel on the arrays, when no graph of it is being built (``on_arrays``)."""
+        x, *params = ctx.inputs
+        has_w, has_b = ctx.affine
+        w = params[0]._data if has_w else None
+        dev = g._dev
+        dx, dw, db = dev.kernels["layer_norm_backward"](g._data, x._data, w, ctx.mean, ctx.invstd, ctx.nd,
+                                                        (ctx.next_functions[0][0] is not None, has_w, has_b))
+        grads = (dx, dw) if has_w else (dx,)
+        return tuple(None if a is None else _wrap(a, dev) for a in (grads + (db,) if has_b else grads))
 
 
 @export(to=("nn.functional",))
