@@ -272,7 +272,7 @@ def test_sweep_saved_after_backward(device):
             after = _after_backward(fn, saved)
             for n, v in saved.items():
                 checked += 1
-                if isinstance(v, ember.Tensor):
+                if isinstance(v, ember.Tensor) or _tensor_list(v, ember.Tensor) is not v:  # (index's tensors too)
                     assert after[n] == "freed", (row.name, n)
                 else:
                     assert after[n] == v, (row.name, n)
@@ -469,8 +469,16 @@ def _args_saved(fn, tensor_type):
             except RuntimeError:
                 continue
             if v is not None and not isinstance(v, tensor_type):
-                out[n] = str(v) if type(v).__name__ == "dtype" else v
+                out[n] = str(v) if type(v).__name__ == "dtype" else _tensor_list(v, tensor_type)
     return out
+
+
+def _tensor_list(v, tensor_type):
+    """A tuple holding tensors (index's ``_saved_indices``) as comparable values: each tensor as its dtype's name
+    and its elements."""
+    if type(v) is not tuple or not any(isinstance(e, tensor_type) for e in v):
+        return v
+    return tuple(e if e is None else (str(e.dtype).split(".")[-1], e.detach().cpu().numpy().tolist()) for e in v)
 
 
 def _same_args(got, want):
@@ -482,15 +490,10 @@ def _same_args(got, want):
 
 # Rows whose nodes do not yet give PyTorch's non-tensor saved values (names or values): the sweep fails when a row not
 # listed here differs, and when a listed row agrees on every sample (then it leaves this table). What keeps them here:
-# ops not declared yet (as_strided, advanced indexing and index_put with their index tuples); hfft2 and hfftn (one c2r
-# node over every dim, where PyTorch's is a c2c and then a one-dim c2r); composites whose nodes never see the argument
-# (the *_copy ops); nodes of another overload than PyTorch's (sum_to_size, a copying reshape's
-# sizes in linear, inner and matmul).
+# hfft2 and hfftn (one c2r node over every dim, where PyTorch's is a c2c and then a one-dim c2r); nodes of another
+# overload than PyTorch's (a copying reshape's sizes in linear, inner and matmul).
 ARGS_PENDING = frozenset("""
-    as_strided as_strided_overlap copies getitem_adv_split getitem_int_tensor getitem_list getitem_mask getitem_mixed
-    getitem_none_ellipsis getitem_range getitem_row_mask getitem_slice_step hfft2_complex3d hfft2_real3d
-    hfftn_complex3d hfftn_real3d index_put index_put_acc index_put_top inner linear masked_scatter matmul matmul_empty
-    setitem_range split_copies sum_to_size x[None]
+    hfft2_complex3d hfft2_real3d hfftn_complex3d hfftn_real3d inner linear matmul matmul_empty
 """.split())
 
 

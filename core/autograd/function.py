@@ -243,7 +243,12 @@ class Node:
         given = self.__dict__.get("_args")
         for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
             try:
-                v = how if given is not None else how(self) if callable(how) else getattr(self, how)
+                if given is not None:
+                    v = how() if callable(how) else how
+                    if self._released and type(v) is tuple and any(isinstance(e, Tensor) for e in v):
+                        v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
+                else:
+                    v = how(self) if callable(how) else getattr(self, how)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
             if v is not None:
@@ -259,6 +264,8 @@ class Node:
             if not raw and (type(self).saved_args and key in type(self).saved_args or "_args" in self.__dict__):
                 args = self._args_saved()  # (first: a number operand that PyTorch keeps as a Scalar argument)
                 if key in args:
+                    if args[key] is _FREED:
+                        self._check_released()
                     return args[key]
             slot = self._slots_saved().get(key) if self._op else None
             if slot is not None:
@@ -422,9 +429,10 @@ def keep_saved(t, *tensors):
 
 
 def keep_args(t, **args):
-    """Make the node of ``t`` (the last node of an op that ember composes from others) give PyTorch's arguments of
-    that op, ``args``, as its non-tensor saved values (``grad_fn._saved_<name>``; None: not kept), in place of its
-    own op's.  Returns ``t``."""
+    """Make the node of ``t`` (the last node of an op that ember composes from others, or an op whose arguments its
+    node does not see) give PyTorch's arguments of that op, ``args``, as its saved values (``grad_fn._saved_<name>``;
+    None: not kept; a function of no arguments: called when read, for values made only when asked for, such as
+    index's tensors, which are freed with the node's saved tensors), in place of its own op's.  Returns ``t``."""
     fn = t._fn
     if fn is not None and fn._op:
         fn.__dict__["_args"] = args

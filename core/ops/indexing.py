@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved
+from ..autograd.function import Op, composite_node, keep_args, keep_saved
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, device_error, unary, view_op
 from ..writes import inplace, out_or
@@ -18,7 +18,7 @@ from ..registry import _type_name, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import tensor, zeros
 from .pointwise import where
-from .shape import Getitem, IndexPutZeros, basic_view_op, broadcast_shapes, broadcast_tensors, cat, expand
+from .shape import Getitem, IndexPutZeros, _whole, basic_view_op, broadcast_shapes, broadcast_tensors, cat, expand
 
 TENSOR = ("Tensor",)
 
@@ -122,6 +122,44 @@ def _first_out_of_range(xp, arr, size, negative_ok=True):
 _PLAIN = (int, type(None))
 
 
+def _index_steps(index, shape, dev):
+    """PyTorch's ``(indices, sizes)`` of advanced ``index`` (converted) on a tensor of ``shape``: it takes the basic
+    steps first (an int selects, a slice slices, None unsqueezes), giving ``sizes``, and indexes their result by the
+    tensors, each at the dim it stands at, None at the dims between (a mask spans its dims of the input and one place
+    among the indices)."""
+    def span(e):
+        return 1 if type(e) in (int, slice) else e.ndim if dev.backend.dtype_of(e) is dtypes.bool else 1
+
+    sizes, indices, dim, extra = list(shape), [], 0, 0
+    for e in index:
+        if e is Ellipsis:
+            dim += len(shape) - sum(span(i) for i in index if i is not None and i is not Ellipsis)
+        elif e is None:
+            sizes.insert(dim, 1)
+            dim += 1
+        elif type(e) is slice:
+            if not _whole(e, sizes[dim]):
+                sizes[dim] = len(range(*e.indices(sizes[dim])))
+            dim += 1
+        elif type(e) is int:
+            del sizes[dim]
+        else:
+            indices += [None] * (dim - extra - len(indices))
+            indices.append(_wrap(e, dev))
+            dim += span(e)
+            extra += span(e) - 1
+    return tuple(indices), tuple(sizes)
+
+
+def keep_indices(r, t, index, sizes: bool = False, **args):
+    """``r``, its node keeping PyTorch's arguments of an advanced ``index`` (converted) on ``t``: ``_saved_indices``
+    (made when read), with ``sizes`` the sizes it indexes (``_saved_self_sym_sizes``), and ``args``."""
+    shape, dev = t._data.shape, t._dev
+    if sizes:
+        args["self_sym_sizes"] = lambda: _index_steps(index, shape, dev)[1]
+    return keep_args(r, indices=lambda: _index_steps(index, shape, dev)[0], **args)
+
+
 def _basic_fast(t, index):
     """``index`` as a tuple when it is plain ints (in range), plain slices, None and ``...``; else None."""
     tup = index if type(index) is tuple else (index,)
@@ -195,9 +233,10 @@ def getitem(t, index):
             index = index + (Ellipsis,)  # so that all-integer indexing still gives a (0-d) view
         return view_op(Op, t, index)
     try:
-        return apply(Getitem, t, index)
+        r = apply(Getitem, t, index)
     except IndexError as e:
         raise IndexError(f"index: {e}") from None
+    return keep_indices(r, t, index, True) if r._fn is not None else r
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -659,6 +698,8 @@ def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
 
 
 class MaskedScatter(TensorArgsOp):
+    saved_args = {"source_sym_sizes": "src_shape"}
+
     @staticmethod
     def forward(ctx, k, x, mask, src):
         ctx.mask, ctx.src_shape = mask, src.shape
@@ -781,6 +822,7 @@ class IndexPutAcc(Op):
 
     backward_name = "IndexPutBackward0"
     inplace_name = "index_put_"
+    _saved = ()  # (see Getitem: its index tensors count as saved)
 
     @staticmethod
     def forward(ctx, k, x, v, index):
@@ -821,7 +863,9 @@ def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
         return self
     conv = _convert_index(self, idx, "index_put_")
     _check_bounds(self, conv)
-    return inplace(IndexPutAcc, self, values, conv)
+    before = self._fn
+    inplace(IndexPutAcc, self, values, conv)
+    return keep_indices(self, self, conv, accumulate=True) if self._fn is not before else self
 
 
 # --------------------------------------------------------------------------- in-place forms

@@ -18,7 +18,7 @@ from ..registry import export
 from ..tensor import Tensor, _wrap
 from . import pointwise as pw
 from .creation import tensor
-from .indexing import _check_bounds, _convert_index, _ints_first, _is_basic, getitem
+from .indexing import _check_bounds, _convert_index, _ints_first, _is_basic, getitem, keep_indices
 from .shape import Getitem, expand
 
 TENSOR = ("Tensor",)
@@ -55,6 +55,7 @@ class IndexPut(Op):
     """``x[index] = v`` for advanced indices (as a new array; written back in place)."""
 
     inplace_name = "index_put_"
+    _saved = ()  # (see Getitem: its index tensors count as saved)
 
     @staticmethod
     def forward(ctx, k, x, v, index):
@@ -173,7 +174,10 @@ def setitem(self, index, value):
         return
     if value.dtype is not self.dtype:
         value = value.to(self.dtype)
+    before = self._fn
     inplace(IndexPut, self, value, idx)
+    if self._fn is not before:
+        keep_indices(self, self, idx, accumulate=False)
 
 
 add_ = export(_arith_(pw.Add, "add_"), to=TENSOR, aliases=("__iadd__",))

@@ -95,12 +95,20 @@ class Mean(Op):
         return _restore(g / ctx.n, ctx.in_shape, ctx.axes, ctx.keepdim)
 
 
+def _summed_dims(node):
+    """The dims PyTorch's sum_to_size sums (keeping them): the leading ones ``shape`` lacks, and those it has as 1."""
+    lead = len(node.in_shape) - len(node.shape)
+    return tuple(range(lead)) + tuple(i for i in range(lead, len(node.in_shape))
+                                      if node.shape[i - lead] == 1 and node.in_shape[i] != 1)
+
+
 class SumTo(Op):
     backward_name = "SumBackward1"
+    saved_args = {"dim": _summed_dims, "keepdim": lambda n: True, "self_sym_sizes": "in_shape"}
 
     @staticmethod
     def forward(ctx, k, x, shape):
-        ctx.in_shape = x.shape
+        ctx.in_shape, ctx.shape = x.shape, shape
         return k["sum_to"](x, shape)
 
     @staticmethod

@@ -10,7 +10,7 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -178,6 +178,7 @@ class Getitem(Op):
     """``x[index]``; ``index`` is already in array terms (ints, slices, None, Ellipsis, arrays)."""
 
     backward_name = "IndexBackward0"
+    _saved = ()  # (its index tensors count as saved: the engine releases the node, and _saved_indices then raises)
 
     @staticmethod
     def forward(ctx, k, x, index):
@@ -189,19 +190,33 @@ class Getitem(Op):
         return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
 
 
-def _one_step(node, kind):
-    """``(dim, entry)`` of a basic index that is one step of ``kind`` (PyTorch's one select or slice node); raises
-    AttributeError (no such saved argument) for an index of several steps, whose nodes PyTorch chains."""
+def _whole(i, size):
+    """Whether slice ``i`` takes the whole of a dimension of ``size`` (no step of PyTorch's indexing)."""
+    return i.start in (None, 0) and i.step in (None, 1) and (i.stop is None or i.stop >= size)
+
+
+def _last_step(node):
+    """``(dim, entry, sizes)`` of the last step of a basic index (PyTorch's last node of the select, slice and
+    unsqueeze steps it chains, left to right): the dim it acts on and the sizes of the tensor it acts on."""
     index = node.index if type(node.index) is tuple else (node.index,)
-    if Ellipsis in index:
-        k, n = index.index(Ellipsis), len(node.in_shape) - len(index)
-        pairs = [*enumerate(index[:k]), *((n + i, e) for i, e in enumerate(index) if i > k)]
-    else:
-        pairs = list(enumerate(index))
-    steps = [(d, e) for d, e in pairs if e != slice(None)]
-    if None in index or len(steps) != 1 or not isinstance(steps[0][1], kind):
-        raise AttributeError("_one_step")
-    return steps[0]
+    shape = list(node.in_shape)
+    dim, last = 0, None
+    for e in index:
+        if e is Ellipsis:
+            dim += len(node.in_shape) - sum(1 for i in index if i is not None and i is not Ellipsis)
+        elif e is None:
+            last = (dim, e, tuple(shape))
+            shape.insert(dim, 1)
+            dim += 1
+        elif type(e) is slice:
+            if not _whole(e, shape[dim]):
+                last = (dim, e, tuple(shape))
+                shape[dim] = len(range(*e.indices(shape[dim])))
+            dim += 1
+        else:
+            last = (dim, e, tuple(shape))
+            del shape[dim]
+    return last
 
 
 def _end(stop):
@@ -212,18 +227,17 @@ def _end(stop):
 class SliceView(Getitem):
     tags = ("view",)
     backward_name = "SliceBackward0"
-    saved_args = {"dim": lambda n: _one_step(n, slice)[0], "start": lambda n: _one_step(n, slice)[1].start or 0,
-                  "end": lambda n: _end(_one_step(n, slice)[1].stop),
-                  "step": lambda n: _one_step(n, slice)[1].step or 1,
-                  "self_sym_sizes": lambda n: _one_step(n, slice) and n.in_shape}
+    saved_args = {"dim": lambda n: _last_step(n)[0], "start": lambda n: _last_step(n)[1].start or 0,
+                  "end": lambda n: _end(_last_step(n)[1].stop), "step": lambda n: _last_step(n)[1].step or 1,
+                  "self_sym_sizes": lambda n: _last_step(n)[2]}
 
 
 class SelectView(Getitem):
     """A basic index whose last step selects an integer position (``x[0]``, ``x[:, 1]``)."""
 
     tags = ("view",)
-    saved_args = {"dim": lambda n: _one_step(n, int)[0], "index": lambda n: _one_step(n, int)[1],
-                  "self_sym_sizes": lambda n: _one_step(n, int) and n.in_shape}
+    saved_args = {"dim": lambda n: _last_step(n)[0], "index": lambda n: _last_step(n)[1],
+                  "self_sym_sizes": lambda n: _last_step(n)[2]}
 
 
     backward_name = "SelectBackward0"
@@ -233,6 +247,7 @@ class UnsqueezeView(Getitem):
     """A basic index whose last step inserts an axis (``x[None]``, ``x[0, None]``)."""
 
     tags = ("view",)
+    saved_args = {"dim": lambda n: _last_step(n)[0]}
 
     backward_name = "UnsqueezeBackward0"
 
@@ -259,8 +274,7 @@ def basic_view_op(index, shape):
         elif i is None:
             last = UnsqueezeView
         elif type(i) is slice:
-            size = shape[dim] if dim < len(shape) else 0
-            if i.start not in (None, 0) or i.step not in (None, 1) or (i.stop is not None and i.stop < size):
+            if not _whole(i, shape[dim] if dim < len(shape) else 0):
                 last = SliceView
             dim += 1
         else:
@@ -1437,7 +1451,8 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
     if last >= input.numel():
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} require "
                            f"a storage of at least {last + 1} elements, but the tensor has {input.numel()}")
-    return view_op(AsStrided, input, size, stride, offset)
+    r = view_op(AsStrided, input, size, stride, offset)  # (PyTorch keeps the offset as given: None when not)
+    return keep_args(r, size=size, stride=stride, storage_offset=None if storage_offset is None else offset)
 
 
 # --------------------------------------------------------------------------- more splits, rotations, repeats
@@ -1829,10 +1844,11 @@ def _copy_of(view, name, to=TORCH):
 
 
 def _copy_node(c, r, input):  # noqa: A002
-    """Name the node of copy ``c`` of view ``r`` as PyTorch names a ``*_copy`` op's: the view's name + ``_copy``."""
+    """Name the node of copy ``c`` of view ``r`` as PyTorch names a ``*_copy`` op's: the view's name + ``_copy``,
+    keeping the view's arguments."""
     fn = r._fn
     if fn is not None and fn is not input._fn:
-        rename_node(c, type(fn).__name__ + "_copy")
+        keep_args(rename_node(c, type(fn).__name__ + "_copy"), **fn._args_saved())
     return c
 
 
