@@ -145,3 +145,23 @@ def test_vectorized_autograd_functional_and_batched_grads(device, torch):
     for e, t in zip(*results):
         assert tuple(e.shape) == tuple(t.shape)
         assert_close(e, t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("piece", [7, 150])
+def test_jacobians_of_a_large_basis_run_in_pieces(device, torch, monkeypatch, piece):
+    # a basis of more than _PIECE elements runs in vmapped pieces of identity rows (as chunk_size does), with
+    # the values and the graph (a gradient through the pieces) of one pass
+    from ember.func import transforms
+    monkeypatch.setattr(transforms, "_PIECE", piece)
+    results = []
+    for lib in (ember, torch):
+        W, b, x = _layer(lib, device, np.random.default_rng(6))
+        F = lib.func
+
+        def f(x, W=W, b=b, lib=lib):
+            return lib.tanh(W @ x + b)
+        results.append([F.jacrev(F.jacrev(f))(x), F.jacfwd(F.jacrev(f))(x), F.jacrev(f, chunk_size=2)(x),
+                        F.grad(lambda x, f=f, F=F: (F.jacrev(f)(x) ** 2).sum())(x)])
+    for e, t in zip(*results):
+        assert tuple(e.shape) == tuple(t.shape)
+        assert_close(e, t.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -20,8 +20,8 @@ from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, inference_mode
 from ..dtypes import FLOAT
 from ..interception import set_aside
-from ..ops.creation import eye, zeros_like
-from ..ops.shape import stack
+from ..ops.creation import eye, zeros, zeros_like
+from ..ops.shape import cat, stack
 from ..state import GRAD_OFF, INFERENCE_ON, is_inference, set_grad, set_inference
 from ..tensor import Tensor, _wrap
 from .batching import LEVELS, Batched, batched_at, bottom, lift, rewrap, wrap, wrap_shaped
@@ -411,18 +411,36 @@ def linearize(func, *primals):
 
 
 # --------------------------------------------------------------------------- Jacobians
-def _basis(n, real, prefix, shape, dtype=None):
-    """The ``n`` one-hot vectors of a logical ``shape`` as one physical tensor ``(n,) + real.shape``: each sample
-    of a new vmap level is one basis vector, repeated over the ``prefix`` open levels by zero strides."""
-    eye_ = eye(n, dtype=real.dtype if dtype is None else dtype, device=real.device)
-    return eye_.reshape((n,) + (1,) * prefix + tuple(shape)).expand((n,) + tuple(real.shape))
+_PIECE = 1 << 22  # basis elements (of the physical stack) per vmapped pass when no chunk_size is given
 
 
-def _batched(compute, basis, chunk_size):
-    """``compute`` (one logical cotangent or tangent -> a list of real tensors) over every basis vector in one
-    vmapped run (``chunk_size`` vectors at a time): the results stacked in front."""
+def _basis(n, real, prefix, shape, start=0, count=None):
+    """One-hot vectors ``start .. start + count`` of the ``n`` of a logical ``shape``, as one physical tensor
+    ``(count,) + real.shape``: each sample of a new vmap level is one basis vector, repeated over the ``prefix``
+    open levels by zero strides."""
+    count = n if count is None else count
+    if count == n:
+        rows = eye(n, dtype=real.dtype, device=real.device)
+    else:  # (rows of the identity, built alone: the whole of it need not exist)
+        rows = zeros((count, n), dtype=real.dtype, device=real.device)
+        rows.diagonal(start).fill_(1)
+    return rows.reshape((count,) + (1,) * prefix + tuple(shape)).expand((count,) + tuple(real.shape))
+
+
+def _batched(compute, n, real, prefix, shape, chunk_size):
+    """``compute`` (one logical cotangent or tangent -> a list of real tensors) over every one-hot vector of
+    ``shape`` in vmapped runs of ``chunk_size`` vectors (by default all at once, or pieces of about
+    :data:`_PIECE` elements for a basis too large to build whole, as a Jacobian of a Jacobian's is: each
+    piece's temporaries then reuse the last one's memory): the results stacked in front."""
     from .vmap import vmap  # cycle: vmap imports the batching rules, which import this module's neighbours
-    return vmap(lambda v: tuple(compute(v)), chunk_size=chunk_size)(basis)
+    run = vmap(lambda v: tuple(compute(v)))
+    if chunk_size is None:
+        chunk_size = max(1, _PIECE // max(1, real.numel())) if n * real.numel() > _PIECE else n
+    if chunk_size >= n:
+        return run(_basis(n, real, prefix, shape))
+    pieces = [run(_basis(n, real, prefix, shape, start, min(chunk_size, n - start)))
+              for start in range(0, n, chunk_size)]
+    return [cat([p[j] for p in pieces]) for j in range(len(pieces[0]))]
 
 
 def _jacobian(func, argnums, has_aux, name, chunk_size=None):
@@ -460,8 +478,7 @@ def _reverse_blocks(traced, reals, shapes, chunk_size):
     for real, shape in zip(reals, shapes):
         n = math.prod(shape)
         if n:
-            rows = _batched(lambda ct, real=real: traced.grads([real], [ct]), _basis(n, real, prefix, shape),
-                            chunk_size)
+            rows = _batched(lambda ct, real=real: traced.grads([real], [ct]), n, real, prefix, shape, chunk_size)
         else:
             rows = [r.new_zeros((0,) + tuple(r.shape)) for r in traced.reals]
         blocks.append([_block(r, inp, prefix, shape, False) for r, inp in zip(rows, traced.reals)])
@@ -490,7 +507,7 @@ def _forward_blocks(traced, reals, shapes, chunk_size):
         shape = tuple(inp.shape[prefix:])
         n = math.prod(shape)
         if n:
-            cols.append(_batched(lambda v, b=b: products(b, v), _basis(n, inp, prefix, shape), chunk_size))
+            cols.append(_batched(lambda v, b=b: products(b, v), n, inp, prefix, shape, chunk_size))
         else:
             cols.append([r.new_zeros((0,) + tuple(r.shape)) for r in reals])
     return [[_block(c[k], inp, prefix, shape, True)
