@@ -99,8 +99,9 @@ def _cut_prefix(tracer, leaves, outs, holder):
     return wanted
 
 
-def split(graph, holder, order, dev):
-    """The compiled forward and backward of a joint graph, or None where it cannot be split safely."""
+def split(graph, holder, order, dev, fusion="auto"):
+    """The compiled forward and backward of a joint graph, or None where it cannot be split safely; ``fusion``:
+    how elementwise runs are fused (see :func:`.replay.generate`)."""
     tracer = holder["tracer"]
     vals = tracer.vals
     fwd_ids = holder["fwd"]
@@ -138,13 +139,13 @@ def split(graph, holder, order, dev):
                                   out_spec=tuple(Ref(i) for i in holder["cut"]))
         prefix, psrc = generate(p_graph, order, dev, fold=False, fuse=False, dispatch=True)
         order = list(order) + holder["cut"]
-    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs,
+    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs, dynamic=graph.dynamic,
                               out_spec=tuple(Ref(i) for i in out_ids + saved))
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
     b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta, inputs=None,  # (its sizes: the forward's inputs')
-                              out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
-    forward, fsrc = generate(f_graph, order, dev, shown=out_ids)  # (the saved values are the backward's)
-    backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev)
+                              dynamic=graph.dynamic, out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
+    forward, fsrc = generate(f_graph, order, dev, fuse=fusion, shown=out_ids)  # (saved values: the backward's)
+    backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev, fuse=fusion)
     step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
                         used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos_in(order, i) for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)

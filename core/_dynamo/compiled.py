@@ -222,8 +222,9 @@ _TENSOR_TF = Tensor.__torch_function__.__func__
 class CompiledFunction:
     """``fn`` compiled: a cache of :class:`Variant` keyed by guards (see the module docstring)."""
 
-    def __init__(self, fn, module=None, fullgraph=False, backend="inductor", dynamic=None):
+    def __init__(self, fn, module=None, fullgraph=False, backend="inductor", dynamic=None, fusion="auto"):
         self.fn, self.module, self.fullgraph, self.backend, self.dynamic = fn, module, fullgraph, backend, dynamic
+        self.fusion = fusion  # elementwise runs: "auto", "numba" or "numpy" (see .fusion)
         self.modules = list(module.modules()) if module is not None else []
         self.cache = {}
         self.dyn = set()     # (flat input index, dim) whose size is symbolic in the variants captured from now on
@@ -411,7 +412,7 @@ class CompiledFunction:
             devs = {t._dev for t in holder["tracer"].values}
             if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
                 order = list(graph.inputs) + list(graph.params) + list(graph.consts)
-                aot = split(graph, holder, order, devs.pop())
+                aot = split(graph, holder, order, devs.pop(), self.fusion)
             graph.nodes = [n for n in graph.nodes if id(n) in holder["fwd"]]
             graph.out_spec = graph.out_spec[:len(holder["outs"])]
         try:
@@ -427,7 +428,7 @@ class CompiledFunction:
             devs = {t._dev for t in flat + [s[k] for s, k in v.slots] + v.consts}
             if len(devs) == 1 and not any(n.kind == "move" for n in graph.nodes):
                 order = list(graph.inputs) + list(graph.params) + list(graph.consts)
-                v.fast, v.source = generate(graph, order, devs.pop())
+                v.fast, v.source = generate(graph, order, devs.pop(), fuse=self.fusion)
         v.aot = aot
         return v
 

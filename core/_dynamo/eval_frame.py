@@ -13,6 +13,7 @@ import functools
 from ..nn.modules.module import Module
 from ..registry import export
 from ..tensor import Tensor
+from . import jit
 from .compiled import STANCE as _STANCE
 from .compiled import CompiledFunction, current_capture, note_break, reset_all
 
@@ -52,6 +53,20 @@ class OptimizedModule(Module):
         return None
 
 
+FUSIONS = ("auto", "numba", "numpy")
+
+
+def _fusion(options) -> str:
+    """The ``"fusion"`` of ``compile``'s ``options``: how elementwise runs are fused on the CPU (``"auto"``:
+    numba kernels where numba is installed and they pay, else NumPy ufunc calls)."""
+    fusion = (options or {}).get("fusion", "auto")
+    if fusion not in FUSIONS:
+        raise RuntimeError(f"compile: invalid options['fusion'] {fusion!r}; expected one of {', '.join(FUSIONS)}")
+    if fusion == "numba" and jit.numba_module() is None:
+        raise RuntimeError("compile: options['fusion'] = 'numba' needs numba (pip install ember[jit])")
+    return fusion
+
+
 @export(to=ONLY_TORCH)
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None, options=None,
             disable: bool = False):
@@ -64,7 +79,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     graph replays through dispatch). ``dynamic``: None (the default) captures static shapes first and, when
     a call's sizes differ from the last capture's, a graph with those sizes symbolic (automatic dynamic
     shapes, as PyTorch's); True makes every dim symbolic from the first call, False keeps every shape its own
-    variant. A function
+    variant. ``options={"fusion": ...}``: runs of elementwise ops on the CPU become numba kernels (``"numba"``),
+    NumPy ufunc calls (``"numpy"``), or numba kernels where numba is installed and the run is long or large
+    enough to gain (``"auto"``, the default; see ``ember._dynamo.jit``). A function
     comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
     ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``.
 
@@ -90,7 +107,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     if disable or getattr(model, "_ember_disabled", False):
         return model
     settings = {"fullgraph": fullgraph, "backend": backend if isinstance(backend, str) else "eager",
-                "dynamic": dynamic}
+                "dynamic": dynamic, "fusion": _fusion(options)}
     if isinstance(model, Module):
         return OptimizedModule(model, settings)
     compiled = CompiledFunction(model, None, **settings)

@@ -14,8 +14,11 @@ The kernels are the same and run on the same values in the same order, so result
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..jit._graph import Ref
 from ..kernels import _ignoring_fp_errors
+from . import jit
 
 _QUIET = _ignoring_fp_errors()
 _NUMBERS = (int, float, bool)
@@ -44,10 +47,55 @@ def _ufunc(fn) -> bool:
     return getattr(fn, "nout", None) == 1 and hasattr(fn, "nin")
 
 
-def emit(run, w, last_use, kept, gid) -> str:
+def _emit_jit(run, w, last_use, kept, gid, fusion):
+    """Write run ``run`` as one numba kernel (see :mod:`.jit`) called by function ``G<gid>``; returns the call's
+    line, or None where the run stays NumPy's."""
+    if w.dev.atype is not np.ndarray or fusion == "numpy" or w.dynamic or \
+            (fusion != "numba" and not jit.worth_it(run, w.meta)) or jit.numba_module() is None:
+        return None
+    end = run[-1][0]
+    made, ins = set(), []
+    for _, n, _ in run:
+        ins.extend(a.i for a in n.args if type(a) is Ref and a.i not in made and a.i not in ins)
+        made.add(n.outs[0])
+    outs = [n.outs[0] for _, n, _ in run if n.outs[0] in kept or last_use.get(n.outs[0], -1) > end]
+    named = [(k, n, plain_kernel(Op)) for k, n, Op in run]
+    got = jit.compile_run(named, w.meta, ins, outs)
+    if got is None:
+        return None
+    kernel, (rows, cols) = got
+    w.ns.setdefault("E", np.empty)
+    fn = w.const(f"J{gid}", kernel)
+    lines = [f"o{i} = E({tuple(w.meta[i][0])!r}, {str(w.meta[i][1]).split('.')[-1]!r})" for i in outs]
+    flat = ", ".join([f"x{i}.reshape(-1)" for i in ins] + [f"o{i}.reshape(-1)" for i in outs])
+    lines.append(f"{fn}({rows}, {cols}, {flat})")
+    src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
+        f"    return ({''.join(f'o{i}, ' for i in outs)})\n"
+    return _define(w, gid, src, ins, outs, quiet=False)
+
+
+def _define(w, gid, src, ins, outs, quiet):
+    """Define run ``gid`` from ``src`` in ``w``'s namespace (inside the error guard where ``quiet``) and return
+    the line calling it."""
+    exec(compile(src, f"<ember.compile elementwise run {gid}>", "exec"), w.ns)  # noqa: S102 - generated source
+    w.ns[f"G{gid}"] = _QUIET(w.ns[f"run{gid}"]) if quiet else w.ns[f"run{gid}"]
+    call_args = ", ".join(w.as_array(i) for i in ins)
+    w.array.update(outs)
+    w.tensor.difference_update(outs)
+    w.fused.append(src)
+    targets = "".join(f"a{i}, " for i in outs)
+    return f"{targets or '_'} = G{gid}({call_args})"
+
+
+def emit(run, w, last_use, kept, gid, fusion="auto") -> str:
     """Write elementwise run ``run`` (``[(node index, node, Op)]``) as function ``G<gid>`` in the namespace of
     writer ``w``; returns the line calling it.  ``last_use``: value id -> index of the last node reading it;
-    ``kept``: the values the replay returns (never written into)."""
+    ``kept``: the values the replay returns (never written into).  ``fusion``: "auto" (a numba kernel where
+    numba is installed and the run qualifies and is worth it, see :mod:`.jit`), "numba" (wherever it
+    qualifies) or "numpy" (ufunc calls)."""
+    line = _emit_jit(run, w, last_use, kept, gid, fusion)
+    if line is not None:
+        return line
     meta = w.meta
     end = run[-1][0]
     made, owned, ins, lines = {}, set(), [], []
@@ -85,11 +133,4 @@ def emit(run, w, last_use, kept, gid) -> str:
     outs = [i for i in made if i in kept or last_use.get(i, -1) > end]
     src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
         f"    return ({''.join(made[i] + ', ' for i in outs)})\n"
-    exec(compile(src, f"<ember.compile elementwise run {gid}>", "exec"), w.ns)  # noqa: S102 - generated above
-    w.ns[f"G{gid}"] = _QUIET(w.ns[f"run{gid}"])
-    call_args = ", ".join(w.as_array(i) for i in ins)
-    w.array.update(outs)
-    w.tensor.difference_update(outs)
-    w.fused.append(src)
-    targets = "".join(f"a{i}, " for i in outs)
-    return f"{targets or '_'} = G{gid}({call_args})"
+    return _define(w, gid, src, ins, outs, quiet=True)

@@ -75,6 +75,7 @@ class _Writer:
         self.meta = {}
         self.fused = []  # the sources of the elementwise runs (see .fusion)
         self.sized = False  # whether the inputs' shapes are read (a graph with dynamic sizes)
+        self.dynamic = False  # whether some sizes are symbolic
 
     def const(self, name, v):
         self.ns[name] = v
@@ -156,16 +157,18 @@ def _emit_raw(w, k, n, Op):
     w.array.update(n.outs)
 
 
-def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False):
+def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=False):
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
     Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
-    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`).  ``shown``:
+    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`: "auto",
+    numba kernels where numba is installed and they pay; "numba"; "numpy"; False: no fusion).  ``shown``:
     the value ids of the outputs the caller sees (by default all): a view among them is made through
     dispatch, keeping its links to its base; other views are array views.  ``dispatch``: every op goes through
     its dispatch kind (autograd then records the ops, where grad mode is on)."""
     w = _Writer(dev)
     meta = w.meta = graph.meta
+    w.dynamic = bool(getattr(graph, "dynamic", ()))  # (its shapes in meta are one call's: not to be built in)
     effects = any(n.kind == "inplace" for n in graph.nodes)
     w.tensor.update(order)
     folded = {}  # value id -> array computed here once
@@ -180,7 +183,7 @@ def generate(graph, order, dev, fold=True, fuse=True, shown=None, dispatch=False
 
     def flush():
         if len(run) > 1:
-            body.append(fusion.emit(run, w, last_use, returned, len(w.fused)))
+            body.append(fusion.emit(run, w, last_use, returned, len(w.fused), fuse))
         elif run:
             _emit_raw(w, *run[0])
         run.clear()
