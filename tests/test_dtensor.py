@@ -1,5 +1,12 @@
 """ember.distributed.tensor (DTensor, DeviceMesh) on a world of one against PyTorch's own DTensor on a one-process
-gloo group, and on two MPI ranks (``mpiexec -n 2 python tests/test_dtensor.py``) against the single-process values."""
+gloo group, and on two MPI ranks against the values one process computes.
+
+Process groups stay out of the pytest process: each world runs as ``python tests/test_dtensor.py <what> ...`` (the
+world of one once with ember, once with PyTorch, each printing its report as JSON; the two ranks under ember's
+launcher), and the tests compare what they print.
+"""
+import importlib
+import json
 import os
 import subprocess
 import sys
@@ -13,120 +20,101 @@ pytest.importorskip("mpi4py")
 HERE = os.path.abspath(__file__)
 
 
-def _placements(m):
-    from_m = __import__(f"{m.__name__}.distributed.tensor", fromlist=["Shard"])
-    return {"S0": from_m.Shard(0), "S1": from_m.Shard(1), "S-1": from_m.Shard(-1), "R": from_m.Replicate(),
-            "P": from_m.Partial()}
+# ----------------------------------------------------------------------------- a world of one, either library
+def _report(lib: str, device: str, pg_file: str) -> dict:
+    """What the world-of-one checks see with ``lib`` (``ember`` or ``torch``): plain values, for comparison."""
+    m = importlib.import_module(lib)
+    dist = importlib.import_module(f"{lib}.distributed")
+    dt = importlib.import_module(f"{lib}.distributed.tensor")
+    local_shape = importlib.import_module(f"{lib}.distributed.tensor._utils").compute_local_shape_and_global_offset
+    if lib == "torch":
+        dist.init_process_group("gloo", init_method=f"file://{pg_file}", rank=0, world_size=1)
+        device = "cpu"
+    else:
+        dist.init_process_group("mpi")
+    out = {}
+    p = {"S0": dt.Shard(0), "S1": dt.Shard(1), "S-1": dt.Shard(-1), "R": dt.Replicate(), "P": dt.Partial()}
 
+    def vals(t):
+        return t.detach().cpu().tolist() if t.ndim else float(t.detach().cpu())
 
-@pytest.fixture
-def worlds(tmp_path):
-    """ember's process group (MPI, one process) and PyTorch's (gloo, one process), each torn down after."""
-    torch = pytest.importorskip("torch")
-    import torch.distributed as tdist
-
-    import ember.distributed as dist
-
-    dist.init_process_group("mpi")
-    tdist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
-    try:
-        yield torch
-    finally:
-        tdist.destroy_process_group()
-        dist.destroy_process_group()
-
-
-def _np(t):
-    return t.detach().cpu().numpy() if isinstance(t, ember.Tensor) else t.detach().numpy()
-
-
-def test_mesh_and_placements_match_pytorch(worlds, device):
-    torch = worlds
-    from torch.distributed.tensor import init_device_mesh as t_mesh
-    from torch.distributed.tensor._utils import compute_local_shape_and_global_offset as t_local
-
-    from ember.distributed.tensor import DeviceMesh, init_device_mesh
-    from ember.distributed.tensor._utils import compute_local_shape_and_global_offset
-
-    dev = ember.device(device).type
+    # meshes
     for shape, names in [((1,), None), ((1, 1), ("dp", "tp"))]:
-        e, t = init_device_mesh(dev, shape, mesh_dim_names=names), t_mesh("cpu", shape, mesh_dim_names=names)
-        assert (e.ndim, e.shape, e.size(), e.get_rank(), e.get_coordinate(), e.mesh_dim_names, e.mesh.tolist()) == (
-            t.ndim, t.shape, t.size(), t.get_rank(), t.get_coordinate(), t.mesh_dim_names, t.mesh.tolist())
-        assert e.get_local_rank(e.ndim - 1) == t.get_local_rank(t.ndim - 1)
-        for ps in (["S0"] * e.ndim, ["R"] * e.ndim):
-            assert compute_local_shape_and_global_offset((5, 3), e, [_placements(ember)[p] for p in ps]) == \
-                tuple(map(tuple, t_local((5, 3), t, [_placements(torch)[p] for p in ps])))
-    assert init_device_mesh(dev, (1, 1), mesh_dim_names=("dp", "tp"))["tp"].mesh_dim_names == ("tp",)
-    assert DeviceMesh(dev, [0]) == init_device_mesh(dev, (1,))
-    with pytest.raises(RuntimeError, match="holds 2 ranks"):
-        init_device_mesh(dev, (2,))
-    with pytest.raises(NotImplementedError, match="sub-groups"):
-        DeviceMesh(dev, [0, 0])
-
-
-def test_distribute_redistribute_and_full_tensor_match_pytorch(worlds, device):
-    torch = worlds
-    import torch.distributed.tensor as tdt
-
-    import ember.distributed.tensor as edt
-
-    dev = ember.device(device).type
-    e_mesh, t_mesh = edt.init_device_mesh(dev, (1,)), tdt.init_device_mesh("cpu", (1,))
-    data = np.arange(12.0).reshape(3, 4)
-    pe, pt = _placements(ember), _placements(torch)
-    for a in pe:
-        de = edt.distribute_tensor(ember.tensor(data, device=device), e_mesh, [pe[a]])
-        dt = tdt.distribute_tensor(torch.tensor(data), t_mesh, [pt[a]])
-        assert isinstance(de, edt.DTensor) and repr(de.placements) == repr(dt.placements)
-        assert (de.shape, de.to_local().shape) == (dt.shape, dt.to_local().shape)
-        np.testing.assert_allclose(_np(de.to_local()), _np(dt.to_local()))
-        np.testing.assert_allclose(_np(de.full_tensor()), _np(dt.full_tensor()))
+        mesh = dt.init_device_mesh("cpu" if lib == "torch" else ember.device(device).type, shape,
+                                   mesh_dim_names=names)
+        out[f"mesh{shape}"] = [mesh.ndim, list(mesh.shape), mesh.size(), mesh.get_rank(), list(mesh.get_coordinate()),
+                               mesh.mesh_dim_names, mesh.mesh.tolist(), mesh.get_local_rank(mesh.ndim - 1),
+                               [list(map(list, local_shape((5, 3), mesh, [p[a]] * mesh.ndim))) for a in ("S0", "R")]]
+    out["submesh"] = list(mesh["tp"].mesh_dim_names)
+    mesh = dt.init_device_mesh("cpu" if lib == "torch" else ember.device(device).type, (1,))
+    # distribute, redistribute, full_tensor, from_local
+    data = m.arange(12.0, device=device).reshape(3, 4)
+    for a in p:
+        d = dt.distribute_tensor(data, mesh, [p[a]])
+        out[f"dist {a}"] = [type(d).__name__, repr(d.placements), list(d.shape), list(d.to_local().shape),
+                            vals(d.to_local()), vals(d.full_tensor())]
         for b in ("S0", "S1", "R"):
-            re, rt = de.redistribute(e_mesh, [pe[b]]), dt.redistribute(t_mesh, [pt[b]])
-            assert repr(re.placements) == repr(rt.placements)
-            np.testing.assert_allclose(_np(re.to_local()), _np(rt.to_local()))
-    local = ember.ones(2, 3, device=device)
-    fe = edt.DTensor.from_local(local, e_mesh, [pe["S1"]])
-    assert fe.shape == tdt.DTensor.from_local(torch.ones(2, 3), t_mesh, [pt["S1"]]).shape and fe.to_local() is local
-    with pytest.raises(ValueError, match="same length"):
-        edt.distribute_tensor(ember.ones(2), e_mesh, [pe["R"], pe["R"]])
-    with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor"):
-        fe + ember.ones(2, 3, device=device)
+            r = d.redistribute(mesh, [p[b]])
+            out[f"dist {a} -> {b}"] = [repr(r.placements), vals(r.to_local())]
+    f = dt.DTensor.from_local(m.ones(2, 3, device=device), mesh, [p["S1"]])
+    out["from_local"] = [list(f.shape), repr(f.placements)]
+    errors = {"placements": lambda: dt.distribute_tensor(m.ones(2, device=device), mesh, [p["R"], p["R"]]),
+              "mixed": lambda: f + m.ones(2, 3, device=device)}
+    for name, bad in errors.items():
+        try:
+            bad()
+            out[f"error {name}"] = "none"
+        except (ValueError, RuntimeError) as e:
+            out[f"error {name}"] = type(e).__name__
+    # ops and gradients: pointwise ops keep a sharding; gradients reach a distributed leaf (a DTensor of its
+    # placements), a local tensor through from_local, and autograd.grad's DTensor input
+    x = m.tensor(np.random.default_rng(0).standard_normal((4, 3)), dtype=m.float64, device=device,
+                 requires_grad=True)
+    d = dt.distribute_tensor(x, mesh, [p["S0"]])
+    y = (d * d + 1).exp()
+    z = (y @ d.T).full_tensor()
+    z.sum().backward()
+    local = x.detach().clone().requires_grad_()
+    dt.DTensor.from_local(local, mesh, [p["S1"]]).redistribute(mesh, [p["R"]]).to_local().pow(3).sum().backward()
+    leaf = dt.distribute_tensor(x.detach(), mesh, [p["S1"]]).requires_grad_()
+    (g,) = m.autograd.grad(leaf.sin().full_tensor().sum(), leaf)
+    out["ops"] = [repr(y.placements), vals(z), x.grad is None, type(d.grad).__name__, repr(d.grad.placements),
+                  vals(d.grad.full_tensor()), vals(local.grad), type(g).__name__, repr(g.placements),
+                  vals(g.full_tensor())]
+    dist.destroy_process_group()
+    return out
 
 
-def test_ops_and_gradients_match_pytorch(worlds, device):
-    """Pointwise ops keep a sharding, others give the whole result; gradients reach a distributed leaf (as a
-    DTensor of its placements), a local tensor through from_local, and autograd.grad's DTensor inputs."""
-    torch = worlds
-    import torch.distributed.tensor as tdt
+def _run(*args, launcher=False):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+    start = [sys.executable, "-m", "ember.distributed.run", "--nproc", "2", "--timeout", "60"] if launcher else \
+        [sys.executable]
+    return subprocess.run([*start, HERE, *args], capture_output=True, text=True, timeout=120, env=env)
 
-    import ember.distributed.tensor as edt
 
-    e_mesh, t_mesh = edt.init_device_mesh(ember.device(device).type, (1,)), tdt.init_device_mesh("cpu", (1,))
-    data = np.random.default_rng(0).standard_normal((4, 3))
-    (pe, pt), results = (_placements(ember), _placements(torch)), []
-    for m, dt_mod, mesh, p in ((ember, edt, e_mesh, pe), (torch, tdt, t_mesh, pt)):
-        x = m.tensor(data, dtype=m.float64, device=device if m is ember else "cpu", requires_grad=True)
-        d = dt_mod.distribute_tensor(x, mesh, [p["S0"]])
-        y = (d * d + 1).exp()
-        assert repr(y.placements) == repr(d.placements)  # pointwise: still sharded
-        z = (y @ d.T).full_tensor()
-        z.sum().backward()
-        local = m.tensor(data, dtype=m.float64, device=device if m is ember else "cpu", requires_grad=True)
-        w = dt_mod.DTensor.from_local(local, mesh, [p["S1"]]).redistribute(mesh, [p["R"]]).to_local()
-        w.pow(3).sum().backward()
-        leaf = dt_mod.distribute_tensor(x.detach(), mesh, [p["S1"]]).requires_grad_()
-        (g,) = m.autograd.grad(leaf.sin().full_tensor().sum(), leaf)
-        assert x.grad is None and d.grad is not None and repr(d.grad.placements) == repr(d.placements)
-        assert type(g).__name__ == "DTensor" and repr(g.placements) == repr(leaf.placements)
-        results.append([_np(z), _np(d.grad.full_tensor()), _np(local.grad), _np(g.full_tensor())])
-    for a, b in zip(*results):
-        np.testing.assert_allclose(a, b, rtol=1e-12)
+def test_world_of_one_matches_pytorch(device, tmp_path):
+    pytest.importorskip("torch")
+    runs = {lib: _run("world1", lib, device, str(tmp_path / f"pg-{lib}")) for lib in ("ember", "torch")}
+    reports = {}
+    for lib, proc in runs.items():
+        assert proc.returncode == 0, f"{lib}: {proc.stderr[-3000:]}"
+        reports[lib] = json.loads(proc.stdout.strip().splitlines()[-1])
+    ours, theirs = reports["ember"], reports["torch"]
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        a, b = ours[key], theirs[key]
+        if key == "ops":  # float64 values: compared closely, the rest exactly
+            for u, v in zip(a, b):
+                if isinstance(u, list):
+                    np.testing.assert_allclose(u, v, rtol=1e-12, err_msg=key)
+                else:
+                    assert u == v, (key, a, b)
+        else:
+            assert a == b, (key, a, b)
 
 
 # ----------------------------------------------------------------------------- two ranks
-def run_rank():
+def run_two_ranks():
     """Each rank's checks against the values one process computes, printed as ``CHECK <rank> ok`` or the error."""
     import traceback
 
@@ -168,9 +156,7 @@ def run_rank():
 
 
 def test_two_ranks():
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
-    cmd = [sys.executable, "-m", "ember.distributed.run", "--nproc", "2", "--timeout", "60", HERE, "run"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    r = _run("two", launcher=True)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("CHECK ")]
     assert len(lines) == 2, f"rc={r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     failed = [ln for ln in lines if not ln.endswith(" ok")]
@@ -178,4 +164,7 @@ def test_two_ranks():
 
 
 if __name__ == "__main__":
-    {"run": run_rank}[sys.argv[1]]()
+    if sys.argv[1] == "world1":
+        print(json.dumps(_report(*sys.argv[2:])))
+    else:
+        run_two_ranks()

@@ -1,7 +1,9 @@
 """``python -m ember.ecosystem [LIBRARY ...] [--smoke] [--write docs/ecosystem.md]``: the ecosystem comparison.
 
 ``--snapshot GIT_DIR@REF`` or ``--tests-from DIR`` first puts a library's test files beside its sdist (from a
-repository snapshot, or from a folder they were gathered into); ``--subset "ARGS"`` runs other pytest arguments.
+repository snapshot, or from a folder they were gathered into); ``--subset "ARGS"`` runs other pytest arguments;
+``--version V`` runs one library at another release than its pin (``--deps "REQ ..."``: that release's non-PyTorch
+requirements), kept apart from the pinned release's results and not written into the table.
 
 Runs each library's chosen tests under PyTorch and under ember (see :mod:`ember.ecosystem`), prints the counts and
 the failures under ember, and with ``--write`` puts the table of every library's latest run into the Markdown file
@@ -10,6 +12,7 @@ between its markers.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -47,12 +50,23 @@ def main(argv=None) -> int:
     parser.add_argument("--tests-from", metavar="DIR", type=Path,
                         help="first put the named library's tests from this folder (laid out as its repository) "
                              "beside its sdist; its ORIGIN file says where they came from")
+    parser.add_argument("--version", help="run the one named library at this release instead of its pinned one")
+    parser.add_argument("--deps", metavar="REQS", type=shlex.split,
+                        help="with --version: that release's non-PyTorch requirements instead of the pinned one's")
     ns = parser.parse_args(argv)
     unknown = sorted(set(ns.libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"unknown libraries {unknown}; choose from {', '.join(LIBRARIES)}")
-    if (ns.snapshot or ns.tests_from) and len(ns.libraries) != 1:
-        parser.error("--snapshot and --tests-from take exactly one LIBRARY")
+    if (ns.snapshot or ns.tests_from or ns.version) and len(ns.libraries) != 1:
+        parser.error("--snapshot, --tests-from and --version take exactly one LIBRARY")
+    if ns.deps is not None and not ns.version:
+        parser.error("--deps goes with --version")
+    if ns.version:
+        pinned = LIBRARIES[ns.libraries[0]]
+        LIBRARIES[pinned.name] = dataclasses.replace(pinned, version=ns.version,
+                                                     deps=pinned.deps if ns.deps is None else tuple(ns.deps))
+        if ns.write:
+            parser.error("--write records the pinned releases only: run --version without it")
     if ns.snapshot:
         git_dir, _, ref = ns.snapshot.rpartition("@")
         add_snapshot_tests(LIBRARIES[ns.libraries[0]], Path(git_dir), ref or "HEAD")

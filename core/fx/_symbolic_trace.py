@@ -125,6 +125,14 @@ def _positional_code(fn, n_varargs: bool, n_varkw: bool):
     return new
 
 
+_is_fx_tracing_flag = False  # set while a Tracer traces
+
+
+def is_fx_tracing() -> bool:
+    """Whether a :class:`Tracer` is tracing now (in any thread, as PyTorch's flag)."""
+    return _is_fx_tracing_flag
+
+
 class Tracer(TracerBase):
     """Turns a Module or function into a :class:`~ember.fx.Graph` (see the module docstring).  Subclass and
     override :meth:`is_leaf_module`, :meth:`create_arg`, :meth:`call_module` or :meth:`getattr` to change
@@ -270,8 +278,10 @@ class Tracer(TracerBase):
         def module_call(mod, call_args, call_kwargs):
             return tracer.call_module(mod, lambda *a, **k: mod._call(a, k), call_args, call_kwargs)
 
-        saved_scope = module_mod.CALL_SCOPE[0]
+        global _is_fx_tracing_flag
+        saved_scope, saved_flag = module_mod.CALL_SCOPE[0], _is_fx_tracing_flag
         try:
+            _is_fx_tracing_flag = True
             patcher.set_attr(Module, "__getattr__", module_getattr)
             module_mod.CALL_SCOPE[0] = module_call
             self._patch_wrapped(patcher, fn_globals)
@@ -279,7 +289,7 @@ class Tracer(TracerBase):
             self.create_node("output", "output", (self.create_arg(result),), {},
                              type_expr=getattr(fn, "__annotations__", {}).get("return"))
         finally:
-            module_mod.CALL_SCOPE[0] = saved_scope
+            module_mod.CALL_SCOPE[0], _is_fx_tracing_flag = saved_scope, saved_flag
             patcher.restore()
             self.submodule_paths = None
         return self.graph

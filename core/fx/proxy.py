@@ -158,6 +158,39 @@ class Proxy:
         return tracer.create_proxy("call_function", orig_method, args, kwargs)
 
 
+class ParameterProxy(Proxy):
+    """A parameter read while tracing (a ``get_attr`` node) whose shape is answered from the parameter itself, not
+    recorded: ``shape``, ``size``, ``dim``, ``ndim``, ``numel``, ``nelement``."""
+
+    def __init__(self, tracer: TracerBase, node: Node, name: str, param):
+        super().__init__(node, tracer)
+        self.param = param
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ParameterProxy({self.name})"
+
+    @property
+    def shape(self):
+        return self.param.shape
+
+    def size(self):
+        return self.param.size()
+
+    def dim(self) -> int:
+        return self.param.dim()
+
+    @property
+    def ndim(self) -> int:
+        return self.param.ndim
+
+    def numel(self) -> int:
+        return self.param.numel()
+
+    def nelement(self) -> int:
+        return self.param.nelement()
+
+
 class Attribute(Proxy):
     """``proxy.name``: becomes a ``getattr`` node when used as a value, a ``call_method`` when called."""
 

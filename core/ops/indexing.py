@@ -7,6 +7,8 @@ The Ops of ``x[index]`` itself (:class:`Getitem`, :class:`SliceView`) live in
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes
@@ -216,9 +218,24 @@ def _ints_first(index):
     return ints, rest
 
 
+def _sequence_as_tuple(index: list) -> bool:
+    """PyTorch's rule, kept with its deprecation warning: a list of fewer than 32 items holding a slice, None,
+    ``...``, a tensor or a sequence is a tuple of indices (``x[[slice(0, 1), 0]]`` is ``x[0:1, 0]``)."""
+    if len(index) >= 32 or not any(i is None or i is Ellipsis or isinstance(i, (slice, Tensor, list, tuple, np.ndarray))
+                                   for i in index):
+        return False
+    warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                  "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                  "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result",
+                  UserWarning, stacklevel=3)
+    return True
+
+
 @export(name="__getitem__", to=TENSOR)
 def getitem(t, index):
     """``t[index]``: a view for basic indices (ints, slices, None, ``...``), else a copy (advanced indexing)."""
+    if type(index) is list and _sequence_as_tuple(index):
+        index = tuple(index)
     fast = _basic_fast(t, index)
     if fast is not None:
         return view_op(basic_view_op(index, t._data.shape), t, fast if Ellipsis in fast else fast + (Ellipsis,))

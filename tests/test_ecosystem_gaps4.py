@@ -1,0 +1,79 @@
+"""What transformers 4.48's import and model tests needed from the platform, each against PyTorch: the tensor-parallel
+plan types, ``fx._compatibility``, ``fx._symbolic_trace.is_fx_tracing`` and ``fx.proxy.ParameterProxy``."""
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def test_tensor_parallel_styles_hold_pytorch_settings():
+    import torch.distributed.tensor.parallel as theirs
+
+    import ember.distributed.tensor.parallel as ours
+
+    assert set(ours.__all__) == set(theirs.__all__)
+    for name, kwargs in [("ColwiseParallel", {}), ("RowwiseParallel", {}), ("SequenceParallel", {"sequence_dim": 0}),
+                         ("ColwiseParallel", {"use_local_output": False}), ("PrepareModuleInput", {})]:
+        a, b = getattr(ours, name)(**kwargs), getattr(theirs, name)(**kwargs)
+        assert isinstance(a, ours.ParallelStyle)
+        for attr in ("input_layouts", "output_layouts", "desired_input_layouts", "use_local_output",
+                     "sequence_sharding", "input_kwarg_layouts", "desired_output_layouts"):
+            assert repr(getattr(a, attr, None)) == repr(getattr(b, attr, None)), (name, attr)
+    with pytest.raises(NotImplementedError, match="parallelize_module"):
+        ours.parallelize_module(ember.nn.Linear(2, 2), None, ours.ColwiseParallel())
+
+
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_fx_tracing_flag_compatibility_and_parameter_proxy(lib):
+    m = ember if lib == "ember" else torch
+    fx = m.fx
+    from importlib import import_module
+
+    compatibility = import_module(f"{lib}.fx._compatibility").compatibility
+    is_fx_tracing = import_module(f"{lib}.fx._symbolic_trace").is_fx_tracing
+    ParameterProxy = import_module(f"{lib}.fx.proxy").ParameterProxy
+
+    @compatibility(is_backward_compatible=True)
+    def kept():
+        """Doc."""
+
+    assert kept.__doc__.startswith("Doc.") and "guaranteed" in kept.__doc__
+    seen = []
+
+    class Net(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = m.nn.Parameter(m.ones(3, 2))
+
+        def forward(self, x):
+            seen.append(is_fx_tracing())
+            return x @ self.w
+
+    class ShapeTracer(fx.Tracer):
+        def getattr(self, attr, attr_val, parameter_proxy_cache):
+            if isinstance(attr_val, m.nn.Parameter):
+                return self.create_proxy("get_attr", attr, (), {},
+                                         proxy_factory_fn=lambda node: ParameterProxy(self, node, attr, attr_val))
+            return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    tracer = ShapeTracer()
+    graph = tracer.trace(Net())
+    assert seen == [True] and not is_fx_tracing()
+    assert [n.op for n in graph.nodes] == ["placeholder", "get_attr", "call_function", "output"]
+    proxy = ParameterProxy(tracer, next(n for n in graph.nodes if n.op == "get_attr"), "w", Net().w)
+    assert (tuple(proxy.shape), tuple(proxy.size()), proxy.dim(), proxy.ndim, proxy.numel(),
+            proxy.nelement()) == ((3, 2), (3, 2), 2, 2, 6, 6)
+
+
+def test_list_of_slices_indexes_as_a_tuple(device):
+    """transformers' batching-equivalence test indexes with a list of slices: PyTorch reads a short list holding a
+    slice, None, ``...``, a tensor or a sequence as a tuple of indices, with a deprecation warning."""
+    x, y = ember.arange(24.0, device=device).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+    for index in ([slice(0, 1), slice(0, 2)], [[0, 1], [1, 0]], [None, 0], [0, [1, 2]], [Ellipsis, 1]):
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            a = x[index]
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            b = y[index]
+        assert a.shape == b.shape and a.cpu().tolist() == b.tolist()
+    assert x[[0, 1]].shape == y[[0, 1]].shape  # a plain list of ints stays one advanced index
