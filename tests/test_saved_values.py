@@ -69,25 +69,60 @@ def test_inplace_after_forward_raises_as_pytorch(name, device):
         assert "modified by an inplace operation" in got
 
 
+def _layout(call, sa, sb, change):
+    def program(m, dev):
+        a, b = (m.rand(*s, device=dev, dtype=m.float64, requires_grad=True).clone() for s in (sa, sb))
+        y = call(m, a, b)
+        (a, b)[change].add_(1)
+        y.abs().sum().backward()
+    return program
+
+
+# where the strides decide: an operand PyTorch's node keeps as a view of the input (an in-place change of the input
+# refuses the backward), or as a copy (it does not): batched matmul expands and flattens the batch dims, reshape
+# views strided data where the strides allow
+LAYOUTS = {"matmul_expanded": (lambda m, a, b: a @ b, (2, 1, 2, 3), (3, 3, 2)),
+           "matmul_new_batch_dim": (lambda m, a, b: a @ b, (2, 3, 2, 3), (3, 3, 2)),
+           "matmul_one_batch_dim": (lambda m, a, b: a @ b, (1, 2, 3), (4, 3, 2)),
+           "matmul_both_expanded": (lambda m, a, b: a @ b, (1, 1, 2, 3), (2, 3, 3, 2)),
+           "matmul_same_batch": (lambda m, a, b: a @ b, (2, 2, 3), (2, 3, 2)),
+           "matmul_right_one": (lambda m, a, b: a @ b, (4, 2, 3), (1, 3, 2)),
+           "matmul_left_one_4d": (lambda m, a, b: a @ b, (1, 1, 2, 3), (4, 3, 2)),
+           "matmul_right_ones_4d": (lambda m, a, b: a @ b, (3, 2, 3), (1, 1, 3, 2)),
+           "matmul_transposed": (lambda m, a, b: a.mT @ b, (2, 3, 2), (1, 3, 2)),
+           "reshape_alias": (lambda m, a, b: a.movedim(0, 2).reshape(6, 6) * b, (6, 2, 3), (6, 6)),
+           "reshape_copy": (lambda m, a, b: a.t().reshape(6) * b, (2, 3), (6,)),
+           "kron": (lambda m, a, b: m.kron(a, b), (2, 2), (3,)),
+           "polar": (lambda m, a, b: m.polar(a, b), (3,), (2, 3)),
+           "solve": (lambda m, a, b: m.linalg.solve(a + 3 * m.eye(3, dtype=a.dtype), b), (3, 3), (3, 2))}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+@pytest.mark.parametrize("change", [0, 1])
+def test_inplace_after_strided_forward_raises_as_pytorch(name, change, device):
+    if getattr(ember.ones(1, device=device)._data, "strides", None) is None:
+        pytest.skip("the backend's arrays have no strides: its reshape is always a view")
+    program = _layout(*LAYOUTS[name], change)
+    want = _outcome(lambda: program(torch, "cpu"))
+    got = _outcome(lambda: program(ember, device))
+    assert (got == "ok") == (want == "ok"), f"ember: {got!r}; PyTorch: {want!r}"
+
+
 # The sweep: each float input of each differentiable row changed in place after the forward, then backward.
-# Rows where ember raises and PyTorch does not: ember keeps an input PyTorch's formula does not read (a solve's
-# right-hand side where PyTorch keeps the LU factorisation; cross_entropy's logits where PyTorch keeps log_softmax's
-# result; single-operand einsum, kron, polar and a broadcast matmul keep their operands through ember's composition,
-# as does the per-sample linear under vmap).
+# Rows where ember raises and PyTorch does not: ember keeps an input PyTorch's formula does not read
+# (cross_entropy's logits where PyTorch keeps log_softmax's result; the per-sample linear under vmap keeps its
+# operands where PyTorch's batching rule works on copies).
 RAISES_ONLY_IN_EMBER = frozenset("""
-    cross_entropy_index einsum_sum einsum_trace kron matmul polar solve solve_ex solve_ex_right tensorsolve
-    tensorsolve_dims vmap_linear_per_sample_weight vmap_linear_per_sample_weight_rows
+    cross_entropy_index vmap_linear_per_sample_weight vmap_linear_per_sample_weight_rows
     vmap_linear_per_sample_weight_vector
 """.split())
-# Rows where PyTorch raises and ember does not: tensorsolve over moved dims, whose solve keeps its right-hand side
-# where PyTorch's keeps the LU factorisation of the moved coefficient (the other input keeps it in both).
-RAISES_ONLY_IN_PYTORCH = frozenset({"tensorsolve_dims"})
+# Rows where PyTorch raises and ember does not
+RAISES_ONLY_IN_PYTORCH = frozenset()
 
 # On a backend without strides, reshape is always a view: a product after a reshape keeps a view of the input
-# (tensordot raises where PyTorch does not, tensorsolve over moved dims raises as PyTorch's), and a batch-first
-# recurrent layer keeps its transposed input (contiguous() copies nothing there)
+# (tensordot raises where PyTorch does not), and a batch-first recurrent layer keeps its transposed input
+# (contiguous() copies nothing there)
 STRIDELESS_RAISES_ONLY_IN_EMBER = frozenset({"tensordot", "gru_fn"})
-STRIDELESS_RAISES_AS_PYTORCH = frozenset({"tensorsolve_dims"})
 
 _REFERENCE: dict = {}
 
@@ -134,7 +169,6 @@ def test_sweep_inplace_change_after_forward(device):
     only_ember, only_pytorch = RAISES_ONLY_IN_EMBER, RAISES_ONLY_IN_PYTORCH
     if getattr(ember.ones(1, device=device)._data, "strides", None) is None:
         only_ember = only_ember | STRIDELESS_RAISES_ONLY_IN_EMBER
-        only_pytorch = only_pytorch - STRIDELESS_RAISES_AS_PYTORCH
     for row, i, k in _inplace_cases():
         if row.skips.get(device.split(":")[0]):
             continue

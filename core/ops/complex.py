@@ -235,7 +235,26 @@ def polar(abs, angle, *, out=None):  # noqa: A002 - PyTorch's names
     tensor([2.+0.j])
     """
     _float_pair("polar", abs, angle)
-    return out_or(complex(abs * angle.cos(), abs * angle.sin()), out)
+    return out_or(apply(Polar, abs, angle, _broadcast(abs.shape, angle.shape)), out)
+
+
+class Polar(Op):
+    """``abs * (cos(angle) + i sin(angle))``; as PyTorch's node it keeps only its result, which both gradients
+    read (PyTorch's formula: ``Re(conj(g) sgn(z))`` for ``abs``, ``Re(conj(g) i z)`` for ``angle``)."""
+
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, r, theta, shape):
+        return k["make_complex"](k["mul"](r, k["cos"](theta)), k["mul"](r, k["sin"](theta)), shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        z, nf = ctx.output, ctx._next
+        gc = g.conj()
+        r = z.abs()  # sgn(z) = z / |z|, 0 at 0, written so that it differentiates again
+        return (real(gc * z / where(r == 0, r.new_ones(()), r)) if nf[0] is not None else None,
+                real(gc * z * 1j) if nf[1] is not None else None)
 
 
 # --------------------------------------------------------------------------- angle and conjugation

@@ -17,7 +17,7 @@ from ..registry import NAMESPACES, check_tensor, export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
 from .linalg_decomp import svdvals
-from .shape import broadcast_tensors, cat
+from .shape import Reshape, broadcast_shapes, broadcast_tensors, cat, strides_allow
 
 LINALG = ("linalg",)
 EVERYWHERE = ("linalg", "torch", "Tensor")
@@ -85,10 +85,35 @@ def matmul(input, other, *, out=None):  # noqa: A002
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     if input.dtype is dtypes.bool and 0 not in sa and 0 not in sb:  # PyTorch's BLAS kernels have no bool code
         raise NotImplementedError(f"\"{_BLAS_KERNEL.get((len(sa), len(sb)), 'bmm')}\" not implemented for 'Bool'")
+    if len(sa) > 2 and len(sb) > 2 and sa[:-2] != sb[:-2] and (input._rg or other._rg):
+        input, other = _batched_operands(input, other)
     r = binary(Matmul, input, other)
     if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
         rename_node(r, *_MATMUL_NODE.get((len(sa), len(sb)), ("UnsafeViewBackward0", ())))
     return r if out is None else copy_into_out(out, r)
+
+
+def _batched_operands(a, b):
+    """``a`` and ``b`` of a product of stacks with different batch dims, each copied where PyTorch's matmul keeps a
+    copy of it for backward (then an in-place change of the input refuses nothing): a stack of one against a 3-D
+    stack is squeezed and the other stack's batch folded into its rows (the right one transposed); otherwise both
+    are expanded to the broadcast batch and flattened to one batch dim.  Elsewhere the node keeps the inputs."""
+    if a.dim() == b.dim() == 3 and 1 in (a.shape[0], b.shape[0]):
+        if b.shape[0] == 1:
+            return (a if strides_allow(tuple(a.shape), a.stride(), (a.shape[0] * a.shape[1], a.shape[2]))
+                    else a.clone()), b
+        bt = b.mT
+        folds = strides_allow(tuple(bt.shape), bt.stride(), (bt.shape[0] * bt.shape[1], bt.shape[2]))
+        return a, b if folds else b.clone()
+    batch = tuple(broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    kept = []
+    for t in (a, b):
+        k = len(batch) - (t.dim() - 2)
+        strides = (0,) * k + tuple(0 if n == 1 else s for n, s in zip(t.shape[:-2], t.stride()[:-2]))
+        viewed = strides_allow(batch + tuple(t.shape[-2:]), strides + t.stride()[-2:],
+                               (math.prod(batch),) + tuple(t.shape[-2:]))
+        kept.append(t if viewed else t.clone())
+    return kept
 
 
 # PyTorch's kernel (named in its refusal of a dtype), by the operands' ranks
@@ -271,10 +296,12 @@ class Einsum(Op):
 
     @staticmethod
     def backward(ctx, g):
-        ops = ctx.inputs
+        nf = ctx._next
+        # an operand's values are read only by the other operands' gradients (one operand's: by none)
+        ops = ctx.inputs_except({j for j in range(len(nf)) if all(n is None for i, n in enumerate(nf) if i != j)})
         grads = []
         for i, (subs, t) in enumerate(zip(ctx.ins, ops)):
-            if ctx.next_functions[i][0] is None:
+            if nf[i] is None:
                 grads.append(None)
                 continue
             others = [s for j, s in enumerate(ctx.ins) if j != i]
@@ -424,12 +451,18 @@ def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
             [0., 0., 1., 1.]])
     """
     n = max(input.dim(), other.dim())
-    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
-    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
-    ia = [x for d in range(n) for x in (a.shape[d], 1)]
-    ib = [x for d in range(n) for x in (1, b.shape[d])]
-    r = (a.reshape(ia) * b.reshape(ib)).reshape([a.shape[d] * b.shape[d] for d in range(n)])
+    sa = (1,) * (n - input.dim()) + tuple(input.shape)
+    sb = (1,) * (n - other.dim()) + tuple(other.shape)
+    ia = tuple(x for d in range(n) for x in (sa[d], 1))
+    ib = tuple(x for d in range(n) for x in (1, sb[d]))
+    r = _unsafe_view(_unsafe_view(input, ia) * _unsafe_view(other, ib), tuple(sa[d] * sb[d] for d in range(n)))
     return out_or(r, out)
+
+
+def _unsafe_view(t, shape):
+    """``t`` in ``shape`` as PyTorch's ``_unsafe_view``: the data (shared where the layout allows) under a version
+    counter of its own, so what a later node saves of it is not refused by an in-place change of ``t``."""
+    return rename_node(unary(Reshape, t, shape), "UnsafeViewBackward0")
 
 
 @export

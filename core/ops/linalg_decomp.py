@@ -155,7 +155,9 @@ def _solve_vjp(ctx, g):
     return -(gb @ ctx.output.mH), gb
 
 
-Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2)
+# (PyTorch's node keeps A's LU factorisation and the result, never B: B changed in place refuses nothing)
+Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2,
+                 save_for=(None, ()))
 Solve.saved_args = {"left": lambda n: True}  # (left=False is composed of transposes around it)
 
 

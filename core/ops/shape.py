@@ -337,7 +337,29 @@ def reshape(input, *shape, **kw):  # noqa: A002
     shape = infer_shape(_shape_arg(shape, "reshape"), input.numel(), "reshape")
     if input.is_contiguous():
         return view_op(Reshape, input, shape)
+    if strides_allow(tuple(input.shape), input.stride(), shape):  # a view of strided data: PyTorch's node's name
+        return rename_node(view_op(Reshape, input, shape), "ReshapeAliasBackward0")
     return rename_node(unary(Reshape, input, shape), "UnsafeViewBackward0")  # PyTorch's node of a copying reshape
+
+
+def strides_allow(shape, strides, new_shape) -> bool:
+    """Whether data of ``shape`` and ``strides`` can be seen in ``new_shape`` without a copy: every run of
+    dimensions that lie one after another in memory maps onto whole dimensions of ``new_shape``."""
+    if 0 in shape:
+        return True
+    d_new, n_old, n_new = len(new_shape) - 1, 1, 1
+    base = strides[-1] if strides else 1
+    for d in range(len(shape) - 1, -1, -1):
+        n_old *= shape[d]
+        if d == 0 or shape[d - 1] != 1 and strides[d - 1] != n_old * base:  # a run of dims ends at d
+            while d_new >= 0 and (n_new < n_old or new_shape[d_new] == 1):
+                n_new *= new_shape[d_new]
+                d_new -= 1
+            if n_new != n_old:
+                return False
+            if d > 0:
+                base, n_old, n_new = strides[d - 1], 1, 1
+    return d_new == -1
 
 
 @export
