@@ -165,3 +165,28 @@ def test_jacobians_of_a_large_basis_run_in_pieces(device, torch, monkeypatch, pi
     for e, t in zip(*results):
         assert tuple(e.shape) == tuple(t.shape)
         assert_close(e, t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+# (logical shapes of a and b, in_dims): vectors, matrices and stacks, batched on one side or both
+VMAP_MATMUL = [
+    (((4,), (4, 3)), (0, None)), (((4,), (4, 3)), (None, 0)), (((2, 3, 4), (4, 5)), (None, 0)),
+    (((3, 4), (2, 4, 5)), (0, None)), (((3, 4), (4,)), (0, None)), (((3, 4), (4,)), (None, 0)),
+    (((4,), (4,)), (0, 0)), (((2, 3, 4), (2, 4, 5)), (0, 0)), (((4,), (2, 4, 5)), (0, None)),
+]
+
+
+@pytest.mark.parametrize("shapes,in_dims", VMAP_MATMUL)
+def test_vmapped_matmul_with_an_operand_unbatched(device, torch, shapes, in_dims):
+    # the unbatched operand meets the batched one's physical tensor through matmul's own broadcasting
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal(((6,) + s) if d is not None else s) for s, d in zip(shapes, in_dims)]
+    e_args = [ember.tensor(a, device=device, requires_grad=True) for a in arrays]
+    t_args = [torch.tensor(a, requires_grad=True) for a in arrays]
+    e = ember.vmap(ember.matmul, in_dims=in_dims)(*e_args)
+    t = torch.vmap(torch.matmul, in_dims=in_dims)(*t_args)
+    assert tuple(e.shape) == tuple(t.shape)
+    assert_close(e, t.detach().numpy())
+    (e.sin()).sum().backward()
+    (t.sin()).sum().backward()
+    for ea, ta in zip(e_args, t_args):
+        assert_close(ea.grad, ta.grad.numpy())

@@ -521,15 +521,8 @@ def _matmul_rule(level, kind, Op, args):
     la, lb = a.ndim, b.ndim
     if la == 0 or lb == 0:
         return NotImplemented
-    pa, pb = phys_of(a, level), phys_of(b, level)
-    if la == 1:
-        pa = pa.unsqueeze(-2)
-    if lb == 1:
-        pb = pb.unsqueeze(-1)
     n = max(la, lb, 2)
-    pa = phys_of_rank(pa, n)
-    pb = phys_of_rank(pb, n)
-    out = kind(Op, pa, pb)
+    out = kind(Op, _matmul_operand(a, level, la, n, -2), _matmul_operand(b, level, lb, n, -1))
     if la == 1:
         out = out.squeeze(-2)
     if lb == 1:
@@ -537,6 +530,17 @@ def _matmul_rule(level, kind, Op, args):
     if out.shape[0] != level.size:
         out = out.expand(level.size, *out.shape[1:])
     return wrap(out, level)
+
+
+def _matmul_operand(t, level, nd, n, vector_axis):
+    """A matmul operand for the batched product: a batched one's physical tensor with its logical dimensions
+    padded to ``n`` (its batch dimension then leads the result's); an unbatched one as it is, which matmul's
+    broadcasting aligns from the right.  A vector becomes a matrix along ``vector_axis``."""
+    d = t._data
+    if type(d) is Batched and d.level is level:
+        p = d.value
+        return phys_of_rank(p.unsqueeze(vector_axis) if nd == 1 else p, n)
+    return t.unsqueeze(vector_axis) if nd == 1 else t
 
 
 def phys_of_rank(p, n):
