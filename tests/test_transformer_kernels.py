@@ -1,7 +1,8 @@
 """The kernels a transformer's training step spends its time in, on their fast paths, against PyTorch: gelu and
-its one-kernel gradient (the CPU backend's float32 form, and oneDNN's primitive where ember-onednn is
-installed), values and gradients in float32 and float64, small and chunk-spanning sizes, non-finite inputs, and
-second order through the composite formula."""
+layer norm with their one-kernel gradients (the CPU backend's float32 forms, and oneDNN's primitives where
+ember-onednn is installed), attention (scaled_dot_product_attention's masks, the packed self-attention
+projection); values and gradients in float32 and float64, small and chunk-spanning sizes, non-finite inputs, and
+second order through the composite formulas."""
 import contextlib
 
 import numpy as np
@@ -19,12 +20,12 @@ def _np(t):
     return t.detach().cpu().numpy()
 
 
-def _kernel_sets(device):
-    """Context managers each running a set of gelu kernels: whatever the backend now has (ember-onednn's where it
-    is installed) and, on the CPU, the backend's own."""
+def _kernel_sets(device, ops=GELU_KERNELS):
+    """Context managers each running kernels ``ops``: whatever the backend now has (ember-onednn's where it is
+    installed) and, on the CPU, the backend's own."""
     sets = [contextlib.nullcontext]
     if device == "cpu":
-        sets.append(lambda: ember.testing.builtin_kernels("cpu", *GELU_KERNELS))
+        sets.append(lambda: ember.testing.builtin_kernels("cpu", *ops))
     return sets
 
 
@@ -165,7 +166,10 @@ def test_self_attention_packed_projection_matches_torch(device, batch_first):
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("shape,ns", [((3, 5), (5,)), ((12, 64, 128), (128,)), ((4, 9, 40), (9, 40)), ((300, 16), (16,))])
+LN_SHAPES = [((3, 5), (5,)), ((12, 64, 128), (128,)), ((4, 30, 40), (30, 40)), ((300, 16), (16,))]
+
+
+@pytest.mark.parametrize("shape,ns", LN_SHAPES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("affine", ["both", "weight", "none"])
 def test_layer_norm_value_and_gradients_match_torch(device, shape, ns, dtype, affine):
@@ -174,19 +178,23 @@ def test_layer_norm_value_and_gradients_match_torch(device, shape, ns, dtype, af
     g = rng.standard_normal(shape).astype(dtype)
     params = [rng.standard_normal(ns).astype(dtype) for _ in range(2)]
     kept = {"both": params, "weight": params[:1] + [None], "none": [None, None]}[affine]
-    out = {}
-    for lib in (ember, torch):
+    def run(lib):
         x = lib.tensor(a, requires_grad=True)
         w, b = (None if p is None else lib.tensor(p, requires_grad=True) for p in kept)
         if lib is ember:
             x, w, b = (None if t is None else t.to(device).detach().requires_grad_() for t in (x, w, b))
         y = lib.nn.functional.layer_norm(x, ns, w, b)
         y.backward(ember.tensor(g, device=device) if lib is ember else torch.tensor(g))
-        out[lib] = [y.detach().cpu().numpy()] + [t.grad.cpu().numpy() for t in (x, w, b) if t is not None]
-    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
-    assert len(out[ember]) == len(out[torch])
-    for e, t in zip(out[ember], out[torch]):
-        np.testing.assert_allclose(e, t, **tol)
+        return [y.detach().cpu().numpy()] + [t.grad.cpu().numpy() for t in (x, w, b) if t is not None]
+
+    want = run(torch)
+    tol = dict(rtol=2e-5, atol=5e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for kernels in _kernel_sets(device, ("layer_norm", "layer_norm_backward")):
+        with kernels():
+            got = run(ember)
+        assert len(got) == len(want)
+        for e, t in zip(got, want):
+            np.testing.assert_allclose(e, t, **tol)
 
 
 def test_layer_norm_strided_input_and_second_order(device):
