@@ -45,7 +45,8 @@ def test_matmul_with_a_matrix_repeated_by_zero_strides(device, torch):
     ew, tw = ember.tensor(w, device=device, requires_grad=True), torch.tensor(w, requires_grad=True)
     ev, tv = ember.tensor(v, device=device), torch.tensor(v)
     em, tm = ember.tensor(m, device=device), torch.tensor(m)
-    for e, t in ((ew.expand(7, 6, 5) @ ev, tw.expand(7, 6, 5) @ tv), (em @ ew.expand(7, 6, 5), tm @ tw.expand(7, 6, 5))):
+    pairs = ((ew.expand(7, 6, 5) @ ev, tw.expand(7, 6, 5) @ tv), (em @ ew.expand(7, 6, 5), tm @ tw.expand(7, 6, 5)))
+    for e, t in pairs:
         assert_close(e, t.detach().numpy())
         assert e.is_contiguous()
         e.sum().backward()
@@ -107,16 +108,17 @@ def test_empirical_ntk_blocks(device, torch):
     # vmap(jacrev(functional_call)) of a small MLP: each parameter's Jacobian block, laid out as torch.func's
     rng = np.random.default_rng(4)
     xs = rng.standard_normal((5, 6)).astype("float32")
-    blocks = []
+    blocks, nets = [], []
     for lib in (ember, torch):
         lib.manual_seed(0)
         net = lib.nn.Sequential(lib.nn.Linear(6, 8), lib.nn.Tanh(), lib.nn.Linear(8, 3))
-        if lib is torch:
+        if lib is torch:  # (ember's weights copied)
             with torch.no_grad():
-                for p, q in zip(ref.parameters(), net.parameters()):
+                for p, q in zip(nets[0].parameters(), net.parameters()):
                     q.copy_(torch.tensor(p.detach().cpu().numpy()))
         else:
-            ref = net = net.to(device)
+            net = net.to(device)
+        nets.append(net)
         params = {k: v.detach() for k, v in net.named_parameters()}
         x = lib.tensor(xs, device=device) if lib is ember else lib.tensor(xs)
 

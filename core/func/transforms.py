@@ -20,7 +20,7 @@ from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, inference_mode
 from ..dtypes import FLOAT
 from ..interception import set_aside
-from ..ops.creation import eye, zeros, zeros_like
+from ..ops.creation import zeros, zeros_like
 from ..ops.shape import cat, stack
 from ..state import GRAD_OFF, INFERENCE_ON, is_inference, set_grad, set_inference
 from ..tensor import Tensor, _wrap
@@ -419,12 +419,15 @@ def _basis(n, real, prefix, shape, start=0, count=None):
     ``(count,) + real.shape``: each sample of a new vmap level is one basis vector, repeated over the ``prefix``
     open levels by zero strides."""
     count = n if count is None else count
-    if count == n:
-        rows = eye(n, dtype=real.dtype, device=real.device)
-    else:  # (rows of the identity, built alone: the whole of it need not exist)
-        rows = zeros((count, n), dtype=real.dtype, device=real.device)
-        rows.diagonal(start).fill_(1)
-    return rows.reshape((count,) + (1,) * prefix + tuple(shape)).expand((count,) + tuple(real.shape))
+    shape = (count,) + (1,) * prefix + tuple(shape)
+    if count == n:  # (a constant: made by the kernels, not three ops through every vmap handler)
+        dev = real._dev
+        k = dev.kernels
+        rows = k["reshape"](k["eye"](n, n, real._data.dtype), shape)
+        return _wrap(k["expand"](rows, (count,) + tuple(real._data.shape)), dev)
+    rows = zeros((count, n), dtype=real.dtype, device=real.device)  # (rows of the identity, built alone: the
+    rows.diagonal(start).fill_(1)  # whole of it need not exist)
+    return rows.reshape(shape).expand((count,) + tuple(real.shape))
 
 
 def _batched(compute, n, real, prefix, shape, chunk_size):
