@@ -324,6 +324,8 @@ def kernels(xp, strategy=None) -> dict:
         if getattr(a.dtype, "type", None) is _BF16:
             return matmul_wide(a, b)
         nd, bnd = a.ndim, b.ndim
+        if 0 in a.shape or 0 in b.shape:  # (the flattening paths below cannot reshape an empty stack)
+            return xp.matmul(a, b)
         if nd >= 2 and bnd > 2 and b.shape[-1] == 1:
             # one matrix times a stack of vectors (a Jacobian's rows through a layer's weight) is one GEMM with
             # the vectors as rows, not a matrix-vector product per vector

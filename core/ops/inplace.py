@@ -144,8 +144,8 @@ def _arith_(Cls, name):
         alpha = kw.pop("alpha", 1)
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
-        if alpha != 1:
-            other = pw.mul(other, alpha)
+        if alpha != 1 or type(alpha) is bool:
+            other = pw.scaled_other(name[:-1], self, other, alpha)
         if Cls.promotion != "default" and self.dtype.category < dtypes.FLOAT:  # div_ on an integer tensor
             dtypes.check_out_cast(name, dtypes.computation_dtype(Cls.promotion, self.dtype), self.dtype)
         if not isinstance(other, (Tensor,) + _SCALARS):
@@ -157,6 +157,13 @@ def _arith_(Cls, name):
     return method
 
 
+def _fills_by_mask(idx, value) -> bool:
+    """Whether PyTorch writes ``value`` through masked_fill, which casts it: one element, and one bool mask the
+    only advanced index (else its index_put_ refuses a value of another dtype)."""
+    adv = [i for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]
+    return value.numel() == 1 and len(adv) == 1 and str(getattr(adv[0], "dtype", "")) == "bool"
+
+
 @export(name="__setitem__", to=TENSOR)
 def setitem(self, index, value):
     """``self[index] = value`` (differentiable with respect to ``value``)."""
@@ -165,7 +172,8 @@ def setitem(self, index, value):
         return setitem(getitem(self, split[0]), split[1], value)
     idx = _convert_index(self, index, "index_put_")
     _check_bounds(self, idx)
-    if not isinstance(value, Tensor):
+    given = isinstance(value, Tensor)
+    if not given:
         if not isinstance(value, _SCALARS) and not isinstance(value, (list, tuple)):
             raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
         value = tensor(value, dtype=self.dtype, device=self.device)
@@ -173,6 +181,10 @@ def setitem(self, index, value):
         copy_(getitem(self, index), value)
         return
     if value.dtype is not self.dtype:
+        if given and not _fills_by_mask(idx, value):
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{dtypes.type_name(self.dtype)} for the destination and "
+                               f"{dtypes.type_name(value.dtype)} for the source.")
         value = value.to(self.dtype)
     before = self._fn
     inplace(IndexPut, self, value, idx)

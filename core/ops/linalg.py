@@ -46,7 +46,7 @@ def _matmul_vjp(ctx, g):
             gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
         elif nb == 2 and na > 2:
             # a stack times one matrix: the weight gradient is one GEMM over the flattened stack
-            gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+            gb = a.flatten(0, -2).mT @ g.flatten(0, -2)  # (flatten: an empty stack too)
         else:
             gb = a.mT @ g
     return ga, gb

@@ -296,14 +296,21 @@ def sub(input, other, *, alpha=1, out=None):  # noqa: A002
         _bool_sub_error(input, other)
     scaled = alpha != 1 or type(alpha) is bool
     if scaled:
-        a = _alpha("sub", alpha, input, other)
-        if isinstance(a, np.generic) and not isinstance(a, np.number):  # (bfloat16's own scalar: a Python number)
-            a = a.item()
-        other = mul(other, a) if isinstance(other, Tensor) else other * a
+        other = scaled_other("sub", input, other, alpha)
     r = binary_result(binary(Sub, input, other), input, other, "sub")
     if scaled and isinstance(r._fn, Sub):
         keep_args(r, alpha=alpha)
     return out_or(r, out)
+
+
+def scaled_other(op, input, other, alpha):
+    """``alpha * other`` as PyTorch's add/sub kernels take it: ``alpha`` checked and rounded to the result dtype
+    and ``other`` scaled in that dtype (an integer ``other`` times 0.5 is not float32; a float16 ``other`` added to
+    a bfloat16 ``input`` is scaled in float32)."""
+    a = _alpha(op, alpha, input, other)
+    if isinstance(a, np.generic) and not isinstance(a, np.number):  # (bfloat16's own scalar: a Python number)
+        a = a.item()
+    return mul(other.to(result_type(input, other)), a) if isinstance(other, Tensor) else other * a
 
 
 def _alpha(op, alpha, input, other):
@@ -579,6 +586,18 @@ def _abs_vjp(g, x, y):
 Abs, abs = unary_op("abs", _abs_vjp, promotion="complex_to_float", aliases=("absolute",),  # noqa: A001
                     doc="Elementwise absolute value.", onnx="Abs",
                     kernel_dtypes=("abs_{device}", _NOT_BOOL | dtypes.COMPLEX_TYPES))
+_abs_written = NAMESPACES["Tensor"]["abs_"]
+
+
+def _abs_(input):  # noqa: A002
+    """In-place :func:`abs`; returns self.  A complex tensor is refused, as PyTorch does (its result is real)."""
+    if input.dtype.category == dtypes.COMPLEX:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _abs_written(input)
+
+
+_abs_.__name__ = _abs_.__qualname__ = "abs_"
+export(_abs_, "abs_", to=("torch", "Tensor"), aliases=("absolute_",))
 Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_sign_of_integer,
                       check=_real_sign,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
@@ -1334,7 +1353,8 @@ def _addc_pair(name, combine):
 
     def term_of(input, tensor1, tensor2, value):  # noqa: A002
         rt, value = _addc(name, input, tensor1, tensor2, value)
-        return rt, combine(tensor1 if value == 1 else tensor1 * value, tensor2)
+        term = combine(tensor1 if value == 1 else tensor1.to(rt), tensor2)
+        return rt, term if value == 1 else term * value  # value * (tensor1 op tensor2) in rt, as PyTorch's kernel
 
     def kept(r, tensor1, tensor2):  # what PyTorch's node keeps: each operand the other's gradient reads
         return keep_saved(r, tensor1 if tensor2.requires_grad else None,  # (addcdiv's divisor for both)

@@ -835,13 +835,17 @@ def _logcumsumexp_vjp(ctx, g):
     x, y, d = ctx.inputs[0], ctx.output, ctx.dim
     if g.numel() == 0:
         return g
-    low = -1e30 if x.dtype is not dtypes.float16 else -6e4  # finite: no NaN from -inf - -inf, nor in its gradient
+    half = x.dtype in (dtypes.float16, dtypes.bfloat16)
+    if half:  # in float32, rounded once (the difference of two exps cancels: half-precision steps lose it)
+        x, y, g = cast(x, dtypes.float32), cast(y, dtypes.float32), cast(g, dtypes.float32)
+    low = -1e30  # finite: no NaN from -inf - -inf, nor in its gradient
     lg = g.abs().where(g != 0, 1).log() - y
 
     def rev(t):
         return unary(LogCumSumExp, t.flip(d), d).flip(d)
 
-    return (rev(lg.where(g > 0, low)) + x).exp() - (rev(lg.where(g < 0, low)) + x).exp()
+    r = (rev(lg.where(g > 0, low)) + x).exp() - (rev(lg.where(g < 0, low)) + x).exp()
+    return cast(r, ctx.inputs[0].dtype) if half else r
 
 
 LogCumSumExp = op_class("LogCumSumExp", "logcumsumexp", saves="both", vjp=_logcumsumexp_vjp,
