@@ -71,7 +71,7 @@ def test_arithmetic_run_is_bit_identical(device, numba_cache):
     assert _numba_used(device, _sources(g))
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid", "erf"])
 def test_transcendental_forms_within_float32_ulps(device, numba_cache, name):
     torch = pytest.importorskip("torch")
     v = np.concatenate([np.linspace(-110, 100, 4001), np.linspace(-1, 1, 2001),

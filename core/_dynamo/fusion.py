@@ -11,6 +11,9 @@ that operand's buffer (``out=``): a chain of ``n`` ops allocates about one array
 
 The kernels are the same and run on the same values in the same order, so results are eager mode's (an
 ``out=`` ufunc computes the same loop).
+
+Where numba is installed, a run that qualifies becomes one compiled loop instead (:mod:`.jit`), chosen by
+``ember.compile(options={"fusion": ...})``: "auto" (long or large runs), "numba" or "numpy".
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ or without numba, the run stays NumPy's.
 
 Results: ``+ - * /``, ``sqrt``, comparisons and selections are IEEE operations in the run's dtype, in the
 eager order, so they are bit-identical to eager mode (numba compiles without fast-math, so nothing is
-contracted or reassociated).  ``exp``, ``tanh`` and ``sigmoid`` of float32 use the polynomial forms below,
-which LLVM vectorises (libm's scalar calls would not be): within 2 ulp of the exact value, not bit-identical to
-NumPy's.  Float64 calls libm's.
+contracted or reassociated).  ``exp``, ``tanh``, ``sigmoid`` and ``erf`` of float32 use the polynomial forms
+of :mod:`.jit_math`, which LLVM vectorises (libm's scalar calls would not be): within 3 ulp of the exact value,
+not bit-identical to NumPy's or SciPy's.  Float64 calls libm's.
 
 Kernels are written to source files named by a hash of their text under the user's cache
 (``$EMBER_CACHE_DIR`` or ``~/.cache/ember``, in ``jit/``) and compiled with ``cache=True``, so a second process
@@ -59,14 +59,15 @@ OPS = {
     "maximum": ("SEL(({0} > {1}) | ({0} != {0}), {0}, {1})", False),
     "minimum": ("SEL(({0} < {1}) | ({0} != {0}), {0}, {1})", False),
     "exp": ("EXP({0})", False), "tanh": ("TANH({0})", False), "sigmoid": ("SIGMOID({0})", False),
+    "erf": ("ERF({0})", False),
     "tanh_backward": ("({0} * (F(1) - {1} * {1}))", False),
     "sigmoid_backward": ("({0} * ({1} * (F(1) - {1})))", False),
     "eq": ("({0} == {1})", True), "ne": ("({0} != {1})", True), "lt": ("({0} < {1})", True),
     "le": ("({0} <= {1})", True), "gt": ("({0} > {1})", True), "ge": ("({0} >= {1})", True),
     "where": ("SEL({0}, {1}, {2})", False), "masked_fill": ("SEL({1}, {2}, {0})", False),
 }
-_FORMS = {"float32": {"EXP(": "EXP32(", "TANH(": "TANH32(", "SIGMOID(": "SIGMOID32("},
-          "float64": {"EXP(": "math.exp(", "TANH(": "math.tanh(", "SIGMOID(": "SIGMOID64("}}
+_FORMS = {"float32": {"EXP(": "EXP32(", "TANH(": "TANH32(", "SIGMOID(": "SIGMOID32(", "ERF(": "ERF32("},
+          "float64": {"EXP(": "math.exp(", "TANH(": "math.tanh(", "SIGMOID(": "SIGMOID64(", "ERF(": "math.erf("}}
 """The transcendental forms per dtype: float32's from :mod:`.jit_math` (vectorisable), float64's libm's."""
 
 _HEAD = """# ember.compile elementwise kernel (jit_math {version})
@@ -75,7 +76,7 @@ import math
 import numba
 import numpy as np
 
-from ember._dynamo.jit_math import EXP32, SEL, SIGMOID32, TANH32
+from ember._dynamo.jit_math import ERF32, EXP32, SEL, SIGMOID32, TANH32
 
 F = np.{dtype}
 I = np.int32

@@ -14,6 +14,10 @@ kernels (it needs numba).
 * ``tanh``: Cephes' ``tanhf``: an odd polynomial below ``|x| = 0.625``, ``copysign(1 - 2/(exp(2|x|) + 1), x)``
   above.
 * ``sigmoid``: ``1 / (1 + exp(-|x|))``, times ``exp(-|x|)`` for negative ``x``.
+* ``erf``: ``x * P(x*x)`` below ``|x| = 1`` and ``copysign(1 - exp(Q(|x| - 1)), x)`` from 1 to 4 (``|x|`` clamped
+  there: float32 ``erf(4)`` is 1), ``P`` of degree 6 and ``Q`` of degree 8 fitted by weighted least squares on
+  2000 Chebyshev nodes against float64 ``erf`` (relative error for ``P``, ``log(1 - erf)`` for ``Q``): within
+  3 ulp.
 
 ``SEL(c, a, b)`` is ``a if c else b`` as one ``select`` instruction: numba lowers a conditional expression to
 branches, which keep LLVM from vectorising the loop (a ReLU written so ran 4x slower).
@@ -27,6 +31,11 @@ from numba.core.extending import intrinsic
 _I32 = ir.IntType(32)
 _EXP_P = (1.39819995e-3, 8.33345191e-3, 4.16657959e-2, 1.66666655e-1, 5.00000012e-1)
 _TANH_P = (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
+_ERF_P = (7.898202146188179e-05, -0.0008024351375056439, 0.005190053212042563, -0.026854808300352334,
+          0.11283612420614728, -0.3761262884223105, 1.12837916650957)  # (highest degree first)
+_ERF_Q = (1.6141473982899355e-06, -3.2679090920132436e-05, 0.00031883325706416057, -0.0020506309293303066,
+          0.01007247438306554, -0.04157150178800543, -0.8431064114902301, -2.638967445513016,
+          -1.8496055133280342)
 
 
 def _const(x, v):
@@ -79,6 +88,24 @@ def sigmoid_ir(b, x):
     return b.select(b.fcmp_ordered(">=", x, _const(x, 0.0)), r, b.fmul(e, r))
 
 
+def _horner(b, coeffs, t):
+    p = _const(t, coeffs[0])
+    for c in coeffs[1:]:
+        p = b.fadd(b.fmul(p, t), _const(t, c))
+    return p
+
+
+def erf_ir(b, x):
+    """The instructions of float32 ``erf(x)`` at builder ``b``."""
+    a = b.call(b.module.declare_intrinsic("llvm.fabs", [x.type]), [x])
+    near = b.fmul(_horner(b, _ERF_P, b.fmul(x, x)), x)
+    top = b.select(b.fcmp_ordered("<", a, _const(x, 4.0)), a, _const(x, 4.0))
+    far = b.fsub(_const(x, 1.0), exp_ir(b, _horner(b, _ERF_Q, b.fsub(top, _const(x, 1.0)))))
+    copysign = b.module.declare_intrinsic("llvm.copysign", [x.type], ir.FunctionType(x.type, [x.type, x.type]))
+    r = b.select(b.fcmp_ordered("<", a, _const(x, 1.0)), near, b.call(copysign, [far, x]))
+    return b.select(b.fcmp_ordered("==", x, x), r, x)
+
+
 def _float32_intrinsic(emit):
     def typer(typingctx, x):
         if x != types.float32:
@@ -91,6 +118,7 @@ def _float32_intrinsic(emit):
 EXP32 = _float32_intrinsic(exp_ir)
 TANH32 = _float32_intrinsic(tanh_ir)
 SIGMOID32 = _float32_intrinsic(sigmoid_ir)
+ERF32 = _float32_intrinsic(erf_ir)
 
 
 @intrinsic
