@@ -35,6 +35,7 @@ OVERLOADS = {
     "transpose_": lambda m, x: x.clone().transpose_(0, 1), "t_": lambda m, x: x[0].clone().t_(),
     "reshape_view": lambda m, x: x.reshape(3, 2), "reshape_copy": lambda m, x: x.transpose(0, 2).reshape(6),
     "reshape_alias": lambda m, x: x.transpose(0, 2).reshape(3, 2),
+    "real": lambda m, x: (x * (1 + 2j)).real, "imag": lambda m, x: m.imag(x * (1 + 2j)),
     "flatten_copy": lambda m, x: x.transpose(0, 2).flatten(), "view": lambda m, x: x.view(6),
     "split_size": lambda m, x: x.split(1, 2)[0], "split_sizes": lambda m, x: x.split([1, 2], 2)[0],
     "chunk": lambda m, x: x.chunk(3, 2)[1], "unbind": lambda m, x: x.unbind(2)[0],
@@ -108,14 +109,13 @@ def test_renamed_node_stays_the_op():
 
 
 # Rows where ember composes the op from other ops (or fuses several) and PyTorch leaves one node of its own, or
-# where PyTorch's node is an implementation detail of its kernel choice (*_copy clones; `.real`
-# and `.imag` are SelectBackward0 of view_as_real, ember's RealBackward0/ImagBackward0: imag, eig_square): a
-# row of the tables whose output nodes differ in name from PyTorch's, as of this sweep.  Any other row must match.
+# where PyTorch's node is an implementation detail of its kernel choice (*_copy clones): a row of the tables whose
+# output nodes differ in name from PyTorch's, as of this sweep.  Any other row must match.
 KNOWN_DIFFERENT = frozenset("""
     adaptive_max_pool1d_with_indices cdist_large cdist_mm chain_matmul combinations cond cond_svd conv_transpose1d
-    convolution_transposed copies cumulative_trapezoid diag_mat diff_n_dim eig_square einsum_bmm einsum_diag
+    convolution_transposed copies cumulative_trapezoid diag_mat diff_n_dim einsum_bmm einsum_diag
     einsum_ellipsis einsum_empty einsum_outer einsum_sum einsum_three einsum_trace fill_diagonal fill_diagonal_3d
-    gru gru_fn imag linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias
+    gru gru_fn linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias
     linear_cross_entropy_chunked_none linear_cross_entropy_chunked_sum linear_cross_entropy_kdim
     linear_cross_entropy_smooth_probs lstm max_pool1d_with_indices_torch max_pool2d_backward max_unpool2d_backward
     nanquantile nanquantile_modes quantile quantile_0d quantile_dim_q quantile_modes ravel repeat_interleave_0d

@@ -32,30 +32,6 @@ def _complex_of(t, op):
 
 
 # --------------------------------------------------------------------------- parts (views)
-class Real(Op):
-    """The real part of a complex tensor, a view of it; the gradient is real, so it goes back as ``g + 0i``."""
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["complex_real"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return cast(g, g.dtype.to_complex())
-
-
-class Imag(Op):
-    """The imaginary part of a complex tensor, a view of it; the gradient goes back as ``0 + g i``."""
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k["complex_imag"](x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return cast(g, g.dtype.to_complex()) * 1j
-
-
 @export(to=TORCH)
 def real(input):  # noqa: A002
     """The real part: a view of a complex tensor (``input`` itself when it is real).
@@ -65,7 +41,8 @@ def real(input):  # noqa: A002
     tensor([1.])
     """
     check_tensor(input, "real")
-    return view_op(Real, input) if input.dtype.category == dtypes.COMPLEX else input
+    # PyTorch's view: the first of the real pairs (its node SelectBackward0, dim -1 and index 0 saved)
+    return view_as_real(input).select(-1, 0) if input.dtype.category == dtypes.COMPLEX else input
 
 
 @export(to=TORCH)
@@ -78,7 +55,7 @@ def imag(input):  # noqa: A002
     """
     check_tensor(input, "imag")
     _complex_of(input, "imag")
-    return view_op(Imag, input)
+    return view_as_real(input).select(-1, 1)
 
 
 def _set_real(self, value):
