@@ -4,6 +4,7 @@ PyTorch's names, views taken under ``no_grad``, and in-place writes whose operan
 Sweeps run every row of ember's op tables."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -522,34 +523,17 @@ def _same_args(got, want):
                for g, w in ((got[n], want[n]) for n in want))
 
 
-# Rows whose nodes do not yet give PyTorch's non-tensor saved values (names or values): the sweep fails when a row not
-# listed here differs, and when a listed row agrees on every sample (then it leaves this table). What keeps them here:
-# hfft2 and hfftn (one c2r node over every dim, where PyTorch's is a c2c and then a one-dim c2r); nodes of another
-# overload than PyTorch's (a copying reshape's sizes in linear, inner and matmul).
-ARGS_PENDING = frozenset("""
-    hfft2_complex3d hfft2_real3d hfftn_complex3d hfftn_real3d inner linear matmul matmul_empty
-""".split())
-
-
-def _args_differences(device):
-    """``{row name: [difference, ...]}`` over every compared node, and the rows compared."""
-    differ, compared = {}, set()
+def test_sweep_saved_arguments(device):
+    """Every node of PyTorch's name keeps PyTorch's non-tensor saved values (``_saved_dim``, ``_saved_self_sym_sizes``,
+    ``_saved_indices``...): the same names, types and values."""
+    differ, compared = [], set()
     for row, i, gfn, wfn in _node_pairs(device):
-        name = row.name.split()[0]
-        compared.add(name)
+        compared.add(row.name.split()[0])
         aw, ag = _args_saved(wfn, torch.Tensor), _args_saved(gfn, ember.Tensor)
         if not _same_args(ag, aw):
-            differ.setdefault(name, []).append(f"{row.name}[{i}] {wfn.name()}: ember {ag}, PyTorch {aw}")
-    return differ, compared
-
-
-def test_sweep_saved_arguments(device):
-    differ, compared = _args_differences(device)
+            differ.append(f"{row.name}[{i}] {wfn.name()}: ember {ag}, PyTorch {aw}")
     assert len(compared) > 400
-    regressed = [m for name, ms in sorted(differ.items()) if name not in ARGS_PENDING for m in ms]
-    assert not regressed, "\n".join(regressed)
-    done = sorted(ARGS_PENDING & compared - set(differ))
-    assert not done, f"rows that now agree with PyTorch (remove them from ARGS_PENDING): {done}"
+    assert not differ, "\n".join(differ)
 
 
 def test_saved_arguments_by_name(device):
@@ -576,6 +560,45 @@ def test_negative_arguments_read_as_pytorch(call, device):
     want = _args_saved(call(torch, torch.ones(2, 3, requires_grad=True)).grad_fn, torch.Tensor)
     got = _args_saved(call(ember, ember.ones(2, 3, requires_grad=True, device=device)).grad_fn, ember.Tensor)
     assert got == want
+
+
+def _x(m, *shape):
+    return m.arange(float(math.prod(shape)), dtype=m.float64).reshape(shape).requires_grad_()
+
+
+# forms the op tables do not reach: matmul's folded and batched products by rank and by which operand needs a gradient,
+# pooling arguments as given, an asymmetric 'same' padding, chained basic and mixed advanced indices, losses unreduced
+@pytest.mark.parametrize("call", [
+    lambda m: m.ones(3, dtype=m.float64, requires_grad=True) @ _x(m, 4, 3, 2),
+    lambda m: m.ones(3, dtype=m.float64) @ _x(m, 4, 3, 2), lambda m: _x(m, 5, 4, 2, 3) @ m.ones(3, dtype=m.float64),
+    lambda m: _x(m, 4, 2, 3) @ _x(m, 5, 1, 3, 2), lambda m: m.nn.functional.linear(_x(m, 4, 2, 3), _x(m, 5, 3)),
+    lambda m: m.nn.functional.linear(_x(m, 3), _x(m, 5, 3)),
+    lambda m: m.nn.functional.max_pool2d(_x(m, 1, 2, 6, 6), [2], [1], [1], ceil_mode=True),
+    lambda m: m.nn.functional.max_pool2d(_x(m, 1, 2, 6, 6), (2, 3), 2, (0, 1), return_indices=True)[0],
+    lambda m: m.nn.functional.conv2d(_x(m, 1, 2, 5, 5), _x(m, 4, 2, 2, 2), padding="same"),
+    lambda m: m.nn.functional.nll_loss(_x(m, 3, 4), m.tensor([0, 3, 1]), reduction="none", ignore_index=-3),
+    lambda m: _x(m, 2, 3, 4)[m.tensor([[True, False, True], [False, True, True]]), 1:],
+    lambda m: _x(m, 2, 3, 4)[m.tensor([True, False]), ..., m.tensor([0, 3])], lambda m: _x(m, 5, 3)[None, 1:, -2:],
+    lambda m: m.linalg.qr(_x(m, 3, 4), "r")[1], lambda m: m.inner(_x(m, 3), _x(m, 3)),
+])
+def test_saved_arguments_more_forms(call, device):
+    with ember.device(device):
+        got = _args_saved(call(ember).grad_fn, ember.Tensor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's note on a 'same' padding of an even kernel)
+        want = _args_saved(call(torch).grad_fn, torch.Tensor)
+    assert got and _same_args(got, want), (got, want)
+
+
+def test_index_tensors_freed_with_the_node(device):
+    # index's tensors are saved tensors (freed by the backward, as PyTorch's); the sizes it indexes stay readable
+    y = ember.ones(3, 4, requires_grad=True, device=device)[[0, 2]]
+    fn = y.grad_fn
+    assert fn._saved_indices[0].tolist() == [0, 2]
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="already been freed"):
+        fn._saved_indices  # noqa: B018
+    assert fn._saved_self_sym_sizes == (3, 4) and "_saved_indices" in dir(fn)
 
 
 def test_given_dim_computes_as_wrapped():

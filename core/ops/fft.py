@@ -219,7 +219,9 @@ def _r2c_public(name, input, s, dim, norm, out, one_dim=False):  # noqa: A002
     return out_or(_r2c(_resize(x, dims, sizes), dims, _norm(norm)), out)
 
 
-def _c2r_public(name, input, s, dim, norm, out, one_dim=False):  # noqa: A002
+def _c2r_public(name, input, s, dim, norm, out, one_dim=False, last_c2r=False):  # noqa: A002
+    """The c2r transform of ``input`` over ``dim``; ``last_c2r``: as PyTorch's hfftn, an inverse c2c over the other
+    dims first and the c2r over the last one only."""
     x = _float_input(input, name)
     dims, sizes = _dims_sizes(x, s, dim, name, one_dim)
     if not dims:
@@ -230,7 +232,10 @@ def _c2r_public(name, input, s, dim, norm, out, one_dim=False):  # noqa: A002
     if last < 1:
         raise RuntimeError(f"{name}: Invalid number of data points ({last}) specified")
     x = _resize(x, dims, sizes[:-1] + [last // 2 + 1])
-    return out_or(_c2r(x, dims, _norm(norm), last), out)
+    norm = _norm(norm)
+    if last_c2r and len(dims) > 1:
+        x, dims = _c2c(x, dims[:-1], norm, False), dims[-1:]
+    return out_or(_c2r(x, dims, norm, last), out)
 
 
 # --------------------------------------------------------------------------- ember.fft
@@ -367,7 +372,7 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):  # noqa: A002
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):  # noqa: A002
     """The N-dimensional :func:`hfft`: Hermitian-symmetric along the last of ``dim``."""
     x = conj(_float_input(input, "fft_hfftn"))
-    return _c2r_public("fft_hfftn", x, s, dim, _SWAP[_norm(norm)], out)
+    return _c2r_public("fft_hfftn", x, s, dim, _SWAP[_norm(norm)], out, last_c2r=True)
 
 
 @export(to=FFT)

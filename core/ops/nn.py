@@ -492,6 +492,15 @@ export(NAMESPACES["Tensor"]["relu_"], "relu_", to=("torch",))  # the in-place fo
 
 
 # --------------------------------------------------------------------------- linear maps
+def _linear_sizes(node):
+    """PyTorch's ``_saved_self_sym_sizes`` of the node its linear leaves: mm's input, or the product (the input's
+    leading dims folded into rows) that a view, an unsafe view or ``squeeze_(0)`` takes; addmm keeps none."""
+    name, x = type(node).__name__, node._shapes[0][0]
+    if name == "AddmmBackward0":
+        return None
+    return x if name == "MmBackward0" else (math.prod(x[:-1]), node._shapes[1][0][0])
+
+
 class Linear(Op):
     """``x @ w.T + b`` in one GEMM; the gradient flattens leading dimensions into one GEMM each."""
 
@@ -503,7 +512,7 @@ class Linear(Op):
     saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "beta": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "mat1_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "AddmmBackward0" else None,
-                  "self_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "MmBackward0" else None,
+                  "self_sym_sizes": _linear_sizes, "dim": lambda n: 0 if type(n).__name__ == "SqueezeBackward4" else None,
                   "mat2_sym_sizes": lambda n: n._shapes[1][0][::-1] if len(n._shapes[0][0]) == 2 else None}
 
 
