@@ -54,8 +54,26 @@ def _matmul_vjp(ctx, g):
 
 Matmul = op_class("Matmul", "matmul", saves="input", vjp=_matmul_vjp, backward_name="MmBackward0", arity=2,
                   save_for=((1,), (0,)), saved_names=("self", "mat2"))
-Matmul.saved_args = {f"{k}_sym_sizes": (lambda n, i=i: n._shapes[i][0] if type(n).__name__ == "MmBackward0" else None)
-                     for i, k in enumerate(("self", "mat2"))}
+
+
+def _matmul_sizes(node):
+    """PyTorch's ``_saved_self_sym_sizes`` of the node its matmul leaves for these operands' ranks: mm's operand, the
+    one-row product that ``squeeze_(0)`` takes, or the product that ``_unsafe_view`` takes: a stack folded into the
+    rows of one mm or mv (a stack times a matrix or a vector, or a vector that needs a gradient times a stack), else
+    the batched product."""
+    name, sa, sb = type(node).__name__, node._shapes[0][0], node._shapes[1][0]
+    if name != "UnsafeViewBackward0":
+        return sa if name == "MmBackward0" else (1, sb[-1]) if name == "SqueezeBackward4" else None
+    if len(sb) <= 2:
+        return (math.prod(sa[:-1]),) + tuple(sb[1:])
+    if len(sa) == 1 and node._next[0] is not None:
+        return (math.prod(sb[:-2]) * sb[-1],)
+    return (math.prod(broadcast_shapes(sa[:-2], sb[:-2])), sa[-2] if len(sa) > 1 else 1, sb[-1])
+
+
+Matmul.saved_args = {"self_sym_sizes": _matmul_sizes,
+                     "mat2_sym_sizes": lambda n: n._shapes[1][0] if type(n).__name__ == "MmBackward0" else None,
+                     "dim": lambda n: 0 if type(n).__name__ == "SqueezeBackward4" else None}
 
 
 
@@ -436,7 +454,10 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     m = math.prod(a.shape[d] for d in ka)
     n = math.prod(b.shape[d] for d in kb)
     k = math.prod(a.shape[d] for d in da)
-    r = a.permute(ka + da).reshape(m, k) @ b.permute(db + kb).reshape(k, n)
+    if ka or kb:
+        r = a.permute(ka + da).reshape(m, k) @ b.permute(db + kb).reshape(k, n)
+    else:  # every dim contracted: one dot, as PyTorch (whose view then takes a 0-d product)
+        r = a.permute(da).reshape(k) @ b.permute(db).reshape(k)
     r = r.reshape([a.shape[d] for d in ka] + [b.shape[d] for d in kb])
     return out_or(r, out)
 
