@@ -534,7 +534,8 @@ def _block(stacked, inp, prefix, out_shape, by_columns):
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The Jacobian of ``func`` with respect to ``args[argnums]`` by reverse mode: for each output a tensor of
-    shape ``output.shape + input.shape`` (nested like the outputs, then like the inputs).
+    shape ``output.shape + input.shape`` (nested like the outputs, then like the inputs).  ``chunk_size``: basis
+    vectors per vmapped backward pass (default: all in one, or pieces of about 2^22 elements for a larger basis).
 
     >>> import ember
     >>> ember.func.jacrev(lambda x: x ** 2)(ember.tensor([1.0, 2.0]))
