@@ -723,15 +723,13 @@ def ndtri(input, *, out=None):  # noqa: A002
 
 
 # --------------------------------------------------------------------------- comparisons: bool results, no gradient
-Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.", onnx="Equal",
-                   promotion="always_bool")
-Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.", promotion="always_bool")
-
-
-def _ordered(name):
-    """PyTorch's refusal of complex operands to an ordering (complex numbers have no order)."""
+def _compared(name, ordered=True):
+    """PyTorch's refusals for a comparison: a number as ``input`` (it has no overload taking one there), and
+    complex operands to an ordering (complex numbers have no order)."""
     def check(*operands):
-        for v in operands:
+        if not isinstance(operands[0], Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(operands[0]).__name__}")
+        for v in operands if ordered else ():
             if isinstance(v, Tensor) and v.dtype.category == dtypes.COMPLEX:
                 raise NotImplementedError(f'"{name}_{v.device.type}" not implemented for \'{_type_name(v.dtype)}\'')
             if isinstance(v, complex):
@@ -740,14 +738,20 @@ def _ordered(name):
     return check
 
 
+Eq, eq = binary_op("eq", doc="Elementwise ``==``; a bool tensor, never differentiable.", onnx="Equal",
+                   check=_compared("eq", ordered=False), promotion="always_bool")
+Ne, ne = binary_op("ne", aliases=("not_equal",), doc="Elementwise ``!=``; a bool tensor.",
+                   check=_compared("ne", ordered=False), promotion="always_bool")
+
+
 Lt, lt = binary_op("lt", aliases=("less",), doc="Elementwise ``<``; a bool tensor.",
-                   check=_ordered("lt"), onnx="Less", promotion="always_bool")
+                   check=_compared("lt"), onnx="Less", promotion="always_bool")
 Le, le = binary_op("le", aliases=("less_equal",), doc="Elementwise ``<=``; a bool tensor.",
-                   check=_ordered("le"), onnx="LessOrEqual", promotion="always_bool")
+                   check=_compared("le"), onnx="LessOrEqual", promotion="always_bool")
 Gt, gt = binary_op("gt", aliases=("greater",), doc="Elementwise ``>``; a bool tensor.",
-                   check=_ordered("gt"), onnx="Greater", promotion="always_bool")
+                   check=_compared("gt"), onnx="Greater", promotion="always_bool")
 Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a bool tensor.",
-                   check=_ordered("ge"), onnx="GreaterOrEqual", promotion="always_bool")
+                   check=_compared("ge"), onnx="GreaterOrEqual", promotion="always_bool")
 
 
 # --------------------------------------------------------------------------- binary math
@@ -921,6 +925,7 @@ def _int_zero_check(op, divisor, dividend=None):
 @export(inplace=True)
 def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
+    check_tensor(input, "fmod")  # (PyTorch's fmod has no overload taking a number as input)
     _no_bool("fmod", input, other)
     if _integral(input) and _integral(other):
         _int_zero_check("fmod", other, input)
