@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import (OPS, SAVED_HOOKS, VOLATILE, anomaly_trace, grad_edge, pack_output, pack_saved,
+from .autograd.function import (OPS, SAVED_HOOKS, SAVED_ON, VOLATILE, anomaly_trace, grad_edge, pack_output, pack_saved,
                                 saved_for)
 from .autograd.grad_mode import STATE, enable_grad
 from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
@@ -341,51 +341,70 @@ def link(ctx, inputs):
                 b = t._base
                 if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
                     refresh_view(t)
-    nodes = []  # the node each input's gradient goes to (the edges' output numbers: _nrs, mostly all zero)
-    metas = []
     volatile = False
-    numbered = False
-    for t in inputs:
-        if isinstance(t, Tensor):
-            fn = t._fn
-            if fn is not None:
-                nodes.append(fn)
-                if t._nr:
-                    numbered = True
-                if fn is VOLATILE:
-                    volatile = True
-            elif t._acc is not None and t._rg and not t._nograd_view:  # a leaf seen before: its node, as grad_edge
-                nodes.append(t._acc)
-            else:
-                nodes.append(grad_edge(t)[0])
-            arr = t._data
-            shape, dt = arr.shape, arr.dtype
-            e = _METAS.get(shape)
-            if e is None or e[0][1] is not dt and _other_dtype(e[0][1], dt):
-                e = _meta(shape, dt)
-            metas.append(e[0])
-        else:
-            nodes.append(None)
-            metas.append(None)
-    ctx._next = nodes = tuple(nodes)
-    n = len(nodes)
-    ctx._nrs = _ZEROS[n] if not numbered and n < 8 else tuple(
-        t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
-    if n == 1 and metas[0] is not None:  # (e: the last input's entry in _METAS)
+    t = inputs[0] if len(inputs) == 1 else None
+    if t is not None and isinstance(t, Tensor) and (t._fn is None or not t._nr and t._fn is not VOLATILE):
+        # one tensor input, a leaf or output 0 of its node (unary ops, views): the loop below without its lists
+        fn = t._fn
+        if fn is None:
+            fn = t._acc  # a leaf seen before: its node, as grad_edge
+            if fn is None or not t._rg or t._nograd_view:
+                fn = grad_edge(t)[0]
+        ctx._next = nodes = (fn,)
+        ctx._nrs = _ZEROS[1]
+        arr = t._data
+        shape, dt = arr.shape, arr.dtype
+        e = _METAS.get(shape)
+        if e is None or e[0][1] is not dt and _other_dtype(e[0][1], dt):
+            e = _meta(shape, dt)
         ctx._shapes = e[1]
-    elif n == 2 and metas[0] is not None and (metas[1] is metas[0] or metas[1] is None):
-        ctx._shapes = e[2] if metas[1] is not None else e[3]
     else:
-        ctx._shapes = tuple(metas)
+        nodes = []  # the node each input's gradient goes to (the edges' output numbers: _nrs, mostly all zero)
+        metas = []
+        numbered = False
+        for t in inputs:
+            if isinstance(t, Tensor):
+                fn = t._fn
+                if fn is not None:
+                    if t._nr:
+                        numbered = True
+                    if fn is VOLATILE:
+                        volatile = True
+                else:
+                    fn = t._acc  # a leaf seen before: its node, as grad_edge
+                    if fn is None or not t._rg or t._nograd_view:
+                        fn = grad_edge(t)[0]
+                nodes.append(fn)
+                arr = t._data
+                shape, dt = arr.shape, arr.dtype
+                e = _METAS.get(shape)
+                if e is None or e[0][1] is not dt and _other_dtype(e[0][1], dt):
+                    e = _meta(shape, dt)
+                metas.append(e[0])
+            else:
+                nodes.append(None)
+                metas.append(None)
+        ctx._next = nodes = tuple(nodes)
+        n = len(nodes)
+        if not numbered:
+            ctx._nrs = _ZEROS[n] if n < 8 else (0,) * n
+        else:
+            ctx._nrs = tuple(t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
+        if n == 1 and metas[0] is not None:  # (e: the last input's entry in _METAS)
+            ctx._shapes = e[1]
+        elif n == 2 and metas[0] is not None and (metas[1] is metas[0] or metas[1] is None):
+            ctx._shapes = e[2] if metas[1] is not None else e[3]
+        else:
+            ctx._shapes = tuple(metas)
     Op = type(ctx)
     if Op.save_inputs:
         uses = Op.save_for
         if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
-            keep = _KEEPERS.get(uses)
+            keep = _KEEPERS.get(Op)
             if keep is None:
-                keep = _KEEPERS[uses] = _keeper(uses)
+                keep = _KEEPERS[Op] = _KEEPERS.get(uses) or _KEEPERS.setdefault(uses, _keeper(uses))
             inputs = keep(inputs, nodes) if len(inputs) == len(uses) else saved_for(uses, inputs, nodes)
-        if SAVED_HOOKS.stack:
+        if SAVED_ON and SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)
         if ACTIVE.inference_ever:
@@ -407,7 +426,7 @@ def link(ctx, inputs):
     return volatile
 
 
-_KEEPERS: dict = {}  # Op.save_for -> its keeper (see _keeper)
+_KEEPERS: dict = {}  # Op.save_for, and each Op class that has one -> its keeper (see _keeper)
 
 # One tuple per distinct value, shared by every node that keeps it: an input's ``(shape, dtype)`` (by shape: the
 # last dtype seen with it, with the ``_shapes`` of a node of one such input, of two, and of one and a number)
@@ -514,7 +533,7 @@ def record(ctx, out, dev, inputs):
     if INFERENCE_ON and is_inference():
         t._inference = True
     if Op.save_output:
-        if SAVED_HOOKS.stack:
+        if SAVED_ON and SAVED_HOOKS.stack:
             pack_output(ctx, t)
         else:
             ctx._out = (t._data, dev, weakref.ref(t), 0)

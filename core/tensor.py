@@ -684,6 +684,8 @@ def _wrap_dim(dim, ndim, op="op"):
     """``dim`` (an int, possibly negative) checked against ``ndim`` and wrapped into range (a :class:`GivenDim`
     when it was negative; a plain int when it is one already wrapped, passed on by a composite, whose inner ops
     keep the wrapped value as PyTorch's do)."""
+    if type(dim) is int and 0 <= dim < ndim:  # the common case, settled first
+        return dim
     n = max(ndim, 1)
     if not isinstance(dim, int) or isinstance(dim, bool):
         if hasattr(dim, "__index__"):

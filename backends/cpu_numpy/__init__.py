@@ -86,6 +86,12 @@ class NumpyBackend(ArrayBackend):
             except (TypeError, ValueError):  # x does not export a contiguous buffer
                 return np.broadcast_to(x, shape)
 
+        def reshape(x, shape):
+            return x.reshape(shape)  # the method: np.reshape's argument handling costs ~0.6 us a call
+
+        def view(x, shape):
+            return x.reshape(shape, copy=False)  # (raises ValueError where only a copy would do)
+
         shared_uniform = self.kernels["uniform"]
 
         def uniform(gen, shape, dtype, low=0.0, high=1.0):
@@ -97,7 +103,8 @@ class NumpyBackend(ArrayBackend):
 
         # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
         # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
-        own = {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform}
+        own = {"sum": sum_, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform,
+               "reshape": reshape, "view": view}
         return {**own, **fastmath.overrides({**self.kernels, **own})}  # float32 forms over the kernels above
 
 

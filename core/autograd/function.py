@@ -245,7 +245,8 @@ class Node:
             try:
                 if given is not None:
                     v = how() if callable(how) else how
-                    if self._released and type(v) is tuple and any(isinstance(e, Tensor) for e in v):
+                    if self._released and (isinstance(v, Tensor) or type(v) is tuple
+                                           and any(isinstance(e, Tensor) for e in v)):
                         v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
                 else:
                     v = how(self) if callable(how) else getattr(self, how)
@@ -342,12 +343,28 @@ def _plain(v):
 
 
 # --------------------------------------------------------------------------- saved-tensor hooks
+SAVED_ON: list = []  # one entry per thread whose stack of saved-tensor hooks is not empty (the hot paths' test)
+
+
 class _SavedHooks(threading.local):
     """This thread's saved-tensor hooks: ``stack`` of ``(pack, unpack)`` (innermost last), and the message
     that refuses new ones while they are disabled (None when allowed)."""
 
-    stack = ()
+    _stack = ()
     disabled = None
+
+    @property
+    def stack(self) -> tuple:
+        return self._stack
+
+    @stack.setter
+    def stack(self, hooks):
+        if bool(hooks) != bool(self._stack):
+            if hooks:
+                SAVED_ON.append(None)
+            else:
+                SAVED_ON.pop()
+        self._stack = hooks
 
 
 SAVED_HOOKS = _SavedHooks()
@@ -566,17 +583,20 @@ def named_node(cls, name: str, saved_names: tuple | None = None, composite: bool
     the overload's names of the saved inputs, where they differ (``mv`` keeps ``self`` and ``vec``);
     ``composite``: the node stands for an op ember composes (see :func:`composite_node`).
     """
-    base = cls.__dict__.get("_overload_of", cls)
-    key = (base, name, saved_names, composite)
-    twin = _NAMED.get(key)
+    twin = _NAMED.get((cls, name, saved_names, composite))  # (by the class given: a renamed one finds its twin too)
     if twin is None:
-        attrs = {"__slots__": (), "_overload_of": base}
-        if saved_names is not None:
-            attrs["saved_names"] = saved_names
-        if composite:
-            attrs["composite"] = True
-        twin = _NAMED[key] = type(base)(name, (base,), attrs)
-        twin.__qualname__ = name
+        base = cls.__dict__.get("_overload_of", cls)
+        key = (base, name, saved_names, composite)
+        twin = _NAMED.get(key)
+        if twin is None:
+            attrs = {"__slots__": (), "_overload_of": base}
+            if saved_names is not None:
+                attrs["saved_names"] = saved_names
+            if composite:
+                attrs["composite"] = True
+            twin = _NAMED[key] = type(base)(name, (base,), attrs)
+            twin.__qualname__ = name
+        _NAMED[cls, name, saved_names, composite] = twin
     return twin
 
 

@@ -30,11 +30,13 @@ TORCH, TENSOR = ("torch",), ("Tensor",)
 def _shape_arg(shape, op):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return tuple(map(int, shape))
 
 
 def infer_shape(shape, numel, op="view"):
     """Resolve a single ``-1`` in ``shape`` and check the element count."""
+    if shape and min(shape) >= 0 and math.prod(shape) == numel:  # every size given, and they fit: nothing to do
+        return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -1754,11 +1756,31 @@ def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:  
 
 
 # --------------------------------------------------------------------------- *_scatter: a copy with a view replaced
-def _scatter_into(input, src, view, op):
-    out = clone(input)
-    region = view(out)
-    region.copy_(_scatter_check(region, input, src, op))
-    return out
+class SliceScatter(Op):
+    """A copy of ``x`` with ``src`` written at the basic index ``region``: slice_scatter's one node, as PyTorch's
+    (no view involved: backends without strides copy views)."""
+
+    @staticmethod
+    def forward(ctx, k, x, src, region):
+        ctx.region = region
+        out = k["copy"](x)
+        k["setitem"](out, region, src)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        part = g[ctx.region]
+        return apply(type(ctx), g, part * 0, ctx.region), part
+
+
+class SelectScatter(SliceScatter):
+    """select_scatter's one node: :class:`SliceScatter` at an integer position."""
+
+
+def _scatter_into(input, src, region, op, **args):
+    """``op``: a copy of ``input`` with ``src`` at ``region`` (PyTorch's node, keeping its arguments ``args``)."""
+    src = _scatter_check(input[region], input, src, op)
+    return keep_args(apply(SelectScatter if op == "select_scatter" else SliceScatter, input, src, region), **args)
 
 
 def _scatter_check(region, input, src, op):
@@ -1783,7 +1805,8 @@ def select_scatter(input, src, dim: int, index: int) -> Tensor:  # noqa: A002
             [0., 0.]])
     """
     select(input, dim, index)  # its errors first
-    return _scatter_into(input, src, lambda o: select(o, dim, index), "select_scatter")
+    region = (slice(None),) * _wrap_dim(dim, input.dim(), "select_scatter") + (int(index), Ellipsis)
+    return _scatter_into(input, src, region, "select_scatter", dim=dim, index=index)
 
 
 @export
@@ -1798,7 +1821,7 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
     if step is None or step <= 0:
         raise RuntimeError("slice step must be positive")
     index = (slice(None),) * d + (slice(start, end, step), Ellipsis)
-    return _scatter_into(input, src, lambda o: view_op(SliceView, o, index), "slice_scatter")
+    return _scatter_into(input, src, index, "slice_scatter", dim=dim, start=start, end=end, step=step)
 
 
 class DiagonalScatterInto(Op):
