@@ -208,3 +208,38 @@ def test_layer_norm_strided_input_and_second_order(device):
     b = ember.randn(4, dtype=ember.float64, device=device, requires_grad=True)
     x = ember.randn(3, 4, dtype=ember.float64, device=device, requires_grad=True)
     assert ember.autograd.gradgradcheck(lambda x, w, b: ember.nn.functional.layer_norm(x, (4,), w, b), (x, w, b))
+
+
+def _block(lib, x, w, b):
+    """layer norm, then gelu: the two one-kernel gradients in a row."""
+    return lib.nn.functional.gelu(lib.nn.functional.layer_norm(x, (x.shape[-1],), w, b))
+
+
+def test_fast_gradients_under_hooks_anomaly_retain_graph_and_interception(device):
+    rng = np.random.default_rng(7)
+    a, w, b = rng.standard_normal((96, 64)).astype(np.float32), rng.standard_normal(64).astype(np.float32), \
+        rng.standard_normal(64).astype(np.float32)
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (a, w, b))
+    ty = _block(torch, tx, tw, tb)
+    want = [t.numpy() for t in torch.autograd.grad(ty.pow(2).sum(), (tx, tw, tb))]
+    seen = []
+
+    def run(**kw):
+        x, w_, b_ = (ember.tensor(v, device=device, requires_grad=True) for v in (a, w, b))
+        y = _block(ember, x, w_, b_)
+        y.register_hook(lambda g: seen.append(g.shape) or g)   # a hook on the output's gradient
+        loss = y.pow(2).sum()
+        got = ember.autograd.grad(loss, (x, w_, b_), retain_graph=True, **kw)
+        again = ember.autograd.grad(loss, (x, w_, b_), **kw)   # the retained graph, a second time
+        for u, v, t in zip(got, again, want):
+            np.testing.assert_allclose(_np(u), t, rtol=1e-4, atol=1e-4)
+            np.testing.assert_array_equal(_np(u), _np(v))
+        return got
+
+    run()
+    with ember.autograd.detect_anomaly():
+        run()
+    with ember.profiler.profile():   # an interception handler: the composite formulas run instead
+        run()
+    assert run(create_graph=True)[0].requires_grad
+    assert len(seen) == 8
