@@ -347,7 +347,8 @@ def test_unknown_saved_name(device):
 
 # Rows whose nodes (of PyTorch's name) keep other values under other names than PyTorch's: ember's op keeps what
 # its own backward reads (a factorisation's pieces, indices as index tensors, the normalised input...), or a
-# composite names its node after PyTorch's without keeping PyTorch's values.
+# composite names its node after PyTorch's without keeping PyTorch's values; an optional argument given as None
+# (slice_scatter's end) reads None from PyTorch's node, and ember's keeps no None argument.
 SAVED_DIFFERENT = frozenset("""
     max_pool2d_indices max_pool2d_with_indices max_pool3d_with_indices
     linalg_norm matrix_norm_fro norm norm_dim norm_p1 norm_p3_keep pow rpow vector_norm vector_norm_inf
@@ -360,8 +361,8 @@ SAVED_DIFFERENT = frozenset("""
     linear_cross_entropy lp_pool1d lp_pool2d lp_pool3d lu_factor lu_factor_ex lu_factor_rect lu_legacy
     lu_legacy_infos masked_scatter matrix_power max_dim max_dim_keep min_dim nansum nextafter pow_scalar qr
     qr_wide qr_wide_complete remainder rrelu_eval rrelu_torch scatter scatter_add scatter_reduce_amax
-    scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum scatter_value slogdet solve
-    solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper special_inplace std_forms
+    scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum scatter_value slice_scatter
+    slogdet solve solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper special_inplace std_forms
     sum_mean_all_keepdim svd_abs svd_vals take_along_dim take_along_dim_flat tensor_inplace_special
     torch_inplace_more var
 """.split())

@@ -1062,8 +1062,15 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         return y.sum(d) * 0
     lo, hi = y.narrow(d, 0, y.shape[d] - 1), y.narrow(d, 1, y.shape[d] - 1)
     if isinstance(step, Tensor):
-        return ((lo + hi) * step).sum(d) / 2
-    return (lo + hi).sum(d) * (step / 2)
+        return _by_number(((lo + hi) * step).sum(d), "Div", 2.0)
+    return _by_number((lo + hi).sum(d) * 0.5, "Mul", step)
+
+
+def _by_number(t, op: str, number):
+    """``t * number`` (``op`` "Mul") or ``t / number`` ("Div") as PyTorch's composites compute it: the Scalar
+    overload's node (``MulBackward1``, ``DivBackward1``), which keeps the number as its argument."""
+    r = t * number if op == "Mul" else t / number
+    return keep_args(rename_node(r, f"{op}Backward1", (None, None)), other=float(number))
 
 
 @export(to=("torch",))
@@ -1079,8 +1086,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if n == 0:
         return y.clone()
     lo, hi = y.narrow(d, 0, n - 1), y.narrow(d, 1, n - 1)
-    return ((lo + hi) * (step if isinstance(step, Tensor) else step / 2)).cumsum(d) / (
-        2 if isinstance(step, Tensor) else 1)
+    if isinstance(step, Tensor):
+        return _by_number(((lo + hi) * step).cumsum(d), "Div", 2.0)
+    return _by_number(lo + hi, "Mul", step / 2).cumsum(dim)  # (PyTorch's cumsum keeps dim as given here)
 
 
 Histogram = op_class("Histogram", "histogram", arity=4)
