@@ -14,13 +14,17 @@ import types
 from .backend import device as _device
 from .ops.conversion import _parse_to as _parse_device_dtype
 
-__all__ = ["_log_api_usage_once", "_get_tracing_state", "_nn"]
+__all__ = ["_log_api_usage_once", "_get_tracing_state", "_jit_clear_class_registry", "_nn"]
 
 
 def _log_api_usage_once(event: str) -> None:
     """Record that an API was used (PyTorch's usage telemetry, keyed by ``event``): ember records nothing."""
     if not isinstance(event, str):
         raise TypeError(f"_log_api_usage_once(): argument 'event' must be str, not {type(event).__name__}")
+
+
+def _jit_clear_class_registry() -> None:
+    """Forget the TorchScript classes compiled so far: ember compiles none, so there is nothing to forget."""
 
 
 class _TracingState:

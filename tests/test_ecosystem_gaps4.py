@@ -77,3 +77,54 @@ def test_list_of_slices_indexes_as_a_tuple(device):
             b = y[index]
         assert a.shape == b.shape and a.cpu().tolist() == b.tolist()
     assert x[[0, 1]].shape == y[[0, 1]].shape  # a plain list of ints stays one advanced index
+
+
+def test_ecosystem_version_option_checks_its_arguments(capsys):
+    """``python -m ember.ecosystem LIB --version V`` runs one library at another release: it takes one library, and
+    neither ``--deps`` without it nor ``--write`` with it (the table records the pinned releases)."""
+    from ember.ecosystem import LIBRARIES
+    from ember.ecosystem.__main__ import main
+
+    pinned = dict(LIBRARIES)
+    for argv, message in [(["einops", "skorch", "--version", "1"], "exactly one LIBRARY"),
+                          (["einops", "--deps", "x"], "--deps goes with --version"),
+                          (["einops", "--version", "1", "--write", "t.md"], "pinned releases only")]:
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert message in capsys.readouterr().err
+    assert LIBRARIES == pinned
+
+
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_tracer_placeholders_and_concrete_args_as_pytorch(lib):
+    """transformers' HFTracer installs its metadata on each input in ``create_proxy("placeholder", ...)``, and gives
+    ``concrete_args`` for every parameter by its plain name, ``kwargs`` included: a ``**kwargs`` input is named
+    ``**kwargs`` and stays an input, and names a function does not take are ignored."""
+    m = ember if lib == "ember" else torch
+    seen = []
+
+    class Recording(m.fx.Tracer):
+        def create_proxy(self, kind, target, args, kwargs, *rest, **kw):
+            seen.append((kind, target)) if kind == "placeholder" else None
+            return super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+
+    def f(x, y=2, **kwargs):
+        return x + y
+
+    graph = Recording().trace(f, concrete_args={"y": 3, "kwargs": int, "unknown": 1})
+    assert {("placeholder", "x"), ("placeholder", "**kwargs")} <= set(seen)
+    assert {"x", "**kwargs"} <= {n.target for n in graph.nodes if n.op == "placeholder"}
+    assert "unknown" not in {n.target for n in graph.nodes}
+
+
+def test_torchscript_registries_clear_as_in_pytorch():
+    """transformers' fx tests clear TorchScript's class registries after each trace; ember compiles no TorchScript
+    classes, so clearing leaves them empty as in PyTorch, and the IR types are names only."""
+    for m in (ember, torch):
+        m._C._jit_clear_class_registry()
+        m.jit._recursive.concrete_type_store = m.jit._recursive.ConcreteTypeStore()
+        m.jit._state._clear_class_state()
+        assert m.jit._recursive.concrete_type_store.type_store == {} and not m.jit._state._script_classes
+    assert {"Graph", "Value", "Node"} <= set(dir(ember._C))
+    with pytest.raises(NotImplementedError, match="torch._C.Graph"):
+        ember._C.Graph()

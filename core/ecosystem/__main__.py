@@ -61,12 +61,20 @@ def main(argv=None) -> int:
         parser.error("--snapshot, --tests-from and --version take exactly one LIBRARY")
     if ns.deps is not None and not ns.version:
         parser.error("--deps goes with --version")
-    if ns.version:
-        pinned = LIBRARIES[ns.libraries[0]]
-        LIBRARIES[pinned.name] = dataclasses.replace(pinned, version=ns.version,
-                                                     deps=pinned.deps if ns.deps is None else tuple(ns.deps))
-        if ns.write:
-            parser.error("--write records the pinned releases only: run --version without it")
+    if ns.version and ns.write:
+        parser.error("--write records the pinned releases only: run --version without it")
+    if not ns.version:
+        return _run(ns)
+    pinned = LIBRARIES[ns.libraries[0]]
+    LIBRARIES[pinned.name] = dataclasses.replace(pinned, version=ns.version,
+                                                 deps=pinned.deps if ns.deps is None else tuple(ns.deps))
+    try:
+        return _run(ns)
+    finally:
+        LIBRARIES[pinned.name] = pinned
+
+
+def _run(ns) -> int:
     if ns.snapshot:
         git_dir, _, ref = ns.snapshot.rpartition("@")
         add_snapshot_tests(LIBRARIES[ns.libraries[0]], Path(git_dir), ref or "HEAD")

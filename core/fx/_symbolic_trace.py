@@ -231,20 +231,15 @@ class Tracer(TracerBase):
                  + [p for p in params if p.kind is p.VAR_POSITIONAL]
                  + [p for p in params if p.kind is p.VAR_KEYWORD])
         for p in order:
-            if p.name in concrete_args and concrete_args[p.name] is not PH:
-                value = concrete_args.pop(p.name)
-                self.create_node("placeholder", p.name, (value,), {})
+            target = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+            if target in concrete_args and concrete_args[target] is not PH:  # (PyTorch ignores other names)
+                value = concrete_args[target]
+                self.create_node("placeholder", target, (value,), {})
                 args.append(value)
                 continue
-            concrete_args.pop(p.name, None)
-            target = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
             default = () if p.default is inspect.Parameter.empty else (p.default,)
-            node = self.create_node("placeholder", target, default, {},
-                                    type_expr=None if p.annotation is inspect.Parameter.empty else p.annotation)
-            args.append(self.proxy(node))
-        if concrete_args:
-            raise TypeError(f"symbolic_trace: concrete_args names {sorted(concrete_args)}, which "
-                            f"{getattr(root_fn, '__name__', 'the function')} does not take")
+            args.append(self.create_proxy("placeholder", target, default, {},  # (a subclass sees each input)
+                                          type_expr=None if p.annotation is inspect.Parameter.empty else p.annotation))
         fn = _positional_code(root_fn, varargs, varkw) if (varargs or varkw or any(
             p.kind is p.KEYWORD_ONLY for p in params)) else root_fn
         return fn, args

@@ -25,7 +25,7 @@ from ..backend import resolve
 from ..serialization import load as _load
 from ..serialization import save as _save
 from ..tensor import Tensor
-from . import annotations  # noqa: F401  (an attribute after import, as torch.jit.annotations)
+from . import _recursive, _state, annotations  # noqa: F401  (attributes after import, as in torch.jit)
 from ._graph import Graph, Program, TracerWarning, capture, flat_inputs, is_tracing
 from ._io import decode_graph, encode_graph
 from ._script import ScriptMethod, record, recorded_graph, script_method, source
