@@ -183,9 +183,12 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape=()):
         n = math.prod(tuple(sample_shape))
-        probs_2d = self.probs.detach().reshape(-1, self._num_events)
-        samples_2d = ember.multinomial(probs_2d, n, True).T
-        return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
+        shape = tuple(self._extended_shape(sample_shape))
+        probs = self.probs.detach()
+        if probs.dim() == 1:  # one distribution: its n draws are the samples in order (the same draws as below)
+            return ember.multinomial(probs, n, True).reshape(shape)
+        samples_2d = ember.multinomial(probs.reshape(-1, self._num_events), n, True).T
+        return samples_2d.reshape(shape)
 
     def log_prob(self, value):
         if self._validate_args:
