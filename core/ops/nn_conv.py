@@ -479,7 +479,13 @@ def _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode):
     PyTorch's 2-d one squeezed: no such node)."""
     if d == 1:
         return out
-    return keep_args(rename_node(out, f"MaxPool{d}DWithIndicesBackward0"), kernel_size=_as_given(kernel_size, d), stride=_as_given(stride, d),
+    fn, dev = out._fn, out._dev
+
+    def indices():  # (PyTorch's node keeps the indices output, _saved_result1: made here when read)
+        return _wrap(dev.kernels["max_pool_indices"](fn.x, fn.best, *fn.params), dev)
+
+    return keep_args(rename_node(out, f"MaxPool{d}DWithIndicesBackward0"), result1=indices,
+                     kernel_size=_as_given(kernel_size, d), stride=_as_given(stride, d),
                      padding=_as_given(padding, d), dilation=_as_given(dilation, d), ceil_mode=bool(ceil_mode))
 
 
