@@ -114,7 +114,7 @@ def test_renamed_node_stays_the_op():
 KNOWN_DIFFERENT = frozenset("""
     adaptive_max_pool1d_with_indices cdist_large cdist_mm chain_matmul combinations cond cond_svd conv_transpose1d
     convolution_transposed copies diag_mat diff_n_dim einsum_bmm einsum_diag
-    einsum_ellipsis einsum_empty einsum_outer einsum_sum einsum_three einsum_trace fill_diagonal fill_diagonal_3d
+    einsum_ellipsis einsum_empty einsum_outer einsum_sum einsum_three einsum_trace
     gru gru_fn linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias
     linear_cross_entropy_chunked_none linear_cross_entropy_chunked_sum linear_cross_entropy_kdim
     linear_cross_entropy_smooth_probs lstm max_pool1d_with_indices_torch max_pool2d_backward max_unpool2d_backward

@@ -1049,24 +1049,20 @@ def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
         raise RuntimeError("dimensions must larger than 1")
     if n > 2 and len(set(self.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
-    shape = tuple(self.shape)
-    if n == 2:
-        rows, cols = shape
-        if wrap and rows > cols:
-            # every (cols + 1)-th flat element, running on into the rows below the square
-            flat = np.arange(0, rows * cols, cols + 1)
-            coords = (flat // cols, flat % cols)
-        else:
-            k = np.arange(min(rows, cols))
-            coords = (k, k)
-    else:
-        k = np.arange(shape[0])
-        coords = (k,) * n
-    idx = tuple(tensor(c, dtype=dtypes.int64, device=self.device) for c in coords)
     # (a number is cast as PyTorch casts it: -1 fills a uint8 tensor with 255)
     given = dtypes.int64 if type(fill_value) is int else self.dtype
     value = fill_value if isinstance(fill_value, Tensor) else tensor(fill_value, dtype=given, device=self.device)
-    return index_put_(self, idx, value.to(self.dtype))
+    value = value.to(self.dtype)
+    # written through diagonal views, as PyTorch's strided fill (its node: CopySlices); ``wrap`` in a tall matrix
+    # goes on one row below each square block, as the flat positions every ``cols + 1`` elements do
+    rows, cols = self.shape[0], self.shape[1]
+    tall = n == 2 and wrap and rows > cols
+    for start in range(0, rows, cols + 1) if tall else (0,):
+        view = self.narrow(0, start, min(cols, rows - start)) if tall else self
+        for _ in range(n - 1):
+            view = view.diagonal(0, 0, -1)
+        view.fill_(value)
+    return self
 
 
 @export
