@@ -17,7 +17,7 @@ not bit-identical to NumPy's or SciPy's.  Float64 calls libm's.
 
 Kernels are written to source files named by a hash of their text under the user's cache
 (``$EMBER_CACHE_DIR`` or ``~/.cache/ember``, in ``jit/``) and compiled with ``cache=True``, so a second process
-loads the machine code instead of compiling (about 0.2 s a kernel).
+loads the machine code (about 0.1 s a kernel) instead of compiling it (0.3-1 s).
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from .. import dtypes
 from ..jit._graph import Ref
 
 _STATE = {}  # "numba": the module or None (imported at the first run that could use it); "kernels": hash -> fn
+#             (None: refused); "version": the hash of jit_math's source
 
 MIN_OPS = 8
 """Under ``"auto"``, a run of fewer ops stays NumPy's unless its arrays are large (:data:`MIN_SIZE`): a numba
@@ -79,7 +80,6 @@ import numpy as np
 from ember._dynamo.jit_math import ERF32, EXP32, SEL, SIGMOID32, TANH32
 
 F = np.{dtype}
-I = np.int32
 
 
 @numba.njit(error_model="numpy")
