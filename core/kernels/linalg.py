@@ -313,6 +313,44 @@ def _outer(xp, a, b):
     return xp.matmul(ap, bp)
 
 
+def _one_gemm(xp, reshape, a, b):
+    """``a @ b`` for stacked operands as one GEMM over a flattened stack where the layout allows (array
+    libraries otherwise loop over the stack); None where it does not."""
+    nd, bnd = a.ndim, b.ndim
+    if nd >= 2 and bnd > 2 and b.shape[-1] == 1:
+        # one matrix times a stack of vectors (a Jacobian's rows through a layer's weight) is one GEMM with
+        # the vectors as rows, not a matrix-vector product per vector
+        sb = b.shape
+        a0 = _one_matrix(a) if nd > 2 else a
+        if a0 is not None and 0 not in sb and a.shape[-1] == sb[-2] and _broadcasts_to(a.shape[:-2], sb[:-2]):
+            out = reshape(b, (-1, sb[-2])) @ xp.swapaxes(a0, -1, -2)
+            return reshape(out, sb[:-2] + (a0.shape[-2], 1))
+    if nd > 2:
+        sa = a.shape
+        if bnd > 2 and sa[-1] > 1 and sa[-1] == b.shape[-2] and _broadcasts_to(b.shape[:-2], sa[:-2]):
+            b0 = _one_matrix(b)  # a stack times one matrix: one GEMM over the flattened stack
+            if b0 is not None:
+                return reshape(reshape(a, (-1, sa[-1])) @ b0, sa[:-1] + (b.shape[-1],))
+        # a stack of matrices times one matrix is one GEMM over the flattened stack: array libraries
+        # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
+        if bnd == 2:
+            return reshape(reshape(a, (-1, sa[-1])) @ b, sa[:-1] + (b.shape[-1],))
+        if bnd > 2:
+            if sa[-1] == 1:
+                return _outer(xp, a, b)
+            sb = b.shape
+            if nd == bnd and sa[:-2] == sb[:-2] and 0 not in sa[:-2]:
+                # one matrix repeated along the stack (zero strides: a weight broadcast over vmap's batch)
+                # is one GEMM with the other operand's stack flattened, not a loop over the stack
+                if _repeated(b):
+                    return reshape(reshape(a, (-1, sa[-1])) @ b[(0,) * (nd - 2)], sa[:-1] + (sb[-1],))
+                if sb[-1] == 1 and _repeated(a):  # (stacked vectors: the result is laid out as a stack)
+                    bt = xp.swapaxes(b, -1, -2)
+                    out = reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (nd - 2)], -1, -2)
+                    return xp.swapaxes(reshape(out, bt.shape[:-1] + (sa[-2],)), -1, -2)
+    return None
+
+
 def kernels(xp, strategy=None) -> dict:
     la = xp.linalg
 
@@ -323,41 +361,10 @@ def kernels(xp, strategy=None) -> dict:
     def matmul(a, b):
         if getattr(a.dtype, "type", None) is _BF16:
             return matmul_wide(a, b)
-        nd, bnd = a.ndim, b.ndim
-        if 0 in a.shape or 0 in b.shape:  # (the flattening paths below cannot reshape an empty stack)
+        if 0 in a.shape or 0 in b.shape:  # (the flattening paths cannot reshape an empty stack)
             return xp.matmul(a, b)
-        if nd >= 2 and bnd > 2 and b.shape[-1] == 1:
-            # one matrix times a stack of vectors (a Jacobian's rows through a layer's weight) is one GEMM with
-            # the vectors as rows, not a matrix-vector product per vector
-            sb = b.shape
-            a0 = _one_matrix(a) if nd > 2 else a
-            if a0 is not None and 0 not in sb and a.shape[-1] == sb[-2] and _broadcasts_to(a.shape[:-2], sb[:-2]):
-                out = reshape(b, (-1, sb[-2])) @ xp.swapaxes(a0, -1, -2)
-                return reshape(out, sb[:-2] + (a0.shape[-2], 1))
-        if nd > 2:
-            sa = a.shape
-            if bnd > 2 and sa[-1] > 1 and sa[-1] == b.shape[-2] and _broadcasts_to(b.shape[:-2], sa[:-2]):
-                b0 = _one_matrix(b)  # a stack times one matrix: one GEMM over the flattened stack
-                if b0 is not None:
-                    return reshape(reshape(a, (-1, sa[-1])) @ b0, sa[:-1] + (b.shape[-1],))
-            # a stack of matrices times one matrix is one GEMM over the flattened stack: array libraries
-            # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
-            if bnd == 2:
-                return reshape(reshape(a, (-1, sa[-1])) @ b, sa[:-1] + (b.shape[-1],))
-            if bnd > 2:
-                if sa[-1] == 1:
-                    return _outer(xp, a, b)
-                sb = b.shape
-                if nd == bnd and sa[:-2] == sb[:-2] and 0 not in sa[:-2]:
-                    # one matrix repeated along the stack (zero strides: a weight broadcast over vmap's batch)
-                    # is one GEMM with the other operand's stack flattened, not a loop over the stack
-                    if _repeated(b):
-                        return reshape(reshape(a, (-1, sa[-1])) @ b[(0,) * (nd - 2)], sa[:-1] + (sb[-1],))
-                    if sb[-1] == 1 and _repeated(a):  # (stacked vectors: the result is laid out as a stack)
-                        bt = xp.swapaxes(b, -1, -2)
-                        out = reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (nd - 2)], -1, -2)
-                        return xp.swapaxes(reshape(out, bt.shape[:-1] + (sa[-2],)), -1, -2)
-        return xp.matmul(a, b)
+        out = _one_gemm(xp, reshape, a, b) if a.ndim > 2 or b.ndim > 2 else None
+        return xp.matmul(a, b) if out is None else out
 
     @widened
     def matmul_wide(a, b):
