@@ -1751,8 +1751,9 @@ def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:  
         return input.new_empty(0)
     idx = _create("combinations", input._dev, False, None, "combination_index", input.shape[0], int(r),
                   bool(with_replacement))
-    # (PyTorch's selection keeps the input)
-    return keep_saved(input.index_select(0, idx.reshape(-1)).reshape(-1, r), input)
+    # (PyTorch's node stacks one selection per column; each keeps the input)
+    picked = input.index_select(0, idx.reshape(-1)).reshape(-1, r)
+    return keep_args(composite_node(keep_saved(picked, input), "StackBackward0"), dim=1)
 
 
 # --------------------------------------------------------------------------- *_scatter: a copy with a view replaced
