@@ -112,7 +112,7 @@ def test_renamed_node_stays_the_op():
 # where PyTorch's node is an implementation detail of its kernel choice (*_copy clones): a row of the tables whose
 # output nodes differ in name from PyTorch's, as of this sweep.  Any other row must match.
 KNOWN_DIFFERENT = frozenset("""
-    adaptive_max_pool1d_with_indices cdist_large cdist_mm chain_matmul combinations cond cond_svd conv_transpose1d
+    adaptive_max_pool1d_with_indices cdist_large cdist_mm chain_matmul cond cond_svd conv_transpose1d
     convolution_transposed copies diag_mat diff_n_dim einsum_bmm einsum_diag
     einsum_ellipsis einsum_empty einsum_outer einsum_sum einsum_three einsum_trace
     gru gru_fn linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias
