@@ -85,20 +85,21 @@ def _report(lib: str, device: str, pg_file: str) -> dict:
     return out
 
 
-def _run(*args, launcher=False):
+def _start(*args, launcher=False):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
     start = [sys.executable, "-m", "ember.distributed.run", "--nproc", "2", "--timeout", "60"] if launcher else \
         [sys.executable]
-    return subprocess.run([*start, HERE, *args], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.Popen([*start, HERE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_world_of_one_matches_pytorch(device, tmp_path):
     pytest.importorskip("torch")
-    runs = {lib: _run("world1", lib, device, str(tmp_path / f"pg-{lib}")) for lib in ("ember", "torch")}
+    runs = {lib: _start("world1", lib, device, str(tmp_path / f"pg-{lib}")) for lib in ("ember", "torch")}
     reports = {}
-    for lib, proc in runs.items():
-        assert proc.returncode == 0, f"{lib}: {proc.stderr[-3000:]}"
-        reports[lib] = json.loads(proc.stdout.strip().splitlines()[-1])
+    for lib, proc in runs.items():  # (the two run side by side)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"{lib}: {err[-3000:]}"
+        reports[lib] = json.loads(out.strip().splitlines()[-1])
     ours, theirs = reports["ember"], reports["torch"]
     assert ours.keys() == theirs.keys()
     for key in ours:
@@ -156,9 +157,10 @@ def run_two_ranks():
 
 
 def test_two_ranks():
-    r = _run("two", launcher=True)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("CHECK ")]
-    assert len(lines) == 2, f"rc={r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    proc = _start("two", launcher=True)
+    out, err = proc.communicate(timeout=120)
+    lines = [ln for ln in out.splitlines() if ln.startswith("CHECK ")]
+    assert len(lines) == 2, f"rc={proc.returncode}\n{out[-3000:]}\n{err[-3000:]}"
     failed = [ln for ln in lines if not ln.endswith(" ok")]
     assert not failed, "\n".join(failed)
 
