@@ -10,7 +10,7 @@ kernels (it needs numba).
 * ``exp``: Cephes' ``expf``: ``x = n*ln2 + r`` with ``|r| <= ln2/2`` (a two-part Cody-Waite ``ln2``), a
   degree-7 polynomial for ``exp(r)``, and ``2**n`` as the product of two powers of two written into the
   exponent field (so ``n`` may reach 128 and small results underflow gradually).  Within 1 ulp over the float32
-  range; ``inf`` above 88.7228, 0 below -104, NaN passes.
+  range; ``inf`` above 88.7228 (``x`` clamped to 88.8 first), 0 below -104, NaN passes.
 * ``tanh``: Cephes' ``tanhf``: an odd polynomial below ``|x| = 0.625``, ``copysign(1 - 2/(exp(2|x|) + 1), x)``
   above.
 * ``sigmoid``: ``1 / (1 + exp(-|x|))``, times ``exp(-|x|)`` for negative ``x``.
@@ -43,12 +43,14 @@ def _const(x, v):
 
 
 def exp_ir(b, x):
-    """The instructions of float32 ``exp(x)`` at builder ``b`` (see the module docstring)."""
-    def clamp(v, op, c):
-        return b.select(b.fcmp_ordered(op, v, _const(x, c)), v, _const(x, c))
-    v = clamp(clamp(x, ">", -104.0), "<", 88.8)
-    floor = b.module.declare_intrinsic("llvm.floor", [x.type])
-    n = b.call(floor, [b.fadd(b.fmul(v, _const(x, 1.4426950408889634)), _const(x, 0.5))])
+    """The instructions of float32 ``exp(x)`` at builder ``b`` (see the module docstring).  ``n`` is rounded by
+    adding and subtracting 1.5 * 2**23 (``llvm.floor`` and a final overflow select each made the loop several
+    times slower); NaN passes the clamps (an ordered comparison with NaN is false) and is returned as it is."""
+    def clamp(v, op, c):  # (a min/max: v if the comparison fails, NaN included)
+        return b.select(b.fcmp_ordered(op, v, _const(x, c)), _const(x, c), v)
+    v = clamp(clamp(x, "<", -104.0), ">", 88.8)  # (88.8 > log(FLT_MAX): the scaling below overflows to inf)
+    n = b.fmul(v, _const(x, 1.4426950408889634))
+    n = b.fsub(b.fadd(n, _const(x, 12582912.0)), _const(x, 12582912.0))
     r = b.fsub(b.fsub(v, b.fmul(n, _const(x, 0.693359375))), b.fmul(n, _const(x, -2.12194440e-4)))
     p = _const(x, 1.98756915e-4)
     for c in _EXP_P:
@@ -60,7 +62,6 @@ def exp_ir(b, x):
     def power_of_two(e):
         return b.bitcast(b.shl(b.add(e, ir.Constant(_I32, 127)), ir.Constant(_I32, 23)), x.type)
     p = b.fmul(b.fmul(p, power_of_two(h)), power_of_two(b.sub(k, h)))
-    p = b.select(b.fcmp_ordered("<", x, _const(x, 88.72283935546875)), p, _const(x, float("inf")))
     return b.select(b.fcmp_ordered("==", x, x), p, x)
 
 
