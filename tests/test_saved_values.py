@@ -347,21 +347,19 @@ def test_unknown_saved_name(device):
 
 # Rows whose nodes (of PyTorch's name) keep other values under other names than PyTorch's: ember's op keeps what
 # its own backward reads (a factorisation's pieces, indices as index tensors, the normalised input...), or a
-# composite names its node after PyTorch's without keeping PyTorch's values; an optional argument given as None
-# (slice_scatter's end) reads None from PyTorch's node, and ember's keeps no None argument.
+# composite names its node after PyTorch's without keeping PyTorch's values.
 SAVED_DIFFERENT = frozenset("""
     linalg_norm matrix_norm_fro norm norm_dim norm_p1 norm_p3_keep pow rpow vector_norm vector_norm_inf
-    adaptive_max_pool2d addbmm addcdiv addcmul addmm addmv addr as_strided_overlap baddbmm batch_norm_train_affine
+    adaptive_max_pool2d addbmm addcdiv addcmul addmm addmv addr baddbmm batch_norm_train_affine
     batch_norm_train_plain batch_norm_training binary_cross_entropy cholesky clamp_min clamp_tensor conv1d_input
-    conv2d_input conv2d_weight conv3d_input conv3d_weight copies cross_entropy_index cummax det dist eigvalsh
-    float_power fmod frexp frobenius_norm frobenius_norm_keepdim gather gather_dim0 gather_empty index_add
-    index_copy index_fill index_select index_select_empty inplace_activations inv inv_ex istft layer_norm
-    layer_norm_2d lerp_tensor linear linear_cross_entropy lu_factor lu_factor_ex lu_factor_rect lu_legacy
-    lu_legacy_infos masked_scatter matrix_power max_dim max_dim_keep min_dim nansum qr qr_wide qr_wide_complete
-    remainder rrelu_eval rrelu_torch scatter scatter_add scatter_reduce_amax scatter_reduce_amin scatter_reduce_mean
-    scatter_reduce_prod scatter_reduce_sum scatter_value slice_scatter slogdet solve solve_ex solve_triangular_lower
-    solve_triangular_unit solve_triangular_upper std_forms sum_mean_all_keepdim svd_abs svd_vals take_along_dim
-    take_along_dim_flat tensor_inplace_special torch_inplace_more var
+    conv2d_input conv2d_weight conv3d_input conv3d_weight cross_entropy_index cummax det dist eigvalsh float_power
+    fmod frexp frobenius_norm frobenius_norm_keepdim gather gather_dim0 gather_empty index_add index_copy index_fill
+    index_select index_select_empty inplace_activations inv inv_ex istft layer_norm layer_norm_2d lerp_tensor linear
+    linear_cross_entropy lu_factor lu_factor_ex lu_factor_rect lu_legacy lu_legacy_infos masked_scatter matrix_power
+    max_dim max_dim_keep min_dim nansum qr qr_wide qr_wide_complete remainder rrelu_eval rrelu_torch scatter
+    scatter_add scatter_reduce_amax scatter_reduce_amin scatter_reduce_mean scatter_reduce_prod scatter_reduce_sum
+    scatter_value slogdet solve solve_ex solve_triangular_lower solve_triangular_unit solve_triangular_upper svd_abs
+    svd_vals take_along_dim take_along_dim_flat tensor_inplace_special torch_inplace_more
 """.split())
 
 

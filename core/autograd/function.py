@@ -252,7 +252,9 @@ class Node:
                     v = how(self) if callable(how) else getattr(self, how)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
-            if v is not None:
+            if v is _NONE:
+                out[key] = None
+            elif v is not None:
                 v = _plain(v)
                 out[key] = _unsigned(v) if key in INT_ARGS else v
         return out
@@ -443,6 +445,15 @@ def keep_saved(t, *tensors):
     if kept:
         fn.register_prehook(check)
     return t
+
+
+_NONE = object()  # an optional argument kept as None (see optional)
+
+
+def optional(v):
+    """``v`` as an optional argument of PyTorch's op that a node keeps (:func:`keep_args`, ``saved_args``): None is
+    kept and read back as None, where a plain None is an argument the node does not keep."""
+    return _NONE if v is None else v
 
 
 def keep_args(t, **args):

@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, check_tensor, export, op_class
@@ -709,7 +709,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
 def _norm_node(r, ord, dim, keepdim):  # noqa: A002
     """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments as that node does."""
     dims = None if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=dims, keepdim=keepdim)
+    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=optional(dims), keepdim=keepdim)
 
 
 @export(to=LINALG)

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..arguments import sequence_arg
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, on_arrays, unary, view_op
 from ..writes import out_or, outs_or
@@ -60,7 +60,8 @@ def _nansum(node):
 
 class Sum(Op):
     tags = ("reduction",)
-    saved_args = {"dim": "axes",
+    # (the overload with a dim keeps it, None where it was not given: keepdim without a dim, nansum)
+    saved_args = {"dim": lambda n: optional(n.axes) if n.axes is not None or n.keepdim or _nansum(n) else None,
                   "keepdim": lambda n: n.keepdim if n.axes is not None or n.keepdim or _nansum(n) else None,
                   "self_sym_sizes": lambda n: None if _nansum(n) else n.in_shape}
 
@@ -414,8 +415,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 class Var(Op):
     tags = ("reduction",)
     # (PyTorch's var() and std() of every element with the default correction keep none: _saved_correction None)
-    saved_args = {"dim": "axes", "keepdim": "keepdim",
-                  "correction": lambda n: None if n.axes is None and n.correction == 1 else
+    saved_args = {"dim": lambda n: optional(n.axes), "keepdim": "keepdim",
+                  "correction": lambda n: optional(None) if n.axes is None and n.correction == 1 else
                   int(n.correction) if float(n.correction).is_integer() else n.correction}
     save_inputs = True
 

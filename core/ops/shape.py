@@ -10,7 +10,7 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -1476,7 +1476,7 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} require "
                            f"a storage of at least {last + 1} elements, but the tensor has {input.numel()}")
     r = view_op(AsStrided, input, size, stride, offset)  # (PyTorch keeps the offset as given: None when not)
-    return keep_args(r, size=size, stride=stride, storage_offset=None if storage_offset is None else offset)
+    return keep_args(r, size=size, stride=stride, storage_offset=optional(None if storage_offset is None else offset))
 
 
 # --------------------------------------------------------------------------- more splits, rotations, repeats
@@ -1822,7 +1822,8 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
     if step is None or step <= 0:
         raise RuntimeError("slice step must be positive")
     index = (slice(None),) * d + (slice(start, end, step), Ellipsis)
-    return _scatter_into(input, src, index, "slice_scatter", dim=dim, start=start, end=end, step=step)
+    return _scatter_into(input, src, index, "slice_scatter", dim=dim, start=optional(start), end=optional(end),
+                         step=step)
 
 
 class DiagonalScatterInto(Op):
@@ -1894,7 +1895,7 @@ def _copy_node(c, r, input):  # noqa: A002
     keeping the view's arguments."""
     fn = r._fn
     if fn is not None and fn is not input._fn:
-        keep_args(rename_node(c, type(fn).__name__ + "_copy"), **fn._args_saved())
+        keep_args(rename_node(c, type(fn).__name__ + "_copy"), **{k: optional(v) for k, v in fn._args_saved().items()})
     return c
 
 
