@@ -512,7 +512,8 @@ class Linear(Op):
     saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "beta": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "mat1_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "AddmmBackward0" else None,
-                  "self_sym_sizes": _linear_sizes, "dim": lambda n: 0 if type(n).__name__ == "SqueezeBackward4" else None,
+                  "self_sym_sizes": _linear_sizes,
+                  "dim": lambda n: 0 if type(n).__name__ == "SqueezeBackward4" else None,
                   "mat2_sym_sizes": lambda n: n._shapes[1][0][::-1] if len(n._shapes[0][0]) == 2 else None}
 
 
