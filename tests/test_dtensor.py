@@ -78,6 +78,8 @@ def _report(lib: str, device: str, pg_file: str) -> dict:
     dt.DTensor.from_local(local, mesh, [p["S1"]]).redistribute(mesh, [p["R"]]).to_local().pow(3).sum().backward()
     leaf = dt.distribute_tensor(x.detach(), mesh, [p["S1"]]).requires_grad_()
     (g,) = m.autograd.grad(leaf.sin().full_tensor().sum(), leaf)
+    total = y.sum()  # a whole-tensor sum of a sharded DTensor: a partial sum
+    out["sum"] = [repr(total.placements), vals(total.full_tensor())]
     out["ops"] = [repr(y.placements), vals(z), x.grad is None, type(d.grad).__name__, repr(d.grad.placements),
                   vals(d.grad.full_tensor()), vals(local.grad), type(g).__name__, repr(g.placements),
                   vals(g.full_tensor())]
@@ -104,9 +106,9 @@ def test_world_of_one_matches_pytorch(device, tmp_path):
     assert ours.keys() == theirs.keys()
     for key in ours:
         a, b = ours[key], theirs[key]
-        if key == "ops":  # float64 values: compared closely, the rest exactly
+        if key in ("ops", "sum"):  # float64 values: compared closely, the rest exactly
             for u, v in zip(a, b):
-                if isinstance(u, list):
+                if isinstance(u, (list, float)):
                     np.testing.assert_allclose(u, v, rtol=1e-12, err_msg=key)
                 else:
                     assert u == v, (key, a, b)
@@ -141,6 +143,8 @@ def run_two_ranks():
         np.testing.assert_allclose((y @ d.T).full_tensor().detach().numpy(), np.exp(full * 2) @ full.T)
         d.full_tensor().pow(2).sum().backward()  # every rank's loss is the whole one: the gradient of its rows
         np.testing.assert_allclose(d.grad.to_local().numpy(), 2 * chunk)
+        total = (d * 1).sum()
+        assert total.placements == (Partial(),) and float(total.full_tensor()) == full.sum()
         part = DTensor.from_local(ember.full((2,), float(r + 1)), mesh, [Partial()])
         np.testing.assert_array_equal(part.redistribute(mesh, [Replicate()]).to_local().numpy(), [3.0, 3.0])
         np.testing.assert_array_equal(part.redistribute(mesh, [Shard(0)]).to_local().numpy(), [3.0])

@@ -7,7 +7,7 @@ differentiable, as in PyTorch: a gradient goes back to the placements it came fr
 replicated). Any other function reaches :func:`_torch_function`: it runs on the local tensors where that is exact
 (every operand replicated, or a pointwise op on operands of one shape and one sharding, none partial) and keeps the
 placements; otherwise it runs on the full tensors and gives a replicated result (the values PyTorch gives; PyTorch
-may choose another placement for them, e.g. a partial sum).
+may choose another placement for them). A whole-tensor ``sum`` of a sharded DTensor is a partial sum, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ...overrides import _func_name
 from ...tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
 from .. import collectives as _c
 from ._mesh import DeviceMesh, _world, init_device_mesh
-from .placement_types import Replicate, Shard
+from .placement_types import Partial, Replicate, Shard
 
 # reads that a DTensor answers as its global shape would (its storage has that shape, dtype and device)
 METADATA = frozenset({
@@ -284,7 +284,12 @@ def _torch_function(cls, func, types, args=(), kwargs=None):
     replicated = all(p.is_replicate() for d in dts for p in d._placements)
     elementwise = (name.rstrip("_") in POINTWISE and not any(p.is_partial() for p in first._placements)
                    and all((d._placements, d.shape) == (first._placements, first.shape) for d in dts))
-    if replicated or elementwise:
+    summed = (name == "sum" and len(dts) == len(args) == 1 and set(kwargs) <= {"dtype"}
+              and not any(p.is_partial() for p in first._placements))
+    if summed:  # a whole-tensor sum: each rank's part sums to a partial value, as PyTorch has it
+        placements = tuple(Partial() if p.is_shard() else p for p in first._placements)
+        out = func(first._local, **kwargs)
+    elif replicated or elementwise:
         placements = first._placements
         out = func(*_map(lambda t: t._local if isinstance(t, DTensor) else t, args),
                    **_map(lambda t: t._local if isinstance(t, DTensor) else t, kwargs))
@@ -302,7 +307,7 @@ def _torch_function(cls, func, types, args=(), kwargs=None):
     def wrap(t):
         if isinstance(t, DTensor) or id(t) in locals_of:
             return locals_of.get(id(t), t)
-        return _make(t, mesh, placements, t.shape if replicated or not elementwise else first.shape)
+        return _make(t, mesh, placements, first.shape if elementwise and not replicated else t.shape)
 
     return _map(wrap, out)
 
