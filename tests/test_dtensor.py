@@ -46,6 +46,10 @@ def _report(lib: str, device: str, pg_file: str) -> dict:
                                mesh.mesh_dim_names, mesh.mesh.tolist(), mesh.get_local_rank(mesh.ndim - 1),
                                [list(map(list, local_shape((5, 3), mesh, [p[a]] * mesh.ndim))) for a in ("S0", "R")]]
     out["submesh"] = list(mesh["tp"].mesh_dim_names)
+    fc = importlib.import_module(f"{lib}.distributed._functional_collectives")  # a mesh as the group
+    t = m.arange(4.0, device=device)
+    out["funcol"] = [vals(fc.wait_tensor(fc.all_reduce(t, "sum", mesh["tp"]))),
+                     vals(fc.wait_tensor(fc.all_gather_tensor(t, 0, (mesh, 1))))]
     mesh = dt.init_device_mesh("cpu" if lib == "torch" else ember.device(device).type, (1,))
     # distribute, redistribute, full_tensor, from_local
     data = m.arange(12.0, device=device).reshape(3, 4)

@@ -2,8 +2,9 @@
 return a new tensor instead of writing their input.
 
 ember's collectives complete before they return, so :func:`wait_tensor` has nothing to wait for and gives its
-argument back. ``group`` is the process group (``dist.group.WORLD``) or the list of its ranks; ember has no
-sub-groups yet, so a list naming only some ranks, or a device mesh, raises NotImplementedError. The ``*_autograd``
+argument back. ``group`` is the process group (``dist.group.WORLD``), the list of its ranks, or a device mesh (with
+a mesh dimension: ``(mesh, dim)``) whose dimension spans the job; ember has no sub-groups yet, so a group of only
+some ranks raises NotImplementedError. The ``*_autograd``
 forms are differentiable (all-gather and reduce-scatter are each other's backward, all-to-all sends the gradient
 back along the same parts); the others are not, as in PyTorch, and give a result that does not require grad.
 
@@ -39,8 +40,16 @@ def _group_size(op: str, group) -> int:
             raise NotImplementedError(f"{op}(): ember has no process sub-groups yet; the ranks {list(group)} are "
                                       f"not the whole job of {n}")
         return n
-    if type(group).__name__ == "DeviceMesh" or isinstance(group, (list, tuple, str)):
-        raise NotImplementedError(f"{op}(): ember has no device meshes or named sub-groups yet, got {group!r}")
+    mesh, dim = group if isinstance(group, tuple) and len(group) == 2 else (group, None)
+    if type(mesh).__name__ == "DeviceMesh":  # one mesh dimension's group: the whole job's where it spans the job
+        if dim is None and mesh.ndim != 1:
+            raise AssertionError("Only 1D mesh is supported, pass in (DeviceMesh, int) together if mesh > 1D")
+        if mesh.size(dim or 0) != n:
+            raise NotImplementedError(f"{op}(): ember has no process sub-groups yet; mesh dimension {dim or 0} of "
+                                      f"{mesh} holds {mesh.size(dim or 0)} of the job's {n} ranks")
+        return n
+    if isinstance(group, (list, tuple, str)):
+        raise NotImplementedError(f"{op}(): ember has no named sub-groups yet, got {group!r}")
     raise ValueError(f"Unsupported group type: {type(group)}, {group}")
 
 
