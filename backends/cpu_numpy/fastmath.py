@@ -12,9 +12,9 @@ float32 tolerance, not bit for bit:
   ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and ``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|``
   clamped at 4 (where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN
   passes);
-* ``softmax`` along the last axis: the row maxima from the rows laid out as columns (NumPy's ``max`` along a
-  short inner axis is ~10x slower than along the outer one), the row sums as a matrix-vector product; its
-  backward's row sums likewise;
+* ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: the row
+  maxima from the rows laid out as columns (NumPy's ``max`` along a short inner axis is ~10x slower than along
+  the outer one), the row sums as a matrix-vector product; softmax's backward's row sums likewise;
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
 * ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
@@ -238,13 +238,43 @@ def _kept(x, axes, keepdims):
     return lambda side: tuple(1 if i in red else n for i, n in enumerate(x.shape) if keepdims or i not in red)
 
 
+def _shifted_rows(x):
+    """``x - max(x)`` along the last axis of C-contiguous float32 ``x``, as rows ``(-1, n)``: the maxima from the
+    rows laid out as columns."""
+    rows = x.reshape(-1, x.shape[-1])
+    return rows - np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
+
+
+_LOW_TOTAL = np.float32(2.0 ** -24)
+"""A row of :func:`_log_softmax_rows` whose exponentials, shifted by the matrix's maximum, sum below this (its own
+maximum more than ~16 below) is shifted by its own maximum instead."""
+
+
+def _log_softmax_rows(x):
+    """Log-softmax along the rows of C-contiguous float32 matrix ``x``: shifted by the matrix's maximum (one pass,
+    where each row's takes a transposed copy), the rows far below it (:data:`_LOW_TOTAL`) and every row of a
+    matrix with an infinite or NaN maximum by their own; the row sums as a matrix-vector product."""
+    ones = np.ones(x.shape[1], np.float32)
+    top = np.maximum.reduce(x, axis=None)
+    if not np.isfinite(top):
+        s = _shifted_rows(x)
+        s -= np.log(np.exp(s) @ ones)[:, None]
+        return s
+    s = x - top
+    total = np.exp(s) @ ones
+    low = np.flatnonzero(total < _LOW_TOTAL)
+    if low.size:
+        s[low] = _shifted_rows(x[low])
+        total[low] = np.exp(s[low]) @ ones
+    s -= np.log(total)[:, None]
+    return s
+
+
 def _softmax_rows(x):
     """Softmax along the last axis of C-contiguous float32 ``x`` (a row with no finite entry meets
     ``-inf - -inf``: NaN, as the shared kernel gives, inside the caller's floating-point-error guard)."""
     n = x.shape[-1]
-    rows = x.reshape(-1, n)
-    top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)
-    e = rows - top[:, None]
+    e = _shifted_rows(x)
     np.exp(e, out=e)
     e /= (e @ np.ones(n, np.float32))[:, None]
     return e.reshape(x.shape)
@@ -299,6 +329,15 @@ def overrides(kernels: dict) -> dict:
             r *= y
             return r
         out["softmax_backward"] = fast_softmax_backward
+
+    cross_entropy = kernels.get("cross_entropy_index")
+    if cross_entropy is not None:
+        cross_entropy_ = _bare(cross_entropy)
+
+        def fast_cross_entropy_index(x, t, ignore_index, mean):
+            fast = _float32_rows(x) and x.ndim == 2 and x.flags.c_contiguous
+            return cross_entropy_(x, t, ignore_index, mean, _log_softmax_rows if fast else None)
+        out["cross_entropy_index"] = fast_cross_entropy_index
 
     gelu = kernels.get("nn_gelu")
     if gelu is not None:

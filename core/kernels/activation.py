@@ -53,13 +53,16 @@ def log_softmax(s, x, axis):
     return e
 
 
-def cross_entropy_index(xp, x, t, ignore_index, mean):
+def cross_entropy_index(xp, x, t, ignore_index, mean, rows=None):
     """Fused log-softmax + NLL of ``x`` ``(N, C)`` at class indices ``t`` ``(N,)``, summed or averaged over
     the rows not ignored.  Returns the loss, the per-row weights ``(N, 1)`` (0 where ignored, ``1/count``
-    for the mean), the one-hot targets ``(N, C)``, the smallest and largest target kept (bounds check) and
-    None.  A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front) gives one loss per
-    sample ``(...)``, each summed or averaged over its own rows (NaN for a mean over no row, its gradient
-    0), and last the gradient for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
+    for the mean), the targets with ignored ones as 0 ``(N,)``, the smallest and largest target kept (bounds
+    check) and the log-probabilities ``(N, C)``, from which :func:`cross_entropy_index_backward` makes the
+    gradient as PyTorch's log-softmax backward does.  ``rows``: a faster log-softmax of a matrix's rows (the
+    CPU backend's float32 form).  A stack ``x`` ``(..., N, C)``, ``t`` ``(..., N)`` (vmap's batch in front)
+    gives one loss per sample ``(...)``, each summed or averaged over its own rows (NaN for a mean over no
+    row, its gradient 0), the one-hot targets ``(..., N, C)`` in place of the indices, and last the gradient
+    for a unit output gradient, ``(softmax(x) - onehot) * weights``."""
     c = x.shape[-1]
     keep = t != ignore_index
     every = bool(xp.all(keep))
@@ -67,6 +70,8 @@ def cross_entropy_index(xp, x, t, ignore_index, mean):
     bounds = (int(xp.min(safe)), int(xp.max(safe))) if safe.size else (0, 0)
     if x.size == 0:
         logp = e = xp.zeros_like(x)
+    elif rows is not None and x.ndim == 2:
+        logp = rows(x)
     else:  # log_softmax and softmax as their kernels compute them, sharing exp(x - max) and its sum
         s = x - xp.max(x, axis=-1, keepdims=True)
         e = xp.exp(s)
@@ -79,8 +84,8 @@ def cross_entropy_index(xp, x, t, ignore_index, mean):
                         idx.shape) if c else xp.zeros(idx.shape, dtype=x.dtype)
     if not every:  # an ignored row's entry may be -inf (a masked logit): it must not make 0 * inf = NaN
         picked = xp.where(keep, picked, 0)
-    onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
     if x.ndim > 2:
+        onehot = (xp.arange(c) == safe[..., None]).astype(x.dtype)
         loss, coef = cross_entropy_stack(xp, x, keep, every, picked, mean)
         if x.size:
             e /= total
@@ -94,7 +99,7 @@ def cross_entropy_index(xp, x, t, ignore_index, mean):
     loss = -xp.sum(picked * coef)
     if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
         loss = loss + x.dtype.type(math.nan)
-    return loss, coef[:, None], onehot, bounds, None
+    return loss, coef[:, None], idx, bounds, logp
 
 
 def cross_entropy_stack(xp, x, keep, every, picked, mean):
@@ -122,12 +127,20 @@ def cross_entropy_stack(xp, x, keep, every, picked, mean):
     return loss, w[..., None]
 
 
-def cross_entropy_index_backward(s, x, onehot, coef, g):
-    """``(softmax(x) - onehot) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to
-    ``x`` (a 0-dim ``g``; for a stack, one per sample)."""
-    e = softmax(s, x, -1)
-    e -= onehot
-    e *= coef * g[..., None, None]
+def cross_entropy_index_backward(s, logp, t, coef, g):
+    """``(exp(logp) - onehot(t)) * coef * g``: the gradient of :func:`cross_entropy_index` with respect to its
+    input ``(N, C)``, from the log-probabilities ``logp`` and targets ``t`` ``(N,)`` it returned (a 0-dim
+    ``g``).  Where ``xp`` writes in place, each row's target entry is lowered by one through the flat array
+    (no one-hot array)."""
+    xp = s.xp
+    e = xp.exp(logp)
+    c = e.shape[-1]
+    if s.writes_out and e.size:
+        flat = e.reshape(-1)
+        flat[t + xp.arange(0, e.size, c)] -= 1
+    else:
+        e = e - (xp.arange(c) == t[:, None]).astype(e.dtype)
+    e *= coef * g
     return e
 
 

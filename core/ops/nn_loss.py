@@ -147,9 +147,9 @@ class CrossEntropyIndex(Op):
 
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
-        loss, coef, onehot, bounds, unit = k["cross_entropy_index"](x, t, ignore_index, mean)
+        loss, coef, target, bounds, saved = k["cross_entropy_index"](x, t, ignore_index, mean)
         _check_bounds(*bounds, x.shape[-1])
-        ctx.coef, ctx.onehot, ctx.unit = coef, onehot, unit
+        ctx.coef, ctx.target, ctx.saved = coef, target, saved  # a stack's: one-hot targets, unit gradient
         ctx.ignore_index, ctx.mean = ignore_index, mean
         return loss
 
@@ -158,13 +158,13 @@ class CrossEntropyIndex(Op):
         x = ctx.inputs[0]
         dev = g._dev
         if not is_grad_enabled() and type(g._data) is dev.atype and not observed():  # (g: not vmap's logical)
-            if ctx.unit is not None:  # a stack's: the gradient for a unit output gradient, from the forward
-                return _wrap(dev.kernels["mul"](ctx.unit, g._data[..., None, None]), dev), None
-            return _wrap(dev.kernels["cross_entropy_index_backward"](x._data, ctx.onehot, ctx.coef, g._data),
+            if x.ndim > 2:  # a stack's: the gradient for a unit output gradient, from the forward
+                return _wrap(dev.kernels["mul"](ctx.saved, g._data[..., None, None]), dev), None
+            return _wrap(dev.kernels["cross_entropy_index_backward"](ctx.saved, ctx.target, ctx.coef, g._data),
                          dev), None
         if g.ndim:  # one gradient per sample of a stack
             g = g.reshape(g.shape + (1, 1))
-            return (softmax(x, -1) - _wrap(ctx.onehot, dev)) * (_wrap(ctx.coef, dev) * g), None
+            return (softmax(x, -1) - _wrap(ctx.target, dev)) * (_wrap(ctx.coef, dev) * g), None
         onehot, coef = _index_weights(x, ctx.inputs[1], ctx.ignore_index, ctx.mean)
         return (softmax(x, -1) - onehot) * (coef * g), None
 

@@ -1,0 +1,104 @@
+"""More of a transformer's training-step kernels on their fast paths, against PyTorch: cross-entropy of class
+indices (log-softmax and NLL in one kernel, the gradient from the saved log-probabilities; the CPU backend's
+float32 rows shifted by the matrix's maximum, with rows far below it and non-finite logits shifted by their
+own), with ignore_index, label smoothing, class weights, every target ignored, and second order."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _ce_both(a, t, device, **kw):
+    """``(ember, torch)`` pairs of cross-entropy's value and gradient for logits ``a`` and targets ``t``."""
+    x = ember.tensor(a, device=device, requires_grad=True)
+    loss = F.cross_entropy(x, ember.tensor(t, device=device), **{k: _to(v, device) for k, v in kw.items()})
+    loss.backward()
+    tx = torch.tensor(a, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), **{k: _to(v, None) for k, v in kw.items()})
+    tl.backward()
+    return (_np(loss), _np(x.grad)), (tl.detach().numpy(), tx.grad.numpy())
+
+
+def _to(v, device):
+    if not isinstance(v, np.ndarray):
+        return v
+    return torch.tensor(v) if device is None else ember.tensor(v, device=device)
+
+
+def _close(ours, theirs, dtype):
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(5, 7), (1024, 65)])
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"ignore_index": 3}, {"label_smoothing": 0.1},
+                                "weight"])
+def test_cross_entropy_value_and_gradient_match_torch(device, dtype, shape, kw):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(shape) * 3).astype(dtype)
+    t = rng.integers(0, shape[1], shape[0])
+    if kw == "weight":
+        kw = {"weight": rng.random(shape[1]).astype(dtype)}
+    _close(*_ce_both(a, t, device, **kw), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_rows_far_apart_and_non_finite(device, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((512, 16)).astype(dtype)
+    a[::7] -= 60       # rows whose maximum is far below the matrix's: each shifted by its own
+    a[3] += 200        # one row far above the rest
+    a[5, 2:] = -np.inf  # masked logits, not at the target
+    t = rng.integers(0, 2, 512)
+    _close(*_ce_both(a, t, device), dtype)
+    b = a.copy()
+    b[9, 4] = np.inf   # an infinite logit: its row NaN, the others as before
+    b[11, 1] = np.nan
+    (loss, gx), (tl, tgx) = _ce_both(b, t, device, reduction="sum")
+    assert np.isnan(loss) and np.isnan(tl)
+    np.testing.assert_array_equal(np.isnan(gx), np.isnan(tgx))
+    fine = ~np.isnan(tgx).any(1)
+    np.testing.assert_allclose(gx[fine], tgx[fine], rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_every_target_ignored(device, reduction):
+    a = np.random.default_rng(2).standard_normal((300, 20)).astype(np.float32)
+    t = np.full(300, -100)
+    (loss, gx), (tl, tgx) = _ce_both(a, t, device, reduction=reduction)
+    np.testing.assert_array_equal(loss, tl)  # NaN for the mean, 0 for the sum
+    np.testing.assert_array_equal(gx, tgx)   # zeros
+
+
+def test_cross_entropy_bad_target_leaves_input_untouched(device):
+    a = np.random.default_rng(3).standard_normal((256, 20)).astype(np.float32)
+    x = ember.tensor(a, device=device, requires_grad=True)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, ember.tensor(np.full(256, 20), device=device))
+    np.testing.assert_array_equal(_np(x), a)
+    assert x.grad is None
+
+
+def test_cross_entropy_second_order_matches_torch(device):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((256, 20))
+    t = rng.integers(0, 20, 256)
+    t[::5] = -100
+    x = ember.tensor(a, device=device, requires_grad=True)
+    (gx,) = ember.autograd.grad(F.cross_entropy(x, ember.tensor(t, device=device)), x, create_graph=True)
+    (gg,) = ember.autograd.grad((gx * gx).sum(), x)
+    tx = torch.tensor(a, requires_grad=True)
+    (tgx,) = torch.autograd.grad(torch.nn.functional.cross_entropy(tx, torch.tensor(t)), tx, create_graph=True)
+    (tgg,) = torch.autograd.grad((tgx * tgx).sum(), tx)
+    np.testing.assert_allclose(_np(gx), tgx.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(gg), tgg.numpy(), rtol=1e-10, atol=1e-14)
