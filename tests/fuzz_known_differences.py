@@ -45,8 +45,8 @@ KNOWN = [
           "(tests/test_nonfinite.py)"),
     # ----------------------------------------------------------------------------------------- open
     Known("refuses", r".*", r"complex input \(ember\.complex\w+\) is not supported yet", "open",
-          "complex input to the linear-algebra ops still without a complex kernel (lobpcg; LDL with hermitian=True)"
-          " is refused with NotImplementedError; the others compute it"),
+          "complex input to LDL with hermitian=True (ldl_factor(_ex)) is refused with NotImplementedError; PyTorch "
+          "computes it (the other linear-algebra ops compute complex input, and both libraries refuse lobpcg's)"),
     Known("accepts", r"conv\w*|cosine_similarity\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|"
           r"\w*cross_entropy\w*",
           r"expected scalar type|same dtype|common dtype|dtype as input|but found", "open",

@@ -171,3 +171,29 @@ def test_gradient_coordinates_dtype_as_pytorch(edge_order, device):
         want, got = run(torch), run(ember, device)
         assert got[0] == want[0], (dx, dc, got[0], want[0])
         np.testing.assert_allclose(got[1], want[1], rtol=3e-2, atol=3e-2, err_msg=f"{dx} {dc}")
+
+
+# --------------------------------------------------------------------------- reductions of an empty input
+EMPTY_REDUCTIONS = {
+    "median": lambda m, x: m.median(x), "nanmedian": lambda m, x: m.nanmedian(x),
+    "median_dim": lambda m, x: m.median(x, -1)[0], "amax": lambda m, x: m.amax(x, -1), "sum": lambda m, x: x.sum(0),
+    "mean": lambda m, x: x.mean(0), "prod": lambda m, x: x.prod(0), "logsumexp": lambda m, x: m.logsumexp(x, 0),
+    "cumsum": lambda m, x: x.cumsum(0), "sort": lambda m, x: m.sort(x, -1)[0], "norm": lambda m, x: x.norm(),
+    "kthvalue": lambda m, x: m.kthvalue(x, 1, -1)[0], "topk": lambda m, x: m.topk(x, 0, -1)[0]}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_REDUCTIONS))
+def test_reductions_of_empty_input_stay_in_the_graph(name, device):
+    """A reduction of an empty input that requires grad gives PyTorch's result: requires_grad (median and nanmedian
+    of all elements dropped it), shape, dtype and an empty gradient of the input's shape, or PyTorch's refusal."""
+    for shape, dtype in itertools.product(((0, 3), (3, 0)), ("float32", "bfloat16")):
+        def run(m, dev=None):
+            x = m.zeros(shape, dtype=getattr(m, dtype))
+            x = (x if dev is None else x.to(dev)).requires_grad_()
+            r = EMPTY_REDUCTIONS[name](m, x)
+            if r.requires_grad:
+                r.sum().backward()
+            return r.requires_grad, tuple(r.shape), str(r.dtype).split(".")[-1], x.grad is None or tuple(x.grad.shape)
+
+        want, got = _outcome(lambda: run(torch)), _outcome(lambda: run(ember, device))
+        assert got == want, (shape, dtype, got, want)

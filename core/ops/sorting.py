@@ -94,6 +94,13 @@ def _dim_for_out(dim, op):
     return dim
 
 
+def _nan_of_empty(flat, node):
+    """The NaN median of an empty input, in its graph as PyTorch's is (the result requires grad; the gradient is
+    empty)."""
+    r = flat.new_full((), float("nan"))
+    return composite_node(r + flat.sum() * 0, node) if flat.requires_grad else r
+
+
 @export
 def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     """The lower median (of all elements, or along ``dim`` with its index), as PyTorch defines it."""
@@ -103,7 +110,7 @@ def median(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     if dim is None:
         flat = input.reshape(-1)
         if flat.numel() == 0:
-            return flat.new_full((), float("nan"))
+            return _nan_of_empty(flat, "MedianBackward0")
         s = sort(flat).values  # NaN sorts last; PyTorch's median is NaN when there is one
         r = composite_node(pointwise.where(s[-1].isnan(), s[-1], s[(flat.numel() - 1) // 2]), "MedianBackward0")
         return keep_saved(r, input)  # (PyTorch's node keeps its input)
@@ -141,7 +148,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
     flat = dim is None
     x = input.reshape(-1) if flat else input
     if flat and x.numel() == 0:
-        return x.new_full((), float("nan"))
+        return _nan_of_empty(x, "NanmedianBackward0")
     d = 0 if flat else _wrap_dim(dim, input.dim(), "nanmedian")
     s = sort(x, d)  # NaN sorts last: the lower median of the first `count` entries
     at = (x.isnan().logical_not().sum(d, keepdim=True) - 1).clamp(min=0) // 2
