@@ -145,3 +145,21 @@ def test_clip_grad_norm_non_finite_and_version(device):
     with ember.profiler.profile() as prof:   # seen by an interception handler: the ops, one by one
         ember.nn.utils.clip_grad_norm_(ps[1:], 1.0)
     assert {"aten::stack", "aten::mul"} <= {e.key for e in prof.key_averages()}
+
+
+def test_masked_softmax_rows_match_torch(device):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((8, 4, 32, 32)).astype(np.float32) * 4
+    a[0, 0] -= 40          # rows far below the maximum: each shifted by its own
+    a[1, 1, 3] += 90
+    mask = np.triu(np.ones((32, 32), bool), 1)
+    g = rng.standard_normal(a.shape).astype(np.float32)
+    for b in (a, np.where(np.arange(32) == 5, np.nan, a)):   # a NaN column: those rows NaN
+        x = ember.tensor(b, device=device, requires_grad=True)
+        y = F.softmax(x.masked_fill(ember.tensor(mask, device=device), float("-inf")), dim=-1)
+        y.backward(ember.tensor(g, device=device))
+        tx = torch.tensor(b, requires_grad=True)
+        ty = torch.softmax(tx.masked_fill(torch.tensor(mask), float("-inf")), dim=-1)
+        ty.backward(torch.tensor(g))
+        np.testing.assert_allclose(_np(y), ty.detach().numpy(), rtol=2e-6, atol=1e-7)
+        np.testing.assert_allclose(_np(x.grad), tx.grad.numpy(), rtol=2e-5, atol=1e-6)

@@ -12,9 +12,10 @@ float32 tolerance, not bit for bit:
   ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and ``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|``
   clamped at 4 (where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN
   passes);
-* ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: the row
-  maxima from the rows laid out as columns (NumPy's ``max`` along a short inner axis is ~10x slower than along
-  the outer one), the row sums as a matrix-vector product; softmax's backward's row sums likewise;
+* ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: shifted by
+  the matrix's maximum, one pass (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer
+  one), rows far below it by their own maxima taken from the rows laid out as columns; the row sums as a
+  matrix-vector product; softmax's backward's row sums likewise;
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
 * ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
@@ -245,38 +246,44 @@ def _shifted_rows(x):
     return rows - np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
 
 
-_LOW_TOTAL = np.float32(2.0 ** -24)
-"""A row of :func:`_log_softmax_rows` whose exponentials, shifted by the matrix's maximum, sum below this (its own
-maximum more than ~16 below) is shifted by its own maximum instead."""
+_LOW_TOTAL = np.float32(2.0 ** -12)
+"""A row of :func:`_exp_rows` whose exponentials, shifted by the matrix's maximum, sum below this (its own maximum
+more than ~8 below: its arguments would carry a rounding error above float32's at 8) is shifted by its own
+maximum instead."""
+
+
+def _exp_rows(x):
+    """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows shifted by the
+    matrix's maximum (one pass, where each row's own takes a transposed copy), ``e = exp(s)`` and its row sums
+    as a matrix-vector product; the rows far below the maximum (:data:`_LOW_TOTAL`), and every row of a matrix
+    whose maximum is infinite or NaN, shifted by their own maximum.  A row with no finite entry meets
+    ``-inf - -inf``: NaN, as the shared kernels give, inside the caller's floating-point-error guard."""
+    rows = x.reshape(-1, x.shape[-1])
+    ones = np.ones(rows.shape[1], np.float32)
+    top = np.maximum.reduce(rows, axis=None)
+    s = _shifted_rows(rows) if not np.isfinite(top) else rows - top
+    e = np.exp(s)
+    total = e @ ones
+    if np.isfinite(top):
+        low = np.flatnonzero(total < _LOW_TOTAL)
+        if low.size:
+            s[low] = _shifted_rows(rows[low])
+            e[low] = np.exp(s[low])
+            total[low] = e[low] @ ones
+    return s, e, total
 
 
 def _log_softmax_rows(x):
-    """Log-softmax along the rows of C-contiguous float32 matrix ``x``: shifted by the matrix's maximum (one pass,
-    where each row's takes a transposed copy), the rows far below it (:data:`_LOW_TOTAL`) and every row of a
-    matrix with an infinite or NaN maximum by their own; the row sums as a matrix-vector product."""
-    ones = np.ones(x.shape[1], np.float32)
-    top = np.maximum.reduce(x, axis=None)
-    if not np.isfinite(top):
-        s = _shifted_rows(x)
-        s -= np.log(np.exp(s) @ ones)[:, None]
-        return s
-    s = x - top
-    total = np.exp(s) @ ones
-    low = np.flatnonzero(total < _LOW_TOTAL)
-    if low.size:
-        s[low] = _shifted_rows(x[low])
-        total[low] = np.exp(s[low]) @ ones
+    """Log-softmax along the rows of C-contiguous float32 matrix ``x`` (:func:`_exp_rows`)."""
+    s, _, total = _exp_rows(x)
     s -= np.log(total)[:, None]
     return s
 
 
 def _softmax_rows(x):
-    """Softmax along the last axis of C-contiguous float32 ``x`` (a row with no finite entry meets
-    ``-inf - -inf``: NaN, as the shared kernel gives, inside the caller's floating-point-error guard)."""
-    n = x.shape[-1]
-    e = _shifted_rows(x)
-    np.exp(e, out=e)
-    e /= (e @ np.ones(n, np.float32))[:, None]
+    """Softmax along the last axis of C-contiguous float32 ``x`` (:func:`_exp_rows`)."""
+    _, e, total = _exp_rows(x)
+    e /= total[:, None]
     return e.reshape(x.shape)
 
 
