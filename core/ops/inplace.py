@@ -161,7 +161,7 @@ def _fills_by_mask(idx, value) -> bool:
     """Whether PyTorch writes ``value`` through masked_fill, which casts it: one element, and one bool mask the
     only advanced index (else its index_put_ refuses a value of another dtype)."""
     adv = [i for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]
-    return value.numel() == 1 and len(adv) == 1 and str(getattr(adv[0], "dtype", "")) == "bool"
+    return value.numel() == 1 and len(adv) == 1 and str(getattr(adv[0], "dtype", "")).rsplit(".")[-1] == "bool"
 
 
 @export(name="__setitem__", to=TENSOR)
