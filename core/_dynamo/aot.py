@@ -25,6 +25,7 @@ from ..jit import _graph
 from ..jit._graph import Ref, _refs_in, lookup_op
 from ..state import STATE, is_grad_enabled
 from ..ops.creation import ones_like
+from ..ops.nn import CompileCapture
 from ..tensor import Tensor
 from .replay import generate
 
@@ -52,13 +53,13 @@ def joint_body(fn, out_spec, holder, state):
         grads = ()
         state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
-            state.internal = True
+            state.internal = CompileCapture.first_order = True
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
                 grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
             except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
                 grads = ()
             finally:
-                state.internal = False
+                state.internal = CompileCapture.first_order = False
         holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
         return tuple(outs) + tuple(x for x in grads if x is not None)
     return body
@@ -151,6 +152,7 @@ def split(graph, holder, order, dev, fusion="auto"):
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
     step.n_inputs = len(graph.inputs) if graph.dynamic else 0  # (a dynamic graph's backward reads their sizes)
     step.guarded, step.prefix, step.watched = guarded, prefix, watched
+    step.backward_ops = tuple(n.op for n in bwd)
     if prefix is not None:
         step.source = psrc + "\n" + step.source
     return step
@@ -168,6 +170,7 @@ class CompiledStep:
     prefix = None  # the generated function replaying the prefix through dispatch (see _cut_prefix), if any
     guarded = ()   # the positions of the tensors that required grad at the capture
     watched = ()   # the positions of the tensors whose values the backward reads (their versions are checked)
+    backward_ops = ()  # the names of the ops the compiled backward runs, in order
 
     def __init__(self, forward, backward, n_out, diff_pos, used_gouts, leaf_pos, has_grad, source):
         self.forward, self.backward = forward, backward

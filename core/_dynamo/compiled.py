@@ -29,6 +29,7 @@ from ..autograd import engine as _engine
 from ..interception import HANDLERS
 from ..jit._graph import Program, Ref, TracerWarning, capture, capture_dynamic
 from ..nn.modules.module import Module
+from ..ops.nn import CompileCapture
 from ..overrides import _is_torch_function_mode_enabled
 from ..state import is_grad_enabled, is_inference
 from ..tensor import Tensor
@@ -333,6 +334,7 @@ class CompiledFunction:
         run = _engine.run
         _LOCAL.capture = state
         _engine.run = _backward_breaks(run)
+        CompileCapture.native = True  # (the replay runs the one-node normalisations: they need not be composed)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
@@ -347,6 +349,7 @@ class CompiledFunction:
         finally:
             _engine.run = run
             _LOCAL.capture = None
+            CompileCapture.native = False
         holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
         known = {id(m) for m in self.modules}

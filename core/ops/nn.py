@@ -53,10 +53,26 @@ def inplace_torch(fn, name: str, to=("torch",)):
     return export(method, name + "_", to=to)
 
 
+class CompileCapture:
+    """How ``ember.compile``'s capture records ops, set by :mod:`ember._dynamo` while it captures (its replay runs
+    every op it records, where other tracers and exporters know only the composed forms): ``native``, the
+    one-node forms of normalisations; ``first_order``, while it records a training step's backward, which is never
+    differentiated: the formulas record their one-kernel gradient ops in place of their composite forms."""
+
+    native = False
+    first_order = False
+
+
+def _kernel_grads() -> bool:
+    """Whether a backward formula that records ops records its one-kernel gradient op (``ember.compile``'s
+    first-order capture) rather than its composite, differentiable form."""
+    return CompileCapture.first_order and len(HANDLERS) == 1
+
+
 # --------------------------------------------------------------------------- softmax and fused activations
 def _softmax_vjp(ctx, g):
     y = ctx.output
-    if HANDLERS:  # vmap, forward-mode AD and tracers see the formula's own ops (they have rules for those)
+    if HANDLERS and not _kernel_grads():  # vmap, forward-mode AD and tracers see the formula's own ops
         return y * (g - (g * y).sum(ctx.dim, keepdim=True))
     return apply(SoftmaxGrad, g, y, ctx.dim)
 
@@ -381,6 +397,8 @@ def _gelu_vjp(ctx, g):
     x = ctx.inputs[0]
     if on_arrays(g, x) and g._data.dtype == x._data.dtype:  # no graph is being built: the formula in one kernel
         return _wrap(g._dev.kernels["nn_gelu_backward"](g._data, x._data, ctx.approximate), g._dev)
+    if _kernel_grads() and g.dtype is x.dtype:
+        return apply(GeluGrad, g, x, ctx.approximate)
     if ctx.approximate == "tanh":
         t = ((x + x * x * x * 0.044715) * _GELU_K).tanh()
         return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * _GELU_K * (x * x * (3 * 0.044715) + 1))
@@ -397,6 +415,9 @@ Hardswish, _ = _rows("Hardswish", "nn_hardswish", _hardswish_vjp)
 Silu, _ = _rows("Silu", "nn_silu", _silu_vjp)
 Mish, _ = _rows("Mish", "nn_mish", _mish_vjp)
 Gelu, _ = _rows("Gelu", "nn_gelu", _gelu_vjp, ("approximate",))
+# gelu's gradient as one op, for a backward that is recorded but never differentiated (see _kernel_grads)
+GeluGrad = op_class("GeluGrad", "nn_gelu_backward", params=("approximate",), arity=3,
+                    backward_name="GeluBackwardBackward0")
 LogSigmoid, _ = _rows("LogSigmoid", "nn_log_sigmoid", _log_sigmoid_vjp)
 
 
@@ -1056,7 +1077,7 @@ def _one_node(x, others) -> bool:
         return False
     if any(t is not None and t.dtype is not x.dtype for t in others):
         return False
-    return not observed()
+    return not observed() or (CompileCapture.native and len(HANDLERS) == 1)
 
 
 def _eval_fusable(x, mean, var, weight, bias):
@@ -1114,8 +1135,15 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gr=None):
-        if on_arrays(g, *ctx.inputs) and all(t is None or t._data.dtype == g._data.dtype for t in ctx.inputs):
+        same = all(t is None or t._data.dtype == g._data.dtype for t in ctx.inputs)
+        if same and on_arrays(g, *ctx.inputs):
             return NativeLayerNorm._grads(ctx, g)
+        if same and _kernel_grads():
+            x, *params = ctx.inputs
+            need = (ctx.next_functions[0][0] is not None, *ctx.affine)
+            grads = iter(apply(NativeLayerNormGrad, g, x, params[0] if ctx.affine[0] else None, ctx.mean,
+                               ctx.invstd, ctx.nd, need))
+            return (next(grads) if need[0] else None, *[next(grads) for n in need[1:] if n])
         ndim = ctx.inputs[0].ndim
         dims = list(range(ndim - ctx.nd, ndim))
         lead = list(range(ndim - ctx.nd))
@@ -1144,6 +1172,18 @@ class NativeLayerNorm(Op):
                                                         (ctx.next_functions[0][0] is not None, has_w, has_b))
         grads = (dx, dw) if has_w else (dx,)
         return tuple(None if a is None else _wrap(a, dev) for a in (grads + (db,) if has_b else grads))
+
+
+class NativeLayerNormGrad(Op):
+    """The gradients of :class:`NativeLayerNorm` by one kernel (``layer_norm_backward``), for a backward that is
+    recorded but never differentiated (see :func:`_kernel_grads`): those of ``(dx, dw, db)`` that ``need`` asks
+    for."""
+
+    backward_name = "NativeLayerNormBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, k, g, x, w, mean, invstd, nd, need):
+        return tuple(a for a in k["layer_norm_backward"](g, x, w, mean, invstd, nd, need) if a is not None)
 
 
 @export(to=("nn.functional",))

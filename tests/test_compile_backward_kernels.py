@@ -1,0 +1,75 @@
+"""ember.compile records a training step's backward with the one-kernel gradient ops (gelu, layer norm,
+softmax) that eager mode runs, not their composite formulas; results equal eager mode and PyTorch."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+
+def _model(torch_mod, approximate):
+    """A gelu / layer-norm / softmax block built in ``torch_mod`` (ember or PyTorch) from fixed weights."""
+    rng = np.random.default_rng(0)
+    w1 = torch_mod.tensor(rng.standard_normal((12, 16)).astype(np.float32), requires_grad=True)
+    w2 = torch_mod.tensor(rng.standard_normal((16, 5)).astype(np.float32), requires_grad=True)
+    lw = torch_mod.tensor(rng.standard_normal(16).astype(np.float32), requires_grad=True)
+    lb = torch_mod.tensor(rng.standard_normal(16).astype(np.float32), requires_grad=True)
+    fn = torch_mod.nn.functional
+
+    def f(x):
+        h = fn.layer_norm(fn.gelu(x @ w1, approximate=approximate), (16,), lw, lb)
+        return (fn.softmax(h @ w2, -1) * fn.log_softmax(h @ w2, -1)).sum()
+    return f, (w1, w2, lw, lb)
+
+
+def _grads(f, params, x):
+    for p in params:
+        p.grad = None
+    f(x).backward()
+    return [p.grad.numpy().copy() for p in params]
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_compiled_backward_records_one_kernel_gradients(device, approximate):
+    torch = pytest.importorskip("torch")
+    f, params = _model(ember, approximate)
+    params = [p.to(device).detach().requires_grad_() for p in params]
+    w1, w2, lw, lb = params
+
+    def g(x):
+        h = F.layer_norm(F.gelu(x @ w1, approximate=approximate), (16,), lw, lb)
+        return (F.softmax(h @ w2, -1) * F.log_softmax(h @ w2, -1)).sum()
+    cg = ember.compile(g)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((7, 12)).astype(np.float32) for _ in range(3)]
+    tf, tparams = _model(torch, approximate)
+    for k, xa in enumerate(xs):  # (the first call captures; the later ones replay with new values)
+        x = ember.tensor(xa, device=device)
+        got = _grads(cg, params, x)
+        eager = _grads(g, params, x)
+        ref = _grads(tf, tparams, torch.tensor(xa))
+        for a, b, r in zip(got, eager, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4)
+    variant = next(iter(cg._compiled.cache.values()))
+    ops = variant.aot.backward_ops
+    assert "GeluGrad" in ops and "NativeLayerNormGrad" in ops and "SoftmaxGrad" in ops, ops
+    assert "erf" not in ops and "tanh" not in ops  # (gelu's composite formula is not recorded)
+
+
+def test_double_backward_through_compiled_call_refuses(device):
+    w = ember.randn(4, 4, device=device, requires_grad=True)
+    cf = ember.compile(lambda x: F.layer_norm(F.gelu(x @ w), (4,)).pow(2).sum())
+    x = ember.randn(3, 4, device=device)
+    cf(x)  # (the capture)
+    (gw,) = ember.autograd.grad(cf(x), [w], create_graph=False)
+    assert gw.shape == (4, 4)
+    with pytest.raises(RuntimeError, match="cannot be differentiated again"):
+        ember.autograd.grad(cf(x), [w], create_graph=True)
+
+
+def test_capture_flags_reset_after_compile(device):
+    from ember.ops.nn import CompileCapture
+    cf = ember.compile(lambda x: F.gelu(x).sum())
+    cf(ember.randn(3, device=device, requires_grad=True)).backward()
+    assert not CompileCapture.native and not CompileCapture.first_order
