@@ -207,3 +207,21 @@ def test_reductions_of_empty_input_stay_in_the_graph(name, device):
 
         want, got = _outcome(lambda: run(torch)), _outcome(lambda: run(ember, device))
         assert got == want, (shape, dtype, got, want)
+
+
+# --------------------------------------------------------------------------- dist of two dtypes
+@pytest.mark.parametrize("p", [2, 1, 0, float("inf")])
+def test_dist_promotes_its_operands_first(p, device):
+    """``dist`` is the norm of ``input - other`` after PyTorch's promotion: a uint8 or int64 operand beside a
+    floating one computes (ember refused it: 20 of the 64 dtype pairs differed), two integer ones raise norm's
+    RuntimeError, a bool one the subtraction's; result dtype and value as PyTorch's."""
+    names = _have(device, ("float32", "float64", "float16", "bfloat16", "int64", "uint8", "bool", "complex64"))
+    for a, b in itertools.product(names, names):
+        def run(m, dev=None):
+            x, y = m.tensor([3.0, 1.0, 2.0]).to(getattr(m, a)), m.tensor([1.0, 0.0, 2.0]).to(getattr(m, b))
+            x, y = (x, y) if dev is None else (x.to(dev), y.to(dev))
+            r = m.dist(x, y, p)
+            return str(r.dtype).split(".")[-1], round(float(r), 2)
+
+        want, got = _outcome(lambda: run(torch)), _outcome(lambda: run(ember, device))
+        assert got == want, (a, b, got, want)

@@ -931,10 +931,11 @@ def dist(input, other, p=2):  # noqa: A002
     check_tensor(input, "dist")
     if not isinstance(other, Tensor):
         raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-    if input.dtype.category < dtypes.FLOAT or other.dtype.category < dtypes.FLOAT:
-        bad = input if input.dtype.category < dtypes.FLOAT else other
-        raise RuntimeError(f"dist(): expected a floating point or complex tensor, got {_type_name(bad.dtype)}")
-    r = keep_args(rename_node(vector_norm(input - other, float(p)), "DistBackward0"), p=p)  # (_saved_p as given)
+    diff = input - other  # (PyTorch's promotion: uint8 beside float64 computes)
+    if diff.dtype.category < dtypes.FLOAT:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_type_name(diff.dtype)} instead.")
+    r = keep_args(rename_node(vector_norm(diff, float(p)), "DistBackward0"), p=p)  # (_saved_p as given)
     return keep_saved(r, input, other)
 
 
