@@ -391,12 +391,12 @@ def overrides(kernels: dict) -> dict:
                     index.dtype.kind not in "iu":
                 return index_add(x, axis, index, src)
             order = np.argsort(index, kind="stable")
-            keys = index[order]
+            keys = np.take(index, order)
             if keys[0] < 0:  # (a negative index and its positive twin would be two rows: the general kernel)
                 return index_add(x, axis, index, src)
             starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
             r = np.array(x, copy=True)
-            r[keys[starts]] += np.add.reduceat(src[order], starts, axis=0)
+            r[keys[starts]] += np.add.reduceat(np.take(src, order, axis=0), starts, axis=0)  # (take: half the time)
             return r
         out["index_add"] = fast_index_add
 
