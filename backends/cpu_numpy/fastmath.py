@@ -295,6 +295,23 @@ def _bare(fn):
     return fn
 
 
+def _by_gemv(reduce, average: bool):
+    """``reduce`` (the shared ``sum`` or ``mean`` kernel) with the float32 reductions of large arrays as
+    matrix-vector products (``_gemv_sum``); ``average``: divided by the count of elements reduced (``mean``)."""
+    def fast(x, axis=None, keepdims=False, dtype=None):
+        if x.size < MIN_SIZE:  # (the common small case first: a faster form must not slow it down)
+            return reduce(x, axis, keepdims, dtype)
+        axes = _axes(axis, x.ndim)
+        r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
+        if r is None:
+            return reduce(x, axis, keepdims, dtype)
+        if average:
+            r /= np.float32(x.size // max(r.size, 1))
+        return r
+    fast.__name__ = f"fast_{'mean' if average else 'sum'}"
+    return fast
+
+
 def overrides(kernels: dict) -> dict:
     """The faster forms (module docstring) of those of ``kernels`` (the backend's table before they are merged in)
     that it has, each falling back to the one it replaces.  All but ``index_add`` are names the shared library
@@ -400,32 +417,9 @@ def overrides(kernels: dict) -> dict:
             return r
         out["index_add"] = fast_index_add
 
-    sum_ = kernels.get("sum")
-    if sum_ is not None:
-        sum_ = _bare(sum_)
-
-        def fast_sum(x, axis=None, keepdims=False, dtype=None):
-            if x.size < MIN_SIZE:  # (the common small case first: a faster form must not slow it down)
-                return sum_(x, axis, keepdims, dtype)
-            axes = _axes(axis, x.ndim)
-            r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
-            return sum_(x, axis, keepdims, dtype) if r is None else r
-        out["sum"] = fast_sum
-
-    mean = kernels.get("mean")
-    if mean is not None:
-        mean = _bare(mean)
-
-        def fast_mean(x, axis=None, keepdims=False, dtype=None):
-            if x.size < MIN_SIZE:
-                return mean(x, axis, keepdims, dtype)
-            axes = _axes(axis, x.ndim)
-            r = None if dtype is not None else _gemv_sum(x, axes, _kept(x, axes, keepdims))
-            if r is None:
-                return mean(x, axis, keepdims, dtype)
-            r /= np.float32(x.size // max(r.size, 1))
-            return r
-        out["mean"] = fast_mean
+    for name in ("sum", "mean"):
+        if kernels.get(name) is not None:
+            out[name] = _by_gemv(_bare(kernels[name]), name == "mean")
 
     sum_to = kernels.get("sum_to")
     if sum_to is not None:
