@@ -136,6 +136,7 @@ def cross_entropy_index_backward(s, logp, t, coef, g):
     e = xp.exp(logp)
     c = e.shape[-1]
     if s.writes_out and e.size:
+        e = xp.ascontiguousarray(e)  # (exp of a transposed input's log-probabilities is not: no flat view)
         flat = e.reshape(-1)
         flat[t + xp.arange(0, e.size, c)] -= 1
     else:
