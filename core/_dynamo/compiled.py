@@ -334,7 +334,7 @@ class CompiledFunction:
         run = _engine.run
         _LOCAL.capture = state
         _engine.run = _backward_breaks(run)
-        CompileCapture.native = True  # (the replay runs the one-node normalisations: they need not be composed)
+        CompileCapture.native = threading.get_ident()  # (the replay runs the one-node normalisations: they need not be composed)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
@@ -349,7 +349,7 @@ class CompiledFunction:
         finally:
             _engine.run = run
             _LOCAL.capture = None
-            CompileCapture.native = False
+            CompileCapture.native = None
         holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
         known = {id(m) for m in self.modules}

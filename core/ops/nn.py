@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from threading import get_ident
 
 from .. import dtypes
 from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
@@ -54,19 +55,21 @@ def inplace_torch(fn, name: str, to=("torch",)):
 
 
 class CompileCapture:
-    """How ``ember.compile``'s capture records ops, set by :mod:`ember._dynamo` while it captures (its replay runs
-    every op it records, where other tracers and exporters know only the composed forms): ``native``, the
-    one-node forms of normalisations; ``first_order``, while it records a training step's backward, which is never
-    differentiated: the formulas record their one-kernel gradient ops in place of their composite forms."""
+    """How ``ember.compile``'s capture records ops, set by :mod:`ember._dynamo` to the capturing thread's id
+    (``threading.get_ident()``; None otherwise) while it captures (its replay runs every op it records, where other
+    tracers and exporters know only the composed forms): ``native``, the one-node forms of normalisations;
+    ``first_order``, while it records a training step's backward, which is never differentiated: the formulas
+    record their one-kernel gradient ops in place of their composite forms."""
 
-    native = False
-    first_order = False
+    native = None
+    first_order = None
 
 
 def _kernel_grads() -> bool:
     """Whether a backward formula that records ops records its one-kernel gradient op (``ember.compile``'s
-    first-order capture) rather than its composite, differentiable form."""
-    return CompileCapture.first_order and len(HANDLERS) == 1
+    first-order capture, in this thread) rather than its composite, differentiable form."""
+    return CompileCapture.first_order is not None and len(HANDLERS) == 1 and \
+        CompileCapture.first_order == get_ident()
 
 
 # --------------------------------------------------------------------------- softmax and fused activations
@@ -1077,7 +1080,7 @@ def _one_node(x, others) -> bool:
         return False
     if any(t is not None and t.dtype is not x.dtype for t in others):
         return False
-    return not observed() or (CompileCapture.native and len(HANDLERS) == 1)
+    return not observed() or (CompileCapture.native == get_ident() and len(HANDLERS) == 1)
 
 
 def _eval_fusable(x, mean, var, weight, bias):
