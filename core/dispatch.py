@@ -399,11 +399,15 @@ def link(ctx, inputs):
     Op = type(ctx)
     if Op.save_inputs:
         uses = Op.save_for
+        vers = None
         if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
             keep = _KEEPERS.get(Op)
             if keep is None:
                 keep = _KEEPERS[Op] = _KEEPERS.get(uses) or _KEEPERS.setdefault(uses, _keeper(uses))
-            inputs = keep(inputs, nodes) if len(inputs) == len(uses) else saved_for(uses, inputs, nodes)
+            if len(inputs) == len(uses):
+                inputs, vers = keep(inputs, nodes)
+            else:
+                inputs = saved_for(uses, inputs, nodes)
         if SAVED_ON and SAVED_HOOKS.stack:
             pack_saved(ctx, inputs)
             return _link_end(ctx, volatile)
@@ -412,14 +416,15 @@ def link(ctx, inputs):
                 if isinstance(t, Tensor) and t._inference:
                     raise RuntimeError(_INFERENCE_SAVED)
         ctx._saved = tuple(inputs)
-        vers = []
-        for t in inputs:
-            if isinstance(t, Tensor):
-                b = t._base
-                vers.append(t._ver if b is None else b._ver)
-            else:
-                vers.append(None)
-        vers = tuple(vers)
+        if vers is None:  # (a keeper gives the versions with the inputs)
+            vers = []
+            for t in inputs:
+                if isinstance(t, Tensor):
+                    b = t._base
+                    vers.append(t._ver if b is None else b._ver)
+                else:
+                    vers.append(None)
+            vers = tuple(vers)
         ctx._vers = _VERS.get(vers) or _shared_vers(vers)
     if STATE.anomaly:
         anomaly_trace(ctx)
@@ -464,22 +469,25 @@ def _meta(shape, dt):
 
 
 def _keeper(uses):
-    """``keep(inputs, nodes)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``).
+    """``keep(inputs, nodes)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``), and
+    their versions (None for what is no tensor).
 
-    Spelled out in source, one conditional per input (``(inputs[0] if nodes[1] is not None else None, ...)``):
-    a third of the cost of walking ``uses`` on every recorded op.
+    Spelled out in source, one line per input (``a0 = inputs[0] if nodes[1] is not None else None``): a third of
+    the cost of walking ``uses`` on every recorded op, and the versions without a loop.
     """
-    parts = []
+    lines, kept, vers = [], [], []
     for i, u in enumerate(uses):
         if u is None:
-            parts.append(f"inputs[{i}]")
+            value = f"inputs[{i}]"
         elif not u:
-            parts.append("None")
+            value = "None"
         else:
-            needed = " or ".join(f"nodes[{int(j)}] is not None" for j in u)
-            parts.append(f"(inputs[{i}] if {needed} else None)")
-    src = f"def keep(inputs, nodes):\n    return ({', '.join(parts)},)\n"
-    ns = {}
+            value = f"inputs[{i}] if {' or '.join(f'nodes[{int(j)}] is not None' for j in u)} else None"
+        lines.append(f"    a{i} = {value}\n")
+        kept.append(f"a{i}, ")
+        vers.append(f"(a{i}._ver if a{i}._base is None else a{i}._base._ver) if isinstance(a{i}, Tensor) else None, ")
+    src = f"def keep(inputs, nodes):\n{''.join(lines)}    return ({''.join(kept)}), ({''.join(vers)})\n"
+    ns = {"Tensor": Tensor}
     exec(compile(src, f"<save_for {uses!r}>", "exec"), ns)  # noqa: S102 - source from integers only
     return ns["keep"]
 
