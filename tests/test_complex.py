@@ -122,6 +122,18 @@ def test_wirtinger_gradient_of_real_loss(name, device):
     assert_close(g, tg)
 
 
+def test_sgn_gradient_of_complex_input(device):
+    """``sgn(z) = z / |z|`` has PyTorch's gradient on complex input (0 at 0), and differentiates again."""
+    data, w = np.array([0.3 + 0.8j, -1.2 + 0.4j, 0j]), np.array([2 - 1j, 1 + 1j, 3 + 3j])
+    z = ember.tensor(data, device=device, requires_grad=True)
+    tz = torch.tensor(data, requires_grad=True)
+    (g,) = ember.autograd.grad((ember.sgn(z) * ember.tensor(w, device=device)).real.sum(), z)
+    (tg,) = torch.autograd.grad((torch.sgn(tz) * torch.tensor(w)).real.sum(), tz)
+    assert_close(g, tg)
+    z = ember.tensor(data[:2], device=device, requires_grad=True)
+    assert gradcheck(ember.sgn, (z,)) and gradgradcheck(ember.sgn, (z,))
+
+
 def test_gradcheck_on_complex_inputs(device):
     z = ember.randn(5, dtype=ember.float64, device=device)
     z = ember.complex(z, z.flip(0)).detach().requires_grad_()

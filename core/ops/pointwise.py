@@ -675,8 +675,19 @@ Deg2rad, deg2rad = unary_op("deg2rad", lambda g, x, y: g * 0.017453292519943295,
                             check=_real_only("deg2rad"))
 Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, saves="none",
                             check=_real_only("rad2deg"))
+def _sgn_vjp(g, x, y):
+    if x.dtype.category != dtypes.COMPLEX:
+        return g * 0
+    # s = z / |z|: ds = dz / |z| - s Re(conj(s) dz) / |z|, so the gradient is (g - s Re(conj(s) g)) / |z| (0 at 0)
+    r = abs(x)
+    zero = r == 0
+    r = where(zero, r.new_ones(()), r)
+    s = x / r
+    return where(zero, x.new_zeros(()), (g - s * (s.conj() * g).real) / r)
+
+
 # the sign of a real number; its own kernel row so complex numbers can take x / |x| (sign's kernel does)
-Sgn, sgn = unary_op("sgn", lambda g, x, y: g * 0, saves="none", kernel="sign",
+Sgn, sgn = unary_op("sgn", _sgn_vjp, kernel="sign",
                     promotion="keep", integer=_sign_of_integer,
                     doc="Elementwise sign (``sign`` for real numbers; a bool tensor is its own sign).")
 
