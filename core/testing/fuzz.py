@@ -52,7 +52,9 @@ ORACLE_CRASHES = {"pdist": ("empty", "PyTorch's pdist backward reads out of boun
                   "segment_reduce": ("empty", "PyTorch's segment_reduce reads out of bounds on empty data"),
                   "grid_sample": ("nonfinite", "PyTorch's grid sampler indexes out of bounds at a NaN grid point"),
                   "lstsq": ("nonfinite", "PyTorch's complex lstsq hands MKL's gelsy inf/NaN input, which MKL refuses "
-                                         "with a parameter error on stderr")}
+                                         "with a parameter error on stderr"),
+                  "lstm": ("0d", "PyTorch's LSTM kernel reads a 0-d weight as the full matrix, past its one element "
+                                 "(heap corruption that aborts the process)")}
 # values: (rtol, atol) by result dtype
 TOLERANCE = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (1e-4, 1e-5),
              "complex64": (1e-4, 1e-5), "float64": (1e-7, 1e-7), "complex128": (1e-7, 1e-7)}
@@ -123,9 +125,10 @@ def _retype(data, dtype):
     return a
 
 
-def _mutate_float(rng, arg: F, dtype: str, empty: bool, nonfinite: bool = True) -> Arg:
+def _mutate_float(rng, arg: F, dtype: str, empty: bool, nonfinite: bool = True, zero_d: bool = True) -> Arg:
     data = _retype(arg.data, dtype)
     u = rng.rand()
+    u = u if zero_d or u >= 0.07 else 1
     u = u if empty or u < 0.07 or u >= 0.14 else 1
     u = u if nonfinite or u < 0.14 or u >= 0.18 else 1
     if u < 0.07 and data.ndim and data.size:
@@ -135,16 +138,17 @@ def _mutate_float(rng, arg: F, dtype: str, empty: bool, nonfinite: bool = True) 
     elif u < 0.18 and data.size and dtype in FLOATING:
         data = data.copy()
         data.reshape(-1)[rng.randint(data.size)] = rng.choice([np.inf, -np.inf, np.nan])
-    if rng.rand() < 0.05 and data.size:
+    if rng.rand() < 0.05 and data.size and zero_d:
         return Arg(data.reshape(-1)[:1].reshape(()), dtype, "scalar")
     how = "nc" if (arg.nc or rng.rand() < 0.2) and data.ndim >= 2 else "tensor"
     return Arg(data, dtype, how, arg.grad and dtype in FLOATING and not dtype.startswith("complex"))
 
 
-def mutate(rng, sample, empty: bool = True, dtypes=DTYPES, nonfinite: bool = True) -> list:
+def mutate(rng, sample, empty: bool = True, dtypes=DTYPES, nonfinite: bool = True, zero_d: bool = True) -> list:
     """A random variant of ``sample`` (its :class:`F` inputs retyped, reshaped, made scalars or views; integer
     arguments and index tensors sometimes out of range or 0-d); ``empty=False``: no empty inputs,
-    ``nonfinite=False``: no inf/NaN; the dtypes drawn from ``dtypes``."""
+    ``nonfinite=False``: no inf/NaN, ``zero_d=False``: no 0-d or number inputs; the dtypes drawn from
+    ``dtypes``."""
     u = rng.rand()
     common = "float32" if u < 0.35 else dtypes[rng.randint(len(dtypes))]
     mixed = rng.rand() < 0.1
@@ -154,7 +158,7 @@ def mutate(rng, sample, empty: bool = True, dtypes=DTYPES, nonfinite: bool = Tru
         if isinstance(arg, F):
             # only the first input is made empty: PyTorch 2.13 crashes on some empty weights (conv3d's backward)
             dtype = dtypes[rng.randint(len(dtypes))] if mixed else common
-            out.append(_mutate_float(rng, arg, dtype, empty and first, nonfinite))
+            out.append(_mutate_float(rng, arg, dtype, empty and first, nonfinite, zero_d))
             first = False
         elif isinstance(arg, I):
             data = np.asarray(arg.data, dtype=np.int64)
@@ -383,7 +387,7 @@ def run(calls: int = 1000, seed: int = 0, known=None, ops=None, trace=None, devi
         row = table[rng.randint(len(table))]
         sample = row.samples[rng.randint(len(row.samples))]
         avoid = {what for k, (what, _) in ORACLE_CRASHES.items() if row.name.startswith(k)}
-        args = mutate(rng, sample, "empty" not in avoid, dtypes, "nonfinite" not in avoid)
+        args = mutate(rng, sample, "empty" not in avoid, dtypes, "nonfinite" not in avoid, "0d" not in avoid)
         call = describe(row, args)
         if trace is not None:
             trace(call)
