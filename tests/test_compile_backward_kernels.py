@@ -43,7 +43,7 @@ def test_compiled_backward_records_one_kernel_gradients(device, approximate, fus
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal((7, 12)).astype(np.float32) for _ in range(3)]
     tf, tparams = _model(torch, approximate)
-    for k, xa in enumerate(xs):  # (the first call captures; the later ones replay with new values)
+    for xa in xs:  # (the first call captures; the later ones replay with new values)
         x = ember.tensor(xa, device=device)
         got = _grads(cg, params, x)
         eager = _grads(g, params, x)

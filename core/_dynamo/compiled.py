@@ -334,7 +334,8 @@ class CompiledFunction:
         run = _engine.run
         _LOCAL.capture = state
         _engine.run = _backward_breaks(run)
-        CompileCapture.native = threading.get_ident()  # (the replay runs the one-node normalisations: they need not be composed)
+        # (the replay runs the one-node normalisations: they need not be composed)
+        CompileCapture.native = threading.get_ident()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
