@@ -128,3 +128,26 @@ def test_torchscript_registries_clear_as_in_pytorch():
     assert {"Graph", "Value", "Node"} <= set(dir(ember._C))
     with pytest.raises(NotImplementedError, match="torch._C.Graph"):
         ember._C.Graph()
+
+
+def test_squeeze_method_takes_several_dims_as_varargs(device):
+    """transformers' speculative sampling (assisted decoding) calls ``q.squeeze(0, 1)``."""
+    x = ember.zeros(1, 1, 3, 1, device=device)
+    t = torch.zeros(1, 1, 3, 1)
+    for args, kw in [((0, 1), {}), ((0, 2, 3), {}), (((0, 3),), {}), ((), {}), ((1,), {}), ((), {"dim": (0, 1)})]:
+        assert tuple(x.squeeze(*args, **kw).shape) == tuple(t.squeeze(*args, **kw).shape), (args, kw)
+    with pytest.raises(TypeError):
+        x.squeeze(0, dim=1)
+    with pytest.raises(TypeError):
+        t.squeeze(0, dim=1)
+
+
+def test_topk_results_are_contiguous(device):
+    """transformers' contrastive search views ``topk``'s indices flat (``top_k_ids.view(-1, 1)``)."""
+    x = ember.tensor([[3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0], [6.0, 5.0, 3.0, 5.5, 8.0, 9.5, 7.0]], device=device)
+    t = torch.tensor(x.tolist())
+    for dim in (-1, 0):
+        ours, theirs = ember.topk(x, 2, dim=dim), torch.topk(t, 2, dim=dim)
+        assert ours.values.is_contiguous() and ours.indices.is_contiguous()
+        assert ours.indices.view(-1, 1).tolist() == theirs.indices.view(-1, 1).tolist()
+        assert ours.values.view(-1).tolist() == theirs.values.view(-1).tolist()

@@ -512,7 +512,7 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     return reshape(input, tuple(shape[:s]) + (math.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
 
 
-@export
+@export(to=TORCH)
 def squeeze(input, dim=None):  # noqa: A002
     """Drop dimensions of size one (all, or those in ``dim``).
 
@@ -536,6 +536,22 @@ def squeeze(input, dim=None):  # noqa: A002
     if dim is not None and r._fn is not None:
         r._fn.given_dim = tuple(dim) if isinstance(dim, list) else dim
     return r
+
+
+def _squeeze_method(self, *dims, **kw):
+    """``Tensor.squeeze``: as :func:`squeeze`, and like PyTorch's method it also takes several dims as varargs.
+
+    >>> import ember
+    >>> ember.zeros(1, 1, 3).squeeze(0, 1).shape
+    ember.Size([3])
+    """
+    if len(dims) > 1 and not kw:
+        return squeeze(self, dims)
+    return squeeze(self, *dims, **kw)
+
+
+_squeeze_method.__name__ = _squeeze_method.__qualname__ = "squeeze"
+export(_squeeze_method, to=TENSOR)
 
 
 @export

@@ -59,8 +59,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A00
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, size {n} along dim {d})")
     s = sort(input, d, descending=largest)
-    return outs_or(return_types.topk(composite_node(s.values.narrow(d, 0, k), "TopkBackward0"),
-                                     s.indices.narrow(d, 0, k)), out)
+    # contiguous as PyTorch's results (transformers' contrastive search views the indices flat)
+    return outs_or(return_types.topk(composite_node(s.values.narrow(d, 0, k).contiguous(), "TopkBackward0"),
+                                     s.indices.narrow(d, 0, k).contiguous()), out)
 
 
 _ORDERED = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (PyTorch's selection kernels: no bool, no complex)
