@@ -72,4 +72,4 @@ def test_capture_flags_reset_after_compile(device):
     from ember.ops.nn import CompileCapture
     cf = ember.compile(lambda x: F.gelu(x).sum())
     cf(ember.randn(3, device=device, requires_grad=True)).backward()
-    assert CompileCapture.native is None and CompileCapture.first_order is None
+    assert not CompileCapture.native and not CompileCapture.first_order

@@ -17,7 +17,6 @@ later in-place op changed.
 """
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 
 from ..autograd.engine import grad as _grad
@@ -54,13 +53,13 @@ def joint_body(fn, out_spec, holder, state):
         grads = ()
         state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
-            state.internal, CompileCapture.first_order = True, threading.get_ident()
+            state.internal, CompileCapture.first_order = True, True
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
                 grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
             except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
                 grads = ()
             finally:
-                state.internal, CompileCapture.first_order = False, None
+                state.internal, CompileCapture.first_order = False, False
         holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
         return tuple(outs) + tuple(x for x in grads if x is not None)
     return body

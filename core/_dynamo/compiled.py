@@ -335,7 +335,7 @@ class CompiledFunction:
         _LOCAL.capture = state
         _engine.run = _backward_breaks(run)
         # (the replay runs the one-node normalisations: they need not be composed)
-        CompileCapture.native = threading.get_ident()
+        CompileCapture.native = True
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
@@ -350,7 +350,7 @@ class CompiledFunction:
         finally:
             _engine.run = run
             _LOCAL.capture = None
-            CompileCapture.native = None
+            CompileCapture.native = False
         holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
         known = {id(m) for m in self.modules}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from threading import get_ident
+import threading
 
 from .. import dtypes
 from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
@@ -54,22 +54,24 @@ def inplace_torch(fn, name: str, to=("torch",)):
     return export(method, name + "_", to=to)
 
 
-class CompileCapture:
-    """How ``ember.compile``'s capture records ops, set by :mod:`ember._dynamo` to the capturing thread's id
-    (``threading.get_ident()``; None otherwise) while it captures (its replay runs every op it records, where other
-    tracers and exporters know only the composed forms): ``native``, the one-node forms of normalisations;
-    ``first_order``, while it records a training step's backward, which is never differentiated: the formulas
-    record their one-kernel gradient ops in place of their composite forms."""
+class _CompileCapture(threading.local):
+    """How ``ember.compile``'s capture records ops in this thread, set by :mod:`ember._dynamo` while it captures
+    (its replay runs every op it records, where other tracers and exporters know only the composed forms):
+    ``native``, the one-node forms of normalisations; ``first_order``, while it records a training step's
+    backward, which is never differentiated: the formulas record their one-kernel gradient ops in place of their
+    composite forms."""
 
-    native = None
-    first_order = None
+    native = False
+    first_order = False
+
+
+CompileCapture = _CompileCapture()
 
 
 def _kernel_grads() -> bool:
     """Whether a backward formula that records ops records its one-kernel gradient op (``ember.compile``'s
     first-order capture, in this thread) rather than its composite, differentiable form."""
-    return CompileCapture.first_order is not None and len(HANDLERS) == 1 and \
-        CompileCapture.first_order == get_ident()
+    return CompileCapture.first_order and len(HANDLERS) == 1
 
 
 # --------------------------------------------------------------------------- softmax and fused activations
@@ -1080,7 +1082,7 @@ def _one_node(x, others) -> bool:
         return False
     if any(t is not None and t.dtype is not x.dtype for t in others):
         return False
-    return not observed() or (CompileCapture.native == get_ident() and len(HANDLERS) == 1)
+    return not observed() or (CompileCapture.native and len(HANDLERS) == 1)
 
 
 def _eval_fusable(x, mean, var, weight, bias):
@@ -1129,7 +1131,6 @@ class NativeLayerNorm(Op):
     nondiff_outputs = (1, 2)
     saved_args = {"normalized_shape": lambda n: n._shapes[0][0][len(n._shapes[0][0]) - n.nd:]}
 
-
     @staticmethod
     def forward(ctx, k, x, w, b, nd, eps):
         y, mean, rstd = k["layer_norm"](x, w, b, nd, eps)
@@ -1138,15 +1139,10 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def backward(ctx, g, _gm=None, _gr=None):
-        same = all(t is None or t._data.dtype == g._data.dtype for t in ctx.inputs)
-        if same and on_arrays(g, *ctx.inputs):
-            return NativeLayerNorm._grads(ctx, g)
-        if same and _kernel_grads():
-            x, *params = ctx.inputs
-            need = (ctx.next_functions[0][0] is not None, *ctx.affine)
-            grads = iter(apply(NativeLayerNormGrad, g, x, params[0] if ctx.affine[0] else None, ctx.mean,
-                               ctx.invstd, ctx.nd, need))
-            return (next(grads) if need[0] else None, *[next(grads) for n in need[1:] if n])
+        if all(t is None or t._data.dtype == g._data.dtype for t in ctx.inputs):
+            arrays = on_arrays(g, *ctx.inputs)
+            if arrays or _kernel_grads():
+                return NativeLayerNorm._kernel_form(ctx, g, arrays)
         ndim = ctx.inputs[0].ndim
         dims = list(range(ndim - ctx.nd, ndim))
         lead = list(range(ndim - ctx.nd))
@@ -1165,16 +1161,20 @@ class NativeLayerNorm(Op):
         return tuple(grads)
 
     @staticmethod
-    def _grads(ctx, g):
-        """The backward in one kernel on the arrays, when no graph of it is being built (``on_arrays``)."""
+    def _kernel_form(ctx, g, arrays):
+        """The backward by one kernel (``layer_norm_backward``): on the arrays when no graph of it is being built
+        (``arrays``), else recorded as one :class:`NativeLayerNormGrad` node (see :func:`_kernel_grads`)."""
         x, *params = ctx.inputs
-        has_w, has_b = ctx.affine
-        w = params[0]._data if has_w else None
-        dev = g._dev
-        dx, dw, db = dev.kernels["layer_norm_backward"](g._data, x._data, w, ctx.mean, ctx.invstd, ctx.nd,
-                                                        (ctx.next_functions[0][0] is not None, has_w, has_b))
-        grads = (dx, dw) if has_w else (dx,)
-        return tuple(None if a is None else _wrap(a, dev) for a in (grads + (db,) if has_b else grads))
+        w = params[0] if ctx.affine[0] else None
+        need = (ctx.next_functions[0][0] is not None, *ctx.affine)
+        if arrays:
+            dev = g._dev
+            got = [None if a is None else _wrap(a, dev) for a in dev.kernels["layer_norm_backward"](
+                g._data, x._data, None if w is None else w._data, ctx.mean, ctx.invstd, ctx.nd, need)]
+        else:
+            made = iter(apply(NativeLayerNormGrad, g, x, w, ctx.mean, ctx.invstd, ctx.nd, need))
+            got = [next(made) if n else None for n in need]
+        return (got[0], *[a for a, n in zip(got[1:], need[1:]) if n])
 
 
 class NativeLayerNormGrad(Op):
