@@ -56,12 +56,7 @@ def _emit_jit(run, w, last_use, kept, gid, fusion):
     if w.dev.atype is not np.ndarray or fusion == "numpy" or w.dynamic or \
             (fusion != "numba" and not jit.worth_it(run, w.meta)) or jit.numba_module() is None:
         return None
-    end = run[-1][0]
-    made, ins = set(), []
-    for _, n, _ in run:
-        ins.extend(a.i for a in n.args if type(a) is Ref and a.i not in made and a.i not in ins)
-        made.add(n.outs[0])
-    outs = [n.outs[0] for _, n, _ in run if n.outs[0] in kept or last_use.get(n.outs[0], -1) > end]
+    ins, outs = _ends(run, last_use, kept)
     named = [(k, n, plain_kernel(Op)) for k, n, Op in run]
     got = jit.compile_run(named, w.meta, ins, outs)
     if got is None:
@@ -69,12 +64,23 @@ def _emit_jit(run, w, last_use, kept, gid, fusion):
     kernel, (rows, cols) = got
     w.ns.setdefault("E", np.empty)
     fn = w.const(f"J{gid}", kernel)
-    lines = [f"o{i} = E({tuple(w.meta[i][0])!r}, {str(w.meta[i][1]).split('.')[-1]!r})" for i in outs]
+    lines = [f"o{i} = E({tuple(w.meta[i][0])!r}, {w.meta[i][1].name!r})" for i in outs]
     flat = ", ".join([f"x{i}.reshape(-1)" for i in ins] + [f"o{i}.reshape(-1)" for i in outs])
     lines.append(f"{fn}({rows}, {cols}, {flat})")
     src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
         f"    return ({''.join(f'o{i}, ' for i in outs)})\n"
     return _define(w, gid, src, ins, outs, quiet=False)
+
+
+def _ends(run, last_use, kept):
+    """The values run ``run`` reads from before it (in order of first use) and the results it returns: those the
+    replay keeps or a later node reads."""
+    end = run[-1][0]
+    made, ins = set(), []
+    for _, n, _ in run:
+        ins.extend(a.i for a in n.args if type(a) is Ref and a.i not in made and a.i not in ins)
+        made.add(n.outs[0])
+    return ins, [n.outs[0] for _, n, _ in run if n.outs[0] in kept or last_use.get(n.outs[0], -1) > end]
 
 
 def _define(w, gid, src, ins, outs, quiet):
@@ -100,8 +106,8 @@ def emit(run, w, last_use, kept, gid, fusion="auto") -> str:
     if line is not None:
         return line
     meta = w.meta
-    end = run[-1][0]
-    made, owned, ins, lines = {}, set(), [], []
+    ins, outs = _ends(run, last_use, kept)
+    made, owned, lines = {}, set(), []
     for k, n, Op in run:
         kernel = w.dev.kernels[plain_kernel(Op)]
         base = getattr(kernel, "__wrapped__", kernel)  # (the whole run is inside the error guard)
@@ -109,8 +115,6 @@ def emit(run, w, last_use, kept, gid, fusion="auto") -> str:
         args = []
         for j, a in enumerate(n.args):
             if type(a) is Ref:
-                if a.i not in made and a.i not in ins:
-                    ins.append(a.i)
                 args.append(made.get(a.i, f"x{a.i}"))
             else:
                 args.append(w.arg(k, j, a))
@@ -133,7 +137,6 @@ def emit(run, w, last_use, kept, gid, fusion="auto") -> str:
             owned.add(out)
         else:  # (a kernel that is not a ufunc may return a view of its operand: their buffers stay as they are)
             owned.difference_update(a.i for a in n.args if type(a) is Ref)
-    outs = [i for i in made if i in kept or last_use.get(i, -1) > end]
     src = f"def run{gid}({', '.join(f'x{i}' for i in ins)}):\n" + "".join(f"    {ln}\n" for ln in lines) + \
         f"    return ({''.join(made[i] + ', ' for i in outs)})\n"
     return _define(w, gid, src, ins, outs, quiet=True)

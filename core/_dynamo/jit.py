@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 
 from .. import dtypes
 from ..jit._graph import Ref
+from ..ops.shape import broadcast_shapes
 
 _STATE = {}  # "numba": the module or None (imported at the first run that could use it); "kernels": hash -> fn
 #             (None: refused); "version": the hash of jit_math's source
@@ -176,13 +178,10 @@ def _plan(run, meta):
             return None
     if fdt is None:
         return None
-    full = ()
-    for s in shapes:
-        n = max(len(s), len(full))
-        a, b = (1,) * (n - len(s)) + s, (1,) * (n - len(full)) + full
-        if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
-            return None
-        full = tuple(max(x, y) if 0 not in (x, y) else 0 for x, y in zip(a, b))
+    try:
+        full = tuple(broadcast_shapes(*shapes))
+    except RuntimeError:
+        return None
     for k in range(len(full) + 1):
         if all(_mode(s, full, k) is not None for s in shapes):
             return ("float32" if fdt is dtypes.float32 else "float64"), full, k
@@ -237,22 +236,16 @@ def kernel_source(run, meta, ins, outs, plan):
 def rows_cols(plan):
     """``(R, C)`` of the loop over ``plan``'s shape."""
     _, full, k = plan
-    R = C = 1
-    for s in full[:k]:
-        R *= s
-    for s in full[k:]:
-        C *= s
-    return R, C
+    return math.prod(full[:k]), math.prod(full[k:])
 
 
 def compile_run(run, meta, ins, outs):
     """The numba kernel of ``run``, compiled for contiguous operands, and its ``(R, C)``; None where the run does
     not qualify, numba is absent or the compilation fails (the run then stays NumPy's)."""
     plan = _plan(run, meta)
-    numba = numba_module()
-    if plan is None or numba is None:
+    if plan is None:
         return None
-    t = numba.types
+    t = numba_module().types  # (the caller has found numba)
     operands = [t.boolean if meta[i][1] is dtypes.bool else getattr(t, plan[0]) for i in ins + outs]
     src = f"# operands: {' '.join(map(str, operands))}\n" + kernel_source(run, meta, ins, outs, plan)
     kernel = _load(src, (t.intp, t.intp) + tuple(t.Array(d, 1, "C") for d in operands))
