@@ -30,7 +30,7 @@ import types as _types
 import warnings
 
 from . import registry
-from .ops.creation import empty
+from .ops.creation import empty, zeros
 from .registry import NAMESPACE_NAMES, NAMESPACES
 from .tensor import (
     SUBCLASS_HOOKS, TORCH_FUNCTION, DisableTorchFunction, DisableTorchFunctionSubclass, Tensor,
@@ -80,6 +80,17 @@ def _func_name(func) -> str:
     if isinstance(owner, property):
         return _PROPERTY_NAMES.get(owner, "?")
     return func.__name__
+
+
+def _lazy_shell(cls, torch_function, like, size):
+    """A ``cls`` of ``size`` holding no data of its own (a zero-stride shell of ``like``'s dtype and device), for a
+    wrapper subclass (sparse tensors, DTensor) whose ``__torch_function__``, ``torch_function``, is switched on when
+    its first instance is made (so that importing it arms no check)."""
+    if cls.__torch_function__ is _disabled_torch_function_impl:
+        cls.__torch_function__ = classmethod(torch_function)
+        for hook in SUBCLASS_HOOKS:
+            hook(cls)
+    return Tensor._make_subclass(cls, zeros((), dtype=like.dtype, device=like.device).expand(tuple(size)))
 
 
 # --------------------------------------------------------------------------- the check

@@ -170,11 +170,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             break
     else:  # every input reached
         return tuple(result)
+    return _unused_filled(inputs, result, allow_unused, materialize_grads)
+
+
+def _unused_filled(inputs, grads, allow_unused, materialize_grads) -> tuple:
+    """``grads`` of ``inputs``, where one is None (its input unused): zeros with ``materialize_grads``, refused
+    without ``allow_unused``."""
     result = []
-    for t, e in zip(inputs, edges):
-        g = captured.get(e)
+    for t, g in zip(inputs, grads):
         if g is None:
-            if materialize_grads and isinstance(t, Tensor):
+            if materialize_grads and isinstance(t, _tensor.Tensor):
                 g = t.new_zeros(t.shape)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
@@ -193,16 +198,9 @@ def _grad_by_parts(outputs, inputs, grad_outputs, retain_graph, create_graph, al
         spans.append((len(flat), len(parts)))
         flat.extend(parts)
     grads = grad(outputs, flat, grad_outputs, retain_graph, create_graph, allow_unused=True)
-    result = []
-    for t, (start, n) in zip(inputs, spans):
-        g = t._grad_join(*grads[start:start + n]) if hasattr(t, "_grad_parts") else grads[start]
-        if g is None and materialize_grads and isinstance(t, _tensor.Tensor):
-            g = t.new_zeros(t.shape)
-        elif g is None and not allow_unused:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                               "Set allow_unused=True if this is the desired behavior.")
-        result.append(g)
-    return tuple(result)
+    joined = [t._grad_join(*grads[start:start + n]) if hasattr(t, "_grad_parts") else grads[start]
+              for t, (start, n) in zip(inputs, spans)]
+    return _unused_filled(inputs, joined, allow_unused, materialize_grads)
 
 
 VMAP: list = [None]  # ember.func.vmap, which batches the ops on floors above the engine, enters itself here

@@ -20,8 +20,8 @@ from .._printing import PRINT_OPTS
 from ..autograd.function import grad_edge
 from ..autograd.graph import GradientEdge
 from ..ops.creation import zeros
-from ..overrides import _func_name
-from ..tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
+from ..overrides import _func_name, _lazy_shell
+from ..tensor import DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
 
 HANDLERS: dict = {}  # function or method name -> (implementation, layouts it accepts)
 # reads that a sparse tensor answers as its dense shape would (its storage has that shape, dtype and device)
@@ -227,16 +227,8 @@ def _nbatch(s) -> int:
     return s._sp_crow.ndim - 1 if s._sp_layout is not COO else 0
 
 
-def _switch_on() -> None:
-    SparseTensor.__torch_function__ = classmethod(_torch_function)
-    for hook in SUBCLASS_HOOKS:
-        hook(SparseTensor)
-
-
 def _shell(values, size):
-    if SparseTensor.__torch_function__ is _disabled_torch_function_impl:
-        _switch_on()
-    return Tensor._make_subclass(SparseTensor, zeros((), dtype=values.dtype, device=values.device).expand(tuple(size)))
+    return _lazy_shell(SparseTensor, _torch_function, values, size)
 
 
 def make(indices, values, size, coalesced: bool = False):

@@ -11,12 +11,11 @@ may choose another placement for them). A whole-tensor ``sum`` of a sharded DTen
 """
 from __future__ import annotations
 
-from ...autograd.function import OPS, Function, grad_edge
-from ...autograd.graph import GradientEdge
+from ...autograd.function import OPS, Function
 from ...ops.creation import empty, zeros
 from ...ops.shape import cat
-from ...overrides import _func_name
-from ...tensor import SUBCLASS_HOOKS, DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
+from ...overrides import _func_name, _lazy_shell
+from ...tensor import DisableTorchFunctionSubclass, Tensor, _disabled_torch_function_impl
 from .. import collectives as _c
 from ._mesh import DeviceMesh, _world, init_device_mesh
 from .placement_types import Partial, Replicate, Shard
@@ -125,12 +124,7 @@ def _normalized(placements, mesh: DeviceMesh, ndim: int) -> tuple:
 
 
 def _make(local: Tensor, mesh: DeviceMesh, placements: tuple, shape) -> DTensor:
-    if DTensor.__torch_function__ is _disabled_torch_function_impl:
-        DTensor.__torch_function__ = classmethod(_torch_function)
-        for hook in SUBCLASS_HOOKS:
-            hook(DTensor)
-    shell = zeros((), dtype=local.dtype, device=local.device).expand(tuple(shape))
-    t = Tensor._make_subclass(DTensor, shell)
+    t = _lazy_shell(DTensor, _torch_function, local, shape)
     t.__dict__.update(_local=local, _mesh=mesh, _placements=placements)
     return t
 
@@ -221,8 +215,7 @@ class DTensor(Tensor):
     @property
     def grad(self):
         """The gradient: a DTensor of this one's placements holding the local tensor's gradient."""
-        g = self._local.grad
-        return None if g is None else _make(g, self._mesh, self._placements, self.shape)
+        return self._grad_join(self._local.grad)
 
     @grad.setter
     def grad(self, value) -> None:
@@ -238,7 +231,7 @@ class DTensor(Tensor):
         """What ``autograd.grad`` differentiates for this DTensor: its local tensor."""
         if not self.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        return (GradientEdge(*grad_edge(self._local)),)
+        return (self._local,)
 
     def _grad_join(self, g):
         return None if g is None else _make(g, self._mesh, self._placements, self.shape)
