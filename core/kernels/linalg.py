@@ -503,11 +503,13 @@ def kernels(xp, strategy=None) -> dict:
         parts = [_ldl_one(xp, xp.array(m, copy=True)) for m in flat]
         n = a.shape[-1]
         ld = xp.stack([p[0] for p in parts]) if parts else xp.zeros(flat.shape, dtype=a.dtype)
-        piv = xp.asarray([p[1] for p in parts], dtype=xp.int32).reshape((-1, n))
+        piv = xp.asarray([p[1] for p in parts], dtype=xp.int32)
         info = xp.asarray([p[2] for p in parts], dtype=xp.int32)
         return xp.reshape(ld, a.shape), xp.reshape(piv, batch + (n,)), xp.reshape(info, batch)
 
     def ldl_solve(ld, piv, b):
+        if ld.shape[-1] == 0:  # 0x0 systems: nothing to solve
+            return xp.zeros(b.shape, dtype=b.dtype)
         lf, _ = _flat(xp, ld)
         bf, batch = _flat(xp, b)
         pf = xp.reshape(piv, (-1, piv.shape[-1])).tolist()

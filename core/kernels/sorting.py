@@ -17,9 +17,31 @@ def kernels(xp, strategy=None) -> dict:
             idx = xp.argsort(key, axis=axis, kind="stable")
         return xp.take_along_axis(x, idx, axis=axis), idx
 
+    def bisect(seq, values, right):
+        # PyTorch's binary search, every value at once: a NaN entry compares false both ways, so the search
+        # steps past it (NumPy's sorts NaN last, which gives other insertion points)
+        n = seq.shape[-1]
+        lo = xp.zeros(values.shape, dtype=xp.int64)
+        hi = xp.full(values.shape, n, dtype=xp.int64)
+        for _ in range(n.bit_length()):
+            mid = (lo + hi) // 2
+            at = xp.minimum(mid, n - 1)
+            if seq.ndim == 1:
+                entry = xp.reshape(xp.take(seq, xp.reshape(at, (-1,))), at.shape)
+            else:
+                entry = xp.take_along_axis(seq, at, axis=-1)
+            before = xp.logical_not(entry > values if right else entry >= values)
+            lo = xp.where((lo < hi) & before, mid + 1, lo)
+            hi = xp.where((lo < hi) & xp.logical_not(before), mid, hi)
+        return lo
+
     def searchsorted(seq, values, right):
         """Insertion points of ``values`` in ``seq`` sorted along its last axis (rows matching ``values``'
         leading axes when ``seq`` has more than one)."""
+        if seq.dtype.kind == "V":  # ml_dtypes' bfloat16: NumPy's search misorders it; float32 holds it exactly
+            seq, values = astype(seq, xp.float32), astype(values, xp.float32)
+        if seq.dtype.kind == "f" and bool(xp.any(seq != seq)):
+            return bisect(seq, values, right)
         if seq.ndim == 1:
             return xp.searchsorted(seq, values, side="right" if right else "left")
         # per row: one stable sort of the row and its values together; a value's insertion point is the

@@ -812,11 +812,17 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     if pivots.dtype is not dtypes.int32 or tuple(pivots.shape) != tuple(LD.shape[:-1]):
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be an int32 tensor of shape "
                            f"{list(LD.shape[:-1])}, got {pivots.dtype} of shape {list(pivots.shape)}")
+    if B.dtype is not LD.dtype:
+        raise RuntimeError(f"linalg.ldl_solve: Expected b and A to have the same dtype, but found b of type "
+                           f"{dtypes.type_name(B.dtype)} and A of type {dtypes.type_name(LD.dtype)} instead.")
     if B.shape[-2] != LD.shape[-1]:
         raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    rt = result_type(LD, B)
-    ld, b = _batched(LD.to(rt), B.to(rt))
+    if pivots.numel() and not bool(((pivots.abs() >= 1) & (pivots.abs() <= LD.shape[-1])).all()):
+        bound = ">= 1" if bool((pivots == 0).any()) else "<= LD.size(-2)"
+        raise RuntimeError(f"linalg.ldl_solve: Pivots given to ldl_solve must all satisfy |pivot| {bound}. Did you "
+                           f"properly pass the result of ldl_factor?")
+    ld, b = _batched(LD, B)
     with no_grad():
         x = apply(LdlSolve, ld, pivots.expand(*ld.shape[:-1]), b)
     return out_or(x, out)

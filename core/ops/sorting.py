@@ -297,6 +297,9 @@ def _search(seq, values, out_int32, right, side, sorter, op):
     rt = result_type(seq, values)
     if rt is dtypes.bool:
         raise NotImplementedError(f'"{op}_{seq.device.type}" not implemented for \'Bool\'')
+    if rt.is_complex:  # (no ordering of complex numbers in PyTorch's kernel)
+        raise NotImplementedError(f'"searchsorted_out_{seq.device.type}" not implemented for '
+                                  f'\'{dtypes.type_name(rt)}\'')
     if sorter is not None:
         if sorter.dtype is not dtypes.int64:
             raise RuntimeError(f"{op}(): sorter must be a tensor of long dtype but got dtype "
