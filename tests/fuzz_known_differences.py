@@ -66,6 +66,12 @@ KNOWN = [
           "(.dim(), .ndim, .shape, .size, .pow, .is_floating_point) of "
           "a number given for a tensor (AttributeError); ember raises the TypeError PyTorch's functions raise for "
           "a number where a Tensor is required"),
+    Known("exception", r".*", r"^TypeError where PyTorch raised AttributeError \(TypeError: [\w.]+\(\): argument "
+          r"'\w+' (\(position \d\) )?must be Tensor, not (float|int|bool|complex) / '(float|int|bool|complex)' object "
+          r"has no attribute", "deliberate",
+          "the same class in PyTorch's other Python-level functions (batch_norm, max_unpool, stft, norm, tensordot, "
+          "...): PyTorch reads an attribute of the number given for a tensor; ember's argument check names the "
+          "argument and the Tensor it requires"),
     Known("flags", r"geqrf\w*|trapezoid|ldl_\w+|native_group_norm|detach_copy|lu_factor\w*|vector_norm_0|lstsq\w*",
           r"requires_grad", "open",
           "requires_grad of outputs PyTorch marks differentiable (geqrf, ldl_factor(_ex), ldl_solve, group norm's "
@@ -170,6 +176,44 @@ KNOWN = [
           "PyTorch's MKL refuses some empty transforms; ember returns the empty result"),
     Known("grad", r"native_channel_shuffle", r"derivative for aten::native_channel_shuffle is not implemented",
           "deliberate", "ember differentiates native_channel_shuffle (a permutation); PyTorch has no formula"),
+    # ----------------------------------------------------------------------------------------- found by seeds 3, 4, 7
+    Known("accepts", r"as_strided_scatter", r"as_strided_scatter is currently only supported for contiguous inputs",
+          "deliberate",
+          "PyTorch 2.13's as_strided_scatter refuses a non-contiguous input that requires grad (an internal assert); "
+          "ember scatters into it and differentiates it"),
+    Known("accepts", r"conv\w*", r"could not create a primitive descriptor", "deliberate",
+          "PyTorch's oneDNN convolution fails to build a kernel for bfloat16 input with float32 weights (or the "
+          "reverse) in the gradient helpers; ember promotes the operands (the open entry above names the class)"),
+    Known("values", r"searchsorted\w*|bucketize", r"!|\(uint8", "deliberate",
+          "boundaries the fuzzer made unsorted (an inf written into them, or uint8 wrapping): PyTorch defines the "
+          "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
+          "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
+          "(tests/test_fuzz_classes2.py)"),
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*", r"!", "open",
+          "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
+          "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr)"),
+    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real", r"!", "open",
+          "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
+          "complex result are NaN (NumPy's complex product and PyTorch's differ at inf), ormqr's and cond's inf "
+          "against NaN"),
+    Known("exception", r".*", r"^TypeError where PyTorch raised NotImplementedError \(TypeError: \w+\(\): argument "
+          r"'input' \(position 1\) must be Tensor, not complex", "open",
+          "a complex number as the first argument of a special function: PyTorch's scalar overload takes it and its "
+          "kernel refuses complex (NotImplementedError); ember's argument check refuses the number (TypeError)"),
+    Known("exception", r"conv\d?d?_(input|weight)\w*", r"^AttributeError where PyTorch raised RuntimeError", "open",
+          "nn.grad's convolution gradient helpers given a number for a tensor: ember's read its .ndim "
+          "(AttributeError), PyTorch's schema match fails (RuntimeError)"),
+    Known("accepts", r"linear_cross_entropy\w*", r"expected linear_bias shape", "open",
+          "linear_cross_entropy with a one-element linear_bias: ember broadcasts it, PyTorch requires (C,)"),
+    Known("accepts", r"lerp\w*", r"invalid combination of arguments - got \(Tensor, (float|int|bool), Tensor\)", "open",
+          "lerp with a number for end and a tensor weight: PyTorch has no such overload (TypeError), ember computes"),
+    Known("*", r"lp_pool\w*|cond\w*|adaptive_avg_pool\w*|addr|to_complex|real|gradient_coordinates", r"\d0x\d|"
+          r"elements of output_size must be greater than or equal to 0|expanded size of the tensor|\(float16", "open",
+          "single cases of seeds 4 and 7: lp_pool's dtype check on an empty uint8 input, cond of an empty batch "
+          "(dtype and an IndexError), adaptive_avg_pool2d's negative output size, addr with a 0-d vector, the "
+          "empty gradient of real and to_complex (a stride check of view_as_complex on expanded zeros), "
+          "gradient's float16 steps with integer coordinates"),
 ]
 
 
