@@ -59,9 +59,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A00
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, size {n} along dim {d})")
     s = sort(input, d, descending=largest)
-    # contiguous as PyTorch's results (transformers' contrastive search views the indices flat)
-    return outs_or(return_types.topk(composite_node(s.values.narrow(d, 0, k).contiguous(), "TopkBackward0"),
-                                     s.indices.narrow(d, 0, k).contiguous()), out)
+    values, indices = s.values.narrow(d, 0, k), s.indices.narrow(d, 0, k)
+    if k < n:  # fresh arrays, contiguous as PyTorch's results (transformers' contrastive search views them flat)
+        values, indices = values.clone(), indices.clone()
+    return outs_or(return_types.topk(composite_node(values, "TopkBackward0"), indices), out)
 
 
 _ORDERED = dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES  # (PyTorch's selection kernels: no bool, no complex)
