@@ -21,7 +21,7 @@ from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, check_tensor, export, op_class
 from ..tensor import Tensor
 from .creation import create as _create
-from .pointwise import where
+from .pointwise import sgn, where
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -229,8 +229,7 @@ class Polar(Op):
     def backward(ctx, g):
         z, nf = ctx.output, ctx._next
         gc = g.conj()
-        r = z.abs()  # sgn(z) = z / |z|, 0 at 0, written so that it differentiates again
-        return (real(gc * z / where(r == 0, r.new_ones(()), r)) if nf[0] is not None else None,
+        return (real(gc * sgn(z)) if nf[0] is not None else None,
                 real(gc * z * 1j) if nf[1] is not None else None)
 
 

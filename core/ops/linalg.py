@@ -17,7 +17,7 @@ from ..registry import NAMESPACES, check_tensor, export, op_class
 from ..tensor import Tensor, _wrap_dim
 from .creation import eye
 from .linalg_decomp import svdvals
-from .shape import Reshape, broadcast_shapes, broadcast_tensors, cat, strides_allow
+from .shape import _unsafe_view, broadcast_shapes, broadcast_tensors, cat, strides_allow
 
 LINALG = ("linalg",)
 EVERYWHERE = ("linalg", "torch", "Tensor")
@@ -480,10 +480,6 @@ def kron(input, other, *, out=None) -> Tensor:  # noqa: A002
     return out_or(r, out)
 
 
-def _unsafe_view(t, shape):
-    """``t`` in ``shape`` as PyTorch's ``_unsafe_view``: the data (shared where the layout allows) under a version
-    counter of its own, so what a later node saves of it is not refused by an in-place change of ``t``."""
-    return rename_node(unary(Reshape, t, shape), "UnsafeViewBackward0")
 
 
 @export

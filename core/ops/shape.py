@@ -325,6 +325,12 @@ def view(self, *shape, **kw):
                            f"(input shape {list(self.shape)}, requested {list(shape)})") from None
 
 
+def _unsafe_view(t, shape):
+    """``t`` in ``shape`` as PyTorch's ``_unsafe_view``: the data (shared where the layout allows) under a version
+    counter of its own, so what a later node saves of it is not refused by an in-place change of ``t``."""
+    return rename_node(unary(Reshape, t, shape), "UnsafeViewBackward0")
+
+
 @export
 def reshape(input, *shape, **kw):  # noqa: A002
     """The same data in a new shape; a view when possible, else a copy.
@@ -341,7 +347,7 @@ def reshape(input, *shape, **kw):  # noqa: A002
         return view_op(Reshape, input, shape)
     if strides_allow(tuple(input.shape), input.stride(), shape):  # a view of strided data: PyTorch's node's name
         return rename_node(view_op(Reshape, input, shape), "ReshapeAliasBackward0")
-    return rename_node(unary(Reshape, input, shape), "UnsafeViewBackward0")  # PyTorch's node of a copying reshape
+    return _unsafe_view(input, shape)  # PyTorch's node of a copying reshape
 
 
 def strides_allow(shape, strides, new_shape) -> bool:
