@@ -688,10 +688,10 @@ def _wrap_dim(dim, ndim, op="op"):
         return dim
     n = max(ndim, 1)
     if not isinstance(dim, int) or isinstance(dim, bool):
-        if hasattr(dim, "__index__"):
+        if hasattr(dim, "__index__") and not isinstance(dim, bool) and type(dim).__name__ != "bool":  # NumPy's too
             dim = dim.__index__()
         else:
-            raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
+            raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     if dim < -n or dim >= n:
         raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     if dim < 0:

@@ -361,9 +361,9 @@ def kernels(xp, strategy=None) -> dict:
     def matmul(a, b):
         if getattr(a.dtype, "type", None) is _BF16:
             return matmul_wide(a, b)
-        if 0 in a.shape or 0 in b.shape:  # (the flattening paths cannot reshape an empty stack)
+        if (a.ndim <= 2 and b.ndim <= 2) or 0 in a.shape or 0 in b.shape:  # (a stack's paths need one not empty)
             return xp.matmul(a, b)
-        out = _one_gemm(xp, reshape, a, b) if a.ndim > 2 or b.ndim > 2 else None
+        out = _one_gemm(xp, reshape, a, b)
         return xp.matmul(a, b) if out is None else out
 
     @widened

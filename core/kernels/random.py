@@ -72,6 +72,13 @@ def kernels(xp, strategy=None) -> dict:
         return as_(gen.poisson(lam), lam.dtype)
 
     def multinomial(gen, probs, n, replacement):
+        """``n`` int64 category indices per row of ``probs`` (a vector or a matrix of weights, any float dtype,
+        drawn in float64): shape ``probs.shape[:-1] + (n,)``."""
+        k = probs.shape[-1]
+        rows = as_(xp.reshape(probs, (-1, k)), xp.float64)
+        return xp.reshape(as_(draw_rows(gen, rows, n, replacement), xp.int64), probs.shape[:-1] + (n,))
+
+    def draw_rows(gen, probs, n, replacement):
         """``n`` category indices per row of ``probs`` (rows, k), all rows at once: inverse-CDF lookups with
         replacement, Gumbel top-k (sequential draws without replacement, in one sort) without."""
         rows, k = probs.shape

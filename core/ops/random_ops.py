@@ -7,7 +7,7 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Op
-from ..dispatch import apply, cast
+from ..dispatch import apply
 from ..writes import check_inplace, inplace, out_or
 from ..random import native
 from ..registry import _type_name, export, op_class
@@ -219,6 +219,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002
     return out_or(apply(Bernoulli, native(generator, input._dev), input, input._data.dtype), out)
 
 
+_ZERO_SUM = "multinomial: invalid multinomial distribution (sum of probabilities <= 0)"
+
+
 @export
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):  # noqa: A002
     """Indices sampled from the rows of ``input`` (non-negative weights).
@@ -235,15 +238,17 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not replacement and num_samples > input.shape[-1]:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {input.shape[-1]})")
-    rows = input.detach().to(dtypes.float64).reshape(-1, input.shape[-1])
-    if rows.numel():  # checked on the array: a few microseconds where the same checks as ops took tens
-        xp, p = rows._dev.backend.xp, rows._data
-        if not bool(xp.all(xp.isfinite(p) & (p >= 0))):
+    if input.shape[-1] == 0 and (input.ndim == 1 or input.shape[0]):  # rows of no categories sum to 0
+        raise RuntimeError(_ZERO_SUM)
+    if input.numel():  # checked on the array, by its extremes (a NaN is the minimum): the fewest array calls
+        xp, p = input._dev.backend.xp, input._data
+        lo, hi = float(xp.min(p)), float(xp.max(p))
+        if not (lo >= 0 and hi < math.inf):
             raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-        if not bool(xp.all(xp.sum(p, axis=1) > 0)):
-            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    r = cast(apply(Multinomial, native(generator, input._dev), rows, num_samples, replacement), dtypes.int64)
-    return out_or(r.reshape(tuple(input.shape[:-1]) + (num_samples,)), out)
+        if (hi if p.ndim == 1 else float(xp.min(xp.max(p, axis=-1)))) <= 0:  # a row of zeros
+            raise RuntimeError(_ZERO_SUM)
+    # the kernel draws in float64 from a vector or the rows of a matrix, and returns int64 indices
+    return out_or(apply(Multinomial, native(generator, input._dev), input.detach(), num_samples, replacement), out)
 
 
 @export(to=TORCH)
