@@ -208,20 +208,6 @@ def _gemv_sum(x, axes, keep_shape):
     return out.reshape(keep_shape(side))
 
 
-def _row_mean(a):
-    """The mean over the last axis of float32 ``a``, kept (size 1): one matrix-vector product, as ``fast_mean``."""
-    n = a.shape[-1]
-    r = a.reshape(-1, n) @ np.ones(n, np.float32)
-    r /= np.float32(n)
-    return r.reshape(a.shape[:-1] + (1,))
-
-
-def _column_total(a):
-    """The sum over every axis but the last of float32 ``a``: one matrix-vector product."""
-    a2 = a.reshape(-1, a.shape[-1])
-    return np.ones(a2.shape[0], np.float32) @ a2
-
-
 def _float32_rows(x, *others):
     """Whether ``x`` (and each of ``others`` not None) is a float32 NumPy array, ``x`` of at least
     :data:`MIN_SIZE` elements in rows of at least 8."""
@@ -246,10 +232,10 @@ def _shifted_rows(x):
     return rows - np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
 
 
-_LOW_TOTAL = np.float32(2.0 ** -12)
+_LOW_TOTAL = np.float32(2.0 ** -40)
 """A row of :func:`_exp_rows` whose exponentials, shifted by the matrix's maximum, sum below this (its own maximum
-more than ~8 below: its arguments would carry a rounding error above float32's at 8) is shifted by its own
-maximum instead."""
+more than ~28 below) is shifted by its own maximum instead: above it, each shifted argument's rounding error
+(within float32's at the gap) moves a probability by at most ~1.7e-6 of itself, a log-probability by ~2e-6."""
 
 
 def _exp_rows(x):
@@ -266,7 +252,11 @@ def _exp_rows(x):
     total = e @ ones
     if np.isfinite(top):
         low = np.flatnonzero(total < _LOW_TOTAL)
-        if low.size:
+        if 4 * low.size > total.size:  # (many: every row, without the gathers)
+            s = _shifted_rows(rows)
+            e = np.exp(s)
+            total = e @ ones
+        elif low.size:
             s[low] = _shifted_rows(rows[low])
             e[low] = np.exp(s[low])
             total[low] = e[low] @ ones
@@ -384,19 +374,31 @@ def overrides(kernels: dict) -> dict:
             return gelu_backward_float32(g, x)
         out["nn_gelu_backward"] = fast_gelu_backward
 
+    for name in ("sum", "mean"):
+        if kernels.get(name) is not None:
+            out[name] = _by_gemv(_bare(kernels[name]), name == "mean")
+
+    # layer norm's means over the rows (and its backward's sums over them) by the mean and sum kernels above, so the
+    # composed ops of a traced model give the same bits
+    def row_mean(a):
+        return out["mean"](a, -1, True)
+
+    def column_total(a):
+        return out["sum"](a, tuple(range(a.ndim - 1)))
+
     layer_norm = kernels.get("layer_norm")
-    if layer_norm is not None:
+    if layer_norm is not None and "mean" in out:
         def fast_layer_norm(x, w, b, nd, eps):
-            return layer_norm(x, w, b, nd, eps, mean=_row_mean if nd == 1 and _float32_rows(x, w, b) else None)
+            return layer_norm(x, w, b, nd, eps, mean=row_mean if nd == 1 and _float32_rows(x, w, b) else None)
         out["layer_norm"] = fast_layer_norm
 
     layer_norm_backward = kernels.get("layer_norm_backward")
-    if layer_norm_backward is not None:
+    if layer_norm_backward is not None and "mean" in out and "sum" in out:
         def fast_layer_norm_backward(g, x, w, mean, rstd, nd, need):
             fast = nd == 1 and _float32_rows(x, g, w) and g.shape == x.shape
             if not fast:
                 return layer_norm_backward(g, x, w, mean, rstd, nd, need)
-            return layer_norm_backward(g, x, w, mean, rstd, nd, need, _row_mean, _column_total)
+            return layer_norm_backward(g, x, w, mean, rstd, nd, need, row_mean, column_total)
         out["layer_norm_backward"] = fast_layer_norm_backward
 
     index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
@@ -416,10 +418,6 @@ def overrides(kernels: dict) -> dict:
             r[keys[starts]] += np.add.reduceat(np.take(src, order, axis=0), starts, axis=0)  # (take: half the time)
             return r
         out["index_add"] = fast_index_add
-
-    for name in ("sum", "mean"):
-        if kernels.get(name) is not None:
-            out[name] = _by_gemv(_bare(kernels[name]), name == "mean")
 
     sum_to = kernels.get("sum_to")
     if sum_to is not None:
