@@ -206,8 +206,6 @@ KNOWN = [
           "(AttributeError), PyTorch's schema match fails (RuntimeError)"),
     Known("accepts", r"linear_cross_entropy\w*", r"expected linear_bias shape", "open",
           "linear_cross_entropy with a one-element linear_bias: ember broadcasts it, PyTorch requires (C,)"),
-    Known("accepts", r"lerp\w*", r"invalid combination of arguments - got \(Tensor, (float|int|bool), Tensor\)", "open",
-          "lerp with a number for end and a tensor weight: PyTorch has no such overload (TypeError), ember computes"),
     Known("*", r"lp_pool\w*|cond\w*|adaptive_avg_pool\w*|addr|to_complex|real|gradient_coordinates", r"\d0x\d|"
           r"elements of output_size must be greater than or equal to 0|expanded size of the tensor|\(float16", "open",
           "single cases of seeds 4 and 7: lp_pool's dtype check on an empty uint8 input, cond of an empty batch "

@@ -1040,6 +1040,9 @@ def lerp(input, end, weight, *, out=None):  # noqa: A002
     >>> ember.lerp(ember.tensor([0.0, 2.0]), ember.tensor([4.0, 4.0]), 0.5)
     tensor([2., 3.])
     """
+    if not (isinstance(input, Tensor) and isinstance(end, Tensor)):
+        raise TypeError(f"lerp(): input and end must be Tensors (the weight may be a number), got "
+                        f"{type(input).__name__} and {type(end).__name__}")
     for name, v in (("end", end), ("weight", weight)):
         if isinstance(input, Tensor) and isinstance(v, Tensor) and v.dtype is not input.dtype \
                 and (name == "end" or v.dim() > 0):
