@@ -58,8 +58,9 @@ _gomp = ctypes.CDLL("libgomp.so.1")
 
 
 def f32(*arrays) -> bool:
-    """Whether every array given (None skipped) is float32, the one dtype the kernels serve."""
-    return all(a is None or a.dtype == np.float32 for a in arrays)
+    """Whether every array given (None skipped) is a float32 NumPy array (not a NumPy scalar), the one kind the
+    kernels serve."""
+    return all(a is None or (type(a) is np.ndarray and a.dtype == np.float32) for a in arrays)
 
 
 class DnnlError(RuntimeError):

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dnnl import DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, Desc, DnnlError, Primitive, handle, lib
+from .dnnl import DIFF_DST, DIFF_SRC, DST, ENGINE, FORWARD_TRAINING, SRC, Desc, DnnlError, Primitive, f32, handle, lib
 from .norm import ARG_DIFF_SCALE, ARG_DIFF_SHIFT, ARG_MEAN, ARG_SCALE, ARG_SHIFT, ARG_VARIANCE, BACKWARD, \
     USE_SCALE, USE_SHIFT, _vector
 
@@ -67,10 +67,6 @@ def geometry(rows, n, eps):
         return None
 
 
-def _served(*arrays) -> bool:
-    return all(a is None or (type(a) is np.ndarray and a.dtype == np.float32) for a in arrays)
-
-
 def _rows(x, nd):
     n = math.prod(x.shape[x.ndim - nd:])
     return (x.size // n if n else 0), n
@@ -81,7 +77,7 @@ def kernels(replaced):
 
     def layer_norm(x, w, b, nd, eps):
         rows, n = _rows(x, nd)
-        geo = _served(x, w, b) and n and geometry(rows, n, float(eps))
+        geo = f32(x, w, b) and n and geometry(rows, n, float(eps))
         if not geo:
             return replaced("layer_norm")(x, w, b, nd, eps)
         y, mean, var = geo.forward()(np.ascontiguousarray(x).reshape(rows, n), _vector(w, n, 1), _vector(b, n, 0))
@@ -91,7 +87,7 @@ def kernels(replaced):
 
     def layer_norm_backward(g, x, w, mean, rstd, nd, need):
         rows, n = _rows(x, nd)
-        geo = g.shape == x.shape and _served(g, x, w, mean, rstd) and n and geometry(rows, n, 0.0)
+        geo = g.shape == x.shape and f32(g, x, w, mean, rstd) and n and geometry(rows, n, 0.0)
         if not geo:
             return replaced("layer_norm_backward")(g, x, w, mean, rstd, nd, need)
         inv = np.ascontiguousarray(rstd).reshape(rows)
