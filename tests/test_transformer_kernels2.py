@@ -53,11 +53,16 @@ def test_cross_entropy_value_and_gradient_match_torch(device, dtype, shape, kw):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cross_entropy_rows_far_apart_and_non_finite(device, dtype):
+@pytest.mark.parametrize("spread", ["some rows far below", "one row far above", "wide logits"])
+def test_cross_entropy_rows_far_apart_and_non_finite(device, dtype, spread):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((512, 16)).astype(dtype)
-    a[::7] -= 60       # rows whose maximum is far below the matrix's: each shifted by its own
-    a[3] += 200        # one row far above the rest
+    if spread == "some rows far below":   # (the CPU's float32 form: these rows shifted by their own maximum)
+        a[::7] -= 60
+    elif spread == "one row far above":   # (every row by its own)
+        a[3] += 200
+    else:                                 # (a tied-embedding head's logits: rows up to ~30 apart)
+        a *= 8
     a[5, 2:] = -np.inf  # masked logits, not at the target
     t = rng.integers(0, 2, 512)
     _close(*_ce_both(a, t, device), dtype)
@@ -151,7 +156,7 @@ def test_masked_softmax_rows_match_torch(device):
     rng = np.random.default_rng(6)
     a = rng.standard_normal((8, 4, 32, 32)).astype(np.float32) * 4
     a[0, 0] -= 40          # rows far below the maximum: each shifted by its own
-    a[1, 1, 3] += 90
+    a[1, 1, 3] *= 3        # rows up to ~28 apart, shifted by the matrix's maximum
     mask = np.triu(np.ones((32, 32), bool), 1)
     g = rng.standard_normal(a.shape).astype(np.float32)
     for b in (a, np.where(np.arange(32) == 5, np.nan, a)):   # a NaN column: those rows NaN

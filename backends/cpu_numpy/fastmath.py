@@ -73,6 +73,16 @@ degree first) is the least-squares Chebyshev fit of ``log(Phi(-a) / t) + a*a/2``
 _NDTR_P32 = tuple(np.float32(c) for c in _NDTR_P)
 
 
+def _tail_fit(xs, a, t, p):
+    """The first passes of the normal-tail fit of float32 ``xs`` into buffers of its size: ``a = |xs|``,
+    ``t = 1 / (1 + C a)`` and ``p`` the fit's polynomial in ``t`` (:data:`_NDTR_P32`)."""
+    np.abs(xs, out=a)
+    np.multiply(a, _NDTR_C, out=t)
+    t += 1
+    np.reciprocal(t, out=t)
+    _horner(_NDTR_P32, t, p)
+
+
 def gelu_float32(x, gelu_erf):
     """Exact (erf) gelu of a float32 NumPy array as ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` (``x*q`` for x <= 0,
     ``x - x*q`` above): about 25 ufunc passes over chunks of :data:`CHUNK`.  A chunk with a non-finite result
@@ -85,11 +95,7 @@ def gelu_float32(x, gelu_erf):
         xs = src[s:s + CHUNK]
         n = xs.size
         ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        np.abs(xs, out=ai)
-        np.multiply(ai, _NDTR_C, out=ti)
-        ti += 1
-        np.reciprocal(ti, out=ti)
-        _horner(_NDTR_P32, ti, pi)
+        _tail_fit(xs, ai, ti, pi)
         ai *= ai
         ai *= 0.5
         pi -= ai
@@ -118,11 +124,7 @@ def gelu_backward_float32(g, x):
         xs = src[s:s + CHUNK]
         n = xs.size
         ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        np.abs(xs, out=ai)
-        np.multiply(ai, _NDTR_C, out=ti)
-        ti += 1
-        np.reciprocal(ti, out=ti)
-        _horner(_NDTR_P32, ti, pi)
+        _tail_fit(xs, ai, ti, pi)
         np.exp(pi, out=pi)
         pi *= ti
         ai *= ai
