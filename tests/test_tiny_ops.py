@@ -66,7 +66,7 @@ def test_multinomial_shapes_dtypes_and_draws(dtype, device):
     w = ember.tensor([0.0, 3.0, 0.0, 1.0], dtype=d, device=device)
     before = w.clone()
     for probs, lead in ((w, ()), (ember.stack([w, w.flip(0)]), (2,)), (ember.stack([w, w]).t().t(), (2,))):
-        for replacement, n in ((True, 7), (False, 2)):
+        for replacement, n in ((True, 7), (False, 2), (False, 1)):
             r = ember.multinomial(probs, n, replacement)
             assert r.dtype is ember.int64 and tuple(r.shape) == lead + (n,)
             rows = probs.reshape(-1, 4)
@@ -75,6 +75,8 @@ def test_multinomial_shapes_dtypes_and_draws(dtype, device):
     assert ember.equal(w, before)
     draws = ember.multinomial(ember.tensor([1.0, 3.0], dtype=d, device=device), 4000, True).double().mean()
     assert abs(float(draws) - 0.75) < 0.05
+    rows = ember.tensor([[1.0, 3.0]], dtype=d, device=device).expand(4000, 2)  # one draw a row, no replacement
+    assert abs(float(ember.multinomial(rows, 1).double().mean()) - 0.75) < 0.05
     ember.manual_seed(3)
     a = ember.multinomial(w, 5, True)
     ember.manual_seed(3)

@@ -83,6 +83,7 @@ def kernels(xp, strategy=None) -> dict:
         replacement, Gumbel top-k (sequential draws without replacement, in one sort) without."""
         rows, k = probs.shape
         p = probs / xp.sum(probs, axis=-1, keepdims=True)
+        replacement = replacement or n == 1  # (one draw is the same either way)
         if replacement and rows * n * k <= SMALL_DRAW:
             # each draw's index is the number of CDF edges at or below it (searchsorted's side="right"), counted
             # in one comparison: a third of the NumPy calls, which is what a draw from a few categories costs
