@@ -581,7 +581,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 # --------------------------------------------------------------------------- adaptive
 def _osize(output_size, x, d):
     osz = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * d
-    return tuple(s if o is None else int(o) for o, s in zip(osz, x.shape[-d:]))
+    osz = tuple(s if o is None else int(o) for o, s in zip(osz, x.shape[-d:]))
+    if any(o < 0 for o in osz):
+        raise RuntimeError(f"adaptive pooling: elements of output_size must be greater than or equal to 0 but "
+                           f"received {list(osz)}")
+    return osz
 
 
 def _adaptive_mean(x, axis, o):
