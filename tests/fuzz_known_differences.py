@@ -189,14 +189,14 @@ KNOWN = [
           "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
-    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar", r"!", "open",
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar|maximum", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar)"),
-    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real", r"!", "open",
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum)"),
+    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff|max_pool2d\w*", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
-          "complex result are NaN (NumPy's complex product and PyTorch's differ at inf), ormqr's and cond's inf "
-          "against NaN"),
+          "complex result are NaN (NumPy's complex product and PyTorch's differ at inf; diff's complex "
+          "subtraction), ormqr's and cond's inf against NaN, max pooling's index of a NaN window"),
     Known("exception", r".*", r"^TypeError where PyTorch raised NotImplementedError \(TypeError: \w+\(\): argument "
           r"'input' \(position 1\) must be Tensor, not complex", "open",
           "a complex number as the first argument of a special function: PyTorch's scalar overload takes it and its "
@@ -212,6 +212,16 @@ KNOWN = [
           "(dtype and an IndexError), addr with a 0-d vector, the "
           "empty gradient of real and to_complex (a stride check of view_as_complex on expanded zeros), "
           "gradient's float16 steps with integer coordinates"),
+    Known("*", r"bucketize|median|histogramdd\w*|chunk|addmm", r"\((bool|uint8|int64)0", "open",
+          "empty integer or bool input (seed 3): PyTorch computes empty bucketize and median of bool and refuses "
+          "empty uint8 histogramdd (its dtype check runs first); chunk of an empty dimension gives PyTorch's "
+          "chunks count; addmm refuses to broadcast an empty input"),
+    Known("*", r"gradient_coordinates|ge_forms|max_pool2d_backward|multi_margin_loss\w*|linear_cross_entropy\w*",
+          r"\(int64\dx\d, uint8|requires_grad|where PyTorch raised AttributeError|same dtype", "open",
+          "single cases of seed 3: gradient's uint8 coordinates (PyTorch's differences wrap in uint8), "
+          "requires_grad of an in-place comparison's result and of max pooling's double backward, multi_margin_loss "
+          "checks the dtype before reading a number weight, linear_cross_entropy of bfloat16 input with float64 "
+          "weights"),
 ]
 
 
