@@ -74,9 +74,10 @@ def kernels(xp, strategy=None) -> dict:
     def multinomial(gen, probs, n, replacement):
         """``n`` int64 category indices per row of ``probs`` (a vector or a matrix of weights, any float dtype,
         drawn in float64): shape ``probs.shape[:-1] + (n,)``."""
-        k = probs.shape[-1]
-        rows = as_(xp.reshape(probs, (-1, k)), xp.float64)
-        return xp.reshape(as_(draw_rows(gen, rows, n, replacement), xp.int64), probs.shape[:-1] + (n,))
+        vector = probs.ndim == 1
+        rows = as_(xp.reshape(probs, (1, -1)) if vector else probs, xp.float64)
+        idx = as_(draw_rows(gen, rows, n, replacement), xp.int64)
+        return xp.reshape(idx, (n,)) if vector else idx
 
     def draw_rows(gen, probs, n, replacement):
         """``n`` category indices per row of ``probs`` (rows, k), all rows at once: inverse-CDF lookups with
