@@ -296,9 +296,7 @@ def _search(seq, values, out_int32, right, side, sorter, op):
     if values._dev is not seq._dev:
         raise device_error(op, seq, values)
     rt = result_type(seq, values)
-    if rt is dtypes.bool:
-        raise NotImplementedError(f'"{op}_{seq.device.type}" not implemented for \'Bool\'')
-    if rt.is_complex:  # (no ordering of complex numbers in PyTorch's kernel)
+    if values.numel() and (rt is dtypes.bool or rt.is_complex):  # (PyTorch returns empty input's result first)
         raise NotImplementedError(f'"searchsorted_out_{seq.device.type}" not implemented for '
                                   f'\'{dtypes.type_name(rt)}\'')
     if sorter is not None:
@@ -326,8 +324,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     >>> ember.searchsorted(ember.tensor([1, 3, 5, 7]), ember.tensor([3, 6]))
     tensor([1, 3])
     """
-    if isinstance(sorted_sequence, Tensor):  # (no ordering of complex numbers in PyTorch's kernel)
-        dtypes.check_kernel("searchsorted_out_{device}", sorted_sequence, dtypes.REAL_TYPES)
     return out_or(_search(sorted_sequence, input, out_int32, right, side, sorter, "searchsorted"), out)
 
 
