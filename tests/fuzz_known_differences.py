@@ -193,10 +193,12 @@ KNOWN = [
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
           "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum)"),
-    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff|max_pool2d\w*", r"!", "open",
+    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff\w*|cumprod|max_pool2d\w*|"
+          r"linear_cross_entropy\w*", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
           "complex result are NaN (NumPy's complex product and PyTorch's differ at inf; diff's complex "
-          "subtraction), ormqr's and cond's inf against NaN, max pooling's index of a NaN window"),
+          "subtraction, cumprod's product), ormqr's and cond's inf against NaN, max pooling's index of a NaN window, "
+          "linear_cross_entropy's loss at an infinite class weight"),
     Known("exception", r".*", r"^TypeError where PyTorch raised NotImplementedError \(TypeError: \w+\(\): argument "
           r"'input' \(position 1\) must be Tensor, not complex", "open",
           "a complex number as the first argument of a special function: PyTorch's scalar overload takes it and its "
@@ -222,6 +224,11 @@ KNOWN = [
           "requires_grad of an in-place comparison's result and of max pooling's double backward, multi_margin_loss "
           "checks the dtype before reading a number weight, linear_cross_entropy of bfloat16 input with float64 "
           "weights"),
+    Known("*", r"pdist|det|histogramdd|gru|native_group_norm", r"\(float161x|\(float160x|is not finite|"
+          r"gru: The size of tensor|ValueError where PyTorch raised NotImplementedError", "open",
+          "single cases of seed 5: pdist of one float16 row and det of an empty float16 batch (PyTorch returns the "
+          "empty result before its dtype check), histogramdd's non-finite range (PyTorch refuses it), a 0-d gru "
+          "bias (PyTorch broadcasts it), native_group_norm's unpacking of a 0-d integer input"),
 ]
 
 
