@@ -89,12 +89,6 @@ def _pair_gemm(xp, equation, a, b):
     return prod.transpose([labels.index(c) for c in out])
 
 
-def _repeated(a):
-    """Whether every matrix of stack ``a`` is the same memory (zero strides over the stack dimensions)."""
-    st = getattr(a, "strides", None)
-    return st is not None and (not st[0] if len(st) == 3 else not any(st[:-2]))
-
-
 def _broadcasts_to(lead, target):
     """Whether stack shape ``lead`` broadcasts to ``target`` without growing it."""
     if len(lead) > len(target):
@@ -335,19 +329,8 @@ def _one_gemm(xp, reshape, a, b):
         # otherwise loop over the stack (NumPy: ~10x slower for Linear on 3-D input)
         if bnd == 2:
             return reshape(reshape(a, (-1, sa[-1])) @ b, sa[:-1] + (b.shape[-1],))
-        if bnd > 2:
-            if sa[-1] == 1:
-                return _outer(xp, a, b)
-            sb = b.shape
-            if nd == bnd and sa[:-2] == sb[:-2] and 0 not in sa[:-2]:
-                # one matrix repeated along the stack (zero strides: a weight broadcast over vmap's batch)
-                # is one GEMM with the other operand's stack flattened, not a loop over the stack
-                if _repeated(b):
-                    return reshape(reshape(a, (-1, sa[-1])) @ b[(0,) * (nd - 2)], sa[:-1] + (sb[-1],))
-                if sb[-1] == 1 and _repeated(a):  # (stacked vectors: the result is laid out as a stack)
-                    bt = xp.swapaxes(b, -1, -2)
-                    out = reshape(bt, (-1, bt.shape[-1])) @ xp.swapaxes(a[(0,) * (nd - 2)], -1, -2)
-                    return xp.swapaxes(reshape(out, bt.shape[:-1] + (sa[-2],)), -1, -2)
+        if bnd > 2 and sa[-1] == 1:
+            return _outer(xp, a, b)
     return None
 
 

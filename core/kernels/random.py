@@ -36,6 +36,55 @@ def digamma_pos(xp, a):
     return xp.log(y) - 0.5 / y - poly - acc
 
 
+def gamma_grad(xp, alpha, x):
+    """dx/dalpha of a standard Gamma(alpha) draw x at fixed CDF, -(dF/dalpha) / f (implicit
+    reparameterisation): a Taylor series of the CDF for x < 0.8, Rice's saddle-point expansion for
+    alpha > 8, a bivariate rational fit in (log(x / alpha), log(alpha)) otherwise (the split and the
+    fitted coefficients of Jankowiak & Obermeyer, as PyTorch uses)."""
+    a = alpha.astype("float64")
+    z = x.astype("float64")
+    with_small = z < 0.8
+    zs = xp.where(with_small, z, 0.5)
+    numer, denom = xp.ones_like(zs), a.copy()
+    s1, s2 = numer / denom, numer / (denom * denom)
+    for i in range(1, 6):
+        numer = numer * (-zs / i)
+        denom = denom + 1
+        s1 = s1 + numer / denom
+        s2 = s2 + numer / (denom * denom)
+    pow_xa = zs ** a
+    pdf = zs ** (a - 1) * xp.exp(-zs)
+    cdf_a = (xp.log(zs) - digamma_pos(xp, a)) * pow_xa * s1 - pow_xa * s2
+    small = -cdf_a / pdf
+    small = xp.where(xp.isnan(small), 0.0, small)
+    # Rice saddle point, for large alpha (with its own form near the mode)
+    near = (0.9 * a <= z) & (z <= 1.1 * a)
+    n1 = 1 + 24 * a * (1 + 12 * a)
+    n2 = 1440 * a * a + 6 * z * (53 - 120 * z) - 65 * z * z / a + a * (107 + 3600 * z)
+    mid = n1 * n2 / (1244160 * a * a * a * a)
+    zf = xp.where(near, 0.5 * a, z)
+    den = xp.sqrt(8 * a)
+    t2 = den / (a - zf)
+    t3 = (zf - a - a * xp.log(zf / a)) ** -1.5
+    t23 = xp.where(zf < a, t2 - t3, t2 + t3)
+    t1 = xp.log(zf / a) * t23 - xp.sqrt(2 / a) * (a + zf) / ((a - zf) * (a - zf))
+    stirling = 1 + 1 / (12 * a) * (1 + 1 / (24 * a))
+    large = xp.where(near, mid, -stirling * zf * t1 / den)
+    # rational approximation elsewhere
+    u, v = xp.log(z / a), xp.log(a)
+    c0 = (0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084)
+    c1 = (0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
+          -0.00058392623)
+    c2 = (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326,
+          0.00085092367, -1.5247877e-07)
+    cv = [c0[i] + u * (c1[i] + u * c2[i]) for i in range(8)]
+    pp = cv[0] + v * (cv[1] + v * (cv[2] + v * cv[3]))
+    qq = cv[4] + v * (cv[5] + v * (cv[6] + v * cv[7]))
+    rational = xp.exp(pp / qq)
+    out = xp.where(with_small, small, xp.where(a > 8.0, large, rational))
+    return out.astype(alpha.dtype, copy=False)
+
+
 def kernels(xp, strategy=None) -> dict:
     def as_(a, dtype):
         return xp.asarray(a, dtype=dtype)
@@ -117,52 +166,7 @@ def kernels(xp, strategy=None) -> dict:
         return as_(gen.binomial(count.astype("int64"), prob), prob.dtype)
 
     def standard_gamma_grad(alpha, x):
-        """dx/dalpha of a standard Gamma(alpha) draw x at fixed CDF, -(dF/dalpha) / f (implicit
-        reparameterisation): a Taylor series of the CDF for x < 0.8, Rice's saddle-point expansion for
-        alpha > 8, a bivariate rational fit in (log(x / alpha), log(alpha)) otherwise (the split and the
-        fitted coefficients of Jankowiak & Obermeyer, as PyTorch uses)."""
-        a = alpha.astype("float64")
-        z = x.astype("float64")
-        with_small = z < 0.8
-        zs = xp.where(with_small, z, 0.5)
-        numer, denom = xp.ones_like(zs), a.copy()
-        s1, s2 = numer / denom, numer / (denom * denom)
-        for i in range(1, 6):
-            numer = numer * (-zs / i)
-            denom = denom + 1
-            s1 = s1 + numer / denom
-            s2 = s2 + numer / (denom * denom)
-        pow_xa = zs ** a
-        pdf = zs ** (a - 1) * xp.exp(-zs)
-        cdf_a = (xp.log(zs) - digamma_pos(xp, a)) * pow_xa * s1 - pow_xa * s2
-        small = -cdf_a / pdf
-        small = xp.where(xp.isnan(small), 0.0, small)
-        # Rice saddle point, for large alpha (with its own form near the mode)
-        near = (0.9 * a <= z) & (z <= 1.1 * a)
-        n1 = 1 + 24 * a * (1 + 12 * a)
-        n2 = 1440 * a * a + 6 * z * (53 - 120 * z) - 65 * z * z / a + a * (107 + 3600 * z)
-        mid = n1 * n2 / (1244160 * a * a * a * a)
-        zf = xp.where(near, 0.5 * a, z)
-        den = xp.sqrt(8 * a)
-        t2 = den / (a - zf)
-        t3 = (zf - a - a * xp.log(zf / a)) ** -1.5
-        t23 = xp.where(zf < a, t2 - t3, t2 + t3)
-        t1 = xp.log(zf / a) * t23 - xp.sqrt(2 / a) * (a + zf) / ((a - zf) * (a - zf))
-        stirling = 1 + 1 / (12 * a) * (1 + 1 / (24 * a))
-        large = xp.where(near, mid, -stirling * zf * t1 / den)
-        # rational approximation elsewhere
-        u, v = xp.log(z / a), xp.log(a)
-        c0 = (0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084)
-        c1 = (0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
-              -0.00058392623)
-        c2 = (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326,
-              0.00085092367, -1.5247877e-07)
-        cv = [c0[i] + u * (c1[i] + u * c2[i]) for i in range(8)]
-        pp = cv[0] + v * (cv[1] + v * (cv[2] + v * cv[3]))
-        qq = cv[4] + v * (cv[5] + v * (cv[6] + v * cv[7]))
-        rational = xp.exp(pp / qq)
-        out = xp.where(with_small, small, xp.where(a > 8.0, large, rational))
-        return out.astype(alpha.dtype, copy=False)
+        return gamma_grad(xp, alpha, x)
 
     def dirichlet_grad(x, alpha, total):
         """d x / d alpha of a Beta(alpha, total - alpha) draw x at fixed CDF, divided by (1 - x): the building
