@@ -189,10 +189,11 @@ KNOWN = [
           "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
-    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar|maximum", r"!", "open",
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar|maximum|"
+          r"complex_square|sgn", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum)"),
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, complex's square, sgn)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff\w*|cumprod|max_pool2d\w*|"
           r"linear_cross_entropy\w*", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
@@ -229,6 +230,11 @@ KNOWN = [
           "single cases of seed 5: pdist of one float16 row and det of an empty float16 batch (PyTorch returns the "
           "empty result before its dtype check), histogramdd's non-finite range (PyTorch refuses it), a 0-d gru "
           "bias (PyTorch broadcasts it), native_group_norm's unpacking of a 0-d integer input"),
+    Known("*", r"eq_forms|xlog1py|norm_dim_forms|max_pool2d_forms", r"requires_grad|must be Tensor, not complex|"
+          r"does not have an identity|Expected 3D or 4D", "open",
+          "single cases of seed 6: requires_grad of an in-place comparison's result, xlog1py's complex number "
+          "(PyTorch's scalar overload then its kernel refuse), the -1 vector norm of an empty input (no identity) "
+          "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
 ]
 
 

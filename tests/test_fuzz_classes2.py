@@ -168,3 +168,17 @@ def test_adaptive_pooling_refuses_negative_sizes_as_pytorch(device):
         want = _outcome(lambda: _adaptive(torch, kind, d, s))
         got = _outcome(lambda: _adaptive(ember, kind, d, s, device))
         assert got == want, (kind, d, size, got, want)
+
+
+# --------------------------------------------------------------------------- cartesian_prod of two dtypes
+def test_cartesian_prod_refuses_two_dtypes_as_pytorch(device):
+    """cartesian_prod of tensors of different dtypes raises meshgrid's RuntimeError, as in PyTorch (ember promoted
+    them); one dtype computes.  Before: 20 of the 25 pairs differed."""
+    names = _have(device, ("float32", "float64", "int64", "bool", "float16"))
+    for a, b in itertools.product(names, names):
+        want = _outcome(lambda: torch.cartesian_prod(torch.tensor([1, 0]).to(getattr(torch, a)),
+                                                     torch.tensor([2, 1, 0]).to(getattr(torch, b))).tolist())
+        got = _outcome(lambda: ember.cartesian_prod(ember.tensor([1, 0], device=device).to(getattr(ember, a)),
+                                                    ember.tensor([2, 1, 0], device=device).to(getattr(ember, b))
+                                                    ).tolist())
+        assert got == want, (a, b, got, want)

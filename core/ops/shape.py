@@ -1748,6 +1748,8 @@ def cartesian_prod(*tensors) -> Tensor:
             raise RuntimeError(f"Expect a 1D vector, but got shape of a {got} at position {i} (cartesian_prod)")
     if len(tensors) == 1:
         return tensors[0]
+    if any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise RuntimeError("cartesian_prod: meshgrid expects all tensors to have the same dtype")
     ts = _tensors_arg(list(tensors), "cartesian_prod")
     return stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], 1)
 
