@@ -73,29 +73,31 @@ degree first) is the least-squares Chebyshev fit of ``log(Phi(-a) / t) + a*a/2``
 _NDTR_P32 = tuple(np.float32(c) for c in _NDTR_P)
 
 
-def _tail_fit(xs, a, t, p):
-    """The first passes of the normal-tail fit of float32 ``xs`` into buffers of its size: ``a = |xs|``,
-    ``t = 1 / (1 + C a)`` and ``p`` the fit's polynomial in ``t`` (:data:`_NDTR_P32`)."""
-    np.abs(xs, out=a)
-    np.multiply(a, _NDTR_C, out=t)
-    t += 1
-    np.reciprocal(t, out=t)
-    _horner(_NDTR_P32, t, p)
+def _fitted_chunks(x, out):
+    """The chunks of :data:`CHUNK` elements of float32 ``x`` (and of ``out``, of its shape) with the first passes
+    of the normal-tail fit done: yields ``(start, xs, a, t, p, d)``, ``a = |xs|``, ``t = 1 / (1 + C a)``, ``p``
+    the fit's polynomial in ``t`` (:data:`_NDTR_P32`) and ``d`` the chunk of ``out``; ``a``, ``t``, ``p`` are
+    buffers reused from chunk to chunk."""
+    src, dst = x.reshape(-1), out.reshape(-1)
+    a, t, p = (np.empty(min(CHUNK, src.size), np.float32) for _ in range(3))
+    for s in range(0, src.size, CHUNK):
+        xs = src[s:s + CHUNK]
+        n = xs.size
+        ai, ti, pi = a[:n], t[:n], p[:n]
+        np.abs(xs, out=ai)
+        np.multiply(ai, _NDTR_C, out=ti)
+        ti += 1
+        np.reciprocal(ti, out=ti)
+        _horner(_NDTR_P32, ti, pi)
+        yield s, xs, ai, ti, pi, dst[s:s + n]
 
 
 def gelu_float32(x, gelu_erf):
     """Exact (erf) gelu of a float32 NumPy array as ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` (``x*q`` for x <= 0,
     ``x - x*q`` above): about 25 ufunc passes over chunks of :data:`CHUNK`.  A chunk with a non-finite result
     (inf or NaN inputs) is recomputed by ``gelu_erf`` (the formula through ``erf``), so those follow it exactly."""
-    src = x.reshape(-1)
     out = np.empty(x.shape, np.float32)
-    dst = out.reshape(-1)
-    a, t, p = (np.empty(min(CHUNK, src.size), np.float32) for _ in range(3))
-    for s in range(0, src.size, CHUNK):
-        xs = src[s:s + CHUNK]
-        n = xs.size
-        ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        _tail_fit(xs, ai, ti, pi)
+    for _, xs, ai, ti, pi, d in _fitted_chunks(x, out):
         ai *= ai
         ai *= 0.5
         pi -= ai
@@ -116,15 +118,9 @@ def gelu_backward_float32(g, x):
     """``g * gelu'(x)`` (exact gelu) of float32 NumPy arrays of one shape: ``Phi(x) + x * phi(x)``, with
     ``Phi(x) = 0.5 + copysign(0.5 - q, x)`` and ``q = Phi(-|x|)`` from the fit :func:`gelu_float32` uses, in
     ufunc passes over chunks of :data:`CHUNK`.  An infinite ``x`` gives NaN (``inf * phi(inf)``), as PyTorch's."""
-    src, grad = x.reshape(-1), g.reshape(-1)
+    grad = g.reshape(-1)
     out = np.empty(x.shape, np.float32)
-    dst = out.reshape(-1)
-    a, t, p = (np.empty(min(CHUNK, src.size), np.float32) for _ in range(3))
-    for s in range(0, src.size, CHUNK):
-        xs = src[s:s + CHUNK]
-        n = xs.size
-        ai, ti, pi, d = a[:n], t[:n], p[:n], dst[s:s + n]
-        _tail_fit(xs, ai, ti, pi)
+    for s, xs, ai, ti, pi, d in _fitted_chunks(x, out):
         np.exp(pi, out=pi)
         pi *= ti
         ai *= ai
@@ -137,7 +133,7 @@ def gelu_backward_float32(g, x):
         ai *= _INV_SQRT_2PI
         ai *= xs                    # x * phi(x)
         np.add(pi, ai, out=d)
-        d *= grad[s:s + n]
+        d *= grad[s:s + d.size]
     return out
 
 
