@@ -1238,6 +1238,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
             continue
         lo, hi = (float(range[2 * i]), float(range[2 * i + 1])) if range is not None else \
             ((float(v) for v in aminmax(col)) if col.numel() else (0.0, 0.0))
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension {i}'s range [{lo:g}, {hi:g}] is not finite")
         if lo > hi:
             raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo} max {hi} for "
                                f"dimension {i}")
