@@ -1611,7 +1611,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if not x.is_floating_point():
         raise RuntimeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
-    dtypes.check_kernel("pdist", x, dtypes.FLOATING_TYPES)
+    if x.shape[0] > 1:  # (PyTorch's kernel, and its dtype check, run only when there is a pair)
+        dtypes.check_kernel("pdist", x, dtypes.FLOATING_TYPES)
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     return keep_saved(composite_node(_pdist(x, p), "PdistBackward0"), x)  # PyTorch's one node
