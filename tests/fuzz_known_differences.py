@@ -166,7 +166,7 @@ KNOWN = [
           "logcumsumexp's half-precision gradient: ember computes it in float32 and rounds once (closer to the "
           "float64 gradient than PyTorch's, which rounds its steps: errors up to 16 against ember's 1.7 on random "
           "inputs scaled by 40)"),
-    Known("grad", r"cosine_similarity\w*", r"\(bfloat16", "open",
+    Known("grad", r"cosine_similarity\w*", r"\((bfloat16|float16)", "open",
           "cosine_similarity's bfloat16 gradient: both libraries round their steps in bfloat16, at different points "
           "(errors against float64 comparable on random inputs; 10% apart on the sweep's sample)"),
     Known("grad", r"qr_wide\w*", r"\(float32", "open",
@@ -190,16 +190,18 @@ KNOWN = [
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
     Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar|maximum|"
-          r"complex_square|sgn", r"!", "open",
+          r"complex_square|sgn|solve\w*|det|complex_matvec", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, complex's square, sgn)"),
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, complex's square, sgn, solve, det, "
+          "complex matrix-vector products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff\w*|cumprod|max_pool2d\w*|"
-          r"linear_cross_entropy\w*", r"!", "open",
+          r"linear_cross_entropy\w*|sub_forms|complex_matmul|chebyshev_polynomial_\w+", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
           "complex result are NaN (NumPy's complex product and PyTorch's differ at inf; diff's complex "
           "subtraction, cumprod's product), ormqr's and cond's inf against NaN, max pooling's index of a NaN window, "
-          "linear_cross_entropy's loss at an infinite class weight"),
+          "linear_cross_entropy's loss at an infinite class weight, the Chebyshev recurrence at inf (PyTorch's "
+          "finite where its recurrence never reads the inf)"),
     Known("exception", r".*", r"^TypeError where PyTorch raised NotImplementedError \(TypeError: \w+\(\): argument "
           r"'input' \(position 1\) must be Tensor, not complex", "open",
           "a complex number as the first argument of a special function: PyTorch's scalar overload takes it and its "
@@ -209,16 +211,18 @@ KNOWN = [
           "(AttributeError), PyTorch's schema match fails (RuntimeError)"),
     Known("accepts", r"linear_cross_entropy\w*", r"expected linear_bias shape", "open",
           "linear_cross_entropy with a one-element linear_bias: ember broadcasts it, PyTorch requires (C,)"),
-    Known("*", r"lp_pool\w*|cond\w*|addr|to_complex|real|gradient_coordinates", r"\d0x\d|"
+    Known("*", r"lp_pool\w*|cond\w*|addr|to_complex|real|complex_\w+|gradient_coordinates", r"\d0x\d|"
           r"expanded size of the tensor|\(float16", "open",
           "single cases of seeds 4 and 7: lp_pool's dtype check on an empty uint8 input, cond of an empty batch "
           "(dtype and an IndexError), addr with a 0-d vector, the "
           "empty gradient of real and to_complex (a stride check of view_as_complex on expanded zeros), "
           "gradient's float16 steps with integer coordinates"),
-    Known("*", r"bucketize|median|histogramdd\w*|chunk|addmm", r"\((bool|uint8|int64)0", "open",
+    Known("*", r"bucketize|median|histogramdd\w*|chunk|addmm|linalg_lu|rrelu\w*", r"\((bool|uint8|int64)0",
+          "open",
           "empty integer or bool input (seed 3): PyTorch computes empty bucketize and median of bool and refuses "
           "empty uint8 histogramdd (its dtype check runs first); chunk of an empty dimension gives PyTorch's "
-          "chunks count; addmm refuses to broadcast an empty input"),
+          "chunks count; addmm refuses to broadcast an empty input; linalg.lu computes empty uint8 input and "
+          "rrelu refuses empty bool input in PyTorch"),
     Known("*", r"gradient_coordinates|ge_forms|max_pool2d_backward|multi_margin_loss\w*|linear_cross_entropy\w*",
           r"\(int64\dx\d, uint8|requires_grad|where PyTorch raised AttributeError|same dtype", "open",
           "single cases of seed 3: gradient's uint8 coordinates (PyTorch's differences wrap in uint8), "
@@ -235,6 +239,15 @@ KNOWN = [
           "single cases of seed 6: requires_grad of an in-place comparison's result, xlog1py's complex number "
           "(PyTorch's scalar overload then its kernel refuse), the -1 vector norm of an empty input (no identity) "
           "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
+    Known("accepts", r"native_group_norm", r"Expected X.is_contiguous\(memory_format\) to be true", "deliberate",
+          "PyTorch 2.13's native_group_norm refuses a non-contiguous input (an internal check); ember computes it"),
+    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|layer_norm|native_batch_norm|scalar_alpha_forms",
+          r"not implemented for 'Long'|must have the same dtype|weight tensor|mixed dtype \(CPU\)|"
+          r"should contain \d+ elements not 1|\(int32\dx\d, float32\dx\d\*, float16", "open",
+          "single cases of seed 2: operands of two dtypes (solve_triangular of complex and int64 computes in "
+          "PyTorch; addbmm, histogram's weight and layer_norm's bool weight are refused by PyTorch), histogramdd's "
+          "weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts it), the gradient "
+          "of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the steps)"),
 ]
 
 
