@@ -8,22 +8,9 @@ import numpy as np
 import pytest
 
 import ember
-from ember.testing.compare import has_dtype
+from test_fuzz_classes import _have, _outcome
 
 torch = pytest.importorskip("torch")
-
-
-def _have(device, names):
-    """The dtypes of ``names`` that ``device``'s backend has."""
-    return [d for d in names if has_dtype(device, getattr(ember, d))]
-
-
-def _outcome(fn):
-    """What ``fn()`` gives: ``("ok", value)`` or the exception's class name."""
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - the refusal is the outcome compared
-        return (type(exc).__name__,)
 
 
 # --------------------------------------------------------------------------- searching boundaries that hold NaN
