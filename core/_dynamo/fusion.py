@@ -28,12 +28,15 @@ _NUMBERS = (int, float, bool)
 
 
 def plain_kernel(Op):
-    """The kernel name of ``Op`` when its forward only calls that kernel on its arguments, else None."""
+    """The kernel name of ``Op`` when its forward only calls that kernel on its arguments, else None.  A forward
+    marked ``dtype_check_only`` (relu's) checks its input's dtype first: a captured graph's dtype guards hold that
+    check, so its runs call the kernel alone."""
     name = getattr(Op, "kernel_name", None)  # (set by op_class where the forward is the kernel, no parameters)
     code = getattr(Op.forward, "__code__", None)
-    if name is None or code is None or not code.co_filename.startswith("<op_class"):
+    if name is None or code is None:
         return None
-    return name
+    return name if code.co_filename.startswith("<op_class") or getattr(Op.forward, "dtype_check_only", False) \
+        else None
 
 
 def fusable(n, Op, kernels) -> bool:

@@ -618,6 +618,7 @@ def _relu_forward(ctx, k, x):
     return k["relu"](x)
 
 
+_relu_forward.dtype_check_only = True  # (ember.compile's fusion calls the kernel alone: its dtype guards check)
 Relu.forward = staticmethod(_relu_forward)
 Tanh, tanh = unary_op("tanh", saves="output", backward=_real_grad(TanhGrad, lambda y: 1 - y * y), onnx="Tanh")
 Sigmoid, sigmoid = unary_op("sigmoid", saves="output", backward=_real_grad(SigmoidGrad, lambda y: y * (1 - y)),
