@@ -21,6 +21,7 @@ from .creation import eye, ones
 from .creation import linspace as _linspace
 from .pointwise import _type_name, maximum, minimum
 from .linalg import NormSqrt, matmul, matrix_norm, tensordot, vector_norm
+from .nn import _kernel_grads
 from .shape import Expand, _shape_arg, cat
 
 
@@ -504,6 +505,8 @@ def _log_sum_exp_vjp(ctx, g):
     if on_arrays(g, x) and g._data.dtype == x._data.dtype:  # no graph is being built: the formula on arrays
         return _wrap(g._dev.kernels["logsumexp_backward"](g._data, x._data, ctx.output_data(), ctx.axes,
                                                           ctx.keepdim), g._dev)
+    if _kernel_grads() and g.dtype is x.dtype:
+        return apply(LogSumExpGrad, g, x, ctx.output, ctx.axes, ctx.keepdim)
     y = ctx.output
     if not ctx.keepdim:
         y, g = _unsqueeze_axes(y, ctx.axes), _unsqueeze_axes(g, ctx.axes)
@@ -513,6 +516,9 @@ def _log_sum_exp_vjp(ctx, g):
 LogSumExp = op_class("LogSumExp", "logsumexp", saves="both", vjp=_log_sum_exp_vjp, params=("axes", "keepdim"),
                      tags=("reduction",), promotion="int_to_float", backward_name="LogsumexpBackward0")
 LogSumExp.saved_args = {"dim": "axes", "keepdim": "keepdim"}
+# logsumexp's gradient as one op, for a backward that is recorded but never differentiated (see _kernel_grads)
+LogSumExpGrad = op_class("LogSumExpGrad", "logsumexp_backward", params=("axes", "keepdim"), arity=5,
+                         backward_name="LogsumexpBackwardBackward0")
 
 
 @export(to=("torch", "Tensor", "special"))
