@@ -191,7 +191,7 @@ def flat_scatter_add(s, v, idx, shape):
     xp = s.xp
     n, c = shape[:2]
     plane = math.prod(shape[2:])
-    where = (idx.reshape(n * c, -1) + xp.arange(n * c).reshape(-1, 1) * plane).ravel()
+    where = (idx.reshape(n * c, idx.size // max(n * c, 1)) + xp.arange(n * c).reshape(-1, 1) * plane).ravel()
     out = xp.bincount(where, weights=v.ravel(), minlength=n * c * plane)
     return out.astype(v.dtype, copy=False).reshape(shape)
 
@@ -201,6 +201,9 @@ def adaptive_max_pool(s, x, osize):
     xp = s.xp
     sp = x.shape[2:]
     d = len(sp)
+    if 0 in osize or not x.size:  # (an empty output has no windows to reduce)
+        empty = tuple(x.shape[:2]) + tuple(osize)
+        return xp.empty(empty, dtype=x.dtype), xp.zeros(empty, dtype=xp.int64)
     gathered = x
     grids = []
     for i, (size, o) in enumerate(zip(sp, osize)):

@@ -407,6 +407,10 @@ class AdaptiveMaxPool(Op):
     @staticmethod
     def backward(ctx, g, _gi):
         ctx.check_saved()
+        if 0 in g.shape[1:]:  # (PyTorch's backward refuses an empty output past the batch dimension)
+            d = len(ctx.shape) - 2
+            raise RuntimeError(f"adaptive_max_pool{max(d, 2)}d_backward(): Expected grad_output to have non-zero "
+                               f"size for non-batch dimensions, but grad_output has sizes {list(g.shape)}")
         return apply(FlatScatter, g, _wrap(ctx.idx, g._dev), tuple(ctx.shape))
 
 
