@@ -202,13 +202,6 @@ KNOWN = [
           "subtraction, cumprod's product), ormqr's and cond's inf against NaN, max pooling's index of a NaN window, "
           "linear_cross_entropy's loss at an infinite class weight, the Chebyshev recurrence at inf (PyTorch's "
           "finite where its recurrence never reads the inf)"),
-    Known("exception", r".*", r"^TypeError where PyTorch raised NotImplementedError \(TypeError: \w+\(\): argument "
-          r"'input' \(position 1\) must be Tensor, not complex", "open",
-          "a complex number as the first argument of a special function: PyTorch's scalar overload takes it and its "
-          "kernel refuses complex (NotImplementedError); ember's argument check refuses the number (TypeError)"),
-    Known("exception", r"conv\d?d?_(input|weight)\w*", r"^AttributeError where PyTorch raised RuntimeError", "open",
-          "nn.grad's convolution gradient helpers given a number for a tensor: ember's read its .ndim "
-          "(AttributeError), PyTorch's schema match fails (RuntimeError)"),
     Known("accepts", r"linear_cross_entropy\w*", r"expected linear_bias shape", "open",
           "linear_cross_entropy with a one-element linear_bias: ember broadcasts it, PyTorch requires (C,)"),
     Known("*", r"lp_pool\w*|cond\w*|addr|to_complex|real|complex_\w+|gradient_coordinates", r"\d0x\d|"
@@ -234,10 +227,10 @@ KNOWN = [
           "single cases of seed 5: det of an empty float16 batch (PyTorch returns the "
           "empty result before its dtype check), a 0-d gru "
           "bias (PyTorch broadcasts it), native_group_norm's unpacking of a 0-d integer input"),
-    Known("*", r"eq_forms|xlog1py|norm_dim_forms|max_pool2d_forms", r"requires_grad|must be Tensor, not complex|"
+    Known("*", r"eq_forms|norm_dim_forms|max_pool2d_forms", r"requires_grad|"
           r"does not have an identity|Expected 3D or 4D", "open",
-          "single cases of seed 6: requires_grad of an in-place comparison's result, xlog1py's complex number "
-          "(PyTorch's scalar overload then its kernel refuse), the -1 vector norm of an empty input (no identity) "
+          "single cases of seed 6: requires_grad of an in-place comparison's result, "
+          "the -1 vector norm of an empty input (no identity) "
           "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
     Known("accepts", r"native_group_norm", r"Expected X.is_contiguous\(memory_format\) to be true", "deliberate",
           "PyTorch 2.13's native_group_norm refuses a non-contiguous input (an internal check); ember computes it"),

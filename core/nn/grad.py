@@ -16,6 +16,7 @@ from .. import dtypes
 from ..autograd.function import keep_args
 from ..dispatch import apply
 from ..ops.nn_conv import ConvInputGrad, ConvWeightGrad, conv_args, ntuple
+from ..tensor import Tensor
 
 _GRAD_TYPES = dtypes.FLOATING_AND_HALF  # PyTorch's slow_conv2d/3d backward kernels
 
@@ -26,7 +27,10 @@ def _params(d, stride, padding, dilation, groups):
 
 
 def _check(name, d, grad_output, other):
-    if grad_output.ndim != d + 2 or other.ndim != d + 2:
+    gdim = grad_output.ndim  # (a number here fails first, as PyTorch's grad_output.new_empty does)
+    if not isinstance(other, Tensor):  # (PyTorch's convolution_backward schema refuses it)
+        raise RuntimeError(f"{name}: expected a Tensor as weight or input, got {type(other).__name__}")
+    if gdim != d + 2 or other.ndim != d + 2:
         raise RuntimeError(f"{name}: expected batched {d + 2}-D grad_output and {d + 2}-D weight or input, got "
                            f"{list(grad_output.shape)} and {list(other.shape)}")
 

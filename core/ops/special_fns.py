@@ -133,7 +133,7 @@ def _float_operands(name, a, b, tensors=False, kernel_name=None, supported=dtype
     (its error names the kernel, ``kernel_name``); ``supported``: the result types PyTorch's kernel computes.
     """
     for arg, v, pos in (("input", a, 1), ("other", b, 2)):
-        if not isinstance(v, Tensor) and (tensors or not isinstance(v, (int, float, bool))):
+        if not isinstance(v, Tensor) and (tensors or not isinstance(v, (int, float, bool, complex))):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{name}(): expected at least one Tensor operand, got {type(a).__name__} and "
