@@ -26,6 +26,7 @@ from .. import dtypes
 from ..jit._graph import ARef, Ref, Sym, _refs_in, has_ref, lookup_op, replay_args
 from ..interception import KINDS
 from ..tensor import _wrap
+from ..ops.shape import IndexPutZeros
 from . import fusion
 
 _RAW_KINDS = frozenset(("unary", "binary", "apply"))
@@ -157,6 +158,32 @@ def _emit_raw(w, k, n, Op):
     w.array.update(n.outs)
 
 
+def _accumulate_put(w, nodes, k, n, owned, uses, returned) -> bool:
+    """Emit ``IndexPutZeros`` node ``k`` and the ``Add`` after it as one in-place accumulation, where that
+    ``Add`` is the only use of the zeros-with-``g``-put and of the same-shaped buffer it adds that to, one
+    ``owned`` by this replay (so no view of it exists): ``acc[index] += g``. A backward summing the gradients of
+    many indexings (a CRF's gold score) then builds no zeros per indexing. Returns whether it did."""
+    if k + 1 >= len(nodes):
+        return False
+    nxt, (p,) = nodes[k + 1], n.outs
+    if getattr(lookup_op(nxt.op), "op_name", None) != "Add" or nxt.kind != "binary" or len(nxt.args) != 2 \
+            or not all(type(a) is Ref for a in nxt.args) or uses.get(p) != 1 or p in returned:
+        return False
+    a, b = (x.i for x in nxt.args)
+    acc = b if a == p else a
+    if acc == p or acc not in owned or uses.get(acc) != 1 or acc in returned \
+            or w.meta[acc] != w.meta[p] or w.meta[nxt.outs[0]] != w.meta[p]:
+        return False
+    g, _, index = n.args
+    put = w.const(f"P{k}", w.dev.kernels["index_put_acc"])
+    w.lines.append(f"{put}({w.as_array(acc)}, {w.arg(k, 2, index)}, {w.arg(k, 0, g)})")
+    out = nxt.outs[0]
+    w.lines.append(f"a{out} = a{acc}")
+    w.array.add(out)
+    owned.add(out)
+    return True
+
+
 def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=False):
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
@@ -175,11 +202,14 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
     returned = set(_refs_in(graph.out_spec))  # (a result is the caller's to change: never a kept constant)
     shown = returned if shown is None else set(shown)
     body = w.lines
-    last_use = {}
+    last_use, uses = {}, {}
     for k, n in enumerate(graph.nodes):
-        for i in (n.ins if n.ins is not None else _refs_in(n.args)):
+        for i in set(n.ins if n.ins is not None else _refs_in(n.args)):
             last_use[i] = k
+            uses[i] = uses.get(i, 0) + 1
     run = []
+    owned = set()  # values in fresh buffers of this replay's own, which an accumulation may write into
+    skip = set()  # nodes already emitted with the one before them
 
     def flush():
         if len(run) > 1:
@@ -189,6 +219,8 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
         run.clear()
 
     for k, n in enumerate(graph.nodes):
+        if k in skip:
+            continue
         Op = n.op if n.kind == "create" else lookup_op(n.op)
         if fold and returned.isdisjoint(n.outs) and _foldable(n, folded, effects) and \
                 (n.kind == "create" or _is_raw(n, meta)):
@@ -209,12 +241,19 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
                 w.array.add(i)
             continue
         raw = not dispatch and _is_raw(n, meta, views=not effects and shown.isdisjoint(n.outs))
+        if raw and Op is IndexPutZeros:
+            flush()
+            if _accumulate_put(w, graph.nodes, k, n, owned, uses, returned):
+                skip.add(k + 1)
+                continue
         if raw and fuse and fusion.fusable(n, Op, dev.kernels):
             run.append((k, n, Op))
             continue
         flush()
         if raw:
             _emit_raw(w, k, n, Op)
+            if Op is IndexPutZeros:
+                owned.add(n.outs[0])
             continue
         ins = sorted(set(_refs_in(n.args)))
         sized = _has_sym(n.args)
