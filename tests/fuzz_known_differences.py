@@ -195,7 +195,7 @@ KNOWN = [
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
           "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, complex's square, sgn, solve, det, "
           "complex matrix-vector products)"),
-    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|angle_real|diff\w*|cumprod|max_pool2d\w*|"
+    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul|chebyshev_polynomial_\w+", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
           "complex result are NaN (NumPy's complex product and PyTorch's differ at inf; diff's complex "

@@ -53,7 +53,8 @@ def kernels(xp, strategy=None):
 
     def real_angle(x, pi):
         pi = xp.asarray(pi, dtype=x.dtype)  # (in x's dtype: a number beside bfloat16 would widen it)
-        return xp.where(x < 0, pi, xp.where(xp.isnan(x), x, 0 * x))  # 0 or pi, NaN kept
+        zero, nan = xp.zeros_like(x), xp.isnan(x)
+        return xp.where(xp.where(nan, zero, x) < 0, pi, xp.where(nan, x, zero))  # 0 (at inf too) or pi, NaN kept
 
     return {
         "fft_c2c": fft_c2c, "fft_r2c": fft_r2c, "fft_r2c_full": fft_r2c_full, "fft_c2r": fft_c2r,
