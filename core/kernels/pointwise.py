@@ -109,7 +109,7 @@ QUIET = {"add", "sub", "mul", "add_into", "sub_into", "mul_into", "astype", "cla
          "div", "div_into", "pow", "sqrt", "rsqrt", "log", "log2", "log10", "log1p", "exp", "exp2", "expm1",
          "reciprocal", "asin", "acos", "atanh", "acosh", "sinh", "cosh", "tan", "xlogy", "fmod", "remainder",
          "floor_divide", "int_div_floor", "int_div_trunc", "sigmoid", "erfinv", "logaddexp", "logaddexp2", "hypot",
-         "lerp", "nextafter", "frexp", "erfc", "erf", "square",
+         "lerp", "nextafter", "frexp", "erfc", "erf", "square", "sign",
          "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
          "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "tuvw",
          "sinc", "spherical_bessel_j0", "entr", "xlog1py", "lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e",
@@ -219,6 +219,15 @@ def kernels(xp, strategy=None) -> dict:
         return xp.signbit(x)
 
     def sign(x):
+        if x.dtype.kind == "c":  # PyTorch's sgn: z / |z|, 0 at 0; NaN where its product makes it (at inf)
+            r = xp.abs(x)
+            r = xp.where(r == 0, xp.ones_like(r), r)
+            if x.dtype.itemsize == 8:  # (PyTorch's complex64 kernel takes a complex product, complex128 each part)
+                s = x * (1 / r)
+            else:
+                s = xp.empty_like(x)
+                s.real[...], s.imag[...] = x.real / r, x.imag / r
+            return xp.where(x == 0, xp.zeros_like(x), s)
         s = xp.sign(x)
         return xp.where(s == s, s, xp.zeros_like(s))  # PyTorch's sign of NaN is 0
 

@@ -21,7 +21,7 @@ from ..writes import out_or
 from ..registry import NAMESPACES, _type_name, check_tensor, export, op_class
 from ..tensor import Tensor
 from .creation import create as _create
-from .pointwise import sgn, where
+from .pointwise import _no_slope, sgn, where
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -242,7 +242,7 @@ def _angle_vjp(ctx, g):
 Angle = op_class("Angle", "complex_angle", saves="input", vjp=_angle_vjp, tags=("pointwise",))
 def _real_angle_vjp(ctx, g):
     ctx.check_saved()
-    return g * 0
+    return _no_slope(g)
 
 
 RealAngle = op_class("RealAngle", "real_angle", saves="input", saved_names=("self", None), vjp=_real_angle_vjp,

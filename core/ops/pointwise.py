@@ -159,7 +159,7 @@ class DivRounding(Op):
     @staticmethod
     def backward(ctx, g):
         ctx.check_saved()
-        return g * 0, g * 0
+        return _no_slope(g), _no_slope(g)
 
 
 def _pow_vjp(ctx, g):
@@ -168,7 +168,9 @@ def _pow_vjp(ctx, g):
         return _pow_vjp_complex(ctx, g, a, b)
     ga = gb = None
     if ctx.next_functions[0][0] is not None:
-        ga = g * b * a ** (b - 1) if not _is_zero(b) else g * 0
+        ga = g * b * a ** (b - 1) if not _is_zero(b) else _no_slope(g)
+        if isinstance(b, Tensor):  # (PyTorch's: a zero exponent has no slope, whatever the incoming gradient)
+            ga = where(b == 0, ga.new_zeros(()), ga)
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
         gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
     return ga, gb
@@ -598,7 +600,13 @@ def _abs_(input):  # noqa: A002
 
 _abs_.__name__ = _abs_.__qualname__ = "abs_"
 export(_abs_, "abs_", to=("torch", "Tensor"), aliases=("absolute_",))
-Sign, sign = unary_op("sign", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_sign_of_integer,
+def _no_slope(g, *_):
+    """A zero gradient of ``g``'s shape and dtype, as PyTorch's ``zeros_like(grad)``: ``g * 0`` would turn an
+    infinite or NaN incoming gradient into NaN."""
+    return g.new_zeros(g.shape)
+
+
+Sign, sign = unary_op("sign", _no_slope, saves="none", promotion="keep", integer=_sign_of_integer,
                       check=_real_sign,
                       doc="Elementwise sign (-1, 0 or 1; a bool tensor is its own sign).", onnx="Sign")
 Relu, relu = unary_op("relu", saves="output", promotion="default", backward=_relu_backward, out=False,
@@ -654,14 +662,14 @@ Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y),
 Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
                           backward_name="PowBackward0", integer=lambda x: pow(x, 2))
 Square.saved_args = {"exponent": lambda n: 2}  # (PyTorch's square is pow(x, 2))
-Floor, floor = unary_op("floor", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Floor",
+Floor, floor = unary_op("floor", _no_slope, saves="none", promotion="keep", integer=_same, onnx="Floor",
                         kernel_dtypes=("floor_vml_{device}", _NOT_BOOL))
-Ceil, ceil = unary_op("ceil", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, onnx="Ceil",
+Ceil, ceil = unary_op("ceil", _no_slope, saves="none", promotion="keep", integer=_same, onnx="Ceil",
                       kernel_dtypes=("ceil_vml_{device}", _NOT_BOOL))
-Round, _round_even = unary_op("round", lambda g, x, y: g * 0, saves="none",
+Round, _round_even = unary_op("round", _no_slope, saves="none",
                               promotion="keep", integer=_same, to=(), inplace=False, onnx="Round",
                               kernel_dtypes=("round_vml_{device}", dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES))
-Trunc, trunc = unary_op("trunc", lambda g, x, y: g * 0, saves="none", promotion="keep", integer=_same, aliases=("fix",),
+Trunc, trunc = unary_op("trunc", _no_slope, saves="none", promotion="keep", integer=_same, aliases=("fix",),
                         kernel_dtypes=("trunc_vml_{device}", _NOT_BOOL))
 Frac, frac = unary_op("frac", lambda g, x, y: g, saves="none", promotion="keep", integer=lambda x: x * 0,
                       kernel_dtypes=("frac_{device}", dtypes.FLOATING_AND_HALF))
@@ -678,7 +686,7 @@ Rad2deg, rad2deg = unary_op("rad2deg", lambda g, x, y: g * 57.29577951308232, sa
                             check=_real_only("rad2deg"))
 def _sgn_vjp(g, x, y):
     if x.dtype.category != dtypes.COMPLEX:
-        return g * 0
+        return _no_slope(g)
     # s = z / |z|: ds = dz / |z| - s Re(conj(s) dz) / |z|, so the gradient is (g - s Re(conj(s) g)) / |z| (0 at 0)
     r = abs(x)
     zero = r == 0
@@ -1513,7 +1521,7 @@ def _copysign_vjp(ctx, g):
         ratio = where(zero, a.new_zeros(()), ctx.output / where(zero, a.new_ones(()), a))  # +-1, 0 at a == 0
         ga = g * ratio
     if ctx.next_functions[1][0] is not None:
-        gb = g * 0
+        gb = _no_slope(g)
     return ga, gb
 
 
@@ -1679,7 +1687,7 @@ def _float_power_into(input, exponent):  # noqa: A002
 
 def _nextafter_vjp(ctx, g):
     ctx.check_saved()
-    return g, g * 0  # as PyTorch: the step itself has no slope
+    return g, _no_slope(g)  # as PyTorch: the step itself has no slope
 
 
 Nextafter = op_class("Nextafter", "nextafter", saves="input", save_for=((0,), (0,)), vjp=_nextafter_vjp, arity=2,
