@@ -172,7 +172,13 @@ def _pow_vjp(ctx, g):
         if isinstance(b, Tensor):  # (PyTorch's: a zero exponent has no slope, whatever the incoming gradient)
             ga = where(b == 0, ga.new_zeros(()), ga)
     if isinstance(b, Tensor) and ctx.next_functions[1][0] is not None:
-        gb = g * (a ** b) * where(a > 0, a, 1).log() if isinstance(a, Tensor) else g * (a ** b) * _log_scalar(a)
+        # PyTorch's: a ** b * log(a) (NaN below 0, -inf at 0 for b < 0), and 0 where a is 0 and b is not negative
+        slope = (a ** b) * (a.log() if isinstance(a, Tensor) else _log_scalar(a))
+        if not isinstance(a, Tensor) and a == 0:
+            slope = where(b >= 0, slope.new_zeros(()), slope)
+        elif isinstance(a, Tensor):
+            slope = where((a == 0).logical_and(b >= 0), slope.new_zeros(()), slope)
+        gb = g * slope
     return ga, gb
 
 
@@ -195,7 +201,7 @@ def _is_zero(b):
 
 
 def _log_scalar(a):
-    return math.log(a) if a > 0 else 0.0
+    return math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
 
 
 # ``g`` where ``out > 0``, else 0: the gradient of relu (and its own gradient).
