@@ -1544,12 +1544,13 @@ def copysign(input, other, *, out=None):  # noqa: A002
     tensor([-1., -2.])
     """
     check_tensor(input, "copysign")
-    if not isinstance(other, (Tensor, int, float, bool)):
+    if not isinstance(other, (Tensor, int, float, bool, complex)):
         raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
                         f"{type(other).__name__}")
     input = _computing(Copysign, input, other)
     if not isinstance(other, Tensor):  # (PyTorch's overload of a number leaves its own node)
-        return out_or(rename_node(binary(Copysign, input, _full(float(other), input.dtype, input)),
+        number = other if isinstance(other, complex) else float(other)  # (a complex one: the kernel refuses it)
+        return out_or(rename_node(binary(Copysign, input, _full(number, input.dtype, input)),
                                   "CopysignBackward1"), out)
     return out_or(binary(Copysign, input, other), out)
 
