@@ -193,7 +193,8 @@ KNOWN = [
           r"complex_square|solve\w*|det|complex_matvec", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, complex's square, solve, det, "
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, "
+          "complex's square, solve, det, "
           "complex matrix-vector products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul|chebyshev_polynomial_\w+", r"!", "open",

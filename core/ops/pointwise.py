@@ -1548,9 +1548,9 @@ def copysign(input, other, *, out=None):  # noqa: A002
         raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
                         f"{type(other).__name__}")
     input = _computing(Copysign, input, other)
+    dtypes.check_kernel("copysign_{device}", input, dtypes.FLOATING_AND_HALF, empty_ok=False)  # (complex operands)
     if not isinstance(other, Tensor):  # (PyTorch's overload of a number leaves its own node)
-        number = other if isinstance(other, complex) else float(other)  # (a complex one: the kernel refuses it)
-        return out_or(rename_node(binary(Copysign, input, _full(number, input.dtype, input)),
+        return out_or(rename_node(binary(Copysign, input, _full(float(other), input.dtype, input)),
                                   "CopysignBackward1"), out)
     return out_or(binary(Copysign, input, other), out)
 
