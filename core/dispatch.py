@@ -88,7 +88,9 @@ def kernel_error(Op, exc, operands):
     desc = ", ".join(f"{list(getattr(o, 'shape', ()))} {getattr(o, 'dtype', type(o).__name__)}" for o in operands)
     if msg is None and isinstance(exc, TypeError) and "not supported for the input types" in str(exc):
         # the array library has no loop for this dtype: PyTorch's refusal of a dtype its kernel has no code for
-        d = next((dtypes.FROM_NP.get(o.dtype) for o in operands if hasattr(o, "dtype")), None)
+        # (NumPy dtypes only: another array library's dtype compared with NumPy's warns)
+        d = next((dtypes.FROM_NP.get(o.dtype) for o in operands if isinstance(getattr(o, "dtype", None), np.dtype)),
+                 None)
         if d is not None:
             name = getattr(Op, "kernel_name", None) or op_name(Op).lower()
             return NotImplementedError(f"\"{name}\" not implemented for '{dtypes.type_name(d)}' ({op_name(Op)}: "
