@@ -719,6 +719,14 @@ def test_pointwise_runs_fuse_with_buffer_reuse_and_equal_eager(device, size):
         assert "def run0(" in src and ("out=" in src) == bool(size)
 
 
+def test_relu_joins_elementwise_runs():
+    """relu's forward checks its input's dtype before its kernel; the graph's dtype guards hold that check, so
+    a fused run calls its kernel like any other pointwise op's."""
+    from ember._dynamo.fusion import plain_kernel
+    from ember.ops.pointwise import Relu, Tanh
+    assert plain_kernel(Relu) == "relu" and plain_kernel(Tanh) == "tanh"
+
+
 def test_fused_training_step_equals_eager(device):
     x = ember.randn(4, 64, device=device, requires_grad=True)
     w = ember.randn(64, device=device, requires_grad=True)
