@@ -53,6 +53,20 @@ def test_cross_entropy_value_and_gradient_match_torch(device, dtype, shape, kw):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_of_transposed_logits_matches_torch(device, dtype):
+    """Logits that are a transposed view (column-major): the gradient lowers each row's target in a contiguous
+    copy of the probabilities, not in a discarded one."""
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((7, 5)) * 3).astype(dtype)
+    t = rng.integers(0, 7, 5)
+    x = ember.tensor(a, device=device, requires_grad=True)
+    F.cross_entropy(x.t(), ember.tensor(t, device=device)).backward()
+    tx = torch.tensor(a, requires_grad=True)
+    torch.nn.functional.cross_entropy(tx.t(), torch.tensor(t)).backward()
+    _close((_np(x.grad),), (tx.grad.numpy(),), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("spread", ["some rows far below", "one row far above", "wide logits"])
 def test_cross_entropy_rows_far_apart_and_non_finite(device, dtype, spread):
     rng = np.random.default_rng(1)
