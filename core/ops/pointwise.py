@@ -781,10 +781,17 @@ Ge, ge = binary_op("ge", aliases=("greater_equal",), doc="Elementwise ``>=``; a 
 
 
 # --------------------------------------------------------------------------- binary math
+def _pick_vjp(g, a_loses, b_loses, tie):
+    """maximum/minimum's gradients, as PyTorch's formula: half to each at a tie, else all of ``g`` to each operand
+    that does not lose (both, at a NaN), and exact zeros to a loser (not ``g * 0``: NaN where ``g`` is inf)."""
+    share = where(tie, g / 2, g)
+    zero = g.new_zeros(())
+    return where(a_loses, zero, share), where(b_loses, zero, share)
+
+
 def _minimum_vjp(ctx, g):
     a, b = ctx.inputs
-    pick = (a < b) + (a == b) * 0.5
-    return g * pick, g * (1 - pick)
+    return _pick_vjp(g, a > b, a < b, a == b)
 
 
 Minimum = op_class("Minimum", "minimum", saves="input", vjp=_minimum_vjp, arity=2, tags=("pointwise",), onnx="Min")
@@ -792,8 +799,7 @@ Minimum = op_class("Minimum", "minimum", saves="input", vjp=_minimum_vjp, arity=
 
 def _maximum_vjp(ctx, g):
     a, b = ctx.inputs
-    pick = (a > b) + (a == b) * 0.5
-    return g * pick, g * (1 - pick)
+    return _pick_vjp(g, a < b, a > b, a == b)
 
 
 Maximum = op_class("Maximum", "maximum", saves="input", vjp=_maximum_vjp, arity=2, tags=("pointwise",), onnx="Max")

@@ -1,0 +1,53 @@
+"""Classes of disagreement with PyTorch left open by the differential fuzzer's runs (:mod:`ember.testing.fuzz`),
+each swept over its ops, forms and dtypes against PyTorch 2.13: the same calls compute the same values and
+gradients, and the same ones raise the same exception class."""
+# ruff: noqa: B023 - each case's lambdas are called at once, inside the loop iteration that makes them
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+from test_fuzz_classes import _have, _outcome
+
+torch = pytest.importorskip("torch")
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _same(got, want):
+    """Equal arrays, NaN matching NaN (and the sign of an infinity or a zero's 0 compared as values)."""
+    got, want = np.asarray(got, dtype=np.complex128), np.asarray(want, dtype=np.complex128)
+    return got.shape == want.shape and all(np.allclose(g, w, rtol=1e-3, atol=1e-6, equal_nan=True)
+                                           for g, w in ((got.real, want.real), (got.imag, want.imag)))
+
+
+# --------------------------------------------------------------------------- maximum/minimum gradients at NaN and inf
+PAIRS = [(NAN, 1.0), (1.0, NAN), (NAN, NAN), (INF, 1.0), (1.0, INF), (INF, INF), (-INF, 2.0), (2.0, 2.0),
+         (3.0, -1.0), (-INF, -INF)]
+
+
+def _pick_grads(m, name, form, dtype, g, device=None):
+    a, b = (m.tensor([p[k] for p in PAIRS], dtype=getattr(m, dtype)) for k in (0, 1))
+    if device is not None:
+        a, b = a.to(device), b.to(device)
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    f = {"function": lambda: getattr(m, name)(a, b), "method": lambda: getattr(a, name)(b),
+         "broadcast": lambda: getattr(m, name)(a[:, None], b[None, :2]).sum(1)}[form]
+    out = f()
+    out.backward(m.full(out.shape, g, dtype=out.dtype, device=out.device))
+    return out.float().tolist(), a.grad.float().tolist(), b.grad.float().tolist()
+
+
+def test_maximum_minimum_gradients_at_nan_and_inf_as_pytorch(device):
+    """maximum and minimum give the incoming gradient to each operand that does not lose (both, where one is NaN),
+    half of it to each at a tie, and exact zeros to the loser, also where the incoming gradient is inf (PyTorch's
+    formula).  Before: ember gave a NaN operand's partner all of it and the NaN operand none, and took ``g * 0``
+    (NaN at an infinite ``g``)."""
+    cases = list(itertools.product(("maximum", "minimum"), ("function", "method", "broadcast"),
+                                   _have(device, ("float32", "float64", "bfloat16")), (1.5, INF)))
+    bad = [(c, got, want) for c in cases
+           for got, want in [(_pick_grads(ember, *c, device), _pick_grads(torch, *c))]
+           if not all(_same(x, y) for x, y in zip(got, want))]
+    assert not bad, (f"{len(bad)} of {len(cases)} cases differ", bad[:3])
