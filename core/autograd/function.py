@@ -245,11 +245,11 @@ class Node:
             try:
                 if given is not None:
                     v = how() if callable(how) else how
-                    if self._released and (isinstance(v, Tensor) or type(v) is tuple
-                                           and any(isinstance(e, Tensor) for e in v)):
-                        v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
                 else:
                     v = how(self) if callable(how) else getattr(self, how)
+                if self._released and (isinstance(v, Tensor) or type(v) is tuple
+                                       and any(isinstance(e, Tensor) for e in v)):
+                    v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
             if v is _NONE:

@@ -356,7 +356,7 @@ class Gather(Pick):
 
 
 class ScatterAdd(TensorArgsOp):
-    saved_args = {"dim": "axis"}
+    saved_args = {"dim": "axis", "index": "index"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
@@ -372,7 +372,7 @@ class Scatter(TensorArgsOp):
     """``scatter`` with a tensor source (or a scalar ``value``)."""
 
     backward_name = "ScatterBackward0"
-    saved_args = {"dim": "axis"}
+    saved_args = {"dim": "axis", "index": "index"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
@@ -402,7 +402,8 @@ class ScatterReduce(TensorArgsOp):
     save_inputs = True
     save_output = True
     backward_name = "ScatterReduceBackward0"
-    saved_args = {"dim": "axis", "reduce": "reduce", "include_self": "include_self"}
+    saved_names = ("self", "src")
+    saved_args = {"dim": "axis", "index": "index", "reduce": "reduce", "include_self": "include_self"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src, reduce, include_self):
@@ -503,10 +504,24 @@ def _scatter_impl(run, x, dim, index, src, value, reduce):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
         if not isinstance(src, Tensor):
             src = x.new_full(index.shape, src)
-        return run(ScatterReduce, x, d, idx, src, names[reduce], True)
+        return _keep_index(run(ScatterReduce, x, d, idx, src, names[reduce], True), index)
     if isinstance(src, Tensor):
-        return run(Scatter, x, d, idx, src)
-    return run(ScatterValue, x, d, idx, dtypes.fill_value(_to_array_scalar(src, "scatter"), x.dtype))
+        return _keep_index(run(Scatter, x, d, idx, src), index)
+    value = dtypes.fill_value(_to_array_scalar(src, "scatter"), x.dtype)
+    return _keep_index(run(ScatterValue, x, d, idx, value), index)
+
+
+def _keep_index(r, index):
+    """``r``, its node keeping the index tensor given, as PyTorch's node does (``grad_fn._saved_index``: the
+    ``index`` of the op's ``saved_args``; the node's own backward reads the index array it converted).  It counts
+    as a saved tensor: the backward frees it with the others (a node with nothing else saved gets an empty
+    ``_saved``, which marks it for release)."""
+    fn = r._fn
+    if fn is not None and fn._op:
+        fn.index = index
+        if fn._saved is None:
+            fn._saved = ()
+    return r
 
 
 @export
@@ -518,7 +533,7 @@ def scatter_add(input, dim: int, index, src) -> Tensor:  # noqa: A002
     tensor([2., 1., 0.])
     """
     d, idx, src = _scatter_args(input, dim, index, src, "scatter_add")
-    return apply(ScatterAdd, input, d, idx, src)
+    return _keep_index(apply(ScatterAdd, input, d, idx, src), index)
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -545,13 +560,13 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     _reduce_kernel(reduce, input)
     d, idx, src = _scatter_args(input, dim, index, src, "scatter_reduce")
-    return apply(ScatterReduce, input, d, idx, src, reduce, bool(include_self))
+    return _keep_index(apply(ScatterReduce, input, d, idx, src, reduce, bool(include_self)), index)
 
 
 # --------------------------------------------------------------------------- index_* along one dimension
 class IndexSelect(Pick):
     kernel = "index_select"
-    saved_args = {"dim": "axis", "self_sym_sizes": "in_shape"}
+    saved_args = {"dim": "axis", "index": "index", "self_sym_sizes": "in_shape"}
 
 
 class IndexAdd(TensorArgsOp):
@@ -583,7 +598,7 @@ class IndexCopy(TensorArgsOp):
 
 class IndexFill(TensorArgsOp):
     inplace_name = "index_fill_"
-    saved_args = {"dim": "axis"}
+    saved_args = {"dim": "axis", "index": "index"}
 
 
     @staticmethod
@@ -623,7 +638,7 @@ def index_select(input, dim: int, index, *, out=None) -> Tensor:  # noqa: A002
             [3, 4]])
     """
     d, idx = _dim_index(input, dim, index, "index_select", dtypes_ok=_INDEX_DTYPES, vector=True)
-    return out_or(apply(IndexSelect, input, d, idx), out)
+    return out_or(_keep_index(apply(IndexSelect, input, d, idx), index), out)
 
 
 def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
@@ -632,7 +647,7 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
     d, idx = _dim_index(x, dim, index, op, dtypes_ok=("int64",) if long_only else _INDEX_DTYPES, vector=True,
                         negative_ok=Cls is IndexFill)
     if Cls is IndexFill:
-        return run(Cls, x, d, idx, _to_array_scalar(src, op))
+        return _keep_index(run(Cls, x, d, idx, _to_array_scalar(src, op)), index)
     _index_src_check(x, d, index, src, op)
     kept = src if src.requires_grad else None  # (PyTorch's node keeps a source that needs a gradient)
     if alpha != 1:
