@@ -60,10 +60,13 @@ def _recurrence(xp, step, first, trig=None, threshold=None):
     """``p(x, n)``: a polynomial family from ``P_0 = 1``, ``P_1 = first(x)`` and
     ``P_{k+1} = step(k, x, P_k, P_{k-1})``; 0 for ``n < 0`` (``n`` truncated toward zero, as PyTorch
     does).  With ``trig``, degrees above ``threshold`` inside ``|x| < 1`` take its closed form, as in
-    PyTorch; the recurrence then runs only to the highest degree that still needs it."""
+    PyTorch; the recurrence then runs only to the highest degree that still needs it.  A degree outside int64
+    (inf, NaN, 1e30) gives 0, as PyTorch's conversion of it to int64 (INT64_MIN on x86) makes it negative."""
 
     def kernel(x, n):
-        x, n = xp.broadcast_arrays(x, xp.trunc(n))
+        n = xp.trunc(n)
+        n = xp.where(xp.abs(n) < 2.0 ** 63, n, -xp.ones_like(n))  # (NaN compares false)
+        x, n = xp.broadcast_arrays(x, n)
         zero, one = xp.zeros_like(x), xp.ones_like(x)
         closed = None
         need = n
