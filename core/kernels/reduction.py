@@ -44,11 +44,14 @@ def kernels(xp, strategy=None) -> dict:
     def prod(x, axis=None, keepdims=False):
         return xp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # small ints stay small
 
+    ufuncs = takes_out(xp)  # the ufuncs' own reductions (without np.max's argument handling) and in-place writes
+    top, bottom, add = (xp.maximum.reduce, xp.minimum.reduce, xp.add.reduce) if ufuncs else (xp.max, xp.min, xp.sum)
+
     def amax(x, axis=None, keepdims=False):
-        return xp.max(x, axis=axis, keepdims=keepdims)
+        return top(x, axis=axis, keepdims=keepdims)
 
     def amin(x, axis=None, keepdims=False):
-        return xp.min(x, axis=axis, keepdims=keepdims)
+        return bottom(x, axis=axis, keepdims=keepdims)
 
     def argmax(x, axis=None, keepdims=False):
         return xp.argmax(x, axis=axis, keepdims=keepdims)
@@ -81,9 +84,6 @@ def kernels(xp, strategy=None) -> dict:
 
     def any_(x, axis=None, keepdims=False):
         return xp.any(x, axis=axis, keepdims=keepdims)
-
-    ufuncs = takes_out(xp)  # the ufuncs' own reductions (without np.max's argument handling) and in-place writes
-    top, add = (xp.maximum.reduce, xp.add.reduce) if ufuncs else (xp.max, xp.sum)
 
     def logsumexp(x, axis, keepdims):
         if x.size == 0:  # log of an empty sum: -inf

@@ -287,16 +287,21 @@ class MaxDim(Op):
 
     @staticmethod
     def forward(ctx, k, x, dim, keepdim, kernel):
-        idx = k["arg" + kernel](x, dim, True)
+        idx = k["arg" + kernel](x, dim, keepdim)
         vals = k["a" + kernel](x, dim, keepdim)  # the values at idx (NaN first too): one reduction, no gather
         ctx.shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
-        return vals, (idx if keepdim else k["reshape"](idx, vals.shape))
+        return vals, idx
 
     @staticmethod
     def backward(ctx, g, _gi):
-        if not ctx.keepdim:
-            g = g.unsqueeze(ctx.dim)
+        if on_arrays(g):  # no graph is being built: the scatter on arrays
+            k, kept = g._dev.kernels, tuple(1 if d == ctx.dim else n for d, n in enumerate(ctx.shape))
+            zeros = k["full"](ctx.shape, 0, g._data.dtype)  # (one index per slice: a scatter adds nothing twice)
+            return _wrap(k["scatter"](zeros, ctx.dim, k["reshape"](ctx.idx, kept), k["reshape"](g._data, kept)),
+                         g._dev)
         idx = _wrap(ctx.idx, g._dev)
+        if not ctx.keepdim:
+            g, idx = g.unsqueeze(ctx.dim), idx.unsqueeze(ctx.dim)
         return g.new_zeros(ctx.shape).scatter_add(ctx.dim, idx, g)
 
 
@@ -317,7 +322,7 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
             return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
         if input.shape[d] == 0:
             raise IndexError(f"{kernel}(): Expected reduction dim {d} to have non-zero size.")
-        return outs_or(rt(*apply(DimOp, input, d, keepdim, kernel)), out)
+        return outs_or(rt(*unary(DimOp, input, d, keepdim, kernel)), out)
 
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = (f"``{kernel}(input)``: the {kernel}imum element; ``{kernel}(input, dim, keepdim)``: a named tuple "
@@ -591,7 +596,7 @@ class CumExtreme(Op):
 
     nondiff_outputs = (1,)
     backward_name = "CummaxBackward0"
-    saved_args = {"dim": "dim"}
+    saved_args = {"dim": "dim", "indices": lambda n: _wrap(n.idx, n._out_meta[1][2])}
     save_inputs = True  # (as PyTorch's node: an in-place change of the input refuses the backward)
     saved_names = ("self",)
 

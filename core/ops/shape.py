@@ -67,6 +67,8 @@ class View(Op):
 
     @staticmethod
     def backward(ctx, g):
+        if dispatch.on_arrays(g):  # no graph is being built: the reshape on arrays
+            return _wrap(g._dev.kernels["reshape"](g._data, ctx.in_shape), g._dev)
         return g.reshape(ctx.in_shape)
 
 
@@ -189,7 +191,16 @@ class Getitem(Op):
 
     @staticmethod
     def backward(ctx, g):
+        if dispatch.on_arrays(g):  # no graph is being built: the zeros and the scatter on arrays
+            return _wrap(_zeros_with(g._dev.kernels, g._data, ctx.in_shape, ctx.index), g._dev)
         return apply(IndexPutZeros, g, ctx.in_shape, ctx.index)
+
+
+def _zeros_with(k, g, shape, index):
+    """Zeros of ``shape`` with array ``g`` added at ``index`` (repeated indices accumulate)."""
+    out = k["full"](shape, 0, g.dtype)
+    k["index_put_acc"](out, index, g)
+    return out
 
 
 def _whole(i, size):
@@ -293,9 +304,7 @@ class IndexPutZeros(Op):
     @staticmethod
     def forward(ctx, k, g, shape, index):
         ctx.index = index
-        out = k["full"](shape, 0, g.dtype)
-        k["index_put_acc"](out, index, g)
-        return out
+        return _zeros_with(k, g, shape, index)
 
     @staticmethod
     def backward(ctx, gg):
