@@ -194,6 +194,8 @@ def binary(Op, a, b, *params):
                     a, b = promote(op_name(Op), a, b)
                 x, y = a._data, b._data
             rg = a._rg or b._rg
+        elif (type(b) is float or type(b) is int) and ((nd := a._data.dtype) is _F32 or nd is _F64):
+            x, y, dev, rg = a._data, b, a._dev, a._rg  # what _with_scalar gives here: the number as it is
         elif isinstance(b, SCALARS):
             a, x, y = _with_scalar(a, b)
             if x is None:
@@ -201,6 +203,9 @@ def binary(Op, a, b, *params):
             dev, rg = a._dev, a._rg
         else:
             return NotImplemented
+    elif (type(a) is float or type(a) is int) and isinstance(b, Tensor) and \
+            ((nd := b._data.dtype) is _F32 or nd is _F64):
+        x, y, dev, rg = a, b._data, b._dev, b._rg
     elif isinstance(a, SCALARS) and isinstance(b, Tensor):
         b, y, x = _with_scalar(b, a)
         if y is None:
@@ -225,6 +230,9 @@ def binary(Op, a, b, *params):
 
 _PY_CATEGORY = {bool: dtypes.BOOL, int: dtypes.INT, float: dtypes.FLOAT, complex: dtypes.COMPLEX}
 _NP_DTYPE = {n: (d, d.category, d in SCALAR_FIX) for n, d in dtypes.FROM_NP.items()}
+# A Python float or int with an array of these dtypes is the common case of ``_with_scalar``: no cast, no fix
+# (``binary`` tests for it first, by identity: NumPy's dtype objects of the native byte order are singletons)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _with_scalar(t, s):
@@ -344,22 +352,45 @@ def link(ctx, inputs):
                 if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
                     refresh_view(t)
     volatile = False
-    t = inputs[0] if len(inputs) == 1 else None
-    if t is not None and isinstance(t, Tensor) and (t._fn is None or not t._nr and t._fn is not VOLATILE):
-        # one tensor input, a leaf or output 0 of its node (unary ops, views): the loop below without its lists
+    n = len(inputs)
+    t = inputs[0] if n else None
+    if n <= 2 and isinstance(t, Tensor) and (t._fn is None or not t._nr and t._fn is not VOLATILE) and \
+            (n == 1 or not isinstance(u := inputs[1], Tensor) or u._fn is None or not u._nr and u._fn is not VOLATILE):
+        # a tensor and at most one more input, a number or a tensor, each a leaf or output 0 of its node (unary and
+        # binary ops, views): the loop below without its lists
         fn = t._fn
         if fn is None:
             fn = t._acc  # a leaf seen before: its node, as grad_edge
             if fn is None or not t._rg or t._nograd_view:
                 fn = grad_edge(t)[0]
-        ctx._next = nodes = (fn,)
-        ctx._nrs = _ZEROS[1]
         arr = t._data
         shape, dt = arr.shape, arr.dtype
         e = _METAS.get(shape)
         if e is None or e[0][1] is not dt and _other_dtype(e[0][1], dt):
             e = _meta(shape, dt)
-        ctx._shapes = e[1]
+        if n == 1:
+            ctx._next = nodes = (fn,)
+            ctx._shapes = e[1]
+        elif isinstance(u, Tensor):
+            fu = u._fn
+            if fu is None:
+                fu = u._acc
+                if fu is None or not u._rg or u._nograd_view:
+                    fu = grad_edge(u)[0]
+            ctx._next = nodes = (fn, fu)
+            arr = u._data
+            if arr.shape == shape and arr.dtype is dt:
+                ctx._shapes = e[2]
+            else:
+                shape, dt = arr.shape, arr.dtype
+                m = _METAS.get(shape)
+                if m is None or m[0][1] is not dt and _other_dtype(m[0][1], dt):
+                    m = _meta(shape, dt)
+                ctx._shapes = (e[0], m[0])
+        else:
+            ctx._next = nodes = (fn, None)
+            ctx._shapes = e[3]
+        ctx._nrs = _ZEROS[n]
     else:
         nodes = []  # the node each input's gradient goes to (the edges' output numbers: _nrs, mostly all zero)
         metas = []
