@@ -191,17 +191,23 @@ class Categorical(Distribution):
         return samples_2d.reshape(shape)
 
     def log_prob(self, value):
+        log_pmf = self.logits
         if self._validate_args:
             self._validate_sample(value)
+            if log_pmf.dim() == 1:  # one distribution, values checked in range: one indexing op, not three
+                return log_pmf[value.long()]
         value = value.long().unsqueeze(-1)
-        log_pmf = self.logits
         if value.shape[:-1] != log_pmf.shape[:-1]:  # (values of the batch shape, the usual case: nothing to expand)
             value, log_pmf = ember.broadcast_tensors(value, log_pmf)
             value = value[..., :1]
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        logits = self.logits.clamp(min=finfo_of(self.logits.dtype).min)
+        logits = self.logits
+        if self._param is not self.__dict__.get("probs"):  # given logits may hold -inf (0 * -inf would be NaN);
+            logits = logits.clamp(min=finfo_of(logits.dtype).min)  # those of probs are logs of clamped ones
+        if logits.dim() == 1:  # one distribution: its sum of products is one dot product
+            return -(logits @ self.probs)
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
