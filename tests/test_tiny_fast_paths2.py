@@ -1,0 +1,102 @@
+"""Tiny-input paths of an actor-critic step against PyTorch, with the checks of the general paths: Categorical of
+one distribution (log_prob of checked values by one indexing op, entropy by one dot product, no clamp of logits
+made from probabilities), under hooks, anomaly mode, retain_graph and create_graph, validation on and off."""
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import assert_close
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+
+
+def _both(device):
+    return ((ember, device), (torch, "cpu"))
+
+
+@pytest.mark.parametrize("given", ["probs", "logits"])
+def test_one_categorical_log_prob_entropy_hooks_anomaly_second_order(device, given):
+    x0 = np.array([0.3, -1.2, 0.8])
+    res = []
+    for lib, dev in _both(device):
+        x = lib.tensor(x0, device=dev, dtype=lib.float64, requires_grad=True)
+        p = lib.softmax(x, -1)
+        hooked = []
+        p.register_hook(lambda g, hooked=hooked: hooked.append(1) or g * 2)
+        d = lib.distributions.Categorical(**{given: p if given == "probs" else p.log()})
+        with lib.autograd.detect_anomaly():
+            lp = d.log_prob(lib.tensor(2, device=dev))  # 0-d value: the indexing path
+            lps = d.log_prob(lib.tensor([[0, 2], [1, 1]], device=dev))  # sample-shaped values, one repeated
+            ent = d.entropy()
+            loss = lp + lps.sum() + 0.5 * ent
+            (g,) = lib.autograd.grad(loss, x, create_graph=True, retain_graph=True)
+            (gg,) = lib.autograd.grad(g.pow(2).sum(), x)
+        res.append((lp, lps, ent, g, gg, lib.tensor(float(len(hooked)))))
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-9, atol=1e-12)
+    assert res[0][0].shape == () and res[0][1].shape == (2, 2)
+
+
+def test_one_categorical_gradcheck_and_graph_freed(device):
+    def f(x):
+        d = ember.distributions.Categorical(ember.softmax(x, -1))
+        return d.log_prob(ember.tensor([1, 0], device=device)).sum() + d.entropy()
+
+    x = ember.tensor([0.2, -0.4, 1.1], device=device, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(f, (x,)) and ember.autograd.gradgradcheck(f, (x,))
+    y = f(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="a second time"):
+        y.backward()
+
+
+def test_logits_with_minus_inf_keep_the_clamp(device):
+    res = []
+    for lib, dev in _both(device):
+        logits = lib.tensor([0.0, -float("inf"), 1.0], device=dev, requires_grad=True)
+        d = lib.distributions.Categorical(logits=logits)
+        ent = d.entropy()  # 0 * -inf would be NaN without the clamp
+        ent.backward()
+        res.append((ent, logits.grad))
+    for a, b in zip(*res):
+        assert_close(a, b)
+    assert not ember.isnan(res[0][1]).any()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_categorical_float32_float64_and_batched_unchanged(device, dtype):
+    p0 = np.array([0.1, 0.6, 0.3])
+    res = []
+    for lib, dev in _both(device):
+        p = lib.tensor(p0, device=dev, dtype=getattr(lib, dtype), requires_grad=True)
+        one = lib.distributions.Categorical(p)
+        batched = lib.distributions.Categorical(p.expand(2, 3))  # the general path, for the same values
+        out = (one.log_prob(lib.tensor(1, device=dev)), one.entropy(),
+               batched.log_prob(lib.tensor([1, 2], device=dev)), batched.entropy())
+        sum(o.sum() for o in out).backward()
+        res.append(out + (p.grad,))
+    for a, b in zip(*res):
+        assert a.dtype == getattr(ember, dtype)
+        assert_close(a, b)
+
+
+def test_one_categorical_out_of_range_values(device):
+    for lib, dev in _both(device):
+        p = lib.tensor([0.25, 0.75], device=dev)
+        with pytest.raises(ValueError, match="support"):  # checked: the indexing path is never reached
+            lib.distributions.Categorical(p, validate_args=True).log_prob(lib.tensor(-1, device=dev))
+        with pytest.raises(RuntimeError, match="out of bounds"):  # unchecked: gather refuses, never wraps
+            lib.distributions.Categorical(p, validate_args=False).log_prob(lib.tensor(-1, device=dev))
+
+
+def test_one_categorical_inside_vmap(device):
+    probs = ember.softmax(ember.tensor([[0.1, 0.5], [2.0, -1.0], [0.0, 0.3]], device=device), -1)
+    values = ember.tensor([1, 0, 1], device=device)
+
+    def f(p, v):
+        d = ember.distributions.Categorical(p)
+        return d.log_prob(v) + d.entropy()
+
+    expected = ember.stack([f(p, v) for p, v in zip(probs, values)])
+    assert_close(ember.func.vmap(f)(probs, values), expected)
