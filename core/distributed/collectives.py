@@ -15,8 +15,9 @@ import numpy as np
 
 from ..backend import BACKENDS
 from ..tensor import Tensor
+from . import rendezvous
 
-_STATE = {"comm": None, "backend": None, "pg": None, "excepthook": None}
+_STATE = {"comm": None, "backend": None, "pg": None, "excepthook": None, "store": None}
 _OPS: dict = {}  # ReduceOp -> MPI.Op, filled when MPI is first imported
 
 
@@ -88,7 +89,9 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
 
     ``backend`` may be ``"mpi"``, ``"gloo"`` or ``"nccl"`` (all run on MPI; device tensors use their
     backend's collectives, NCCL on CUDA, when it has them).  An exception that escapes any rank aborts
-    the whole job, so no rank waits forever.
+    the whole job, so no rank waits forever.  Processes that ``ember.multiprocessing.spawn`` started (each an
+    MPI job of one) and that ask for a larger ``world_size`` meet through ``init_method`` (``env://``, the
+    default, or ``tcp://host:port``) or ``store`` and form one group (:mod:`ember.distributed.rendezvous`).
 
     >>> import ember.distributed as dist
     >>> dist.init_process_group("mpi"); dist.get_world_size()  # doctest: +SKIP
@@ -104,6 +107,12 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
         raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]' "
                            "(from a checkout: pip install -e \".[dist]\")") from e
     comm = MPI.COMM_WORLD.Dup()  # a communicator of our own: user MPI calls never match ours
+    rank, world_size = rendezvous.requested(init_method, store, rank, world_size)
+    if comm.Get_size() == 1 and world_size not in (-1, None) and world_size > 1:
+        comm.Free()
+        store = store if store is not None else rendezvous.make_store(init_method, rank, world_size, timeout)
+        comm = rendezvous.connect(MPI, store, rank, world_size)
+        _STATE["store"] = store
     for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
         if want not in (-1, None) and want != got:
             comm.Free()
@@ -130,7 +139,7 @@ def destroy_process_group(group=None) -> None:
         b.release_collectives(comm)
     comm.Free()
     sys.excepthook = _STATE["excepthook"]
-    _STATE.update(comm=None, backend=None, pg=None, excepthook=None)
+    _STATE.update(comm=None, backend=None, pg=None, excepthook=None, store=None)
 
 
 def _comm(op: str):

@@ -1,9 +1,26 @@
-"""``spawn``: start ``nprocs`` processes running ``fn(i, *args)`` and fail loudly if one fails."""
+"""``spawn``: start ``nprocs`` processes running ``fn(i, *args)`` and fail loudly if one fails.
+
+With the ``spawn`` start method and an MPI installed (mpi4py and its ``mpiexec``), each child runs under an
+``mpiexec -n 1`` of its own: an MPI job of one process with its own namespace, so that children asking
+``init_process_group`` for a larger world can connect to each other (:mod:`ember.distributed.rendezvous`; MPICH
+cannot connect the singletons that bare ``multiprocessing`` children are). ``EMBER_SPAWN_MPIEXEC=0`` turns this off.
+"""
 from __future__ import annotations
 
+import atexit
+import contextlib
+import importlib.util
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.resource_tracker
+import multiprocessing.spawn
+import os
+import shlex
+import sys
+import tempfile
 import traceback
+
+from ..distributed.run import find_mpiexec
 
 
 class ProcessException(Exception):
@@ -81,17 +98,61 @@ class ProcessContext:
         raise ProcessExitedException(f"process {failed} terminated with exit code {code}", failed, p.pid, code)
 
 
+_LAUNCHER: dict = {}  # the wrapper script, written once per process
+
+
+def _mpi_launcher():
+    """A script that runs Python under ``mpiexec -n 1`` (None without mpi4py or an mpiexec): multiprocessing execs
+    it as the interpreter, passing the interpreter's arguments and inherited descriptors through."""
+    if os.environ.get("EMBER_SPAWN_MPIEXEC", "1") == "0":
+        return None
+    if "path" in _LAUNCHER:
+        return _LAUNCHER["path"]
+    path = None
+    if importlib.util.find_spec("mpi4py") is not None:
+        try:
+            mpiexec = find_mpiexec()
+        except SystemExit:
+            mpiexec = None
+        if mpiexec is not None:
+            fd, path = tempfile.mkstemp(prefix="ember-spawn-", suffix=".sh")
+            with os.fdopen(fd, "w") as f:  # a child of an MPI job must not take its parent's PMI connection
+                f.write(f"#!/bin/sh\nunset PMI_FD PMI_PORT PMI_RANK PMI_SIZE PMI_ID PMI_SPAWNED\n"
+                        f"exec {shlex.quote(mpiexec)} -n 1 {shlex.quote(sys.executable)} \"$@\" </dev/null\n")
+            os.chmod(path, 0o700)
+            atexit.register(os.unlink, path)
+    _LAUNCHER["path"] = path
+    return path
+
+
+@contextlib.contextmanager
+def _interpreter(start_method: str):
+    """Children of ``spawn`` started inside the block run under their own ``mpiexec`` where there is one."""
+    launcher = _mpi_launcher() if start_method == "spawn" else None
+    if launcher is None:
+        yield
+        return
+    multiprocessing.resource_tracker.ensure_running()  # started with the plain interpreter: it outlives these children
+    before = multiprocessing.spawn.get_executable()
+    multiprocessing.spawn.set_executable(launcher)
+    try:
+        yield
+    finally:
+        multiprocessing.spawn.set_executable(before)
+
+
 def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
                     start_method: str = "spawn"):
     """Start ``nprocs`` processes with ``start_method`` running ``fn(i, *args)``."""
     ctx = multiprocessing.get_context(start_method)
     processes, queues = [], []
-    for i in range(nprocs):
-        q = ctx.SimpleQueue()
-        p = ctx.Process(target=_wrap, args=(fn, i, args, q), daemon=daemon)
-        p.start()
-        processes.append(p)
-        queues.append(q)
+    with _interpreter(start_method):
+        for i in range(nprocs):
+            q = ctx.SimpleQueue()
+            p = ctx.Process(target=_wrap, args=(fn, i, args, q), daemon=daemon)
+            p.start()
+            processes.append(p)
+            queues.append(q)
     context = ProcessContext(processes, queues)
     if not join:
         return context

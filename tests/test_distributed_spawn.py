@@ -1,0 +1,102 @@
+"""``mp.spawn`` + ``init_process_group`` (the path of Lightning's ``ddp_spawn``): processes that
+``ember.multiprocessing.spawn`` starts form one process group through a store, and their collectives and
+DistributedDataParallel gradients equal PyTorch's single-process math."""
+import socket
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+import ember  # noqa: E402
+import ember.distributed as dist  # noqa: E402
+import ember.multiprocessing as mp  # noqa: E402
+from ember.distributed import run  # noqa: E402
+
+try:
+    run.find_mpiexec()
+except SystemExit:
+    pytest.skip("no mpiexec", allow_module_level=True)
+
+BATCH, FEATURES = 6, 4
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((3, FEATURES)).astype(np.float32), rng.standard_normal(3).astype(np.float32),
+            rng.standard_normal((1, 3)).astype(np.float32), rng.standard_normal((BATCH, FEATURES)).astype(np.float32),
+            rng.standard_normal((BATCH, 1)).astype(np.float32))
+
+
+def _model(lib, w1, b1, w2):
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(FEATURES, 3), nn.Tanh(), nn.Linear(3, 1, bias=False))
+    with lib.no_grad():
+        for p, v in zip(model.parameters(), (w1, b1, w2)):
+            p.copy_(lib.from_numpy(v))
+    return model
+
+
+def _worker(rank, world_size, out_dir, init_method):
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world_size)
+    summed = ember.tensor([float(rank + 1), 10.0 * rank])
+    dist.all_reduce(summed)
+    sent = ember.tensor([100.0 + rank])
+    dist.broadcast(sent, src=1)
+    w1, b1, w2, x, y = _data()
+    # every rank starts from other weights: DDP must broadcast rank 0's
+    model = _model(ember, w1 + rank, b1, w2)
+    ddp = ember.nn.parallel.DistributedDataParallel(model)
+    half = BATCH // world_size
+    xs, ys = ember.tensor(x[rank * half:(rank + 1) * half]), ember.tensor(y[rank * half:(rank + 1) * half])
+    ember.nn.functional.mse_loss(ddp(xs), ys).backward()
+    np.savez(f"{out_dir}/rank{rank}.npz", summed=summed.numpy(), sent=sent.numpy(),
+             size=dist.get_world_size(), got_rank=dist.get_rank(),
+             **{f"grad{i}": p.grad.numpy() for i, p in enumerate(model.parameters())})
+    dist.destroy_process_group()
+
+
+def _free_port_for(out_dir):
+    with open(f"{out_dir}/port") as f:
+        return int(f.read())
+
+
+@pytest.mark.parametrize("how", ["env", pytest.param("tcp", marks=pytest.mark.slow)])
+def test_spawned_processes_form_a_group_and_ddp_matches_pytorch(tmp_path, monkeypatch, how):
+    """env:// (MASTER_ADDR/MASTER_PORT, as Lightning's ddp_spawn sets them) or tcp://host:port."""
+    torch = pytest.importorskip("torch")
+    port = _free_port()
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    init = f"tcp://127.0.0.1:{port}" if how == "tcp" else "env://"
+    mp.spawn(_worker, args=(2, str(tmp_path), init), nprocs=2)
+    w1, b1, w2, x, y = _data()
+    model = _model(torch, w1, b1, w2)  # rank 0's weights, the whole batch on one process
+    torch.nn.functional.mse_loss(model(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    for rank in range(2):
+        got = np.load(tmp_path / f"rank{rank}.npz")
+        assert int(got["size"]) == 2 and int(got["got_rank"]) == rank
+        np.testing.assert_array_equal(got["summed"], [3.0, 10.0])
+        np.testing.assert_array_equal(got["sent"], [101.0])
+        for i, p in enumerate(model.parameters()):
+            np.testing.assert_allclose(got[f"grad{i}"], p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _lonely(rank, out_dir):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port_for(out_dir)}", rank=rank,
+                            world_size=2)
+
+
+def test_bare_multiprocessing_children_get_a_clear_error(tmp_path, monkeypatch):
+    """Without their own mpiexec the children are MPICH singletons, which cannot connect: init_process_group
+    says how to start them."""
+    monkeypatch.setenv("EMBER_SPAWN_MPIEXEC", "0")
+    (tmp_path / "port").write_text(str(_free_port()))
+    with pytest.raises(mp.ProcessRaisedException, match="Start them with ember.multiprocessing.spawn"):
+        mp.spawn(_lonely, args=(str(tmp_path),), nprocs=2)
