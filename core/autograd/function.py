@@ -219,6 +219,7 @@ class Node:
 
     # -- saved values by PyTorch's names: ``_saved_self``, ``_saved_other``, ``_saved_result``, ``_raw_saved_*``
     saved_names = None  # PyTorch's name of each saved input, in input order (None: not one PyTorch saves)
+    result_name = "result"  # PyTorch's name of the saved output (``_saved_inverse`` for linalg.inv)
 
     def _slots_saved(self) -> dict:
         """``{PyTorch's name: input index, or "result"}`` for what this node keeps."""
@@ -228,7 +229,7 @@ class Node:
             names = ("self", "other") if getattr(cls, "save_inputs", False) and len(self._shapes) <= 2 else ()
         slots = {n: i for i, n in enumerate(names[:len(self._shapes)]) if n is not None}
         if getattr(cls, "save_output", False) and (self._out is not None or self._released):
-            slots["result"] = "result"
+            slots[cls.result_name] = "result"
         return slots
 
     # PyTorch's non-tensor saved arguments (``_saved_dim``, ``_saved_keepdim``, ``_saved_self_sym_sizes``...):

@@ -126,6 +126,7 @@ def _inv_vjp(ctx, g):
 
 
 Inv = op_class("Inv", "inv", saves="output", vjp=_inv_vjp, backward_name="LinalgInvExBackward0", arity=1)
+Inv.result_name = "inverse"
 
 
 def _det_vjp(ctx, g):
@@ -139,7 +140,7 @@ Det = op_class("Det", "det", saves="both", vjp=_det_vjp, backward_name="LinalgDe
 def _slogdet_vjp(ctx, gsign, glog):
     (a,) = ctx.inputs
     if a.is_complex():  # sign = exp(i Im log det): its gradient joins log|det|'s as the imaginary part
-        sign = _outputs(ctx, glog._dev)[0]
+        sign = _outputs(ctx)[0]
         glog = glog + 1j * (gsign * sign.conj()).imag
     return glog.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
@@ -315,6 +316,7 @@ def _cholesky_vjp(ctx, g):
 Cholesky = op_class("Cholesky", "cholesky", saves="output", vjp=_cholesky_vjp,
                     backward_name="LinalgCholeskyExBackward0", params=("upper",))
 Cholesky.saved_args = {"upper": lambda n: bool(n.upper)}
+Cholesky.result_name = "L"
 
 
 @export(to=LINALG)
@@ -385,8 +387,21 @@ def _failing_minor(a):
     return 0
 
 
+def _output(node, i):
+    """Output ``i`` that a decomposition node kept (see :func:`_multi`), as a tensor whose history is that node."""
+    t = _wrap(node._out_arrays[i], node._out_meta[i][2])
+    t._rg, t._fn, t._nr = True, node, i
+    return t
+
+
+def _kept_outputs(*names) -> dict:
+    """``saved_args`` entries reading the outputs a decomposition node keeps by the names of PyTorch's node
+    (``_saved_Q``, ``_saved_R``), in output order; None for an output PyTorch's node does not keep."""
+    return {n: (lambda node, i=i: _output(node, i)) for i, n in enumerate(names) if n is not None}
+
+
 def _qr_vjp(ctx, gq, gr):
-    q, r = _outputs(ctx, gq._dev)
+    q, r = _outputs(ctx)
     m, n = q.shape[-2], r.shape[-1]
     if q.shape[-1] != r.shape[-2] or (m > n and q.shape[-1] != n):
         raise RuntimeError("linalg.qr: The derivative of linalg.qr depends on Q, which is not computed when "
@@ -411,7 +426,7 @@ def _qr_square_vjp(q, r, gq, gr):
 
 
 QR = op_class("QR", "qr", saves="output", vjp=_qr_vjp, backward_name="LinalgQrBackward0", params=("mode",))
-QR.saved_args = {"mode": "mode"}
+QR.saved_args = {"mode": "mode", **_kept_outputs("Q", "R")}
 
 
 @export(to=LINALG)
@@ -445,29 +460,28 @@ def qr_some(input, some: bool = True, *, out=None):  # noqa: A002
     return qr(input, "reduced" if some else "complete", out=out)
 
 
-def _outputs(ctx, dev):
+def _outputs(ctx):
     """The outputs a decomposition node saved, as tensors whose history is that node (for double backward)."""
     ctx._check_released()
-    outs = []
-    for i, arr in enumerate(ctx._out_arrays):
-        t = _wrap(arr, dev)
-        t._rg, t._fn, t._nr = True, ctx, i
-        outs.append(t)
-    return outs
+    return [_output(ctx, i) for i in range(len(ctx._out_arrays))]
 
 
 def _multi(Cls, op, a, *params):
-    """Run a several-output decomposition, keeping its outputs (detached) on the node for backward."""
+    """Run a several-output decomposition, keeping its outputs (detached) on the node for backward (saved
+    values: the backward frees the node's, an empty ``_saved`` marking it for release)."""
     outs = _run(Cls, op, a, *params)
     fn = outs[0].grad_fn
     if fn is not None and isinstance(fn, Cls):
         fn._out_arrays = tuple(o._data for o in outs)
+        if fn._saved is None:
+            fn._saved = ()
     return outs
 
 
 class SVD(Op):
     backward_name = "LinalgSvdBackward0"
-    saved_args = {"full_matrices": "full", "S_sym_argsize_minus_1": lambda n: min(n._shapes[0][0][-2:])}
+    saved_args = {"full_matrices": "full", "S_sym_argsize_minus_1": lambda n: min(n._shapes[0][0][-2:]),
+                  **_kept_outputs("U", "S", "Vh")}
 
     @staticmethod
     def forward(ctx, k, a, full_matrices):
@@ -476,7 +490,7 @@ class SVD(Op):
 
     @staticmethod
     def backward(ctx, gu, gs, gvh):
-        u, s, vh = _outputs(ctx, gs._dev)
+        u, s, vh = _outputs(ctx)
         if ctx.full and u.shape[-1] != vh.shape[-2]:
             raise RuntimeError("linalg.svd: the derivative of full_matrices=True is not implemented for "
                                "non-square input; use full_matrices=False")
@@ -561,7 +575,7 @@ def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
 
 
 def _eigh_vjp(ctx, gl, gv):
-    w, v = _outputs(ctx, gl._dev)
+    w, v = _outputs(ctx)
     e = w.unsqueeze(-2) - w.unsqueeze(-1)            # e[i, j] = w_j - w_i
     eye = _eye_like(e)
     f = 1 / (e + eye) * (1 - eye)
@@ -574,6 +588,7 @@ def _eigh_vjp(ctx, gl, gv):
 
 
 Eigh = op_class("Eigh", "eigh", vjp=_eigh_vjp, backward_name="LinalgEighBackward0", arity=2)
+Eigh.saved_args = _kept_outputs("eigenvalues", "eigenvectors")
 
 
 @export(to=LINALG)

@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from .creation import arange, eye, randn
 from .linalg import matrix_norm, multi_dot, vector_norm
 from .linalg_decomp import (EVERYWHERE, LINALG, LinAlgError, _eps, _eye_like, _floating, _gauge_check,
-                            _multi, _outputs, _square, inv, pinv, qr, solve, svd, svdvals)
+                            _kept_outputs, _multi, _outputs, _square, inv, pinv, qr, solve, svd, svdvals)
 from .shape import broadcast_shapes, cat
 
 TORCH_TENSOR = ("torch", "Tensor")
@@ -192,7 +192,7 @@ class LuFactor(Op):
 
     backward_name = "LinalgLuFactorExBackward0"
     nondiff_outputs = (1, 2)
-    saved_args = {"pivot": lambda n: True}  # (LAPACK's getrf always pivots)
+    saved_args = {"pivot": lambda n: True, **_kept_outputs("LU", "pivots")}  # (LAPACK's getrf always pivots)
 
     @staticmethod
     def forward(ctx, k, a):
@@ -200,7 +200,7 @@ class LuFactor(Op):
 
     @staticmethod
     def backward(ctx, g, gpiv, ginfo):
-        lu, pivots, _ = _outputs(ctx, g._dev)
+        lu, pivots, _ = _outputs(ctx)
         lo, up = _lu_parts(lu)
         k = min(lu.shape[-2], lu.shape[-1])
         return _lu_backward(_permutation(pivots, lu), lo, up, g[..., :, :k].tril(-1),
@@ -847,7 +847,7 @@ class Eig(Op):
     def backward(ctx, gl, gv):
         # gA = V^-H (diag(gL) + (V^H gV - V^H V diag(Re diag(V^H gV))) / conj(E)) V^H, E[i, j] = w_j - w_i
         # (the eigenvectors have unit norm: the projection removes the part of gV that changes a norm)
-        w, v = _outputs(ctx, gl._dev)
+        w, v = _outputs(ctx)
         vh = v.mH
         vgv = vh @ gv
         d = vgv.diagonal(0, -2, -1)

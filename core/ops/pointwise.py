@@ -1617,11 +1617,14 @@ class Frexp(Op):
 
     tags = ("pointwise",)
     nondiff_outputs = (1,)
+    saved_args = {"exponent": lambda n: _wrap(n.exponent, n._out_meta[1][2])}  # (as PyTorch's node: the output)
+    _saved = ()  # (see Getitem: the exponent counts as saved, freed by the backward)
 
     @staticmethod
     def forward(ctx, k, x):
         m, e = k["frexp"](x)
         ctx.scale = k["astype"](k["exp2"](k["neg"](k["astype"](e, x.dtype))), x.dtype)  # 2 ** -exponent
+        ctx.exponent = e
         return m, e
 
     @staticmethod
