@@ -393,8 +393,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     if interpolation in ("linear", "midpoint"):
         weight = full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
         values = pointwise.lerp(values, gather_values(srt, -1, ranks.ceil().long()), weight)
-    values = values.squeeze(-1) if qt.dim() == 0 else values.movedim(-1, 0)
-    return values.reshape(([qt.numel()] if qt.dim() else []) + shape)
+    if qt.dim():
+        values = values.movedim(-1, 0)
+    # the result with a trailing 1, squeezed in place: PyTorch's last node (SqueezeBackward4)
+    return values.reshape(([qt.numel()] if qt.dim() else []) + shape + [1]).squeeze_(-1)
 
 
 @export
