@@ -231,30 +231,38 @@ def _shifted_rows(x):
 
 
 _LOW_TOTAL = np.float32(2.0 ** -40)
-"""A row of :func:`_exp_rows` whose exponentials, shifted by the matrix's maximum, sum below this (its own maximum
-more than ~28 below) is shifted by its own maximum instead: above it, each shifted argument's rounding error
-(within float32's at the gap) moves a probability by at most ~1.7e-6 of itself, a log-probability by ~2e-6."""
+"""A row of :func:`_exp_rows` whose exponentials sum below this (its maximum more than ~28 below the shift) is
+shifted by its own maximum instead: above it, each shifted argument's rounding error (within float32's at the
+gap) moves a probability by at most ~1.7e-6 of itself, a log-probability by ~2e-6."""
+
+_UNSHIFTED_TOP = np.float32(64.0)
+"""A matrix whose maximum is at most this is exponentiated as it is: its row sums stay far from float32's
+overflow (e^64 * 2^31 < 3.4e38), and each ``exp(x)`` is as exact as ``exp(x - max)`` without rounding the
+difference.  Above it the rows are shifted by the matrix's maximum."""
 
 
 def _exp_rows(x):
-    """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows shifted by the
-    matrix's maximum (one pass, where each row's own takes a transposed copy), ``e = exp(s)`` and its row sums
-    as a matrix-vector product; the rows far below the maximum (:data:`_LOW_TOTAL`), and every row of a matrix
-    whose maximum is infinite or NaN, shifted by their own maximum.  A row with no finite entry meets
+    """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows as exponentiated
+    (``x``'s own rows, not to be written, where its maximum is at most :data:`_UNSHIFTED_TOP`, else shifted by
+    that maximum: one pass, where each row's own takes a transposed copy), ``e = exp(s)`` and its row sums as a
+    matrix-vector product; the rows far below the shift (:data:`_LOW_TOTAL`), and every row of a matrix whose
+    maximum is infinite or NaN, shifted by their own maximum.  A row with no finite entry meets
     ``-inf - -inf``: NaN, as the shared kernels give, inside the caller's floating-point-error guard."""
     rows = x.reshape(-1, x.shape[-1])
     ones = np.ones(rows.shape[1], np.float32)
     top = np.maximum.reduce(rows, axis=None)
-    s = _shifted_rows(rows) if not np.isfinite(top) else rows - top
+    finite = np.isfinite(top)
+    s = _shifted_rows(rows) if not finite else rows if top <= _UNSHIFTED_TOP else rows - top
     e = np.exp(s)
     total = e @ ones
-    if np.isfinite(top):
+    if finite:
         low = np.flatnonzero(total < _LOW_TOTAL)
         if 4 * low.size > total.size:  # (many: every row, without the gathers)
             s = _shifted_rows(rows)
             e = np.exp(s)
             total = e @ ones
         elif low.size:
+            s = s.copy() if s is rows else s
             s[low] = _shifted_rows(rows[low])
             e[low] = np.exp(s[low])
             total[low] = e[low] @ ones
@@ -264,14 +272,15 @@ def _exp_rows(x):
 def _log_softmax_rows(x):
     """Log-softmax along the rows of C-contiguous float32 matrix ``x`` (:func:`_exp_rows`)."""
     s, _, total = _exp_rows(x)
-    s -= np.log(total)[:, None]
-    return s
+    shift = np.log(total)[:, None]
+    return s - shift if np.may_share_memory(s, x) else np.subtract(s, shift, out=s)
 
 
 def _softmax_rows(x):
-    """Softmax along the last axis of C-contiguous float32 ``x`` (:func:`_exp_rows`)."""
+    """Softmax along the last axis of C-contiguous float32 ``x`` (:func:`_exp_rows`), each row multiplied by its
+    sum's reciprocal (PyTorch's CPU kernel's form; a division along rows of a few dozen costs a third more)."""
     _, e, total = _exp_rows(x)
-    e /= total[:, None]
+    e *= (np.float32(1) / total)[:, None]
     return e.reshape(x.shape)
 
 
@@ -336,8 +345,10 @@ def overrides(kernels: dict) -> dict:
                     axis % g.ndim != g.ndim - 1 or not (g.flags.c_contiguous and y.flags.c_contiguous):
                 return softmax_backward_(g, y, axis)
             n = g.shape[-1]
-            gy = g * y
-            r = g - (gy.reshape(-1, n) @ np.ones(n, np.float32)).reshape(g.shape[:-1] + (1,))
+            # y * (g - sum(g * y)), PyTorch's form; the row sums spread by repeat, then flat passes (a subtraction
+            # along rows of a few dozen, NumPy's broadcast, costs twice a flat one)
+            r = np.repeat((g * y).reshape(-1, n) @ np.ones(n, np.float32), n).reshape(g.shape)
+            np.subtract(g, r, out=r)
             r *= y
             return r
         out["softmax_backward"] = fast_softmax_backward

@@ -1,0 +1,153 @@
+"""A transformer step's kernels on their fast paths, against PyTorch: softmax along rows (the CPU backend's
+float32 form exponentiates a matrix whose maximum is at most 64 without a shift, shifts one above it by that
+maximum, and rows far below by their own; its backward spreads the row sums by repeat), log-softmax through
+cross-entropy on the same rows, and ember-onednn's calls (arrays handed over by address: C-contiguous,
+transposed, read-only and sliced operands; gelu's forward falling back where its result is not finite)."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _tol(dtype):
+    return dict(rtol=3e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-15)
+
+
+def _grad_tol(dtype):  # (a softmax gradient's g - sum(g * y) cancels: float32's error is absolute, ~1e-7 of g)
+    return dict(rtol=2e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-14)
+
+
+def _softmax_both(a, g, device, dim=-1):
+    """``(ember, torch)`` pairs of softmax's value and gradient of ``a`` for the output gradient ``g``."""
+    x = ember.tensor(a, device=device, requires_grad=True)
+    y = F.softmax(x, dim=dim)
+    y.backward(ember.tensor(g, device=device))
+    tx = torch.tensor(a, requires_grad=True)
+    ty = torch.softmax(tx, dim=dim)
+    ty.backward(torch.tensor(g))
+    return (_np(y), _np(x.grad)), (ty.detach().numpy(), tx.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["unshifted", "top above 64", "rows far below", "most rows far below",
+                                  "masked", "odd rows"])
+def test_softmax_rows_value_and_gradient_match_torch(device, dtype, case):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 4, 17, 33)).astype(dtype) * 3
+    if case == "top above 64":        # (shifted by the matrix's maximum)
+        a[0, 0, 0, 0] = 90
+    elif case == "rows far below":    # (these rows by their own maximum)
+        a[1, 2] -= 60
+    elif case == "most rows far below":  # (every row by its own)
+        a[:12] -= 45
+    elif case == "masked":            # -inf entries and one row with no finite entry: NaN, as PyTorch's
+        a = np.where(np.triu(np.ones((17, 33), bool), 1), -np.inf, a)
+        a[2, 1, 5] = -np.inf
+    elif case == "odd rows":          # rows of 7
+        a = a[..., :7] * 5
+    g = rng.standard_normal(a.shape).astype(dtype)
+    (y, gx), (ty, tgx) = _softmax_both(a, g, device)
+    assert y.dtype == ty.dtype and gx.shape == tgx.shape
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ty))
+    np.testing.assert_allclose(y, ty, **_tol(dtype))
+    np.testing.assert_allclose(gx, tgx, **_grad_tol(dtype))
+
+
+def test_softmax_rows_non_finite_match_torch(device):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 4, 32)).astype(np.float32)
+    a[3, 1, 4] = np.nan      # its row NaN
+    a[5, 2, 0] = np.inf      # its row NaN (inf - inf)
+    g = rng.standard_normal(a.shape).astype(np.float32)
+    (y, gx), (ty, tgx) = _softmax_both(a, g, device)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ty))
+    np.testing.assert_array_equal(np.isnan(gx), np.isnan(tgx))
+    np.testing.assert_allclose(y, ty, **_tol(np.float32))
+    np.testing.assert_allclose(gx, tgx, **_grad_tol(np.float32))
+
+
+def test_softmax_of_a_transposed_input_and_along_another_dim(device):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((48, 96)).astype(np.float32) * 4
+    g = rng.standard_normal((96, 48)).astype(np.float32)
+    x = ember.tensor(a, device=device, requires_grad=True)
+    y = F.softmax(x.t(), dim=-1)
+    y.backward(ember.tensor(g, device=device))
+    tx = torch.tensor(a, requires_grad=True)
+    ty = torch.softmax(tx.t(), dim=-1)
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(_np(y), ty.detach().numpy(), **_tol(np.float32))
+    np.testing.assert_allclose(_np(x.grad), tx.grad.numpy(), **_grad_tol(np.float32))
+    (y0, gx0), (ty0, tgx0) = _softmax_both(a, g.T.copy(), device, dim=0)
+    np.testing.assert_allclose(y0, ty0, **_tol(np.float32))
+    np.testing.assert_allclose(gx0, tgx0, **_grad_tol(np.float32))
+
+
+def test_softmax_leaves_its_input_untouched(device):
+    a = np.random.default_rng(3).standard_normal((128, 40)).astype(np.float32)
+    a[7] -= 80   # a row recomputed by its own maximum
+    x = ember.tensor(a.copy(), device=device)
+    F.softmax(x, dim=-1)
+    F.log_softmax(x, dim=-1)
+    F.cross_entropy(x, ember.zeros(128, dtype=ember.int64, device=device))
+    np.testing.assert_array_equal(_np(x), a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shift", [0.0, 70.0, -50.0])
+def test_cross_entropy_log_softmax_rows_match_torch(device, dtype, shift):
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((600, 65)) * 4 + shift).astype(dtype)
+    a[::9] -= 35
+    t = rng.integers(0, 65, 600)
+    x = ember.tensor(a, device=device, requires_grad=True)
+    loss = F.cross_entropy(x, ember.tensor(t, device=device))
+    loss.backward()
+    tx = torch.tensor(a, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t))
+    tl.backward()
+    np.testing.assert_allclose(_np(loss), tl.detach().numpy(), rtol=2e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(_np(x.grad), tx.grad.numpy(), **_grad_tol(dtype))
+    lp = F.log_softmax(x, dim=-1)
+    np.testing.assert_allclose(_np(lp), torch.log_softmax(tx, -1).detach().numpy(), rtol=2e-6, atol=2e-5)
+
+
+@pytest.mark.parametrize("form", ["contiguous", "transposed", "read-only", "sliced"])
+def test_matmul_operands_by_address_match_torch(device, form):
+    """Products large enough for ember-onednn (where it is installed) with operands of every layout it is
+    handed: the address of each array's first element is what the primitive reads."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((1024, 64)).astype(np.float32)
+    b = rng.standard_normal((192, 64)).astype(np.float32)
+    ea, eb = ember.tensor(a, device=device), ember.tensor(b, device=device)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    if form == "contiguous":
+        eb, tb = eb.t().contiguous(), tb.t().contiguous()
+    elif form == "transposed":
+        eb, tb = eb.t(), tb.t()
+    elif form == "read-only":
+        ro = np.ascontiguousarray(b.T)
+        ro.setflags(write=False)
+        eb = ember.from_numpy(ro).to(device) if device != "cpu" else ember.from_numpy(ro)
+        tb = torch.tensor(ro)
+    else:
+        ea, ta = ember.tensor(np.pad(a, ((0, 0), (3, 5))), device=device)[:, 3:67], torch.tensor(a)
+        eb, tb = eb.t(), tb.t()
+    np.testing.assert_allclose(_np(ea @ eb), (ta @ tb).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_gelu_forward_of_non_finite_input_matches_torch(device):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 256)).astype(np.float32)
+    a[1, 2], a[3, 4], a[5, 6] = np.inf, -np.inf, np.nan
+    y = _np(F.gelu(ember.tensor(a, device=device)))
+    ty = torch.nn.functional.gelu(torch.tensor(a.astype(np.float64))).numpy().astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ty))
+    np.testing.assert_allclose(y, ty, rtol=3e-6, atol=1e-7)
