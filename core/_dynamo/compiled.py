@@ -343,7 +343,10 @@ class CompiledFunction:
                     got = self.capture_dynamic(body, runs, args, kwargs, flat, dims, settle=not joint[0])
                     if got is None:  # (the backward then recorded through dispatch at each call)
                         joint[0] = False
-                        got = self.capture_dynamic(body, runs, args, kwargs, flat, dims)
+                        got = self.capture_dynamic(body, runs, args, kwargs, flat, dims, settle=False)
+                    if got is None:  # no dim can be symbolic (a loop over a sentence's words): static sizes,
+                        joint[0] = True  # with the backward ahead of time
+                        got = self.capture_static(body, runs, args, kwargs, dims)
                     graph = got[0]
                 else:
                     graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
@@ -378,13 +381,19 @@ class CompiledFunction:
         if got is None:
             if not settle:  # (the caller tries another way)
                 return None
-            groups = []
-            runs.clear()
-            got = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+            return self.capture_static(body, runs, args, kwargs, dims)
         kept = {d for g in groups for d in g}
         self.static.update(d for d in dims if d not in kept)
         self.dyn.difference_update(self.static)
         self.ties = [g for g in groups if len(g) > 1] or self.ties
+        return got
+
+    def capture_static(self, body, runs, args, kwargs, dims):
+        """``(graph, results)`` of ``body`` with static sizes; ``dims``, which could not be symbolic, stay static."""
+        runs.clear()
+        got = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+        self.static.update(dims)
+        self.dyn.difference_update(self.static)
         return got
 
     @staticmethod
