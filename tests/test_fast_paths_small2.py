@@ -1,0 +1,109 @@
+"""The fast paths of two-operand ops keep every check of the general ones: graph recording of a tensor with a
+second tensor or a number (both leaves or outputs 0 of their nodes, of one shape or broadcast, the same tensor
+twice), and a Python float or int meeting a float32 or float64 tensor.  Each runs with tensor and node hooks,
+anomaly mode, retain_graph, create_graph and an interception handler open, and against PyTorch."""
+import numpy as np
+import pytest
+
+import ember
+from ember.dispatch import intercept
+from ember.testing import assert_close
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+
+X0 = np.linspace(-1.5, 1.25, 6).reshape(2, 3)
+W0 = np.linspace(0.5, -0.75, 3)
+
+
+def _program(lib, x, w, seen):
+    """Two-operand ops over leaves, over outputs 0 and 1 of nodes, with broadcasting, with the same tensor twice
+    and with numbers on either side (floats, ints)."""
+    h = x * w + 0.5  # a leaf and a broadcast leaf, then a number
+    h.register_hook(lambda g: seen.append("h") or g * 2)
+    h.grad_fn.register_hook(lambda gi, go: seen.append("node") or None)
+    a, b = x.unbind(0)  # b is output 1 of its node: the general path
+    v = (a - b) * (2 - h[0]) / 3 + b * 0.25
+    u = (h * h).tanh() - h * 0.1  # the same tensor twice
+    return (v.sum() + (1.5 * u).sigmoid().sum() + (u ** 2).mean()).squeeze()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_recorded_two_operand_ops_with_hooks_anomaly_retain_create_and_interception(device, create_graph):
+    if device == "array_api":
+        pytest.skip("anomaly mode's NaN check reads gradients with the backend's isnan, which the strict array "
+                    "API refuses")
+    res, names, kinds = [], [], set()
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        w = lib.tensor(W0, device=dev, requires_grad=True)
+        seen = []
+        with lib.autograd.detect_anomaly():
+            if lib is ember:
+                with intercept(lambda kind, Op, args, run: kinds.add(kind.__name__) or run(*args)):
+                    loss = _program(lib, x, w, seen)
+            else:
+                loss = _program(lib, x, w, seen)
+            gx, gw = lib.autograd.grad(loss, (x, w), retain_graph=True, create_graph=create_graph)
+            again = lib.autograd.grad(loss, w, retain_graph=create_graph)[0]  # the graph was kept
+        second = lib.autograd.grad(gx.sum(), w)[0] if create_graph else gw
+        res.append((loss.detach(), gx.detach(), gw.detach(), again.detach(), second.detach()))
+        names.append((seen, type(loss.grad_fn).__name__, gx.requires_grad))
+    assert "binary" in kinds
+    assert names[0] == names[1] and names[0][0].count("h") == (3 if create_graph else 2)
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numbers_with_float_tensors_give_pytorch_values_dtypes_and_gradients(device, dtype):
+    numbers = (0.1, 3, -2, 1e30, float("inf"), 2 ** 40)
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, dtype=getattr(lib, dtype), device=dev, requires_grad=True)
+        outs = []
+        for s in numbers:
+            outs += [x + s, s - x, x * s, s * x, x / s]
+        grads = lib.autograd.grad(sum(o.sum() for o in outs[:-5]), x)[0]
+        res.append(([o.dtype for o in outs], [o.detach() for o in outs], grads))
+    assert [str(d).split(".")[-1] for d in res[0][0]] == [str(d).split(".")[-1] for d in res[1][0]]
+    for a, b in zip(res[0][1], res[1][1]):
+        assert_close(a, b, rtol=1e-6, atol=0)
+    assert_close(res[0][2], res[1][2], rtol=1e-6, atol=0)
+
+
+def test_two_operand_nodes_refuse_inplace_changes_bad_shapes_and_a_second_backward(device):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        w = lib.tensor(W0, device=dev, requires_grad=True)
+        h = x * 1.0
+        y = h * w  # saves both inputs
+        h.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        z = (x * 2.0) * 3.0
+        z.sum().backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            z.sum().backward()
+        with pytest.raises(RuntimeError, match="must match the size"):
+            x * lib.ones(4, device=dev)
+        n = x + 0.5
+        assert n.requires_grad and n.grad_fn is not None and not lib.ones(2, device=dev).add(1.0).requires_grad
+        with lib.no_grad():
+            assert (x * 2.0).grad_fn is None and not (x * w).requires_grad
+        with lib.inference_mode():
+            assert (x - 1).is_inference() and not (w * 2).requires_grad
+
+
+def test_a_float32_tensor_with_a_number_under_a_tensor_subclass_and_integer_tensors(device):
+    class Tagged(ember.Tensor):
+        pass
+
+    x = ember.tensor(X0, dtype=ember.float32, device=device).as_subclass(Tagged)
+    assert type(x * 2.0) is Tagged and type(0.5 - x) is Tagged  # interception sees the number path too
+    for s in (2, 2.5, True):
+        a = ember.tensor([1, 2, 3], dtype=ember.int32, device=device)
+        b = torch.tensor([1, 2, 3], dtype=torch.int32)
+        for ea, tb in ((a * s, b * s), (s + a, s + b)):
+            assert str(ea.dtype).split(".")[-1] == str(tb.dtype).split(".")[-1]
+            np.testing.assert_array_equal(ea.cpu().numpy(), tb.numpy())
