@@ -100,3 +100,34 @@ def test_one_categorical_inside_vmap(device):
 
     expected = ember.stack([f(p, v) for p, v in zip(probs, values)])
     assert_close(ember.func.vmap(f)(probs, values), expected)
+
+
+_NUMBERS = [1, 2.5, True, 1 + 2j, [0.1, -0.2, 0.3, 0.5], [1, 2], [True, 1], [1, 2.5], [True, False], [1, 1j], [1e300]]
+
+
+@pytest.mark.parametrize("dtype", [None, "float32", "int64"])
+def test_tensor_of_numbers_and_flat_lists(device, dtype):
+    for data in _NUMBERS:
+        out = []
+        for lib, dev in _both(device):
+            kw = {} if dtype is None else {"dtype": getattr(lib, dtype)}
+            try:
+                out.append(lib.tensor(data, device=dev, **kw))
+            except Exception as e:  # (a complex number to a real dtype: both refuse)
+                out.append(type(e))
+        if isinstance(out[1], type):
+            assert isinstance(out[0], type), data
+            continue
+        assert str(out[0].dtype).split(".")[-1] == str(out[1].dtype).split(".")[-1], data
+        assert_close(out[0], out[1])
+
+
+def test_tensor_of_numbers_requires_grad_and_no_aliasing(device):
+    data = [0.5, 1.5]
+    t = ember.tensor(data, device=device, dtype=ember.float64, requires_grad=True)
+    data[0] = 9.0
+    assert t.requires_grad and t.is_leaf and t.tolist() == [0.5, 1.5]
+    (t * t).sum().backward()
+    assert t.grad.tolist() == [1.0, 3.0]
+    with pytest.warns(UserWarning, match="clone"):  # a tensor still takes the general path, with its warning
+        ember.tensor(t)

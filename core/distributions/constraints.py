@@ -84,7 +84,9 @@ def holds(constraint, value) -> bool:
         if c.array_check and arr.ndim >= c.event_dim and not any(isinstance(v, ember.Tensor) for v in vars(c).values()):
             quiet = fp_quiet_begin()  # (as the ops would: inf - inf in a check is a False, not a warning)
             try:
-                return bool(value._dev.backend.xp.all(c.check(arr)))  # the backend's own all()
+                ok = c.check(arr)
+                every = getattr(ok, "all", None)  # the array's own all(), else the backend's (the strict array API)
+                return bool(every() if every is not None else value._dev.backend.xp.all(ok))
             except (AttributeError, TypeError):
                 pass  # an array library without the methods the check uses (strict array API): the tensor path
             finally:

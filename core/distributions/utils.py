@@ -83,8 +83,11 @@ class lazy_property:
     def __get__(self, instance, obj_type=None):
         if instance is None:
             return _lazy_property_and_property(self.wrapped)
-        with ember.enable_grad():
+        if ember.is_grad_enabled():
             value = self.wrapped(instance)
+        else:
+            with ember.enable_grad():
+                value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
 

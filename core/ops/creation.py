@@ -133,11 +133,7 @@ def _infer_dtype(data):
         return dtypes.FROM_NP.get(data.dtype, None) or dtypes.float64
     if isinstance(data, np.generic):
         return dtypes.FROM_NP[np.dtype(type(data))]
-    cat = _PY_CATEGORY.get(type(data))  # a Python number, or a flat list of them: their types say it
-    if cat is None and type(data) is list and data:
-        kinds = set(map(type, data))
-        if kinds <= _NUMBERS:
-            cat = max(map(_PY_CATEGORY.__getitem__, kinds))
+    cat = _number_category(data)
     if cat is not None:
         return dtypes.default_for_category(cat)
     cat = -1
@@ -161,6 +157,16 @@ def _infer_dtype(data):
         return dtypes.get_default_dtype() if cat == -1 else dtypes.default_for_category(cat)
     dims = list(typed) + ([dtypes.default_for_category(cat)] if cat != -1 else [])
     return dtypes.result_type_of(dims, [], [])
+
+
+def _number_category(data):
+    """The dtype category of a Python number, or of a flat list of them (their types say it); else None."""
+    cat = _PY_CATEGORY.get(type(data))
+    if cat is None and type(data) is list and data:
+        kinds = set(map(type, data))
+        if kinds <= _NUMBERS:
+            cat = max(map(_PY_CATEGORY.__getitem__, kinds))
+    return cat
 
 
 def _to_host(data):
@@ -272,15 +278,21 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     tensor([[1, 2],
             [3, 4]])
     """
-    if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-                      "sourceTensor.clone().detach().requires_grad_(True), rather than ember.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
-    data = _python_data(data, "tensor")
-    d = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-    dev = resolve(device if device is not None else (data.device if isinstance(data, Tensor) else None))
+    cat = _number_category(data)
+    if cat is not None:  # a number or a flat list of numbers (an observation, a reward): NumPy reads it as it is
+        d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_for_category(cat)
+        dev = resolve(device)
+    else:
+        if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
+                          "or sourceTensor.clone().detach().requires_grad_(True), rather than "
+                          "ember.tensor(sourceTensor).", UserWarning, stacklevel=2)
+        data = _python_data(data, "tensor")
+        d = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        dev = resolve(device if device is not None else (data.device if isinstance(data, Tensor) else None))
+        data = _to_host(data)
     try:
-        host = _quiet_array(_to_host(data), dtype=d.np)
+        host = _quiet_array(data, dtype=d.np)
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not convert data of type {type(data).__name__} to a {d} tensor: {e}") \
             from None
