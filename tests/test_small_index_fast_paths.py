@@ -134,3 +134,29 @@ def test_unsqueeze_view_and_broadcast_logsumexp_grads(device, torch):
         grads.append((out, g, gg))
     for a, b in zip(*grads):
         same(a, b)
+
+
+SAVED = ["_saved_dim", "_saved_index", "_saved_self_sym_sizes", "_saved_start", "_saved_end", "_saved_step"]
+
+
+@pytest.mark.parametrize("index", [(0, None, Ellipsis, 1), (slice(-1, None),), (1, slice(None), 2), (None,),
+                                   (1, [0, 2]), (slice(None), None, [1, 2], None), (Ellipsis, [0, 1])], ids=repr)
+def test_index_nodes_keep_pytorchs_arguments(device, torch, index):
+    """The node of a basic index keeps its last step's arguments; an advanced index's, the sizes it indexes."""
+    data = np.arange(24.0).reshape(2, 3, 4)
+    e, t = pair(torch, device, data)
+    ne, nt = e[index].grad_fn, t[index].grad_fn
+    assert type(ne).__name__ == type(nt).__name__
+    for name in SAVED:
+        if hasattr(nt, name):
+            assert tuple(np.atleast_1d(getattr(ne, name))) == tuple(np.atleast_1d(getattr(nt, name))), name
+
+
+def test_setitem_through_a_mask_casts_a_one_element_value(device, torch):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.zeros(3, device=dev)
+        x[lib.tensor([True, False, True], device=dev)] = lib.tensor(2, dtype=lib.int64, device=dev)
+        assert x.tolist() == [2.0, 0.0, 2.0]
+        with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+            x[lib.tensor([0, 1], device=dev)] = lib.tensor(2, dtype=lib.int64, device=dev)
+        assert x.tolist() == [2.0, 0.0, 2.0]

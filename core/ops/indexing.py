@@ -20,7 +20,8 @@ from ..registry import _type_name, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import tensor, zeros
 from .pointwise import where
-from .shape import Getitem, IndexPutZeros, _whole, basic_view_op, broadcast_shapes, broadcast_tensors, cat, expand
+from .shape import (AliasView, Getitem, IndexPutZeros, SelectView, SliceView, UnsqueezeView, _whole, broadcast_shapes,
+                    broadcast_tensors, cat, expand, index_walk)
 
 TENSOR = ("Tensor",)
 
@@ -130,25 +131,13 @@ def _index_steps(index, shape, dev):
     tensors, each at the dim it stands at, None at the dims between (a mask spans its dims of the input and one place
     among the indices)."""
     def span(e):
-        return 1 if type(e) in (int, slice) else e.ndim if dev.backend.dtype_of(e) is dtypes.bool else 1
+        return e.ndim if dev.backend.dtype_of(e) is dtypes.bool else 1
 
-    sizes, indices, dim, extra = list(shape), [], 0, 0
-    for e in index:
-        if e is Ellipsis:
-            dim += len(shape) - sum(span(i) for i in index if i is not None and i is not Ellipsis)
-        elif e is None:
-            sizes.insert(dim, 1)
-            dim += 1
-        elif type(e) is slice:
-            if not _whole(e, sizes[dim]):
-                sizes[dim] = len(range(*e.indices(sizes[dim])))
-            dim += 1
-        elif type(e) is int:
-            del sizes[dim]
-        else:
+    sizes, indices, extra = list(shape), [], 0
+    for dim, e in index_walk(index, sizes, span):
+        if e is not None and type(e) is not int and type(e) is not slice:
             indices += [None] * (dim - extra - len(indices))
             indices.append(_wrap(e, dev))
-            dim += span(e)
             extra += span(e) - 1
     return tuple(indices), tuple(sizes)
 
@@ -163,9 +152,12 @@ def keep_indices(r, t, index, sizes: bool = False, **args):
 
 
 def _basic_fast(t, index):
-    """``index`` as a tuple when it is plain ints (in range), plain slices, None and ``...``; else None."""
+    """``(Op, index)`` for an index of plain ints (in range), plain slices, None and ``...``, else None: the view
+    Op named as PyTorch names it, by its last step that does something (an integer selects, None unsqueezes, a
+    slice that is not the whole dim slices), and the index as a tuple ending in ``...`` (so that all-integer
+    indexing still gives a 0-d view)."""
     tup = index if type(index) is tuple else (index,)
-    total = 0
+    total, ellipsis = 0, False
     for i in tup:
         ti = type(i)
         if ti is int:
@@ -176,21 +168,31 @@ def _basic_fast(t, index):
                     (step is not None and step <= 0):
                 return None
             total += 1
-        elif i is not None and i is not Ellipsis:
+        elif i is Ellipsis:
+            if ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            ellipsis = True
+        elif i is not None:
             return None
     shape = t._data.shape
     nd = len(shape)
     if total > nd:
         return None
-    dim = 0
+    dim, Op = 0, AliasView
     for i in tup:
-        if i is Ellipsis:
-            dim += nd - total
-        elif i is not None:
-            if type(i) is int and not -shape[dim] <= i < shape[dim]:
+        if type(i) is int:
+            if not -shape[dim] <= i < shape[dim]:
                 return None
+            dim, Op = dim + 1, SelectView
+        elif i is None:
+            Op = UnsqueezeView
+        elif i is Ellipsis:
+            dim += nd - total
+        else:
+            if not _whole(i, shape[dim]):
+                Op = SliceView
             dim += 1
-    return tup
+    return Op, (tup if ellipsis else tup + (Ellipsis,))
 
 
 def _ints_first(index):
@@ -238,16 +240,14 @@ def getitem(t, index):
         index = tuple(index)
     fast = _basic_fast(t, index)
     if fast is not None:
-        return view_op(basic_view_op(index, t._data.shape), t, fast if Ellipsis in fast else fast + (Ellipsis,))
+        return view_op(fast[0], t, fast[1])
     split = _ints_first(index)
     if split is not None:  # PyTorch applies integers as selections before the advanced indices
         return getitem(getitem(t, split[0]), split[1])
     index = _convert_index(t, index)
     _check_bounds(t, index)
-    if _is_basic(index):
-        Op = basic_view_op(index, t._data.shape)
-        if Ellipsis not in index:
-            index = index + (Ellipsis,)  # so that all-integer indexing still gives a (0-d) view
+    if _is_basic(index):  # (converted and in range: NumPy integers, slices of them)
+        Op, index = _basic_fast(t, index)
         return view_op(Op, t, index)
     try:
         r = apply(Getitem, t, index)

@@ -157,11 +157,12 @@ def _arith_(Cls, name):
     return method
 
 
-def _fills_by_mask(idx, value) -> bool:
+def _fills_by_mask(idx, value, backend) -> bool:
     """Whether PyTorch writes ``value`` through masked_fill, which casts it: one element, and one bool mask the
-    only advanced index (else its index_put_ refuses a value of another dtype)."""
+    only advanced index (else its index_put_ refuses a value of another dtype).  ``idx`` is converted (the
+    advanced entries are arrays of ``backend``)."""
     adv = [i for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]
-    return value.numel() == 1 and len(adv) == 1 and str(getattr(adv[0], "dtype", "")).rsplit(".")[-1] == "bool"
+    return value.numel() == 1 and len(adv) == 1 and backend.dtype_of(adv[0]) is dtypes.bool
 
 
 @export(name="__setitem__", to=TENSOR)
@@ -181,7 +182,7 @@ def setitem(self, index, value):
         copy_(getitem(self, index), value)
         return
     if value.dtype is not self.dtype:
-        if given and not _fills_by_mask(idx, value):
+        if given and not _fills_by_mask(idx, value, self._dev.backend):
             raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                                f"{dtypes.type_name(self.dtype)} for the destination and "
                                f"{dtypes.type_name(value.dtype)} for the source.")

@@ -208,27 +208,42 @@ def _whole(i, size):
     return i.start in (None, 0) and i.step in (None, 1) and (i.stop is None or i.stop >= size)
 
 
+def index_walk(index, sizes, span=None):
+    """Walk ``index`` (a tuple of converted entries) over a tensor of shape ``sizes`` (a list, changed as each
+    step changes the shape) left to right, as PyTorch applies it: yields ``(dim, entry)`` for each step that
+    does something, before ``sizes`` changes: an integer selects at ``dim``, None inserts a dim there, a slice
+    that is not the whole dim slices it, an array (an advanced index) stands there, spanning ``span(entry)``
+    dims (one, but a mask's ndim).  ``...`` moves past the dims the other entries leave."""
+    def width(e):
+        return 1 if span is None or type(e) is int or type(e) is slice else span(e)
+
+    nd, dim = len(sizes), 0
+    for e in index:
+        if e is Ellipsis:
+            dim += nd - sum(width(i) for i in index if i is not None and i is not Ellipsis)
+        elif e is None:
+            yield dim, e
+            sizes.insert(dim, 1)
+            dim += 1
+        elif type(e) is slice:
+            if not _whole(e, sizes[dim]):
+                yield dim, e
+                sizes[dim] = len(range(*e.indices(sizes[dim])))
+            dim += 1
+        elif type(e) is int:
+            yield dim, e
+            del sizes[dim]
+        else:
+            yield dim, e
+            dim += width(e)
+
+
 def _last_step(node):
     """``(dim, entry, sizes)`` of the last step of a basic index (PyTorch's last node of the select, slice and
     unsqueeze steps it chains, left to right): the dim it acts on and the sizes of the tensor it acts on."""
-    index = node.index if type(node.index) is tuple else (node.index,)
-    shape = list(node.in_shape)
-    dim, last = 0, None
-    for e in index:
-        if e is Ellipsis:
-            dim += len(node.in_shape) - sum(1 for i in index if i is not None and i is not Ellipsis)
-        elif e is None:
-            last = (dim, e, tuple(shape))
-            shape.insert(dim, 1)
-            dim += 1
-        elif type(e) is slice:
-            if not _whole(e, shape[dim]):
-                last = (dim, e, tuple(shape))
-                shape[dim] = len(range(*e.indices(shape[dim])))
-            dim += 1
-        else:
-            last = (dim, e, tuple(shape))
-            del shape[dim]
+    sizes, last = list(node.in_shape), None
+    for dim, e in index_walk(node.index if type(node.index) is tuple else (node.index,), sizes):
+        last = (dim, e, tuple(sizes))
     return last
 
 
@@ -271,29 +286,6 @@ class AliasView(Getitem):
     tags = ("view",)
 
     backward_name = "AliasBackward0"
-
-
-def basic_view_op(index, shape):
-    """The view Op of basic ``index`` on ``shape``, named as PyTorch names it: by its last step that does
-    something (an integer selects, ``None`` unsqueezes, a slice that is not the whole dim slices)."""
-    if type(index) is not tuple:
-        return SliceView if type(index) is slice else SelectView if type(index) is int else \
-            UnsqueezeView if index is None else AliasView
-    n = sum(1 for i in index if i is not None and i is not Ellipsis)
-    last, dim = AliasView, 0
-    for i in index:
-        if i is Ellipsis:
-            dim += len(shape) - n
-        elif i is None:
-            last = UnsqueezeView
-        elif type(i) is slice:
-            if not _whole(i, shape[dim] if dim < len(shape) else 0):
-                last = SliceView
-            dim += 1
-        else:
-            last = SelectView
-            dim += 1
-    return last
 
 
 class IndexPutZeros(Op):
