@@ -108,6 +108,11 @@ KNOWN = [
           "(ember's topk is stable)"),
     Known("grad", r"addr", r"only PyTorch's backward raised RuntimeError: addmv input tensors must have the same dtype",
           "deliberate", "PyTorch 2.13's addr backward refuses the mixed dtypes its forward accepted"),
+    Known("grad", r"pow\w*|float_power\w*", r"only PyTorch's backward raised RuntimeError: Subtraction, the `-` "
+          r"operator, with a bool tensor", "deliberate",
+          "the base's gradient under a bool tensor exponent: PyTorch 2.13's backward subtracts 1 from the bool "
+          "exponent and raises; ember's computes it (values, dtypes and the number exponents True and False agree: "
+          "tests/test_fuzz_classes4.py)"),
     Known("values", r"var_mean\w*|std_mean\w*", r"^output 1: \(-?inf.*!", "deliberate",
           "the mean of var_mean/std_mean over an input holding inf: PyTorch's one-pass (Welford) kernel gives NaN "
           "where its own mean gives ±inf; ember's is mean's"),

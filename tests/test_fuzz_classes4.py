@@ -80,3 +80,53 @@ def test_polynomials_of_degrees_outside_int64_as_pytorch(device):
            for got, want in [(_outcome(lambda: _polynomial(ember, *c, device)), _outcome(lambda: _polynomial(torch, *c)))]
            if got[0] != want[0] or got[0] == "ok" and not _same(got[1], want[1])]
     assert not bad, (f"{len(bad)} of {len(cases)} cases differ", bad[:3])
+
+
+# --------------------------------------------------------------------------- pow with a bool or a special number exponent
+POW_FORMS = {"pow": lambda m, x, e: m.pow(x, e), "method": lambda m, x, e: x.pow(e), "operator": lambda m, x, e: x ** e,
+             "inplace": lambda m, x, e: (x * 1).pow_(e), "float_power": lambda m, x, e: m.float_power(x, e)}
+POW_BASES = {"real": [1.5, -2.0, 0.0, INF, NAN, 0.5, -INF, -0.0], "int": [1, -2, 0, 3, 4, 5, 6, 7],
+             "complex": [-4.0, complex(-INF, 1.0), complex(1.0, INF), -0.0, complex(-1.0, -0.0), complex(NAN, 1.0),
+                         complex(-INF, 0.0), 2.5j]}
+
+
+def _power(m, form, exponent, dtype, device=None):
+    kind = "complex" if dtype.startswith("complex") else "real" if "float" in dtype else "int"
+    x = m.tensor(POW_BASES[kind], dtype=getattr(m, dtype))
+    e = {"bool0d": m.tensor(False), "bool": m.tensor([True, False, False, True, False, True, True, False])}.get(
+        exponent, exponent)
+    if device is not None:
+        x, e = x.to(device), e.to(device) if isinstance(e, ember.Tensor) else e
+    grad = kind == "real" and not isinstance(e, ember.Tensor) and not hasattr(e, "dtype")
+    x.requires_grad_(grad)
+    y = POW_FORMS[form](m, x, e)
+    if grad:  # (a bool tensor exponent: PyTorch's backward raises; a listed difference)
+        y.backward(m.tensor([1.0, 2.0, INF, 3.0, 4.0, 5.0, -1.0, 2.0], dtype=y.dtype, device=y.device))
+    return str(y.dtype).split(".")[-1], y.tolist(), x.grad.tolist() if grad else None
+
+
+def _power_cases_differing(device, exponents, dtypes):
+    cases = list(itertools.product(POW_FORMS, exponents, _have(device, dtypes)))
+    bad = [(c, got, want) for c in cases
+           for got, want in [(_outcome(lambda: _power(ember, *c, device)), _outcome(lambda: _power(torch, *c)))]
+           if got[0] != want[0] or got[0] == "ok" and (got[1][0] != want[1][0] or not all(
+               _same(g, w) for g, w in zip(got[1][1:], want[1][1:]) if w is not None))]
+    return bad, len(cases)
+
+
+def test_pow_with_a_bool_exponent_as_pytorch(device):
+    """A bool exponent: values, dtypes and the base's gradient as PyTorch's.  PyTorch's Scalar False is not equal
+    to 0, so ``x ** False`` takes the power formula (0 * x ** -1: NaN at x == 0 and at NaN) where a numeric 0
+    exponent gives zeros.  Before: ember took False as 0 (12 of the 80 cases differed)."""
+    bad, n = _power_cases_differing(device, (True, False, "bool0d", "bool"),
+                                    ("float32", "float64", "bfloat16", "int64"))
+    assert not bad, (f"{len(bad)} of {n} cases differ", bad[:3])
+
+
+def test_pow_with_exponent_one_half_or_minus_one_as_pytorch(device):
+    """A number exponent of 0.5, -0.5 or -1 runs PyTorch's sqrt, rsqrt and reciprocal kernels (except for float16),
+    which differ from pow at -inf, at -0.0 and on complex input (``(-4+0j) ** 0.5`` is exactly 2j); the power
+    formula's gradient meets them too (``x ** 1.5`` takes ``x ** 0.5``).  Before: 66 of the 150 cases differed."""
+    bad, n = _power_cases_differing(device, (0.5, -0.5, -1, 1.5, 2),
+                                    ("float32", "float64", "bfloat16", "float16", "complex64", "complex128"))
+    assert not bad, (f"{len(bad)} of {n} cases differ", bad[:3])

@@ -243,9 +243,18 @@ def kernels(xp, strategy=None) -> dict:
 
     signed = tuple(getattr(xp, n) for n in ("int8", "int16", "int32", "int64") if hasattr(xp, n))
 
+    # PyTorch's kernels for a number exponent of 0.5, -0.5 and -1 (not for float16): sqrt, rsqrt and 1 / x, which
+    # differ from pow at -inf, -0.0 and on complex input
+    by_number = {0.5: xp.sqrt, -0.5: rsqrt, -1: lambda x: 1 / x}
+    half = getattr(xp, "float16", None)
+
     def power(x, y):
         if getattr(y, "dtype", None) in signed:  # (operands promoted: a signed exponent has a signed base)
             return _int_power(xp, x, y)
+        number = isinstance(y, (int, float, complex)) or hasattr(x, "__len__") and not hasattr(y, "__len__")
+        if (number and not isinstance(y, bool) and y in (0.5, -0.5, -1) and x.dtype != half
+                and getattr(x.dtype, "kind", "f") in "fcV"):  # (an array ** a number: Python's, or a NumPy scalar)
+            return by_number[y](x)
         return xp.power(x, y)
 
     table = {

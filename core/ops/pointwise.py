@@ -197,7 +197,8 @@ Pow.saved_args = {"exponent": number_operand(1, "PowBackward0"), "self": number_
 
 
 def _is_zero(b):
-    return not isinstance(b, Tensor) and b == 0
+    # (PyTorch's Scalar False is not equal to 0: x ** False takes the formula, NaN at x == 0)
+    return not isinstance(b, (Tensor, bool)) and b == 0
 
 
 def _log_scalar(a):
