@@ -117,9 +117,9 @@ KNOWN_DIFFERENT = frozenset("""
     einsum_outer einsum_sum einsum_three einsum_trace gru gru_fn linear_cross_entropy_chunked_mean
     linear_cross_entropy_chunked_nobias linear_cross_entropy_chunked_none linear_cross_entropy_chunked_sum
     linear_cross_entropy_kdim linear_cross_entropy_smooth_probs lstm max_pool1d_with_indices_torch
-    max_pool2d_backward max_unpool2d_backward ravel repeat_interleave_0d repeat_interleave_int
-    repeat_interleave_tensor rnn rnn_tanh_fn tensor_inplace_special tensorinv tensorinv_2 unsafe_splits
-    view_as_real_copy vmap_linear_per_sample_weight vmap_linear_per_sample_weight_vector
+    max_unpool2d_backward ravel repeat_interleave_0d repeat_interleave_int repeat_interleave_tensor rnn rnn_tanh_fn
+    tensor_inplace_special tensorinv tensorinv_2 unsafe_splits view_as_real_copy vmap_linear_per_sample_weight
+    vmap_linear_per_sample_weight_vector
 """.split())
 
 

@@ -244,7 +244,11 @@ class Node:
         given = self.__dict__.get("_args")
         for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
             try:
-                if given is not None:
+                if type(how) is SavedOf:
+                    v = _FREED if self._released or how.node._released else how.node._value_saved(how.slot)
+                    if v is None:
+                        v = _NONE  # (an operand that node did not keep reads None, as PyTorch's unsaved one)
+                elif given is not None:
                     v = how() if callable(how) else how
                 else:
                     v = how(self) if callable(how) else getattr(self, how)
@@ -451,6 +455,17 @@ def keep_saved(t, *tensors):
 _NONE = object()  # an optional argument kept as None (see optional)
 
 
+class SavedOf:
+    """A value for :func:`keep_args`: the tensor that another node of the same op keeps at ``slot`` (an input's
+    index, or "result"), such as the operands a composite's product node saved, read (version-checked) when asked
+    for, and freed with the backward; None where that node did not keep it."""
+
+    __slots__ = ("node", "slot")
+
+    def __init__(self, node, slot):
+        self.node, self.slot = node, slot
+
+
 def optional(v):
     """``v`` as an optional argument of PyTorch's op that a node keeps (:func:`keep_args`, ``saved_args``): None is
     kept and read back as None, where a plain None is an argument the node does not keep."""
@@ -461,10 +476,14 @@ def keep_args(t, **args):
     """Make the node of ``t`` (the last node of an op that ember composes from others, or an op whose arguments its
     node does not see) give PyTorch's arguments of that op, ``args``, as its saved values (``grad_fn._saved_<name>``;
     None: not kept; a function of no arguments: called when read, for values made only when asked for, such as
-    index's tensors, which are freed with the node's saved tensors), in place of its own op's.  Returns ``t``."""
+    index's tensors, which are freed with the node's saved tensors; a :class:`SavedOf`: a tensor another node
+    keeps, which makes this node one with saved tensors, released by the backward), in place of its own op's.
+    Returns ``t``."""
     fn = t._fn
     if fn is not None and fn._op:
         fn.__dict__["_args"] = args
+        if fn._saved is None and any(type(v) is SavedOf for v in args.values()):
+            fn._saved = ()
     return t
 
 

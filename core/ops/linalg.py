@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, check_tensor, export, op_class
@@ -226,14 +226,19 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     return out_or(composite_node(r, "VdotBackward0"), out)
 
 
-def _scaled_sum(input, prod, beta, alpha, out, node, **sizes):
+def _scaled_sum(input, prod, beta, alpha, out, node, operands=(), of=None, **sizes):
+    """``beta * input + alpha * prod`` under the name of PyTorch's fused op's node ``node``, keeping its numbers,
+    ``sizes`` and, by PyTorch's names ``operands``, the two operands that the product node (of ``prod``, or of
+    ``of``) saved."""
     check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
     if prod.dtype.category <= dtypes.INT and input.dtype.category <= dtypes.INT:
         beta, alpha = int(beta), int(alpha)  # integer results: the scalars truncated, as PyTorch converts them
     r = prod if alpha == 1 else prod * alpha
     # beta == 0 ignores input entirely (nan and inf in it do not propagate), as in PyTorch
     r = r + (input if beta == 1 else input * beta) if beta != 0 else r + input.detach().new_zeros(())
-    # the node PyTorch's fused op leaves, keeping its numbers and operand sizes
+    fn = (prod if of is None else of)._fn
+    if fn is not None and operands:
+        sizes.update({name: SavedOf(fn, i) for i, name in enumerate(operands)})
     return out_or(keep_args(rename_node(r, node), alpha=alpha, beta=beta, **sizes), out)
 
 
@@ -246,8 +251,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A
     tensor([[3., 2.],
             [2., 3.]])
     """
-    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out, "AddmmBackward0", mat1_sym_sizes=tuple(mat1.shape),
-                       mat2_sym_sizes=tuple(mat2.shape))
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, out, "AddmmBackward0", ("mat1", "mat2"),
+                       mat1_sym_sizes=tuple(mat1.shape), mat2_sym_sizes=tuple(mat2.shape))
 
 
 @export(inplace=True)
@@ -258,7 +263,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A00
     >>> ember.addmv(ember.ones(2), ember.eye(2), ember.tensor([1., 2.]))
     tensor([2., 3.])
     """
-    return _scaled_sum(input, mv(mat, vec), beta, alpha, out, "AddmvBackward0")
+    return _scaled_sum(input, mv(mat, vec), beta, alpha, out, "AddmvBackward0", ("mat", "vec"))
 
 
 # PyTorch shows this in-place form as ``torch.addmv_`` too: the Tensor method the registry derived
@@ -273,7 +278,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # n
     >>> ember.baddbmm(ember.zeros(3, 2, 2), ember.ones(3, 2, 4), ember.ones(3, 4, 2)).shape
     ember.Size([3, 2, 2])
     """
-    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out, "BaddbmmBackward0")
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, out, "BaddbmmBackward0", ("batch1", "batch2"))
 
 
 @export(inplace=True)
@@ -287,8 +292,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:  # no
     """
     prod = bmm(batch1, batch2)
     return _scaled_sum(input, prod.sum(0, dtype=prod.dtype), beta, alpha, out, "AddbmmBackward0",  # (no int64 sum)
-                       batch1_sym_argsize_0=batch1.shape[0], batch1_sym_argsize_1=batch1.shape[1],
-                       batch2_sym_argsize_2=batch2.shape[2])
+                       ("batch1", "batch2"), prod, batch1_sym_argsize_0=batch1.shape[0],
+                       batch1_sym_argsize_1=batch1.shape[1], batch2_sym_argsize_2=batch2.shape[2])
 
 
 @export(inplace=True)

@@ -373,7 +373,9 @@ class MaxPool(Op):
     @staticmethod
     def backward(ctx, g, _gi=None):
         ctx.check_saved()
-        return apply(MaxPoolBackward, g, ctx.x, ctx.best, ctx.params)
+        gx = apply(MaxPoolBackward, g, ctx.x, ctx.best, ctx.params)
+        d = len(ctx.params[0])  # (PyTorch's 1-d pool is its 2-d one squeezed: no node of its own)
+        return composite_node(gx, f"MaxPool{d}DWithIndicesBackwardBackward0") if d > 1 else gx
 
 
 class MaxPoolBackward(Op):

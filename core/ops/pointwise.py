@@ -16,7 +16,7 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, number_operand, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, number_operand, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
                         unary)
@@ -1395,22 +1395,25 @@ def _addc_pair(name, combine):
     def term_of(input, tensor1, tensor2, value):  # noqa: A002
         rt, value = _addc(name, input, tensor1, tensor2, value)
         term = combine(tensor1 if value == 1 else tensor1.to(rt), tensor2)
-        return rt, term if value == 1 else term * value  # value * (tensor1 op tensor2) in rt, as PyTorch's kernel
+        return rt, term if value == 1 else term * value, term  # value * (tensor1 op tensor2) in rt, as PyTorch's
 
     def kept(r, tensor1, tensor2):  # what PyTorch's node keeps: each operand the other's gradient reads
         return keep_saved(r, tensor1 if tensor2.requires_grad else None,  # (addcdiv's divisor for both)
                           tensor2 if tensor1.requires_grad or name == "addcdiv" and tensor2.requires_grad else None)
 
     def fn(input, tensor1, tensor2, *, value=1, out=None):  # noqa: A002
-        _, term = term_of(input, tensor1, tensor2, value)
-        return out_or(kept(keep_args(rename_node(add(input, term), node), value=value), tensor1, tensor2), out)
+        _, term, pair = term_of(input, tensor1, tensor2, value)
+        # (the operands PyTorch's node saves: those the node combining them keeps, by PyTorch's names)
+        saved = {} if pair._fn is None else {"tensor1": SavedOf(pair._fn, 0), "tensor2": SavedOf(pair._fn, 1)}
+        return out_or(kept(keep_args(rename_node(add(input, term), node), value=value, **saved), tensor1, tensor2),
+                      out)
 
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")
         if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
             tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
                                 for t in (tensor1, tensor2))
-        rt, term = term_of(self, tensor1, tensor2, value)
+        rt, term, _ = term_of(self, tensor1, tensor2, value)
         dtypes.check_out_cast(name + "_", rt, self.dtype)
         if term.dim() > self.dim() or any(t not in (1, s) for t, s in zip(reversed(term.shape), reversed(self.shape))):
             raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
