@@ -131,3 +131,37 @@ def test_tensor_of_numbers_requires_grad_and_no_aliasing(device):
     assert t.grad.tolist() == [1.0, 3.0]
     with pytest.warns(UserWarning, match="clone"):  # a tensor still takes the general path, with its warning
         ember.tensor(t)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tiny_softmax_log_softmax_against_pytorch(device, dtype):
+    rng = np.random.default_rng(3)
+    special = [[float("nan"), 1.0], [1.0, float("nan")], [float("inf"), 1.0], [-float("inf"), -float("inf")],
+               [-float("inf"), 1.0], [1e30, -1e30]]
+    for shape, dim in [((2,), -1), ((1, 2), 1), ((3, 4), 0), ((2, 2, 3), -1), ((), 0), ((17,), 0), ((4, 5), -1)]:
+        x0, w0 = rng.standard_normal(shape), rng.standard_normal(shape)
+        res = []
+        for lib, dev in _both(device):
+            x = lib.tensor(x0, device=dev, dtype=getattr(lib, dtype), requires_grad=True)
+            y, ly = lib.nn.functional.softmax(x, dim=dim), lib.log_softmax(x, dim)
+            with lib.no_grad():
+                rows = [lib.softmax(lib.tensor(r, device=dev, dtype=x.dtype), -1) for r in special]
+                rows += [lib.log_softmax(lib.tensor(r, device=dev, dtype=x.dtype), -1) for r in special]
+            ((y * lib.tensor(w0, device=dev, dtype=x.dtype)).sum() + ly.sum()).backward()
+            res.append((y, ly, x.grad, lib.stack(rows)))
+        for a, b in zip(*res):
+            assert a.dtype == getattr(ember, dtype)
+            assert_close(a, b)  # (NaN entries equal)
+
+
+def test_tiny_softmax_checks_second_order_and_out(device):
+    x = ember.tensor([0.5, -1.0, 2.0], device=device, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda t: ember.softmax(t, 0) * ember.log_softmax(t, -1), (x,))
+    for lib, dev in _both(device):
+        with pytest.raises(IndexError):
+            lib.softmax(lib.tensor([1.0, 2.0], device=dev), 1)
+        with pytest.raises(RuntimeError):  # integer input: no kernel, as in PyTorch
+            lib.softmax(lib.tensor([1, 2], device=dev), 0)
+    out = ember.empty(2, device=device)
+    ember.softmax(ember.tensor([0.0, 0.0], device=device), 0, out=out)
+    assert out.tolist() == [0.5, 0.5]
