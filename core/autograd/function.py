@@ -134,18 +134,13 @@ class Node:
     @property
     def inputs(self) -> tuple:
         """The saved inputs (Tensors as given to forward, non-tensors as they were)."""
-        if self._released:
+        if self._released or self._packed:
             self._check_released()
-        if self._packed:
             return unpack_saved(self._saved)
         saved = self._saved
-        i = 0
-        for t, v in zip(saved, self._vers):
-            if v is not None:
-                b = t._base
-                if (t if b is None else b)._ver != v:
-                    self._check_version(t, v, i)
-            i += 1
+        for t, v in zip(saved, self._vers):  # (the positions are counted only for the error)
+            if v is not None and (t._ver if t._base is None else t._base._ver) != v:
+                self._check_versions(saved, ())
         return saved
 
     def inputs_except(self, unchecked) -> tuple:
@@ -153,13 +148,16 @@ class Node:
         PyTorch's node does not save and that no formula reads (an in-place change of them refuses nothing)."""
         if self._released or self._packed or not unchecked:
             return self.inputs
-        saved = self._saved
+        self._check_versions(self._saved, unchecked)
+        return self._saved
+
+    def _check_versions(self, saved, unchecked):
+        """Refuse a saved tensor, at a position not in ``unchecked``, changed in place since it was saved."""
         for i, (t, v) in enumerate(zip(saved, self._vers)):
             if v is not None and i not in unchecked:
                 b = t._base
                 if (t if b is None else b)._ver != v:
                     self._check_version(t, v, i)
-        return saved
 
     def check_saved(self):
         """Refuse the backward when a value this node keeps was changed in place since the forward, as PyTorch's
@@ -482,7 +480,7 @@ def keep_args(t, **args):
     fn = t._fn
     if fn is not None and fn._op:
         fn.__dict__["_args"] = args
-        if fn._saved is None and any(type(v) is SavedOf for v in args.values()):
+        if fn._saved is None and SavedOf in map(type, args.values()):
             fn._saved = ()
     return t
 
