@@ -689,7 +689,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     if x.dtype.name in ("float16", "bfloat16"):  # accumulated in float32 and rounded once, as PyTorch's
         return out_or(vector_norm(x.float(), ord, dim, keepdim).to(x.dtype), out)
     if ord == 2 and not x.is_complex():  # one pass fewer: squares need no abs
-        r = _norm_node(unary(NormSqrt, (x * x).sum(dim, keepdim)), ord, dim, keepdim)
+        sq = x * x
+        r = _norm_node(unary(NormSqrt, sq.sum(dim, keepdim)), ord, dim, keepdim, sq._fn)
         return r if out is None else copy_into_out(out, r)
     a = x.abs() if not x.is_complex() else (x.real ** 2 + x.imag ** 2).sqrt()
     if ord == math.inf:
@@ -707,10 +708,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     return out_or(_norm_node(r, ord, dim, keepdim), out)
 
 
-def _norm_node(r, ord, dim, keepdim):  # noqa: A002
-    """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments as that node does."""
+def _norm_node(r, ord, dim, keepdim, square=None):  # noqa: A002
+    """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments as that node does (and
+    its input, ``_saved_self``, as the node ``square`` of ``x * x`` keeps it)."""
     dims = None if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=optional(dims), keepdim=keepdim)
+    kept = {} if square is None else {"self": SavedOf(square, 0)}
+    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=optional(dims), keepdim=keepdim,
+                     **kept)
 
 
 @export(to=LINALG)

@@ -912,7 +912,9 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:  #
     tensor(5.)
     """
     r = rename_node(vector_norm(input, 2, dim, keepdim, out=out), "NormBackward1")  # PyTorch's node of it
-    return keep_args(r, p=2.0, dim=tuple(dim) if isinstance(dim, (list, tuple)) else (dim,), keepdim=keepdim)
+    given = r._fn.__dict__.get("_args", {}) if r._fn is not None else {}
+    kept = {"self": given["self"]} if "self" in given else {}  # (the input, as vector_norm's node keeps it)
+    return keep_args(r, p=2.0, dim=tuple(dim) if isinstance(dim, (list, tuple)) else (dim,), keepdim=keepdim, **kept)
 
 
 @export(to=("torch",))
