@@ -160,3 +160,19 @@ def test_setitem_through_a_mask_casts_a_one_element_value(device, torch):
         with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
             x[lib.tensor([0, 1], device=dev)] = lib.tensor(2, dtype=lib.int64, device=dev)
         assert x.tolist() == [2.0, 0.0, 2.0]
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_stack_and_cat_of_a_few_small_tensors(device, torch, dim):
+    """A bidirectional LSTM's last states and outputs are joined so: values, dtypes kept, gradients."""
+    results = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        xs = [lib.tensor(GRID[i:i + 2] * (i + 1), device=dev, requires_grad=True) for i in range(3)]
+        s, c = lib.stack(xs, dim), lib.cat(xs, dim)
+        lib.autograd.backward([(s * s).sum(), (c * 2).sum()])
+        ints = lib.stack([lib.arange(3, device=dev), lib.arange(3, device=dev) * 2], dim)
+        flags = lib.stack([lib.tensor(True, device=dev), lib.tensor(False, device=dev)])
+        results.append((s, c, xs[1].grad, ints, flags))
+    for a, b in zip(*results):
+        assert tuple(a.shape) == tuple(b.shape) and str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        same(a.to(ember.float64), b.to(torch.float64))

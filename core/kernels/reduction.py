@@ -27,6 +27,9 @@ def scan(xp, op, x, axis):
 
 
 def kernels(xp, strategy=None) -> dict:
+    ufuncs = takes_out(xp)  # the ufuncs' own reductions (without np.max's argument handling) and in-place writes
+    top, bottom, add = (xp.maximum.reduce, xp.minimum.reduce, xp.add.reduce) if ufuncs else (xp.max, xp.min, xp.sum)
+
     def sum_(x, axis=None, keepdims=False, dtype=None):
         return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
@@ -38,14 +41,11 @@ def kernels(xp, strategy=None) -> dict:
         lead = x.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
         if axes:
-            x = xp.sum(x, axis=axes, keepdims=True)
+            x = add(x, axis=axes, keepdims=True)
         return xp.reshape(x, shape) if lead else x
 
     def prod(x, axis=None, keepdims=False):
         return xp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # small ints stay small
-
-    ufuncs = takes_out(xp)  # the ufuncs' own reductions (without np.max's argument handling) and in-place writes
-    top, bottom, add = (xp.maximum.reduce, xp.minimum.reduce, xp.add.reduce) if ufuncs else (xp.max, xp.min, xp.sum)
 
     def amax(x, axis=None, keepdims=False):
         return top(x, axis=axis, keepdims=keepdims)

@@ -572,9 +572,9 @@ def unsqueeze(input, dim):  # noqa: A002
     n = input.dim() + 1
     d = _wrap_dim(dim, n, "unsqueeze")
     sizes = input._data.shape
-    r = rename_node(view_op(View, input, sizes[:d] + (1,) + sizes[d:]), "UnsqueezeBackward0")
+    r = view_op(View, input, sizes[:d] + (1,) + sizes[d:])
     if r._fn is not None:
-        r._fn.given_dim = dim
+        rename_node(r, "UnsqueezeBackward0")._fn.given_dim = dim
     return r
 
 
