@@ -81,8 +81,11 @@ class lazy_property:
         self.__name__ = wrapped.__name__
 
     def __get__(self, instance, obj_type=None):
-        if instance is None:
-            return _lazy_property_and_property(self.wrapped)
+        if instance is None:  # (made once: argument validation asks the class for it at every construction)
+            view = self.__dict__.get("_class_view")
+            if view is None:
+                view = self._class_view = _lazy_property_and_property(self.wrapped)
+            return view
         if ember.is_grad_enabled():
             value = self.wrapped(instance)
         else:
