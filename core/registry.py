@@ -25,7 +25,7 @@ from . import dtypes
 from .arguments import numpy_names
 from .autograd.function import Op
 from .autograd.grad_mode import no_grad
-from .dispatch import binary, cast, unary
+from .dispatch import binary, cast, result_type, unary
 from .interception import observed
 from .writes import check_partial_overlap, copy_into_out, inplace, inplace_result
 from .state import is_grad_enabled
@@ -137,7 +137,13 @@ def inplace_form(fn, name: str):
             return inplace(op, input, *args)  # the one Op, written into input (recorded where autograd wants it)
 
         def compute(x):
-            r = fn(x, *args, **kwargs)
+            try:
+                r = fn(x, *args, **kwargs)
+            except NotImplementedError:  # PyTorch checks the result's cast into input before the kernel's dtypes
+                numbers = (Tensor, int, float, complex)
+                dtypes.check_out_cast(name + "_", result_type(input, *(a for a in args if isinstance(a, numbers))),
+                                      input.dtype)
+                raise
             dtypes.check_out_cast(name + "_", r.dtype, input.dtype)
             if r.shape != input.shape:  # an operand that broadcasts input to a larger shape
                 raise RuntimeError(f"{name}_: output with shape {list(input.shape)} doesn't match the broadcast shape "
