@@ -158,11 +158,68 @@ def _emit_raw(w, k, n, Op):
     w.array.update(n.outs)
 
 
-def _accumulate_put(w, nodes, k, n, owned, uses, returned) -> bool:
+class _Puts:
+    """The in-place accumulations ``acc[index] += g`` (see :func:`_accumulate_put`) not written yet, by the
+    value each chain of them into one buffer ends in.  A chain is written when that value is read, or at the
+    end: where every index of it picks one element (a tuple of ints) and every ``g`` is the same value, as one
+    ``index_put_acc`` over the index arrays (NumPy's ``add.at``: the additions in the chain's order, so the
+    sums are bit-identical), else one call per accumulation."""
+
+    def __init__(self, w):
+        self.w = w
+        self.chains = {}  # value id the chain ends in -> [buffer's value id, [(index, its code, g, its code)]]
+
+    def add(self, acc, out, put):
+        chain = self.chains.pop(acc, None) or [acc, []]
+        chain[1].append(put)
+        self.chains[out] = chain
+
+    def flush(self, ins=None):
+        """Write the chains whose results ``ins`` read (all of them when None)."""
+        for out in [o for o in self.chains if ins is None or o in ins]:
+            root, puts = self.chains.pop(out)
+            w = self.w
+            put = w.const("PUT", w.dev.kernels["index_put_acc"])
+            acc = w.as_array(root)
+            rank = len(w.meta[root][0])
+            for j, run in enumerate(_runs(puts, rank)):
+                if len(run) > 1:  # (each element's ints, as one index array per dim)
+                    columns = tuple(w.dev.backend.as_array(list(c)) for c in zip(*[p for p, _ in run]))
+                    w.lines.append(f"{put}({acc}, {w.const(f'I{out}_{j}', columns)}, {run[0][1][3]})")
+                else:
+                    w.lines.append(f"{put}({acc}, {run[0][1][1]}, {run[0][1][3]})")
+            w.lines.append(f"a{out} = {acc}")
+
+
+def _runs(puts, rank):
+    """``puts`` cut into runs that one call can add: consecutive ones of one ``g`` each picking one element,
+    as ``[(the element's ints, put)]``; any other put is a run of its own."""
+    runs = []
+    for put in puts:
+        point = _point(put[0], rank)
+        last = runs[-1] if runs else None
+        if point is not None and last and last[0][0] is not None and type(put[2]) is Ref and last[0][1][2] == put[2]:
+            last.append((point, put))
+        else:
+            runs.append([(point, put)])
+    return runs
+
+
+def _point(index, rank):
+    """``index`` as the ints of one element of a ``rank``-d array (a trailing ``...`` dropped), else None."""
+    if type(index) is tuple and index and index[-1] is Ellipsis:
+        index = index[:-1]
+    if type(index) is not tuple or len(index) != rank or any(type(j) is not int for j in index):
+        return None
+    return index
+
+
+def _accumulate_put(w, nodes, k, n, owned, uses, returned, puts) -> bool:
     """Emit ``IndexPutZeros`` node ``k`` and the ``Add`` after it as one in-place accumulation, where that
     ``Add`` is the only use of the zeros-with-``g``-put and of the same-shaped buffer it adds that to, one
-    ``owned`` by this replay (so no view of it exists): ``acc[index] += g``. A backward summing the gradients of
-    many indexings (a CRF's gold score) then builds no zeros per indexing. Returns whether it did."""
+    ``owned`` by this replay (so no view of it exists): ``acc[index] += g``, left to ``puts`` (a :class:`_Puts`).
+    A backward summing the gradients of many indexings (a CRF's gold score) then builds no zeros per indexing,
+    and its additions into one buffer become one call. Returns whether it did."""
     if k + 1 >= len(nodes):
         return False
     nxt, (p,) = nodes[k + 1], n.outs
@@ -175,10 +232,8 @@ def _accumulate_put(w, nodes, k, n, owned, uses, returned) -> bool:
             or w.meta[acc] != w.meta[p] or w.meta[nxt.outs[0]] != w.meta[p]:
         return False
     g, _, index = n.args
-    put = w.const(f"P{k}", w.dev.kernels["index_put_acc"])
-    w.lines.append(f"{put}({w.as_array(acc)}, {w.arg(k, 2, index)}, {w.arg(k, 0, g)})")
     out = nxt.outs[0]
-    w.lines.append(f"a{out} = a{acc}")
+    puts.add(acc, out, (index, w.arg(k, 2, index), g, w.arg(k, 0, g)))
     w.array.add(out)
     owned.add(out)
     return True
@@ -209,6 +264,7 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
             uses[i] = uses.get(i, 0) + 1
     run = []
     owned = set()  # values in fresh buffers of this replay's own, which an accumulation may write into
+    puts = _Puts(w)  # the accumulations into such buffers not written yet
     skip = set()  # nodes already emitted with the one before them
 
     def flush():
@@ -221,6 +277,8 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
     for k, n in enumerate(graph.nodes):
         if k in skip:
             continue
+        if puts.chains:  # (a chain of accumulations is written before its result is read)
+            puts.flush(n.ins if n.ins is not None else _refs_in(n.args))
         Op = n.op if n.kind == "create" else lookup_op(n.op)
         if fold and returned.isdisjoint(n.outs) and _foldable(n, folded, effects) and \
                 (n.kind == "create" or _is_raw(n, meta)):
@@ -243,7 +301,7 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
         raw = not dispatch and _is_raw(n, meta, views=not effects and shown.isdisjoint(n.outs))
         if raw and Op is IndexPutZeros:
             flush()
-            if _accumulate_put(w, graph.nodes, k, n, owned, uses, returned):
+            if _accumulate_put(w, graph.nodes, k, n, owned, uses, returned, puts):
                 skip.add(k + 1)
                 continue
         if raw and fuse and fusion.fusable(n, Op, dev.kernels):
@@ -267,6 +325,7 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
         w.tensor.update(n.outs)
         w.array.difference_update(n.outs)
     flush()
+    puts.flush()
     tainted = set(folded)  # values that may be views of a kept constant: their results are copied out
     for n in graph.nodes:
         if n.kind != "binary" and n.ins and not tainted.isdisjoint(n.ins):
