@@ -2,6 +2,7 @@
 ``ember.multiprocessing.spawn`` starts form one process group through a store, and their collectives and
 DistributedDataParallel gradients equal PyTorch's single-process math."""
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -59,7 +60,18 @@ def _worker(rank, world_size, out_dir, init_method):
     np.savez(f"{out_dir}/rank{rank}.npz", summed=summed.numpy(), sent=sent.numpy(),
              size=dist.get_world_size(), got_rank=dist.get_rank(),
              **{f"grad{i}": p.grad.numpy() for i, p in enumerate(model.parameters())})
-    dist.destroy_process_group()
+    # no destroy_process_group (as Lightning's ddp_spawn): the processes must still exit
+
+
+def _run(fn, args, patience=120.0):
+    """``mp.spawn(fn, args, nprocs=2)``, failing (not hanging) when the processes do not end in time."""
+    context = mp.start_processes(fn, args=args, nprocs=2, join=False)
+    deadline = time.monotonic() + patience
+    while not context.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            for p in context.processes:
+                p.terminate()  # mpiexec passes SIGTERM on to its process
+            pytest.fail(f"the spawned processes did not end within {patience:.0f} s")
 
 
 def _free_port_for(out_dir):
@@ -75,7 +87,7 @@ def test_spawned_processes_form_a_group_and_ddp_matches_pytorch(tmp_path, monkey
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(port))
     init = f"tcp://127.0.0.1:{port}" if how == "tcp" else "env://"
-    mp.spawn(_worker, args=(2, str(tmp_path), init), nprocs=2)
+    _run(_worker, (2, str(tmp_path), init))
     w1, b1, w2, x, y = _data()
     model = _model(torch, w1, b1, w2)  # rank 0's weights, the whole batch on one process
     torch.nn.functional.mse_loss(model(torch.from_numpy(x)), torch.from_numpy(y)).backward()
@@ -93,10 +105,11 @@ def _lonely(rank, out_dir):
                             world_size=2)
 
 
+@pytest.mark.slow
 def test_bare_multiprocessing_children_get_a_clear_error(tmp_path, monkeypatch):
     """Without their own mpiexec the children are MPICH singletons, which cannot connect: init_process_group
     says how to start them."""
     monkeypatch.setenv("EMBER_SPAWN_MPIEXEC", "0")
     (tmp_path / "port").write_text(str(_free_port()))
     with pytest.raises(mp.ProcessRaisedException, match="Start them with ember.multiprocessing.spawn"):
-        mp.spawn(_lonely, args=(str(tmp_path),), nprocs=2)
+        _run(_lonely, (str(tmp_path),))

@@ -15,6 +15,7 @@ import pickle
 import socket
 import socketserver
 import struct
+import sys
 import threading
 import time
 
@@ -180,7 +181,8 @@ class TCPStore(Store):
         if sock is not None:
             sock.close()
         if getattr(self, "_server", None) is not None:
-            self._server.shutdown()
+            if not sys.is_finalizing():  # at exit the serving thread is frozen: waiting for it would never end
+                self._server.shutdown()
             self._server.server_close()
 
 

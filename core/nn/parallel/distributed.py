@@ -63,6 +63,8 @@ class DistributedDataParallel(Module):
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
+        self.static_graph, self.gradient_as_bucket_view = static_graph, gradient_as_bucket_view
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2 ** 20)
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self._world = dist.get_world_size()
@@ -71,12 +73,22 @@ class DistributedDataParallel(Module):
                 for t in (*module.parameters(), *module.buffers()):
                     dist.broadcast(t, 0)
         params = [p for p in module.parameters() if p.requires_grad]
-        self._buckets = _make_buckets(params, int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2 ** 20))
+        self._buckets = _make_buckets(params, self.bucket_bytes_cap)
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._launched = 0
         self._used = None
         self._ready = set()
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
+
+    def _get_ddp_logging_data(self) -> dict:
+        """What PyTorch's DDP logs about itself at construction, those of its fields that ember has (PyTorch adds
+        runtime statistics such as ``can_set_static_graph`` only at sampled later iterations)."""
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        return {"module_name": type(self.module).__name__, "world_size": self._world, "rank": dist.get_rank(),
+                "backend_name": dist.get_backend(), "broadcast_buffers": int(self.broadcast_buffers),
+                "bucket_cap_bytes": self.bucket_bytes_cap, "find_unused_parameters": int(self.find_unused_parameters),
+                "gradient_as_bucket_view": int(self.gradient_as_bucket_view), "num_parameter_tensors": len(params),
+                "total_parameter_size_bytes": sum(p.numel() * p.element_size() for p in params)}
 
     # ------------------------------------------------------------------ forward
     def forward(self, *inputs, **kwargs):
