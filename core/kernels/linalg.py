@@ -353,6 +353,14 @@ def kernels(xp, strategy=None) -> dict:
     def matmul_wide(a, b):
         return matmul(a, b)
 
+    def linear(x, w, b):
+        """``x @ w.T + b`` (``b`` may be None): nn.Linear's forward, a kernel of its own so that a backend may
+        add the bias in its GEMM's epilogue."""
+        y = matmul(x, w.T)
+        if b is not None:
+            y += b
+        return y
+
     def einsum(equation, *operands):
         if operands and getattr(operands[0].dtype, "type", None) is _BF16:
             return xp.einsum(equation, *[o.astype("float32") for o in operands],
@@ -504,5 +512,5 @@ def kernels(xp, strategy=None) -> dict:
         "lu_factor": lu_factor, "lu_permutation": lu_permutation, "solve_triangular": solve_triangular,
         **bind(xp, {"matrix_exp": matrix_exp}), "geqrf": geqrf, "eig": eig,
         "matmul": matmul, "einsum": einsum, "inv": la.inv, "det": la.det, "slogdet": slogdet, "solve": solve,
-        "cholesky": cholesky, "qr": qr, "svd": svd, "eigh": eigh, "pinv": pinv,
+        "cholesky": cholesky, "qr": qr, "svd": svd, "eigh": eigh, "pinv": pinv, "linear": linear,
     }

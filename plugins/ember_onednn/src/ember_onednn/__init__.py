@@ -3,9 +3,9 @@ convolutions) for ember's ``cpu`` backend.
 
 Installed, it serves float32 convolutions, forward and both gradients, with oneDNN's JIT kernels for the
 machine's vector ISA (AVX-512 where the CPU has it); everything else, and any geometry below the size where
-it pays, stays on the kernels it replaced.  It also serves float32 matrix products large enough to pay,
-training-mode batch norm, layer norm, LSTM layers, the gradients of max pooling and relu, gelu and its
-gradient, and the SGD update.
+it pays, stays on the kernels it replaced.  It also serves float32 matrix products large enough to pay
+(nn.Linear's with the bias added in the GEMM), training-mode batch norm, layer norm, LSTM layers, the
+gradients of max pooling and relu, gelu and its gradient, and the SGD update.
 ``EMBER_ONEDNN=0`` leaves every kernel as it was.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import dnnl
-from .dnnl import DST, SRC, WEIGHTS, Desc, DnnlError, Primitive, lib
+from .dnnl import ARG_BIAS, DST, SRC, WEIGHTS, Desc, DnnlError, Primitive, f32, lib
 
 MIN_WORK = 1 << 21
 """Multiply-adds below which a product runs on the replaced kernel (the call into oneDNN costs a few
@@ -26,13 +26,16 @@ def _strides(a):
 
 
 @lru_cache(maxsize=1024)
-def primitive(a_shape, a_strides, b_shape, b_strides):
+def primitive(a_shape, a_strides, b_shape, b_strides, bias=False):
+    """The product of ``a`` and ``b`` (shapes and strides in elements); ``bias``: plus a row of ``b``'s columns,
+    added in the GEMM's epilogue (a third argument)."""
     out_shape = a_shape[:-1] + b_shape[-1:]
     try:
         a, b, y = Desc(a_shape, strides=a_strides), Desc(b_shape, strides=b_strides), Desc(out_shape)
-        pd = dnnl.handle(lib.dnnl_matmul_primitive_desc_create, dnnl.ENGINE, a.h, b.h, None, y.h, None,
+        c = Desc((1, b_shape[-1])) if bias else None
+        pd = dnnl.handle(lib.dnnl_matmul_primitive_desc_create, dnnl.ENGINE, a.h, b.h, c and c.h, y.h, None,
                          what="matmul primitive_desc_create")
-        return Primitive(pd, [(SRC, a), (WEIGHTS, b)], [(DST, y)])
+        return Primitive(pd, [(SRC, a), (WEIGHTS, b)], [(DST, y)], raw_ins=[(ARG_BIAS, c)] if bias else ())
     except DnnlError:
         return None
 
@@ -62,4 +65,19 @@ def kernels(replaced):
                 return p(a, b)[0]
         return below(a, b)
 
-    return {"matmul": matmul}
+    def linear(x, w, b):
+        # nn.Linear's x @ w.T + b with the bias added by the GEMM (one pass over the output fewer)
+        if b is not None and 2 <= x.ndim and x.size * w.shape[0] >= MIN_WORK and f32(x, w, b) and b.ndim == 1 and \
+                w.ndim == 2 and x.shape[-1] == w.shape[1]:
+            x2 = x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x
+            wt = w.T
+            sa, sb = _strides(x2), _strides(wt)
+            p = sa is not None and sb is not None and primitive(x2.shape, sa, wt.shape, sb, True)
+            if p:
+                return p(x2, wt, np.ascontiguousarray(b))[0].reshape(x.shape[:-1] + (w.shape[0],))
+        y = matmul(x, w.T)
+        if b is not None:
+            y += b
+        return y
+
+    return {"matmul": matmul, "linear": linear}
