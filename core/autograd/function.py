@@ -242,10 +242,8 @@ class Node:
         given = self.__dict__.get("_args")
         for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
             try:
-                if type(how) is SavedOf:
-                    v = _FREED if self._released or how.node._released else how.node._value_saved(how.slot)
-                    if v is None:
-                        v = _NONE  # (an operand that node did not keep reads None, as PyTorch's unsaved one)
+                if type(how) is SavedOf:  # (read when asked for by name: reading one checks only its version)
+                    v = _FREED if self._released or how.node._released else how
                 elif given is not None:
                     v = how() if callable(how) else how
                 else:
@@ -270,9 +268,10 @@ class Node:
             if not raw and (type(self).saved_args and key in type(self).saved_args or "_args" in self.__dict__):
                 args = self._args_saved()  # (first: a number operand that PyTorch keeps as a Scalar argument)
                 if key in args:
-                    if args[key] is _FREED:
+                    v = args[key]
+                    if v is _FREED:
                         self._check_released()
-                    return args[key]
+                    return v.node._value_saved(v.slot) if type(v) is SavedOf else v
             slot = self._slots_saved().get(key) if self._op else None
             if slot is not None:
                 return SavedTensor(self, slot) if raw else self._value_saved(slot)
