@@ -666,7 +666,7 @@ Erfinv, erfinv = unary_op("erfinv", lambda g, x, y: g * 0.8862269254527580 * (er
                           autocast=FP32_ON_CUDA)  # (keeps its input, as PyTorch's node)
 Reciprocal, reciprocal = unary_op("reciprocal", lambda g, x, y: -g * _cj(y * y), saves="output",
                                   onnx="Reciprocal", autocast=FP32_ON_CUDA)
-Square, square = unary_op("square", lambda g, x, y: 2 * g * _cj(x), promotion="bool_to_long",
+Square, square = unary_op("square", lambda g, x, y: g * _cj(2 * x), promotion="bool_to_long",  # (pow's order)
                           backward_name="PowBackward0", integer=lambda x: pow(x, 2))
 Square.saved_args = {"exponent": lambda n: 2}  # (PyTorch's square is pow(x, 2))
 Floor, floor = unary_op("floor", _no_slope, saves="none", promotion="keep", integer=_same, onnx="Floor",
