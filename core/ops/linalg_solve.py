@@ -91,6 +91,7 @@ SolveTriangular = op_class("SolveTriangular", "solve_triangular", saves="both", 
                            save_for=((0, 1), ()))  # the right-hand side is never read
 SolveTriangular.saved_args = {"upper": lambda n: bool(n.upper), "left": lambda n: True,
                               "unitriangular": lambda n: bool(n.unit)}  # (left=False: composed around it)
+SolveTriangular.saved_names = ("self", None)  # (as PyTorch's node: A and the result, never B)
 
 
 @export(to=LINALG)

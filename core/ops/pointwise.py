@@ -16,7 +16,8 @@ from builtins import max as _builtin_max
 from sys import getrefcount as _refcount
 
 from .. import dtypes
-from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, number_operand, rename_node
+from ..autograd.function import (Op, SavedOf, composite_node, keep_args, keep_saved, number_operand, optional,
+                                 rename_node)
 from ..autograd.grad_mode import STATE, no_grad
 from ..dispatch import (apply, binary, broadcast_error, cast, device_error, on_arrays, promote, result_type,
                         unary)
@@ -823,6 +824,7 @@ def _clamp_vjp(ctx, g):
 
 
 Clamp = op_class("Clamp", "clamp", saves="input", vjp=_clamp_vjp, arity=3, tags=("pointwise",))
+Clamp.saved_names = ("self", "min", "max")
 
 
 # Clamp a floating tensor to number bounds (no bound tensors to build, nothing to broadcast).
@@ -835,8 +837,16 @@ def _clamp_scalar_vjp(ctx, g):
 
 ClampScalar = op_class("ClampScalar", "clamp", saves="input", vjp=_clamp_scalar_vjp, backward_name="ClampBackward1",
                        params=("lo", "hi"), tags=("pointwise",))
-ClampScalar.saved_args = {"min": lambda n: None if n.lo == -math.inf else n.lo,
-                          "max": lambda n: None if n.hi == math.inf else n.hi}
+def _clamp_bound(node, v, absent):
+    """A number bound as PyTorch's node keeps it: an absent one reads None on clamp's own node (ClampBackward1),
+    where clamp_min's and clamp_max's nodes keep only their one bound."""
+    if v != absent:
+        return v
+    return optional(None) if type(node).__name__ == "ClampBackward1" else None
+
+
+ClampScalar.saved_args = {"min": lambda n: _clamp_bound(n, n.lo, -math.inf),
+                          "max": lambda n: _clamp_bound(n, n.hi, math.inf)}
 
 
 def _clamp_scalar_grad_vjp(ctx, gg):
@@ -955,6 +965,14 @@ def _int_zero_check(op, divisor, dividend=None):
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
 
 
+def _overload_node(r, op, other):
+    """``r``, its node named as PyTorch's overload of ``op`` (fmod, remainder): ``<op>Backward1`` for a tensor
+    ``other`` (keeping both operands), ``<op>Backward0`` for a number (keeping nothing: its gradient is ``g``)."""
+    if isinstance(other, Tensor):
+        return rename_node(r, op + "Backward1")
+    return rename_node(r, op + "Backward0", ())
+
+
 @export(inplace=True)
 def fmod(input, other, *, out=None):  # noqa: A002
     """C-style remainder (sign of the dividend)."""
@@ -962,7 +980,7 @@ def fmod(input, other, *, out=None):  # noqa: A002
     _no_bool("fmod", input, other)
     if _integral(input) and _integral(other):
         _int_zero_check("fmod", other, input)
-    return out_or(binary_result(binary(Fmod, input, other), input, other, "fmod"), out)
+    return out_or(binary_result(_overload_node(binary(Fmod, input, other), "Fmod", other), input, other, "fmod"), out)
 
 
 @export(inplace=True)
@@ -976,7 +994,10 @@ def remainder(input, other, *, out=None):  # noqa: A002
     _no_bool("remainder", input, other)
     if _integral(input) and _integral(other):
         _int_zero_check("remainder", other, input)
-    return out_or(binary_result(binary(Remainder, input, other), input, other, "remainder"), out)
+    r = binary(Remainder, input, other)
+    if isinstance(input, Tensor):
+        r = _overload_node(r, "Remainder", other)
+    return out_or(binary_result(r, input, other, "remainder"), out)
 
 
 @export(inplace=True)
