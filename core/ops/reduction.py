@@ -318,9 +318,10 @@ def _max_min(kernel, Red, DimOp, rt, elementwise):
             return out_or(rename_node(r, kernel.capitalize() + "Backward1"), out)
         d = _wrap_dim(dim, input.dim(), kernel)
         _unordered(kernel, input)
-        if input.dim() == 0:
+        shape = input._data.shape
+        if not shape:
             return outs_or(rt(input.clone(), input.new_zeros((), dtype=dtypes.int64)), out)
-        if input.shape[d] == 0:
+        if shape[d] == 0:
             raise IndexError(f"{kernel}(): Expected reduction dim {d} to have non-zero size.")
         return outs_or(rt(*unary(DimOp, input, d, keepdim, kernel)), out)
 
