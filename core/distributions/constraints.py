@@ -76,9 +76,10 @@ def holds(constraint, value) -> bool:
     vmap every sample is checked."""
     c = constraint
     if isinstance(value, ember.Tensor):
-        arr = value._data
+        arr, every_sample = value._data, value
         while type(arr) is Batched:  # inside vmap: the values of every sample at once (batch dimensions first)
-            arr = arr.value._data
+            every_sample = arr.value
+            arr = every_sample._data
         while type(c) is _IndependentConstraint and arr.ndim >= c.event_dim:
             c = c.base_constraint
         if c.array_check and arr.ndim >= c.event_dim and not any(isinstance(v, ember.Tensor) for v in vars(c).values()):
@@ -87,8 +88,8 @@ def holds(constraint, value) -> bool:
                 ok = c.check(arr)
                 every = getattr(ok, "all", None)  # the array's own all(), else the backend's (the strict array API)
                 return bool(every() if every is not None else value._dev.backend.xp.all(ok))
-            except (AttributeError, TypeError):
-                pass  # an array library without the methods the check uses (strict array API): the tensor path
+            except (AttributeError, TypeError):  # an array library without the methods the check uses (strict
+                value = every_sample  # array API): the tensor path, over every sample's values inside vmap too
             finally:
                 fp_quiet_end(quiet)
     return bool(constraint.check(value).all())
