@@ -194,13 +194,12 @@ KNOWN = [
           "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
-    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|polar|maximum|"
-          r"complex_square|solve\w*|det|complex_matvec", r"!", "open",
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|solve\w*|det|"
+          r"complex_mat(vec|mul)", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, polar, maximum, "
-          "complex's square, solve, det, "
-          "complex matrix-vector products)"),
+          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, solve, det, "
+          "complex matrix products, whose NaN entries follow the BLAS's order of products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
@@ -214,11 +213,10 @@ KNOWN = [
           "vector); ember's is NaN.  Degrees outside int64 agree (tests/test_fuzz_classes4.py)"),
     Known("accepts", r"linear_cross_entropy\w*", r"expected linear_bias shape", "open",
           "linear_cross_entropy with a one-element linear_bias: ember broadcasts it, PyTorch requires (C,)"),
-    Known("*", r"lp_pool\w*|cond\w*|addr|to_complex|real|complex_\w+|gradient_coordinates", r"\d0x\d|"
+    Known("*", r"lp_pool\w*|cond\w*|addr|gradient_coordinates", r"\d0x\d|"
           r"expanded size of the tensor|\(float16", "open",
           "single cases of seeds 4 and 7: lp_pool's dtype check on an empty uint8 input, cond of an empty batch "
-          "(dtype and an IndexError), addr with a 0-d vector, the "
-          "empty gradient of real and to_complex (a stride check of view_as_complex on expanded zeros), "
+          "(dtype and an IndexError), addr with a 0-d vector, "
           "gradient's float16 steps with integer coordinates"),
     Known("*", r"bucketize|median|histogramdd\w*|chunk|addmm|linalg_lu|rrelu\w*", r"\((bool|uint8|int64)0",
           "open",

@@ -125,9 +125,10 @@ def view_as_complex(input):  # noqa: A002
     if input.dim() == 0 or input.shape[-1] != 2:
         raise RuntimeError(f"Tensor must have a last dimension of size 2 (got shape {list(input.shape)})")
     strides = input.stride()
-    if strides[-1] != 1:
+    empty = not input.numel()  # (NumPy gives an empty array strides of 0; PyTorch's empty tensors pass the checks)
+    if strides[-1] != 1 and not empty:
         raise RuntimeError(f"Tensor must have a last dimension with stride 1 (got strides {list(strides)})")
-    if any(s % 2 for s in strides[:-1]) or input.storage_offset() % 2:
+    if (any(s % 2 for s in strides[:-1]) or input.storage_offset() % 2) and not empty:
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension and a storage "
                            "offset divisible by 2")
     return view_op(ViewAsComplex, input)
