@@ -79,14 +79,19 @@ def kernels(xp, strategy=None) -> dict:
 
     def index_put_acc(out, index, values):
         # out[index] += values, with repeated indices accumulating
-        if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
+        newaxis = False
+        for i in index:
+            if i is None:
+                newaxis = True
+            elif i is not Ellipsis and not isinstance(i, (int, slice)):
+                xp.add.at(out, index, values)
+                return
+        if newaxis:
+            # the array API assigns through no None (newaxis): drop it and the size-1 axes it adds
             basic = tuple(i for i in index if i is not None)
-            if len(basic) != len(index):
-                # the array API assigns through no None (newaxis): drop it and the size-1 axes it adds
-                values = xp.reshape(xp.broadcast_to(values, out[index].shape), out[basic].shape)
-            out[basic] = out[basic] + values
-        else:
-            xp.add.at(out, index, values)
+            values = xp.reshape(xp.broadcast_to(values, out[index].shape), out[basic].shape)
+            index = basic
+        out[index] += values
 
     def take_along(x, idx, axis):
         return xp.take_along_axis(x, idx, axis=axis)
