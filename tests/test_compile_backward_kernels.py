@@ -139,10 +139,11 @@ def test_compiled_backward_accumulates_indexing_gradients_in_place(device):
         for got, eager, ref in zip(grads[0], grads[1], (tf.grad.numpy(), tt.grad.numpy())):
             np.testing.assert_array_equal(got, eager)
             np.testing.assert_array_equal(got, ref)
-    source = next(iter(cf._compiled.cache.values())).aot.source
+    aot = next(iter(cf._compiled.cache.values())).aot
+    source = aot.source
     # (of the 11 indexings' zeros-with-a-put, the first of each tensor's gradient is built, the rest add in place:
     # one call per gradient, over the index arrays of its 5 and 4 elements)
     puts = re.findall(r"^\s+PUT\(a\d+, (I\d+_0), ", source, re.M)
     assert len(puts) == 2, source
-    ns = next(iter(cf._compiled.cache.values())).aot.backward.__globals__
+    ns = aot.backward.__globals__
     assert sorted(ns[name][0].shape[0] for name in puts) == [4, 5]

@@ -340,12 +340,12 @@ class CompiledFunction:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TracerWarning)
                 if dims:  # with the backward where its sizes can be symbolic too, else the forward alone
-                    got = self.capture_dynamic(body, runs, args, kwargs, flat, dims, settle=not joint[0])
-                    if got is None:  # (the backward then recorded through dispatch at each call)
+                    got = self.capture_dynamic(body, runs, args, kwargs, flat, dims)
+                    if got is None and joint[0]:  # (the backward then recorded through dispatch at each call)
                         joint[0] = False
-                        got = self.capture_dynamic(body, runs, args, kwargs, flat, dims, settle=False)
-                    if got is None:  # no dim can be symbolic (a loop over a sentence's words): static sizes,
-                        joint[0] = True  # with the backward ahead of time
+                        got = self.capture_dynamic(body, runs, args, kwargs, flat, dims)
+                        joint[0] = got is None  # static sizes below keep the backward ahead of time
+                    if got is None:  # no dim can be symbolic (a loop over a sentence's words): static sizes
                         got = self.capture_static(body, runs, args, kwargs, dims)
                     graph = got[0]
                 else:
@@ -366,12 +366,12 @@ class CompiledFunction:
             return Variant(state.breaks), out
         return self.build(graph, spec, flat, holder), out
 
-    def capture_dynamic(self, body, runs, args, kwargs, flat, dims, settle=True):
+    def capture_dynamic(self, body, runs, args, kwargs, flat, dims):
         """``(graph, results)`` of ``body`` with ``dims`` symbolic.  Dims of one size in this call are captured as one
         size (a batch axis of two inputs) and guarded to stay equal.  Where the function specialises on a
         dim's size (its ops change with it), that dim stays static: when the whole set fails, each group is
         tried alone (its effects on buffers and random state undone) and the graph captured with those that
-        hold.  Where none holds: None when not ``settle``, else the graph with static sizes."""
+        hold.  Where none holds: None (the caller tries another way)."""
         groups = self.groups(flat, dims)
         got = self.try_dynamic(body, runs, args, kwargs, groups, keep=True)
         if got is None and len(groups) > 1:
@@ -379,9 +379,7 @@ class CompiledFunction:
             got = self.try_dynamic(body, runs, args, kwargs, held, keep=True) if held else None
             groups = held
         if got is None:
-            if not settle:  # (the caller tries another way)
-                return None
-            return self.capture_static(body, runs, args, kwargs, dims)
+            return None
         kept = {d for g in groups for d in g}
         self.static.update(d for d in dims if d not in kept)
         self.dyn.difference_update(self.static)
