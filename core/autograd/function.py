@@ -242,14 +242,15 @@ class Node:
         given = self.__dict__.get("_args")
         for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
             try:
-                if type(how) is SavedOf:  # (read when asked for by name: reading one checks only its version)
-                    v = _FREED if self._released or how.node._released else how
-                elif given is not None:
+                if given is not None:
                     v = how() if callable(how) else how
                 else:
                     v = how(self) if callable(how) else getattr(self, how)
-                if self._released and (isinstance(v, Tensor) or type(v) is tuple
-                                       and any(isinstance(e, Tensor) for e in v)):
+                if type(v) is SavedOf:  # (read when asked for by name: reading one checks only its version)
+                    if self._released or v.node._released:
+                        v = _FREED
+                elif self._released and (isinstance(v, Tensor) or type(v) is tuple
+                                         and any(isinstance(e, Tensor) for e in v)):
                     v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
@@ -453,9 +454,10 @@ _NONE = object()  # an optional argument kept as None (see optional)
 
 
 class SavedOf:
-    """A value for :func:`keep_args`: the tensor that another node of the same op keeps at ``slot`` (an input's
-    index, or "result"), such as the operands a composite's product node saved, read (version-checked) when asked
-    for, and freed with the backward; None where that node did not keep it."""
+    """A value for :func:`keep_args` (or one a ``saved_args`` entry gives): the tensor that another node of the
+    same op keeps at ``slot`` (an input's index, or "result"), such as the operands a composite's product node
+    saved, read (version-checked) when asked for, and freed with the backward; None where that node did not keep
+    it."""
 
     __slots__ = ("node", "slot")
 

@@ -1403,6 +1403,8 @@ def _rrelu_vjp(ctx, g):
 RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2, tags=("pointwise",)),
          op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
                   backward_name="RreluWithNoiseBackward1", tags=("pointwise",)))
+for _op in RRELU:
+    _op.saved_names = ("self", "noise")
 
 
 @export(to=("torch",))

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..arguments import sequence_arg
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, cast, on_arrays, unary, view_op
 from ..writes import out_or, outs_or
@@ -64,7 +64,8 @@ class Sum(Op):
     # (the overload with a dim keeps it, None where it was not given: keepdim without a dim, nansum)
     saved_args = {"dim": lambda n: optional(n.axes) if n.axes is not None or n.keepdim or _nansum(n) else None,
                   "keepdim": lambda n: n.keepdim if n.axes is not None or n.keepdim or _nansum(n) else None,
-                  "self_sym_sizes": lambda n: None if _nansum(n) else n.in_shape}
+                  "self_sym_sizes": lambda n: None if _nansum(n) else n.in_shape,
+                  "self": lambda n: n.__dict__.get("nan_input")}  # (nansum's input: see nansum)
 
     @staticmethod
     def forward(ctx, k, x, axes, keepdim, dtype):
@@ -725,9 +726,14 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A0
     """
     if input.dtype.category == dtypes.COMPLEX:
         raise RuntimeError("nansum on CPU does not support complex inputs")
-    if input.dtype.category >= dtypes.FLOAT:
-        input = unary(NanZeroed, input, 0.0, math.inf, -math.inf)
-    return rename_node(sum(input, dim, keepdim, dtype=dtype, out=out), "NansumBackward0")
+    floating = input.dtype.category >= dtypes.FLOAT
+    zeroed = unary(NanZeroed, input, 0.0, math.inf, -math.inf) if floating else input
+    r = rename_node(sum(zeroed, dim, keepdim, dtype=dtype, out=out), "NansumBackward0")
+    fn = r._fn
+    if floating and zeroed._fn is not None and isinstance(fn, Sum):  # PyTorch's node keeps the input: as the
+        fn.nan_input = SavedOf(zeroed._fn, 0)                      # NaN-zeroing node keeps it
+        fn._saved = ()  # (a saved tensor: the backward releases the node)
+    return r
 
 
 @export
