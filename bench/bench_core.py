@@ -70,6 +70,7 @@ def cases(np_mod, torch):
         "sum": (lambda: ea.sum(), lambda: na.sum()),
         "fwd+bwd ((a*b)+a).relu().sum()": (e_fb, n_fb),
         "add, requires_grad (graph recorded)": (lambda: ex + ey, lambda: na + nb),
+        "mul by a number, requires_grad": (lambda: ex * 0.5, lambda: na * 0.5),
     }
     if torch is not None:
         ta, tb = torch.from_numpy(na.copy()), torch.from_numpy(nb.copy())
@@ -80,7 +81,8 @@ def cases(np_mod, torch):
 
         tf = {"add": lambda: ta + tb, "mul": lambda: ta * tb, "matmul": lambda: ta @ tb, "relu": lambda: ta.relu(),
               "sum": lambda: ta.sum(), "fwd+bwd ((a*b)+a).relu().sum()": t_fb,
-              "add, requires_grad (graph recorded)": lambda: tx + ty}
+              "add, requires_grad (graph recorded)": lambda: tx + ty,
+              "mul by a number, requires_grad": lambda: tx * 0.5}
     else:
         tf = {}
     return [(name, e, tf.get(name), n) for name, (e, n) in rows.items()]
