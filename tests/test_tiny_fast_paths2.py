@@ -165,3 +165,35 @@ def test_tiny_softmax_checks_second_order_and_out(device):
     out = ember.empty(2, device=device)
     ember.softmax(ember.tensor([0.0, 0.0], device=device), 0, out=out)
     assert out.tolist() == [0.5, 0.5]
+
+
+def test_tiny_multinomial_draws_as_the_shared_kernel(device):
+    cpu = pytest.importorskip("ember_cpu_numpy")
+    if not isinstance(ember.empty(1, device=device)._dev.backend, cpu.NumpyBackend):
+        pytest.skip("tests the NumPy backend's own kernel")
+    fast, shared = ember.empty(1, device=device)._dev.kernels["multinomial"], ember.kernels.library(np)["multinomial"]
+    rng = np.random.default_rng(0)
+    for shape, n, dtype in [((2,), 1, np.float32), ((7,), 2, np.float64), ((2, 3), 2, np.float16), ((3, 5), 1,
+                                                                                                      np.float32)]:
+        for _ in range(50):
+            p = rng.random(shape).astype(dtype)
+            p[p < 0.25] = 0  # (zero categories are never drawn)
+            p[..., 0] = 0.5  # (no row of zeros)
+            seed = int(rng.integers(1 << 30))
+            a, b = shared(np.random.default_rng(seed), p, n, True), fast(np.random.default_rng(seed), p, n, True)
+            assert a.dtype == b.dtype == np.int64 and a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_one_categorical_sample(device):
+    ember.manual_seed(0)
+    d = ember.distributions.Categorical(ember.tensor([0.2, 0.0, 0.8], device=device))
+    draws = ember.stack([d.sample() for _ in range(400)])
+    assert d.sample().shape == () and draws.dtype == ember.int64
+    assert (draws != 1).all() and 0.7 < (draws == 2).float().mean().item() < 0.9
+    assert d.sample((2, 3)).shape == (2, 3)
+    ember.manual_seed(1)
+    first = [d.sample().item() for _ in range(20)]
+    ember.manual_seed(1)
+    assert [d.sample().item() for _ in range(20)] == first
+    with pytest.raises(RuntimeError, match="probability tensor"):
+        ember.multinomial(ember.tensor([0.5, float("nan")], device=device), 1)
