@@ -254,6 +254,10 @@ class Node:
                     v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
             except AttributeError:  # (the forward did not get as far as keeping it)
                 continue
+            except RuntimeError:  # (a value made when read from saved tensors the backward freed)
+                if not self._released:
+                    raise
+                v = _FREED
             if v is _NONE:
                 out[key] = None
             elif v is not None:

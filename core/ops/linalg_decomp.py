@@ -120,6 +120,35 @@ def _eye_like(x):
 
 
 # --------------------------------------------------------------------------- inverse, determinant, solve
+def _output(node, i):
+    """Output ``i`` that a decomposition node kept (see :func:`_multi`), as a tensor whose history is that node."""
+    t = _wrap(node._out_arrays[i], node._out_meta[i][2])
+    t._rg, t._fn, t._nr = True, node, i
+    return t
+
+
+def _kept_outputs(*names) -> dict:
+    """``saved_args`` entries reading the outputs a decomposition node keeps by the names of PyTorch's node
+    (``_saved_Q``, ``_saved_R``), in output order; None for an output PyTorch's node does not keep."""
+    return {n: (lambda node, i=i: _output(node, i)) for i, n in enumerate(names) if n is not None}
+
+
+def _lu_of_input(i, transposed=False):
+    """A ``saved_args`` entry: output ``i`` (LU, pivots) of the LU factorisation of the matrix ``A`` the node keeps
+    (of ``A^T`` where PyTorch's node factorises that: det and slogdet), made when read (PyTorch's node keeps the
+    factorisation it computed)."""
+    def read(node):
+        a = node.inputs[0].detach()
+        if transposed:
+            a = a.mT.contiguous()
+        return _wrap(a._dev.kernels["lu_factor"](a._data)[i], a._dev)
+    return read
+
+
+_LU_SAVED = {"LU": _lu_of_input(0), "pivots": _lu_of_input(1)}
+_LU_T_SAVED = {"LU": _lu_of_input(0, True), "pivots": _lu_of_input(1, True)}
+
+
 def _inv_vjp(ctx, g):
     ai = ctx.output
     return -(ai.mH @ g @ ai.mH)
@@ -135,6 +164,7 @@ def _det_vjp(ctx, g):
 
 
 Det = op_class("Det", "det", saves="both", vjp=_det_vjp, backward_name="LinalgDetBackward0", arity=1)
+Det.saved_names, Det.saved_args = ("A",), _LU_T_SAVED
 
 
 def _slogdet_vjp(ctx, gsign, glog):
@@ -148,6 +178,7 @@ def _slogdet_vjp(ctx, gsign, glog):
 # (sign's gradient is zero for real input, but sign requires grad as PyTorch's does)
 Slogdet = op_class("Slogdet", "slogdet", saves="input", vjp=_slogdet_vjp, backward_name="LinalgSlogdetBackward0",
                    arity=1)
+Slogdet.saved_names, Slogdet.saved_args = ("A",), {**_LU_T_SAVED, **_kept_outputs("sign")}
 
 
 def _solve_vjp(ctx, g):
@@ -159,7 +190,8 @@ def _solve_vjp(ctx, g):
 # (PyTorch's node keeps A's LU factorisation and the result, never B: B changed in place refuses nothing)
 Solve = op_class("Solve", "solve", saves="both", vjp=_solve_vjp, backward_name="LinalgSolveExBackward0", arity=2,
                  save_for=(None, ()))
-Solve.saved_args = {"left": lambda n: True}  # (left=False is composed of transposes around it)
+Solve.saved_args = {"left": lambda n: True, **_LU_SAVED}  # (left=False is composed of transposes around it)
+Solve.saved_names = ("A", None)
 
 
 @export(to=LINALG)
@@ -385,19 +417,6 @@ def _failing_minor(a):
             except RuntimeError:
                 return k
     return 0
-
-
-def _output(node, i):
-    """Output ``i`` that a decomposition node kept (see :func:`_multi`), as a tensor whose history is that node."""
-    t = _wrap(node._out_arrays[i], node._out_meta[i][2])
-    t._rg, t._fn, t._nr = True, node, i
-    return t
-
-
-def _kept_outputs(*names) -> dict:
-    """``saved_args`` entries reading the outputs a decomposition node keeps by the names of PyTorch's node
-    (``_saved_Q``, ``_saved_R``), in output order; None for an output PyTorch's node does not keep."""
-    return {n: (lambda node, i=i: _output(node, i)) for i, n in enumerate(names) if n is not None}
 
 
 def _qr_vjp(ctx, gq, gr):
@@ -750,8 +769,8 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
         raise AssertionError(f"A must be square, got shape {tuple(A.shape)}")
     if B is not None and tuple(B.shape) != tuple(A.shape):
         raise AssertionError(f"A and B must have same shape, got {tuple(A.shape)} vs {tuple(B.shape)}")
-    if A.dtype not in _EPS:
-        raise TypeError(f"lobpcg: expected A of dtype float32 or float64, got {A.dtype}")
+    if A.dtype not in _EPS:  # (PyTorch's RuntimeError comes from its first matrix product with float32 data)
+        raise RuntimeError(f"lobpcg: expected A of dtype float32 or float64, got {A.dtype}")
     if method not in (None, "ortho", "basic"):
         raise ValueError(f"lobpcg: method must be 'ortho' or 'basic', got {method!r}")
     m = A.shape[-1]
