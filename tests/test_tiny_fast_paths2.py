@@ -1,6 +1,8 @@
 """Tiny-input paths of an actor-critic step against PyTorch, with the checks of the general paths: Categorical of
 one distribution (log_prob of checked values by one indexing op, entropy by one dot product, no clamp of logits
-made from probabilities), under hooks, anomaly mode, retain_graph and create_graph, validation on and off."""
+made from probabilities) under hooks, anomaly mode, retain_graph and create_graph, validation on and off and
+inside vmap; tensor() of numbers and flat lists; the CPU backend's Python-float softmax, log_softmax and
+multinomial of a few elements (NaN and inf rows, gradients, the same draws as the shared kernel)."""
 import numpy as np
 import pytest
 
