@@ -1,9 +1,9 @@
 """Faster forms of some shared kernels for float32 NumPy arrays: overrides of the CPU backend, so eager mode and
 compiled graphs call the same ones through the backend's kernel table.
 
-Each serves one case (float32, contiguous, at least :data:`MIN_SIZE` elements; the softmax family's tiny arrays,
-last below) and hands every other call to the kernel it replaces.  All reorder or approximate the arithmetic, so results match the shared kernels' within
-float32 tolerance, not bit for bit:
+Each serves one case (float32, contiguous, at least :data:`MIN_SIZE` elements; tiny arrays, last below) and hands
+every other call to the kernel it replaces.  All but ``multinomial``'s reorder or approximate the arithmetic, so
+results match the shared kernels' within float32 tolerance, not bit for bit:
 
 * ``erf``: SciPy's ufunc evaluates element by element in double precision (about 10 ns an element: a training
   step of a GELU network spends most of its GELU backward there).  :func:`erf_float32` computes it with NumPy
