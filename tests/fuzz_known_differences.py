@@ -44,9 +44,6 @@ KNOWN = [
           "shape and position); ember gives NaN factors and never calls LAPACK on non-finite input "
           "(tests/test_nonfinite.py)"),
     # ----------------------------------------------------------------------------------------- open
-    Known("refuses", r".*", r"complex input \(ember\.complex\w+\) is not supported yet", "open",
-          "complex input to LDL with hermitian=True (ldl_factor(_ex)) is refused with NotImplementedError; PyTorch "
-          "computes it (the other linear-algebra ops compute complex input, and both libraries refuse lobpcg's)"),
     Known("accepts", r"conv\w*|cosine_similarity\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|"
           r"\w*cross_entropy\w*",
           r"expected scalar type|same dtype|common dtype|dtype as input|but found", "open",

@@ -280,16 +280,12 @@ def test_ldl_of_complex_symmetric_input_is_lapacks(zero_corner, device):
                  check_dtype=False)
 
 
-@pytest.mark.parametrize("op", [lambda m, a: m.linalg.ldl_factor(a, hermitian=True),
-                                lambda m, a: m.linalg.ldl_factor_ex(a, hermitian=True),
-                                lambda m, a: m.linalg.ldl_solve(a, m.zeros(4, dtype=m.int32, device=a.device), a,
-                                                                hermitian=True)])
-def test_hermitian_ldl_of_complex_input_refuses(op, device):
-    # (LAPACK's ?hetrf has no kernel here yet)
-    a = ember.tensor(H, device=device)
-    with pytest.raises(NotImplementedError, match="hermitian=True for complex input"):
-        op(ember, a)
-    assert_close(_host(a), H)
+def test_hermitian_ldl_of_complex_input(device):
+    # (LAPACK's ?hetrf and ?hetrs; swept in tests/test_fuzz_classes4.py)
+    got = ember.linalg.ldl_factor(ember.tensor(H, device=device), hermitian=True)
+    want = torch.linalg.ldl_factor(torch.tensor(H), hermitian=True)
+    assert_close(_host(got.LD), want.LD.numpy(), rtol=1e-10, atol=1e-12)
+    assert got.pivots.tolist() == want.pivots.tolist()
 
 
 @pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])

@@ -173,10 +173,17 @@ def matrix_exp(xp, a):
     return xp.reshape(r, batch + (n, n))
 
 
-def _ldl_one(xp, a):
+def _ldl_one(xp, a, hermitian=False):
     # LAPACK's sytf2 (lower): Bunch-Kaufman diagonal pivoting, 1x1 and 2x2 blocks; one matrix (the block
-    # sizes differ between matrices of a batch); complex symmetric (not Hermitian) input as zsytf2, sizes |re| + |im|
+    # sizes differ between matrices of a batch); complex symmetric input as zsytf2, sizes |re| + |im|; with
+    # ``hermitian`` complex input as zhetf2: a real diagonal, conjugates in the interchanges and updates
     a = xp.tril(a)
+    cj, re = (xp.conj, lambda v: v.real) if hermitian else (lambda v: v, lambda v: v)
+
+    def real_diagonal(m):
+        if hermitian:
+            d = xp.arange(m.shape[-1])
+            m[d, d] = m[d, d].real
     n = a.shape[-1]
     piv = [0] * n
     info = 0
@@ -184,7 +191,7 @@ def _ldl_one(xp, a):
     k = 0
     while k < n:
         kstep = 1
-        absakk = float(_pivot_size(xp, a[k, k]))
+        absakk = abs(float(a[k, k].real)) if hermitian else float(_pivot_size(xp, a[k, k]))
         if k < n - 1:
             imax = k + 1 + int(xp.argmax(_pivot_size(xp, a[k + 1:, k])))
             colmax = float(_pivot_size(xp, a[imax, k]))
@@ -193,6 +200,7 @@ def _ldl_one(xp, a):
         if max(absakk, colmax) == 0:
             info = info or k + 1
             kp = k
+            a[k, k] = re(a[k, k])
         else:
             if absakk >= alpha * colmax:
                 kp = k
@@ -202,7 +210,8 @@ def _ldl_one(xp, a):
                     rowmax = max(rowmax, float(xp.max(_pivot_size(xp, a[imax + 1:, imax]))))
                 if absakk >= alpha * colmax * (colmax / rowmax):
                     kp = k
-                elif float(_pivot_size(xp, a[imax, imax])) >= alpha * rowmax:
+                elif (abs(float(a[imax, imax].real)) if hermitian else float(_pivot_size(xp, a[imax, imax]))) >= \
+                        alpha * rowmax:
                     kp = imax
                 else:
                     kp, kstep = imax, 2
@@ -212,21 +221,40 @@ def _ldl_one(xp, a):
                     t = a[kp + 1:, kk].copy()
                     a[kp + 1:, kk] = a[kp + 1:, kp]
                     a[kp + 1:, kp] = t
-                t = a[kk + 1:kp, kk].copy()
-                a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                t = cj(a[kk + 1:kp, kk].copy())
+                a[kk + 1:kp, kk] = cj(a[kp, kk + 1:kp])
                 a[kp, kk + 1:kp] = t
-                t = a[kk, kk].copy()
-                a[kk, kk] = a[kp, kp]
+                a[kp, kk] = cj(a[kp, kk])
+                t = re(a[kk, kk].copy())
+                a[kk, kk] = re(a[kp, kp])
                 a[kp, kp] = t
                 if kstep == 2:
+                    a[k, k] = re(a[k, k])
                     t = a[k + 1, k].copy()
                     a[k + 1, k] = a[kp, k]
                     a[kp, k] = t
+            else:
+                a[k, k] = re(a[k, k])
+                if kstep == 2:
+                    a[k + 1, k + 1] = re(a[k + 1, k + 1])
             if kstep == 1:
                 if k < n - 1:
-                    x = a[k + 1:, k] / a[k, k]
-                    a[k + 1:, k + 1:] -= xp.tril(xp.outer(x, a[k + 1:, k]))
+                    x = a[k + 1:, k] / re(a[k, k])
+                    a[k + 1:, k + 1:] -= xp.tril(xp.outer(x, cj(a[k + 1:, k])))
+                    real_diagonal(a[k + 1:, k + 1:])
                     a[k + 1:, k] = x
+            elif k < n - 2 and hermitian:  # (zhetf2's D11, D22 and the modulus of D21)
+                d = abs(complex(a[k + 1, k]))
+                d11, d22 = float(a[k + 1, k + 1].real) / d, float(a[k, k].real) / d
+                d21 = a[k + 1, k] / d
+                d = 1 / (d11 * d22 - 1) / d
+                wk = d * (d11 * a[k + 2:, k] - d21 * a[k + 2:, k + 1])
+                wkp1 = d * (d22 * a[k + 2:, k + 1] - xp.conj(d21) * a[k + 2:, k])
+                a[k + 2:, k + 2:] -= xp.tril(xp.outer(a[k + 2:, k], xp.conj(wk)) +
+                                             xp.outer(a[k + 2:, k + 1], xp.conj(wkp1)))
+                real_diagonal(a[k + 2:, k + 2:])
+                a[k + 2:, k] = wk
+                a[k + 2:, k + 1] = wkp1
             elif k < n - 2:
                 d21 = a[k + 1, k]
                 d11 = a[k + 1, k + 1] / d21
@@ -245,9 +273,10 @@ def _ldl_one(xp, a):
     return a, piv, info
 
 
-def _ldl_solve_one(xp, ld, piv, b):
-    # LAPACK's sytrs (lower): L D L^T X = B with the interchanges of sytf2
+def _ldl_solve_one(xp, ld, piv, b, hermitian=False):
+    # LAPACK's sytrs (lower): L D L^T X = B with the interchanges of sytf2; with ``hermitian`` hetrs: L D L^H X = B
     n = ld.shape[-1]
+    cj, re = (xp.conj, lambda v: v.real) if hermitian else (lambda v: v, lambda v: v)
     b = xp.array(b, copy=True)
 
     def swap(i, j):
@@ -261,27 +290,27 @@ def _ldl_solve_one(xp, ld, piv, b):
         if piv[k] > 0:
             swap(k, piv[k] - 1)
             b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
-            b[k] /= ld[k, k]
+            b[k] /= re(ld[k, k])
             k += 1
         else:
             swap(k + 1, -piv[k] - 1)
             b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
             akm1k = ld[k + 1, k]
-            akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+            akm1, ak = ld[k, k] / cj(akm1k), ld[k + 1, k + 1] / akm1k
             denom = akm1 * ak - 1
-            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            bkm1, bk = b[k] / cj(akm1k), b[k + 1] / akm1k
             b[k] = (ak * bkm1 - bk) / denom
             b[k + 1] = (akm1 * bk - bkm1) / denom
             k += 2
     k = n - 1
     while k >= 0:
         if piv[k] > 0:
-            b[k] -= ld[k + 1:, k] @ b[k + 1:]
+            b[k] -= cj(ld[k + 1:, k]) @ b[k + 1:]
             swap(k, piv[k] - 1)
             k -= 1
         else:
-            b[k] -= ld[k + 1:, k] @ b[k + 1:]
-            b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
+            b[k] -= cj(ld[k + 1:, k]) @ b[k + 1:]
+            b[k - 1] -= cj(ld[k + 1:, k - 1]) @ b[k + 1:]
             swap(k, -piv[k] - 1)
             k -= 2
     return b
@@ -489,22 +518,22 @@ def kernels(xp, strategy=None) -> dict:
         c = xp.result_type(a.dtype, xp.complex64)
         return w.astype(c), v.astype(c)
 
-    def ldl_factor(a):
+    def ldl_factor(a, hermitian=False):
         flat, batch = _flat(xp, a)
-        parts = [_ldl_one(xp, xp.array(m, copy=True)) for m in flat]
+        parts = [_ldl_one(xp, xp.array(m, copy=True), hermitian) for m in flat]
         n = a.shape[-1]
         ld = xp.stack([p[0] for p in parts]) if parts else xp.zeros(flat.shape, dtype=a.dtype)
         piv = xp.asarray([p[1] for p in parts], dtype=xp.int32)
         info = xp.asarray([p[2] for p in parts], dtype=xp.int32)
         return xp.reshape(ld, a.shape), xp.reshape(piv, batch + (n,)), xp.reshape(info, batch)
 
-    def ldl_solve(ld, piv, b):
+    def ldl_solve(ld, piv, b, hermitian=False):
         if ld.shape[-1] == 0:  # 0x0 systems: nothing to solve
             return xp.zeros(b.shape, dtype=b.dtype)
         lf, _ = _flat(xp, ld)
         bf, batch = _flat(xp, b)
         pf = xp.reshape(piv, (-1, piv.shape[-1])).tolist()
-        out = [_ldl_solve_one(xp, lf[i], pf[i], bf[i]) for i in range(bf.shape[0])]
+        out = [_ldl_solve_one(xp, lf[i], pf[i], bf[i], hermitian) for i in range(bf.shape[0])]
         return xp.reshape(xp.stack(out) if out else bf, b.shape)
 
     return {

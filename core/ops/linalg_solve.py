@@ -747,15 +747,10 @@ def cholesky_inverse(L, upper: bool = False, *, out=None) -> Tensor:  # noqa: N8
 
 
 # --------------------------------------------------------------------------- LDL (Bunch-Kaufman)
-LdlFactor = op_class("LdlFactor", "ldl_factor", backward_name="LinalgLdlFactorExBackward0", arity=1)
-LdlSolve = op_class("LdlSolve", "ldl_solve", backward_name="LinalgLdlSolveBackward0", arity=3)
-
-
-def _real_hermitian(A, hermitian, op):
-    """The LDL kernels follow LAPACK's ``?sytf2``: complex symmetric input, not the Hermitian ``?hetf2``."""
-    if hermitian and A.is_complex():
-        raise NotImplementedError(f"linalg.{op}: hermitian=True for complex input ({A.dtype}) is not supported yet; "
-                                  f"complex symmetric input (hermitian=False) is")
+# (hermitian: LAPACK's ?hetf2/?hetrs for complex input, ?sytf2/?sytrs otherwise; the same for real input)
+LdlFactor = op_class("LdlFactor", "ldl_factor", backward_name="LinalgLdlFactorExBackward0", arity=2,
+                     params=("hermitian",))
+LdlSolve = op_class("LdlSolve", "ldl_solve", backward_name="LinalgLdlSolveBackward0", arity=4, params=("hermitian",))
 
 
 def _ldl_zero(i):
@@ -766,7 +761,8 @@ def _ldl_zero(i):
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
     """``(LD, pivots, info)``: LAPACK's ``sytrf`` factorization ``P A P^T = L D L^T`` of a symmetric matrix, read
     from its lower triangle (Bunch-Kaufman pivoting: ``D`` has 1x1 and 2x2 blocks, a 2x2 block marked by two equal
-    negative pivots).  Complex input is factored as complex symmetric (``hermitian=True`` is refused for it).
+    negative pivots).  Complex input is factored as complex symmetric, or with ``hermitian=True`` as Hermitian
+    (``A = L D L^H``, ``D`` real on its diagonal).
     Not differentiable, as in PyTorch.
 
     >>> import ember
@@ -775,9 +771,8 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
             [0.5000, 2.0000]])
     """
     _square(A, "ldl_factor_ex")
-    _real_hermitian(A, hermitian, "ldl_factor_ex")
     with no_grad():
-        ld, pivots, info = unary(LdlFactor, A)
+        ld, pivots, info = unary(LdlFactor, A, bool(hermitian and A.is_complex()))
     if check_errors:
         _check_info(info, "linalg.ldl_factor_ex", _ldl_zero)
     return outs_or(LDLFactorExResult(ld, pivots, info), out)
@@ -807,7 +802,6 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
             [1.]])
     """
     _square(LD, "ldl_solve")
-    _real_hermitian(LD, hermitian, "ldl_solve")
     _matrices(B, "linalg.ldl_solve", "B")
     _same_device("linalg.ldl_solve", LD, pivots, B)
     if pivots.dtype is not dtypes.int32 or tuple(pivots.shape) != tuple(LD.shape[:-1]):
@@ -825,7 +819,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
                            f"properly pass the result of ldl_factor?")
     ld, b = _batched(LD, B)
     with no_grad():
-        x = apply(LdlSolve, ld, pivots.expand(*ld.shape[:-1]), b)
+        x = apply(LdlSolve, ld, pivots.expand(*ld.shape[:-1]), b, bool(hermitian and LD.is_complex()))
     return out_or(x, out)
 
 
