@@ -30,7 +30,7 @@ import types
 import typing
 from typing import Callable
 
-from . import dtypes
+from . import dtypes, overrides
 from .autograd.function import Op
 from .autograd.grad_mode import no_grad
 from .backend import device as _device
@@ -468,6 +468,9 @@ class OpOverload:
         return f"{self._def.namespace}::{self._def.name}"
 
     def __call__(self, *args, **kwargs):
+        relevant = (*args, *kwargs.values())
+        if overrides.has_torch_function(relevant):  # a subclass, an fx Proxy or a mode sees the call first
+            return overrides.handle_torch_function(self, relevant, *args, **kwargs)
         return self._def.call(args, kwargs)
 
     def __repr__(self):

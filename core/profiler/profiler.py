@@ -20,9 +20,10 @@ import time
 import warnings
 from collections.abc import Iterable
 
-from .. import dispatch
+from .. import dispatch, dtypes, library
 from ..backend import BACKENDS
 from ..autograd.function import OPS
+from ..ops import creation
 from ..tensor import Tensor
 from .events import EventList, FunctionEvent, chrome_trace
 
@@ -230,6 +231,22 @@ class record_function:
                 return fn(*args, **kwargs)
 
         return wrapped
+
+
+def _record_function_enter(name: str, args: str | None = None) -> Tensor:
+    """``ops.profiler._record_function_enter``: opens a :class:`record_function` range and returns its handle (an
+    empty uint8 tensor, as PyTorch's), which ``_record_function_exit`` closes. fx graphs record ranges this way."""
+    handle = creation.empty(0, dtype=dtypes.uint8, device="cpu")
+    handle._record_function = record_function(name, args).__enter__()
+    return handle
+
+
+def _record_function_exit(handle: Tensor) -> None:
+    """``ops.profiler._record_function_exit``: closes the range :func:`_record_function_enter` opened."""
+    rec = getattr(handle, "_record_function", None)
+    if rec is None:
+        raise RuntimeError("profiler::_record_function_exit: expected the handle _record_function_enter returned")
+    rec.__exit__(None, None, None)
 
 
 # --------------------------------------------------------------------------- schedule
@@ -465,3 +482,16 @@ class profile:
         with open(path, "w") as f:
             for e in self.events():
                 f.write(f"{e.name} {int(getattr(e, metric))}\n")
+
+
+def _define_ops():
+    """``ops.profiler``: the range operators PyTorch's fx examples put in graphs, as ember operators."""
+    lib = library.Library("profiler", "DEF")
+    lib.define("_record_function_enter(str name, str? args=None) -> Tensor")
+    lib.define("_record_function_exit(Tensor handle) -> ()")
+    lib.impl("_record_function_enter", _record_function_enter, "CompositeImplicitAutograd")
+    lib.impl("_record_function_exit", _record_function_exit, "CompositeImplicitAutograd")
+    return lib
+
+
+_OPS = _define_ops()
