@@ -113,3 +113,9 @@ def test_bare_multiprocessing_children_get_a_clear_error(tmp_path, monkeypatch):
     (tmp_path / "port").write_text(str(_free_port()))
     with pytest.raises(mp.ProcessRaisedException, match="Start them with ember.multiprocessing.spawn"):
         _run(_lonely, (str(tmp_path),))
+
+
+def test_a_rank_outside_the_world_is_refused_before_any_connection():
+    with pytest.raises(ValueError, match=r"init_process_group\(\): rank must be in \[0, 2\), got 3"):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:1", rank=3, world_size=2)
+    assert not dist.is_initialized()

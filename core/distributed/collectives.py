@@ -110,9 +110,7 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
     rank, world_size = rendezvous.requested(init_method, store, rank, world_size)
     if comm.Get_size() == 1 and world_size not in (-1, None) and world_size > 1:
         comm.Free()
-        store = store if store is not None else rendezvous.make_store(init_method, rank, world_size, timeout)
-        comm = rendezvous.connect(MPI, store, rank, world_size)
-        _STATE["store"] = store
+        comm, _STATE["store"] = rendezvous.connect(MPI, init_method, store, rank, world_size, timeout)
     for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
         if want not in (-1, None) and want != got:
             comm.Free()

@@ -28,7 +28,7 @@ _TURN_KEY = "ember/mpi_turn"
 def requested(init_method, store, rank: int, world_size: int):
     """The ``(rank, world_size)`` asked for by the arguments, else by ``RANK``/``WORLD_SIZE`` (as PyTorch's
     ``env://`` reads them), -1 where neither says."""
-    if init_method is not None and str(init_method).startswith("tcp://") or store is not None:
+    if store is not None or (init_method is not None and str(init_method).startswith("tcp://")):
         return rank, world_size
     env = os.environ
     return (rank if rank not in (-1, None) else int(env.get("RANK", -1)),
@@ -57,10 +57,12 @@ def make_store(init_method, rank: int, world_size: int, timeout) -> TCPStore:
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout)
 
 
-def connect(MPI, store, rank: int, world_size: int):
-    """An intracommunicator of ``world_size`` processes, this one at ``rank``, met through ``store``."""
+def connect(MPI, init_method, store, rank: int, world_size: int, timeout):
+    """An intracommunicator of ``world_size`` processes, this one at ``rank``, met through ``store`` (None: the
+    store ``init_method`` names), and the store."""
     if not 0 <= rank < world_size:
         raise ValueError(f"init_process_group(): rank must be in [0, {world_size}), got {rank}")
+    store = store if store is not None else make_store(init_method, rank, world_size, timeout)
     try:
         if rank == 0:
             port = MPI.Open_port()
@@ -93,7 +95,7 @@ def connect(MPI, store, rank: int, world_size: int):
     if store.add(_JOINED_KEY, 1) == world_size:  # the last to join clears the keys, so the store can be reused
         for key in (_PORT_KEY, _JOINED_KEY, _TICKET_KEY, *(f"{_TURN_KEY}/{k}" for k in range(1, world_size))):
             store.delete_key(key)
-    return ordered
+    return ordered, store
 
 
 def _merge(inter, high: bool, old=None):
