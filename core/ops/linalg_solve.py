@@ -519,6 +519,11 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     >>> ember.linalg.cond(ember.tensor([[2., 0.], [0., 0.5]]))
     tensor(4.)
     """
+    norms = (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf)
+    if (isinstance(A, Tensor) and A.dim() >= 2 and not A.numel() and p in norms
+            and (not isinstance(p, str) or A.shape[-1] == A.shape[-2])):
+        # PyTorch's cond of empty input: zeros of the real dtype, before its dtype (and a number p's square) checks
+        return out_or(A.new_zeros(tuple(A.shape[:-2]), dtype=A.dtype.to_real()), out)
     _matrices(A, "linalg.cond")
     if p is None or p in (2, -2):
         s = svdvals(A)
