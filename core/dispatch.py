@@ -232,7 +232,7 @@ _PY_CATEGORY = {bool: dtypes.BOOL, int: dtypes.INT, float: dtypes.FLOAT, complex
 _NP_DTYPE = {n: (d, d.category, d in SCALAR_FIX) for n, d in dtypes.FROM_NP.items()}
 # A Python float or int with an array of these dtypes is the common case of ``_with_scalar``: no cast, no fix
 # (``binary`` tests for it first, by identity: NumPy's dtype objects of the native byte order are singletons)
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_F32, _F64 = dtypes.float32.np, dtypes.float64.np
 
 
 def _with_scalar(t, s):

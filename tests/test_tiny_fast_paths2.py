@@ -60,10 +60,11 @@ def test_logits_with_minus_inf_keep_the_clamp(device):
         d = lib.distributions.Categorical(logits=logits)
         ent = d.entropy()  # 0 * -inf would be NaN without the clamp
         ent.backward()
-        res.append((ent, logits.grad))
+        assert d.probs is not None  # (read, then expanded: the copy is still one built from logits)
+        res.append((ent, logits.grad, d.expand((2,)).entropy()))
     for a, b in zip(*res):
         assert_close(a, b)
-    assert not ember.isnan(res[0][1]).any()
+    assert not ember.isnan(res[0][1]).any() and not ember.isnan(res[0][2]).any()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

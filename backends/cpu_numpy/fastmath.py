@@ -329,7 +329,7 @@ def _log_softmax_tiny(x):
 def _multinomial_tiny(gen, probs, n):
     """``n`` int64 draws with replacement from each row of ``probs`` (rows, k): each the count of the row's CDF
     edges at or below a uniform number, as the shared kernel counts them."""
-    rows = probs.reshape(-1, probs.shape[-1]).tolist()
+    rows = _rows(probs)
     draws = gen.random(size=(len(rows), n)).tolist()
     out = []
     for row, us in zip(rows, draws):
@@ -337,7 +337,7 @@ def _multinomial_tiny(gen, probs, n):
         edges = list(accumulate([v / total for v in row]))
         edges[-1] = 1.0  # (last edge exactly 1)
         out.append([sum([e <= u for e in edges]) for u in us])
-    return np.array(out, np.int64).reshape(len(rows), n)  # (no rows: (0, n))
+    return np.array(out, np.int64).reshape(probs.shape[:-1] + (n,))  # (no rows: (0, n))
 
 
 def _bare(fn):
@@ -406,8 +406,7 @@ def overrides(kernels: dict) -> dict:
         def fast_multinomial(gen, probs, n, replacement):
             if (replacement or n == 1) and type(probs) is np.ndarray and probs.shape[-1] < 8 and \
                     probs.size * n <= TINY:
-                idx = _multinomial_tiny(gen, probs, n)
-                return idx.reshape(n) if probs.ndim == 1 else idx
+                return _multinomial_tiny(gen, probs, n)
             return multinomial(gen, probs, n, replacement)
         out["multinomial"] = fast_multinomial
 

@@ -247,7 +247,7 @@ class Node:
                 else:
                     v = how(self) if callable(how) else getattr(self, how)
                 if type(v) is SavedOf:  # (read when asked for by name: reading one checks only its version)
-                    if self._released or v.node._released:
+                    if self._released:
                         v = _FREED
                 elif self._released and (isinstance(v, Tensor) or type(v) is tuple
                                          and any(isinstance(e, Tensor) for e in v)):

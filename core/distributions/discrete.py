@@ -149,7 +149,7 @@ class Categorical(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = expand_params(self, Categorical, batch_shape, _instance, ("probs", "logits"))
-        new._param = new.__dict__.get("probs", new.__dict__.get("logits"))
+        new._param = new.__dict__["probs" if self._param is self.__dict__.get("probs") else "logits"]
         new._num_events = self._num_events
         return new
 

@@ -253,12 +253,6 @@ def _python_data(data, op):
     refuses, with its exception types: text, mappings, sets, iterators, ragged nests."""
     if isinstance(data, (np.ndarray, *_LEAVES)):
         return data
-    if type(data) is list:
-        for e in data:
-            if type(e) not in _NUMBERS:
-                break
-        else:  # a flat list of numbers: the usual case
-            return data
     if isinstance(data, (str, bytes)):
         raise TypeError(f"{op}(): new(): invalid data type '{type(data).__name__}' (expected numbers)")
     if not _is_sequence(data):
