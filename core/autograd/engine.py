@@ -381,19 +381,24 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     continue
                 gin = None  # _step has marked the gradients it passed through
                 nf = fn._next
-            for nxt, nr, g, meta in zip(nf, fn._nrs, res, fn._shapes):
+            shapes = fn._shapes
+            i = -1
+            for nxt in nf:  # by position: a zip of the four tuples cost ~0.15 us a node more
+                i += 1
                 if nxt is None:
                     continue
+                g = res[i]
                 d = deps.get(nxt)
                 if g is not None:
+                    meta = shapes[i]
                     try:
                         arr = g._data
                         if arr.shape != meta[0] or arr.dtype is not meta[1]:
-                            g = _conform(fn, _position(fn, nxt, nr), g, meta)
+                            g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta)
                     except (AttributeError, TypeError):
-                        g = _conform(fn, _position(fn, nxt, nr), g, meta)
+                        g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta)
                     if anomaly:
-                        _check_nan(fn, g, _position(fn, nxt, nr))
+                        _check_nan(fn, g, _position(fn, nxt, fn._nrs[i]))
                     if g is gin:  # passed through unchanged: someone else holds it too
                         shared.add(id(g))
                     if d is None and filtered and nxt not in target_nodes:
@@ -402,7 +407,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                         buf = buffers.get(nxt)
                         buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph)
                     else:
-                        _add(buffers, nxt, nr, g, create_graph)
+                        _add(buffers, nxt, fn._nrs[i], g, create_graph)
                 if d is not None:  # None: a leaf (with targets: a leaf target, or a node that leads to none)
                     d -= 1
                     deps[nxt] = d
@@ -488,6 +493,9 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
         for hook in fn._hooks:
             r = hook(tuple(res), tuple(grads_out))
             if r is not None:
+                if len(r) != len(res):
+                    raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number "
+                                       f"of values (got {len(r)}, but expected {len(res)})")
                 res = tuple(r)
     if not retain_graph and (fn._saved is not None or fn._out is not None):
         fn.release()
