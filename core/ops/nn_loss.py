@@ -16,10 +16,10 @@ from ..autograd.function import Op, composite_node, keep_args, keep_saved, renam
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
-from ..interception import observed
+from ..interception import HANDLERS, observed
 from .. import dtypes
 from ..registry import export
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _disabled_torch_function_impl, _wrap
 from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
 from .creation import arange
 from .shape import cat
@@ -35,6 +35,68 @@ def reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
     if reduction == "none":
         return loss
     raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+
+
+class _PointwiseLoss:
+    """An elementwise error of input and target, reduced, as one node (PyTorch's fused loss nodes): ``error``
+    on arrays, ``slope`` its derivative in the input with ember ops (the target's is its negative)."""
+
+    save_inputs = True
+    saved_names = ("self", "target")
+    saved_args = {"reduction": lambda n: _REDUCTIONS.index(n.reduction)}
+
+    @classmethod
+    def forward(cls, ctx, k, x, t, reduction, beta):
+        ctx.reduction, ctx.beta = reduction, beta
+        loss = cls.error(k, k["sub"](x, t), beta)
+        if reduction == "none":
+            return loss
+        return k["mean"](loss) if reduction == "mean" else k["sum"](loss)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, t = ctx.inputs
+        if ctx.reduction == "mean":
+            g = g / x.numel()
+        gx = cls.slope(x - t, ctx.beta) * g
+        return gx, (-gx if ctx.next_functions[1][0] is not None else None)
+
+
+class MseLoss(_PointwiseLoss, Op):
+    @staticmethod
+    def error(k, d, beta):
+        return k["mul"](d, d)
+
+    @staticmethod
+    def slope(d, beta):
+        return d * 2
+
+
+class SmoothL1Loss(_PointwiseLoss, Op):
+    saved_args = {**_PointwiseLoss.saved_args, "beta": "beta"}
+
+    @staticmethod
+    def error(k, d, beta):
+        d = k["abs"](d)
+        if beta == 0:
+            return d
+        return k["where"](k["lt"](d, beta), k["mul"](k["mul"](d, d), 0.5 / beta), k["sub"](d, 0.5 * beta))
+
+    @staticmethod
+    def slope(d, beta):
+        return d.sign() if beta == 0 else where(d.abs() < beta, d / beta, d.sign())
+
+
+def pointwise_loss(op, x, t, reduction, beta=None):
+    """``op`` (:class:`MseLoss`, :class:`SmoothL1Loss`) of ``x`` and ``t`` as one node, where nothing asks for
+    the composed form (None then): same floating dtype, plain tensors, no handler seeing ops."""
+    if HANDLERS or reduction not in _REDUCTIONS or x._data.dtype != t._data.dtype or \
+            x.dtype not in (dtypes.float32, dtypes.float64):
+        return None
+    for a in (x, t):
+        if type(a) is not Tensor and type(a).__torch_function__ is not _disabled_torch_function_impl:
+            return None
+    return apply(op, x, t, reduction, beta)
 
 
 def same_shape(op, x, y):

@@ -12,7 +12,8 @@ from ...autograd.grad_mode import no_grad
 from ...ops.nn_loss import (  # noqa: F401  (re-exported)
     binary_cross_entropy, binary_cross_entropy_with_logits, broadcast_target, cosine_embedding_loss, cross_entropy,
     ctc_loss, hinge_embedding_loss, kl_div,
-    legacy_reduction, margin_ranking_loss, nll_loss, poisson_nll_loss, reduce_loss, same_shape, triplet_margin_loss,
+    legacy_reduction, margin_ranking_loss, MseLoss, nll_loss, pointwise_loss, poisson_nll_loss, reduce_loss,
+    same_shape, SmoothL1Loss, triplet_margin_loss,
 )
 from ...ops.pointwise import where
 from ...registry import export
@@ -44,6 +45,9 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     shape = input.shape
     reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("mse_loss", input, target)
+    fused = pointwise_loss(MseLoss, input, target, reduction) if weight is None else None
+    if fused is not None:
+        return fused
     d = input - target
     if weight is not None:
         return _weighted("mse_loss", d * d, weight, shape, reduction, True)
@@ -63,6 +67,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 @export(to=("nn.functional",))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
     input, target = broadcast_target("smooth_l1_loss", input, target)
+    fused = pointwise_loss(SmoothL1Loss, input, target, legacy_reduction(reduction, size_average, reduce), beta)
+    if fused is not None:
+        return fused
     d = (input - target).abs()
     loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
     return rename_node(reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss"),
