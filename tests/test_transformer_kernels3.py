@@ -181,3 +181,47 @@ def test_linear_on_meta_tensors_has_its_shape():
     x = ember.empty((8, 5, 64), device="meta")
     y = ember.nn.functional.linear(x, ember.empty((96, 64), device="meta"), ember.empty(96, device="meta"))
     assert y.shape == (8, 5, 96) and y.device.type == "meta"
+
+
+def _sdpa_both(device, dtype, q_shape, kv_shape, mask=None, **kw):
+    """``(ember, torch)`` lists of scaled_dot_product_attention's output and the gradients of q, k and v."""
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in (q_shape, kv_shape, kv_shape)]
+    out = []
+    for lib, make in ((ember, lambda a: ember.tensor(a, device=device)), (torch, torch.tensor)):
+        q, k, v = (make(a).requires_grad_() for a in arrays)
+        m = None if mask is None else make(mask)
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+        g = make(np.random.default_rng(10).standard_normal(tuple(y.shape)).astype(dtype))
+        y.backward(g)
+        out.append([_np(y), _np(q.grad), _np(k.grad), _np(v.grad)])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["causal", "plain", "float mask", "bool mask", "wide head"])
+def test_sdpa_value_and_gradients_match_torch(device, dtype, case):
+    q_shape, kv_shape, mask, kw = (3, 4, 17, 16), (3, 4, 23, 16), None, {}
+    if case == "causal":
+        kv_shape, kw = q_shape, {"is_causal": True}
+    elif case == "float mask":
+        mask = np.random.default_rng(11).standard_normal((17, 23)).astype(dtype)
+    elif case == "bool mask":   # (composed ops)
+        mask = np.random.default_rng(11).random((4, 17, 23)) > 0.3
+    elif case == "wide head":   # a head wider than the keys: the scale on the scores
+        q_shape, kv_shape = (2, 5, 40), (2, 7, 40)
+    ours, theirs = _sdpa_both(device, dtype, q_shape, kv_shape, mask, **kw)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_sdpa_is_one_node_with_torch_name_and_second_order(device):
+    rng = np.random.default_rng(12)
+    q, k, v = (ember.tensor(rng.standard_normal((2, 3, 6, 8)), device=device, requires_grad=True) for _ in range(3))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert type(y.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    assert ember.autograd.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+                                    (q, k, v))
+    assert ember.autograd.gradgradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c), (q, k, v))

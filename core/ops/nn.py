@@ -683,6 +683,73 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
 
 # --------------------------------------------------------------------------- embeddings
+# --------------------------------------------------------------------------- attention
+def _swap(k, a):
+    """``a`` with its last two axes swapped (a view)."""
+    return k["permute"](a, (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2))
+
+
+class ScaledDotProductAttention(Op):
+    """``softmax(q k^T * scale + mask) v`` as one node (``scaled_dot_product_attention`` without dropout):
+    forward by four kernels, keeping the probabilities ``p``; the backward is ``dv = p^T g``,
+    ``ds = softmax_backward(g v^T, p)``, ``dq = scale * ds k``, ``dk = scale * ds^T q``, on the arrays when no graph
+    of it is being built, else by differentiable ops with ``p`` recomputed from the inputs (every order exact).
+    The mask (added, float) carries no gradient."""
+
+    backward_name = "ScaledDotProductFlashAttentionForCpuBackward0"  # (PyTorch's CPU node, mask or not)
+    save_inputs = True
+
+    @staticmethod
+    def forward(ctx, k, q, key, v, mask, scale):
+        if q.shape[-1] <= key.shape[-2]:  # the scale on the smaller of the query and the scores
+            scores = k["matmul"](q * scale, _swap(k, key))
+        else:
+            scores = k["matmul"](q, _swap(k, key)) * scale
+        if mask is not None:
+            scores += mask
+        ctx.p, ctx.scale = k["softmax"](scores, scores.ndim - 1), scale
+        return k["matmul"](ctx.p, v)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, key, v = ctx.inputs[:3]
+        s = ctx.scale
+        if on_arrays(g, q, key, v):
+            dev = g._dev
+            k = dev.kernels
+            p = ctx.p
+            ds = k["softmax_backward"](k["matmul"](g._data, _swap(k, v._data)), p, p.ndim - 1)
+            grads = (k["matmul"](ds, key._data) * s, k["matmul"](_swap(k, ds), q._data) * s,
+                     k["matmul"](_swap(k, p), g._data))
+            return tuple(_wrap(a, dev) for a in grads) + (None,) * (len(ctx.inputs) - 3)
+        scores = (q * s).matmul(key.transpose(-2, -1))
+        if len(ctx.inputs) > 3:
+            scores = scores + ctx.inputs[3]
+        p = softmax(scores, -1)
+        dp = g.matmul(v.transpose(-2, -1))
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+        return (ds.matmul(key) * s, ds.transpose(-2, -1).matmul(q) * s, p.transpose(-2, -1).matmul(g)) + \
+            (None,) * (len(ctx.inputs) - 3)
+
+
+def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float) -> Tensor | None:
+    """``softmax(query key^T * scale + mask) value`` as one :class:`ScaledDotProductAttention` node, or None
+    where it does not serve (``scaled_dot_product_attention`` then composes the ops): float32/float64 operands
+    of one dtype and equal batch dimensions, a float ``mask`` of that dtype without gradient (or None), and no
+    interception handler watching (vmap, tracing, autocast and the profiler see the composed ops)."""
+    d = query.dtype
+    if observed() or d not in (dtypes.float32, dtypes.float64) or key.dtype is not d or value.dtype is not d or \
+            query.ndim < 2 or not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]) or \
+            key.shape[-1] != query.shape[-1] or value.shape[-2] != key.shape[-2]:
+        return None
+    if mask is not None:
+        scores = (*query.shape[:-1], key.shape[-2])
+        if mask.dtype is not d or mask.requires_grad or mask.ndim > len(scores) or \
+                any(m not in (1, n) for m, n in zip(reversed(mask.shape), reversed(scores))):
+            return None
+    return apply(ScaledDotProductAttention, query, key, value, mask, scale)
+
+
 def index_tensor(idx, op):
     """``idx`` when it is an integer Tensor; PyTorch's error otherwise."""
     if not isinstance(idx, Tensor) or idx.dtype.category > 1 or idx.dtype.name == "bool":
