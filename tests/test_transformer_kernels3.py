@@ -219,9 +219,10 @@ def test_sdpa_value_and_gradients_match_torch(device, dtype, case):
 
 def test_sdpa_is_one_node_with_torch_name_and_second_order(device):
     rng = np.random.default_rng(12)
-    q, k, v = (ember.tensor(rng.standard_normal((2, 3, 6, 8)), device=device, requires_grad=True) for _ in range(3))
+    q, k, v = (ember.tensor(rng.standard_normal((2, 2, 5, 4)), device=device, requires_grad=True) for _ in range(3))
     y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert type(y.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
     assert ember.autograd.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
                                     (q, k, v))
+    q, k, v = (t[:1, :2, :4, :3].detach().requires_grad_() for t in (q, k, v))
     assert ember.autograd.gradgradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c), (q, k, v))
