@@ -1,6 +1,7 @@
-"""Nodes restructured to PyTorch's: quantile's last node (an in-place squeeze), max pooling's double-backward node,
-and the tensors that composites and decompositions give by PyTorch's saved names (``_saved_mat1``,
-``_saved_index``, ``_saved_Q``...): values and gradients against PyTorch, freed by the backward, version-checked."""
+"""Nodes restructured to PyTorch's: quantile's last node (an in-place squeeze), the 1-d max pools' (a squeeze),
+max pooling's double-backward node, and the tensors that composites and decompositions give by PyTorch's saved
+names (``_saved_mat1``, ``_saved_index``, ``_saved_Q``...): values and gradients against PyTorch, freed by the
+backward, version-checked."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,6 +48,24 @@ def test_quantile_gradcheck(device):
     x = ember.tensor(np.random.default_rng(4).random((3, 4)), requires_grad=True, device=device)
     assert ember.autograd.gradcheck(lambda t: ember.quantile(t, ember.tensor([0.25, 0.6], dtype=ember.float64,
                                                                              device=device), dim=1), (x,))
+
+
+POOLS_1D = {
+    "max": lambda m, x: m.nn.functional.max_pool1d(x, 3, 2, 1),
+    "max_unbatched": lambda m, x: m.nn.functional.max_pool1d(x[0], 2),
+    "max_indices": lambda m, x: m.max_pool1d_with_indices(x, 3, 1, 1, ceil_mode=True)[0],
+    "adaptive_indices": lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3, return_indices=True)[0],
+}
+
+
+@pytest.mark.parametrize("label", sorted(POOLS_1D))
+def test_max_pool1d_node_as_pytorch(label, device):
+    # PyTorch's 1-d pools are 2-d ones between an unsqueeze and a squeeze: the squeeze's node and what it keeps
+    data = np.random.default_rng(8).random((2, 3, 7))
+    _grads_match(POOLS_1D[label], data, device)
+    xt, xe = _pair(device, data)
+    want, got = POOLS_1D[label](torch, xt).grad_fn, POOLS_1D[label](ember, xe).grad_fn
+    assert (got._saved_dim, got._saved_self_sym_sizes) == (want._saved_dim, want._saved_self_sym_sizes)
 
 
 def test_max_pool_double_backward_node(device):

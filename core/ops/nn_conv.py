@@ -460,13 +460,25 @@ def _max_pool(op, d, x, kernel_size, stride, padding, dilation, ceil_mode, retur
     dtypes.check_kernel(f"max_pool{max(d, 2)}d", x, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, False)
     k, st, pads, dl = _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode, d)
     pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
-    if not return_indices:
-        out = apply(MaxPool, x, (k, st, pads, dl), False)
-        return out.squeeze(0) if unb else _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode)
-    out, idx = apply(MaxPool, x, (k, st, pads, dl), True)
+    res = apply(MaxPool, x, (k, st, pads, dl), return_indices)
+    out, idx = res if return_indices else (res, None)
     if unb:
-        return out.squeeze(0), idx.squeeze(0)
-    return _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode), idx
+        out, idx = out.squeeze(0), None if idx is None else idx.squeeze(0)
+    elif d > 1:
+        out = _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode)
+    if d == 1:
+        out = _squeezed_node(out)
+    return (out, idx) if return_indices else out
+
+
+def _squeezed_node(out):
+    """``out``, a 1-d pooling's result, under the node PyTorch's leaves: its 1-d pools are 2-d ones over the input
+    unsqueezed at -2, squeezed back (SqueezeBackward1, keeping dim -2 and the 2-d result's sizes); ember's one
+    node stands for them (composite: it keeps its own values)."""
+    if out._fn is None:
+        return out
+    shape = out._data.shape
+    return keep_args(composite_node(out, "SqueezeBackward1"), dim=-2, self_sym_sizes=shape[:-1] + (1, shape[-1]))
 
 
 def _pool_node(out, name, d):
@@ -481,10 +493,8 @@ def _as_given(v, d):
 
 
 def _max_pool_node(out, d, kernel_size, stride, padding, dilation, ceil_mode):
-    """``out`` under PyTorch's node of a ``d``-d max pooling, keeping its arguments as given (a 1-d pooling is
-    PyTorch's 2-d one squeezed: no such node)."""
-    if d == 1:
-        return out
+    """``out`` under PyTorch's node of a ``d``-d max pooling (``d`` > 1: see :func:`_squeezed_node`), keeping its
+    arguments as given."""
     fn, dev = out._fn, out._dev
 
     def indices():  # (PyTorch's node keeps the indices output, _saved_result1: made here when read)
@@ -645,8 +655,7 @@ def _adaptive_max(op, d, x, output_size, return_indices):
     out, idx = apply(AdaptiveMaxPool, x, _osize(output_size, x, d))
     if unb:
         out, idx = out.squeeze(0), idx.squeeze(0)
-    if d > 1:  # (PyTorch's 1-d pool is its 2-d one between an unsqueeze and a squeeze)
-        out = composite_node(out, f"AdaptiveMaxPool{d}DBackward0")
+    out = composite_node(out, f"AdaptiveMaxPool{d}DBackward0") if d > 1 else _squeezed_node(out)
     return (out, idx) if return_indices else out
 
 
