@@ -615,8 +615,12 @@ class Cat(Op):
     def forward(ctx, k, arrays, axis):
         # legacy: 1-D empty tensors take no part whatever the other shapes (their size is None here)
         ctx.axis = axis
-        legacy = any(a.ndim != 1 for a in arrays)
-        ctx.sizes = [None if legacy and a.shape == (0,) else a.shape[axis] for a in arrays]
+        shapes = [a.shape for a in arrays]
+        if (0,) not in shapes:
+            ctx.sizes = [s[axis] for s in shapes]
+            return k["cat"](arrays, axis)
+        legacy = any(len(s) != 1 for s in shapes)
+        ctx.sizes = [None if legacy and s == (0,) else s[axis] for s in shapes]
         return k["cat"]([a for a, n in zip(arrays, ctx.sizes) if n is not None], axis)
 
     @staticmethod
@@ -686,6 +690,11 @@ def _tensors_arg(tensors, op):
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
     if not tensors:
         raise ValueError(f"torch.{op}(): expected a non-empty list of Tensors")
+    first = tensors[0]
+    if type(first) is Tensor:  # plain tensors of one dtype: one pass over their arrays' dtypes
+        nd = first._data.dtype
+        if all(type(t) is Tensor and t._data.dtype is nd for t in tensors):
+            return list(tensors)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
@@ -710,7 +719,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     ref = next((s for s in shapes if s != (0,)), shapes[0])
     d = _wrap_dim(dim, len(ref), "cat")
     head, tail = ref[:d], ref[d + 1:]
-    for i, s in enumerate(shapes):
+    for i, s in enumerate(shapes if len(set(shapes)) > 1 else ()):  # (one shape: nothing to compare)
         if s == (0,) or (len(s) == len(ref) and s[:d] == head and s[d + 1:] == tail):
             continue
         if len(s) != len(ref):
@@ -731,7 +740,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """
     ts = _tensors_arg(tensors, "stack")
     ref = ts[0]._data.shape
-    for i, t in enumerate(ts):
+    for i, t in enumerate(ts if len({t._data.shape for t in ts}) > 1 else ()):
         if t._data.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
                                f"and {list(t.shape)} at entry {i}")
