@@ -506,6 +506,9 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:  # noqa: A002
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")
+    if input.dtype is not other.dtype:  # (PyTorch's kernel takes one dtype)
+        raise RuntimeError(f"cross: expected scalar type {dtypes.type_name(input.dtype)} but found "
+                           f"{dtypes.type_name(other.dtype)}")
     r = composite_node(input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d),
                        "LinalgCrossBackward0")
     # (PyTorch's node keeps each operand that the other's gradient reads)

@@ -958,7 +958,10 @@ def _no_bool(op, input, other):
 def _int_zero_check(op, divisor, dividend=None):
     """PyTorch raises on integer division by zero, where the array library would give 0 with a warning.
 
-    A Python divisor counts as the value it takes in the dividend's dtype (256 is 0 for a uint8 tensor)."""
+    A Python divisor counts as the value it takes in the dividend's dtype (256 is 0 for a uint8 tensor); an empty
+    dividend divides nothing (its broadcast result is empty too)."""
+    if isinstance(dividend, Tensor) and not dividend.numel():
+        return
     if isinstance(dividend, Tensor) and type(divisor) is int:
         divisor = dtypes.fix_scalar(divisor, dividend.dtype)
     if (divisor == 0) if not isinstance(divisor, Tensor) else bool((divisor == 0).any()):

@@ -39,11 +39,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     ember.Size([1, 1, 4, 4])
     """
     d = input.ndim - 2
-    if d < 1:
-        raise ValueError(f"interpolate: expected a batched input with spatial dimensions, got size "
-                         f"{list(input.shape)}")
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: only one of size or scale_factor should be defined")
+    if d < 1:  # (PyTorch's NotImplementedError, after its size check)
+        raise NotImplementedError(f"interpolate: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear "
+                                  f"| lanczos | area | nearest-exact (got {mode})")
     sp = input.shape[2:]
     if size is not None:
         osz = tuple(size) if isinstance(size, (tuple, list)) else (size,) * d
