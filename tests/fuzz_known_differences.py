@@ -200,11 +200,13 @@ KNOWN = [
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
           "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, solve, det, "
           "complex matrix products, whose NaN entries follow the BLAS's order of products)"),
-    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod|max_pool2d\w*|"
+    Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod\w*|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul", r"!", "open",
           "NaN and inf patterns of complex arithmetic and matrix functions on non-finite input: which parts of a "
-          "complex result are NaN (NumPy's complex product and PyTorch's differ at inf; diff's complex "
-          "subtraction, cumprod's product), ormqr's and cond's inf against NaN, max pooling's index of a NaN window, "
+          "complex result are NaN: PyTorch's complex add and sub compute a + alpha * b with a complex product even "
+          "for alpha = 1, so an inf part of b makes its other part NaN (diff, sub, add with alpha), where ember adds "
+          "the parts (matching it puts a dtype test on every add's path); complex cumprod's and matmul's products "
+          "at inf), ormqr's and cond's inf against NaN, max pooling's index of a NaN window, "
           "linear_cross_entropy's loss at an infinite class weight"),
     Known("values", r"(shifted_)?chebyshev_polynomial_\w|hermite_polynomial_\w+|laguerre_polynomial_l|"
           r"legendre_polynomial_p", r"!", "deliberate",
@@ -241,13 +243,31 @@ KNOWN = [
           "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
     Known("accepts", r"native_group_norm", r"Expected X.is_contiguous\(memory_format\) to be true", "deliberate",
           "PyTorch 2.13's native_group_norm refuses a non-contiguous input (an internal check); ember computes it"),
-    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|layer_norm|native_batch_norm|scalar_alpha_forms",
+    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|\w*layer_norm|native_batch_norm|scalar_alpha_forms",
           r"not implemented for 'Long'|must have the same dtype|weight tensor|mixed dtype \(CPU\)|"
           r"should contain \d+ elements not 1|\(int32\dx\d, float32\dx\d\*, float16", "open",
           "single cases of seed 2: operands of two dtypes (solve_triangular of complex and int64 computes in "
           "PyTorch; addbmm, histogram's weight and layer_norm's bool weight are refused by PyTorch), histogramdd's "
           "weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts it), the gradient "
           "of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the steps)"),
+    # ----------------------------------------------------------------------------------------- found by seeds 11-14
+    Known("*", r"inv\w*|matrix_power|lu_solve\w*", r"!", "deliberate",
+          "inverses, matrix powers and LU solves of a matrix (or right-hand side) holding inf or NaN: which entries "
+          "come out inf, NaN or 0 follows the LAPACK and BLAS steps (MKL's in PyTorch, NumPy's in ember), as for the "
+          "SVD and QR above"),
+    Known("grad", r"scalar_alpha_forms", r"only PyTorch's backward raised RuntimeError: result type Float can't be "
+          r"cast to the desired output type", "deliberate",
+          "PyTorch 2.13's addcmul/addcdiv backward fails to cast a floating gradient into an integer operand's "
+          "dtype that its forward accepted beside floating operands; ember's backward gives the floating operands "
+          "their gradients"),
+    Known("*", r"histogramdd\w*|lu_unpack|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|quantile\w*|"
+          r"gradient_coordinates|multi_head_attention\w*",
+          r"\(bfloat160x|\(int320x|\(uint80x|, bool1x|!|complex64\dx\d\)|bfloat164\)|same dtype", "open",
+          "single cases of seeds 11-14: histogramdd's edges of empty bfloat16 input and its int32 dtype check on "
+          "empty input, lu_unpack of empty uint8 input, max_pool2d_backward with bool indices, max_unpool3d where "
+          "a NaN entry and its window collide, rms_norm's result dtype with a complex weight, polygamma at an "
+          "infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's bfloat16 "
+          "coordinates, multi_head_attention_forward's integer and complex projections"),
 ]
 
 
