@@ -205,14 +205,17 @@ class Node:
         return out.unpack()
 
     def release(self):
+        # only the fields this node set are written: a field new to the instance grows its attribute storage
+        # into a dict (~0.2 us, and one more object for the garbage collector)
         saved = self._saved
-        self._saved = None
-        if saved:
+        if saved is not None:
+            self._saved = None
             for v in saved:
                 if type(v) in _KEPT_AFTER_RELEASE:  # numbers and unsaved slots stay readable: PyTorch frees tensors
                     self._saved = tuple(v if type(v) in _KEPT_AFTER_RELEASE else _FREED for v in saved)
                     break
-        self._out = None
+        if self._out is not None:
+            self._out = None
         self._released = True
 
     # -- saved values by PyTorch's names: ``_saved_self``, ``_saved_other``, ``_saved_result``, ``_raw_saved_*``
