@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..kernels import quiet
-from ..backend import resolve, set_default_device
+from ..backend import device as _device, resolve, set_default_device
 from ..interception import HANDLERS, PASS, dispatch_kind, intercepted
 from ..state import INFERENCE_ON, is_inference
 from ..random import native
@@ -340,11 +340,14 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
                         "and bool.")
-    if any(st < 0 for st in ndarray.strides):
+    if min(ndarray.strides, default=0) < 0:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported. (You can probably work around this by making a copy "
                          "of your array  with array.copy().) ")
-    return create("from_numpy", resolve("cpu"), False, None, None, ndarray)
+    return create("from_numpy", resolve(_CPU), False, None, None, ndarray)  # (a device: no string to parse)
+
+
+_CPU = _device("cpu")
 
 
 def _filled(op, size, value, dtype, device, requires_grad, out=None):
