@@ -8,6 +8,8 @@ QUIET = {"full", "fill_"}  # a fill value beyond the dtype's range becomes +-inf
 
 def kernels(xp, strategy=None) -> dict:
     def full(shape, value, dtype):
+        if type(value) is int and value == 0:  # (zeros: the library's own, cheaper; -0.0 stays a full)
+            return xp.zeros(shape, dtype=dtype)
         return xp.full(shape, value, dtype=dtype)
 
     def empty(shape, dtype):

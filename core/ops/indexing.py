@@ -246,9 +246,9 @@ def getitem(t, index):
         return getitem(getitem(t, split[0]), split[1])
     index = _convert_index(t, index)
     _check_bounds(t, index)
-    if _is_basic(index):  # (converted and in range: NumPy integers, slices of them)
-        Op, index = _basic_fast(t, index)
-        return view_op(Op, t, index)
+    fast = _basic_fast(t, index)  # (converted and in range: NumPy integers, slices of them)
+    if fast is not None:
+        return view_op(fast[0], t, fast[1])
     try:
         r = apply(Getitem, t, index)
     except IndexError as e:

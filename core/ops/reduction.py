@@ -12,14 +12,14 @@ from collections import namedtuple
 from .. import dtypes
 from ..arguments import sequence_arg
 from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, cast, on_arrays, unary, view_op
 from ..writes import out_or, outs_or
 from ..registry import check_tensor, export, op_class
 from ..tensor import Tensor, _wrap, _wrap_dim
 from .creation import eye, ones
 from .creation import linspace as _linspace
-from .pointwise import _type_name, maximum, minimum
+from .pointwise import _type_name, maximum, minimum, where
 from .linalg import NormSqrt, matmul, matrix_norm, tensordot, vector_norm
 from .nn import _kernel_grads
 from .shape import Expand, _shape_arg, cat
@@ -295,15 +295,14 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, g, _gi):
+        k, kept = g._dev.kernels, tuple(1 if d == ctx.dim else n for d, n in enumerate(ctx.shape))
+        idx = k["reshape"](ctx.idx, kept)
         if on_arrays(g):  # no graph is being built: the scatter on arrays
-            k, kept = g._dev.kernels, tuple(1 if d == ctx.dim else n for d, n in enumerate(ctx.shape))
             zeros = k["full"](ctx.shape, 0, g._data.dtype)  # (one index per slice: a scatter adds nothing twice)
-            return _wrap(k["scatter"](zeros, ctx.dim, k["reshape"](ctx.idx, kept), k["reshape"](g._data, kept)),
-                         g._dev)
-        idx = _wrap(ctx.idx, g._dev)
+            return _wrap(k["scatter"](zeros, ctx.dim, idx, k["reshape"](g._data, kept)), g._dev)
         if not ctx.keepdim:
-            g, idx = g.unsqueeze(ctx.dim), idx.unsqueeze(ctx.dim)
-        return g.new_zeros(ctx.shape).scatter_add(ctx.dim, idx, g)
+            g = g.unsqueeze(ctx.dim)
+        return g.new_zeros(ctx.shape).scatter_add(ctx.dim, _wrap(idx, g._dev), g)
 
 
 class MinDim(MaxDim):
@@ -563,6 +562,8 @@ def _cumprod_vjp(ctx, g):
     (x,), y, d = ctx.inputs, ctx.output, ctx.dim
     if not bool((x == 0).any()):
         return (g * y).flip(d).cumsum(d).flip(d) / x
+    if not is_grad_enabled():
+        return _cumprod_vjp_zeros(g, x, y, d)
     # d y_j / d x_i = prod_{k <= j, k != i} x_k: row i of an (n, n) table of prefix products with x_i
     # replaced by 1, summed against g_j for j >= i
     xl, gl = x.movedim(d, -1), g.movedim(d, -1)
@@ -571,6 +572,22 @@ def _cumprod_vjp(ctx, g):
     rows = xl.unsqueeze(-2).expand(xl.shape[:-1] + (n, n)).masked_fill(diag, 1).cumprod(-1)
     later = ones(n, n, dtype=dtypes.bool, device=x.device).triu()
     return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
+
+
+def _cumprod_vjp_zeros(g, x, y, d):
+    """PyTorch's O(n) cumprod gradient of an input holding zeros (its first-order path, whose inf/NaN pattern this
+    follows): before the first zero the reversed cumulative sum of ``g * y`` over ``x``; at the first zero the
+    products of the entries up to the second zero against ``g``, times the product before it; 0 after."""
+    zeros = (x == 0).cumsum(d)
+    before = zeros == 0
+    out = (g * y).masked_fill(~before, 0).flip(d).cumsum(d).flip(d) / x.masked_fill(~before, 1)
+    out = out.masked_fill(~before, 0)
+    first = (zeros == 1).to(dtypes.uint8).max(d, keepdim=True).indices
+    at_first = zeros.new_zeros(zeros.shape, dtype=dtypes.bool).scatter(d, first, True) & (zeros == 1)
+    between = (zeros == 1) & ~at_first
+    v = (x.masked_fill(~between, 1).cumprod(d) * g.masked_fill(zeros != 1, 0)).sum(d, keepdim=True)
+    v = v * y.gather(d, (first - 1).clamp(min=0)).masked_fill(first == 0, 1)
+    return where(at_first, v, out)
 
 
 Cumprod = op_class("Cumprod", "cumprod", saves="both", vjp=_cumprod_vjp, params=("dim",))
