@@ -118,10 +118,9 @@ KNOWN_DIFFERENT = frozenset((
     "gru lstm rnn rnn_tanh_fn repeat_interleave_0d repeat_interleave_int repeat_interleave_tensor cdist_large "
     "cdist_mm chain_matmul cond cond_svd max_unpool2d_backward vmap_linear_per_sample_weight "
     "vmap_linear_per_sample_weight_vector "
-    # PyTorch's node of its own where ember composes: a transposed convolution (ember runs the convolution's input
-    # gradient, ConvolutionBackwardBackward0, for PyTorch's ConvolutionBackward0), linear_cross_entropy's chunked
-    # node (2.13's generated one) and its other forms
-    "conv_transpose1d convolution_transposed linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias "
+    # PyTorch's node of its own where ember composes: linear_cross_entropy's chunked node (2.13's generated one)
+    # and its other forms
+    "linear_cross_entropy_chunked_mean linear_cross_entropy_chunked_nobias "
     "linear_cross_entropy_chunked_none linear_cross_entropy_chunked_sum linear_cross_entropy_kdim "
     "linear_cross_entropy_smooth_probs "
     # overloads and copies PyTorch names apart: the *_copy ops (AliasBackward0_copy, NarrowCopyBackward0...; ember

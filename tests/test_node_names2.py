@@ -68,6 +68,19 @@ def test_max_pool1d_node_as_pytorch(label, device):
     assert (got._saved_dim, got._saved_self_sym_sizes) == (want._saved_dim, want._saved_self_sym_sizes)
 
 
+@pytest.mark.parametrize("d", [1, 2])
+def test_conv_transpose_node_as_pytorch(d, device):
+    # PyTorch's one node of a transposed convolution (bias included); ember's stands for it
+    rng = np.random.default_rng(9)
+    data, w, b = rng.random((2, 3) + (4,) * d), rng.random((3, 2) + (3,) * d), rng.random(2)
+    conv = f"conv_transpose{d}d"
+
+    def call(m, x):
+        kw = {"device": x.device} if m is ember else {}
+        return getattr(m.nn.functional, conv)(x, m.tensor(w, **kw), m.tensor(b, **kw), stride=2, padding=1)
+    _grads_match(call, data, device)
+
+
 def test_max_pool_double_backward_node(device):
     data = np.random.default_rng(5).random((1, 2, 4, 4))
     xt, xe = _pair(device, data)

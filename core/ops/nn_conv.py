@@ -257,6 +257,8 @@ def _conv_transpose(op, d, x, w, b, stride, padding, output_padding, groups, dil
         out = out[:0]
     if b is not None:
         out = out + b.reshape((1, -1) + (1,) * d)
+    # (PyTorch's one node of a transposed convolution, bias included: ember's stands for it, keeping its own values)
+    out = composite_node(out, "ConvolutionBackward0")
     return out.squeeze(0) if unbatched else out
 
 
