@@ -107,3 +107,72 @@ def test_a_float32_tensor_with_a_number_under_a_tensor_subclass_and_integer_tens
         for ea, tb in ((a * s, b * s), (s + a, s + b)):
             assert str(ea.dtype).split(".")[-1] == str(tb.dtype).split(".")[-1]
             np.testing.assert_array_equal(ea.cpu().numpy(), tb.numpy())
+
+
+def _chain(lib, x, w, seen):
+    """One-input nodes, two-input nodes with a number's empty edge, output 1 of a node (the general path), a
+    broadcast gradient summed to its input's shape, a leaf reached by several edges."""
+    h = x
+    for i in range(3):
+        h = (h * w + 0.5).tanh() - h * 0.1
+        h = h.sigmoid() if i % 2 else h.relu()
+    h.register_hook(lambda g: seen.append("h") or g * 1.5)
+    h.grad_fn.register_prehook(lambda go: seen.append("pre") or None)
+    a, b = h.unbind(0)
+    return (a * b.exp() + w).sum()
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_engine_edge_walk_with_hooks_saved_tensor_hooks_anomaly_retain_and_create_graph(device, create_graph):
+    if device == "array_api":
+        pytest.skip("anomaly mode's NaN check reads gradients with the backend's isnan, which the strict array "
+                    "API refuses")
+    res, logs = [], []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        w = lib.tensor(W0, device=dev, requires_grad=True)
+        seen, unpacked = [], []
+        with lib.autograd.detect_anomaly(), lib.autograd.graph.saved_tensors_hooks(
+                lambda t: t, lambda t: unpacked.append(1) or t):
+            loss = _chain(lib, x, w, seen)
+            loss.backward(retain_graph=True, create_graph=create_graph)
+            first = (x.grad.detach().clone(), w.grad.detach().clone())
+            gw = lib.autograd.grad(loss, w, retain_graph=create_graph)[0]  # the graph was kept
+        second = lib.autograd.grad(x.grad.sum(), w)[0] if create_graph else gw
+        res.append((loss.detach(), *first, gw.detach(), second.detach()))
+        logs.append((seen, bool(unpacked), x.grad.requires_grad))
+        with pytest.raises(RuntimeError, match="second time"):
+            lib.autograd.grad(loss, w)
+    assert logs[0] == logs[1] and logs[0][1]
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_node_hooks_replace_gradients_and_refuse_a_wrong_count_and_saved_values_free_as_pytorch(device):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        w = lib.tensor(W0, device=dev, requires_grad=True)
+        y = x * w
+        y.grad_fn.register_hook(lambda gi, go: (gi[0] * 2, None))
+        y.sum().backward()
+        assert_close(x.grad, 2 * lib.tensor(W0, device=dev).expand(2, 3), rtol=0, atol=0)
+        assert w.grad is None
+
+        def bad(gi, go):
+            return (gi[0],)
+
+        y = x * w
+        y.grad_fn.register_hook(bad)
+        with pytest.raises(RuntimeError, match=r"hook 'bad' has returned an incorrect number of values \(got 1, "
+                                               r"but expected 2\)"):
+            y.sum().backward()
+        z = x.exp()
+        (z * 3.0).sum().backward()
+        with pytest.raises(RuntimeError, match="after they have already been freed"):
+            z.grad_fn._saved_result  # noqa: B018 - reading it refuses
+        x.grad = None
+        s = x.sum(1)  # nodes that keep no tensor: a second backward runs, as in PyTorch
+        s.sum().backward()
+        s.sum().backward()
+        assert_close(x.grad, lib.full((2, 3), 2.0, dtype=x.dtype, device=dev), rtol=0, atol=0)
