@@ -560,6 +560,8 @@ def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
 # Prefix products; the gradient handles zeros exactly (the product of the other factors).
 def _cumprod_vjp(ctx, g):
     (x,), y, d = ctx.inputs, ctx.output, ctx.dim
+    if x.is_complex():  # (complex vjps take the conjugate derivative)
+        x, y = x.conj(), y.conj()
     if not bool((x == 0).any()):
         return (g * y).flip(d).cumsum(d).flip(d) / x
     if not is_grad_enabled():
