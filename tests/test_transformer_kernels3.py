@@ -226,3 +226,22 @@ def test_sdpa_is_one_node_with_torch_name_and_second_order(device):
                                     (q, k, v))
     q, k, v = (t[:1, :2, :4, :3].detach().requires_grad_() for t in (q, k, v))
     assert ember.autograd.gradgradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c), (q, k, v))
+
+
+def test_softmax_backward_kernels_agree():
+    """The CPU kernel table's softmax gradient (ember-onednn's primitive where installed) against the shared
+    kernel's formula, with non-finite gradients and a zero-probability entry's product with inf as NaN."""
+    k = ember.backend.get_backend("cpu").kernels
+    rng = np.random.default_rng(13)
+    y = rng.random((300, 33)).astype(np.float32)
+    y[:, 5] = 0
+    y /= y.sum(-1, keepdims=True)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    g[7, 5], g[9, 2] = np.inf, np.nan
+    ty = torch.tensor(y)
+    want = torch._softmax_backward_data(torch.tensor(g), ty, 1, torch.float32).numpy()
+    got = k["softmax_backward"](g, y, 1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    t = np.ascontiguousarray(g.T).T   # a column-major gradient
+    np.testing.assert_allclose(k["softmax_backward"](t, y, -1), want, rtol=2e-5, atol=1e-6)

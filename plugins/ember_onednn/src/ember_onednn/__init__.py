@@ -5,7 +5,7 @@ Installed, it serves float32 convolutions, forward and both gradients, with oneD
 machine's vector ISA (AVX-512 where the CPU has it); everything else, and any geometry below the size where
 it pays, stays on the kernels it replaced.  It also serves float32 matrix products large enough to pay
 (nn.Linear's with the bias added in the GEMM), training-mode batch norm, layer norm, LSTM layers, the
-gradients of max pooling and relu, gelu and its gradient, and the SGD update.
+gradients of max pooling, relu and softmax, gelu and its gradient, and the SGD update.
 ``EMBER_ONEDNN=0`` leaves every kernel as it was.
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ KERNELS: dict = {}
 def ember_kernels(registry):
     if os.environ.get("EMBER_ONEDNN", "1") == "0":
         return
-    from . import binary, conv, eltwise, layer_norm, lstm, matmul, norm, pool
-    for module in (binary, conv, eltwise, layer_norm, lstm, matmul, norm, pool):
+    from . import binary, conv, eltwise, layer_norm, lstm, matmul, norm, pool, softmax
+    for module in (binary, conv, eltwise, layer_norm, lstm, matmul, norm, pool, softmax):
         KERNELS.update(module.kernels(_replaced))
     for op, fn in KERNELS.items():
         registry.add_kernel("cpu", op, fn, priority=PRIORITY)
