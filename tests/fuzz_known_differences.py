@@ -194,11 +194,11 @@ KNOWN = [
           "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
-    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|cumprod|scatter_reduce\w*|ormqr\w*|solve\w*|det|"
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|scatter_reduce\w*|ormqr\w*|solve\w*|det|"
           r"complex_mat(vec|mul)", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, cumprod, scatter_reduce's amin/amax, ormqr, solve, det, "
+          "layers' weights, cdist's matrix-product path, scatter_reduce's amin/amax, ormqr, solve, det, "
           "complex matrix products, whose NaN entries follow the BLAS's order of products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod\w*|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul", r"!", "open",
