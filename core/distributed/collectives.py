@@ -106,11 +106,11 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
     except ImportError as e:
         raise RuntimeError("ember.distributed needs mpi4py and an MPI: pip install 'ember[dist]' "
                            "(from a checkout: pip install -e \".[dist]\")") from e
-    comm = MPI.COMM_WORLD.Dup()  # a communicator of our own: user MPI calls never match ours
     rank, world_size = rendezvous.requested(init_method, store, rank, world_size)
-    if comm.Get_size() == 1 and world_size not in (-1, None) and world_size > 1:
-        comm.Free()
+    if MPI.COMM_WORLD.Get_size() == 1 and world_size not in (-1, None) and world_size > 1:
         comm, _STATE["store"] = rendezvous.connect(MPI, init_method, store, rank, world_size, timeout)
+    else:
+        comm = MPI.COMM_WORLD.Dup()  # a communicator of our own: user MPI calls never match ours
     for name, want, got in (("world_size", world_size, comm.Get_size()), ("rank", rank, comm.Get_rank())):
         if want not in (-1, None) and want != got:
             comm.Free()

@@ -13,7 +13,6 @@ groups ... must not contain the same processes"), and :func:`connect` then says 
 """
 from __future__ import annotations
 
-import datetime
 import os
 from urllib.parse import urlparse
 
@@ -53,7 +52,9 @@ def make_store(init_method, rank: int, world_size: int, timeout) -> TCPStore:
     else:
         raise ValueError(f"init_process_group(): init_method {method!r} is not supported; expected 'env://' or "
                          f"'tcp://host:port' (or pass store=)")
-    timeout = timeout if timeout is not None else datetime.timedelta(minutes=30)
+    from .constants import default_pg_timeout  # cycle: constants imports collectives, which imports this module
+
+    timeout = timeout if timeout is not None else default_pg_timeout
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout)
 
 

@@ -31,12 +31,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def find_mpiexec(explicit: str | None = None) -> str:
-    """The mpiexec to run: ``explicit``, the one installed beside this Python (the mpich wheel), or on PATH."""
+def which_mpiexec(explicit: str | None = None) -> str | None:
+    """The mpiexec to run: ``explicit``, the one installed beside this Python (the mpich wheel), or on PATH; None
+    where there is none."""
     here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     for cand in (explicit, here, shutil.which("mpiexec")):
         if cand and os.access(cand, os.X_OK):
             return cand
+    return None
+
+
+def find_mpiexec(explicit: str | None = None) -> str:
+    """:func:`which_mpiexec`, or the launcher's exit saying how to install one."""
+    found = which_mpiexec(explicit)
+    if found is not None:
+        return found
     raise SystemExit("ember.distributed.run: no mpiexec found; install one with pip install 'ember[dist]' "
                      "(from a checkout: pip install -e \".[dist]\")")
 

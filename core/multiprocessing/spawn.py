@@ -20,7 +20,7 @@ import sys
 import tempfile
 import traceback
 
-from ..distributed.run import find_mpiexec
+from ..distributed.run import which_mpiexec
 
 
 class ProcessException(Exception):
@@ -110,10 +110,7 @@ def _mpi_launcher():
         return _LAUNCHER["path"]
     path = None
     if importlib.util.find_spec("mpi4py") is not None:
-        try:
-            mpiexec = find_mpiexec()
-        except SystemExit:
-            mpiexec = None
+        mpiexec = which_mpiexec()
         if mpiexec is not None:
             fd, path = tempfile.mkstemp(prefix="ember-spawn-", suffix=".sh")
             with os.fdopen(fd, "w") as f:  # a child of an MPI job must not take its parent's PMI connection

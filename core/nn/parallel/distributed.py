@@ -83,7 +83,7 @@ class DistributedDataParallel(Module):
     def _get_ddp_logging_data(self) -> dict:
         """What PyTorch's DDP logs about itself at construction, those of its fields that ember has (PyTorch adds
         runtime statistics such as ``can_set_static_graph`` only at sampled later iterations)."""
-        params = [p for p in self.module.parameters() if p.requires_grad]
+        params = [p for b in self._buckets for p in b.params]
         return {"module_name": type(self.module).__name__, "world_size": self._world, "rank": dist.get_rank(),
                 "backend_name": dist.get_backend(), "broadcast_buffers": int(self.broadcast_buffers),
                 "bucket_cap_bytes": self.bucket_bytes_cap, "find_unused_parameters": int(self.find_unused_parameters),
