@@ -409,10 +409,10 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     else:
                         _add(buffers, nxt, fn._nrs[i], g, create_graph)
                 if d is not None:  # None: a leaf (with targets: a leaf target, or a node that leads to none)
-                    d -= 1
-                    deps[nxt] = d
-                    if d == 0:
+                    if d == 1:  # its last gradient: ready (its count is read no more)
                         push(nxt)
+                    else:
+                        deps[nxt] = d - 1
         for fn, g in buffers.items():  # what is left are the leaves' gradients
             if filtered:  # without accumulate: the leaf targets' gradients, captured after the leaves' hooks
                 if (fn, 0) in targets:
