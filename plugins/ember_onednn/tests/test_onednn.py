@@ -256,10 +256,10 @@ def test_turned_off_by_environment():
     on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     env["EMBER_ONEDNN"] = "0"
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert on.stdout.strip() == str(sorted(["conv_forward", "conv_input_grad", "conv_weight_grad", "matmul", "linear",
-                                            "softmax_backward", "batch_norm_train", "batch_norm_backward",
-                                            "max_pool_backward", "lstm_forward", "lstm_backward", "relu_backward", "sgd_update",
-                                            "nn_gelu", "nn_gelu_backward", "layer_norm", "layer_norm_backward"]))
+    assert on.stdout.strip() == str(sorted([
+        "conv_forward", "conv_input_grad", "conv_weight_grad", "matmul", "linear", "softmax_backward",
+        "batch_norm_train", "batch_norm_backward", "max_pool_backward", "lstm_forward", "lstm_backward",
+        "relu_backward", "sgd_update", "nn_gelu", "nn_gelu_backward", "layer_norm", "layer_norm_backward"]))
     assert off.stdout.strip() == "[]"
 
 
