@@ -12,10 +12,11 @@ results match the shared kernels' within float32 tolerance, not bit for bit:
   ``erf``: ``erf(x) = x * P(x*x)`` for ``|x| < 0.6`` and ``erf(x) = 1 - exp(Q(|x| - 0.6))`` above, ``|x|``
   clamped at 4 (where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN
   passes);
-* ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: shifted by
-  the matrix's maximum, one pass (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer
-  one), rows far below it by their own maxima taken from the rows laid out as columns; the row sums as a
-  matrix-vector product; softmax's backward's row sums likewise;
+* ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: exponentiated
+  as they are where the matrix's maximum is at most 64, else shifted by that maximum, one pass (NumPy's ``max``
+  along a short inner axis is ~10x slower than along the outer one), rows far below the shift by their own
+  maxima taken from the rows laid out as columns; the row sums as a matrix-vector product; softmax's backward's
+  row sums likewise, spread back by ``repeat``;
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
 * ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
