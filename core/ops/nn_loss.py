@@ -51,7 +51,10 @@ class _PointwiseLoss:
         loss = cls.error(k, k["sub"](x, t), beta)
         if reduction == "none":
             return loss
-        return k["mean"](loss) if reduction == "mean" else k["sum"](loss)
+        if reduction == "mean" and loss.size:
+            return k["mean"](loss)
+        total = k["sum"](loss)
+        return total if reduction == "sum" else k["div"](total, float("nan"))  # (the mean of nothing, quietly)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -78,13 +81,11 @@ class SmoothL1Loss(_PointwiseLoss, Op):
     @staticmethod
     def error(k, d, beta):
         d = k["abs"](d)
-        if beta == 0:
-            return d
         return k["where"](k["lt"](d, beta), k["mul"](k["mul"](d, d), 0.5 / beta), k["sub"](d, 0.5 * beta))
 
     @staticmethod
     def slope(d, beta):
-        return d.sign() if beta == 0 else where(d.abs() < beta, d / beta, d.sign())
+        return (d / beta).clamp(-1.0, 1.0)  # (NaN stays NaN, as PyTorch's)
 
 
 def pointwise_loss(op, x, t, reduction, beta=None):

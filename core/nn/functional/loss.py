@@ -67,11 +67,13 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 @export(to=("nn.functional",))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
     input, target = broadcast_target("smooth_l1_loss", input, target)
+    if beta == 0:  # PyTorch's smooth_l1_loss is then l1_loss (its nodes too)
+        return l1_loss(input, target, reduction=legacy_reduction(reduction, size_average, reduce))
     fused = pointwise_loss(SmoothL1Loss, input, target, legacy_reduction(reduction, size_average, reduce), beta)
     if fused is not None:
         return fused
     d = (input - target).abs()
-    loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
     return rename_node(reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss"),
                        "SmoothL1LossBackward0")
 
