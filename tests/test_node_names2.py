@@ -44,6 +44,13 @@ def test_quantile_node_and_gradient(label, device):
     _grads_match(QUANTILES[label], data, device)
 
 
+@pytest.mark.parametrize("p", [None, 2, -2])
+def test_cond_node_and_gradient(p, device):
+    # PyTorch's 2-norm condition number: a ratio of singular-value slices, squeezed (SqueezeBackward1)
+    data = np.random.default_rng(10).random((2, 3, 3)) + np.eye(3)
+    _grads_match(lambda m, a: m.linalg.cond(a, p), data, device)
+
+
 def test_quantile_gradcheck(device):
     x = ember.tensor(np.random.default_rng(4).random((3, 4)), requires_grad=True, device=device)
     assert ember.autograd.gradcheck(lambda t: ember.quantile(t, ember.tensor([0.25, 0.6], dtype=ember.float64,

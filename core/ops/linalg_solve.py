@@ -527,8 +527,8 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     _matrices(A, "linalg.cond")
     if p is None or p in (2, -2):
         s = svdvals(A)
-        r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-        return out_or(r, out)
+        big, small = s[..., :1], s[..., -1:]  # (PyTorch's steps: a ratio of slices, squeezed: SqueezeBackward1)
+        return out_or((big / small if p != -2 else small / big).squeeze(-1), out)
     if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     _square(A, "cond")
