@@ -623,9 +623,9 @@ _RELU_COMPUTES = set()  # the array dtypes relu has computed: each is checked on
 
 
 def _relu_forward(ctx, k, x):
-    d = x.dtype
+    d = (type(x.dtype), x.dtype)  # (by type first: one array library's dtype is never compared with another's)
     if d not in _RELU_COMPUTES:  # PyTorch's relu is clamp_min, which has no bool or complex code
-        name = str(d).rsplit(".", 1)[-1]  # (the dtype's name in any array library: "bool", "complex64")
+        name = str(d[1]).rsplit(".", 1)[-1]  # (the dtype's name in any array library: "bool", "complex64")
         if name == "bool":
             raise RuntimeError("Boolean inputs not supported for relu")
         if name.startswith("complex"):
