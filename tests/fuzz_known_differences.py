@@ -105,11 +105,16 @@ KNOWN = [
           "(ember's topk is stable)"),
     Known("grad", r"addr", r"only PyTorch's backward raised RuntimeError: addmv input tensors must have the same dtype",
           "deliberate", "PyTorch 2.13's addr backward refuses the mixed dtypes its forward accepted"),
-    Known("grad", r"pow\w*|float_power\w*", r"only PyTorch's backward raised RuntimeError: Subtraction, the `-` "
-          r"operator, with a bool tensor", "deliberate",
-          "the base's gradient under a bool tensor exponent: PyTorch 2.13's backward subtracts 1 from the bool "
-          "exponent and raises; ember's computes it (values, dtypes and the number exponents True and False agree: "
-          "tests/test_fuzz_classes4.py)"),
+    Known("grad", r"pow\w*|float_power\w*|logaddexp\w*",
+          r"only PyTorch's backward raised RuntimeError: Subtraction, the `-` operator, with a bool tensor",
+          "deliberate",
+          "the gradient beside a bool tensor operand (pow's exponent, logaddexp's other input): PyTorch 2.13's "
+          "backward subtracts from the bool tensor and raises; ember's computes it (pow's values, dtypes and the "
+          "number exponents True and False agree: tests/test_fuzz_classes4.py)"),
+    Known("grad", r"clamp_tensor", r"only PyTorch's backward raised RuntimeError: output with shape \[\d+\] doesn't "
+          r"match the broadcast shape", "deliberate",
+          "PyTorch 2.13's clamp backward with tensor bounds that broadcast a 0-d input to a larger shape writes the "
+          "gradient into the input's shape in place and raises; ember reduces it to the input's shape"),
     Known("values", r"var_mean\w*|std_mean\w*", r"^output 1: \(-?inf.*!", "deliberate",
           "the mean of var_mean/std_mean over an input holding inf: PyTorch's one-pass (Welford) kernel gives NaN "
           "where its own mean gives ±inf; ember's is mean's"),
@@ -194,11 +199,13 @@ KNOWN = [
           "result for sorted boundaries only, and its binary search and ember's search of rows give other points on "
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
-    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|scatter_reduce\w*|ormqr\w*|solve\w*|det|"
+    Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|scatter_reduce\w*|index_reduce\w*|segment_reduce\w*|"
+          r"ormqr\w*|solve\w*|det|"
           r"complex_mat(vec|mul)", r"!", "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
-          "layers' weights, cdist's matrix-product path, scatter_reduce's amin/amax, ormqr, solve, det, "
+          "layers' weights, cdist's matrix-product path, scatter_reduce's and index_reduce's amin/amax, "
+          "segment_reduce, ormqr, solve, det, "
           "complex matrix products, whose NaN entries follow the BLAS's order of products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod\w*|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|complex_matmul", r"!", "open",
@@ -260,14 +267,14 @@ KNOWN = [
           "PyTorch 2.13's addcmul/addcdiv backward fails to cast a floating gradient into an integer operand's "
           "dtype that its forward accepted beside floating operands; ember's backward gives the floating operands "
           "their gradients"),
-    Known("*", r"histogramdd\w*|lu_unpack|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|quantile\w*|"
-          r"gradient_coordinates|multi_head_attention\w*",
+    Known("*", r"histogramdd\w*|lu_unpack|lu_factor\w*|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|"
+          r"quantile\w*|gradient_coordinates|multi_head_attention\w*",
           r"\(bfloat160x|\(int320x|\(uint80x|, bool1x|!|complex64\dx\d\)|bfloat164\)|same dtype", "open",
           "single cases of seeds 11-14: histogramdd's edges of empty bfloat16 input and its int32 dtype check on "
-          "empty input, lu_unpack of empty uint8 input, max_pool2d_backward with bool indices, max_unpool3d where "
-          "a NaN entry and its window collide, rms_norm's result dtype with a complex weight, polygamma at an "
-          "infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's bfloat16 "
-          "coordinates, multi_head_attention_forward's integer and complex projections"),
+          "empty input, lu_unpack and lu_factor of empty uint8 input, max_pool2d_backward with bool indices, "
+          "max_unpool3d where a NaN entry and its window collide, rms_norm's result dtype with a complex weight, "
+          "polygamma at an infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's "
+          "bfloat16 coordinates, multi_head_attention_forward's integer and complex projections"),
 ]
 
 
