@@ -105,6 +105,7 @@ def split(graph, holder, order, dev, fusion="auto"):
     how elementwise runs are fused (see :func:`.replay.generate`)."""
     tracer = holder["tracer"]
     vals = tracer.vals
+    n_ints = getattr(graph, "n_ints", 0)  # (symbolic ints: their values follow the inputs' sizes)
     fwd_ids = holder["fwd"]
     gout_ids = [vals[id(t)].i if id(t) in vals else None for t in holder["gouts"]]
     fwd = [n for n in graph.nodes if id(n) in fwd_ids]
@@ -136,11 +137,11 @@ def split(graph, holder, order, dev, fusion="auto"):
         fwd = [n for n in fwd if id(n) not in holder["prefix"]]
         if not saved_set <= {i for n in fwd for i in n.outs}.union(order, holder["cut"]):
             return None
-        p_graph = SimpleNamespace(nodes=pre, meta=graph.meta, inputs=graph.inputs,
+        p_graph = SimpleNamespace(nodes=pre, meta=graph.meta, inputs=graph.inputs, n_ints=n_ints,
                                   out_spec=tuple(Ref(i) for i in holder["cut"]))
         prefix, psrc = generate(p_graph, order, dev, fold=False, fuse=False, dispatch=True)
         order = list(order) + holder["cut"]
-    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs, dynamic=graph.dynamic,
+    f_graph = SimpleNamespace(nodes=fwd, meta=graph.meta, inputs=graph.inputs, dynamic=graph.dynamic, n_ints=n_ints,
                               out_spec=tuple(Ref(i) for i in out_ids + saved))
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
     b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta, inputs=None,  # (its sizes: the forward's inputs')
@@ -150,7 +151,8 @@ def split(graph, holder, order, dev, fusion="auto"):
     step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
                         used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos_in(order, i) for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)
-    step.n_inputs = len(graph.inputs) if graph.dynamic else 0  # (a dynamic graph's backward reads their sizes)
+    # (a dynamic graph's backward reads the inputs' sizes, and the symbolic ints after them)
+    step.n_inputs = len(graph.inputs) if graph.dynamic or n_ints else 0
     step.guarded, step.prefix, step.watched = guarded, prefix, watched
     step.backward_ops = tuple(n.op for n in bwd)
     if prefix is not None:
@@ -182,19 +184,20 @@ class CompiledStep:
         """Whether exactly the captured leaves require grad now."""
         return {id(tensors[j]) for j in self.guarded} == {id(t) for t in tensors if t._rg}
 
-    def run(self, tensors):
+    def run(self, tensors, ints=None):
+        """The outputs of a call on ``tensors`` (``ints``: ``[(value,)]`` of its symbolic ints, if any)."""
         if self.prefix is not None:  # (through dispatch: eager autograd records it)
-            tensors = list(tensors) + list(self.prefix(tensors))
+            tensors = list(tensors) + list(self.prefix(tensors, ints))
         if STATE.anomaly or SAVED_HOOKS.stack:  # (the general path: a forward trace, saved-tensor hooks)
-            call = SimpleNamespace(step=self, tensors=tensors, outs=None)
+            call = SimpleNamespace(step=self, tensors=tensors, outs=None, ints=ints)
             diff = _Joint.apply(call, *[tensors[j] for j in self.leaf_pos])
             outs = list(call.outs)
             for k, t in zip(self.diff_pos, diff):
                 outs[k] = t
             return tuple(outs)
-        return self.apply(tensors)
+        return self.apply(tensors, ints)
 
-    def apply(self, tensors):
+    def apply(self, tensors, ints=None):
         """What ``_Joint.apply`` does, without a general Function's checks that a compiled call never needs: the
         forward under no_grad, then one node whose inputs are the leaves and whose outputs are the
         differentiable outputs (every leaf requires grad: the guards say so)."""
@@ -202,11 +205,11 @@ class CompiledStep:
         prev = STATE.enabled
         STATE.enabled = False
         try:
-            values = self.forward(tensors)
+            values = self.forward(tensors, ints)
         finally:
             STATE.enabled = prev
         ctx = _NODE.__new__(_NODE)
-        _fill(ctx, self, tensors, values)
+        _fill(ctx, self, tensors, values, ints)
         ctx.needs_input_grad = self.needs
         ctx.next_functions = ((None, 0),) + tuple([grad_edge(t) for t in leaves])
         ctx._shapes = (None,) + tuple([(t._data.shape, t._data.dtype) for t in leaves])
@@ -223,12 +226,12 @@ class CompiledStep:
         return tuple(outs)
 
 
-def _fill(ctx, step, tensors, values):
+def _fill(ctx, step, tensors, values, ints=None):
     """What the node of compiled ``step`` keeps for its backward, from its call's ``tensors`` and the forward's
     ``values`` (outputs, then what the backward reads): the saved values, the inputs' sizes and the versions of the
     inputs it watches for in-place changes."""
     ctx.step, ctx.saved = step, values[step.n_out:]
-    ctx.sizes = [t._data.shape for t in tensors[:step.n_inputs]] if step.n_inputs else None
+    ctx.sizes = [t._data.shape for t in tensors[:step.n_inputs]] + (ints or []) if step.n_inputs else None
     ctx.watched = [(tensors[j], tensors[j]._version) for j in step.watched]
 
 
@@ -238,9 +241,9 @@ class _Joint(Function):
     @staticmethod
     def forward(ctx, call, *leaves):
         step = call.step
-        values = step.forward(call.tensors)
+        values = step.forward(call.tensors, call.ints)
         call.outs = values[:step.n_out]
-        _fill(ctx, step, call.tensors, values)
+        _fill(ctx, step, call.tensors, values, call.ints)
         return tuple(call.outs[k] for k in step.diff_pos)
 
     @staticmethod

@@ -27,13 +27,16 @@ import weakref
 
 from ..autograd import engine as _engine
 from ..interception import HANDLERS
-from ..jit._graph import Program, Ref, TracerWarning, capture, capture_dynamic
+from ..jit._graph import (
+    Program, Ref, TracerWarning, _restore, _rng_state, _set_rng_state, _snapshot, capture, capture_dynamic,
+)
 from ..nn.modules.module import Module
 from ..ops.nn import CompileCapture
 from ..overrides import _is_torch_function_mode_enabled
 from ..state import is_grad_enabled, is_inference
 from ..tensor import Tensor
 from . import config
+from . import ints as _ints
 from .aot import joint_body, split
 from .exc import Unsupported
 from .replay import generate
@@ -94,14 +97,23 @@ def _backward_breaks(run):
 
 
 # --------------------------------------------------------------------------- guards
-def _guard_key(obj, flat, dyn=None):
+def _guard_key(obj, flat, dyn=None, ints=None, path=None):
     """A hashable key of ``obj``'s structure, non-tensor values and tensor metadata; tensors go to ``flat``.
-    ``dyn``: the ``(flat index, dim)`` that are dynamic (see :func:`_masked`)."""
+    ``dyn``: the ``(flat index, dim)`` that are dynamic (see :func:`_masked`); ``ints``: the paths (see
+    :mod:`.ints`) of the int arguments that are symbolic, whose values the key leaves out (``obj`` is at
+    ``path``)."""
     if isinstance(obj, Tensor):
         flat.append(obj)
         a = obj._data
         return (_masked(a.shape, len(flat) - 1, dyn) if dyn else a.shape, a.dtype, obj._dev, obj._rg)
     t = type(obj)
+    if ints:
+        if t is int and path in ints:
+            return (t, None)
+        if t is tuple or t is list:
+            return (t, tuple(_guard_key(x, flat, dyn, ints, _ints._child(path, i)) for i, x in enumerate(obj)))
+        if t is dict:
+            return (t, tuple((k, _guard_key(v, flat, dyn, ints, _ints._child(path, k))) for k, v in obj.items()))
     if t is tuple or t is list:
         return (t, tuple(_guard_key(x, flat, dyn) for x in obj))
     if t is dict:
@@ -177,27 +189,41 @@ class Variant:
     """One compiled variant: the graph, its dispatch replay, its raw replay (None when it has none), or the
     graph breaks that make it run eagerly."""
 
-    __slots__ = ("graph", "program", "fast", "aot", "source", "slots", "consts", "out_spec", "breaks")
+    __slots__ = ("graph", "program", "fast", "aot", "source", "slots", "consts", "out_spec", "breaks", "int_paths")
 
     def __init__(self, breaks=(), graph=None, out_spec=None):
         self.breaks = list(breaks)
         self.graph, self.out_spec = graph, out_spec
         self.program = self.fast = self.aot = self.source = None
         self.slots, self.consts = [], []
+        self.int_paths = None  # the paths of the int arguments that are graph inputs (None: none is)
 
-    def run(self, flat):
+    def run(self, flat, ints=None):
+        """The outputs of a call with tensors ``flat``; ``ints``: ``[(value,)]`` of its symbolic ints."""
         g = self.graph
         params = [store[key] for store, key in self.slots]
         tensors = flat + params + self.consts
         fast = self.fast
         if fast is not None and (not is_grad_enabled() or not any(t._rg for t in tensors)):
-            outs = fast(tensors)
+            outs = fast(tensors, ints) if ints else fast(tensors)
         elif self.aot is not None and is_grad_enabled() and self.aot.matches(tensors):
-            outs = self.aot.run(tensors)
+            outs = self.aot.run(tensors, ints) if ints else self.aot.run(tensors)
         else:
             by_path = dict(zip(g.params.values(), params))
+            if ints:  # (the dispatch replay reads sizes from its inputs: the ints ride as shapes (value,))
+                flat = flat + [_IntSize(v) for v in ints]
             outs = self.program.run(flat, by_path.__getitem__)
         return _rebuild(self.out_spec, outs)
+
+
+class _IntSize:
+    """A symbolic int's value where the dispatch replay reads an input's shape: ``_data.shape`` is ``(v,)``."""
+
+    __slots__ = ("_data", "shape")
+
+    def __init__(self, shape):
+        self._data = self
+        self.shape = shape
 
 
 def _hooked(m) -> bool:
@@ -232,13 +258,17 @@ class CompiledFunction:
         self.static = set()  # dims that could not be made dynamic (the function specialises on their size)
         self.ties = []       # groups of dynamic dims captured as one size: guarded to be equal
         self.last = None     # the shapes of the flat inputs of the last capture (automatic dynamic compares)
+        self.ints = set()        # paths of int arguments (see .ints) symbolic in the variants captured from now on
+        self.int_static = set()  # paths of int arguments that decide the trace: guarded by value
+        self.last_ints = []      # the int arguments of the last capture, [(path, value)]
         _ALL.add(self)
 
-    def key(self, args, kwargs, flat, dyn=()):
+    def key(self, args, kwargs, flat, dyn=(), ints=None):
         """The guards of a call (None: run it eagerly); its tensors go to ``flat``.  ``dyn``: the dims whose
-        size the key leaves out (a dynamic variant's key); without, the exact shapes (a static variant's)."""
+        size the key leaves out (a dynamic variant's key); without, the exact shapes (a static variant's).
+        ``ints``: the paths of the int arguments whose values it leaves out."""
         head = (is_grad_enabled(), is_inference(), _module_flags(self.modules))
-        if not kwargs and not dyn:  # the usual call, tensors only: their metadata, inline
+        if not kwargs and not dyn and not ints:  # the usual call, tensors only: their metadata, inline
             metas = []
             for a in args:
                 if type(a) is not Tensor:
@@ -250,7 +280,8 @@ class CompiledFunction:
                 return head, tuple(metas)
             flat.clear()
         try:
-            key = head, _guard_key(args, flat, dyn), _guard_key(kwargs, flat, dyn) if kwargs else None
+            key = head, _guard_key(args, flat, dyn, ints, ("a",)), \
+                _guard_key(kwargs, flat, dyn, ints, ("k",)) if kwargs else None
         except TypeError:  # an unhashable argument
             return None
         if any(type(t) is not Tensor and _own_torch_function(type(t)) for t in flat):
@@ -286,6 +317,26 @@ class CompiledFunction:
         self.dyn |= new
         return bool(new)
 
+    def widen_ints(self, args, kwargs) -> bool:
+        """Make symbolic the int arguments this call asks to be (automatic dynamic, as for dims): every one
+        with ``dynamic=True``, else those whose values changed since the last capture (by path: a list's
+        elements together).  Whether any became symbolic."""
+        if self.dynamic is False or not (self.dynamic or config.automatic_dynamic_shapes and self.last_ints):
+            return False
+        leaves = _ints.int_leaves(args, kwargs)
+        if self.dynamic:
+            new = {p for p, _ in leaves}
+        else:
+            now, last = {}, {}
+            for p, v in leaves:
+                now.setdefault(p, []).append(v)
+            for p, v in self.last_ints:
+                last.setdefault(p, []).append(v)
+            new = {p for p, vs in now.items() if p in last and last[p] != vs}
+        new -= self.ints | self.int_static
+        self.ints |= new
+        return bool(new)
+
     def __call__(self, *args, **kwargs):
         if STANCE[0] == "force_eager" or current_capture() is not None or HANDLERS or \
                 _is_torch_function_mode_enabled():  # a tracer, autocast, vmap or a mode must see every op: eager
@@ -295,11 +346,13 @@ class CompiledFunction:
         if key is None:
             return self.fn(*args, **kwargs)
         v = self.cache.get(key)
-        if v is None and (self.widen(flat) or self.dyn):  # a variant with some sizes symbolic may serve
-            v = self.cache.get(self.key(args, kwargs, [], self.dyn))
+        if v is None and (self.widen(flat) | self.widen_ints(args, kwargs) or self.dyn or self.ints):
+            v = self.cache.get(self.key(args, kwargs, [], self.dyn, self.ints))  # some sizes or ints symbolic
         if v is not None:
             if v.graph is None:
                 return self.fn(*args, **kwargs)
+            if v.int_paths:
+                return v.run(flat, [(x,) for p, x in _ints.int_leaves(args, kwargs) if p in v.int_paths])
             return v.run(flat)
         if self.cache:
             if STANCE[0] == "fail_on_recompile":
@@ -308,8 +361,8 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
         known = len(self.modules)
         v, out = self.capture(args, kwargs, flat)
-        if v.graph is not None and v.graph.dynamic:  # guarded by everything but its symbolic sizes
-            key = self.key(args, kwargs, [], self.dyn)
+        if v.graph is not None and (v.graph.dynamic or v.int_paths):  # guarded but for its symbolic sizes, ints
+            key = self.key(args, kwargs, [], self.dyn, self.ints)
         elif len(self.modules) != known:  # (modules met for the first time: their flags join the guards)
             key = self.key(args, kwargs, [])
         self.cache[key] = v
@@ -325,6 +378,9 @@ class CompiledFunction:
         state = _Capture(self.fullgraph)
         runs = []  # what each run of the function left (a dynamic capture runs it more than once)
         joint = [is_grad_enabled() and self.backend in ("inductor", "ember")]  # with the backward, ahead of time
+        leaves = _ints.int_leaves(args, kwargs)
+        sel = [k for k, (p, _) in enumerate(leaves) if p in self.ints]  # the ints to make symbolic
+        before = (_snapshot(self.module), _rng_state()) if sel else None  # (the probes start from here)
 
         def body(*a, **k):
             h = {}
@@ -350,10 +406,20 @@ class CompiledFunction:
                     graph = got[0]
                 else:
                     graph, _ = capture(body, args, kwargs, self.module, on_conversion=_on_conversion)
+                if sel and not state.breaks:
+                    try:
+                        self.symbolic_ints(graph, body, runs, args, kwargs, flat, leaves, sel, *before)
+                    except (_ints.Differs, _ints.Decided, Exception):  # noqa: BLE001 - a probe failed: they decide
+                        pass
+                    del state.breaks[:]  # (what the probes met; the call itself met no break)
         finally:
             _engine.run = run
             _LOCAL.capture = None
             CompileCapture.native = False
+        paths = {leaves[k][0] for k in sel} - getattr(graph, "int_paths", frozenset())
+        self.int_static |= paths  # (ints the graph does not take as inputs: their values stay in its guards)
+        self.ints -= paths
+        self.last_ints = leaves
         holder = runs[0]  # the call itself (the graph is its trace; later runs only grew the sizes)
         out, spec = holder["out"], holder["spec"]
         known = {id(m) for m in self.modules}
@@ -394,6 +460,36 @@ class CompiledFunction:
         self.dyn.difference_update(self.static)
         return got
 
+    def symbolic_ints(self, graph, body, runs, args, kwargs, flat, leaves, sel, saved, rng):
+        """Make the ints ``sel`` (positions in ``leaves``) of ``graph`` symbolic (see :mod:`.ints`), from probe
+        traces of the call with static sizes (its effects undone between them; the call's own kept at the end);
+        raises where they cannot be.  The graph then has ``n_ints`` and ``int_paths``."""
+        vals = [leaves[k][1] for k in sel]
+        alts = _ints.alternates(leaves, sel, self.last_ints)
+        after, rng_after = _snapshot(self.module), _rng_state()
+        sets = _ints.groups(len(sel)) + [set(range(len(sel)))]  # (the last changes every int: the check)
+        traces = []
+        try:
+            for changed in sets:
+                _restore(saved)
+                _set_rng_state(rng)
+                new = iter(_ints.Probe(alts[j] if j in changed else vals[j]) for j in range(len(sel)))
+                pos = set(sel)
+                every = iter([next(new) if k in pos else v for k, (_, v) in enumerate(leaves)])
+                a2, k2 = _ints.with_ints(tuple(args), every), _ints.with_ints(kwargs, every)
+                traces.append(capture(body, a2, k2, self.module, on_conversion=_on_conversion)[0])
+        finally:
+            del runs[1:]
+            _restore(after)
+            _set_rng_state(rng_after)
+        changes = [[alts[j] - vals[j] if j in changed else 0 for j in range(len(sel))] for changed in sets[:-1]]
+        sizes = [tuple(t._data.shape) for t in flat]
+        args_of = _ints.symbolize(graph, traces[:-1], changes, vals, sizes, traces[-1], alts)
+        for n, a in zip(graph.nodes, args_of):
+            n.args = a
+        graph.n_ints = len(sel)
+        graph.int_paths = frozenset(leaves[k][0] for k in sel)
+
     @staticmethod
     def groups(flat, dims) -> list:
         """``dims`` grouped by their size in this call (each group captured as one size)."""
@@ -418,6 +514,7 @@ class CompiledFunction:
 
     def build(self, graph, spec, flat, holder):
         v = Variant(graph=graph, out_spec=spec)
+        v.int_paths = getattr(graph, "int_paths", None)
         aot = None
         if "tracer" in holder:  # a joint graph: its backward part becomes the aot step, the rest the forward
             devs = {t._dev for t in holder["tracer"].values}

@@ -243,7 +243,8 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
     Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
-    from ``sizes``.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`: "auto",
+    from ``sizes``; where the graph has symbolic ints (``graph.n_ints``), ``sizes`` gives their values after
+    the inputs' shapes.  ``fuse``: runs of pointwise ops become one function each (:mod:`.fusion`: "auto",
     numba kernels where numba is installed and they pay; "numba"; "numpy"; False: no fusion).  ``shown``:
     the value ids of the outputs the caller sees (by default all): a view among them is made through
     dispatch, keeping its links to its base; other views are array views.  ``dispatch``: every op goes through
@@ -319,7 +320,8 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
         names = ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins])
         if sized and not w.sized and graph.inputs is not None:  # the inputs' shapes, read once (else given)
             w.sized = True
-            body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]")
+            body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]" +
+                        (" + SZ" if getattr(graph, "n_ints", 0) else ""))  # (symbolic ints: given, see .ints)
         targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
         body.append(f"{targets} = {step}({names})")
         w.tensor.update(n.outs)

@@ -1,0 +1,232 @@
+"""Automatic dynamic Python ints for ``ember.compile``: one graph for every value of an int argument used as data.
+
+A compiled function given ints that change per call (a sentence's gold tag path as a list, a step counter)
+would otherwise capture one variant per value.  As PyTorch's automatic dynamic does, an int argument (top
+level, or inside lists and tuples) whose value changed since the last capture becomes a graph input: the ops
+that read it take a :class:`~ember.jit._graph.Sym` ``v + c`` of its value at each replay, read from the sizes
+list the replay already passes for dynamic dims (position ``n_tensors + k`` holds ``(value,)`` of the k-th
+symbolic int).
+
+The captured call (plain ints) is compared with a few more traces of the same call (its effects on buffers and
+the random state undone), each with some of the ints set to another value (another call's): trace ``j``
+changes the ints whose number ``k + 1`` has bit ``j`` set, so the pattern of traces in which an op argument
+changes names the int it follows.  In those traces the ints are :class:`Probe` objects: Python control flow on
+one (a comparison, ``bool``, ``hash``, a length or list index, ``float``) ends the attempt.  A last trace with
+every int changed must be predicted by the symbolic graph.  Where anything differs otherwise (the ops, an
+argument that is not ``v + c`` of one int, a constant tensor), the ints stay specialised, guarded by value.
+"""
+from __future__ import annotations
+
+from ..jit._graph import ARef, Gen, Ref, Sym
+
+
+class Decided(BaseException):
+    """A probed int decided Python control flow (raised through the traced function, caught by the probe)."""
+
+
+def _decides(name):
+    def method(self, *args):
+        raise Decided(name)
+    return method
+
+
+def _follows(name):
+    op = getattr(int, name)
+
+    def method(self, *args):
+        r = op(self, *args)
+        return Probe(r) if type(r) is int else r
+    return method
+
+
+class Probe(int):
+    """An int argument during a probe trace: control flow on it raises :class:`Decided`; arithmetic results
+    stay probes.  ``int(p)`` (how ops read an index) gives the plain value; ``item()`` (how binary ops read a
+    scalar operand) too."""
+
+    __slots__ = ()
+
+    def item(self):
+        return int(self)
+
+    for _n in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__bool__", "__hash__", "__index__",
+               "__float__"):
+        locals()[_n] = _decides(_n)
+    for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+               "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__pos__", "__abs__", "__pow__", "__rpow__",
+               "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rshift__",
+               "__invert__"):
+        locals()[_n] = _follows(_n)
+    del _n
+
+
+def _child(path, i):
+    """The path of element ``i`` of the container at ``path``: top-level arguments by position or name, the
+    elements of a list or tuple as one path (every tag of a tag list is the same kind of int)."""
+    return path + (i,) if len(path) == 1 else path + (None,)
+
+
+def int_leaves(args, kwargs) -> list:
+    """``[(path, value)]`` of the int arguments of a call (top level and inside lists, tuples and dicts), in
+    walk order."""
+    out = []
+    _leaves(tuple(args), ("a",), out)
+    if kwargs:
+        _leaves(kwargs, ("k",), out)
+    return out
+
+
+def _leaves(obj, path, out):
+    t = type(obj)
+    if t is int:
+        out.append((path, obj))
+    elif t is tuple or t is list:
+        for i, x in enumerate(obj):
+            _leaves(x, _child(path, i), out)
+    elif t is dict:
+        for k, x in obj.items():
+            _leaves(x, _child(path, k), out)
+
+
+def with_ints(obj, new):
+    """``obj`` with its int leaves replaced by the values of iterator ``new`` (walk order)."""
+    t = type(obj)
+    if t is int:
+        return next(new)
+    if t is tuple or t is list:
+        return t([with_ints(x, new) for x in obj])
+    if t is dict:
+        return {k: with_ints(x, new) for k, x in obj.items()}
+    return obj
+
+
+def alternates(leaves, sel, last) -> list:
+    """Another value for each selected leaf: the last capture's at that place, else another value met at its
+    path, else value + 1."""
+    alts = []
+    for k in sel:
+        path, v = leaves[k]
+        if k < len(last) and last[k][0] == path and last[k][1] != v:
+            alts.append(last[k][1])
+            continue
+        seen = [x for p, x in leaves + last if p == path and x != v]
+        alts.append(seen[0] if seen else v + 1)
+    return alts
+
+
+def groups(n) -> list:
+    """The positions (of ``n`` ints) each trace changes: trace j those whose number k + 1 has bit j set."""
+    return [{k for k in range(n) if (k + 1) >> j & 1} for j in range(n.bit_length())]
+
+
+class Differs(Exception):
+    """The traces differ other than by ints used as data."""
+
+
+def same(a, b) -> bool:
+    """Whether graph arguments ``a`` and ``b`` are the same (values by value, graph values by id)."""
+    ta, tb = type(a), type(b)
+    if isinstance(a, int) and isinstance(b, int) and ta is not bool and tb is not bool:
+        return int(a) == int(b)
+    if ta is not tb:
+        return False
+    if ta is Ref or ta is ARef:
+        return a.i == b.i
+    if ta is Sym:
+        return (a.input, a.dim, a.a, a.b) == (b.input, b.dim, b.a, b.b)
+    if ta is tuple or ta is list:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if ta is dict:
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if ta is slice:
+        return same((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+    if ta is float or ta is complex:
+        return a == b or (a != a and b != b)
+    if ta is Gen or a is b:
+        return True
+    if hasattr(a, "shape") and hasattr(a, "dtype"):
+        return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype and bool((a == b).all())
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an object without a usable equality: not provably the same
+        return False
+
+
+def _fit(a, bs, fit):
+    """Argument ``a`` of the captured trace, given its values ``bs`` in the probe traces, as a Sym where it
+    follows one int; raises :class:`Differs` otherwise.  ``fit``: ``(changes, vals, sizes)``, where
+    ``changes[j][k]`` is how much trace j moved int k, ``vals[k]`` its captured value and ``sizes`` the
+    call's input shapes (a size already symbolic has its value there in every probe)."""
+    changes, vals, sizes = fit
+    base = len(sizes)
+    ta = type(a)
+    if ta is Sym:
+        if not all(isinstance(b, int) and int(b) == a.value(sizes) for b in bs):
+            raise Differs("an argument follows both a size and an int")
+        return a
+    if ta is int:
+        deltas = [int(b) - a if isinstance(b, int) and type(b) is not bool else None for b in bs]
+        if None in deltas:
+            raise Differs("an int argument became another kind of value")
+        if not any(deltas):
+            return a
+        k = sum(1 << j for j, d in enumerate(deltas) if d) - 1  # (the int numbered by the traces that moved it)
+        if k >= len(vals) or any(d != ch[k] for d, ch in zip(deltas, changes)):
+            raise Differs("an argument follows no one int as value + constant")
+        return Sym(base + k, 0, 1, a - vals[k])
+    if ta is tuple or ta is list:
+        if any(type(b) is not ta or len(b) != len(a) for b in bs):
+            raise Differs("an argument's structure changes")
+        return ta([_fit(x, [b[i] for b in bs], fit) for i, x in enumerate(a)])
+    if ta is slice:
+        if any(type(b) is not slice for b in bs):
+            raise Differs("an argument's structure changes")
+        return slice(*_fit((a.start, a.stop, a.step), [(b.start, b.stop, b.step) for b in bs], fit))
+    if ta is dict:
+        if any(type(b) is not dict or b.keys() != a.keys() for b in bs):
+            raise Differs("an argument's structure changes")
+        return {k: _fit(v, [b[k] for b in bs], fit) for k, v in a.items()}
+    if not all(same(a, b) for b in bs):
+        raise Differs("an argument other than an int changes")
+    return a
+
+
+def _at(a, sizes):
+    """Graph argument ``a`` with its Syms evaluated at ``sizes`` (the inputs' shapes, then ``(value,)`` of each
+    symbolic int)."""
+    ta = type(a)
+    if ta is Sym:
+        return a.value(sizes)
+    if ta is tuple or ta is list:
+        return ta([_at(x, sizes) for x in a])
+    if ta is slice:
+        return slice(*_at((a.start, a.stop, a.step), sizes))
+    if ta is dict:
+        return {k: _at(v, sizes) for k, v in a.items()}
+    return a
+
+
+def _same_frame(g, others):
+    """Raise :class:`Differs` unless graphs ``others`` have ``g``'s ops, inputs, parameters and constants."""
+    for g2 in others:
+        if len(g2.nodes) != len(g.nodes) or any(n.kind != m.kind or n.op != m.op for n, m in zip(g.nodes, g2.nodes)):
+            raise Differs("the ops change")
+        if list(g2.inputs) != list(g.inputs) or g2.params != g.params or g2.consts.keys() != g.consts.keys() or \
+                not same(g.out_spec, g2.out_spec):
+            raise Differs("the graph's inputs or outputs change")
+        if not all(same(t._data, g2.consts[i]._data) for i, t in g.consts.items()):
+            raise Differs("a constant tensor changes")
+
+
+def symbolize(g, probes, changes, vals, sizes, check, alts):
+    """The node arguments of ``g`` (the captured trace) with the ints they follow as Syms, fitted on the
+    ``probes`` (traces with ``changes``) and checked on ``check`` (a trace with every int at ``alts``); raises
+    :class:`Differs` where the traces differ otherwise."""
+    _same_frame(g, probes + [check])
+    fit = (changes, vals, sizes)
+    args = [_fit(n.args, [p.nodes[i].args for p in probes], fit) for i, n in enumerate(g.nodes)]
+    at = list(sizes) + [(v,) for v in alts]
+    for a, m in zip(args, check.nodes):
+        if not same(_at(a, at), m.args):
+            raise Differs("the graph fitted does not predict a trace with other values")
+    return args

@@ -1,0 +1,121 @@
+"""ember.compile with Python int arguments that change per call: automatic dynamic ints (one graph serves every
+value of an int used as data; ints deciding control flow or a loop length stay guarded by value)."""
+import random
+
+import pytest
+
+import ember
+
+
+def gold_score(x, ys):
+    return sum(x[i, y] for i, y in enumerate(ys))
+
+
+def _variants(cf):
+    return len(cf._compiled.cache)
+
+
+def _paths(n, seed, count=12):
+    rng = random.Random(seed)
+    return [[rng.randrange(6) for _ in range(n)] for _ in range(count)]
+
+
+def test_int_list_as_indices_one_graph(device):
+    x = ember.randn(5, 6, device=device, requires_grad=True)
+    cf = ember.compile(gold_score)
+    for ys in _paths(5, 0):
+        out, ref = cf(x, ys), gold_score(x, ys)
+        assert ember.equal(out, ref)
+        assert ember.equal(ember.autograd.grad(out, x)[0], ember.autograd.grad(ref, x)[0])
+    assert _variants(cf) == 2  # the first value's graph, then one with the path symbolic
+
+
+def test_int_scalar_operand_and_offset(device):
+    def f(x, k, ys):
+        return (x[ys[0] + 1] * k - x[-1, ys[1]]).sum()
+    x = ember.randn(6, 6, device=device, dtype=ember.float64, requires_grad=True)
+    cf = ember.compile(f)
+    rng = random.Random(1)
+    for _ in range(10):
+        k, ys = rng.randrange(-3, 9), [rng.randrange(5), rng.randrange(6)]
+        out, ref = cf(x, k, ys), f(x, k, ys)
+        assert ember.allclose(out, ref)
+        assert ember.allclose(ember.autograd.grad(out, x)[0], ember.autograd.grad(ref, x)[0])
+    assert _variants(cf) == 2
+
+
+def test_ints_deciding_control_flow_stay_guarded(device):
+    def f(x, n, k):
+        y = x
+        for _ in range(n):  # a loop length: its value shapes the trace
+            y = y * 2
+        return y + 1 if k > 2 else y - 1  # a branch taken on the value
+    x = ember.randn(3, device=device)
+    cf = ember.compile(f)
+    for n, k in [(1, 0), (2, 5), (3, 1), (2, 3), (1, 2), (0, 9)]:
+        assert ember.equal(cf(x, n, k), f(x, n, k))
+    assert _variants(cf) == 6  # one per (n, k): both guarded by value
+    assert cf._compiled.ints == set()
+
+
+def test_dynamic_true_and_false(device):
+    x = ember.randn(4, 6, device=device)
+    eager = ember.compile(gold_score, dynamic=True)
+    fixed = ember.compile(gold_score, dynamic=False)
+    paths = _paths(4, 2, 6)
+    for ys in paths:
+        assert ember.equal(eager(x, ys), gold_score(x, ys))
+        assert ember.equal(fixed(x, ys), gold_score(x, ys))
+    assert _variants(eager) == 1
+    assert _variants(fixed) == len({tuple(p) for p in paths})
+
+
+def test_sentence_loop_lengths_and_paths(device):
+    """A CRF-style gold score over sentences of two lengths: one symbolic-path graph per length."""
+    trans = ember.randn(5, 5, device=device, requires_grad=True)
+
+    def loss(feats, tags):
+        score = feats[0, tags[0]]
+        for i in range(1, len(tags)):
+            score = score + trans[tags[i], tags[i - 1]] + feats[i, tags[i]]
+        return score
+    cf = ember.compile(loss)
+    rng = random.Random(3)
+    for t in range(16):
+        n = 3 + t % 2
+        feats = ember.randn(n, 5, device=device, requires_grad=True)
+        tags = [rng.randrange(5) for _ in range(n)]
+        out, ref = cf(feats, tags), loss(feats, tags)
+        assert ember.allclose(out, ref)
+        got, want = ember.autograd.grad(out, (feats, trans)), ember.autograd.grad(ref, (feats, trans))
+        assert all(ember.allclose(a, b) for a, b in zip(got, want))
+    assert _variants(cf) <= 4
+
+
+def test_automatic_dynamic_off_keeps_values(device):
+    x = ember.randn(4, 6, device=device)
+    cf = ember.compile(gold_score)
+    with ember._dynamo.config.patch(automatic_dynamic_shapes=False):
+        for ys in _paths(4, 4, 4):
+            assert ember.equal(cf(x, ys), gold_score(x, ys))
+    assert _variants(cf) == 4
+
+
+def test_recompiles_as_pytorch():
+    """PyTorch's eager-backend compile also settles on two graphs for an int index that changes."""
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.testing import CompileCounter
+    torch._dynamo.reset()
+    counter = CompileCounter()
+
+    def f(x, k):
+        return x[k] * k
+    cf = torch.compile(f, backend=counter)
+    x = torch.randn(6, 3)
+    ecf = ember.compile(lambda x, k: x[k] * k)
+    ex = ember.tensor(x.numpy())
+    for k in (1, 2, 3, 4, 5):
+        assert torch.equal(cf(x, k), f(x, k))
+        assert ecf(ex, k).tolist() == f(x, k).tolist()
+    torch._dynamo.reset()
+    assert counter.frame_count == 2 == _variants(ecf)
