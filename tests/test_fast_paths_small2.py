@@ -176,3 +176,34 @@ def test_node_hooks_replace_gradients_and_refuse_a_wrong_count_and_saved_values_
         s.sum().backward()
         s.sum().backward()
         assert_close(x.grad, lib.full((2, 3), 2.0, dtype=x.dtype, device=dev), rtol=0, atol=0)
+
+
+def _fan_in(lib, x, w, stash):
+    """Many gradients summed into one node's and one leaf's pending gradient: the same tensor twice (``h + h``),
+    a gradient a hook keeps, a retained one."""
+    h = x * w
+    h.retain_grad()
+    h.register_hook(lambda g: stash.append(g) or None)
+    s = h + h
+    t = (s * 2 + h).relu() + h.tanh() + h * 3.0
+    return t.sum() + ((x + x) * w).sum() + (x * 0.5).sum()
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_gradients_summed_in_place_leave_hooked_retained_and_accumulated_grads_as_pytorch(device, create_graph):
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        w = lib.tensor(W0, device=dev, requires_grad=True)
+        stash = []
+        loss = _fan_in(lib, x, w, stash)
+        lib.autograd.backward(loss, retain_graph=True, create_graph=create_graph)
+        first = (x.grad.detach().clone(), w.grad.detach().clone(), stash[0].detach().clone())
+        grad_before = x.grad  # the tensor the first backward left: accumulated into (or replaced) as PyTorch's
+        gx = lib.autograd.grad(loss, x, retain_graph=True)[0]
+        loss.backward()
+        res.append((*first, gx, x.grad.detach(), w.grad.detach(), stash[0].detach(), stash[1].detach(),
+                    stash[2].detach(), grad_before.detach()))
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-6, atol=1e-7)

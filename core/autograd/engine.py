@@ -331,6 +331,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
     if filtered:
         filter_state = (needed, targets, target_nodes, captured, accumulate)
     buffers = {}
+    summed = set()  # nodes whose pending gradient is a sum this run made: nobody else holds it, added to in place
     for (fn, nr), g in zip(roots, grads):
         if fn is not None:
             _add(buffers, fn, nr, g, create_graph)
@@ -405,7 +406,10 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                         pass  # with targets: a node that leads to none (a leaf target waits in the buffers)
                     elif nxt.n_outputs == 1:
                         buf = buffers.get(nxt)
-                        buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph)
+                        if buf is None:
+                            buffers[nxt] = g
+                        elif nxt not in summed or not _added_into(buf, g):
+                            buffers[nxt] = _sum_grads(buf, g, create_graph, summed, nxt)
                     else:
                         _add(buffers, nxt, fn._nrs[i], g, create_graph)
                 if d is not None:  # None: a leaf (with targets: a leaf target, or a node that leads to none)
@@ -505,14 +509,30 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
     return res
 
 
-def _sum_grads(a, b, create_graph):
+def _sum_grads(a, b, create_graph, summed=None, node=None):
     """Two gradients for one edge, added (straight on the arrays when no graph is being built and both are
-    plain tensors: a subclass, such as a vmap-batched gradient, adds through its op)."""
+    plain tensors: a subclass, such as a vmap-batched gradient, adds through its op).  A sum made on the arrays
+    is a tensor nobody else sees: ``node`` joins ``summed``, and later gradients for it are added in place."""
     T = _tensor.Tensor
     if create_graph or type(a) is not T or type(b) is not T or a._data.shape != b._data.shape \
             or a._data.dtype != b._data.dtype:
         return a + b
+    if summed is not None:
+        summed.add(node)
     return _tensor._wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
+
+
+def _added_into(buf, g) -> bool:
+    """Add ``g`` into ``buf``, a sum the engine made on the arrays and alone holds, when ``g`` is a plain tensor of
+    its shape and dtype (no new array and tensor per gradient: a parameter used at every step of a loop receives
+    hundreds)."""
+    if type(g) is not _tensor.Tensor:
+        return False
+    a, b = buf._data, g._data
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    buf._data += b
+    return True
 
 
 def _release_edges(fn, deps, ready):
@@ -677,10 +697,10 @@ def _accumulate(t, g, create_graph, shared):
     old = t._grad
     if old is None:
         t._grad = g if create_graph else _owned(g, shared)
-    elif create_graph or old._rg:
+    elif create_graph:
         t._grad = old + g
     elif old._data.shape == g._data.shape and old._data.dtype == g._data.dtype and old._dev is g._dev:
-        old._data += g._data  # accumulate in place into the grad buffer, as PyTorch does
+        old._data += g._data  # in place into the grad buffer, as PyTorch does (a .grad with a graph of its own too)
         b = old._base
         (old if b is None else b)._ver += 1
     else:
