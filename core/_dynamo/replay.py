@@ -138,6 +138,32 @@ def _has_sym(a) -> bool:
     return False
 
 
+def _sized_expr(w, name, a):
+    """Python source of node argument ``a`` in the generated function, its symbolic sizes read from ``SZ``;
+    None where only :func:`replay_args` can resolve it (a generator, an array, a dict)."""
+    ta = type(a)
+    if ta is Ref:
+        return w.as_tensor(a.i)
+    if ta is ARef:
+        return w.as_array(a.i)
+    if ta is Sym:
+        return f"({a.a} * SZ[{a.input}][{a.dim}] + {a.b})"
+    if ta is tuple or ta is list or ta is slice:
+        items = (a.start, a.stop, a.step) if ta is slice else a
+        parts = [_sized_expr(w, f"{name}_{m}", x) for m, x in enumerate(items)]
+        if None in parts:
+            return None
+        inner = ", ".join(parts)
+        if ta is not tuple:
+            return f"slice({inner})" if ta is slice else f"[{inner}]"
+        return f"({inner},)" if len(parts) == 1 else f"({inner})"
+    if ta in _PY_SCALARS or a is None:
+        return w.arg(name, "", a)
+    if ta is dict or has_ref(a) or hasattr(a, "shape"):
+        return None
+    return w.const(f"c{name}", a)
+
+
 def _foldable(n, folded, effects):
     if n.kind == "create":
         return not any(has_ref(a) for a in n.args) and not effects  # (no random draw, no dynamic size)
@@ -316,14 +342,19 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
             continue
         ins = sorted(set(_refs_in(n.args)))
         sized = _has_sym(n.args)
-        step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins, sized))
-        names = ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins])
         if sized and not w.sized and graph.inputs is not None:  # the inputs' shapes, read once (else given)
             w.sized = True
             body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]" +
                         (" + SZ" if getattr(graph, "n_ints", 0) else ""))  # (symbolic ints: given, see .ints)
+        exprs = [_sized_expr(w, f"{k}_{j}", a) for j, a in enumerate(n.args)] if sized and n.kind != "create" \
+            else [None]
+        if None in exprs:
+            step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins, sized))
+            call = f"{step}(" + ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins]) + ")"
+        else:  # (the sizes computed in line: no argument walk at each call)
+            call = f"{w.const(f'KIND{k}', KINDS[n.kind])}({w.const(f'O{k}', Op)}, {', '.join(exprs)})"
         targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
-        body.append(f"{targets} = {step}({names})")
+        body.append(f"{targets} = {call}")
         w.tensor.update(n.outs)
         w.array.difference_update(n.outs)
     flush()
