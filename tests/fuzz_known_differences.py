@@ -46,7 +46,7 @@ KNOWN = [
     # ----------------------------------------------------------------------------------------- open
     Known("accepts", r"conv\w*|cosine_similarity\w*|cholesky_solve\w*|fractional_max_pool\w*|triplet_margin\w*|"
           r"\w*cross_entropy\w*",
-          r"expected scalar type|same dtype|common dtype|dtype as input|but found", "open",
+          r"expected scalar type|same dtype|common dtype|dtype as input|but found|should be the same", "open",
           "operands of two dtypes (or integer operands) that PyTorch's kernels refuse: ember promotes them"),
     Known("exception", r".*", r"^(RuntimeError|IndexError|NotImplementedError|TypeError|ValueError) where PyTorch "
           r"raised (TypeError|IndexError|ValueError|RuntimeError)", "open",
@@ -258,21 +258,24 @@ KNOWN = [
           "weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts it), the gradient "
           "of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the steps)"),
     # ----------------------------------------------------------------------------------------- found by seeds 11-14
-    Known("*", r"inv\w*|matrix_power|lu_solve\w*", r"!", "deliberate",
-          "inverses, matrix powers and LU solves of a matrix (or right-hand side) holding inf or NaN: which entries "
-          "come out inf, NaN or 0 follows the LAPACK and BLAS steps (MKL's in PyTorch, NumPy's in ember), as for the "
-          "SVD and QR above"),
+    Known("*", r"inv\w*|matrix_power|lu_solve\w*|tensorsolve\w*|ldl_\w+", r"!", "deliberate",
+          "inverses, matrix powers, LU and LDL factors and solves of a matrix (or right-hand side) holding inf or "
+          "NaN: which entries come out inf, NaN or 0 follows the LAPACK and BLAS steps (MKL's in PyTorch, NumPy's "
+          "and ember's own sytf2 in ember), as for the SVD and QR above; PyTorch 2.13's LDL fails an internal assert "
+          "on the info a NaN pivot gives"),
     Known("grad", r"scalar_alpha_forms", r"only PyTorch's backward raised RuntimeError: result type Float can't be "
           r"cast to the desired output type", "deliberate",
           "PyTorch 2.13's addcmul/addcdiv backward fails to cast a floating gradient into an integer operand's "
           "dtype that its forward accepted beside floating operands; ember's backward gives the floating operands "
           "their gradients"),
-    Known("*", r"histogramdd\w*|lu_unpack|lu_factor\w*|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|"
+    Known("*", r"histogramdd\w*|lu_unpack|lu_factor\w*|ldl_solve|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|"
           r"quantile\w*|gradient_coordinates|multi_head_attention\w*",
-          r"\(bfloat160x|\(int320x|\(uint80x|, bool1x|!|complex64\dx\d\)|bfloat164\)|same dtype", "open",
-          "single cases of seeds 11-14: histogramdd's edges of empty bfloat16 input and its int32 dtype check on "
-          "empty input, lu_unpack and lu_factor of empty uint8 input, max_pool2d_backward with bool indices, "
-          "max_unpool3d where a NaN entry and its window collide, rms_norm's result dtype with a complex weight, "
+          r"\(bfloat160x|\(int320x|\(uint80x|\(bool0x|, bool1x|!|complex64\dx\d\)|bfloat164\)|same dtype",
+          "open",
+          "single cases of seeds 11-15: histogramdd's edges of empty bfloat16 input and its int32 dtype check on "
+          "empty input, lu_unpack and lu_factor of empty uint8 and bool input, ldl_solve of empty bfloat16 input, "
+          "max_pool2d_backward with bool indices, max_unpool3d where a NaN entry and its window collide, "
+          "rms_norm's result dtype with a complex weight, "
           "polygamma at an infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's "
           "bfloat16 coordinates, multi_head_attention_forward's integer and complex projections"),
 ]

@@ -208,7 +208,8 @@ def _ldl_one(xp, a, hermitian=False):
                 rowmax = float(xp.max(_pivot_size(xp, a[imax, k:imax]))) if imax > k else 0.0
                 if imax < n - 1:
                     rowmax = max(rowmax, float(xp.max(_pivot_size(xp, a[imax + 1:, imax]))))
-                if absakk >= alpha * colmax * (colmax / rowmax):
+                ratio = colmax / rowmax if rowmax else (math.inf if colmax > 0 else math.nan)  # (IEEE's x / 0)
+                if absakk >= alpha * colmax * ratio:
                     kp = k
                 elif (abs(float(a[imax, imax].real)) if hermitian else float(_pivot_size(xp, a[imax, imax]))) >= \
                         alpha * rowmax:

@@ -164,6 +164,13 @@ def kernels(xp) -> dict:
         r = gammaln(x)
         return xp.where(x == -math.inf, xp.full_like(r, math.inf), r)  # log|Gamma(-inf)| = inf, as in PyTorch
 
+    hurwitz = sci("zeta")
+
+    def zeta(x, q):
+        r = hurwitz(x, q)
+        # PyTorch's series is NaN at q = inf (after its pole at x = 1)
+        return xp.where(xp.logical_and(q == math.inf, x != 1), xp.full_like(r, math.nan), r)
+
     table = {
         "sinc": sinc, "spherical_bessel_j0": spherical_bessel_j0, "entr": entr, "xlog1py": xlog1py,
         "lgamma": lgamma, "digamma": sci("psi"), "polygamma": polygamma,
@@ -171,7 +178,7 @@ def kernels(xp) -> dict:
         "k0": sci("k0"), "k1": sci("k1"), "k0e": sci("k0e"), "k1e": sci("k1e"),
         "bessel_j0": sci("j0"), "bessel_j1": sci("j1"), "bessel_y0": sci("y0"), "bessel_y1": sci("y1"),
         "airy_ai": sci("airy", pick=0), "erfcx": sci("erfcx"), "log_ndtr": sci("log_ndtr"),
-        "zeta": sci("zeta"), "gammainc": sci("gammainc"), "gammaincc": sci("gammaincc"),
+        "zeta": zeta, "gammainc": sci("gammainc"), "gammaincc": sci("gammaincc"),
     }
     table.update(polynomials(xp))
     return table
