@@ -38,6 +38,7 @@ from .grad_mode import STATE, no_grad
 
 _new = object.__new__
 _FREED = object()  # a saved tensor's place once its node released it
+_ABSENT = object()  # a saved argument this node does not keep
 _KEPT_AFTER_RELEASE = frozenset({type(None), bool, int, float, complex})
 
 
@@ -241,42 +242,57 @@ class Node:
     def _args_saved(self) -> dict:
         """``{PyTorch's name: value}`` of the non-tensor arguments this node keeps (those of the op it stands for,
         where :func:`keep_args` gave them)."""
+        hows, given = self._arg_hows()
         out = {}
-        given = self.__dict__.get("_args")
-        for key, how in (type(self).saved_args or {}).items() if given is None else given.items():
-            try:
-                if given is not None:
-                    v = how() if callable(how) else how
-                else:
-                    v = how(self) if callable(how) else getattr(self, how)
-                if type(v) is SavedOf:  # (read when asked for by name: reading one checks only its version)
-                    if self._released:
-                        v = _FREED
-                elif self._released and (isinstance(v, Tensor) or type(v) is tuple
-                                         and any(isinstance(e, Tensor) for e in v)):
-                    v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
-            except AttributeError:  # (the forward did not get as far as keeping it)
-                continue
-            except RuntimeError:  # (a value made when read from saved tensors the backward freed)
-                if not self._released:
-                    raise
-                v = _FREED
-            if v is _NONE:
-                out[key] = None
-            elif v is not None:
-                v = _plain(v)
-                out[key] = _unsigned(v) if key in INT_ARGS else v
+        for key, how in hows.items():
+            v = self._arg_saved(key, how, given)
+            if v is not _ABSENT:
+                out[key] = v
         return out
+
+    def _arg_hows(self) -> tuple:
+        """``({PyTorch's name: how its value is read}, whether keep_args gave them)``."""
+        given = self.__dict__.get("_args")
+        return (type(self).saved_args or {}) if given is None else given, given is not None
+
+    def _arg_saved(self, key, how, given):
+        """The one saved argument ``key`` (read by ``how``), :data:`_FREED` after the backward where it is a tensor,
+        or ``_ABSENT`` where this node does not keep it."""
+        try:
+            if given:
+                v = how() if callable(how) else how
+            else:
+                v = how(self) if callable(how) else getattr(self, how)
+            if type(v) is SavedOf:  # (read through its node when asked for by name: only its version is checked)
+                if self._released:
+                    n = v.node
+                    kept = v.slot == "result" or n._saved is None or n._saved[v.slot] is not None
+                    v = _FREED if kept else _NONE
+            elif self._released and (isinstance(v, Tensor) or type(v) is tuple
+                                     and any(isinstance(e, Tensor) for e in v)):
+                v = _FREED  # (tensors made when read count as saved tensors: freed with the others)
+        except AttributeError:  # (the forward did not get as far as keeping it)
+            return _ABSENT
+        except RuntimeError:  # (a value made when read from saved tensors the backward freed)
+            if not self._released:
+                raise
+            v = _FREED
+        if v is _NONE:
+            return None
+        if v is None:
+            return _ABSENT
+        v = _plain(v)
+        return _unsigned(v) if key in INT_ARGS else v
 
     def __getattr__(self, name):
         # only reached for names the class and instance lack (never on the hot path)
         raw = name.startswith("_raw_saved_")
         if raw or name.startswith("_saved_"):
             key = name[11:] if raw else name[7:]
-            if not raw and (type(self).saved_args and key in type(self).saved_args or "_args" in self.__dict__):
-                args = self._args_saved()  # (first: a number operand that PyTorch keeps as a Scalar argument)
-                if key in args:
-                    v = args[key]
+            hows, given = self._arg_hows() if not raw else ({}, False)
+            if key in hows:  # (first: a number operand that PyTorch keeps as a Scalar argument)
+                v = self._arg_saved(key, hows[key], given)
+                if v is not _ABSENT:
                     if v is _FREED:
                         self._check_released()
                     return v.node._value_saved(v.slot) if type(v) is SavedOf else v
