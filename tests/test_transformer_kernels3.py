@@ -245,3 +245,64 @@ def test_softmax_backward_kernels_agree():
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     t = np.ascontiguousarray(g.T).T   # a column-major gradient
     np.testing.assert_allclose(k["softmax_backward"](t, y, -1), want, rtol=2e-5, atol=1e-6)
+
+
+def _qkv(device, q_shape, kv_shape, seed=14):
+    rng = np.random.default_rng(seed)
+    return [ember.tensor(rng.standard_normal(s).astype(np.float32), device=device, requires_grad=True)
+            for s in (q_shape, kv_shape, kv_shape)]
+
+
+def _composed(fn, *args):
+    """``fn(*args)`` with a handler watching (attention's composed ops, as a tracer sees them), and the ops'
+    names."""
+    names = []
+    with ember.dispatch.intercept(lambda kind, Op, a, run: names.append(getattr(Op, "__name__", Op)) or run(*a)):
+        return fn(*args), names
+
+
+def test_sdpa_composed_ops_equal_the_node_and_build_the_mask_once(device):
+    q, k, v = _qkv(device, (2, 3, 9, 8), (2, 3, 9, 8))
+    mask = ember.tensor(np.random.default_rng(15).standard_normal((9, 9)).astype(np.float32), device=device)
+    sdpa = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask, is_causal=True)  # noqa: E731
+    y = sdpa(q, k, v)
+    assert type(y.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    y2, names = _composed(sdpa, q, k, v)
+    assert type(y2.grad_fn).__name__ != type(y.grad_fn).__name__
+    np.testing.assert_array_equal(_np(y2), _np(y))
+    # the causal mask is made and added once, the float mask added once: nothing built for the node is left over
+    assert (names.count("full"), names.count("TriuBackward0"), names.count("AddBackward0")) == (1, 1, 2)
+    q, k, v = _qkv(device, (2, 5, 40), (2, 7, 40))  # a head wider than the keys: the scale on the scores
+    np.testing.assert_array_equal(_np(_composed(F.scaled_dot_product_attention, q, k, v)[0]),
+                                  _np(F.scaled_dot_product_attention(q, k, v)))
+
+
+def test_sdpa_create_graph_gradients_equal_the_plain_backward(device):
+    for q_shape, kv_shape in (((2, 3, 9, 8), (2, 3, 11, 8)), ((2, 5, 40), (2, 7, 40))):  # scale on q, on scores
+        q, k, v = _qkv(device, q_shape, kv_shape)
+        y = F.scaled_dot_product_attention(q, k, v)
+        g = ember.tensor(np.random.default_rng(16).standard_normal(tuple(y.shape)).astype(np.float32), device=device)
+        plain = ember.autograd.grad(y, (q, k, v), g, retain_graph=True)
+        graph = ember.autograd.grad(y, (q, k, v), g, create_graph=True)
+        assert all(t.grad_fn is not None for t in graph)
+        for a, b in zip(plain, graph):
+            np.testing.assert_array_equal(_np(b), _np(a))
+
+
+def test_mha_without_weights_is_sdpa_and_matches_its_composed_ops(device):
+    ember.manual_seed(0)
+    mha = ember.nn.MultiheadAttention(16, 2, batch_first=True).to(device)
+    x = ember.tensor(np.random.default_rng(17).standard_normal((3, 6, 16)).astype(np.float32), device=device)
+    mask = ember.nn.Transformer.generate_square_subsequent_mask(6, device=device)
+    run = lambda t: mha(t, t, t, attn_mask=mask, need_weights=False)[0]  # noqa: E731
+    y = run(x)
+    y2, names = _composed(run, x)
+    np.testing.assert_array_equal(_np(y2), _np(y))
+    assert "SoftmaxBackward0" in names
+    tm = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    with torch.no_grad():
+        for p, t in zip(mha.parameters(), tm.parameters()):
+            t.copy_(torch.tensor(_np(p)))
+    tx = torch.tensor(_np(x))
+    want = tm(tx, tx, tx, attn_mask=torch.tensor(_np(mask)), need_weights=False)[0]
+    np.testing.assert_allclose(_np(y), want.detach().numpy(), rtol=2e-5, atol=2e-6)

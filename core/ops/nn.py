@@ -75,11 +75,16 @@ def _kernel_grads() -> bool:
 
 
 # --------------------------------------------------------------------------- softmax and fused activations
+def _softmax_grad(g, y, dim):
+    """Softmax's gradient ``y * (g - sum(g * y))`` from its output ``y``: one SoftmaxGrad op, or the formula's own
+    ops while vmap, forward-mode AD or a tracer watches."""
+    if HANDLERS and not _kernel_grads():
+        return y * (g - (g * y).sum(dim, keepdim=True))
+    return apply(SoftmaxGrad, g, y, dim)
+
+
 def _softmax_vjp(ctx, g):
-    y = ctx.output
-    if HANDLERS and not _kernel_grads():  # vmap, forward-mode AD and tracers see the formula's own ops
-        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
-    return apply(SoftmaxGrad, g, y, ctx.dim)
+    return _softmax_grad(g, ctx.output, ctx.dim)
 
 
 Softmax = op_class("Softmax", "softmax", saves="output", vjp=_softmax_vjp, params=("dim",))
@@ -689,6 +694,15 @@ def _swap(k, a):
     return k["permute"](a, (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2))
 
 
+def attention_scores(q, key_t, scale, mm):
+    """``mm(q, key_t) * scale`` for arrays or Tensors (``mm`` their product), with the scale on the smaller of the
+    query and the scores: the one rule of the attention node, its backward and the composed forms, so that they
+    agree bit for bit."""
+    if q.shape[-1] <= key_t.shape[-1]:
+        return mm(q * scale, key_t)
+    return mm(q, key_t) * scale
+
+
 class ScaledDotProductAttention(Op):
     """``softmax(q k^T * scale + mask) v`` as one node (``scaled_dot_product_attention`` without dropout):
     forward by four kernels, keeping the probabilities ``p``; the backward is ``dv = p^T g``,
@@ -701,10 +715,7 @@ class ScaledDotProductAttention(Op):
 
     @staticmethod
     def forward(ctx, k, q, key, v, mask, scale):
-        if q.shape[-1] <= key.shape[-2]:  # the scale on the smaller of the query and the scores
-            scores = k["matmul"](q * scale, _swap(k, key))
-        else:
-            scores = k["matmul"](q, _swap(k, key)) * scale
+        scores = attention_scores(q, _swap(k, key), scale, k["matmul"])
         if mask is not None:
             scores += mask
         ctx.p, ctx.scale = k["softmax"](scores, scores.ndim - 1), scale
@@ -722,21 +733,22 @@ class ScaledDotProductAttention(Op):
             grads = (k["matmul"](ds, key._data) * s, k["matmul"](_swap(k, ds), q._data) * s,
                      k["matmul"](_swap(k, p), g._data))
             return tuple(_wrap(a, dev) for a in grads) + (None,) * (len(ctx.inputs) - 3)
-        scores = (q * s).matmul(key.transpose(-2, -1))
+        scores = attention_scores(q, key.transpose(-2, -1), s, Tensor.matmul)
         if len(ctx.inputs) > 3:
             scores = scores + ctx.inputs[3]
         p = softmax(scores, -1)
-        dp = g.matmul(v.transpose(-2, -1))
-        ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+        ds = _softmax_grad(g.matmul(v.transpose(-2, -1)), p, -1)
         return (ds.matmul(key) * s, ds.transpose(-2, -1).matmul(q) * s, p.transpose(-2, -1).matmul(g)) + \
             (None,) * (len(ctx.inputs) - 3)
 
 
-def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float) -> Tensor | None:
+def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float,
+              is_causal: bool = False) -> Tensor | None:
     """``softmax(query key^T * scale + mask) value`` as one :class:`ScaledDotProductAttention` node, or None
     where it does not serve (``scaled_dot_product_attention`` then composes the ops): float32/float64 operands
     of one dtype and equal batch dimensions, a float ``mask`` of that dtype without gradient (or None), and no
-    interception handler watching (vmap, tracing, autocast and the profiler see the composed ops)."""
+    interception handler watching (vmap, tracing, autocast and the profiler see the composed ops). ``is_causal``
+    adds ``-inf`` above the diagonal to the mask, built only once the node serves."""
     d = query.dtype
     if observed() or d not in (dtypes.float32, dtypes.float64) or key.dtype is not d or value.dtype is not d or \
             query.ndim < 2 or not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]) or \
@@ -747,6 +759,9 @@ def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, sc
         if mask.dtype is not d or mask.requires_grad or mask.ndim > len(scores) or \
                 any(m not in (1, n) for m, n in zip(reversed(mask.shape), reversed(scores))):
             return None
+    if is_causal:
+        causal = query.new_full((query.shape[-2], key.shape[-2]), float("-inf")).triu(1)
+        mask = causal if mask is None else causal + mask
     return apply(ScaledDotProductAttention, query, key, value, mask, scale)
 
 

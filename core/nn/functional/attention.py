@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 
 from ...ops.creation import zeros
-from ...ops.nn import attention, dropout, linear, pad, softmax
+from ...ops.linalg import matmul
+from ...ops.nn import attention_scores, dropout, linear, pad, softmax
 from ...ops.shape import cat
 from ...registry import export
 from ...tensor import Tensor
+from .distance import scaled_dot_product_attention
 
 
 def _float_mask(mask, dtype, name):
@@ -111,17 +113,16 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if kpm is not None:
         kpm = kpm.reshape(N, 1, 1, S2).expand(N, H, 1, S2).reshape(N * H, 1, S2)
         mask = kpm if mask is None else mask + kpm
-    # without weights or dropout, one node (where it serves), as PyTorch's path through its fused attention
-    y = None if need_weights or (dropout_p > 0.0 and training) else attention(q, k, v, mask, 1.0 / math.sqrt(hd))
-    if y is None:  # (the scale on the smaller of the query and the scores, as that node's)
-        scale = 1.0 / math.sqrt(hd)
-        scores = (q * scale) @ k.transpose(-2, -1) if hd <= S2 else (q @ k.transpose(-2, -1)) * scale
+    if need_weights:
+        scores = attention_scores(q, k.transpose(-2, -1), 1.0 / math.sqrt(hd), matmul)
         if mask is not None:
             scores = scores + mask
         attn = softmax(scores, -1)
         if dropout_p > 0.0 and training:
             attn = dropout(attn, dropout_p, True)
         y = attn @ v
+    else:  # as PyTorch's, through its fused attention (one node where it serves)
+        y = scaled_dot_product_attention(q, k, v, mask, dropout_p if training else 0.0)
     out = y.transpose(0, 1).reshape(L * N, E)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
     weights = None

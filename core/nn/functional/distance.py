@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...ops.nn import attention, cosine_similarity, dropout, pairwise_distance, softmax  # noqa: F401  (re-exported)
+from ...ops.linalg import matmul
+from ...ops.nn import attention, attention_scores, dropout, softmax
+from ...ops.nn import cosine_similarity, pairwise_distance  # noqa: F401  (re-exported)
 from ...ops.pointwise import where
 from ...ops.shape import repeat_interleave
 from ...registry import export
@@ -30,16 +32,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         value = repeat_interleave(value, heads // kv_heads, dim=-3)
     L, S = query.shape[-2], key.shape[-2]
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if dropout_p == 0 and (attn_mask is None or attn_mask.dtype.is_floating_point):
-        mask = query.new_full((L, S), float("-inf")).triu(1) if is_causal else None
-        mask = attn_mask if mask is None else mask if attn_mask is None else mask + attn_mask
-        out = attention(query, key, value, mask, s)  # one node, where it serves
+    if dropout_p == 0:
+        out = attention(query, key, value, attn_mask, s, is_causal)  # one node, where it serves
         if out is not None:
             return out
-    if query.shape[-1] <= S:  # the scale on the smaller of the query and the scores
-        scores = (query * s).matmul(key.transpose(-2, -1))
-    else:
-        scores = query.matmul(key.transpose(-2, -1)) * s
+    scores = attention_scores(query, key.transpose(-2, -1), s, matmul)
     if is_causal:  # added as a mask of 0 and -inf: the sum's gradient is g itself, where a select's takes a pass
         scores = scores + scores.new_full((L, S), float("-inf")).triu(1)
     if attn_mask is not None:
