@@ -101,6 +101,7 @@ def test_automatic_dynamic_off_keeps_values(device):
     assert _variants(cf) == 4
 
 
+@pytest.mark.slow  # (importing torch._dynamo takes seconds)
 def test_recompiles_as_pytorch():
     """PyTorch's eager-backend compile also settles on two graphs for an int index that changes."""
     torch = pytest.importorskip("torch")
@@ -119,3 +120,13 @@ def test_recompiles_as_pytorch():
         assert ecf(ex, k).tolist() == f(x, k).tolist()
     torch._dynamo.reset()
     assert counter.frame_count == 2 == _variants(ecf)
+
+
+def test_int_used_as_data_and_in_a_branch_or_as_dim_stays_guarded(device):
+    def f(x, y, d):
+        return (x[y] * 2 if y > 2 else x[y] - 1).sum(d)  # y indexes and decides a branch; d picks a dim
+    x = ember.randn(6, 4, device=device)
+    cf = ember.compile(f)
+    for y, d in [(1, 0), (4, -1), (2, 0), (5, 0), (3, 0), (0, -1), (4, 0)]:
+        assert ember.equal(cf(x, y, d), f(x, y, d))
+    assert cf._compiled.ints == set()
