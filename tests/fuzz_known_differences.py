@@ -258,7 +258,7 @@ KNOWN = [
           "weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts it), the gradient "
           "of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the steps)"),
     # ----------------------------------------------------------------------------------------- found by seeds 11-14
-    Known("*", r"inv\w*|matrix_power|lu_solve\w*|tensorsolve\w*|ldl_\w+", r"!", "deliberate",
+    Known("*", r"inv\w*|matrix_power|lu_solve\w*|tensorsolve\w*|ldl_\w+|solve_ex", r"!", "deliberate",
           "inverses, matrix powers, LU and LDL factors and solves of a matrix (or right-hand side) holding inf or "
           "NaN: which entries come out inf, NaN or 0 follows the LAPACK and BLAS steps (MKL's in PyTorch, NumPy's "
           "and ember's own sytf2 in ember), as for the SVD and QR above; PyTorch 2.13's LDL fails an internal assert "
@@ -278,6 +278,12 @@ KNOWN = [
           "rms_norm's result dtype with a complex weight, "
           "polygamma at an infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's "
           "bfloat16 coordinates, multi_head_attention_forward's integer and complex projections"),
+    Known("*", r"conv1d_input|affine_grid_generator|select_scatter", r"itensor_view_from_dense|\(bool0d|"
+          r"does not support automatic differentiation for outputs with complex dtype", "open",
+          "single cases of seed 16: nn.grad.conv1d_input of a complex output gradient (PyTorch's oneDNN refuses "
+          "it), affine_grid_generator of a 0-d bool theta (PyTorch's linspace dtype check answers first), "
+          "select_scatter of a complex input beside a source that requires grad (PyTorch refuses complex autograd "
+          "there)"),
 ]
 
 
