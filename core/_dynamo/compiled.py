@@ -346,8 +346,10 @@ class CompiledFunction:
         if key is None:
             return self.fn(*args, **kwargs)
         v = self.cache.get(key)
-        if v is None and (self.widen(flat) | self.widen_ints(args, kwargs) or self.dyn or self.ints):
-            v = self.cache.get(self.key(args, kwargs, [], self.dyn, self.ints))  # some sizes or ints symbolic
+        if v is None and (self.dyn or self.ints):  # a variant with some sizes or ints symbolic may serve
+            v = self.cache.get(self.key(args, kwargs, [], self.dyn, self.ints))
+        if v is None and self.widen(flat) | self.widen_ints(args, kwargs):  # (more of them symbolic now)
+            v = self.cache.get(self.key(args, kwargs, [], self.dyn, self.ints))
         if v is not None:
             if v.graph is None:
                 return self.fn(*args, **kwargs)
@@ -469,6 +471,7 @@ class CompiledFunction:
         after, rng_after = _snapshot(self.module), _rng_state()
         sets = _ints.groups(len(sel)) + [set(range(len(sel)))]  # (the last changes every int: the check)
         traces = []
+        _ints.PROBING[0] = True
         try:
             for changed in sets:
                 _restore(saved)
@@ -479,6 +482,7 @@ class CompiledFunction:
                 a2, k2 = _ints.with_ints(tuple(args), every), _ints.with_ints(kwargs, every)
                 traces.append(capture(body, a2, k2, self.module, on_conversion=_on_conversion)[0])
         finally:
+            _ints.PROBING[0] = False
             del runs[1:]
             _restore(after)
             _set_rng_state(rng_after)

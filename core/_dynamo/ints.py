@@ -24,9 +24,16 @@ class Decided(BaseException):
     """A probed int decided Python control flow (raised through the traced function, caught by the probe)."""
 
 
+PROBING = [False]  # whether probe traces run (a Probe kept by the function acts as a plain int after them)
+
+
 def _decides(name):
+    op = getattr(int, name)
+
     def method(self, *args):
-        raise Decided(name)
+        if PROBING[0]:
+            raise Decided(name)
+        return op(self, *args)
     return method
 
 
@@ -40,9 +47,9 @@ def _follows(name):
 
 
 class Probe(int):
-    """An int argument during a probe trace: control flow on it raises :class:`Decided`; arithmetic results
-    stay probes.  ``int(p)`` (how ops read an index) gives the plain value; ``item()`` (how binary ops read a
-    scalar operand) too."""
+    """An int argument during a probe trace: control flow on it raises :class:`Decided` (while ``PROBING``);
+    arithmetic results stay probes.  ``int(p)`` (how ops read an index) gives the plain value; ``item()``
+    (how binary ops read a scalar operand) too."""
 
     __slots__ = ()
 
