@@ -130,3 +130,13 @@ def test_int_used_as_data_and_in_a_branch_or_as_dim_stays_guarded(device):
     for y, d in [(1, 0), (4, -1), (2, 0), (5, 0), (3, 0), (0, -1), (4, 0)]:
         assert ember.equal(cf(x, y, d), f(x, y, d))
     assert cf._compiled.ints == set()
+
+
+def test_int_deciding_a_shape_stays_guarded(device):
+    def f(x, n):
+        return x[:n] * 2 + x.narrow(0, 0, n)
+    x = ember.randn(6, device=device)
+    cf = ember.compile(f)
+    for n in (2, 3, 4, 1, 6):
+        assert ember.equal(cf(x, n), f(x, n))
+    assert cf._compiled.ints == set() and _variants(cf) == 5

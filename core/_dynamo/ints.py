@@ -214,7 +214,8 @@ def _at(a, sizes):
 
 
 def _same_frame(g, others):
-    """Raise :class:`Differs` unless graphs ``others`` have ``g``'s ops, inputs, parameters and constants."""
+    """Raise :class:`Differs` unless graphs ``others`` have ``g``'s ops, inputs, parameters, constants and
+    value shapes."""
     for g2 in others:
         if len(g2.nodes) != len(g.nodes) or any(n.kind != m.kind or n.op != m.op for n, m in zip(g.nodes, g2.nodes)):
             raise Differs("the ops change")
@@ -223,6 +224,8 @@ def _same_frame(g, others):
             raise Differs("the graph's inputs or outputs change")
         if not all(same(t._data, g2.consts[i]._data) for i, t in g.consts.items()):
             raise Differs("a constant tensor changes")
+        if g2.meta != g.meta:  # (the replay of a graph with static sizes may build its shapes in)
+            raise Differs("a value's shape or dtype changes")
 
 
 def symbolize(g, probes, changes, vals, sizes, check, alts):
