@@ -20,9 +20,10 @@ def _paths(n, seed, count=12):
     return [[rng.randrange(6) for _ in range(n)] for _ in range(count)]
 
 
-def test_int_list_as_indices_one_graph(device):
+@pytest.mark.parametrize("backend", ["inductor", "eager"])  # raw replay with the compiled backward; dispatch replay
+def test_int_list_as_indices_one_graph(device, backend):
     x = ember.randn(5, 6, device=device, requires_grad=True)
-    cf = ember.compile(gold_score)
+    cf = ember.compile(gold_score, backend=backend)
     for ys in _paths(5, 0):
         out, ref = cf(x, ys), gold_score(x, ys)
         assert ember.equal(out, ref)
@@ -140,3 +141,24 @@ def test_int_deciding_a_shape_stays_guarded(device):
     for n in (2, 3, 4, 1, 6):
         assert ember.equal(cf(x, n), f(x, n))
     assert cf._compiled.ints == set() and _variants(cf) == 5
+
+
+def test_random_state_and_buffers_as_eager(device):
+    """The probe traces leave the random stream and the buffers as the call itself left them."""
+    class M(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = ember.nn.BatchNorm1d(4)
+
+        def forward(self, x, k):
+            return ember.nn.functional.dropout(self.norm(x), 0.5)[k] * k
+    x = ember.randn(6, 4, device=device)
+    eager, compiled = M().to(device), M().to(device)
+    cm = ember.compile(compiled)
+    for k in (1, 2, 4, 0, 5):
+        ember.manual_seed(k)
+        want = eager(x, k)
+        ember.manual_seed(k)
+        assert ember.equal(cm(x, k), want)
+    assert ember.equal(compiled.norm.running_mean, eager.norm.running_mean)
+    assert len(cm.__dict__["_compiled"].cache) == 2
