@@ -207,3 +207,29 @@ def test_gradients_summed_in_place_leave_hooked_retained_and_accumulated_grads_a
                     stash[2].detach(), grad_before.detach()))
     for a, b in zip(*res):
         assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def _kept_sums(lib, device):
+    """A subclass that keeps each sum it makes, for a node whose second gradient (of four) is of that subclass."""
+    seen = []
+
+    class Kept(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            r = super().__torch_function__(func, types, args, kwargs or {})
+            if getattr(func, "__name__", "") in ("add", "__add__"):
+                seen.append((r, r.tolist()))
+            return r
+
+    x = lib.tensor([1.0, 2.0], device=device, requires_grad=True)
+    n = x * 1.0
+    outs = [n * float(i + 2) for i in range(4)]
+    outs[1].register_hook(lambda g: g.as_subclass(Kept))
+    ((outs[0].sum() + outs[1].sum()) + (outs[2].sum() + outs[3].sum())).backward()
+    return [(r.tolist(), made) for r, made in seen], x.grad.tolist()
+
+
+def test_a_sum_made_through_a_subclass_is_never_added_into_in_place(device):
+    kept, grad = _kept_sums(ember, device)
+    assert all(now == made for now, made in kept), kept  # (what the subclass kept is as it was made)
+    assert grad == _kept_sums(torch, "cpu")[1] == [14.0, 14.0]

@@ -406,10 +406,7 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                         pass  # with targets: a node that leads to none (a leaf target waits in the buffers)
                     elif nxt.n_outputs == 1:
                         buf = buffers.get(nxt)
-                        if buf is None:
-                            buffers[nxt] = g
-                        elif nxt not in summed or not _added_into(buf, g):
-                            buffers[nxt] = _sum_grads(buf, g, create_graph, summed, nxt)
+                        buffers[nxt] = g if buf is None else _sum_grads(buf, g, create_graph, summed, nxt)
                     else:
                         _add(buffers, nxt, fn._nrs[i], g, create_graph)
                 if d is not None:  # None: a leaf (with targets: a leaf target, or a node that leads to none)
@@ -512,27 +509,20 @@ def _step(fn, grads_out, deps, ready, retain_graph, create_graph, shared, filter
 def _sum_grads(a, b, create_graph, summed=None, node=None):
     """Two gradients for one edge, added (straight on the arrays when no graph is being built and both are
     plain tensors: a subclass, such as a vmap-batched gradient, adds through its op).  A sum made on the arrays
-    is a tensor nobody else sees: ``node`` joins ``summed``, and later gradients for it are added in place."""
+    is a tensor nobody else sees: ``node`` joins ``summed``, and later gradients for it are added into it in place
+    (no new array and tensor per gradient: a parameter used at every step of a loop receives hundreds)."""
     T = _tensor.Tensor
     if create_graph or type(a) is not T or type(b) is not T or a._data.shape != b._data.shape \
             or a._data.dtype != b._data.dtype:
+        if summed is not None:
+            summed.discard(node)  # (a sum made through an op: someone may hold it)
         return a + b
     if summed is not None:
+        if node in summed:
+            a._data += b._data
+            return a
         summed.add(node)
     return _tensor._wrap(a._dev.kernels["add"](a._data, b._data), a._dev)
-
-
-def _added_into(buf, g) -> bool:
-    """Add ``g`` into ``buf``, a sum the engine made on the arrays and alone holds, when ``g`` is a plain tensor of
-    its shape and dtype (no new array and tensor per gradient: a parameter used at every step of a loop receives
-    hundreds)."""
-    if type(g) is not _tensor.Tensor:
-        return False
-    a, b = buf._data, g._data
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    buf._data += b
-    return True
 
 
 def _release_edges(fn, deps, ready):
