@@ -395,9 +395,9 @@ def run(roots, grads, retain_graph, create_graph, targets=None, accumulate=True)
                     try:
                         arr = g._data
                         if arr.shape != meta[0] or arr.dtype is not meta[1]:
-                            g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta)
+                            g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta, create_graph)
                     except (AttributeError, TypeError):
-                        g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta)
+                        g = _conform(fn, _position(fn, nxt, fn._nrs[i]), g, meta, create_graph)
                     if anomaly:
                         _check_nan(fn, g, _position(fn, nxt, fn._nrs[i]))
                     if g is gin:  # passed through unchanged: someone else holds it too
@@ -617,8 +617,9 @@ def _position(fn, nxt, nr) -> int:
     return fn.next_functions.index((nxt, nr))
 
 
-def _conform(fn, i, g, meta):
-    """``g`` checked against the input it is for: summed to its shape when broadcast, cast to its dtype."""
+def _conform(fn, i, g, meta, create_graph=True):
+    """``g`` checked against the input it is for: summed to its shape when broadcast (on the arrays when no graph
+    is being built and ``g`` is a plain tensor, as :func:`_sum_grads` adds), cast to its dtype."""
     Tensor = _tensor.Tensor
     if not isinstance(g, Tensor):
         raise RuntimeError(f"function {_who(fn)} returned a gradient of type {type(g).__name__} at "
@@ -627,7 +628,10 @@ def _conform(fn, i, g, meta):
     arr = g._data
     if arr.shape != shape:
         if _broadcastable(shape, arr.shape):
-            g = g.sum_to_size(shape)
+            if create_graph or type(g) is not Tensor or arr.dtype != dt:
+                g = g.sum_to_size(shape)
+            else:
+                return _tensor._wrap(g._dev.kernels["sum_to"](arr, shape), g._dev)
         else:
             raise RuntimeError(f"Function {_who(fn)} returned an invalid gradient at index {i} - got "
                                f"{list(arr.shape)} but expected shape compatible with {list(shape)}")
