@@ -162,3 +162,13 @@ def test_random_state_and_buffers_as_eager(device):
         assert ember.equal(cm(x, k), want)
     assert ember.equal(compiled.norm.running_mean, eager.norm.running_mean)
     assert len(cm.__dict__["_compiled"].cache) == 2
+
+
+def test_dynamic_true_top_level_index_at_the_end(device):
+    def f(x, k):
+        return x[k] + k
+    x = ember.randn(4, 3, device=device)
+    cf = ember.compile(f, dynamic=True)
+    for k in (3, 0, 2, -1, 1):
+        assert ember.equal(cf(x, k), f(x, k))
+    assert _variants(cf) == 1

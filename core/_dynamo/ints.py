@@ -109,7 +109,7 @@ def with_ints(obj, new):
 
 def alternates(leaves, sel, last) -> list:
     """Another value for each selected leaf: the last capture's at that place, else another value met at its
-    path, else value + 1."""
+    path, else value - 1 (value + 1 for one <= 0)."""
     alts = []
     for k in sel:
         path, v = leaves[k]
@@ -117,7 +117,7 @@ def alternates(leaves, sel, last) -> list:
             alts.append(last[k][1])
             continue
         seen = [x for p, x in leaves + last if p == path and x != v]
-        alts.append(seen[0] if seen else v + 1)
+        alts.append(seen[0] if seen else v - 1 if v > 0 else v + 1)  # (v - 1: a valid index where v is)
     return alts
 
 
