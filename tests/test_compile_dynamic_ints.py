@@ -172,3 +172,21 @@ def test_dynamic_true_top_level_index_at_the_end(device):
     for k in (3, 0, 2, -1, 1):
         assert ember.equal(cf(x, k), f(x, k))
     assert _variants(cf) == 1
+
+
+def test_ints_read_by_user_code_through_conversions_stay_guarded(device):
+    def by_int(x, ys):
+        out = x[0, ys[0]]
+        return out * 10 if int(ys[1]) == 0 else out  # int() in user code, then a branch on its value
+
+    def by_text(x, ys):
+        return x[0, ys[0]] * len(str(ys[1]))  # the value's digits decide a number
+
+    def by_division(x, ys):
+        return x[0, ys[0]] * (2.0 if ys[1] / 4 > 1 else 1.0)
+
+    x = ember.randn(2, 12, device=device, dtype=ember.float64)
+    for f in (by_int, by_text, by_division):
+        cf = ember.compile(f)
+        for ys in ([1, 3], [2, 5], [3, 7], [4, 2], [5, 11], [6, 0], [7, 10], [0, 1]):  # later values branch otherwise
+            assert ember.equal(cf(x, ys), f(x, ys)), (f.__name__, ys)

@@ -17,6 +17,8 @@ argument that is not ``v + c`` of one int, a constant tensor), the ints stay spe
 """
 from __future__ import annotations
 
+import sys
+
 from ..jit._graph import ARef, Gen, Ref, Sym
 
 
@@ -35,6 +37,14 @@ def _decides(name):
             raise Decided(name)
         return op(self, *args)
     return method
+
+
+def _read_int(self):
+    """``int(p)``: the plain value where ember reads it (an op's index); from user code a decision, as the value may
+    then steer Python control flow unseen."""
+    if PROBING[0] and not sys._getframe(1).f_globals.get("__name__", "").startswith("ember."):
+        raise Decided("__int__")
+    return int.__int__(self)
 
 
 def _follows(name):
@@ -56,8 +66,11 @@ class Probe(int):
     def item(self):
         return int(self)
 
+    __int__ = _read_int
     for _n in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__bool__", "__hash__", "__index__",
-               "__float__"):
+               "__float__", "__truediv__", "__rtruediv__", "__divmod__", "__rdivmod__", "__round__", "__trunc__",
+               "__floor__", "__ceil__", "__str__", "__repr__", "__format__", "bit_length", "to_bytes",
+               "as_integer_ratio", "conjugate"):
         locals()[_n] = _decides(_n)
     for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
                "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__pos__", "__abs__", "__pow__", "__rpow__",
