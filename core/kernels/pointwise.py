@@ -251,10 +251,9 @@ def kernels(xp, strategy=None) -> dict:
     def power(x, y):
         if getattr(y, "dtype", None) in signed:  # (operands promoted: a signed exponent has a signed base)
             return _int_power(xp, x, y)
-        number = isinstance(y, (int, float, complex)) or hasattr(x, "__len__") and not hasattr(y, "__len__")
-        if (number and not isinstance(y, bool) and y in (0.5, -0.5, -1) and x.dtype != half
-                and getattr(x.dtype, "kind", "f") in "fcV"):  # (an array ** a number: Python's, or a NumPy scalar)
-            return by_number[y](x)
+        if (not hasattr(y, "__len__") and (type(y) in (int, float, complex) or hasattr(x, "__len__"))
+                and y in by_number and x.dtype != half and getattr(x.dtype, "kind", "f") in "fcV"):
+            return by_number[y](x)  # (an array ** a number: Python's, or a NumPy scalar; an array exits first)
         return xp.power(x, y)
 
     table = {
