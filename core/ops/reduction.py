@@ -562,10 +562,11 @@ def _cumprod_vjp(ctx, g):
     (x,), y, d = ctx.inputs, ctx.output, ctx.dim
     if x.is_complex():  # (complex vjps take the conjugate derivative)
         x, y = x.conj(), y.conj()
-    if not bool((x == 0).any()):
+    is_zero = x == 0
+    if not bool(is_zero.any()):
         return (g * y).flip(d).cumsum(d).flip(d) / x
     if not is_grad_enabled():
-        return _cumprod_vjp_zeros(g, x, y, d)
+        return _cumprod_vjp_zeros(g, x, y, d, is_zero)
     # d y_j / d x_i = prod_{k <= j, k != i} x_k: row i of an (n, n) table of prefix products with x_i
     # replaced by 1, summed against g_j for j >= i
     xl, gl = x.movedim(d, -1), g.movedim(d, -1)
@@ -576,18 +577,18 @@ def _cumprod_vjp(ctx, g):
     return (rows * gl.unsqueeze(-2)).masked_fill(~later, 0).sum(-1).movedim(-1, d)
 
 
-def _cumprod_vjp_zeros(g, x, y, d):
+def _cumprod_vjp_zeros(g, x, y, d, is_zero):
     """PyTorch's O(n) cumprod gradient of an input holding zeros (its first-order path, whose inf/NaN pattern this
     follows): before the first zero the reversed cumulative sum of ``g * y`` over ``x``; at the first zero the
     products of the entries up to the second zero against ``g``, times the product before it; 0 after."""
-    zeros = (x == 0).cumsum(d)
-    before = zeros == 0
+    zeros = is_zero.cumsum(d)
+    before, one = zeros == 0, zeros == 1  # (before the first zero; from it up to the second)
     out = (g * y).masked_fill(~before, 0).flip(d).cumsum(d).flip(d) / x.masked_fill(~before, 1)
     out = out.masked_fill(~before, 0)
-    first = (zeros == 1).to(dtypes.uint8).max(d, keepdim=True).indices
-    at_first = zeros.new_zeros(zeros.shape, dtype=dtypes.bool).scatter(d, first, True) & (zeros == 1)
-    between = (zeros == 1) & ~at_first
-    v = (x.masked_fill(~between, 1).cumprod(d) * g.masked_fill(zeros != 1, 0)).sum(d, keepdim=True)
+    first = one.to(dtypes.uint8).max(d, keepdim=True).indices
+    at_first = is_zero & one  # (the count of zeros first reaches 1 at the first zero)
+    between = one & ~is_zero
+    v = (x.masked_fill(~between, 1).cumprod(d) * g.masked_fill(~one, 0)).sum(d, keepdim=True)
     v = v * y.gather(d, (first - 1).clamp(min=0)).masked_fill(first == 0, 1)
     return where(at_first, v, out)
 
