@@ -6,6 +6,7 @@ also shows as ``torch.*`` (cross-entropy, NLL, CTC, KL divergence, the margin an
 from __future__ import annotations
 
 import math
+import operator
 
 from ...autograd.function import rename_node
 from ...autograd.grad_mode import no_grad
@@ -66,16 +67,19 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 @export(to=("nn.functional",))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:  # noqa: A002
+    reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("smooth_l1_loss", input, target)
     if beta == 0:  # PyTorch's smooth_l1_loss is then l1_loss (its nodes too)
-        return l1_loss(input, target, reduction=legacy_reduction(reduction, size_average, reduce))
-    fused = pointwise_loss(SmoothL1Loss, input, target, legacy_reduction(reduction, size_average, reduce), beta)
+        return l1_loss(input, target, reduction=reduction)
+    fused = pointwise_loss(SmoothL1Loss, input, target, reduction, beta)
     if fused is not None:
         return fused
-    d = (input - target).abs()
-    loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
-    return rename_node(reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "smooth_l1_loss"),
-                       "SmoothL1LossBackward0")
+    loss = SmoothL1Loss.error(_TENSOR_OPS, input - target, beta)  # (the node's formula, in recorded ops)
+    return rename_node(reduce_loss(loss, reduction, "smooth_l1_loss"), "SmoothL1LossBackward0")
+
+
+# the kernel table a loss node's ``error`` formula reads, as Tensor operations (its composed fallback)
+_TENSOR_OPS = {"sub": operator.sub, "mul": operator.mul, "abs": abs, "lt": operator.lt, "where": where}
 
 
 @export(to=("nn.functional",))
