@@ -179,6 +179,8 @@ def _ldl_one(xp, a, hermitian=False):
     # ``hermitian`` complex input as zhetf2: a real diagonal, conjugates in the interchanges and updates
     a = xp.tril(a)
     cj, re = (xp.conj, lambda v: v.real) if hermitian else (lambda v: v, lambda v: v)
+    # a diagonal entry's size for pivoting (zhetf2: |re|, its diagonal being real)
+    diag_size = (lambda v: abs(float(v.real))) if hermitian else (lambda v: float(_pivot_size(xp, v)))
 
     def real_diagonal(m):
         if hermitian:
@@ -191,7 +193,7 @@ def _ldl_one(xp, a, hermitian=False):
     k = 0
     while k < n:
         kstep = 1
-        absakk = abs(float(a[k, k].real)) if hermitian else float(_pivot_size(xp, a[k, k]))
+        absakk = diag_size(a[k, k])
         if k < n - 1:
             imax = k + 1 + int(xp.argmax(_pivot_size(xp, a[k + 1:, k])))
             colmax = float(_pivot_size(xp, a[imax, k]))
@@ -211,8 +213,7 @@ def _ldl_one(xp, a, hermitian=False):
                 ratio = colmax / rowmax if rowmax else (math.inf if colmax > 0 else math.nan)  # (IEEE's x / 0)
                 if absakk >= alpha * colmax * ratio:
                     kp = k
-                elif (abs(float(a[imax, imax].real)) if hermitian else float(_pivot_size(xp, a[imax, imax]))) >= \
-                        alpha * rowmax:
+                elif diag_size(a[imax, imax]) >= alpha * rowmax:
                     kp = imax
                 else:
                     kp, kstep = imax, 2

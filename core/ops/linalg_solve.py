@@ -510,6 +510,9 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 # --------------------------------------------------------------------------- condition number, tensor inverses
+_COND_NORMS = (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf)  # the orders linalg.cond takes
+
+
 @export(to=LINALG)
 def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     """The condition number of ``A`` in the ``p``-norm (``None``/2: largest over smallest singular value; -2: the
@@ -519,8 +522,7 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     >>> ember.linalg.cond(ember.tensor([[2., 0.], [0., 0.5]]))
     tensor(4.)
     """
-    norms = (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf)
-    if (isinstance(A, Tensor) and A.dim() >= 2 and not A.numel() and p in norms
+    if (isinstance(A, Tensor) and A.dim() >= 2 and not A.numel() and p in _COND_NORMS
             and (not isinstance(p, str) or A.shape[-1] == A.shape[-2])):
         # PyTorch's cond of empty input: zeros of the real dtype, before its dtype (and a number p's square) checks
         return out_or(A.new_zeros(tuple(A.shape[:-2]), dtype=A.dtype.to_real()), out)
@@ -529,7 +531,7 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
         s = svdvals(A)
         big, small = s[..., :1], s[..., -1:]  # (PyTorch's steps: a ratio of slices, squeezed: SqueezeBackward1)
         return out_or((big / small if p != -2 else small / big).squeeze(-1), out)
-    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+    if p not in _COND_NORMS:
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     _square(A, "cond")
     _, info = inv_ex(A.detach())
