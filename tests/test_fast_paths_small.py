@@ -30,27 +30,37 @@ def _program(lib, x, w, seen):
     return (v.relu().sum() + (y * y).sum()).squeeze()
 
 
+def watched_grads(program, x0, w0, device, create_graph, again_of):
+    """``program(lib, x, w, seen)`` run in ember (under an interception handler; the kinds it saw) and PyTorch with
+    anomaly mode on: per library the loss, both gradients (``create_graph`` as given), a second backward of
+    ``again_of`` ("x" or "w") over the kept graph, and a gradient of ``d loss/dx`` where ``create_graph``; the
+    hooks' record, the loss's node name and whether ``d loss/dx`` requires grad."""
+    res, names, kinds = [], [], set()
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(x0, device=dev, requires_grad=True)
+        w = lib.tensor(w0, device=dev, requires_grad=True)
+        other = x if again_of == "x" else w
+        seen = []
+        with lib.autograd.detect_anomaly():
+            if lib is ember:
+                with intercept(lambda kind, Op, args, run: kinds.add(kind.__name__) or run(*args)):
+                    loss = program(lib, x, w, seen)
+            else:
+                loss = program(lib, x, w, seen)
+            gx, gw = lib.autograd.grad(loss, (x, w), retain_graph=True, create_graph=create_graph)
+            again = lib.autograd.grad(loss, other, retain_graph=create_graph)[0]  # the graph was kept
+        second = lib.autograd.grad(gx.sum(), other)[0] if create_graph else (gx if again_of == "x" else gw)
+        res.append((loss.detach(), gx.detach(), gw.detach(), again.detach(), second.detach()))
+        names.append((seen, type(loss.grad_fn).__name__, gx.requires_grad))
+    return res, names, kinds
+
+
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_recorded_one_tensor_ops_with_hooks_anomaly_retain_create_and_interception(device, create_graph):
     if device == "array_api":
         pytest.skip("anomaly mode's NaN check reads gradients with the backend's isnan, which the strict array "
                     "API refuses")
-    res, names, kinds = [], [], set()
-    for lib, dev in ((ember, device), (torch, "cpu")):
-        x = lib.tensor(X0, device=dev, requires_grad=True)
-        w = lib.tensor(W0, device=dev, requires_grad=True)
-        seen = []
-        with lib.autograd.detect_anomaly():
-            if lib is ember:
-                with intercept(lambda kind, Op, args, run: kinds.add(kind.__name__) or run(*args)):
-                    loss = _program(lib, x, w, seen)
-            else:
-                loss = _program(lib, x, w, seen)
-            gx, gw = lib.autograd.grad(loss, (x, w), retain_graph=True, create_graph=create_graph)
-            again = lib.autograd.grad(loss, x, retain_graph=create_graph)[0]  # the graph was kept
-        second = lib.autograd.grad(gx.sum(), x)[0] if create_graph else gx
-        res.append((loss.detach(), gx.detach(), gw.detach(), again, second.detach()))
-        names.append((seen, type(loss.grad_fn).__name__))
+    res, names, kinds = watched_grads(_program, X0, W0, device, create_graph, "x")
     assert {"unary", "view_op", "binary"} <= kinds
     assert names[0] == names[1] and len(names[0][0]) == (3 if create_graph else 2)  # the hook ran in every pass
     for a, b in zip(*res):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatch import intercept
 from ember.testing import assert_close
+from test_fast_paths_small import watched_grads
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
@@ -33,22 +33,7 @@ def test_recorded_two_operand_ops_with_hooks_anomaly_retain_create_and_intercept
     if device == "array_api":
         pytest.skip("anomaly mode's NaN check reads gradients with the backend's isnan, which the strict array "
                     "API refuses")
-    res, names, kinds = [], [], set()
-    for lib, dev in ((ember, device), (torch, "cpu")):
-        x = lib.tensor(X0, device=dev, requires_grad=True)
-        w = lib.tensor(W0, device=dev, requires_grad=True)
-        seen = []
-        with lib.autograd.detect_anomaly():
-            if lib is ember:
-                with intercept(lambda kind, Op, args, run: kinds.add(kind.__name__) or run(*args)):
-                    loss = _program(lib, x, w, seen)
-            else:
-                loss = _program(lib, x, w, seen)
-            gx, gw = lib.autograd.grad(loss, (x, w), retain_graph=True, create_graph=create_graph)
-            again = lib.autograd.grad(loss, w, retain_graph=create_graph)[0]  # the graph was kept
-        second = lib.autograd.grad(gx.sum(), w)[0] if create_graph else gw
-        res.append((loss.detach(), gx.detach(), gw.detach(), again.detach(), second.detach()))
-        names.append((seen, type(loss.grad_fn).__name__, gx.requires_grad))
+    res, names, kinds = watched_grads(_program, X0, W0, device, create_graph, "w")
     assert "binary" in kinds
     assert names[0] == names[1] and names[0][0].count("h") == (3 if create_graph else 2)
     for a, b in zip(*res):
@@ -134,7 +119,7 @@ def test_engine_edge_walk_with_hooks_saved_tensor_hooks_anomaly_retain_and_creat
         w = lib.tensor(W0, device=dev, requires_grad=True)
         seen, unpacked = [], []
         with lib.autograd.detect_anomaly(), lib.autograd.graph.saved_tensors_hooks(
-                lambda t: t, lambda t: unpacked.append(1) or t):
+                lambda t: t, lambda t, u=unpacked: u.append(1) or t):
             loss = _chain(lib, x, w, seen)
             loss.backward(retain_graph=True, create_graph=create_graph)
             first = (x.grad.detach().clone(), w.grad.detach().clone())
