@@ -703,6 +703,12 @@ def attention_scores(q, key_t, scale, mm):
     return mm(q, key_t) * scale
 
 
+def causal_mask(like, L, S):
+    """The ``(L, S)`` float mask of ``is_causal`` attention: 0 on and below the diagonal, -inf above (added to the
+    scores, its sum's gradient is g itself), of ``like``'s dtype and device."""
+    return like.new_full((L, S), float("-inf")).triu(1)
+
+
 class ScaledDotProductAttention(Op):
     """``softmax(q k^T * scale + mask) v`` as one node (``scaled_dot_product_attention`` without dropout):
     forward by four kernels, keeping the probabilities ``p``; the backward is ``dv = p^T g``,
@@ -760,7 +766,7 @@ def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, sc
                 any(m not in (1, n) for m, n in zip(reversed(mask.shape), reversed(scores))):
             return None
     if is_causal:
-        causal = query.new_full((query.shape[-2], key.shape[-2]), float("-inf")).triu(1)
+        causal = causal_mask(query, query.shape[-2], key.shape[-2])
         mask = causal if mask is None else causal + mask
     return apply(ScaledDotProductAttention, query, key, value, mask, scale)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 from ...ops.creation import zeros
-from ...ops.linalg import matmul
 from ...ops.nn import attention_scores, dropout, linear, pad, softmax
 from ...ops.shape import cat
 from ...registry import export
@@ -114,7 +113,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         kpm = kpm.reshape(N, 1, 1, S2).expand(N, H, 1, S2).reshape(N * H, 1, S2)
         mask = kpm if mask is None else mask + kpm
     if need_weights:
-        scores = attention_scores(q, k.transpose(-2, -1), 1.0 / math.sqrt(hd), matmul)
+        scores = attention_scores(q, k.transpose(-2, -1), 1.0 / math.sqrt(hd), Tensor.matmul)
         if mask is not None:
             scores = scores + mask
         attn = softmax(scores, -1)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ...ops.linalg import matmul
-from ...ops.nn import attention, attention_scores, dropout, softmax
+from ...ops.nn import attention, attention_scores, causal_mask, dropout, softmax
 from ...ops.nn import cosine_similarity, pairwise_distance  # noqa: F401  (re-exported)
 from ...ops.pointwise import where
 from ...ops.shape import repeat_interleave
@@ -30,15 +29,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
         key = repeat_interleave(key, heads // kv_heads, dim=-3)
         value = repeat_interleave(value, heads // kv_heads, dim=-3)
-    L, S = query.shape[-2], key.shape[-2]
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if dropout_p == 0:
         out = attention(query, key, value, attn_mask, s, is_causal)  # one node, where it serves
         if out is not None:
             return out
-    scores = attention_scores(query, key.transpose(-2, -1), s, matmul)
-    if is_causal:  # added as a mask of 0 and -inf: the sum's gradient is g itself, where a select's takes a pass
-        scores = scores + scores.new_full((L, S), float("-inf")).triu(1)
+    scores = attention_scores(query, key.transpose(-2, -1), s, Tensor.matmul)
+    if is_causal:
+        scores = scores + causal_mask(scores, *scores.shape[-2:])
     if attn_mask is not None:
         if attn_mask.dtype.name == "bool":
             scores = where(attn_mask, scores, scores.new_full((), float("-inf")))
