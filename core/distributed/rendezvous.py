@@ -13,10 +13,13 @@ groups ... must not contain the same processes"), and :func:`connect` then says 
 """
 from __future__ import annotations
 
+import datetime
 import os
 from urllib.parse import urlparse
 
 from .store import TCPStore
+
+DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # a process group's (distributed.constants.default_pg_timeout)
 
 _PORT_KEY = "ember/mpi_port"
 _JOINED_KEY = "ember/mpi_joined"
@@ -52,9 +55,7 @@ def make_store(init_method, rank: int, world_size: int, timeout) -> TCPStore:
     else:
         raise ValueError(f"init_process_group(): init_method {method!r} is not supported; expected 'env://' or "
                          f"'tcp://host:port' (or pass store=)")
-    from .constants import default_pg_timeout  # cycle: constants imports collectives, which imports this module
-
-    timeout = timeout if timeout is not None else default_pg_timeout
+    timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout)
 
 
