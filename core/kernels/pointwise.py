@@ -108,7 +108,7 @@ QUIET = {"add", "sub", "mul", "add_into", "sub_into", "mul_into", "astype", "cla
          "lt", "le", "eq", "ne", "minimum", "maximum", "fmax", "fmin", "where", "nan_to_num", "sin", "cos",
          "div", "div_into", "pow", "sqrt", "rsqrt", "log", "log2", "log10", "log1p", "exp", "exp2", "expm1",
          "reciprocal", "asin", "acos", "atanh", "acosh", "sinh", "cosh", "tan", "xlogy", "fmod", "remainder",
-         "floor_divide", "int_div_floor", "int_div_trunc", "sigmoid", "erfinv", "logaddexp", "logaddexp2", "hypot",
+         "floor_divide", "int_div_floor", "int_div_trunc", "erfinv", "logaddexp", "logaddexp2", "hypot",
          "lerp", "nextafter", "frexp", "erfc", "erf", "square", "sign",
          "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
          "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "tuvw",
@@ -162,11 +162,14 @@ def kernels(xp, strategy=None) -> dict:
         return x.astype(dtype)
 
     expit = _native(xp, "expit")  # SciPy's one-pass logistic function, where it takes this library's arrays
+    # cycle: ember.kernels imports this module as it starts up
+    from . import quiet
+    logistic = quiet(lambda x: 1 / (1 + xp.exp(-x)))  # exp(-x) overflows to inf below -88 (float32): 0, silently
 
-    def sigmoid(x):
+    def sigmoid(x):  # (not in QUIET: SciPy's expit reports no floating-point errors, and the guard costs ~0.4 us)
         if expit is not None and getattr(x.dtype, "char", None) in ("f", "d"):  # (its own float32/64 loops)
             return expit(x)
-        return 1 / (1 + xp.exp(-x))
+        return logistic(x)
 
     def rsqrt(x):
         return 1 / xp.sqrt(x)

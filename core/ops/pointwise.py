@@ -85,10 +85,12 @@ Sub.saved_args = {"alpha": lambda n: 1}  # (sub keeps another alpha through keep
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
     nf = ctx._next  # an operand without a gradient edge (a scalar, a constant) gets no product
-    if g.dtype.category == dtypes.COMPLEX:
+    dt = g.dtype
+    if dt.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
     elif on_arrays(g, a, b):  # no graph is being built: tensor factors multiply on their arrays
-        return _times(g, b) if nf[0] is not None else None, _times(g, a) if nf[1] is not None else None
+        return (_times(g, dt, b) if nf[0] is not None else None,
+                _times(g, dt, a) if nf[1] is not None else None)
     return g * b if nf[0] is not None else None, g * a if nf[1] is not None else None
 
 
@@ -98,18 +100,19 @@ def _same_arrays(g, *values):
     return all(v is None or isinstance(v, Tensor) and v._data.dtype is dt for v in values)
 
 
-def _times(g, v):
-    """``g * v`` by the kernel itself for a tensor ``v`` of ``g``'s dtype, or a Python float or int with a float32
-    or float64 ``g`` (which the op hands the kernel as it is), else by the op (promotion, half precision)."""
+def _times(g, dt, v):
+    """``g * v`` (``dt``: ``g``'s dtype) by the kernel itself for a tensor ``v`` of ``g``'s dtype, or a Python float
+    or int with a float32 or float64 ``g`` (which the op hands the kernel as it is), else by the op (promotion,
+    half precision)."""
     if isinstance(v, Tensor):
         if v._data.dtype is g._data.dtype:
             return _wrap(g._dev.kernels["mul"](g._data, v._data), g._dev)
-    elif (type(v) is float or type(v) is int) and g.dtype in _WIDE_FLOATS:
+    elif (type(v) is float or type(v) is int) and (dt is _F32 or dt is _F64):
         return _wrap(g._dev.kernels["mul"](g._data, v), g._dev)
     return g * v
 
 
-_WIDE_FLOATS = (dtypes.float32, dtypes.float64)
+_F32, _F64 = dtypes.float32, dtypes.float64
 
 
 # each factor is kept for the other's gradient only
