@@ -145,6 +145,9 @@ def intercepted(kind, Op, args):
         return PASS
     running.append(handler)
     try:
-        return handler(kind, Op, args, partial(kind, Op))  # run(*a) is kind(Op, *a)
+        # (a node class of an overload, named at creation (named_node), reaches handlers as its op, and run(*a)
+        # still makes the overload's node)
+        return handler(kind, Op.__dict__.get("_overload_of", Op) if isinstance(Op, type) else Op, args,
+                       partial(kind, Op))  # run(*a) is kind(Op, *a)
     finally:
         running.pop()

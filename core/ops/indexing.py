@@ -145,10 +145,24 @@ def _index_steps(index, shape, dev):
 def keep_indices(r, t, index, sizes: bool = False, **args):
     """``r``, its node keeping PyTorch's arguments of an advanced ``index`` (converted) on ``t``: ``_saved_indices``
     (made when read), with ``sizes`` the sizes it indexes (``_saved_self_sym_sizes``), and ``args``."""
-    shape, dev = t._data.shape, t._dev
+    if r._fn is None:
+        return r
     if sizes:
-        args["self_sym_sizes"] = lambda: _index_steps(index, shape, dev)[1]
-    return keep_args(r, indices=lambda: _index_steps(index, shape, dev)[0], **args)
+        args["self_sym_sizes"] = _IndexPart(index, t._data.shape, t._dev, 1)
+    return keep_args(r, indices=_IndexPart(index, t._data.shape, t._dev, 0), **args)
+
+
+class _IndexPart:
+    """The indices (``part`` 0) or the sizes they index (1) of an advanced ``index`` on data of ``shape``, made
+    when called (a saved value read only when asked for; one small object per node, not a closure)."""
+
+    __slots__ = ("index", "shape", "dev", "part")
+
+    def __init__(self, index, shape, dev, part):
+        self.index, self.shape, self.dev, self.part = index, shape, dev, part
+
+    def __call__(self):
+        return _index_steps(self.index, self.shape, self.dev)[self.part]
 
 
 def _basic_fast(t, index):

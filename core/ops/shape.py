@@ -10,7 +10,7 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node, optional, rename_node
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -313,17 +313,38 @@ def view(self, *shape, **kw):
     >>> ember.arange(6).view(3, 2).shape
     ember.Size([3, 2])
     """
-    if kw or not shape:
-        shape = (kw["dtype"],) if not shape and list(kw) == ["dtype"] else sequence_arg(shape, kw, "view", "size")
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
-        return _view_dtype(self, dtypes.as_dtype(shape[0]))
-    shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
+    given = None if kw else _given_sizes(shape, self._data.shape)
+    if given is not None:
+        shape = given
+    else:
+        if kw or not shape:
+            shape = (kw["dtype"],) if not shape and list(kw) == ["dtype"] else sequence_arg(shape, kw, "view", "size")
+        if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
+            return _view_dtype(self, dtypes.as_dtype(shape[0]))
+        shape = infer_shape(_shape_arg(shape, "view"), self.numel(), "view")
     try:
         return view_op(View, self, shape)
     except (AttributeError, ValueError, RuntimeError):
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
                            f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
                            f"(input shape {list(self.shape)}, requested {list(shape)})") from None
+
+
+def _given_sizes(shape, sizes):
+    """``shape`` (a view's or reshape's varargs) as the new sizes, with a ``-1`` inferred, when it is plain ints that
+    fit data of ``sizes`` (the common call, which needs no parsing); None for every other form and every error."""
+    if not shape:
+        return None
+    for s in shape:
+        if type(s) is not int or s < -1:
+            return None
+    n, known = math.prod(sizes), math.prod(shape)
+    if -1 not in shape:
+        return shape if known == n else None
+    if known < 0 and shape.count(-1) == 1 and n % known == 0:  # one -1, beside no zero size
+        i = shape.index(-1)
+        return shape[:i] + (n // -known,) + shape[i + 1:]
+    return None
 
 
 def _unsafe_view(t, shape):
@@ -341,9 +362,13 @@ def reshape(input, *shape, **kw):  # noqa: A002
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
-    if kw or not shape:
-        shape = sequence_arg(shape, kw, "reshape", "shape")
-    shape = infer_shape(_shape_arg(shape, "reshape"), input.numel(), "reshape")
+    given = None if kw else _given_sizes(shape, input._data.shape)
+    if given is not None:
+        shape = given
+    else:
+        if kw or not shape:
+            shape = sequence_arg(shape, kw, "reshape", "shape")
+        shape = infer_shape(_shape_arg(shape, "reshape"), input.numel(), "reshape")
     if input.is_contiguous():
         return view_op(Reshape, input, shape)
     if strides_allow(tuple(input.shape), input.stride(), shape):  # a view of strided data: PyTorch's node's name
@@ -569,13 +594,15 @@ def unsqueeze(input, dim):  # noqa: A002
     >>> ember.tensor([1, 2]).unsqueeze(1).shape
     ember.Size([2, 1])
     """
-    n = input.dim() + 1
-    d = _wrap_dim(dim, n, "unsqueeze")
     sizes = input._data.shape
-    r = view_op(View, input, sizes[:d] + (1,) + sizes[d:])
+    d = _wrap_dim(dim, len(sizes) + 1, "unsqueeze")
+    r = view_op(_Unsqueeze, input, sizes[:d] + (1,) + sizes[d:])
     if r._fn is not None:
-        rename_node(r, "UnsqueezeBackward0")._fn.given_dim = dim
+        r._fn.given_dim = dim
     return r
+
+
+_Unsqueeze = named_node(View, "UnsqueezeBackward0")  # View's node under PyTorch's name, made so from the start
 
 
 def _T(self):
@@ -615,10 +642,14 @@ class Cat(Op):
     def forward(ctx, k, arrays, axis):
         # legacy: 1-D empty tensors take no part whatever the other shapes (their size is None here)
         ctx.axis = axis
-        shapes = [a.shape for a in arrays]
-        if (0,) not in shapes:
-            ctx.sizes = [s[axis] for s in shapes]
+        try:
+            sizes = [a.shape[axis] for a in arrays]
+        except IndexError:  # a 1-D empty tensor beside tensors of more dims
+            sizes = [0]
+        if 0 not in sizes:  # (no 1-D empty tensor among them)
+            ctx.sizes = sizes
             return k["cat"](arrays, axis)
+        shapes = [a.shape for a in arrays]
         legacy = any(len(s) != 1 for s in shapes)
         ctx.sizes = [None if legacy and s == (0,) else s[axis] for s in shapes]
         return k["cat"]([a for a, n in zip(arrays, ctx.sizes) if n is not None], axis)
@@ -705,6 +736,20 @@ def _tensors_arg(tensors, op):
     return [cast(t, rt) for t in tensors]
 
 
+def _check_cat_shapes(shapes, ref, d):
+    """Raise PyTorch's error where a shape among ``shapes`` differs from ``ref`` outside dim ``d`` (1-D empty
+    shapes take no part)."""
+    head, tail = ref[:d], ref[d + 1:]
+    for i, s in enumerate(shapes):
+        if s == (0,) or (len(s) == len(ref) and s[:d] == head and s[d + 1:] == tail):
+            continue
+        if len(s) != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(s)}")
+        j = next(j for j in range(len(ref)) if j != d and s[j] != ref[j])
+        raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                           f"{ref[j]} but got size {s[j]} for tensor number {i} in the list.")
+
+
 @export(to=TORCH, aliases=("concat", "concatenate"))
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Concatenate tensors along an existing dimension ``dim``.
@@ -716,17 +761,12 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     ts = _tensors_arg(tensors, "cat")
     shapes = [t._data.shape for t in ts]
     # legacy: 1-D empty tensors are skipped whatever the other shapes
-    ref = next((s for s in shapes if s != (0,)), shapes[0])
+    ref = shapes[0]
+    if ref == (0,):
+        ref = next((s for s in shapes if s != (0,)), ref)
     d = _wrap_dim(dim, len(ref), "cat")
-    head, tail = ref[:d], ref[d + 1:]
-    for i, s in enumerate(shapes if len(set(shapes)) > 1 else ()):  # (one shape: nothing to compare)
-        if s == (0,) or (len(s) == len(ref) and s[:d] == head and s[d + 1:] == tail):
-            continue
-        if len(s) != len(ref):
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(s)}")
-        j = next(j for j in range(len(ref)) if j != d and s[j] != ref[j])
-        raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                           f"{ref[j]} but got size {s[j]} for tensor number {i} in the list.")
+    if len(set(shapes)) > 1:  # (one shape: nothing to compare)
+        _check_cat_shapes(shapes, ref, d)
     return out_or(apply(Cat, ts, d) if len(ts) > 1 else unary(Clone, ts[0]), out)
 
 
