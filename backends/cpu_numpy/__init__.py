@@ -125,6 +125,8 @@ class NumpyBackend(ArrayBackend):
             return x.reshape(shape)  # the method: np.reshape's argument handling costs ~0.6 us a call
 
         def view(x, shape):
+            if x.flags.c_contiguous:  # always a view: the copy=False keyword alone costs ~0.4 us a call
+                return x.reshape(shape)
             return x.reshape(shape, copy=False)  # (raises ValueError where only a copy would do)
 
         def argmax(x, axis=None, keepdims=False):
