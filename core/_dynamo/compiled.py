@@ -107,17 +107,12 @@ def _guard_key(obj, flat, dyn=None, ints=None, path=None):
         a = obj._data
         return (_masked(a.shape, len(flat) - 1, dyn) if dyn else a.shape, a.dtype, obj._dev, obj._rg)
     t = type(obj)
-    if ints:
-        if t is int and path in ints:
-            return (t, None)
-        if t is tuple or t is list:
-            return (t, tuple(_guard_key(x, flat, dyn, ints, _ints._child(path, i)) for i, x in enumerate(obj)))
-        if t is dict:
-            return (t, tuple((k, _guard_key(v, flat, dyn, ints, _ints._child(path, k))) for k, v in obj.items()))
+    if t is int and ints and path in ints:
+        return (t, None)
     if t is tuple or t is list:
-        return (t, tuple(_guard_key(x, flat, dyn) for x in obj))
+        return (t, tuple(_guard_key(x, flat, dyn, ints, ints and _ints._child(path, i)) for i, x in enumerate(obj)))
     if t is dict:
-        return (t, tuple((k, _guard_key(v, flat, dyn)) for k, v in obj.items()))
+        return (t, tuple((k, _guard_key(v, flat, dyn, ints, ints and _ints._child(path, k))) for k, v in obj.items()))
     hash(obj)  # (an unhashable argument: the caller runs eagerly)
     return (t, obj)
 
@@ -318,10 +313,11 @@ class CompiledFunction:
         return bool(new)
 
     def widen_ints(self, args, kwargs) -> bool:
-        """Make symbolic the int arguments this call asks to be (automatic dynamic, as for dims): every one
-        with ``dynamic=True``, else those whose values changed since the last capture (by path: a list's
-        elements together).  Whether any became symbolic."""
-        if self.dynamic is False or not (self.dynamic or config.automatic_dynamic_shapes and self.last_ints):
+        """With ``config.probe_int_args`` on, make symbolic the int arguments this call asks to be (automatic
+        dynamic, as for dims): every one with ``dynamic=True``, else those whose values changed since the last
+        capture (by path: a list's elements together).  Whether any became symbolic."""
+        if self.dynamic is False or not config.probe_int_args or \
+                not (self.dynamic or config.automatic_dynamic_shapes and self.last_ints):
             return False
         leaves = _ints.int_leaves(args, kwargs)
         if self.dynamic:
@@ -411,7 +407,7 @@ class CompiledFunction:
                 if sel and not state.breaks:
                     try:
                         self.symbolic_ints(graph, body, runs, args, kwargs, flat, leaves, sel, *before)
-                    except (_ints.Differs, _ints.Decided, Exception):  # noqa: BLE001 - a probe failed: they decide
+                    except (_ints.Decided, Exception):  # noqa: BLE001 - a probe failed: they decide
                         pass
                     del state.breaks[:]  # (what the probes met; the call itself met no break)
         finally:
@@ -465,18 +461,20 @@ class CompiledFunction:
     def symbolic_ints(self, graph, body, runs, args, kwargs, flat, leaves, sel, saved, rng):
         """Make the ints ``sel`` (positions in ``leaves``) of ``graph`` symbolic (see :mod:`.ints`), from probe
         traces of the call with static sizes (its effects undone between them; the call's own kept at the end);
-        raises where they cannot be.  The graph then has ``n_ints`` and ``int_paths``."""
+        raises where none can be.  The graph then has ``n_ints`` and ``int_paths`` (of the ints kept symbolic)."""
         vals = [leaves[k][1] for k in sel]
         alts = _ints.alternates(leaves, sel, self.last_ints)
         after, rng_after = _snapshot(self.module), _rng_state()
-        sets = _ints.groups(len(sel)) + [set(range(len(sel)))]  # (the last changes every int: the check)
+        values = [[alts[j] if j in changed else vals[j] for j in range(len(sel))] for changed in _ints.groups(len(sel))]
+        n = len(values)  # (the probes; then two checks)
+        values += [alts, _ints.far(vals, alts)]
         traces = []
         _ints.PROBING[0] = True
         try:
-            for changed in sets:
+            for vs in values:
                 _restore(saved)
                 _set_rng_state(rng)
-                new = iter(_ints.Probe(alts[j] if j in changed else vals[j]) for j in range(len(sel)))
+                new = iter(_ints.Probe(v) for v in vs)
                 pos = set(sel)
                 every = iter([next(new) if k in pos else v for k, (_, v) in enumerate(leaves)])
                 a2, k2 = _ints.with_ints(tuple(args), every), _ints.with_ints(kwargs, every)
@@ -486,13 +484,14 @@ class CompiledFunction:
             del runs[1:]
             _restore(after)
             _set_rng_state(rng_after)
-        changes = [[alts[j] - vals[j] if j in changed else 0 for j in range(len(sel))] for changed in sets[:-1]]
+        changes = [[w - v for v, w in zip(vals, vs)] for vs in values[:n]]
         sizes = [tuple(t._data.shape) for t in flat]
-        args_of = _ints.symbolize(graph, traces[:-1], changes, vals, sizes, traces[-1], alts)
+        args_of, kept = _ints.symbolize(graph, traces[:n], changes, vals, sizes, list(zip(traces[n:], values[n:])),
+                                        [leaves[k][0] for k in sel])
         for n, a in zip(graph.nodes, args_of):
             n.args = a
-        graph.n_ints = len(sel)
-        graph.int_paths = frozenset(leaves[k][0] for k in sel)
+        graph.n_ints = len(kept)
+        graph.int_paths = frozenset(leaves[sel[k]][0] for k in kept)
 
     @staticmethod
     def groups(flat, dims) -> list:

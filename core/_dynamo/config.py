@@ -1,7 +1,16 @@
 """``ember._dynamo.config`` (``torch._dynamo.config``): the compiler's settings, with PyTorch's names and defaults.
 
-ember runs compiled code eagerly for now, so these are recorded for code that reads or patches them; none
-changes a result. :func:`patch` sets some for a ``with`` block or a decorated function.
+Most are recorded for code that reads or patches them; ``cache_size_limit``, ``automatic_dynamic_shapes``
+and ``probe_int_args`` steer ``ember.compile``. :func:`patch` sets some for a ``with`` block or a decorated
+function.
+
+``probe_int_args`` (ember's own, default False): let ``ember.compile`` make Python int arguments that change
+between calls graph inputs (one variant for every value of an int used as data, see ``ember._dynamo.ints``)
+instead of guarding each value. The ints are found by tracing the call with ``int`` subclasses that notice
+Python reading them; C code reads an int without being noticed (list or tuple indexing ``lst[k]``,
+``range(k)``, a float on the left ``2.5 < k`` or ``0.5 * k``, ``k.real``), so a function that does may then
+give a wrong result (the branch or element of the traced values for every later value). Turn it on only for
+functions whose ints reach tensors through ops, comparisons and arithmetic in Python.
 
 >>> from ember._dynamo import config
 >>> with config.patch(cache_size_limit=16):
@@ -38,6 +47,7 @@ allow_rnn = False
 replay_record_enabled = False
 raise_on_ctx_manager_usage = True
 numpy_default_float = "float64"
+probe_int_args = False  # (see the module docstring: C-level reads of an int go unseen)
 
 _SETTINGS = tuple(n for n in dir(sys.modules[__name__]) if not n.startswith("_") and n not in (
     "annotations", "contextlib", "sys"))

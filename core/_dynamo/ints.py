@@ -7,17 +7,25 @@ that read it take a :class:`~ember.jit._graph.Sym` ``v + c`` of its value at eac
 list the replay already passes for dynamic dims (position ``n_tensors + k`` holds ``(value,)`` of the k-th
 symbolic int).
 
+Off by default (``config.probe_int_args``): the probes see only what Python calls on an ``int`` subclass,
+and C code reads the value of one without calling anything (``lst[k]``, ``range(k)``, ``0.5 * k``,
+``2.5 < k``, ``k.real``), so such code may take the probes' branch or element for every later value.
+
 The captured call (plain ints) is compared with a few more traces of the same call (its effects on buffers and
 the random state undone), each with some of the ints set to another value (another call's): trace ``j``
 changes the ints whose number ``k + 1`` has bit ``j`` set, so the pattern of traces in which an op argument
 changes names the int it follows.  In those traces the ints are :class:`Probe` objects: Python control flow on
-one (a comparison, ``bool``, ``hash``, a length or list index, ``float``) ends the attempt.  A last trace with
-every int changed must be predicted by the symbolic graph.  Where anything differs otherwise (the ops, an
-argument that is not ``v + c`` of one int, a constant tensor), the ints stay specialised, guarded by value.
+one (a comparison, ``bool``, ``hash``, ``float``, ``int()`` in user code) and any arithmetic other than adding
+or subtracting an int end the attempt.  Two check traces must be predicted by the symbolic graph: one with
+every int changed, one with every int at a third value far from both (:func:`far`).  Where anything differs
+otherwise (the ops, an argument that is not ``v + c`` of one int, a constant tensor), the ints stay
+specialised, guarded by value; so do the ints of a path (a list's elements share one) of which one is read
+by no op argument as ``v + c``.
 """
 from __future__ import annotations
 
 import sys
+from numbers import Number
 
 from ..jit._graph import ARef, Gen, Ref, Sym
 
@@ -29,13 +37,19 @@ class Decided(BaseException):
 PROBING = [False]  # whether probe traces run (a Probe kept by the function acts as a plain int after them)
 
 
-def _decides(name):
+def _hook(name, follows=False):
+    """Probe method ``name``: while probing, a result ``value + c`` of one int where ``follows`` (adding or
+    subtracting an int), else a decision; a non-number operand (a tensor) is left to its reflected method,
+    which takes the probe as data."""
     op = getattr(int, name)
 
     def method(self, *args):
-        if PROBING[0]:
-            raise Decided(name)
-        return op(self, *args)
+        r = op(self, *args)
+        if not PROBING[0] or r is NotImplemented and not (args and isinstance(args[0], Number)):
+            return r
+        if follows and type(r) is int:
+            return Probe(r)
+        raise Decided(name)  # (a float operand too: float's reflected method would read the value unseen)
     return method
 
 
@@ -47,19 +61,11 @@ def _read_int(self):
     return int.__int__(self)
 
 
-def _follows(name):
-    op = getattr(int, name)
-
-    def method(self, *args):
-        r = op(self, *args)
-        return Probe(r) if type(r) is int else r
-    return method
-
-
 class Probe(int):
-    """An int argument during a probe trace: control flow on it raises :class:`Decided` (while ``PROBING``);
-    arithmetic results stay probes.  ``int(p)`` (how ops read an index) gives the plain value; ``item()``
-    (how binary ops read a scalar operand) too."""
+    """An int argument during a probe trace: control flow on it and any arithmetic other than adding or
+    subtracting an int raise :class:`Decided` (while ``PROBING``); a sum or difference stays a probe.
+    ``int(p)`` (how ops read an index) gives the plain value; ``item()`` (how binary ops read a scalar operand)
+    too."""
 
     __slots__ = ()
 
@@ -67,16 +73,15 @@ class Probe(int):
         return int(self)
 
     __int__ = _read_int
+    for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__pos__"):
+        locals()[_n] = _hook(_n, follows=True)
     for _n in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__bool__", "__hash__", "__index__",
                "__float__", "__truediv__", "__rtruediv__", "__divmod__", "__rdivmod__", "__round__", "__trunc__",
                "__floor__", "__ceil__", "__str__", "__repr__", "__format__", "bit_length", "to_bytes",
-               "as_integer_ratio", "conjugate"):
-        locals()[_n] = _decides(_n)
-    for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
-               "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__pos__", "__abs__", "__pow__", "__rpow__",
-               "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rshift__",
-               "__invert__"):
-        locals()[_n] = _follows(_n)
+               "as_integer_ratio", "conjugate", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__", "__mod__",
+               "__rmod__", "__neg__", "__abs__", "__pow__", "__rpow__", "__and__", "__rand__", "__or__", "__ror__",
+               "__xor__", "__rxor__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__invert__"):
+        locals()[_n] = _hook(_n)
     del _n
 
 
@@ -132,6 +137,17 @@ def alternates(leaves, sel, last) -> list:
         seen = [x for p, x in leaves + last if p == path and x != v]
         alts.append(seen[0] if seen else v - 1 if v > 0 else v + 1)  # (v - 1: a valid index where v is)
     return alts
+
+
+def far(vals, alts) -> list:
+    """Each int's value in the last check trace: far from both values tried (``vals``, ``alts``) yet a valid
+    index wherever both are, the mirror ``-1 - v`` of the one of larger size (``-1 - hi`` for two indices from
+    the front, ``-1 - lo`` for two from the back); below both for one of each sign."""
+    out = []
+    for v, w in zip(vals, alts):
+        lo, hi = min(v, w), max(v, w)
+        out.append(-1 - hi if lo >= 0 else -1 - lo if hi < 0 else 2 * lo - hi - 1)
+    return out
 
 
 def groups(n) -> list:
@@ -211,19 +227,24 @@ def _fit(a, bs, fit):
     return a
 
 
+def _syms(a, f):
+    """Graph argument ``a`` with each Sym ``s`` in it replaced by ``f(s)``."""
+    ta = type(a)
+    if ta is Sym:
+        return f(a)
+    if ta is tuple or ta is list:
+        return ta([_syms(x, f) for x in a])
+    if ta is slice:
+        return slice(*_syms((a.start, a.stop, a.step), f))
+    if ta is dict:
+        return {k: _syms(v, f) for k, v in a.items()}
+    return a
+
+
 def _at(a, sizes):
     """Graph argument ``a`` with its Syms evaluated at ``sizes`` (the inputs' shapes, then ``(value,)`` of each
     symbolic int)."""
-    ta = type(a)
-    if ta is Sym:
-        return a.value(sizes)
-    if ta is tuple or ta is list:
-        return ta([_at(x, sizes) for x in a])
-    if ta is slice:
-        return slice(*_at((a.start, a.stop, a.step), sizes))
-    if ta is dict:
-        return {k: _at(v, sizes) for k, v in a.items()}
-    return a
+    return _syms(a, lambda s: s.value(sizes))
 
 
 def _same_frame(g, others):
@@ -241,15 +262,28 @@ def _same_frame(g, others):
             raise Differs("a value's shape or dtype changes")
 
 
-def symbolize(g, probes, changes, vals, sizes, check, alts):
+def symbolize(g, probes, changes, vals, sizes, checks, paths):
     """The node arguments of ``g`` (the captured trace) with the ints they follow as Syms, fitted on the
-    ``probes`` (traces with ``changes``) and checked on ``check`` (a trace with every int at ``alts``); raises
-    :class:`Differs` where the traces differ otherwise."""
-    _same_frame(g, probes + [check])
+    ``probes`` (traces with ``changes``) and checked on ``checks`` (``[(trace, the ints' values in it)]``),
+    and the positions of the ints kept symbolic: those whose path (``paths[k]``) has every int read as a Sym
+    by some argument (an int no argument reads may still decide unseen, as a list index).  Raises
+    :class:`Differs` where the traces differ otherwise or no int is kept."""
+    _same_frame(g, probes + [t for t, _ in checks])
     fit = (changes, vals, sizes)
     args = [_fit(n.args, [p.nodes[i].args for p in probes], fit) for i, n in enumerate(g.nodes)]
-    at = list(sizes) + [(v,) for v in alts]
-    for a, m in zip(args, check.nodes):
-        if not same(_at(a, at), m.args):
-            raise Differs("the graph fitted does not predict a trace with other values")
-    return args
+    for trace, values in checks:
+        at = list(sizes) + [(v,) for v in values]
+        for a, m in zip(args, trace.nodes):
+            if not same(_at(a, at), m.args):
+                raise Differs("the graph fitted does not predict a trace with other values")
+    base, read = len(sizes), set()
+    _syms(args, lambda s: read.add(s.input - base))
+    unread = {paths[k] for k in range(len(vals)) if k not in read}
+    kept = [k for k in range(len(vals)) if paths[k] not in unread]
+    if not kept:
+        raise Differs("no argument reads an int")
+    if unread:  # (their ints are guarded by value: the Syms of a kept int renumbered, the others constants)
+        new, at = {base + k: base + j for j, k in enumerate(kept)}, list(sizes) + [(v,) for v in vals]
+        args = _syms(args, lambda s: Sym(new[s.input], 0, 1, s.b) if s.input in new else
+                     s if s.input < base else s.value(at))
+    return args, kept
