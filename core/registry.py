@@ -19,6 +19,7 @@ True
 """
 from __future__ import annotations
 
+import inspect
 import sys
 
 from . import dtypes
@@ -109,6 +110,20 @@ def drop(ns: str) -> None:
 
 
 _MISSING = object()
+_NUMBER_OPERANDS = frozenset(("other", "exponent", "min", "max", "end", "values"))
+
+
+def _operands(fn, args) -> list:
+    """The arguments after ``fn``'s input that take part in its result type: tensors, and numbers given for an
+    operand (``other``, ``exponent``, a bound: PyTorch's wrapped scalars), not for a number parameter such as
+    elu's ``alpha`` or lerp's ``weight`` (an int ``elu_(x, 0.5)`` fails on the kernel's dtype, not on a cast)."""
+    try:
+        names = [None if p.kind is p.VAR_POSITIONAL else p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        names = []
+    names = names[1:]
+    return [a for i, a in enumerate(args) if isinstance(a, Tensor) or (isinstance(a, (int, float, complex)) and (
+        i >= len(names) or names[i] is None or names[i] in _NUMBER_OPERANDS))]
 
 
 def _aliased_input(op: str, kwargs: dict):
@@ -140,9 +155,7 @@ def inplace_form(fn, name: str):
             try:
                 r = fn(x, *args, **kwargs)
             except NotImplementedError:  # PyTorch checks the result's cast into input before the kernel's dtypes
-                numbers = (Tensor, int, float, complex)
-                dtypes.check_out_cast(name + "_", result_type(input, *(a for a in args if isinstance(a, numbers))),
-                                      input.dtype)
+                dtypes.check_out_cast(name + "_", result_type(input, *_operands(fn, args)), input.dtype)
                 raise
             dtypes.check_out_cast(name + "_", r.dtype, input.dtype)
             if r.shape != input.shape:  # an operand that broadcasts input to a larger shape

@@ -353,9 +353,13 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 @export(to=("nn.functional", "torch"))
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
+    return _act(_threshold_input(input), "threshold", THRESHOLD, inplace, threshold, value)
+
+
+def _threshold_input(input):  # noqa: A002 - PyTorch's threshold kernel has no bool (nor complex) code
     dtypes.check_kernel("threshold_{device}", check_tensor(input, "threshold"),
                         dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, empty_ok=False)
-    return _act(input, "threshold", THRESHOLD, inplace, threshold, value)
+    return input
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
@@ -509,7 +513,7 @@ def _selu_(input):  # noqa: A002
 
 
 def _threshold_(input, threshold, value):  # noqa: A002
-    return unary(THRESHOLD[1], check_tensor(input, "threshold"), threshold, value)
+    return unary(THRESHOLD[1], _threshold_input(input), threshold, value)
 
 
 def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002

@@ -1,0 +1,48 @@
+"""Regressions found by the differential fuzzer's long runs (:mod:`ember.testing.fuzz`, seeds 2-12) over the day's
+fast paths, each pinned against PyTorch 2.13 with the smallest sweep that shows it."""
+import itertools
+
+import pytest
+
+import ember
+from test_fuzz_classes import _outcome
+
+torch = pytest.importorskip("torch")
+
+# in-place forms whose number arguments are parameters of the op, not operands of its result type
+NUMBER_PARAMETERS = {
+    "elu_": lambda m, x: m.nn.functional.elu_(x, 0.5),
+    "celu_": lambda m, x: m.nn.functional.celu_(x, 0.7),
+    "leaky_relu_": lambda m, x: m.nn.functional.leaky_relu_(x, 0.2),
+    "rrelu_": lambda m, x: m.nn.functional.rrelu_(x, 0.1, 0.3),
+    "lerp_": lambda m, x: x.lerp_(x.clone(), 0.5),
+    "threshold_": lambda m, x: m.nn.functional.threshold_(x, 0.1, 2.0),  # (bool: refused as threshold's)
+    "hardtanh_": lambda m, x: m.nn.functional.hardtanh_(x, -0.3, 0.2),
+    # numbers that are operands: the cast into self is refused first, as PyTorch's TensorIterator does
+    "clamp_": lambda m, x: x.clamp_(0.5),
+    "pow_": lambda m, x: x.pow_(0.5),
+    "copysign_": lambda m, x: x.copysign_(1.5),
+}
+
+
+def _inplace(m, name, dtype, device=None):
+    x = m.tensor([[1, 0, 2], [3, 1, 0]]).to(getattr(m, dtype))
+    if device is not None:
+        x = x.to(device)
+    r = NUMBER_PARAMETERS[name](m, x)
+    return str(r.dtype).split(".")[-1], r.tolist()
+
+
+def test_inplace_number_parameters_do_not_promote_as_pytorch(device):
+    """``int.elu_(0.5)`` fails on the kernel's dtype (NotImplementedError) as PyTorch's: alpha, the slope, the
+    rrelu bounds and lerp's weight are parameters, not operands, so no cast check of a float result type answers
+    first (the in-place cast check counted every number and raised RuntimeError); a number operand (clamp's bound,
+    pow's exponent, copysign's other) still meets PyTorch's cast RuntimeError, and what computes agrees.  The
+    in-place threshold refuses bool input as the out-of-place one does (it computed)."""
+    bad = []
+    for name, dtype in itertools.product(NUMBER_PARAMETERS, ("int64", "int32", "uint8", "bool", "float32")):
+        got = _outcome(lambda: _inplace(ember, name, dtype, device))
+        want = _outcome(lambda: _inplace(torch, name, dtype))
+        if got != want:
+            bad.append(f"{name} {dtype}: ember {got}, PyTorch {want}")
+    assert not bad, f"{len(bad)} cases differ:\n" + "\n".join(bad)
