@@ -20,7 +20,7 @@ class _Bucket:
 
 def test_post_local_sgd_state_counts_steps_as_pytorch():
     """Lightning's DDP strategy imports the state and checks its settings against it."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook as torch_hook
 
     states = [m.PostLocalSGDState(None, None, 2, post_local_gradient_allreduce=False) for m in (ember_hook, torch_hook)]

@@ -155,8 +155,8 @@ class NumpyBackend(ArrayBackend):
 
         # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
         # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
-        own = {"sum": sum_, "mean": mean, "relu": relu, "relu_backward": relu_backward, "expand": expand, "uniform": uniform,
-               "reshape": reshape, "view": view, "argmax": argmax, "argmin": argmin,
+        own = {"sum": sum_, "mean": mean, "relu": relu, "relu_backward": relu_backward, "expand": expand,
+               "uniform": uniform, "reshape": reshape, "view": view, "argmax": argmax, "argmin": argmin,
                "stack": stack, "tanh_backward": tanh_backward, "sigmoid_backward": sigmoid_backward}
         return {**own, **fastmath.overrides({**self.kernels, **own})}  # float32 forms over the kernels above
 
