@@ -40,8 +40,8 @@ def autocasting(t) -> bool:
 
 # --------------------------------------------------------------------------- errors
 def op_name(Op):
-    """The name an Op goes by in messages (``add`` for ``AddBackward0``)."""
-    n = type.__getattribute__(Op, "__name__")
+    """The name an Op goes by in messages (``add`` for ``AddBackward0``; an overload's node class, its op's)."""
+    n = type.__getattribute__(Op.__dict__.get("_overload_of", Op), "__name__")
     return n[:-9].lower() if n.endswith("Backward0") else n
 
 

@@ -22,7 +22,7 @@ import warnings
 import threading
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, on_arrays, result_type, unary
 from ..interception import HANDLERS
@@ -664,14 +664,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if len(sw) == 1:
         out = input.matmul(weight)
         return out + bias if bias is not None else out
-    out = apply(Linear, input, weight, bias)
-    if bias is None or len(si) != 2:  # PyTorch's node of the matmul/addmm it composes (AddmmBackward0 here)
-        rename_node(out, _LINEAR_NODE[min(len(si), 3), bias is None])
-    return out
+    # (the node made as PyTorch's node of the matmul/addmm it composes; Linear itself is AddmmBackward0)
+    return apply(_LINEAR_NODE.get((min(len(si), 3), bias is None), Linear), input, weight, bias)
 
 
-_LINEAR_NODE = {(1, True): "SqueezeBackward4", (1, False): "ViewBackward0", (2, True): "MmBackward0",
-                (3, True): "UnsafeViewBackward0", (3, False): "ViewBackward0"}
+_LINEAR_NODE = {k: named_node(Linear, n) for k, n in {
+    (1, True): "SqueezeBackward4", (1, False): "ViewBackward0", (2, True): "MmBackward0",
+    (3, True): "UnsafeViewBackward0", (3, False): "ViewBackward0"}.items()}
 
 
 @export(to=("nn.functional", "torch"))

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..arguments import sequence_arg
-from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, named_node, optional, rename_node
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, cast, on_arrays, unary, view_op
 from ..writes import out_or, outs_or
@@ -75,6 +75,9 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, g):
         return _restore(g, ctx.in_shape, ctx.axes, ctx.keepdim)
+
+
+_SumDim = named_node(Sum, "SumBackward1")  # Sum's node as PyTorch names the overload with dims, made so from the start
 
 
 class Mean(Op):
@@ -156,9 +159,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001,
     d = _sum_dtype(input, dtype)
     if d is not None:
         input = cast(input, d)
-    r = unary(Sum, input, axes, keepdim, None if d is None else input._data.dtype)  # int32 sums stay int32
-    if dim is not None or keepdim:
-        rename_node(r, "SumBackward1")  # PyTorch's node of the sum.dim_IntList overload (keepdim names it too)
+    # (PyTorch's node of the sum.dim_IntList overload: SumBackward1, keepdim names it too)
+    r = unary(_SumDim if dim is not None or keepdim else Sum, input, axes, keepdim,
+              None if d is None else input._data.dtype)  # int32 sums stay int32
     return out_or(r, out)
 
 
