@@ -10,7 +10,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, named_node, optional, rename_node
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, check_tensor, export, op_class
@@ -105,9 +105,9 @@ def matmul(input, other, *, out=None):  # noqa: A002
         raise NotImplementedError(f"\"{_BLAS_KERNEL.get((len(sa), len(sb)), 'bmm')}\" not implemented for 'Bool'")
     if len(sa) > 2 and len(sb) > 2 and sa[:-2] != sb[:-2] and (input._rg or other._rg):
         input, other = _batched_operands(input, other)
-    r = binary(Matmul, input, other)
-    if len(sa) != 2 or len(sb) != 2:  # PyTorch's node for these ranks (MmBackward0 for two matrices)
-        rename_node(r, *_MATMUL_NODE.get((len(sa), len(sb)), ("UnsafeViewBackward0", ())))
+    # the node made as PyTorch's node for these ranks (MmBackward0 for two matrices)
+    r = binary(Matmul if len(sa) == 2 and len(sb) == 2 else _MATMUL_NODE.get((len(sa), len(sb)), _MATMUL_BATCHED),
+               input, other)
     return r if out is None else copy_into_out(out, r)
 
 
@@ -137,8 +137,10 @@ def _batched_operands(a, b):
 # PyTorch's kernel (named in its refusal of a dtype), by the operands' ranks
 _BLAS_KERNEL = {(2, 2): "addmm_impl_cpu_", (1, 2): "addmm_impl_cpu_", (2, 1): "addmv_impl_cpu", (1, 1): "dot"}
 # PyTorch's node and its names of the saved operands, by the operands' ranks
-_MATMUL_NODE = {(1, 1): ("DotBackward0", ("self", "tensor")), (2, 1): ("MvBackward0", ("self", "vec")),
-                (1, 2): ("SqueezeBackward4", ())}
+_MATMUL_NODE = {k: named_node(Matmul, *v) for k, v in {
+    (1, 1): ("DotBackward0", ("self", "tensor")), (2, 1): ("MvBackward0", ("self", "vec")),
+    (1, 2): ("SqueezeBackward4", ())}.items()}
+_MATMUL_BATCHED = named_node(Matmul, "UnsafeViewBackward0", ())
 
 
 @export
