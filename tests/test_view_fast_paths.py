@@ -158,3 +158,15 @@ def test_fast_paths_with_hooks_anomaly_create_graph_and_profiler(device):
     np.testing.assert_array_equal(grads[0][0], grads[1][0])
     np.testing.assert_array_equal(grads[0][1].cpu().numpy(), grads[1][1].numpy())
     assert grads[0][2] == grads[1][2]
+
+
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 2)])
+def test_squeeze_values_grad_and_node(device, dim):
+    e, t = _pair((1, 3, 1), device, requires_grad=True)
+    r, ref = (e.squeeze(), t.squeeze()) if dim is None else (e.squeeze(dim), t.squeeze(dim))
+    assert tuple(r.shape) == tuple(ref.shape)
+    assert type(r.grad_fn).__name__ == type(ref.grad_fn).__name__
+    assert r._base is e
+    (r * 2).sum().backward()
+    (ref * 2).sum().backward()
+    np.testing.assert_array_equal(e.grad.cpu().numpy(), t.grad.numpy())

@@ -562,9 +562,8 @@ def squeeze(input, dim=None):  # noqa: A002
     else:
         dims = {_wrap_dim(d, n, "squeeze") for d in dim}
         shape = tuple(s for i, s in enumerate(sizes) if not (i in dims and s == 1))
-    # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims)
-    r = rename_node(view_op(View, input, shape),
-                    "SqueezeBackward" + ("0" if dim is None else "2" if isinstance(dim, (tuple, list)) else "1"))
+    # PyTorch's nodes of squeeze(), squeeze(int) and squeeze(dims), made so from the start
+    r = view_op(_SQUEEZE[0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1], input, shape)
     if dim is not None and r._fn is not None:
         r._fn.given_dim = tuple(dim) if isinstance(dim, list) else dim
     return r
@@ -603,6 +602,7 @@ def unsqueeze(input, dim):  # noqa: A002
 
 
 _Unsqueeze = named_node(View, "UnsqueezeBackward0")  # View's node under PyTorch's name, made so from the start
+_SQUEEZE = tuple(named_node(View, f"SqueezeBackward{i}") for i in range(3))
 
 
 def _T(self):
