@@ -199,7 +199,7 @@ def _ldl_one(xp, a, hermitian=False):
             colmax = float(_pivot_size(xp, a[imax, k]))
         else:
             imax, colmax = k, 0.0
-        if max(absakk, colmax) == 0:
+        if max(absakk, colmax) == 0 or math.isnan(absakk):  # (sytf2: a zero or NaN column is left unpivoted)
             info = info or k + 1
             kp = k
             a[k, k] = re(a[k, k])
