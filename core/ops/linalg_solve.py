@@ -107,6 +107,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
             [1.]])
     """
     _matrices(A, "linalg.solve_triangular")
+    _tensor_arg(B, "linalg.solve_triangular", "B")
+    B = B.to(A.dtype)  # PyTorch's solve is in A's dtype: B of any dtype is cast to it
     _matrices(B, "linalg.solve_triangular", "B")
     _same_device("linalg.solve_triangular", A, B)
     if A.shape[-1] != A.shape[-2]:
