@@ -176,3 +176,22 @@ def test_stack_and_cat_of_a_few_small_tensors(device, torch, dim):
     for a, b in zip(*results):
         assert tuple(a.shape) == tuple(b.shape) and str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
         same(a.to(ember.float64), b.to(torch.float64))
+
+
+_BASIC_INDICES = [slice(None), slice(0, 3), Ellipsis, (slice(None), slice(None)), (0, slice(None)), (slice(None), 0),
+                  (slice(None), None), (None, slice(None)), (Ellipsis, slice(None)), (slice(None), slice(1, None)),
+                  (slice(None),), slice(None, None, 1), (slice(None), slice(None, None, 1))]
+
+
+def test_basic_index_node_names_and_saved_slices_as_pytorch(torch, device):
+    """A bare slice slices even the whole dim (PyTorch's ``x[:]`` is SliceBackward0); inside a tuple a whole
+    slice does nothing (``x[:, :]`` is an alias)."""
+    got, want = [], []
+    for lib, dev, out in ((ember, device, got), (torch, "cpu", want)):
+        x = lib.ones(3, 4, device=dev, requires_grad=True)
+        for index in _BASIC_INDICES:
+            fn = x[index].grad_fn
+            saved = tuple(getattr(fn, f"_saved_{k}") for k in ("dim", "start", "end", "step")) \
+                if fn.name() == "SliceBackward0" else ()
+            out.append((fn.name(), saved))
+    assert got == want

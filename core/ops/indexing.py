@@ -206,6 +206,8 @@ def _basic_fast(t, index):
             if not _whole(i, shape[dim]):
                 Op = SliceView
             dim += 1
+    if type(index) is slice:  # (one bare slice slices even the whole dim, as PyTorch's x[:])
+        Op = SliceView
     return Op, (tup if ellipsis else tup + (Ellipsis,))
 
 

@@ -241,9 +241,12 @@ def index_walk(index, sizes, span=None):
 def _last_step(node):
     """``(dim, entry, sizes)`` of the last step of a basic index (PyTorch's last node of the select, slice and
     unsqueeze steps it chains, left to right): the dim it acts on and the sizes of the tensor it acts on."""
+    index = node.index if type(node.index) is tuple else (node.index,)
     sizes, last = list(node.in_shape), None
-    for dim, e in index_walk(node.index if type(node.index) is tuple else (node.index,), sizes):
+    for dim, e in index_walk(index, sizes):
         last = (dim, e, tuple(sizes))
+    if last is None and type(index[0]) is slice:  # (a bare slice of the whole dim: PyTorch's x[:] still slices)
+        return 0, index[0], tuple(node.in_shape)
     return last
 
 
