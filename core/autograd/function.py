@@ -632,7 +632,8 @@ def named_node(cls, name: str, saved_names: tuple | None = None, composite: bool
     PyTorch names a node per overload (``sum(x)`` leaves ``SumBackward0``, ``sum(x, dim)`` ``SumBackward1``) and
     names the root node of an op that ember composes (``dist`` is ``DistBackward0``).  The class returned
     changes nothing but the name: it shares ``cls``'s key in :data:`OPS`, and every table keyed by the op (vmap,
-    ONNX, autocast, tracing) sees the op itself, since dispatch only ever applies ``cls``.  ``saved_names``:
+    ONNX, autocast, tracing) sees the op itself: an interception handler is given ``cls`` (see
+    ``interception.intercepted``), and its ``run`` applies the named class.  ``saved_names``:
     the overload's names of the saved inputs, where they differ (``mv`` keeps ``self`` and ``vec``);
     ``composite``: the node stands for an op ember composes (see :func:`composite_node`).
     """

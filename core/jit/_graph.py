@@ -462,7 +462,7 @@ class _Tracer:
     def handler(self, kind, Op, args, run):
         if get_ident() != self.tid:
             return run(*args)
-        out = kind(Op, *args)  # run(*args)
+        out = run(*args)  # (the op as called: a node named per overload keeps its name)
         kname = KIND_NAMES[kind]
         vals = self.vals
         ins = []
