@@ -53,7 +53,9 @@ def kernels(replaced):
         if not _served(x):
             return replaced("nn_gelu")(x, approximate)
         y = gelu(approximate, x.size)[0](_flat(x))[0]
-        if not np.isfinite(np.dot(y, y)):  # (a BLAS pass, twice as fast as a sum; a huge y falls back too)
+        with np.errstate(over="ignore", invalid="ignore"):  # (a huge y overflows the check: quietly)
+            finite = np.isfinite(np.dot(y, y))  # (a BLAS pass, twice as fast as a sum; a huge y falls back too)
+        if not finite:
             return replaced("nn_gelu")(x, approximate)
         return y.reshape(x.shape)
 
