@@ -264,14 +264,14 @@ def _composed(fn, *args):
 def test_sdpa_composed_ops_equal_the_node_and_build_the_mask_once(device):
     q, k, v = _qkv(device, (2, 3, 9, 8), (2, 3, 9, 8))
     mask = ember.tensor(np.random.default_rng(15).standard_normal((9, 9)).astype(np.float32), device=device)
-    sdpa = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask, is_causal=True)  # noqa: E731
-    y = sdpa(q, k, v)
-    assert type(y.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
-    y2, names = _composed(sdpa, q, k, v)
-    assert type(y2.grad_fn).__name__ != type(y.grad_fn).__name__
-    np.testing.assert_array_equal(_np(y2), _np(y))
-    # the causal mask is made and added once, the float mask added once: nothing built for the node is left over
-    assert (names.count("full"), names.count("TriuBackward0"), names.count("AddBackward0")) == (1, 1, 2)
+    # the causal mask is made and added once, a float mask added once: nothing built for the node is left over
+    for kw, counts in ((dict(is_causal=True), (1, 1, 1)), (dict(attn_mask=mask), (0, 0, 1))):
+        y = F.scaled_dot_product_attention(q, k, v, **kw)
+        assert type(y.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+        y2, names = _composed(lambda a, b, c, kw=kw: F.scaled_dot_product_attention(a, b, c, **kw), q, k, v)
+        assert type(y2.grad_fn).__name__ != type(y.grad_fn).__name__
+        np.testing.assert_array_equal(_np(y2), _np(y))
+        assert (names.count("full"), names.count("TriuBackward0"), names.count("AddBackward0")) == counts
     q, k, v = _qkv(device, (2, 5, 40), (2, 7, 40))  # a head wider than the keys: the scale on the scores
     np.testing.assert_array_equal(_np(_composed(F.scaled_dot_product_attention, q, k, v)[0]),
                                   _np(F.scaled_dot_product_attention(q, k, v)))
@@ -306,3 +306,13 @@ def test_mha_without_weights_is_sdpa_and_matches_its_composed_ops(device):
     tx = torch.tensor(_np(x))
     want = tm(tx, tx, tx, attn_mask=torch.tensor(_np(mask)), need_weights=False)[0]
     np.testing.assert_allclose(_np(y), want.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+
+def test_sdpa_refuses_a_mask_with_is_causal_as_pytorch(device):
+    q, k, v = _qkv(device, (2, 4, 3), (2, 4, 3))
+    msgs = []
+    for lib, args in ((ember, (q, k, v)), (torch, [torch.tensor(_np(t)) for t in (q, k, v)])):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.scaled_dot_product_attention(*args, attn_mask=lib.zeros(4, 4), is_causal=True)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

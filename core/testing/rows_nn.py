@@ -188,6 +188,12 @@ ROWS = [
     Row("layer_norm_2d", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-2:], w, b, 1e-3),
         [[r(2, 3, 4), r(3, 4), r(3, 4)]]),
     Row("cross_entropy_index", lambda m, x, t: _f(m).cross_entropy(x, t), [[r(3, 4), I([0, 3, 1])]]),
+    # the pointwise losses are one node each where input and target share a dtype
+    Row("mse_loss", lambda m, x, t: (_f(m).mse_loss(x, t), _f(m).mse_loss(x, t, reduction="none")),
+        [[r(3, 4), r(3, 4)], [r(5), r(5)]]),
+    Row("smooth_l1_loss", lambda m, x, t: (_f(m).smooth_l1_loss(x, t, beta=0.5),
+                                           _f(m).smooth_l1_loss(x, t, reduction="sum", beta=2.0)),
+        [[r(3, 4), r(3, 4)], [r(5), r(5)]]),
     Row("ctc_loss", lambda m, x, t: m.ctc_loss(x.log_softmax(2), t, [6, 5], [2, 3], 0, 2),
         [[r(6, 2, 4), I([[1, 2, 0], [3, 1, 2]])]], gradgrad=False, rtol=1e-4, atol=1e-5),
     # the fused recurrent layers have no double backward (as in PyTorch)
@@ -278,7 +284,14 @@ ROWS = [
         [[r(1, 1, 3, 3, 3), r(1, 2, 2, 2, 2)]]),
     Row("conv3d_input", lambda m, w, g: m.nn.grad.conv3d_input((1, 1, 3, 3, 3), w, g),
         [[r(2, 1, 2, 2, 2), r(1, 2, 2, 2, 2)]]),
-    # attention
+    # attention (without dropout, one node)
+    Row("scaled_dot_product_attention", lambda m, q, k, v: _f(m).scaled_dot_product_attention(q, k, v),
+        [[r(2, 3, 4), r(2, 5, 4), r(2, 5, 4)], [r(2, 3, 6), r(2, 5, 6), r(2, 5, 2)]], rtol=1e-5, atol=1e-6),
+    Row("scaled_dot_product_attention_causal", lambda m, q, k, v: _f(m).scaled_dot_product_attention(
+        q, k, v, is_causal=True), [[r(2, 4, 3), r(2, 4, 3), r(2, 4, 3)]], rtol=1e-5, atol=1e-6),
+    Row("scaled_dot_product_attention_mask", lambda m, q, k, v: _f(m).scaled_dot_product_attention(
+        q, k, v, m.arange(20.0, dtype=q.dtype, device=q.device).reshape(4, 5) / 10),
+        [[r(2, 4, 3), r(2, 5, 3), r(2, 5, 3)]], rtol=1e-5, atol=1e-6),
     Row("multi_head_attention_forward", _mha, [[r(3, 2, 4), r(5, 2, 4), r(5, 2, 4), r(12, 4), r(12), r(4, 4),
                                                 r(4)]], rtol=1e-5, atol=1e-6),
     Row("multi_head_attention_forward_separate", _mha_separate,

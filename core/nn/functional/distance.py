@@ -23,6 +23,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     >>> ember.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True).shape
     ember.Size([1, 4, 3, 8])
     """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         heads, kv_heads = query.shape[-3], key.shape[-3]
         if kv_heads == 0 or heads % kv_heads or value.shape[-3] != kv_heads:
