@@ -24,6 +24,9 @@ NUMBER_PARAMETERS = {
     "clamp_": lambda m, x: x.clamp_(0.5),
     "pow_": lambda m, x: x.pow_(0.5),
     "copysign_": lambda m, x: x.copysign_(1.5),
+    # a comparison writes bool, which casts into any self: the kernel's refusal of complex answers
+    "lt_": lambda m, x: x.lt_(m.ones(3, dtype=m.complex64, device=x.device)),
+    "ge_": lambda m, x: x.ge_(m.ones(3, dtype=m.complex64, device=x.device)),
 }
 
 
@@ -40,7 +43,8 @@ def test_inplace_number_parameters_do_not_promote_as_pytorch(device):
     rrelu bounds and lerp's weight are parameters, not operands, so no cast check of a float result type answers
     first (the in-place cast check counted every number and raised RuntimeError); a number operand (clamp's bound,
     pow's exponent, copysign's other) still meets PyTorch's cast RuntimeError, and what computes agrees.  The
-    in-place threshold refuses bool input as the out-of-place one does (it computed)."""
+    in-place threshold refuses bool input as the out-of-place one does (it computed); ``int.lt_(complex)`` fails on
+    the kernel's dtype too."""
     bad = []
     for name, dtype in itertools.product(NUMBER_PARAMETERS, ("int64", "int32", "uint8", "bool", "float32")):
         got = _outcome(lambda: _inplace(ember, name, dtype, device))
