@@ -656,6 +656,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if (dt is not weight._data.dtype or (bias is not None and bias._data.dtype is not dt)) and \
             (input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype)) \
             and not autocasting(input):
+        if input.dtype is weight.dtype:  # (the bias differs: PyTorch's addmm names it self)
+            raise RuntimeError(f"linear: self and mat2 must have the same dtype, but got {_type_name(bias.dtype)} "
+                               f"and {_type_name(weight.dtype)}")
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: {input.dtype} != "
                            f"{weight.dtype}")
     if input.dtype is dtypes.bool and input.numel():  # (PyTorch's GEMM kernels have no bool code)
