@@ -316,3 +316,13 @@ def test_sdpa_refuses_a_mask_with_is_causal_as_pytorch(device):
             lib.nn.functional.scaled_dot_product_attention(*args, attn_mask=lib.zeros(4, 4), is_causal=True)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def test_sdpa_refuses_inputs_below_two_dims_as_pytorch(device):
+    msgs = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.scaled_dot_product_attention(lib.ones(2, 3, device=dev), lib.tensor(1.0, device=dev),
+                                                          lib.ones(2, 3, device=dev))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
