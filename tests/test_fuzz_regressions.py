@@ -107,3 +107,18 @@ def test_linear_with_a_bias_of_another_dtype_names_it_as_pytorch(device):
             lib.nn.functional.linear(x, w, lib.ones(4, dtype=lib.float64, device=dev))
         msgs.append(str(info.value).removeprefix("linear: "))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "smooth_l1_loss"])
+def test_pointwise_losses_refuse_non_float_operands_as_pytorch(device, name):
+    """Integer, bool and complex operands (after promotion) are refused with PyTorch's NotImplementedError."""
+    kinds = ("int32", "uint8", "bool", "float32") + (("complex64",) if device != "array_api" else ())
+    for a, b in itertools.product(kinds, ("int64", "float32")):
+        got, want = [], []
+        for lib, dev, out in ((ember, device, got), (torch, "cpu", want)):
+            x, t = lib.ones(3, dtype=getattr(lib, a), device=dev), lib.ones(3, dtype=getattr(lib, b), device=dev)
+            try:
+                out.append(getattr(lib.nn.functional, name)(x, t).item())
+            except (NotImplementedError, RuntimeError) as e:
+                out.append((type(e).__name__, str(e).replace(f"_{dev}\"", "_cpu\"")))  # (the kernel's device)
+        assert got == want, (a, b)

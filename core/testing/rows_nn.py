@@ -284,14 +284,7 @@ ROWS = [
         [[r(1, 1, 3, 3, 3), r(1, 2, 2, 2, 2)]]),
     Row("conv3d_input", lambda m, w, g: m.nn.grad.conv3d_input((1, 1, 3, 3, 3), w, g),
         [[r(2, 1, 2, 2, 2), r(1, 2, 2, 2, 2)]]),
-    # attention (without dropout, one node)
-    Row("scaled_dot_product_attention", lambda m, q, k, v: _f(m).scaled_dot_product_attention(q, k, v),
-        [[r(2, 3, 4), r(2, 5, 4), r(2, 5, 4)], [r(2, 3, 6), r(2, 5, 6), r(2, 5, 2)]], rtol=1e-5, atol=1e-6),
-    Row("scaled_dot_product_attention_causal", lambda m, q, k, v: _f(m).scaled_dot_product_attention(
-        q, k, v, is_causal=True), [[r(2, 4, 3), r(2, 4, 3), r(2, 4, 3)]], rtol=1e-5, atol=1e-6),
-    Row("scaled_dot_product_attention_mask", lambda m, q, k, v: _f(m).scaled_dot_product_attention(
-        q, k, v, m.arange(20.0, dtype=q.dtype, device=q.device).reshape(4, 5) / 10),
-        [[r(2, 4, 3), r(2, 5, 3), r(2, 5, 3)]], rtol=1e-5, atol=1e-6),
+    # attention
     Row("multi_head_attention_forward", _mha, [[r(3, 2, 4), r(5, 2, 4), r(5, 2, 4), r(12, 4), r(12), r(4, 4),
                                                 r(4)]], rtol=1e-5, atol=1e-6),
     Row("multi_head_attention_forward_separate", _mha_separate,

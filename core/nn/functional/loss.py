@@ -9,6 +9,7 @@ import math
 import operator
 
 from ...autograd.function import rename_node
+from ...dtypes import promote_types, type_name
 from ...autograd.grad_mode import no_grad
 from ...ops.nn_loss import (  # noqa: F401  (re-exported)
     binary_cross_entropy, binary_cross_entropy_with_logits, broadcast_target, cosine_embedding_loss, cross_entropy,
@@ -46,6 +47,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     shape = input.shape
     reduction = legacy_reduction(reduction, size_average, reduce)
     input, target = broadcast_target("mse_loss", input, target)
+    input, target = _floating("mse", input, target)
     fused = pointwise_loss(MseLoss, input, target, reduction) if weight is None else None
     if fused is not None:
         return fused
@@ -71,11 +73,22 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     input, target = broadcast_target("smooth_l1_loss", input, target)
     if beta == 0:  # PyTorch's smooth_l1_loss is then l1_loss (its nodes too)
         return l1_loss(input, target, reduction=reduction)
+    input, target = _floating("smooth_l1", input, target)
     fused = pointwise_loss(SmoothL1Loss, input, target, reduction, beta)
     if fused is not None:
         return fused
     loss = SmoothL1Loss.error(_TENSOR_OPS, input - target, beta)  # (the node's formula, in recorded ops)
     return rename_node(reduce_loss(loss, reduction, "smooth_l1_loss"), "SmoothL1LossBackward0")
+
+
+def _floating(kernel, input, target):
+    """``(input, target)`` of a pointwise loss, an integer or bool one cast to the floating dtype they promote to
+    (as PyTorch's kernels compute); PyTorch's refusal where that is no real floating dtype (its kernels have none
+    for integers, bool or complex)."""
+    d = promote_types(input.dtype, target.dtype)
+    if not d.is_floating_point:
+        raise NotImplementedError(f'"{kernel}_{input.device.type}" not implemented for \'{type_name(d)}\'')
+    return tuple(t if t.dtype.is_floating_point else t.to(d) for t in (input, target))
 
 
 # the kernel table a loss node's ``error`` formula reads, as Tensor operations (its composed fallback)
@@ -86,6 +99,7 @@ _TENSOR_OPS = {"sub": operator.sub, "mul": operator.mul, "abs": abs, "lt": opera
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:  # noqa: A002
     shape = input.shape
     input, target = broadcast_target("huber_loss", input, target)
+    input, target = _floating("huber", input, target)
     d = (input - target).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
