@@ -379,8 +379,8 @@ def link(ctx, inputs):
                     fu = grad_edge(u)[0]
             ctx._next = nodes = (fn, fu)
             arr = u._data
-            if arr.shape == shape and arr.dtype is dt:
-                ctx._shapes = e[2]
+            if arr.shape == shape and (arr.dtype is dt or not _other_dtype(arr.dtype, dt)):
+                ctx._shapes = e[2]  # (an array library's equal dtypes need not be one object)
             else:
                 shape, dt = arr.shape, arr.dtype
                 m = _METAS.get(shape)
