@@ -24,6 +24,7 @@ from .nn import log_softmax, pairwise_distance, softmax, softplus, torch_form
 from .creation import arange
 from .shape import cat
 from .pointwise import where
+from .reduction import mean_of_nothing
 from .shape import broadcast_tensors
 
 def reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
@@ -51,10 +52,9 @@ class _PointwiseLoss:
         loss = cls.error(k, k["sub"](x, t), beta)
         if reduction == "none":
             return loss
-        if reduction == "mean" and loss.size:
-            return k["mean"](loss)
-        total = k["sum"](loss)
-        return total if reduction == "sum" else k["div"](total, float("nan"))  # (the mean of nothing, quietly)
+        if reduction == "sum":
+            return k["sum"](loss)
+        return k["mean"](loss) if loss.size else mean_of_nothing(k, loss)
 
     @classmethod
     def backward(cls, ctx, g):

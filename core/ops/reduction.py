@@ -80,6 +80,13 @@ class Sum(Op):
 _SumDim = named_node(Sum, "SumBackward1")  # Sum's node as PyTorch names the overload with dims, made so from the start
 
 
+def mean_of_nothing(k, x, axes=None, keepdim=False, dtype=None):
+    """The mean of array ``x`` over ``axes`` holding no elements: NaN, of the sum's shape and dtype, without the array
+    library's warning."""
+    s = k["sum"](x, axes, keepdim, dtype)
+    return k["astype"](k["div"](s, float("nan")), s.dtype)  # (a number beside bfloat16 would widen it)
+
+
 class Mean(Op):
     tags = ("reduction",)
     saved_args = dict(Sum.saved_args, self_sym_numel=lambda n: math.prod(n.in_shape))
@@ -91,9 +98,8 @@ class Mean(Op):
         for a in (range(x.ndim) if axes is None else axes):
             n *= x.shape[a]
         ctx.n = n
-        if n == 0:  # the mean of nothing is NaN (without the array library's warning)
-            s = k["sum"](x, axes, keepdim, dtype)
-            return k["astype"](k["div"](s, float("nan")), s.dtype)  # (a number beside bfloat16 would widen it)
+        if n == 0:
+            return mean_of_nothing(k, x, axes, keepdim, dtype)
         return k["mean"](x, axes, keepdim, dtype)
 
     @staticmethod
