@@ -191,8 +191,9 @@ def test_gradients_summed_in_place_leave_hooked_retained_and_accumulated_grads_a
         assert_close(a, b, rtol=1e-6, atol=1e-7)
 
 
-def _kept_sums(lib, device):
-    """A subclass that keeps each sum it makes, for a node whose second gradient (of four) is of that subclass."""
+def _kept_sums(lib, device, plain=False):
+    """A subclass that keeps each sum it makes, for a node whose second gradient (of four) is of that subclass;
+    ``plain``: it hands back a plain tensor of the sum's data (what it kept shares that data)."""
     seen = []
 
     class Kept(lib.Tensor):
@@ -201,6 +202,8 @@ def _kept_sums(lib, device):
             r = super().__torch_function__(func, types, args, kwargs or {})
             if getattr(func, "__name__", "") in ("add", "__add__"):
                 seen.append((r, r.tolist()))
+                if plain:
+                    return r.as_subclass(lib.Tensor)
             return r
 
     x = lib.tensor([1.0, 2.0], device=device, requires_grad=True)
@@ -211,7 +214,8 @@ def _kept_sums(lib, device):
     return [(r.tolist(), made) for r, made in seen], x.grad.tolist()
 
 
-def test_a_sum_made_through_a_subclass_is_never_added_into_in_place(device):
-    kept, grad = _kept_sums(ember, device)
-    assert all(now == made for now, made in kept), kept  # (what the subclass kept is as it was made)
-    assert grad == _kept_sums(torch, "cpu")[1] == [14.0, 14.0]
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_sum_made_through_a_subclass_is_never_added_into_in_place(device, plain):
+    kept, grad = _kept_sums(ember, device, plain)
+    assert kept and all(now == made for now, made in kept), kept  # (what the subclass kept is as it was made)
+    assert grad == _kept_sums(torch, "cpu", plain)[1] == [14.0, 14.0]

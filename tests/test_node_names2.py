@@ -191,3 +191,18 @@ def _decomposition_reads(m, device):
 
 def test_decompositions_read_one_saved_value_without_the_others(device):
     assert _decomposition_reads(ember, device) == _decomposition_reads(torch, "cpu")
+
+
+def test_overload_node_names_and_saved_fields_survive_tracing_and_compile_capture(device):
+    """Nodes named per overload at creation keep their names while a graph is traced (jit.trace, compile's first
+    call) as in eager mode, and as PyTorch names them."""
+    def f(x, v, w):
+        return x.unsqueeze(0).sum(1), x @ v, v.dot(v), ember.nn.functional.linear(x, w)
+
+    x, v, w = (ember.randn(*s, device=device, requires_grad=True) for s in ((3, 4), (4,), (5, 4)))
+    eager = [o.grad_fn.name() for o in f(x, v, w)]
+    traced = []
+    ember.jit.trace(lambda *a: traced.extend(o.grad_fn.name() for o in f(*a)) or f(*a)[0], (x, v, w))
+    captured = [o.grad_fn.name() for o in ember.compile(f)(x, v, w)]
+    assert eager == captured == traced[:4] == ["SumBackward1", "MvBackward0", "DotBackward0", "MmBackward0"]
+    assert f(x, v, w)[1].grad_fn._saved_vec is not None
