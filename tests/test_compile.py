@@ -763,3 +763,36 @@ def test_compiled_training_call_is_one_node_with_inputs_aliased(device):
         x = ember.randn(2, 3, device=device, requires_grad=True)
         g(x, w)[2].backward()
         np.testing.assert_allclose(_np(x.grad), _np(w), rtol=1e-6)
+
+
+def test_recompile_limit_per_call_and_config_alias(device):
+    """``compile(recompile_limit=n)`` bounds that call's variants (then eager, or PyTorch's
+    FailOnRecompileLimitHit with ``fullgraph=True``); ``config.cache_size_limit`` is the old name of
+    ``config.recompile_limit``, one setting as in PyTorch."""
+    from ember._dynamo import config, exc
+    torch = pytest.importorskip("torch")
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    g = ember.compile(f, recompile_limit=1, dynamic=False, name="double")
+    for n in (2, 3, 3):
+        assert g(ember.ones(n, device=device)).tolist() == [2.0] * n
+    assert len(g._compiled.cache) == 1  # the 3-element calls ran eagerly past the limit
+    h = ember.compile(lambda x: x + 1, fullgraph=True, recompile_limit=1, dynamic=False)
+    h(ember.ones(2, device=device))
+    with pytest.raises(exc.FailOnRecompileLimitHit):
+        h(ember.ones(3, device=device))
+    th = torch.compile(lambda x: x + 1, backend="eager", fullgraph=True, recompile_limit=1, dynamic=False)
+    th(torch.ones(2))
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        th(torch.ones(3))
+    with config.patch(recompile_limit=3):
+        assert config.cache_size_limit == 3
+    with config.patch(cache_size_limit=5):
+        assert config.recompile_limit == 5
+    assert config.cache_size_limit == config.recompile_limit == 8
+    with pytest.raises(NotImplementedError, match="shapes_spec"):
+        ember.compile(f, shapes_spec=object())

@@ -2,7 +2,7 @@
 
 ``ember.compile`` captures calls at the op level and replays them (:mod:`.compiled`); :func:`is_compiling` is
 True while a call is captured, :func:`disable` keeps a function out of graphs, :func:`explain` reports graph
-breaks, :func:`reset` forgets every compiled variant, ``config.cache_size_limit`` bounds the variants of one
+breaks, :func:`reset` forgets every compiled variant, ``config.recompile_limit`` bounds the variants of one
 function. A compiled Module is an :class:`OptimizedModule`.
 
 >>> import ember

@@ -9,7 +9,7 @@ that meet the same guards replay the graph (a :class:`Variant`): the generated r
 :mod:`.replay` when no autograd graph is needed; where one is, the forward and the backward compiled ahead
 of time as one autograd Function (:mod:`.aot`), or, where that split is refused, the graph's ops through
 dispatch, which records the autograd graph exactly as eager mode does. A guard miss captures a new variant,
-up to ``config.cache_size_limit``; past it calls run eagerly.
+up to ``config.recompile_limit`` (or ``compile``'s own); past it calls run eagerly.
 
 A *graph break* is anything the op-level capture cannot see: a tensor turned into a Python value
 (``item``, ``tolist``, ``bool`` in data-dependent control flow, ``numpy``), a backward pass run inside
@@ -38,7 +38,7 @@ from ..tensor import Tensor
 from . import config
 from . import ints as _ints
 from .aot import joint_body, split
-from .exc import Unsupported
+from .exc import FailOnRecompileLimitHit, Unsupported
 from .replay import generate
 
 _LOCAL = threading.local()  # .capture: the _Capture recording in this thread
@@ -244,8 +244,11 @@ _TENSOR_TF = Tensor.__torch_function__.__func__
 class CompiledFunction:
     """``fn`` compiled: a cache of :class:`Variant` keyed by guards (see the module docstring)."""
 
-    def __init__(self, fn, module=None, fullgraph=False, backend="inductor", dynamic=None, fusion="auto"):
+    def __init__(self, fn, module=None, fullgraph=False, backend="inductor", dynamic=None, fusion="auto",
+                 recompile_limit=None, name=None):
         self.fn, self.module, self.fullgraph, self.backend, self.dynamic = fn, module, fullgraph, backend, dynamic
+        self.recompile_limit = recompile_limit  # (None: ``config.recompile_limit``)
+        self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
         self.fusion = fusion  # elementwise runs: "auto", "numba" or "numpy" (see .fusion)
         self.modules = list(module.modules()) if module is not None else []
         self.cache = {}
@@ -355,7 +358,13 @@ class CompiledFunction:
         if self.cache:
             if STANCE[0] == "fail_on_recompile":
                 raise RuntimeError("ember.compile: a recompilation was needed under set_stance('fail_on_recompile')")
-            if STANCE[0] == "eager_on_recompile" or len(self.cache) >= config.cache_size_limit:
+            if STANCE[0] == "eager_on_recompile":
+                return self.fn(*args, **kwargs)
+            limit = config.recompile_limit if self.recompile_limit is None else self.recompile_limit
+            if len(self.cache) >= limit:
+                if self.fullgraph:
+                    raise FailOnRecompileLimitHit(f"ember.compile: {self.name} hit its recompile limit ({limit} "
+                                                  "variants), and fullgraph=True forbids running it eagerly")
                 return self.fn(*args, **kwargs)
         known = len(self.modules)
         v, out = self.capture(args, kwargs, flat)

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import types
 
-cache_size_limit = 8
-recompile_limit = 8
-accumulated_cache_size_limit = 256
-accumulated_recompile_limit = 256
+recompile_limit = 8  # (``cache_size_limit`` is its old name: one setting, as in PyTorch)
+accumulated_recompile_limit = 256  # (``accumulated_cache_size_limit``)
 suppress_errors = False
 verbose = False
 capture_scalar_outputs = False
@@ -49,8 +48,24 @@ raise_on_ctx_manager_usage = True
 numpy_default_float = "float64"
 probe_int_args = False  # (see the module docstring: C-level reads of an int go unseen)
 
-_SETTINGS = tuple(n for n in dir(sys.modules[__name__]) if not n.startswith("_") and n not in (
-    "annotations", "contextlib", "sys"))
+_ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
+
+
+class _ConfigModule(types.ModuleType):
+    """This module, with each old name in ``_ALIASES`` reading and writing its new name's setting."""
+
+    def __getattr__(self, name):
+        if name in _ALIASES:
+            return getattr(self, _ALIASES[name])
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        super().__setattr__(_ALIASES.get(name, name), value)
+
+
+sys.modules[__name__].__class__ = _ConfigModule
+_SETTINGS = tuple(sorted({n for n in dir(sys.modules[__name__]) if not n.startswith("_") and n not in (
+    "annotations", "contextlib", "sys", "types")} | set(_ALIASES)))
 
 
 def get_config_copy() -> dict:

@@ -69,7 +69,8 @@ def _fusion(options) -> str:
 
 @export(to=ONLY_TORCH)
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None, options=None,
-            disable: bool = False):
+            name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
+            isolate_recompiles: bool = False, shapes_spec=None):
     """Compile ``model`` (a Module or a function): each new kind of call (shapes, dtypes, devices,
     ``requires_grad``, grad mode, training flags) is captured at the op level once, and later calls replay it
     with pre-resolved kernels, so the Python cost of each op is gone; results equal eager mode's. A call that
@@ -81,7 +82,11 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     shapes, as PyTorch's); True makes every dim symbolic from the first call, False keeps every shape its own
     variant. ``options={"fusion": ...}``: runs of elementwise ops on the CPU become numba kernels (``"numba"``),
     NumPy ufunc calls (``"numpy"``), or numba kernels where numba is installed and the run is long or large
-    enough to gain (``"auto"``, the default; see ``ember._dynamo.jit``). A function
+    enough to gain (``"auto"``, the default; see ``ember._dynamo.jit``). ``recompile_limit``: the variants this
+    call may capture (None: ``ember._dynamo.config.recompile_limit``), past which calls run eagerly, or raise
+    :class:`~ember._dynamo.exc.FailOnRecompileLimitHit` with ``fullgraph=True``. Each ``compile`` call keeps
+    its own variants, so ``isolate_recompiles`` changes nothing; ``name`` names the compiled region in
+    messages. ``shapes_spec`` (PyTorch's experimental per-dim specs) is not supported and must be None. A function
     comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
     ``ember.compile(m)``, ``@ember.compile`` and ``@ember.compile(mode=...)``.
 
@@ -95,9 +100,12 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     backend = "inductor" if backend is None else backend
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if shapes_spec is not None:
+        raise NotImplementedError("compile: shapes_spec is not supported by ember.compile yet (use dynamic=)")
     if model is None:
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                                  options=options, disable=disable)
+                                  options=options, name=name, disable=disable, recompile_limit=recompile_limit,
+                                  isolate_recompiles=isolate_recompiles)
     if not callable(model):
         raise RuntimeError(f"compile: expected a callable (a Module or a function), got {type(model).__name__}")
     if mode not in MODES:
@@ -107,7 +115,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     if disable or getattr(model, "_ember_disabled", False):
         return model
     settings = {"fullgraph": fullgraph, "backend": backend if isinstance(backend, str) else "eager",
-                "dynamic": dynamic, "fusion": _fusion(options)}
+                "dynamic": dynamic, "fusion": _fusion(options), "recompile_limit": recompile_limit, "name": name}
     if isinstance(model, Module):
         return OptimizedModule(model, settings)
     compiled = CompiledFunction(model, None, **settings)

@@ -9,4 +9,8 @@ class Unsupported(TorchDynamoException):
     """Something in a ``fullgraph=True`` compiled function cannot be captured (a graph break)."""
 
 
-__all__ = ["TorchDynamoException", "Unsupported"]
+class FailOnRecompileLimitHit(Exception):
+    """A ``fullgraph=True`` compiled function needed more variants than its recompile limit allows."""
+
+
+__all__ = ["FailOnRecompileLimitHit", "TorchDynamoException", "Unsupported"]
