@@ -22,6 +22,7 @@ from ..registry import NAMESPACES, _type_name, check_tensor, export, op_class
 from ..tensor import Tensor
 from .creation import create as _create
 from .pointwise import _no_slope, sgn, where
+from .shape import _copy_of
 
 TORCH, TENSOR = ("torch",), ("Tensor",)
 
@@ -134,16 +135,8 @@ def view_as_complex(input):  # noqa: A002
     return view_op(ViewAsComplex, input)
 
 
-@export(to=TORCH)
-def view_as_real_copy(input, *, out=None):  # noqa: A002
-    """:func:`view_as_real` as a new tensor."""
-    return out_or(view_as_real(input).clone(), out)
-
-
-@export(to=TORCH)
-def view_as_complex_copy(input, *, out=None):  # noqa: A002
-    """:func:`view_as_complex` as a new tensor."""
-    return out_or(view_as_complex(input).clone(), out)
+view_as_real_copy = _copy_of(view_as_real, "view_as_real_copy", TORCH)
+view_as_complex_copy = _copy_of(view_as_complex, "view_as_complex_copy", TORCH)
 
 
 # --------------------------------------------------------------------------- building complex numbers

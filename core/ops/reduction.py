@@ -810,6 +810,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):  # noqa: A
                                    f"except along the differencing dimension; input.size({i}) = {a}, but got "
                                    f"tensor.size({i}) = {b}")
         parts.insert(0 if arg == "prepend" else len(parts), t)
+    if n == 0:  # PyTorch's copy of the input alone (prepend and append are left out): its node is copy_'s
+        return out_or(input.new_empty(input.shape).copy_(input), out)
     x = cat(parts, d) if len(parts) > 1 else input.clone()
     head, tail = (slice(None),) * d + (slice(1, None),), (slice(None),) * d + (slice(None, -1),)
     for _ in range(n):

@@ -928,15 +928,40 @@ def _split_size(input, split_size, dim: int = 0) -> tuple:  # noqa: A002
 
 
 export(_split_size, "split", to=("Tensor",))
-export(_split_size, "unsafe_split")
 
 
-@export(aliases=("unsafe_split_with_sizes",))
+@export
 def split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
     return split(tensor, list(split_sizes), dim)
 
 
-@export(aliases=("unsafe_chunk",))
+def _unsafe(pieces):
+    """``pieces`` of a split, their node under PyTorch's name of the ``unsafe_*`` form (``UnsafeSplitBackward0``,
+    ``UnsafeSplitWithSizesBackward0``): the split's name after ``Unsafe``."""
+    if pieces and pieces[0]._fn is not None:
+        rename_node(pieces[0], "Unsafe" + type(pieces[0]._fn).__name__)
+    return pieces
+
+
+@export
+def unsafe_split(input, split_size, dim: int = 0) -> tuple:  # noqa: A002
+    """:func:`split`, as PyTorch's unsafe form (the same pieces; its node is named apart)."""
+    return _unsafe(split(input, split_size, dim))
+
+
+@export
+def unsafe_split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
+    """:func:`split_with_sizes`, as PyTorch's unsafe form (the same pieces; its node is named apart)."""
+    return _unsafe(split(tensor, list(split_sizes), dim))
+
+
+@export
+def unsafe_chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
+    """:func:`chunk`, as PyTorch's unsafe form (the same pieces; its node is named apart)."""
+    return _unsafe(chunk(input, chunks, dim))
+
+
+@export
 def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     """Split into ``chunks`` nearly equal views (fewer when the size does not allow that many).
 
@@ -1327,7 +1352,7 @@ def diag(input, diagonal: int = 0, *, out=None) -> Tensor:  # noqa: A002
         return out_or(diag_embed(input, diagonal), out)
     if input.dim() != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
-    return out_or(view_op(Diagonal, input, int(diagonal), 0, 1).clone(), out)
+    return out_or(diagonal_copy(input, int(diagonal)), out)  # (PyTorch's diag of a matrix)
 
 
 @export
@@ -1563,7 +1588,7 @@ def ravel(input) -> Tensor:  # noqa: A002
     >>> ember.tensor([[1, 2], [3, 4]]).ravel()
     tensor([1, 2, 3, 4])
     """
-    return reshape(input, -1)
+    return input.contiguous().view(-1)  # (PyTorch's steps: a copy's node, then a view's)
 
 
 def _sections(indices_or_sections, op):
@@ -1977,7 +2002,7 @@ def _copy_node(c, r, input):  # noqa: A002
 
 
 def _alias(input):  # noqa: A002
-    return input
+    return input[...]  # (a view of its own: alias_copy's node is AliasBackward0_copy)
 
 
 def _detach(input):  # noqa: A002
@@ -2006,7 +2031,11 @@ split_with_sizes_copy = _copy_of(split_with_sizes, "split_with_sizes_copy")
 def narrow_copy(input, dim: int, start, length: int, *, out=None) -> Tensor:  # noqa: A002
     """A copy of :func:`narrow`'s result (it shares no storage with ``input``)."""
     r = narrow(input, dim, start, length)
-    return out_or(_copy_node(clone(r), r, input), out)
+    c = clone(r)
+    if r._fn is not None and r._fn is not input._fn:  # (PyTorch's node of its own, keeping narrow's arguments)
+        keep_args(rename_node(c, "NarrowCopyBackward0"), dim=dim, start=start, length=length,
+                  self_sym_sizes=tuple(input.shape))
+    return out_or(c, out)
 
 
 def _slice_copy(input, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002

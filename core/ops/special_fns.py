@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from ..autograd.function import composite_node, keep_saved
+from ..autograd.function import composite_node, keep_saved, rename_node
 from ..dispatch import binary, cast, result_type, unary
 from ..writes import out_or
-from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, op_class, unary_op
+from ..registry import NAMESPACES, _type_name, binary_result, check_tensor, export, inplace_form, op_class, unary_op
 from ..tensor import Tensor
 from .creation import arange, full
 from .pointwise import SPECIAL, exp, log, name_overload, where
@@ -66,9 +66,22 @@ def polygamma(n, input, *, out=None):  # noqa: A002
     return out_or(composite_node(digamma(x), "PolygammaBackward0") if n == 0 else unary(Polygamma, x, n), out)
 
 
-@export(name="polygamma", to=("Tensor",), inplace=True)
+@export(name="polygamma", to=("Tensor",))
 def _polygamma_method(self, n):
     return polygamma(n, self)
+
+
+_polygamma_inplace = inplace_form(_polygamma_method, "polygamma")
+
+
+@export(name="polygamma_", to=("Tensor",))
+def _polygamma_(self, n):
+    """In-place :func:`polygamma`; returns self.  Its node is PyTorch's in-place overload's, PolygammaBackward1."""
+    r = _polygamma_inplace(self, n)
+    fn = r._fn
+    if fn is not None and type(fn).__name__ == "PolygammaBackward0":  # (a view's history is its base's copy)
+        (composite_node if getattr(fn, "composite", False) else rename_node)(r, "PolygammaBackward1")
+    return r
 
 
 @export(to=TOP, inplace=True)
