@@ -8,7 +8,8 @@ import numpy as np
 import ember
 from ember.backend import ArrayBackend
 
-from . import fastmath, threads, workspace
+from . import fastmath, sampling, threads, workspace
+from .mt19937 import TorchMT19937
 from .threads import MIN_SIZE, relu_backward_large, relu_large, split_binary
 
 
@@ -21,6 +22,17 @@ class NumpyBackend(ArrayBackend):
 
     def __init__(self):
         super().__init__(np)  # NumPy's error state is left alone: the kernels that need it turn reports off
+
+    def new_generator(self, index, seed):
+        """PyTorch's CPU generator: mt19937 with its cached normals (:class:`.mt19937.TorchMT19937`)."""
+        return TorchMT19937(seed)
+
+    def generator_state(self, gen):
+        """The state in ``torch.get_rng_state()``'s 5056-byte layout."""
+        return gen.get_state()
+
+    def set_generator_state(self, gen, state):
+        gen.set_state(state)
 
     def overrides(self):
         add_reduce, empty, less_equal, putmask, maximum = np.add.reduce, np.empty, np.less_equal, np.putmask, np.maximum
@@ -95,19 +107,24 @@ class NumpyBackend(ArrayBackend):
             return one
 
         # tanh's and sigmoid's gradients from the output with one temporary, reused (~0.2 us of a small node's 1.3)
+        # (the output array given by position: the out= keyword costs NumPy ~40 ns a call to parse)
         def tanh_backward(g, out):
-            if g.shape != out.shape or not g.ndim or g.dtype is not out.dtype:  # (a 0-d product is a scalar)
+            dt = out.dtype
+            if g.dtype is not dt or not g.ndim or g.shape != out.shape:  # (a 0-d product is a scalar)
                 return shared_tanh_backward(g, out)
+            one = ones.get(dt)
             t = multiply(out, out)
-            subtract(one_of(out.dtype), t, out=t)
-            return multiply(g, t, out=t)
+            subtract(one_of(dt) if one is None else one, t, t)
+            return multiply(g, t, t)
 
         def sigmoid_backward(g, out):
-            if g.shape != out.shape or not g.ndim or g.dtype is not out.dtype:  # (a 0-d product is a scalar)
+            dt = out.dtype
+            if g.dtype is not dt or not g.ndim or g.shape != out.shape:  # (a 0-d product is a scalar)
                 return shared_sigmoid_backward(g, out)
-            t = subtract(one_of(out.dtype), out)
-            multiply(t, out, out=t)
-            return multiply(g, t, out=t)
+            one = ones.get(dt)
+            t = subtract(one_of(dt) if one is None else one, out)
+            multiply(t, out, t)
+            return multiply(g, t, t)
 
         def expand(x, shape):
             # a zero-stride view built directly: np.broadcast_to costs ~3 us of Python per call
@@ -135,15 +152,6 @@ class NumpyBackend(ArrayBackend):
         def argmin(x, axis=None, keepdims=False):
             return x.argmin(axis, keepdims=keepdims)
 
-        shared_uniform = self.kernels["uniform"]
-
-        def uniform(gen, shape, dtype, low=0.0, high=1.0):
-            if dtype == np.float32 and low == 0.0 and high == 1.0:
-                # float32 uniforms drawn as float32 (24 random bits each, as PyTorch's): half the time of drawing
-                # float64 ones and rounding them (dropout masks are most of a Transformer step's random draws)
-                return gen.random(size=shape, dtype=dtype)
-            return shared_uniform(gen, shape, dtype, low, high)
-
         shared_stack = self.kernels["stack"]
 
         def stack(arrays, axis):
@@ -156,8 +164,9 @@ class NumpyBackend(ArrayBackend):
         # add/sub/mul/div stay the bare ufuncs: a Python wrapper deciding whether to split would cost the
         # small ops ~0.15 us a call (bench/bench_core.py); the split kernels are ember_cpu_numpy.threads
         own = {"sum": sum_, "mean": mean, "relu": relu, "relu_backward": relu_backward, "expand": expand,
-               "uniform": uniform, "reshape": reshape, "view": view, "argmax": argmax, "argmin": argmin,
-               "stack": stack, "tanh_backward": tanh_backward, "sigmoid_backward": sigmoid_backward}
+               "reshape": reshape, "view": view, "argmax": argmax, "argmin": argmin,
+               "stack": stack, "tanh_backward": tanh_backward, "sigmoid_backward": sigmoid_backward,
+               **sampling.KERNELS}  # PyTorch's CPU sampling on its mt19937 stream
         return {**own, **fastmath.overrides({**self.kernels, **own})}  # float32 forms over the kernels above
 
 

@@ -2,8 +2,8 @@
 compiled graphs call the same ones through the backend's kernel table.
 
 Each serves one case (float32, contiguous, at least :data:`MIN_SIZE` elements; tiny arrays, last below) and hands
-every other call to the kernel it replaces.  All but ``multinomial``'s reorder or approximate the arithmetic, so
-results match the shared kernels' within float32 tolerance, not bit for bit:
+every other call to the kernel it replaces.  They reorder or approximate the arithmetic, so results match the
+shared kernels' within float32 tolerance, not bit for bit:
 
 * ``erf``: SciPy's ufunc evaluates element by element in double precision (about 10 ns an element: a training
   step of a GELU network spends most of its GELU backward there).  :func:`erf_float32` computes it with NumPy
@@ -30,9 +30,7 @@ results match the shared kernels' within float32 tolerance, not bit for bit:
 * at the other end, ``softmax`` and ``log_softmax`` of float32 and float64 arrays of at most :data:`TINY`
   elements (a policy head's few actions) along the last axis: on Python floats, in double precision rounded once
   to the array's dtype, where NumPy's per-call costs are most of the work (3.7 to 1.9 us for two elements;
-  softmax's backward, no faster so, keeps its NumPy form); and ``multinomial``'s draws with replacement from
-  rows of fewer than 8 categories (a policy's action): the same inverse-CDF lookups of the same random numbers
-  on Python floats, the same draws (NumPy sums fewer than 8 numbers in order, as Python does).
+  softmax's backward, no faster so, keeps its NumPy form).
 
 The backend quiets these by name as it does any kernel the shared library lists in ``QUIET``
 (:func:`ember.kernels.quieted`), so each calls the replaced kernel without the library's floating-point-error
@@ -41,7 +39,6 @@ guard (a guard entered twice takes a slow path); ``erf`` keeps the library's ``L
 from __future__ import annotations
 
 import math
-from itertools import accumulate
 
 import numpy as np
 
@@ -327,20 +324,6 @@ def _log_softmax_tiny(x):
     return np.array(out, x.dtype).reshape(x.shape)
 
 
-def _multinomial_tiny(gen, probs, n):
-    """``n`` int64 draws with replacement from each row of ``probs`` (rows, k): each the count of the row's CDF
-    edges at or below a uniform number, as the shared kernel counts them."""
-    rows = _rows(probs)
-    draws = gen.random(size=(len(rows), n)).tolist()
-    out = []
-    for row, us in zip(rows, draws):
-        total = sum(row)
-        edges = list(accumulate([v / total for v in row]))
-        edges[-1] = 1.0  # (last edge exactly 1)
-        out.append([sum([e <= u for e in edges]) for u in us])
-    return np.array(out, np.int64).reshape(probs.shape[:-1] + (n,))  # (no rows: (0, n))
-
-
 def _bare(fn):
     """Kernel ``fn`` without the wrappers the shared library put around it (floating-point-error guard, rounding
     back to a low precision): its ``__wrapped__`` chain followed to the end."""
@@ -401,15 +384,6 @@ def overrides(kernels: dict) -> dict:
         def fast_log_softmax(x, axis):
             return _log_softmax_tiny(x) if _tiny_rows(x, axis) else log_softmax_(x, axis)
         out["log_softmax"] = fast_log_softmax
-
-    multinomial = kernels.get("multinomial")
-    if multinomial is not None:
-        def fast_multinomial(gen, probs, n, replacement):
-            if (replacement or n == 1) and type(probs) is np.ndarray and probs.shape[-1] < 8 and \
-                    probs.size * n <= TINY:
-                return _multinomial_tiny(gen, probs, n)
-            return multinomial(gen, probs, n, replacement)
-        out["multinomial"] = fast_multinomial
 
     softmax_backward = kernels.get("softmax_backward")
     if softmax_backward is not None:

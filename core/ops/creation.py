@@ -551,10 +551,10 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 
 def complex_draw(k, kernel, generator, shape, nd, real, *params):
-    """A complex sample of ``shape``: ``k[kernel]`` draws its real and its imaginary parts, each in real array
-    dtype ``real`` (as PyTorch samples a complex tensor: the parts of its real view)."""
-    re = k[kernel](generator, shape, real, *params)
-    return k["astype"](k["make_complex"](re, k[kernel](generator, shape, real, *params), shape), nd)
+    """A complex sample of ``shape``: ``k[kernel]`` draws its (real, imaginary) pairs in real array dtype ``real``
+    (as PyTorch samples a complex tensor: its real view, of shape ``shape + (2,)``)."""
+    parts = k[kernel](generator, (*shape, 2), real, *params)
+    return k["astype"](k["make_complex"](parts[..., 0], parts[..., 1], shape), nd)
 
 
 _FLOAT_SAMPLERS = {"uniform": "check_uniform_bounds", "normal": "normal_kernel_cpu"}  # PyTorch's kernel names
@@ -566,7 +566,7 @@ def _random(op, kernel, size, generator, dtype, device, requires_grad, out, *arg
     if kernel in _FLOAT_SAMPLERS and d.category < dtypes.FLOAT:  # PyTorch has no integer or bool kernel for these
         raise NotImplementedError(f"{op}: \"{_FLOAT_SAMPLERS[kernel]}\" not implemented for '{dtypes.type_name(d)}'")
     if d.is_complex:  # each part from N(0, 1/2) for randn, so that E|z|^2 = 1; each from U[0, 1) for rand
-        args = (0.0, math.sqrt(0.5)) if kernel == "normal" else args
+        args = (0.0, 1 / math.sqrt(2)) if kernel == "normal" else args
         return create(op, dev, requires_grad, out, complex_draw, kernel, native(generator, dev), size, nd,
                       dev.backend.array_dtype(d.to_real()), *args)
     return create(op, dev, requires_grad, out, kernel, native(generator, dev), size, nd, *args)

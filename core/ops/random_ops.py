@@ -137,7 +137,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _need_float(self, "normal_", complex_ok=True)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill(self, "normal_", "normal", generator, mean, std * math.sqrt(0.5) if self.dtype.is_complex else std)
+    return _fill(self, "normal_", "normal", generator, mean, std / math.sqrt(2) if self.dtype.is_complex else std)
 
 
 @export(to=TENSOR)
@@ -179,13 +179,29 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 
 @export(to=TENSOR)
 def random_(self, from_=0, to=None, *, generator=None):
-    """Fill with integers uniform on ``[from_, to)`` (``[0, from_)`` with one argument)."""
+    """Fill with integers uniform on ``[from_, to)`` (``[0, from_)`` with one argument); with none, on
+    ``[0, max]`` for an integer dtype and ``[0, 2**mantissa_bits]`` for a floating one, as PyTorch's.
+
+    >>> ember.empty(3, dtype=ember.uint8).random_(4).max() < 4
+    tensor(True)
+    """
     if to is None:
-        from_, to = 0, from_ or (2 ** 24 if self.is_floating_point() else
-                                 2 if self.dtype is dtypes.bool else dtypes.iinfo(self.dtype).max)
+        from_, to = 0, from_ or _random_top(self.dtype)
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
     return _fill(self, "random_", "randint", generator, from_, to)
+
+
+_MANTISSA_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 53}
+
+
+def _random_top(dtype) -> int:
+    """One past the largest value ``random_()`` draws for ``dtype``."""
+    if dtype is dtypes.bool:
+        return 2
+    if dtype.is_floating_point:
+        return 2 ** _MANTISSA_BITS[dtype] + 1
+    return dtypes.iinfo(dtype).max + 1
 
 
 def _check_p(p, op):
@@ -269,10 +285,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         ref = mean if isinstance(mean, Tensor) else std
         shape = (mean * 0 + std * 0).shape if isinstance(mean, Tensor) and isinstance(std, Tensor) else ref.shape
-        z = normal_(empty(shape, dtype=ref.dtype, device=ref.device), 0.0, 1.0, generator=generator)
+        # as PyTorch: N(0, std) then + mean for a number std, N(0, 1) * std + mean for a tensor one
+        scale = 1.0 if isinstance(std, Tensor) else std
+        z = normal_(empty(shape, dtype=ref.dtype, device=ref.device), 0.0, scale, generator=generator)
         m = mean.detach() if isinstance(mean, Tensor) else mean
-        s = std.detach() if isinstance(std, Tensor) else std
-        r = z * s + m
+        r = (z * std.detach() if isinstance(std, Tensor) else z) + m
         ts = [p for p in (mean, std) if isinstance(p, Tensor)]
         return out_or(apply(Drawn, *ts, r._data) if any(t._rg for t in ts) else r, out)
     if size is None:

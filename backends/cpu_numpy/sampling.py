@@ -1,0 +1,228 @@
+"""PyTorch's CPU sampling algorithms on the mt19937 stream of :mod:`.mt19937`: the CPU backend's random kernels.
+
+Each kernel draws its words in bulk and transforms them with NumPy, in the order and with the roundings of
+PyTorch's CPU kernels (``DistributionsHelper.h``, ``TransformationHelper.h``, ``cpu/DistributionTemplates.h``),
+so that ``manual_seed(s)`` followed by the same calls gives PyTorch's numbers:
+
+* a uniform float of a 32-bit word's low 24 bits (float32, float16, bfloat16: computed in float32) or of a
+  64-bit word's low 53 bits (float64), times ``to - from`` plus ``from`` in one rounding (a fused multiply-add),
+  with a result that rounds to ``to`` replaced by ``from``;
+* normals of fewer than 16 elements one at a time by Box-Muller in float64 (``log1p``, the second of each pair
+  kept in the generator for the next call); of 16 or more by ``normal_fill``: a uniform per element, then
+  Box-Muller over blocks of 16 (the first 8 with the last 8), the last 16 drawn again when 16 does not divide
+  the size.  float32 there is PyTorch's vectorised code, matched within a few ulp;
+* integers as ``word % range + from`` (a 64-bit word when the range needs it), permutations by PyTorch's
+  Fisher-Yates swaps.
+
+``log`` and ``log1p`` go through Python's ``math`` (the C library's, as PyTorch's scalar code calls them) where
+the result must be exact: NumPy's own differ in the last bit.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_MASK24, _MASK53 = np.uint64((1 << 24) - 1), np.uint64((1 << 53) - 1)
+_TWO_PI = 2.0 * math.pi
+_SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitting constant for float64
+
+
+def _libm(fn, x: np.ndarray) -> np.ndarray:
+    """``fn`` (a ``math`` function) of each element of the float64 array ``x``."""
+    return np.fromiter(map(fn, x.ravel().tolist()), _F64, x.size).reshape(x.shape)
+
+
+def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
+    """``a * b + c`` rounded once (float64): the product's exact error (Dekker) and the sum's (Knuth) are added
+    back before the last rounding."""
+    p = a * b
+    t = a * _SPLIT
+    ah = t - (t - a)
+    al = a - ah
+    t = b * _SPLIT
+    bh = t - (t - b)
+    bl = b - bh
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    v = s - p
+    return s + (((p - (s - v)) + (c - v)) + err)
+
+
+def _cast(x: np.ndarray, dtype) -> np.ndarray:
+    """float32 or float64 ``x`` in ``dtype`` as C++ casts it: float64 to a half type through float32."""
+    dtype = np.dtype(dtype)
+    if x.dtype == _F64 and dtype.name in ("float16", "bfloat16"):
+        x = x.astype(_F32)
+    return x.astype(dtype, copy=False)
+
+
+def _unit(gen, n: int, wide: bool) -> np.ndarray:
+    """``n`` uniform draws on [0, 1) as float64: 53 bits of a 64-bit word (``wide``), else 24 bits of a word."""
+    if wide:
+        return (gen.words64(n) & _MASK53).astype(_F64) * 2.0 ** -53
+    return (gen.words(n) & _MASK24).astype(_F64) * 2.0 ** -24
+
+
+def uniform(gen, shape, dtype, low=0.0, high=1.0):
+    """U[low, high) in ``dtype`` (PyTorch's ``uniform_``)."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape)
+    wide = dtype == _F64
+    x = _unit(gen, n, wide)
+    if wide:
+        lo, hi = float(low), float(high)
+        r = x if (lo, hi) == (0.0, 1.0) else _fma64(x, hi - lo, lo)
+    else:  # in float32: x * (to - from) + from in one rounding (exact in float64 before it)
+        lo, hi = float(np.float32(low)), float(np.float32(high))
+        r = (x * float(np.float32(hi - lo)) + lo).astype(_F32)
+    r = _cast(r, dtype)
+    top, bottom = _cast(np.array(hi, _F64), dtype), _cast(np.array(lo, _F64), dtype)
+    r[r == top] = bottom  # a value rounded up to `to` is `from`
+    return r.reshape(shape)
+
+
+def _box_muller_pairs(gen, pairs: int):
+    """``pairs`` Box-Muller pairs of PyTorch's scalar ``normal_distribution<double>``: (cos half, sin half)."""
+    w = gen.words64(2 * pairs) & _MASK53
+    u1 = w[0::2].astype(_F64) * 2.0 ** -53
+    u2 = w[1::2].astype(_F64) * 2.0 ** -53
+    r = np.sqrt(-2.0 * _libm(math.log1p, -u2))
+    theta = _TWO_PI * u1
+    return r * np.cos(theta), r * np.sin(theta)
+
+
+def _normal_serial(gen, n: int) -> np.ndarray:
+    """``n`` standard normals one at a time, the generator's cached second normal first."""
+    out = np.empty(n, _F64)
+    start = 0
+    if n and gen.normal_double is not None:
+        out[0], gen.normal_double, start = gen.normal_double, None, 1
+    m = n - start
+    if m:
+        c, s = _box_muller_pairs(gen, (m + 1) // 2)
+        both = np.stack([c, s], axis=1).ravel()
+        out[start:] = both[:m]
+        if m % 2:
+            gen.normal_double = float(both[m])
+    return out
+
+
+def _fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """Box-Muller over blocks of 16 uniforms (rows of ``u``, float32 or float64): the first 8 with the last 8."""
+    if u.dtype == _F32:  # PyTorch's vectorised float code: each step rounded to float32, sin/cos/log within an ulp
+        f = np.float32
+        radius = np.sqrt(f(-2) * np.log((f(1) - u[:, :8]).astype(_F64)).astype(_F32))
+        theta = (f(_TWO_PI) * u[:, 8:]).astype(_F64)
+        pair = np.concatenate([radius * np.cos(theta).astype(_F32), radius * np.sin(theta).astype(_F32)], axis=1)
+        return (pair.astype(_F64) * float(f(std)) + float(f(mean))).astype(_F32)
+    radius = np.sqrt(-2.0 * _libm(math.log, 1.0 - u[:, :8]))
+    theta = _TWO_PI * u[:, 8:]
+    return np.concatenate([_fma64(radius * np.cos(theta), std, mean), _fma64(radius * np.sin(theta), std, mean)],
+                          axis=1)
+
+
+def normal(gen, shape, dtype, mean=0.0, std=1.0):
+    """N(mean, std**2) in ``dtype`` (PyTorch's ``normal_`` of a contiguous tensor)."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape)
+    mean, std = float(mean), float(std)
+    if n < 16:
+        z = _normal_serial(gen, n)
+        return _cast(z if (mean, std) == (0.0, 1.0) else _fma64(z, std, mean), dtype).reshape(shape)
+    calc = _F64 if dtype == _F64 else _F32  # a half type is drawn in float32
+    full = n - n % 16
+    # float32 and float64 draw a uniform for every element, a half type only for the whole blocks of 16
+    u = uniform(gen, (n if dtype.itemsize >= 4 else full,), calc)
+    out = np.empty(n, calc)
+    out[:full] = _fill16(u[:full].reshape(-1, 16), mean, std).ravel()
+    if n % 16:  # the last 16 drawn again
+        out[n - 16:] = _fill16(uniform(gen, (1, 16), calc), mean, std).ravel()
+    return out.astype(dtype, copy=False).reshape(shape)
+
+
+def _wide_int(dtype) -> bool:
+    return np.dtype(dtype).name in ("int64", "float64", "float32", "bfloat16")
+
+
+def randint(gen, shape, dtype, low, high):
+    """Integers uniform on [low, high) (PyTorch's ``random_(from, to)``): ``word % range + low``."""
+    n = math.prod(shape)
+    span = int(high) - int(low)
+    w = gen.words64(n) if span >= 1 << 32 and _wide_int(dtype) else gen.words(n)
+    r = (w % np.uint64(span)).astype(np.int64) + np.int64(low)
+    return r.astype(dtype).reshape(shape)
+
+
+def permutation(gen, n, dtype):
+    """PyTorch's ``randperm`` of ``n``: a Fisher-Yates walk swapping entry i with entry ``i + word % (n - i)``."""
+    perm = list(range(n))
+    if n > 1:
+        jumps = (gen.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+        for i, z in enumerate(jumps):
+            j = i + z
+            perm[i], perm[j] = perm[j], perm[i]
+    return np.array(perm, dtype=dtype)
+
+
+def bernoulli(gen, p, dtype):
+    """1 where a uniform draw is below ``p`` (24 bits for a float32 or narrower ``p``, 53 for float64)."""
+    wide = p.dtype == _F64
+    u = _unit(gen, p.size, wide).reshape(p.shape)
+    if not wide:
+        u = u.astype(_F32)
+        p = p.astype(_F32, copy=False)
+    return (u < p).astype(dtype)
+
+
+def exponential(gen, shape, dtype, lambd):
+    """Exponential(lambd): ``-1 / lambd * log1p(-u)`` of a 53-bit uniform."""
+    u = _unit(gen, math.prod(shape), True)
+    return _cast(-1.0 / lambd * _libm(math.log1p, -u), dtype).reshape(shape)
+
+
+def geometric(gen, shape, dtype, p):
+    """Geometric(p): ``ceil(log(u) / log(1 - p))`` of a 53-bit uniform."""
+    u = _unit(gen, math.prod(shape), True)
+    return _cast(np.ceil(_libm(math.log, u) / math.log(1.0 - p)), dtype).reshape(shape)
+
+
+def cauchy(gen, shape, dtype, median, sigma):
+    """Cauchy(median, sigma): ``median + sigma * tan(pi * (u - 0.5))`` of a 53-bit uniform."""
+    u = _unit(gen, math.prod(shape), True)
+    return _cast(median + sigma * _libm(math.tan, math.pi * (u - 0.5)), dtype).reshape(shape)
+
+
+def log_normal(gen, shape, dtype, mean, std):
+    """exp of N(mean, std**2), the normals drawn one at a time (PyTorch's ``log_normal_``)."""
+    z = _normal_serial(gen, math.prod(shape))
+    return _cast(_libm(math.exp, _fma64(z, float(std), float(mean))), dtype).reshape(shape)
+
+
+def multinomial(gen, probs, n, replacement):
+    """``n`` int64 category indices per row of ``probs`` (a vector or a matrix of weights).
+
+    With replacement (and more than one draw): per row, the cumulative sum in the weights' dtype (float32 for a
+    half type) divided by its total, the last edge set to 1, and for each draw the first edge not below a 53-bit
+    uniform.  Otherwise the exponential race: the ``n`` largest of ``weight / Exponential(1)``.
+    """
+    rows = probs.reshape(1, -1) if probs.ndim == 1 else probs
+    k = rows.shape[1]
+    if replacement and n > 1:
+        calc = _F64 if rows.dtype == _F64 else _F32
+        cum = np.cumsum(rows, axis=1, dtype=calc)
+        cum /= cum[:, -1:]
+        cum[:, -1] = 1
+        u = _unit(gen, rows.shape[0] * n, True).reshape(rows.shape[0], n)
+        idx = np.stack([np.searchsorted(c.astype(_F64), v, side="left") for c, v in zip(cum, u)])
+    else:
+        keys = rows / exponential(gen, rows.shape, rows.dtype, 1.0)
+        idx = np.argmax(keys, axis=1)[:, None] if n == 1 else np.argsort(-keys, axis=1, kind="stable")[:, :n]
+    idx = np.minimum(idx, k - 1).astype(np.int64)
+    return idx.reshape(n) if probs.ndim == 1 else idx
+
+
+KERNELS = {"uniform": uniform, "normal": normal, "randint": randint, "permutation": permutation,
+           "bernoulli": bernoulli, "exponential": exponential, "geometric": geometric, "cauchy": cauchy,
+           "log_normal": log_normal, "multinomial": multinomial}
