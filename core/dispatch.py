@@ -448,7 +448,7 @@ def link(ctx, inputs):
             for t in inputs:
                 if isinstance(t, Tensor) and t._inference:
                     raise RuntimeError(_INFERENCE_SAVED)
-        ctx._saved = tuple(inputs)
+        ctx._saved = inputs if type(inputs) is tuple else tuple(inputs)
         if vers is None:  # (a keeper gives the versions with the inputs)
             vers = []
             for t in inputs:

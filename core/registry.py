@@ -254,6 +254,9 @@ def op_class(name: str, kernel: str | None = None, *, saves: str = "none", vjp=N
 _type_name = dtypes.type_name
 
 
+_F32, _F64 = dtypes.float32.np, dtypes.float64.np  # NumPy's dtype objects of native order are singletons
+
+
 def check_tensor(x, op: str):
     """PyTorch's TypeError for a non-Tensor ``input``."""
     if not isinstance(x, Tensor):
@@ -311,6 +314,9 @@ def unary_op(name: str, vjp=None, *, saves: str = "input", kernel=None, promotio
             return r if out is None else copy_into_out(out, r)
     else:
         def fn(input, *, out=None):  # noqa: A002
+            if check is None and type(input) is Tensor and ((d := input._data.dtype) is _F32 or d is _F64):
+                r = unary(Cls, input)  # a plain float32/float64 tensor: nothing to check or cast
+                return r if out is None else copy_into_out(out, r)
             check_tensor(input, name)
             if check is not None:
                 check(input)

@@ -169,13 +169,12 @@ class Node:
 
     def output_data(self):
         """The saved output's array (version-checked), for backward formulas that need only its values."""
-        if self._released:
+        if self._released or self._packed:
             self._check_released()
-        if self._packed:
             return self._unpacked_output()._data
         arr, dev, ref, ver = self._out
         t = ref()
-        if t is not None and t._version != ver:
+        if t is not None and t._version != ver:  # (t: the output, or a stand-in for one overwritten in place)
             self._check_version(t, ver, "output")
         return arr
 

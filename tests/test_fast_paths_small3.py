@@ -1,0 +1,112 @@
+"""The fast paths of one-tensor float ops keep every check of the general ones: a plain float32 or float64 tensor
+goes straight to the op (no argument check or cast), the saved output's version is read inline, and the CPU
+backend's tanh and sigmoid gradients take their temporary by position.  Each runs with tensor and node hooks,
+anomaly mode, retain_graph, create_graph and an interception handler open, and against PyTorch; the other inputs
+(integers, subclasses, non-tensors, out=) keep the general path's results and errors."""
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import assert_close
+from test_fast_paths_small import watched_grads
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+
+X0 = np.linspace(-1.5, 1.25, 6).reshape(2, 3)
+W0 = np.linspace(0.5, -0.75, 3)
+
+
+def _program(lib, x, w, seen):
+    """Float one-tensor ops whose node saves the output (tanh, sigmoid, exp) or the input (log, sin), chained."""
+    h = (x * w).tanh()
+    h.register_hook(lambda g: seen.append("h") or g * 2)
+    h.grad_fn.register_hook(lambda gi, go: seen.append("node") or None)
+    s = (h + w).sigmoid()
+    e = (s * 0.5).exp().log().sin()
+    return (e.sum() + (h * s).sum()).squeeze()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_float_one_tensor_ops_with_hooks_anomaly_retain_create_and_interception(device, create_graph):
+    res, names, kinds = watched_grads(_program, X0, W0, device, create_graph, "w")
+    assert "unary" in kinds
+    assert names[0] == names[1] and names[0][0].count("h") == (3 if create_graph else 2)
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "bool"])
+def test_one_tensor_ops_of_each_dtype_give_pytorch_values_dtypes_and_out(device, dtype):
+    if device == "array_api" and dtype == "float16":
+        pytest.skip("the strict array-API backend has no float16")
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0 * 2, device=dev).to(getattr(lib, dtype))
+        outs = [x.tanh(), lib.sigmoid(x), lib.exp(x), x.sin()]
+        out = lib.empty(0, dtype=outs[0].dtype, device=dev)
+        r = lib.tanh(x, out=out)
+        assert r is out
+        res.append(outs + [out])
+    for a, b in zip(*res):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        assert_close(a, b, rtol=2e-3 if dtype == "float16" else 1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3)])
+def test_tanh_and_sigmoid_gradients_match_pytorch_bit_for_bit_in_float64(device, dtype, shape):
+    x0 = np.linspace(-3, 2.5, int(np.prod(shape))).reshape(shape)
+    g0 = np.linspace(0.5, -1.5, x0.size).reshape(shape)
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(x0, dtype=getattr(lib, dtype), device=dev, requires_grad=True)
+        g = lib.tensor(g0, dtype=getattr(lib, dtype), device=dev)
+        res.append(lib.autograd.grad((x.tanh(), x.sigmoid()), x, (g, g * 3)))
+    assert_close(res[0][0], res[1][0], rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-7)
+
+
+def test_gradcheck_of_tanh_and_sigmoid_through_the_fast_paths(device):
+    x = ember.tensor(X0, dtype=ember.float64, device=device, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: t.tanh() * t.sigmoid(), (x,))
+    assert ember.autograd.gradgradcheck(lambda t: t.tanh() * t.sigmoid(), (x,))
+
+
+def test_saved_output_changed_in_place_is_refused_directly_and_through_a_view(device):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        y = (x * 1.0).tanh()
+        loss = y.sum()
+        y.add_(1)  # the output tanh's node saved
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+        z = (x * 1.0).sigmoid()
+        loss = z.sum()
+        z[0].mul_(2)  # through a view: the base's version counter
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+        e = (x * 1.0).exp()
+        loss = e.sum()
+        loss.backward(retain_graph=False)
+        with pytest.raises(RuntimeError, match="second time"):
+            loss.backward()
+
+
+def test_subclass_and_non_tensor_inputs_keep_the_general_path(device):
+    seen = []
+
+    class Watched(ember.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    x = ember.tensor(X0, device=device).as_subclass(Watched)
+    r = ember.tanh(x)
+    assert type(r) is Watched and "tanh" in seen
+    assert_close(r.as_subclass(ember.Tensor), ember.tensor(np.tanh(X0), device=device))
+    for lib in (ember, torch):
+        with pytest.raises(TypeError, match="tanh"):
+            lib.tanh([1.0, 2.0])
+        with pytest.raises(TypeError, match="sigmoid"):
+            lib.sigmoid(1.5)
