@@ -32,11 +32,12 @@ from pathlib import Path
 
 from ..version import __version__ as _torch_version
 
-__all__ = ["LIBRARIES", "Library", "Result", "add_snapshot_tests", "cache_dir", "compare", "prepare", "run_subset",
-           "stored_results", "table"]
+__all__ = ["LIBRARIES", "Library", "Result", "add_snapshot_scripts", "add_snapshot_tests", "cache_dir", "compare",
+           "prepare", "run_subset", "scripts_dir", "stored_results", "table"]
 
 MODES = ("torch", "ember")
 SNAPSHOT_MARK = ".tests-from-snapshot"  # in an unpacked sdist: its tests came from this repository snapshot
+SCRIPTS_ENV = "EMBER_ECOSYSTEM_SCRIPTS"  # the folder of a library's scripts, for its canonical test
 _SITECUSTOMIZE = "import ember.torch_compat\nember.torch_compat.install()\n"
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,9 @@ class Library:
 
     ``tests`` are pytest arguments relative to the unpacked source distribution (``full``: the whole subset the issue
     names; ``smoke``: the small subset for CI and busy machines). ``deps`` are its non-PyTorch requirements;
-    ``canonical`` is ember's own test file of the library's canonical usage, run when the sdist has no tests."""
+    ``canonical`` is ember's own test file of the library's canonical usage, run when the sdist has no tests;
+    ``scripts`` are files of the library's repository that the canonical test runs and that neither the sdist nor the
+    wheel ships (timm's ``train.py``), taken from a repository snapshot by :func:`add_snapshot_scripts`."""
 
     name: str
     dist: str
@@ -58,6 +61,7 @@ class Library:
     canonical: str = ""
     env: tuple = ()  # (name, value) pairs its test suite reads
     oracle_prelude: str = ""  # code the oracle's run executes before the tests (its ``sitecustomize``)
+    scripts: tuple = ()
 
     @property
     def spec(self) -> str:
@@ -97,7 +101,8 @@ LIBRARIES = {lib.name: lib for lib in (
     Library("timm", "timm", "1.0.31", deps=("huggingface-hub", "safetensors", "pyyaml", "torchvision==0.28.0"),
             full=("tests/test_models.py", "-k",  # pretrained weights need the network
                   "(resnet18 or vit_tiny_patch16_224 or convnext_atto) and not pretrained"),
-            smoke=("tests/test_layers.py",), canonical="timm", oracle_prelude=_TORCHVISION_WITHOUT_OPS),
+            smoke=("tests/test_layers.py",), canonical="timm", oracle_prelude=_TORCHVISION_WITHOUT_OPS,
+            scripts=("train.py",)),
     Library("transformers", "transformers", "5.24.0",
             deps=("huggingface-hub", "safetensors", "tokenizers", "regex", "pyyaml", "filelock", "tqdm", "typer",
                   "shellingham", "rich", "markdown-it-py", "mdurl", "annotated-doc", "httpx2", "httpcore2", "h11",
@@ -232,6 +237,8 @@ def _option_values(subset) -> set:
 
 def _env(lib: Library, mode: str, site: Path, inject: Path) -> dict:
     env = dict(os.environ, **dict(lib.env))
+    if lib.scripts:  # where the canonical test finds the library's scripts (absent until a snapshot gave them)
+        env[SCRIPTS_ENV] = str(scripts_dir(lib, site.parent.parent))
     paths = [str(inject), str(site), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -271,6 +278,46 @@ def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None 
     return source
 
 
+def scripts_dir(lib: Library, root: Path | None = None) -> Path:
+    """The folder that holds ``lib.scripts`` once :func:`add_snapshot_scripts` has put them there (its ``ORIGIN``
+    file says where they came from)."""
+    return (root or cache_dir()) / f"{lib.name}-{lib.version}" / "scripts"
+
+
+def add_snapshot_scripts(lib: Library, git_dir: Path, ref: str, root: Path | None = None) -> Path:
+    """Put ``lib.scripts`` from a repository snapshot (a bare git directory at ``ref``, or a plain folder laid out
+    as the repository) into :func:`scripts_dir`, for the canonical test that runs them; the library's sdist, its
+    tests and its stored results are left as they are.
+
+    >>> add_snapshot_scripts(LIBRARIES["einops"], Path("."), "HEAD")
+    Traceback (most recent call last):
+    ValueError: add_snapshot_scripts: einops runs no scripts of its repository"""
+    if not lib.scripts:
+        raise ValueError(f"add_snapshot_scripts: {lib.name} runs no scripts of its repository")
+    folder, target = Path(git_dir), scripts_dir(lib, root)
+    if (folder / "objects").is_dir() and (folder / "HEAD").exists():  # a bare git directory
+        ref = ref or "HEAD"
+        texts = {name: _git(folder, "show", f"{ref}:{name}") for name in lib.scripts}
+        described = _git(folder, "describe", "--tags", "--always", ref).decode().strip()
+        origin = f"{folder.resolve().parent.name.replace('+', '/')} {ref} ({described})"
+    elif folder.is_dir():
+        texts = {name: (folder / name).read_bytes() for name in lib.scripts}
+        mark = folder / "ORIGIN"
+        origin = ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")
+    else:
+        raise FileNotFoundError(f"add_snapshot_scripts: {folder} is neither a git directory nor a folder")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_bytes(text)
+    (target / "ORIGIN").write_text(origin + "\n")
+    return target
+
+
+def _git(git_dir: Path, *args) -> bytes:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True).stdout
+
+
 def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 60, budget: int = 300,
                root: Path | None = None, canonical: bool = False, subset: tuple | None = None) -> Result:
     """Run ``lib``'s chosen tests once in ``mode`` ("torch": PyTorch itself; "ember": the alias) and count them
@@ -302,6 +349,10 @@ def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 6
     if origin == "canonical" and not has_tests:
         result.note = "sdist lacks " + " ".join(a for a in chosen if not a.startswith("-") and not _exists(source, a)
                                                  and a not in _option_values(chosen))
+    scripts_origin = scripts_dir(lib, site.parent.parent) / "ORIGIN"
+    if origin == "canonical" and scripts_origin.exists():
+        scripts = f"{' '.join(lib.scripts)} from {scripts_origin.read_text().strip()}"
+        result.note = "; ".join(filter(None, [result.note, scripts]))
     proc = subprocess.Popen(cmd, cwd=cwd, env=_env(lib, mode, site, inject), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

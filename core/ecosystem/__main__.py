@@ -1,7 +1,9 @@
 """``python -m ember.ecosystem [LIBRARY ...] [--smoke] [--write docs/ecosystem.md]``: the ecosystem comparison.
 
 ``--snapshot GIT_DIR@REF`` or ``--tests-from DIR`` first puts a library's test files beside its sdist (from a
-repository snapshot, or from a folder they were gathered into); ``--subset "ARGS"`` runs other pytest arguments;
+repository snapshot, or from a folder they were gathered into); ``--scripts-from GIT_DIR@REF`` (or ``DIR``) puts
+the repository scripts a library's canonical test runs (timm's ``train.py``) beside it; ``--subset "ARGS"`` runs
+other pytest arguments;
 ``--version V`` runs one library at another release than its pin (``--deps "REQ ..."``: that release's non-PyTorch
 requirements), kept apart from the pinned release's results and not written into the table.
 
@@ -17,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import LIBRARIES, add_snapshot_tests, compare, stored_results, table
+from . import LIBRARIES, add_snapshot_scripts, add_snapshot_tests, compare, stored_results, table
 
 BEGIN, END = "<!-- ecosystem-table:begin -->", "<!-- ecosystem-table:end -->"
 
@@ -50,6 +52,9 @@ def main(argv=None) -> int:
     parser.add_argument("--tests-from", metavar="DIR", type=Path,
                         help="first put the named library's tests from this folder (laid out as its repository) "
                              "beside its sdist; its ORIGIN file says where they came from")
+    parser.add_argument("--scripts-from", metavar="GIT_DIR@REF",
+                        help="first put the named library's repository scripts that its canonical test runs "
+                             "(timm's train.py) from this repository snapshot, or from a folder laid out as it")
     parser.add_argument("--version", help="run the one named library at this release instead of its pinned one")
     parser.add_argument("--deps", metavar="REQS", type=shlex.split,
                         help="with --version: that release's non-PyTorch requirements instead of the pinned one's")
@@ -57,8 +62,8 @@ def main(argv=None) -> int:
     unknown = sorted(set(ns.libraries) - set(LIBRARIES))
     if unknown:
         parser.error(f"unknown libraries {unknown}; choose from {', '.join(LIBRARIES)}")
-    if (ns.snapshot or ns.tests_from or ns.version) and len(ns.libraries) != 1:
-        parser.error("--snapshot, --tests-from and --version take exactly one LIBRARY")
+    if (ns.snapshot or ns.tests_from or ns.scripts_from or ns.version) and len(ns.libraries) != 1:
+        parser.error("--snapshot, --tests-from, --scripts-from and --version take exactly one LIBRARY")
     if ns.deps is not None and not ns.version:
         parser.error("--deps goes with --version")
     if ns.version and ns.write:
@@ -80,6 +85,10 @@ def _run(ns) -> int:
         add_snapshot_tests(LIBRARIES[ns.libraries[0]], Path(git_dir), ref or "HEAD")
     if ns.tests_from:
         add_snapshot_tests(LIBRARIES[ns.libraries[0]], ns.tests_from, "")
+    if ns.scripts_from:
+        where, at, ref = ns.scripts_from.rpartition("@")
+        folder = Path(where if at else ref)  # GIT_DIR@REF, GIT_DIR (at HEAD) or a plain folder
+        add_snapshot_scripts(LIBRARIES[ns.libraries[0]], folder, ref if at else "")
     results = compare(ns.libraries or None, smoke=ns.smoke, timeout=ns.timeout, budget=ns.budget,
                       canonical=ns.canonical, subset=ns.subset)
     for res in results:

@@ -115,6 +115,32 @@ def test_tests_from_a_plain_folder(tmp_path, monkeypatch):
         ecosystem.add_snapshot_tests(lib, tmp_path / "missing", "", root)
 
 
+def test_scripts_from_a_snapshot(tmp_path):
+    """A library's repository scripts (timm's train.py) come from a git snapshot at a ref, or from a plain folder,
+    into their own folder, which the canonical run names in EMBER_ECOSYSTEM_SCRIPTS (offline: a local repository)."""
+    lib = ecosystem.Library("demo", "demo", "1.0", scripts=("train.py",))
+    repo, bare = tmp_path / "work", tmp_path / "owner+demo" / "repo"  # laid out as the fetched snapshots are
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for text in ("print('first')\n", "print('second')\n"):
+        (repo / "train.py").write_text(text)
+        subprocess.run([*git, "add", "train.py"], check=True)
+        subprocess.run([*git, "commit", "-qm", text], check=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    root = tmp_path / "cache"
+    folder = ecosystem.add_snapshot_scripts(lib, bare, "HEAD~1", root)
+    assert folder == ecosystem.scripts_dir(lib, root)
+    assert (folder / "train.py").read_text() == "print('first')\n"
+    assert (folder / "ORIGIN").read_text().startswith("owner/demo HEAD~1 (")
+    ecosystem.add_snapshot_scripts(lib, repo, "", root)  # the work tree as a plain folder
+    assert (folder / "train.py").read_text() == "print('second')\n"
+    env = ecosystem._env(lib, "ember", root / "demo-1.0" / "site", tmp_path)
+    assert env[ecosystem.SCRIPTS_ENV] == str(folder)
+    with pytest.raises(ValueError, match="einops runs no scripts"):
+        ecosystem.add_snapshot_scripts(ecosystem.LIBRARIES["einops"], repo, "", root)
+
+
 def test_each_subset_run_is_kept(tmp_path):
     """Runs of other pytest arguments (``--subset``) are stored apart from the library's own subsets, one per
     arguments, and the table shows each beside the others."""
