@@ -346,12 +346,13 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
             w.sized = True
             body.insert(0, "SZ = [" + "".join(f"t{i}._data.shape, " for i in graph.inputs) + "]" +
                         (" + SZ" if getattr(graph, "n_ints", 0) else ""))  # (symbolic ints: given, see .ints)
-        exprs = [_sized_expr(w, f"{k}_{j}", a) for j, a in enumerate(n.args)] if sized and n.kind != "create" \
-            else [None]
+        # (the arguments written in line: no walk of them at each call; a factory's go through replay_args, which
+        # copies a host constant for each call)
+        exprs = [_sized_expr(w, f"{k}_{j}", a) for j, a in enumerate(n.args)] if n.kind != "create" else [None]
         if None in exprs:
             step = w.const(f"S{k}", _fallback(n.kind, Op, n.args, ins, sized))
             call = f"{step}(" + ", ".join((["SZ"] if sized else []) + [w.as_tensor(i) for i in ins]) + ")"
-        else:  # (the sizes computed in line: no argument walk at each call)
+        else:
             call = f"{w.const(f'KIND{k}', KINDS[n.kind])}({w.const(f'O{k}', Op)}, {', '.join(exprs)})"
         targets = ", ".join(f"t{i}" for i in n.outs) + ("," if n.multi and len(n.outs) == 1 else "")
         body.append(f"{targets} = {call}")
