@@ -1,6 +1,8 @@
 """``mp.spawn`` + ``init_process_group`` (the path of Lightning's ``ddp_spawn``): processes that
 ``ember.multiprocessing.spawn`` starts form one process group through a store, and their collectives and
 DistributedDataParallel gradients equal PyTorch's single-process math."""
+import os
+import signal
 import socket
 import time
 
@@ -117,3 +119,19 @@ def test_a_rank_outside_the_world_is_refused_before_any_connection():
     with pytest.raises(ValueError, match=r"init_process_group\(\): rank must be in \[0, 2\), got 3"):
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:1", rank=3, world_size=2)
     assert not dist.is_initialized()
+
+
+def _killed_or_failing(rank):
+    if rank == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # ended by join() once rank 0 has died
+
+
+def test_a_child_ended_by_a_signal_is_reported_by_its_name_without_mpichs_banner(capfd):
+    """PyTorch's ProcessExitedException: "process 0 terminated with signal SIGKILL", exit_code -9; the child runs
+    under its own mpiexec, whose "BAD TERMINATION" banner (for the killed child and for the sibling join() ends
+    with SIGTERM) PyTorch has no counterpart of."""
+    with pytest.raises(mp.ProcessExitedException, match="^process 0 terminated with signal SIGKILL$") as info:
+        _run(_killed_or_failing, ())
+    assert (info.value.exit_code, info.value.signal_name, info.value.error_index) == (-9, "SIGKILL", 0)
+    assert "BAD TERMINATION" not in "".join(capfd.readouterr())

@@ -4,6 +4,9 @@ With the ``spawn`` start method and an MPI installed (mpi4py and its ``mpiexec``
 ``mpiexec -n 1`` of its own: an MPI job of one process with its own namespace, so that children asking
 ``init_process_group`` for a larger world can connect to each other (:mod:`ember.distributed.rendezvous`; MPICH
 cannot connect the singletons that bare ``multiprocessing`` children are). ``EMBER_SPAWN_MPIEXEC=0`` turns this off.
+Under ``mpiexec`` a small reaper process runs the child and waits for it: a child ended by a signal is reported by
+the signal's name, as PyTorch reports it, and ``mpiexec`` (which saw the reaper end normally) prints no "BAD
+TERMINATION" banner.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import multiprocessing.resource_tracker
 import multiprocessing.spawn
 import os
 import shlex
+import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -86,19 +91,37 @@ class ProcessContext:
                 p.terminate()
             p.join()
         p = self.processes[failed]
+        signals = [_signal_under_mpiexec(q.pid) for q in self.processes]  # (read once: the ended siblings' too)
         if not self.error_queues[failed].empty():
             raise ProcessRaisedException(f"\n\n-- Process {failed} terminated with the following error:\n"
                                          + self.error_queues[failed].get(), failed, p.pid)
-        code = p.exitcode
+        code = -signals[failed] if signals[failed] else p.exitcode
         if code < 0:
-            import signal
-
-            name = signal.Signals(-code).name
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"<Unknown signal {-code}>"
             raise ProcessExitedException(f"process {failed} terminated with signal {name}", failed, p.pid, code, name)
         raise ProcessExitedException(f"process {failed} terminated with exit code {code}", failed, p.pid, code)
 
 
-_LAUNCHER: dict = {}  # the wrapper script, written once per process
+_LAUNCHER: dict = {}  # the wrapper script and the folder it lives in, made once per process
+
+# What mpiexec runs: the child's interpreter as a subprocess, signals passed on to it. A child ended by a signal
+# leaves the signal's number in the status file (named by mpiexec's pid, the pid multiprocessing knows) and the
+# reaper exits as a shell would (128 + the signal): mpiexec then sees no process killed and prints no banner.
+_REAPER = """\
+import signal, subprocess, sys
+status, child = sys.argv[1], subprocess.Popen([sys.executable, *sys.argv[2:]], close_fds=False)
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda sig, frame: child.send_signal(sig))
+code = child.wait()
+if code < 0:
+    with open(status, "w") as f:
+        f.write(str(-code))
+    code = 128 - code
+sys.exit(code)
+"""
 
 
 def _mpi_launcher():
@@ -112,14 +135,31 @@ def _mpi_launcher():
     if importlib.util.find_spec("mpi4py") is not None:
         mpiexec = which_mpiexec()
         if mpiexec is not None:
-            fd, path = tempfile.mkstemp(prefix="ember-spawn-", suffix=".sh")
-            with os.fdopen(fd, "w") as f:  # a child of an MPI job must not take its parent's PMI connection
+            folder = _LAUNCHER["folder"] = tempfile.mkdtemp(prefix="ember-spawn-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            path = os.path.join(folder, "python.sh")
+            python = shlex.quote(sys.executable)
+            with open(path, "w") as f:  # a child of an MPI job must not take its parent's PMI connection
                 f.write(f"#!/bin/sh\nunset PMI_FD PMI_PORT PMI_RANK PMI_SIZE PMI_ID PMI_SPAWNED\n"
-                        f"exec {shlex.quote(mpiexec)} -n 1 {shlex.quote(sys.executable)} \"$@\" </dev/null\n")
+                        f"exec {shlex.quote(mpiexec)} -n 1 {python} -c {shlex.quote(_REAPER)} "
+                        f"{shlex.quote(folder)}/$$.signal \"$@\" </dev/null\n")
             os.chmod(path, 0o700)
-            atexit.register(os.unlink, path)
     _LAUNCHER["path"] = path
     return path
+
+
+def _signal_under_mpiexec(pid: int):
+    """The signal that ended the child run under the ``mpiexec`` of this pid (None if none did), read once."""
+    folder = _LAUNCHER.get("folder")
+    if folder is None or pid is None:
+        return None
+    try:
+        with open(os.path.join(folder, f"{pid}.signal")) as f:
+            number = int(f.read())
+    except (OSError, ValueError):
+        return None
+    os.unlink(os.path.join(folder, f"{pid}.signal"))
+    return number
 
 
 @contextlib.contextmanager
