@@ -42,13 +42,13 @@ class TorchMT19937:
         self._fresh = True  # no word drawn since seeding (PyTorch's state then says next = 0)
 
     def words(self, n: int) -> np.ndarray:
-        """The next ``n`` 32-bit outputs, as uint64."""
+        """The next ``n`` 32-bit outputs (uint32)."""
         self._fresh = False
-        return self.bits.random_raw(n)
+        return self.bits.random_raw(n).astype(np.uint32)
 
     def words64(self, n: int) -> np.ndarray:
-        """The next ``n`` 64-bit outputs: pairs of words, the first the high half."""
-        w = self.words(2 * n)
+        """The next ``n`` 64-bit outputs (uint64): pairs of words, the first the high half."""
+        w = self.words(2 * n).astype(np.uint64)
         return (w[0::2] << np.uint64(32)) | w[1::2]
 
     def __getattr__(self, name):  # NumPy's samplers on the same stream, for the kernels PyTorch's are not copied for

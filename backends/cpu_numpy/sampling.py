@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-_MASK24, _MASK53 = np.uint64((1 << 24) - 1), np.uint64((1 << 53) - 1)
+_LOW24, _LOW21 = np.uint32((1 << 24) - 1), np.uint32((1 << 21) - 1)
 _TWO_PI = 2.0 * math.pi
 _SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitting constant for float64
 
@@ -59,10 +59,12 @@ def _cast(x: np.ndarray, dtype) -> np.ndarray:
 
 
 def _unit(gen, n: int, wide: bool) -> np.ndarray:
-    """``n`` uniform draws on [0, 1) as float64: 53 bits of a 64-bit word (``wide``), else 24 bits of a word."""
-    if wide:
-        return (gen.words64(n) & _MASK53).astype(_F64) * 2.0 ** -53
-    return (gen.words(n) & _MASK24).astype(_F64) * 2.0 ** -24
+    """``n`` uniform draws on [0, 1): float64 of a 64-bit word's low 53 bits (``wide``), else float32 of a word's
+    low 24 bits (both exact)."""
+    w = gen.words(2 * n if wide else n)
+    if wide:  # (the high word's low 21 bits above the low word's 32, scaled: no uint64 to float conversion)
+        return ((w[0::2] & _LOW21).astype(_F64) * 2.0 ** 32 + w[1::2]) * 2.0 ** -53
+    return np.multiply((w & _LOW24).view(np.int32), 2.0 ** -24, dtype=_F32)  # (NumPy's fastest cast to float32)
 
 
 def uniform(gen, shape, dtype, low=0.0, high=1.0):
@@ -71,42 +73,42 @@ def uniform(gen, shape, dtype, low=0.0, high=1.0):
     n = math.prod(shape)
     wide = dtype == _F64
     x = _unit(gen, n, wide)
+    lo, hi = (float(low), float(high)) if wide else (float(np.float32(low)), float(np.float32(high)))
+    if (lo, hi) == (0.0, 1.0):
+        return _cast(x, dtype).reshape(shape)
     if wide:
-        lo, hi = float(low), float(high)
-        r = x if (lo, hi) == (0.0, 1.0) else _fma64(x, hi - lo, lo)
-    else:  # in float32: x * (to - from) + from in one rounding (exact in float64 before it)
-        lo, hi = float(np.float32(low)), float(np.float32(high))
-        r = (x * float(np.float32(hi - lo)) + lo).astype(_F32)
+        r = _fma64(x, hi - lo, lo)
+    else:  # in float32: x * (to - from) + from in one rounding (the product exact in float64 before it)
+        r = (x.astype(_F64) * float(np.float32(hi - lo)) + lo).astype(_F32)
     r = _cast(r, dtype)
     top, bottom = _cast(np.array(hi, _F64), dtype), _cast(np.array(lo, _F64), dtype)
     r[r == top] = bottom  # a value rounded up to `to` is `from`
     return r.reshape(shape)
 
 
-def _box_muller_pairs(gen, pairs: int):
-    """``pairs`` Box-Muller pairs of PyTorch's scalar ``normal_distribution<double>``: (cos half, sin half)."""
-    w = gen.words64(2 * pairs) & _MASK53
-    u1 = w[0::2].astype(_F64) * 2.0 ** -53
-    u2 = w[1::2].astype(_F64) * 2.0 ** -53
-    r = np.sqrt(-2.0 * _libm(math.log1p, -u2))
-    theta = _TWO_PI * u1
-    return r * np.cos(theta), r * np.sin(theta)
+def _box_muller(gen, pairs: int) -> np.ndarray:
+    """``pairs`` Box-Muller pairs of PyTorch's scalar ``normal_distribution<double>``, each (cos half, sin half):
+    ``r = sqrt(-2 log1p(-u2))``, ``theta = 2 pi u1`` of two 53-bit uniforms."""
+    u = _unit(gen, 2 * pairs, True)
+    if pairs <= 8:  # a few: on Python floats, fewer calls than NumPy's
+        out = []
+        for u1, u2 in zip(u[0::2].tolist(), u[1::2].tolist()):
+            r, theta = math.sqrt(-2.0 * math.log1p(-u2)), _TWO_PI * u1
+            out += [r * math.cos(theta), r * math.sin(theta)]
+        return np.array(out, _F64)
+    r = np.sqrt(-2.0 * _libm(math.log1p, -u[1::2]))
+    theta = _TWO_PI * u[0::2]
+    return np.stack([r * np.cos(theta), r * np.sin(theta)], axis=1).ravel()
 
 
 def _normal_serial(gen, n: int) -> np.ndarray:
     """``n`` standard normals one at a time, the generator's cached second normal first."""
-    out = np.empty(n, _F64)
-    start = 0
-    if n and gen.normal_double is not None:
-        out[0], gen.normal_double, start = gen.normal_double, None, 1
+    cached = gen.normal_double
+    start = 0 if cached is None or not n else 1
     m = n - start
-    if m:
-        c, s = _box_muller_pairs(gen, (m + 1) // 2)
-        both = np.stack([c, s], axis=1).ravel()
-        out[start:] = both[:m]
-        if m % 2:
-            gen.normal_double = float(both[m])
-    return out
+    z = _box_muller(gen, (m + 1) // 2) if m else np.empty(0, _F64)
+    gen.normal_double = float(z[m]) if m % 2 else None if start else cached
+    return np.concatenate([[cached], z[:m]]) if start else z[:m]
 
 
 def _fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -150,8 +152,11 @@ def randint(gen, shape, dtype, low, high):
     """Integers uniform on [low, high) (PyTorch's ``random_(from, to)``): ``word % range + low``."""
     n = math.prod(shape)
     span = int(high) - int(low)
-    w = gen.words64(n) if span >= 1 << 32 and _wide_int(dtype) else gen.words(n)
-    r = (w % np.uint64(span)).astype(np.int64) + np.int64(low)
+    if span >= 1 << 32 and _wide_int(dtype):
+        r = (gen.words64(n) % np.uint64(span)).astype(np.int64)
+    else:
+        r = (gen.words(n) % np.uint32(span) if span < 1 << 32 else gen.words(n)).astype(np.int64)
+    r += np.int64(low)
     return r.astype(dtype).reshape(shape)
 
 
@@ -159,7 +164,7 @@ def permutation(gen, n, dtype):
     """PyTorch's ``randperm`` of ``n``: a Fisher-Yates walk swapping entry i with entry ``i + word % (n - i)``."""
     perm = list(range(n))
     if n > 1:
-        jumps = (gen.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+        jumps = (gen.words(n - 1).astype(np.int64) % np.arange(n, 1, -1)).tolist()
         for i, z in enumerate(jumps):
             j = i + z
             perm[i], perm[j] = perm[j], perm[i]
@@ -170,10 +175,7 @@ def bernoulli(gen, p, dtype):
     """1 where a uniform draw is below ``p`` (24 bits for a float32 or narrower ``p``, 53 for float64)."""
     wide = p.dtype == _F64
     u = _unit(gen, p.size, wide).reshape(p.shape)
-    if not wide:
-        u = u.astype(_F32)
-        p = p.astype(_F32, copy=False)
-    return (u < p).astype(dtype)
+    return (u < (p if wide else p.astype(_F32, copy=False))).astype(dtype)
 
 
 def exponential(gen, shape, dtype, lambd):
