@@ -926,7 +926,8 @@ def _check_p(p, op):
 
 
 def _keep_mask(x, shape, p):
-    return (rand(shape, dtype=x.dtype, device=x.device) >= p).to(x.dtype)
+    """1 (kept) with probability ``1 - p``, in ``x``'s dtype: PyTorch's ``bernoulli_(1 - p)`` noise."""
+    return x.new_empty(shape).bernoulli_(1 - p)
 
 
 @export(to=("nn.functional",))
