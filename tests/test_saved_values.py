@@ -349,19 +349,16 @@ def test_unknown_saved_name(device):
 # (a listed row that matches fails the sweep):
 SAVED_DIFFERENT = frozenset((
     # ember's op keeps what its own backward reads: normalisations keep the normalised input (not mean and rstd),
-    # double-backward convolutions the gradient and weight, max/min along a dim their indices as an array, the
-    # in-place activations their input, binary cross entropy and nll its own operands
+    # double-backward convolutions the gradient and weight, the in-place activations their input, binary cross
+    # entropy and nll its own operands
     "batch_norm_train_affine batch_norm_train_plain batch_norm_training layer_norm layer_norm_2d conv1d_input "
-    "conv2d_input conv2d_weight conv3d_input conv3d_weight max_dim max_dim_keep min_dim inplace_activations "
+    "conv2d_input conv2d_weight conv3d_input conv3d_weight inplace_activations "
     "binary_cross_entropy cross_entropy_index linear_cross_entropy "
-    # not kept at all where PyTorch keeps it: gather's input and index, index_add's and index_copy's source,
-    # masked_scatter's mask (held weakly for the in-place check), pow's result for a tensor exponent, linear's
-    # operands (its hot path keeps the transposed weight)
-    "gather gather_dim0 gather_empty take_along_dim take_along_dim_flat index_add index_copy masked_scatter pow "
-    "rpow float_power tensor_inplace_special linear "
-    # composites whose last node keeps another op's values: addr (outer keeps an unsqueezed vec1), dist, lerp with
-    # a tensor weight, norms of orders other than 2 (a sum, power or amax last), a matrix power's product order
-    "addr dist lerp_tensor norm_p1 norm_p3_keep vector_norm vector_norm_inf matrix_power "
+    # not kept at all where PyTorch keeps it: index_add's and index_copy's source, masked_scatter's mask (held
+    # weakly for the in-place check)
+    "index_add index_copy masked_scatter "
+    # a matrix power's products in another order (its last node's operands are other powers)
+    "matrix_power "
     # values that cannot agree: singular vectors' signs (LAPACK's choice), PyTorch's eval-mode rrelu noise
     # (uninitialised memory)
     "svd_abs svd_vals rrelu_eval rrelu_torch"

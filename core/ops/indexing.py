@@ -371,6 +371,26 @@ class Gather(Pick):
     saved_args = {"dim": "axis", "sparse_grad": lambda n: False}
 
 
+class _GatherKeeping(Gather):
+    """:func:`gather`'s node: it keeps the input as PyTorch's does (``_saved_self``: an in-place change of it refuses
+    the backward) and the index tensor given (``_saved_index``, set by :func:`_keep_index`); sort and topk's
+    gathers and the gradients' keep neither."""
+
+    __slots__ = ()
+    _overload_of = Gather
+    save_inputs = True
+    saved_names = ("self",)
+    saved_args = {**Gather.saved_args, "index": "index"}
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.check_saved()
+        return Pick.backward(ctx, g)
+
+
+_GatherKeeping.__name__ = _GatherKeeping.__qualname__ = Gather.__name__
+
+
 class ScatterAdd(TensorArgsOp):
     saved_args = {"dim": "axis", "index": "index"}
 
@@ -475,15 +495,21 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     tensor([[1, 1],
             [4, 3]])
     """
-    return out_or(keep_saved(gather_values(input, dim, index), input), out)  # (PyTorch's node keeps the input)
+    return out_or(_gather(_GatherKeeping, input, dim, index), out)
 
 
 def gather_values(input, dim: int, index) -> Tensor:  # noqa: A002
     """:func:`gather` whose node keeps only the indices: the values of a composite whose PyTorch node keeps no
     input (``sort``, ``topk``, ``kthvalue``, ``median`` along a dim, ``mode``)."""
+    return _gather(Gather, input, dim, index)
+
+
+def _gather(Cls, input, dim, index):  # noqa: A002
     d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
-    r = apply(Gather, input, d, idx)
+    r = apply(Cls, input, d, idx)
+    if Cls is _GatherKeeping:
+        _keep_index(r, index)
     return r.reshape(()) if index.dim() == 0 and r.dim() else r
 
 

@@ -11,6 +11,7 @@ import string
 
 from .. import dtypes
 from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, named_node, optional, rename_node
+from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, binary, cast, unary
 from ..writes import copy_into_out, out_or
 from ..registry import NAMESPACES, check_tensor, export, op_class
@@ -307,7 +308,20 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A0
     tensor([[1., 1.],
             [2., 2.]])
     """
-    return _scaled_sum(input, vec1.outer(vec2), beta, alpha, out, "AddrBackward0")
+    prod = vec1.outer(vec2)
+    r = _scaled_sum(input, prod, beta, alpha, out, "AddrBackward0")
+    if r._fn is not None and prod._fn is not None:  # the vectors, as outer's product node keeps them
+        keep_args(r, **r._fn.__dict__["_args"], vec1=_vector_of(prod._fn, 0), vec2=_vector_of(prod._fn, 1))
+    return r
+
+
+def _vector_of(node, slot):
+    """A ``keep_args`` value: the operand that product ``node`` keeps at ``slot`` (a column or a row of an outer
+    product), read as a vector; None where the node did not keep it."""
+    def read():
+        v = node._value_saved(slot)
+        return optional(None) if v is None else v.reshape(-1)
+    return read
 
 
 # --------------------------------------------------------------------------- einsum and friends
@@ -710,16 +724,29 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         r = a.sum(dim, keepdim)
     else:
         r = (a ** ord).sum(dim, keepdim) ** (1.0 / ord)
-    return out_or(_norm_node(r, ord, dim, keepdim), out)
+    return out_or(_norm_node(r, ord, dim, keepdim, None if x.is_complex() else a._fn), out)
 
 
-def _norm_node(r, ord, dim, keepdim, square=None):  # noqa: A002
-    """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments as that node does (and
-    its input, ``_saved_self``, as the node ``square`` of ``x * x`` keeps it)."""
+def _norm_node(r, ord, dim, keepdim, keeper=None):  # noqa: A002
+    """``r`` under the name of PyTorch's one node of vector_norm, keeping its arguments and saved tensors as that
+    node does: its input (``_saved_self``) as the node ``keeper`` (of ``x * x`` or ``x.abs()``) keeps it, and its
+    result (``_saved_result``), the output where ``r``'s node keeps it, else made again from the input when read;
+    the saved inputs of ``r``'s own op (a sum, a power) are not PyTorch's."""
     dims = None if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    kept = {} if square is None else {"self": SavedOf(square, 0)}
-    return keep_args(rename_node(r, "LinalgVectorNormBackward0"), ord=ord, dim=optional(dims), keepdim=keepdim,
-                     **kept)
+    fn = r._fn
+    kept = {}
+    if keeper is not None and fn is not None:
+        kept["self"] = SavedOf(keeper, 0)
+        if not fn.save_output:
+            kept["result"] = lambda: _norm_again(keeper, ord, dims, keepdim)
+    return keep_args(rename_node(r, "LinalgVectorNormBackward0", (None, None)), ord=ord, dim=optional(dims),
+                     keepdim=keepdim, **kept)
+
+
+def _norm_again(keeper, ord, dims, keepdim):  # noqa: A002
+    """vector_norm of the input that node ``keeper`` keeps, outside the graph (``_saved_result`` read)."""
+    with no_grad():
+        return vector_norm(keeper._value_saved(0), ord, dims, keepdim)
 
 
 @export(to=LINALG)

@@ -22,7 +22,7 @@ import warnings
 import threading
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node, optional
 from ..autograd.grad_mode import no_grad
 from ..dispatch import apply, autocasting, on_arrays, result_type, unary
 from ..interception import HANDLERS
@@ -536,20 +536,34 @@ def _linear_sizes(node):
     return x if name == "MmBackward0" else (math.prod(x[:-1]), node._shapes[1][0][0])
 
 
+def _linear_operand(name, slot):
+    """A ``saved_args`` entry of PyTorch's addmm (``mat1``, ``mat2``) or mm (``self``, ``mat2``) that a 2-d linear
+    leaves, for the node named ``name`` (None for another): the input, or the weight transposed (made when read),
+    kept as PyTorch keeps them (only for the other operand's gradient)."""
+    def read(node):
+        if type(node).__name__ not in name:
+            return None
+        v = node._value_saved(slot)
+        return optional(None) if v is None else v if slot == 0 else v.t()
+    return read
+
+
 class Linear(Op):
     """``x @ w.T + b`` in one GEMM; the gradient flattens leading dimensions into one GEMM each."""
 
     backward_name = "AddmmBackward0"
     save_inputs = True
     save_for = ((1,), (0,), ())  # the input for the weight's gradient, the weight for the input's; never the bias
-    saved_names = ()  # (PyTorch's addmm keeps the weight transposed, as mat2: not this node's values)
+    saved_names = ()  # (PyTorch's addmm keeps the weight transposed, as mat2: made when read, see saved_args)
     # the sizes of PyTorch's addmm (or mm, without a bias) of a matrix input: x and the weight transposed
     saved_args = {"alpha": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "beta": lambda n: 1 if type(n).__name__ == "AddmmBackward0" else None,
                   "mat1_sym_sizes": lambda n: n._shapes[0][0] if type(n).__name__ == "AddmmBackward0" else None,
                   "self_sym_sizes": _linear_sizes,
                   "dim": lambda n: 0 if type(n).__name__ == "SqueezeBackward4" else None,
-                  "mat2_sym_sizes": lambda n: n._shapes[1][0][::-1] if len(n._shapes[0][0]) == 2 else None}
+                  "mat2_sym_sizes": lambda n: n._shapes[1][0][::-1] if len(n._shapes[0][0]) == 2 else None,
+                  "mat1": _linear_operand(("AddmmBackward0",), 0), "self": _linear_operand(("MmBackward0",), 0),
+                  "mat2": _linear_operand(("AddmmBackward0", "MmBackward0"), 1)}
 
 
     @staticmethod
@@ -926,8 +940,7 @@ def _check_p(p, op):
 
 
 def _keep_mask(x, shape, p):
-    """1 (kept) with probability ``1 - p``, in ``x``'s dtype: PyTorch's ``bernoulli_(1 - p)`` noise."""
-    return x.new_empty(shape).bernoulli_(1 - p)
+    return (rand(shape, dtype=x.dtype, device=x.device) >= p).to(x.dtype)
 
 
 @export(to=("nn.functional",))

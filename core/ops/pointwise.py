@@ -197,7 +197,20 @@ def _pow_vjp_complex(ctx, g, a, b):
 
 Pow = op_class("Pow", "pow", saves="input", vjp=_pow_vjp, arity=2, tags=("pointwise",), onnx="Pow",
                autocast=FP32_ON_CUDA, saved_names=("self", "exponent"))
-Pow.saved_args = {"exponent": number_operand(1, "PowBackward0"), "self": number_operand(0, "PowBackward2")}
+def recomputed(fn, node_names=None):
+    """A ``saved_args`` entry: the output PyTorch's node keeps (``_saved_result``) where ember's does not (its
+    backward reads the inputs only), made when read as ``fn`` of the node's saved inputs; for the nodes named in
+    ``node_names`` only (all when None).  It counts as a saved tensor: reading it after the backward raises."""
+    def read(node):
+        if node_names is not None and type(node).__name__ not in node_names:
+            return None
+        with no_grad():
+            return fn(*node.inputs)
+    return read
+
+
+Pow.saved_args = {"exponent": number_operand(1, "PowBackward0"), "self": number_operand(0, "PowBackward2"),
+                  "result": recomputed(lambda a, b: pow(a, b), ("PowBackward1", "PowBackward2"))}
 
 
 def _is_zero(b):
@@ -710,6 +723,7 @@ def _sgn_vjp(g, x, y):
 Sgn, sgn = unary_op("sgn", _sgn_vjp, kernel="sign",
                     promotion="keep", integer=_sign_of_integer,
                     doc="Elementwise sign (``sign`` for real numbers; a bool tensor is its own sign).")
+Sgn.saved_args = {"result": recomputed(sgn)}
 
 
 @export(to=SPECIAL, inplace=True)
@@ -864,11 +878,13 @@ ClampScalarGrad = op_class("ClampScalarGrad", "clamp_backward", saves="input", v
 
 def _lerp_vjp(ctx, g):
     a, b, w = ctx.inputs
-    gw = g * (b - a) if isinstance(w, Tensor) else None
+    gw = g * (b - a) if ctx.next_functions[2][0] is not None else None  # (the ends are kept for it only)
     return g * (1 - w), g * w, gw
 
 
-Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",))
+# PyTorch's node keeps the weight, and the ends for the weight's gradient only
+Lerp = op_class("Lerp", "lerp", saves="input", vjp=_lerp_vjp, arity=3, tags=("pointwise",),
+                saved_names=("self", "end", "weight"), save_for=((2,), (2,), None))
 
 
 def _fmod_vjp(ctx, g):

@@ -293,7 +293,9 @@ class MaxDim(Op):
 
     nondiff_outputs = (1,)
     backward_name = "MaxBackward0"
-    saved_args = {"dim": "dim", "keepdim": "keepdim", "self_sym_sizes": "shape"}
+    saved_args = {"dim": "dim", "keepdim": "keepdim", "self_sym_sizes": "shape",
+                  "indices": lambda n: _wrap(n.idx, n._out_meta[1][2])}  # (made when read; freed by the backward)
+    _saved = ()  # (the indices count as a saved tensor)
 
     @staticmethod
     def forward(ctx, k, x, dim, keepdim, kernel):
@@ -984,7 +986,16 @@ def dist(input, other, p=2):  # noqa: A002
     if diff.dtype.category < dtypes.FLOAT:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{_type_name(diff.dtype)} instead.")
-    r = keep_args(rename_node(vector_norm(diff, float(p)), "DistBackward0"), p=p)  # (_saved_p as given)
+    r = rename_node(vector_norm(diff, float(p)), "DistBackward0", (None, None))
+    fn = r._fn
+    if fn is None:
+        return r
+    # PyTorch's node keeps both operands (held here until the graph goes; read after the backward they raise) and
+    # its result: vector_norm's node made it when read, or keeps it as its output
+    result = fn.__dict__.get("_args", {}).get("result") or (SavedOf(fn, "result") if fn.save_output else None)
+    keep_args(r, p=p, self=input, other=other, result=result)  # (_saved_p as given)
+    if fn._saved is None:
+        fn._saved = ()  # (saved tensors: the backward releases the node)
     return keep_saved(r, input, other)
 
 
