@@ -108,7 +108,7 @@ QUIET = {"add", "sub", "mul", "add_into", "sub_into", "mul_into", "astype", "cla
          "lt", "le", "eq", "ne", "minimum", "maximum", "fmax", "fmin", "where", "nan_to_num", "sin", "cos",
          "div", "div_into", "pow", "sqrt", "rsqrt", "log", "log2", "log10", "log1p", "exp", "exp2", "expm1",
          "reciprocal", "asin", "acos", "atanh", "acosh", "sinh", "cosh", "tan", "xlogy", "fmod", "remainder",
-         "floor_divide", "int_div_floor", "int_div_trunc", "erfinv", "logaddexp", "logaddexp2", "hypot",
+         "floor_divide", "int_div_floor", "div_floor", "int_div_trunc", "erfinv", "logaddexp", "logaddexp2", "hypot",
          "lerp", "nextafter", "frexp", "erfc", "erf", "square", "sign",
          "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
          "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "tuvw",
@@ -198,6 +198,17 @@ def kernels(xp, strategy=None) -> dict:
     def int_div_floor(a, b):
         return xp.floor_divide(a, b)
 
+    def div_floor(a, b):
+        # PyTorch's floor division of floating operands (as Python's float //): from fmod, so inf // 3 is NaN,
+        # -5 // inf is -1 and 5 // 0.1 is 49; a zero divisor gives the true quotient (+-inf, or NaN at 0 / 0)
+        mod = xp.fmod(a, b)
+        q = (a - mod) / b
+        q = xp.where(xp.logical_and(mod != 0, (b < 0) != (mod < 0)), q - 1, q)
+        r = xp.floor(q)
+        r = xp.where(q - r > 0.5, r + 1, r)
+        r = xp.where(q != 0, r, xp.copysign(xp.zeros_like(r), a / b))
+        return xp.where(b == 0, a / b, r)
+
     def int_div_trunc(a, b):
         q = xp.floor_divide(a, b)
         # floor differs from trunc where the signs differ and there is a remainder
@@ -279,7 +290,7 @@ def kernels(xp, strategy=None) -> dict:
         "add_into": lambda x, y: xp.add(x, y, out=x), "sub_into": lambda x, y: xp.subtract(x, y, out=x),
         "mul_into": lambda x, y: xp.multiply(x, y, out=x), "div_into": lambda x, y: xp.divide(x, y, out=x),
         "clamp": clamp, "lerp": lerp, "fmod": fmod, "remainder": xp.remainder, "floor_divide": xp.floor_divide,
-        "int_div_floor": int_div_floor, "int_div_trunc": int_div_trunc,
+        "int_div_floor": int_div_floor, "div_floor": div_floor, "int_div_trunc": int_div_trunc,
         "minimum": xp.minimum, "maximum": xp.maximum, "nan_to_num": nan_to_num, "masked_fill": masked_fill,
         "isnan": xp.isnan, "isinf": xp.isinf, "isfinite": xp.isfinite, "logical_and": xp.logical_and,
         "logical_or": xp.logical_or, "logical_xor": xp.logical_xor, "logical_not": xp.logical_not,

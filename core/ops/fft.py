@@ -588,9 +588,10 @@ def _stft_lengths(name, n_fft, hop_length, win_length):
 
 def _center(x, p, mode):
     """``x`` padded by ``p`` on each side of its last dim; reflection as one join of the mirrored ends."""
-    if mode == "reflect" and 0 < p < x.shape[-1]:
+    if mode == "reflect" and 0 < p < x.shape[-1] and x.shape[0]:
         return keep_saved(cat([x[:, 1:p + 1].flip(-1), x, x[:, -p - 1:-1].flip(-1)], -1), x)  # (as PyTorch's pad)
-    return _pad(x.unsqueeze(1), (p, p), mode=mode).squeeze(1)
+    # (as PyTorch's: the signals are the channels of one batch, so that no signals is refused as its pad does)
+    return _pad(x.unsqueeze(0), (p, p), mode=mode).squeeze(0)
 
 
 @export

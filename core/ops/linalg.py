@@ -685,7 +685,8 @@ def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
 # ``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms).
 def _norm_sqrt_vjp(ctx, g):
     y = ctx.output
-    return (g / (2 * y)).masked_fill(y == 0, 0)
+    # the mask before the product, as PyTorch's: an inf or NaN gradient stays NaN at a zero norm
+    return g * (0.5 / y).masked_fill(y == 0, 0)
 
 
 NormSqrt = op_class("NormSqrt", "sqrt", saves="output", vjp=_norm_sqrt_vjp, backward_name="NormBackward1", arity=1,

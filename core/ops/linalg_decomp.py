@@ -70,6 +70,9 @@ _LAPACK = {"det": ("lu", False), "solve": ("lu", False), "solve_ex": ("lu", Fals
            "geqrf": ("geqrf", True), "householder_product": ("orgqr", True), "ormqr": ("ormqr", True),
            "eig": ("linalg_eig_out", False), "eigvals": ("linalg_eig_out", False)}
 _FLOAT_AND_DOUBLE = ("matrix_rank", "lstsq")  # (PyTorch's message for any other dtype names these two)
+# ops whose LAPACK kernel refuses a dtype even for an empty input (the others return an empty input first)
+_DTYPE_BEFORE_EMPTY = frozenset({"qr", "geqrf", "householder_product", "ormqr", "cholesky_inverse", "solve_triangular",
+                                 "triangular_solve", "eig", "eigvals"})
 
 
 def _floating(a, op):
@@ -81,7 +84,7 @@ def _floating(a, op):
     if op in _FLOAT_AND_DOUBLE and a.dtype not in dtypes.FLOATING_TYPES:
         raise RuntimeError(f"linalg.{op}: This function doesn't handle types other than float and double")
     if lapack is not None and (integers or a.is_floating_point()):
-        dtypes.check_kernel(lapack + "_{device}", a, dtypes.LAPACK_TYPES)
+        dtypes.check_kernel(lapack + "_{device}", a, dtypes.LAPACK_TYPES, op not in _DTYPE_BEFORE_EMPTY)
     if not a.is_floating_point():
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. Got {a.dtype}")
     if lapack is None and op != "matrix_exp" and a.dtype in dtypes.REDUCED_FLOATING_TYPES:

@@ -282,7 +282,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
     tensor([[1., 2.],
             [3., 4.]])
     """
-    _matrices(LU_data, "lu_unpack", "LU_data")
+    _tensor_arg(LU_data, "lu_unpack", "LU_data")  # (any dtype: PyTorch's unpacking only selects and permutes)
+    if LU_data.dim() < 2:
+        raise RuntimeError("lu_unpack: The input tensor LU_data must have at least 2 dimensions.")
     _check_pivots(LU_data, LU_pivots, "lu_unpack")
     empty = LU_data.detach().new_empty(0)
     lo, up = _lu_parts(LU_data, "LuUnpackBackward0") if unpack_data else (empty, empty)
@@ -338,6 +340,12 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     tensor([[1.0000],
             [0.5000]])
     """
+    _tensor_arg(LU, "linalg.lu_solve", "LU")
+    _tensor_arg(B, "linalg.lu_solve", "B")
+    # (PyTorch's order: LU floating, then one dtype for LU and B (its kernel promotes nothing), then the kernel's)
+    if LU.dtype is not B.dtype and LU.dtype.category >= dtypes.FLOAT:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{dtypes.type_name(LU.dtype)} and B of type {dtypes.type_name(B.dtype)} instead")
     _matrices(LU, "linalg.lu_solve", "LU")
     _matrices(B, "linalg.lu_solve", "B")
     _same_device("linalg.lu_solve", LU, pivots, B)

@@ -1367,7 +1367,7 @@ def pnorm(x, p, dim, keepdim=True):
 
 @export(to=("nn.functional", "torch"))
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` along ``dim``.
+    """``sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps))`` along ``dim`` (each norm clamped, as PyTorch's).
 
     >>> import ember
     >>> ember.nn.functional.cosine_similarity(ember.tensor([[1., 0.]]), ember.tensor([[1., 1.]])).tolist()
@@ -1376,11 +1376,16 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     common = result_type(x1, x2)
     if common.category != dtypes.FLOAT:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_type_name(common)}")
+    x1, x2 = (x if x.dtype.category == dtypes.FLOAT else x.to(common) for x in (x1, x2))
     if x1.shape != x2.shape:  # broadcast first: a 0-d or smaller operand's norm is taken over the common shape
         x1, x2 = broadcast_tensors(x1, x2)
-    w12 = (x1 * x2).sum(dim)
-    w = (x1 * x1).sum(dim) * (x2 * x2).sum(dim)
-    return w12 / where(w > eps * eps, w, w.new_full((), eps * eps)).sqrt()
+    # PyTorch's composition, so that values and gradients (at zero, inf and NaN too) are its: the norms are clamped
+    # in place outside the graph, so their gradient is the unclamped norm's
+    n1, n2 = pnorm(x1, 2, dim).clone(), pnorm(x2, 2, dim).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 @export(to=("nn.functional", "torch"))
@@ -1413,6 +1418,10 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
 
 # --------------------------------------------------------------------------- padding
 _PAD_MODES = ("reflect", "replicate", "circular")
+_PAD_SUPPORTED = ("Supported combinations for non-constant padding:\n"
+                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
 
 
 class ConstantPad(Op):
@@ -1456,6 +1465,12 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     if mode not in _PAD_MODES:
         raise NotImplementedError(f"pad: unsupported padding mode {mode!r}; expected one of constant, reflect, "
                                   f"replicate, circular")
+    if not 1 <= n <= 3 or input.ndim not in (n + 1, n + 2):  # PyTorch's kernels pad 1-3 dims, with a batch dim or not
+        raise NotImplementedError(f"Padding size {2 * n} is not supported for {input.ndim}D input tensor.\n"
+                                  f"{_PAD_SUPPORTED}")
+    if mode != "circular" and 0 in input.shape[input.ndim - n - 1:]:  # (the batch dim alone may be empty)
+        raise RuntimeError(f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     out = input
     for i, (lo, hi) in enumerate(pairs):
         dim = input.ndim - n + i

@@ -685,7 +685,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     safe = where(valid, t, t.new_zeros(()))
     is_target = x.new_zeros(x.shape).scatter_add(1, safe, valid.to(x.dtype)) > 0  # (N, C): class in the list
     xt = x.gather(1, safe)                                         # (N, C): the listed classes' scores
-    h = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).relu()              # (N, slot, class)
+    z = 1 - xt.unsqueeze(2) + x.unsqueeze(1)                       # (N, slot, class)
+    h = where(z > 0, z, z.new_zeros(()))  # (PyTorch's kernel adds only z > 0: a NaN term adds nothing)
     keep = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
     loss = where(keep, h, h.new_zeros(())).sum((1, 2)) / c
     if input.ndim == 1:

@@ -157,8 +157,7 @@ class DivRounding(Op):
         ctx.mode = mode
         if integral:
             return k["int_div_" + mode](x, y)
-        q = k["div"](x, y)
-        return k["floor"](q) if mode == "floor" else k["trunc"](q)
+        return k["div_floor"](x, y) if mode == "floor" else k["trunc"](k["div"](x, y))
 
     @staticmethod
     def backward(ctx, g):
@@ -898,7 +897,7 @@ Fmod = op_class("Fmod", "fmod", saves="input", vjp=_fmod_vjp, arity=2, tags=("po
 
 def _remainder_vjp(ctx, g):
     a, b = ctx.inputs
-    gb = -g * (a / b).floor() if isinstance(b, Tensor) else None
+    gb = -g * div(a, b, rounding_mode="floor") if isinstance(b, Tensor) else None  # (PyTorch's floor division)
     return g, gb
 
 
