@@ -354,9 +354,6 @@ SAVED_DIFFERENT = frozenset((
     "batch_norm_train_affine batch_norm_train_plain batch_norm_training layer_norm layer_norm_2d conv1d_input "
     "conv2d_input conv2d_weight conv3d_input conv3d_weight inplace_activations "
     "binary_cross_entropy cross_entropy_index linear_cross_entropy "
-    # not kept at all where PyTorch keeps it: index_add's and index_copy's source, masked_scatter's mask (held
-    # weakly for the in-place check)
-    "index_add index_copy masked_scatter "
     # a matrix power's products in another order (its last node's operands are other powers)
     "matrix_power "
     # values that cannot agree: singular vectors' signs (LAPACK's choice), PyTorch's eval-mode rrelu noise

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved
+from ..autograd.function import Op, composite_node, keep_args, keep_saved, optional
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import apply, device_error, unary, view_op
 from ..writes import inplace, out_or
@@ -612,8 +612,9 @@ class IndexSelect(Pick):
 
 
 class IndexAdd(TensorArgsOp):
+    # (alpha is set on the node when not 1, see index_add; the index and source given by _index_op)
     saved_args = {"dim": "axis", "source_dim": lambda n: len(n._shapes[-1][0]),
-                  "alpha": lambda n: n.__dict__.get("alpha", 1)}  # (set on the node when not 1: see index_add)
+                  "alpha": lambda n: n.__dict__.get("alpha", 1), "index": "index", "source": "source"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
@@ -626,7 +627,7 @@ class IndexAdd(TensorArgsOp):
 
 
 class IndexCopy(TensorArgsOp):
-    saved_args = {"dim": "axis", "source_dim": lambda n: len(n._shapes[-1][0])}
+    saved_args = {"dim": "axis", "source_dim": lambda n: len(n._shapes[-1][0]), "index": "index", "source": "source"}
 
     @staticmethod
     def forward(ctx, k, x, axis, idx, src):
@@ -694,9 +695,14 @@ def _index_op(run, Cls, x, dim, index, src, op, alpha=1):
     kept = src if src.requires_grad else None  # (PyTorch's node keeps a source that needs a gradient)
     if alpha != 1:
         src = src * alpha
-    if x.dim() == 0:
-        return keep_saved(run(Cls, x.reshape(1), 0, idx, src.reshape(1)).reshape(()), kept)
-    return keep_saved(run(Cls, x, d, idx, src), kept)
+    r = run(Cls, x.reshape(1), 0, idx, src.reshape(1)) if x.dim() == 0 else run(Cls, x, d, idx, src)
+    fn = r._fn
+    if isinstance(fn, Cls):  # PyTorch's node keeps the source given and the index (index_add: only with the source)
+        fn.source = optional(kept)
+        fn.index = index if kept is not None or Cls is IndexCopy else optional(None)
+        if fn._saved is None:
+            fn._saved = ()  # (saved tensors: the backward releases the node)
+    return keep_saved(r.reshape(()) if x.dim() == 0 else r, kept)
 
 
 @export
@@ -772,7 +778,8 @@ def masked_select(input, mask, *, out=None) -> Tensor:  # noqa: A002
 
 
 class MaskedScatter(TensorArgsOp):
-    saved_args = {"source_sym_sizes": "src_shape"}
+    saved_args = {"source_sym_sizes": "src_shape", "mask": "mask_given"}  # (see _keep_mask)
+    _saved = ()  # (the mask counts as a saved tensor)
 
     @staticmethod
     def forward(ctx, k, x, mask, src):
@@ -801,7 +808,15 @@ def _masked_scatter_args(x, mask, source, op):
     if count > source.numel():
         raise RuntimeError(f"{op}: Number of elements of source < number of ones in mask "
                            f"({source.numel()} < {count})")
-    return m._data
+    return m
+
+
+def _keep_mask(r, mask):
+    """``r``, its masked_scatter node keeping the ``mask`` given as PyTorch's node does (``_saved_mask``; the node's
+    own backward reads the mask array broadcast to the input)."""
+    if isinstance(r._fn, MaskedScatter):
+        r._fn.mask_given = mask
+    return r
 
 
 @export
@@ -812,7 +827,8 @@ def masked_scatter(input, mask, source) -> Tensor:  # noqa: A002
     >>> ember.zeros(4).masked_scatter(ember.tensor([True, False, True, False]), ember.tensor([1., 2.]))
     tensor([1., 0., 2., 0.])
     """
-    return apply(MaskedScatter, input, _masked_scatter_args(input, mask, source, "masked_scatter"), source)
+    m = _masked_scatter_args(input, mask, source, "masked_scatter")
+    return _keep_mask(apply(MaskedScatter, input, m._data, source), mask)
 
 
 @export
@@ -987,7 +1003,8 @@ def index_fill_(self, dim, index, value):
 @export(to=TENSOR)
 def masked_scatter_(self, mask, source):
     """In-place :func:`masked_scatter`."""
-    return inplace(MaskedScatter, self, _masked_scatter_args(self, mask, source, "masked_scatter_"), source)
+    m = _masked_scatter_args(self, mask, source, "masked_scatter_")
+    return _keep_mask(inplace(MaskedScatter, self, m._data, source), mask)
 
 
 # --------------------------------------------------------------------------- index_reduce, put, unravel_index
