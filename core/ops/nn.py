@@ -940,7 +940,9 @@ def _check_p(p, op):
 
 
 def _keep_mask(x, shape, p):
-    return (rand(shape, dtype=x.dtype, device=x.device) >= p).to(x.dtype)
+    """1 (kept) with probability ``1 - p``, in ``x``'s dtype: PyTorch's ``bernoulli_(1 - p)`` noise (a float64
+    uniform below ``1 - p``), drawn by a random factory as the tracers and exporters know one."""
+    return (rand(shape, dtype=dtypes.float64, device=x.device) < 1 - p).to(x.dtype)
 
 
 @export(to=("nn.functional",))
