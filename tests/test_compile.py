@@ -421,7 +421,10 @@ def test_training_with_dropout_and_batchnorm(device, p):
             ember.manual_seed(seed)
             model(x).square().sum().backward()
         for a, b in zip(m.parameters(), twin.parameters()):
-            np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=1e-5, atol=1e-6)
+            # float32 sums in another order differ by a few ulp of the gradient's largest terms, so the absolute
+            # bound is 1e-6 of the gradient's scale (a small entry beside entries of 7 may differ by 1e-6)
+            want = _np(a.grad)
+            np.testing.assert_allclose(_np(b.grad), want, rtol=1e-5, atol=1e-6 * max(1.0, np.abs(want).max()))
     np.testing.assert_allclose(_np(m[2].running_var), _np(twin[2].running_var), rtol=1e-6)
     assert any(v.aot is not None for v in _variants(cm))
 
