@@ -49,6 +49,7 @@ import struct
 import sys
 import tempfile
 import threading
+import warnings
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
@@ -810,18 +811,45 @@ class _Unpickler(pickle.Unpickler):
         return self.st.tensor(json.loads(pid[1]))
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args):
+def _weights_only(weights_only, pickle_module) -> bool:
+    """PyTorch's choice of ``weights_only``: unset is True unless a ``pickle_module`` is given;
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces True, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` turns an unset one False."""
+    unset = weights_only is None
+    if unset:
+        weights_only = pickle_module is None
+    force = [os.getenv(var, "0").lower() in ("1", "y", "yes", "true")
+             for var in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")]
+    if all(force):
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force[0]:
+        weights_only = True
+    elif force[1] and unset:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the `weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.",
+                      UserWarning, stacklevel=3)
+        weights_only = False
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    return bool(weights_only)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only: Optional[bool] = None, mmap=None,
+         **pickle_load_args):
     """Read what :func:`save` wrote (or a PyTorch ``.pt``/``.pth`` checkpoint) without running code.
 
     ``map_location``: a device (``"cpu"``), a dict ``{saved: target}``, or ``fn(tensor, saved_location)``.
     ``weights_only=False`` also loads pickled objects (whole models): this runs code from the file,
-    so use it only for files you trust.
+    so use it only for files you trust. Unset, it is True, as in PyTorch: False where a ``pickle_module``
+    is given or the environment sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``; ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1``
+    forces it True.
 
     >>> import ember, io
     >>> buf = io.BytesIO(); ember.save({"a": ember.arange(3)}, buf); _ = buf.seek(0)
     >>> ember.load(buf, map_location="cpu")["a"]
     tensor([0, 1, 2])
     """
+    weights_only = _weights_only(weights_only, pickle_module)
     if isinstance(f, (str, os.PathLike)):
         remove_stale_temporaries(os.fspath(f))
         with open(f, "rb") as fh:

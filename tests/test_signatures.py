@@ -40,7 +40,6 @@ EXCLUDED = {
                     "take; ember names it n"),
     "Tensor:new_tensor": "PyTorch's docstring lists layout=, which its parser refuses (new_tensor has no ATen "
                          "schema to read); ember refuses it too",
-    "torch:load": "weights_only=None resolves to True in PyTorch's body; ember writes the resolved default",
     "utils.data:random_split": "PyTorch's default is its global generator object; ember's None means its own "
                                "global generator",
 }

@@ -1,0 +1,53 @@
+"""Behaviour that PyTorch's own example programs (``pytorch/examples``) rely on, each swept against PyTorch.
+
+The programs themselves run in ``tests/test_pytorch_examples.py`` when a checkout is given; the classes of
+behaviour they exposed are checked here without one.
+"""
+import itertools
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn):
+    """What a call did, and its result: ``("ok", warning classes), result`` or ``("raise", class name), None``."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            result = fn()
+        except Exception as e:  # noqa: BLE001 - the class is the outcome compared
+            return ("raise", type(e).__name__), None
+    return ("ok", sorted({w.category.__name__ for w in seen})), result
+
+
+_ENVS = {"none": {}, "force": {"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "1"},
+         "no_force": {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "true"},
+         "both": {"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "yes", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}}
+
+
+@pytest.mark.parametrize("env", _ENVS)
+def test_load_weights_only_default_and_environment(device, tmp_path, monkeypatch, env):
+    """``weights_only`` unset is True unless a pickle_module is given, and PyTorch's two environment variables
+    override it (time_sequence_prediction's ``torch.load`` of a pickled NumPy array needs the second)."""
+    for var in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in _ENVS[env].items():
+        monkeypatch.setenv(var, value)
+    array = np.arange(6.0).reshape(2, 3)
+    ember.save({"t": ember.ones(2, device=device), "a": array}, tmp_path / "e.pt")
+    torch.save({"t": torch.ones(2), "a": array}, tmp_path / "t.pt")
+    kwargs_cases = [dict(zip(("weights_only", "pickle_module"), combo))
+                    for combo in itertools.product((None, True, False), (None, pickle))]
+    for kwargs in kwargs_cases:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        got, loaded = _outcome(lambda: ember.load(tmp_path / "e.pt", **kwargs))
+        want, _ = _outcome(lambda: torch.load(tmp_path / "t.pt", **kwargs))
+        assert got == want, (env, kwargs)
+        if got[0] == "ok":
+            assert np.array_equal(loaded["a"], array) and loaded["t"].device.type == device
