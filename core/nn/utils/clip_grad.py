@@ -39,7 +39,8 @@ def _norm2(tensors, arrays):
     k, xp = dev.kernels, dev.backend.xp
     quiet = fp_quiet_begin()  # (squares overflow to inf without a NumPy warning, as the ops)
     try:
-        norms = xp.sqrt(xp.stack([k["sum"](a * a) for a in arrays]))
+        flat = [k["reshape"](a, (-1,)) for a in arrays]
+        norms = xp.sqrt(xp.stack([k["matmul"](v, v) for v in flat]))  # (each sum of squares one dot: no temporary)
         return _wrap(xp.sqrt(k["sum"](norms * norms)), dev)
     finally:
         fp_quiet_end(quiet)

@@ -177,7 +177,7 @@ class _Bound:
     """A thread's memory objects for one :class:`Primitive`, made once without buffers: a call points each at
     its array (``dnnl_memory_set_data_handle``) and runs the prebuilt argument lists."""
 
-    __slots__ = ("mems", "runs")
+    __slots__ = ("mems", "runs", "at")
 
     def __init__(self, prim):
         self.mems = []
@@ -202,6 +202,7 @@ class _Bound:
             main += [(arg, mem(md)) for arg, md in raw]
         self.runs = [(p, len(args), (_Arg * len(args))(*[_Arg(k, m) for k, m in args]))
                      for p, args in (*before, (prim.prim, main), *after)]
+        self.at = [None] * len(self.mems)  # the address each memory object points at (a direct call's)
 
     def __del__(self, destroy=lib.dnnl_memory_destroy):
         for m in self.mems:
@@ -261,8 +262,13 @@ class Primitive:
             n, shapes = self._direct
             outs = [_empty(shape, np.float32) for shape in shapes] if out is None else list(out)
             outs += [_empty((size,), np.uint8) for _, _, size in self.raw_outs]
-            for m, a in zip(bound.mems, (*arrays[:n], *outs)):
-                _set_data(m, address(a))
+            # a memory object is pointed again only at a new address (a weight's, a reused buffer's stay)
+            at, mems = bound.at, bound.mems
+            for i, a in enumerate((*arrays[:n], *outs)):
+                ptr = address(a)
+                if at[i] != ptr:
+                    _set_data(mems[i], ptr)
+                    at[i] = ptr
             prim, k, args = bound.runs[0]
             check(_execute(prim, stream, k, args), "primitive_execute")
             check(_wait(stream), "stream_wait")
