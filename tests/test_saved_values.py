@@ -348,11 +348,9 @@ def test_unknown_saved_name(device):
 # Rows whose nodes (of PyTorch's name) keep other tensors, or under other names, than PyTorch's, grouped by cause
 # (a listed row that matches fails the sweep):
 SAVED_DIFFERENT = frozenset((
-    # ember's op keeps what its own backward reads: normalisations keep the normalised input (not mean and rstd),
-    # double-backward convolutions the gradient and weight, the in-place activations their input, binary cross
-    # entropy and nll its own operands
-    "batch_norm_train_affine batch_norm_train_plain batch_norm_training layer_norm layer_norm_2d conv1d_input "
-    "conv2d_input conv2d_weight conv3d_input conv3d_weight inplace_activations "
+    # ember's op keeps what its own backward reads: double-backward convolutions the gradient and weight, the
+    # in-place activations their input, binary cross entropy and nll its own operands
+    "conv1d_input conv2d_input conv2d_weight conv3d_input conv3d_weight inplace_activations "
     "binary_cross_entropy cross_entropy_index linear_cross_entropy "
     # a matrix power's products in another order (its last node's operands are other powers)
     "matrix_power "

@@ -1063,6 +1063,16 @@ def _update(running, value, momentum):
         running.mul_(1 - momentum).add_(value * momentum)
 
 
+def _affine_saved(i):
+    """A ``saved_args`` entry of a normalisation's node: its weight (``i`` 0) or bias (1) as the node keeps it (its
+    inputs hold only the tensors given), None where none was given."""
+    def read(node):
+        if not node.affine[i]:
+            return optional(None)
+        return node._value_saved(1 + (i and node.affine[0]))
+    return read
+
+
 class NativeBatchNorm(Op):
     """Training-mode batch norm as one node: ``y``, and the batch mean and biased variance per channel as
     outputs without gradients (for the running statistics).
@@ -1075,7 +1085,13 @@ class NativeBatchNorm(Op):
     save_inputs = True
     save_for = ((0, 1, 2), (0, 1, 2), ())  # never the bias
     nondiff_outputs = (1, 2)
-    saved_args = {"eps": "eps", "training": lambda n: True}
+    saved_names = ("input",)
+    # PyTorch's node keeps the batch mean and 1/std per channel (made tensors when read) and the running
+    # statistics given (set by batch_norm)
+    saved_args = {"eps": "eps", "training": lambda n: True, "weight": _affine_saved(0),
+                  "result1": lambda n: _per_channel(n, n.mean), "result2": lambda n: _per_channel(n, n.invstd),
+                  "running_mean": lambda n: optional(n.__dict__.get("running", (None, None))[0]),
+                  "running_var": lambda n: optional(n.__dict__.get("running", (None, None))[1])}
 
 
     @staticmethod
@@ -1111,6 +1127,12 @@ class NativeBatchNorm(Op):
         if has_b:
             grads.append(gb.reshape(-1))
         return tuple(grads)
+
+
+def _per_channel(node, stat):
+    """A statistic array of batch norm's node as a vector of one value per channel (a tensor of its device)."""
+    dev = node._out_meta[0][2]
+    return _wrap(dev.kernels["reshape"](stat, (-1,)), dev)
 
 
 class NativeBatchNormGrad(Op):
@@ -1155,6 +1177,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             y = _affine(d * _bn_scale(var, weight, eps, shape), None, bias, shape)
         else:
             y, mean, var = apply(NativeBatchNorm, x, weight, bias, eps)
+            if y._fn is not None:
+                y._fn.running = (running_mean, running_var)
         if training and running_mean is not None:
             _update(running_mean, mean.detach().reshape(c), momentum)
             _update(running_var, var.detach().reshape(c) * (n / max(n - 1, 1)), momentum)
@@ -1236,7 +1260,12 @@ class NativeLayerNorm(Op):
     backward_name = "NativeLayerNormBackward0"
     save_inputs = True
     nondiff_outputs = (1, 2)
-    saved_args = {"normalized_shape": lambda n: n._shapes[0][0][len(n._shapes[0][0]) - n.nd:]}
+    saved_names = ("input",)
+    # (PyTorch's node keeps the mean and 1/std too: made tensors when read)
+    saved_args = {"normalized_shape": lambda n: n._shapes[0][0][len(n._shapes[0][0]) - n.nd:],
+                  "weight": _affine_saved(0), "bias": _affine_saved(1),
+                  "result1": lambda n: _wrap(n.mean, n._out_meta[0][2]),
+                  "result2": lambda n: _wrap(n.invstd, n._out_meta[0][2])}
 
     @staticmethod
     def forward(ctx, k, x, w, b, nd, eps):
