@@ -110,3 +110,26 @@ def test_subclass_and_non_tensor_inputs_keep_the_general_path(device):
             lib.tanh([1.0, 2.0])
         with pytest.raises(TypeError, match="sigmoid"):
             lib.sigmoid(1.5)
+
+
+def test_recording_after_an_inplace_change_of_a_base_with_saved_tensor_hooks_and_inference_tensors(device):
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0, device=dev, requires_grad=True)
+        b = x * 1.0
+        v = b[0]  # a view, recorded before its base changes in place
+        b.mul_(2)
+        y = (v * v).sum() + (b.tanh() * 3).sum()  # v takes its base's new history
+        packed = []
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
+            z = (b * x).sum() + (b[1] + 0.5).sigmoid().sum()
+        a, c = x.unbind(0)  # c: output 1 of its node, beside a leaf and a number
+        r = (c * x[0] - 2.0 * c).sum()
+        res.append((lib.autograd.grad(y + z + r, x)[0], sorted(packed)))
+        with lib.inference_mode():
+            frozen = lib.ones(3, dtype=x.dtype, device=dev)
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            x[0] * frozen
+        assert (x[0] + frozen).requires_grad  # not saved: recorded as usual
+    assert_close(res[0][0], res[1][0], rtol=1e-6, atol=1e-8)
+    assert res[0][1] == res[1][1]
