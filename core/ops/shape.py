@@ -1963,19 +1963,31 @@ def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1) 
 
 @export
 def as_strided_scatter(input, src, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
-    """A copy of ``input`` (contiguous) with ``src`` written through the view ``as_strided(size, stride, offset)``.
+    """A copy of ``input`` with ``src`` written through the view ``as_strided(size, stride, offset)`` of the copy's
+    storage (laid out as ``input`` where it is dense, row-major otherwise).
 
     >>> import ember
     >>> ember.zeros(4).as_strided_scatter(ember.ones(2), (2,), (2,))
     tensor([1., 0., 1., 0.])
     """
-    region = as_strided(input.contiguous(), size, stride, storage_offset)  # its errors first
+    # its errors first, on a fresh storage of the input's size (the clone PyTorch writes into)
+    region = as_strided(input.detach().new_empty(input.shape), size, stride, storage_offset)
     src = _scatter_check(region, input, src, "as_strided_scatter")
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     pos = _create("as_strided_scatter", input._dev, False, None, "element_positions", size, stride,
                   int(storage_offset or 0))
+    # PyTorch scatters into a copy of the input's storage, laid out as the input is: where that is dense (a transposed
+    # input's storage runs down its columns), each storage position is read as the element it holds
+    dims = sorted((st, n, r) for st, n, r in zip(input.stride(), input.shape, _row_major(input.shape)) if n > 1)
+    if input.storage_offset() == 0 and [st for st, _, _ in dims] == _row_major([n for _, n, _ in dims][::-1])[::-1]:
+        pos = sum((pos // st) % n * r for st, n, r in dims) if dims else pos
     flat = input.reshape(-1).index_put((pos.reshape(-1),), src.reshape(-1))
     return flat.reshape(input.shape)
+
+
+def _row_major(shape):
+    """The strides of a contiguous tensor of ``shape``."""
+    return list(accumulate(reversed(list(shape[1:])), lambda a, b: a * b, initial=1))[::-1]
 
 
 # --------------------------------------------------------------------------- view copies (*_copy)
