@@ -133,3 +133,19 @@ def test_recording_after_an_inplace_change_of_a_base_with_saved_tensor_hooks_and
         assert (x[0] + frozen).requires_grad  # not saved: recorded as usual
     assert_close(res[0][0], res[1][0], rtol=1e-6, atol=1e-8)
     assert res[0][1] == res[1][1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "complex64"])
+def test_product_and_saved_output_gradients_of_each_dtype_match_pytorch(device, dtype):
+    if device == "array_api" and dtype == "float16":
+        pytest.skip("the strict array-API backend has no float16")
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(X0 / 2, device=dev).to(getattr(lib, dtype)).requires_grad_()
+        w = lib.tensor(W0, device=dev).to(getattr(lib, dtype)).requires_grad_()
+        y = (x * w) * 0.5 + 3 * x * x.tanh() + (2 * x).sigmoid() * w
+        g = lib.ones_like(y) * (1 - 0.5j if dtype.startswith("complex") else 1.5)
+        res.append(lib.autograd.grad(y, (x, w), g))
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
+    for a, b in zip(*res):
+        assert_close(a, b, **tol)

@@ -85,6 +85,11 @@ Sub.saved_args = {"alpha": lambda n: 1}  # (sub keeps another alpha through keep
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
     nf = ctx._next  # an operand without a gradient edge (a scalar, a constant) gets no product
+    x = g._data.dtype
+    if (x is _F32.np or x is _F64.np) and on_arrays(g, a, b):  # (the common case, without the dtype property)
+        dt = _F32 if x is _F32.np else _F64
+        return (_times(g, dt, b) if nf[0] is not None else None,
+                _times(g, dt, a) if nf[1] is not None else None)
     dt = g.dtype
     if dt.category == dtypes.COMPLEX:
         a, b = _cj(a), _cj(b)
@@ -263,7 +268,8 @@ def _real_grad(Grad, formula):
     def backward(ctx, g):
         if on_arrays(g):
             y = ctx.output_data()  # (version-checked)
-            if g._data.dtype is y.dtype and g.dtype.category == dtypes.FLOAT:
+            x = g._data.dtype
+            if x is y.dtype and (x is _F32.np or x is _F64.np or g.dtype.category == dtypes.FLOAT):
                 return _wrap(g._dev.kernels[kernel](g._data, y), g._dev)
         y = ctx.output
         if y.dtype.category == dtypes.COMPLEX:
