@@ -1,6 +1,9 @@
 """The paths a BiLSTM-CRF's training step and Viterbi decode take, against PyTorch (eager ops) and against eager
-mode bit for bit (compiled calls): ``logsumexp`` over a few elements (one ``logaddexp`` reduce) and its
-gradient."""
+mode (compiled calls): ``logsumexp`` over a few elements (one ``logaddexp`` reduce) and its gradient; a compiled
+training call whose LSTM layers' backward is one op of the compiled backward, and a GRU's prefix replayed
+through dispatch."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -60,12 +63,10 @@ def _train_steps(model, nll, batch, steps=2):
 
 
 def test_compiled_bilstm_crf_equals_eager(device):
-    """The loss compiled (its recurrent prefix replayed through dispatch with its arguments written in line, the
-    rest ahead of time with its backward): without a graph bit for bit as eager mode, and losses, gradients and
+    """The loss compiled with its backward ahead of time, the LSTM layers' backward one ``LSTMLayerGrad`` op each in
+    it (no prefix replayed through dispatch): without a graph bit for bit as eager mode, and losses, gradients and
     parameters after SGD steps as eager mode's (the compiled backward sums a parameter's gradients in its own
     order)."""
-    import copy
-
     from test_compile_programs2 import bilstm_crf
 
     ember.manual_seed(0)
@@ -82,6 +83,64 @@ def test_compiled_bilstm_crf_equals_eager(device):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
     variants = [v for v in compiled._compiled.cache.values() if v.aot is not None]
-    assert len(variants) == 2 and all(v.aot.prefix is not None for v in variants)
-    prefix = variants[0].aot.source.split("def replay", 2)[1]
-    assert prefix.count(" = S") == 1 and prefix.count(" = KIND") >= 4, prefix  # (only the zero state's factory)
+    assert len(variants) == 2
+    assert all(v.aot.prefix is None and v.aot.backward_ops.count("LSTMLayerGrad") == 2 for v in variants)
+
+
+class Recurrent(ember.nn.Module):
+    """A recurrent layer whose outputs and final states all reach the loss."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, hx=None):
+        out, state = self.layer(x, hx)
+        states = state if isinstance(state, tuple) else (state,)
+        return out.square().mean() + sum((s * s.detach().sign()).sum() for s in states)
+
+
+@pytest.mark.parametrize("proj", [0, 3])
+def test_compiled_lstm_gradients_equal_eager(device, proj):
+    """Every gradient an LSTM layer gives (input, initial state, weights, projection), two layers, both directions,
+    batch first, from its compiled backward's ``LSTMLayerGrad`` ops: as eager mode's, bit for bit."""
+    ember.manual_seed(1)
+    model = Recurrent(ember.nn.LSTM(4, 5, num_layers=2, bidirectional=True, batch_first=True, proj_size=proj))
+    model = model.to(device)
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    x, h0, c0 = (ember.randn(*s, device=device) for s in ((2, 6, 4), (4, 2, proj or 5), (4, 2, 5)))
+    for _ in range(2):
+        grads = []
+        for m in (compiled, twin):
+            m.zero_grad()
+            given = [t.clone().requires_grad_() for t in (x, h0, c0)]
+            loss = m(given[0], tuple(given[1:]))
+            loss.backward()
+            grads.append([loss] + [t.grad for t in given] + [p.grad for p in m.parameters()])
+        for a, b in zip(*grads):
+            np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
+    (v,) = [v for v in compiled._compiled.cache.values() if v.aot is not None]
+    assert v.aot.prefix is None and v.aot.backward_ops.count("LSTMLayerGrad") == 4
+
+
+def test_compiled_gru_prefix_equals_eager(device):
+    """A GRU layer (its backward a kernel the capture cannot record) replays through dispatch as a prefix, each op
+    with its arguments written in line: gradients as eager mode's, bit for bit."""
+    ember.manual_seed(2)
+    model = Recurrent(ember.nn.GRU(4, 5, bidirectional=True)).to(device)
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    x = ember.randn(6, 2, 4, device=device)
+    for _ in range(2):
+        grads = []
+        for m in (compiled, twin):
+            m.zero_grad()
+            loss = m(x)
+            loss.backward()
+            grads.append([loss] + [p.grad for p in m.parameters()])
+        for a, b in zip(*grads):
+            np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
+    (v,) = [v for v in compiled._compiled.cache.values() if v.aot is not None]
+    prefix = v.aot.source.split("def replay", 2)[1]
+    assert v.aot.prefix is not None and prefix.count(" = KIND") >= 2 and prefix.count(" = S") <= 1, prefix

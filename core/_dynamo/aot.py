@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ..autograd import engine as _engine
 from ..autograd.engine import grad as _grad
 from ..autograd.function import SAVED_HOOKS, Function, _alias, grad_edge
 from ..jit import _graph
 from ..jit._graph import Ref, _refs_in, lookup_op
 from ..state import STATE, is_grad_enabled
-from ..ops.creation import ones_like
+from ..ops.creation import ones_like, zeros
 from ..ops.nn import CompileCapture
 from ..tensor import Tensor
 from .replay import generate
@@ -54,15 +55,28 @@ def joint_body(fn, out_spec, holder, state):
         state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
             state.internal, CompileCapture.first_order = True, True
+            materialize, _engine._materialize = _engine._materialize, _recorded_zeros
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
                 grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
             except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
                 grads = ()
             finally:
                 state.internal, CompileCapture.first_order = False, False
+                _engine._materialize = materialize
         holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
         return tuple(outs) + tuple(x for x in grads if x is not None)
     return body
+
+
+def _recorded_zeros(fn, grads_out):
+    """The engine's zeros for the outputs of node ``fn`` that got no gradient (an LSTM layer's unused final
+    states), made by a factory the capture records, where the engine's own bare kernel call would leave them
+    tensors of unknown origin to the captured backward (which then could not be split)."""
+    shapes = getattr(fn, "_out_meta", None)
+    if shapes is None:
+        return list(grads_out)
+    return [zeros(shapes[i][0], dtype=shapes[i][1], device=shapes[i][2]) if g is None else g
+            for i, g in enumerate(grads_out)]
 
 
 def _cut_prefix(tracer, leaves, outs, holder):
@@ -74,12 +88,11 @@ def _cut_prefix(tracer, leaves, outs, holder):
     an empty leaf list: no split, as when an output is a prefix result)."""
     nodes = tracer.nodes
     holder["prefix"] = holder["cut"] = None
-    if not any(getattr(lookup_op(n.op), "once_differentiable", False) for n in nodes if n.kind != "create"):
+    todo = [k for k, n in enumerate(nodes) if n.kind != "create" and _kernel_backward(lookup_op(n.op))]
+    if not todo:
         return leaves
     maker = {i: k for k, n in enumerate(nodes) for i in n.outs}
     ins = [n.ins if n.ins is not None else _refs_in(n.args) for n in nodes]
-    todo = [k for k, n in enumerate(nodes) if n.kind != "create" and
-            getattr(lookup_op(n.op), "once_differentiable", False)]
     prefix = set()
     while todo:
         k = todo.pop()
@@ -98,6 +111,12 @@ def _cut_prefix(tracer, leaves, outs, holder):
         return []
     holder["prefix"], holder["cut"] = {id(nodes[k]) for k in prefix}, cut
     return wanted
+
+
+def _kernel_backward(op) -> bool:
+    """Whether ``op``'s backward is a kernel that a capture cannot record (``once_differentiable``), unless the op
+    records it as one gradient op while a training step's backward is captured (``kernel_grad``: an LSTM layer)."""
+    return getattr(op, "once_differentiable", False) and not getattr(op, "kernel_grad", False)
 
 
 def split(graph, holder, order, dev, fusion="auto"):

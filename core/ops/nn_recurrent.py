@@ -18,7 +18,7 @@ from ..dispatch import apply
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .creation import from_numpy, zeros
-from .nn import dropout
+from .nn import _kernel_grads, dropout
 from .shape import cat, stack
 
 
@@ -37,12 +37,20 @@ def _wrap_all(dev, *arrays):
     return tuple(None if a is None else _wrap(a, dev) for a in arrays)
 
 
+def _lstm_grads(grads, bias, proj):
+    """The gradients of an LSTM layer's tensor inputs ``x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)`` from the
+    ``lstm_backward`` kernel's ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0, dw_hr)``."""
+    dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0, dw_hr = grads
+    return [dx, dw_ih, dw_hh] + ([db_ih, db_hh] if bias else []) + [dh0, dc0] + ([dw_hr] if proj else [])
+
+
 class LSTMLayer(Op):
     """One LSTM layer in one direction over a whole sequence, its input projection included."""
 
     save_inputs = True
     backward_name = "LstmBackward0"
-    once_differentiable = True  # (its backward is a kernel: ember.compile replays this op through dispatch)
+    once_differentiable = True  # (its backward is a kernel, recorded by ember.compile as one LSTMLayerGrad op)
+    kernel_grad = True
 
     @staticmethod
     def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
@@ -52,7 +60,9 @@ class LSTMLayer(Op):
 
     @staticmethod
     def backward(ctx, dout, dh, dc):
-        _no_double_backward("LSTM")
+        recorded = _kernel_grads()  # (ember.compile's capture of a training step: one op, never differentiated)
+        if not recorded:
+            _no_double_backward("LSTM")
         # (PyTorch's CPU LSTM keeps the biases where it runs as its oneDNN layer, below double precision)
         double = not ctx._packed and ctx._saved[0].dtype is dtypes.float64
         saved = ctx.inputs_except(_BIASES if ctx.bias and double else ())  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
@@ -60,11 +70,32 @@ class LSTMLayer(Op):
         w_hr = saved[-1] if ctx.proj else None
         first_state = 5 if ctx.bias else 3
         needs = tuple(ctx.next_functions[i][0] is not None for i in (0, first_state, first_state + 1))
-        dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0, dw_hr = dout._dev.kernels["lstm_backward"](
+        if recorded:
+            b_ih, b_hh = saved[3:5] if ctx.bias else (None, None)
+            made = iter(apply(LSTMLayerGrad, dout, dh, dc, x, w_ih, w_hh, b_ih, b_hh, saved[first_state],
+                              saved[first_state + 1], w_hr, ctx.mask, ctx.reverse, needs))
+            slots = _lstm_grads((needs[0], 1, 1, 1, 1, needs[1], needs[2], 1), ctx.bias, ctx.proj)
+            return tuple(next(made) if wanted else None for wanted in slots)
+        grads = dout._dev.kernels["lstm_backward"](
             dout._data, dh._data, dc._data, ctx.cache, x._data, w_ih._data, w_hh._data,
             None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse, needs)
-        grads = [dx, dw_ih, dw_hh] + ([db_ih, db_hh] if ctx.bias else []) + [dh0, dc0]
-        return _wrap_all(dout._dev, *grads, *([dw_hr] if ctx.proj else []))
+        return _wrap_all(dout._dev, *_lstm_grads(grads, ctx.bias, ctx.proj))
+
+
+class LSTMLayerGrad(Op):
+    """:class:`LSTMLayer`'s gradients by its kernels, for a backward that is recorded but never differentiated
+    (``ember.compile``'s capture of a training step, see ``ops.nn._kernel_grads``): the forward kernel runs again
+    for the cache that the backward kernel reads (the same kernel on the same values: the recorded forward's
+    cache), then the backward kernel; the gradients of the layer's tensor inputs that ``needs`` (x, h0, c0) and
+    the weights ask for, in order."""
+
+    backward_name = "LstmBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, k, dout, dh, dc, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse, needs):
+        cache = k["lstm_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)[3]
+        grads = k["lstm_backward"](dout, dh, dc, cache, x, w_ih, w_hh, w_hr, mask, reverse, needs)
+        return tuple(g for g in _lstm_grads(grads, b_ih is not None, w_hr is not None) if g is not None)
 
 
 class GRULayer(Op):
