@@ -156,6 +156,24 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _Finder()
 
 
+class _AliasInChild:
+    """Carried in the start-up data of a child started by multiprocessing's ``spawn`` method: unpickling it
+    installs the alias there before the child imports its parent's main module, so ``import torch`` in the child
+    (mnist_hogwild's workers) is ember as in the parent."""
+
+    def __reduce__(self):
+        return install, ()
+
+
+_BASE_PREPARATION = []  # multiprocessing.spawn.get_preparation_data while the alias has it wrapped
+
+
+def _preparation_data(name):
+    data = _BASE_PREPARATION[0](name)
+    data["ember_torch_alias"] = _AliasInChild()
+    return data
+
+
 def installed() -> bool:
     """Whether ``import torch`` resolves to ember in this process."""
     return _FINDER in sys.meta_path
@@ -181,6 +199,9 @@ def install() -> None:
             del sys.modules[name]
     sys.meta_path.insert(0, _FINDER)
     dtypes.NAMESPACE[0] = "torch"  # dtypes, Size and type names print as PyTorch's: programs parse them
+    import multiprocessing.spawn  # its children start with the alias too (function-level: most programs fork none)
+    _BASE_PREPARATION.append(multiprocessing.spawn.get_preparation_data)
+    multiprocessing.spawn.get_preparation_data = _preparation_data
 
 
 def uninstall() -> None:
@@ -188,6 +209,9 @@ def uninstall() -> None:
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     dtypes.NAMESPACE[0] = "ember"
+    if _BASE_PREPARATION:
+        import multiprocessing.spawn
+        multiprocessing.spawn.get_preparation_data = _BASE_PREPARATION.pop()
     for name in _aliased_modules():
         if isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]

@@ -5,6 +5,9 @@ behaviour they exposed are checked here without one.
 """
 import itertools
 import pickle
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -51,3 +54,35 @@ def test_load_weights_only_default_and_environment(device, tmp_path, monkeypatch
         assert got == want, (env, kwargs)
         if got[0] == "ok":
             assert np.array_equal(loaded["a"], array) and loaded["t"].device.type == device
+
+
+SPAWNED_CHILD = textwrap.dedent("""
+    import torch
+    import torch.multiprocessing as mp
+
+    def work(t):
+        t.add_(1)
+        print("child", repr(torch), flush=True)
+
+    if __name__ == "__main__":
+        mp.set_start_method("spawn", force=True)
+        t = torch.zeros(3)
+        t.share_memory_()
+        p = mp.Process(target=work, args=(t,))
+        p.start()
+        p.join()
+        print("parent", p.exitcode, t.tolist())
+""")
+
+
+def test_spawned_child_imports_torch_as_ember(tmp_path):
+    """Under ``python -m ember run`` a child of multiprocessing's spawn method gets the alias too (mnist_hogwild
+    trains in such children: they had imported PyTorch, or failed where it is absent), and its in-place update of
+    a shared-memory tensor reaches the parent."""
+    (tmp_path / "prog.py").write_text(SPAWNED_CHILD)
+    proc = subprocess.run([sys.executable, "-m", "ember", "run", "prog.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "child <module 'torch' (ember's ember)>" in proc.stdout
+    assert "parent 0 [1.0, 1.0, 1.0]" in proc.stdout
+
