@@ -1588,7 +1588,7 @@ def ravel(input) -> Tensor:  # noqa: A002
     >>> ember.tensor([[1, 2], [3, 4]]).ravel()
     tensor([1, 2, 3, 4])
     """
-    return input.contiguous().view(-1)  # (PyTorch's steps: a copy's node, then a view's)
+    return reshape(input.contiguous(), -1)  # (PyTorch's steps where strides allow no view: a copy, then a view)
 
 
 def _sections(indices_or_sections, op):
