@@ -149,3 +149,15 @@ def test_product_and_saved_output_gradients_of_each_dtype_match_pytorch(device, 
     tol = dict(rtol=1e-2, atol=1e-2) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
     for a, b in zip(*res):
         assert_close(a, b, **tol)
+
+
+def test_relu_checks_dtypes_after_its_float_fast_path(device):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        for dtype in ("float32", "float64", "int64"):
+            x = lib.tensor(X0 * 4, device=dev).to(getattr(lib, dtype))
+            assert_close(x.relu(), lib.tensor(np.maximum(X0 * 4, 0), device=dev).to(getattr(lib, dtype)))
+        with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+            lib.tensor([True, False], device=dev).relu()
+        if device != "array_api":
+            with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+                lib.tensor([1 + 1j], device=dev).relu()

@@ -644,7 +644,10 @@ _RELU_COMPUTES = set()  # the array dtypes relu has computed: each is checked on
 
 
 def _relu_forward(ctx, k, x):
-    d = (type(x.dtype), x.dtype)  # (by type first: one array library's dtype is never compared with another's)
+    dt = x.dtype
+    if dt is _F32.np or dt is _F64.np:  # (NumPy's float32/float64: checked by identity, without the set)
+        return k["relu"](x)
+    d = (type(dt), dt)  # (by type first: one array library's dtype is never compared with another's)
     if d not in _RELU_COMPUTES:  # PyTorch's relu is clamp_min, which has no bool or complex code
         name = str(d[1]).rsplit(".", 1)[-1]  # (the dtype's name in any array library: "bool", "complex64")
         if name == "bool":
