@@ -144,3 +144,19 @@ def test_compiled_gru_prefix_equals_eager(device):
     (v,) = [v for v in compiled._compiled.cache.values() if v.aot is not None]
     prefix = v.aot.source.split("def replay", 2)[1]
     assert v.aot.prefix is not None and prefix.count(" = KIND") >= 2 and prefix.count(" = S") <= 1, prefix
+
+
+def test_guards_of_a_tensor_and_a_list_of_ints(device):
+    """A call of a tensor and a gold path (the inline guard path): each list of ints its own variant by value, a
+    tuple apart from a list, a bool apart from an int, a list holding anything else by the general guards."""
+    def score(x, path):
+        return sum(x[i] for i in path)
+
+    g = ember.compile(score)
+    x = ember.arange(5.0, device=device)
+    for path, variants in (([1, 2], 1), ([1, 2], 1), ([2, 1], 2), ((1, 2), 3), ([True, 2], 4), ([1, 2], 4),
+                           ([1, -1], 5), ([1, [2]], 6), ([1, [2]], 6)):
+        want = score(x, path)
+        got = g(x, path)
+        np.testing.assert_array_equal(got.cpu().numpy(), want.cpu().numpy())
+        assert len(g._compiled.cache) == variants, path

@@ -266,15 +266,19 @@ class CompiledFunction:
         size the key leaves out (a dynamic variant's key); without, the exact shapes (a static variant's).
         ``ints``: the paths of the int arguments whose values it leaves out."""
         head = (is_grad_enabled(), is_inference(), _module_flags(self.modules))
-        if not kwargs and not dyn and not ints:  # the usual call, tensors only: their metadata, inline
+        if not kwargs and not dyn and not ints:  # the usual call, tensors and lists of ints: inline
             metas = []
             for a in args:
-                if type(a) is not Tensor:
+                ta = type(a)
+                if ta is Tensor:
+                    d = a._data
+                    metas.append((d.shape, d.dtype, a._dev, a._rg))
+                    flat.append(a)
+                elif (ta is list or ta is tuple) and all([type(x) is int for x in a]):  # (a tag path: by value)
+                    metas.append((ta, tuple(a)))
+                else:
                     break
-                d = a._data
-                metas.append((d.shape, d.dtype, a._dev, a._rg))
             else:
-                flat.extend(args)
                 return head, tuple(metas)
             flat.clear()
         try:
