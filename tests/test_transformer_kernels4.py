@@ -100,3 +100,82 @@ def test_onednn_matmul_into_a_reused_buffer_matches_torch(device):
         want = torch.nn.functional.linear(torch.tensor(a), torch.tensor(w))
         np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-4, atol=1e-4)
         del got
+
+
+def _embedding_both(w, idx, g, device, **kw):
+    """``(ember, torch)`` pairs of embedding's value, weight gradient and node for the output gradient ``g``."""
+    ew = ember.tensor(w, device=device, requires_grad=True)
+    ey = F.embedding(ember.tensor(idx, device=device), ew, **kw)
+    ey.backward(ember.tensor(g, device=device))
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.embedding(torch.tensor(idx), tw, **kw)
+    ty.backward(torch.tensor(g))
+    return (_np(ey), _np(ew.grad), ey.grad_fn), (ty.detach().numpy(), tw.grad.numpy(), ty.grad_fn)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_embedding_node_value_gradient_and_name_match_torch(device, dtype, padding_idx):
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((9, 5)).astype(dtype)
+    idx = np.array([[1, 2, 2, 8], [0, 8, 2, 2], [3, 3, 3, 1]], np.int64)  # (repeated rows: their gradients add)
+    g = rng.standard_normal((3, 4, 5)).astype(dtype)
+    (y, gw, node), (ty, tgw, tnode) = _embedding_both(w, idx, g, device, padding_idx=padding_idx)
+    np.testing.assert_array_equal(y, ty)
+    np.testing.assert_allclose(gw, tgw, rtol=1e-6)
+    assert node.name() == tnode.name() == "EmbeddingBackward0"
+    assert node._saved_padding_idx == tnode._saved_padding_idx
+    assert node._saved_weight_sym_argsize_0 == tnode._saved_weight_sym_argsize_0 == 9
+
+
+def test_embedding_node_of_int32_and_empty_indices_matches_torch(device):
+    w = np.arange(12.0).reshape(4, 3)
+    for idx in (np.array([3, 0, 3], np.int32), np.zeros((2, 0), np.int64)):
+        g = np.ones(idx.shape + (3,))
+        (y, gw, _), (ty, tgw, _) = _embedding_both(w, idx, g, device)
+        assert y.shape == ty.shape
+        np.testing.assert_array_equal(y, ty)
+        np.testing.assert_array_equal(gw, tgw)
+
+
+def test_embedding_node_second_order_by_gradcheck(device):
+    # the gradient with ember ops where a graph of it is built, through the padded form (a padding row that no
+    # index reads: where one does, its gradient is 0 by definition, not the numerical one)
+    w = ember.tensor(np.random.default_rng(7).standard_normal((5, 3)), device=device, requires_grad=True)
+    idx = ember.tensor([[0, 4], [4, 1]], device=device)
+    f = lambda w: F.embedding(idx, w, padding_idx=2) ** 2  # noqa: E731
+    assert ember.autograd.gradcheck(f, (w,))
+    assert ember.autograd.gradgradcheck(f, (w,))
+
+
+@pytest.mark.parametrize("bad", [[0, 5], [0, -1], [-7, 2]])
+def test_embedding_node_refuses_out_of_range_indices_as_torch(device, bad):
+    w = ember.zeros(5, 2, device=device, requires_grad=True)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(ember.tensor(bad, device=device), w)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        torch.nn.functional.embedding(torch.tensor(bad), torch.zeros(5, 2))
+    with pytest.raises(AssertionError, match="Padding_idx"):
+        F.embedding(ember.tensor([0], device=device), w, padding_idx=5)
+
+
+def test_embedding_max_norm_and_freq_scaling_keep_the_composed_form_and_match_torch(device):
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((6, 4)) * 3
+    idx = np.array([1, 1, 5, 0])
+    g = rng.standard_normal((4, 4))
+    for kw in ({"max_norm": 1.0}, {"scale_grad_by_freq": True}):
+        (y, gw, node), (ty, tgw, _) = _embedding_both(w, idx, g, device, **kw)
+        np.testing.assert_allclose(y, ty, rtol=1e-12)
+        np.testing.assert_allclose(gw, tgw, rtol=1e-12)
+
+
+def test_embedding_node_keeps_its_indices_and_refuses_them_changed_as_torch(device):
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        w = lib.ones(4, 2, device=dev, requires_grad=True)
+        idx = lib.tensor([1, 3, 1], device=dev)
+        y = lib.nn.functional.embedding(idx, w)
+        assert y.grad_fn._saved_indices.tolist() == [1, 3, 1]
+        idx.add_(0)  # (a new version)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()

@@ -818,6 +818,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """
     idx = index_tensor(input, "embedding")
     n = weight.shape[0]
+    if max_norm is None and not scale_grad_by_freq and weight.ndim == 2 and idx.dtype in _EMBEDDING_INDEX and \
+            not observed():
+        return _embedding_node(weight, idx, padding_idx, n)
     flat = apply(IndexInRange, idx.reshape(-1), n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, flat, max_norm, norm_type)
@@ -838,6 +841,64 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 
 # The bounds check of an index as an op (not differentiable): ``index`` itself, or an IndexError.
 IndexInRange = op_class("IndexInRange", "index_in_range", arity=3, tags=("data-dependent",))
+
+
+_EMBEDDING_INDEX = (dtypes.int64, dtypes.int32)  # (PyTorch's; the composed form refuses the others)
+
+
+def _embedding_node(weight, idx, padding_idx, n):
+    """:func:`embedding` as one :class:`Embedding` node, its indices checked here (every form refuses an index
+    outside ``[0, n)`` with PyTorch's IndexError)."""
+    a = idx._data
+    if a.size:
+        lo, hi = int(idx._dev.backend.xp.min(a)), int(idx._dev.backend.xp.max(a))
+        if lo < 0 or hi >= n:
+            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
+                             f"{n} rows)")
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:  # (PyTorch asserts)
+            raise AssertionError(f"embedding: Padding_idx must be within num_embeddings (got {padding_idx} for {n})")
+        padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
+    return apply(Embedding, weight, idx, padding_idx)
+
+
+class Embedding(Op):
+    """``weight``'s rows at integer ``indices`` (any shape) as one node, PyTorch's EmbeddingBackward0: the
+    gradient adds each row of ``g`` into its index's row (PyTorch's ``embedding_dense_backward``), the
+    ``padding_idx`` row's left at zero; on the arrays where no graph of it is being built, else with ember ops
+    (every order).  The composed form (index_select) serves the tracers, ``max_norm`` and ``scale_grad_by_freq``."""
+
+    backward_name = "EmbeddingBackward0"
+    save_inputs = True
+    save_for = ((), (0,))  # the indices, for the weight's gradient
+    saved_names = (None, "indices")
+    # (no padding_idx: PyTorch's -1, an int64 its node reads back unsigned)
+    saved_args = {"padding_idx": lambda n: (1 << 64) - 1 if n.pad is None else n.pad,
+                  "scale_grad_by_freq": lambda n: False, "sparse": lambda n: False, "weight_sym_argsize_0": "rows"}
+
+    @staticmethod
+    def forward(ctx, k, w, idx, pad):
+        ctx.rows, ctx.pad = w.shape[0], pad
+        return k["reshape"](k["index_select"](w, 0, k["reshape"](idx, (-1,))), tuple(idx.shape) + tuple(w.shape[1:]))
+
+    @staticmethod
+    def backward(ctx, g):
+        idx = ctx.inputs[1]  # (version-checked: indices changed in place since refuse the backward)
+        dev = g._dev
+        d = g.shape[-1]
+        if on_arrays(g, idx):
+            k = dev.kernels
+            ga = g._data
+            flat = k["reshape"](idx._data, (-1,))
+            gw = k["index_add"](k["full"]((ctx.rows, d), 0, ga.dtype), 0, flat, k["reshape"](ga, (-1, d)))
+            if ctx.pad is not None:
+                gw = k["index_fill"](gw, 0, ctx.pad, 0)
+            return _wrap(gw, dev), None
+        flat = idx.reshape(-1)
+        g2 = g.reshape(-1, d)
+        if ctx.pad is not None:
+            g2 = where((flat != ctx.pad).unsqueeze(-1), g2, g2.new_zeros(()))
+        return g2.new_zeros((ctx.rows, d)).index_add(0, flat, g2), None
 
 
 @export(to=("torch",))

@@ -188,6 +188,9 @@ ROWS = [
     Row("layer_norm_2d", lambda m, x, w, b: _f(m).layer_norm(x, x.shape[-2:], w, b, 1e-3),
         [[r(2, 3, 4), r(3, 4), r(3, 4)]]),
     Row("cross_entropy_index", lambda m, x, t: _f(m).cross_entropy(x, t), [[r(3, 4), I([0, 3, 1])]]),
+    # embedding is one node (a padding row that no index reads: where one does, its gradient is 0 by definition)
+    Row("embedding", lambda m, w, i: _f(m).embedding(i, w), [[r(5, 3), I([[0, 4], [4, 1]])], [r(4, 2), I([3, 3])]]),
+    Row("embedding_padding", lambda m, w, i: _f(m).embedding(i, w, padding_idx=2), [[r(5, 3), I([[0, 4], [4, 1]])]]),
     # the pointwise losses are one node each where input and target share a dtype
     Row("mse_loss", lambda m, x, t: (_f(m).mse_loss(x, t), _f(m).mse_loss(x, t, reduction="none")),
         [[r(3, 4), r(3, 4)], [r(5), r(5)]]),
