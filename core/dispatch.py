@@ -403,11 +403,14 @@ def save_inputs(ctx, inputs, nodes):
     uses = Op.save_for
     vers = None
     if uses is not None:  # keep only the inputs that the needed gradients read (PyTorch's rule)
-        keep = _KEEPERS.get(Op)
-        if keep is None:
-            keep = _KEEPERS[Op] = _KEEPERS.get(uses) or _KEEPERS.setdefault(uses, _keeper(uses))
+        keepers = _KEEPERS.get(Op)
+        if keepers is None:
+            keepers = _KEEPERS[Op] = _KEEPERS.get(uses) or _KEEPERS.setdefault(uses, _keeper(uses))
         if len(inputs) == len(uses):
-            inputs, vers = keep(inputs, nodes)
+            if not SAVED_ON and not ACTIVE.inference_ever:  # no hooks to pack them, no inference tensor to refuse
+                keepers[1](ctx, inputs, nodes)
+                return
+            inputs, vers = keepers[0](inputs, nodes)
         else:
             inputs = saved_for(uses, inputs, nodes)
     if SAVED_ON and SAVED_HOOKS.stack:
@@ -430,7 +433,7 @@ def save_inputs(ctx, inputs, nodes):
     ctx._vers = _VERS.get(vers) or _shared_vers(vers)
 
 
-_KEEPERS: dict = {}  # Op.save_for, and each Op class that has one -> its keeper (see _keeper)
+_KEEPERS: dict = {}  # Op.save_for, and each Op class that has one -> its keepers (see _keeper)
 
 # One tuple per distinct value, shared by every node that keeps it: an input's ``(shape, dtype)`` (by shape: the
 # last dtype seen with it, with the ``_shapes`` of a node of one such input, of two, and of one and a number)
@@ -468,8 +471,9 @@ def _meta(shape, dt):
 
 
 def _keeper(uses):
-    """``keep(inputs, nodes)``: the inputs that save_for ``uses`` keeps, None for the others (``Op.save_for``), and
-    their versions (None for what is no tensor).
+    """``(keep, keep_into)``: ``keep(inputs, nodes)`` gives the inputs that save_for ``uses`` keeps, None for the
+    others (``Op.save_for``), and their versions (None for what is no tensor); ``keep_into(ctx, inputs, nodes)``
+    sets them on node ``ctx`` as its ``_saved`` and shared ``_vers``.
 
     Spelled out in source, one line per input (``a0 = inputs[0] if nodes[1] is not None else None``): a third of
     the cost of walking ``uses`` on every recorded op, and the versions without a loop.
@@ -485,10 +489,13 @@ def _keeper(uses):
         lines.append(f"    a{i} = {value}\n")
         kept.append(f"a{i}, ")
         vers.append(f"(a{i}._ver if a{i}._base is None else a{i}._base._ver) if isinstance(a{i}, Tensor) else None, ")
-    src = f"def keep(inputs, nodes):\n{''.join(lines)}    return ({''.join(kept)}), ({''.join(vers)})\n"
-    ns = {"Tensor": Tensor}
+    kept, vers = "".join(kept), "".join(vers)
+    src = (f"def keep(inputs, nodes):\n{''.join(lines)}    return ({kept}), ({vers})\n\n\n"
+           f"def keep_into(ctx, inputs, nodes):\n{''.join(lines)}    ctx._saved = ({kept})\n    vers = ({vers})\n"
+           f"    ctx._vers = _VERS.get(vers) or _shared_vers(vers)\n")
+    ns = {"Tensor": Tensor, "_VERS": _VERS, "_shared_vers": _shared_vers}
     exec(compile(src, f"<save_for {uses!r}>", "exec"), ns)  # noqa: S102 - source from integers only
-    return ns["keep"]
+    return ns["keep"], ns["keep_into"]
 
 
 _INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
