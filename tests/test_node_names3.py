@@ -1,8 +1,8 @@
 """Nodes named and saving as PyTorch's: the unsafe splits, the ``*_copy`` views, ``diag`` of a matrix, ``polygamma_``,
 ``ravel`` and ``diff`` of order 0 under PyTorch's node names; and the tensors PyTorch's nodes keep (``_saved_*``) for
 gather, index_add/index_copy, masked_scatter, max/min along a dim, pow and sgn, linear, lerp, the vector norms,
-dist, addr, batch norm and layer norm: names, values (None where PyTorch keeps none), freed by the backward, and
-the gradients of the ops whose nodes changed, against PyTorch and by gradcheck."""
+dist, addr, batch norm, layer norm, binary cross entropy and cross entropy: names, values (None where PyTorch keeps
+none), freed by the backward, and the gradients of the ops whose nodes changed, against PyTorch and by gradcheck."""
 from __future__ import annotations
 
 import math
@@ -125,7 +125,8 @@ def _freed(fn, name):
 SAVED = {
     "gather": (lambda m, x: x.gather(1, x.new_tensor([[0, 2], [1, 1]]).long()), [(2, 3)]),
     "index_add_alpha": (lambda m, x, s: x.index_add(0, x.new_tensor([2, 0]).long(), s, alpha=2), [(3, 4), (2, 4)]),
-    "index_add_no_source_grad": (lambda m, x, s: x.index_add(0, x.new_tensor([2, 0]).long(), s.detach()), [(3, 4), (2, 4)]),
+    "index_add_no_source_grad": (lambda m, x, s: x.index_add(0, x.new_tensor([2, 0]).long(), s.detach()),
+                                 [(3, 4), (2, 4)]),
     "index_copy": (lambda m, x, s: x.index_copy(0, x.new_tensor([2, 0]).long(), s), [(3, 4), (2, 4)]),
     "masked_scatter": (lambda m, x, s: x.masked_scatter(x.new_tensor([1, 0, 1, 1]).bool(), s), [(3, 4), (12,)]),
     "max_dim": (lambda m, x: x.max(1)[0], [(3, 4)]),
@@ -147,6 +148,12 @@ SAVED = {
     "batch_norm_running": (lambda m, x, w: m.nn.functional.batch_norm(
         x, x.new_zeros(3), x.new_ones(3), w, None, True), [(4, 3, 2), (3,)]),
     "layer_norm_bias_only": (lambda m, x, b: m.nn.functional.layer_norm(x, (3, 2), None, b), [(4, 3, 2), (3, 2)]),
+    "binary_cross_entropy_weight": (lambda m, p, t: m.nn.functional.binary_cross_entropy(
+        p * 0.5, t.detach() * 0.5, p.detach() + 1), [(2, 3), (2, 3)]),
+    "binary_cross_entropy_none": (lambda m, p, t: m.nn.functional.binary_cross_entropy(
+        p * 0.5, t * 0.5, reduction="none"), [(2, 3), (2, 3)]),
+    "cross_entropy_ignored": (lambda m, x: m.nn.functional.cross_entropy(x, x.new_tensor([0, 3, 1]).long(),
+                                                                         ignore_index=3, reduction="sum"), [(3, 4)]),
 }
 
 

@@ -349,9 +349,8 @@ def test_unknown_saved_name(device):
 # (a listed row that matches fails the sweep):
 SAVED_DIFFERENT = frozenset((
     # ember's op keeps what its own backward reads: double-backward convolutions the gradient and weight, the
-    # in-place activations their input, binary cross entropy and nll its own operands
+    # in-place activations their input
     "conv1d_input conv2d_input conv2d_weight conv3d_input conv3d_weight inplace_activations "
-    "binary_cross_entropy cross_entropy_index linear_cross_entropy "
     # a matrix power's products in another order (its last node's operands are other powers)
     "matrix_power "
     # values that cannot agree: singular vectors' signs (LAPACK's choice), PyTorch's eval-mode rrelu noise

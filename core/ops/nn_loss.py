@@ -12,7 +12,7 @@ import dataclasses
 import math
 import warnings
 
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, rename_node
+from ..autograd.function import Op, SavedOf, composite_node, keep_args, keep_saved, optional, rename_node
 from ..autograd.grad_mode import STATE, no_grad
 from ..state import is_grad_enabled
 from ..dispatch import apply, broadcast_error
@@ -206,7 +206,12 @@ class CrossEntropyIndex(Op):
 
     backward_name = "NllLossBackward0"
     save_inputs = True
-    saved_args = {"ignore_index": "ignore_index", "reduction": lambda n: 1 if n.mean else 2}
+    saved_names = (None, "target")
+    # PyTorch's nll node keeps log_softmax's result (made when read from the logits kept) and the targets' total
+    # weight (the number not ignored)
+    saved_args = {"ignore_index": "ignore_index", "reduction": lambda n: 1 if n.mean else 2,
+                  "self": lambda n: _log_probabilities(n._value_saved(0)), "weight": lambda n: optional(None),
+                  "total_weight": lambda n: (n._value_saved(1) != n.ignore_index).sum().to(n._value_saved(0).dtype)}
 
     @staticmethod
     def forward(ctx, k, x, t, ignore_index, mean):
@@ -230,6 +235,12 @@ class CrossEntropyIndex(Op):
             return (softmax(x, -1) - _wrap(ctx.target, dev)) * (_wrap(ctx.coef, dev) * g), None
         onehot, coef = _index_weights(x, ctx.inputs[1], ctx.ignore_index, ctx.mean)
         return (softmax(x, -1) - onehot) * (coef * g), None
+
+
+def _log_probabilities(x):
+    """``log_softmax(x, -1)`` outside the graph (a saved value read)."""
+    with no_grad():
+        return log_softmax(x, -1)
 
 
 def _index_weights(x, t, ignore_index, mean):
@@ -340,12 +351,15 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {dtypes.type_name(target.dtype)} but expected {dtypes.type_name(input.dtype)}")
     dtypes.check_kernel("binary_cross_entropy", input, dtypes.FLOATING_AND_HALF, empty_ok=False)
-    loss = apply(BinaryCrossEntropy, input, target)
-    if weight is not None:
-        loss = loss * weight
+    bce = apply(BinaryCrossEntropy, input, target)
+    loss = bce if weight is None else bce * weight
     r = reduce_loss(loss, legacy_reduction(reduction, size_average, reduce), "binary_cross_entropy")
-    r = rename_node(r, "BinaryCrossEntropyBackward0")  # PyTorch's one node, the reduction included
-    return keep_args(r, reduction=_REDUCTIONS.index(legacy_reduction(reduction, size_average, reduce)))
+    # PyTorch's one node, the reduction included: it keeps the input and target (as the elementwise node keeps
+    # them) and the weight given, not the values of the steps ember composes it of
+    r = rename_node(r, "BinaryCrossEntropyBackward0", (None, None))
+    kept = {} if bce._fn is None else {"self": SavedOf(bce._fn, 0), "target": SavedOf(bce._fn, 1),
+                                       "weight": optional(weight)}
+    return keep_args(r, reduction=_REDUCTIONS.index(legacy_reduction(reduction, size_average, reduce)), **kept)
 
 
 @export(to=("nn.functional",))
