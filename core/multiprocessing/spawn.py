@@ -107,14 +107,16 @@ class ProcessContext:
 
 _LAUNCHER: dict = {}  # the wrapper script and the folder it lives in, made once per process
 
-# What mpiexec runs: the child's interpreter as a subprocess, signals passed on to it. A child ended by a signal
-# leaves the signal's number in the status file (named by mpiexec's pid, the pid multiprocessing knows) and the
-# reaper exits as a shell would (128 + the signal): mpiexec then sees no process killed and prints no banner.
+# What mpiexec runs: the child's interpreter as a subprocess, SIGTERM (terminate(), which mpiexec forwards) passed
+# on to it; SIGINT is not, as a Ctrl-C reaches the child, in the same process group, itself (and a second one would
+# break its clean exit). A child ended by a signal leaves the signal's number in the status file (named by
+# mpiexec's pid, the pid multiprocessing knows) and the reaper exits as a shell would (128 + the signal): mpiexec
+# then sees no process killed and prints no banner.
 _REAPER = """\
 import signal, subprocess, sys
 status, child = sys.argv[1], subprocess.Popen([sys.executable, *sys.argv[2:]], close_fds=False)
-for sig in (signal.SIGTERM, signal.SIGINT):
-    signal.signal(sig, lambda sig, frame: child.send_signal(sig))
+signal.signal(signal.SIGTERM, lambda sig, frame: child.send_signal(sig))
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 code = child.wait()
 if code < 0:
     with open(status, "w") as f:
