@@ -158,7 +158,8 @@ def unary(Op, a, *params):
     dev = a._dev
     ctx = _new(Op)
     try:
-        out = Op.forward(ctx, dev.kernels, a._data, *params)
+        # (a call without *params when there are none: a star call costs ~60 ns more)
+        out = Op.forward(ctx, dev.kernels, a._data, *params) if params else Op.forward(ctx, dev.kernels, a._data)
     except (ValueError, TypeError) as exc:
         raise kernel_error(Op, exc, (a._data,)) from None
     if a._rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
@@ -215,7 +216,7 @@ def binary(Op, a, b, *params):
         return NotImplemented
     ctx = _new(Op)
     try:
-        out = Op.forward(ctx, dev.kernels, x, y, *params)
+        out = Op.forward(ctx, dev.kernels, x, y, *params) if params else Op.forward(ctx, dev.kernels, x, y)
     except (ValueError, TypeError, IndexError) as exc:
         raise kernel_error(Op, exc, (x, y)) from None
     if rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
