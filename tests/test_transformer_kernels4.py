@@ -179,3 +179,25 @@ def test_embedding_node_keeps_its_indices_and_refuses_them_changed_as_torch(devi
         idx.add_(0)  # (a new version)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+@pytest.mark.parametrize("name,kw", [("AdamW", {}), ("AdamW", {"amsgrad": True, "maximize": True}),
+                                     ("Adam", {"weight_decay": 0.1}), ("NAdam", {}), ("RAdam", {}),
+                                     ("Adamax", {})])
+def test_adam_family_updates_match_torch(device, name, kw):
+    # the moments' and the step's temporaries reused in place: each trajectory still PyTorch's to rounding
+    rng = np.random.default_rng(9)
+    shapes = ((64,), (48, 64), (3,))
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(5)]
+    got = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        ps = [lib.nn.Parameter(lib.tensor(a, device=dev)) for a in init]
+        opt = getattr(lib.optim, name)(ps, lr=0.01, **kw)
+        for step in grads:
+            for p, g in zip(ps, step):
+                p.grad = lib.tensor(g, device=dev)
+            opt.step()
+        got.append([_np(p) for p in ps] + [_np(v) for p in ps for k, v in sorted(opt.state[p].items())])
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

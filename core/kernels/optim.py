@@ -72,9 +72,11 @@ def kernels(xp, strategy=None) -> dict:
         return _grad(p, g, weight_decay, maximize)
 
     def _lerp_(a, b, w):
-        # a.lerp_(b, w) with PyTorch's two-sided formula
+        # a.lerp_(b, w) with PyTorch's two-sided formula (in place where it may: one temporary, not two)
         if w < 0.5:
-            a += w * (b - a)
+            t = b - a
+            t *= w
+            a += t
         else:
             a[...] = b - (b - a) * (1 - w)
 
@@ -82,7 +84,9 @@ def kernels(xp, strategy=None) -> dict:
         # Adam-family first and second moments
         _lerp_(m, g, 1 - beta1)
         v *= beta2
-        v += (1 - beta2) * (g * g)
+        t = g * g
+        t *= 1 - beta2
+        v += t
 
     def _sgd(p, g, buf, first, lr, weight_decay, momentum, dampening, nesterov, maximize):
         g = _grad(p, g, weight_decay, maximize)
@@ -112,8 +116,12 @@ def kernels(xp, strategy=None) -> dict:
         if vmax is not None:
             vmax[...] = xp.maximum(vmax, v)
             v = vmax
-        denom = xp.sqrt(v) / bc2_sqrt + eps
-        p -= step_size * (m / denom)
+        denom = xp.sqrt(v)  # (sqrt(v) / bc2_sqrt + eps, then step_size * (m / denom), the temporaries reused)
+        denom /= bc2_sqrt
+        denom += eps
+        d = m / denom
+        d *= step_size
+        p -= d
 
     def adamax_update(p, g, m, u, step, lr, beta1, beta2, eps, weight_decay, maximize):
         g = _grad(p, g, weight_decay, maximize)
