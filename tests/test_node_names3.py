@@ -1,8 +1,9 @@
 """Nodes named and saving as PyTorch's: the unsafe splits, the ``*_copy`` views, ``diag`` of a matrix, ``polygamma_``,
 ``ravel`` and ``diff`` of order 0 under PyTorch's node names; and the tensors PyTorch's nodes keep (``_saved_*``) for
 gather, index_add/index_copy, masked_scatter, max/min along a dim, pow and sgn, linear, lerp, the vector norms,
-dist, addr, batch norm, layer norm, binary cross entropy and cross entropy: names, values (None where PyTorch keeps
-none), freed by the backward, and the gradients of the ops whose nodes changed, against PyTorch and by gradcheck."""
+dist, addr, batch norm, layer norm, binary cross entropy, cross entropy and the in-place activations: names,
+values (None where PyTorch keeps none), freed by the backward, and the gradients of the ops whose nodes changed,
+against PyTorch and by gradcheck."""
 from __future__ import annotations
 
 import math
@@ -157,6 +158,16 @@ SAVED = {
 }
 
 
+# the in-place activations keep their result, as PyTorch's nodes (the input is overwritten)
+# (celu's alpha exact in float32: PyTorch's in-place celu computes with it rounded to float32)
+SAVED.update({name: (call, [(3, 4)]) for name, call in {
+    "elu_": lambda m, x: m.nn.functional.elu_(x - 0.75, 0.5),
+    "celu_": lambda m, x: m.nn.functional.celu_(x - 0.75, 0.5),
+    "selu_": lambda m, x: m.nn.functional.selu_(x - 0.75),
+    "leaky_relu_": lambda m, x: m.nn.functional.leaky_relu_(x - 0.75, 0.2),
+}.items()})
+
+
 @pytest.mark.parametrize("label", sorted(SAVED))
 def test_saved_tensors_as_pytorch(label, device):
     """The node keeps PyTorch's tensors by PyTorch's names (None where PyTorch keeps none), equal in value; the
@@ -221,6 +232,17 @@ def test_lerp_keeps_ends_for_the_weight_only(needs, device):
     assert ember.autograd.gradcheck(lambda *t: ember.lerp(*t), x)
 
 
+@pytest.mark.parametrize("call", [lambda m, x: m.nn.functional.elu(x, -0.5, inplace=True),
+                                  lambda m, x: m.nn.functional.leaky_relu(x, -0.2, inplace=True)])
+def test_inplace_activation_negative_slope_refused(call, device):
+    """An in-place activation's gradient comes from its result: PyTorch refuses it for a negative slope."""
+    for m, kw in ((torch, {}), (ember, {"device": device})):
+        x = m.tensor([1.0, -2.0], requires_grad=True, **kw)
+        y = call(m, x * 1)
+        with pytest.raises(RuntimeError, match="negative slope which is not supported"):
+            y.sum().backward()
+
+
 def test_gradcheck_of_nodes_keeping_more(device):
     x = ember.tensor(_data(3, 4), requires_grad=True, device=device)
     s = ember.tensor(_data(2, 4, seed=1), requires_grad=True, device=device)
@@ -232,3 +254,6 @@ def test_gradcheck_of_nodes_keeping_more(device):
     mask = ember.tensor([True, False, True, False], device=device)
     assert ember.autograd.gradcheck(lambda t, u: t.masked_scatter(mask, u), (x, s))
     assert ember.autograd.gradcheck(lambda t, u: ember.dist(t[:2], u, 3), (x, s))
+    for inplace in (lambda t: ember.nn.functional.elu_(t - 0.75, 0.5), lambda t: ember.nn.functional.celu_(t - 0.75),
+                    lambda t: ember.nn.functional.leaky_relu_(t - 0.75, 0.2)):
+        assert ember.autograd.gradcheck(inplace, (x,)) and ember.autograd.gradgradcheck(inplace, (x,))

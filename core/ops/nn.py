@@ -271,13 +271,15 @@ def _act(input, name, ops, inplace, *params):  # noqa: A002
     return _inplace(input, lambda x: unary(Op, x, *params), inplace, name)
 
 
-def _rows(name, kernel, vjp, params=(), inplace_node=False):
-    """The Op of activation ``name`` (``<name>Backward0``) and the one its in-place form records."""
+def _rows(name, kernel, vjp, params=(), inplace_node=False, result_vjp=None):
+    """The Op of activation ``name`` (``<name>Backward0``) and the one its in-place form records; with
+    ``result_vjp``, that one keeps the result (PyTorch's in-place node: the input is overwritten), its gradient
+    computed from it."""
     Op = op_class(name, kernel, saves="input", vjp=vjp, params=params, tags=("pointwise",))
     if not inplace_node:
         return Op, Op
-    return Op, op_class(name + "_", kernel, saves="input", vjp=vjp, params=params, backward_name=name + "Backward1",
-                        tags=("pointwise",))
+    return Op, op_class(name + "_", kernel, saves="output" if result_vjp else "input", vjp=result_vjp or vjp,
+                        params=params, backward_name=name + "Backward1", tags=("pointwise",))
 
 
 def _zero(g):
@@ -294,6 +296,25 @@ def _leaky_relu_vjp(ctx, g):
     return where(ctx.inputs[0] > 0, g, g * ctx.slope)
 
 
+_NEGATIVE_SLOPE_INPLACE = ("In-place {} backward calculation is triggered with a negative slope which is not "
+                           "supported. This is caused by calling in-place forward function with a negative slope, "
+                           "please call out-of-place version instead.")
+
+
+def _elu_result_vjp(ctx, g):
+    # from the result y: y > 0 where x > 0, and below the slope is input_scale * (y + alpha * scale)
+    if ctx.alpha < 0:
+        raise RuntimeError(_NEGATIVE_SLOPE_INPLACE.format("elu"))
+    y = ctx.output
+    return where(y > 0, g * ctx.scale, g * ((y + ctx.alpha * ctx.scale) * ctx.input_scale))
+
+
+def _leaky_relu_result_vjp(ctx, g):
+    if ctx.slope < 0:
+        raise RuntimeError(_NEGATIVE_SLOPE_INPLACE.format("leakyReLu"))
+    return where(ctx.output > 0, g, g * ctx.slope)
+
+
 def _threshold_vjp(ctx, g):
     return where(ctx.inputs[0] <= ctx.th, _zero(g), g)  # (a NaN threshold or input passes the gradient)
 
@@ -303,9 +324,9 @@ def _shrink_vjp(ctx, g):
 
 
 _ELU = ("alpha", "scale", "input_scale")
-ELU = _rows("Elu", "nn_elu", _elu_vjp, _ELU, inplace_node=True)  # elu and selu
-CELU = _rows("Celu", "nn_elu", _elu_vjp, _ELU, inplace_node=True)
-LEAKY_RELU = _rows("LeakyRelu", "nn_leaky_relu", _leaky_relu_vjp, ("slope",), inplace_node=True)
+ELU = _rows("Elu", "nn_elu", _elu_vjp, _ELU, True, _elu_result_vjp)  # elu and selu
+CELU = _rows("Celu", "nn_elu", _elu_vjp, _ELU, True, _elu_result_vjp)
+LEAKY_RELU = _rows("LeakyRelu", "nn_leaky_relu", _leaky_relu_vjp, ("slope",), True, _leaky_relu_result_vjp)
 THRESHOLD = _rows("Threshold", "nn_threshold", _threshold_vjp, ("th", "value"), inplace_node=True)
 Softshrink, _ = _rows("Softshrink", "nn_softshrink", _shrink_vjp, ("lambd",))
 Hardshrink, _ = _rows("Hardshrink", "nn_hardshrink", _shrink_vjp, ("lambd",))
@@ -1614,12 +1635,17 @@ def _rrelu_vjp(ctx, g):
     return where(x > 0, g, g * noise), None
 
 
+def _rrelu_result_vjp(ctx, g):
+    # (the slopes are positive: the result is positive where the input is)
+    return where(ctx.output > 0, g, g * ctx.inputs[1]), None
+
+
 # the slopes (``noise``) are an input without gradient: a number, or drawn per element in training
 RRELU = (op_class("RreluWithNoise", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2, tags=("pointwise",)),
-         op_class("RreluWithNoise_", "nn_leaky_relu", saves="input", vjp=_rrelu_vjp, arity=2,
-                  backward_name="RreluWithNoiseBackward1", tags=("pointwise",)))
-for _op in RRELU:
-    _op.saved_names = ("self", "noise")
+         op_class("RreluWithNoise_", "nn_leaky_relu", saves="both", vjp=_rrelu_result_vjp, arity=2,
+                  backward_name="RreluWithNoiseBackward1", tags=("pointwise",), save_for=((), None),
+                  saved_names=(None, "noise")))  # (PyTorch's in-place node keeps the result and the noise)
+RRELU[0].saved_names = ("self", "noise")
 
 
 @export(to=("torch",))
