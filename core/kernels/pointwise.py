@@ -190,7 +190,10 @@ def kernels(xp, strategy=None) -> dict:
         return r.astype(x.dtype, copy=False)
 
     def lerp(a, b, w):
-        return a + w * (b - a)
+        # PyTorch's two-sided formula, from the nearer end: exact at w = 1, and inf - inf (NaN) only on the far side
+        if isinstance(w, (int, float, complex)):
+            return a + w * (b - a) if abs(w) < 0.5 else b - (b - a) * (1 - w)
+        return xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
     def fmod(a, b):
         return xp.fmod(a, b)

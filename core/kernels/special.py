@@ -156,7 +156,11 @@ def kernels(xp) -> dict:
     of_order = sci("polygamma")
 
     def polygamma(x, n):  # SciPy's argument order is (n, x)
-        return of_order(xp.full_like(x, n), x) if lib is not None else of_order(x, n)
+        r = of_order(xp.full_like(x, n), x) if lib is not None else of_order(x, n)
+        # PyTorch's: order 2 and up is n! zeta(n + 1, x), NaN at x = inf as its zeta; trigamma's reflection step
+        # takes sin(pi x), NaN at x = -inf
+        nan_at = math.inf if n >= 2 else -math.inf if n == 1 else None
+        return r if nan_at is None else xp.where(x == nan_at, xp.full_like(r, math.nan), r)
 
     gammaln = sci("gammaln")
 

@@ -1123,8 +1123,13 @@ def lerp(input, end, weight, *, out=None):  # noqa: A002
     if isinstance(input, Tensor) and input.dtype.category < dtypes.FLOAT:
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"lerp: \"lerp_kernel_{kind}\" not implemented for '{_type_name(input.dtype)}'")
-    if not isinstance(weight, Tensor):
-        return out_or(keep_args(rename_node(input + weight * (end - input), "LerpBackward0"), weight=weight), out)
+    if input.dtype in dtypes.REDUCED_FLOATING_TYPES:  # in float32, rounded once, as PyTorch's kernel
+        w = cast(weight, dtypes.float32) if isinstance(weight, Tensor) else weight
+        return out_or(lerp(cast(input, dtypes.float32), cast(end, dtypes.float32), w).to(input.dtype), out)
+    if not isinstance(weight, Tensor):  # PyTorch's two-sided formula, from the nearer end (exact at weight 1)
+        near = math.hypot(weight.real, weight.imag) < 0.5  # (|weight|, a complex one too)
+        r = input + weight * (end - input) if near else end - (end - input) * (1 - weight)
+        return out_or(keep_args(rename_node(r, "LerpBackward0"), weight=weight), out)
     weight = cast(weight, input.dtype)  # a 0-d weight of another dtype computes in input's
     return out_or(rename_node(apply(Lerp, input, end, weight), "LerpBackward1"), out)
 
