@@ -170,23 +170,6 @@ def test_tiny_softmax_checks_second_order_and_out(device):
     assert out.tolist() == [0.5, 0.5]
 
 
-def test_tiny_multinomial_draws_as_the_shared_kernel(device):
-    cpu = pytest.importorskip("ember_cpu_numpy")
-    if not isinstance(ember.empty(1, device=device)._dev.backend, cpu.NumpyBackend):
-        pytest.skip("tests the NumPy backend's own kernel")
-    fast, shared = ember.empty(1, device=device)._dev.kernels["multinomial"], ember.kernels.library(np)["multinomial"]
-    rng = np.random.default_rng(0)
-    for shape, n, dtype in [((2,), 1, np.float32), ((7,), 2, np.float64), ((2, 3), 2, np.float16), ((3, 5), 1,
-                                                                                                      np.float32)]:
-        for _ in range(50):
-            p = rng.random(shape).astype(dtype)
-            p[p < 0.25] = 0  # (zero categories are never drawn)
-            p[..., 0] = 0.5  # (no row of zeros)
-            seed = int(rng.integers(1 << 30))
-            a, b = shared(np.random.default_rng(seed), p, n, True), fast(np.random.default_rng(seed), p, n, True)
-            assert a.dtype == b.dtype == np.int64 and a.shape == b.shape and np.array_equal(a, b)
-
-
 def test_one_categorical_sample(device):
     ember.manual_seed(0)
     d = ember.distributions.Categorical(ember.tensor([0.2, 0.0, 0.8], device=device))

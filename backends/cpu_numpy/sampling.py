@@ -217,7 +217,8 @@ def multinomial(gen, probs, n, replacement):
         cum /= cum[:, -1:]
         cum[:, -1] = 1
         u = _unit(gen, rows.shape[0] * n, True).reshape(rows.shape[0], n)
-        idx = np.stack([np.searchsorted(c.astype(_F64), v, side="left") for c, v in zip(cum, u)])
+        idx = np.array([np.searchsorted(c.astype(_F64), v, side="left") for c, v in zip(cum, u)], np.int64)
+        idx = idx.reshape(u.shape)  # (no rows: (0, n))
     else:
         keys = rows / exponential(gen, rows.shape, rows.dtype, 1.0)
         idx = np.argmax(keys, axis=1)[:, None] if n == 1 else np.argsort(-keys, axis=1, kind="stable")[:, :n]
