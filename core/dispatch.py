@@ -158,8 +158,13 @@ def unary(Op, a, *params):
     dev = a._dev
     ctx = _new(Op)
     try:
-        # (a call without *params when there are none: a star call costs ~60 ns more)
-        out = Op.forward(ctx, dev.kernels, a._data, *params) if params else Op.forward(ctx, dev.kernels, a._data)
+        # (no star call for none or one parameter, a view's shape: a star call costs ~60 ns more)
+        if not params:
+            out = Op.forward(ctx, dev.kernels, a._data)
+        elif len(params) == 1:
+            out = Op.forward(ctx, dev.kernels, a._data, params[0])
+        else:
+            out = Op.forward(ctx, dev.kernels, a._data, *params)
     except (ValueError, TypeError) as exc:
         raise kernel_error(Op, exc, (a._data,)) from None
     if a._rg and (not GRAD_OFF or (m := modes()) is None or m.grad):
@@ -626,7 +631,7 @@ def view_op(Op, a, *params):
         r = intercepted(view_op, Op, (a, *params))
         if r is not PASS:
             return r
-    out = unary(Op, a, *params)
+    out = unary(Op, a, params[0]) if len(params) == 1 else unary(Op, a, *params)  # (see unary)
     b = a._base
     if b is None:
         b = a
