@@ -1,5 +1,9 @@
 """Random generators: one default per device, ``ember.Generator`` for private streams.
 
+Each backend makes its own stream.  The CPU backend's is PyTorch's: mt19937 seeded as PyTorch seeds it, drawn by
+PyTorch's CPU algorithms, with PyTorch's state layout, so ``manual_seed(s)`` gives PyTorch's numbers and a state
+from ``torch.get_rng_state()`` loads here (and back).
+
 >>> import ember
 >>> _ = ember.manual_seed(0)
 >>> a = ember.rand(2)
