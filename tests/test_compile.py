@@ -808,3 +808,14 @@ def test_recompile_limit_per_call_and_config_alias(device):
     assert config.cache_size_limit == config.recompile_limit == 8
     with pytest.raises(NotImplementedError, match="shapes_spec"):
         ember.compile(f, shapes_spec=object())
+
+
+def test_fullgraph_past_the_global_limit_runs_eagerly(device):
+    """Past ``config.recompile_limit`` a ``fullgraph=True`` function without a limit of its own runs eagerly
+    (ember keeps variants, e.g. of other ranks, that PyTorch's symbolic shapes would merge)."""
+    from ember._dynamo import config
+    g = ember.compile(lambda x: x.sum(), fullgraph=True)
+    with config.patch(recompile_limit=2):
+        for n in range(1, 5):
+            assert g(ember.ones(*[2] * n, device=device)).item() == 2.0 ** n
+    assert len(g._compiled.cache) == 2

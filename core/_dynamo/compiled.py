@@ -366,7 +366,8 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             limit = config.recompile_limit if self.recompile_limit is None else self.recompile_limit
             if len(self.cache) >= limit:
-                if self.fullgraph:
+                if self.fullgraph and self.recompile_limit is not None:  # (only a limit of the call's own: ember
+                    # keeps variants PyTorch's symbolic shapes would merge, so the global limit runs eagerly)
                     raise FailOnRecompileLimitHit(f"ember.compile: {self.name} hit its recompile limit ({limit} "
                                                   "variants), and fullgraph=True forbids running it eagerly")
                 return self.fn(*args, **kwargs)

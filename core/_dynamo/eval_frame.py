@@ -84,7 +84,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, 
     NumPy ufunc calls (``"numpy"``), or numba kernels where numba is installed and the run is long or large
     enough to gain (``"auto"``, the default; see ``ember._dynamo.jit``). ``recompile_limit``: the variants this
     call may capture (None: ``ember._dynamo.config.recompile_limit``), past which calls run eagerly, or raise
-    :class:`~ember._dynamo.exc.FailOnRecompileLimitHit` with ``fullgraph=True``. Each ``compile`` call keeps
+    :class:`~ember._dynamo.exc.FailOnRecompileLimitHit` with ``fullgraph=True`` (past the global limit such calls
+    run eagerly: ember keeps variants that PyTorch's symbolic shapes would merge). Each ``compile`` call keeps
     its own variants, so ``isolate_recompiles`` changes nothing; ``name`` names the compiled region in
     messages. ``shapes_spec`` (PyTorch's experimental per-dim specs) is not supported and must be None. A function
     comes back as a compiled function, a Module as an :class:`OptimizedModule` around it. Usable as
