@@ -201,3 +201,47 @@ def test_adam_family_updates_match_torch(device, name, kw):
         got.append([_np(p) for p in ps] + [_np(v) for p in ps for k, v in sorted(opt.state[p].items())])
     for a, b in zip(*got):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("form", ["causal", "full mask", "transposed", "mask grows the input", "tensor value"])
+def test_masked_fill_of_large_inputs_matches_torch(device, dtype, form):
+    # 4096 elements and up with a mask broadcasting to the input: the CPU backend's copy-then-write form
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((8, 4, 16, 16)) * 5).astype(dtype)
+    mask = np.triu(np.ones((16, 16), bool), 1)[None, None]
+    value = -np.inf if dtype.startswith("float") else True if dtype == "bool" else -7
+    if form == "full mask":
+        mask = rng.random(x.shape) < 0.3
+    elif form == "transposed":
+        x = x.transpose(0, 1, 3, 2)
+    elif form == "mask grows the input":  # (out of place, the result takes the broadcast shape)
+        x, mask = x[:1], np.broadcast_to(mask, (3, 4, 16, 16)).copy()
+    ex, tx = ember.tensor(np.ascontiguousarray(x), device=device), torch.tensor(np.ascontiguousarray(x))
+    if form == "transposed":
+        ex, tx = ember.tensor(x.transpose(0, 1, 3, 2).copy(), device=device).transpose(2, 3), \
+            torch.tensor(x.transpose(0, 1, 3, 2).copy()).transpose(2, 3)
+    ev, tv = value, value
+    if form == "tensor value":
+        ev, tv = ember.tensor(value, dtype=ex.dtype, device=device), torch.tensor(value, dtype=tx.dtype)
+    got = ex.masked_fill(ember.tensor(mask, device=device), ev)
+    want = tx.masked_fill(torch.tensor(mask), tv)
+    assert tuple(got.shape) == tuple(want.shape) and str(got.dtype)[6:] == str(want.dtype)[6:]
+    np.testing.assert_array_equal(_np(got), want.numpy())
+    np.testing.assert_array_equal(_np(ex), tx.numpy())  # (the input untouched)
+
+
+def test_masked_fill_gradient_of_attention_scores_matches_torch(device):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 2, 32, 32)).astype(np.float32)
+    g = rng.standard_normal(a.shape).astype(np.float32)
+    g[0, 0, 0, 5] = np.nan  # (at a masked position: softmax's backward spreads it over its row, as PyTorch's)
+    mask = np.triu(np.ones((32, 32), bool), 1)
+    got = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        x = lib.tensor(a, device=dev, requires_grad=True)
+        y = x.masked_fill(lib.tensor(mask, device=dev), float("-inf")).softmax(-1)
+        y.backward(lib.tensor(g, device=dev))
+        got.append((_np(y), _np(x.grad)))
+    np.testing.assert_allclose(got[0][0], got[1][0], rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(got[0][1], got[1][1], rtol=2e-5, atol=1e-6)

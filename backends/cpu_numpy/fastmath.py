@@ -25,6 +25,9 @@ shared kernels' within float32 tolerance, not bit for bit:
 * ``layer_norm`` over the last axis of float32 and its backward ``layer_norm_backward``: the shared kernels with
   the means over the rows (and the backward's sums over them) as matrix-vector products, as the ``mean``
   kernel below (so the composed ops of a traced model give the same bits);
+* ``masked_fill`` of at least :data:`MIN_SIZE` elements whose mask broadcasts to the input (attention's causal
+  mask): a copy, then the value written where the mask is set (``copyto``'s ``where``), exact, ~15% faster than
+  the three-operand ``where``;
 * ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
   index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation;
 * at the other end, ``softmax`` and ``log_softmax`` of float32 and float64 arrays of at most :data:`TINY`
@@ -459,6 +462,21 @@ def overrides(kernels: dict) -> dict:
                 return layer_norm_backward(g, x, w, mean, rstd, nd, need)
             return layer_norm_backward(g, x, w, mean, rstd, nd, need, row_mean, column_total)
         out["layer_norm_backward"] = fast_layer_norm_backward
+
+    masked_fill = kernels.get("masked_fill")
+    if masked_fill is not None:
+        masked_fill_ = _bare(masked_fill)
+
+        def fast_masked_fill(x, mask, value):
+            # a copy of x with the value written where the mask (broadcast to x, not growing it) is set: two passes
+            # of copies, where a three-operand where with a broadcast mask runs its inner loop a row at a time
+            if x.size < MIN_SIZE or type(x) is not np.ndarray or type(mask) is not np.ndarray or \
+                    mask.ndim > x.ndim or any(m not in (1, n) for m, n in zip(mask.shape[::-1], x.shape[::-1])):
+                return masked_fill_(x, mask, value)
+            out = np.array(x, order="C")  # (C-ordered, as where's result)
+            np.copyto(out, np.asarray(value, dtype=x.dtype), where=mask)
+            return out
+        out["masked_fill"] = fast_masked_fill
 
     index_add = kernels.get("index_add")  # (not a quiet kernel: the fallback is the table's entry as it is)
     if index_add is not None:
