@@ -834,7 +834,7 @@ def _weights_only(weights_only, pickle_module) -> bool:
     return bool(weights_only)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: Optional[bool] = None, mmap=None,
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None, mmap=None,
          **pickle_load_args):
     """Read what :func:`save` wrote (or a PyTorch ``.pt``/``.pth`` checkpoint) without running code.
 

@@ -18,12 +18,12 @@ import ember
 torch = pytest.importorskip("torch")
 
 
-def _outcome(fn):
+def _outcome(fn, *args, **kwargs):
     """What a call did, and its result: ``("ok", warning classes), result`` or ``("raise", class name), None``."""
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
-            result = fn()
+            result = fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - the class is the outcome compared
             return ("raise", type(e).__name__), None
     return ("ok", sorted({w.category.__name__ for w in seen})), result
@@ -49,8 +49,8 @@ def test_load_weights_only_default_and_environment(device, tmp_path, monkeypatch
                     for combo in itertools.product((None, True, False), (None, pickle))]
     for kwargs in kwargs_cases:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        got, loaded = _outcome(lambda: ember.load(tmp_path / "e.pt", **kwargs))
-        want, _ = _outcome(lambda: torch.load(tmp_path / "t.pt", **kwargs))
+        got, loaded = _outcome(ember.load, tmp_path / "e.pt", **kwargs)
+        want, _ = _outcome(torch.load, tmp_path / "t.pt", **kwargs)
         assert got == want, (env, kwargs)
         if got[0] == "ok":
             assert np.array_equal(loaded["a"], array) and loaded["t"].device.type == device
