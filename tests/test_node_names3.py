@@ -1,9 +1,9 @@
 """Nodes named and saving as PyTorch's: the unsafe splits, the ``*_copy`` views, ``diag`` of a matrix, ``polygamma_``,
-``ravel`` and ``diff`` of order 0 under PyTorch's node names; and the tensors PyTorch's nodes keep (``_saved_*``) for
-gather, index_add/index_copy, masked_scatter, max/min along a dim, pow and sgn, linear, lerp, the vector norms,
-dist, addr, batch norm, layer norm, binary cross entropy, cross entropy and the in-place activations: names,
-values (None where PyTorch keeps none), freed by the backward, and the gradients of the ops whose nodes changed,
-against PyTorch and by gradcheck."""
+``ravel``, ``diff`` of order 0 and the matrix powers under PyTorch's node names; and the tensors PyTorch's nodes keep
+(``_saved_*``) for gather, index_add/index_copy, masked_scatter, max/min along a dim, pow and sgn, linear, lerp, the
+vector norms, dist, addr, batch norm, layer norm, binary cross entropy, cross entropy and the in-place activations:
+names, values (None where PyTorch keeps none), freed by the backward, and the gradients of the ops whose nodes
+changed, against PyTorch and by gradcheck."""
 from __future__ import annotations
 
 import math
@@ -70,6 +70,10 @@ NAMED = {
     "polygamma_0": (lambda m, x: (x * 1).polygamma_(0), (2, 3)),
     "ravel_transposed": (lambda m, x: x.t().ravel(), (2, 3)),
     "diff_order_0": (lambda m, x: m.diff(x, 0, 0, prepend=x * 2), (4, 3)),
+    "matrix_power_1": (lambda m, a: m.linalg.matrix_power(a, 1), (3, 3)),
+    "matrix_power_3": (lambda m, a: m.linalg.matrix_power(a, 3), (2, 3, 3)),
+    "matrix_power_6": (lambda m, a: m.linalg.matrix_power(a, 6), (3, 3)),
+    "matrix_power_inverse": (lambda m, a: m.linalg.matrix_power(a + 2 * m.eye(3, dtype=a.dtype), -3), (3, 3)),
 }
 
 
@@ -92,6 +96,14 @@ def test_named_nodes_keep_arguments(device):
                 np.testing.assert_allclose(g.detach().cpu().numpy(), w.detach().numpy())
             else:
                 assert g == w, n
+
+
+def test_matrix_power_0(device):
+    # PyTorch's identity copied over a copy of the input: a node of copy_'s, the result needing a gradient
+    a = ember.ones(2, 2, requires_grad=True, device=device)
+    r = ember.linalg.matrix_power(a, 0)
+    assert r.grad_fn.name() == torch.linalg.matrix_power(torch.ones(2, 2, requires_grad=True), 0).grad_fn.name()
+    assert r.tolist() == [[1.0, 0.0], [0.0, 1.0]] and ember.linalg.matrix_power(a, 1) is not a
 
 
 def test_gradcheck_of_renamed_nodes(device):

@@ -348,10 +348,11 @@ def test_unknown_saved_name(device):
 # Rows whose nodes (of PyTorch's name) keep other tensors, or under other names, than PyTorch's, grouped by cause
 # (a listed row that matches fails the sweep):
 SAVED_DIFFERENT = frozenset((
-    # ember's op keeps what its own backward reads: double-backward convolutions the gradient and weight
+    # a double-backward convolution is two nodes in ember (the input's gradient, the weight's), each keeping the
+    # gradient and its other operand by ember's names; PyTorch's one node keeps all three, and nn.grad's
+    # conv*_input and conv*_weight give it an uninitialised placeholder for the one they lack (values that cannot
+    # agree)
     "conv1d_input conv2d_input conv2d_weight conv3d_input conv3d_weight "
-    # a matrix power's products in another order (its last node's operands are other powers)
-    "matrix_power "
     # values that cannot agree: singular vectors' signs (LAPACK's choice), PyTorch's eval-mode rrelu noise
     # (uninitialised memory; rrelu_ among the in-place activations too)
     "svd_abs svd_vals rrelu_eval rrelu_torch inplace_activations"

@@ -322,17 +322,22 @@ def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:  # noqa: A002
     A = input  # noqa: N806
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
+    # PyTorch's steps, so that the last node and what it keeps are its: the identity copied over a copy of A (a
+    # zero gradient), a copy for n == 1, A @ A and (A @ A) @ A, else the powers A^(2^k) taken from the lowest bit
     if n == 0:
-        return out_or(eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone(), out)
-    base = inv(A) if n < 0 else A
-    n = abs(n)
-    result = None
+        return out_or(A.clone().copy_(eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)), out)
+    if n == 1:
+        return out_or(A.clone(), out)
+    if n < 0:
+        A, n = inv(A), -n  # noqa: N806
+    if n <= 3:
+        return out_or(A @ A if n == 2 else A @ A @ A if n == 3 else A, out)
+    z = result = None
     while n:
+        z = A if z is None else z @ z
         if n & 1:
-            result = base if result is None else result @ base
+            result = z if result is None else result @ z
         n >>= 1
-        if n:
-            base = base @ base
     return out_or(result, out)
 
 
