@@ -161,3 +161,38 @@ def test_relu_checks_dtypes_after_its_float_fast_path(device):
         if device != "array_api":
             with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
                 lib.tensor([1 + 1j], device=dev).relu()
+
+
+def test_quiet_kernel_wrappers_spelled_out_keep_signatures_defaults_and_quiet_state():
+    from ember.kernels import _ignoring_fp_errors, quiet
+    wrap = _ignoring_fp_errors()
+    marker = object()
+
+    def kernel(x, axis=None, *, scale=2.0, tag=marker):
+        return np.divide(x, 0.0) * scale, axis, tag  # 1 / 0 warns unless quiet
+
+    def nested(x, k=None):
+        return k(x)[0] + wrap(kernel)(x)[0]  # a kernel inside a kernel takes the slower path
+
+    def varargs(*args, **kwargs):
+        return np.log(args[0] - 1.0), kwargs
+
+    g = wrap(kernel)
+    assert g.__wrapped__ is kernel and g.__name__ == "kernel"
+    x = np.ones(3, np.float32)
+    with np.errstate(all="raise"):
+        r, axis, tag = g(x)
+        assert np.isinf(r).all() and r.dtype == np.float32 and axis is None and tag is marker
+        r, axis, _ = g(x, 1, scale=-1.0)
+        assert np.isneginf(r).all() and axis == 1
+        assert g(x, axis=0, tag=3)[1:] == (0, 3)
+        assert np.isinf(wrap(nested)(x, k=g)).all()
+        assert np.isneginf(wrap(varargs)(x, key=1)[0]).all() and wrap(varargs)(x, key=1)[1] == {"key": 1}
+        assert np.isinf(quiet(lambda v: v / 0.0)(x)).all()
+        with pytest.raises(TypeError):
+            g(x, 1, 2)  # scale is keyword-only, as in the kernel
+        with pytest.raises(FloatingPointError):
+            kernel(x)  # the state itself is left as the program set it
+    for lib in (ember, torch):  # a reduction that overflows: inf, silently (float16 sums of large values)
+        s = lib.tensor([6e4, 6e4], dtype=lib.float16).sum()
+        assert s.item() == float("inf")
