@@ -123,7 +123,7 @@ def test_recording_after_an_inplace_change_of_a_base_with_saved_tensor_hooks_and
         packed = []
         with lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
             z = (b * x).sum() + (b[1] + 0.5).sigmoid().sum()
-        a, c = x.unbind(0)  # c: output 1 of its node, beside a leaf and a number
+        _, c = x.unbind(0)  # c: output 1 of its node, beside a leaf and a number
         r = (c * x[0] - 2.0 * c).sum()
         res.append((lib.autograd.grad(y + z + r, x)[0], sorted(packed)))
         with lib.inference_mode():
