@@ -160,3 +160,27 @@ def test_guards_of_a_tensor_and_a_list_of_ints(device):
         got = g(x, path)
         np.testing.assert_array_equal(got.cpu().numpy(), want.cpu().numpy())
         assert len(g._compiled.cache) == variants, path
+
+
+def test_compiled_lstm_backward_reads_the_cache_its_forward_kept(device, monkeypatch):
+    """The compiled backward's ``LSTMLayerGrad`` reads the cache its call's forward kept under its token (no
+    forward kernel again), and the cache goes with the call's graph."""
+    from ember.ops import nn_recurrent
+
+    ember.manual_seed(3)
+    model = Recurrent(ember.nn.LSTM(3, 4, bidirectional=True)).to(device)
+    compiled = ember.compile(model)
+    x = ember.randn(5, 2, 3, device=device)
+    compiled(x).backward()  # (the capture)
+    kernels = x._dev.kernels
+    runs = []
+    forward = kernels["lstm_forward"]
+    monkeypatch.setitem(kernels, "lstm_forward", lambda *a: runs.append(1) or forward(*a))
+    before = len(nn_recurrent._KEPT)
+    loss = compiled(x)
+    assert len(runs) == 2
+    loss.backward()
+    assert len(runs) == 2  # (both directions' gradients from the kept caches)
+    if len(nn_recurrent._KEPT) > before:  # (array types with weak references keep them, until the graph goes)
+        del loss
+        assert len(nn_recurrent._KEPT) == before

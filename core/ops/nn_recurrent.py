@@ -9,6 +9,8 @@ The Modules (``ember.nn.LSTM`` and friends) apply these per layer and direction.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import dtypes
@@ -18,7 +20,7 @@ from ..dispatch import apply
 from ..registry import export
 from ..tensor import Tensor, _wrap
 from .creation import from_numpy, zeros
-from .nn import _kernel_grads, dropout
+from .nn import CompileCapture, _kernel_grads, dropout
 from .shape import cat, stack
 
 
@@ -51,6 +53,7 @@ class LSTMLayer(Op):
     backward_name = "LstmBackward0"
     once_differentiable = True  # (its backward is a kernel, recorded by ember.compile as one LSTMLayerGrad op)
     kernel_grad = True
+    keeps = False  # (LSTMLayerKept: a token after the layer's own tensors)
 
     @staticmethod
     def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse):
@@ -67,33 +70,62 @@ class LSTMLayer(Op):
         double = not ctx._packed and ctx._saved[0].dtype is dtypes.float64
         saved = ctx.inputs_except(_BIASES if ctx.bias and double else ())  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
         x, w_ih, w_hh = saved[:3]
-        w_hr = saved[-1] if ctx.proj else None
         first_state = 5 if ctx.bias else 3
+        w_hr = saved[first_state + 2] if ctx.proj else None
         needs = tuple(ctx.next_functions[i][0] is not None for i in (0, first_state, first_state + 1))
+        tail = (None,) if ctx.keeps else ()
         if recorded:
             b_ih, b_hh = saved[3:5] if ctx.bias else (None, None)
-            made = iter(apply(LSTMLayerGrad, dout, dh, dc, x, w_ih, w_hh, b_ih, b_hh, saved[first_state],
-                              saved[first_state + 1], w_hr, ctx.mask, ctx.reverse, needs))
+            made = iter(apply(LSTMLayerGrad, dout, dh, dc, saved[-1] if ctx.keeps else None, x, w_ih, w_hh, b_ih, b_hh,
+                              saved[first_state], saved[first_state + 1], w_hr, ctx.mask, ctx.reverse, needs))
             slots = _lstm_grads((needs[0], 1, 1, 1, 1, needs[1], needs[2], 1), ctx.bias, ctx.proj)
-            return tuple(next(made) if wanted else None for wanted in slots)
+            return tuple(next(made) if wanted else None for wanted in slots) + tail
         grads = dout._dev.kernels["lstm_backward"](
             dout._data, dh._data, dc._data, ctx.cache, x._data, w_ih._data, w_hh._data,
             None if w_hr is None else w_hr._data, ctx.mask, ctx.reverse, needs)
-        return _wrap_all(dout._dev, *_lstm_grads(grads, ctx.bias, ctx.proj))
+        return _wrap_all(dout._dev, *_lstm_grads(grads, ctx.bias, ctx.proj)) + tail
+
+
+_KEPT: dict = {}
+"""``id(token) -> (weak reference to token, cache)``: the caches of the LSTM layers of compiled training calls'
+forwards (:class:`LSTMLayerKept`), each for as long as its token array lives (the compiled call keeps it for its
+backward)."""
+
+
+class LSTMLayerKept(LSTMLayer):
+    """:class:`LSTMLayer` as ``ember.compile`` captures it: it also takes a token, a fresh empty array of each call
+    (``x[:0]``), and keeps its cache under it in :data:`_KEPT`, where the compiled backward's
+    :class:`LSTMLayerGrad`, given the same token, reads it instead of running the forward kernel again."""
+
+    keeps = True
+
+    @staticmethod
+    def forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, token, mask, reverse):
+        out = LSTMLayer.forward(ctx, k, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
+        key = id(token)
+        try:
+            _KEPT[key] = (weakref.ref(token, lambda _, key=key: _KEPT.pop(key, None)), ctx.cache)
+        except TypeError:  # (an array type without weak references: the backward runs the forward kernel again)
+            pass
+        return out
 
 
 class LSTMLayerGrad(Op):
     """:class:`LSTMLayer`'s gradients by its kernels, for a backward that is recorded but never differentiated
-    (``ember.compile``'s capture of a training step, see ``ops.nn._kernel_grads``): the forward kernel runs again
-    for the cache that the backward kernel reads (the same kernel on the same values: the recorded forward's
-    cache), then the backward kernel; the gradients of the layer's tensor inputs that ``needs`` (x, h0, c0) and
-    the weights ask for, in order."""
+    (``ember.compile``'s capture of a training step, see ``ops.nn._kernel_grads``): the backward kernel on the
+    cache that the forward kept under ``token`` (:class:`LSTMLayerKept`), or else on the forward kernel's cache
+    run again (the same kernel on the same values); the gradients of the layer's tensor inputs that ``needs``
+    (x, h0, c0) and the weights ask for, in order."""
 
     backward_name = "LstmBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, k, dout, dh, dc, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse, needs):
-        cache = k["lstm_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)[3]
+    def forward(ctx, k, dout, dh, dc, token, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse, needs):
+        kept = None if token is None else _KEPT.get(id(token))
+        if kept is not None and kept[0]() is token:
+            cache = kept[1]
+        else:
+            cache = k["lstm_forward"](x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)[3]
         grads = k["lstm_backward"](dout, dh, dc, cache, x, w_ih, w_hh, w_hr, mask, reverse, needs)
         return tuple(g for g in _lstm_grads(grads, b_ih is not None, w_hr is not None) if g is not None)
 
@@ -159,6 +191,8 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
     one direction, one fused op (input projection and time loop); ``(out, h, c)``
     (``c`` None but for LSTM).  ``mask`` ``(T, B, 1)`` (an array) marks the steps of packed sequences."""
     if mode == "LSTM":
+        if CompileCapture.native:  # (ember.compile's capture: the layer keeps its cache for the compiled backward)
+            return apply(LSTMLayerKept, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, x[:0], mask, reverse)
         return apply(LSTMLayer, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
     if mode == "GRU":
         out, h = apply(GRULayer, x, w_ih, w_hh, b_ih, b_hh, h0, mask, reverse)
