@@ -73,7 +73,7 @@ NAMED = {
     "matrix_power_1": (lambda m, a: m.linalg.matrix_power(a, 1), (3, 3)),
     "matrix_power_3": (lambda m, a: m.linalg.matrix_power(a, 3), (2, 3, 3)),
     "matrix_power_6": (lambda m, a: m.linalg.matrix_power(a, 6), (3, 3)),
-    "matrix_power_inverse": (lambda m, a: m.linalg.matrix_power(a + 2 * m.eye(3, dtype=a.dtype), -3), (3, 3)),
+    "matrix_power_inverse": (lambda m, a: m.linalg.matrix_power(a + a.new_ones(3).diag() * 2, -3), (3, 3)),
 }
 
 
