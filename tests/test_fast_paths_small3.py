@@ -121,7 +121,9 @@ def test_recording_after_an_inplace_change_of_a_base_with_saved_tensor_hooks_and
         b.mul_(2)
         y = (v * v).sum() + (b.tanh() * 3).sum()  # v takes its base's new history
         packed = []
-        with lib.autograd.graph.saved_tensors_hooks(lambda t, seen=packed: seen.append(tuple(t.shape)) or t, lambda t: t):
+        hooks = lib.autograd.graph.saved_tensors_hooks(lambda t, seen=packed: seen.append(tuple(t.shape)) or t,
+                                                       lambda t: t)
+        with hooks:
             z = (b * x).sum() + (b[1] + 0.5).sigmoid().sum()
         _, c = x.unbind(0)  # c: output 1 of its node, beside a leaf and a number
         r = (c * x[0] - 2.0 * c).sum()
