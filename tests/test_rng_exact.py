@@ -1,6 +1,6 @@
 """The CPU generator draws PyTorch's numbers: after ``manual_seed(s)`` (or on a seeded ``Generator``) each random
-function gives PyTorch's values bit for bit, or within a few ulp where PyTorch's CPU computes them with vectorised
-float32 code (``normal_`` of 16 or more float32 elements), and leaves the generator in PyTorch's state."""
+function gives PyTorch's values bit for bit (``normal_`` of 16 or more float32 elements too, through PyTorch's
+vectorised Cephes ``log`` and ``sincos``), and leaves the generator in PyTorch's state."""
 import numpy as np
 import pytest
 
@@ -13,55 +13,55 @@ SHAPES = ((), (5,), (16,), (3, 13))  # 0-d, PyTorch's element-by-element path, i
 
 
 def _cases():
-    """(id, draw(lib), ulp bound): ``draw`` runs on ``torch`` and on ``ember`` alike."""
+    """(id, draw(lib)): ``draw`` runs on ``torch`` and on ``ember`` alike."""
     for dt in FLOATS:
         for shape in SHAPES:
             yield f"uniform_-{dt}-{shape}", lambda m, dt=dt, s=shape: m.empty(s, dtype=getattr(m, dt)).uniform_(
-                -0.3, 2.5), 0
-            vector_f32 = dt in ("float32", "float16", "bfloat16") and len(shape) and np.prod(shape) >= 16
+                -0.3, 2.5)
             yield f"normal_-{dt}-{shape}", lambda m, dt=dt, s=shape: m.empty(s, dtype=getattr(m, dt)).normal_(
-                0.5, 2.0), 4 if vector_f32 else 0
-    yield "rand", lambda m: m.rand(2, 3), 0
-    yield "rand-f64", lambda m: m.rand(7, dtype=m.float64), 0
-    yield "randn-f64-large", lambda m: m.randn(40, dtype=m.float64), 0
-    yield "rand_like", lambda m: m.rand_like(m.zeros(4, 5)), 0
-    yield "randn_like", lambda m: m.randn_like(m.zeros(3, dtype=m.float64)), 0
-    yield "randn-complex64", lambda m: m.randn(5, dtype=m.complex64), 0
-    yield "rand-complex128", lambda m: m.rand(20, dtype=m.complex128), 0
+                0.5, 2.0)
+    yield "rand", lambda m: m.rand(2, 3)
+    yield "rand-f64", lambda m: m.rand(7, dtype=m.float64)
+    yield "randn-f64-large", lambda m: m.randn(40, dtype=m.float64)
+    yield "randn-large", lambda m: m.randn(3, 1000)
+    yield "rand_like", lambda m: m.rand_like(m.zeros(4, 5))
+    yield "randn_like", lambda m: m.randn_like(m.zeros(3, dtype=m.float64))
+    yield "randn-complex64", lambda m: m.randn(5, dtype=m.complex64)
+    yield "rand-complex128", lambda m: m.rand(20, dtype=m.complex128)
     for dt in ("int64", "int32", "int16", "int8", "uint8", "bool", "float32", "float64", "float16", "bfloat16"):
-        yield f"random_-{dt}", lambda m, dt=dt: m.empty(9, dtype=getattr(m, dt)).random_(), 0
-    yield "random_-to", lambda m: m.empty(9, dtype=m.int32).random_(7), 0
-    yield "random_-from-to", lambda m: m.empty(9).random_(-4, 90), 0
-    yield "randint", lambda m: m.randint(0, 10, (20,)), 0
-    yield "randint-int32", lambda m: m.randint(-5, 5, (3, 4), dtype=m.int32), 0
-    yield "randint-wide", lambda m: m.randint(0, 2 ** 40, (6,)), 0
-    yield "randint_like", lambda m: m.randint_like(m.zeros(6), 3, 9), 0
+        yield f"random_-{dt}", lambda m, dt=dt: m.empty(9, dtype=getattr(m, dt)).random_()
+    yield "random_-to", lambda m: m.empty(9, dtype=m.int32).random_(7)
+    yield "random_-from-to", lambda m: m.empty(9).random_(-4, 90)
+    yield "randint", lambda m: m.randint(0, 10, (20,))
+    yield "randint-int32", lambda m: m.randint(-5, 5, (3, 4), dtype=m.int32)
+    yield "randint-wide", lambda m: m.randint(0, 2 ** 40, (6,))
+    yield "randint_like", lambda m: m.randint_like(m.zeros(6), 3, 9)
     for n in (0, 1, 2, 10, 300):
-        yield f"randperm-{n}", lambda m, n=n: m.randperm(n), 0
+        yield f"randperm-{n}", lambda m, n=n: m.randperm(n)
     p = np.linspace(0.05, 0.95, 24)
     for dt in ("float32", "float64"):
-        yield f"bernoulli-{dt}", lambda m, dt=dt: m.bernoulli(m.tensor(p, dtype=getattr(m, dt))), 0
-        yield f"bernoulli_-scalar-{dt}", lambda m, dt=dt: m.zeros(20, dtype=getattr(m, dt)).bernoulli_(0.3), 0
-        yield f"exponential_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).exponential_(1.5), 0
-        yield f"geometric_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).geometric_(0.3), 0
-        yield f"cauchy_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).cauchy_(0.5, 2.0), 0
-        yield f"log_normal_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).log_normal_(0.5, 0.7), 0
+        yield f"bernoulli-{dt}", lambda m, dt=dt: m.bernoulli(m.tensor(p, dtype=getattr(m, dt)))
+        yield f"bernoulli_-scalar-{dt}", lambda m, dt=dt: m.zeros(20, dtype=getattr(m, dt)).bernoulli_(0.3)
+        yield f"exponential_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).exponential_(1.5)
+        yield f"geometric_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).geometric_(0.3)
+        yield f"cauchy_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).cauchy_(0.5, 2.0)
+        yield f"log_normal_-{dt}", lambda m, dt=dt: m.empty(30, dtype=getattr(m, dt)).log_normal_(0.5, 0.7)
     w = np.array([[0.1, 0.0, 2.0, 0.5, 1.0, 0.3], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
     for dt in ("float32", "float64", "float16"):
         for n, rep in ((1, True), (3, False), (5, True)):
             yield f"multinomial-{dt}-{n}-{rep}", lambda m, dt=dt, n=n, rep=rep: m.multinomial(
-                m.tensor(w, dtype=getattr(m, dt)), n, rep), 0
-    yield "multinomial-vector", lambda m: m.multinomial(m.tensor(w[0]), 4, True), 0
+                m.tensor(w, dtype=getattr(m, dt)), n, rep)
+    yield "multinomial-vector", lambda m: m.multinomial(m.tensor(w[0]), 4, True)
     m_, s_ = np.linspace(-1, 1, 5, dtype=np.float32), np.linspace(0.1, 2, 5, dtype=np.float32)
-    yield "normal-tensors", lambda m: m.normal(m.tensor(m_), m.tensor(s_)), 0
-    yield "normal-tensor-mean", lambda m: m.normal(m.tensor(m_), 0.7), 0
-    yield "normal-size", lambda m: m.normal(0.3, 2.0, (5,)), 0
-    yield "dropout", lambda m: m.nn.functional.dropout(m.ones(40), 0.3), 0
-    yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5), 0
-    yield "linear-init", lambda m: m.nn.Linear(5, 3).weight, 0
-    yield "conv-init", lambda m: m.nn.Conv2d(2, 3, 3).bias, 0
+    yield "normal-tensors", lambda m: m.normal(m.tensor(m_), m.tensor(s_))
+    yield "normal-tensor-mean", lambda m: m.normal(m.tensor(m_), 0.7)
+    yield "normal-size", lambda m: m.normal(0.3, 2.0, (5,))
+    yield "dropout", lambda m: m.nn.functional.dropout(m.ones(40), 0.3)
+    yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5)
+    yield "linear-init", lambda m: m.nn.Linear(5, 3).weight
+    yield "conv-init", lambda m: m.nn.Conv2d(2, 3, 3).bias
     # the cached second normal of a pair carries from one call to the next, across dtypes
-    yield "normal-cache", lambda m: [m.randn(3, dtype=m.float64), m.randn(5), m.randn(1, dtype=m.float64)][-1], 0
+    yield "normal-cache", lambda m: [m.randn(3, dtype=m.float64), m.randn(5), m.randn(1, dtype=m.float64)][-1]
 
 
 CASES = list(_cases())
@@ -72,28 +72,20 @@ def _numpy(t):
     return (t.float() if t.dtype in (torch.bfloat16, ember.bfloat16) else t).numpy()
 
 
-def _assert_close_ulp(got, want, ulp):
-    if ulp == 0 or got.dtype.kind not in "fc":
-        np.testing.assert_array_equal(got, want)
-        return
-    scale = np.spacing(np.maximum(np.abs(want), 1).astype(want.dtype))  # ulp of the value (of 1 near zero)
-    assert np.all(np.abs(got.astype(np.float64) - want) <= ulp * scale), (got, want)
-
-
 def _cpu_only(device):
     if device != "cpu":
         pytest.skip("PyTorch's CPU numbers are the CPU backend's")
 
 
 @pytest.mark.parametrize("seed", [0, 1234])
-@pytest.mark.parametrize("name,draw,ulp", CASES, ids=[c[0] for c in CASES])
-def test_same_numbers_as_pytorch(device, name, draw, ulp, seed):
+@pytest.mark.parametrize("name,draw", CASES, ids=[c[0] for c in CASES])
+def test_same_numbers_as_pytorch(device, name, draw, seed):
     _cpu_only(device)
     torch.manual_seed(seed)
     ember.manual_seed(seed)
     want, got = _numpy(draw(torch)), _numpy(draw(ember))
     assert got.shape == want.shape and got.dtype == want.dtype
-    _assert_close_ulp(got, want, ulp)
+    np.testing.assert_array_equal(got, want)
     assert bytes(ember.get_rng_state().numpy()) == bytes(torch.get_rng_state().numpy())
 
 

@@ -10,7 +10,7 @@ so that ``manual_seed(s)`` followed by the same calls gives PyTorch's numbers:
 * normals of fewer than 16 elements one at a time by Box-Muller in float64 (``log1p``, the second of each pair
   kept in the generator for the next call); of 16 or more by ``normal_fill``: a uniform per element, then
   Box-Muller over blocks of 16 (the first 8 with the last 8), the last 16 drawn again when 16 does not divide
-  the size.  float32 there is PyTorch's vectorised code, matched within a few ulp;
+  the size (float32 and the half types by PyTorch's vectorised float code: Cephes' ``logf`` and ``sincosf``);
 * integers as ``word % range + from`` (a 64-bit word when the range needs it), permutations by PyTorch's
   Fisher-Yates swaps.
 
@@ -111,14 +111,67 @@ def _normal_serial(gen, n: int) -> np.ndarray:
     return np.concatenate([[cached], z[:m]]) if start else z[:m]
 
 
+def _fma32(a, b, c) -> np.ndarray:
+    """float32 ``a * b + c`` rounded once (the product is exact in float64)."""
+    return (np.asarray(a, _F64) * np.asarray(b, _F64) + np.asarray(c, _F64)).astype(_F32)
+
+
+_LOG_P = (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
+          2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1)  # Cephes' logf polynomial
+
+
+def _log32(x: np.ndarray) -> np.ndarray:
+    """log of positive normal float32 ``x`` as PyTorch's vectorised float code computes it (Cephes' ``logf``:
+    the mantissa in [sqrt(1/2), sqrt(2)) by its exponent, a degree-9 polynomial, fused multiply-adds where the
+    compiler fuses them)."""
+    f = np.float32
+    bits = x.view(np.uint32)
+    e = ((bits >> 23).astype(np.int32) - 127).astype(_F32) + f(1)
+    m = ((bits & np.uint32(0x807FFFFF)) | np.uint32(0x3F000000)).view(_F32)  # in [0.5, 1)
+    low = m < f(0.707106781186547524)
+    m = (m - f(1)) + np.where(low, m, f(0))
+    e = e - low.astype(_F32)
+    z = m * m
+    y = np.full_like(m, f(_LOG_P[0]))
+    for p in _LOG_P[1:]:
+        y = _fma32(y, m, f(p))
+    y = _fma32(y * m, z, e * f(-2.12194440e-4))
+    y = y - z * f(0.5)
+    return _fma32(e, f(0.693359375), m + y)
+
+
+def _sincos32(x: np.ndarray):
+    """(sin, cos) of float32 ``x`` as PyTorch's vectorised float code computes them (Cephes' ``sinf``/``cosf``:
+    reduction by multiples of pi/4 in three parts, one of two polynomials by octant)."""
+    f = np.float32
+    negative = np.signbit(x)
+    x = np.abs(x)
+    j = (x * f(1.27323954473516)).astype(np.int32)  # 4 / pi, truncated
+    j = (j + 1) & ~1
+    y = j.astype(_F32)
+    for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+        x = _fma32(y, f(part), x)
+    z = x * x
+    c = _fma32(f(2.443315711809948E-005), z, f(-1.388731625493765E-003))
+    c = _fma32(c, z, f(4.166664568298827E-002))
+    c = _fma32(c * z, z, -(z * f(0.5))) + f(1)
+    s = _fma32(f(-1.9515295891E-4), z, f(8.3321608736E-3))
+    s = _fma32(s, z, f(-1.6666654611E-1))
+    s = _fma32(s * z, x, x)
+    first = (j & 2) == 0
+    sin, cos = np.where(first, s, c), np.where(first, c, s)
+    return (np.where(negative ^ ((j & 4) != 0), -sin, sin),
+            np.where(((j - 2) & 4) == 0, -cos, cos))
+
+
 def _fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray:
     """Box-Muller over blocks of 16 uniforms (rows of ``u``, float32 or float64): the first 8 with the last 8."""
-    if u.dtype == _F32:  # PyTorch's vectorised float code: each step rounded to float32, sin/cos/log within an ulp
+    if u.dtype == _F32:  # PyTorch's AVX2 float code, step by step
         f = np.float32
-        radius = np.sqrt(f(-2) * np.log((f(1) - u[:, :8]).astype(_F64)).astype(_F32))
-        theta = (f(_TWO_PI) * u[:, 8:]).astype(_F64)
-        pair = np.concatenate([radius * np.cos(theta).astype(_F32), radius * np.sin(theta).astype(_F32)], axis=1)
-        return (pair.astype(_F64) * float(f(std)) + float(f(mean))).astype(_F32)
+        radius = np.sqrt(f(-2) * _log32(f(1) - u[:, :8]))
+        sin, cos = _sincos32(f(_TWO_PI) * u[:, 8:])
+        pair = np.concatenate([radius * cos, radius * sin], axis=1)
+        return _fma32(pair, f(std), f(mean))
     radius = np.sqrt(-2.0 * _libm(math.log, 1.0 - u[:, :8]))
     theta = _TWO_PI * u[:, 8:]
     return np.concatenate([_fma64(radius * np.cos(theta), std, mean), _fma64(radius * np.sin(theta), std, mean)],
