@@ -155,8 +155,6 @@ KNOWN = [
     Known("*", r"einsum\w*", r"expected all operands to have the same dtype", "open",
           "einsum of two dtypes: PyTorch promotes where its path is elementwise (a diagonal, an outer product) and "
           "refuses where it runs a matrix product; ember refuses both"),
-    Known("accepts", r"threshold\w*", r"value cannot be converted to type \w+ without overflow", "open",
-          "threshold's number arguments out of an integer input's range: PyTorch refuses them, ember casts them"),
     Known("*", r"searchsorted\w*|segment_reduce\w*|tensordot\w*", r"\((bool|uint8)|0d", "open",
           "searchsorted of uint8 rows, 0-d data in segment_reduce and tensordot"),
     Known("dtype", r"cov\w*", r"bfloat16", "open",
@@ -232,12 +230,11 @@ KNOWN = [
           r"expanded size of the tensor|\(float16", "open",
           "single cases of seeds 4 and 7: lp_pool's dtype check on an empty uint8 input, addr with a 0-d vector, "
           "gradient's float16 steps with integer coordinates"),
-    Known("*", r"bucketize|median|histogramdd\w*|chunk|addmm|linalg_lu|rrelu\w*", r"\((bool|uint8|int64)0",
+    Known("*", r"bucketize|median|histogramdd\w*|addmm|linalg_lu|rrelu\w*", r"\((bool|uint8|int64)0",
           "open",
           "empty integer or bool input (seed 3): PyTorch computes empty bucketize and median of bool and refuses "
-          "empty uint8 histogramdd (its dtype check runs first); chunk of an empty dimension gives PyTorch's "
-          "chunks count; addmm refuses to broadcast an empty input; linalg.lu computes empty uint8 input and "
-          "rrelu refuses empty bool input in PyTorch"),
+          "empty uint8 histogramdd (its dtype check runs first); addmm refuses to broadcast an empty input; "
+          "linalg.lu computes empty uint8 input and rrelu refuses empty bool input in PyTorch"),
     Known("*", r"gradient_coordinates|ge_forms|max_pool2d_backward|multi_margin_loss\w*|linear_cross_entropy\w*",
           r"\(int64\dx\d, uint8|requires_grad|where PyTorch raised AttributeError|same dtype", "open",
           "single cases of seed 3: gradient's uint8 coordinates (PyTorch's differences wrap in uint8), "
@@ -256,13 +253,15 @@ KNOWN = [
           "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
     Known("accepts", r"native_group_norm", r"Expected X.is_contiguous\(memory_format\) to be true", "deliberate",
           "PyTorch 2.13's native_group_norm refuses a non-contiguous input (an internal check); ember computes it"),
-    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|\w*layer_norm|native_batch_norm|scalar_alpha_forms",
+    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|\w*layer_norm\w*|native_batch_norm|scalar_alpha_forms",
           r"not implemented for 'Long'|must have the same dtype|weight tensor|mixed dtype \(CPU\)|"
+          r"expected scalar type \w+ but found|"
           r"should contain \d+ elements not 1|\(int32\dx\d, float32\dx\d\*, float16", "open",
           "single cases of seed 2: operands of two dtypes (solve_triangular of complex and int64 computes in "
-          "PyTorch; addbmm, histogram's weight and layer_norm's bool weight are refused by PyTorch), histogramdd's "
-          "weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts it), the gradient "
-          "of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the steps)"),
+          "PyTorch; addbmm, histogram's weight and layer_norm's bool or integer weight are refused by PyTorch), "
+          "histogramdd's weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts "
+          "it), the gradient of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the "
+          "steps)"),
     # ----------------------------------------------------------------------------------------- found by seeds 11-14
     Known("*", r"inv\w*|matrix_power|lu_solve\w*|tensorsolve\w*|ldl_\w+|solve_ex", NONFINITE, "deliberate",
           "inverses, matrix powers, LU and LDL factors and solves of a matrix (or right-hand side) holding inf or "
@@ -274,16 +273,15 @@ KNOWN = [
           "PyTorch 2.13's addcmul/addcdiv backward fails to cast a floating gradient into an integer operand's "
           "dtype that its forward accepted beside floating operands; ember's backward gives the floating operands "
           "their gradients"),
-    Known("*", r"histogramdd\w*|lu_factor\w*|ldl_solve|max_pool2d_backward|max_unpool\dd|rms_norm|polygamma|"
-          r"quantile\w*|gradient_coordinates|multi_head_attention\w*",
+    Known("*", r"histogramdd\w*|lu_factor\w*|ldl_solve|max_pool2d_backward|max_unpool\dd|rms_norm|"
+          r"gradient_coordinates|multi_head_attention\w*",
           r"\(bfloat160x|\(int320x|\(uint80x|\(bool0x|, bool1x|!(?!=)|complex64\dx\d\)|bfloat164\)|same dtype",
           "open",
           "single cases of seeds 11-15: histogramdd's edges of empty bfloat16 input and its int32 dtype check on "
           "empty input, lu_factor of empty uint8 and bool input, ldl_solve of empty bfloat16 input, "
           "max_pool2d_backward with bool indices, max_unpool3d where a NaN entry and its window collide, "
           "rms_norm's result dtype with a complex weight, "
-          "polygamma at an infinity, quantile's interpolation beside -inf (PyTorch's lerp keeps -inf), gradient's "
-          "bfloat16 coordinates, multi_head_attention_forward's integer and complex projections"),
+          "gradient's bfloat16 coordinates, multi_head_attention_forward's integer and complex projections"),
     Known("*", r"conv1d_input|conv2d_weight|affine_grid_generator|select_scatter|slice_scatter",
           r"itensor_view_from_dense|\(bool0d|does not support automatic differentiation for outputs with complex "
           r"dtype", "open",

@@ -307,3 +307,41 @@ def test_polygamma_at_infinities_as_pytorch(device):
     -inf (its reflection step).  (Its values at the poles of negative integers are PyTorch's float sin(pi x)
     accidents and are not swept.)  Before: 10 of the 12 cases differed."""
     _check(list(itertools.product(range(6), _have(device, ("float32", "float64")))), _polygamma, device)
+
+
+# --------------------------------------------------------------------------- threshold's numbers in the input's dtype
+THRESHOLD_NUMBERS = (NAN, INF, -1.0, 300.0, 1e10, 2.5, 1e40, 3, -129)
+THRESHOLD_FORMS = {"function": lambda m, x, t, v: m.nn.functional.threshold(x, t, v),
+                   "inplace": lambda m, x, t, v: m.nn.functional.threshold_(x.clone(), t, v),
+                   "torch": lambda m, x, t, v: m.threshold(x, t, v)}
+
+
+def _threshold(m, form, dtype, threshold, value, device=None):
+    (x,) = _on(device, m.tensor([0, 1, 5, 200]).to(getattr(m, dtype)))
+    r = THRESHOLD_FORMS[form](m, x, threshold, value)
+    return str(r.dtype).split(".")[-1], r.float().tolist()
+
+
+def test_threshold_refuses_numbers_its_dtype_cannot_hold_as_pytorch(device):
+    """threshold converts its threshold and value to the input's dtype as PyTorch does, refusing what overflows it
+    (NaN, inf or an out-of-range float for an integer input, a finite float beyond a floating type's range; float16
+    and bfloat16 compare with the threshold in float32).  Before: ember cast them (or failed in NumPy with an
+    OverflowError), and 681 of the 1215 cases differed."""
+    cases = list(itertools.product(THRESHOLD_FORMS, _have(device, ("uint8", "int32", "int64", "float16", "float32")),
+                                   THRESHOLD_NUMBERS, THRESHOLD_NUMBERS))
+    _check(cases, _threshold, device)
+
+
+# --------------------------------------------------------------------------- chunk of an empty dim
+def _chunk(m, shape, chunks, dim, form, device=None):
+    (x,) = _on(device, m.zeros(shape))
+    x.requires_grad_(True)
+    r = m.chunk(x, chunks, dim) if form == "function" else x.chunk(chunks, dim)
+    return tuple((tuple(t.shape), t.grad_fn.name()) for t in r)
+
+
+def test_chunk_of_an_empty_dim_as_pytorch(device):
+    """chunk of an empty dim gives ``chunks`` empty pieces (PyTorch splits it with sizes), not one.  Before: 24 of
+    the 48 cases differed."""
+    cases = list(itertools.product([(0, 2), (2, 0), (0,), (5, 2)], (1, 2, 3), (0, -1), ("function", "method")))
+    _check(cases, _chunk, device)

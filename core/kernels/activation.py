@@ -10,7 +10,8 @@ from .strategy import Strategy, bind
 
 QUIET = {"softmax", "softmax_backward", "log_softmax", "cross_entropy_index", "nn_softplus",  # masked rows, inf
          "nn_elu", "nn_silu", "nn_mish", "nn_gelu", "nn_gelu_backward", "nn_log_sigmoid",
-         "nn_glu"}  # (from nn_elu on: exp of large arguments)
+         "nn_glu",  # (from nn_elu on: exp of large arguments)
+         "nn_threshold"}  # (a float16 input beside a threshold beyond its range, which PyTorch compares in float32)
 
 
 def _reducers(s):

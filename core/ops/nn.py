@@ -374,13 +374,27 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 @export(to=("nn.functional", "torch"))
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
-    return _act(_threshold_input(input), "threshold", THRESHOLD, inplace, threshold, value)
+    x, threshold, value = _threshold_input(input, threshold, value)
+    return _act(x, "threshold", THRESHOLD, inplace, threshold, value)
 
 
-def _threshold_input(input):  # noqa: A002 - PyTorch's threshold kernel has no bool (nor complex) code
-    dtypes.check_kernel("threshold_{device}", check_tensor(input, "threshold"),
-                        dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, empty_ok=False)
-    return input
+def _threshold_input(input, threshold, value):  # noqa: A002 - PyTorch's threshold kernel has no bool (nor complex) code
+    """``(input, threshold, value)``, the numbers converted to the input's dtype as PyTorch converts them: refused
+    where they overflow it (NaN, inf or a float outside an integer type's range too)."""
+    d = check_tensor(input, "threshold").dtype
+    dtypes.check_kernel("threshold_{device}", input, dtypes.ALL_TYPES | dtypes.REDUCED_FLOATING_TYPES, empty_ok=False)
+    converted = []
+    # (the threshold of float16 and bfloat16 input is compared in float32)
+    for v, to in ((threshold, dtypes.float32 if d in dtypes.REDUCED_FLOATING_TYPES else d), (value, d)):
+        if to.category == dtypes.INT and isinstance(v, float) and not _int_range(to)[0] <= v <= _int_range(to)[1]:
+            raise RuntimeError(f"value cannot be converted to type {to.name} without overflow (got {v})")
+        converted.append(dtypes.checked_scalar(v, to))
+    return (input, *converted)
+
+
+def _int_range(d):
+    info = dtypes.iinfo(d)
+    return info.min, info.max
 
 
 @export(to=("nn.functional", "torch", "Tensor"))
@@ -534,7 +548,7 @@ def _selu_(input):  # noqa: A002
 
 
 def _threshold_(input, threshold, value):  # noqa: A002
-    return unary(THRESHOLD[1], _threshold_input(input), threshold, value)
+    return unary(THRESHOLD[1], *_threshold_input(input, threshold, value))
 
 
 def _leaky_relu_(input, negative_slope=0.01):  # noqa: A002

@@ -972,6 +972,8 @@ def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[_wrap_dim(dim, input.dim(), "chunk")]
+    if n == 0:  # (PyTorch's: an empty dim gives `chunks` empty pieces, where splitting it by 0 would give one)
+        return split(input, [0] * chunks, dim)
     return split(input, -(-n // chunks), dim)
 
 
