@@ -132,8 +132,8 @@ def _log32(x: np.ndarray) -> np.ndarray:
     m = (m - f(1)) + np.where(low, m, f(0))
     e = e - low.astype(_F32)
     z = m * m
-    y = np.full_like(m, f(_LOG_P[0]))
-    for p in _LOG_P[1:]:
+    y = _fma32(f(_LOG_P[0]), m, f(_LOG_P[1]))
+    for p in _LOG_P[2:]:
         y = _fma32(y, m, f(p))
     y = _fma32(y * m, z, e * f(-2.12194440e-4))
     y = y - z * f(0.5)
