@@ -229,11 +229,20 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
     return out_or(composite_node(r, "VdotBackward0"), out)
 
 
+# PyTorch's refusal of an input of another dtype than the product's operands, by node (addr promotes them)
+_INPUT_DTYPE = {"AddmmBackward0": "self and mat2 must have the same dtype, but got {} and {}",
+                "AddbmmBackward0": "self and mat2 must have the same dtype, but got {} and {}",
+                "AddmvBackward0": "addmv input tensors must have the same dtype, but got {}, {}, and {1}",
+                "BaddbmmBackward0": "Input dtypes must be the same, got: input {}, batch1: {}, batch2: {1}"}
+
+
 def _scaled_sum(input, prod, beta, alpha, out, node, operands=(), of=None, **sizes):
     """``beta * input + alpha * prod`` under the name of PyTorch's fused op's node ``node``, keeping its numbers,
     ``sizes`` and, by PyTorch's names ``operands``, the two operands that the product node (of ``prod``, or of
     ``of``) saved."""
     check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
+    if input.dtype is not prod.dtype and node in _INPUT_DTYPE:
+        raise RuntimeError(_INPUT_DTYPE[node].format(dtypes.type_name(input.dtype), dtypes.type_name(prod.dtype)))
     if prod.dtype.category <= dtypes.INT and input.dtype.category <= dtypes.INT:
         beta, alpha = int(beta), int(alpha)  # integer results: the scalars truncated, as PyTorch converts them
     r = prod if alpha == 1 else prod * alpha
@@ -580,11 +589,8 @@ def multi_dot(tensors, *, out=None) -> Tensor:
             raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
                                f"{list(tensors[i + 1].shape)} cannot be multiplied")
     r = _chain(mats, _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]]), 0, n - 1)
-    if first.dim() == 1:
-        r = r.squeeze(0)
-    if last.dim() == 1:
-        r = r.squeeze(-1)
-    return out_or(r, out)
+    # the product viewed as the result's shape (a vector end's dim dropped), PyTorch's last node even for matrices
+    return out_or(r.view(tuple(first.shape[:-1]) + tuple(last.shape[1:])), out)
 
 
 def _chain_order(p):
