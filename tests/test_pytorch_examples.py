@@ -82,6 +82,7 @@ def test_regression(tmp_path):
     assert loss < 1e-3 and batches >= 1 and "==> Learned function:" in out
 
 
+@pytest.mark.slow
 def test_time_sequence_prediction(tmp_path):
     """generate_sine_wave.py as it is, then train.py on a smaller set of the same waves (its own set takes
     minutes); train.py's ``torch.load`` of a pickled array needs ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` under

@@ -4,7 +4,8 @@ The programs here are ember's own, written against the same API surface as ``pyt
 ``mnist/main.py`` (MNIST with ``download=True`` over files already in ``../data/MNIST/raw``, ToTensor +
 Normalize, Adadelta + StepLR, ``torch.accelerator``) and ``imagenet/main.py`` (ImageFolder with
 RandomResizedCrop/Resize/CenterCrop, ``torchvision.models.__dict__[arch]``). Set ``PYTORCH_EXAMPLES`` to a
-checkout of ``pytorch/examples`` to also run its unmodified scripts (skipped otherwise; nothing is fetched).
+checkout of ``pytorch/examples`` to also run its unmodified scripts (skipped otherwise; nothing is fetched); its
+other programs run in ``tests/test_pytorch_examples.py``.
 """
 import json
 import os
