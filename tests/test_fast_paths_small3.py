@@ -198,3 +198,16 @@ def test_quiet_kernel_wrappers_spelled_out_keep_signatures_defaults_and_quiet_st
     for lib in (ember, torch):  # a reduction that overflows: inf, silently (float16 sums of large values)
         s = lib.tensor([6e4, 6e4], dtype=lib.float16).sum()
         assert s.item() == float("inf")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_tensor_minus_tensor_of_one_dtype_and_bool_refused(device, dtype):
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        a = lib.tensor(X0 * 3, device=dev).to(getattr(lib, dtype))
+        b = lib.tensor(X0[::-1].copy(), device=dev).to(getattr(lib, dtype))
+        res.append(a - b)
+        t = lib.tensor([True, False], device=dev)
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
+            t - t
+    assert_close(res[0], res[1])

@@ -468,7 +468,8 @@ def _rsub(self, other):
 
 def _sub(self, other):
     """``self - other``: two tensors of one non-bool dtype go straight to the op (``sub``'s checks pass them)."""
-    if isinstance(other, Tensor) and self._data.dtype is other._data.dtype and self.dtype is not dtypes.bool:
+    if isinstance(other, Tensor) and (d := self._data.dtype) is other._data.dtype and \
+            (d is _F32.np or d is _F64.np or self.dtype is not dtypes.bool):  # (float32/64 by identity first)
         return binary(Sub, self, other)
     return sub(self, other)
 
