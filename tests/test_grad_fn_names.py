@@ -112,12 +112,12 @@ def test_renamed_node_stays_the_op():
 # row that matches fails the sweep):
 KNOWN_DIFFERENT = frozenset((
     # one node of ember's own where PyTorch composes the op (its last node is a view, stack, mul or sum of its
-    # decomposition): einsum, the recurrent layers on the CPU, repeat_interleave, cdist's matrix-product path,
-    # max_unpool's gradient and vmap's batched linear; kept for speed: PyTorch's composition measured
+    # decomposition): einsum, the recurrent layers on the CPU, repeat_interleave, max_unpool's gradient and vmap's
+    # batched linear; kept for speed: PyTorch's composition measured
     # ~12% slower with a backward (a batched einsum 67 -> 77 us, repeat_interleave 34 -> 38 us, CPU time)
     "einsum_bmm einsum_diag einsum_ellipsis einsum_empty einsum_outer einsum_sum einsum_three einsum_trace "
-    "gru lstm rnn rnn_tanh_fn repeat_interleave_0d repeat_interleave_int repeat_interleave_tensor cdist_large "
-    "cdist_mm max_unpool2d_backward vmap_linear_per_sample_weight "
+    "gru lstm rnn rnn_tanh_fn repeat_interleave_0d repeat_interleave_int repeat_interleave_tensor "
+    "max_unpool2d_backward vmap_linear_per_sample_weight "
     "vmap_linear_per_sample_weight_vector "
     # PyTorch's node of its own where ember composes: linear_cross_entropy's chunked node (2.13's generated one)
     # and its other forms

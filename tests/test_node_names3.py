@@ -1,9 +1,9 @@
 """Nodes named and saving as PyTorch's: the unsafe splits, the ``*_copy`` views, ``diag`` of a matrix, ``polygamma_``,
-``ravel``, ``diff`` of order 0, multi_dot and the matrix powers under PyTorch's node names; and the tensors
-PyTorch's nodes keep (``_saved_*``) for gather, index_add/index_copy, masked_scatter, max/min along a dim, pow and
-sgn, linear, lerp, the vector norms, dist, addr, batch norm, layer norm, binary cross entropy, cross entropy and the
-in-place activations: names, values (None where PyTorch keeps none), freed by the backward, and the gradients of
-the ops whose nodes changed, against PyTorch and by gradcheck."""
+``ravel``, ``diff`` of order 0, multi_dot, cdist's product form and the matrix powers under PyTorch's node names;
+and the tensors PyTorch's nodes keep (``_saved_*``) for gather, index_add/index_copy, masked_scatter, max/min along
+a dim, pow and sgn, linear, lerp, the vector norms, dist, addr, batch norm, layer norm, binary cross entropy, cross
+entropy and the in-place activations: names, values (None where PyTorch keeps none), freed by the backward, and the
+gradients of the ops whose nodes changed, against PyTorch and by gradcheck."""
 from __future__ import annotations
 
 import math
@@ -73,6 +73,9 @@ NAMED = {
     "multi_dot_matrices": (lambda m, a: m.linalg.multi_dot([a, a.t(), a]), (2, 3)),
     "multi_dot_vector_ends": (lambda m, a: m.linalg.multi_dot([a[0], a.t(), a, a[1]]), (2, 3)),
     "chain_matmul": (lambda m, a: m.chain_matmul(a, a.t()), (2, 3)),
+    "cdist_matrix_product": (lambda m, a: m.cdist(a, a[1:] * 2, compute_mode="use_mm_for_euclid_dist"), (27, 3)),
+    "cdist_matrix_product_batched": (lambda m, a: m.cdist(a, a[..., 1:, :] * 2, compute_mode="use_mm_for_euclid_dist"),
+                                     (2, 1, 3, 2)),
     "matrix_power_1": (lambda m, a: m.linalg.matrix_power(a, 1), (3, 3)),
     "matrix_power_3": (lambda m, a: m.linalg.matrix_power(a, 3), (2, 3, 3)),
     "matrix_power_6": (lambda m, a: m.linalg.matrix_power(a, 6), (3, 3)),

@@ -966,7 +966,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         sq1 = (x1 * x1).sum(-1, keepdim=True)
         sq2 = (x2 * x2).sum(-1, keepdim=True)
         d2 = (matmul(x1, x2.mT) * -2 + sq1 + sq2.mT).clamp_min(0)
-        return keep_saved(unary(NormSqrt, d2), x1, x2)
+        d = unary(NormSqrt, d2)
+        # PyTorch's last node: the distances (their batch dims flattened to one) viewed as the result's shape
+        flat = d.reshape((math.prod(d.shape[:-2]),) + tuple(d.shape[-2:])) if d.dim() > 2 else d
+        return keep_saved(flat.view(d.shape), x1, x2)
     return keep_saved(composite_node(vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1), "CdistBackward0"), x1,
                       x2)
 
