@@ -134,6 +134,37 @@ def test_word_language_model(tmp_path, model):
         assert words == (tmp_path / "torch" / "generated.txt").read_text().split()
 
 
+ONNX_CHECK = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import onnxruntime
+    import torch
+    sys.path.insert(0, sys.argv[1])
+    model = torch.load("model.pt", weights_only=False).eval()
+    x = torch.randint(0, 100, (35, 1))
+    hidden = model.init_hidden(1)
+    with torch.no_grad():
+        out, _ = model(x, hidden)
+    session = onnxruntime.InferenceSession("model.onnx")
+    names = [i.name for i in session.get_inputs()]
+    feeds = dict(zip(names, [x.numpy(), *[h.numpy() for h in hidden]]))
+    print(float(np.abs(session.run(None, feeds)[0] - out.numpy()).max()))
+""")
+
+
+def test_word_language_model_onnx_export(tmp_path):
+    """``--onnx-export`` (PyTorch 2.13's exporter needs onnxscript, absent here): onnxruntime's output of the
+    exported LSTM equals the saved model's."""
+    pytest.importorskip("onnxruntime")
+    main = example("word_language_model/main.py")
+    corpus(tmp_path / "data")
+    out = run([main, "--data", "data", "--epochs", "1", "--dry-run", "--emsize", "16", "--nhid", "16",
+               "--onnx-export", "model.onnx"], tmp_path)
+    assert "exported in ONNX format" in out
+    (tmp_path / "check.py").write_text(ONNX_CHECK)
+    assert float(run(["check.py", os.path.dirname(main)], tmp_path)) < 1e-5
+
+
 CORA_URL = "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"
 # requests.get of a URL in OFFLINE_URLS answers from a local file: gcn/main.py downloads Cora unconditionally
 OFFLINE_REQUESTS = textwrap.dedent('''
@@ -256,12 +287,16 @@ def test_mnist_programs(tmp_path, name):
 
 
 def test_dcgan_fake(tmp_path):
+    """One step on FakeData, then one more from the checkpoints it saved (``--netG``/``--netD``)."""
     pytest.importorskip("ember_vision")
-    out = run([example("dcgan/main.py"), "--dataset", "fake", "--dry-run", "--batchSize", "16", "--ngf", "8",
-               "--ndf", "8", "--workers", "0"], tmp_path)
+    args = [example("dcgan/main.py"), "--dataset", "fake", "--dry-run", "--batchSize", "16", "--ngf", "8",
+            "--ndf", "8", "--workers", "0"]
+    out = run(args, tmp_path)
     assert finite(numbers(out, "Loss_D:")[0])
     assert all((tmp_path / f).is_file() for f in ("real_samples.png", "fake_samples_epoch_000.png",
                                                    "netG_epoch_0.pth", "netD_epoch_0.pth"))
+    out = run([*args, "--netG", "netG_epoch_0.pth", "--netD", "netD_epoch_0.pth"], tmp_path)
+    assert finite(numbers(out, "Loss_D:")[0])
 
 
 def test_super_resolution(tmp_path):
