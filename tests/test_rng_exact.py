@@ -52,6 +52,12 @@ def _cases():
             yield f"multinomial-{dt}-{n}-{rep}", lambda m, dt=dt, n=n, rep=rep: m.multinomial(
                 m.tensor(w, dtype=getattr(m, dt)), n, rep)
     yield "multinomial-vector", lambda m: m.multinomial(m.tensor(w[0]), 4, True)
+    rates, shapes = [0.0, 0.5, 3.0, 10.0, 25.0, 300.0] * 3, [0.01, 0.1, 0.5, 1.0, 2.5, 30.0] * 3
+    for dt in ("float32", "float64"):
+        yield f"poisson-{dt}", lambda m, dt=dt: m.poisson(m.tensor(rates, dtype=getattr(m, dt)))
+        yield f"standard_gamma-{dt}", lambda m, dt=dt: m._standard_gamma(m.tensor(shapes, dtype=getattr(m, dt)))
+    yield "dirichlet-float32", lambda m: m.distributions.Dirichlet(m.tensor(shapes[:4])).sample((3,))
+    yield "beta", lambda m: m.distributions.Beta(m.tensor([2.0, 0.3]), m.tensor([1.0, 2.0])).sample((4,))
     m_, s_ = np.linspace(-1, 1, 5, dtype=np.float32), np.linspace(0.1, 2, 5, dtype=np.float32)
     yield "normal-tensors", lambda m: m.normal(m.tensor(m_), m.tensor(s_))
     yield "normal-tensor-mean", lambda m: m.normal(m.tensor(m_), 0.7)

@@ -2,8 +2,8 @@
 cached Box-Muller normals, and the 5056-byte state layout of ``torch.get_rng_state()``.
 
 NumPy's ``MT19937`` bit generator draws the 32-bit words in bulk; a NumPy ``Generator`` on the same bit
-generator serves the samplers PyTorch's CPU algorithm is not reproduced for (gamma, Poisson, binomial), so
-every draw still comes from the one seeded stream.
+generator serves the samplers PyTorch's CPU algorithm is not reproduced for (binomial), so every draw still
+comes from the one seeded stream.
 """
 from __future__ import annotations
 

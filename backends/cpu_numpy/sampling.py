@@ -12,7 +12,10 @@ so that ``manual_seed(s)`` followed by the same calls gives PyTorch's numbers:
   Box-Muller over blocks of 16 (the first 8 with the last 8), the last 16 drawn again when 16 does not divide
   the size (float32 and the half types by PyTorch's vectorised float code: Cephes' ``logf`` and ``sincosf``);
 * integers as ``word % range + from`` (a 64-bit word when the range needs it), permutations by PyTorch's
-  Fisher-Yates swaps.
+  Fisher-Yates swaps;
+* Gamma (and so Dirichlet) and Poisson draws element by element with PyTorch's rejection loops (Marsaglia and
+  Tsang; Hoermann), which consume a data-dependent number of words.  A Dirichlet's float64 normalising sum is
+  NumPy's, which may differ from PyTorch's in the last bit.
 
 ``log`` and ``log1p`` go through Python's ``math`` (the C library's, as PyTorch's scalar code calls them) where
 the result must be exact: NumPy's own differ in the last bit.
@@ -279,6 +282,105 @@ def multinomial(gen, probs, n, replacement):
     return idx.reshape(n) if probs.ndim == 1 else idx
 
 
+def _uniform1(gen) -> float:
+    """One 53-bit uniform draw on [0, 1)."""
+    hi, lo = gen.words(2).tolist()
+    return ((hi & 0x1FFFFF) * 4294967296 + lo) * 2.0 ** -53
+
+
+def _normal1(gen) -> float:
+    """One standard normal of PyTorch's scalar ``normal_distribution<double>`` (its cached second one first)."""
+    if gen.normal_double is not None:
+        z, gen.normal_double = gen.normal_double, None
+        return z
+    u1, u2 = _uniform1(gen), _uniform1(gen)
+    r, theta = math.sqrt(-2.0 * math.log1p(-u2)), _TWO_PI * u1
+    gen.normal_double = r * math.sin(theta)
+    return r * math.cos(theta)
+
+
+_THIRD32, _C0331 = float(np.float32(1 / 3)), float(np.float32(0.0331))  # PyTorch's float literals 1.0f/3.0f, 0.0331f
+
+
+def _gamma1(gen, alpha: float, single: bool) -> float:
+    """One Gamma(alpha, 1) draw as PyTorch's ``sample_gamma`` (Marsaglia and Tsang's rejection in double precision;
+    ``alpha`` below 1 boosted by one, in the input's precision, float32 when ``single``)."""
+    f = np.float32 if single else float
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= math.pow(1.0 - _uniform1(gen), float(f(1.0) / f(alpha)))
+        alpha = float(f(alpha) + f(1.0))
+    d = float(f(alpha) - f(_THIRD32))  # (in the input's precision: alpha - 1.0f / 3.0f)
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = _normal1(gen)
+        y = 1.0 + c * x
+        while y <= 0:
+            x = _normal1(gen)
+            y = 1.0 + c * x
+        v = y * y * y
+        u = 1.0 - _uniform1(gen)
+        xx = x * x
+        if u < 1.0 - _C0331 * xx * xx or math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def standard_gamma(gen, alpha):
+    """Gamma(alpha, 1) per element, one rejection loop each (PyTorch's ``_standard_gamma``), at least the
+    dtype's smallest normal number."""
+    single = alpha.dtype == _F32
+    out = np.array([_gamma1(gen, a, single) for a in alpha.ravel().tolist()], _F64).astype(alpha.dtype)
+    return np.maximum(out, np.finfo(alpha.dtype).tiny).reshape(alpha.shape)
+
+
+def dirichlet(gen, alpha):
+    """Dirichlet(alpha) over the last axis: float64 Gamma draws normalised, then clamped to
+    [smallest normal, largest below 1] in ``alpha``'s dtype (PyTorch's ``_sample_dirichlet``)."""
+    g = np.array([_gamma1(gen, a, False) for a in alpha.ravel().tolist()], _F64).reshape(alpha.shape)
+    g = np.maximum(g, np.finfo(_F64).tiny)
+    x = (g / g.sum(axis=-1, keepdims=True)).astype(alpha.dtype)
+    return np.clip(x, np.finfo(alpha.dtype).tiny, np.nextafter(np.array(1, alpha.dtype), 0))
+
+
+def _poisson1(gen, lam: float) -> int:
+    """One Poisson(lam) draw as PyTorch's ``sample_poisson``: Hoermann's transformed rejection from 10 up, a
+    product of uniforms below."""
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = _uniform1(gen) - 0.5
+            v = _uniform1(gen)
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or us < 0.013 and v > us:
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - math.lgamma(k + 1):
+                return k
+    if lam == 0:
+        return 0
+    enlam, count, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= _uniform1(gen)
+        if prod <= enlam:
+            return count
+        count += 1
+
+
+def poisson(gen, lam):
+    """Poisson(lam) per element (PyTorch's ``poisson``), in ``lam``'s dtype."""
+    return np.array([_poisson1(gen, v) for v in lam.astype(_F64).ravel().tolist()], _F64).astype(
+        lam.dtype).reshape(lam.shape)
+
+
 KERNELS = {"uniform": uniform, "normal": normal, "randint": randint, "permutation": permutation,
            "bernoulli": bernoulli, "exponential": exponential, "geometric": geometric, "cauchy": cauchy,
-           "log_normal": log_normal, "multinomial": multinomial}
+           "log_normal": log_normal, "multinomial": multinomial, "standard_gamma": standard_gamma,
+           "dirichlet": dirichlet, "poisson": poisson}
