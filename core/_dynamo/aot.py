@@ -165,8 +165,10 @@ def split(graph, holder, order, dev, fusion="auto"):
     used_gouts = [(k, i) for k, i in enumerate(gout_ids) if i is not None]
     b_graph = SimpleNamespace(nodes=bwd, meta=graph.meta, inputs=None,  # (its sizes: the forward's inputs')
                               dynamic=graph.dynamic, out_spec=tuple(Ref(i) for i in grad_ids if i is not None))
-    forward, fsrc = generate(f_graph, order, dev, fuse=fusion, shown=out_ids)  # (saved values: the backward's)
-    backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev, fuse=fusion)
+    # (saved values are the backward's alone: arrays, but for the call's own tensors and its outputs)
+    inner = frozenset(saved).difference(order, out_ids)
+    forward, fsrc = generate(f_graph, order, dev, fuse=fusion, shown=out_ids, array_ids=inner)
+    backward, bsrc = generate(b_graph, saved + [i for _, i in used_gouts], dev, fuse=fusion, array_ids=inner)
     step = CompiledStep(forward, backward, n_out=len(out_ids), diff_pos=diff_pos,
                         used_gouts=[k for k, _ in used_gouts], leaf_pos=[pos_in(order, i) for i in leaf_ids],
                         has_grad=[g is not None for g in grads], source=fsrc + "\n" + bsrc)

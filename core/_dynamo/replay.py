@@ -265,7 +265,7 @@ def _accumulate_put(w, nodes, k, n, owned, uses, returned, puts) -> bool:
     return True
 
 
-def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=False):
+def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=False, array_ids=frozenset()):
     """A function ``replay(tensors, sizes=None)`` computing ``graph``'s outputs (its ``out_spec`` filled) from the
     tensors of the value ids in ``order`` (inputs, parameters and buffers, constants), and its source text.
     Symbolic sizes are read from ``graph.inputs``' shapes, or, where ``graph.inputs`` is None (a backward),
@@ -274,12 +274,15 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
     numba kernels where numba is installed and they pay; "numba"; "numpy"; False: no fusion).  ``shown``:
     the value ids of the outputs the caller sees (by default all): a view among them is made through
     dispatch, keeping its links to its base; other views are array views.  ``dispatch``: every op goes through
-    its dispatch kind (autograd then records the ops, where grad mode is on)."""
+    its dispatch kind (autograd then records the ops, where grad mode is on).  ``array_ids``: the value ids given
+    (in ``order``) and returned (in the ``out_spec``) as backend arrays, not tensors (a training call's saved
+    values, which only its compiled backward reads: no tensor is made for them)."""
     w = _Writer(dev)
     meta = w.meta = graph.meta
     w.dynamic = bool(getattr(graph, "dynamic", ()))  # (its shapes in meta are one call's: not to be built in)
     effects = any(n.kind == "inplace" for n in graph.nodes)
-    w.tensor.update(order)
+    w.tensor.update(i for i in order if i not in array_ids)
+    w.array.update(i for i in order if i in array_ids)
     folded = {}  # value id -> array computed here once
     returned = set(_refs_in(graph.out_spec))  # (a result is the caller's to change: never a kept constant)
     shown = returned if shown is None else set(shown)
@@ -366,24 +369,25 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
             tainted.update(n.outs)
     copy = w.const("COPY", dev.kernels["copy"])
     for i in sorted(returned & tainted):
-        if i in w.tensor:
+        if i in w.tensor and i not in array_ids:
             body.append(f"t{i} = W({copy}(t{i}._data), D)")
         else:
-            body.append(f"a{i} = {copy}(a{i})")
-    result = _spec_code(graph.out_spec, w)
-    head = f"def replay(T, SZ=None):\n    {', '.join(f't{i}' for i in order)}{',' if len(order) == 1 else ''} = T\n" \
+            body.append(f"a{i} = {copy}({w.as_array(i)})")
+    result = _spec_code(graph.out_spec, w, array_ids)
+    names = ", ".join(f"a{i}" if i in array_ids else f"t{i}" for i in order)
+    head = f"def replay(T, SZ=None):\n    {names}{',' if len(order) == 1 else ''} = T\n" \
         if order else "def replay(T, SZ=None):\n"
     src = head + "".join(f"    {line}\n" for line in body) + f"    return {result}\n"
     exec(compile(src, "<ember.compile replay>", "exec"), w.ns)  # noqa: S102 - code generated above
     return w.ns["replay"], "".join(w.fused) + src
 
 
-def _spec_code(spec, w):
+def _spec_code(spec, w, array_ids=frozenset()):
     ts = type(spec)
     if ts is Ref:
-        return w.as_tensor(spec.i)
+        return w.as_array(spec.i) if spec.i in array_ids else w.as_tensor(spec.i)
     if ts is tuple:
-        return "(" + "".join(_spec_code(x, w) + ", " for x in spec) + ")"
+        return "(" + "".join(_spec_code(x, w, array_ids) + ", " for x in spec) + ")"
     if ts is list:
-        return "[" + ", ".join(_spec_code(x, w) for x in spec) + "]"
+        return "[" + ", ".join(_spec_code(x, w, array_ids) for x in spec) + "]"
     raise TypeError(f"ember.compile: unexpected output structure {ts.__name__}")
