@@ -66,6 +66,9 @@ def _cases():
     yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5)
     yield "linear-init", lambda m: m.nn.Linear(5, 3).weight
     yield "conv-init", lambda m: m.nn.Conv2d(2, 3, 3).bias
+    yield "embedding-init", lambda m: m.nn.Embedding(10, 4).weight
+    yield "sparse-init", lambda m: m.nn.init.sparse_(m.empty(6, 5), 0.5)
+    yield "trunc_normal-init", lambda m: m.nn.init.trunc_normal_(m.empty(30, 5), std=0.02)
     # the cached second normal of a pair carries from one call to the next, across dtypes
     yield "normal-cache", lambda m: [m.randn(3, dtype=m.float64), m.randn(5), m.randn(1, dtype=m.float64)][-1]
 

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import _random
+from ..ops.creation import _random, randperm
 from ..ops.creation import tensor as _make_tensor
 from ..tensor import Tensor
 
@@ -190,8 +190,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     rows, cols = tensor.shape
     zeros = int(math.ceil(sparsity * rows))
     vals = _rand(tensor, "normal", 0.0, std, generator).cpu().numpy().copy()
-    perm = np.argsort(_rand(tensor, "uniform", 0.0, 1.0, generator).cpu().numpy(), axis=0)[:zeros]
-    vals[perm, np.arange(cols)[None, :]] = 0
+    for col in range(cols):  # as PyTorch: each column's zeros from a permutation of the default generator
+        vals[randperm(rows).numpy()[:zeros], col] = 0
     return _fill(tensor, _host(tensor, vals))
 
 
