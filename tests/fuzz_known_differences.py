@@ -253,12 +253,12 @@ KNOWN = [
           "and max_pool2d of a 3-d input with an empty first dimension, both refused by PyTorch"),
     Known("accepts", r"native_group_norm", r"Expected X.is_contiguous\(memory_format\) to be true", "deliberate",
           "PyTorch 2.13's native_group_norm refuses a non-contiguous input (an internal check); ember computes it"),
-    Known("*", r"solve_triangular\w*|addbmm|histogram\w*|\w*layer_norm\w*|native_batch_norm|scalar_alpha_forms",
+    Known("*", r"solve_triangular\w*|histogram\w*|\w*layer_norm\w*|native_batch_norm|scalar_alpha_forms",
           r"not implemented for 'Long'|must have the same dtype|weight tensor|mixed dtype \(CPU\)|"
           r"expected scalar type \w+ but found|"
           r"should contain \d+ elements not 1|\(int32\dx\d, float32\dx\d\*, float16", "open",
           "single cases of seed 2: operands of two dtypes (solve_triangular of complex and int64 computes in "
-          "PyTorch; addbmm, histogram's weight and layer_norm's bool or integer weight are refused by PyTorch), "
+          "PyTorch; histogram's weight and layer_norm's bool or integer weight are refused by PyTorch), "
           "histogramdd's weight shape against empty input, a 0-d native_batch_norm weight (PyTorch broadcasts "
           "it), the gradient of a float16 operand scaled by alpha beside int32 and float32 ones (rounding of the "
           "steps)"),
@@ -295,7 +295,7 @@ KNOWN = [
           "seed 11 at 6000 calls: batch_norm of bfloat16 input and weight beside a float16 bias, which PyTorch's "
           "CPU kernel refuses (ember computes in the input's dtype)"),
     Known("*", r"conv2d_input|lu_legacy|masked_scatter|interpolate_forms|"
-          r"fractional_max_pool2d|nuclear_norm_dim|max_pool1d_with_indices_torch|median|native_group_norm",
+          r"fractional_max_pool\dd|nuclear_norm_dim|max_pool1d_with_indices_torch|median|native_group_norm",
           r"itensor_view_from_dense|Got ember.int64 lu_\w+\(int640x3\)|expanded size of the tensor \(1\)|"
           r"upsample_bilinear2d_channels_last|"
           r"gather\(\): index -9223372036854775808|Low precision dtypes not supported. Got BFloat16|"
@@ -305,7 +305,7 @@ KNOWN = [
           "single cases of seeds 2, 4, 7 and 12 at 6000 calls, there at the start of the day: conv2d_input's "
           "integer input (PyTorch's oneDNN refuses it), lu of empty int64 input (PyTorch computes), "
           "masked_scatter into a 0-d input with a larger mask (PyTorch broadcasts the input), "
-          "bilinear interpolation of empty int32 input, fractional_max_pool2d with non-finite samples, nuclear "
+          "bilinear interpolation of empty int32 input, fractional_max_pool2d/3d with non-finite samples, nuclear "
           "norm of empty bfloat16 input, max_pool1d's index among NaNs, median of empty int32 input (ember's NaN "
           "fill of int32), group norm of a complex weight (PyTorch refuses)"),
     # ------------------------------------------------------- found by seeds 2-12 at 2000 calls, with the loss rows
@@ -320,6 +320,10 @@ KNOWN = [
           "or bfloat16 one; ember checks integer dtypes first, fails on empty float16 and returns float64 for empty "
           "bfloat16 (90 of 594 swept cases; the LAPACK ops that check the dtype first agree, "
           "tests/test_fuzz_classes5.py)"),
+    Known("*", r"index_reduce\w*", r"\(bool", "open",
+          "index_reduce of bool input: PyTorch computes amax, amin and prod with include_self=True and refuses "
+          "every reduction without it (NotImplementedError, before its index check); ember refuses amax, amin and "
+          "mean, and checks the index first"),
 ]
 
 

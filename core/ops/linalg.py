@@ -232,8 +232,8 @@ def vdot(input, other, *, out=None) -> Tensor:  # noqa: A002
 # PyTorch's refusal of an input of another dtype than the product's operands, by node (addr promotes them)
 _INPUT_DTYPE = {"AddmmBackward0": "self and mat2 must have the same dtype, but got {} and {}",
                 "AddbmmBackward0": "self and mat2 must have the same dtype, but got {} and {}",
-                "AddmvBackward0": "addmv input tensors must have the same dtype, but got {}, {}, and {1}",
-                "BaddbmmBackward0": "Input dtypes must be the same, got: input {}, batch1: {}, batch2: {1}"}
+                "AddmvBackward0": "addmv input tensors must have the same dtype, but got {0}, {1}, and {1}",
+                "BaddbmmBackward0": "Input dtypes must be the same, got: input {0}, batch1: {1}, batch2: {1}"}
 
 
 def _scaled_sum(input, prod, beta, alpha, out, node, operands=(), of=None, **sizes):
@@ -242,7 +242,9 @@ def _scaled_sum(input, prod, beta, alpha, out, node, operands=(), of=None, **siz
     ``of``) saved."""
     check_tensor(input, node.removesuffix("Backward0").lower())  # (PyTorch's signatures take no number here)
     if input.dtype is not prod.dtype and node in _INPUT_DTYPE:
-        raise RuntimeError(_INPUT_DTYPE[node].format(dtypes.type_name(input.dtype), dtypes.type_name(prod.dtype)))
+        if not autocasting(input):
+            raise RuntimeError(_INPUT_DTYPE[node].format(dtypes.type_name(input.dtype), dtypes.type_name(prod.dtype)))
+        input = cast(input, prod.dtype)  # (autocast casts the whole op's operands, input too)  # noqa: A001
     if prod.dtype.category <= dtypes.INT and input.dtype.category <= dtypes.INT:
         beta, alpha = int(beta), int(alpha)  # integer results: the scalars truncated, as PyTorch converts them
     r = prod if alpha == 1 else prod * alpha

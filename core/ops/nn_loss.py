@@ -671,14 +671,21 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and (weight.ndim != 1 or weight.numel() != c):
         raise ValueError(f"multi_margin_loss: weight must be one-dimensional with {c} elements, got "
                          f"{list(weight.shape)}")
+    if weight is not None and weight.dtype is not x.dtype:  # (PyTorch's kernel reads the weight in the input's)
+        raise RuntimeError(f"expected scalar type {dtypes.type_name(x.dtype)} but found "
+                           f"{dtypes.type_name(weight.dtype)}")
     xy = x.gather(1, t.unsqueeze(1))
-    h = (x - xy + margin).relu()
+    z = x - xy + margin
+    # PyTorch's kernel adds (and differentiates) only the terms of the other classes with z > 0: a NaN term, and an
+    # infinite weight beside a term it skips, add nothing
+    keep = (z > 0).logical_and(t.unsqueeze(1) != arange(c, device=x.device))
+    zero = z.new_zeros(())
+    h = where(keep, z, zero)
     if p == 2:
         h = h * h
     if weight is not None:
-        h = h * weight.index_select(0, t).unsqueeze(1)
-    others = t.unsqueeze(1) != arange(c, device=x.device)
-    loss = where(others, h, h.new_zeros(())).sum(1) / c
+        h = h * where(keep, weight.index_select(0, t).unsqueeze(1), zero)
+    loss = h.sum(1) / c
     if input.ndim == 1:
         loss = loss.squeeze(0)
     return keep_saved(composite_node(reduce_loss(loss, reduction, "multi_margin_loss"), "MultiMarginLossBackward0"),
