@@ -8,8 +8,8 @@ needed: PyTorch's torchvision is not assumed), the same command under ``python``
 numbers must match; elsewhere the printed losses must be finite. ``mnist`` and ``imagenet`` run in
 ``tests/test_vision_examples.py``.
 
-Not run: ``reinforcement_learning`` (needs gymnasium, and trains until CartPole is solved, with no episode
-limit), ``fast_neural_style``'s ``train`` (downloads VGG16's weights) and ``eval --export_onnx`` (calls
+``reinforcement_learning`` (needs gymnasium) trains until CartPole is solved: its first log lines are compared.
+Not run: ``fast_neural_style``'s ``train`` (downloads VGG16's weights) and ``eval --export_onnx`` (calls
 ``torch.onnx._export``, which PyTorch 2.13 no longer has), ``time_sequence_prediction`` on its own generated data
 (100 sequences of 1000 steps: minutes under either library), ``language_translation`` and ``legacy/snli``
 (spaCy models and torchtext downloads).
@@ -221,6 +221,32 @@ def test_graph_networks(tmp_path, name):
     assert len(result) == 1 and finite(result[0])
     if ref is not None:
         assert result == numbers(ref, "Test set results:")
+
+
+def first_lines(args, cwd, n, on_ember=True, timeout=300):
+    """The first ``n`` lines a program prints (it is stopped then: the RL programs train until solved)."""
+    cmd = [sys.executable, *(["-m", "ember", "run"] if on_ember else []), *map(str, args)]
+    env = {k: v for k, v in os.environ.items() if k != "EMBER_DEVICE"}
+    with subprocess.Popen(cmd, cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as proc:
+        try:
+            lines = [line for line, _ in zip(proc.stdout, range(n))]
+        finally:
+            proc.kill()
+    assert len(lines) == n, f"{' '.join(cmd[1:])} stopped after {len(lines)} lines"
+    return lines
+
+
+@pytest.mark.parametrize("name", ["reinforce", "actor_critic"])
+def test_reinforcement_learning(tmp_path, name):
+    """CartPole from gymnasium's seeded environment: the first 50 episodes' rewards (five log lines) equal
+    PyTorch's, sampled action by action from ember's Categorical."""
+    pytest.importorskip("gymnasium")
+    script = example(f"reinforcement_learning/{name}.py")
+    mine = first_lines([script], tmp_path, 5)
+    assert [line.split()[:2] for line in mine] == [["Episode", str(10 * i)] for i in range(1, 6)]
+    if HAVE_TORCH:
+        assert mine == first_lines([script], tmp_path, 5, on_ember=False)
 
 
 FX_SAME_OUTPUT = ["inline_function", "invert", "primitive_library", "proxy_based_graph_creation", "replace_op",
