@@ -364,8 +364,9 @@ def generate(graph, order, dev, fold=True, fuse="auto", shown=None, dispatch=Fal
     flush()
     puts.flush()
     tainted = set(folded)  # values that may be views of a kept constant: their results are copied out
-    for n in graph.nodes:
-        if n.kind != "binary" and n.ins and not tainted.isdisjoint(n.ins):
+    for n in graph.nodes:  # (an Op whose results are always fresh arrays says so: ``fresh_outputs``)
+        if n.kind != "binary" and n.ins and not tainted.isdisjoint(n.ins) and \
+                not (n.kind == "apply" and getattr(lookup_op(n.op), "fresh_outputs", False)):
             tainted.update(n.outs)
     copy = w.const("COPY", dev.kernels["copy"])
     for i in sorted(returned & tainted):

@@ -118,6 +118,7 @@ class LSTMLayerGrad(Op):
     (x, h0, c0) and the weights ask for, in order."""
 
     backward_name = "LstmBackwardBackward0"
+    fresh_outputs = True  # (the backward kernel's gradients are arrays of their own, never views of its inputs)
 
     @staticmethod
     def forward(ctx, k, dout, dh, dc, token, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse, needs):
