@@ -128,8 +128,8 @@ def _shape_kernels():
         st = (0,) * lead + tuple(0 if n == 1 and s != 1 else t for n, s, t in zip(x.shape, shape[lead:], x.strides))
         return stand_in(shape, x.dtype, st)
 
-    table = {name: sampled for name in ("uniform", "normal", "randint", "exponential", "geometric", "cauchy",
-                                        "log_normal")}
+    table = {name: sampled for name in ("uniform", "normal", "normal_serial", "randint", "exponential", "geometric",
+                                        "cauchy", "log_normal")}
     table.update({
         "permutation": lambda gen, n, dtype: stand_in((n,), dtype),
         "bernoulli": lambda gen, p, dtype: stand_in(p.shape, dtype),

@@ -21,6 +21,12 @@ def _cases():
             yield f"normal_-{dt}-{shape}", lambda m, dt=dt, s=shape: m.empty(s, dtype=getattr(m, dt)).normal_(
                 0.5, 2.0)
     yield "rand", lambda m: m.rand(2, 3)
+    # a non-contiguous tensor is filled in memory order, normals one at a time
+    yield "uniform_-transposed", lambda m: m.empty(5, 4).t().uniform_()
+    yield "normal_-transposed", lambda m: m.empty(20, 4).t().normal_(0.5, 2.0)
+    yield "normal_-strided", lambda m: m.empty(20, 8)[:, ::2].normal_()
+    yield "random_-permuted", lambda m: m.empty(2, 3, 4).permute(2, 0, 1).random_(0, 100)
+    yield "bernoulli_-transposed", lambda m: m.empty(5, 4).t().bernoulli_(0.3)
     yield "rand-f64", lambda m: m.rand(7, dtype=m.float64)
     yield "randn-f64-large", lambda m: m.randn(40, dtype=m.float64)
     yield "randn-large", lambda m: m.randn(3, 1000)

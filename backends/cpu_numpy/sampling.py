@@ -181,14 +181,21 @@ def _fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray:
                           axis=1)
 
 
+def normal_serial(gen, shape, dtype, mean=0.0, std=1.0):
+    """N(mean, std**2) one element at a time (PyTorch's ``normal_`` below 16 elements or of a non-contiguous
+    tensor, in its memory order)."""
+    z = _normal_serial(gen, math.prod(shape))
+    mean, std = float(mean), float(std)
+    return _cast(z if (mean, std) == (0.0, 1.0) else _fma64(z, std, mean), dtype).reshape(shape)
+
+
 def normal(gen, shape, dtype, mean=0.0, std=1.0):
     """N(mean, std**2) in ``dtype`` (PyTorch's ``normal_`` of a contiguous tensor)."""
     dtype = np.dtype(dtype)
     n = math.prod(shape)
     mean, std = float(mean), float(std)
     if n < 16:
-        z = _normal_serial(gen, n)
-        return _cast(z if (mean, std) == (0.0, 1.0) else _fma64(z, std, mean), dtype).reshape(shape)
+        return normal_serial(gen, shape, dtype, mean, std)
     calc = _F64 if dtype == _F64 else _F32  # a half type is drawn in float32
     full = n - n % 16
     # float32 and float64 draw a uniform for every element, a half type only for the whole blocks of 16
@@ -380,7 +387,8 @@ def poisson(gen, lam):
         lam.dtype).reshape(lam.shape)
 
 
-KERNELS = {"uniform": uniform, "normal": normal, "randint": randint, "permutation": permutation,
+KERNELS = {"uniform": uniform, "normal": normal, "normal_serial": normal_serial,
+           "randint": randint, "permutation": permutation,
            "bernoulli": bernoulli, "exponential": exponential, "geometric": geometric, "cauchy": cauchy,
            "log_normal": log_normal, "multinomial": multinomial, "standard_gamma": standard_gamma,
            "dirichlet": dirichlet, "poisson": poisson}

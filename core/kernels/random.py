@@ -244,7 +244,8 @@ def kernels(xp, strategy=None) -> dict:
                      xp.where((a > 6) & (b > 6), grad_alpha_mid(xd, a, b), rational(xd, a, t))))
         return out.astype(x.dtype, copy=False)
 
-    return {"uniform": uniform, "normal": normal, "randint": randint, "permutation": permutation,
+    return {"uniform": uniform, "normal": normal, "normal_serial": normal, "randint": randint,
+            "permutation": permutation,
             "exponential": exponential, "geometric": geometric, "cauchy": cauchy, "log_normal": log_normal,
             "bernoulli": bernoulli, "poisson": poisson, "multinomial": multinomial,
             "standard_gamma": standard_gamma, "dirichlet": dirichlet, "binomial": binomial,

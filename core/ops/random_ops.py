@@ -23,7 +23,8 @@ class Sampled(Op):
 
     ``bernoulli`` takes the probabilities instead, broadcast to ``x``: ``params`` is ``(array, None)`` or
     ``(number, the array dtype to hold it)``.  ``real`` (the real array dtype of a complex ``x``) draws the
-    real and imaginary parts as pairs.
+    real and imaginary parts as pairs.  A non-contiguous ``x`` gets its draws in memory order, normals one at a
+    time, as PyTorch fills one.
     """
 
     tensor_args = True  # params are data of the draw, not inputs
@@ -33,17 +34,38 @@ class Sampled(Op):
     def forward(ctx, k, x, kernel, generator, params, real=None):
         if real is not None:
             return complex_draw(k, kernel, generator, x.shape, x.dtype, real, *params)
+        order = _memory_order(x)
+        shape = x.shape if order is None else tuple(x.shape[i] for i in order)
         if kernel == "bernoulli":
             p, wide = params
-            probs = p if wide is None else k["full"](x.shape, p, wide)
-            if probs.shape != x.shape:
-                probs = k["expand"](probs, x.shape)
-            return k["bernoulli"](generator, probs, x.dtype)
-        return k[kernel](generator, x.shape, x.dtype, *params)
+            if wide is None:  # a tensor of probabilities: drawn in x's logical order
+                order, shape = None, x.shape
+            probs = p if wide is None else k["full"](shape, p, wide)
+            if probs.shape != shape:
+                probs = k["expand"](probs, shape)
+            draw = k["bernoulli"](generator, probs, x.dtype)
+        else:
+            draw = k["normal_serial" if kernel == "normal" and order is not None else kernel](
+                generator, shape, x.dtype, *params)
+        return draw if order is None else k["permute"](draw, tuple(sorted(range(x.ndim), key=order.__getitem__)))
 
     @staticmethod
     def backward(ctx, g):
         return g.new_zeros(g.shape)
+
+
+def _memory_order(x):
+    """``x``'s axes from the largest stride down when ``x`` is not C-contiguous (None when it is, or when its
+    array type has no strides)."""
+    strides = getattr(x, "strides", None)
+    if strides is None:
+        return None
+    step = x.itemsize
+    for n, st in zip(reversed(x.shape), reversed(strides)):
+        if n != 1 and st != step:
+            return tuple(sorted(range(x.ndim), key=lambda i: -strides[i]))
+        step *= n
+    return None
 
 
 class Drawn(Op):
