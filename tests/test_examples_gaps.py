@@ -64,6 +64,13 @@ SPAWNED_CHILD = textwrap.dedent("""
         t.add_(1)
         print("child", repr(torch), flush=True)
 
+    class Items(torch.utils.data.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return torch.full((2,), float(i))
+
     if __name__ == "__main__":
         mp.set_start_method("spawn", force=True)
         t = torch.zeros(3)
@@ -72,17 +79,21 @@ SPAWNED_CHILD = textwrap.dedent("""
         p.start()
         p.join()
         print("parent", p.exitcode, t.tolist())
+        batches = torch.utils.data.DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+        print("workers", [b.sum().item() for b in batches])
 """)
 
 
 def test_spawned_child_imports_torch_as_ember(tmp_path):
     """Under ``python -m ember run`` a child of multiprocessing's spawn method gets the alias too (mnist_hogwild
     trains in such children: they had imported PyTorch, or failed where it is absent), and its in-place update of
-    a shared-memory tensor reaches the parent."""
+    a shared-memory tensor reaches the parent; DataLoader workers started by spawn return ember tensors (they
+    had returned PyTorch's, which the collate refused)."""
     (tmp_path / "prog.py").write_text(SPAWNED_CHILD)
     proc = subprocess.run([sys.executable, "-m", "ember", "run", "prog.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "child <module 'torch' (ember's ember)>" in proc.stdout
     assert "parent 0 [1.0, 1.0, 1.0]" in proc.stdout
+    assert "workers [2.0, 10.0]" in proc.stdout
 
