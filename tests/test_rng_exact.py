@@ -75,6 +75,9 @@ def _cases():
     yield "embedding-init", lambda m: m.nn.Embedding(10, 4).weight
     yield "sparse-init", lambda m: m.nn.init.sparse_(m.empty(6, 5), 0.5)
     yield "trunc_normal-init", lambda m: m.nn.init.trunc_normal_(m.empty(30, 5), std=0.02)
+    yield "dataloader-shuffle", lambda m: m.cat([b for (b,) in m.utils.data.DataLoader(
+        m.utils.data.TensorDataset(m.arange(20)), batch_size=5, shuffle=True)])
+    yield "random_split", lambda m: m.tensor(list(m.utils.data.random_split(range(20), [10, 10])[0]))
     # the cached second normal of a pair carries from one call to the next, across dtypes
     yield "normal-cache", lambda m: [m.randn(3, dtype=m.float64), m.randn(5), m.randn(1, dtype=m.float64)][-1]
 
