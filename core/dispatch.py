@@ -304,14 +304,15 @@ def apply(Op, *args):
             tensors.append(a)
             arrays.append(a._data)
         elif type(a) in (list, tuple) and a and isinstance(a[0], Tensor):
-            for t in a:
-                if dev is None:
-                    dev = t._dev
-                elif t._dev is not dev:
-                    raise device_error(op_name(Op), tensors[0] if tensors else a[0], t)
-                rg = rg or t._rg
-                tensors.append(t)
             arrays.append([t._data for t in a])
+            if dev is None:
+                dev = a[0]._dev
+            for t in a:  # (cat of hundreds of small tensors: one test of each, the list extended once)
+                if t._dev is not dev:
+                    raise device_error(op_name(Op), tensors[0] if tensors else a[0], t)
+                if t._rg:
+                    rg = True
+            tensors.extend(a)
         else:
             arrays.append(a)
     if dev is None:

@@ -211,3 +211,17 @@ def test_tensor_minus_tensor_of_one_dtype_and_bool_refused(device, dtype):
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
             t - t
     assert_close(res[0], res[1])
+
+
+def test_cat_and_stack_of_many_small_tensors_match_pytorch_with_gradients(device):
+    res = []
+    for lib, dev in ((ember, device), (torch, "cpu")):
+        xs = [lib.tensor([float(i), -i / 3], device=dev, requires_grad=i % 3 == 0) for i in range(40)]
+        hs = [x * 2.0 for x in xs]
+        out = lib.cat(hs) * lib.stack(hs).reshape(-1)
+        grads = lib.autograd.grad(out.sum(), [x for x in xs if x.requires_grad])
+        res.append((out.detach(), grads, lib.cat(xs[1:3]).requires_grad, lib.stack(xs[1:3]).requires_grad))
+    assert_close(res[0][0], res[1][0])
+    for a, b in zip(res[0][1], res[1][1]):
+        assert_close(a, b)
+    assert res[0][2:] == res[1][2:] == (False, False)
