@@ -55,7 +55,7 @@ def test_one_tensor_ops_of_each_dtype_give_pytorch_values_dtypes_and_out(device,
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape", [(), (5,), (2, 3)])
-def test_tanh_and_sigmoid_gradients_match_pytorch_bit_for_bit_in_float64(device, dtype, shape):
+def test_tanh_and_sigmoid_gradients_match_pytorch_in_float32_and_float64(device, dtype, shape):
     x0 = np.linspace(-3, 2.5, int(np.prod(shape))).reshape(shape)
     g0 = np.linspace(0.5, -1.5, x0.size).reshape(shape)
     res = []
