@@ -44,7 +44,9 @@ class TorchMT19937:
     def words(self, n: int) -> np.ndarray:
         """The next ``n`` 32-bit outputs (uint32)."""
         self._fresh = False
-        return self.bits.random_raw(n).astype(np.uint32)
+        if n < 4096:
+            return self.bits.random_raw(n).astype(np.uint32)
+        return self._numpy.integers(0, 1 << 32, size=n, dtype=np.uint32)  # (the raw words, without a uint64 array)
 
     def words64(self, n: int) -> np.ndarray:
         """The next ``n`` 64-bit outputs (uint64): pairs of words, the first the high half."""

@@ -67,7 +67,8 @@ def _unit(gen, n: int, wide: bool) -> np.ndarray:
     w = gen.words(2 * n if wide else n)
     if wide:  # (the high word's low 21 bits above the low word's 32, scaled: no uint64 to float conversion)
         return ((w[0::2] & _LOW21).astype(_F64) * 2.0 ** 32 + w[1::2]) * 2.0 ** -53
-    return np.multiply((w & _LOW24).view(np.int32), 2.0 ** -24, dtype=_F32)  # (NumPy's fastest cast to float32)
+    np.bitwise_and(w, _LOW24, out=w)  # (in place: one large temporary fewer)
+    return np.multiply(w.view(np.int32), 2.0 ** -24, dtype=_F32)  # (NumPy's fastest cast to float32)
 
 
 def uniform(gen, shape, dtype, low=0.0, high=1.0):
@@ -116,7 +117,9 @@ def _normal_serial(gen, n: int) -> np.ndarray:
 
 def _fma32(a, b, c) -> np.ndarray:
     """float32 ``a * b + c`` rounded once (the product is exact in float64)."""
-    return (np.asarray(a, _F64) * np.asarray(b, _F64) + np.asarray(c, _F64)).astype(_F32)
+    t = np.multiply(a, b, dtype=_F64)
+    t += c
+    return t.astype(_F32)
 
 
 _LOG_P = (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
@@ -218,7 +221,10 @@ def randint(gen, shape, dtype, low, high):
     if span >= 1 << 32 and _wide_int(dtype):
         r = (gen.words64(n) % np.uint64(span)).astype(np.int64)
     else:
-        r = (gen.words(n) % np.uint32(span) if span < 1 << 32 else gen.words(n)).astype(np.int64)
+        w = gen.words(n)
+        if span < 1 << 32:
+            np.remainder(w, np.uint32(span), out=w)
+        r = w.astype(np.int64)
     r += np.int64(low)
     return r.astype(dtype).reshape(shape)
 
