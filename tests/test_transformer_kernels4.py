@@ -128,6 +128,20 @@ def test_embedding_node_value_gradient_and_name_match_torch(device, dtype, paddi
     assert node._saved_weight_sym_argsize_0 == tnode._saved_weight_sym_argsize_0 == 9
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_embedding_node_saves_its_flags_as_torch(device, sparse):
+    torch = pytest.importorskip("torch")
+    w = np.arange(12.0).reshape(4, 3)
+    nodes = [F.embedding(ember.tensor([1, 3], device=device), ember.tensor(w, requires_grad=True, device=device),
+                         sparse=sparse, padding_idx=-1).grad_fn,
+             torch.nn.functional.embedding(torch.tensor([1, 3]), torch.tensor(w, requires_grad=True), sparse=sparse,
+                                           padding_idx=-1).grad_fn]
+    assert [(n.name(), n._saved_sparse, n._saved_padding_idx, n._saved_scale_grad_by_freq) for n in nodes] == \
+        [("EmbeddingBackward0", sparse, 3, False)] * 2
+    assert ember.embedding(ember.tensor(w, requires_grad=True, device=device), ember.tensor([0], device=device),
+                           sparse=sparse).grad_fn._saved_sparse is sparse
+
+
 def test_embedding_node_of_int32_and_empty_indices_matches_torch(device):
     w = np.arange(12.0).reshape(4, 3)
     for idx in (np.array([3, 0, 3], np.int32), np.zeros((2, 0), np.int64)):

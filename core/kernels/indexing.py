@@ -165,11 +165,11 @@ def kernels(xp, strategy=None) -> dict:
         return astype(bag, xp.int64), xp.take(kept, ends) - xp.take(kept, offsets)
 
     def index_in_range(index, size, op):
-        """``index`` itself, once every entry is in ``[-size, size)`` (a bounds check as a kernel: a captured
+        """``index`` itself, once every entry is in ``[0, size)`` (a bounds check as a kernel: a captured
         graph runs it at every call, where a check reading the values into Python would end the graph)."""
         if index.size:
             lo, hi = int(xp.min(index)), int(xp.max(index))
-            if lo < -size or hi >= size:
+            if lo < 0 or hi >= size:
                 raise IndexError(f"{op}: index out of range in self (indices span [{lo}, {hi}] for a weight of "
                                  f"{size} rows)")
         return index

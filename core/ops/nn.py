@@ -853,9 +853,14 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """
     idx = index_tensor(input, "embedding")
     n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:  # (PyTorch asserts)
+            raise AssertionError(f"embedding: Padding_idx must be within num_embeddings (got {padding_idx} for {n})")
+        padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
     if max_norm is None and not scale_grad_by_freq and weight.ndim == 2 and idx.dtype in _EMBEDDING_INDEX and \
             not observed():
-        return _embedding_node(weight, idx, padding_idx, n)
+        idx._dev.kernels["index_in_range"](idx._data, n, "embedding")
+        return apply(Embedding, weight, idx, padding_idx, sparse)
     flat = apply(IndexInRange, idx.reshape(-1), n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, flat, max_norm, norm_type)
@@ -866,11 +871,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         counts = rows.bincount(minlength=n).index_select(0, rows).to(out.dtype).unsqueeze(-1)
         out = out.detach() + (out - out.detach()) / counts
     if padding_idx is not None:
-        if not -n <= padding_idx < n:  # (PyTorch asserts)
-            raise AssertionError(f"embedding: Padding_idx must be within num_embeddings (got {padding_idx} for {n})")
-        pad = padding_idx + n if padding_idx < 0 else padding_idx
-        keep = (flat != pad).unsqueeze(-1)
-        out = where(keep, out, out.detach())
+        out = where((flat != padding_idx).unsqueeze(-1), out, out.detach())
     return out.reshape(tuple(idx.shape) + (weight.shape[1],))
 
 
@@ -879,22 +880,6 @@ IndexInRange = op_class("IndexInRange", "index_in_range", arity=3, tags=("data-d
 
 
 _EMBEDDING_INDEX = (dtypes.int64, dtypes.int32)  # (PyTorch's; the composed form refuses the others)
-
-
-def _embedding_node(weight, idx, padding_idx, n):
-    """:func:`embedding` as one :class:`Embedding` node, its indices checked here (every form refuses an index
-    outside ``[0, n)`` with PyTorch's IndexError)."""
-    a = idx._data
-    if a.size:
-        lo, hi = int(idx._dev.backend.xp.min(a)), int(idx._dev.backend.xp.max(a))
-        if lo < 0 or hi >= n:
-            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
-                             f"{n} rows)")
-    if padding_idx is not None:
-        if not -n <= padding_idx < n:  # (PyTorch asserts)
-            raise AssertionError(f"embedding: Padding_idx must be within num_embeddings (got {padding_idx} for {n})")
-        padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
-    return apply(Embedding, weight, idx, padding_idx)
 
 
 class Embedding(Op):
@@ -909,11 +894,11 @@ class Embedding(Op):
     saved_names = (None, "indices")
     # (no padding_idx: PyTorch's -1, an int64 its node reads back unsigned)
     saved_args = {"padding_idx": lambda n: (1 << 64) - 1 if n.pad is None else n.pad,
-                  "scale_grad_by_freq": lambda n: False, "sparse": lambda n: False, "weight_sym_argsize_0": "rows"}
+                  "scale_grad_by_freq": lambda n: False, "sparse": lambda n: n.sparse, "weight_sym_argsize_0": "rows"}
 
     @staticmethod
-    def forward(ctx, k, w, idx, pad):
-        ctx.rows, ctx.pad = w.shape[0], pad
+    def forward(ctx, k, w, idx, pad, sparse):
+        ctx.rows, ctx.pad, ctx.sparse = w.shape[0], pad, sparse
         return k["reshape"](k["index_select"](w, 0, k["reshape"](idx, (-1,))), tuple(idx.shape) + tuple(w.shape[1:]))
 
     @staticmethod
@@ -942,7 +927,7 @@ def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scal
                     sparse: bool = False) -> Tensor:
     """``torch.embedding``: weight first; a negative ``padding_idx`` means none."""
     return embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
-                     scale_grad_by_freq=scale_grad_by_freq)
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 # Each index's bag, and each bag's number of kept indices (not differentiable).
@@ -1726,7 +1711,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
 
     >>> import ember
     >>> ember.nn.functional.rms_norm(ember.tensor([[3., 4.]]), [2]).tolist()
-    [[0.8485280871391296, 1.1313709020614624]]
+    [[0.8485281467437744, 1.1313709020614624]]
     """
     x = check_tensor(input, "rms_norm")
     dtypes.check_kernel("rms_norm", x, dtypes.FLOATING_AND_HALF | dtypes.COMPLEX_TYPES, empty_ok=False)
