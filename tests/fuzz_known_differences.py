@@ -203,12 +203,12 @@ KNOWN = [
           "unsorted ones; sorted rows with NaN, which PyTorch's search steps past, agree "
           "(tests/test_fuzz_classes2.py)"),
     Known("grad", r"rnn\w*|lstm\w*|gru\w*|cdist\w*|scatter_reduce\w*|index_reduce\w*|segment_reduce\w*|"
-          r"ormqr\w*|solve\w*|det|linear_cross_entropy\w*|"
+          r"ormqr\w*|solve\w*|det|slogdet|logdet|linear_cross_entropy\w*|"
           r"complex_mat(vec|mul)", NONFINITE, "open",
           "gradients where an input holds inf: ember's backward multiplies the infinite entry by a zero gradient "
           "(NaN) where PyTorch's masks or orders its products so that it stays finite, or the reverse (recurrent "
           "layers' weights, cdist's matrix-product path, scatter_reduce's and index_reduce's amin/amax, "
-          "segment_reduce, ormqr, solve, det, the logits' product in linear_cross_entropy's gradient, "
+          "segment_reduce, ormqr, solve, det and slogdet, the logits' product in linear_cross_entropy's gradient, "
           "complex matrix products, whose NaN entries follow the BLAS's order of products)"),
     Known("values", r"matrix_exp\w*|scalar_alpha_forms|ormqr\w*|cond\w*|diff\w*|cumprod\w*|max_pool2d\w*|"
           r"linear_cross_entropy\w*|sub_forms|add_out|complex_matmul|complex_mixed|vmap_linear\w*", NONFINITE, "open",
@@ -320,6 +320,10 @@ KNOWN = [
           "or bfloat16 one; ember checks integer dtypes first, fails on empty float16 and returns float64 for empty "
           "bfloat16 (90 of 594 swept cases; the LAPACK ops that check the dtype first agree, "
           "tests/test_fuzz_classes5.py)"),
+    Known("values", r"mode\w*", NONFINITE, "deliberate",
+          "mode of a row holding NaN beside other values (or several NaNs): PyTorch sorts the row with a comparison "
+          "NaN never satisfies, an unspecified order, so which value and index it returns is an accident of the "
+          "sort; ember's NaNs sort last (a row of one NaN agrees, tests/test_fuzz_classes5.py)"),
     Known("*", r"index_reduce\w*", r"\(bool", "open",
           "index_reduce of bool input: PyTorch computes amax, amin and prod with include_self=True and refuses "
           "every reduction without it (NotImplementedError, before its index check); ember refuses amax, amin and "

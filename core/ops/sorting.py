@@ -185,12 +185,15 @@ def mode(input, dim=-1, keepdim=False, *, out=None):  # noqa: A002
     s = x.sort(-1).values
     pos = arange(n, device=input.device)
     differs = s[..., 1:] != s[..., :-1]
-    edge = (s[..., :1] == s[..., :1])  # all True, shaped (..., 1)
+    first = s[..., :1]
+    edge = (first == first).logical_or(first != first)  # all True (NaN too), shaped (..., 1)
     where = pointwise.where
     start = where(cat([edge, differs], -1), pos, 0).cummax(-1).values
     end = where(cat([differs, edge], -1), pos, n).flip(-1).cummin(-1).values.flip(-1)
     best = (end - start).argmax(-1, keepdim=True)  # the first longest run: the smallest value among ties
-    idx = where(x == s.gather(-1, best), pos, -1).amax(-1, keepdim=True).movedim(-1, d)
+    v = s.gather(-1, best)
+    same = (x == v).logical_or((x != x).logical_and(v != v))  # (a NaN mode is found at a NaN)
+    idx = where(same, pos, -1).amax(-1, keepdim=True).movedim(-1, d)
     vals = gather_values(input, d, idx)
     if not keepdim:
         vals, idx = vals.squeeze(d), idx.squeeze(d)
