@@ -97,3 +97,22 @@ def test_spawned_child_imports_torch_as_ember(tmp_path):
     assert "parent 0 [1.0, 1.0, 1.0]" in proc.stdout
     assert "workers [2.0, 10.0]" in proc.stdout
 
+
+
+def _cross_entropy(lib, logits, target, dtype, device=None, **kwargs):
+    where = {"device": device} if device else {}
+    x = lib.tensor(logits, dtype=getattr(lib, dtype), **where)
+    return lib.nn.functional.cross_entropy(x, lib.tensor(target, **where), **kwargs).item()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_cross_entropy_is_positive_zero(device, dtype):
+    """A cross entropy of class indices that is exactly zero is +0.0, as PyTorch's sum from zero gives:
+    imagenet/main.py printed ``Loss -0.0000e+00`` for a confidently right batch."""
+    logits, target = [[1000.0, 0.0], [0.0, 1000.0], [1000.0, 0.0]], [0, 1, 2]
+    for reduction in ("mean", "sum"):
+        for ignore_index, rows in ((-100, 2), (2, 3)):  # the third row's target is ignored
+            kwargs = {"reduction": reduction, "ignore_index": ignore_index}
+            got = _cross_entropy(ember, logits[:rows], target[:rows], dtype, device, **kwargs)
+            want = _cross_entropy(torch, logits[:rows], target[:rows], dtype, **kwargs)
+            assert got == want == 0 and np.signbit(got) == np.signbit(want), kwargs
