@@ -97,7 +97,7 @@ def cross_entropy_index(xp, x, t, ignore_index, mean, rows=None):
     count = int(keep.sum())
     scale = (1.0 / count if count else 0.0) if mean else 1.0
     coef = keep.astype(x.dtype) * x.dtype.type(scale)
-    loss = -xp.sum(picked * coef) + 0.0  # + 0.0: a zero loss is +0.0, as PyTorch's sum from zero gives
+    loss = -xp.sum(picked * coef) + x.dtype.type(0)  # a zero loss is +0.0, as PyTorch's sum from zero gives
     if mean and not count:  # every target ignored: the mean is 0/0 (NaN), its gradient 0 as in PyTorch
         loss = loss + x.dtype.type(math.nan)
     return loss, coef[:, None], idx, bounds, logp
