@@ -124,9 +124,9 @@ KNOWN = [
           "where its own mean gives ±inf; ember's is mean's"),
     # ----------------------------------------------------------------------------------------- open, found by seeds 1-2
     Known("grad", r"(ge|lt|eq|logical_and|logical_or|logical_xor)_forms",
-          r"gradient \d: None, PyTorch's the other|only ember's backward raised", "open",
-          "an in-place comparison or logical op (x.ge_(y)) on a tensor that requires grad: PyTorch's node gives "
-          "the input a zero gradient, ember's node gives none"),
+          r"gradient \d: (None, PyTorch's the other|0j != )|only ember's backward raised", "open",
+          "an in-place comparison or logical op (x.ge_(y)) on a tensor that requires grad: PyTorch records no node "
+          "(the result keeps the clone's, so the gradient passes through it); ember's node gives none, or zeros"),
     Known("*", r"trapezoid\w*|cumulative_trapezoid\w*", r"\((bool|uint8|int32|int64)", "open",
           "trapezoid of integer and bool inputs: PyTorch keeps the input's dtype for empty input and computes the "
           "differences of uint8 sample points in uint8 (wrapping); ember computes in the default float dtype"),
