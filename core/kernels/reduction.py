@@ -8,7 +8,8 @@ from .strategy import takes_out
 
 TINY_LSE, TINY_LSE_AXIS = 128, 32
 """Sizes up to which ``logsumexp`` reduces by ``logaddexp`` (elements in all, along the axis): it costs ~30 ns an
-element where the shifted sum's five passes cost ~6 us in all; the error stays within a few float32 ulp."""
+element where the shifted sum's five passes cost ~6 us in all; float32 reduces in float64, within an ulp of the
+correctly rounded result."""
 
 QUIET = {"mean", "var", "logsumexp", "prod", "cumprod", "sum", "sum_to", "cumsum",  # 0/0 of empty slices, overflow,
          "logcumsumexp", "logsumexp_backward"}  # inf - inf
@@ -95,7 +96,10 @@ def kernels(xp, strategy=None) -> dict:
         if pairwise is not None and 0 < x.size <= TINY_LSE and len(axis) == 1 and x.dtype in pairwise_dtypes and \
                 x.shape[axis[0]] <= TINY_LSE_AXIS:
             # a few elements: one ufunc reduce, log(e^a + e^b) from the larger term, which meets infinities and
-            # NaN as PyTorch's shifted sum does (a third of the passes' fixed costs on a 7x7 matrix)
+            # NaN as PyTorch's shifted sum does (a third of the passes' fixed costs on a 7x7 matrix); float32 in
+            # float64, rounded once (its own rounding at each step would drift a few ulp along a row)
+            if x.dtype == xp.float32:
+                return pairwise(x.astype(xp.float64), axis=axis[0], keepdims=keepdims).astype(xp.float32)
             return pairwise(x, axis=axis[0], keepdims=keepdims)
         if x.size == 0:  # log of an empty sum: -inf
             return xp.log(xp.sum(xp.exp(x), axis=axis, keepdims=keepdims))
