@@ -1,9 +1,14 @@
 """``mp.spawn`` + ``init_process_group`` (the path of Lightning's ``ddp_spawn``): processes that
 ``ember.multiprocessing.spawn`` starts form one process group through a store, and their collectives and
 DistributedDataParallel gradients equal PyTorch's single-process math."""
+import contextlib
+import importlib
 import os
 import signal
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -65,13 +70,25 @@ def _worker(rank, world_size, out_dir, init_method):
 
 def _run(fn, args, patience=120.0):
     """``mp.spawn(fn, args, nprocs=2)``, failing (not hanging) when the processes do not end in time."""
-    context = mp.start_processes(fn, args=args, nprocs=2, join=False)
+    _join_all(mp.start_processes(fn, args=args, nprocs=2, join=False), patience)
+
+
+def _join_all(context, patience=120.0):
+    """join() every process, failing (not hanging) when they do not end in time."""
+    _wait_for(context, lambda: not context.sentinels, patience)
+
+
+def _wait_for(context, done, patience=60.0):
+    """Wait until ``done()``, join()ing the processes meanwhile (it raises if one failed); fail, ending them, when
+    they all end first or it takes longer than ``patience`` seconds."""
     deadline = time.monotonic() + patience
-    while not context.join(timeout=1.0):
+    while not done():
+        if context.join(timeout=0.05) and not done():
+            pytest.fail("the spawned processes ended first")
         if time.monotonic() > deadline:
             for p in context.processes:
                 p.terminate()  # mpiexec passes SIGTERM on to its process
-            pytest.fail(f"the spawned processes did not end within {patience:.0f} s")
+            pytest.fail(f"not done within {patience:.0f} s")
 
 
 def _free_port_for(out_dir):
@@ -135,3 +152,70 @@ def test_a_child_ended_by_a_signal_is_reported_by_its_name_without_mpichs_banner
         _run(_killed_or_failing, ())
     assert (info.value.exit_code, info.value.signal_name, info.value.error_index) == (-9, "SIGKILL", 0)
     assert "BAD TERMINATION" not in "".join(capfd.readouterr())
+
+
+# the signals mpiexec passes on to the process group it runs (the reaper's, which the child shares)
+_PASSED_ON = (signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGTERM)
+
+
+def _noting_signals(rank, out_dir):
+    seen = []
+
+    def note(number, frame):
+        seen.append(number)
+        with open(f"{out_dir}/seen", "a") as f:
+            f.write(signal.Signals(number).name + "\n")
+
+    for number in _PASSED_ON:
+        signal.signal(number, note)
+    open(f"{out_dir}/ready", "w").close()
+    deadline = time.monotonic() + 60
+    while signal.SIGTERM not in seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # a second copy of a signal would come meanwhile
+
+
+def test_signals_sent_to_a_child_reach_it_once_and_it_finishes_normally(tmp_path, capfd):
+    """As a plain PyTorch child, the child under its own mpiexec gets each signal sent to its pid once, by its own
+    handler (faulthandler dumps its stack on SIGUSR1, say), and then finishes normally: the reaper between
+    them neither dies of one (mpiexec would then kill the child and report exit code 10) nor passes on a copy."""
+    context = mp.start_processes(_noting_signals, args=(str(tmp_path),), nprocs=1, join=False)
+    seen = tmp_path / "seen"
+
+    def noted():
+        return seen.read_text().split() if seen.exists() else []
+
+    _wait_for(context, (tmp_path / "ready").exists)
+    for i, number in enumerate(_PASSED_ON):
+        os.kill(context.processes[0].pid, number)
+        _wait_for(context, lambda count=i + 1: len(noted()) >= count)
+    _join_all(context)
+    assert noted() == [s.name for s in _PASSED_ON]
+    assert "BAD TERMINATION" not in "".join(capfd.readouterr())
+
+
+def test_a_signal_that_comes_as_the_reaper_starts_its_child_ends_the_child(tmp_path):
+    """A terminate() that reaches the reaper before its child is in its process group (here: sent to the reaper
+    itself as its Popen returns) is passed on, so the child ends with it and is not left running alone."""
+    reaper_code = importlib.import_module("ember.multiprocessing.spawn")._REAPER  # (mp.spawn is the function)
+    hook = textwrap.dedent(f"""\
+        import os, signal, subprocess
+        start = subprocess.Popen
+        def started(*args, **kwargs):
+            child = start(*args, **kwargs)
+            with open({str(tmp_path / "child")!r}, "w") as f:
+                f.write(str(child.pid))
+            os.kill(os.getpid(), signal.SIGTERM)
+            return child
+        subprocess.Popen = started
+        """)
+    status = tmp_path / "status"
+    reaper = subprocess.run([sys.executable, "-c", hook + reaper_code, str(status),
+                             "-c", "import time; time.sleep(30)"], timeout=60)
+    child = int((tmp_path / "child").read_text())
+    try:
+        assert reaper.returncode == 128 + signal.SIGTERM
+        assert status.read_text() == str(int(signal.SIGTERM))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)

@@ -107,16 +107,25 @@ class ProcessContext:
 
 _LAUNCHER: dict = {}  # the wrapper script and the folder it lives in, made once per process
 
-# What mpiexec runs: the child's interpreter as a subprocess, SIGTERM (terminate(), which mpiexec forwards) passed
-# on to it; SIGINT is not, as a Ctrl-C reaches the child, in the same process group, itself (and a second one would
-# break its clean exit). A child ended by a signal leaves the signal's number in the status file (named by
-# mpiexec's pid, the pid multiprocessing knows) and the reaper exits as a shell would (128 + the signal): mpiexec
-# then sees no process killed and prints no banner.
+# What mpiexec runs: the child's interpreter as a subprocess in the reaper's process group. mpiexec passes SIGINT,
+# SIGQUIT, SIGTERM, SIGUSR1 and SIGALRM on to that whole group, so the child receives each once, as PyTorch's plain
+# child would, and the reaper ignores them (dying of one, it would make mpiexec kill the child). One that comes
+# before the child exists is kept and sent on once it does (one that comes while it starts may reach it twice): the
+# handlers that keep them are set before the child starts, as an ignored signal would stay ignored in it (Python's
+# KeyboardInterrupt needs SIGINT's default). A child ended by a signal leaves the signal's number in the status file
+# (named by mpiexec's pid, the pid multiprocessing knows) and the reaper exits as a shell would (128 + the signal):
+# mpiexec then sees no process killed and prints no banner.
 _REAPER = """\
 import signal, subprocess, sys
+forwarded = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGALRM)
+early = []
+for number in forwarded:
+    signal.signal(number, lambda sig, frame: early.append(sig))
 status, child = sys.argv[1], subprocess.Popen([sys.executable, *sys.argv[2:]], close_fds=False)
-signal.signal(signal.SIGTERM, lambda sig, frame: child.send_signal(sig))
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+for number in forwarded:
+    signal.signal(number, signal.SIG_IGN)
+for number in early:
+    child.send_signal(number)
 code = child.wait()
 if code < 0:
     with open(status, "w") as f:
