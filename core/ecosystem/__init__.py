@@ -259,21 +259,15 @@ def add_snapshot_tests(lib: Library, git_dir: Path, ref: str, root: Path | None 
     is replaced) and ``ref`` says where they came from, or, when empty, the folder's ``ORIGIN`` file does."""
     _, source, _ = prepare(lib, root)
     folder = Path(git_dir)
-    if (folder / "objects").is_dir() and (folder / "HEAD").exists():  # a bare git directory
-        archive = subprocess.run(["git", f"--git-dir={folder}", "archive", ref, *_test_tops(lib)],
-                                 capture_output=True, check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+    git_ref, origin = _snapshot_source(folder, ref, "add_snapshot_tests")
+    if git_ref is not None:
+        with tarfile.open(fileobj=io.BytesIO(_git(folder, "archive", git_ref, *_test_tops(lib)))) as tar:
             tar.extractall(source, filter="data")
-        origin = f"{folder.resolve().parent.name.replace('+', '/')} {ref}"
     else:
-        if not folder.is_dir():
-            raise FileNotFoundError(f"add_snapshot_tests: {folder} is neither a git directory nor a folder")
         for top in folder.iterdir():
             if top.is_dir():
                 shutil.copytree(top, source / top.name, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("__pycache__"))
-        mark = folder / "ORIGIN"
-        origin = ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")
     (source / SNAPSHOT_MARK).write_text(origin)
     return source
 
@@ -295,17 +289,12 @@ def add_snapshot_scripts(lib: Library, git_dir: Path, ref: str, root: Path | Non
     if not lib.scripts:
         raise ValueError(f"add_snapshot_scripts: {lib.name} runs no scripts of its repository")
     folder, target = Path(git_dir), scripts_dir(lib, root)
-    if (folder / "objects").is_dir() and (folder / "HEAD").exists():  # a bare git directory
-        ref = ref or "HEAD"
-        texts = {name: _git(folder, "show", f"{ref}:{name}") for name in lib.scripts}
-        described = _git(folder, "describe", "--tags", "--always", ref).decode().strip()
-        origin = f"{folder.resolve().parent.name.replace('+', '/')} {ref} ({described})"
-    elif folder.is_dir():
-        texts = {name: (folder / name).read_bytes() for name in lib.scripts}
-        mark = folder / "ORIGIN"
-        origin = ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")
+    git_ref, origin = _snapshot_source(folder, ref, "add_snapshot_scripts")
+    if git_ref is not None:
+        texts = {name: _git(folder, "show", f"{git_ref}:{name}") for name in lib.scripts}
+        origin += f" ({_git(folder, 'describe', '--tags', '--always', git_ref).decode().strip()})"
     else:
-        raise FileNotFoundError(f"add_snapshot_scripts: {folder} is neither a git directory nor a folder")
+        texts = {name: (folder / name).read_bytes() for name in lib.scripts}
     target.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -316,6 +305,20 @@ def add_snapshot_scripts(lib: Library, git_dir: Path, ref: str, root: Path | Non
 
 def _git(git_dir: Path, *args) -> bytes:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True).stdout
+
+
+def _snapshot_source(folder: Path, ref: str, caller: str) -> tuple:
+    """``(git ref, origin)`` of a repository snapshot. A bare git directory is read at ``ref`` (HEAD when empty),
+    and came from the repository its mirror folder names (``owner+name``) at that ref; a plain folder laid out as
+    the repository (git ref None) came from where ``ref`` says, else its ``ORIGIN`` file, else its path. Anything
+    else raises FileNotFoundError naming ``caller``."""
+    if (folder / "objects").is_dir() and (folder / "HEAD").exists():
+        ref = ref or "HEAD"
+        return ref, f"{folder.resolve().parent.name.replace('+', '/')} {ref}"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{caller}: {folder} is neither a git directory nor a folder")
+    mark = folder / "ORIGIN"
+    return None, ref or (mark.read_text().strip() if mark.exists() else f"folder {folder.resolve()}")
 
 
 def run_subset(lib: Library, mode: str, *, smoke: bool = False, timeout: int = 60, budget: int = 300,
