@@ -390,7 +390,8 @@ def link(ctx, inputs):
     if not numbered:
         ctx._nrs = _ZEROS[n] if n < 8 else (0,) * n
     else:
-        ctx._nrs = tuple(t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
+        nrs = tuple(t._nr if isinstance(t, Tensor) and t._fn is not None else 0 for t in inputs)
+        ctx._nrs = _VERS.get(nrs) or _shared_vers(nrs)
     if n == 1 and metas[0] is not None:  # (e: the last input's entry in _METAS)
         ctx._shapes = e[1]
     elif n == 2 and metas[0] is not None and (metas[1] is metas[0] or metas[1] is None):
@@ -451,11 +452,25 @@ _METAS: dict = {}
 _VERS: dict = {}
 
 
+_OUT_METAS: dict = {}  # a multi-output node's ((shape, dtype, device), ...), shared the same way
+
+
 def _shared_vers(vers):
-    """``vers``, kept as the one instance later nodes share (the table is emptied when it grows large)."""
+    """``vers`` (a tuple of ints and None: saved versions, edge output numbers), kept as the one instance later
+    nodes share (the table is emptied when it grows large)."""
     if len(_VERS) > 4096:
         _VERS.clear()
     return _VERS.setdefault(vers, vers)
+
+
+def _shared_out_meta(meta):
+    """``meta`` (a node's ``_out_meta``), kept as the one instance later nodes share."""
+    if len(_OUT_METAS) > 4096:
+        _OUT_METAS.clear()
+    try:
+        return _OUT_METAS.setdefault(meta, meta)
+    except TypeError:  # an array library whose shapes are not hashable
+        return meta
 
 
 def _other_dtype(a, b) -> bool:
@@ -589,7 +604,8 @@ def record(ctx, out, dev, inputs):
         ctx.n_outputs = len(out)
         ctx._plain = False
         backend = dev.backend
-        ctx._out_meta = tuple((o.shape, backend.dtype_of(o), dev) for o in out)
+        meta = tuple((o.shape, backend.dtype_of(o), dev) for o in out)
+        ctx._out_meta = _shared_out_meta(meta)
         res = []
         for i, o in enumerate(out):
             t = _wrap(o, dev)
