@@ -1621,8 +1621,14 @@ def _rrelu(x, lower, upper, training, Op, generator=None):
     if lower > upper:
         raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
                            f"and upper={upper}")
-    if training:
-        noise = rand(x.shape, dtype=x.dtype, device=x.device, generator=generator) * (upper - lower) + lower
+    if training:  # as PyTorch: a float64 U(lower, upper) slope for each input <= 0 in turn, 1 elsewhere, with
+        # the bounds in the input's compute precision (float32 below float64)
+        if x.dtype is not dtypes.float64:
+            lower, upper = (x.new_full((), v, dtype=dtypes.float32).item() for v in (lower, upper))
+        negative = x.detach() <= 0
+        slopes = rand(int(negative.sum()), dtype=dtypes.float64, device=x.device, generator=generator)
+        noise = x.new_ones(x.shape)
+        noise[negative] = (slopes * (upper - lower) + lower).to(x.dtype)
     else:
         noise = x.new_full((), (lower + upper) / 2)
     r = apply(Op, x, noise)  # (in place under no_grad, r's node is an earlier op's: it keeps its own)
@@ -1763,8 +1769,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     """Softmax of ``(logits + g) / tau`` with Gumbel noise ``g``; ``hard`` returns one-hot samples whose gradient
     is the soft sample's (straight-through)."""
     x = check_tensor(logits, "gumbel_softmax")
-    u = rand(x.shape, dtype=x.dtype, device=x.device)
-    gumbels = -(-(u.clamp(min=eps)).log()).log()
+    gumbels = -x.detach().new_empty(x.shape).exponential_().log()  # PyTorch's noise: -log of Exponential(1) draws
     y = torch_softmax((x + gumbels) / tau, dim)
     if not hard:
         return y
