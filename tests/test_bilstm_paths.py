@@ -200,3 +200,71 @@ def test_tiny_logsumexp_float32_within_an_ulp(device):
     y = ember.tensor(a, device=device).logsumexp(1).cpu().numpy()
     exact = np.log(np.exp(a.astype(np.float64)).sum(1))
     assert np.all(np.abs(y - exact) <= np.spacing(np.abs(exact).astype(np.float32))), y - exact
+
+
+def _matmul_tanh(x, w):
+    return (x @ w).tanh().sum()
+
+
+@pytest.mark.parametrize("lstm", [False, True])
+def test_compiled_backward_twice(device, torch, lstm):
+    """A compiled call's backward frees what it saved: a second backward raises PyTorch's RuntimeError (its
+    compiled functions' as its eager graphs'), and leaves the gradients as they were; with ``retain_graph`` the
+    second backward adds the same gradients again, as eager mode's."""
+    ember.manual_seed(4)
+    if lstm:
+        model = Recurrent(ember.nn.LSTM(3, 4, bidirectional=True)).to(device)
+        fn, args = ember.compile(model), (ember.randn(5, 2, 3, device=device),)
+        leaves = list(model.parameters())
+    else:
+        fn = ember.compile(_matmul_tanh)
+        args = leaves = [ember.randn(3, 3, device=device, requires_grad=True) for _ in range(2)]
+    t = torch.randn(3, requires_grad=True)
+    y = t.exp().sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as want:
+        y.backward()
+    fn(*args).backward()  # (the capture)
+    for t in leaves:
+        t.grad = None
+    fn(*args).backward()
+    once = [t.grad.clone() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    y = fn(*args)
+    assert type(y.grad_fn).__name__ == "_JointBackward"  # (the compiled backward, one node)
+    y.backward(retain_graph=True)
+    y.backward()
+    for t, g in zip(leaves, once):
+        assert_close(t.grad, 2 * g)
+    with pytest.raises(RuntimeError) as got:
+        y.backward()
+    assert str(got.value) == str(want.value)
+    for t, g in zip(leaves, once):
+        assert_close(t.grad, 2 * g)
+    from ember.ops import nn_recurrent
+    assert not nn_recurrent._KEPT  # (the LSTM caches went with what the backward freed)
+
+
+def test_compiled_inference_lstm_keeps_no_cache(device, monkeypatch):
+    """An LSTM captured without grad (an inference call) is the plain layer: no token, no cache kept."""
+    from ember.ops import nn_recurrent
+
+    class Recording(dict):
+        def __setitem__(self, key, value):
+            writes.append(key)
+            super().__setitem__(key, value)
+
+    writes = []
+    monkeypatch.setattr(nn_recurrent, "_KEPT", Recording())
+    ember.manual_seed(5)
+    model = Recurrent(ember.nn.LSTM(3, 4)).to(device)
+    compiled = ember.compile(model)
+    x = ember.randn(5, 2, 3, device=device)
+    with ember.no_grad():
+        for _ in range(3):
+            np.testing.assert_array_equal(compiled(x).cpu().numpy(), model(x).cpu().numpy())
+    assert writes == [] and not nn_recurrent._KEPT
+    compiled(x).backward()  # (a training call keeps its caches, where the array type allows weak references)
+    compiled(x).backward()
+    assert not nn_recurrent._KEPT

@@ -55,28 +55,24 @@ def joint_body(fn, out_spec, holder, state):
         state.note_hooks(tracer.called.values())  # (a backward hook would be called by this backward too)
         if diff and leaves and not state.breaks:  # (a call with a break runs eagerly: no graph is needed)
             state.internal, CompileCapture.first_order = True, True
-            materialize, _engine._materialize = _engine._materialize, _recorded_zeros
+            _engine.TASK.zeros = _recorded_zeros
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
                 grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
             except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
                 grads = ()
             finally:
                 state.internal, CompileCapture.first_order = False, False
-                _engine._materialize = materialize
+                _engine.TASK.zeros = None
         holder.update(tracer=tracer, outs=outs, diff=diff, gouts=gouts, leaves=leaves, grads=grads)
         return tuple(outs) + tuple(x for x in grads if x is not None)
     return body
 
 
-def _recorded_zeros(fn, grads_out):
-    """The engine's zeros for the outputs of node ``fn`` that got no gradient (an LSTM layer's unused final
-    states), made by a factory the capture records, where the engine's own bare kernel call would leave them
-    tensors of unknown origin to the captured backward (which then could not be split)."""
-    shapes = getattr(fn, "_out_meta", None)
-    if shapes is None:
-        return list(grads_out)
-    return [zeros(shapes[i][0], dtype=shapes[i][1], device=shapes[i][2]) if g is None else g
-            for i, g in enumerate(grads_out)]
+def _recorded_zeros(shape, dtype, device):
+    """The engine's zeros for an output that got no gradient (an LSTM layer's unused final states), made by a
+    factory the capture records, where the engine's own bare kernel call would leave them tensors of unknown
+    origin to the captured backward (which then could not be split)."""
+    return zeros(shape, dtype=dtype, device=device)
 
 
 def _cut_prefix(tracer, leaves, outs, holder):
@@ -88,7 +84,8 @@ def _cut_prefix(tracer, leaves, outs, holder):
     an empty leaf list: no split, as when an output is a prefix result)."""
     nodes = tracer.nodes
     holder["prefix"] = holder["cut"] = None
-    todo = [k for k, n in enumerate(nodes) if n.kind != "create" and _kernel_backward(lookup_op(n.op))]
+    todo = [k for k, n in enumerate(nodes)
+            if n.kind != "create" and getattr(lookup_op(n.op), "once_differentiable", False)]
     if not todo:
         return leaves
     maker = {i: k for k, n in enumerate(nodes) for i in n.outs}
@@ -111,12 +108,6 @@ def _cut_prefix(tracer, leaves, outs, holder):
         return []
     holder["prefix"], holder["cut"] = {id(nodes[k]) for k in prefix}, cut
     return wanted
-
-
-def _kernel_backward(op) -> bool:
-    """Whether ``op``'s backward is a kernel that a capture cannot record (``once_differentiable``), unless the op
-    records it as one gradient op while a training step's backward is captured (``kernel_grad``: an LSTM layer)."""
-    return getattr(op, "once_differentiable", False) and not getattr(op, "kernel_grad", False)
 
 
 def split(graph, holder, order, dev, fusion="auto"):
@@ -250,8 +241,9 @@ class CompiledStep:
 def _fill(ctx, step, tensors, values, ints=None):
     """What the node of compiled ``step`` keeps for its backward, from its call's ``tensors`` and the forward's
     ``values`` (outputs, then what the backward reads): the saved values, the inputs' sizes and the versions of the
-    inputs it watches for in-place changes."""
-    ctx.step, ctx.saved = step, values[step.n_out:]
+    inputs it watches for in-place changes.  The saved values sit where the engine frees a node's saved values after
+    a backward without ``retain_graph`` (even none: a second backward then raises, as PyTorch's compiled one)."""
+    ctx.step, ctx._saved = step, tuple(values[step.n_out:])
     ctx.sizes = [t._data.shape for t in tensors[:step.n_inputs]] + (ints or []) if step.n_inputs else None
     ctx.watched = [(tensors[j], tensors[j]._version) for j in step.watched]
 
@@ -272,6 +264,7 @@ class _Joint(Function):
         if is_grad_enabled():
             raise RuntimeError("ember.compile: a compiled backward cannot be differentiated again "
                                "(create_graph=True); compile with backend='aot_eager' for higher-order gradients")
+        ctx._check_released()
         for t, v in ctx.watched:  # (eager mode's saved-value check, for the tensors the call was given)
             if t._version != v:
                 raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
@@ -282,7 +275,7 @@ class _Joint(Function):
         gs = [gouts[k] for k in step.used_gouts]
         if any(not isinstance(g, Tensor) for g in gs):
             raise RuntimeError("ember.compile: the compiled backward needs every output's gradient")
-        computed = iter(step.backward(list(ctx.saved) + gs, ctx.sizes))
+        computed = iter(step.backward(list(ctx._saved) + gs, ctx.sizes))
         return (None, *[next(computed) if h else None for h in step.has_grad])
 
 

@@ -22,6 +22,7 @@ _FORMAT_NAN = "Function '{}' returned nan values in its {}th output."
 _ONES = {}
 class _Task(threading.local):
     current = None  # (roots, filter_state) of the backward this thread is running
+    zeros = None    # zeros(shape, dtype, device) for the outputs of a node that got no gradient (None: a kernel's)
 
 
 TASK = _Task()
@@ -647,11 +648,15 @@ def _empty_of(g, dt):
 def _materialize(fn, grads_out):
     grads_out = list(grads_out)
     shapes = getattr(fn, "_out_meta", None)
+    zeros = TASK.zeros or _kernel_zeros
     for i, g in enumerate(grads_out):
         if g is None and shapes is not None:
-            shape, dt, dev = shapes[i]
-            grads_out[i] = _tensor._wrap(dev.kernels["full"](shape, 0, dev.backend.array_dtype(dt)), dev)
+            grads_out[i] = zeros(*shapes[i])
     return grads_out
+
+
+def _kernel_zeros(shape, dt, dev):
+    return _tensor._wrap(dev.kernels["full"](shape, 0, dev.backend.array_dtype(dt)), dev)
 
 
 def _check_nan(fn, g, i):

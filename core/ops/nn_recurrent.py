@@ -51,8 +51,6 @@ class LSTMLayer(Op):
 
     save_inputs = True
     backward_name = "LstmBackward0"
-    once_differentiable = True  # (its backward is a kernel, recorded by ember.compile as one LSTMLayerGrad op)
-    kernel_grad = True
     keeps = False  # (LSTMLayerKept: a token after the layer's own tensors)
 
     @staticmethod
@@ -63,7 +61,8 @@ class LSTMLayer(Op):
 
     @staticmethod
     def backward(ctx, dout, dh, dc):
-        recorded = _kernel_grads()  # (ember.compile's capture of a training step: one op, never differentiated)
+        # (ember.compile's capture of a training step, whose layers keep their caches: one op, never differentiated)
+        recorded = ctx.keeps and _kernel_grads()
         if not recorded:
             _no_double_backward("LSTM")
         # (PyTorch's CPU LSTM keeps the biases where it runs as its oneDNN layer, below double precision)
@@ -76,7 +75,7 @@ class LSTMLayer(Op):
         tail = (None,) if ctx.keeps else ()
         if recorded:
             b_ih, b_hh = saved[3:5] if ctx.bias else (None, None)
-            made = iter(apply(LSTMLayerGrad, dout, dh, dc, saved[-1] if ctx.keeps else None, x, w_ih, w_hh, b_ih, b_hh,
+            made = iter(apply(LSTMLayerGrad, dout, dh, dc, saved[-1], x, w_ih, w_hh, b_ih, b_hh,
                               saved[first_state], saved[first_state + 1], w_hr, ctx.mask, ctx.reverse, needs))
             slots = _lstm_grads((needs[0], 1, 1, 1, 1, needs[1], needs[2], 1), ctx.bias, ctx.proj)
             return tuple(next(made) if wanted else None for wanted in slots) + tail
@@ -192,7 +191,7 @@ def run_direction(mode: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=N
     one direction, one fused op (input projection and time loop); ``(out, h, c)``
     (``c`` None but for LSTM).  ``mask`` ``(T, B, 1)`` (an array) marks the steps of packed sequences."""
     if mode == "LSTM":
-        if CompileCapture.native:  # (ember.compile's capture: the layer keeps its cache for the compiled backward)
+        if CompileCapture.native and STATE.enabled:  # (ember.compile's training capture: the cache kept for backward)
             return apply(LSTMLayerKept, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, x[:0], mask, reverse)
         return apply(LSTMLayer, x, w_ih, w_hh, b_ih, b_hh, h0, c0, w_hr, mask, reverse)
     if mode == "GRU":
