@@ -15,8 +15,8 @@ import weakref
 import numpy as np
 
 from . import dtypes
-from .autograd.function import (OPS, SAVED_HOOKS, SAVED_ON, VOLATILE, anomaly_trace, grad_edge, pack_output, pack_saved,
-                                saved_for)
+from .autograd.function import (OPS, SAVED_HOOKS, SAVED_ON, VOLATILE, anomaly_trace, grad_edge, named_node, pack_output,
+                                pack_saved, saved_for)
 from .autograd.grad_mode import STATE, enable_grad
 from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
@@ -530,8 +530,7 @@ def refresh_view(v):
     """Give view ``v`` the history of its base's current value (the base was changed in place since)."""
     base = v._base
     if v._view is not None and (base._rg or base._fn is not None):
-        with enable_grad():
-            fresh = replay_view(v._view, base)
+        fresh = regenerate_view(v._view, base)
         v._fn, v._nr, v._rg = fresh._fn, fresh._nr, True
     v._vv = base._ver
 
@@ -673,3 +672,23 @@ def replay_view(chain, base):
     for _, Op, params in reversed(steps):
         t = view_op(Op, t, *params)
     return t
+
+
+def regenerate_view(chain, base):
+    """A view's new history after its base changed in place: replayed from ``base`` under grad, its node named as
+    PyTorch's regenerated view, ``AsStridedBackward0`` (PyTorch re-derives it by as_strided; a last step that
+    changes the dtype, ``view_as_real``/``view_as_complex``, it replays by that op, under that op's name)."""
+    with enable_grad():
+        t = replay_view(chain, base)
+    fn = t._fn
+    if fn is not None and fn._op:
+        cls = type(fn)
+        twin = _REGENERATED.get(cls)
+        if twin is None:
+            twin = _REGENERATED[cls] = cls if cls.op_name in ("ViewAsReal", "ViewAsComplex") else \
+                named_node(cls, "AsStridedBackward0", None, True)
+        fn.__class__ = twin
+    return t
+
+
+_REGENERATED: dict = {}  # a view's node class -> its class as a regenerated view's

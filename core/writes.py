@@ -15,9 +15,9 @@ import numpy as np
 
 from . import dtypes
 from .autograd.function import OPS, SAVED_HOOKS, Node, grad_edge, pack_output
-from .autograd.grad_mode import enable_grad
 from .backend import resolve as resolve_device
-from .dispatch import cast, device_error, kernel_error, link, op_name, refresh_view, replay_view, scalar_to
+from .dispatch import (cast, device_error, kernel_error, link, op_name, refresh_view, regenerate_view, replay_view,
+                       scalar_to)
 from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
 from .state import ACTIVE, is_grad_enabled, is_inference
@@ -387,11 +387,25 @@ def write_inplace(a: Tensor, out, ctx, inputs, overlapped=False):
         return a
     cs = CopySlices(base, chain, ctx)
     base._fn, base._nr, base._rg = cs, 0, True
-    with enable_grad():
-        fresh = replay_view(chain, base)
+    fresh = regenerate_view(chain, base)
     a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
     a._vv = base._ver
     return a
+
+
+def _grad_fn(self):
+    """The node that made this tensor (None for a leaf); a view whose base was changed in place since takes the
+    base's new history first, as PyTorch regenerates it on access (``AsStridedBackward0``)."""
+    if self._volatile:
+        return None
+    b = self._base
+    if b is not None and ACTIVE.inplace_recorded and self._vv != b._ver and (self._rg or b._rg) and \
+            not self._nograd_view:
+        refresh_view(self)
+    return self._fn
+
+
+Tensor.grad_fn = property(_grad_fn)  # (the tensor is a floor below the view replays)
 
 
 # --------------------------------------------------------------------------- out=

@@ -370,6 +370,17 @@ class Gather(Pick):
     kernel = "gather"
     saved_args = {"dim": "axis", "sparse_grad": lambda n: False}
 
+    @staticmethod
+    def forward(ctx, k, x, axis, idx, scalar=False):
+        # ``scalar``: a 0-d index into a vector, given as one element: the result is 0-d, made by this node
+        ctx.scalar = scalar
+        r = Pick.forward(ctx, k, x, axis, idx)
+        return k["reshape"](r, ()) if scalar else r
+
+    @staticmethod
+    def backward(ctx, g):
+        return Pick.backward(ctx, g.reshape(1) if ctx.scalar else g)
+
 
 class _GatherKeeping(Gather):
     """:func:`gather`'s node: it keeps the input as PyTorch's does (``_saved_self``: an in-place change of it refuses
@@ -385,7 +396,7 @@ class _GatherKeeping(Gather):
     @staticmethod
     def backward(ctx, g):
         ctx.check_saved()
-        return Pick.backward(ctx, g)
+        return Gather.backward(ctx, g)
 
 
 _GatherKeeping.__name__ = _GatherKeeping.__qualname__ = Gather.__name__
@@ -507,10 +518,11 @@ def gather_values(input, dim: int, index) -> Tensor:  # noqa: A002
 def _gather(Cls, input, dim, index):  # noqa: A002
     d, idx = _dim_index(input, dim, index, "gather", dtypes_ok=_INDEX_DTYPES, ndim_match=True)
     _no_larger(input, index, d, "gather")
-    r = apply(Cls, input, d, idx)
+    scalar = index.dim() == 0 and input.dim() == 1
+    r = apply(Cls, input, d, idx, True) if scalar else apply(Cls, input, d, idx)
     if Cls is _GatherKeeping:
         _keep_index(r, index)
-    return r.reshape(()) if index.dim() == 0 and r.dim() else r
+    return r
 
 
 def _scatter_args(x, dim, index, src, op):

@@ -29,7 +29,8 @@ class Copy(Op):
     backward_name = "CopyBackwards"
 
     def name(self) -> str:
-        return "torch::autograd::CopyBackwards"  # PyTorch's name() of its copy_ node
+        n = type(self).__name__  # (another name where the node was renamed: fill_ with a tensor's FillBackward3)
+        return "torch::autograd::CopyBackwards" if n == "CopyBackwards" else n  # PyTorch's name() of its copy_ node
 
     @staticmethod
     def forward(ctx, k, x, src):
@@ -37,7 +38,13 @@ class Copy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return None, g
+        return _overwritten(ctx, g), g
+
+
+def _overwritten(ctx, g):
+    """The gradient of a written tensor's old value, which the write replaced: zeros where that value has a
+    history (PyTorch's ``zeros_like(grad)``, so a leaf behind it gets a zero ``.grad``, not None), else none."""
+    return g.new_zeros(g.shape) if ctx.next_functions[0][0] is not None else None
 
 
 class Fill(Op):
@@ -48,7 +55,7 @@ class Fill(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return None, None  # the old values and the scalar fill value get no gradient
+        return _overwritten(ctx, g), None  # (the scalar fill value gets no gradient)
 
 
 class IndexPut(Op):
@@ -104,15 +111,16 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
                                f"dimensions.")
         check_overlap(self)  # a tensor value is copied, and PyTorch's copy refuses shared memory (a number fills)
-        if value._rg:
-            return copy_(self, value)
-        value = value.item()
+        if value._rg:  # (its gradient: the sum of the result's)
+            return _fill_node(copy_(self, value), "FillBackward3")
+        return _fill_node(inplace(Fill, self, dtypes.fill_value(value.item(), self.dtype)), "FillBackward3")
     return _fill_node(inplace(Fill, self, dtypes.fill_value(value, self.dtype)), "FillBackward2")
 
 
 def _fill_node(t, name):
-    """``t``, whose history is now a Fill node (not a view's), under PyTorch's name for the in-place form."""
-    return rename_node(t, name) if type(t._fn) is Fill else t
+    """``t``, whose history is now a Fill or Copy node (not a view's), under PyTorch's name for the in-place
+    form."""
+    return rename_node(t, name) if type(t._fn) in (Fill, Copy) else t
 
 
 @export(to=("torch", "Tensor"))
@@ -165,6 +173,25 @@ def _fills_by_mask(idx, value, backend) -> bool:
     return value.numel() == 1 and len(adv) == 1 and backend.dtype_of(adv[0]) is dtypes.bool
 
 
+def _whole(t, index) -> bool:
+    """Whether basic ``index`` (slices and one Ellipsis) selects every element of ``t``: PyTorch's setitem then
+    writes into ``t`` itself, not into a view of it."""
+    items = index if type(index) is tuple else (index,)
+    for i in items:
+        if type(i) is not slice and i is not Ellipsis:  # (the common case: an integer first)
+            return False
+    shape = t._data.shape
+    k = next((j for j, i in enumerate(items) if i is Ellipsis), None)
+    slices = [i for i in items if i is not Ellipsis]
+    if len(slices) > len(shape) or len(slices) < len(items) - 1:
+        return False
+    dims = range(len(slices)) if k is None else [*range(k), *range(len(shape) - len(slices) + k, len(shape))]
+    try:
+        return all(s.indices(shape[d]) == (0, shape[d], 1) for d, s in zip(dims, slices))
+    except TypeError:  # (bounds that are not integers: getitem reports them)
+        return False
+
+
 @export(name="__setitem__", to=TENSOR)
 def setitem(self, index, value):
     """``self[index] = value`` (differentiable with respect to ``value``)."""
@@ -179,7 +206,14 @@ def setitem(self, index, value):
             raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
         value = tensor(value, dtype=self.dtype, device=self.device)
     if _is_basic(idx):
-        copy_(getitem(self, index), value)
+        dst = self if _whole(self, index) else getitem(self, index)
+        if value.dim() == 0 and dst.dim() != 0 and (not given or value.device.type == "cpu"):
+            fill_(dst, value)  # (PyTorch's setitem fills with a number or a 0-d CPU tensor: FillBackward3)
+            return
+        if value.dim() > dst.dim():  # a value's leading ones are dropped first, as PyTorch's setitem does
+            lead = next((i for i, n in enumerate(value.shape) if n != 1), value.dim())
+            value = value.view(value.shape[lead:])
+        copy_(dst, value)
         return
     if value.dtype is not self.dtype:
         if given and not _fills_by_mask(idx, value, self._dev.backend):

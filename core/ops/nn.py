@@ -20,6 +20,7 @@ import inspect
 import math
 import warnings
 import threading
+import weakref
 
 from .. import dtypes
 from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node, optional
@@ -1632,7 +1633,23 @@ def _rrelu(x, lower, upper, training, Op, generator=None):
     else:
         noise = x.new_full((), (lower + upper) / 2)
     r = apply(Op, x, noise)  # (in place under no_grad, r's node is an earlier op's: it keeps its own)
-    return keep_args(r, lower=lower, upper=upper, training=bool(training)) if isinstance(r._fn, Op) else r
+    if not isinstance(r._fn, Op):
+        return r
+    kept = {"noise": _training_noise(r._fn)} if training else {}
+    return keep_args(r, lower=lower, upper=upper, training=bool(training), **kept)
+
+
+def _training_noise(fn):
+    """PyTorch's saved training noise of rrelu's node ``fn``, read when asked for: the slopes drawn, 1 where the
+    input is positive (the slope that applied there).  The node is referred to weakly (no cycle through it)."""
+    ref = weakref.ref(fn)
+    slot = "result" if type(fn).__dict__.get("_overload_of", type(fn)) is RRELU[1] else 0  # (same signs as input)
+
+    def read():
+        n = ref()
+        return where(n._value_saved(slot) > 0, 1.0, n._value_saved(1))
+
+    return read
 
 
 def _rrelu_vjp(ctx, g):

@@ -999,7 +999,20 @@ def dist(input, other, p=2):  # noqa: A002
     keep_args(r, p=p, self=input, other=other, result=result)  # (_saved_p as given)
     if fn._saved is None:
         fn._saved = ()  # (saved tensors: the backward releases the node)
+    if type(fn).__dict__.get("release") is not _release_dist:
+        type(fn).release = _release_dist  # (the class is dist's own, named DistBackward0)
     return keep_saved(r, input, other)
+
+
+def _release_dist(node):
+    """Free what dist's node keeps, its two operands too (``_saved_self``, ``_saved_other``): the backward frees
+    them, as PyTorch's, where they had lived as long as the graph."""
+    node.__dict__["_args"] = {**node.__dict__["_args"], "self": _freed, "other": _freed}
+    super(type(node), node).release()
+
+
+def _freed():
+    raise RuntimeError("freed")  # (read after the release: the node reports PyTorch's error)
 
 
 def _weights_arg(w, name, n, integral):

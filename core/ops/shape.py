@@ -937,9 +937,15 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
 
 def _unsafe(pieces):
     """``pieces`` of a split, their node under PyTorch's name of the ``unsafe_*`` form (``UnsafeSplitBackward0``,
-    ``UnsafeSplitWithSizesBackward0``): the split's name after ``Unsafe``."""
+    ``UnsafeSplitWithSizesBackward0``): the split's name after ``Unsafe``.  They share the input's memory but
+    are not views to autograd (no base, a version counter of their own), so they may be changed in place: the
+    point of the unsafe forms, as in PyTorch."""
     if pieces and pieces[0]._fn is not None:
         rename_node(pieces[0], "Unsafe" + type(pieces[0]._fn).__name__)
+    for p in pieces:
+        if p._nograd_view:  # (made under no_grad: not a view that requires grad either)
+            p._nograd_view, p._rg = False, False
+        p._base = p._view = None
     return pieces
 
 
