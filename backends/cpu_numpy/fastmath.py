@@ -30,6 +30,11 @@ shared kernels' within float32 tolerance, not bit for bit:
   the three-operand ``where``;
 * ``index_add`` of float32 rows along axis 0 (an embedding's gradient): the rows sorted by index and summed per
   index (``reduceat``), 6x faster than ``np.add.at``'s element-by-element accumulation;
+* ``matmul`` of float32 stacks of four or more dimensions whose right operand is a stack of transposed views
+  (attention's ``q @ k.transpose(-2, -1)`` and its gradient ``g @ v.transpose(-2, -1)``): that operand copied
+  to C order first.  NumPy's loop over the stack calls the BLAS once per small matrix, and each call with a
+  transposed operand costs more than the copy: char_gpt's 128 products of 32x16 by 16x32 a call, 0.2-0.5 ms
+  less CPU time in a training step's products (13.3-13.9 ms), measured in place;
 * at the other end, ``softmax`` and ``log_softmax`` of float32 and float64 arrays of at most :data:`TINY`
   elements (a policy head's few actions) along the last axis: on Python floats, in double precision rounded once
   to the array's dtype, where NumPy's per-call costs are most of the work (3.7 to 1.9 us for two elements;
@@ -495,6 +500,16 @@ def overrides(kernels: dict) -> dict:
             r[keys[starts]] += np.add.reduceat(np.take(src, order, axis=0), starts, axis=0)  # (take: half the time)
             return r
         out["index_add"] = fast_index_add
+
+    matmul = kernels.get("matmul")  # (not a quiet kernel either)
+    if matmul is not None:
+        def fast_matmul(a, b):
+            if type(b) is np.ndarray and b.ndim >= 4 and b.dtype == np.float32 and b.strides[-2] == 4 and \
+                    b.shape[-2] > 1 and b.shape[-1] > 1 and b.size >= MIN_SIZE and type(a) is np.ndarray and \
+                    a.ndim == b.ndim and a.dtype == np.float32:
+                b = np.ascontiguousarray(b)
+            return matmul(a, b)
+        out["matmul"] = fast_matmul
 
     sum_to = kernels.get("sum_to")
     if sum_to is not None:
