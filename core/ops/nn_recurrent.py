@@ -65,6 +65,7 @@ class LSTMLayer(Op):
         recorded = ctx.keeps and _kernel_grads()
         if not recorded:
             _no_double_backward("LSTM")
+        ctx._check_released()  # (a second backward: PyTorch's error, before the saved values are read)
         # (PyTorch's CPU LSTM keeps the biases where it runs as its oneDNN layer, below double precision)
         double = not ctx._packed and ctx._saved[0].dtype is dtypes.float64
         saved = ctx.inputs_except(_BIASES if ctx.bias and double else ())  # x, w_ih, w_hh, (b_ih, b_hh), h0, c0, (w_hr)
