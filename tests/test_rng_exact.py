@@ -70,9 +70,9 @@ def _cases():
     yield "normal-size", lambda m: m.normal(0.3, 2.0, (5,))
     yield "dropout", lambda m: m.nn.functional.dropout(m.ones(40), 0.3)
     yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5)
-    yield "rrelu", lambda m: m.nn.functional.rrelu(m.linspace(-2, 2, 21), 0.1, 0.7, training=True)
-    yield "gumbel_softmax-hard", lambda m: m.nn.functional.gumbel_softmax(m.linspace(-2, 2, 21).reshape(3, 7),
-                                                                          hard=True)
+    yield "rrelu", lambda m: m.nn.functional.rrelu(m.arange(-10.0, 11.0) * 0.25, 0.1, 0.7, training=True)
+    yield "gumbel_softmax-hard", lambda m: m.nn.functional.gumbel_softmax((m.arange(-10.0, 11.0) * 0.25).reshape(
+        3, 7), hard=True)
     yield "linear-init", lambda m: m.nn.Linear(5, 3).weight
     yield "conv-init", lambda m: m.nn.Conv2d(2, 3, 3).bias
     yield "embedding-init", lambda m: m.nn.Embedding(10, 4).weight
