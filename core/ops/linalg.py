@@ -693,8 +693,9 @@ def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
 # ``sqrt`` whose gradient at 0 is 0 (the subgradient PyTorch uses for norms).
 def _norm_sqrt_vjp(ctx, g):
     y = ctx.output
-    # the mask before the product, as PyTorch's: an inf or NaN gradient stays NaN at a zero norm
-    return g * (0.5 / y).masked_fill(y == 0, 0)
+    r = (g / (2 * y)).masked_fill(y == 0, 0)
+    # an inf or NaN gradient stays NaN at a zero norm, as PyTorch's product with its masked quotient
+    return r.masked_fill((y == 0).logical_and(g.isfinite().logical_not()), math.nan)
 
 
 NormSqrt = op_class("NormSqrt", "sqrt", saves="output", vjp=_norm_sqrt_vjp, backward_name="NormBackward1", arity=1,
