@@ -76,3 +76,19 @@ def test_transposed_operand_left_as_it_was(device):
     np.testing.assert_array_equal(k.cpu().numpy(), before)
     ref = torch.tensor(q.cpu().numpy()) @ torch.tensor(before).transpose(-2, -1)
     np.testing.assert_allclose(s.cpu().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_sums_as_products_share_nothing_with_their_results(device):
+    # the CPU backend's row and column sums are products with one kept vector of ones: a result written in place
+    # must leave the next sums (and softmax's row sums) as PyTorch's
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((256, 48)).astype(np.float32)
+    ex, tx = ember.tensor(x, device=device), torch.tensor(x)
+    first = ex.sum(0)
+    first.mul_(0).add_(7)
+    rows = ex.sum(1)
+    rows.fill_(-1)
+    for mine, ref in ((ex.sum(0), tx.sum(0)), (ex.sum(1), tx.sum(1)), (ex.mean(0), tx.mean(0)),
+                      (ex.softmax(-1), tx.softmax(-1))):
+        np.testing.assert_allclose(mine.cpu().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(first.cpu().numpy(), np.full(48, 7, np.float32))
