@@ -10,7 +10,8 @@ import warnings
 from itertools import accumulate
 
 from .. import dtypes
-from ..autograd.function import Op, composite_node, keep_args, keep_saved, named_node, optional, rename_node
+from ..autograd.function import (Node, Op, composite_node, grad_edge, keep_args, keep_saved, named_node, optional,
+                                 rename_node)
 from ..autograd.grad_mode import STATE
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..backend import resolve
@@ -2206,6 +2207,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None) -> Tensor:
         raise TypeError(f"set_(): expected a Tensor source, got {type(source).__name__} (storages are not supported)")
     if STATE.enabled and self._rg and self._fn is None:
         raise RuntimeError("set_: a leaf Variable that requires grad is being used in an in-place operation.")
+    node = _SetNode(self, source) if STATE.enabled and (self._rg or source is not None and source._rg) else None
     if source is None:
         with _no_grad():
             r = unary(Resized, self.detach(), (0,))
@@ -2218,10 +2220,27 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None) -> Tensor:
         self._data, self._dev = r._data, r._dev
         self._base = source if source._base is None else source._base
         self._view = None
-        if r._rg:
-            self._fn, self._nr, self._rg = r._fn, r._nr, True
+    if node is not None:  # (PyTorch records set_ without a derivative: a backward through it raises)
+        self._fn, self._nr, self._rg = node, 0, True
     self._bump()
     return self
+
+
+class _SetNode(Node):
+    """The history of a tensor that ``set_`` changed under autograd: PyTorch's ``NotImplemented`` node, whose
+    backward raises (the gradient of the old value and of the source is not defined)."""
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    def __init__(self, t, source):
+        ins = (t,) if source is None else (t, source)
+        self.next_functions = tuple(grad_edge(x) for x in ins)
+        self._shapes = tuple((x._data.shape, x._data.dtype) for x in ins)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("derivative for set_ is not implemented")
 
 
 @export(to=TENSOR)
