@@ -42,7 +42,7 @@ def _cases():
     yield "randint-int32", lambda m: m.randint(-5, 5, (3, 4), dtype=m.int32)
     yield "randint-wide", lambda m: m.randint(0, 2 ** 40, (6,))
     yield "randint_like", lambda m: m.randint_like(m.zeros(6), 3, 9)
-    for n in (0, 1, 2, 10, 300):
+    for n in (0, 1, 2, 10, 300, 2000):  # (2000: the vectorised swaps)
         yield f"randperm-{n}", lambda m, n=n: m.randperm(n)
     p = np.linspace(0.05, 0.95, 24)
     for dt in ("float32", "float64"):

@@ -229,15 +229,51 @@ def randint(gen, shape, dtype, low, high):
     return r.astype(dtype).reshape(shape)
 
 
+def _swaps(targets: np.ndarray, n: int) -> np.ndarray:
+    """The permutation of ``range(n)`` after swapping entry i with entry ``targets[i]`` (>= i) for each i in turn,
+    without the sequential loop.
+
+    Entry i is final after step i and holds what position ``targets[i]`` held just before: the value that the
+    last earlier step aiming there moved out of its own position, or the position's own value if none did.  The
+    value a step k moves out of position k is, by the same rule, what the last step before k aiming at k moved,
+    so each position's value is the root of a chain of such links, found by pointer jumping."""
+    steps = np.arange(n - 1)
+    order = np.argsort(targets * n + steps)  # the steps grouped by target, in step order
+    grouped = targets[order]
+    same = grouped[1:] == grouped[:-1]
+    prev = np.full(n - 1, -1)  # the last earlier step with the same target
+    prev[order[1:][same]] = order[:-1][same]
+    ends = np.append(~same, True)
+    link = np.full(n, -1)  # the last step before p aiming at position p
+    link[grouped[ends]] = order[ends]
+    own = link[:-1] == steps  # (a step aiming at itself swaps nothing: the one before it)
+    link[:-1][own] = prev[own]
+    root = np.where(link >= 0, link, np.arange(n))
+    while True:
+        jumped = root[root]
+        if np.array_equal(jumped, root):
+            break
+        root = jumped
+    out = np.empty(n, np.int64)
+    out[:-1] = np.where(prev >= 0, root[prev], targets)
+    out[-1] = root[-1]
+    return out
+
+
 def permutation(gen, n, dtype):
-    """PyTorch's ``randperm`` of ``n``: a Fisher-Yates walk swapping entry i with entry ``i + word % (n - i)``."""
-    perm = list(range(n))
-    if n > 1:
-        jumps = (gen.words(n - 1).astype(np.int64) % np.arange(n, 1, -1)).tolist()
-        for i, z in enumerate(jumps):
-            j = i + z
-            perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, dtype=dtype)
+    """PyTorch's ``randperm`` of ``n``: a Fisher-Yates walk swapping entry i with entry ``i + word % (n - i)``
+    (a plain loop for a short walk, :func:`_swaps` for a long one)."""
+    if n < 512:
+        perm = list(range(n))
+        if n > 1:
+            jumps = (gen.words(n - 1).astype(np.int64) % np.arange(n, 1, -1)).tolist()
+            for i, z in enumerate(jumps):
+                j = i + z
+                perm[i], perm[j] = perm[j], perm[i]
+        return np.array(perm, dtype=dtype)
+    targets = gen.words(n - 1).astype(np.int64) % np.arange(n, 1, -1)
+    targets += np.arange(n - 1)
+    return _swaps(targets, n).astype(dtype, copy=False)
 
 
 def bernoulli(gen, p, dtype):
