@@ -92,3 +92,38 @@ def test_sums_as_products_share_nothing_with_their_results(device):
                       (ex.softmax(-1), tx.softmax(-1))):
         np.testing.assert_allclose(mine.cpu().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(first.cpu().numpy(), np.full(48, 7, np.float32))
+
+
+@pytest.mark.parametrize("case", ["plain", "high rows", "low rows", "mostly high", "non-finite"])
+def test_softmax_rows_without_a_maximum_pass_match_torch(device, case):
+    # rows are exponentiated as they are; those whose sums show a maximum above 64, far below zero, or an
+    # infinite or NaN entry are shifted by their own maximum
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((128, 40)).astype(np.float32) * 3  # (past the fast forms' 4096 elements)
+    if case == "high rows":
+        x[::7] += 70
+        x[5, 3] = 88.0
+    elif case == "low rows":
+        x[1::5] -= 60
+    elif case == "mostly high":
+        x += 100
+    elif case == "non-finite":
+        x[2] = -np.inf
+        x[4, :9] = -np.inf
+        x[6, 1] = np.inf
+        x[8, 30] = np.nan
+    target = rng.integers(0, 40, 128)
+    ex, tx = ember.tensor(x, device=device), torch.tensor(x)
+    for f in ("softmax", "log_softmax"):
+        np.testing.assert_allclose(getattr(ex, f)(-1).cpu().numpy(), getattr(tx, f)(-1).numpy(), rtol=1e-5,
+                                   atol=2e-5)
+    if case == "non-finite":
+        return
+    ex.requires_grad_(True)
+    tx.requires_grad_(True)
+    mine = ember.nn.functional.cross_entropy(ex, ember.tensor(target, device=device))
+    ref = torch.nn.functional.cross_entropy(tx, torch.tensor(target))
+    mine.backward()
+    ref.backward()
+    np.testing.assert_allclose(mine.item(), ref.item(), rtol=1e-5)
+    np.testing.assert_allclose(ex.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -13,10 +13,10 @@ shared kernels' within float32 tolerance, not bit for bit:
   clamped at 4 (where float32 ``erf`` is 1; the clamp also keeps +-inf finite through the polynomial, and NaN
   passes);
 * ``softmax`` along the last axis, and ``cross_entropy_index``'s log-softmax of logits ``(N, C)``: exponentiated
-  as they are where the matrix's maximum is at most 64, else shifted by that maximum, one pass (NumPy's ``max``
-  along a short inner axis is ~10x slower than along the outer one), rows far below the shift by their own
-  maxima taken from the rows laid out as columns; the row sums as a matrix-vector product; softmax's backward's
-  row sums likewise, spread back by ``repeat``;
+  as they are, with no pass for a maximum, the row sums as a matrix-vector product; the rows whose sums show a
+  maximum above 64 or far below zero (or an infinite or NaN entry) shifted by their own maxima, taken from the
+  rows laid out as columns (NumPy's ``max`` along a short inner axis is ~10x slower than along the outer one);
+  softmax's backward's row sums likewise, spread back by ``repeat``;
 * ``sum``, ``mean`` and ``sum_to`` over the leading axes or the last one: a matrix-vector product;
 * ``nn_gelu`` (exact, erf) of float32: ``max(x*q, x - x*q)``, ``q = Phi(-|x|)`` from a fit of the normal tail
   (:data:`_NDTR_P`), in ufunc passes over cache-sized chunks: several times faster than through SciPy's ``erf``,
@@ -264,37 +264,34 @@ _LOW_TOTAL = np.float32(2.0 ** -40)
 shifted by its own maximum instead: above it, each shifted argument's rounding error (within float32's at the
 gap) moves a probability by at most ~1.7e-6 of itself, a log-probability by ~2e-6."""
 
-_UNSHIFTED_TOP = np.float32(64.0)
-"""A matrix whose maximum is at most this is exponentiated as it is: its row sums stay far from float32's
-overflow (e^64 * 2^31 < 3.4e38), and each ``exp(x)`` is as exact as ``exp(x - max)`` without rounding the
-difference.  Above it the rows are shifted by the matrix's maximum."""
+_HIGH_TOTAL = np.float32(math.exp(64.0))
+"""A row of :func:`_exp_rows` whose exponentials sum above this (or to inf or NaN) is shifted by its own maximum
+instead.  Below it the row's maximum is at most 64: its exponentials stay far from float32's overflow, and each
+``exp(x)`` is as exact as ``exp(x - max)`` without rounding the difference."""
 
 
 def _exp_rows(x):
-    """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows as exponentiated
-    (``x``'s own rows, not to be written, where its maximum is at most :data:`_UNSHIFTED_TOP`, else shifted by
-    that maximum: one pass, where each row's own takes a transposed copy), ``e = exp(s)`` and its row sums as a
-    matrix-vector product; the rows far below the shift (:data:`_LOW_TOTAL`), and every row of a matrix whose
-    maximum is infinite or NaN, shifted by their own maximum.  A row with no finite entry meets
-    ``-inf - -inf``: NaN, as the shared kernels give, inside the caller's floating-point-error guard."""
+    """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows as exponentiated,
+    ``e = exp(s)`` and its row sums as a matrix-vector product.  The rows are exponentiated as they are (``s`` is
+    ``x``'s own rows, not to be written): no pass for a maximum, whose reduction along short rows needs a
+    transposed copy.  The rows whose sums fall outside [:data:`_LOW_TOTAL`, :data:`_HIGH_TOTAL`] (far below zero,
+    above 64, infinite or NaN) are shifted by their own maximum and taken again.  A row with no finite entry
+    meets ``-inf - -inf``: NaN, as the shared kernels give, inside the caller's floating-point-error guard."""
     rows = x.reshape(-1, x.shape[-1])
     ones = _ones(rows.shape[1])
-    top = np.maximum.reduce(rows, axis=None)
-    finite = np.isfinite(top)
-    s = _shifted_rows(rows) if not finite else rows if top <= _UNSHIFTED_TOP else rows - top
+    s = rows
     e = np.exp(s)
     total = e @ ones
-    if finite:
-        low = np.flatnonzero(total < _LOW_TOTAL)
-        if 4 * low.size > total.size:  # (many: every row, without the gathers)
-            s = _shifted_rows(rows)
-            e = np.exp(s)
-            total = e @ ones
-        elif low.size:
-            s = s.copy() if s is rows else s
-            s[low] = _shifted_rows(rows[low])
-            e[low] = np.exp(s[low])
-            total[low] = e[low] @ ones
+    odd = np.flatnonzero(~((total >= _LOW_TOTAL) & (total <= _HIGH_TOTAL)))
+    if 4 * odd.size > total.size:  # (many: every row, without the gathers)
+        s = _shifted_rows(rows)
+        e = np.exp(s)
+        total = e @ ones
+    elif odd.size:
+        s = s.copy()
+        s[odd] = _shifted_rows(rows[odd])
+        e[odd] = np.exp(s[odd])
+        total[odd] = e[odd] @ ones
     return s, e, total
 
 
