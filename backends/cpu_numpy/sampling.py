@@ -30,6 +30,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _LOW24, _LOW21 = np.uint32((1 << 24) - 1), np.uint32((1 << 21) - 1)
 _TWO_PI = 2.0 * math.pi
 _SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitting constant for float64
+_BLOCKS = 4096  # blocks of 16 transformed at a time by normal()
 
 
 def _libm(fn, x: np.ndarray) -> np.ndarray:
@@ -147,27 +148,26 @@ def _log32(x: np.ndarray) -> np.ndarray:
 
 
 def _sincos32(x: np.ndarray):
-    """(sin, cos) of float32 ``x`` as PyTorch's vectorised float code computes them (Cephes' ``sinf``/``cosf``:
-    reduction by multiples of pi/4 in three parts, one of two polynomials by octant)."""
+    """(sin, cos) of non-negative float32 ``x`` as PyTorch's vectorised float code computes them (Cephes'
+    ``sinf``/``cosf``: reduction by multiples of pi/4 in three parts, one of two polynomials by octant)."""
     f = np.float32
-    negative = np.signbit(x)
-    x = np.abs(x)
     j = (x * f(1.27323954473516)).astype(np.int32)  # 4 / pi, truncated
-    j = (j + 1) & ~1
+    j += 1
+    j &= ~1
     y = j.astype(_F32)
     for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
         x = _fma32(y, f(part), x)
     z = x * x
     c = _fma32(f(2.443315711809948E-005), z, f(-1.388731625493765E-003))
     c = _fma32(c, z, f(4.166664568298827E-002))
-    c = _fma32(c * z, z, -(z * f(0.5))) + f(1)
+    c = _fma32(c * z, z, -(z * f(0.5)))
+    c += f(1)
     s = _fma32(f(-1.9515295891E-4), z, f(8.3321608736E-3))
     s = _fma32(s, z, f(-1.6666654611E-1))
     s = _fma32(s * z, x, x)
     first = (j & 2) == 0
     sin, cos = np.where(first, s, c), np.where(first, c, s)
-    return (np.where(negative ^ ((j & 4) != 0), -sin, sin),
-            np.where(((j - 2) & 4) == 0, -cos, cos))
+    return np.where((j & 4) != 0, -sin, sin), np.where(((j - 2) & 4) == 0, -cos, cos)
 
 
 def _fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -204,7 +204,9 @@ def normal(gen, shape, dtype, mean=0.0, std=1.0):
     # float32 and float64 draw a uniform for every element, a half type only for the whole blocks of 16
     u = uniform(gen, (n if dtype.itemsize >= 4 else full,), calc)
     out = np.empty(n, calc)
-    out[:full] = _fill16(u[:full].reshape(-1, 16), mean, std).ravel()
+    blocks, done = u[:full].reshape(-1, 16), out[:full].reshape(-1, 16)
+    for i in range(0, len(blocks), _BLOCKS):  # (a slice's temporaries stay in the cache: twice as fast)
+        done[i:i + _BLOCKS] = _fill16(blocks[i:i + _BLOCKS], mean, std)
     if n % 16:  # the last 16 drawn again
         out[n - 16:] = _fill16(uniform(gen, (1, 16), calc), mean, std).ravel()
     return out.astype(dtype, copy=False).reshape(shape)
