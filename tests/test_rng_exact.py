@@ -69,6 +69,8 @@ def _cases():
     yield "normal-tensor-mean", lambda m: m.normal(m.tensor(m_), 0.7)
     yield "normal-size", lambda m: m.normal(0.3, 2.0, (5,))
     yield "dropout", lambda m: m.nn.functional.dropout(m.ones(40), 0.3)
+    yield "dropout-large", lambda m: m.nn.functional.dropout(m.ones(64, 50), 0.3)  # (words in bulk as uint64)
+    yield "randint-wide-large", lambda m: m.randint(0, 2 ** 40, (2100,))
     yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5)
     yield "rrelu", lambda m: m.nn.functional.rrelu(m.arange(-10.0, 11.0) * 0.25, 0.1, 0.7, training=True)
     yield "gumbel_softmax-hard", lambda m: m.nn.functional.gumbel_softmax((m.arange(-10.0, 11.0) * 0.25).reshape(

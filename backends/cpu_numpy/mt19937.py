@@ -50,8 +50,11 @@ class TorchMT19937:
 
     def words64(self, n: int) -> np.ndarray:
         """The next ``n`` 64-bit outputs (uint64): pairs of words, the first the high half."""
-        w = self.words(2 * n).astype(np.uint64)
-        return (w[0::2] << np.uint64(32)) | w[1::2]
+        self._fresh = False
+        if n < 2048:
+            w = self.bits.random_raw(2 * n)
+            return (w[0::2] << np.uint64(32)) | w[1::2]
+        return self._numpy.integers(0, 1 << 64, size=n, dtype=np.uint64)  # (NumPy's next_uint64 draws just so)
 
     def __getattr__(self, name):  # NumPy's samplers on the same stream, for the kernels PyTorch's are not copied for
         if name.startswith("_"):
