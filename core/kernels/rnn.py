@@ -450,8 +450,15 @@ def _rnn(xp, h) -> dict:
         T, B, _ = x.shape
         H = w_hh.shape[0]
         dt = x.dtype
-        bias = None if b_ih is None else xp.reshape(b_ih + b_hh, (1, H))
-        A = project(x, w_ih, bias, (0,), None)[0, ...]    # (T, B, H); with a mask it becomes the new h
+        # float16, bfloat16: PyTorch's roundings, x W_ih^T + b_ih and h W_hh^T + b_hh each rounded once, then their
+        # sum (a summed bias and products rounded apart round otherwise, and a pre-activation near 0 that changes
+        # sign changes relu's gradient)
+        half = getattr(dt, "itemsize", 0) == 2
+        if half:
+            A = xp.reshape(linear(xp.reshape(x, (T * B, -1)), w_ih, b_ih, dt), (T, B, H))
+        else:
+            bias = None if b_ih is None else xp.reshape(b_ih + b_hh, (1, H))
+            A = project(x, w_ih, bias, (0,), None)[0, ...]    # (T, B, H); with a mask it becomes the new h
         whT = w_hh.T
         r = 1 if reverse else 0
         HB = empty((T + 1, B, H), dt)
@@ -461,8 +468,11 @@ def _rnn(xp, h) -> dict:
         for t in steps(T, reverse):
             p, n = t + r, t + 1 - r
             a = A[t, ...]
-            mm(HB[p, ...], whT, G)
-            add(a, G, a)
+            if half:
+                add(a, linear(HB[p, ...], w_hh, b_hh, dt), a)
+            else:
+                mm(HB[p, ...], whT, G)
+                add(a, G, a)
             activate(relu, a, HB[n, ...])
             if mask is not None:
                 m = mask[t, ...]
@@ -473,6 +483,11 @@ def _rnn(xp, h) -> dict:
         if out is None:
             out = copy(new)
         return out, xp.array(HB[(1 - r) * T, ...], copy=True), (A if mask is not None else new, HB)
+
+    def linear(a, w, b, dt):
+        """``a @ w.T + b`` in ``dt`` as PyTorch's linear of a half type: from float32, rounded once."""
+        r = xp.matmul(xp.astype(a, xp.float32), xp.astype(w, xp.float32).T)
+        return xp.astype(r if b is None else r + xp.astype(b, xp.float32), dt)
 
     def rnn_backward(dout, dhT, cache, x, w_ih, w_hh, relu, mask, reverse, needs):
         """Gradients of ``x, w_ih, w_hh, b_ih, b_hh, h0``; ``needs``: whether ``x`` and ``h0`` want theirs."""
