@@ -46,7 +46,8 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
-        return self._seed
+        """The seed the stream started from (the one a loaded state carries, where the backend keeps it)."""
+        return getattr(self._native, "initial_seed", self._seed)
 
     def get_state(self):
         """The state as a uint8 tensor on the CPU (restore with :meth:`set_state`)."""

@@ -71,6 +71,12 @@ def _cases():
     yield "dropout", lambda m: m.nn.functional.dropout(m.ones(40), 0.3)
     yield "dropout-large", lambda m: m.nn.functional.dropout(m.ones(64, 50), 0.3)  # (words in bulk as uint64)
     yield "randint-wide-large", lambda m: m.randint(0, 2 ** 40, (2100,))
+    v = np.linspace(-2, 2, 40, dtype=np.float32)
+    yield "native_dropout", lambda m: m.cat(m.native_dropout(m.ones(20), 0.3, True))  # (output, then mask)
+    yield "native_dropout-train-none-p0", lambda m: m.cat(m.native_dropout(m.ones(8), 0.0, None))
+    yield "alpha_dropout", lambda m: m.nn.functional.alpha_dropout(m.tensor(v), 0.3, True)
+    yield "feature_alpha_dropout", lambda m: m.nn.functional.feature_alpha_dropout(m.tensor(v).reshape(4, 10, 1),
+                                                                                    0.6, True)
     yield "dropout2d", lambda m: m.nn.functional.dropout2d(m.ones(2, 6, 3, 3), 0.5)
     yield "rrelu", lambda m: m.nn.functional.rrelu(m.arange(-10.0, 11.0) * 0.25, 0.1, 0.7, training=True)
     yield "gumbel_softmax-hard", lambda m: m.nn.functional.gumbel_softmax((m.arange(-10.0, 11.0) * 0.25).reshape(
@@ -152,6 +158,21 @@ def test_state_round_trips_both_ways(device):
     ember.rand(10)
     torch.set_rng_state(torch.from_numpy(ember.get_rng_state().numpy().copy()))
     np.testing.assert_array_equal(ember.rand(6).numpy(), torch.rand(6).numpy())
+
+
+def test_initial_seed_comes_with_a_loaded_state(device):
+    _cpu_only(device)
+    for m in (torch, ember):
+        m.manual_seed(7)
+        state = m.get_rng_state()
+        m.manual_seed(1)
+        m.set_rng_state(state)
+        g = m.Generator().manual_seed(9)
+        saved = g.get_state()
+        g.manual_seed(2)
+        g.set_state(saved)
+    assert ember.initial_seed() == torch.initial_seed() == 7
+    assert g.initial_seed() == 9
 
 
 def test_bad_state_is_refused(device):

@@ -1077,11 +1077,17 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         return input
     if p == 1:
         return input * 0.0
-    alpha = -1.7580993408473766
-    keep = _keep_mask(input, input.shape, p)
-    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
-    b = -a * alpha * p
-    return _inplace(input, lambda x: (x * keep + (1 - keep) * alpha) * a + b, inplace, "alpha_dropout")
+    scale, shift = _alpha_noise(input, input.shape, p)
+    return _inplace(input, lambda x: x * scale + shift, inplace, "alpha_dropout")
+
+
+def _alpha_noise(x, shape, p):
+    """Alpha dropout's factor and offset: a kept element is scaled by ``a``, a dropped one set to SELU's negative
+    saturation ``-alpha``, the mean and variance kept; PyTorch's operation order, so its roundings."""
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = _keep_mask(x, shape, p)
+    return keep * a, (keep - 1) * (alpha * a) + alpha * a * p
 
 
 @export(to=("torch",))
@@ -1767,11 +1773,8 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         return _inplace(x, lambda v: v * 0.0, inplace, "feature_alpha_dropout")
     if x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    alpha = -1.7580993408473766
-    keep = _keep_mask(x, tuple(x.shape[:2]) + (1,) * (x.ndim - 2), p)
-    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
-    b = -a * alpha * p
-    return _inplace(x, lambda v: (v * keep + (1 - keep) * alpha) * a + b, inplace, "feature_alpha_dropout")
+    scale, shift = _alpha_noise(x, tuple(x.shape[:2]) + (1,) * (x.ndim - 2), p)
+    return _inplace(x, lambda v: v * scale + shift, inplace, "feature_alpha_dropout")
 
 
 def _feature_alpha_dropout_(input, p=0.5, train=False):  # noqa: A002
@@ -1837,11 +1840,11 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
 def native_dropout(input: Tensor, p: float, train: bool | None):  # noqa: A002
     """``(output, mask)``: dropout and the bool mask of the kept elements (all True when not training)."""
     x = check_tensor(input, "native_dropout")
-    if not train or p == 0:
+    if train is not None and not train:  # (None trains, as in PyTorch)
         return x.clone(), x.new_ones(x.shape).bool()
-    keep = rand(x.shape, dtype=x.dtype, device=x.device) >= p
+    keep = _keep_mask(x, x.shape, p)  # (drawn even when p is 0)
     scale = 0.0 if p == 1 else 1.0 / (1 - p)
-    return x * keep.to(x.dtype) * scale, keep
+    return x * keep * scale, keep.bool()
 
 
 @export(to=("torch",))
