@@ -244,7 +244,11 @@ def _swaps(targets: np.ndarray, n: int) -> np.ndarray:
     value a step k moves out of position k is, by the same rule, what the last step before k aiming at k moved,
     so each position's value is the root of a chain of such links, found by pointer jumping."""
     steps = np.arange(n - 1)
-    order = np.argsort(targets * n + steps)  # the steps grouped by target, in step order
+    order, shift = steps, 0
+    while shift == 0 or (n - 1) >> shift:  # the steps grouped by target, in step order: a radix sort by 16 bits
+        digit = (targets[order] >> shift).astype(np.uint16)  # (NumPy sorts 16-bit keys stably by radix)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
     grouped = targets[order]
     same = grouped[1:] == grouped[:-1]
     prev = np.full(n - 1, -1)  # the last earlier step with the same target
