@@ -22,7 +22,7 @@ from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
 from .interception import intercept, observed, rebound, set_aside  # noqa: F401 - public here too (ember.dispatch.intercept)
 from .state import ACTIVE, GRAD_OFF, INFERENCE_ON, is_grad_enabled, is_inference, modes
-from .tensor import Tensor, _disabled_torch_function_impl, _wrap
+from .tensor import Tensor, _disabled_torch_function_impl, _vowner, _wrap
 
 _new = object.__new__
 _PY_SCALARS = (float, int, bool, complex)  # a NumPy scalar promotes as the Python scalar it holds, as in PyTorch
@@ -357,7 +357,8 @@ def link(ctx, inputs):
         for t in inputs:
             if isinstance(t, Tensor):
                 b = t._base
-                if b is not None and t._vv != b._ver and (t._rg or b._rg) and not t._nograd_view:
+                if b is not None and t._vv != (b._ver if b._vo is None else b._vo._ver) and (t._rg or b._rg) and \
+                        not t._nograd_view:
                     refresh_view(t)
     volatile = False
     nodes = []  # the node each input's gradient goes to (the edges' output numbers: _nrs, mostly all zero)
@@ -434,7 +435,9 @@ def save_inputs(ctx, inputs, nodes):
         for t in inputs:
             if isinstance(t, Tensor):
                 b = t._base
-                vers.append(t._ver if b is None else b._ver)
+                if b is None:
+                    b = t
+                vers.append(b._ver if b._vo is None else b._vo._ver)
             else:
                 vers.append(None)
         vers = tuple(vers)
@@ -510,12 +513,12 @@ def _keeper(uses):
             value = f"inputs[{i}] if {' or '.join(f'nodes[{int(j)}] is not None' for j in u)} else None"
         lines.append(f"    a{i} = {value}\n")
         kept.append(f"a{i}, ")
-        vers.append(f"(a{i}._ver if a{i}._base is None else a{i}._base._ver) if isinstance(a{i}, Tensor) else None, ")
+        vers.append(f"_vowner(a{i})._ver if isinstance(a{i}, Tensor) else None, ")
     kept, vers = "".join(kept), "".join(vers)
     src = (f"def keep(inputs, nodes):\n{''.join(lines)}    return ({kept}), ({vers})\n\n\n"
            f"def keep_into(ctx, inputs, nodes):\n{''.join(lines)}    ctx._saved = ({kept})\n    vers = ({vers})\n"
            f"    ctx._vers = _VERS.get(vers) or _shared_vers(vers)\n")
-    ns = {"Tensor": Tensor, "_VERS": _VERS, "_shared_vers": _shared_vers}
+    ns = {"Tensor": Tensor, "_VERS": _VERS, "_shared_vers": _shared_vers, "_vowner": _vowner}
     exec(compile(src, f"<save_for {uses!r}>", "exec"), ns)  # noqa: S102 - source from integers only
     return ns["keep"], ns["keep_into"]
 
@@ -532,7 +535,7 @@ def refresh_view(v):
     if v._view is not None and (base._rg or base._fn is not None):
         fresh = regenerate_view(v._view, base)
         v._fn, v._nr, v._rg = fresh._fn, fresh._nr, True
-    v._vv = base._ver
+    v._vv = _vowner(base)._ver
 
 
 def record(ctx, out, dev, inputs):
@@ -653,8 +656,9 @@ def view_op(Op, a, *params):
         b = a
     out._base = b
     out._view = (a._view, Op, params)
-    if b._ver:
-        out._vv = b._ver
+    v = b._ver if b._vo is None else b._vo._ver
+    if v:
+        out._vv = v
     if GRAD_OFF and not is_grad_enabled() and (a._nograd_view or not is_inference()):  # (GRAD_OFF: see state)
         out._nograd_view = True
         if a._rg:  # PyTorch's view of a tensor that requires grad: requires grad too, a leaf no gradient reaches

@@ -167,6 +167,7 @@ class Tensor:
     _base = None        # the tensor whose storage a view shares (its version counter too)
     _view = None        # how a view was derived from _base: (parent chain, Op, params)
     _ver = 0            # version counter, kept on the base
+    _vo = None          # a detached tensor (not a view): the tensor whose version counter it shares
     _nr = 0             # output number within grad_fn
     _acc = None         # the leaf's AccumulateGrad node (which refers back to it weakly)
     _hooks = None       # hooks of a leaf tensor
@@ -212,7 +213,7 @@ class Tensor:
             raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
         t = _new(cls)
         t._data, t._dev, t._rg, t._fn = data._data, data._dev, False, None
-        t._base = data if data._base is None else data._base
+        t._vo = _vowner(data)
         if require_grad:
             t.requires_grad = True
         return t
@@ -432,17 +433,27 @@ class Tensor:
                                "grad_dtype, or ensure the new grad_dtype matches the existing gradient's dtype.")
         self._grad_dtype = value
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (``_base``); a detached tensor is not."""
+        return self._base is not None
+
     @property
     def _version(self) -> int:
         b = self._base
-        return (self if b is None else b)._ver
+        if b is None:
+            b = self
+        o = b._vo
+        return (b if o is None else o)._ver
 
     def _bump(self):
         b = self._base
         if b is None:
-            self._ver += 1
-        else:
+            b = self
+        o = b._vo
+        if o is None:
             b._ver += 1
+        else:
+            o._ver += 1
 
     @property
     def data(self) -> "Tensor":
@@ -480,7 +491,7 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A tensor sharing storage and version counter, cut from the graph."""
         t = _wrap(self._data, self._dev)
-        t._base = self if self._base is None else self._base
+        t._vo = _vowner(self)
         return t
 
     def detach_(self) -> "Tensor":
@@ -629,7 +640,8 @@ class Tensor:
         t._rg = self._rg
         if self._grad is not None:
             t._grad = self._grad.__deepcopy__(memo)
-        t.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("_grad", "_acc", "_base", "_ver")})
+        own = ("_grad", "_acc", "_base", "_ver", "_vo")
+        t.__dict__.update({k: v for k, v in self.__dict__.items() if k not in own})
         memo[id(self)] = t
         return t
 
@@ -703,6 +715,15 @@ def _wrap_dim(dim, ndim, op="op"):
 
 
 _GIVEN: dict = {}  # (negative dim, ndim) -> its GivenDim: one immutable instance each, not one per call
+
+
+def _vowner(t) -> Tensor:
+    """The tensor holding ``t``'s version counter: ``t``'s view base (or ``t``), or the tensor it was detached from."""
+    b = t._base
+    if b is None:
+        b = t
+    o = b._vo
+    return b if o is None else o
 
 
 def _wrap(arr, dev) -> Tensor:

@@ -22,7 +22,7 @@ from .dtypes import SCALAR_FIX, SCALARS, fix_scalar
 from .interception import HANDLERS, PASS, dispatch_kind, intercepted
 from .state import ACTIVE, is_grad_enabled, is_inference
 from .storage import _addressable, _ptr
-from .tensor import Tensor, _wrap
+from .tensor import Tensor, _vowner, _wrap
 
 _new = object.__new__
 
@@ -86,7 +86,7 @@ def check_partial_overlap(a: Tensor, x: Tensor) -> None:
     """PyTorch's error when operand ``x`` of a write into ``a`` shares some but not all of ``a``'s memory
     (``x[1:].add_(x[:-1])``).  The same elements (``x.add_(x)``), disjoint ones, and layouts that are not dense
     (too hard to tell, as PyTorch says) pass."""
-    if (a if a._base is None else a._base) is not (x if x._base is None else x._base):
+    if _vowner(a) is not _vowner(x):
         return
     sa, sx = _dense_span(a._data), _dense_span(x._data)
     if sa is None or sx is None or sa == sx:
@@ -166,7 +166,8 @@ def inplace(Op, a: Tensor, *args):
         if isinstance(x, Tensor):
             if x._dev is not a._dev and not (x._dev.type == "cpu" and x._data.ndim == 0):
                 raise device_error(name, a, x)
-            if x._base is not None or a._base is not None:  # (only views can share part of a's memory)
+            if x._base is not None or a._base is not None or x._vo is not None or a._vo is not None:
+                # (only views and detached tensors can share part of a's memory)
                 check_partial_overlap(a, x)
             if x._dev is not a._dev:
                 x = scalar_to(x, a._dev)
@@ -226,7 +227,7 @@ def _keeps_target(Op, a, operands) -> bool:
 def snapshot(a: Tensor) -> Tensor:
     """A copy of ``a``'s value at ``a``'s graph position (what a backward saves before ``a`` is overwritten)."""
     b = a._base
-    if b is not None and a._vv != b._ver and (a._rg or b._rg) and not a._nograd_view:
+    if b is not None and a._vv != _vowner(b)._ver and (a._rg or b._rg) and not a._nograd_view:
         refresh_view(a)
     old = _wrap(a._dev.kernels["copy"](a._data), a._dev)
     old._rg, old._fn, old._nr = a._rg, a._fn, a._nr
@@ -389,7 +390,7 @@ def write_inplace(a: Tensor, out, ctx, inputs, overlapped=False):
     base._fn, base._nr, base._rg = cs, 0, True
     fresh = regenerate_view(chain, base)
     a._fn, a._nr, a._rg = fresh._fn, fresh._nr, True
-    a._vv = base._ver
+    a._vv = _vowner(base)._ver
     return a
 
 
@@ -399,7 +400,7 @@ def _grad_fn(self):
     if self._volatile:
         return None
     b = self._base
-    if b is not None and ACTIVE.inplace_recorded and self._vv != b._ver and (self._rg or b._rg) and \
+    if b is not None and ACTIVE.inplace_recorded and self._vv != _vowner(b)._ver and (self._rg or b._rg) and \
             not self._nograd_view:
         refresh_view(self)
     return self._fn

@@ -574,7 +574,7 @@ def _run_tensor_hooks(fn, grads, shared):
 
 def _owned(g, shared):
     """``g`` detached, copied unless it is a fresh tensor nobody else holds."""
-    if g._base is not None or g._fn is not None or g._rg or id(g) in shared:
+    if g._base is not None or g._vo is not None or g._fn is not None or g._rg or id(g) in shared:
         return g.detach().clone()
     return g
 
@@ -700,8 +700,7 @@ def _accumulate(t, g, create_graph, shared):
         t._grad = old + g
     elif old._data.shape == g._data.shape and old._data.dtype == g._data.dtype and old._dev is g._dev:
         old._data += g._data  # in place into the grad buffer, as PyTorch does (a .grad with a graph of its own too)
-        b = old._base
-        (old if b is None else b)._ver += 1
+        old._bump()
     else:
         t._grad = old + (g if not g._rg else g.detach())
     if t._post_acc_hooks:

@@ -32,7 +32,7 @@ import warnings
 import weakref
 
 from ..backend import resolve as resolve_device
-from ..tensor import RemovableHandle, Tensor, _Handle, _wrap  # noqa: F401
+from ..tensor import RemovableHandle, Tensor, _Handle, _vowner, _wrap  # noqa: F401
 from ..state import is_grad_enabled
 from .grad_mode import STATE, no_grad
 
@@ -140,7 +140,7 @@ class Node:
             return unpack_saved(self._saved)
         saved = self._saved
         for t, v in zip(saved, self._vers):  # (the positions are counted only for the error)
-            if v is not None and (t._ver if t._base is None else t._base._ver) != v:
+            if v is not None and _vowner(t)._ver != v:
                 self._check_versions(saved, ())
         return saved
 
@@ -156,8 +156,7 @@ class Node:
         """Refuse a saved tensor, at a position not in ``unchecked``, changed in place since it was saved."""
         for i, (t, v) in enumerate(zip(saved, self._vers)):
             if v is not None and i not in unchecked:
-                b = t._base
-                if (t if b is None else b)._ver != v:
+                if _vowner(t)._ver != v:
                     self._check_version(t, v, i)
 
     def check_saved(self):
@@ -319,8 +318,7 @@ class Node:
             return v.unpack()
         if isinstance(v, Tensor):
             ver = self._vers[slot]
-            b = v._base
-            if ver is not None and (v if b is None else b)._ver != ver:
+            if ver is not None and _vowner(v)._ver != ver:
                 self._check_version(v, ver, slot)
             return v
         if v is None:
@@ -458,7 +456,7 @@ def keep_saved(t, *tensors):
     fn = t._fn if isinstance(t, Tensor) else None
     if fn is None or not fn._op:
         return t
-    kept = [(weakref.ref(x if x._base is None else x._base), x._version) for x in tensors if isinstance(x, Tensor)]
+    kept = [(weakref.ref(_vowner(x)), x._version) for x in tensors if isinstance(x, Tensor)]
     node = weakref.ref(fn)
 
     def check(grads):
@@ -922,7 +920,7 @@ def apply_legacy(fn, args):
     for i, o in enumerate(outs):
         if o._fn is not None or any(o is a for a in tensors):
             o = o.detach()
-            o._base = None
+            o._vo = None
         o._rg, o._fn, o._nr = True, node, i
         res.append(o)
     return res[0] if isinstance(out, Tensor) else tuple(res)

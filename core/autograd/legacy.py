@@ -27,7 +27,7 @@ class Variable(metaclass=_VariableMeta):
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         t = data.detach()
-        t._base = None
+        t._vo = None
         if volatile:
             t._rg, t._fn, t._volatile = True, VOLATILE, True
         elif requires_grad:

@@ -7,7 +7,7 @@ from ..autograd import graph
 from ..autograd.graph import saved_tensors_hooks
 from ..interception import intercept
 from ..writes import inplace
-from ..tensor import Tensor
+from ..tensor import Tensor, _vowner
 
 
 class allow_mutation_on_saved_tensors:
@@ -20,9 +20,7 @@ class allow_mutation_on_saved_tensors:
     def __enter__(self):
         saved = {}  # id of the storage owner -> [holder, ...]; holder = [tensor, copied]
 
-        def owner(t):
-            b = t._base
-            return t if b is None else b
+        owner = _vowner
 
         def pack(t):
             holder = [t, False]

@@ -26,7 +26,7 @@ from ..writes import check_inplace, out_or
 from ..registry import (NAMESPACES, _type_name, binary_op, binary_result, check_tensor, export, inplace_form, op_class,
                         unary_op)
 from .. import dispatch
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _vowner, _wrap
 from .creation import full
 
 
@@ -1468,7 +1468,7 @@ def _addc_pair(name, combine):
     def method(self, tensor1, tensor2, *, value=1):
         check_inplace(self, name + "_")
         if self._rg and STATE.enabled:  # operands sharing self's storage: their values before the write
-            tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _storage(t) is _storage(self) else t
+            tensor1, tensor2 = (t.clone() if isinstance(t, Tensor) and _vowner(t) is _vowner(self) else t
                                 for t in (tensor1, tensor2))
         rt, term, _ = term_of(self, tensor1, tensor2, value)
         dtypes.check_out_cast(name + "_", rt, self.dtype)
@@ -1482,10 +1482,6 @@ def _addc_pair(name, combine):
     method.__doc__ = f"In-place ``{name}``; returns self."
     export(method, name + "_", to=("Tensor",))
     return export(fn), method
-
-
-def _storage(t):
-    return t if t._base is None else t._base
 
 
 addcmul, addcmul_ = _addc_pair("addcmul", mul)
