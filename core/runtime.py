@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 
@@ -71,7 +72,10 @@ def get_deterministic_debug_mode() -> int:
 _THREADS: dict = {"intra": None, "inter": None, "limiter": None}
 
 
+@functools.lru_cache(maxsize=None)
 def _default_threads() -> int:
+    """``OMP_NUM_THREADS`` or the CPUs this process may run on, read once (as PyTorch reads them at start-up):
+    the kernels ask per call."""
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
