@@ -215,7 +215,7 @@ def check_shareable(t, op: str) -> None:
 def share_memory_(t):
     """Move ``t``'s storage into shared memory (a no-op when already there or on a device); returns ``t``.
 
-    ``t`` and the tensor it is a view of (``t._base``) are re-pointed to the shared copy; a view made
+    ``t`` and the tensor it is a view of or was detached from are re-pointed to the shared copy; a view made
     earlier follows when it is shared itself; other views keep the old private memory.
 
     >>> import ember
@@ -225,7 +225,10 @@ def share_memory_(t):
     check_shareable(t, "share_memory_")
     if is_shared(t):
         return t
-    root, base = t._storage_root(), t._base
+    base = t._base if t._base is not None else t._vo  # the view base or the tensor t was detached from (a root)
+    if base is not None and base._vo is not None:  # a view of a detached tensor: its source holds the storage
+        base = base._vo
+    root = t._storage_root()
     if base is not None and is_shared(base) and base._storage_root().nbytes == root.nbytes:
         _repoint(t, root, base._storage_root())  # the base moved earlier: follow it
         return t

@@ -93,3 +93,30 @@ def test_no_grad_view_unchanged(torch, device):
             msg = "no_grad" in str(e)
         out[m] = (v._base is y, msg, y._version)
     assert out[ember] == out[torch]
+
+
+def test_share_memory_of_detached_reaches_source(torch, device):
+    if not ember.device(device).backend.host:
+        pytest.skip(f"tensors on {device} are not shared through host memory")
+    out = {}
+    for m, dev in _both(torch, device):
+        x = m.arange(4.0, device=dev)
+        d = x.detach()[1:]  # a view of a detached tensor: the source's storage is moved too
+        d.share_memory_()
+        d[0] = 9.0
+        out[m] = (x.is_shared(), d.is_shared(), x.tolist())
+    assert out[ember] == out[torch]
+
+
+def test_as_strided_of_detached_view_counts_from_storage_start(torch, device):
+    """PyTorch counts the offset from the storage's start; ember gives that value or refuses, never another."""
+    y = torch.arange(6.0)
+    want = y[1:].detach().as_strided((2,), (1,), 0).tolist()
+    e = ember.arange(6.0, device=device)
+    try:
+        got = e[1:].detach().as_strided((2,), (1,), 0).tolist()
+    except RuntimeError as err:
+        assert "as_strided" in str(err)
+    else:
+        assert got == want
+    assert e.detach().as_strided((2,), (1,), 1).tolist() == y.detach().as_strided((2,), (1,), 1).tolist()

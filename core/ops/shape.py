@@ -1574,7 +1574,9 @@ def as_strided(input, size, stride, storage_offset=None) -> Tensor:  # noqa: A00
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
     # arrays without strides (array-API backends) are read in logical order: any input is as good as its clone
-    if (input._base is not None and hasattr(input._data, "strides")) or not input.is_contiguous():
+    # a detached tensor counts from its own start, where PyTorch counts from the storage's: refused unless they agree
+    partial = input._vo is not None and input._vo._data is not input._data
+    if (input._base is not None and hasattr(input._data, "strides")) or partial or not input.is_contiguous():
         raise RuntimeError("as_strided: supported on contiguous tensors that own their storage (use .clone() first); "
                            f"got shape {list(input.shape)} with strides {list(input.stride())}")
     if any(s < 0 for s in size + stride) or offset < 0:
