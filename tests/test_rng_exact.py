@@ -1,6 +1,8 @@
 """The CPU generator draws PyTorch's numbers: after ``manual_seed(s)`` (or on a seeded ``Generator``) each random
 function gives PyTorch's values bit for bit (``normal_`` of 16 or more float32 elements too, through PyTorch's
 vectorised Cephes ``log`` and ``sincos``), and leaves the generator in PyTorch's state."""
+import re
+
 import numpy as np
 import pytest
 
@@ -183,3 +185,24 @@ def test_bad_state_is_refused(device):
     with pytest.raises(RuntimeError, match="Invalid mt19937 state"):
         ember.set_rng_state(ember.zeros(5056, dtype=ember.uint8))
     assert ember.equal(ember.get_rng_state(), before)
+
+
+
+@pytest.mark.parametrize("dt, fits", [("int8", 128), ("uint8", 256), ("int16", 32768), ("float16", 2049)])
+def test_randperm_refuses_a_dtype_too_small_for_n(device, dt, fits):
+    """n up to the dtype's maximum + 1 (float16: 2049) draws; one more is refused on both sides of the 512 split
+    with PyTorch's error, before any draw: on the CPU the generator then gives PyTorch's next numbers."""
+    for n in sorted({fits + 1, max(fits + 1, 600)}):
+        tg = torch.Generator().manual_seed(5)
+        with pytest.raises(RuntimeError) as want:
+            torch.randperm(n, dtype=getattr(torch, dt), generator=tg)
+        with pytest.raises(RuntimeError, match=rf"randperm\(\): {re.escape(str(want.value).rstrip('.'))}.*n={n}"):
+            ember.randperm(n, dtype=getattr(ember, dt), device=device)
+        if device == "cpu":
+            g = ember.Generator().manual_seed(5)
+            with pytest.raises(RuntimeError):
+                ember.randperm(n, dtype=getattr(ember, dt), generator=g)
+            np.testing.assert_array_equal(ember.randint(0, 1000, (4,), generator=g).numpy(),
+                                          torch.randint(0, 1000, (4,), generator=tg).numpy())
+    got = ember.randperm(fits, dtype=getattr(ember, dt), device=device)
+    assert sorted(got.cpu().numpy().tolist()) == list(range(fits))

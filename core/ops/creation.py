@@ -606,6 +606,18 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
                    low, high)
 
 
+def _check_randperm_fits(n, d):
+    """Refuse, before any draw, an ``n`` whose values ``0 .. n-1`` the dtype cannot hold, as PyTorch does:
+    an integer dtype up to its maximum + 1, float16 up to 2049 (bfloat16 and wider floats unchecked)."""
+    if d == dtypes.float16 and n > 2049:
+        raise RuntimeError(f"randperm(): n cannot be greater than 2049 for Half type, got n={n}")
+    if d.is_floating_point or d.is_complex or d == dtypes.bool:
+        return
+    if n > dtypes.iinfo(d).max + 1:
+        raise RuntimeError(f"randperm(): value cannot be converted to type {str(d).split('.')[-1]}_t "
+                           f"without overflow: n={n} needs values up to {n - 1}")
+
+
 @export(to=TORCH)
 def randperm(n, *, generator=None, out=None, dtype=dtypes.int64, layout=None, device=None, requires_grad=False,
              pin_memory=False) -> Tensor:
@@ -613,7 +625,8 @@ def randperm(n, *, generator=None, out=None, dtype=dtypes.int64, layout=None, de
     _strided_only(layout, "randperm")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
-    dev, _, nd = _dev_dtype(device, dtype or dtypes.int64, out)
+    dev, d, nd = _dev_dtype(device, dtype or dtypes.int64, out)
+    _check_randperm_fits(n, d)
     t = create("randperm", dev, requires_grad, out, "permutation", native(generator, dev), n, nd)
     return t.pin_memory() if pin_memory else t
 
