@@ -149,9 +149,8 @@ def inplace_form(fn, name: str):
         if input is _MISSING:  # the written tensor by a NumPy-style name (torch.relu_(x=t)), as PyTorch takes it
             input = _aliased_input(name + "_", kwargs)
         for x in (*args, *kwargs.values()):
-            if isinstance(x, Tensor) and (x._base is not None or input._base is not None or x._vo is not None or
-                                          input._vo is not None):
-                check_partial_overlap(input, x)  # (only views can share part of input's memory)
+            if isinstance(x, Tensor):
+                check_partial_overlap(input, x)
         if op is not None and not kwargs and _direct(input, args):
             return inplace(op, input, *args)  # the one Op, written into input (recorded where autograd wants it)
 

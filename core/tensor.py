@@ -439,21 +439,10 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        b = self._base
-        if b is None:
-            b = self
-        o = b._vo
-        return (b if o is None else o)._ver
+        return _vowner(self)._ver
 
     def _bump(self):
-        b = self._base
-        if b is None:
-            b = self
-        o = b._vo
-        if o is None:
-            b._ver += 1
-        else:
-            o._ver += 1
+        _vowner(self)._ver += 1
 
     @property
     def data(self) -> "Tensor":

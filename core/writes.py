@@ -86,6 +86,8 @@ def check_partial_overlap(a: Tensor, x: Tensor) -> None:
     """PyTorch's error when operand ``x`` of a write into ``a`` shares some but not all of ``a``'s memory
     (``x[1:].add_(x[:-1])``).  The same elements (``x.add_(x)``), disjoint ones, and layouts that are not dense
     (too hard to tell, as PyTorch says) pass."""
+    if a._base is None and x._base is None and a._vo is None and x._vo is None:
+        return  # only views and detached tensors share part of another tensor's memory
     if _vowner(a) is not _vowner(x):
         return
     sa, sx = _dense_span(a._data), _dense_span(x._data)
@@ -166,9 +168,7 @@ def inplace(Op, a: Tensor, *args):
         if isinstance(x, Tensor):
             if x._dev is not a._dev and not (x._dev.type == "cpu" and x._data.ndim == 0):
                 raise device_error(name, a, x)
-            if x._base is not None or a._base is not None or x._vo is not None or a._vo is not None:
-                # (only views and detached tensors can share part of a's memory)
-                check_partial_overlap(a, x)
+            check_partial_overlap(a, x)
             if x._dev is not a._dev:
                 x = scalar_to(x, a._dev)
             if x.dtype is not dt:
