@@ -192,6 +192,10 @@ def test_bad_state_is_refused(device):
 def test_randperm_refuses_a_dtype_too_small_for_n(device, dt, fits):
     """n up to the dtype's maximum + 1 (float16: 2049) draws; one more is refused on both sides of the 512 split
     with PyTorch's error, before any draw: on the CPU the generator then gives PyTorch's next numbers."""
+    try:
+        ember.empty(0, dtype=getattr(ember, dt), device=device)
+    except TypeError:
+        pytest.skip(f"the backend has no {dt}")
     for n in sorted({fits + 1, max(fits + 1, 600)}):
         tg = torch.Generator().manual_seed(5)
         with pytest.raises(RuntimeError) as want:

@@ -127,3 +127,19 @@ def test_softmax_rows_without_a_maximum_pass_match_torch(device, case):
     ref.backward()
     np.testing.assert_allclose(mine.item(), ref.item(), rtol=1e-5)
     np.testing.assert_allclose(ex.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("every", [9, 1])
+def test_softmax_of_rows_far_below_zero_keeps_small_probabilities_exact(device, every):
+    # a row topped by -20 with entries near -100: unshifted, exp(-100) is subnormal in float32 and its few bits
+    # came out as a 1.6% error once divided by the row's small sum; such rows are shifted by their own maximum
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 40)).astype(np.float32) * 3
+    deep = slice(1, None, every)
+    x[deep] = rng.uniform(-101, -95, x[deep].shape).astype(np.float32)
+    x[deep, 0] = -20.0
+    x[deep, 1] = -np.inf
+    mine = ember.tensor(x, device=device).softmax(-1).cpu().numpy()[deep]
+    ref = torch.tensor(x).softmax(-1).numpy()[deep]
+    assert (ref[:, 2:] > 0).all() and (ref[:, 2:] < 1e-30).all()
+    np.testing.assert_allclose(mine, ref, rtol=1e-6, atol=0)

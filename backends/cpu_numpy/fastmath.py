@@ -270,19 +270,35 @@ instead.  Below it the row's maximum is at most 64: its exponentials stay far fr
 ``exp(x)`` is as exact as ``exp(x - max)`` without rounding the difference."""
 
 
+_NORMAL_EXP_FLOOR = np.float32(-87.0)
+"""An entry below this (and finite) has a subnormal or zero ``exp`` in float32 (its smallest normal is ~e^-87.34)."""
+
+_DEEP_TOTAL = np.float32(2.0 ** -4)
+"""A row of :func:`_exp_rows` whose exponentials sum below this and that has an entry below
+:data:`_NORMAL_EXP_FLOOR` is shifted by its own maximum: unshifted, that entry's subnormal ``exp(x)`` (rounded to
+2^-149 absolute) divided by the small total is a normal probability with the few bits of a subnormal (a row topped
+by -20, an entry at -100: 1.6% off).  At a larger total such a probability is off by at most 2^-24 / total < 1e-6
+of itself where it is normal, and subnormal itself otherwise."""
+
+
 def _exp_rows(x):
     """``(s, e, total)`` for C-contiguous float32 ``x`` taken as rows ``(-1, n)``: ``s`` the rows as exponentiated,
     ``e = exp(s)`` and its row sums as a matrix-vector product.  The rows are exponentiated as they are (``s`` is
     ``x``'s own rows, not to be written): no pass for a maximum, whose reduction along short rows needs a
     transposed copy.  The rows whose sums fall outside [:data:`_LOW_TOTAL`, :data:`_HIGH_TOTAL`] (far below zero,
-    above 64, infinite or NaN) are shifted by their own maximum and taken again.  A row with no finite entry
-    meets ``-inf - -inf``: NaN, as the shared kernels give, inside the caller's floating-point-error guard."""
+    above 64, infinite or NaN), and those below :data:`_DEEP_TOTAL` with an entry below :data:`_NORMAL_EXP_FLOOR`, are
+    shifted by their own maximum and taken again.  A row with no finite entry meets ``-inf - -inf``: NaN, as the
+    shared kernels give, inside the caller's floating-point-error guard."""
     rows = x.reshape(-1, x.shape[-1])
     ones = _ones(rows.shape[1])
     s = rows
     e = np.exp(s)
     total = e @ ones
-    odd = np.flatnonzero(~((total >= _LOW_TOTAL) & (total <= _HIGH_TOTAL)))
+    odd = np.flatnonzero(~((total >= _DEEP_TOTAL) & (total <= _HIGH_TOTAL)))
+    if odd.size:  # (of the rows summing in [_LOW_TOTAL, _DEEP_TOTAL), those with no deep entry are kept)
+        mid = odd[(total[odd] >= _LOW_TOTAL) & (total[odd] < _DEEP_TOTAL)]
+        low = rows[mid]
+        odd = np.setdiff1d(odd, mid[~((low < _NORMAL_EXP_FLOOR) & (low > -np.inf)).any(axis=1)], assume_unique=True)
     if 4 * odd.size > total.size:  # (many: every row, without the gathers)
         s = _shifted_rows(rows)
         e = np.exp(s)
