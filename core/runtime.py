@@ -72,7 +72,7 @@ def get_deterministic_debug_mode() -> int:
 _THREADS: dict = {"intra": None, "inter": None, "limiter": None}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _default_threads() -> int:
     """``OMP_NUM_THREADS`` or the CPUs this process may run on, read once (as PyTorch reads them at start-up):
     the kernels ask per call."""
