@@ -45,3 +45,17 @@ def compare_module(torch, emod, tmod, inputs, device, dtype, out_index=None):
         else:
             assert_close(p.grad, tparams[name].grad, msg=name, **tol)
     return eo, to
+
+
+def sgd_steps(model, nll, batch, lib, steps=2):
+    """``steps`` SGD steps of ``model`` over ``batch`` (pairs given to ``nll``, the losses summed) with ``lib``'s
+    optimizer; each step's loss and gradients (numpy), then the final parameters."""
+    opt = lib.optim.SGD(model.parameters(), lr=0.05, weight_decay=1e-3)
+    record = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = sum(nll(w, y) for w, y in batch)
+        loss.backward()
+        record.append((float(loss.detach()), [p.grad.detach().cpu().numpy().copy() for p in model.parameters()]))
+        opt.step()
+    return record, [p.detach().cpu().numpy().copy() for p in model.parameters()]

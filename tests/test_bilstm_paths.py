@@ -10,6 +10,7 @@ import pytest
 import ember
 from ember.kernels.reduction import TINY_LSE, TINY_LSE_AXIS
 from ember.testing import assert_close
+from nn_helpers import sgd_steps
 
 pytest.importorskip("torch")
 
@@ -48,20 +49,6 @@ def test_tiny_logsumexp_infinities_and_nan(device, torch):
         assert_close(x.grad, t.grad, msg=dtype)  # (NaN where PyTorch's formula gives it)
 
 
-def _train_steps(model, nll, batch, steps=2):
-    """Losses and gradients (numpy) of ``steps`` SGD steps over ``batch``, then the parameters."""
-    opt = ember.optim.SGD(model.parameters(), lr=0.05, weight_decay=1e-3)
-    record = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = sum(nll(w, y) for w, y in batch)
-        loss.backward()
-        record.append(loss.detach().cpu().numpy().copy())
-        record += [p.grad.detach().cpu().numpy().copy() for p in model.parameters()]
-        opt.step()
-    return record + [p.detach().cpu().numpy().copy() for p in model.parameters()]
-
-
 def test_compiled_bilstm_crf_equals_eager(device):
     """The loss compiled with its backward ahead of time, the LSTM layers' backward one ``LSTMLayerGrad`` op each in
     it (no prefix replayed through dispatch): without a graph bit for bit as eager mode, and losses, gradients and
@@ -79,8 +66,10 @@ def test_compiled_bilstm_crf_equals_eager(device):
         for _ in range(2):
             for w, y in batch:
                 np.testing.assert_array_equal(compiled(w, y).cpu().numpy(), twin.nll(w, y).cpu().numpy())
-    got, want = _train_steps(model, compiled, batch, 3), _train_steps(twin, twin.nll, batch, 3)
-    for a, b in zip(got, want):
+    (got, got_params), (want, want_params) = sgd_steps(model, compiled, batch, ember, 3), \
+        sgd_steps(twin, twin.nll, batch, ember, 3)
+    for a, b in zip([x for gl, gg in got for x in (gl, *gg)] + got_params,
+                    [x for wl, wg in want for x in (wl, *wg)] + want_params):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     variants = [v for v in compiled._compiled.cache.values() if v.aot is not None]
     assert len(variants) == 2

@@ -9,6 +9,7 @@ import pytest
 
 import ember
 from ember._dynamo.exc import Unsupported
+from nn_helpers import sgd_steps
 from test_compile_backward_kernels import compiled_gold_score
 
 
@@ -72,19 +73,6 @@ def _torch_twin(torch, model):
     return twin
 
 
-def _train(model, nll, batch, lib, steps=2):
-    """``steps`` SGD steps over ``batch``; each step's loss and gradients (numpy), then the final parameters."""
-    opt = lib.optim.SGD(model.parameters(), lr=0.05, weight_decay=1e-3)
-    record = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = sum(nll(w, y) for w, y in batch)
-        loss.backward()
-        record.append((float(loss.detach()), [p.grad.detach().cpu().numpy().copy() for p in model.parameters()]))
-        opt.step()
-    return record, [p.detach().cpu().numpy().copy() for p in model.parameters()]
-
-
 def test_bilstm_crf_training_steps_equal_eager_and_pytorch(device):
     torch = pytest.importorskip("torch")
     ember.manual_seed(0)
@@ -93,9 +81,9 @@ def test_bilstm_crf_training_steps_equal_eager_and_pytorch(device):
     data = _sentences([5, 4])
     batch = [(ember.tensor(w, device=device), y) for w, y in data]
     compiled = ember.compile(model.nll)
-    got, got_params = _train(model, compiled, batch, ember)
-    want, want_params = _train(twin, twin.nll, batch, ember)
-    torch_record, torch_params = _train(ref, ref.nll, [(torch.tensor(w), y) for w, y in data], torch)
+    got, got_params = sgd_steps(model, compiled, batch, ember)
+    want, want_params = sgd_steps(twin, twin.nll, batch, ember)
+    torch_record, torch_params = sgd_steps(ref, ref.nll, [(torch.tensor(w), y) for w, y in data], torch)
     for (gl, gg), (wl, wg), (tl, tg) in zip(got, want, torch_record):
         assert gl == pytest.approx(wl, rel=1e-6) and gl == pytest.approx(tl, rel=1e-4)
         for a, b, c in zip(gg, wg, tg):
