@@ -20,7 +20,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..autograd import engine as _engine
-from ..autograd.engine import grad as _grad
 from ..autograd.function import SAVED_HOOKS, Function, _alias, grad_edge
 from ..jit import _graph
 from ..jit._graph import Ref, _refs_in, lookup_op
@@ -57,7 +56,7 @@ def joint_body(fn, out_spec, holder, state):
             state.internal, CompileCapture.first_order = True, True
             _engine.TASK.zeros = _recorded_zeros
             try:  # create_graph: the engine sums and fills gradients with ops then, which the capture sees
-                grads = _grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
+                grads = _engine.grad(diff, leaves, gouts, retain_graph=True, create_graph=True, allow_unused=True)
             except RuntimeError:  # a formula that cannot run so (its graph freed, no double backward)
                 grads = ()
             finally:

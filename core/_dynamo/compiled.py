@@ -480,7 +480,7 @@ class CompiledFunction:
         alts = _ints.alternates(leaves, sel, self.last_ints)
         after, rng_after = _snapshot(self.module), _rng_state()
         values = [[alts[j] if j in changed else vals[j] for j in range(len(sel))] for changed in _ints.groups(len(sel))]
-        n = len(values)  # (the probes; then two checks)
+        n_probes = len(values)  # (then two checks)
         values += [alts, _ints.far(vals, alts)]
         traces = []
         _ints.PROBING[0] = True
@@ -498,12 +498,13 @@ class CompiledFunction:
             del runs[1:]
             _restore(after)
             _set_rng_state(rng_after)
-        changes = [[w - v for v, w in zip(vals, vs)] for vs in values[:n]]
+        changes = [[w - v for v, w in zip(vals, vs)] for vs in values[:n_probes]]
         sizes = [tuple(t._data.shape) for t in flat]
-        args_of, kept = _ints.symbolize(graph, traces[:n], changes, vals, sizes, list(zip(traces[n:], values[n:])),
+        args_of, kept = _ints.symbolize(graph, traces[:n_probes], changes, vals, sizes,
+                                        list(zip(traces[n_probes:], values[n_probes:])),
                                         [leaves[k][0] for k in sel])
-        for n, a in zip(graph.nodes, args_of):
-            n.args = a
+        for node, a in zip(graph.nodes, args_of):
+            node.args = a
         graph.n_ints = len(kept)
         graph.int_paths = frozenset(leaves[sel[k]][0] for k in kept)
 

@@ -166,12 +166,13 @@ def _signal_under_mpiexec(pid: int):
     folder = _LAUNCHER.get("folder")
     if folder is None or pid is None:
         return None
+    path = os.path.join(folder, f"{pid}.signal")
     try:
-        with open(os.path.join(folder, f"{pid}.signal")) as f:
+        with open(path) as f:
             number = int(f.read())
     except (OSError, ValueError):
         return None
-    os.unlink(os.path.join(folder, f"{pid}.signal"))
+    os.unlink(path)
     return number
 
 

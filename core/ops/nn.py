@@ -387,15 +387,10 @@ def _threshold_input(input, threshold, value):  # noqa: A002 - PyTorch's thresho
     converted = []
     # (the threshold of float16 and bfloat16 input is compared in float32)
     for v, to in ((threshold, dtypes.float32 if d in dtypes.REDUCED_FLOATING_TYPES else d), (value, d)):
-        if to.category == dtypes.INT and isinstance(v, float) and not _int_range(to)[0] <= v <= _int_range(to)[1]:
+        if to.category == dtypes.INT and isinstance(v, float) and not dtypes.iinfo(to).min <= v <= dtypes.iinfo(to).max:
             raise RuntimeError(f"value cannot be converted to type {to.name} without overflow (got {v})")
         converted.append(dtypes.checked_scalar(v, to))
     return (input, *converted)
-
-
-def _int_range(d):
-    info = dtypes.iinfo(d)
-    return info.min, info.max
 
 
 @export(to=("nn.functional", "torch", "Tensor"))

@@ -959,7 +959,7 @@ def unsafe_split(input, split_size, dim: int = 0) -> tuple:  # noqa: A002
 @export
 def unsafe_split_with_sizes(tensor, split_sizes, dim: int = 0) -> tuple:
     """:func:`split_with_sizes`, as PyTorch's unsafe form (the same pieces; its node is named apart)."""
-    return _unsafe(split(tensor, list(split_sizes), dim))
+    return _unsafe(split_with_sizes(tensor, split_sizes, dim))
 
 
 @export
