@@ -376,9 +376,7 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    @property
-    def grad_fn(self):
-        return None if self._volatile else self._fn
+    # (grad_fn: a property set by .writes, which refreshes a view whose base changed in place first)
 
     @property
     def is_leaf(self) -> bool:
